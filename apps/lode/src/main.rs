@@ -1,0 +1,61 @@
+//! `lode`: the one binary — serve zones, check zone files, reload, generate data
+//! sets and benchmark DNS servers.
+#![forbid(unsafe_code)]
+
+mod bench;
+mod check;
+mod enumcmd;
+mod gen;
+mod reload;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+/// Lode: an authoritative-only DNS server for very large zones (ENUM, TLDs),
+/// and the tools that measure it.
+///
+/// Start with `lode serve`: with no arguments it serves an embedded demo
+/// (a small ENUM zone and example.com) on 127.0.0.1:5300, so that
+///   dig @127.0.0.1 -p 5300 4.3.2.1.9.3.9.2.1.2.1.e164.arpa NAPTR
+/// answers at once.
+#[derive(Parser, Debug)]
+#[command(name = "lode", version, about, long_about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve zones over UDP and TCP (with no arguments: the embedded demo on 127.0.0.1:5300).
+    Serve(serve::ServeArgs),
+    /// Validate a zone file and print a summary, or its errors with file:line.
+    Check(check::CheckArgs),
+    /// Ask a running server to reload its configuration and zones.
+    Reload(reload::ReloadArgs),
+    /// Generate benchmark data sets (ENUM zones, dns64perf namespace) and query files.
+    Gen(gen::GenArgs),
+    /// Convert an E.164 number to its ENUM domain name (RFC 6116), or back.
+    Enum(enumcmd::EnumArgs),
+    /// Measure DNS servers: RFC 8219 rate search, closed-loop clients, echo ceiling, comparisons.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(a) => serve::run(a),
+        Command::Check(a) => check::run(a),
+        Command::Reload(a) => reload::run(a),
+        Command::Gen(a) => gen::run(a),
+        Command::Enum(a) => enumcmd::run(a),
+        Command::Bench(a) => bench::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("lode: error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! lode-bench.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! lode-engine.
+#![forbid(unsafe_code)]

@@ -1,0 +1,1 @@
+//! lode-io: sockets.

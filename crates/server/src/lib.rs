@@ -1,0 +1,2 @@
+//! lode-server.
+#![forbid(unsafe_code)]

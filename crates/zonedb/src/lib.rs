@@ -1,0 +1,2 @@
+//! lode-zonedb.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! lode-zonefile.
+#![forbid(unsafe_code)]
