@@ -1,0 +1,396 @@
+//! Building a zone version from records, with the checks of `named-checkzone`
+//! and `knotc zone-check`.
+
+use std::fmt;
+
+use lode_wire::{Class, Name, Record, Rtype};
+
+use crate::{Node, NodeFlags, RRset, Zone, NONE};
+
+/// How serious a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// The zone is not served.
+    Error,
+    /// Reported; the zone is served.
+    Warning,
+}
+
+/// A problem found while building a zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The tag of the record concerned (as given to [`ZoneBuilder::add`]), if one.
+    pub tag: Option<u32>,
+    /// Error or warning.
+    pub severity: Severity,
+    /// What is wrong, naming the owner and type.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, "{s}: {}", self.message)
+    }
+}
+
+/// Collects records and builds an immutable [`Zone`].
+#[derive(Debug)]
+pub struct ZoneBuilder {
+    origin: Name,
+    class: Class,
+    records: Vec<(Record, u32)>,
+}
+
+struct Sorted {
+    key: Box<[u8]>,
+    record: Record,
+    tag: u32,
+}
+
+impl ZoneBuilder {
+    /// A builder for the zone at `origin`, class IN.
+    pub fn new(origin: Name) -> Self {
+        ZoneBuilder {
+            origin,
+            class: Class::IN,
+            records: Vec::new(),
+        }
+    }
+
+    /// Sets the zone's class (default IN).
+    pub fn class(mut self, class: Class) -> Self {
+        self.class = class;
+        self
+    }
+
+    /// Adds a record; `tag` is echoed in problems about it (e.g. an index of source positions).
+    pub fn add(&mut self, record: Record, tag: u32) {
+        self.records.push((record, tag));
+    }
+
+    /// Number of records added so far.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// True if no record was added.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Checks the records and builds the zone. On success returns the zone and
+    /// its warnings; on failure every problem found (errors and warnings).
+    pub fn build(self) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        let mut problems = Vec::new();
+        let origin = self.origin;
+        let origin_key = origin.key();
+        let err = |problems: &mut Vec<Problem>, tag: Option<u32>, message: String| {
+            problems.push(Problem {
+                tag,
+                severity: Severity::Error,
+                message,
+            })
+        };
+
+        // 1. Per-record checks; keep in-zone records with their keys.
+        let mut sorted = Vec::with_capacity(self.records.len());
+        for (record, tag) in self.records {
+            if !record.owner.as_ref().ends_with(&origin.as_ref()) {
+                err(
+                    &mut problems,
+                    Some(tag),
+                    format!(
+                        "{} {}: owner is outside the zone {}",
+                        record.owner, record.rtype, origin
+                    ),
+                );
+                continue;
+            }
+            if record.class != self.class {
+                err(
+                    &mut problems,
+                    Some(tag),
+                    format!(
+                        "{} {}: class {} differs from the zone's class {}",
+                        record.owner, record.rtype, record.class, self.class
+                    ),
+                );
+                continue;
+            }
+            if record.rtype.is_meta() {
+                err(
+                    &mut problems,
+                    Some(tag),
+                    format!(
+                        "{} {}: a meta type cannot be stored in a zone",
+                        record.owner, record.rtype
+                    ),
+                );
+                continue;
+            }
+            if record.rtype == Rtype::SOA && record.owner != origin {
+                err(
+                    &mut problems,
+                    Some(tag),
+                    format!("{} SOA: SOA record outside the zone apex", record.owner),
+                );
+                continue;
+            }
+            sorted.push(Sorted {
+                key: record.owner.key(),
+                record,
+                tag,
+            });
+        }
+        sorted.sort_by(|a, b| {
+            (&a.key, a.record.rtype, &a.record.rdata).cmp(&(&b.key, b.record.rtype, &b.record.rdata))
+        });
+
+        // 2. Group into nodes and RRsets, adding empty non-terminals.
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut first_tags: Vec<u32> = Vec::new(); // per node: tag of its first record
+        if sorted.first().map(|s| &*s.key) != Some(&*origin_key) {
+            nodes.push(Node {
+                key: origin_key.clone(),
+                owner: origin.clone(),
+                rrsets: Vec::new(),
+                flags: NodeFlags::default(),
+                shadow: NONE,
+            });
+            first_tags.push(u32::MAX);
+        }
+        for s in sorted {
+            let new_node = nodes.last().map(|n| n.key != s.key).unwrap_or(true);
+            if new_node {
+                // Empty non-terminals between the previous node and this one.
+                let prev = nodes.last().map(|n| &*n.key).unwrap_or(&[]);
+                let mut common = 0;
+                for (j, (a, b)) in s.key.iter().zip(prev.iter()).enumerate() {
+                    if a != b {
+                        break;
+                    }
+                    if *a == 0 {
+                        common = j + 1;
+                    }
+                }
+                let mut labels_at = origin.as_ref().label_count();
+                let mut end = 0;
+                for (j, &b) in s.key.iter().enumerate() {
+                    if b != 0 {
+                        continue;
+                    }
+                    end = j + 1;
+                    let labels = lode_wire::name::key_label_count(&s.key[..end]);
+                    if end > common && end < s.key.len() && labels > labels_at {
+                        labels_at = labels;
+                        let owner = s
+                            .record
+                            .owner
+                            .as_ref()
+                            .suffix(labels)
+                            .map(|n| n.to_name())
+                            .unwrap_or_else(Name::root);
+                        nodes.push(Node {
+                            key: s.key[..end].into(),
+                            owner,
+                            rrsets: Vec::new(),
+                            flags: NodeFlags::default(),
+                            shadow: NONE,
+                        });
+                        first_tags.push(s.tag);
+                    }
+                }
+                debug_assert_eq!(end, s.key.len());
+                nodes.push(Node {
+                    key: s.key,
+                    owner: s.record.owner.clone(),
+                    rrsets: Vec::new(),
+                    flags: NodeFlags::default(),
+                    shadow: NONE,
+                });
+                first_tags.push(s.tag);
+            }
+            let node = nodes.last_mut().expect("a node was just pushed or matched");
+            let r = s.record;
+            match node.rrsets.last_mut() {
+                Some(set) if set.rtype == r.rtype => {
+                    if set.rdatas.last().map(|d| **d == *r.rdata) == Some(true) {
+                        continue; // duplicate record: ignored, as Knot and BIND do
+                    }
+                    if set.ttl != r.ttl && r.rtype != Rtype::RRSIG {
+                        problems.push(Problem {
+                            tag: Some(s.tag),
+                            severity: Severity::Warning,
+                            message: format!(
+                                "{} {}: TTL {} differs from the RRset's TTL {}; using {}",
+                                r.owner, r.rtype, r.ttl, set.ttl, set.ttl
+                            ),
+                        });
+                    }
+                    set.rdatas.push(r.rdata);
+                }
+                _ => {
+                    node.rrsets.push(RRset {
+                        rtype: r.rtype,
+                        ttl: r.ttl,
+                        rdatas: vec![r.rdata],
+                    });
+                }
+            }
+        }
+
+        // 3. Apex checks.
+        let apex = &nodes[0];
+        let soa = apex.rrset(Rtype::SOA);
+        match soa {
+            None => err(
+                &mut problems,
+                None,
+                format!("{origin}: no SOA record at the zone apex"),
+            ),
+            Some(s) if s.len() > 1 => err(
+                &mut problems,
+                Some(first_tags[0]),
+                format!("{origin}: more than one SOA record at the zone apex"),
+            ),
+            Some(s) if s.first().len() < 20 => err(
+                &mut problems,
+                Some(first_tags[0]),
+                format!("{origin}: malformed SOA RDATA"),
+            ),
+            _ => {}
+        }
+        if apex.rrset(Rtype::NS).is_none() {
+            err(
+                &mut problems,
+                None,
+                format!("{origin}: no NS records at the zone apex"),
+            );
+        }
+
+        // 4. Per-node flags and checks.
+        let apex_key_len = nodes[0].key.len();
+        for (i, node) in nodes.iter_mut().enumerate() {
+            let tag = Some(first_tags[i]).filter(|t| *t != u32::MAX);
+            let is_apex = node.key.len() == apex_key_len;
+            if let Some(cname) = node.rrset(Rtype::CNAME) {
+                if cname.len() > 1 {
+                    err(
+                        &mut problems,
+                        tag,
+                        format!("{} CNAME: more than one CNAME record", node.owner),
+                    );
+                }
+                let others = node.rrsets.iter().any(|s| {
+                    !matches!(s.rtype, Rtype::CNAME | Rtype::RRSIG | Rtype::NSEC | Rtype::KEY)
+                });
+                if others || is_apex {
+                    err(
+                        &mut problems,
+                        tag,
+                        format!("{} CNAME: CNAME beside other data", node.owner),
+                    );
+                }
+                node.flags.insert(NodeFlags::CNAME);
+            }
+            if let Some(d) = node.rrset(Rtype::DNAME) {
+                if d.len() > 1 {
+                    err(
+                        &mut problems,
+                        tag,
+                        format!("{} DNAME: more than one DNAME record", node.owner),
+                    );
+                }
+                node.flags.insert(NodeFlags::DNAME);
+            }
+            if !is_apex && node.rrset(Rtype::NS).is_some() {
+                node.flags.insert(NodeFlags::DELEGATION);
+            }
+        }
+
+        // 5. Shadows (occlusion) and wildcard children, with a stack of ancestors.
+        let mut stack: Vec<usize> = Vec::new();
+        for i in 0..nodes.len() {
+            while let Some(&top) = stack.last() {
+                if nodes[i].key.starts_with(&nodes[top].key) {
+                    break;
+                }
+                stack.pop();
+            }
+            let shadow = stack
+                .iter()
+                .copied()
+                .find(|&a| {
+                    let f = nodes[a].flags;
+                    f.contains(NodeFlags::DNAME) || f.contains(NodeFlags::DELEGATION)
+                })
+                .map(|a| a as u32)
+                .unwrap_or(NONE);
+            nodes[i].shadow = shadow;
+            if nodes[i].owner.as_ref().is_wildcard() {
+                if let Some(&parent) = stack.last() {
+                    nodes[parent].flags.insert(NodeFlags::WILDCARD_CHILD);
+                }
+            }
+            stack.push(i);
+        }
+
+        // 6. Glue: in-zone NS targets need an address.
+        let mut zone = Zone {
+            origin: origin.clone(),
+            class: self.class,
+            nodes,
+            negative_ttl: 0,
+            serial: 0,
+        };
+        for (i, node) in zone.nodes.iter().enumerate() {
+            let Some(ns) = node.rrset(Rtype::NS) else {
+                continue;
+            };
+            if zone.shadow(crate::NodeId(i as u32)).is_some() {
+                continue; // NS below a cut is occluded data, not a delegation
+            }
+            for rdata in ns.rdatas() {
+                let Ok((target, _)) = lode_wire::NameRef::split_from(rdata) else {
+                    continue;
+                };
+                if !target.ends_with(&origin.as_ref()) {
+                    continue;
+                }
+                let has_address = zone
+                    .find(target)
+                    .map(|t| {
+                        let t = zone.node(t);
+                        t.rrset(Rtype::A).is_some() || t.rrset(Rtype::AAAA).is_some()
+                    })
+                    .unwrap_or(false);
+                if !has_address {
+                    err(
+                        &mut problems,
+                        Some(first_tags[i]).filter(|t| *t != u32::MAX),
+                        format!(
+                            "{} NS: in-zone name server {} has no address (A or AAAA) records (missing glue)",
+                            node.owner, target
+                        ),
+                    );
+                }
+            }
+        }
+
+        if problems.iter().any(|p| p.severity == Severity::Error) {
+            return Err(problems);
+        }
+        // SOA presence and size were checked above.
+        let soa = zone.nodes[0].rrset(Rtype::SOA).expect("checked");
+        let rdata = soa.first();
+        let fixed = &rdata[rdata.len() - 20..];
+        zone.serial = u32::from_be_bytes([fixed[0], fixed[1], fixed[2], fixed[3]]);
+        let minimum = u32::from_be_bytes([fixed[16], fixed[17], fixed[18], fixed[19]]);
+        zone.negative_ttl = soa.ttl().min(minimum);
+        Ok((zone, problems))
+    }
+}
