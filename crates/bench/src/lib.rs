@@ -1,2 +1,17 @@
-//! lode-bench.
+//! lode-bench: the measuring instruments of Lode — data-set generators and load testers.
+//!
+//! ```text
+//!   gen ──▶ zone files + query files ──▶ server under test (Lode, Knot DNS, NSD)
+//!                                              ▲        │
+//!   rate (RFC 8219 open loop) ── queries ──────┘        │ replies, matched by port, ID, question
+//!   clients (enumperf closed loop) ◀────────────────────┘
+//!   echo: a responder that only flips QR — the ceiling of the machine's stack
+//! ```
+//!
+//! The generators write text with fixed templates updated in place (no allocation per
+//! record). The testers precompute every query in wire form before the clock starts,
+//! so the measured path only stamps an ID and sends.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod e164;
