@@ -1,0 +1,315 @@
+//! Differential suite: the same zones served by Knot DNS 3.2 and by Lode, the
+//! same queries sent to both, the answers compared field by field.
+//!
+//! ```text
+//! tests/differential/zones/*.zone ─┬─▶ knotd (127.0.0.1:15300-15349) ─┐
+//!                                  └─▶ lode serve (15350-15399) ──────┤
+//! tests/differential/queries.txt ──▶ UDP and TCP ─▶ both ─▶ independent parser ─▶ compare
+//!                                                       tests/differential/accepted.txt ─┘
+//! ```
+//!
+//! Environment: `LODE_DIFF_PEER=knot` compares knotd with a second knotd (to
+//! prove the harness: that run must be clean); `LODE_DIFF_FILTER=text` runs
+//! only the queries whose line contains `text`; `LODE_REQUIRE_KNOT=1` turns
+//! a missing knotd into a failure instead of a skip; `LODE_DIFF_VERBOSE=1`
+//! prints Knot's answer to every query.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// One line of queries.txt.
+#[derive(Debug)]
+struct Case {
+    /// The line as written (whitespace normalised), used as its identity.
+    text: String,
+    /// Line number in queries.txt.
+    line: usize,
+    query: Query,
+    udp: bool,
+    tcp: bool,
+}
+
+/// The query's OPT record, added (payload 1232) if missing.
+fn edns(q: &mut Query) -> &mut Edns {
+    q.edns.get_or_insert(Edns {
+        size: 1232,
+        ..Edns::default()
+    })
+}
+
+fn parse_case(text: &str, line: usize) -> Result<Case, String> {
+    let mut words = text.split_whitespace();
+    let qname = words.next().ok_or("empty line")?;
+    let qtype_s = words.next().ok_or("missing qtype")?;
+    let qtype = type_from_str(qtype_s).ok_or_else(|| format!("unknown qtype {qtype_s}"))?;
+    let mut q = Query::new(qname, qtype, 1);
+    q.id = (line as u16).wrapping_mul(7919);
+    let (mut udp, mut tcp) = (true, true);
+    let mut transport_given = false;
+    for w in words {
+        if let Some(opt) = w.strip_prefix('+') {
+            let (key, val) = match opt.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (opt, None),
+            };
+            let num = |v: Option<&str>| -> Result<u32, String> {
+                let v = v.ok_or_else(|| format!("+{key} needs a value"))?;
+                let r = match v.strip_prefix("0x") {
+                    Some(h) => u32::from_str_radix(h, 16),
+                    None => v.parse(),
+                };
+                r.map_err(|e| format!("+{key}={v}: {e}"))
+            };
+            match key {
+                "udp" | "tcp" => {
+                    if !transport_given {
+                        udp = false;
+                        tcp = false;
+                        transport_given = true;
+                    }
+                    if key == "udp" {
+                        udp = true;
+                    } else {
+                        tcp = true;
+                    }
+                }
+                "qr" => q.flags |= 0x8000,
+                "aa" => q.flags |= 0x0400,
+                "tc" => q.flags |= 0x0200,
+                "rd" => q.flags |= 0x0100,
+                "ra" => q.flags |= 0x0080,
+                "z" => q.flags |= 0x0040,
+                "ad" => q.flags |= 0x0020,
+                "cd" => q.flags |= 0x0010,
+                "opcode" => q.opcode = num(val)? as u8,
+                "edns" => {
+                    let size = match val {
+                        Some(_) => num(val)? as u16,
+                        None => 1232,
+                    };
+                    edns(&mut q).size = size;
+                }
+                "do" => edns(&mut q).flags |= 0x8000,
+                "ednsver" => edns(&mut q).version = num(val)? as u8,
+                "ednsflags" => edns(&mut q).flags |= num(val)? as u16,
+                "ednsopt" => {
+                    let v = val.ok_or("+ednsopt needs CODE[:HEX]")?;
+                    let (code, data) = v.split_once(':').unwrap_or((v, ""));
+                    let code: u16 = code.parse().map_err(|e| format!("+ednsopt code: {e}"))?;
+                    let data = (0..data.len() / 2)
+                        .map(|i| u8::from_str_radix(&data[2 * i..2 * i + 2], 16))
+                        .collect::<Result<Vec<u8>, _>>()
+                        .map_err(|e| format!("+ednsopt data: {e}"))?;
+                    edns(&mut q).options.push((code, data));
+                }
+                _ => return Err(format!("unknown option {w}")),
+            }
+        } else if let Some(c) = class_from_str(w) {
+            q.qclass = c;
+        } else {
+            return Err(format!("unknown word {w}"));
+        }
+    }
+    Ok(Case {
+        text: text.split_whitespace().collect::<Vec<_>>().join(" "),
+        line,
+        query: q,
+        udp,
+        tcp,
+    })
+}
+
+fn load_cases() -> Vec<Case> {
+    let path = repo_root().join("tests/differential/queries.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let filter = std::env::var("LODE_DIFF_FILTER").ok();
+    let mut cases = Vec::new();
+    let mut errors = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(f) = &filter {
+            if !line.contains(f.as_str()) {
+                continue;
+            }
+        }
+        match parse_case(line, i + 1) {
+            Ok(c) => cases.push(c),
+            Err(e) => errors.push(format!("queries.txt:{}: {e}", i + 1)),
+        }
+    }
+    assert!(errors.is_empty(), "bad query lines:\n{}", errors.join("\n"));
+    cases
+}
+
+/// One accepted difference: a query line, the aspects allowed to differ
+/// (optionally `udp:`/`tcp:`-qualified), and why.
+#[derive(Debug)]
+struct Accepted {
+    query: String,
+    aspects: Vec<String>,
+    line: usize,
+}
+
+fn load_accepted() -> Vec<Accepted> {
+    let path = repo_root().join("tests/differential/accepted.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut v = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let parts: Vec<&str> = line.splitn(3, '|').map(str::trim).collect();
+        assert!(
+            parts.len() == 3 && !parts[2].is_empty(),
+            "accepted.txt:{}: want `query | aspects | reason`",
+            i + 1
+        );
+        v.push(Accepted {
+            query: parts[0].split_whitespace().collect::<Vec<_>>().join(" "),
+            aspects: parts[1].split(',').map(|s| s.trim().to_string()).collect(),
+            line: i + 1,
+        });
+    }
+    v
+}
+
+/// The aspects in which two responses differ ("response" when one of them is missing).
+fn differing(a: &Option<Vec<u8>>, b: &Option<Vec<u8>>) -> Vec<&'static str> {
+    match (a, b) {
+        (None, None) => vec![],
+        (Some(_), None) | (None, Some(_)) => vec!["response"],
+        (Some(a), Some(b)) => {
+            let (ma, mb) = (Message::parse(a), Message::parse(b));
+            ma.aspects()
+                .into_iter()
+                .zip(mb.aspects())
+                .filter(|(x, y)| x.1 != y.1)
+                .map(|(x, _)| x.0)
+                .collect()
+        }
+    }
+}
+
+fn show(label: &str, r: &Option<Vec<u8>>) -> String {
+    match r {
+        None => format!("--- {label}: no response\n"),
+        Some(b) => format!("--- {label}:\n{}", Message::parse(b).to_text()),
+    }
+}
+
+#[test]
+fn knot_and_lode_answer_alike() {
+    if !knot_available() {
+        return;
+    }
+    let peer = peer_from_env();
+    let zones = zones_in(&repo_root().join("tests/differential/zones"));
+    let cases = load_cases();
+    let accepted = load_accepted();
+    let knot = start_knot(&zones, pick_port(15300)).unwrap_or_else(|e| panic!("{e}"));
+    let mut other = start_peer(peer, &zones, pick_port(15350)).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "differential: {} queries, {} zones, {} against {}",
+        cases.len(),
+        zones.len(),
+        knot.label,
+        other.label
+    );
+
+    let verbose = std::env::var_os("LODE_DIFF_VERBOSE").is_some();
+    let timeout = Duration::from_millis(1500);
+    let mut failures = 0usize;
+    let mut passes = 0usize;
+    let mut expected = 0usize;
+    let mut used_accepts = BTreeSet::new();
+    let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+    for case in &cases {
+        let wire = case.query.to_wire();
+        for (transport, on) in [("udp", case.udp), ("tcp", case.tcp)] {
+            if !on {
+                continue;
+            }
+            let exchange = |addr| {
+                if transport == "udp" {
+                    udp_exchange(addr, &wire, timeout)
+                } else {
+                    tcp_exchange(addr, &wire, timeout)
+                }
+            };
+            let a = exchange(knot.addr);
+            let b = exchange(other.addr);
+            let diff = differing(&a, &b);
+            if verbose {
+                eprintln!(
+                    "\n=== queries.txt:{} [{transport}] `{}`\n{}",
+                    case.line,
+                    case.text,
+                    show(&knot.label, &a)
+                );
+            }
+            if diff.is_empty() {
+                passes += 1;
+                continue;
+            }
+            let acc: Vec<&Accepted> = accepted.iter().filter(|x| x.query == case.text).collect();
+            let covered = diff.iter().all(|d| {
+                acc.iter().any(|x| {
+                    x.aspects.iter().any(|s| {
+                        s == d
+                            || s == "*"
+                            || *s == format!("{transport}:{d}")
+                            || *s == format!("{transport}:*")
+                    })
+                })
+            });
+            if covered {
+                expected += 1;
+                for x in acc {
+                    used_accepts.insert(x.line);
+                }
+                continue;
+            }
+            failures += 1;
+            for d in &diff {
+                *kinds.entry(d.to_string()).or_default() += 1;
+            }
+            eprintln!(
+                "\n=== MISMATCH queries.txt:{} [{transport}] `{}` differs in: {}\n{}{}",
+                case.line,
+                case.text,
+                diff.join(", "),
+                show(&knot.label, &a),
+                show(&other.label, &b)
+            );
+        }
+    }
+    for a in &accepted {
+        if !used_accepts.contains(&a.line) && cases.iter().any(|c| c.text == a.query) {
+            eprintln!(
+                "note: accepted.txt:{} no longer differs (`{}`): remove it",
+                a.line, a.query
+            );
+        }
+    }
+    let alive = other.alive();
+    eprintln!(
+        "\ndifferential summary: {passes} identical, {expected} accepted differences, {failures} mismatches; by aspect: {kinds:?}"
+    );
+    assert!(
+        alive,
+        "{} died during the run:\n{}",
+        other.label,
+        other.log_tail(30)
+    );
+    assert_eq!(
+        failures, 0,
+        "{failures} responses differ from Knot (see above)"
+    );
+}
