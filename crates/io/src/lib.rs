@@ -1,1 +1,70 @@
-//! lode-io: sockets.
+//! Transports for Lode: they move datagrams and TCP messages and call a
+//! handler; nothing here knows DNS.
+//!
+//! ```text
+//!             ┌ worker 0: socket (SO_REUSEPORT) ─ recvmmsg ─▶ handler ×N ─▶ sendmmsg ┐
+//!  addr:port ─┼ worker 1: socket (SO_REUSEPORT) ─ …                                  ├─ per-worker counters
+//!             └ …                                                                     ┘
+//!  addr:port ── TCP listener (tokio) ─▶ one task per connection: frames ─▶ handler ─▶ frames
+//! ```
+//!
+//! A handler is `FnMut(query, out, peer) -> len` (0 = send nothing); each UDP
+//! worker and each TCP connection gets its own clone, so a handler can keep
+//! per-worker scratch state without locks. UDP buffers and message headers are
+//! allocated once per worker: nothing is allocated per datagram. Workers wake
+//! up every `poll_interval` to check the stop flag, so `stop` is bounded.
+//!
+//! This is the only crate of the workspace allowed `unsafe`; all of it is in
+//! `sys.rs` (the `recvmmsg`/`sendmmsg` batches), each block with its reason.
+#![allow(unsafe_code)]
+#![warn(missing_docs)]
+
+mod sys;
+pub mod tcp;
+pub mod udp;
+
+use std::fmt;
+use std::net::SocketAddr;
+
+pub use tcp::{TcpConfig, TcpServer, TcpStats};
+pub use udp::{UdpConfig, UdpServer, UdpStats};
+
+/// What a transport calls for each message: `(query, out, peer) -> response
+/// length`, 0 to send nothing. `out` is at least the configured response size
+/// (65535 bytes for TCP).
+pub trait Handler: FnMut(&[u8], &mut [u8], SocketAddr) -> usize + Clone + Send + 'static {}
+
+impl<T> Handler for T where T: FnMut(&[u8], &mut [u8], SocketAddr) -> usize + Clone + Send + 'static {}
+
+/// Errors starting a transport.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum IoError {
+    /// A socket could not be created, configured or bound.
+    Bind {
+        /// The address concerned.
+        addr: SocketAddr,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// A thread or the event loop could not be started.
+    Thread(String),
+}
+
+impl fmt::Display for IoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IoError::Bind { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            IoError::Thread(e) => write!(f, "cannot start a thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for IoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            IoError::Bind { source, .. } => Some(source),
+            IoError::Thread(_) => None,
+        }
+    }
+}

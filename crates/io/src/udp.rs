@@ -1,0 +1,265 @@
+//! UDP: one worker thread per socket, several sockets per address bound with
+//! `SO_REUSEPORT` (the kernel spreads flows over them), batched system calls.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::sys::MsgBatch;
+use crate::{Handler, IoError};
+
+/// Settings of the UDP transport.
+#[derive(Debug, Clone)]
+pub struct UdpConfig {
+    /// Worker threads (each with its own socket) per listen address.
+    pub workers: usize,
+    /// Receive buffer to ask the kernel for, in bytes (absorbs bursts).
+    pub recv_buffer: usize,
+    /// Datagrams per `recvmmsg`/`sendmmsg` call.
+    pub batch: usize,
+    /// Largest query accepted; longer datagrams are dropped.
+    pub max_query: usize,
+    /// Size of each response buffer handed to the handler.
+    pub max_response: usize,
+    /// How long a worker waits for a datagram before checking the stop flag.
+    pub poll_interval: Duration,
+}
+
+impl Default for UdpConfig {
+    fn default() -> Self {
+        UdpConfig {
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            recv_buffer: 4 << 20,
+            batch: 32,
+            max_query: 4096,
+            max_response: 4096,
+            poll_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+/// Counters of one worker, alone in its cache line; written only by that worker.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct WorkerCounters {
+    queries: AtomicU64,
+    responses: AtomicU64,
+    dropped: AtomicU64,
+}
+
+/// Totals over all UDP workers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UdpStats {
+    /// Datagrams received.
+    pub queries: u64,
+    /// Datagrams sent.
+    pub responses: u64,
+    /// Datagrams received and not answered (handler returned 0, truncated or
+    /// unparsable source, send failure).
+    pub dropped: u64,
+}
+
+/// A running UDP transport; stops (and joins its threads) on `stop` or drop.
+#[derive(Debug)]
+pub struct UdpServer {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    counters: Arc<[WorkerCounters]>,
+    local_addrs: Vec<SocketAddr>,
+}
+
+impl UdpServer {
+    /// Binds `config.workers` sockets to each address and starts one worker
+    /// per socket, each with its own clone of `handler`. A port of 0 is
+    /// resolved once, so all workers of an address share the same port.
+    pub fn start<H: Handler>(
+        addrs: &[SocketAddr],
+        config: &UdpConfig,
+        handler: H,
+    ) -> Result<UdpServer, IoError> {
+        let workers = config.workers.max(1);
+        let mut sockets = Vec::new();
+        let mut local_addrs = Vec::new();
+        for &addr in addrs {
+            let first = bind(addr, config)?;
+            let local = first
+                .local_addr()
+                .ok()
+                .and_then(|a| a.as_socket())
+                .unwrap_or(addr);
+            let granted = first.recv_buffer_size().unwrap_or(0);
+            tracing::info!(
+                "udp {local}: {workers} workers, receive buffer asked {} KiB, granted {} KiB",
+                config.recv_buffer >> 10,
+                granted >> 10
+            );
+            sockets.push(first);
+            for _ in 1..workers {
+                sockets.push(bind(local, config)?);
+            }
+            local_addrs.push(local);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let counters: Arc<[WorkerCounters]> = (0..sockets.len())
+            .map(|_| WorkerCounters::default())
+            .collect();
+        let mut threads = Vec::new();
+        for (i, socket) in sockets.into_iter().enumerate() {
+            let worker = Worker {
+                socket,
+                handler: handler.clone(),
+                stop: stop.clone(),
+                counters: counters.clone(),
+                index: i,
+                config: config.clone(),
+            };
+            let t = std::thread::Builder::new()
+                .name(format!("lode-udp-{i}"))
+                .spawn(move || worker.run())
+                .map_err(|e| IoError::Thread(e.to_string()))?;
+            threads.push(t);
+        }
+        Ok(UdpServer {
+            stop,
+            threads,
+            counters,
+            local_addrs,
+        })
+    }
+
+    /// The bound addresses (with ports resolved), one per listen address.
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+
+    /// Sums the per-worker counters.
+    pub fn stats(&self) -> UdpStats {
+        let mut s = UdpStats::default();
+        for c in self.counters.iter() {
+            s.queries += c.queries.load(Ordering::Relaxed);
+            s.responses += c.responses.load(Ordering::Relaxed);
+            s.dropped += c.dropped.load(Ordering::Relaxed);
+        }
+        s
+    }
+
+    /// Stops the workers and waits for them (at most about one poll interval).
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            if t.join().is_err() {
+                tracing::error!("a UDP worker panicked");
+            }
+        }
+    }
+}
+
+impl Drop for UdpServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn bind(addr: SocketAddr, config: &UdpConfig) -> Result<Socket, IoError> {
+    let err = |e: io::Error| IoError::Bind { addr, source: e };
+    let socket =
+        Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(err)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true).map_err(err)?;
+    }
+    socket.set_reuse_port(true).map_err(err)?;
+    if !crate::sys::force_recv_buffer(socket.as_raw_fd(), config.recv_buffer) {
+        // Not privileged: the kernel caps the request at net.core.rmem_max.
+        if let Err(e) = socket.set_recv_buffer_size(config.recv_buffer) {
+            tracing::warn!("udp {addr}: cannot set the receive buffer: {e}");
+        }
+    }
+    socket
+        .set_read_timeout(Some(config.poll_interval.max(Duration::from_millis(1))))
+        .map_err(err)?;
+    socket.bind(&addr.into()).map_err(err)?;
+    Ok(socket)
+}
+
+struct Worker<H> {
+    socket: Socket,
+    handler: H,
+    stop: Arc<AtomicBool>,
+    counters: Arc<[WorkerCounters]>,
+    index: usize,
+    config: UdpConfig,
+}
+
+impl<H: Handler> Worker<H> {
+    fn run(mut self) {
+        let fd = self.socket.as_raw_fd();
+        let batch = self.config.batch.max(1);
+        let mut rx = MsgBatch::new(batch, self.config.max_query.max(12));
+        let mut tx = MsgBatch::new(batch, self.config.max_response.max(512));
+        let (mut queries, mut responses, mut dropped) = (0u64, 0u64, 0u64);
+        while !self.stop.load(Ordering::Relaxed) {
+            let got = match rx.recv(fd) {
+                Ok(n) => n,
+                Err(e) => {
+                    match e.kind() {
+                        io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted => {}
+                        _ => {
+                            tracing::warn!("udp worker {}: receive failed: {e}", self.index);
+                            // Do not spin on a persistent error.
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                    }
+                    continue;
+                }
+            };
+            let mut ready = 0;
+            for i in 0..got {
+                queries += 1;
+                let (query, truncated) = rx.received(i);
+                let Some(peer) = rx.peer(i).filter(|_| !truncated) else {
+                    dropped += 1;
+                    continue;
+                };
+                let out = tx.slot_mut(ready);
+                let n = (self.handler)(query, out, peer).min(out.len());
+                if n == 0 {
+                    dropped += 1;
+                    continue;
+                }
+                tx.commit(ready, n, &rx, i);
+                ready += 1;
+            }
+            let mut sent = 0;
+            while sent < ready {
+                match tx.send(fd, sent, ready) {
+                    Ok(n) => {
+                        sent += n;
+                        responses += n as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        tracing::debug!("udp worker {}: send failed: {e}", self.index);
+                        sent += 1;
+                        dropped += 1;
+                    }
+                }
+            }
+            let c = &self.counters[self.index];
+            c.queries.store(queries, Ordering::Relaxed);
+            c.responses.store(responses, Ordering::Relaxed);
+            c.dropped.store(dropped, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! UDP transport: datagrams go through the handler and back, on IPv4 and IPv6.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
+
+use lode_io::{UdpConfig, UdpServer};
+
+/// Answers with the query reversed, and drops queries starting with "drop".
+fn reverser(query: &[u8], out: &mut [u8], _peer: SocketAddr) -> usize {
+    if query.starts_with(b"drop") {
+        return 0;
+    }
+    for (o, q) in out.iter_mut().zip(query.iter().rev()) {
+        *o = *q;
+    }
+    query.len()
+}
+
+fn config() -> UdpConfig {
+    UdpConfig {
+        workers: 2,
+        batch: 8,
+        poll_interval: Duration::from_millis(50),
+        ..UdpConfig::default()
+    }
+}
+
+fn echo_through(bind: SocketAddr, client_bind: &str) {
+    let server = UdpServer::start(&[bind], &config(), reverser).expect("bind the test port");
+    let addr = server.local_addrs()[0];
+    assert_eq!(addr, bind);
+    let client = UdpSocket::bind(client_bind).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut answered = 0;
+    let mut buf = [0u8; 2048];
+    for i in 0..50u32 {
+        let msg = format!("query number {i}");
+        client.send_to(msg.as_bytes(), addr).unwrap();
+        let (n, from) = client.recv_from(&mut buf).expect("an answer within 5 s");
+        assert_eq!(from, addr);
+        let expected: Vec<u8> = msg.bytes().rev().collect();
+        assert_eq!(&buf[..n], &expected[..]);
+        answered += 1;
+    }
+    // A burst: all sent before any is read, all answered.
+    for i in 0..20u32 {
+        client
+            .send_to(format!("burst {i}").as_bytes(), addr)
+            .unwrap();
+    }
+    let mut burst = Vec::new();
+    for _ in 0..20 {
+        let (n, _) = client.recv_from(&mut buf).expect("burst answer");
+        burst.push(String::from_utf8(buf[..n].iter().rev().copied().collect()).unwrap());
+    }
+    burst.sort();
+    let mut expected: Vec<String> = (0..20).map(|i| format!("burst {i}")).collect();
+    expected.sort();
+    assert_eq!(burst, expected);
+    // Dropped queries get no answer and are counted.
+    client.send_to(b"drop me", addr).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(
+        client.recv_from(&mut buf).is_err(),
+        "a dropped query was answered"
+    );
+    // Counters are published after each batch: wait for the last one.
+    let mut stats = server.stats();
+    for _ in 0..50 {
+        if stats.dropped == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        stats = server.stats();
+    }
+    assert_eq!(stats.queries, answered + 20 + 1);
+    assert_eq!(stats.responses, answered + 20);
+    assert_eq!(stats.dropped, 1);
+    server.stop();
+}
+
+#[test]
+fn udp_echo_through_ipv4() {
+    echo_through("127.0.0.1:15400".parse().unwrap(), "127.0.0.1:0");
+}
+
+#[test]
+fn udp_echo_through_ipv6() {
+    if UdpSocket::bind("[::1]:0").is_err() {
+        eprintln!("no IPv6 loopback here; skipped");
+        return;
+    }
+    echo_through("[::1]:15400".parse().unwrap(), "[::1]:0");
+}
+
+#[test]
+fn udp_port_in_use_is_an_error() {
+    let _taken = UdpSocket::bind("127.0.0.1:15401").unwrap();
+    let err = UdpServer::start(&["127.0.0.1:15401".parse().unwrap()], &config(), reverser)
+        .expect_err("the port is taken without SO_REUSEPORT");
+    assert!(err.to_string().contains("127.0.0.1:15401"), "{err}");
+}
+
+#[test]
+fn udp_stop_is_prompt_and_frees_the_port() {
+    let addr: SocketAddr = "127.0.0.1:15402".parse().unwrap();
+    let server = UdpServer::start(&[addr], &config(), reverser).unwrap();
+    server.stop();
+    // All sockets are closed: a plain bind (no SO_REUSEPORT) now succeeds.
+    UdpSocket::bind(addr).expect("port freed after stop");
+}
