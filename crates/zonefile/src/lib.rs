@@ -1,2 +1,160 @@
-//! lode-zonefile.
+//! Zone files (RFC 1035 §5, RFC 3597, BIND extensions) to records in wire form,
+//! and RDATA back to presentation text.
+//!
+//! ```text
+//!  file bytes (read whole) ──lexer──▶ entries of tokens (slices, no copies)
+//!      │                                   │
+//!      │        $ORIGIN $TTL $INCLUDE $GENERATE (zone.rs, generate.rs)
+//!      ▼                                   ▼
+//!  owner / ttl / class / type ──rdata_text.rs, svcb.rs──▶ Record { rdata: wire }
+//! ```
+//!
+//! Design choices:
+//! - The whole file is read into memory and lexed as bytes; tokens borrow the
+//!   buffer. Per record the only allocations are the owner name and the RDATA box.
+//! - Errors never stop the reader at the first one: up to 100 are collected, each
+//!   naming `file:line`. No input makes the reader panic.
+//! - TTL of a record without one: `$TTL` (or the `default_ttl` given to
+//!   [`parse_file`], like Knot's `default-ttl`), else the last explicit TTL (RFC
+//!   1035), else for an SOA its MINIMUM field, which then serves the records after
+//!   it (what BIND's `named-checkzone` does); else an error.
+//! - Printing follows Knot DNS (`kdig`): hex in upper case, base64 unbroken,
+//!   NSEC3 next hash in lower-case base32hex, RRSIG times as `YYYYMMDDHHmmSS`,
+//!   unknown types as `\# len HEX`; fields are separated by one space (Knot pads
+//!   some LOC fields with two and leaves a trailing space after CAA and empty
+//!   NSEC3 bitmaps; we do not).
+//! - TXT/SPF strings longer than 255 octets are split into 255-octet strings, as
+//!   Knot does; other character strings longer than 255 octets are errors.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod generate;
+mod lexer;
+mod rdata_text;
+mod svcb;
+mod text;
+mod zone;
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use lode_wire::{Name, Record, Rtype};
+
+pub use zone::{MAX_ERRORS, MAX_INCLUDE_DEPTH};
+
+/// Where a record or an error comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourcePos {
+    /// The file (as given, or as resolved for `$INCLUDE`).
+    pub file: Arc<Path>,
+    /// The line (1-based; 0 for the file as a whole).
+    pub line: u32,
+}
+
+impl fmt::Display for SourcePos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// The records of a zone file, in file order, with where each came from.
+#[derive(Clone, Debug, Default)]
+pub struct ParsedZone {
+    /// The records.
+    pub records: Vec<Record>,
+    /// `positions[i]` is where `records[i]` was written.
+    pub positions: Vec<SourcePos>,
+}
+
+/// One problem in a zone file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneFileError {
+    /// Where.
+    pub pos: SourcePos,
+    /// What, e.g. `MX: expected preference (0-65535), got "abc"`.
+    pub message: String,
+}
+
+impl fmt::Display for ZoneFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.pos, self.message)
+    }
+}
+
+impl std::error::Error for ZoneFileError {}
+
+/// Reads a zone file (and its `$INCLUDE`s, relative to the including file's
+/// directory). `default_ttl` acts as a `$TTL` at the top of the file.
+pub fn parse_file(
+    path: &Path,
+    origin: &Name,
+    default_ttl: Option<u32>,
+) -> Result<ParsedZone, Vec<ZoneFileError>> {
+    let mut r = zone::Reader::new(default_ttl);
+    r.read_file(path, origin.clone(), None);
+    r.finish()
+}
+
+/// Reads zone text held in memory; `name_for_errors` names it in errors (and its
+/// directory anchors relative `$INCLUDE`s).
+pub fn parse_str(
+    text: &str,
+    name_for_errors: &str,
+    origin: &Name,
+) -> Result<ParsedZone, Vec<ZoneFileError>> {
+    parse_bytes(text.as_bytes(), name_for_errors, origin, None)
+}
+
+/// As [`parse_str`], for bytes, with an optional initial default TTL.
+pub fn parse_bytes(
+    text: &[u8],
+    name_for_errors: &str,
+    origin: &Name,
+    default_ttl: Option<u32>,
+) -> Result<ParsedZone, Vec<ZoneFileError>> {
+    let mut r = zone::Reader::new(default_ttl);
+    let file: Arc<Path> = Arc::from(Path::new(name_for_errors));
+    r.read_buffer(text, &file, origin.clone());
+    r.finish()
+}
+
+/// Parses the presentation form of one RDATA of type `rtype` (parentheses and
+/// `\# len hex` allowed) into uncompressed wire form.
+pub fn parse_rdata(rtype: Rtype, text: &str, origin: &Name) -> Result<Vec<u8>, String> {
+    let mut lx = lexer::Lexer::new(text.as_bytes());
+    let mut toks = Vec::new();
+    let mut all = Vec::new();
+    while let Some(_entry) = lx.next_entry(&mut toks).map_err(|(_, m)| m)? {
+        all.extend_from_slice(&toks);
+    }
+    let mut out = Vec::new();
+    rdata_text::parse_tokens(rtype, &all, origin, &mut out)?;
+    if out.len() > 65_535 {
+        return Err(format!("{rtype}: RDATA longer than 65535 octets"));
+    }
+    Ok(out)
+}
+
+/// The presentation form of one RDATA (as Knot prints it; `\# len HEX` for types
+/// without one and for bytes that do not fit the type's layout).
+pub fn format_rdata(rtype: Rtype, rdata: &[u8]) -> String {
+    let mut s = String::with_capacity(rdata.len() * 2 + 8);
+    rdata_text::format(rtype, rdata, &mut s);
+    s
+}
+
+/// True if `rtype` has a presentation format of its own here (others use `\#`).
+pub fn is_known_type(rtype: Rtype) -> bool {
+    rdata_text::is_known(rtype)
+}
+
+/// One record as a zone-file line: `owner ttl class type rdata`.
+pub fn format_record(r: &Record) -> String {
+    let mut s = format!("{} {} {} {} ", r.owner, r.ttl, r.class, r.rtype);
+    rdata_text::format(r.rtype, &r.rdata, &mut s);
+    s
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,445 @@
+//! The zone-file reader: entries from the lexer → directives and records.
+//!
+//! State kept across entries: the origin and previous owner (per file, restored
+//! after `$INCLUDE`), `$TTL`, the last explicit TTL and the class.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lode_wire::{Class, Name, Record, Rtype};
+
+use crate::generate;
+use crate::lexer::{Lexer, Token};
+use crate::rdata_text::{parse_tokens, type_code};
+use crate::text::{name_into, parse_ttl, show};
+use crate::{ParsedZone, SourcePos, ZoneFileError};
+
+/// Errors collected before the reader gives up.
+pub const MAX_ERRORS: usize = 100;
+/// Deepest `$INCLUDE` nesting.
+pub const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Per-file state (restored when an included file ends, RFC 1035 §5.1).
+struct FileState {
+    origin: Name,
+    /// Wire form of the previous owner (empty: none yet).
+    last_owner: Vec<u8>,
+}
+
+/// The reader of one zone (its files and their includes).
+pub(crate) struct Reader {
+    records: Vec<Record>,
+    positions: Vec<SourcePos>,
+    errors: Vec<ZoneFileError>,
+    default_ttl: Option<u32>,
+    last_ttl: Option<u32>,
+    zone_class: Option<Class>,
+    /// Canonical paths of the files being read (include loop detection).
+    stack: Vec<PathBuf>,
+    rdata: Vec<u8>,
+    name: Vec<u8>,
+    gen_text: Vec<u8>,
+}
+
+/// A class mnemonic allowed in a zone file (not NONE or ANY).
+fn class_code(s: &[u8]) -> Option<Class> {
+    let c = std::str::from_utf8(s).ok().and_then(Class::from_mnemonic)?;
+    (c != Class::NONE && c != Class::ANY).then_some(c)
+}
+
+impl Reader {
+    /// A reader with an optional initial default TTL (as if `$TTL` were given).
+    pub(crate) fn new(default_ttl: Option<u32>) -> Self {
+        Reader {
+            records: Vec::new(),
+            positions: Vec::new(),
+            errors: Vec::new(),
+            default_ttl,
+            last_ttl: None,
+            zone_class: None,
+            stack: Vec::new(),
+            rdata: Vec::with_capacity(512),
+            name: Vec::with_capacity(256),
+            gen_text: Vec::new(),
+        }
+    }
+
+    /// Ends reading: the records, or the errors.
+    pub(crate) fn finish(self) -> Result<ParsedZone, Vec<ZoneFileError>> {
+        if self.errors.is_empty() {
+            Ok(ParsedZone {
+                records: self.records,
+                positions: self.positions,
+            })
+        } else {
+            Err(self.errors)
+        }
+    }
+
+    /// True once the error cap is reached.
+    fn full(&self) -> bool {
+        self.errors.len() >= MAX_ERRORS
+    }
+
+    /// Records an error (the last one allowed says that reading stops).
+    fn error(&mut self, file: &Arc<Path>, line: u32, message: String) {
+        if self.full() {
+            return;
+        }
+        self.errors.push(ZoneFileError {
+            pos: SourcePos {
+                file: file.clone(),
+                line,
+            },
+            message,
+        });
+        if self.full() {
+            self.errors.push(ZoneFileError {
+                pos: SourcePos {
+                    file: file.clone(),
+                    line,
+                },
+                message: format!("too many errors ({MAX_ERRORS}), stopped reading"),
+            });
+        }
+    }
+
+    /// Reads a file from disk (the top-level file or an include).
+    pub(crate) fn read_file(&mut self, path: &Path, origin: Name, from: Option<(&Arc<Path>, u32)>) {
+        let shown: Arc<Path> = Arc::from(path);
+        let (err_file, err_line) = match from {
+            Some((f, l)) => (f.clone(), l),
+            None => (shown.clone(), 0),
+        };
+        if self.stack.len() >= MAX_INCLUDE_DEPTH {
+            let msg = format!(
+                "$INCLUDE nested deeper than {MAX_INCLUDE_DEPTH} files at {}",
+                path.display()
+            );
+            self.error(&err_file, err_line, msg);
+            return;
+        }
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if self.stack.contains(&canonical) {
+            self.error(
+                &err_file,
+                err_line,
+                format!("$INCLUDE loop: {} is already being read", path.display()),
+            );
+            return;
+        }
+        let data = match std::fs::read(path) {
+            Ok(d) => d,
+            Err(e) => {
+                self.error(
+                    &err_file,
+                    err_line,
+                    format!("cannot read {}: {e}", path.display()),
+                );
+                return;
+            }
+        };
+        self.stack.push(canonical);
+        self.read_buffer(&data, &shown, origin);
+        self.stack.pop();
+    }
+
+    /// Reads zone text from a buffer; `file` names it in errors and anchors relative includes.
+    pub(crate) fn read_buffer(&mut self, buf: &[u8], file: &Arc<Path>, origin: Name) {
+        let mut st = FileState {
+            origin,
+            last_owner: Vec::new(),
+        };
+        let mut lexer = Lexer::new(buf);
+        let mut toks: Vec<Token<'_>> = Vec::with_capacity(16);
+        while !self.full() {
+            let entry = match lexer.next_entry(&mut toks) {
+                Ok(Some(e)) => e,
+                Ok(None) => break,
+                Err((line, msg)) => {
+                    self.error(file, line, msg);
+                    continue;
+                }
+            };
+            let line = entry.line;
+            let first = toks[0];
+            let result = if !entry.blank_owner && !first.quoted && first.text.first() == Some(&b'$')
+            {
+                self.directive(&toks, file, line, &mut st)
+            } else {
+                self.record(&toks, entry.blank_owner, file, line, &mut st)
+            };
+            if let Err(msg) = result {
+                self.error(file, line, msg);
+            }
+        }
+    }
+
+    /// Handles `$ORIGIN`, `$TTL`, `$INCLUDE` and `$GENERATE`.
+    fn directive(
+        &mut self,
+        toks: &[Token<'_>],
+        file: &Arc<Path>,
+        line: u32,
+        st: &mut FileState,
+    ) -> Result<(), String> {
+        let d = toks[0];
+        if d.is("$ORIGIN") {
+            let [_, name] = toks else {
+                return Err("$ORIGIN needs exactly one domain name".into());
+            };
+            st.origin = self
+                .make_name(name.text, &st.origin)
+                .map_err(|e| format!("$ORIGIN: {e}"))?;
+            Ok(())
+        } else if d.is("$TTL") {
+            let [_, ttl] = toks else {
+                return Err("$TTL needs exactly one TTL".into());
+            };
+            let v = parse_ttl(ttl.text).ok_or_else(|| {
+                format!(
+                    "$TTL: expected a TTL (seconds or 1w2d3h4m5s), got \"{}\"",
+                    show(ttl.text)
+                )
+            })?;
+            self.default_ttl = Some(v);
+            Ok(())
+        } else if d.is("$INCLUDE") {
+            let (path_tok, origin) = match toks {
+                [_, p] => (p, st.origin.clone()),
+                [_, p, o] => (
+                    p,
+                    self.make_name(o.text, &st.origin)
+                        .map_err(|e| format!("$INCLUDE origin: {e}"))?,
+                ),
+                _ => return Err("$INCLUDE needs a file name and an optional origin".into()),
+            };
+            let mut raw = Vec::new();
+            crate::text::unescape_into(path_tok.text, &mut raw)
+                .map_err(|e| format!("$INCLUDE: {e}"))?;
+            let rel = PathBuf::from(String::from_utf8_lossy(&raw).into_owned());
+            let path = if rel.is_absolute() {
+                rel
+            } else {
+                file.parent().map_or(rel.clone(), |dir| dir.join(&rel))
+            };
+            self.read_file(&path, origin, Some((file, line)));
+            Ok(())
+        } else if d.is("$GENERATE") {
+            self.generate(toks, file, line, st)
+        } else {
+            Err(format!("unknown directive \"{}\"", show(d.text)))
+        }
+    }
+
+    /// Parses a name relative to `origin` into an owned name.
+    fn make_name(&mut self, text: &[u8], origin: &Name) -> Result<Name, String> {
+        self.name.clear();
+        name_into(text, origin, &mut self.name)?;
+        Name::from_wire(&self.name).map_err(|e| e.to_string())
+    }
+
+    /// Reads `[ttl] [class] type` (either order) starting at `toks[i]`; returns
+    /// (ttl, class, type, index of the first RDATA token).
+    fn ttl_class_type(
+        &self,
+        toks: &[Token<'_>],
+        mut i: usize,
+    ) -> Result<(Option<u32>, Option<Class>, Rtype, usize), String> {
+        let mut ttl = None;
+        let mut class = None;
+        loop {
+            let Some(t) = toks.get(i) else {
+                return Err("missing record type".into());
+            };
+            i += 1;
+            if t.text.first().is_some_and(u8::is_ascii_digit) && !t.quoted {
+                if ttl.is_some() {
+                    return Err(format!(
+                        "expected class or type, got a second TTL \"{}\"",
+                        show(t.text)
+                    ));
+                }
+                ttl = Some(parse_ttl(t.text).ok_or_else(|| {
+                    format!(
+                        "expected TTL (seconds or 1w2d3h4m5s, at most 4294967295), got \"{}\"",
+                        show(t.text)
+                    )
+                })?);
+            } else if let Some(c) = class_code(t.text).filter(|_| class.is_none()) {
+                class = Some(c);
+            } else {
+                let rtype = type_code(t.text)
+                    .ok_or_else(|| format!("unknown record type \"{}\"", show(t.text)))?;
+                if rtype.is_meta() {
+                    return Err(format!("type {rtype} cannot appear in a zone file"));
+                }
+                return Ok((ttl, class, rtype, i));
+            }
+        }
+    }
+
+    /// Picks the TTL of a record: explicit, else `$TTL`, else the last explicit
+    /// TTL, else for an SOA its MINIMUM (BIND's rule).
+    fn resolve_ttl(&mut self, explicit: Option<u32>, rtype: Rtype) -> Result<u32, String> {
+        if let Some(t) = explicit {
+            self.last_ttl = Some(t);
+            return Ok(t);
+        }
+        if let Some(t) = self.default_ttl.or(self.last_ttl) {
+            return Ok(t);
+        }
+        if rtype == Rtype::SOA && self.rdata.len() >= 4 {
+            let m = &self.rdata[self.rdata.len() - 4..];
+            let t = u32::from_be_bytes([m[0], m[1], m[2], m[3]]);
+            self.last_ttl = Some(t);
+            return Ok(t);
+        }
+        Err("no TTL: give one, or a $TTL before this record".into())
+    }
+
+    /// Checks the class against the zone's (the first record's) class.
+    fn resolve_class(&mut self, class: Option<Class>) -> Result<Class, String> {
+        let zone = *self.zone_class.get_or_insert(class.unwrap_or(Class::IN));
+        match class {
+            Some(c) if c != zone => Err(format!("class {c} differs from the zone's class {zone}")),
+            _ => Ok(zone),
+        }
+    }
+
+    /// Handles one record entry.
+    fn record(
+        &mut self,
+        toks: &[Token<'_>],
+        blank_owner: bool,
+        file: &Arc<Path>,
+        line: u32,
+        st: &mut FileState,
+    ) -> Result<(), String> {
+        let mut i = 0;
+        if !blank_owner {
+            st.last_owner.clear();
+            if let Err(e) = name_into(toks[0].text, &st.origin, &mut st.last_owner) {
+                return Err(format!("bad owner name: {e}"));
+            }
+            i = 1;
+        } else if st.last_owner.is_empty() {
+            return Err("no owner name, and no previous record to take it from".into());
+        }
+        let (ttl, class, rtype, i) = self.ttl_class_type(toks, i)?;
+        self.rdata.clear();
+        parse_tokens(rtype, &toks[i..], &st.origin, &mut self.rdata)?;
+        if self.rdata.len() > 65_535 {
+            return Err(format!("{rtype}: RDATA longer than 65535 octets"));
+        }
+        let ttl = self.resolve_ttl(ttl, rtype)?;
+        let class = self.resolve_class(class)?;
+        let owner = Name::from_wire(&st.last_owner).map_err(|e| format!("bad owner name: {e}"))?;
+        self.records.push(Record {
+            owner,
+            class,
+            rtype,
+            ttl,
+            rdata: self.rdata.as_slice().into(),
+        });
+        self.positions.push(SourcePos {
+            file: file.clone(),
+            line,
+        });
+        Ok(())
+    }
+
+    /// Expands `$GENERATE range lhs [ttl] [class] type rhs`.
+    fn generate(
+        &mut self,
+        toks: &[Token<'_>],
+        file: &Arc<Path>,
+        line: u32,
+        st: &mut FileState,
+    ) -> Result<(), String> {
+        let (Some(range), Some(lhs)) = (toks.get(1), toks.get(2)) else {
+            return Err("$GENERATE needs: range lhs [ttl] [class] type rhs".into());
+        };
+        let range = generate::parse_range(range.text)?;
+        let (ttl, class, rtype, i) = self
+            .ttl_class_type(toks, 3)
+            .map_err(|e| format!("$GENERATE: {e}"))?;
+        let rhs = &toks[i..];
+        if rhs.is_empty() {
+            return Err("$GENERATE: missing rhs".into());
+        }
+        // The rhs template: one quoted token is used as its inside (BIND), else
+        // the tokens joined by spaces, quoted ones quoted again.
+        let mut template = Vec::new();
+        if let [one] = rhs {
+            template.extend_from_slice(one.text);
+        } else {
+            for (n, t) in rhs.iter().enumerate() {
+                if n > 0 {
+                    template.push(b' ');
+                }
+                if t.quoted {
+                    template.push(b'"');
+                }
+                template.extend_from_slice(t.text);
+                if t.quoted {
+                    template.push(b'"');
+                }
+            }
+        }
+        let class = self.resolve_class(class)?;
+        let mut text = std::mem::take(&mut self.gen_text);
+        let mut owner_text = Vec::new();
+        let mut result = Ok(());
+        for v in range.values() {
+            owner_text.clear();
+            text.clear();
+            let step = generate::expand(lhs.text, v, &mut owner_text)
+                .and_then(|_| generate::expand(&template, v, &mut text))
+                .and_then(|_| {
+                    st.last_owner.clear();
+                    name_into(&owner_text, &st.origin, &mut st.last_owner)
+                        .map_err(|e| format!("$GENERATE: bad owner name: {e}"))
+                })
+                .and_then(|_| {
+                    let mut lx = Lexer::new(&text);
+                    let mut toks2: Vec<Token<'_>> = Vec::new();
+                    let mut all: Vec<Token<'_>> = Vec::new();
+                    loop {
+                        match lx.next_entry(&mut toks2) {
+                            Ok(Some(_)) => all.extend_from_slice(&toks2),
+                            Ok(None) => break,
+                            Err((_, m)) => return Err(format!("$GENERATE: {m}")),
+                        }
+                    }
+                    self.rdata.clear();
+                    parse_tokens(rtype, &all, &st.origin, &mut self.rdata)
+                        .map_err(|e| format!("$GENERATE: {e}"))?;
+                    Ok(())
+                })
+                .and_then(|_| {
+                    let ttl = self.resolve_ttl(ttl, rtype)?;
+                    let owner = Name::from_wire(&st.last_owner)
+                        .map_err(|e| format!("bad owner name: {e}"))?;
+                    self.records.push(Record {
+                        owner,
+                        class,
+                        rtype,
+                        ttl,
+                        rdata: self.rdata.as_slice().into(),
+                    });
+                    self.positions.push(SourcePos {
+                        file: file.clone(),
+                        line,
+                    });
+                    Ok(())
+                });
+            if let Err(e) = step {
+                result = Err(format!("{e} (iteration {v})"));
+                break;
+            }
+        }
+        self.gen_text = text;
+        result
+    }
+}
