@@ -1,1 +1,528 @@
+//! Tests of the public API: per-type round trips, known wire bytes, directives,
+//! error messages with lines, `$GENERATE`, robustness on random input, size.
 
+use super::*;
+use lode_wire::Class;
+
+fn origin() -> Name {
+    "example.".parse().unwrap()
+}
+
+fn zone(text: &str) -> ParsedZone {
+    match parse_str(text, "t.zone", &origin()) {
+        Ok(z) => z,
+        Err(e) => panic!(
+            "unexpected errors: {:?}",
+            e.iter().map(|e| e.to_string()).collect::<Vec<_>>()
+        ),
+    }
+}
+
+fn errors(text: &str) -> Vec<String> {
+    match parse_str(text, "t.zone", &origin()) {
+        Ok(z) => panic!("expected errors, got {} records", z.records.len()),
+        Err(e) => e.iter().map(|e| e.to_string()).collect(),
+    }
+}
+
+fn rd(t: Rtype, text: &str) -> Vec<u8> {
+    parse_rdata(t, text, &origin()).unwrap_or_else(|e| panic!("{t} {text}: {e}"))
+}
+
+/// (type, input text, expected print) — the prints are what `kdig` showed for the
+/// same records served by Knot 3.2.6 (see the crate docs for the spacing rule).
+const SAMPLES: &[(&str, &str, &str)] = &[
+    ("A", "192.0.2.1", "192.0.2.1"),
+    ("AAAA", "2001:DB8::1", "2001:db8::1"),
+    ("NS", "ns1", "ns1.example."),
+    ("CNAME", "Www.Example.NET.", "Www.Example.NET."),
+    ("DNAME", "example.net.", "example.net."),
+    ("PTR", "@", "example."),
+    ("SOA", "ns1 hostmaster 2024010101 2h 1h 2w 300", "ns1.example. hostmaster.example. 2024010101 7200 3600 1209600 300"),
+    ("MX", "10 mail.example.net.", "10 mail.example.net."),
+    ("TXT", r#""hello world" "a\"b\\c" "\001\255x" """#, r#""hello world" "a\"b\\c" "\001\255x" """#),
+    ("TXT", "plain", "\"plain\""),
+    ("TXT", "a\\032b \"c d\"", "\"a b\" \"c d\""),
+    ("SPF", "\"v=spf1 -all\"", "\"v=spf1 -all\""),
+    ("HINFO", "\"PC\" \"Linux os\"", "\"PC\" \"Linux os\""),
+    ("RP", "admin t", "admin.example. t.example."),
+    ("SRV", "10 20 5060 sip", "10 20 5060 sip.example."),
+    (
+        "NAPTR",
+        r#"100 10 "u" "E2U+sip" "!^.*$!sip:info@example.com!" ."#,
+        r#"100 10 "u" "E2U+sip" "!^.*$!sip:info@example.com!" ."#,
+    ),
+    ("NAPTR", r#"100 10 "S" "SIP+D2U" "" _sip._udp"#, r#"100 10 "S" "SIP+D2U" "" _sip._udp.example."#),
+    ("CAA", "0 issue \"ca.example.net; account=1\"", "0 issue \"ca.example.net; account=1\""),
+    ("CAA", "128 iodef \"mailto:a@b\"", "128 iodef \"mailto:a@b\""),
+    ("SSHFP", "1 1 dd465c09cfa51fb45020cc83316fff21b9ec74ac", "1 1 DD465C09CFA51FB45020CC83316FFF21B9EC74AC"),
+    ("TLSA", "3 1 1 0C72AC70B745AC19 998811B1", "3 1 1 0C72AC70B745AC19998811B1"),
+    ("LOC", "52 22 23.000 N 4 53 32.000 E -2.00m 0.00m 10000m 10m", "52 22 23 N 4 53 32 E -2m 0m 10000m 10m"),
+    ("LOC", "52 N 4 E 10m", "52 0 0 N 4 0 0 E 10m 1m 10000m 10m"),
+    ("LOC", "42 21 54 S 71 06 18 W -24m 30m", "42 21 54 S 71 6 18 W -24m 30m 10000m 10m"),
+    ("LOC", "52 22 23.5 N 4 53 32.123 E -2.5m 1.5m 200m 0.1m", "52 22 23.500 N 4 53 32.123 E -2.50m 1m 200m 0.10m"),
+    ("LOC", "0 0 0.001 S 180 W 42849672.95m 90000000m 1m 0m", "0 0 0.001 S 180 0 0 W 42849672.95m 90000000m 1m 0m"),
+    ("DS", "60485 5 1 2BB183AF5F22588179A53B0A 98631FAD1A292118", "60485 5 1 2BB183AF5F22588179A53B0A98631FAD1A292118"),
+    ("CDS", "60485 RSASHA256 2 2bb183af", "60485 8 2 2BB183AF"),
+    ("DNSKEY", "256 3 8 AwEAAcw5QLr0 LuTMHvEi8bT3DY5g", "256 3 8 AwEAAcw5QLr0LuTMHvEi8bT3DY5g"),
+    ("CDNSKEY", "0 3 0 AA==", "0 3 0 AA=="),
+    (
+        "RRSIG",
+        "A 8 2 3600 20240101000000 20231201000000 12345 example. AwEAAcw5QLr0",
+        "A 8 2 3600 20240101000000 20231201000000 12345 example. AwEAAcw5QLr0",
+    ),
+    (
+        "RRSIG",
+        "TYPE65000 13 3 1h 1704067200 0 1 @ AA==",
+        "TYPE65000 13 3 3600 20240101000000 19700101000000 1 example. AA==",
+    ),
+    (
+        "NSEC",
+        "next.example. A NS SOA MX TXT AAAA RRSIG NSEC DNSKEY TYPE1234 CAA",
+        "next.example. A NS SOA MX TXT AAAA RRSIG NSEC DNSKEY CAA TYPE1234",
+    ),
+    ("NSEC", "next", "next.example."),
+    (
+        "NSEC3",
+        "1 1 12 aabbccdd 2T7B4G4VSA5SMI47K61MV5BV1A22BOJR A RRSIG",
+        "1 1 12 AABBCCDD 2t7b4g4vsa5smi47k61mv5bv1a22bojr A RRSIG",
+    ),
+    ("NSEC3", "1 0 0 - 2t7b4g4vsa5smi47k61mv5bv1a22bojr", "1 0 0 - 2t7b4g4vsa5smi47k61mv5bv1a22bojr"),
+    ("NSEC3PARAM", "1 0 10 D399EAAB", "1 0 10 D399EAAB"),
+    ("NSEC3PARAM", "1 0 0 -", "1 0 0 -"),
+    (
+        "SVCB",
+        "1 . alpn=h2,h3 port=8443 ipv4hint=192.0.2.1,192.0.2.2 ipv6hint=2001:db8::1 mandatory=alpn,port \
+         key65000=foo ech=AEj+DQBE",
+        "1 . mandatory=alpn,port alpn=h2,h3 port=8443 ipv4hint=192.0.2.1,192.0.2.2 ech=AEj+DQBE \
+         ipv6hint=2001:db8::1 key65000=\"foo\"",
+    ),
+    ("SVCB", "0 foo.example.", "0 foo.example."),
+    ("HTTPS", r#"1 . alpn="h\\,2,h3" no-default-alpn"#, r#"1 . alpn=h\\,2,h3 no-default-alpn"#),
+    (
+        "HTTPS",
+        r#"1 foo alpn=h2 key7="/q{?dns}" key9 port=53 ipv6hint=::1,2001:db8::2"#,
+        r#"1 foo.example. alpn=h2 port=53 ipv6hint=::1,2001:db8::2 key7="/q{?dns}" key9"#,
+    ),
+    ("HTTPS", "1 . alpn= \"h2\" dohpath=/x", "1 . alpn=h2 key7=\"/x\""),
+    (
+        "ZONEMD",
+        "2018031500 1 1 FEBE3D4CE2EC2FFA4BA99D46CD69D6D29711E55217057BEE",
+        "2018031500 1 1 FEBE3D4CE2EC2FFA4BA99D46CD69D6D29711E55217057BEE",
+    ),
+    ("TYPE65000", "\\# 4 0a000001", "\\# 4 0A000001"),
+    ("TYPE65001", "\\# 0", "\\# 0"),
+    ("A", "\\# 4 0a000002", "10.0.0.2"),
+    ("URI", "10 1 \"ftp://ftp1.example.com/public\"", "10 1 \"ftp://ftp1.example.com/public\""),
+    ("CSYNC", "66 3 A NS AAAA", "66 3 A NS AAAA"),
+    ("OPENPGPKEY", "AAEC AwQF", "AAECAwQF"),
+];
+
+#[test]
+fn round_trip_every_sample() {
+    for (t, input, want) in SAMPLES {
+        let t = Rtype::from_mnemonic(t).unwrap();
+        let wire = rd(t, input);
+        let printed = format_rdata(t, &wire);
+        assert_eq!(&printed, want, "{t} {input}");
+        assert_eq!(rd(t, &printed), wire, "{t} reparse of {printed}");
+        // The generic form of the same bytes gives the same bytes.
+        let mut generic = String::new();
+        rdata_text::format_generic(&wire, &mut generic);
+        assert_eq!(rd(t, &generic), wire, "{t} {generic}");
+    }
+}
+
+#[test]
+fn every_listed_type_has_a_sample() {
+    for t in [
+        "SOA",
+        "NS",
+        "A",
+        "AAAA",
+        "CNAME",
+        "DNAME",
+        "MX",
+        "TXT",
+        "SPF",
+        "PTR",
+        "SRV",
+        "NAPTR",
+        "CAA",
+        "SSHFP",
+        "TLSA",
+        "HINFO",
+        "RP",
+        "LOC",
+        "DS",
+        "CDS",
+        "DNSKEY",
+        "CDNSKEY",
+        "RRSIG",
+        "NSEC",
+        "NSEC3",
+        "NSEC3PARAM",
+        "SVCB",
+        "HTTPS",
+        "ZONEMD",
+    ] {
+        assert!(SAMPLES.iter().any(|s| s.0 == t), "no sample for {t}");
+        assert!(is_known_type(Rtype::from_mnemonic(t).unwrap()));
+    }
+}
+
+#[test]
+fn known_wire_bytes() {
+    assert_eq!(rd(Rtype::A, "10.1.2.3"), [10, 1, 2, 3]);
+    assert_eq!(rd(Rtype::MX, "10 mx"), b"\x00\x0a\x02mx\x07example\x00");
+    // RFC 3403 §6.2 style NAPTR.
+    assert_eq!(
+        rd(Rtype::NAPTR, r#"100 10 "u" "E2U+sip" "!^.*$!sip:a@b!" ."#),
+        b"\x00\x64\x00\x0a\x01u\x07E2U+sip\x0e!^.*$!sip:a@b!\x00"
+    );
+    assert_eq!(rd(Rtype::TXT, "\"a\" b"), b"\x01a\x01b");
+    // RFC 4034 §4.3: NSEC bitmap for A MX RRSIG NSEC TYPE1234.
+    assert_eq!(
+        rd(Rtype::NSEC, "host.example.com. A MX RRSIG NSEC TYPE1234"),
+        b"\x04host\x07example\x03com\x00\
+          \x00\x06\x40\x01\x00\x00\x00\x03\
+          \x04\x1b"
+            .iter()
+            .chain([0u8; 26].iter())
+            .chain([0x20].iter())
+            .copied()
+            .collect::<Vec<u8>>()
+    );
+    // RFC 1876: the default precisions are 0x12 (1m), 0x16 (10km), 0x13 (10m).
+    let loc = rd(Rtype::LOC, "0 N 0 E 0m");
+    assert_eq!(&loc[..4], [0, 0x12, 0x16, 0x13]);
+    assert_eq!(&loc[4..8], 0x8000_0000u32.to_be_bytes());
+    assert_eq!(&loc[12..16], 10_000_000u32.to_be_bytes());
+    // SVCB: keys sorted on the wire (RFC 9460 §2.2).
+    assert_eq!(
+        rd(Rtype::SVCB, "1 . port=53 alpn=h2"),
+        b"\x00\x01\x00\x00\x01\x00\x03\x02h2\x00\x03\x00\x02\x00\x35"
+    );
+    // CAA (RFC 8659 §4.1.1).
+    assert_eq!(rd(Rtype::CAA, "0 issue \"ca.net\""), b"\x00\x05issueca.net");
+}
+
+#[test]
+fn long_txt_is_split_in_255_octet_strings() {
+    let long = "a".repeat(300);
+    let wire = rd(Rtype::TXT, &long);
+    assert_eq!(wire.len(), 302);
+    assert_eq!(wire[0], 255);
+    assert_eq!(wire[256], 45);
+    assert!(parse_rdata(Rtype::HINFO, &format!("{long} x"), &origin()).is_err());
+}
+
+#[test]
+fn malformed_wire_prints_as_generic() {
+    assert_eq!(format_rdata(Rtype::A, &[1, 2, 3]), "\\# 3 010203");
+    assert_eq!(format_rdata(Rtype::MX, &[0, 1, 5, b'a']), "\\# 4 00010561");
+    assert_eq!(format_rdata(Rtype::TXT, &[]), "\\# 0");
+    assert!(parse_rdata(Rtype::A, "\\# 3 010203", &origin()).is_err());
+    assert!(parse_rdata(Rtype::A, "\\# 4 0102", &origin()).is_err());
+}
+
+#[test]
+fn directives_and_defaults() {
+    let z = zone(
+        "$ORIGIN example.\n\
+         $TTL 1h\n\
+         @ IN SOA ns1 host ( 1 ; serial\n  2 3 4 5 )\n\
+         \tNS ns1\n\
+         www 300 IN A 192.0.2.1\n\
+         \tIN 600 AAAA ::1 ; TTL after class\n\
+         $ORIGIN sub\n\
+         x A 192.0.2.2\n\
+         y 1h30m TXT \"t\"\n",
+    );
+    let lines: Vec<String> = z.records.iter().map(format_record).collect();
+    assert_eq!(
+        lines,
+        [
+            "example. 3600 IN SOA ns1.example. host.example. 1 2 3 4 5",
+            "example. 3600 IN NS ns1.example.",
+            "www.example. 300 IN A 192.0.2.1",
+            "www.example. 600 IN AAAA ::1",
+            "x.sub.example. 3600 IN A 192.0.2.2",
+            "y.sub.example. 5400 IN TXT \"t\"",
+        ]
+    );
+    let lines: Vec<u32> = z.positions.iter().map(|p| p.line).collect();
+    assert_eq!(lines, [3, 5, 6, 7, 9, 10]);
+    assert_eq!(z.positions[0].to_string(), "t.zone:3");
+}
+
+#[test]
+fn ttl_without_ttl_directive() {
+    // Last explicit TTL is inherited (RFC 1035); the SOA without any TTL takes its MINIMUM (BIND).
+    let z = zone("@ SOA ns host 1 2 3 4 77\na A 1.2.3.4\nb 10 A 1.2.3.4\nc A 1.2.3.4\n");
+    let ttls: Vec<u32> = z.records.iter().map(|r| r.ttl).collect();
+    assert_eq!(ttls, [77, 77, 10, 10]);
+    let e = errors("a A 1.2.3.4\n");
+    assert_eq!(
+        e,
+        ["t.zone:1: no TTL: give one, or a $TTL before this record"]
+    );
+    // A default TTL given by the caller acts as $TTL.
+    let z = parse_bytes(b"a A 1.2.3.4\n", "x", &origin(), Some(99)).unwrap();
+    assert_eq!(z.records[0].ttl, 99);
+}
+
+#[test]
+fn classes() {
+    let z = zone("$TTL 1\na CH TXT x\nb CLASS3 TXT y\n");
+    assert!(z.records.iter().all(|r| r.class == Class::CH));
+    let e = errors("$TTL 1\na IN A 1.2.3.4\nb CH TXT y\n");
+    assert_eq!(e, ["t.zone:3: class CH differs from the zone's class IN"]);
+}
+
+#[test]
+fn names_keep_case_and_escapes() {
+    let z = zone("$TTL 1\nMiXeD.a\\.b A 1.2.3.4\nx CNAME Target.Example.COM.\n");
+    assert_eq!(
+        z.records[0].owner.as_wire(),
+        b"\x05MiXeD\x03a.b\x07example\x00"
+    );
+    assert_eq!(
+        format_record(&z.records[1]),
+        "x.example. 1 IN CNAME Target.Example.COM."
+    );
+}
+
+#[test]
+fn error_messages_name_file_and_line() {
+    let e = errors("$TTL 1\n\na MX abc mail\nb A 300.1.1.1\nc FOO x\nd A 1.2.3.4 5\n\"e\nf TXT \"x\ng NAPTR 1 2 u\n$FOO\n");
+    assert_eq!(
+        e,
+        [
+            "t.zone:3: MX: expected preference (0-65535), got \"abc\"",
+            "t.zone:4: A: expected an IPv4 address, got \"300.1.1.1\"",
+            "t.zone:5: unknown record type \"FOO\"",
+            "t.zone:6: A: unexpected extra data \"5\"",
+            "t.zone:7: unterminated quoted string",
+            "t.zone:8: unterminated quoted string",
+            "t.zone:9: NAPTR: missing services",
+            "t.zone:10: unknown directive \"$FOO\"",
+        ]
+    );
+    let e = errors("$TTL 1\na TXT ( x\n\nb A 1.2.3.4\n");
+    assert_eq!(
+        e,
+        ["t.zone:2: unbalanced '(': no closing ')' before end of file"]
+    );
+    let e = errors(" A 1.2.3.4\n");
+    assert_eq!(
+        e,
+        ["t.zone:1: no owner name, and no previous record to take it from"]
+    );
+}
+
+#[test]
+fn errors_are_capped() {
+    let text = "x MX bad x\n".repeat(1000);
+    let e = errors(&text);
+    assert_eq!(e.len(), MAX_ERRORS + 1);
+    assert!(e.last().unwrap().contains("too many errors"));
+}
+
+#[test]
+fn includes() {
+    let dir = std::env::temp_dir().join(format!("lode-zonefile-inc-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(
+        dir.join("main.zone"),
+        "$TTL 60\n@ SOA ns host 1 2 3 4 5\n$INCLUDE sub/part.zone sub.example.\nafter A 192.0.2.9\n\t TXT \"same owner\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("sub/part.zone"),
+        "x A 192.0.2.1\n$INCLUDE deeper.zone\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("sub/deeper.zone"), "y A 192.0.2.2\n").unwrap();
+    let z = parse_file(&dir.join("main.zone"), &origin(), None).unwrap();
+    let owners: Vec<String> = z.records.iter().map(|r| r.owner.to_string()).collect();
+    assert_eq!(
+        owners,
+        [
+            "example.",
+            "x.sub.example.",
+            "y.sub.example.",
+            "after.example.",
+            "after.example."
+        ]
+    );
+    assert!(z.positions[2].file.ends_with("sub/deeper.zone"));
+    assert_eq!(z.positions[2].line, 1);
+
+    // A loop is reported, not followed.
+    std::fs::write(
+        dir.join("loop.zone"),
+        "$TTL 1\na A 1.2.3.4\n$INCLUDE loop.zone\n",
+    )
+    .unwrap();
+    let e = parse_file(&dir.join("loop.zone"), &origin(), None).unwrap_err();
+    assert_eq!(e.len(), 1);
+    assert!(
+        e[0].to_string().contains("loop.zone:3: $INCLUDE loop"),
+        "{}",
+        e[0]
+    );
+    // A missing file names the including line.
+    std::fs::write(dir.join("missing.zone"), "$TTL 1\n$INCLUDE nothere.zone\n").unwrap();
+    let e = parse_file(&dir.join("missing.zone"), &origin(), None).unwrap_err();
+    assert!(
+        e[0].to_string().contains("missing.zone:2: cannot read"),
+        "{}",
+        e[0]
+    );
+    let e = parse_file(&dir.join("absent.zone"), &origin(), None).unwrap_err();
+    assert!(
+        e[0].to_string().contains("absent.zone:0: cannot read"),
+        "{}",
+        e[0]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn generate_directive() {
+    // From the BIND ARM: reverse zone PTRs and forward A records.
+    let z = zone("$TTL 1\n$GENERATE 1-3 $.0 PTR host-$.example.\n$GENERATE 1-2/1 host-${10,3,d} A 10.0.0.$\n");
+    let lines: Vec<String> = z.records.iter().map(format_record).collect();
+    assert_eq!(
+        lines,
+        [
+            "1.0.example. 1 IN PTR host-1.example.",
+            "2.0.example. 1 IN PTR host-2.example.",
+            "3.0.example. 1 IN PTR host-3.example.",
+            "host-011.example. 1 IN A 10.0.0.1",
+            "host-012.example. 1 IN A 10.0.0.2",
+        ]
+    );
+    // TTL and class in the directive, multi-token rhs, nibbles, an escaped dollar.
+    let z = zone("$GENERATE 10-11 ${0,3,n} 300 IN MX 10 mx$.example.\n$GENERATE 1-1 a\\$ 5 TXT \"cost \\$$\"\n");
+    let lines: Vec<String> = z.records.iter().map(format_record).collect();
+    assert_eq!(
+        lines,
+        [
+            "a.0.example. 300 IN MX 10 mx10.example.",
+            "b.0.example. 300 IN MX 10 mx11.example.",
+            // One quoted rhs is re-read as RDATA text, so it gives two strings (BIND).
+            "a\\$.example. 5 IN TXT \"cost\" \"$1\"",
+        ]
+    );
+    // One quoted rhs is the RDATA text (BIND): a NAPTR per number.
+    let z = zone("$TTL 1\n$GENERATE 0-1 $.1.e164 NAPTR \"100 10 \\\"u\\\" \\\"E2U+sip\\\" \\\"!^.*\\$!sip:$@x!\\\" .\"\n");
+    assert_eq!(
+        format_rdata(Rtype::NAPTR, &z.records[1].rdata),
+        r#"100 10 "u" "E2U+sip" "!^.*$!sip:1@x!" ."#
+    );
+    let e = errors("$TTL 1\n$GENERATE 1-2 a$ A 10.0.0.${300}\n");
+    assert_eq!(e.len(), 1);
+    assert!(
+        e[0].starts_with("t.zone:2: $GENERATE: A: expected an IPv4 address"),
+        "{}",
+        e[0]
+    );
+    assert!(errors("$GENERATE 5-1 a A 1.2.3.4\n")[0].contains("empty"));
+}
+
+/// A small deterministic generator (xorshift), so the robustness test needs no crate.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn never_panics_on_random_or_mutated_input() {
+    let base = SAMPLES
+        .iter()
+        .map(|(t, i, _)| format!("n{} 300 IN {t} {i}\n", t.len()))
+        .collect::<String>()
+        + "$GENERATE 1-3 g$ A 10.0.0.${0,1,x}\n$ORIGIN sub\n$TTL 5\n( a ) TXT x\n";
+    if let Err(e) = parse_str(&base, "fuzz", &origin()) {
+        panic!("{e:?}");
+    }
+    let alphabet = b" \t\n\\\"();$@.0123456789abcdefxyzABC#=,-";
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let base = base.into_bytes();
+    for round in 0..3000 {
+        let mut data = if round % 3 == 0 {
+            (0..rng.next() % 400)
+                .map(|_| rng.next() as u8)
+                .collect::<Vec<u8>>()
+        } else {
+            base.clone()
+        };
+        let edits = 1 + rng.next() % 8;
+        for _ in 0..edits {
+            if data.is_empty() {
+                break;
+            }
+            let at = (rng.next() as usize) % data.len();
+            match rng.next() % 4 {
+                0 => data[at] = alphabet[(rng.next() as usize) % alphabet.len()],
+                1 => {
+                    data.remove(at);
+                }
+                2 => data.insert(at, alphabet[(rng.next() as usize) % alphabet.len()]),
+                _ => data[at] = rng.next() as u8,
+            }
+        }
+        let _ = parse_bytes(&data, "fuzz", &origin(), Some(1));
+        // Every type's RDATA parser and printer on random text and random bytes.
+        let (t, _, _) = SAMPLES[round % SAMPLES.len()];
+        let t = Rtype::from_mnemonic(t).unwrap();
+        let text = String::from_utf8_lossy(&data[..data.len().min(80)]).into_owned();
+        let _ = parse_rdata(t, &text, &origin());
+        let _ = format_rdata(t, &data[..data.len().min(64)]);
+    }
+}
+
+#[test]
+fn printed_records_parse_back() {
+    let text: String = SAMPLES
+        .iter()
+        .map(|(t, i, _)| format!("n 300 IN {t} {i}\n"))
+        .collect();
+    let z = zone(&text);
+    let printed: String = z.records.iter().map(|r| format_record(r) + "\n").collect();
+    let again = zone(&printed);
+    assert_eq!(z.records, again.records);
+}
+
+#[test]
+fn large_naptr_zone() {
+    let mut text = String::from(
+        "$ORIGIN 1.e164.arpa.\n$TTL 3600\n@ SOA ns host 1 2 3 4 5\n@ NS ns.example.\n",
+    );
+    for i in 0..100_000u32 {
+        let digits: String = format!("{i:05}")
+            .chars()
+            .rev()
+            .flat_map(|c| [c, '.'])
+            .collect();
+        text.push_str(&format!(
+            "{}5.5 NAPTR 100 10 \"u\" \"E2U+sip\" \"!^.*$!sip:+155{i:05}@example.com!\" .\n",
+            digits
+        ));
+    }
+    let origin: Name = "1.e164.arpa.".parse().unwrap();
+    let z = parse_str(&text, "big.zone", &origin).unwrap();
+    assert_eq!(z.records.len(), 100_002);
+    assert_eq!(z.positions.len(), z.records.len());
+    let last = z.records.last().unwrap();
+    assert_eq!(last.owner.to_string(), "9.9.9.9.9.5.5.1.e164.arpa.");
+    assert_eq!(z.positions.last().unwrap().line, 100_004);
+}

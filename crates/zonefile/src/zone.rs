@@ -368,11 +368,19 @@ impl Reader {
         if rhs.is_empty() {
             return Err("$GENERATE: missing rhs".into());
         }
-        // The rhs template: one quoted token is used as its inside (BIND), else
-        // the tokens joined by spaces, quoted ones quoted again.
+        // The rhs template: one quoted token is used as its inside (BIND), with
+        // `\"` made a plain `"` so that quoted fields can be written inside;
+        // else the tokens joined by spaces, quoted ones quoted again.
         let mut template = Vec::new();
         if let [one] = rhs {
-            template.extend_from_slice(one.text);
+            let mut k = 0;
+            while k < one.text.len() {
+                if one.text[k] == b'\\' && one.text.get(k + 1) == Some(&b'"') {
+                    k += 1;
+                }
+                template.push(one.text[k]);
+                k += 1;
+            }
         } else {
             for (n, t) in rhs.iter().enumerate() {
                 if n > 0 {
