@@ -313,3 +313,63 @@ fn knot_and_lode_answer_alike() {
         "{failures} responses differ from Knot (see above)"
     );
 }
+
+/// A response to `www.example.com. A` with one CNAME answer to `host.example.com.`,
+/// its RDATA name compressed or not, with the given TTL, AA bit and owner spelling.
+fn handmade(compress: bool, ttl: u32, aa: bool, owner_upper: bool) -> Vec<u8> {
+    let mut q = Query::new(
+        if owner_upper {
+            "WWW.example.com."
+        } else {
+            "www.example.com."
+        },
+        1,
+        1,
+    );
+    q.flags = 0x8000 | if aa { 0x0400 } else { 0 };
+    let mut m = q.to_wire();
+    m[7] = 1; // ANCOUNT
+    m.extend_from_slice(&[0xc0, 12, 0, 5, 0, 1]);
+    m.extend_from_slice(&ttl.to_be_bytes());
+    let rdata: Vec<u8> = if compress {
+        vec![4, b'h', b'o', b's', b't', 0xc0, 16]
+    } else {
+        name_to_wire("host.example.com.").expect("valid name")
+    };
+    m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+    m.extend_from_slice(&rdata);
+    m
+}
+
+#[test]
+fn comparison_sees_differences_and_ignores_compression() {
+    let base = Some(handmade(true, 300, true, false));
+    assert_eq!(
+        differing(&base, &Some(handmade(false, 300, true, false))),
+        Vec::<&str>::new()
+    );
+    assert_eq!(
+        differing(&base, &Some(handmade(true, 301, true, false))),
+        vec!["answer"]
+    );
+    assert_eq!(
+        differing(&base, &Some(handmade(true, 300, false, false))),
+        vec!["flags"]
+    );
+    assert_eq!(
+        differing(&base, &Some(handmade(true, 300, true, true))),
+        vec!["question", "answer"]
+    );
+    assert_eq!(differing(&base, &None), vec!["response"]);
+    let mut id = handmade(true, 300, true, false);
+    id[0] ^= 0xff;
+    assert_eq!(differing(&base, &Some(id)), Vec::<&str>::new());
+    let mut cut = handmade(true, 300, true, false);
+    cut.pop();
+    assert_eq!(differing(&base, &Some(cut)), vec!["answer", "format"]);
+    let text = Message::parse(base.as_deref().unwrap_or_default()).to_text();
+    assert!(
+        text.contains("www.example.com.\t300\tIN\tCNAME\thost.example.com."),
+        "{text}"
+    );
+}

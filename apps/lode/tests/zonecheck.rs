@@ -1,0 +1,96 @@
+//! `lode check`: good zone files pass with exit status 0; broken ones fail
+//! with a message that names the file and the offending line.
+//!
+//! Files: tests/zonecheck/{good,bad}/*.zone (origin `example.com.`), plus
+//! every zone of the differential suite (which Knot DNS loads) as good ones.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+fn check(file: &Path, origin: &str) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .arg("check")
+        .arg(file)
+        .arg("--origin")
+        .arg(origin)
+        .output()
+        .expect("run lode check");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn zone_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "zone"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn good_zones_pass() {
+    let mut failures = Vec::new();
+    let mut files: Vec<(std::path::PathBuf, String)> =
+        zone_files(&repo_root().join("tests/zonecheck/good"))
+            .into_iter()
+            .map(|p| (p, "example.com.".to_string()))
+            .collect();
+    for z in zones_in(&repo_root().join("tests/differential/zones")) {
+        files.push((z.file, z.origin));
+    }
+    assert!(files.len() > 5);
+    for (file, origin) in &files {
+        let (ok, text) = check(file, origin);
+        if !ok {
+            failures.push(format!("{} ({origin}) rejected:\n{text}", file.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn bad_zones_fail_with_file_and_line() {
+    let files = zone_files(&repo_root().join("tests/zonecheck/bad"));
+    assert!(files.len() >= 6);
+    let mut failures = Vec::new();
+    for file in &files {
+        let content = std::fs::read_to_string(file).expect("read zone");
+        let marked: Vec<usize> = content
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains("; ERROR"))
+            .map(|(i, _)| i + 1)
+            .collect();
+        let (ok, text) = check(file, "example.com.");
+        let name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if ok {
+            failures.push(format!("{name}: accepted (exit 0):\n{text}"));
+            continue;
+        }
+        if !text.contains(&name) {
+            failures.push(format!(
+                "{name}: the message does not name the file:\n{text}"
+            ));
+            continue;
+        }
+        if !marked.is_empty() && !marked.iter().any(|l| text.contains(&format!("{name}:{l}"))) {
+            failures.push(format!(
+                "{name}: the message names none of lines {marked:?} as `{name}:LINE`:\n{text}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The test command of the README and of CI (.ci/run): installs what the tests
+# need when it is missing (Debian 12, as root), then runs formatting, lints,
+# all tests (unit, differential against Knot DNS, malformed input) and the
+# fuzz smoke run.
+#
+#   bash scripts/test.sh
+#
+# Environment: LODE_DIFF_PEER=knot runs the differential suite knot-vs-knot
+# (proves the harness); CARGO_PROFILE_ARG overrides the build profile flag.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# --- 1. what the tests need --------------------------------------------------------------
+need_apt=()
+have knotd || need_apt+=(knot)
+have kdig || need_apt+=(knot-dnsutils)
+have dig || need_apt+=(dnsutils)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    step "installing ${need_apt[*]}"
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "need root to install ${need_apt[*]} (or install them yourself)" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-get install -y --no-install-recommends "${need_apt[@]}"; then
+        apt-get update
+        apt-get install -y --no-install-recommends "${need_apt[@]}"
+    fi
+fi
+# The Debian package starts a knotd on port 53; the tests start their own.
+if have systemctl && systemctl is-active --quiet knot 2>/dev/null; then
+    systemctl stop knot || true
+fi
+
+for comp in rustfmt clippy; do
+    if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        step "adding rustup component $comp"
+        rustup component add "$comp" || echo "warning: could not add $comp" >&2
+    fi
+done
+
+export LODE_REQUIRE_KNOT=1
+# The dev profile (opt-level 1 in the workspace) builds faster on 2 cores than
+# release, and the tests run fast enough with it. CARGO_PROFILE_ARG=--release
+# tests the optimised build instead.
+profile="${CARGO_PROFILE_ARG:-}"
+
+# --- 2. format, lints, tests ----------------------------------------------------------------
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test"
+# shellcheck disable=SC2086 # empty or one flag
+cargo test --workspace $profile
+
+# --- 3. fuzz smoke --------------------------------------------------------------------------
+# A real fuzzing run needs cargo-fuzz and a nightly toolchain; without them the
+# same target body already ran above over a deterministic corpus
+# (apps/lode/tests/fuzz_smoke.rs).
+if have cargo-fuzz && rustup run nightly rustc --version >/dev/null 2>&1; then
+    step "cargo fuzz (60 s smoke run of fuzz/fuzz_targets/answer.rs)"
+    (cd fuzz && cargo +nightly fuzz run answer -- -max_total_time=60 -rss_limit_mb=2048)
+else
+    step "cargo-fuzz or nightly missing: fuzz target body ran as tests/fuzz_smoke.rs instead"
+fi
+
+step "all tests passed"
