@@ -1,12 +1,49 @@
-//! `lode reload` (not written yet).
+//! `lode reload`: asks a running server to reload, through its control socket.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
 
 /// Arguments of `lode reload`.
+///
+/// The server re-reads its configuration file and reloads the zones whose
+/// file changed; this prints what it did and, for a zone that failed, every
+/// error as file:line: reason (the old version of that zone stays served).
+/// Exit status: 0 when everything reloaded, 1 when something failed, 2 when
+/// the server could not be reached.
 #[derive(clap::Args, Debug)]
-pub struct ReloadArgs {}
+pub struct ReloadArgs {
+    /// Control socket of the server (default: /run/lode/lode.sock for root,
+    /// else /tmp/lode-<uid>.sock).
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+    /// Seconds to wait for the reload to finish.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    timeout: u64,
+    /// Print the server's status (zones, counters, memory) instead of reloading.
+    #[arg(long)]
+    status: bool,
+}
 
 /// Runs the command.
-pub fn run(_args: ReloadArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub fn run(args: ReloadArgs) -> anyhow::Result<ExitCode> {
+    let path = args
+        .control
+        .unwrap_or_else(lode_server::default_control_path);
+    let command = if args.status { "status" } else { "reload" };
+    let reply = lode_server::control::request(&path, command, Duration::from_secs(args.timeout))
+        .with_context(|| format!("cannot reach the server at {}", path.display()))?;
+    if reply.ok {
+        print!("{}", reply.text);
+        if !args.status {
+            println!("OK");
+        }
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprint!("{}", reply.text);
+        eprintln!("reload: not everything was reloaded");
+        Ok(ExitCode::FAILURE)
+    }
 }

@@ -26,8 +26,8 @@ pub mod udp;
 use std::fmt;
 use std::net::SocketAddr;
 
-pub use tcp::{TcpConfig, TcpServer, TcpStats};
-pub use udp::{UdpConfig, UdpServer, UdpStats};
+pub use tcp::{TcpConfig, TcpCounters, TcpServer, TcpStats};
+pub use udp::{UdpConfig, UdpCounters, UdpServer, UdpStats};
 
 /// What a transport calls for each message: `(query, out, peer) -> response
 /// length`, 0 to send nothing. `out` is at least the configured response size

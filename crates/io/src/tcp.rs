@@ -79,6 +79,25 @@ struct Counters {
     dropped: AtomicU64,
 }
 
+/// A shared, read-only view of the TCP counters.
+#[derive(Debug, Clone)]
+pub struct TcpCounters(Arc<Counters>);
+
+impl TcpCounters {
+    /// Current totals.
+    pub fn read(&self) -> TcpStats {
+        let c = &self.0;
+        TcpStats {
+            connections: c.connections.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+            open: c.open.load(Ordering::Relaxed) as u64,
+            queries: c.queries.load(Ordering::Relaxed),
+            responses: c.responses.load(Ordering::Relaxed),
+            dropped: c.dropped.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// A running TCP transport on its own event loop; stops on `stop` or drop.
 #[derive(Debug)]
 pub struct TcpServer {
@@ -139,15 +158,12 @@ impl TcpServer {
 
     /// Current totals.
     pub fn stats(&self) -> TcpStats {
-        let c = &self.counters;
-        TcpStats {
-            connections: c.connections.load(Ordering::Relaxed),
-            refused: c.refused.load(Ordering::Relaxed),
-            open: c.open.load(Ordering::Relaxed) as u64,
-            queries: c.queries.load(Ordering::Relaxed),
-            responses: c.responses.load(Ordering::Relaxed),
-            dropped: c.dropped.load(Ordering::Relaxed),
-        }
+        self.counters().read()
+    }
+
+    /// A handle on the counters that outlives borrows of the server (for status reports).
+    pub fn counters(&self) -> TcpCounters {
+        TcpCounters(self.counters.clone())
     }
 
     /// Closes the listeners and every connection.

@@ -65,6 +65,23 @@ pub struct UdpStats {
     pub dropped: u64,
 }
 
+/// A shared, read-only view of the workers' counters.
+#[derive(Debug, Clone)]
+pub struct UdpCounters(Arc<[WorkerCounters]>);
+
+impl UdpCounters {
+    /// Sums the per-worker counters.
+    pub fn read(&self) -> UdpStats {
+        let mut s = UdpStats::default();
+        for c in self.0.iter() {
+            s.queries += c.queries.load(Ordering::Relaxed);
+            s.responses += c.responses.load(Ordering::Relaxed);
+            s.dropped += c.dropped.load(Ordering::Relaxed);
+        }
+        s
+    }
+}
+
 /// A running UDP transport; stops (and joins its threads) on `stop` or drop.
 #[derive(Debug)]
 pub struct UdpServer {
@@ -140,13 +157,12 @@ impl UdpServer {
 
     /// Sums the per-worker counters.
     pub fn stats(&self) -> UdpStats {
-        let mut s = UdpStats::default();
-        for c in self.counters.iter() {
-            s.queries += c.queries.load(Ordering::Relaxed);
-            s.responses += c.responses.load(Ordering::Relaxed);
-            s.dropped += c.dropped.load(Ordering::Relaxed);
-        }
-        s
+        self.counters().read()
+    }
+
+    /// A handle on the counters that outlives borrows of the server (for status reports).
+    pub fn counters(&self) -> UdpCounters {
+        UdpCounters(self.counters.clone())
     }
 
     /// Stops the workers and waits for them (at most about one poll interval).

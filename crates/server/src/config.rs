@@ -1,0 +1,494 @@
+//! Configuration: the TOML file, command-line overrides, and the merged result.
+//!
+//! ```toml
+//! listen = ["127.0.0.1:53", "[::1]:53"]   # default: 127.0.0.1:5300 and [::1]:5300
+//! workers = 4                             # UDP threads per address; default: one per CPU
+//! max-udp-payload = 1232                  # largest UDP answer with EDNS (512..=4096)
+//! tcp-idle-timeout = 10                   # seconds
+//! tcp-max-clients = 1000
+//! control = "/run/lode/lode.sock"         # default: see `default_control_path`
+//! log-level = "info"                      # error, warn, info, debug, trace
+//!
+//! [[zone]]
+//! name = "e164.arpa."
+//! file = "zones/e164.arpa.zone"           # relative to the configuration file's folder
+//! ```
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use lode_wire::Name;
+use serde::Deserialize;
+
+/// Default TCP idle timeout (RFC 7766 §6.2.3 suggests seconds, not minutes).
+pub const DEFAULT_TCP_IDLE_SECS: u64 = 10;
+/// Default limit of concurrent TCP clients.
+pub const DEFAULT_TCP_MAX_CLIENTS: usize = 1000;
+/// Default largest UDP answer with EDNS (the DNS Flag Day 2020 value).
+pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = 1232;
+/// Port of the default listen addresses (unprivileged, so a demo runs as anyone).
+pub const DEFAULT_PORT: u16 = 5300;
+
+/// The configuration file as written (every key optional).
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ConfigFile {
+    /// Listen addresses, "ADDR:PORT" or a bare address (port 53).
+    #[serde(default)]
+    pub listen: Vec<String>,
+    /// UDP worker threads per listen address.
+    pub workers: Option<usize>,
+    /// Largest UDP answer with EDNS.
+    pub max_udp_payload: Option<u16>,
+    /// TCP idle timeout, seconds.
+    pub tcp_idle_timeout: Option<u64>,
+    /// Concurrent TCP clients.
+    pub tcp_max_clients: Option<usize>,
+    /// Control socket path.
+    pub control: Option<PathBuf>,
+    /// Log level.
+    pub log_level: Option<String>,
+    /// Zones.
+    #[serde(default, rename = "zone")]
+    pub zones: Vec<ZoneEntry>,
+}
+
+/// One `[[zone]]` table.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneEntry {
+    /// The zone's origin.
+    pub name: String,
+    /// Its zone file.
+    pub file: PathBuf,
+}
+
+impl ConfigFile {
+    /// Parses the text of a configuration file.
+    pub fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))
+    }
+
+    /// Reads and parses a configuration file.
+    pub fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        ConfigFile::parse(&text).map_err(|e| match e {
+            ConfigError::Syntax(s) => ConfigError::File {
+                path: path.to_owned(),
+                reason: s,
+            },
+            other => other,
+        })
+    }
+}
+
+/// Command-line options of `lode serve` (each overrides or adds to the file).
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    /// The configuration file, re-read on every reload.
+    pub config: Option<PathBuf>,
+    /// Listen addresses; when given they replace the file's.
+    pub listen: Vec<String>,
+    /// Zones as (name, file); added to the file's, replacing one of the same name.
+    pub zones: Vec<(String, PathBuf)>,
+    /// UDP workers per address.
+    pub workers: Option<usize>,
+    /// Control socket path.
+    pub control: Option<PathBuf>,
+    /// Log level.
+    pub log_level: Option<String>,
+}
+
+/// Where a zone's text comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZoneSource {
+    /// A zone file on disk.
+    File(PathBuf),
+    /// A zone built into the binary (the demo).
+    Embedded {
+        /// Name used in messages, e.g. `demo/example.com.zone`.
+        label: &'static str,
+        /// The zone file text.
+        text: &'static str,
+    },
+}
+
+impl fmt::Display for ZoneSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ZoneSource::File(p) => write!(f, "{}", p.display()),
+            ZoneSource::Embedded { label, .. } => write!(f, "{label} (built in)"),
+        }
+    }
+}
+
+/// A zone to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneSpec {
+    /// Its origin.
+    pub name: Name,
+    /// Its text.
+    pub source: ZoneSource,
+}
+
+/// The merged configuration the server runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Addresses to listen on (UDP and TCP).
+    pub listen: Vec<SocketAddr>,
+    /// Zones to serve.
+    pub zones: Vec<ZoneSpec>,
+    /// True when no zone was configured and the built-in demo zones are served.
+    pub demo: bool,
+    /// UDP worker threads per address.
+    pub workers: usize,
+    /// Largest UDP answer with EDNS.
+    pub max_udp_payload: u16,
+    /// TCP idle timeout.
+    pub tcp_idle_timeout: Duration,
+    /// Concurrent TCP clients.
+    pub tcp_max_clients: usize,
+    /// Control socket path (`None`: no control socket).
+    pub control: Option<PathBuf>,
+    /// Log level.
+    pub log_level: String,
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file cannot be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The file is not valid TOML or has unknown keys.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (with line and column).
+        reason: String,
+    },
+    /// Configuration text that is not valid (no file name known).
+    Syntax(String),
+    /// A value is out of range or malformed.
+    Value(String),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { path, reason } => write!(f, "{}: {reason}", path.display()),
+            ConfigError::File { path, reason } => {
+                write!(f, "{}: {}", path.display(), reason.trim_end())
+            }
+            ConfigError::Syntax(s) => f.write_str(s.trim_end()),
+            ConfigError::Value(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Parses "ADDR:PORT", "[V6]:PORT" or a bare address (port 53).
+pub fn parse_listen(s: &str) -> Result<SocketAddr, ConfigError> {
+    let s = s.trim();
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    if let Ok(ip) = s
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        return Ok(SocketAddr::new(ip, 53));
+    }
+    Err(ConfigError::Value(format!(
+        "listen address {s:?} is not ADDR:PORT (e.g. 127.0.0.1:53 or [::1]:53)"
+    )))
+}
+
+/// Parses a zone origin (a final dot is implied).
+fn parse_origin(s: &str) -> Result<Name, ConfigError> {
+    let text = if s.ends_with('.') {
+        s.to_owned()
+    } else {
+        format!("{s}.")
+    };
+    Name::parse(&text, None).map_err(|e| ConfigError::Value(format!("zone name {s:?}: {e}")))
+}
+
+/// The default control socket: `/run/lode/lode.sock` for root, otherwise
+/// `/tmp/lode-<uid>.sock` (a user cannot create folders in /run).
+pub fn default_control_path() -> PathBuf {
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    if uid == 0 {
+        PathBuf::from("/run/lode/lode.sock")
+    } else {
+        PathBuf::from(format!("/tmp/lode-{uid}.sock"))
+    }
+}
+
+/// True when the IPv6 loopback can be bound here.
+fn ipv6_loopback_available() -> bool {
+    std::net::UdpSocket::bind("[::1]:0").is_ok()
+}
+
+impl Config {
+    /// Merges the configuration file (if any) and the command line.
+    pub fn resolve(options: &Options) -> Result<Config, ConfigError> {
+        let (file, base) = match &options.config {
+            Some(path) => (
+                ConfigFile::read(path)?,
+                path.parent().map(Path::to_owned).unwrap_or_default(),
+            ),
+            None => (ConfigFile::default(), PathBuf::new()),
+        };
+        Config::merge(&file, &base, options)
+    }
+
+    /// Merges a parsed file (relative zone paths taken from `base`) and the command line.
+    pub fn merge(file: &ConfigFile, base: &Path, options: &Options) -> Result<Config, ConfigError> {
+        let listen_text = if options.listen.is_empty() {
+            &file.listen
+        } else {
+            &options.listen
+        };
+        let mut listen = listen_text
+            .iter()
+            .map(|s| parse_listen(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        if listen.is_empty() {
+            listen.push(SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)));
+            if ipv6_loopback_available() {
+                listen.push(SocketAddr::from((
+                    std::net::Ipv6Addr::LOCALHOST,
+                    DEFAULT_PORT,
+                )));
+            }
+        }
+        let mut zones: Vec<ZoneSpec> = Vec::new();
+        let entries = file
+            .zones
+            .iter()
+            .map(|z| (z.name.as_str(), base.join(&z.file)))
+            .chain(options.zones.iter().map(|(n, f)| (n.as_str(), f.clone())));
+        for (name, file) in entries {
+            let spec = ZoneSpec {
+                name: parse_origin(name)?,
+                source: ZoneSource::File(file),
+            };
+            match zones.iter_mut().find(|z| z.name == spec.name) {
+                Some(existing) => *existing = spec,
+                None => zones.push(spec),
+            }
+        }
+        let demo = zones.is_empty();
+        if demo {
+            zones = crate::demo::zones();
+        }
+        let workers = options
+            .workers
+            .or(file.workers)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if workers == 0 || workers > 1024 {
+            return Err(ConfigError::Value(format!(
+                "workers = {workers}: must be between 1 and 1024"
+            )));
+        }
+        let max_udp_payload = file.max_udp_payload.unwrap_or(DEFAULT_MAX_UDP_PAYLOAD);
+        if !(512..=4096).contains(&max_udp_payload) {
+            return Err(ConfigError::Value(format!(
+                "max-udp-payload = {max_udp_payload}: must be between 512 and 4096"
+            )));
+        }
+        let idle = file.tcp_idle_timeout.unwrap_or(DEFAULT_TCP_IDLE_SECS);
+        if idle == 0 || idle > 3600 {
+            return Err(ConfigError::Value(format!(
+                "tcp-idle-timeout = {idle}: must be between 1 and 3600 seconds"
+            )));
+        }
+        let tcp_max_clients = file.tcp_max_clients.unwrap_or(DEFAULT_TCP_MAX_CLIENTS);
+        if tcp_max_clients == 0 {
+            return Err(ConfigError::Value(
+                "tcp-max-clients = 0: must be at least 1".into(),
+            ));
+        }
+        let log_level = options
+            .log_level
+            .clone()
+            .or_else(|| file.log_level.clone())
+            .unwrap_or_else(|| "info".into());
+        if !["error", "warn", "info", "debug", "trace"].contains(&log_level.as_str()) {
+            return Err(ConfigError::Value(format!(
+                "log-level = {log_level:?}: must be error, warn, info, debug or trace"
+            )));
+        }
+        let control = options
+            .control
+            .clone()
+            .or_else(|| file.control.clone())
+            .unwrap_or_else(default_control_path);
+        Ok(Config {
+            listen,
+            zones,
+            demo,
+            workers,
+            max_udp_payload,
+            tcp_idle_timeout: Duration::from_secs(idle),
+            tcp_max_clients,
+            control: Some(control).filter(|p| !p.as_os_str().is_empty()),
+            log_level,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> Options {
+        Options::default()
+    }
+
+    #[test]
+    fn full_file_parses() {
+        let text = r#"
+            listen = ["127.0.0.1:15430", "[::1]:15430", "192.0.2.1"]
+            workers = 3
+            max-udp-payload = 1400
+            tcp-idle-timeout = 5
+            tcp-max-clients = 50
+            control = "/tmp/x.sock"
+            log-level = "debug"
+
+            [[zone]]
+            name = "e164.arpa"
+            file = "e164.zone"
+
+            [[zone]]
+            name = "Example.COM."
+            file = "/abs/example.zone"
+        "#;
+        let file = ConfigFile::parse(text).unwrap();
+        let c = Config::merge(&file, Path::new("/etc/lode"), &opts()).unwrap();
+        assert_eq!(
+            c.listen,
+            vec![
+                "127.0.0.1:15430".parse().unwrap(),
+                "[::1]:15430".parse().unwrap(),
+                "192.0.2.1:53".parse().unwrap()
+            ]
+        );
+        assert_eq!(c.workers, 3);
+        assert_eq!(c.max_udp_payload, 1400);
+        assert_eq!(c.tcp_idle_timeout, Duration::from_secs(5));
+        assert_eq!(c.tcp_max_clients, 50);
+        assert_eq!(c.control, Some(PathBuf::from("/tmp/x.sock")));
+        assert_eq!(c.log_level, "debug");
+        assert!(!c.demo);
+        assert_eq!(c.zones.len(), 2);
+        assert_eq!(c.zones[0].name, "e164.arpa.".parse::<Name>().unwrap());
+        assert_eq!(
+            c.zones[0].source,
+            ZoneSource::File(PathBuf::from("/etc/lode/e164.zone"))
+        );
+        assert_eq!(
+            c.zones[1].source,
+            ZoneSource::File(PathBuf::from("/abs/example.zone"))
+        );
+    }
+
+    #[test]
+    fn empty_file_gives_demo_defaults() {
+        let c = Config::merge(&ConfigFile::default(), Path::new(""), &opts()).unwrap();
+        assert!(c.demo);
+        assert_eq!(c.zones.len(), crate::demo::zones().len());
+        assert_eq!(c.listen[0], "127.0.0.1:5300".parse().unwrap());
+        assert_eq!(c.max_udp_payload, DEFAULT_MAX_UDP_PAYLOAD);
+        assert_eq!(
+            c.tcp_idle_timeout,
+            Duration::from_secs(DEFAULT_TCP_IDLE_SECS)
+        );
+        assert_eq!(c.tcp_max_clients, DEFAULT_TCP_MAX_CLIENTS);
+        assert!(c.workers >= 1);
+        assert_eq!(c.control, Some(default_control_path()));
+    }
+
+    #[test]
+    fn command_line_overrides_and_adds() {
+        let file = ConfigFile::parse(
+            "listen = [\"127.0.0.1:1\"]\nworkers = 2\n[[zone]]\nname = \"a.\"\nfile = \"a.zone\"\n[[zone]]\nname = \"b.\"\nfile = \"b.zone\"\n",
+        )
+        .unwrap();
+        let o = Options {
+            listen: vec!["127.0.0.1:15431".into()],
+            zones: vec![
+                ("B".into(), "/new/b.zone".into()),
+                ("c.".into(), "c.zone".into()),
+            ],
+            workers: Some(5),
+            control: Some("/tmp/c.sock".into()),
+            ..Options::default()
+        };
+        let c = Config::merge(&file, Path::new("/cfg"), &o).unwrap();
+        assert_eq!(c.listen, vec!["127.0.0.1:15431".parse().unwrap()]);
+        assert_eq!(c.workers, 5);
+        assert_eq!(c.control, Some(PathBuf::from("/tmp/c.sock")));
+        let z: Vec<String> = c
+            .zones
+            .iter()
+            .map(|z| format!("{} {}", z.name, z.source))
+            .collect();
+        assert_eq!(z, vec!["a. /cfg/a.zone", "B. /new/b.zone", "c. c.zone"]);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_their_key() {
+        for (text, key) in [
+            ("workers = 0", "workers"),
+            ("max-udp-payload = 100", "max-udp-payload"),
+            ("max-udp-payload = 65000", "max-udp-payload"),
+            ("tcp-idle-timeout = 0", "tcp-idle-timeout"),
+            ("tcp-max-clients = 0", "tcp-max-clients"),
+            ("log-level = \"loud\"", "log-level"),
+            ("listen = [\"localhost:53\"]", "localhost:53"),
+            ("[[zone]]\nname = \"a..b\"\nfile = \"x\"", "a..b"),
+        ] {
+            let file = ConfigFile::parse(text).unwrap();
+            let e = Config::merge(&file, Path::new(""), &opts()).unwrap_err();
+            assert!(e.to_string().contains(key), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_syntax_are_refused() {
+        let e = ConfigFile::parse("listne = [\"127.0.0.1:53\"]").unwrap_err();
+        assert!(e.to_string().contains("listne"), "{e}");
+        let e = ConfigFile::parse("[[zone]]\nname = \"a.\"\nfiel = \"x\"").unwrap_err();
+        assert!(e.to_string().contains("fiel"), "{e}");
+        let e = ConfigFile::parse("workers = ").unwrap_err();
+        assert!(e.to_string().contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn missing_file_names_the_path() {
+        let o = Options {
+            config: Some("/nonexistent/lode.toml".into()),
+            ..Options::default()
+        };
+        let e = Config::resolve(&o).unwrap_err();
+        assert!(e.to_string().starts_with("/nonexistent/lode.toml: "), "{e}");
+    }
+}

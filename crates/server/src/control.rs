@@ -1,0 +1,157 @@
+//! The control socket: a Unix stream socket (mode 0600) taking one command per
+//! connection and answering in text.
+//!
+//! ```text
+//!  client: "reload\n"            server: "OK\n<details>…"   or "ERROR\n<file:line: reason>…"
+//!  client: "status\n"            server: "OK\n<zones, counters, memory>…"
+//! ```
+//!
+//! The first line of an answer is `OK` or `ERROR`; the server closes the
+//! connection after answering.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The answer to a control command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// True for `OK`.
+    pub ok: bool,
+    /// The lines after the first.
+    pub text: String,
+}
+
+impl Reply {
+    fn render(&self) -> String {
+        let mut s = String::from(if self.ok { "OK\n" } else { "ERROR\n" });
+        s.push_str(&self.text);
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Sends `command` to the server listening at `path` and returns its answer.
+pub fn request(path: &Path, command: &str, timeout: Duration) -> io::Result<Reply> {
+    let mut stream = UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    stream.write_all(command.trim().as_bytes())?;
+    stream.write_all(b"\n")?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text)?;
+    let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+    match first.trim_end() {
+        "OK" => Ok(Reply {
+            ok: true,
+            text: rest.to_owned(),
+        }),
+        "ERROR" => Ok(Reply {
+            ok: false,
+            text: rest.to_owned(),
+        }),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unexpected answer from the server: {first:?}"),
+        )),
+    }
+}
+
+/// What the control thread calls for each command (other than unknown ones).
+pub(crate) type Dispatch = Box<dyn Fn(&str) -> Option<Reply> + Send>;
+
+/// A running control socket.
+#[derive(Debug)]
+pub(crate) struct ControlServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ControlServer {
+    /// Binds `path` (replacing a stale socket, refusing a live one) and serves it.
+    pub(crate) fn start(path: &Path, dispatch: Dispatch) -> Result<ControlServer, String> {
+        let shown = path.display();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(format!("{shown} is in use by another running server"));
+            }
+            std::fs::remove_file(path).map_err(|e| format!("cannot remove stale {shown}: {e}"))?;
+        }
+        let listener = UnixListener::bind(path).map_err(|e| format!("cannot bind {shown}: {e}"))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("cannot restrict {shown}: {e}"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("lode-control".into())
+            .spawn(move || serve(listener, stop2, dispatch))
+            .map_err(|e| format!("cannot start the control thread: {e}"))?;
+        Ok(ControlServer {
+            path: path.to_owned(),
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops serving and removes the socket file.
+    pub(crate) fn stop(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        self.stop.store(true, Ordering::Relaxed);
+        // Wake the blocking accept.
+        let _ = UnixStream::connect(&self.path);
+        let _ = thread.join();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn serve(listener: UnixListener, stop: Arc<AtomicBool>, dispatch: Dispatch) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match conn {
+            Ok(stream) => {
+                if let Err(e) = handle(stream, &dispatch) {
+                    tracing::warn!("control: {e}");
+                }
+            }
+            Err(e) => {
+                tracing::warn!("control: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+fn handle(stream: UnixStream, dispatch: &Dispatch) -> io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut line = String::new();
+    BufReader::new((&stream).take(1024)).read_line(&mut line)?;
+    let command = line.trim();
+    let reply = dispatch(command).unwrap_or_else(|| Reply {
+        ok: false,
+        text: format!("unknown command {command:?} (commands: reload, status)"),
+    });
+    (&stream).write_all(reply.render().as_bytes())
+}
