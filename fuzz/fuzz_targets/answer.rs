@@ -1,0 +1,26 @@
+//! Fuzz target: `lode_engine::answer` on arbitrary bytes, over UDP and TCP,
+//! against the zones of the differential suite (built once).
+//!
+//! Run: `cd fuzz && cargo +nightly fuzz run answer`. Without nightly the same
+//! body runs as apps/lode/tests/fuzz_smoke.rs over a deterministic corpus.
+#![no_main]
+
+mod answer_body;
+
+use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
+
+static ZONES: OnceLock<lode_zonedb::ZoneSet> = OnceLock::new();
+
+fuzz_target!(|data: &[u8]| {
+    let zones = ZONES.get_or_init(|| {
+        answer_body::zone_set(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/differential/zones"
+        )))
+    });
+    let mut scratch = answer_body::Scratch::new();
+    if let Err(e) = answer_body::check(zones, data, &mut scratch) {
+        panic!("{e}");
+    }
+});

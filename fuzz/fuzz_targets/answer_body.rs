@@ -1,0 +1,153 @@
+//! The body shared by the fuzz target (fuzz/fuzz_targets/answer.rs) and the
+//! deterministic smoke test (apps/lode/tests/fuzz_smoke.rs): build a ZoneSet
+//! from zone files, run `answer` on bytes over UDP and TCP, and check what
+//! must hold for any input:
+//!
+//! - no panic; the length returned fits the buffer;
+//! - a response (length > 0) has a header, echoes the ID, has QR set, fits
+//!   the UDP limit over UDP, and is a well-formed message (every counted
+//!   question and record present, RDATA inside the message, nothing after);
+//! - the same input gives the same bytes twice (no state leaks between queries).
+#![allow(dead_code)]
+
+use lode_engine::{answer, Settings, Transport, ZoneSet};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Builds a ZoneSet from every `<origin>zone` file in `dir`; panics on a bad zone
+/// (the zones are fixtures, so that is a bug in the fixtures or the loader).
+pub fn zone_set(dir: &Path) -> ZoneSet {
+    let mut set = ZoneSet::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "zone"))
+        .collect();
+    files.sort();
+    for path in files {
+        let stem = path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let origin: lode_wire::Name = format!("{stem}.")
+            .parse()
+            .unwrap_or_else(|e| panic!("origin of {}: {e:?}", path.display()));
+        let parsed = lode_zonefile::parse_file(&path, &origin, None)
+            .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        let mut b = lode_zonedb::ZoneBuilder::new(origin);
+        for (i, r) in parsed.records.into_iter().enumerate() {
+            b.add(r, i as u32);
+        }
+        let (zone, _warnings) = b
+            .build()
+            .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        set.insert(Arc::new(zone));
+    }
+    set
+}
+
+/// Output buffers reused across inputs.
+#[derive(Debug)]
+pub struct Scratch {
+    out: Vec<u8>,
+    again: Vec<u8>,
+}
+
+impl Scratch {
+    /// Buffers of 65535 octets (the TCP maximum).
+    pub fn new() -> Scratch {
+        Scratch {
+            out: vec![0; 65535],
+            again: vec![0; 65535],
+        }
+    }
+}
+
+/// Runs `answer` on `data` over both transports and checks the invariants.
+pub fn check(zones: &ZoneSet, data: &[u8], s: &mut Scratch) -> Result<(), String> {
+    let settings = Settings::default();
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let n = answer(zones, data, &mut s.out, transport, &settings);
+        if n == 0 {
+            continue;
+        }
+        if n > s.out.len() {
+            return Err(format!("{transport:?}: length {n} beyond the buffer"));
+        }
+        let resp = &s.out[..n];
+        if n < 12 {
+            return Err(format!("{transport:?}: {n}-octet response"));
+        }
+        if data.len() < 2 || resp[..2] != data[..2] {
+            return Err(format!("{transport:?}: ID not echoed"));
+        }
+        if resp[2] & 0x80 == 0 {
+            return Err(format!("{transport:?}: QR clear in a response"));
+        }
+        if transport == Transport::Udp && n > usize::from(settings.max_udp_payload.max(512)) {
+            return Err(format!("UDP response of {n} octets"));
+        }
+        well_formed(resp).map_err(|e| format!("{transport:?}: malformed response: {e}"))?;
+        let m = answer(zones, data, &mut s.again, transport, &settings);
+        if s.again[..m] != s.out[..n] {
+            return Err(format!("{transport:?}: a second run gave other bytes"));
+        }
+    }
+    Ok(())
+}
+
+/// Skips a (possibly compressed) name; pointers must point backwards.
+fn skip_name(m: &[u8], mut pos: usize) -> Result<usize, String> {
+    let start = pos;
+    let mut len = 0usize;
+    loop {
+        let b = *m.get(pos).ok_or("name past the end")?;
+        match b & 0xc0 {
+            0 if b == 0 => return Ok(pos + 1),
+            0 => {
+                len += usize::from(b) + 1;
+                if len > 254 {
+                    return Err("name over 255 octets".into());
+                }
+                pos += usize::from(b) + 1;
+            }
+            0xc0 => {
+                let t = (usize::from(b & 0x3f) << 8)
+                    | usize::from(*m.get(pos + 1).ok_or("pointer cut")?);
+                if t >= start {
+                    return Err("pointer not backwards".into());
+                }
+                return Ok(pos + 2);
+            }
+            _ => return Err(format!("label type {b:#x}")),
+        }
+    }
+}
+
+/// Walks header, questions and records as counted; nothing may be missing or left over.
+fn well_formed(m: &[u8]) -> Result<(), String> {
+    let count = |i: usize| usize::from(u16::from_be_bytes([m[4 + 2 * i], m[5 + 2 * i]]));
+    let mut pos = 12;
+    for _ in 0..count(0) {
+        pos = skip_name(m, pos)? + 4;
+        if pos > m.len() {
+            return Err("question cut".into());
+        }
+    }
+    for _ in 0..count(1) + count(2) + count(3) {
+        pos = skip_name(m, pos)?;
+        if pos + 10 > m.len() {
+            return Err("record header cut".into());
+        }
+        let rdlen = usize::from(u16::from_be_bytes([m[pos + 8], m[pos + 9]]));
+        pos += 10 + rdlen;
+        if pos > m.len() {
+            return Err("RDATA cut".into());
+        }
+    }
+    if pos != m.len() {
+        return Err(format!("{} octets after the last record", m.len() - pos));
+    }
+    Ok(())
+}
