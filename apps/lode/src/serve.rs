@@ -73,6 +73,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or(file_level)
         .unwrap_or_else(|| "info".into());
+    if !lode_server::config::LOG_LEVELS.contains(&level.as_str()) {
+        anyhow::bail!("log level {level:?}: must be error, warn, info, debug or trace");
+    }
     let filter = tracing_subscriber::EnvFilter::try_new(&level)
         .with_context(|| format!("log level {level:?}"))?;
     tracing_subscriber::fmt()

@@ -4,6 +4,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -249,7 +250,20 @@ impl<H: Handler> Worker<H> {
                     continue;
                 };
                 let out = tx.slot_mut(ready);
-                let n = (self.handler)(query, out, peer).min(out.len());
+                let cap = out.len();
+                // A panicking handler costs one datagram, not the worker (whose
+                // socket would keep receiving its share of the traffic).
+                let handler = &mut self.handler;
+                let n = match panic::catch_unwind(AssertUnwindSafe(|| handler(query, out, peer))) {
+                    Ok(n) => n.min(cap),
+                    Err(_) => {
+                        tracing::error!(
+                            "udp worker {}: the handler panicked on a query from {peer}",
+                            self.index
+                        );
+                        0
+                    }
+                };
                 if n == 0 {
                     dropped += 1;
                     continue;

@@ -113,3 +113,34 @@ fn udp_stop_is_prompt_and_frees_the_port() {
     // All sockets are closed: a plain bind (no SO_REUSEPORT) now succeeds.
     UdpSocket::bind(addr).expect("port freed after stop");
 }
+
+#[test]
+fn udp_handler_panic_costs_one_datagram_not_the_worker() {
+    let handler = |q: &[u8], out: &mut [u8], peer: SocketAddr| {
+        assert!(q != b"panic", "the test handler panics on request");
+        reverser(q, out, peer)
+    };
+    let config = UdpConfig {
+        workers: 1,
+        ..config()
+    };
+    let addr: SocketAddr = "127.0.0.1:15404".parse().unwrap();
+    let server = UdpServer::start(&[addr], &config, handler).unwrap();
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    client.send_to(b"panic", addr).unwrap();
+    assert!(
+        client.recv_from(&mut buf).is_err(),
+        "a panicking handler answered"
+    );
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    client.send_to(b"abc", addr).unwrap();
+    let (n, _) = client.recv_from(&mut buf).expect("the worker survived");
+    assert_eq!(&buf[..n], b"cba");
+    server.stop();
+}

@@ -29,6 +29,8 @@ pub const DEFAULT_TCP_IDLE_SECS: u64 = 10;
 pub const DEFAULT_TCP_MAX_CLIENTS: usize = 1000;
 /// Default largest UDP answer with EDNS (the DNS Flag Day 2020 value).
 pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = 1232;
+/// The accepted log levels.
+pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 /// Port of the default listen addresses (unprivileged, so a demo runs as anyone).
 pub const DEFAULT_PORT: u16 = 5300;
 
@@ -330,7 +332,7 @@ impl Config {
             .clone()
             .or_else(|| file.log_level.clone())
             .unwrap_or_else(|| "info".into());
-        if !["error", "warn", "info", "debug", "trace"].contains(&log_level.as_str()) {
+        if !LOG_LEVELS.contains(&log_level.as_str()) {
             return Err(ConfigError::Value(format!(
                 "log-level = {log_level:?}: must be error, warn, info, debug or trace"
             )));

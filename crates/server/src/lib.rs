@@ -344,17 +344,8 @@ impl Server {
         let settings = Settings {
             max_udp_payload: config.max_udp_payload,
         };
-        let udp_config = UdpConfig {
-            workers: config.workers,
-            max_response: usize::from(config.max_udp_payload).max(512),
-            ..UdpConfig::default()
-        };
-        let zs = published.clone();
-        let udp_handler = move |q: &[u8], out: &mut [u8], _peer: SocketAddr| {
-            lode_engine::answer(&zs.load(), q, out, Transport::Udp, &settings)
-        };
-        let udp =
-            UdpServer::start(&config.listen, &udp_config, udp_handler).map_err(ServerError::Io)?;
+        // TCP first: its bind fails when another server holds the port, before
+        // UDP (SO_REUSEPORT) could share the port with it.
         let tcp_config = TcpConfig {
             idle_timeout: config.tcp_idle_timeout,
             max_clients: config.tcp_max_clients,
@@ -367,7 +358,17 @@ impl Server {
         };
         let tcp =
             TcpServer::start(&config.listen, &tcp_config, tcp_handler).map_err(ServerError::Io)?;
-
+        let udp_config = UdpConfig {
+            workers: config.workers,
+            max_response: usize::from(config.max_udp_payload).max(512),
+            ..UdpConfig::default()
+        };
+        let zs = published.clone();
+        let udp_handler = move |q: &[u8], out: &mut [u8], _peer: SocketAddr| {
+            lode_engine::answer(&zs.load(), q, out, Transport::Udp, &settings)
+        };
+        let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler)
+            .map_err(ServerError::Io)?;
         let (reload_tx, reload_rx) = mpsc::channel::<ReloadRequest>();
         let reloader = std::thread::Builder::new()
             .name("lode-reload".into())
