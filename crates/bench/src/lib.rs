@@ -15,3 +15,4 @@
 #![warn(missing_docs)]
 
 pub mod e164;
+pub mod gen;
