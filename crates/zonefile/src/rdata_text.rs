@@ -59,6 +59,8 @@ enum Field {
     Time(&'static str),
     /// A type bitmap for the rest of the RDATA (RFC 4034 §4.1.2).
     Bitmap,
+    /// An EUI-48 or EUI-64 address of this many octets, `xx-xx-...` (RFC 7043).
+    Eui(usize),
 }
 
 use Field::*;
@@ -143,6 +145,8 @@ fn fields(t: Rtype) -> Option<&'static [Field]> {
         ],
         Rtype::OPENPGPKEY => &[B64("key")],
         Rtype::DHCID => &[B64("data")],
+        Rtype::EUI48 => &[Eui(6)],
+        Rtype::EUI64 => &[Eui(8)],
         _ => return None,
     })
 }
@@ -435,11 +439,44 @@ fn parse_field(
             write_bitmap(&mut types, out);
             Ok(toks.len())
         }
+        Eui(n) => {
+            let k = need("address")?;
+            let groups: Vec<&[u8]> = k.text.split(|&c| c == b'-').collect();
+            let mut pending = None;
+            if groups.len() != n
+                || groups
+                    .iter()
+                    .any(|g| g.len() != 2 || !hex_into(g, out, &mut pending))
+            {
+                return Err(bad(
+                    "address",
+                    if n == 6 {
+                        "xx-xx-xx-xx-xx-xx"
+                    } else {
+                        "xx-xx-xx-xx-xx-xx-xx-xx"
+                    },
+                    k,
+                ));
+            }
+            Ok(1)
+        }
     }
 }
 
 /// A type mnemonic or `TYPEnnn`.
 pub(crate) fn type_code(s: &[u8]) -> Option<Rtype> {
+    // The types of large zones first, before the full table.
+    const COMMON: [(&[u8], Rtype); 6] = [
+        (b"NAPTR", Rtype::NAPTR),
+        (b"A", Rtype::A),
+        (b"AAAA", Rtype::AAAA),
+        (b"NS", Rtype::NS),
+        (b"CNAME", Rtype::CNAME),
+        (b"TXT", Rtype::TXT),
+    ];
+    if let Some((_, t)) = COMMON.iter().find(|(n, _)| n.eq_ignore_ascii_case(s)) {
+        return Some(*t);
+    }
     std::str::from_utf8(s).ok().and_then(Rtype::from_mnemonic)
 }
 
@@ -665,6 +702,13 @@ fn format_field<'a>(f: Field, d: &'a [u8], out: &mut String) -> Option<&'a [u8]>
                 r = &rest[len as usize..];
             }
             Some(r)
+        }
+        Eui(n) => {
+            let a = d.get(..n)?;
+            for (i, b) in a.iter().enumerate() {
+                let _ = write!(out, "{}{b:02X}", if i > 0 { "-" } else { "" });
+            }
+            Some(&d[n..])
         }
     }
 }

@@ -116,6 +116,25 @@ const SAMPLES: &[(&str, &str, &str)] = &[
     ("URI", "10 1 \"ftp://ftp1.example.com/public\"", "10 1 \"ftp://ftp1.example.com/public\""),
     ("CSYNC", "66 3 A NS AAAA", "66 3 A NS AAAA"),
     ("OPENPGPKEY", "AAEC AwQF", "AAECAwQF"),
+    ("EUI48", "00-00-5e-00-53-2a", "00-00-5E-00-53-2A"),
+    ("EUI64", "00-00-5e-ef-10-00-00-2a", "00-00-5E-EF-10-00-00-2A"),
+    ("AAAA", "::ffff:1.2.3.4", "::ffff:1.2.3.4"),
+    ("AAAA", "2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"),
+    (
+        "TXT",
+        r#""caf\195\169" "tab\009" "semi;colon" "(paren)" "dollar$ at@""#,
+        r#""caf\195\169" "tab\009" "semi;colon" "(paren)" "dollar$ at@""#,
+    ),
+    ("NAPTR", r#"10 20 "" "" "" sip\.x\@y"#, r#"10 20 "" "" "" sip\.x\@y.example."#),
+    ("SVCB", "1 t mandatory=ipv4hint ipv4hint=10.0.0.1 ech=\"AEj+DQBE\"", "1 t.example. mandatory=ipv4hint ipv4hint=10.0.0.1 ech=AEj+DQBE"),
+    ("CAA", "0 tbs \"quote\\\"s\"", "0 tbs \"quote\\\"s\""),
+    ("HINFO", "\"\" \"\"", "\"\" \"\""),
+    ("MINFO", "a b", "a.example. b.example."),
+    ("AFSDB", "1 db", "1 db.example."),
+    ("KX", "10 kx", "10 kx.example."),
+    ("SMIMEA", "3 1 1 0c72ac70", "3 1 1 0C72AC70"),
+    ("KEY", "256 3 8 AwEAAQ==", "256 3 8 AwEAAQ=="),
+    ("DHCID", "AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA=", "AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA="),
 ];
 
 #[test]

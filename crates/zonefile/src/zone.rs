@@ -43,6 +43,12 @@ pub(crate) struct Reader {
 
 /// A class mnemonic allowed in a zone file (not NONE or ANY).
 fn class_code(s: &[u8]) -> Option<Class> {
+    if s.eq_ignore_ascii_case(b"IN") {
+        return Some(Class::IN);
+    }
+    if s.len() != 2 && !s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case(b"CLASS")) {
+        return None;
+    }
     let c = std::str::from_utf8(s).ok().and_then(Class::from_mnemonic)?;
     (c != Class::NONE && c != Class::ANY).then_some(c)
 }
