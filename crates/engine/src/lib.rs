@@ -1,12 +1,39 @@
 //! The answer engine: `answer()` turns a query packet into a response packet
 //! over an immutable [`ZoneSet`]. No sockets, no clocks, no threads, no
 //! allocation, no locks: it can be unit-tested, fuzzed and benchmarked alone;
-//! transports only move bytes.
+//! transports only move bytes. The behaviour follows Knot DNS 3.2 (checked
+//! query by query against a running `knotd`, see the tests).
 //!
-//! (Design note to be completed by the engine: pipeline parse → zone → lookup
-//! → sections → EDNS/truncation.)
+//! ```text
+//!  query bytes
+//!     │ parse_query (lode_wire::message)     short / QR / bad question ─▶ drop (0)
+//!     ▼                                      bad records / OPT ─────────▶ FORMERR, no OPT
+//!  checks (answer.rs): EDNS version ─▶ BADVERS · opcode ─▶ NOTAUTH/NOTIMP/FORMERR
+//!     │   qtype 0/AXFR/IXFR ─▶ NOTIMP/NOTAUTH · class ─▶ REFUSED · no zone ─▶ REFUSED+EDE
+//!     ▼
+//!  ZoneSet::find_zone (DS: the parent's zone first)
+//!     ▼
+//!  answer section (lookup.rs)        ┌──────── CNAME / DNAME: follow inside the zone ─┐
+//!     Zone::lookup(name) ─▶ cut? ─▶ referral │ node ─▶ RRset / NODATA │ missing ─▶ * ─▶ NXDOMAIN
+//!     ▼
+//!  authority: NS+DS/NSEC (referral) · SOA (negative TTL) + NSEC proofs (dnssec.rs)
+//!     ▼
+//!  additional (additional.rs): A/AAAA of NS/MX/SRV/SVCB/HTTPS targets in the zone
+//!     ▼
+//!  RRSIGs per section (DO bit, signed zone) · OPT (edns) · TC when a section overflowed
+//! ```
+//!
+//! Each section is written whole-RRset by whole-RRset into the caller's buffer
+//! by a [`lode_wire::message::MessageWriter`] that never writes past the size
+//! limit; an RRset that does not fit is rolled back and sets TC (answer and
+//! authority) or is silently left out (additional, except glue a referral needs).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+mod additional;
+mod answer;
+mod dnssec;
+mod lookup;
 
 pub use lode_zonedb::ZoneSet;
 
@@ -23,7 +50,8 @@ pub enum Transport {
 /// Server-wide answer settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
-    /// Largest UDP response with EDNS (default 1232, never below 512).
+    /// Largest UDP response with EDNS (default 1232, never below 512); also the
+    /// payload size advertised in our OPT record, as Knot DNS does.
     pub max_udp_payload: u16,
 }
 
@@ -36,9 +64,10 @@ impl Default for Settings {
 }
 
 /// Answers one query. `out` must be at least 65535 bytes for TCP and at least
-/// `settings.max_udp_payload` (and 512) for UDP. Returns the response length,
-/// or 0 when the query must be dropped (e.g. it is itself a response, or too
-/// short to carry an ID).
+/// `settings.max_udp_payload` (and 512) for UDP; a smaller `out` only lowers
+/// the size limit. Returns the response length, or 0 when the query must be
+/// dropped (it is itself a response, shorter than a header, or its question
+/// cannot be read — as Knot DNS does).
 pub fn answer(
     zones: &ZoneSet,
     query: &[u8],
@@ -46,14 +75,5 @@ pub fn answer(
     transport: Transport,
     settings: &Settings,
 ) -> usize {
-    let _ = (zones, transport, settings);
-    // Placeholder until the engine lands: REFUSED with the query's header and question.
-    if query.len() < 12 || query[2] & 0x80 != 0 {
-        return 0;
-    }
-    let n = query.len().min(out.len());
-    out[..n].copy_from_slice(&query[..n]);
-    out[2] |= 0x80;
-    out[3] = (out[3] & 0xF0) | 5;
-    n
+    answer::respond(zones, query, out, transport, settings)
 }

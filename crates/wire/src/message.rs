@@ -120,6 +120,8 @@ impl Query {
 }
 
 /// Why a query cannot be answered normally.
+// The FORMERR variant carries the question inline: boxing it would allocate.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum ParseError {
@@ -146,6 +148,7 @@ fn be16(msg: &[u8], pos: usize) -> Option<u16> {
 /// Parses a query: header, at most one question, the records of the other
 /// sections (skipped, bounds-checked) and the OPT record of the additional
 /// section.
+#[allow(clippy::result_large_err)] // no allocation on the query path
 pub fn parse_query(msg: &[u8]) -> Result<Query, ParseError> {
     if msg.len() < HEADER_LEN || msg[2] & 0x80 != 0 {
         return Err(ParseError::Drop);
@@ -510,6 +513,7 @@ impl<'a> MessageWriter<'a> {
     /// Writes one RRset, all records or none. The first owner is a pointer to
     /// `owner_hint` when non-zero, else `owner` compressed; later owners point
     /// at the first. Names in RDATA are compressed for the RFC 3597 §4 types.
+    #[allow(clippy::too_many_arguments)]
     pub fn put_rrset<'r>(
         &mut self,
         section: Section,

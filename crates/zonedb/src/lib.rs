@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 mod build;
+mod walk;
 mod zoneset;
 
 pub use build::{Problem, Severity, ZoneBuilder};

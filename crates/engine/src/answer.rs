@@ -1,0 +1,381 @@
+//! The pipeline: parse, refuse what is not a plain query for our zones,
+//! answer, then EDNS and truncation.
+
+use lode_wire::message::{
+    self, flags, opt_len, Edns, Full, MessageWriter, ParseError, Query, Question, Section,
+};
+use lode_wire::{opcode, rcode, Class, NameRef, Rtype};
+use lode_zonedb::{NodeId, RRset, Zone, ZoneSet};
+
+use crate::dnssec::SigQueue;
+use crate::{Settings, Transport};
+
+/// Offset of QNAME in every response (right after the header).
+pub(crate) const QNAME_POS: u16 = 12;
+
+/// Extended DNS Error "Not Authoritative" (RFC 8914 §4.21), which Knot DNS
+/// adds to REFUSED answers for names outside its zones.
+const EDE_NOT_AUTHORITATIVE: [u8; 6] = [0, 15, 0, 2, 0, 20];
+
+/// Answer/authority RRsets whose targets get additional records.
+pub(crate) const MAX_ADDITIONAL_SOURCES: usize = 32;
+/// CNAME/DNAME nodes remembered to stop loops.
+pub(crate) const MAX_VISITED: usize = 64;
+/// Wildcard expansions remembered for their NSEC proofs.
+pub(crate) const MAX_WILDCARDS: usize = 8;
+/// NSEC RRsets already in the authority section.
+pub(crate) const MAX_NSECS: usize = 16;
+
+/// An RRset written in the answer or authority section whose targets need
+/// additional processing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AdditionalSource<'z> {
+    pub rrset: &'z RRset,
+    pub hints: message::RrsetHints,
+    /// The zone cut when this is the NS RRset of a referral (its in-bailiwick
+    /// glue is mandatory: TC when it does not fit).
+    pub cut: Option<NameRef<'z>>,
+}
+
+/// How the answer section ended.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Outcome {
+    /// Data was put in the answer section.
+    Answered,
+    /// The name exists, the type does not.
+    NoData { node: NodeId },
+    /// The name does not exist.
+    NxDomain {
+        closest_encloser: NodeId,
+        predecessor: NodeId,
+    },
+    /// A zone cut above (or at) the name.
+    Referral { cut: NodeId },
+    /// A DNAME substitution overflowed (RFC 6672 §2.2).
+    YxDomain,
+    /// A CNAME/DNAME chain left the zone or looped.
+    Stop,
+}
+
+/// The state of one answer inside one zone.
+pub(crate) struct Responder<'z, 'b> {
+    pub zone: &'z Zone,
+    pub w: MessageWriter<'b>,
+    pub question: Question,
+    /// DO bit set and the zone signed: RRSIGs and NSEC proofs go in.
+    pub dnssec: bool,
+    /// NSEC proofs possible (signed, not NSEC3).
+    pub nsec: bool,
+    pub sigs: SigQueue<'z>,
+    pub sources: [Option<AdditionalSource<'z>>; MAX_ADDITIONAL_SOURCES],
+    pub nsources: usize,
+    pub visited: [NodeId; MAX_VISITED],
+    pub nvisited: usize,
+    pub wildcards: [NodeId; MAX_WILDCARDS],
+    pub nwildcards: usize,
+    pub nsecs: [NodeId; MAX_NSECS],
+    pub nnsecs: usize,
+}
+
+/// Knot DNS's header for a response: QR, the query's OPCODE and RD.
+fn response_flags(query_flags: u16) -> u16 {
+    flags::QR | (query_flags & (0x7800 | flags::RD))
+}
+
+/// The size limit for a response.
+fn size_limit(transport: Transport, edns: Option<Edns>, settings: &Settings, out: usize) -> usize {
+    let limit = match transport {
+        Transport::Tcp => u16::MAX as usize,
+        Transport::Udp => match edns {
+            Some(e) => {
+                let max = settings.max_udp_payload.max(512);
+                e.udp_size.clamp(512, max) as usize
+            }
+            None => 512,
+        },
+    };
+    limit.min(out)
+}
+
+/// Answers one query (see [`crate::answer`]).
+pub(crate) fn respond(
+    zones: &ZoneSet,
+    query: &[u8],
+    out: &mut [u8],
+    transport: Transport,
+    settings: &Settings,
+) -> usize {
+    let q = match message::parse_query(query) {
+        Ok(q) => q,
+        Err(ParseError::FormErr {
+            id,
+            flags,
+            question,
+        }) => {
+            let limit = out.len().min(512);
+            return error_response(out, limit, id, flags, question, rcode::FORMERR, None, settings, &[]);
+        }
+        Err(_) => return 0,
+    };
+    let limit = size_limit(transport, q.edns, settings, out.len());
+    let err = |out: &mut [u8], code: u16, opts: &[u8]| {
+        error_response(
+            out, limit, q.id, q.flags, q.question, code, q.edns, settings, opts,
+        )
+    };
+    if let Some(e) = q.edns {
+        if e.version > 0 {
+            return err(out, rcode::BADVERS, &[]);
+        }
+    }
+    let Some(question) = q.question else {
+        return err(out, rcode::FORMERR, &[]);
+    };
+    match q.opcode() {
+        opcode::QUERY => {}
+        opcode::NOTIFY => return err(out, rcode::NOTAUTH, &[]),
+        opcode::UPDATE if question.qtype == Rtype::SOA => return err(out, rcode::NOTAUTH, &[]),
+        opcode::UPDATE => return err(out, rcode::FORMERR, &[]),
+        _ => return err(out, rcode::NOTIMP, &[]),
+    }
+    match (question.qtype, transport) {
+        (Rtype(0), _) | (Rtype::AXFR, Transport::Udp) => return err(out, rcode::NOTIMP, &[]),
+        (Rtype::AXFR, Transport::Tcp) | (Rtype::IXFR, _) => {
+            return err(out, rcode::NOTAUTH, &[])
+        }
+        _ => {}
+    }
+    if question.qclass != Class::IN && question.qclass != Class::ANY {
+        return err(out, rcode::REFUSED, &[]);
+    }
+    let Some(zone) = find_zone(zones, &question) else {
+        return err(out, rcode::REFUSED, &EDE_NOT_AUTHORITATIVE);
+    };
+    answer_zone(zone, &q, question, out, limit, settings)
+}
+
+/// The zone that answers: the most specific one, except that DS is answered
+/// from the parent side of a cut, so the zone of the parent name comes first.
+fn find_zone<'a>(zones: &'a ZoneSet, question: &Question) -> Option<&'a Zone> {
+    let qname = question.qname.as_ref();
+    if question.qtype == Rtype::DS {
+        if let Some(parent) = qname.parent() {
+            if let Some(z) = zones.find_zone(parent) {
+                return Some(z);
+            }
+        }
+    }
+    zones.find_zone(qname)
+}
+
+/// Writes a response without records: header, question, OPT when the query had one.
+#[allow(clippy::too_many_arguments)]
+fn error_response(
+    out: &mut [u8],
+    limit: usize,
+    id: u16,
+    query_flags: u16,
+    question: Option<Question>,
+    code: u16,
+    edns: Option<Edns>,
+    settings: &Settings,
+    options: &[u8],
+) -> usize {
+    let Ok(mut w) = MessageWriter::new(out, limit) else {
+        return 0;
+    };
+    w.set_header(id, response_flags(query_flags));
+    w.set_rcode(code);
+    let reserve = if edns.is_some() {
+        opt_len(options.len())
+    } else {
+        0
+    };
+    w.set_limit(limit.saturating_sub(reserve));
+    if let Some(q) = question {
+        let _ = w.put_question(&q);
+    }
+    w.set_limit(limit);
+    if let Some(e) = edns {
+        let _ = put_opt(&mut w, e, code, settings, options);
+    }
+    w.finish()
+}
+
+/// Writes our OPT record: our payload size, the upper RCODE bits, version 0,
+/// the DO bit echoed.
+fn put_opt(
+    w: &mut MessageWriter<'_>,
+    query_edns: Edns,
+    code: u16,
+    settings: &Settings,
+    options: &[u8],
+) -> Result<(), Full> {
+    w.put_opt(
+        settings.max_udp_payload.max(512),
+        (code >> 4) as u8,
+        0,
+        query_edns.flags & message::EDNS_DO,
+        options,
+    )
+}
+
+/// True if the zone's apex SOA is signed (Knot's test for a signed zone).
+fn zone_is_signed(zone: &Zone) -> bool {
+    zone.apex().rrset(Rtype::RRSIG).is_some_and(|s| {
+        s.rdatas()
+            .any(|r| lode_wire::rdata::rrsig_type_covered(r) == Some(Rtype::SOA))
+    })
+}
+
+/// Answers a query for a name in `zone`.
+fn answer_zone(
+    zone: &Zone,
+    q: &Query,
+    question: Question,
+    out: &mut [u8],
+    limit: usize,
+    settings: &Settings,
+) -> usize {
+    let Ok(mut w) = MessageWriter::new(out, limit) else {
+        return 0;
+    };
+    w.set_header(q.id, response_flags(q.flags));
+    let reserve = if q.edns.is_some() { opt_len(0) } else { 0 };
+    w.set_limit(limit.saturating_sub(reserve));
+    if w.put_question(&question).is_err() {
+        w.set_flags(flags::TC);
+    } else {
+        let dnssec = q.edns.is_some_and(|e| e.dnssec_ok()) && zone_is_signed(zone);
+        let nsec = dnssec && zone.apex().rrset(Rtype::NSEC3PARAM).is_none();
+        let mut r = Responder {
+            zone,
+            w,
+            question,
+            dnssec,
+            nsec,
+            sigs: SigQueue::new(),
+            sources: [None; MAX_ADDITIONAL_SOURCES],
+            nsources: 0,
+            visited: [zone.apex_id(); MAX_VISITED],
+            nvisited: 0,
+            wildcards: [zone.apex_id(); MAX_WILDCARDS],
+            nwildcards: 0,
+            nsecs: [zone.apex_id(); MAX_NSECS],
+            nnsecs: 0,
+        };
+        if r.sections().is_err() {
+            r.w.set_flags(flags::TC);
+        }
+        w = r.w;
+    }
+    w.set_limit(limit);
+    if let Some(e) = q.edns {
+        // Every RCODE of a zone answer fits the header: no extended bits.
+        let _ = put_opt(&mut w, e, 0, settings, &[]);
+    }
+    w.finish()
+}
+
+impl<'z> Responder<'z, '_> {
+    /// Answer, authority and additional sections; Err when answer or
+    /// authority overflowed (the caller sets TC).
+    fn sections(&mut self) -> Result<(), Full> {
+        let outcome = self.answer_section()?;
+        self.sigs.flush(&mut self.w, Section::Answer)?;
+        self.authority_section(outcome)?;
+        self.sigs.flush(&mut self.w, Section::Authority)?;
+        self.additional_section();
+        let _ = self.sigs.flush(&mut self.w, Section::Additional);
+        Ok(())
+    }
+
+    /// Writes an RRset of node `node` into `section`, queueing its RRSIGs and
+    /// remembering it for additional processing.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn put_rrset(
+        &mut self,
+        section: Section,
+        node: NodeId,
+        owner: NameRef<'_>,
+        owner_hint: u16,
+        rrset: &'z RRset,
+        ttl: u32,
+        cut: Option<NameRef<'z>>,
+    ) -> Result<(), Full> {
+        let hints = self.w.put_rrset(
+            section,
+            owner,
+            owner_hint,
+            rrset.rtype(),
+            Class::IN,
+            ttl,
+            rrset.rdatas(),
+        )?;
+        if self.dnssec && rrset.rtype() != Rtype::RRSIG {
+            if let Some(sigs) = self.zone.node(node).rrset(Rtype::RRSIG) {
+                self.sigs.push(sigs, rrset.rtype(), ttl, hints);
+            }
+        }
+        if section != Section::Additional
+            && lode_wire::rdata::needs_additional(rrset.rtype())
+            && self.nsources < MAX_ADDITIONAL_SOURCES
+        {
+            self.sources[self.nsources] = Some(AdditionalSource { rrset, hints, cut });
+            self.nsources += 1;
+        }
+        Ok(())
+    }
+
+    /// The negative-answer SOA (TTL per RFC 2308 §5) in the authority section.
+    pub(crate) fn put_negative_soa(&mut self) -> Result<(), Full> {
+        let zone = self.zone;
+        let ttl = zone.negative_ttl();
+        self.put_rrset(
+            Section::Authority,
+            zone.apex_id(),
+            zone.origin(),
+            0,
+            zone.soa(),
+            ttl,
+            None,
+        )
+    }
+
+    /// The authority section for the outcome of the answer section.
+    fn authority_section(&mut self, outcome: Outcome) -> Result<(), Full> {
+        match outcome {
+            Outcome::Referral { cut } => self.answer_delegation(cut),
+            Outcome::NoData { node } => {
+                self.put_negative_soa()?;
+                if self.nsec {
+                    self.prove_nodata(node)?;
+                    self.prove_wildcards()?;
+                }
+                Ok(())
+            }
+            Outcome::NxDomain {
+                closest_encloser,
+                predecessor,
+            } => {
+                self.w.set_rcode(rcode::NXDOMAIN);
+                self.put_negative_soa()?;
+                if self.nsec {
+                    self.prove_nxdomain(closest_encloser, predecessor)?;
+                    self.prove_wildcards()?;
+                }
+                Ok(())
+            }
+            Outcome::YxDomain => {
+                self.w.set_rcode(rcode::YXDOMAIN);
+                Ok(())
+            }
+            Outcome::Answered | Outcome::Stop => {
+                if self.nsec {
+                    self.prove_wildcards()?;
+                }
+                Ok(())
+            }
+        }
+    }
+}

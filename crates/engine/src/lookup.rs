@@ -1,0 +1,276 @@
+//! The answer section: RFC 1034 §4.3.2 inside one zone, with RFC 4592
+//! wildcards, CNAME chains and RFC 6672 DNAME substitution followed inside
+//! the zone only (Knot DNS does not continue into another zone it serves).
+
+use lode_wire::message::{Full, Section};
+use lode_wire::{rdata, NameBuf, NameRef, Rtype};
+use lode_zonedb::{Lookup, NodeFlags, NodeId};
+
+use crate::answer::{Outcome, Responder, MAX_VISITED, MAX_WILDCARDS, QNAME_POS};
+
+/// What one name leads to inside the zone.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// A zone cut at or above the name (not for DS at the cut itself).
+    Cut(NodeId),
+    /// A DNAME owned by a strict ancestor.
+    Dname(NodeId),
+    /// A node answers: the name's own, or a wildcard (`synthesized`).
+    Node { id: NodeId, synthesized: bool },
+    /// Nothing matches.
+    Missing {
+        closest_encloser: NodeId,
+        predecessor: NodeId,
+    },
+}
+
+impl<'z> Responder<'z, '_> {
+    /// Classifies `name`.
+    fn classify(&mut self, name: NameRef<'_>) -> Step {
+        let zone = self.zone;
+        let above = |s: NodeId| {
+            if zone.node(s).is_delegation() {
+                Step::Cut(s)
+            } else {
+                Step::Dname(s)
+            }
+        };
+        match zone.lookup(name) {
+            Lookup::Found(id) => {
+                if let Some(s) = zone.shadow(id) {
+                    return above(s);
+                }
+                if zone.node(id).is_delegation() && self.question.qtype != Rtype::DS {
+                    return Step::Cut(id);
+                }
+                Step::Node {
+                    id,
+                    synthesized: false,
+                }
+            }
+            Lookup::NotFound {
+                closest_encloser: ce,
+                predecessor,
+            } => {
+                if let Some(s) = zone.shadow(ce) {
+                    return above(s);
+                }
+                let n = zone.node(ce);
+                if n.is_delegation() {
+                    return Step::Cut(ce);
+                }
+                if n.flags().contains(NodeFlags::DNAME) {
+                    return Step::Dname(ce);
+                }
+                match zone.wildcard_child(ce) {
+                    Some(w) => {
+                        self.note_wildcard(predecessor);
+                        Step::Node {
+                            id: w,
+                            synthesized: true,
+                        }
+                    }
+                    None => Step::Missing {
+                        closest_encloser: ce,
+                        predecessor,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Remembers the predecessor of a name answered by a wildcard: its NSEC
+    /// proves that no closer match exists (RFC 4035 §3.1.3.3).
+    fn note_wildcard(&mut self, predecessor: NodeId) {
+        if self.nwildcards < MAX_WILDCARDS {
+            self.wildcards[self.nwildcards] = predecessor;
+            self.nwildcards += 1;
+        }
+    }
+
+    fn was_visited(&self, id: NodeId) -> bool {
+        self.visited[..self.nvisited].contains(&id)
+    }
+
+    /// Marks a CNAME/DNAME node as followed; false when the list is full.
+    fn visit(&mut self, id: NodeId) -> bool {
+        if self.nvisited == MAX_VISITED {
+            return false;
+        }
+        self.visited[self.nvisited] = id;
+        self.nvisited += 1;
+        true
+    }
+
+    /// Fills the answer section, following CNAMEs and DNAMEs inside the zone.
+    pub(crate) fn answer_section(&mut self) -> Result<Outcome, Full> {
+        let zone = self.zone;
+        let mut name: NameBuf = self.question.qname;
+        let mut first = true;
+        self.w.set_flags(lode_wire::message::flags::AA);
+        loop {
+            let hint = if first { QNAME_POS } else { 0 };
+            match self.classify(name.as_ref()) {
+                Step::Cut(cut) => {
+                    if first {
+                        self.w.clear_flags(lode_wire::message::flags::AA);
+                    }
+                    return Ok(Outcome::Referral { cut });
+                }
+                Step::Missing {
+                    closest_encloser,
+                    predecessor,
+                } => {
+                    return Ok(Outcome::NxDomain {
+                        closest_encloser,
+                        predecessor,
+                    })
+                }
+                Step::Dname(d) => {
+                    let node = zone.node(d);
+                    let Some(dname) = node.rrset(Rtype::DNAME) else {
+                        return Ok(Outcome::Stop);
+                    };
+                    if self.was_visited(d) || !self.visit(d) {
+                        return Ok(Outcome::Stop);
+                    }
+                    self.put_rrset(
+                        Section::Answer,
+                        d,
+                        node.owner(),
+                        0,
+                        dname,
+                        dname.ttl(),
+                        None,
+                    )?;
+                    let Some(target) = rdata::single_name(dname.first()) else {
+                        return Ok(Outcome::Stop);
+                    };
+                    let mut next = name;
+                    if next.replace_suffix(node.owner(), target).is_err() {
+                        return Ok(Outcome::YxDomain);
+                    }
+                    self.synthesize_cname(name.as_ref(), hint, dname.ttl(), next.as_ref())?;
+                    name = next;
+                }
+                Step::Node { id, synthesized } => {
+                    let node = zone.node(id);
+                    let qtype = self.question.qtype;
+                    let follow = qtype != Rtype::CNAME && qtype != Rtype::ANY;
+                    let cname = node.rrset(Rtype::CNAME).filter(|_| follow);
+                    let Some(cname) = cname else {
+                        return self.answer_node(id, synthesized, name.as_ref(), hint);
+                    };
+                    if !synthesized && self.was_visited(id) {
+                        return Ok(Outcome::Stop);
+                    }
+                    let owner = if synthesized {
+                        name.as_ref()
+                    } else {
+                        node.owner()
+                    };
+                    self.put_rrset(Section::Answer, id, owner, hint, cname, cname.ttl(), None)?;
+                    if (synthesized && self.was_visited(id)) || !self.visit(id) {
+                        return Ok(Outcome::Stop);
+                    }
+                    let Some(target) = rdata::single_name(cname.first()) else {
+                        return Ok(Outcome::Stop);
+                    };
+                    name.set(target);
+                }
+            }
+            first = false;
+            if !name.as_ref().ends_with(&zone.origin()) {
+                return Ok(Outcome::Stop);
+            }
+        }
+    }
+
+    /// The CNAME synthesized from a DNAME (RFC 6672 §3.2): owner the name
+    /// being resolved, TTL the DNAME's, unsigned.
+    fn synthesize_cname(
+        &mut self,
+        owner: NameRef<'_>,
+        hint: u16,
+        ttl: u32,
+        target: NameRef<'_>,
+    ) -> Result<(), Full> {
+        self.w
+            .put_rrset(
+                Section::Answer,
+                owner,
+                hint,
+                Rtype::CNAME,
+                lode_wire::Class::IN,
+                ttl,
+                core::iter::once(target.as_wire()),
+            )
+            .map(|_| ())
+    }
+
+    /// The data of one node for the query type: ANY gives the first RRset
+    /// (RFC 8482 minimal answer, Knot picks the lowest type), RRSIG the first
+    /// signature; nothing means NODATA.
+    fn answer_node(
+        &mut self,
+        id: NodeId,
+        synthesized: bool,
+        name: NameRef<'_>,
+        hint: u16,
+    ) -> Result<Outcome, Full> {
+        let zone = self.zone;
+        let node = zone.node(id);
+        let owner = if synthesized { name } else { node.owner() };
+        let qtype = self.question.qtype;
+        let rrset = match qtype {
+            Rtype::ANY => node.rrsets().first(),
+            t => node.rrset(t),
+        };
+        let Some(rrset) = rrset else {
+            return Ok(Outcome::NoData { node: id });
+        };
+        if qtype == Rtype::RRSIG {
+            self.w.put_rrset(
+                Section::Answer,
+                owner,
+                hint,
+                Rtype::RRSIG,
+                lode_wire::Class::IN,
+                rrset.ttl(),
+                rrset.rdatas().take(1),
+            )?;
+        } else {
+            self.put_rrset(Section::Answer, id, owner, hint, rrset, rrset.ttl(), None)?;
+        }
+        Ok(Outcome::Answered)
+    }
+
+    /// A referral: the cut's NS RRset, and with DNSSEC its DS RRset or the
+    /// NSEC proving there is none; glue follows in the additional section.
+    pub(crate) fn answer_delegation(&mut self, cut: NodeId) -> Result<(), Full> {
+        let zone = self.zone;
+        let node = zone.node(cut);
+        let Some(ns) = node.rrset(Rtype::NS) else {
+            return Ok(());
+        };
+        self.put_rrset(
+            Section::Authority,
+            cut,
+            node.owner(),
+            0,
+            ns,
+            ns.ttl(),
+            Some(node.owner()),
+        )?;
+        if self.dnssec {
+            match node.rrset(Rtype::DS) {
+                Some(ds) => {
+                    self.put_rrset(Section::Authority, cut, node.owner(), 0, ds, ds.ttl(), None)?
+                }
+                None if self.nsec => self.put_nsec(cut)?,
+                None => {}
+            }
+        }
+        Ok(())
+    }
+}

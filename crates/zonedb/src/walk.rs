@@ -1,0 +1,16 @@
+//! Walking a zone in canonical order, for NSEC proofs in the answer engine.
+
+use crate::{Node, NodeId, Zone};
+
+impl Zone {
+    /// The nearest node at or before `id` in canonical order for which `f`
+    /// holds (e.g. the NSEC owner covering a name, skipping empty
+    /// non-terminals and glue).
+    pub fn rfind_from(&self, id: NodeId, f: impl Fn(&Node) -> bool) -> Option<NodeId> {
+        let start = (id.0 as usize).min(self.nodes.len().saturating_sub(1));
+        (0..=start)
+            .rev()
+            .find(|&i| f(&self.nodes[i]))
+            .map(|i| NodeId(i as u32))
+    }
+}
