@@ -32,9 +32,11 @@ pub struct CheckArgs {
     /// The zone's origin (apex), e.g. `example.com.`; default: from the file name (see below).
     #[arg(long, short = 'o')]
     pub origin: Option<String>,
-    /// TTL for records without one when the file has no `$TTL` (like Knot's default-ttl).
-    #[arg(long, value_name = "SECONDS")]
-    pub default_ttl: Option<u32>,
+    /// TTL of records without one when no `$TTL` precedes them: Knot's `default-ttl`
+    /// (Knot never inherits the previous record's TTL). Give 0 for BIND's rule instead:
+    /// the last explicit TTL, else the SOA MINIMUM.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    pub default_ttl: u32,
     /// Print only errors: no summary, no warnings.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -75,7 +77,11 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let size = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
 
     let t0 = Instant::now();
-    let parsed = match lode_zonefile::parse_file(&args.file, &origin, args.default_ttl) {
+    let parsed = match lode_zonefile::parse_file(
+        &args.file,
+        &origin,
+        (args.default_ttl > 0).then_some(args.default_ttl),
+    ) {
         Ok(p) => p,
         Err(errors) => {
             for e in &errors {

@@ -476,7 +476,12 @@ fn never_panics_on_random_or_mutated_input() {
     let alphabet = b" \t\n\\\"();$@.0123456789abcdefxyzABC#=,-";
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let base = base.into_bytes();
-    for round in 0..3000 {
+    // LODE_FUZZ_ROUNDS=1000000 for a longer run.
+    let rounds: usize = std::env::var("LODE_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3000);
+    for round in 0..rounds {
         let mut data = if round % 3 == 0 {
             (0..rng.next() % 400)
                 .map(|_| rng.next() as u8)
