@@ -117,6 +117,11 @@ impl UdpServer {
                 config.recv_buffer >> 10,
                 granted >> 10
             );
+            if addr.ip().is_unspecified() {
+                tracing::warn!(
+                    "udp {local}: a wildcard address; answers leave from the source address the kernel routes by (no IP_PKTINFO yet): on a multi-homed host, list each address"
+                );
+            }
             sockets.push(first);
             for _ in 1..workers {
                 sockets.push(bind(local, config)?);

@@ -64,8 +64,8 @@ pub fn request(path: &Path, command: &str, timeout: Duration) -> io::Result<Repl
     }
 }
 
-/// What the control thread calls for each command (other than unknown ones).
-pub(crate) type Dispatch = Box<dyn Fn(&str) -> Option<Reply> + Send>;
+/// What the control socket calls for each command (`None`: unknown command).
+pub(crate) type Dispatch = Arc<dyn Fn(&str) -> Option<Reply> + Send + Sync>;
 
 /// A running control socket.
 #[derive(Debug)]
@@ -131,8 +131,17 @@ fn serve(listener: UnixListener, stop: Arc<AtomicBool>, dispatch: Dispatch) {
         }
         match conn {
             Ok(stream) => {
-                if let Err(e) = handle(stream, &dispatch) {
-                    tracing::warn!("control: {e}");
+                // One thread per command, so that `status` answers during a long reload.
+                let dispatch = dispatch.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("lode-control-conn".into())
+                    .spawn(move || {
+                        if let Err(e) = handle(stream, &dispatch) {
+                            tracing::warn!("control: {e}");
+                        }
+                    });
+                if let Err(e) = spawned {
+                    tracing::warn!("control: cannot start a thread: {e}");
                 }
             }
             Err(e) => {

@@ -473,8 +473,8 @@ impl Server {
         Ok(())
     }
 
-    /// Stops serving: control socket, transports, then the reloader (after
-    /// any reload in progress).
+    /// Stops serving: control socket, then transports; a reload in progress
+    /// is abandoned.
     pub fn stop(mut self) {
         self.shutdown();
     }
@@ -490,9 +490,10 @@ impl Server {
             t.stop();
         }
         drop(self.reload_tx.take());
-        if let Some(r) = self.reloader.take() {
-            let _ = r.join();
-        }
+        // Not joined: a reload in progress (possibly minutes for a huge zone)
+        // finishes in the background and its result is discarded; the thread
+        // then ends as its channel is closed.
+        drop(self.reloader.take());
     }
 }
 
@@ -556,7 +557,7 @@ fn make_dispatch(
     udp: UdpCounters,
     tcp: TcpCounters,
 ) -> control::Dispatch {
-    Box::new(move |command: &str| match command {
+    Arc::new(move |command: &str| match command {
         "reload" => Some(match request_reload(Some(&reload_tx), true) {
             Some(report) => Reply {
                 ok: report.is_ok(),
