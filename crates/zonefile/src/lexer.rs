@@ -9,6 +9,8 @@ pub(crate) struct Token<'a> {
     pub text: &'a [u8],
     /// Whether the token was a quoted string.
     pub quoted: bool,
+    /// The line the token starts on.
+    pub line: u32,
 }
 
 impl Token<'_> {
@@ -142,6 +144,7 @@ impl<'a> Lexer<'a> {
                         toks.push(Token {
                             text: &buf[start..i],
                             quoted: true,
+                            line: self.line,
                         });
                         self.pos = i + 1;
                     }
@@ -177,6 +180,7 @@ impl<'a> Lexer<'a> {
                         toks.push(Token {
                             text: &buf[start..i],
                             quoted: false,
+                            line: self.line,
                         });
                         self.pos = i;
                     }

@@ -132,7 +132,7 @@ pub fn parse_rdata(rtype: Rtype, text: &str, origin: &Name) -> Result<Vec<u8>, S
         all.extend_from_slice(&toks);
     }
     let mut out = Vec::new();
-    rdata_text::parse_tokens(rtype, &all, origin, &mut out)?;
+    rdata_text::parse_tokens(rtype, &all, origin, &mut out).map_err(|e| e.1)?;
     if out.len() > 65_535 {
         return Err(format!("{rtype}: RDATA longer than 65535 octets"));
     }

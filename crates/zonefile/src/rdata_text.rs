@@ -177,33 +177,37 @@ const ALGORITHMS: &[(&str, u8)] = &[
 ];
 
 /// Parses the RDATA tokens of one record of type `t`, appending wire form to `out`.
+/// An error comes with the index of the token it concerns (clamped to the last).
 pub(crate) fn parse_tokens(
     t: Rtype,
     toks: &[Token<'_>],
     origin: &Name,
     out: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<(), (usize, String)> {
+    let at0 = |e: String| (0, e);
     if toks.first().is_some_and(|k| k.is("\\#")) {
-        return parse_generic(t, &toks[1..], out);
+        return parse_generic(t, &toks[1..], out).map_err(at0);
     }
     match t {
-        Rtype::LOC => return parse_loc(toks, out),
-        Rtype::SVCB | Rtype::HTTPS => return svcb::parse(t, toks, origin, out),
+        Rtype::LOC => return parse_loc(toks, out).map_err(at0),
+        Rtype::SVCB | Rtype::HTTPS => return svcb::parse(t, toks, origin, out).map_err(at0),
         _ => {}
     }
     let Some(layout) = fields(t) else {
-        return Err(format!(
+        return Err(at0(format!(
             "{t}: no presentation format known for this type; write the RDATA as \\# length hex (RFC 3597)"
-        ));
+        )));
     };
     let mut i = 0;
     for f in layout {
-        i += parse_field(t, *f, &toks[i.min(toks.len())..], origin, out)?;
+        let last = toks.len().saturating_sub(1);
+        i += parse_field(t, *f, &toks[i.min(toks.len())..], origin, out)
+            .map_err(|e| (i.min(last), e))?;
     }
     if let Some(extra) = toks.get(i) {
-        return Err(format!(
-            "{t}: unexpected extra data \"{}\"",
-            show(extra.text)
+        return Err((
+            i,
+            format!("{t}: unexpected extra data \"{}\"", show(extra.text)),
         ));
     }
     Ok(())

@@ -333,6 +333,14 @@ fn error_messages_name_file_and_line() {
         e,
         ["t.zone:2: unbalanced '(': no closing ')' before end of file"]
     );
+    // In a record spanning lines, the error names the line of the bad token.
+    let e = errors("$TTL 1\n@ SOA ns host (\n  1 ; serial\n  2h\n  x ; retry\n  4 5 )\n");
+    assert_eq!(
+        e,
+        ["t.zone:5: SOA: expected retry (seconds or 1w2d3h4m5s), got \"x\""]
+    );
+    let e = errors("$TTL 1\nk DNSKEY 256 3 8 (\n AwEAAQ==\n )\nm MX (\n 10\n)\n");
+    assert_eq!(e, ["t.zone:6: MX: missing exchange"]);
     let e = errors(" A 1.2.3.4\n");
     assert_eq!(
         e,

@@ -19,6 +19,21 @@ pub const MAX_ERRORS: usize = 100;
 /// Deepest `$INCLUDE` nesting.
 pub const MAX_INCLUDE_DEPTH: usize = 16;
 
+/// An error with the line of the token it concerns, if known (else the entry's line).
+struct LineErr(Option<u32>, String);
+
+impl From<String> for LineErr {
+    fn from(s: String) -> Self {
+        LineErr(None, s)
+    }
+}
+
+impl From<&str> for LineErr {
+    fn from(s: &str) -> Self {
+        LineErr(None, s.to_string())
+    }
+}
+
 /// Per-file state (restored when an included file ends, RFC 1035 §5.1).
 struct FileState {
     origin: Name,
@@ -175,8 +190,8 @@ impl Reader {
             } else {
                 self.record(&toks, entry.blank_owner, file, line, &mut st)
             };
-            if let Err(msg) = result {
-                self.error(file, line, msg);
+            if let Err(LineErr(at, msg)) = result {
+                self.error(file, at.unwrap_or(line), msg);
             }
         }
     }
@@ -188,7 +203,7 @@ impl Reader {
         file: &Arc<Path>,
         line: u32,
         st: &mut FileState,
-    ) -> Result<(), String> {
+    ) -> Result<(), LineErr> {
         let d = toks[0];
         if d.is("$ORIGIN") {
             let [_, name] = toks else {
@@ -232,9 +247,9 @@ impl Reader {
             self.read_file(&path, origin, Some((file, line)));
             Ok(())
         } else if d.is("$GENERATE") {
-            self.generate(toks, file, line, st)
+            Ok(self.generate(toks, file, line, st)?)
         } else {
-            Err(format!("unknown directive \"{}\"", show(d.text)))
+            Err(format!("unknown directive \"{}\"", show(d.text)).into())
         }
     }
 
@@ -321,12 +336,12 @@ impl Reader {
         file: &Arc<Path>,
         line: u32,
         st: &mut FileState,
-    ) -> Result<(), String> {
+    ) -> Result<(), LineErr> {
         let mut i = 0;
         if !blank_owner {
             st.last_owner.clear();
             if let Err(e) = name_into(toks[0].text, &st.origin, &mut st.last_owner) {
-                return Err(format!("bad owner name: {e}"));
+                return Err(format!("bad owner name: {e}").into());
             }
             i = 1;
         } else if st.last_owner.is_empty() {
@@ -334,9 +349,12 @@ impl Reader {
         }
         let (ttl, class, rtype, i) = self.ttl_class_type(toks, i)?;
         self.rdata.clear();
-        parse_tokens(rtype, &toks[i..], &st.origin, &mut self.rdata)?;
+        parse_tokens(rtype, &toks[i..], &st.origin, &mut self.rdata).map_err(|(k, e)| {
+            let at = toks[i..].get(k).or(toks.last()).map(|t| t.line);
+            LineErr(at, e)
+        })?;
         if self.rdata.len() > 65_535 {
-            return Err(format!("{rtype}: RDATA longer than 65535 octets"));
+            return Err(format!("{rtype}: RDATA longer than 65535 octets").into());
         }
         let ttl = self.resolve_ttl(ttl, rtype)?;
         let class = self.resolve_class(class)?;
@@ -428,7 +446,7 @@ impl Reader {
                     }
                     self.rdata.clear();
                     parse_tokens(rtype, &all, &st.origin, &mut self.rdata)
-                        .map_err(|e| format!("$GENERATE: {e}"))?;
+                        .map_err(|e| format!("$GENERATE: {}", e.1))?;
                     Ok(())
                 })
                 .and_then(|_| {
