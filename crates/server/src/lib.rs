@@ -70,7 +70,7 @@ impl std::error::Error for ServerError {}
 #[derive(Debug, Clone)]
 struct Served {
     spec: ZoneSpec,
-    stamp: Option<zones::FileStamp>,
+    files: Vec<(PathBuf, Option<zones::FileStamp>)>,
     zone: Arc<Zone>,
 }
 
@@ -90,7 +90,8 @@ pub struct ZoneFailure {
 pub struct ReloadReport {
     /// Zones read again (changed, new or forced).
     pub loaded: Vec<String>,
-    /// Zones whose file was unchanged (same modification time and size).
+    /// Zones whose files (zone file and includes) were unchanged (same
+    /// modification time and size), not read again.
     pub unchanged: Vec<String>,
     /// Zones no longer configured, now not served.
     pub removed: Vec<String>,
@@ -179,7 +180,7 @@ impl Reloader {
                     report.loaded.push(name);
                     next.push(Served {
                         spec: spec.clone(),
-                        stamp: l.stamp,
+                        files: l.files,
                         zone: l.zone,
                     });
                 }
@@ -271,7 +272,14 @@ fn unchanged(old: &Served, spec: &ZoneSpec) -> bool {
     }
     match &spec.source {
         ZoneSource::Embedded { .. } => true,
-        ZoneSource::File(path) => old.stamp.is_some() && old.stamp == zones::FileStamp::of(path),
+        // Every file read (zone file and includes) has the same stamp as then.
+        ZoneSource::File(_) => {
+            !old.files.is_empty()
+                && old
+                    .files
+                    .iter()
+                    .all(|(p, s)| s.is_some() && *s == zones::FileStamp::of(p))
+        }
     }
 }
 

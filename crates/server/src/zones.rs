@@ -1,6 +1,6 @@
 //! Loading one zone: text → records → checked, immutable [`Zone`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -38,8 +38,10 @@ impl FileStamp {
 pub struct LoadedZone {
     /// The zone.
     pub zone: Arc<Zone>,
-    /// The file's stamp taken before reading it (None for a built-in zone).
-    pub stamp: Option<FileStamp>,
+    /// The files read (the zone file first, then its `$INCLUDE`s that hold
+    /// records) with their stamps; the zone file's is taken before reading
+    /// it. Empty for a built-in zone.
+    pub files: Vec<(PathBuf, Option<FileStamp>)>,
     /// Warnings, each `file:line: warning: reason`.
     pub warnings: Vec<String>,
     /// Time spent reading and building.
@@ -50,21 +52,39 @@ pub struct LoadedZone {
 /// `file:line: reason` (or `file: reason` when no record is concerned).
 pub fn load(spec: &ZoneSpec) -> Result<LoadedZone, Vec<String>> {
     let start = Instant::now();
-    let (parsed, stamp, label) = match &spec.source {
+    let (parsed, mut files, label) = match &spec.source {
         ZoneSource::File(path) => {
             let stamp = FileStamp::of(path);
             let parsed = lode_zonefile::parse_file(path, &spec.name, Some(DEFAULT_TTL));
-            (parsed, stamp, path.display().to_string())
+            (
+                parsed,
+                vec![(path.clone(), stamp)],
+                path.display().to_string(),
+            )
         }
         ZoneSource::Embedded { label, text } => (
             lode_zonefile::parse_bytes(text.as_bytes(), label, &spec.name, Some(DEFAULT_TTL)),
-            None,
+            Vec::new(),
             label.to_string(),
         ),
     };
     // Problem tags are indexes into `positions`, so errors name file:line.
     let ParsedZone { records, positions } =
         parsed.map_err(|errors| errors.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;
+    if !files.is_empty() {
+        // Included files, in order of first appearance (consecutive records
+        // share one `Arc<Path>`, so this is one pointer compare per record).
+        let mut last: Option<&Arc<Path>> = None;
+        for p in &positions {
+            if last.is_some_and(|l| Arc::ptr_eq(l, &p.file)) {
+                continue;
+            }
+            last = Some(&p.file);
+            if !files.iter().any(|(f, _)| f.as_path() == &*p.file) {
+                files.push((p.file.to_path_buf(), FileStamp::of(&p.file)));
+            }
+        }
+    }
     let mut builder = ZoneBuilder::new(spec.name.clone());
     for (i, record) in records.into_iter().enumerate() {
         builder.add(record, i as u32);
@@ -82,7 +102,7 @@ pub fn load(spec: &ZoneSpec) -> Result<LoadedZone, Vec<String>> {
     match builder.build() {
         Ok((zone, warnings)) => Ok(LoadedZone {
             zone: Arc::new(zone),
-            stamp,
+            files,
             warnings: warnings.iter().map(describe).collect(),
             elapsed: start.elapsed(),
         }),

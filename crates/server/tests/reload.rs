@@ -237,3 +237,28 @@ fn demo_zones_are_served_when_none_is_configured() {
     assert_eq!(a_records(&zones, "ns1.example.com."), ["192.0.2.1"]);
     server.stop();
 }
+
+#[test]
+fn a_changed_include_file_is_reloaded_though_the_zone_file_is_not() {
+    let scratch = Scratch::new("include");
+    scratch.write("hosts.inc", "www A 192.0.2.1\n");
+    let main = scratch.write(
+        "inc.zone",
+        &format!(
+            "$ORIGIN inc.test.\n$TTL 300\n@ SOA ns1 hm 1 3600 600 86400 300\n@ NS ns1\nns1 A 192.0.2.53\n$INCLUDE {}\n",
+            scratch.path("hosts.inc").display()
+        ),
+    );
+    let mut o = options(&scratch, 15427);
+    o.zones = vec![("inc.test.".into(), main)];
+    let server = Server::start(o).expect("server starts");
+    assert_eq!(a_records(&server.zones(), "www.inc.test."), ["192.0.2.1"]);
+    let r = server.reload();
+    assert_eq!(r.unchanged, ["inc.test."]);
+    scratch.write("hosts.inc", "www A 192.0.2.100\n");
+    let r = server.reload();
+    assert!(r.is_ok(), "{}", r.to_text());
+    assert_eq!(r.loaded, ["inc.test."]);
+    assert_eq!(a_records(&server.zones(), "www.inc.test."), ["192.0.2.100"]);
+    server.stop();
+}
