@@ -14,7 +14,9 @@
 //!
 //! Readers never lock: a query holds the `ZoneSet` it started with until it is
 //! answered, and an old set is freed when its last reader leaves. Reloads are
-//! serialised on one thread. A zone that fails to load at start is not served
+//! serialised on one thread; the zones of one (re)load are read in parallel,
+//! one zone per thread, up to one thread per CPU. During a reload the old and
+//! the new version of a changed zone are both in memory. A zone that fails to load at start is not served
 //! (the others are); a zone that fails to reload keeps its old version. Start
 //! fails only when zones were configured and none loaded, or a socket cannot
 //! be bound.
@@ -155,15 +157,31 @@ impl Reloader {
     fn load(&mut self, config: &Config, initial: bool) -> ReloadReport {
         let mut report = ReloadReport::default();
         let mut next: Vec<Served> = Vec::with_capacity(config.zones.len());
-        for spec in &config.zones {
+        let olds: Vec<Option<&Served>> = config
+            .zones
+            .iter()
+            .map(|spec| self.served.iter().find(|s| s.spec.name == spec.name))
+            .collect();
+        let to_load: Vec<&ZoneSpec> = config
+            .zones
+            .iter()
+            .zip(&olds)
+            .filter(|(spec, old)| !old.is_some_and(|o| unchanged(o, spec)))
+            .map(|(spec, _)| spec)
+            .collect();
+        let mut results = load_parallel(&to_load).into_iter();
+        for (spec, old) in config.zones.iter().zip(olds) {
             let name = spec.name.to_string();
-            let old = self.served.iter().find(|s| s.spec.name == spec.name);
             if let Some(old) = old.filter(|o| unchanged(o, spec)) {
                 report.unchanged.push(name);
                 next.push(old.clone());
                 continue;
             }
-            match zones::load(spec) {
+            // One result per zone to load, in order.
+            let Some(result) = results.next() else {
+                continue;
+            };
+            match result {
                 Ok(l) => {
                     let z = &l.zone;
                     tracing::info!(
@@ -263,6 +281,50 @@ impl Reloader {
         }
         self.load(&config, false)
     }
+}
+
+/// Loads zones on up to one thread per CPU (each zone on one thread);
+/// results in the order of `specs`.
+fn load_parallel(specs: &[&ZoneSpec]) -> Vec<Result<zones::LoadedZone, Vec<String>>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(specs.len());
+    if threads <= 1 {
+        return specs.iter().map(|s| zones::load(s)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<Option<Result<zones::LoadedZone, Vec<String>>>> =
+        (0..specs.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(spec) = specs.get(i) else {
+                            return done;
+                        };
+                        done.push((i, zones::load(spec)));
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(done) => {
+                    for (i, r) in done {
+                        slots[i] = Some(r);
+                    }
+                }
+                Err(_) => tracing::error!("a zone loading thread panicked"),
+            }
+        }
+    });
+    slots
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(vec!["internal error: the loader panicked".into()])))
+        .collect()
 }
 
 /// True when `old` was loaded from the same source, unchanged since.
