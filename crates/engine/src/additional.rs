@@ -49,7 +49,8 @@ impl<'z> Responder<'z, '_> {
                     let Some(set) = node.rrset(t) else {
                         continue;
                     };
-                    let r = self.put_rrset(Section::Additional, id, owner, hint, set, set.ttl(), None);
+                    let r =
+                        self.put_rrset(Section::Additional, id, owner, hint, set, set.ttl(), None);
                     if r.is_err() && mandatory {
                         self.w.set_flags(flags::TC);
                     }

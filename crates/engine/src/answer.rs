@@ -113,7 +113,17 @@ pub(crate) fn respond(
             question,
         }) => {
             let limit = out.len().min(512);
-            return error_response(out, limit, id, flags, question, rcode::FORMERR, None, settings, &[]);
+            return error_response(
+                out,
+                limit,
+                id,
+                flags,
+                question,
+                rcode::FORMERR,
+                None,
+                settings,
+                &[],
+            );
         }
         Err(_) => return 0,
     };
@@ -140,9 +150,7 @@ pub(crate) fn respond(
     }
     match (question.qtype, transport) {
         (Rtype(0), _) | (Rtype::AXFR, Transport::Udp) => return err(out, rcode::NOTIMP, &[]),
-        (Rtype::AXFR, Transport::Tcp) | (Rtype::IXFR, _) => {
-            return err(out, rcode::NOTAUTH, &[])
-        }
+        (Rtype::AXFR, Transport::Tcp) | (Rtype::IXFR, _) => return err(out, rcode::NOTAUTH, &[]),
         _ => {}
     }
     if question.qclass != Class::IN && question.qclass != Class::ANY {

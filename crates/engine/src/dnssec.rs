@@ -56,13 +56,20 @@ impl<'z> SigQueue<'z> {
 
     /// Writes the queued RRSIGs into `section`. In the additional section a
     /// signature that does not fit is left out; elsewhere it is an error.
-    pub(crate) fn flush(&mut self, w: &mut MessageWriter<'_>, section: Section) -> Result<(), Full> {
+    pub(crate) fn flush(
+        &mut self,
+        w: &mut MessageWriter<'_>,
+        section: Section,
+    ) -> Result<(), Full> {
         let items = self.items;
         let len = self.len;
         self.len = 0;
         for p in items[..len].iter().flatten() {
             let mut owner = NameBuf::new();
-            if owner.read_compressed(w.written(), p.hints.owner_at).is_err() {
+            if owner
+                .read_compressed(w.written(), p.hints.owner_at)
+                .is_err()
+            {
                 continue;
             }
             let covered = p.covered;
@@ -95,7 +102,15 @@ impl<'z> Responder<'z, '_> {
         let Some(nsec) = node.rrset(Rtype::NSEC) else {
             return Ok(());
         };
-        self.put_rrset(Section::Authority, id, node.owner(), 0, nsec, nsec.ttl(), None)?;
+        self.put_rrset(
+            Section::Authority,
+            id,
+            node.owner(),
+            0,
+            nsec,
+            nsec.ttl(),
+            None,
+        )?;
         if self.nnsecs < MAX_NSECS {
             self.nsecs[self.nnsecs] = id;
             self.nnsecs += 1;
@@ -107,8 +122,7 @@ impl<'z> Responder<'z, '_> {
     /// nearest node at or before it that has one (empty non-terminals and
     /// glue have none).
     fn covering_nsec(&self, id: NodeId) -> Option<NodeId> {
-        self.zone
-            .rfind_from(id, |n| n.rrset(Rtype::NSEC).is_some())
+        self.zone.rfind_from(id, |n| n.rrset(Rtype::NSEC).is_some())
     }
 
     /// NODATA: the node's own NSEC (its bitmap lacks the type), or for an

@@ -8,6 +8,27 @@ use lode_zonedb::{Lookup, NodeFlags, NodeId};
 
 use crate::answer::{Outcome, Responder, MAX_VISITED, MAX_WILDCARDS, QNAME_POS};
 
+/// CNAMEs (real or synthesized from a DNAME) followed at most, as Knot DNS:
+/// the sixth is not put and the answer ends there.
+const CNAME_CHAIN_LIMIT: usize = 5;
+
+/// A lower-cased copy of a name.
+fn lowercase(name: NameRef<'_>) -> NameBuf {
+    let w = name.as_wire();
+    let mut low = [0u8; lode_wire::name::MAX_NAME_LEN];
+    for (o, b) in low.iter_mut().zip(w) {
+        *o = b.to_ascii_lowercase();
+    }
+    let mut buf = NameBuf::new();
+    // Lower-casing keeps a valid wire name valid.
+    if let Ok(n) = NameRef::from_wire(&low[..w.len()]) {
+        buf.set(n);
+    } else {
+        buf.set(name);
+    }
+    buf
+}
+
 /// What one name leads to inside the zone.
 #[derive(Debug, Clone, Copy)]
 enum Step {
@@ -105,8 +126,10 @@ impl<'z> Responder<'z, '_> {
     /// Fills the answer section, following CNAMEs and DNAMEs inside the zone.
     pub(crate) fn answer_section(&mut self) -> Result<Outcome, Full> {
         let zone = self.zone;
-        let mut name: NameBuf = self.question.qname;
+        // Knot works on the lower-cased QNAME: it shows in DNAME substitutions.
+        let mut name: NameBuf = lowercase(self.question.qname.as_ref());
         let mut first = true;
+        let mut chain = 0usize;
         self.w.set_flags(lode_wire::message::flags::AA);
         loop {
             let hint = if first { QNAME_POS } else { 0 };
@@ -131,18 +154,23 @@ impl<'z> Responder<'z, '_> {
                     let Some(dname) = node.rrset(Rtype::DNAME) else {
                         return Ok(Outcome::Stop);
                     };
-                    if self.was_visited(d) || !self.visit(d) {
+                    if chain == CNAME_CHAIN_LIMIT {
                         return Ok(Outcome::Stop);
                     }
-                    self.put_rrset(
-                        Section::Answer,
-                        d,
-                        node.owner(),
-                        0,
-                        dname,
-                        dname.ttl(),
-                        None,
-                    )?;
+                    chain += 1;
+                    // A DNAME met again is not repeated; its CNAME still is.
+                    if !self.was_visited(d) {
+                        self.put_rrset(
+                            Section::Answer,
+                            d,
+                            node.owner(),
+                            0,
+                            dname,
+                            dname.ttl(),
+                            None,
+                        )?;
+                        let _ = self.visit(d);
+                    }
                     let Some(target) = rdata::single_name(dname.first()) else {
                         return Ok(Outcome::Stop);
                     };
@@ -161,9 +189,10 @@ impl<'z> Responder<'z, '_> {
                     let Some(cname) = cname else {
                         return self.answer_node(id, synthesized, name.as_ref(), hint);
                     };
-                    if !synthesized && self.was_visited(id) {
+                    if chain == CNAME_CHAIN_LIMIT || (!synthesized && self.was_visited(id)) {
                         return Ok(Outcome::Stop);
                     }
+                    chain += 1;
                     let owner = if synthesized {
                         name.as_ref()
                     } else {

@@ -142,7 +142,8 @@ pub enum ParseError {
 }
 
 fn be16(msg: &[u8], pos: usize) -> Option<u16> {
-    msg.get(pos..pos + 2).map(|b| u16::from_be_bytes([b[0], b[1]]))
+    msg.get(pos..pos + 2)
+        .map(|b| u16::from_be_bytes([b[0], b[1]]))
 }
 
 /// Parses a query: header, at most one question, the records of the other
@@ -579,49 +580,87 @@ impl<'a> MessageWriter<'a> {
         Ok(hints)
     }
 
-    /// Writes RDATA; returns the offset of the additional-processing target name.
+    /// Writes RDATA; returns the offset of its first name (the
+    /// additional-processing target for the types that have one). RDATA that
+    /// does not match its layout is written verbatim.
     fn put_rdata(&mut self, layout: rdata::Layout, rd: &[u8]) -> Result<Option<usize>, Full> {
-        use rdata::Layout;
-        match layout {
-            Layout::Opaque => {
+        if layout.is_opaque() {
+            self.put(rd)?;
+            return Ok(None);
+        }
+        let mark = self.mark();
+        match self.put_rdata_fields(layout, rd) {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => {
+                self.rollback(mark);
                 self.put(rd)?;
                 Ok(None)
             }
-            Layout::Target { offset, compress } => {
-                let Some(after) = rd.get(offset..) else {
-                    self.put(rd)?;
-                    return Ok(None);
-                };
-                let Ok((name, rest)) = NameRef::split_from(after) else {
-                    self.put(rd)?;
-                    return Ok(None);
-                };
-                self.put(&rd[..offset])?;
-                let at = if compress {
-                    self.put_name(name)?
-                } else {
-                    let at = self.pos;
-                    self.put_name_plain(name)?;
-                    at
-                };
-                self.put(rest)?;
-                Ok(Some(at))
-            }
-            Layout::Names { count } => {
-                let mut rest = rd;
-                for _ in 0..count {
-                    match NameRef::split_from(rest) {
-                        Ok((name, r)) => {
-                            self.put_name(name)?;
-                            rest = r;
-                        }
-                        Err(_) => break,
-                    }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Ok(None) when the RDATA does not match the layout.
+    fn put_rdata_fields(
+        &mut self,
+        layout: rdata::Layout,
+        rd: &[u8],
+    ) -> Result<Option<Option<usize>>, Full> {
+        let mut pos = 0usize;
+        let mut first_name = None;
+        for f in layout.fields {
+            match *f {
+                rdata::Field::Fixed(n) => {
+                    let Some(b) = rd.get(pos..pos + n) else {
+                        return Ok(None);
+                    };
+                    self.put(b)?;
+                    pos += n;
                 }
-                self.put(rest)?;
-                Ok(None)
+                rdata::Field::Strings(count) => {
+                    let start = pos;
+                    for _ in 0..count {
+                        let Some(&len) = rd.get(pos) else {
+                            return Ok(None);
+                        };
+                        pos += 1 + len as usize;
+                    }
+                    let Some(b) = rd.get(start..pos) else {
+                        return Ok(None);
+                    };
+                    self.put(b)?;
+                }
+                rdata::Field::Name { compress, lower } => {
+                    let Some(Ok((name, rest))) = rd.get(pos..).map(NameRef::split_from) else {
+                        return Ok(None);
+                    };
+                    pos = rd.len() - rest.len();
+                    let mut low = [0u8; crate::name::MAX_NAME_LEN];
+                    let name = if lower {
+                        let w = name.as_wire();
+                        for (o, b) in low.iter_mut().zip(w) {
+                            *o = b.to_ascii_lowercase();
+                        }
+                        match NameRef::from_wire(&low[..w.len()]) {
+                            Ok(n) => n,
+                            Err(_) => return Ok(None),
+                        }
+                    } else {
+                        name
+                    };
+                    let at = if compress {
+                        self.put_name(name)?
+                    } else {
+                        let at = self.pos;
+                        self.put_name_plain(name)?;
+                        at
+                    };
+                    first_name.get_or_insert(at);
+                }
             }
         }
+        self.put(&rd[pos..])?;
+        Ok(Some(first_name))
     }
 
     /// Writes the OPT record (owner root) with the given options, bypassing

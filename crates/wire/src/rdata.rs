@@ -5,49 +5,87 @@
 use crate::name::NameRef;
 use crate::Rtype;
 
-/// The name layout of one type's RDATA, as the message writer needs it.
+/// One field of an RDATA layout, as far as the message writer cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// Written verbatim (no compressible name, no additional target).
-    Opaque,
-    /// One name at `offset` (compressed on output if `compress`), followed
-    /// by opaque bytes; the name is the additional-processing target.
-    Target {
-        /// Byte offset of the name in RDATA.
-        offset: usize,
-        /// RFC 3597 §4: compression allowed for this type.
+pub enum Field {
+    /// Opaque bytes of a fixed length.
+    Fixed(usize),
+    /// Character strings (a length byte each), this many.
+    Strings(usize),
+    /// A domain name: compressed on output if `compress` (RFC 3597 §4),
+    /// lower-cased on output if `lower` (the RFC 4034 §6.2 types, which Knot
+    /// DNS stores in canonical form).
+    Name {
+        /// Compression allowed.
         compress: bool,
+        /// Written in lower case.
+        lower: bool,
     },
-    /// `count` compressible names at the start (SOA, MINFO), then opaque bytes.
-    Names {
-        /// How many names.
-        count: usize,
-    },
+}
+
+const fn name(compress: bool) -> Field {
+    Field::Name {
+        compress,
+        lower: true,
+    }
+}
+
+/// The layout of one type's RDATA: the fields up to its last name (the rest
+/// is opaque). Empty for types without names the writer must touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// The leading fields.
+    pub fields: &'static [Field],
+}
+
+impl Layout {
+    /// True if the RDATA is written verbatim.
+    pub fn is_opaque(&self) -> bool {
+        self.fields.is_empty()
+    }
 }
 
 /// The layout of `rtype`'s RDATA.
 pub fn layout(rtype: Rtype) -> Layout {
-    match rtype {
-        Rtype::NS | Rtype::CNAME | Rtype::PTR | Rtype::MD | Rtype::MF | Rtype::MB
-        | Rtype::MG | Rtype::MR => Layout::Target {
-            offset: 0,
-            compress: true,
-        },
-        Rtype::MX => Layout::Target {
-            offset: 2,
-            compress: true,
-        },
-        Rtype::SRV => Layout::Target {
-            offset: 6,
+    const ONE_C: &[Field] = &[name(true)];
+    const ONE: &[Field] = &[name(false)];
+    const TWO_C: &[Field] = &[name(true), name(true)];
+    const TWO: &[Field] = &[name(false), name(false)];
+    const MX: &[Field] = &[Field::Fixed(2), name(true)];
+    const PREF: &[Field] = &[Field::Fixed(2), name(false)];
+    const PX: &[Field] = &[Field::Fixed(2), name(false), name(false)];
+    const SRV: &[Field] = &[Field::Fixed(6), name(false)];
+    const NAPTR: &[Field] = &[Field::Fixed(4), Field::Strings(3), name(false)];
+    const SIG: &[Field] = &[Field::Fixed(18), name(false)];
+    const SVCB: &[Field] = &[
+        Field::Fixed(2),
+        Field::Name {
             compress: false,
+            lower: false,
         },
-        Rtype::SVCB | Rtype::HTTPS => Layout::Target {
-            offset: 2,
-            compress: false,
-        },
-        Rtype::SOA | Rtype::MINFO => Layout::Names { count: 2 },
-        _ => Layout::Opaque,
-    }
+    ];
+    let fields: &'static [Field] = match rtype {
+        Rtype::NS
+        | Rtype::CNAME
+        | Rtype::PTR
+        | Rtype::MD
+        | Rtype::MF
+        | Rtype::MB
+        | Rtype::MG
+        | Rtype::MR => ONE_C,
+        Rtype::SOA | Rtype::MINFO => TWO_C,
+        Rtype::MX => MX,
+        Rtype::AFSDB | Rtype::RT | Rtype::KX => PREF,
+        Rtype::RP => TWO,
+        Rtype::PX => PX,
+        Rtype::SRV => SRV,
+        Rtype::NAPTR => NAPTR,
+        Rtype::DNAME => ONE,
+        Rtype::RRSIG | Rtype::SIG => SIG,
+        Rtype::SVCB | Rtype::HTTPS => SVCB,
+        _ => &[],
+    };
+    Layout { fields }
 }
 
 /// True if answer/authority RRsets of this type get A/AAAA records of their
@@ -59,18 +97,26 @@ pub fn needs_additional(rtype: Rtype) -> bool {
     )
 }
 
-/// The additional-processing target name in one RDATA of `rtype`, if any.
+/// The additional-processing target name in one RDATA of `rtype`, if any
+/// (the first name of the RDATA).
 pub fn target(rtype: Rtype, rdata: &[u8]) -> Option<NameRef<'_>> {
     if !needs_additional(rtype) {
         return None;
     }
-    match layout(rtype) {
-        Layout::Target { offset, .. } => rdata
-            .get(offset..)
-            .and_then(|r| NameRef::split_from(r).ok())
-            .map(|(n, _)| n),
-        _ => None,
+    let mut pos = 0;
+    for f in layout(rtype).fields {
+        match *f {
+            Field::Fixed(n) => pos += n,
+            Field::Strings(_) => return None,
+            Field::Name { .. } => {
+                return rdata
+                    .get(pos..)
+                    .and_then(|r| NameRef::split_from(r).ok())
+                    .map(|(n, _)| n)
+            }
+        }
     }
+    None
 }
 
 /// The single name of a CNAME or DNAME RDATA.
@@ -102,8 +148,9 @@ mod tests {
         assert_eq!(target(Rtype::SRV, &srv).unwrap(), n.as_ref());
         assert!(target(Rtype::CNAME, n.as_wire()).is_none());
         assert!(target(Rtype::MX, &[0]).is_none());
-        assert_eq!(layout(Rtype::NAPTR), Layout::Opaque);
-        assert_eq!(layout(Rtype::DNAME), Layout::Opaque);
+        assert!(layout(Rtype::TXT).is_opaque());
+        assert!(layout(Rtype::NSEC).is_opaque());
+        assert_eq!(layout(Rtype::DNAME).fields, &[name(false)]);
         assert_eq!(rrsig_type_covered(&[0, 28, 13]), Some(Rtype::AAAA));
     }
 }
