@@ -5,8 +5,10 @@
 //! `o`, `x`, `X`, or `n`/`N` (reversed nibbles separated by dots, for
 //! ip6.arpa; `width` counts the output characters, dots included, as BIND
 //! does). `\$` is a literal `$`: a backslash and the character after it are
-//! copied as they are, for the name or RDATA parser to decode. `$$` is two
-//! substitutions, as in BIND.
+//! copied as they are, for the name or RDATA parser to decode. `$$` is a
+//! literal `$` too (checked against BIND 9.18 `named-compilezone`). Unlike BIND,
+//! an rhs of several tokens is accepted (BIND takes one token, quoted if it
+//! holds spaces).
 
 use std::fmt::Write;
 
@@ -77,6 +79,11 @@ pub(crate) fn expand(template: &[u8], value: u32, out: &mut Vec<u8>) -> Result<(
                 if let Some(&n) = template.get(i + 1) {
                     out.push(n);
                 }
+                i += 2;
+            }
+            b'$' if template.get(i + 1) == Some(&b'$') => {
+                // `$$` is a literal `$` (BIND); kept escaped for the parser after us.
+                out.extend_from_slice(b"\\$");
                 i += 2;
             }
             b'$' => {
@@ -194,7 +201,8 @@ mod tests {
         assert_eq!(ex("${0,2,X}", 255), "FF");
         assert_eq!(ex("${0,0,o}", 8), "10");
         assert_eq!(ex("a\\$b$", 1), "a\\$b1");
-        assert_eq!(ex("$$", 3), "33");
+        assert_eq!(ex("$$", 3), "\\$");
+        assert_eq!(ex("a$$$", 3), "a\\$3");
         // BIND's nibble mode: width counts characters, dots included.
         assert_eq!(ex("${0,0,n}", 0x1a), "a.1");
         assert_eq!(ex("${0,3,n}", 0x1a), "a.1");

@@ -16,8 +16,8 @@
 //!   naming `file:line`. No input makes the reader panic.
 //! - TTL of a record without one: `$TTL` (or the `default_ttl` given to
 //!   [`parse_file`], like Knot's `default-ttl`), else the last explicit TTL (RFC
-//!   1035), else for an SOA its MINIMUM field, which then serves the records after
-//!   it (what BIND's `named-checkzone` does); else an error. Knot DNS 3.2 never
+//!   1035), else for an SOA its MINIMUM field, which then acts as `$TTL` (what
+//!   BIND 9.18's `named-checkzone` does); else an error. Knot DNS 3.2 never
 //!   inherits the last explicit TTL nor uses the SOA MINIMUM: it uses `$TTL`, else
 //!   its `default-ttl` (3600 unless configured), so passing `Some(3600)` gives
 //!   exactly Knot's TTLs (checked with knotd 3.2.6), and `None` gives BIND's.

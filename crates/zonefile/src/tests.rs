@@ -277,10 +277,14 @@ fn directives_and_defaults() {
 
 #[test]
 fn ttl_without_ttl_directive() {
-    // Last explicit TTL is inherited (RFC 1035); the SOA without any TTL takes its MINIMUM (BIND).
+    // Last explicit TTL is inherited (RFC 1035); an SOA without any TTL takes its MINIMUM,
+    // which then acts as $TTL (BIND).
     let z = zone("@ SOA ns host 1 2 3 4 77\na A 1.2.3.4\nb 10 A 1.2.3.4\nc A 1.2.3.4\n");
     let ttls: Vec<u32> = z.records.iter().map(|r| r.ttl).collect();
-    assert_eq!(ttls, [77, 77, 10, 10]);
+    assert_eq!(ttls, [77, 77, 10, 77]); // as named-compilezone 9.18 gives
+    let z = zone("@ 5 SOA ns host 1 2 3 4 77\na A 1.2.3.4\nb 10 A 1.2.3.4\nc A 1.2.3.4\n");
+    let ttls: Vec<u32> = z.records.iter().map(|r| r.ttl).collect();
+    assert_eq!(ttls, [5, 5, 10, 10]);
     let e = errors("a A 1.2.3.4\n");
     assert_eq!(
         e,

@@ -301,7 +301,7 @@ impl Reader {
     }
 
     /// Picks the TTL of a record: explicit, else `$TTL`, else the last explicit
-    /// TTL, else for an SOA its MINIMUM (BIND's rule).
+    /// TTL, else for an SOA its MINIMUM, which becomes the default (BIND's rule).
     fn resolve_ttl(&mut self, explicit: Option<u32>, rtype: Rtype) -> Result<u32, String> {
         if let Some(t) = explicit {
             self.last_ttl = Some(t);
@@ -313,7 +313,8 @@ impl Reader {
         if rtype == Rtype::SOA && self.rdata.len() >= 4 {
             let m = &self.rdata[self.rdata.len() - 4..];
             let t = u32::from_be_bytes([m[0], m[1], m[2], m[3]]);
-            self.last_ttl = Some(t);
+            // BIND then treats it as the zone's default TTL (like a $TTL).
+            self.default_ttl = Some(t);
             return Ok(t);
         }
         Err("no TTL: give one, or a $TTL before this record".into())
