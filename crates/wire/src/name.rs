@@ -363,7 +363,9 @@ impl fmt::Debug for NameRef<'_> {
 impl Name {
     /// The root name `.`.
     pub fn root() -> Name {
-        Name { wire: Box::new([0]) }
+        Name {
+            wire: Box::new([0]),
+        }
     }
 
     /// Takes an uncompressed absolute wire-form name, checking it.
@@ -615,11 +617,7 @@ impl NameBuf {
 
     /// Replaces the suffix `old` (which this name must end with) by `new`
     /// (DNAME substitution, RFC 6672 §2.2). Fails with `NameTooLong`.
-    pub fn replace_suffix(
-        &mut self,
-        old: NameRef<'_>,
-        new: NameRef<'_>,
-    ) -> Result<(), NameError> {
+    pub fn replace_suffix(&mut self, old: NameRef<'_>, new: NameRef<'_>) -> Result<(), NameError> {
         let keep = self.len as usize - old.wire_len();
         let total = keep + new.wire_len();
         if total > MAX_NAME_LEN {
@@ -681,7 +679,10 @@ mod tests {
     fn parse_and_print() {
         assert_eq!(n("www.Example.com.").to_string(), "www.Example.com.");
         assert_eq!(n(".").to_string(), ".");
-        assert_eq!(n("a\\.b.c.").labels_for_test(), vec![b"a.b".to_vec(), b"c".to_vec()]);
+        assert_eq!(
+            n("a\\.b.c.").labels_for_test(),
+            vec![b"a.b".to_vec(), b"c".to_vec()]
+        );
         assert_eq!(n("\\065\\000.x.").to_string(), "A\\000.x.");
         let origin = n("example.com.");
         assert_eq!(
@@ -768,8 +769,14 @@ mod tests {
         assert_eq!(buf.read_compressed(&looped, 0), Err(NameError::BadPointer));
         let fwd = [0xC0, 2, 0];
         assert_eq!(buf.read_compressed(&fwd, 0), Err(NameError::BadPointer));
-        assert_eq!(buf.read_compressed(&[0x40], 0), Err(NameError::BadLabelType));
-        assert_eq!(buf.read_compressed(&[3, b'a'], 0), Err(NameError::Truncated));
+        assert_eq!(
+            buf.read_compressed(&[0x40], 0),
+            Err(NameError::BadLabelType)
+        );
+        assert_eq!(
+            buf.read_compressed(&[3, b'a'], 0),
+            Err(NameError::Truncated)
+        );
     }
 
     #[test]
