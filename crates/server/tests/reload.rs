@@ -50,12 +50,14 @@ fn control_reload_swaps_in_changed_zones_and_keeps_old_on_errors() {
         ["192.0.2.1"]
     );
 
-    // Both transports answer (whatever the engine says, the ID comes back with QR).
+    // Both transports answer from the zone.
     let q = query(0x4c4f, "www.example.test.");
     for r in [ask_udp(addr, &q), ask_tcp(addr, &q)] {
         assert!(r.len() >= 12);
         assert_eq!(&r[..2], &[0x4c, 0x4f]);
         assert_ne!(r[2] & 0x80, 0, "QR bit");
+        assert_eq!(rcode(&r), 0);
+        assert!(answers_address(&r, [192, 0, 2, 1]), "{r:?}");
     }
 
     // Unchanged file: not re-read.
@@ -81,6 +83,8 @@ fn control_reload_swaps_in_changed_zones_and_keeps_old_on_errors() {
         ["192.0.2.222"]
     );
     assert_eq!(serial(&server.zones(), "example.test."), Some(2));
+    assert!(answers_address(&ask_udp(addr, &q), [192, 0, 2, 222]));
+    assert!(answers_address(&ask_tcp(addr, &q), [192, 0, 2, 222]));
 
     // Broken file: error with file:line, the previous version stays.
     let broken = zone_text("example.test.", 3, "192.0.2.3") + "bad A 300.1.2.3\n";
@@ -98,6 +102,8 @@ fn control_reload_swaps_in_changed_zones_and_keeps_old_on_errors() {
         a_records(&server.zones(), "www.example.test."),
         ["192.0.2.222"]
     );
+
+    assert!(answers_address(&ask_udp(addr, &q), [192, 0, 2, 222]));
 
     // A zone-check error (CNAME beside other data) also keeps the old version.
     let bad_check = zone_text("example.test.", 4, "192.0.2.4") + "www CNAME ns1\n";
@@ -125,7 +131,7 @@ fn control_reload_swaps_in_changed_zones_and_keeps_old_on_errors() {
     .unwrap();
     assert!(s.ok);
     assert!(s.text.contains("zone example.test. serial 5"), "{}", s.text);
-    assert!(s.text.contains("tcp connections 1"), "{}", s.text);
+    assert!(s.text.contains("tcp connections 2"), "{}", s.text);
     let unknown = request(
         &scratch.path("control.sock"),
         "explode",
@@ -260,5 +266,60 @@ fn a_changed_include_file_is_reloaded_though_the_zone_file_is_not() {
     assert!(r.is_ok(), "{}", r.to_text());
     assert_eq!(r.loaded, ["inc.test."]);
     assert_eq!(a_records(&server.zones(), "www.inc.test."), ["192.0.2.100"]);
+    server.stop();
+}
+
+#[test]
+fn no_query_is_lost_while_reloading() {
+    let scratch = Scratch::new("no-loss");
+    let file = scratch.write("n.zone", &zone_text("n.test.", 1, "192.0.2.1"));
+    let mut o = options(&scratch, 15428);
+    o.zones = vec![("n.test.".into(), file.clone())];
+    o.workers = Some(2);
+    let server = Server::start(o).expect("server starts");
+    let addr: SocketAddr = "127.0.0.1:15428".parse().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let client = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+                .unwrap();
+            let mut buf = [0u8; 1024];
+            let (mut asked, mut good) = (0u32, 0u32);
+            // Bounded: at most 20000 queries.
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && asked < 20_000 {
+                let id = asked as u16;
+                s.send_to(&query(id, "www.n.test."), addr).unwrap();
+                asked += 1;
+                if let Ok((n, _)) = s.recv_from(&mut buf) {
+                    let r = &buf[..n];
+                    let ok = r[..2] == id.to_be_bytes()
+                        && rcode(r) == 0
+                        && (1..=20u8).any(|i| answers_address(r, [192, 0, 2, i]));
+                    good += u32::from(ok);
+                }
+            }
+            (asked, good)
+        })
+    };
+    for serial in 2..=20u32 {
+        // The address grows one digit at 10: the size (and so the stamp) changes.
+        std::fs::write(
+            &file,
+            zone_text("n.test.", serial, &format!("192.0.2.{serial}")),
+        )
+        .unwrap();
+        let r = server.reload();
+        assert!(r.is_ok(), "{}", r.to_text());
+        assert_eq!(r.loaded, ["n.test."], "serial {serial}");
+        // Let queries flow between swaps too.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (asked, good) = client.join().unwrap();
+    assert!(asked > 19, "only {asked} queries");
+    assert_eq!(good, asked, "queries lost or wrong during reloads");
+    assert_eq!(a_records(&server.zones(), "www.n.test."), ["192.0.2.20"]);
     server.stop();
 }

@@ -117,3 +117,17 @@ pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
 pub fn exists(path: &Path) -> bool {
     path.exists()
 }
+
+/// True when the response has an answer and an A record with this address
+/// (RDLENGTH 4 followed by the address).
+pub fn answers_address(response: &[u8], address: [u8; 4]) -> bool {
+    let ancount = u16::from_be_bytes([response[6], response[7]]);
+    let mut pattern = vec![0u8, 4];
+    pattern.extend_from_slice(&address);
+    ancount > 0 && response.windows(6).any(|w| w == &pattern[..])
+}
+
+/// The RCODE of a response.
+pub fn rcode(response: &[u8]) -> u8 {
+    response[3] & 0x0f
+}
