@@ -64,9 +64,11 @@ impl Scratch {
     }
 }
 
-/// Runs `answer` on `data` over both transports and checks the invariants.
-pub fn check(zones: &ZoneSet, data: &[u8], s: &mut Scratch) -> Result<(), String> {
+/// Runs `answer` on `data` over both transports and checks the invariants;
+/// returns the UDP answer's header rcode (None when dropped).
+pub fn check(zones: &ZoneSet, data: &[u8], s: &mut Scratch) -> Result<Option<u8>, String> {
     let settings = Settings::default();
+    let mut udp_rcode = None;
     for transport in [Transport::Udp, Transport::Tcp] {
         let n = answer(zones, data, &mut s.out, transport, &settings);
         if n == 0 {
@@ -93,8 +95,11 @@ pub fn check(zones: &ZoneSet, data: &[u8], s: &mut Scratch) -> Result<(), String
         if s.again[..m] != s.out[..n] {
             return Err(format!("{transport:?}: a second run gave other bytes"));
         }
+        if transport == Transport::Udp {
+            udp_rcode = Some(s.out[3] & 15);
+        }
     }
-    Ok(())
+    Ok(udp_rcode)
 }
 
 /// Skips a (possibly compressed) name; pointers must point backwards.

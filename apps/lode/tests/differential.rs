@@ -197,6 +197,39 @@ fn differing(a: &Option<Vec<u8>>, b: &Option<Vec<u8>>) -> Vec<&'static str> {
     }
 }
 
+/// For each differing aspect, the lines only Knot gave (`-`) and only the
+/// other server gave (`+`), so that the cause is visible at a glance.
+fn line_diff(a: &Option<Vec<u8>>, b: &Option<Vec<u8>>, aspects: &[&str]) -> String {
+    let (Some(a), Some(b)) = (a, b) else {
+        return String::new();
+    };
+    let (ma, mb) = (Message::parse(a), Message::parse(b));
+    let mut out = String::new();
+    for ((name, ta), (_, tb)) in ma.aspects().into_iter().zip(mb.aspects()) {
+        if !aspects.contains(&name) {
+            continue;
+        }
+        let mut only_b: Vec<&str> = tb.lines().collect();
+        let mut only_a = Vec::new();
+        for l in ta.lines() {
+            match only_b.iter().position(|x| *x == l) {
+                Some(i) => {
+                    only_b.remove(i);
+                }
+                None => only_a.push(l),
+            }
+        }
+        out.push_str(&format!("  {name}:\n"));
+        for l in only_a {
+            out.push_str(&format!("  - {l}\n"));
+        }
+        for l in only_b {
+            out.push_str(&format!("  + {l}\n"));
+        }
+    }
+    out
+}
+
 fn show(label: &str, r: &Option<Vec<u8>>) -> String {
     match r {
         None => format!("--- {label}: no response\n"),
@@ -281,10 +314,11 @@ fn knot_and_lode_answer_alike() {
                 *kinds.entry(d.to_string()).or_default() += 1;
             }
             eprintln!(
-                "\n=== MISMATCH queries.txt:{} [{transport}] `{}` differs in: {}\n{}{}",
+                "\n=== MISMATCH queries.txt:{} [{transport}] `{}` differs in: {}\n{}{}{}",
                 case.line,
                 case.text,
                 diff.join(", "),
+                line_diff(&a, &b, &diff),
                 show(&knot.label, &a),
                 show(&other.label, &b)
             );

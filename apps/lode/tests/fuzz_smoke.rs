@@ -105,6 +105,8 @@ fn answer_survives_a_deterministic_corpus() {
     let mut rng = Rng::new(0xf022_5eed);
     let mut scratch = answer_body::Scratch::new();
     let mut failures = Vec::new();
+    let mut dropped = 0usize;
+    let mut by_rcode = std::collections::BTreeMap::new();
     for i in 0..n {
         let packet = if i < seeds.len() {
             seeds[i].clone()
@@ -114,13 +116,18 @@ fn answer_survives_a_deterministic_corpus() {
             let s = &seeds[rng.below(seeds.len())];
             mutate(&mut rng, s)
         };
-        if let Err(e) = answer_body::check(&zones, &packet, &mut scratch) {
-            failures.push(format!("#{i}: {e}: {}", hex(&packet)));
-            if failures.len() >= 20 {
-                break;
+        match answer_body::check(&zones, &packet, &mut scratch) {
+            Ok(Some(rcode)) => *by_rcode.entry(rcode).or_insert(0usize) += 1,
+            Ok(None) => dropped += 1,
+            Err(e) => {
+                failures.push(format!("#{i}: {e}: {}", hex(&packet)));
+                if failures.len() >= 20 {
+                    break;
+                }
             }
         }
     }
+    eprintln!("fuzz smoke: {n} packets, {dropped} dropped, answered (UDP) by rcode: {by_rcode:?}");
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

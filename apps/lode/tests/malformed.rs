@@ -126,8 +126,11 @@ fn opt_rr(owner: &[u8], size: u16, rdata: &[u8], rdlen: u16) -> Vec<u8> {
     m
 }
 
-/// The hand-made groups: (group name, [(case name, packet)]).
-fn groups() -> Vec<(&'static str, Vec<(String, Vec<u8>)>)> {
+/// Named packets: (case name, packet).
+type Cases = Vec<(String, Vec<u8>)>;
+
+/// The hand-made groups: (group name, cases).
+fn groups() -> Vec<(&'static str, Cases)> {
     let good = valid_query("www.example.com.", 1, false);
     let good_edns = valid_query("www.example.com.", 1, true);
     let mut g = Vec::new();
