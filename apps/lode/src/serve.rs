@@ -7,31 +7,32 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lode_server::{ConfigFile, Options, Server};
 
-/// Arguments of `lode serve`.
-///
-/// With no zone (neither in --config nor --zone), the built-in demo zones
-/// (1.e164.arpa. and example.com.) are served, on the --listen addresses if
-/// given. With no listen address (neither in --config nor --listen), Lode
-/// listens on 127.0.0.1:5300 and [::1]:5300 (when IPv6 is available).
-///
-/// SIGHUP or `lode reload` re-reads the configuration file and reloads the
-/// zones whose file changed, in the background: the old versions answer until
-/// the new ones are ready. A zone that fails to reload keeps its old version.
-/// The server refuses to start only when zones are configured and none loads.
+/// Arguments of `lode serve` (the decisions on demo zones, listen defaults and
+/// reloads are in the help text below).
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Configuration file (TOML), every key optional:
+#[command(
+    after_help = "With no zone (neither in --config nor --zone), the built-in demo zones \
+1.e164.arpa. and example.com. are served (on the --listen addresses if given). With no listen \
+address, Lode listens on 127.0.0.1:5300 and [::1]:5300.
+
+SIGHUP or `lode reload` re-reads the configuration and reloads changed zones in the background; \
+a zone that fails to reload keeps its old version. The server refuses to start only when zones \
+are configured and none loads. SIGTERM or SIGINT stops it.
+
+Configuration file (TOML), every key optional:
   listen = [\"127.0.0.1:53\", \"[::1]:53\"]
   workers = 4                  # UDP threads per address (default: one per CPU)
   max-udp-payload = 1232       # largest UDP answer with EDNS, 512..4096
   tcp-idle-timeout = 10        # seconds
   tcp-max-clients = 1000
-  control = \"/run/lode/lode.sock\"
+  control = \"/run/lode/lode.sock\"   # \"\" for none
   log-level = \"info\"
   [[zone]]
   name = \"e164.arpa.\"
   file = \"e164.arpa.zone\"     # relative to the configuration file's folder
 
-Control socket default: /run/lode/lode.sock for root, else /tmp/lode-<uid>.sock.")]
+Control socket default: /run/lode/lode.sock for root, else /tmp/lode-<uid>.sock."
+)]
 pub struct ServeArgs {
     /// Configuration file (TOML); re-read on reload.
     #[arg(long, short = 'c', value_name = "FILE")]

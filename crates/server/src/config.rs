@@ -426,6 +426,9 @@ mod tests {
         assert_eq!(c.tcp_max_clients, DEFAULT_TCP_MAX_CLIENTS);
         assert!(c.workers >= 1);
         assert_eq!(c.control, Some(default_control_path()));
+        let none = ConfigFile::parse("control = \"\"").unwrap();
+        let c = Config::merge(&none, Path::new(""), &opts()).unwrap();
+        assert_eq!(c.control, None);
     }
 
     #[test]

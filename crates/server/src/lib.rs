@@ -206,13 +206,13 @@ impl Reloader {
                     let kept_old = old.is_some();
                     if kept_old {
                         tracing::error!(
-                            "zone {name}: reload failed ({} errors), previous version still served",
-                            errors.len()
+                            "zone {name}: reload failed ({}), previous version still served",
+                            count_errors(errors.len())
                         );
                     } else {
                         tracing::error!(
-                            "zone {name}: load failed ({} errors), not served",
-                            errors.len()
+                            "zone {name}: load failed ({}), not served",
+                            count_errors(errors.len())
                         );
                     }
                     for e in &errors {
@@ -342,6 +342,14 @@ fn unchanged(old: &Served, spec: &ZoneSpec) -> bool {
                     .iter()
                     .all(|(p, s)| s.is_some() && *s == zones::FileStamp::of(p))
         }
+    }
+}
+
+fn count_errors(n: usize) -> String {
+    if n == 1 {
+        "1 error".into()
+    } else {
+        format!("{n} errors")
     }
 }
 
