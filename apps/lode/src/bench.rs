@@ -1,12 +1,387 @@
-//! `lode bench` (not written yet).
+//! `lode bench`: the echo ceiling, the RFC 8219 rate search and closed-loop client ramps.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use lode_bench::clients::{self, ClientsConfig};
+use lode_bench::gen::dns64perf::Ipv4Net;
+use lode_bench::query::{Expect, QuerySet};
+use lode_bench::rate::{RateConfig, StepResult, Tester};
+use lode_bench::stats::Summary;
+use lode_wire::Rtype;
 
 /// Arguments of `lode bench`.
 #[derive(clap::Args, Debug)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: BenchWhat,
+}
+
+/// The instruments.
+#[derive(clap::Subcommand, Debug)]
+enum BenchWhat {
+    /// A UDP responder that returns every query with QR set: the machine's ceiling.
+    Echo(EchoArgs),
+    /// RFC 8219 §9: constant-rate steps and a binary search for the highest rate with
+    /// every query answered validly within the timeout, repeated; median, p1, p99.
+    Rate(RateArgs),
+    /// Closed-loop clients added step by step (enumperf): throughput and latency per step.
+    Clients(ClientsArgs),
+}
+
+/// Arguments of `lode bench echo`.
+#[derive(clap::Args, Debug)]
+struct EchoArgs {
+    /// Address to listen on (repeatable).
+    #[arg(long, required = true)]
+    listen: Vec<SocketAddr>,
+    /// Sockets (worker threads) per address, bound with SO_REUSEPORT.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Stop after this many seconds (default: run until killed).
+    #[arg(long)]
+    duration: Option<f64>,
+}
+
+/// Where queries come from (shared by `rate` and `clients`).
+#[derive(clap::Args, Debug)]
+struct QuerySource {
+    /// Query file in dnsperf format (`name TYPE` per line), e.g. from `lode gen`.
+    #[arg(long, conflicts_with = "dns64perf")]
+    queries: Option<PathBuf>,
+    /// Generate the dns64perf namespace of this IPv4 network instead (`10.0.0.0/16`, `/16`).
+    #[arg(long)]
+    dns64perf: Option<String>,
+    /// Query type for --dns64perf.
+    #[arg(long, default_value = "A")]
+    qtype: String,
+    /// Add an EDNS OPT record (UDP size 1232) to every query.
+    #[arg(long)]
+    edns: bool,
+    /// Valid replies: answer (NOERROR with records), noerror, nxdomain, refused, any.
+    #[arg(long, default_value = "answer")]
+    expect: String,
+}
+
+impl QuerySource {
+    /// Loads or generates at most `limit` queries.
+    fn load(&self, limit: usize) -> anyhow::Result<QuerySet> {
+        match (&self.queries, &self.dns64perf) {
+            (Some(path), _) => QuerySet::read_file(path, limit, self.edns)
+                .with_context(|| format!("reading {}", path.display())),
+            (None, Some(net)) => {
+                let net = Ipv4Net::parse(net)?;
+                let rtype = Rtype::from_mnemonic(&self.qtype.to_ascii_uppercase())
+                    .with_context(|| format!("unknown type {}", self.qtype))?;
+                Ok(QuerySet::dns64perf(net, rtype, limit, self.edns))
+            }
+            (None, None) => bail!("give --queries FILE or --dns64perf CIDR"),
+        }
+    }
+
+    fn expect(&self) -> anyhow::Result<Expect> {
+        Expect::parse(&self.expect).with_context(|| format!("unknown --expect {}", self.expect))
+    }
+}
+
+/// Arguments of `lode bench rate`.
+#[derive(clap::Args, Debug)]
+struct RateArgs {
+    /// The server under test.
+    #[arg(long)]
+    server: SocketAddr,
+    #[command(flatten)]
+    source: QuerySource,
+    /// Seconds per step (RFC 8219: at least 60).
+    #[arg(long, default_value_t = 60.0)]
+    duration: f64,
+    /// Milliseconds after which a reply no longer counts.
+    #[arg(long, default_value_t = 250)]
+    timeout: u64,
+    /// Queries allowed to go unanswered: `0` (RFC 8219), `0.01%`, `0.001` (fraction).
+    #[arg(long, default_value = "0")]
+    loss: String,
+    /// Repetitions of the binary search (RFC 8219: at least 20).
+    #[arg(long, default_value_t = 20)]
+    repeat: usize,
+    /// Lower bound of the search (queries per second; 0 = none).
+    #[arg(long, default_value_t = 0)]
+    low: u64,
+    /// Upper bound of the search (queries per second).
+    #[arg(long, default_value_t = 200_000)]
+    high: u64,
+    /// Stop the search when the interval is this narrow (default: high / 1000).
+    #[arg(long)]
+    resolution: Option<u64>,
+    /// Run single steps at this rate instead of searching.
+    #[arg(long)]
+    rate: Option<u64>,
+    /// Sender/receiver thread pairs.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Source ports (sockets) per thread.
+    #[arg(long, default_value_t = 4000)]
+    ports: usize,
+    /// Queries per sendmmsg.
+    #[arg(long, default_value_t = 16)]
+    batch: usize,
+    /// A step whose senders fall further behind than this is invalid (`1%`).
+    #[arg(long, default_value = "1%")]
+    max_behind: String,
+}
+
+/// Arguments of `lode bench clients`.
+#[derive(clap::Args, Debug)]
+struct ClientsArgs {
+    /// The server under test.
+    #[arg(long)]
+    server: SocketAddr,
+    #[command(flatten)]
+    source: QuerySource,
+    /// Clients in the first step.
+    #[arg(long, default_value_t = 1)]
+    from: usize,
+    /// Clients in the last step.
+    #[arg(long, default_value_t = 8)]
+    to: usize,
+    /// Clients added per step.
+    #[arg(long, default_value_t = 1)]
+    step: usize,
+    /// Seconds per step.
+    #[arg(long, default_value_t = 10.0)]
+    step_secs: f64,
+    /// Milliseconds a client waits for a reply.
+    #[arg(long, default_value_t = 250)]
+    timeout: u64,
+}
 
 /// Runs the command.
-pub fn run(_args: BenchArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    match args.what {
+        BenchWhat::Echo(a) => echo(a),
+        BenchWhat::Rate(a) => rate(a),
+        BenchWhat::Clients(a) => clients(a),
+    }
+}
+
+fn echo(a: EchoArgs) -> anyhow::Result<ExitCode> {
+    let server = lode_bench::echo::start(&a.listen, a.workers)?;
+    for addr in server.local_addrs() {
+        println!("echo listening on {addr} ({} workers)", a.workers.max(1));
+    }
+    let start = Instant::now();
+    let mut last = server.stats();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = server.stats();
+        if now.queries != last.queries {
+            println!(
+                "{:>6.1} s  {} q/s  (total {} in, {} out)",
+                start.elapsed().as_secs_f64(),
+                now.queries - last.queries,
+                now.queries,
+                now.responses
+            );
+        }
+        last = now;
+        if a.duration
+            .is_some_and(|d| start.elapsed().as_secs_f64() >= d)
+        {
+            break;
+        }
+    }
+    server.stop();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Parses `0.01%` (percent) or `0.0001` (fraction).
+fn parse_fraction(s: &str) -> anyhow::Result<f64> {
+    let v = match s.trim().strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => s.trim().parse::<f64>(),
+    }
+    .with_context(|| format!("not a fraction or percentage: {s}"))?;
+    if !(0.0..=1.0).contains(&v) {
+        bail!("{s} is not between 0 and 100 %");
+    }
+    Ok(v)
+}
+
+fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("bad {what}: {v}"))
+}
+
+fn print_step(r: &StepResult, ok: bool, tester_ok: bool) {
+    println!(
+        "  rate {:>9}  sent {:>10}  valid {:>10}  late {:>6}  wrong {:>6}  unmatched {:>6}  \
+         achieved {:>10.0} q/s  behind {:>5.2}%  {}{}",
+        r.rate,
+        r.sent,
+        r.valid,
+        r.late,
+        r.wrong,
+        r.unmatched,
+        r.achieved_rate,
+        r.behind * 100.0,
+        if ok { "PASS" } else { "FAIL" },
+        if tester_ok {
+            ""
+        } else {
+            "  (INVALID: tester behind schedule or send errors)"
+        }
+    );
+}
+
+fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
+    let duration = secs(a.duration, "--duration")?;
+    let top = a.rate.unwrap_or(a.high).max(1);
+    let needed = (top as f64 * duration.as_secs_f64()).ceil() as usize + 1;
+    let queries = a.source.load(needed)?;
+    if queries.len() < needed {
+        println!(
+            "note: {} distinct queries for up to {needed} per step: queries repeat \
+             (RFC 8219 wants all different; generate a larger set)",
+            queries.len()
+        );
+    }
+    let mut cfg = RateConfig::new(a.server);
+    cfg.threads = a.threads;
+    cfg.ports = a.ports;
+    cfg.duration = duration;
+    cfg.timeout = Duration::from_millis(a.timeout);
+    cfg.expect = a.source.expect()?;
+    cfg.loss = parse_fraction(&a.loss)?;
+    cfg.batch = a.batch;
+    cfg.max_behind = parse_fraction(&a.max_behind)?;
+    let (loss, max_behind) = (cfg.loss, cfg.max_behind);
+    println!(
+        "server {}  {} queries  step {:.1} s  timeout {} ms  loss {}%  {} thread(s) × {} ports",
+        a.server,
+        queries.len(),
+        duration.as_secs_f64(),
+        a.timeout,
+        loss * 100.0,
+        cfg.threads,
+        cfg.ports
+    );
+    let mut tester = Tester::new(cfg, Arc::new(queries))?;
+    if let Some(r) = a.rate {
+        let mut all_ok = true;
+        for _ in 0..a.repeat.max(1) {
+            let s = tester.step(r)?;
+            let ok = s.passed(loss, max_behind);
+            all_ok &= ok;
+            print_step(&s, ok, s.tester_ok(max_behind));
+        }
+        return Ok(if all_ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let resolution = a.resolution.unwrap_or((a.high / 1000).max(1));
+    let mut results = Vec::new();
+    for rep in 1..=a.repeat.max(1) {
+        println!("search {rep}/{}: [{}, {}]", a.repeat.max(1), a.low, a.high);
+        let res = tester.search(a.low, a.high, resolution, |r, ok| {
+            print_step(r, ok, r.tester_ok(max_behind))
+        })?;
+        let limited = res
+            .trials
+            .iter()
+            .any(|t| !t.passed && !t.detail.tester_ok(max_behind));
+        println!(
+            "result {rep}: {} q/s{}{}",
+            res.rate,
+            if res.hit_ceiling {
+                "  (the upper bound passed: raise --high)"
+            } else {
+                ""
+            },
+            if limited {
+                "  (some steps were tester-limited)"
+            } else {
+                ""
+            }
+        );
+        results.push(res.rate as f64);
+    }
+    if let Some(s) = Summary::of(&results) {
+        println!(
+            "RFC 8219 result over {} searches: median {:.0} q/s, 1st percentile {:.0}, \
+             99th percentile {:.0}, dispersion {:.2}%",
+            s.n,
+            s.median,
+            s.p1,
+            s.p99,
+            s.dispersion * 100.0
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn clients(a: ClientsArgs) -> anyhow::Result<ExitCode> {
+    if a.from == 0 || a.to < a.from || a.step == 0 {
+        bail!("need 1 ≤ --from ≤ --to and --step ≥ 1");
+    }
+    let step_duration = secs(a.step_secs, "--step-secs")?;
+    // Enough distinct queries for a fast server; they cycle if the list is shorter.
+    let queries = Arc::new(a.source.load(10_000_000)?);
+    let cfg = ClientsConfig {
+        server: a.server,
+        step_duration,
+        timeout: Duration::from_millis(a.timeout.max(1)),
+        expect: a.source.expect()?,
+    };
+    println!(
+        "server {}  {} queries  {:.1} s per step  timeout {} ms",
+        a.server,
+        queries.len(),
+        step_duration.as_secs_f64(),
+        a.timeout
+    );
+    println!(
+        "clients        q/s   answered  timeouts  wrong    p50 µs    p90 µs    p99 µs    max µs"
+    );
+    let mut cursor = 0u64;
+    let mut n = a.from;
+    while n <= a.to {
+        let s = clients::run_step(&cfg, &queries, n, cursor)?;
+        cursor = cursor.wrapping_add(s.answered + s.timeouts + s.wrong);
+        println!(
+            "{:>7} {:>10.0} {:>10} {:>9} {:>6} {:>9.0} {:>9.0} {:>9.0} {:>9.0}",
+            s.clients,
+            s.qps,
+            s.answered,
+            s.timeouts,
+            s.wrong,
+            s.latency_us[0],
+            s.latency_us[1],
+            s.latency_us[2],
+            s.latency_us[3]
+        );
+        n += a.step;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_fraction;
+
+    #[test]
+    fn fractions() {
+        assert_eq!(parse_fraction("0").ok(), Some(0.0));
+        assert!((parse_fraction("0.01%").unwrap_or(-1.0) - 0.0001).abs() < 1e-15);
+        assert_eq!(parse_fraction("0.5").ok(), Some(0.5));
+        assert!(parse_fraction("150%").is_err());
+        assert!(parse_fraction("abc").is_err());
+    }
 }

@@ -14,5 +14,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod clients;
 pub mod e164;
+pub mod echo;
 pub mod gen;
+pub mod pacing;
+pub mod query;
+pub mod rate;
+pub mod search;
+pub mod stats;

@@ -1,0 +1,356 @@
+//! Queries prepared in wire form before a run, and the checks a reply must pass.
+//!
+//! A [`QuerySet`] holds every query of a run back to back in one arena; the ID
+//! (the first two bytes) is left zero and stamped at send time. A reply is valid
+//! (RFC 8219 §9) when it has QR set, the same ID, the same question, the
+//! expected RCODE, and an answer where one is expected.
+
+use std::fmt;
+use std::path::Path;
+
+use lode_wire::{Class, Name, Rtype};
+
+use crate::gen::dns64perf::{owner_label, Ipv4Net};
+use crate::gen::Scatter;
+
+/// Size of the DNS header.
+pub const HEADER_LEN: usize = 12;
+
+/// Why a query list could not be read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// Reading the file failed.
+    Io(std::io::Error),
+    /// A line that is not `name TYPE`.
+    BadLine {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// No query at all.
+    Empty,
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueryError::Io(e) => write!(f, "{e}"),
+            QueryError::BadLine { line, why } => write!(f, "line {line}: {why}"),
+            QueryError::Empty => f.write_str("no queries"),
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+/// Which replies count as valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// NOERROR with at least one answer record.
+    Answer,
+    /// NOERROR, any number of answers (also what an echo responder returns).
+    NoError,
+    /// NXDOMAIN (authoritative denial inside a zone).
+    NxDomain,
+    /// REFUSED (a name outside every zone).
+    Refused,
+    /// Any RCODE.
+    Any,
+}
+
+impl Expect {
+    /// Parses `answer`, `noerror`, `nxdomain`, `refused` or `any`.
+    pub fn parse(s: &str) -> Option<Expect> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "answer" => Expect::Answer,
+            "noerror" => Expect::NoError,
+            "nxdomain" => Expect::NxDomain,
+            "refused" => Expect::Refused,
+            "any" => Expect::Any,
+            _ => return None,
+        })
+    }
+}
+
+/// What a reply turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Valid.
+    Valid,
+    /// Not a DNS response (short, QR clear, not one question).
+    Malformed,
+    /// The question differs from the query's.
+    WrongQuestion,
+    /// An unexpected RCODE, or no answer where one was expected.
+    WrongAnswer,
+}
+
+/// Queries in wire form, ID zero, stored back to back.
+#[derive(Debug, Clone, Default)]
+pub struct QuerySet {
+    arena: Vec<u8>,
+    ends: Vec<u32>,
+    question_ends: Vec<u32>,
+}
+
+impl QuerySet {
+    /// Number of queries.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True if there is no query.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Query `i` in wire form (ID zero).
+    pub fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.arena[start..self.ends[i] as usize]
+    }
+
+    /// The question section of query `i`.
+    pub fn question(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.arena[start + HEADER_LEN..self.question_ends[i] as usize]
+    }
+
+    /// Appends a query for `name`/`rtype`/IN; with `edns`, an OPT record (UDP size 1232, DO clear).
+    pub fn push(&mut self, name: &Name, rtype: Rtype, edns: bool) {
+        let arcount: u8 = u8::from(edns);
+        // ID 0, flags 0 (no RD: the server is authoritative), QDCOUNT 1, ARCOUNT 0/1.
+        self.arena
+            .extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, arcount]);
+        self.arena.extend_from_slice(name.as_wire());
+        self.arena.extend_from_slice(&rtype.0.to_be_bytes());
+        self.arena.extend_from_slice(&Class::IN.0.to_be_bytes());
+        self.question_ends.push(self.arena.len() as u32);
+        if edns {
+            // Root owner, type OPT (41), class = UDP payload 1232, TTL 0, RDLENGTH 0.
+            self.arena
+                .extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 0]);
+        }
+        self.ends.push(self.arena.len() as u32);
+    }
+
+    /// Parses a dnsperf query list (`name TYPE` per line; `#`/`;` comments and blank
+    /// lines skipped; names absolute with or without the final dot), up to `limit` queries.
+    pub fn parse_list(text: &str, limit: usize, edns: bool) -> Result<QuerySet, QueryError> {
+        let mut set = QuerySet::default();
+        let root = Name::root();
+        for (i, line) in text.lines().enumerate() {
+            if set.len() >= limit {
+                break;
+            }
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+                continue;
+            }
+            let bad = |why: String| QueryError::BadLine { line: i + 1, why };
+            let mut fields = line.split_whitespace();
+            let name = fields.next().unwrap_or_default();
+            let rtype = fields.next().unwrap_or("A");
+            if fields.next().is_some() {
+                return Err(bad("expected `name TYPE`".into()));
+            }
+            let name = Name::parse(name, Some(&root)).map_err(|e| bad(format!("{name}: {e}")))?;
+            let rtype = Rtype::from_mnemonic(&rtype.to_ascii_uppercase())
+                .ok_or_else(|| bad(format!("unknown type {rtype}")))?;
+            set.push(&name, rtype, edns);
+        }
+        if set.is_empty() {
+            return Err(QueryError::Empty);
+        }
+        Ok(set)
+    }
+
+    /// Reads a dnsperf query list from a file.
+    pub fn read_file(path: &Path, limit: usize, edns: bool) -> Result<QuerySet, QueryError> {
+        let text = std::fs::read_to_string(path).map_err(QueryError::Io)?;
+        QuerySet::parse_list(&text, limit, edns)
+    }
+
+    /// The dnsperf namespace of `net`, scattered, at most `limit` names.
+    pub fn dns64perf(net: Ipv4Net, rtype: Rtype, limit: usize, edns: bool) -> QuerySet {
+        let mut set = QuerySet::default();
+        let n = net.size().min(limit as u64);
+        let scatter = Scatter::new(net.size(), 11);
+        let mut label = [0u8; 15];
+        for i in 0..n {
+            owner_label(net.base.wrapping_add(scatter.map(i) as u32), &mut label);
+            let mut wire = Vec::with_capacity(32);
+            wire.push(15);
+            wire.extend_from_slice(&label);
+            wire.extend_from_slice(b"\x09dns64perf\x04test\x00");
+            // Built from a 15-byte label and two fixed labels: always a valid name.
+            if let Ok(name) = Name::from_wire(&wire) {
+                set.push(&name, rtype, edns);
+            }
+        }
+        set
+    }
+}
+
+/// The ID of a message (0 if it is shorter than two bytes).
+pub fn message_id(msg: &[u8]) -> u16 {
+    match msg {
+        [a, b, ..] => u16::from_be_bytes([*a, *b]),
+        _ => 0,
+    }
+}
+
+/// Checks a reply against the question it should answer (the ID is matched by the caller).
+pub fn check_reply(reply: &[u8], question: &[u8], expect: Expect) -> Verdict {
+    if reply.len() < HEADER_LEN || reply[2] & 0x80 == 0 || reply[4..6] != [0, 1] {
+        return Verdict::Malformed;
+    }
+    match reply.get(HEADER_LEN..HEADER_LEN + question.len()) {
+        Some(q) if q == question => {}
+        _ => return Verdict::WrongQuestion,
+    }
+    let rcode = reply[3] & 0x0F;
+    let ancount = u16::from_be_bytes([reply[6], reply[7]]);
+    let ok = match expect {
+        Expect::Answer => rcode == 0 && ancount > 0,
+        Expect::NoError => rcode == 0,
+        Expect::NxDomain => rcode == 3,
+        Expect::Refused => rcode == 5,
+        Expect::Any => true,
+    };
+    if ok {
+        Verdict::Valid
+    } else {
+        Verdict::WrongAnswer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(q: &[u8], rcode: u8, ancount: u16) -> Vec<u8> {
+        let mut r = q.to_vec();
+        r[2] |= 0x80;
+        r[3] = (r[3] & 0xF0) | rcode;
+        r[6..8].copy_from_slice(&ancount.to_be_bytes());
+        r
+    }
+
+    #[test]
+    fn parse_query_list() {
+        let text = "# comment\n4.3.2.1.e164.arpa NAPTR\n\nexample.com. a\n  www.example.com\n";
+        let set = QuerySet::parse_list(text, 10, false).expect("valid list");
+        assert_eq!(set.len(), 3);
+        let q = set.get(0);
+        assert_eq!(&q[..12], &[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            &q[12..],
+            b"\x014\x013\x012\x011\x04e164\x04arpa\x00\x00\x23\x00\x01"
+        );
+        assert_eq!(set.question(0), &q[12..]);
+        assert_eq!(&set.get(1)[set.get(1).len() - 4..], &[0, 1, 0, 1]);
+        assert_eq!(
+            &set.get(2)[set.get(2).len() - 4..],
+            &[0, 1, 0, 1],
+            "default type A"
+        );
+        assert_eq!(
+            QuerySet::parse_list(text, 2, false).expect("limit").len(),
+            2
+        );
+        let with_edns = QuerySet::parse_list(text, 1, true).expect("edns");
+        assert_eq!(with_edns.get(0).len(), q.len() + 11);
+        assert_eq!(with_edns.get(0)[11], 1, "ARCOUNT 1");
+        assert_eq!(with_edns.question(0), set.question(0));
+    }
+
+    #[test]
+    fn bad_query_lists() {
+        assert!(matches!(
+            QuerySet::parse_list("", 10, false),
+            Err(QueryError::Empty)
+        ));
+        assert!(matches!(
+            QuerySet::parse_list("a.example BOGUS\n", 10, false),
+            Err(QueryError::BadLine { line: 1, .. })
+        ));
+        assert!(matches!(
+            QuerySet::parse_list("ok A\na..b A\n", 10, false),
+            Err(QueryError::BadLine { line: 2, .. })
+        ));
+        assert!(QuerySet::parse_list("a A extra\n", 10, false).is_err());
+    }
+
+    #[test]
+    fn reply_checks() {
+        let set =
+            QuerySet::parse_list("4.3.2.1.e164.arpa NAPTR\nx.test A\n", 10, false).expect("valid");
+        let (q, question) = (set.get(0), set.question(0));
+        assert_eq!(
+            check_reply(&reply(q, 0, 1), question, Expect::Answer),
+            Verdict::Valid
+        );
+        assert_eq!(
+            check_reply(&reply(q, 0, 0), question, Expect::Answer),
+            Verdict::WrongAnswer
+        );
+        assert_eq!(
+            check_reply(&reply(q, 0, 0), question, Expect::NoError),
+            Verdict::Valid
+        );
+        assert_eq!(
+            check_reply(&reply(q, 3, 0), question, Expect::NxDomain),
+            Verdict::Valid
+        );
+        assert_eq!(
+            check_reply(&reply(q, 3, 0), question, Expect::Answer),
+            Verdict::WrongAnswer
+        );
+        assert_eq!(
+            check_reply(&reply(q, 5, 0), question, Expect::Refused),
+            Verdict::Valid
+        );
+        assert_eq!(
+            check_reply(&reply(q, 2, 0), question, Expect::Any),
+            Verdict::Valid
+        );
+        assert_eq!(
+            check_reply(q, question, Expect::Any),
+            Verdict::Malformed,
+            "QR clear"
+        );
+        assert_eq!(
+            check_reply(&q[..8], question, Expect::Any),
+            Verdict::Malformed
+        );
+        assert_eq!(
+            check_reply(&reply(q, 0, 1), set.question(1), Expect::Answer),
+            Verdict::WrongQuestion
+        );
+        assert_eq!(
+            check_reply(&reply(q, 0, 1)[..20], question, Expect::Answer),
+            Verdict::WrongQuestion
+        );
+        assert_eq!(message_id(&[0x12, 0x34, 0]), 0x1234);
+        assert_eq!(message_id(&[1]), 0);
+    }
+
+    #[test]
+    fn dns64perf_queries() {
+        let net = Ipv4Net::parse("10.0.0.0/24").expect("cidr");
+        let set = QuerySet::dns64perf(net, Rtype::A, 1000, false);
+        assert_eq!(set.len(), 256);
+        let mut names: Vec<&[u8]> = (0..256).map(|i| set.question(i)).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 256);
+        assert!(set.question(0).starts_with(b"\x0f010-000-000-"));
+        assert!(set
+            .question(0)
+            .ends_with(b"\x09dns64perf\x04test\x00\x00\x01\x00\x01"));
+        assert_eq!(QuerySet::dns64perf(net, Rtype::A, 10, false).len(), 10);
+    }
+}
