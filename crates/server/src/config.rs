@@ -367,7 +367,7 @@ mod tests {
     #[test]
     fn full_file_parses() {
         let text = r#"
-            listen = ["127.0.0.1:15430", "[::1]:15430", "192.0.2.1"]
+            listen = ["127.0.0.1:15430", "[::1]:15430", "192.0.2.1", "::1", "[2001:db8::1]"]
             workers = 3
             max-udp-payload = 1400
             tcp-idle-timeout = 5
@@ -390,7 +390,9 @@ mod tests {
             vec![
                 "127.0.0.1:15430".parse().unwrap(),
                 "[::1]:15430".parse().unwrap(),
-                "192.0.2.1:53".parse().unwrap()
+                "192.0.2.1:53".parse().unwrap(),
+                "[::1]:53".parse().unwrap(),
+                "[2001:db8::1]:53".parse().unwrap(),
             ]
         );
         assert_eq!(c.workers, 3);
@@ -469,6 +471,7 @@ mod tests {
             ("tcp-max-clients = 0", "tcp-max-clients"),
             ("log-level = \"loud\"", "log-level"),
             ("listen = [\"localhost:53\"]", "localhost:53"),
+            ("listen = [\"127.0.0.1:99999\"]", "127.0.0.1:99999"),
             ("[[zone]]\nname = \"a..b\"\nfile = \"x\"", "a..b"),
         ] {
             let file = ConfigFile::parse(text).unwrap();

@@ -65,3 +65,20 @@ fn demo_example_zone_has_the_usual_records() {
     let sub: Name = "sub.example.com.".parse().unwrap();
     assert!(zone.node(zone.find(sub.as_ref()).unwrap()).is_delegation());
 }
+
+#[test]
+fn example_configuration_is_valid_and_names_the_demo_files() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/lode.example.toml");
+    let config = lode_server::Config::resolve(&lode_server::Options {
+        config: Some(path),
+        ..Default::default()
+    })
+    .expect("the example configuration is valid");
+    assert!(!config.demo);
+    assert_eq!(config.zones.len(), 2);
+    for spec in &config.zones {
+        let loaded = zones::load(spec).unwrap_or_else(|e| panic!("{}: {e:?}", spec.name));
+        assert!(loaded.warnings.is_empty());
+    }
+    assert_eq!(config.workers, 2);
+}
