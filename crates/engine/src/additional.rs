@@ -38,21 +38,29 @@ impl<'z> Responder<'z, '_> {
                 let Some(target) = rdata::target(src.rrset.rtype(), rd) else {
                     continue;
                 };
+                // Knot keeps SVCB/HTTPS targets as written and looks them up
+                // as such: a target in upper case finds nothing.
+                let verbatim = matches!(src.rrset.rtype(), Rtype::SVCB | Rtype::HTTPS);
+                if verbatim && target.as_wire().iter().any(|b| b.is_ascii_uppercase()) {
+                    continue;
+                }
                 let Some((id, synthesized)) = self.additional_node(target) else {
                     continue;
                 };
                 let node = zone.node(id);
                 let owner = if synthesized { target } else { node.owner() };
-                let hint = src.hints.rdata.get(i).copied().unwrap_or(0);
+                // The owner points at the target in RDATA; AAAA at the A's owner.
+                let mut hint = src.hints.rdata.get(i).copied().unwrap_or(0);
                 let mandatory = src.cut.is_some_and(|cut| target.ends_with(&cut));
                 for t in [Rtype::A, Rtype::AAAA] {
                     let Some(set) = node.rrset(t) else {
                         continue;
                     };
-                    let r =
-                        self.put_rrset(Section::Additional, id, owner, hint, set, set.ttl(), None);
-                    if r.is_err() && mandatory {
-                        self.w.set_flags(flags::TC);
+                    match self.put_rrset(Section::Additional, id, owner, hint, set, set.ttl(), None)
+                    {
+                        Ok(h) => hint = h.owner,
+                        Err(_) if mandatory => self.w.set_flags(flags::TC),
+                        Err(_) => {}
                     }
                 }
             }

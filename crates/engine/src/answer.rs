@@ -310,7 +310,7 @@ impl<'z> Responder<'z, '_> {
         rrset: &'z RRset,
         ttl: u32,
         cut: Option<NameRef<'z>>,
-    ) -> Result<(), Full> {
+    ) -> Result<message::RrsetHints, Full> {
         let hints = self.w.put_rrset(
             section,
             owner,
@@ -332,7 +332,7 @@ impl<'z> Responder<'z, '_> {
             self.sources[self.nsources] = Some(AdditionalSource { rrset, hints, cut });
             self.nsources += 1;
         }
-        Ok(())
+        Ok(hints)
     }
 
     /// The negative-answer SOA (TTL per RFC 2308 §5) in the authority section.
@@ -348,6 +348,7 @@ impl<'z> Responder<'z, '_> {
             ttl,
             None,
         )
+        .map(|_| ())
     }
 
     /// The authority section for the outcome of the answer section.

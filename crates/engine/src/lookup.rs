@@ -128,14 +128,15 @@ impl<'z> Responder<'z, '_> {
         let zone = self.zone;
         // Knot works on the lower-cased QNAME: it shows in DNAME substitutions.
         let mut name: NameBuf = lowercase(self.question.qname.as_ref());
-        let mut first = true;
+
         let mut chain = 0usize;
+        // Owner of the next RRset: the QNAME, then the CNAME target in RDATA.
+        let mut hint = QNAME_POS;
         self.w.set_flags(lode_wire::message::flags::AA);
         loop {
-            let hint = if first { QNAME_POS } else { 0 };
             match self.classify(name.as_ref()) {
                 Step::Cut(cut) => {
-                    if first {
+                    if chain == 0 {
                         self.w.clear_flags(lode_wire::message::flags::AA);
                     }
                     return Ok(Outcome::Referral { cut });
@@ -178,7 +179,9 @@ impl<'z> Responder<'z, '_> {
                     if next.replace_suffix(node.owner(), target).is_err() {
                         return Ok(Outcome::YxDomain);
                     }
-                    self.synthesize_cname(name.as_ref(), hint, dname.ttl(), next.as_ref())?;
+                    // Knot points the synthesized owner at the QNAME only.
+                    let own = if hint == QNAME_POS { hint } else { 0 };
+                    hint = self.synthesize_cname(name.as_ref(), own, dname.ttl(), next.as_ref())?;
                     name = next;
                 }
                 Step::Node { id, synthesized } => {
@@ -198,7 +201,9 @@ impl<'z> Responder<'z, '_> {
                     } else {
                         node.owner()
                     };
-                    self.put_rrset(Section::Answer, id, owner, hint, cname, cname.ttl(), None)?;
+                    let h =
+                        self.put_rrset(Section::Answer, id, owner, hint, cname, cname.ttl(), None)?;
+                    hint = h.rdata[0];
                     if (synthesized && self.was_visited(id)) || !self.visit(id) {
                         return Ok(Outcome::Stop);
                     }
@@ -208,7 +213,7 @@ impl<'z> Responder<'z, '_> {
                     name.set(target);
                 }
             }
-            first = false;
+
             if !name.as_ref().ends_with(&zone.origin()) {
                 return Ok(Outcome::Stop);
             }
@@ -223,7 +228,7 @@ impl<'z> Responder<'z, '_> {
         hint: u16,
         ttl: u32,
         target: NameRef<'_>,
-    ) -> Result<(), Full> {
+    ) -> Result<u16, Full> {
         self.w
             .put_rrset(
                 Section::Answer,
@@ -234,7 +239,7 @@ impl<'z> Responder<'z, '_> {
                 ttl,
                 core::iter::once(target.as_wire()),
             )
-            .map(|_| ())
+            .map(|h| h.rdata[0])
     }
 
     /// The data of one node for the query type: ANY gives the first RRset
@@ -294,7 +299,7 @@ impl<'z> Responder<'z, '_> {
         if self.dnssec {
             match node.rrset(Rtype::DS) {
                 Some(ds) => {
-                    self.put_rrset(Section::Authority, cut, node.owner(), 0, ds, ds.ttl(), None)?
+                    self.put_rrset(Section::Authority, cut, node.owner(), 0, ds, ds.ttl(), None)?;
                 }
                 None if self.nsec => self.put_nsec(cut)?,
                 None => {}

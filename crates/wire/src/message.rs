@@ -294,6 +294,8 @@ pub struct MessageWriter<'a> {
     counts: [u16; 4],
     /// Compression reference: offset and label count (label count 0: none).
     suffix: (u16, u8),
+    /// The QNAME as reference: every RRset starts from it again.
+    qname_suffix: (u16, u8),
 }
 
 impl<'a> MessageWriter<'a> {
@@ -311,6 +313,7 @@ impl<'a> MessageWriter<'a> {
             limit,
             counts: [0; 4],
             suffix: (0, 0),
+            qname_suffix: (0, 0),
         })
     }
 
@@ -422,6 +425,7 @@ impl<'a> MessageWriter<'a> {
         self.counts[0] += 1;
         if !q.qname.as_ref().is_root() {
             self.suffix = (at as u16, q.qname.as_ref().label_count() as u8);
+            self.qname_suffix = self.suffix;
         }
         Ok(())
     }
@@ -511,9 +515,20 @@ impl<'a> MessageWriter<'a> {
         Ok(start)
     }
 
+    /// Where later names can point to find the name just written at `start`:
+    /// the name itself, or the target when it was written as a bare pointer.
+    fn hint_for(&self, start: usize) -> usize {
+        match self.buf.get(start..self.pos) {
+            Some([hi, lo]) if hi & 0xC0 == 0xC0 => (((*hi & 0x3F) as usize) << 8) | *lo as usize,
+            _ => start,
+        }
+    }
+
     /// Writes one RRset, all records or none. The first owner is a pointer to
     /// `owner_hint` when non-zero, else `owner` compressed; later owners point
     /// at the first. Names in RDATA are compressed for the RFC 3597 §4 types.
+    /// As in Knot DNS, compression starts again for each RRset, from the name
+    /// at `owner_hint` if given, else from the QNAME.
     #[allow(clippy::too_many_arguments)]
     pub fn put_rrset<'r>(
         &mut self,
@@ -526,6 +541,11 @@ impl<'a> MessageWriter<'a> {
         rdatas: impl Iterator<Item = &'r [u8]>,
     ) -> Result<RrsetHints, Full> {
         let mark = self.mark();
+        self.suffix = if owner_hint != 0 && !owner.is_root() {
+            (owner_hint, owner.label_count() as u8)
+        } else {
+            self.qname_suffix
+        };
         let r = self.put_rrset_inner(section, owner, owner_hint, rtype, class, ttl, rdatas);
         if r.is_err() {
             self.rollback(mark);
@@ -558,8 +578,9 @@ impl<'a> MessageWriter<'a> {
                 self.put_pointer(hints.owner as usize)?;
             } else {
                 self.put_name(owner)?;
+                let h = self.hint_for(at);
                 if i == 0 && self.pos < PTR_MAX && !owner.is_root() {
-                    hints.owner = at as u16;
+                    hints.owner = h as u16;
                 }
             }
             self.put_u16(rtype.0)?;
@@ -630,7 +651,11 @@ impl<'a> MessageWriter<'a> {
                     };
                     self.put(b)?;
                 }
-                rdata::Field::Name { compress, lower } => {
+                rdata::Field::Name {
+                    compress,
+                    lower,
+                    hint,
+                } => {
                     let Some(Ok((name, rest))) = rd.get(pos..).map(NameRef::split_from) else {
                         return Ok(None);
                     };
@@ -655,7 +680,9 @@ impl<'a> MessageWriter<'a> {
                         self.put_name_plain(name)?;
                         at
                     };
-                    first_name.get_or_insert(at);
+                    if hint && first_name.is_none() {
+                        first_name = Some(self.hint_for(at));
+                    }
                 }
             }
         }
@@ -798,21 +825,24 @@ mod tests {
         w.put_question(&q("CNAME2.EXAMPLE.COM.", Rtype::A)).unwrap();
         let target: Name = "cname.example.com.".parse().unwrap();
         let owner: Name = "cname2.example.com.".parse().unwrap();
-        w.put_rrset(
-            Section::Answer,
-            owner.as_ref(),
-            12,
-            Rtype::CNAME,
-            Class::IN,
-            3600,
-            [target.as_wire()].into_iter(),
-        )
-        .unwrap();
+        let hints = w
+            .put_rrset(
+                Section::Answer,
+                owner.as_ref(),
+                12,
+                Rtype::CNAME,
+                Class::IN,
+                3600,
+                [target.as_wire()].into_iter(),
+            )
+            .unwrap();
+        // The CNAME target's owner points at the target written in RDATA.
+        assert_eq!(hints.rdata[0], 0x30);
         let www: Name = "www.example.com.".parse().unwrap();
         w.put_rrset(
             Section::Answer,
             target.as_ref(),
-            0,
+            hints.rdata[0],
             Rtype::CNAME,
             Class::IN,
             3600,

@@ -20,6 +20,9 @@ pub enum Field {
         compress: bool,
         /// Written in lower case.
         lower: bool,
+        /// Its position is remembered for later owners (glue) to point at;
+        /// Knot does this for every name but the SVCB/HTTPS target.
+        hint: bool,
     },
 }
 
@@ -27,6 +30,7 @@ const fn name(compress: bool) -> Field {
     Field::Name {
         compress,
         lower: true,
+        hint: true,
     }
 }
 
@@ -62,6 +66,7 @@ pub fn layout(rtype: Rtype) -> Layout {
         Field::Name {
             compress: false,
             lower: false,
+            hint: false,
         },
     ];
     let fields: &'static [Field] = match rtype {
