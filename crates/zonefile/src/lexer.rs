@@ -64,6 +64,27 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Error recovery inside parentheses: skips past the `)` that closes `depth`
+    /// open ones (quotes and comments ignored), or to the end.
+    fn skip_group(&mut self, mut depth: u32) {
+        self.pos += 1;
+        while let Some(&c) = self.buf.get(self.pos) {
+            self.pos += 1;
+            match c {
+                b'\n' => self.line += 1,
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.skip_line();
+    }
+
     /// Reads the next non-empty entry into `toks`. `Ok(None)` at the end of input.
     /// After an error the lexer has moved past the bad line, so lexing can go on.
     pub(crate) fn next_entry(
@@ -108,10 +129,14 @@ impl<'a> Lexer<'a> {
                         self.pos += rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
                     }
                     b'(' => {
-                        if depth == 0 {
-                            open_line = self.line;
+                        if depth > 0 {
+                            // Nested parentheses (Knot refuses them too): skip the group.
+                            let line = self.line;
+                            self.skip_group(depth + 1);
+                            return Err((line, "nested '(' inside parentheses".into()));
                         }
-                        depth += 1;
+                        open_line = self.line;
+                        depth = 1;
                         self.pos += 1;
                     }
                     b')' => {

@@ -305,6 +305,11 @@ fn parse_field(
         }
         Name(what) => {
             let k = need(what)?;
+            if k.quoted {
+                return Err(format!(
+                    "{t}: {what} must be a domain name, not a quoted string"
+                ));
+            }
             name_into(k.text, origin, out).map_err(|e| format!("{t}: bad {what}: {e}"))?;
             Ok(1)
         }
@@ -332,13 +337,13 @@ fn parse_field(
         }
         Str(what) => {
             let k = need(what)?;
-            char_string(t, k.text, out, false)?;
+            char_string(t, k, out, false)?;
             Ok(1)
         }
         Strs => {
             need("text")?;
             for k in toks {
-                char_string(t, k.text, out, true)?;
+                char_string(t, k, out, true)?;
             }
             Ok(toks.len())
         }
@@ -387,6 +392,9 @@ fn parse_field(
         }
         Salt => {
             let k = need("salt")?;
+            if k.text.is_empty() {
+                return Err(bad("salt", "hex or -", k));
+            }
             let at = out.len();
             out.push(0);
             if k.text != b"-" {
@@ -406,7 +414,8 @@ fn parse_field(
             let k = need("next hashed owner")?;
             let at = out.len();
             out.push(0);
-            if !base32hex_into(k.text, out) {
+            // Whole 8-character groups only, as Knot requires (a hash is 32 characters).
+            if k.text.len() % 8 != 0 || !base32hex_into(k.text, out) {
                 return Err(bad("next hashed owner", "base32hex", k));
             }
             let len = out.len() - at - 1;
@@ -485,7 +494,14 @@ pub(crate) fn type_code(s: &[u8]) -> Option<Rtype> {
 }
 
 /// Appends one character string (length-prefixed); `split` cuts long text in 255-octet pieces.
-fn char_string(t: Rtype, text: &[u8], out: &mut Vec<u8>, split: bool) -> Result<(), String> {
+fn char_string(t: Rtype, tok: &Token<'_>, out: &mut Vec<u8>, split: bool) -> Result<(), String> {
+    let text = tok.text;
+    if !tok.quoted && has_bare_quote(text) {
+        return Err(format!(
+            "{t}: a '\"' inside an unquoted string: \"{}\"",
+            show(text)
+        ));
+    }
     let at = out.len();
     out.push(0);
     unescape_into(text, out).map_err(|e| format!("{t}: {e}"))?;
@@ -505,6 +521,19 @@ fn char_string(t: Rtype, text: &[u8], out: &mut Vec<u8>, split: bool) -> Result<
         out.extend_from_slice(chunk);
     }
     Ok(())
+}
+
+/// True if `text` holds a `"` that is not escaped.
+fn has_bare_quote(text: &[u8]) -> bool {
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'\\' => i += 2,
+            b'"' => return true,
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 /// Writes a type bitmap for `types` (sorted and de-duplicated here).

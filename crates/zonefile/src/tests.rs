@@ -352,6 +352,48 @@ fn error_messages_name_file_and_line() {
     );
 }
 
+/// Inputs Knot 3.2.6 refuses (checked one zone each with knotd) are refused here too.
+#[test]
+fn refused_like_knot() {
+    for (text, want) in [
+        ("e TXT foo\"bar\"", "TXT: a '\"' inside an unquoted string"),
+        ("e TXT ((a) b)", "nested '(' inside parentheses"),
+        (
+            "e NAPTR 1 2 \"a\" \"b\" \"c\" \"d\"",
+            "NAPTR: replacement must be a domain name",
+        ),
+        ("e NSEC3PARAM 1 0 0 \"\"", "NSEC3PARAM: expected salt"),
+        ("e NSEC3 1 0 0 - 00 A", "NSEC3: expected next hashed owner"),
+        ("e A 01.2.3.4", "A: expected an IPv4 address"),
+        (
+            "e RRSIG A 8 2 3600 2024010100000 20231201000000 1 . AA==",
+            "RRSIG: expected expiration",
+        ),
+        ("e IN IN A 1.2.3.4", "unknown record type \"IN\""),
+        (
+            "e HTTPS 1 . port=",
+            "HTTPS: parameter \"port\" needs a value",
+        ),
+    ] {
+        let e = errors(&format!("$TTL 1\n{text}\nok A 1.2.3.4\n"));
+        assert_eq!(e.len(), 1, "{text}: {e:?}");
+        assert!(
+            e[0].starts_with(&format!("t.zone:2: {want}")),
+            "{text}: {}",
+            e[0]
+        );
+    }
+    // After a nested parenthesis the reader goes on after the group.
+    let e = errors("$TTL 1\na TXT ( (x)\n y )\nb A 1.2.3.4\nc A x\n");
+    assert_eq!(
+        e,
+        [
+            "t.zone:2: nested '(' inside parentheses",
+            "t.zone:5: A: expected an IPv4 address, got \"x\""
+        ]
+    );
+}
+
 #[test]
 fn errors_are_capped() {
     let text = "x MX bad x\n".repeat(1000);
