@@ -463,6 +463,34 @@ fn includes() {
 }
 
 #[test]
+fn generate_bind_arm_example() {
+    // The example of the BIND 9 ARM ($GENERATE), output as named-compilezone 9.18 gives it.
+    let origin: Name = "0.0.192.in-addr.arpa.".parse().unwrap();
+    let text = "$TTL 1h\n$ORIGIN 0.0.192.IN-ADDR.ARPA.\n$GENERATE 1-2 @ NS SERVER$.EXAMPLE.\n\
+                $GENERATE 1-127 $ CNAME $.0\n";
+    let z = parse_str(text, "arm", &origin).unwrap();
+    assert_eq!(z.records.len(), 129);
+    let lines: Vec<String> = z.records.iter().map(format_record).collect();
+    assert_eq!(
+        lines[0],
+        "0.0.192.IN-ADDR.ARPA. 3600 IN NS SERVER1.EXAMPLE."
+    );
+    assert_eq!(
+        lines[1],
+        "0.0.192.IN-ADDR.ARPA. 3600 IN NS SERVER2.EXAMPLE."
+    );
+    assert_eq!(
+        lines[2],
+        "1.0.0.192.IN-ADDR.ARPA. 3600 IN CNAME 1.0.0.0.192.IN-ADDR.ARPA."
+    );
+    assert_eq!(
+        lines[128],
+        "127.0.0.192.IN-ADDR.ARPA. 3600 IN CNAME 127.0.0.0.192.IN-ADDR.ARPA."
+    );
+    assert!(z.positions.iter().skip(2).all(|p| p.line == 4));
+}
+
+#[test]
 fn generate_directive() {
     // From the BIND ARM: reverse zone PTRs and forward A records.
     let z = zone("$TTL 1\n$GENERATE 1-3 $.0 PTR host-$.example.\n$GENERATE 1-2/1 host-${10,3,d} A 10.0.0.$\n");
