@@ -407,3 +407,69 @@ fn comparison_sees_differences_and_ignores_compression() {
         "{text}"
     );
 }
+
+/// RFC 7766 section 6.2.1: many queries written at once on one TCP
+/// connection all get answered (in any order), by Knot and by Lode alike;
+/// here only "one answer per ID, same question" is checked — the contents
+/// are the other test's business.
+#[test]
+fn pipelined_tcp_queries_are_all_answered() {
+    if !knot_available() {
+        return;
+    }
+    let peer = peer_from_env();
+    let zones = zones_in(&repo_root().join("tests/differential/zones"));
+    let cases: Vec<Case> = load_cases()
+        .into_iter()
+        .filter(|c| c.tcp)
+        .take(200)
+        .collect();
+    let knot = start_knot(&zones, pick_port(15300)).unwrap_or_else(|e| panic!("{e}"));
+    let mut other = start_peer(peer, &zones, pick_port(15350)).unwrap_or_else(|e| panic!("{e}"));
+    let mut failures = Vec::new();
+    for server in [&knot, &other] {
+        let mut s = std::net::TcpStream::connect(server.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut all = Vec::new();
+        let mut want = std::collections::BTreeMap::new();
+        for (i, c) in cases.iter().enumerate() {
+            let mut q = c.query.clone();
+            q.id = i as u16;
+            let w = q.to_wire();
+            want.insert(q.id, Message::parse(&w).question);
+            all.extend_from_slice(&(w.len() as u16).to_be_bytes());
+            all.extend_from_slice(&w);
+        }
+        std::io::Write::write_all(&mut s, &all).expect("write");
+        for _ in 0..cases.len() {
+            let Some(r) = tcp_read_message(&mut s) else {
+                failures.push(format!(
+                    "{}: connection ended with {} answers missing",
+                    server.label,
+                    want.len()
+                ));
+                break;
+            };
+            let m = Message::parse(&r);
+            match want.remove(&m.id) {
+                Some(q) if q == m.question => {}
+                Some(_) => failures.push(format!(
+                    "{}: ID {} answered for another question",
+                    server.label, m.id
+                )),
+                None => failures.push(format!(
+                    "{}: unexpected or repeated ID {}",
+                    server.label, m.id
+                )),
+            }
+        }
+    }
+    assert!(
+        other.alive(),
+        "{} died:\n{}",
+        other.label,
+        other.log_tail(30)
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
