@@ -12,7 +12,9 @@
 //! worker and each TCP connection gets its own clone, so a handler can keep
 //! per-worker scratch state without locks. UDP buffers and message headers are
 //! allocated once per worker: nothing is allocated per datagram. Workers wake
-//! up every `poll_interval` to check the stop flag, so `stop` is bounded.
+//! up every `poll_interval` to check the stop flag, so `stop` is bounded. On a
+//! wildcard address (0.0.0.0, ::) each answer leaves from the address its
+//! query was sent to (`IP_PKTINFO` / `IPV6_PKTINFO`), as multi-homed hosts need.
 //!
 //! This is the only crate of the workspace allowed `unsafe`; all of it is in
 //! `sys.rs` (the `recvmmsg`/`sendmmsg` batches), each block with its reason.

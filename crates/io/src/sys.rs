@@ -7,8 +7,26 @@ use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::RawFd;
 
+/// Bytes of control data per slot: room for one `in6_pktinfo` (the larger
+/// of the two packet-info messages) with its header, and more.
+const CTRL_WORDS: usize = 16;
+const CTRL_BYTES: usize = CTRL_WORDS * 8;
+
+/// The local address a datagram was sent to (from `IP_PKTINFO` /
+/// `IPV6_PKTINFO`), used as the source of the answer.
+#[derive(Clone, Copy)]
+enum LocalDst {
+    /// Not known (packet info off, or not delivered).
+    Unknown,
+    /// IPv4: the local address to answer from.
+    V4(libc::in_addr),
+    /// IPv6: the destination address and the interface it came in on.
+    V6(libc::in6_addr, u32),
+}
+
 /// A batch of datagram slots for one `recvmmsg` or `sendmmsg` call: payload
-/// buffers, peer addresses and the kernel's message headers, allocated once.
+/// buffers, peer addresses, packet info and the kernel's message headers,
+/// allocated once.
 pub(crate) struct MsgBatch {
     /// `slots * slot_size` bytes of payload.
     bufs: Vec<u8>,
@@ -19,11 +37,17 @@ pub(crate) struct MsgBatch {
     addr_lens: Vec<libc::socklen_t>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
+    /// Whether packet info is received (and used when sending).
+    pktinfo: bool,
+    /// `CTRL_WORDS` u64 per slot (u64 keeps cmsghdr alignment).
+    ctrl: Vec<u64>,
+    local: Vec<LocalDst>,
 }
 
 impl MsgBatch {
-    /// A batch of `slots` datagrams of at most `slot_size` bytes each.
-    pub(crate) fn new(slots: usize, slot_size: usize) -> Self {
+    /// A batch of `slots` datagrams of at most `slot_size` bytes each;
+    /// `pktinfo` when the socket delivers packet info (wildcard binds).
+    pub(crate) fn new(slots: usize, slot_size: usize, pktinfo: bool) -> Self {
         let slots = slots.max(1);
         // SAFETY: sockaddr_storage, iovec and mmsghdr are plain C structs of
         // integers and raw pointers, for which all-zero bytes are a valid value.
@@ -42,6 +66,13 @@ impl MsgBatch {
             addr_lens: vec![0; slots],
             iovs: vec![iov; slots],
             hdrs: vec![hdr; slots],
+            pktinfo,
+            ctrl: if pktinfo {
+                vec![0; slots * CTRL_WORDS]
+            } else {
+                Vec::new()
+            },
+            local: vec![LocalDst::Unknown; slots],
         }
     }
 
@@ -75,6 +106,21 @@ impl MsgBatch {
             h.msg_hdr.msg_control = std::ptr::null_mut();
             h.msg_hdr.msg_controllen = 0;
             h.msg_hdr.msg_flags = 0;
+            if !self.pktinfo {
+                continue;
+            }
+            // SAFETY: i < slots, so the slot's CTRL_WORDS words lie inside `ctrl`.
+            let ctrl = unsafe { self.ctrl.as_mut_ptr().add(i * CTRL_WORDS) };
+            h.msg_hdr.msg_control = ctrl.cast();
+            h.msg_hdr.msg_controllen = CTRL_BYTES;
+            if !recv {
+                // SAFETY: msg_control points to CTRL_BYTES writable, 8-aligned
+                // bytes owned by `self`, enough for one packet-info message.
+                h.msg_hdr.msg_controllen = unsafe { write_pktinfo(&mut h.msg_hdr, self.local[i]) };
+                if h.msg_hdr.msg_controllen == 0 {
+                    h.msg_hdr.msg_control = std::ptr::null_mut();
+                }
+            }
         }
     }
 
@@ -104,6 +150,13 @@ impl MsgBatch {
         for i in 0..got {
             self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.slot_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
+            self.local[i] = if self.pktinfo {
+                // SAFETY: the header's control pointer and the length the
+                // kernel wrote describe initialised bytes inside `ctrl`.
+                unsafe { read_pktinfo(&self.hdrs[i].msg_hdr) }
+            } else {
+                LocalDst::Unknown
+            };
         }
         Ok(got)
     }
@@ -131,6 +184,7 @@ impl MsgBatch {
         self.lens[i] = len.min(self.slot_size);
         self.addrs[i] = rx.addrs[from];
         self.addr_lens[i] = rx.addr_lens[from];
+        self.local[i] = rx.local[from];
     }
 
     /// Sends slots `start..end`; returns how many were sent (at least one,
@@ -198,4 +252,195 @@ pub(crate) fn force_recv_buffer(fd: RawFd, bytes: usize) -> bool {
         )
     };
     r == 0
+}
+
+/// Reads the packet-info control message of a received datagram.
+///
+/// # Safety
+/// `hdr.msg_control` must point to `hdr.msg_controllen` initialised bytes
+/// (as left by `recvmmsg`), aligned for `cmsghdr`.
+unsafe fn read_pktinfo(hdr: &libc::msghdr) -> LocalDst {
+    if hdr.msg_control.is_null() || hdr.msg_flags & libc::MSG_CTRUNC != 0 {
+        return LocalDst::Unknown;
+    }
+    let v4_len = mem::size_of::<libc::in_pktinfo>() as u32;
+    let v6_len = mem::size_of::<libc::in6_pktinfo>() as u32;
+    // SAFETY: CMSG_FIRSTHDR/CMSG_NXTHDR only return headers lying inside
+    // msg_control[..msg_controllen] (or null), which the caller guarantees
+    // initialised; a header of the packet-info level and type whose length
+    // covers the struct is followed by that struct, read unaligned.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
+        while !cmsg.is_null() {
+            let c = &*cmsg;
+            let data = libc::CMSG_DATA(cmsg);
+            let len = c.cmsg_len as usize;
+            if c.cmsg_level == libc::IPPROTO_IP
+                && c.cmsg_type == libc::IP_PKTINFO
+                && len >= libc::CMSG_LEN(v4_len) as usize
+            {
+                let info = std::ptr::read_unaligned(data.cast::<libc::in_pktinfo>());
+                return LocalDst::V4(info.ipi_spec_dst);
+            }
+            if c.cmsg_level == libc::IPPROTO_IPV6
+                && c.cmsg_type == libc::IPV6_PKTINFO
+                && len >= libc::CMSG_LEN(v6_len) as usize
+            {
+                let info = std::ptr::read_unaligned(data.cast::<libc::in6_pktinfo>());
+                return LocalDst::V6(info.ipi6_addr, info.ipi6_ifindex);
+            }
+            cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
+        }
+    }
+    LocalDst::Unknown
+}
+
+/// Writes a packet-info control message choosing the answer's source
+/// address; returns the control length to send (0: none).
+///
+/// # Safety
+/// `hdr.msg_control` must point to `CTRL_BYTES` writable bytes aligned for
+/// `cmsghdr`, and `hdr.msg_controllen` must be `CTRL_BYTES`.
+unsafe fn write_pktinfo(hdr: &mut libc::msghdr, local: LocalDst) -> usize {
+    let (level, kind, size) = match local {
+        LocalDst::Unknown => return 0,
+        LocalDst::V4(_) => (
+            libc::IPPROTO_IP,
+            libc::IP_PKTINFO,
+            mem::size_of::<libc::in_pktinfo>(),
+        ),
+        LocalDst::V6(..) => (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_PKTINFO,
+            mem::size_of::<libc::in6_pktinfo>(),
+        ),
+    };
+    // SAFETY: CTRL_BYTES exceeds CMSG_SPACE of either struct, so the first
+    // header and its data fit in the buffer; writes of the data are unaligned.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(hdr);
+        if cmsg.is_null() {
+            return 0;
+        }
+        (*cmsg).cmsg_level = level;
+        (*cmsg).cmsg_type = kind;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size as u32) as _;
+        let data = libc::CMSG_DATA(cmsg);
+        match local {
+            LocalDst::V4(addr) => std::ptr::write_unaligned(
+                data.cast::<libc::in_pktinfo>(),
+                libc::in_pktinfo {
+                    ipi_ifindex: 0,
+                    ipi_spec_dst: addr,
+                    ipi_addr: libc::in_addr { s_addr: 0 },
+                },
+            ),
+            LocalDst::V6(addr, ifindex) => std::ptr::write_unaligned(
+                data.cast::<libc::in6_pktinfo>(),
+                libc::in6_pktinfo {
+                    ipi6_addr: addr,
+                    ipi6_ifindex: ifindex,
+                },
+            ),
+            LocalDst::Unknown => {}
+        }
+        libc::CMSG_SPACE(size as u32) as usize
+    }
+}
+
+/// Asks the kernel for the destination address of each datagram
+/// (`IP_PKTINFO` or `IPV6_RECVPKTINFO`).
+pub(crate) fn enable_pktinfo(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    let (level, option) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_PKTINFO)
+    };
+    let on: libc::c_int = 1;
+    // SAFETY: the option value points to a live c_int and its size is passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            option,
+            (&on as *const libc::c_int).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+
+    /// Receives one datagram on a socket with packet info on; returns what was read.
+    fn local_of(server: &str, client: &str) -> Option<(LocalDst, Vec<u8>)> {
+        let s = UdpSocket::bind(server).ok()?;
+        enable_pktinfo(s.as_raw_fd(), s.local_addr().ok()?.is_ipv6()).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let c = UdpSocket::bind(client).unwrap();
+        c.send_to(b"hello", s.local_addr().unwrap()).unwrap();
+        let mut batch = MsgBatch::new(4, 512, true);
+        let got = batch.recv(s.as_raw_fd()).unwrap();
+        assert_eq!(got, 1);
+        assert_eq!(batch.received(0).0, b"hello");
+        assert_eq!(batch.peer(0), Some(c.local_addr().unwrap()));
+        Some((batch.local[0], batch.received(0).0.to_vec()))
+    }
+
+    #[test]
+    fn packet_info_gives_the_local_address_ipv4() {
+        let (local, _) = local_of("127.0.0.1:15412", "127.0.0.1:0").unwrap();
+        match local {
+            LocalDst::V4(a) => assert_eq!(u32::from_be(a.s_addr), 0x7f00_0001),
+            _ => panic!("no IPv4 packet info"),
+        }
+    }
+
+    #[test]
+    fn packet_info_gives_the_local_address_ipv6() {
+        let Some((local, _)) = local_of("[::1]:15412", "[::1]:0") else {
+            return; // no IPv6 loopback here
+        };
+        match local {
+            LocalDst::V6(a, ifindex) => {
+                assert_eq!(Ipv6Addr::from(a.s6_addr), Ipv6Addr::LOCALHOST);
+                assert!(ifindex > 0);
+            }
+            _ => panic!("no IPv6 packet info"),
+        }
+    }
+
+    #[test]
+    fn packet_info_round_trips_into_a_send() {
+        let mut hdr: libc::msghdr = unsafe_zeroed_msghdr();
+        let mut ctrl = [0u64; CTRL_WORDS];
+        hdr.msg_control = ctrl.as_mut_ptr().cast();
+        hdr.msg_controllen = CTRL_BYTES;
+        let addr = libc::in_addr {
+            s_addr: u32::to_be(0xc000_0201),
+        };
+        // SAFETY: msg_control points to CTRL_BYTES of aligned, writable bytes.
+        let len = unsafe { write_pktinfo(&mut hdr, LocalDst::V4(addr)) };
+        assert!(len > 0);
+        hdr.msg_controllen = len;
+        // SAFETY: the control bytes were just written by write_pktinfo.
+        match unsafe { read_pktinfo(&hdr) } {
+            LocalDst::V4(a) => assert_eq!(u32::from_be(a.s_addr), 0xc000_0201),
+            _ => panic!("not read back"),
+        }
+    }
+
+    fn unsafe_zeroed_msghdr() -> libc::msghdr {
+        // SAFETY: msghdr is a plain C struct for which all-zero bytes are valid.
+        unsafe { mem::zeroed() }
+    }
 }

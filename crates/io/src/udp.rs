@@ -30,6 +30,9 @@ pub struct UdpConfig {
     pub max_response: usize,
     /// How long a worker waits for a datagram before checking the stop flag.
     pub poll_interval: Duration,
+    /// Answer from the address each query was sent to (`IP_PKTINFO` /
+    /// `IPV6_PKTINFO`); `None`: only on wildcard addresses, where it matters.
+    pub pktinfo: Option<bool>,
 }
 
 impl Default for UdpConfig {
@@ -41,6 +44,7 @@ impl Default for UdpConfig {
             max_query: 4096,
             max_response: 4096,
             poll_interval: Duration::from_millis(200),
+            pktinfo: None,
         }
     }
 }
@@ -117,11 +121,6 @@ impl UdpServer {
                 config.recv_buffer >> 10,
                 granted >> 10
             );
-            if addr.ip().is_unspecified() {
-                tracing::warn!(
-                    "udp {local}: a wildcard address; answers leave from the source address the kernel routes by (no IP_PKTINFO yet): on a multi-homed host, list each address"
-                );
-            }
             sockets.push(first);
             for _ in 1..workers {
                 sockets.push(bind(local, config)?);
@@ -209,6 +208,9 @@ fn bind(addr: SocketAddr, config: &UdpConfig) -> Result<Socket, IoError> {
     socket
         .set_read_timeout(Some(config.poll_interval.max(Duration::from_millis(1))))
         .map_err(err)?;
+    if config.pktinfo.unwrap_or(addr.ip().is_unspecified()) {
+        crate::sys::enable_pktinfo(socket.as_raw_fd(), addr.is_ipv6()).map_err(err)?;
+    }
     socket.bind(&addr.into()).map_err(err)?;
     Ok(socket)
 }
@@ -226,8 +228,13 @@ impl<H: Handler> Worker<H> {
     fn run(mut self) {
         let fd = self.socket.as_raw_fd();
         let batch = self.config.batch.max(1);
-        let mut rx = MsgBatch::new(batch, self.config.max_query.max(12));
-        let mut tx = MsgBatch::new(batch, self.config.max_response.max(512));
+        let addr = self.socket.local_addr().ok().and_then(|a| a.as_socket());
+        let pktinfo = self
+            .config
+            .pktinfo
+            .unwrap_or_else(|| addr.is_some_and(|a| a.ip().is_unspecified()));
+        let mut rx = MsgBatch::new(batch, self.config.max_query.max(12), pktinfo);
+        let mut tx = MsgBatch::new(batch, self.config.max_response.max(512), pktinfo);
         let (mut queries, mut responses, mut dropped) = (0u64, 0u64, 0u64);
         while !self.stop.load(Ordering::Relaxed) {
             let got = match rx.recv(fd) {

@@ -25,8 +25,8 @@ fn config() -> UdpConfig {
     }
 }
 
-fn echo_through(bind: SocketAddr, client_bind: &str) {
-    let server = UdpServer::start(&[bind], &config(), reverser).expect("bind the test port");
+fn echo_through(bind: SocketAddr, client_bind: &str, config: &UdpConfig) {
+    let server = UdpServer::start(&[bind], config, reverser).expect("bind the test port");
     let addr = server.local_addrs()[0];
     assert_eq!(addr, bind);
     let client = UdpSocket::bind(client_bind).unwrap();
@@ -85,7 +85,21 @@ fn echo_through(bind: SocketAddr, client_bind: &str) {
 
 #[test]
 fn udp_echo_through_ipv4() {
-    echo_through("127.0.0.1:15400".parse().unwrap(), "127.0.0.1:0");
+    echo_through("127.0.0.1:15400".parse().unwrap(), "127.0.0.1:0", &config());
+}
+
+/// Packet info is on by default only for wildcard addresses (which tests may
+/// not bind); forced on here, the answers must still go out from the right address.
+#[test]
+fn udp_echo_through_with_packet_info() {
+    let forced = UdpConfig {
+        pktinfo: Some(true),
+        ..config()
+    };
+    echo_through("127.0.0.1:15413".parse().unwrap(), "127.0.0.1:0", &forced);
+    if UdpSocket::bind("[::1]:0").is_ok() {
+        echo_through("[::1]:15413".parse().unwrap(), "[::1]:0", &forced);
+    }
 }
 
 #[test]
@@ -94,7 +108,7 @@ fn udp_echo_through_ipv6() {
         eprintln!("no IPv6 loopback here; skipped");
         return;
     }
-    echo_through("[::1]:15400".parse().unwrap(), "[::1]:0");
+    echo_through("[::1]:15400".parse().unwrap(), "[::1]:0", &config());
 }
 
 #[test]
