@@ -1,0 +1,110 @@
+//! `answer()` allocates nothing: a counting global allocator watches every
+//! query of the golden set (answers, referrals, negative answers with NSEC
+//! proofs, truncation, errors, drops) over UDP and TCP.
+#![allow(unsafe_code)] // a GlobalAlloc impl is unsafe by definition; test only
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use lode_engine::{answer, Settings, Transport, ZoneSet};
+use lode_wire::Name;
+use lode_zonedb::ZoneBuilder;
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static WATCHING: Cell<bool> = const { Cell::new(false) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if WATCHING.with(|w| w.get()) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if WATCHING.with(|w| w.get()) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn load_zones() -> ZoneSet {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut set = ZoneSet::new();
+    for origin in [
+        "example.com.",
+        "example.net.",
+        "child.example.com.",
+        "signed.test.",
+    ] {
+        let name: Name = origin.parse().unwrap();
+        let file = dir.join(format!("{origin}zone"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        let parsed = lode_zonefile::parse_str(&text, "zone", &name).unwrap();
+        let mut b = ZoneBuilder::new(name);
+        for (i, r) in parsed.records.into_iter().enumerate() {
+            b.add(r, i as u32);
+        }
+        set.insert(Arc::new(b.build().unwrap().0));
+    }
+    set
+}
+
+#[test]
+fn answer_does_not_allocate() {
+    let zones = load_zones();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden.txt");
+    let text = std::fs::read_to_string(golden).unwrap();
+    let mut queries = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let mut w = line.split_whitespace();
+        let t = if w.next() == Some("tcp") {
+            Transport::Tcp
+        } else {
+            Transport::Udp
+        };
+        let h = w.next().unwrap();
+        let q: Vec<u8> = (0..h.len() / 2)
+            .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        queries.push((t, q));
+    }
+    assert!(queries.len() > 150);
+    let settings = Settings::default();
+    let mut out = vec![0u8; 65535];
+    let mut answered = 0;
+    // Sanity check of the counter itself: it must see this allocation.
+    WATCHING.with(|w| w.set(true));
+    let probe = std::hint::black_box(vec![1u8; 16]);
+    WATCHING.with(|w| w.set(false));
+    assert!(
+        ALLOCATIONS.swap(0, Ordering::SeqCst) >= 1,
+        "counter is blind"
+    );
+    drop(probe);
+    for (t, q) in &queries {
+        WATCHING.with(|w| w.set(true));
+        let n = answer(&zones, q, &mut out, *t, &settings);
+        WATCHING.with(|w| w.set(false));
+        answered += usize::from(n > 0);
+    }
+    assert!(answered > 100);
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0, "answer() allocated");
+}
