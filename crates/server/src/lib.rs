@@ -274,9 +274,10 @@ impl Reloader {
             || config.tcp_idle_timeout != r.tcp_idle_timeout
             || config.tcp_max_clients != r.tcp_max_clients
             || config.control != r.control
+            || config.log_level != r.log_level
         {
             tracing::warn!(
-                "reload: listen, workers, max-udp-payload, tcp-* and control changes take effect at restart"
+                "reload: listen, workers, max-udp-payload, tcp-*, control and log-level changes take effect at restart"
             );
         }
         self.load(&config, false)
