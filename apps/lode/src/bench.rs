@@ -1,5 +1,13 @@
 //! `lode bench`: the echo ceiling, the RFC 8219 rate search and closed-loop client ramps.
 
+/// Prints a line to stdout; a closed pipe (`| head`) ends the command with an error, not a panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -171,7 +179,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 fn echo(a: EchoArgs) -> anyhow::Result<ExitCode> {
     let server = lode_bench::echo::start(&a.listen, a.workers)?;
     for addr in server.local_addrs() {
-        println!("echo listening on {addr} ({} workers)", a.workers.max(1));
+        out!("echo listening on {addr} ({} workers)", a.workers.max(1));
     }
     let start = Instant::now();
     let mut last = server.stats();
@@ -179,7 +187,7 @@ fn echo(a: EchoArgs) -> anyhow::Result<ExitCode> {
         std::thread::sleep(Duration::from_secs(1));
         let now = server.stats();
         if now.queries != last.queries {
-            println!(
+            out!(
                 "{:>6.1} s  {} q/s  (total {} in, {} out)",
                 start.elapsed().as_secs_f64(),
                 now.queries - last.queries,
@@ -218,8 +226,8 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
         .with_context(|| format!("bad {what}: {v}"))
 }
 
-fn print_step(r: &StepResult, ok: bool, tester_ok: bool) {
-    println!(
+fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
+    out!(
         "  rate {:>9}  sent {:>10}  valid {:>10}  late {:>6}  wrong {:>6}  unmatched {:>6}  \
          achieved {:>10.0} q/s  behind {:>5.2}%  {}{}",
         r.rate,
@@ -237,6 +245,7 @@ fn print_step(r: &StepResult, ok: bool, tester_ok: bool) {
             "  (INVALID: tester behind schedule or send errors)"
         }
     );
+    Ok(())
 }
 
 fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
@@ -245,7 +254,7 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
     let needed = (top as f64 * duration.as_secs_f64()).ceil() as usize + 1;
     let queries = a.source.load(needed)?;
     if queries.len() < needed {
-        println!(
+        out!(
             "note: {} distinct queries for up to {needed} per step: queries repeat \
              (RFC 8219 wants all different; generate a larger set)",
             queries.len()
@@ -261,7 +270,7 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
     cfg.batch = a.batch;
     cfg.max_behind = parse_fraction(&a.max_behind)?;
     let (loss, max_behind) = (cfg.loss, cfg.max_behind);
-    println!(
+    out!(
         "server {}  {} queries  step {:.1} s  timeout {} ms  loss {}%  {} thread(s) × {} ports",
         a.server,
         queries.len(),
@@ -278,7 +287,7 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
             let s = tester.step(r)?;
             let ok = s.passed(loss, max_behind);
             all_ok &= ok;
-            print_step(&s, ok, s.tester_ok(max_behind));
+            print_step(&s, ok, s.tester_ok(max_behind))?;
         }
         return Ok(if all_ok {
             ExitCode::SUCCESS
@@ -289,15 +298,16 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
     let resolution = a.resolution.unwrap_or((a.high / 1000).max(1));
     let mut results = Vec::new();
     for rep in 1..=a.repeat.max(1) {
-        println!("search {rep}/{}: [{}, {}]", a.repeat.max(1), a.low, a.high);
+        out!("search {rep}/{}: [{}, {}]", a.repeat.max(1), a.low, a.high);
         let res = tester.search(a.low, a.high, resolution, |r, ok| {
-            print_step(r, ok, r.tester_ok(max_behind))
+            // Output errors (a closed pipe) must not stop a measurement half-way.
+            let _ = print_step(r, ok, r.tester_ok(max_behind));
         })?;
         let limited = res
             .trials
             .iter()
             .any(|t| !t.passed && !t.detail.tester_ok(max_behind));
-        println!(
+        out!(
             "result {rep}: {} q/s{}{}",
             res.rate,
             if res.hit_ceiling {
@@ -314,7 +324,7 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
         results.push(res.rate as f64);
     }
     if let Some(s) = Summary::of(&results) {
-        println!(
+        out!(
             "RFC 8219 result over {} searches: median {:.0} q/s, 1st percentile {:.0}, \
              99th percentile {:.0}, dispersion {:.2}%",
             s.n,
@@ -340,22 +350,20 @@ fn clients(a: ClientsArgs) -> anyhow::Result<ExitCode> {
         timeout: Duration::from_millis(a.timeout.max(1)),
         expect: a.source.expect()?,
     };
-    println!(
+    out!(
         "server {}  {} queries  {:.1} s per step  timeout {} ms",
         a.server,
         queries.len(),
         step_duration.as_secs_f64(),
         a.timeout
     );
-    println!(
-        "clients        q/s   answered  timeouts  wrong    p50 µs    p90 µs    p99 µs    max µs"
-    );
+    out!("clients        q/s   answered  timeouts  wrong    p50 µs    p90 µs    p99 µs    max µs");
     let mut cursor = 0u64;
     let mut n = a.from;
     while n <= a.to {
         let s = clients::run_step(&cfg, &queries, n, cursor)?;
         cursor = cursor.wrapping_add(s.answered + s.timeouts + s.wrong);
-        println!(
+        out!(
             "{:>7} {:>10.0} {:>10} {:>9} {:>6} {:>9.0} {:>9.0} {:>9.0} {:>9.0}",
             s.clients,
             s.qps,

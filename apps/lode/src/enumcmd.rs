@@ -1,5 +1,13 @@
 //! `lode enum`: E.164 number ⇄ ENUM domain name (RFC 6116 §2.4).
 
+/// Prints a line to stdout; a closed pipe (`| head`) ends the command with an error, not a panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
 use std::process::ExitCode;
 
 use lode_bench::e164::{E164, E164_ARPA};
@@ -26,7 +34,7 @@ pub fn run(args: EnumArgs) -> anyhow::Result<ExitCode> {
             E164::parse(input).map(|n| n.enum_name(&args.apex))
         };
         match converted {
-            Ok(out) => println!("{out}"),
+            Ok(out) => out!("{out}"),
             Err(e) => {
                 eprintln!("lode enum: {input:?}: {e}");
                 failed = true;

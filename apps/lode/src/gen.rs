@@ -1,6 +1,14 @@
 //! `lode gen`: benchmark data sets — ENUM zones (seed 000 §3.4) and the
 //! dns64perf namespace (RFC 8219 self-test) — with query files in dnsperf format.
 
+/// Prints a line to stdout; a closed pipe (`| head`) ends the command with an error, not a panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -97,7 +105,7 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
             let sum = enumset::generate(&spec, &a.out)?;
             let secs = start.elapsed().as_secs_f64();
             let l = &sum.layout;
-            println!(
+            out!(
                 "{} NAPTR records in {} zones ({} to {}), prefix {}, {} queries per file, in {:.2} s",
                 l.records(),
                 l.zones(),
@@ -108,15 +116,15 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
                 secs,
             );
             for f in &sum.query_files {
-                println!("queries: {}", f.display());
+                out!("queries: {}", f.display());
             }
-            println!("knot zones: {}", sum.knot_conf.display());
+            out!("knot zones: {}", sum.knot_conf.display());
         }
         GenWhat::Dns64perf(a) => {
             let net = Ipv4Net::parse(&a.prefix)?;
             let rtype = if a.aaaa { AddrType::Aaaa } else { AddrType::A };
             let sum = dns64perf::generate(net, rtype, a.queries, &a.out)?;
-            println!(
+            out!(
                 "{} names in {} ({}), {} queries ({}), in {:.2} s",
                 sum.records,
                 dns64perf::ZONE,
@@ -125,7 +133,7 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
                 sum.query_file.display(),
                 start.elapsed().as_secs_f64()
             );
-            println!("knot zones: {}", sum.knot_conf.display());
+            out!("knot zones: {}", sum.knot_conf.display());
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -275,6 +275,10 @@ impl Tester {
         if rate == 0 {
             return Err(RateError::Config("rate 0".into()));
         }
+        // Send times are kept as u32 microseconds (71 minutes).
+        if self.config.duration + self.config.timeout > Duration::from_secs(3600) {
+            return Err(RateError::Config("steps are limited to one hour".into()));
+        }
         let cfg = &self.config;
         let threads = cfg.threads as u64;
         let total = ((rate as f64) * cfg.duration.as_secs_f64())
