@@ -140,37 +140,62 @@ impl QuerySet {
     /// lines skipped; names absolute with or without the final dot), up to `limit` queries.
     pub fn parse_list(text: &str, limit: usize, edns: bool) -> Result<QuerySet, QueryError> {
         let mut set = QuerySet::default();
-        let root = Name::root();
         for (i, line) in text.lines().enumerate() {
             if set.len() >= limit {
                 break;
             }
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-                continue;
-            }
-            let bad = |why: String| QueryError::BadLine { line: i + 1, why };
-            let mut fields = line.split_whitespace();
-            let name = fields.next().unwrap_or_default();
-            let rtype = fields.next().unwrap_or("A");
-            if fields.next().is_some() {
-                return Err(bad("expected `name TYPE`".into()));
-            }
-            let name = Name::parse(name, Some(&root)).map_err(|e| bad(format!("{name}: {e}")))?;
-            let rtype = Rtype::from_mnemonic(&rtype.to_ascii_uppercase())
-                .ok_or_else(|| bad(format!("unknown type {rtype}")))?;
-            set.push(&name, rtype, edns);
+            set.push_line(line, i + 1, edns)?;
         }
-        if set.is_empty() {
-            return Err(QueryError::Empty);
-        }
-        Ok(set)
+        set.finish()
     }
 
-    /// Reads a dnsperf query list from a file.
+    /// Reads a dnsperf query list from a file, line by line, stopping after `limit` queries.
     pub fn read_file(path: &Path, limit: usize, edns: bool) -> Result<QuerySet, QueryError> {
-        let text = std::fs::read_to_string(path).map_err(QueryError::Io)?;
-        QuerySet::parse_list(&text, limit, edns)
+        use std::io::BufRead;
+        let file = std::fs::File::open(path).map_err(QueryError::Io)?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut set = QuerySet::default();
+        let mut line = String::new();
+        let mut number = 0;
+        while set.len() < limit {
+            line.clear();
+            number += 1;
+            if reader.read_line(&mut line).map_err(QueryError::Io)? == 0 {
+                break;
+            }
+            set.push_line(&line, number, edns)?;
+        }
+        set.finish()
+    }
+
+    /// Adds the query of one list line (nothing for blank and comment lines).
+    fn push_line(&mut self, line: &str, number: usize, edns: bool) -> Result<(), QueryError> {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            return Ok(());
+        }
+        let bad = |why: String| QueryError::BadLine { line: number, why };
+        let mut fields = line.split_whitespace();
+        let name = fields.next().unwrap_or_default();
+        let rtype = fields.next().unwrap_or("A");
+        if fields.next().is_some() {
+            return Err(bad("expected `name TYPE`".into()));
+        }
+        let name =
+            Name::parse(name, Some(&Name::root())).map_err(|e| bad(format!("{name}: {e}")))?;
+        let rtype = Rtype::from_mnemonic(&rtype.to_ascii_uppercase())
+            .ok_or_else(|| bad(format!("unknown type {rtype}")))?;
+        self.push(&name, rtype, edns);
+        Ok(())
+    }
+
+    /// The set, or an error if it is empty.
+    fn finish(self) -> Result<QuerySet, QueryError> {
+        if self.is_empty() {
+            Err(QueryError::Empty)
+        } else {
+            Ok(self)
+        }
     }
 
     /// The dnsperf namespace of `net`, scattered, at most `limit` names.
@@ -265,6 +290,28 @@ mod tests {
         assert_eq!(with_edns.get(0).len(), q.len() + 11);
         assert_eq!(with_edns.get(0)[11], 1, "ARCOUNT 1");
         assert_eq!(with_edns.question(0), set.question(0));
+    }
+
+    #[test]
+    fn read_file_stops_at_the_limit() {
+        let path = std::env::temp_dir().join(format!("lode-bench-{}-q.txt", std::process::id()));
+        std::fs::write(&path, "; c\na.test A\nb.test AAAA\nc.test\n").expect("write");
+        let set = QuerySet::read_file(&path, 2, false).expect("read");
+        assert_eq!(set.len(), 2);
+        assert_eq!(
+            &set.question(1)[set.question(1).len() - 4..],
+            &[0, 28, 0, 1]
+        );
+        std::fs::write(&path, "a.test A\nb..test A\n").expect("write");
+        assert!(matches!(
+            QuerySet::read_file(&path, 10, false),
+            Err(QueryError::BadLine { line: 2, .. })
+        ));
+        let _ = std::fs::remove_file(&path);
+        assert!(matches!(
+            QuerySet::read_file(&path, 10, false),
+            Err(QueryError::Io(_))
+        ));
     }
 
     #[test]
