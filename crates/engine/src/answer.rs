@@ -37,17 +37,30 @@ pub(crate) struct AdditionalSource<'z> {
     pub cut: Option<NameRef<'z>>,
 }
 
+/// A wildcard expansion whose non-existence proof goes in the authority section.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WildcardProof {
+    /// Canonical predecessor of the name (NSEC).
+    pub predecessor: NodeId,
+    /// The name expanded (NSEC3 next closer name).
+    pub name: lode_wire::NameBuf,
+    /// Labels of the closest encloser.
+    pub ce_labels: u8,
+}
+
 /// How the answer section ended.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Outcome {
     /// Data was put in the answer section.
     Answered,
-    /// The name exists, the type does not.
-    NoData { node: NodeId },
+    /// The name exists (or a wildcard matched it), the type does not.
+    NoData { node: NodeId, synthesized: bool },
     /// The name does not exist.
     NxDomain {
         closest_encloser: NodeId,
         predecessor: NodeId,
+        /// The name found missing (the QNAME or a CNAME target).
+        name: lode_wire::NameBuf,
     },
     /// A zone cut above (or at) the name.
     Referral { cut: NodeId },
@@ -66,12 +79,14 @@ pub(crate) struct Responder<'z, 'b> {
     pub dnssec: bool,
     /// NSEC proofs possible (signed, not NSEC3).
     pub nsec: bool,
+    /// NSEC3 parameters when the zone is signed with NSEC3.
+    pub nsec3: Option<crate::nsec3::Nsec3Params<'z>>,
     pub sigs: SigQueue<'z>,
     pub sources: [Option<AdditionalSource<'z>>; MAX_ADDITIONAL_SOURCES],
     pub nsources: usize,
     pub visited: [NodeId; MAX_VISITED],
     pub nvisited: usize,
-    pub wildcards: [NodeId; MAX_WILDCARDS],
+    pub wildcards: [WildcardProof; MAX_WILDCARDS],
     pub nwildcards: usize,
     pub nsecs: [NodeId; MAX_NSECS],
     pub nnsecs: usize,
@@ -255,19 +270,29 @@ fn answer_zone(
         w.set_flags(flags::TC);
     } else {
         let dnssec = q.edns.is_some_and(|e| e.dnssec_ok()) && zone_is_signed(zone);
+        let nsec3 = zone
+            .apex()
+            .rrset(Rtype::NSEC3PARAM)
+            .and_then(|p| crate::nsec3::Nsec3Params::parse(p.first()));
         let nsec = dnssec && zone.apex().rrset(Rtype::NSEC3PARAM).is_none();
+        let nsec3 = nsec3.filter(|_| dnssec);
         let mut r = Responder {
             zone,
             w,
             question,
             dnssec,
             nsec,
+            nsec3,
             sigs: SigQueue::new(),
             sources: [None; MAX_ADDITIONAL_SOURCES],
             nsources: 0,
             visited: [zone.apex_id(); MAX_VISITED],
             nvisited: 0,
-            wildcards: [zone.apex_id(); MAX_WILDCARDS],
+            wildcards: [WildcardProof {
+                predecessor: zone.apex_id(),
+                name: lode_wire::NameBuf::new(),
+                ce_labels: 0,
+            }; MAX_WILDCARDS],
             nwildcards: 0,
             nsecs: [zone.apex_id(); MAX_NSECS],
             nnsecs: 0,
@@ -355,36 +380,34 @@ impl<'z> Responder<'z, '_> {
     fn authority_section(&mut self, outcome: Outcome) -> Result<(), Full> {
         match outcome {
             Outcome::Referral { cut } => self.answer_delegation(cut),
-            Outcome::NoData { node } => {
+            Outcome::NoData { node, synthesized } => {
                 self.put_negative_soa()?;
                 if self.nsec {
                     self.prove_nodata(node)?;
-                    self.prove_wildcards()?;
+                } else if self.nsec3.is_some() {
+                    self.nsec3_nodata(node, synthesized)?;
                 }
-                Ok(())
+                self.prove_wildcards()
             }
             Outcome::NxDomain {
                 closest_encloser,
                 predecessor,
+                name,
             } => {
                 self.w.set_rcode(rcode::NXDOMAIN);
                 self.put_negative_soa()?;
                 if self.nsec {
                     self.prove_nxdomain(closest_encloser, predecessor)?;
-                    self.prove_wildcards()?;
+                } else if self.nsec3.is_some() {
+                    self.nsec3_nxdomain(closest_encloser, name.as_ref())?;
                 }
-                Ok(())
+                self.prove_wildcards()
             }
             Outcome::YxDomain => {
                 self.w.set_rcode(rcode::YXDOMAIN);
                 Ok(())
             }
-            Outcome::Answered | Outcome::Stop => {
-                if self.nsec {
-                    self.prove_wildcards()?;
-                }
-                Ok(())
-            }
+            Outcome::Answered | Outcome::Stop => self.prove_wildcards(),
         }
     }
 }

@@ -157,11 +157,17 @@ impl<'z> Responder<'z, '_> {
         Ok(())
     }
 
-    /// For each wildcard expansion: the NSEC proving the name itself absent.
+    /// For each wildcard expansion: the NSEC (or NSEC3 of the next closer
+    /// name) proving the name itself absent.
     pub(crate) fn prove_wildcards(&mut self) -> Result<(), Full> {
         for i in 0..self.nwildcards {
-            if let Some(c) = self.covering_nsec(self.wildcards[i]) {
-                self.put_nsec(c)?;
+            let w = self.wildcards[i];
+            if self.nsec {
+                if let Some(c) = self.covering_nsec(w.predecessor) {
+                    self.put_nsec(c)?;
+                }
+            } else if self.nsec3.is_some() {
+                self.nsec3_wildcard(w.name.as_ref(), w.ce_labels as usize)?;
             }
         }
         Ok(())
@@ -169,7 +175,7 @@ impl<'z> Responder<'z, '_> {
 }
 
 /// `*.name`, if it is not too long.
-fn prepend_star(name: lode_wire::NameRef<'_>) -> Option<NameBuf> {
+pub(crate) fn prepend_star(name: lode_wire::NameRef<'_>) -> Option<NameBuf> {
     let w = name.as_wire();
     if w.len() + 2 > lode_wire::name::MAX_NAME_LEN {
         return None;

@@ -34,6 +34,7 @@ mod additional;
 mod answer;
 mod dnssec;
 mod lookup;
+mod nsec3;
 
 pub use lode_zonedb::ZoneSet;
 

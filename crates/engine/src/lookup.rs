@@ -6,7 +6,7 @@ use lode_wire::message::{Full, Section};
 use lode_wire::{rdata, NameBuf, NameRef, Rtype};
 use lode_zonedb::{Lookup, NodeFlags, NodeId};
 
-use crate::answer::{Outcome, Responder, MAX_VISITED, MAX_WILDCARDS, QNAME_POS};
+use crate::answer::{Outcome, Responder, WildcardProof, MAX_VISITED, MAX_WILDCARDS, QNAME_POS};
 
 /// CNAMEs (real or synthesized from a DNAME) followed at most, as Knot DNS:
 /// the sixth is not put and the answer ends there.
@@ -85,7 +85,7 @@ impl<'z> Responder<'z, '_> {
                 }
                 match zone.wildcard_child(ce) {
                     Some(w) => {
-                        self.note_wildcard(predecessor);
+                        self.note_wildcard(predecessor, name, n.owner().label_count());
                         Step::Node {
                             id: w,
                             synthesized: true,
@@ -102,9 +102,15 @@ impl<'z> Responder<'z, '_> {
 
     /// Remembers the predecessor of a name answered by a wildcard: its NSEC
     /// proves that no closer match exists (RFC 4035 §3.1.3.3).
-    fn note_wildcard(&mut self, predecessor: NodeId) {
+    fn note_wildcard(&mut self, predecessor: NodeId, name: NameRef<'_>, ce_labels: usize) {
         if self.nwildcards < MAX_WILDCARDS {
-            self.wildcards[self.nwildcards] = predecessor;
+            let mut buf = NameBuf::new();
+            buf.set(name);
+            self.wildcards[self.nwildcards] = WildcardProof {
+                predecessor,
+                name: buf,
+                ce_labels: ce_labels as u8,
+            };
             self.nwildcards += 1;
         }
     }
@@ -148,6 +154,7 @@ impl<'z> Responder<'z, '_> {
                     return Ok(Outcome::NxDomain {
                         closest_encloser,
                         predecessor,
+                        name,
                     })
                 }
                 Step::Dname(d) => {
@@ -261,7 +268,10 @@ impl<'z> Responder<'z, '_> {
             t => node.rrset(t),
         };
         let Some(rrset) = rrset else {
-            return Ok(Outcome::NoData { node: id });
+            return Ok(Outcome::NoData {
+                node: id,
+                synthesized,
+            });
         };
         if qtype == Rtype::RRSIG {
             self.w.put_rrset(
@@ -302,6 +312,7 @@ impl<'z> Responder<'z, '_> {
                     self.put_rrset(Section::Authority, cut, node.owner(), 0, ds, ds.ttl(), None)?;
                 }
                 None if self.nsec => self.put_nsec(cut)?,
+                None if self.nsec3.is_some() => self.nsec3_no_ds(cut)?,
                 None => {}
             }
         }

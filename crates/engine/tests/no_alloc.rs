@@ -50,6 +50,7 @@ fn load_zones() -> ZoneSet {
         "example.net.",
         "child.example.com.",
         "signed.test.",
+        "signed3.example.",
     ] {
         let name: Name = origin.parse().unwrap();
         let file = dir.join(format!("{origin}zone"));

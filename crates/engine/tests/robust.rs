@@ -17,6 +17,7 @@ fn load_zones() -> ZoneSet {
         "example.net.",
         "child.example.com.",
         "signed.test.",
+        "signed3.example.",
     ] {
         let name: Name = origin.parse().unwrap();
         let text = std::fs::read_to_string(dir.join(format!("{origin}zone"))).unwrap();

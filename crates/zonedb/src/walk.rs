@@ -13,4 +13,9 @@ impl Zone {
             .find(|&i| f(&self.nodes[i]))
             .map(|i| NodeId(i as u32))
     }
+
+    /// The last node in canonical order.
+    pub fn last_id(&self) -> NodeId {
+        NodeId(self.nodes.len().saturating_sub(1) as u32)
+    }
 }
