@@ -49,6 +49,8 @@ pub(crate) struct WildcardProof {
 }
 
 /// How the answer section ended.
+// A stack value on the query path: boxing the name would allocate.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Outcome {
     /// Data was put in the answer section.
