@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 have() { command -v "$1" >/dev/null 2>&1; }
 
+# knotd lives in /usr/sbin, which is not on every user's PATH.
+export PATH="$PATH:/usr/sbin:/sbin"
+
 # --- 1. what the tests need --------------------------------------------------------------
 need_apt=()
 have knotd || need_apt+=(knot)
@@ -31,10 +34,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
         apt-get install -y --no-install-recommends "${need_apt[@]}"
     fi
 fi
-# The Debian package starts a knotd on port 53; the tests start their own.
-if have systemctl && systemctl is-active --quiet knot 2>/dev/null; then
-    systemctl stop knot || true
-fi
+# (Debian's own knot.service, if it starts, listens nowhere with the packaged
+# configuration; the tests start their own knotd on 127.0.0.1:15300-15349.)
 
 for comp in rustfmt clippy; do
     if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then

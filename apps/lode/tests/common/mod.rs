@@ -21,11 +21,23 @@ pub fn repo_root() -> PathBuf {
     p.canonicalize().unwrap_or(p)
 }
 
+/// The knotd program: from PATH, else Debian's /usr/sbin/knotd (not on
+/// every user's PATH).
+pub fn knotd() -> &'static str {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("knotd").is_file()));
+    if on_path {
+        "knotd"
+    } else {
+        "/usr/sbin/knotd"
+    }
+}
+
 /// True when `knotd` can be run; the suites that need it skip (loudly)
 /// without it, unless `LODE_REQUIRE_KNOT=1` (set by scripts/test.sh) makes
 /// its absence a failure.
 pub fn knot_available() -> bool {
-    let ok = Command::new("knotd")
+    let ok = Command::new(knotd())
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -203,7 +215,7 @@ pub fn start_knot(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
     std::fs::write(&conf, knot_config(&dir.0, port, zones)).map_err(|e| e.to_string())?;
     let log = dir.0.join("knotd.log");
     let logf = std::fs::File::create(&log).map_err(|e| e.to_string())?;
-    let child = Command::new("knotd")
+    let child = Command::new(knotd())
         .arg("-c")
         .arg(&conf)
         .stdin(Stdio::null())
