@@ -190,7 +190,7 @@ impl Drop for Server {
 pub fn knot_config(dir: &Path, port: u16, zones: &[ZoneSpec]) -> String {
     let d = dir.display();
     let mut c = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    identity: \"\"\n    version: \"\"\n    nsid: \"\"\n    udp-max-payload: 1232\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 1\n    tcp-idle-timeout: 2\n    answer-rotation: off\n\
+        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    identity: \"\"\n    version: \"\"\n    nsid: \"\"\n    udp-max-payload: 1232\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 1\n    tcp-idle-timeout: 10\n    answer-rotation: off\n\
          database:\n    storage: \"{d}\"\n\
          control:\n    listen: \"{d}/knot.sock\"\n\
          log:\n  - target: stderr\n    any: info\n\
