@@ -130,44 +130,51 @@ pub(crate) fn respond(
             question,
         }) => {
             let limit = out.len().min(512);
-            return error_response(
-                out,
-                limit,
+            let e = Errors {
                 id,
                 flags,
                 question,
-                rcode::FORMERR,
-                None,
+                edns: None,
                 settings,
-                &[],
-            );
+            };
+            return e.respond(out, limit, rcode::FORMERR, &[], None);
         }
         Err(_) => return 0,
     };
     let limit = size_limit(transport, q.edns, settings, out.len());
-    let err = |out: &mut [u8], code: u16, opts: &[u8]| {
-        error_response(
-            out, limit, q.id, q.flags, q.question, code, q.edns, settings, opts,
-        )
+    let e = Errors {
+        id: q.id,
+        flags: q.flags,
+        question: q.question,
+        edns: q.edns,
+        settings,
     };
-    if let Some(e) = q.edns {
-        if e.version > 0 {
+    let err = |out: &mut [u8], code: u16, opts: &[u8]| e.respond(out, limit, code, opts, None);
+    // A TSIG we cannot check (no keys are configured) is answered NOTAUTH,
+    // with a BADKEY TSIG when a zone of ours is concerned (as Knot does).
+    let badkey = |out: &mut [u8], zone_known: bool| {
+        let tsig = q.tsig.as_ref().filter(|_| zone_known);
+        e.respond(out, limit, rcode::NOTAUTH, &[], tsig)
+    };
+    if let Some(edns) = q.edns {
+        if edns.version > 0 {
             return err(out, rcode::BADVERS, &[]);
         }
     }
     let Some(question) = q.question else {
         return err(out, rcode::FORMERR, &[]);
     };
+    let apex_known = || zones.get(question.qname.as_ref()).is_some();
     match q.opcode() {
         opcode::QUERY => {}
-        opcode::NOTIFY => return err(out, rcode::NOTAUTH, &[]),
-        opcode::UPDATE if question.qtype == Rtype::SOA => return err(out, rcode::NOTAUTH, &[]),
+        opcode::NOTIFY => return badkey(out, apex_known()),
+        opcode::UPDATE if question.qtype == Rtype::SOA => return badkey(out, apex_known()),
         opcode::UPDATE => return err(out, rcode::FORMERR, &[]),
         _ => return err(out, rcode::NOTIMP, &[]),
     }
     match (question.qtype, transport) {
         (Rtype(0), _) | (Rtype::AXFR, Transport::Udp) => return err(out, rcode::NOTIMP, &[]),
-        (Rtype::AXFR, Transport::Tcp) | (Rtype::IXFR, _) => return err(out, rcode::NOTAUTH, &[]),
+        (Rtype::AXFR, Transport::Tcp) | (Rtype::IXFR, _) => return badkey(out, apex_known()),
         _ => {}
     }
     if question.qclass != Class::IN && question.qclass != Class::ANY {
@@ -176,6 +183,9 @@ pub(crate) fn respond(
     let Some(zone) = find_zone(zones, &question) else {
         return err(out, rcode::REFUSED, &EDE_NOT_AUTHORITATIVE);
     };
+    if q.tsig.is_some() {
+        return badkey(out, true);
+    }
     answer_zone(zone, &q, question, out, limit, settings)
 }
 
@@ -193,38 +203,50 @@ fn find_zone<'a>(zones: &'a ZoneSet, question: &Question) -> Option<&'a Zone> {
     zones.find_zone(qname)
 }
 
-/// Writes a response without records: header, question, OPT when the query had one.
-#[allow(clippy::too_many_arguments)]
-fn error_response(
-    out: &mut [u8],
-    limit: usize,
+/// What an error response echoes from the query.
+struct Errors<'a> {
     id: u16,
-    query_flags: u16,
+    flags: u16,
     question: Option<Question>,
-    code: u16,
     edns: Option<Edns>,
-    settings: &Settings,
-    options: &[u8],
-) -> usize {
-    let Ok(mut w) = MessageWriter::new(out, limit) else {
-        return 0;
-    };
-    w.set_header(id, response_flags(query_flags));
-    w.set_rcode(code);
-    let reserve = if edns.is_some() {
-        opt_len(options.len())
-    } else {
-        0
-    };
-    w.set_limit(limit.saturating_sub(reserve));
-    if let Some(q) = question {
-        let _ = w.put_question(&q);
+    settings: &'a Settings,
+}
+
+impl Errors<'_> {
+    /// Writes a response without records: header, question, OPT when the
+    /// query had one (with `options`), then a TSIG error record if given.
+    fn respond(
+        &self,
+        out: &mut [u8],
+        limit: usize,
+        code: u16,
+        options: &[u8],
+        tsig: Option<&message::Tsig>,
+    ) -> usize {
+        let Ok(mut w) = MessageWriter::new(out, limit) else {
+            return 0;
+        };
+        w.set_header(self.id, response_flags(self.flags));
+        w.set_rcode(code);
+        let opt = if self.edns.is_some() {
+            opt_len(options.len())
+        } else {
+            0
+        };
+        let reserve = opt + tsig.map_or(0, message::tsig_error_len);
+        w.set_limit(limit.saturating_sub(reserve));
+        if let Some(q) = self.question {
+            let _ = w.put_question(&q);
+        }
+        w.set_limit(limit);
+        if let Some(e) = self.edns {
+            let _ = put_opt(&mut w, e, code, self.settings, options);
+        }
+        if let Some(t) = tsig {
+            let _ = w.put_tsig_error(t, message::TSIG_BADKEY);
+        }
+        w.finish()
     }
-    w.set_limit(limit);
-    if let Some(e) = edns {
-        let _ = put_opt(&mut w, e, code, settings, options);
-    }
-    w.finish()
 }
 
 /// Writes our OPT record: our payload size, the upper RCODE bits, version 0,

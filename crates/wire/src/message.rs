@@ -99,6 +99,23 @@ pub struct Question {
     pub qclass: Class,
 }
 
+/// The fields of a query's TSIG record (RFC 8945) that an error response
+/// echoes.
+#[derive(Debug, Clone, Copy)]
+pub struct Tsig {
+    /// The key name (the record's owner).
+    pub key: NameBuf,
+    /// The algorithm name.
+    pub algorithm: NameBuf,
+    /// Time signed (48 bits) and fudge (16 bits), as sent.
+    pub time_and_fudge: [u8; 8],
+    /// The original ID.
+    pub original_id: u16,
+}
+
+/// TSIG error: the key is not known (RFC 8945 §5.2).
+pub const TSIG_BADKEY: u16 = 17;
+
 /// A parsed query.
 #[derive(Debug, Clone, Copy)]
 pub struct Query {
@@ -110,6 +127,8 @@ pub struct Query {
     pub question: Option<Question>,
     /// The OPT record, if any.
     pub edns: Option<Edns>,
+    /// The TSIG record, if any (the last record of the message).
+    pub tsig: Option<Tsig>,
 }
 
 impl Query {
@@ -184,6 +203,7 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, ParseError> {
         question,
     };
     let mut edns = None;
+    let mut tsig = None;
     let mut scratch = NameBuf::new();
     let total = an as usize + ns as usize + ar as usize;
     for i in 0..total {
@@ -196,6 +216,12 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, ParseError> {
         pos += 10;
         let rdata = msg.get(pos..pos + rdlen).ok_or(formerr)?;
         pos += rdlen;
+        if rtype == Rtype::TSIG.0 {
+            if i + 1 != total || i < an as usize + ns as usize {
+                return Err(formerr);
+            }
+            tsig = Some(parse_tsig(scratch, rdata).ok_or(formerr)?);
+        }
         if rtype == Rtype::OPT.0 {
             let in_additional = i >= an as usize + ns as usize;
             if !in_additional || edns.is_some() || !options_well_formed(rdata) {
@@ -217,6 +243,28 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, ParseError> {
         flags,
         question,
         edns,
+        tsig,
+    })
+}
+
+/// Reads the TSIG RDATA fields an error response needs.
+fn parse_tsig(key: NameBuf, rdata: &[u8]) -> Option<Tsig> {
+    let (alg, rest) = NameRef::split_from(rdata).ok()?;
+    let time_and_fudge: [u8; 8] = rest.get(..8)?.try_into().ok()?;
+    let mac_len = be16(rest, 8)? as usize;
+    let after_mac = 10 + mac_len;
+    let original_id = be16(rest, after_mac)?;
+    let other_len = be16(rest, after_mac + 4)? as usize;
+    if rest.len() != after_mac + 6 + other_len {
+        return None;
+    }
+    let mut algorithm = NameBuf::new();
+    algorithm.set(alg);
+    Some(Tsig {
+        key,
+        algorithm,
+        time_and_fudge,
+        original_id,
     })
 }
 
@@ -722,6 +770,37 @@ impl<'a> MessageWriter<'a> {
         }
     }
 
+    /// Writes a TSIG record answering `tsig` with `error` and no MAC
+    /// (RFC 8945 §5.3.2: the server does not know the key).
+    pub fn put_tsig_error(&mut self, tsig: &Tsig, error: u16) -> Result<(), Full> {
+        let mark = self.mark();
+        let alg = tsig.algorithm.as_ref();
+        let rdlen = alg.wire_len() + 8 + 2 + 2 + 2 + 2;
+        let r = (|| {
+            self.put_name_plain(tsig.key.as_ref())?;
+            self.put_u16(Rtype::TSIG.0)?;
+            self.put_u16(Class::ANY.0)?;
+            self.put(&[0, 0, 0, 0])?;
+            self.put_u16(rdlen as u16)?;
+            self.put_name_plain(alg)?;
+            self.put(&tsig.time_and_fudge)?;
+            self.put_u16(0)?;
+            self.put_u16(tsig.original_id)?;
+            self.put_u16(error)?;
+            self.put_u16(0)
+        })();
+        match r {
+            Ok(()) => {
+                self.counts[3] += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.rollback(mark);
+                Err(e)
+            }
+        }
+    }
+
     /// Writes the section counts into the header and returns the length.
     pub fn finish(self) -> usize {
         for (i, c) in self.counts.iter().enumerate() {
@@ -729,6 +808,11 @@ impl<'a> MessageWriter<'a> {
         }
         self.pos
     }
+}
+
+/// Size of the TSIG error record answering `tsig`.
+pub fn tsig_error_len(tsig: &Tsig) -> usize {
+    tsig.key.as_ref().wire_len() + 10 + tsig.algorithm.as_ref().wire_len() + 16
 }
 
 /// Size of an OPT record with `options_len` bytes of options.
