@@ -166,8 +166,13 @@ impl<'z> Responder<'z, '_> {
                         return Ok(Outcome::Stop);
                     }
                     chain += 1;
+                    // The synthesized owner points at the QNAME on the first
+                    // step, else at the previous record's RDATA when that
+                    // record is the CNAME leading here (Knot's hints).
+                    let first_step = hint == QNAME_POS;
                     // A DNAME met again is not repeated; its CNAME still is.
                     if !self.was_visited(d) {
+                        hint = 0;
                         self.put_rrset(
                             Section::Answer,
                             d,
@@ -186,8 +191,7 @@ impl<'z> Responder<'z, '_> {
                     if next.replace_suffix(node.owner(), target).is_err() {
                         return Ok(Outcome::YxDomain);
                     }
-                    // Knot points the synthesized owner at the QNAME only.
-                    let own = if hint == QNAME_POS { hint } else { 0 };
+                    let own = if first_step { QNAME_POS } else { hint };
                     hint = self.synthesize_cname(name.as_ref(), own, dname.ttl(), next.as_ref())?;
                     name = next;
                 }
