@@ -229,7 +229,7 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
 fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
     out!(
         "  rate {:>9}  sent {:>10}  valid {:>10}  late {:>6}  wrong {:>6}  unmatched {:>6}  \
-         achieved {:>10.0} q/s  behind {:>5.2}%  {}{}",
+         achieved {:>10.0} q/s  behind {:>5.2}%  latency p50 {} p99 {} max {} µs  {}{}",
         r.rate,
         r.sent,
         r.valid,
@@ -238,6 +238,9 @@ fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
         r.unmatched,
         r.achieved_rate,
         r.behind * 100.0,
+        r.latency_us[0],
+        r.latency_us[1],
+        r.latency_us[2],
         if ok { "PASS" } else { "FAIL" },
         if tester_ok {
             ""

@@ -30,6 +30,7 @@ use nix::sys::socket::{
 use crate::pacing::Pacer;
 use crate::query::{check_reply, message_id, Expect, QuerySet, Verdict, HEADER_LEN};
 use crate::search::{binary_search, SearchResult};
+use crate::stats::Histogram;
 
 /// Most queries per `sendmmsg` and replies per `recvmmsg`.
 pub const MAX_BATCH: usize = 64;
@@ -138,6 +139,9 @@ pub struct StepResult {
     pub achieved_rate: f64,
     /// How far the slowest sender finished behind schedule (fraction of the duration).
     pub behind: f64,
+    /// Latency of valid replies (late ones included), microseconds: 50th, 99th
+    /// percentile and maximum (within 1/64).
+    pub latency_us: [u64; 3],
 }
 
 impl StepResult {
@@ -191,12 +195,13 @@ impl Track {
 }
 
 /// Counters of one receiver.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct RecvCounts {
     valid: u64,
     late: u64,
     wrong: u64,
     unmatched: u64,
+    latency: Histogram,
 }
 
 /// What one sender reports.
@@ -336,12 +341,15 @@ impl Tester {
             r.send_secs = r.send_secs.max(s.finished.as_secs_f64());
             r.behind = r.behind.max(s.behind);
         }
+        let mut latency = Histogram::default();
         for c in &recvs {
             r.valid += c.valid;
             r.late += c.late;
             r.wrong += c.wrong;
             r.unmatched += c.unmatched;
+            latency.merge(&c.latency);
         }
+        r.latency_us = [50.0, 99.0, 100.0].map(|p| latency.percentile(p).unwrap_or(0));
         r.achieved_rate = if r.send_secs > 0.0 {
             r.sent.saturating_sub(1) as f64 / r.send_secs
         } else {
@@ -555,14 +563,18 @@ fn recv_loop(
                             let sent_us =
                                 u64::from(track.sent_at[q as usize].load(Ordering::Relaxed)) - 1;
                             match check_reply(data, question_of(q), cfg.expect) {
-                                Verdict::Valid if now_us.saturating_sub(sent_us) <= timeout_us => {
+                                Verdict::Valid => {
+                                    let latency = now_us.saturating_sub(sent_us);
                                     if track.answered[q as usize].swap(true, Ordering::Relaxed) {
                                         counts.unmatched += 1;
-                                    } else {
+                                    } else if latency <= timeout_us {
                                         counts.valid += 1;
+                                        counts.latency.record(latency);
+                                    } else {
+                                        counts.late += 1;
+                                        counts.latency.record(latency);
                                     }
                                 }
-                                Verdict::Valid => counts.late += 1,
                                 _ => counts.wrong += 1,
                             }
                         }

@@ -60,6 +60,86 @@ impl Summary {
     }
 }
 
+/// Sub-buckets per power of two in [`Histogram`] (relative error below 1/64).
+const SUB: u64 = 64;
+/// Buckets needed for values up to 2^32.
+const BUCKETS: usize = (SUB + (32 - 6) * SUB) as usize;
+
+/// A log-linear histogram of latencies in microseconds (exact below 64, then 64
+/// buckets per power of two): fixed size, nothing allocated per value.
+#[derive(Debug, Clone)]
+pub struct Histogram {
+    counts: Box<[u64]>,
+    total: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: vec![0; BUCKETS].into_boxed_slice(),
+            total: 0,
+        }
+    }
+}
+
+impl Histogram {
+    /// Bucket of a value (values of 2^32 and more go to the last bucket).
+    fn bucket(v: u64) -> usize {
+        let v = v.min(u64::from(u32::MAX));
+        if v < SUB {
+            return v as usize;
+        }
+        let exp = 63 - u64::from(v.leading_zeros());
+        let sub = (v >> (exp - 6)) & (SUB - 1);
+        (SUB + (exp - 6) * SUB + sub) as usize
+    }
+
+    /// Smallest value of a bucket.
+    fn floor(b: usize) -> u64 {
+        let b = b as u64;
+        if b < SUB {
+            return b;
+        }
+        let exp = (b - SUB) / SUB + 6;
+        (SUB + (b - SUB) % SUB) << (exp - 6)
+    }
+
+    /// Counts one value.
+    pub fn record(&mut self, v: u64) {
+        self.counts[Self::bucket(v)] += 1;
+        self.total += 1;
+    }
+
+    /// Adds another histogram's counts.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.total += other.total;
+    }
+
+    /// Number of values counted.
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    /// The nearest-rank percentile `p` (lower edge of its bucket); `None` if empty.
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        if self.total == 0 {
+            return None;
+        }
+        let rank = ((p / 100.0) * self.total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (b, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(Self::floor(b));
+            }
+        }
+        Some(Self::floor(BUCKETS - 1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +175,41 @@ mod tests {
         assert!((s.dispersion - 4.0 / 3.0).abs() < 1e-12);
         assert_eq!(Summary::of(&[]), None);
         assert_eq!(Summary::of(&[0.0, 0.0]).map(|s| s.dispersion), Some(0.0));
+    }
+
+    #[test]
+    fn histogram_percentiles() {
+        let mut h = Histogram::default();
+        assert_eq!(h.percentile(50.0), None);
+        for v in 1..=10_000u64 {
+            h.record(v);
+        }
+        assert_eq!(h.count(), 10_000);
+        for (p, exact) in [(50.0, 5_000.0), (99.0, 9_900.0), (100.0, 10_000.0)] {
+            let got = h.percentile(p).expect("values") as f64;
+            assert!(
+                got <= exact && got >= exact * (1.0 - 1.0 / 64.0),
+                "p{p}: {got}"
+            );
+        }
+        let mut small = Histogram::default();
+        for v in [3u64, 1, 2, 60] {
+            small.record(v);
+        }
+        assert_eq!(small.percentile(50.0), Some(2), "exact below 64");
+        assert_eq!(small.percentile(100.0), Some(60));
+        small.merge(&h);
+        assert_eq!(small.count(), 10_004);
+        let mut big = Histogram::default();
+        big.record(u64::MAX);
+        assert!(big.percentile(50.0).expect("one value") >= 1 << 31);
+        // Bucket edges are monotonic and each value falls in the bucket whose floor is ≤ it.
+        for v in [64u64, 65, 127, 128, 1000, 123_456, 250_000] {
+            let b = Histogram::bucket(v);
+            assert!(
+                Histogram::floor(b) <= v && Histogram::floor(b + 1) > v,
+                "{v}"
+            );
+        }
     }
 }

@@ -94,6 +94,11 @@ fn step_against_echo() {
     assert!(r.valid > 0, "{r:?}");
     assert_eq!(r.wrong, 0);
     assert!(r.valid + r.late <= r.sent);
+    assert!(r.latency_us[0] <= r.latency_us[1] && r.latency_us[1] <= r.latency_us[2]);
+    assert!(
+        r.latency_us[2] > 0,
+        "a loopback reply takes at least a microsecond"
+    );
     // Answer expected, none in an echo: every reply is wrong.
     tester.config.expect = Expect::Answer;
     let r = tester.step(1000).expect("step");
