@@ -164,6 +164,18 @@ pub(crate) fn respond(
     let Some(question) = q.question else {
         return err(out, rcode::FORMERR, &[]);
     };
+    // Classes first: CH is Knot's identity class (switched off here: REFUSED
+    // for plain queries, NOTIMP for the rest); others but IN and ANY: REFUSED.
+    match question.qclass {
+        Class::IN | Class::ANY => {}
+        Class::CH => {
+            let plain = q.opcode() == opcode::QUERY
+                && !matches!(question.qtype, Rtype(0) | Rtype::AXFR | Rtype::IXFR);
+            let code = if plain { rcode::REFUSED } else { rcode::NOTIMP };
+            return err(out, code, &[]);
+        }
+        _ => return err(out, rcode::REFUSED, &[]),
+    }
     let apex_known = || zones.get(question.qname.as_ref()).is_some();
     match q.opcode() {
         opcode::QUERY => {}
@@ -176,9 +188,6 @@ pub(crate) fn respond(
         (Rtype(0), _) | (Rtype::AXFR, Transport::Udp) => return err(out, rcode::NOTIMP, &[]),
         (Rtype::AXFR, Transport::Tcp) | (Rtype::IXFR, _) => return badkey(out, apex_known()),
         _ => {}
-    }
-    if question.qclass != Class::IN && question.qclass != Class::ANY {
-        return err(out, rcode::REFUSED, &[]);
     }
     let Some(zone) = find_zone(zones, &question) else {
         return err(out, rcode::REFUSED, &EDE_NOT_AUTHORITATIVE);

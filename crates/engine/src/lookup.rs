@@ -29,6 +29,24 @@ fn lowercase(name: NameRef<'_>) -> NameBuf {
     buf
 }
 
+/// True for a node that only holds an NSEC3 RRset (and its signatures).
+fn is_nsec3_only(node: &lode_zonedb::Node) -> bool {
+    node.rrset(Rtype::NSEC3).is_some()
+        && node
+            .rrsets()
+            .iter()
+            .all(|s| matches!(s.rtype(), Rtype::NSEC3 | Rtype::RRSIG))
+}
+
+/// The parent of an NSEC3 node (the apex, for a well-formed chain).
+fn nsec3_parent(zone: &lode_zonedb::Zone, id: NodeId) -> NodeId {
+    zone.node(id)
+        .owner()
+        .parent()
+        .and_then(|p| zone.find(p))
+        .unwrap_or(zone.apex_id())
+}
+
 /// What one name leads to inside the zone.
 #[derive(Debug, Clone, Copy)]
 enum Step {
@@ -56,7 +74,23 @@ impl<'z> Responder<'z, '_> {
                 Step::Dname(s)
             }
         };
-        match zone.lookup(name) {
+        // Knot keeps NSEC3 records in a tree of their own: their owners are
+        // not names of the zone. Seen from them, the parent encloses.
+        let lookup = match zone.lookup(name) {
+            Lookup::Found(id) if is_nsec3_only(zone.node(id)) => Lookup::NotFound {
+                closest_encloser: nsec3_parent(zone, id),
+                predecessor: id,
+            },
+            Lookup::NotFound {
+                closest_encloser,
+                predecessor,
+            } if is_nsec3_only(zone.node(closest_encloser)) => Lookup::NotFound {
+                closest_encloser: nsec3_parent(zone, closest_encloser),
+                predecessor,
+            },
+            other => other,
+        };
+        match lookup {
             Lookup::Found(id) => {
                 if let Some(s) = zone.shadow(id) {
                     return above(s);
@@ -193,12 +227,20 @@ impl<'z> Responder<'z, '_> {
                     }
                     let own = if first_step { QNAME_POS } else { hint };
                     hint = self.synthesize_cname(name.as_ref(), own, dname.ttl(), next.as_ref())?;
+                    if self.question.qtype == Rtype::CNAME {
+                        // The synthesized CNAME is the answer: not followed.
+                        return Ok(Outcome::Answered);
+                    }
                     name = next;
                 }
                 Step::Node { id, synthesized } => {
                     let node = zone.node(id);
                     let qtype = self.question.qtype;
-                    let follow = qtype != Rtype::CNAME && qtype != Rtype::ANY;
+                    // Knot answers CNAME, ANY, RRSIG and NSEC from the node itself.
+                    let follow = !matches!(
+                        qtype,
+                        Rtype::CNAME | Rtype::ANY | Rtype::RRSIG | Rtype::NSEC
+                    );
                     let cname = node.rrset(Rtype::CNAME).filter(|_| follow);
                     let Some(cname) = cname else {
                         return self.answer_node(id, synthesized, name.as_ref(), hint);
