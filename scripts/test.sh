@@ -59,7 +59,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "cargo test"
 # shellcheck disable=SC2086 # empty or one flag
-cargo test --workspace $profile
+cargo test --workspace --no-fail-fast $profile
 
 # --- 3. fuzz smoke --------------------------------------------------------------------------
 # A real fuzzing run needs cargo-fuzz and a nightly toolchain; without them the
