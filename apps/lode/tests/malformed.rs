@@ -64,6 +64,34 @@ fn udp_batch(addr: SocketAddr, packets: &[Vec<u8>], wait: Duration) -> Vec<Optio
     out
 }
 
+/// One answer (or None) per packet sent.
+type Answers = Vec<Option<Vec<u8>>>;
+
+/// Each packet to both servers in batches; where the two outcomes differ,
+/// the packet is sent again alone to both with a long wait, so that a slow
+/// answer on a busy machine is not taken for a drop.
+fn udp_both(
+    knot: &Server,
+    lode: &Server,
+    packets: &[Vec<u8>],
+    wait: Duration,
+) -> (Answers, Answers) {
+    let mut ra = udp_batch(knot.addr, packets, wait);
+    let mut rb = udp_batch(lode.addr, packets, wait);
+    for (i, p) in packets.iter().enumerate() {
+        if outcome(&ra[i]) != outcome(&rb[i]) {
+            let slow = Duration::from_secs(1);
+            if ra[i].is_none() {
+                ra[i] = udp_batch(knot.addr, std::slice::from_ref(p), slow).remove(0);
+            }
+            if rb[i].is_none() {
+                rb[i] = udp_batch(lode.addr, std::slice::from_ref(p), slow).remove(0);
+            }
+        }
+    }
+    (ra, rb)
+}
+
 /// One packet over a fresh TCP connection: the answer, or None on EOF/reset/timeout.
 fn tcp_raw(addr: SocketAddr, framed: &[u8], wait: Duration) -> Option<Vec<u8>> {
     let mut s = TcpStream::connect_timeout(&addr, wait).ok()?;
@@ -537,8 +565,7 @@ fn malformed_packets_are_answered_like_knot_or_dropped() {
 
     for (group, cases) in groups() {
         let packets: Vec<Vec<u8>> = cases.iter().map(|(_, p)| p.clone()).collect();
-        let ra = udp_batch(knot.addr, &packets, wait);
-        let rb = udp_batch(lode.addr, &packets, wait);
+        let (ra, rb) = udp_both(&knot, &lode, &packets, wait);
         for (((name, p), a), b) in cases.iter().zip(&ra).zip(&rb) {
             total += 1;
             if let Some(f) = judge(
@@ -575,8 +602,7 @@ fn malformed_packets_are_answered_like_knot_or_dropped() {
     }
 
     let packets = corpus(2000);
-    let ra = udp_batch(knot.addr, &packets, wait);
-    let rb = udp_batch(lode.addr, &packets, wait);
+    let (ra, rb) = udp_both(&knot, &lode, &packets, wait);
     for (i, ((p, a), b)) in packets.iter().zip(&ra).zip(&rb).enumerate() {
         total += 1;
         if let Some(f) = judge(
