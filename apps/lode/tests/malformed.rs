@@ -685,3 +685,61 @@ fn tcp_length_prefix_longer_than_data_does_not_hang() {
     }
     assert!(lode.alive(), "{} died:\n{}", lode.label, lode.log_tail(30));
 }
+
+/// Reads length-prefixed answers until EOF or a 3 s silence; returns their rcodes.
+fn tcp_rcodes(s: &mut TcpStream) -> Vec<u16> {
+    let mut v = Vec::new();
+    let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+    while let Some(m) = tcp_read_message(s) {
+        v.push(Message::parse(&m).rcode());
+        if v.len() > 10 {
+            break;
+        }
+    }
+    v
+}
+
+/// A broken message followed by a good one on the same TCP connection: does
+/// the server go on after the broken one? Lode must do what Knot does (same
+/// answers, in order) or stop earlier; it must never answer more than Knot.
+#[test]
+fn tcp_stream_continues_or_stops_like_knot_after_a_bad_message() {
+    if !knot_available() {
+        return;
+    }
+    let peer = peer_from_env();
+    let zones = zones_in(&repo_root().join("tests/differential/zones"));
+    let knot = start_knot(&zones, pick_port(15300)).unwrap_or_else(|e| panic!("{e}"));
+    let mut lode = start_peer(peer, &zones, pick_port(15350)).unwrap_or_else(|e| panic!("{e}"));
+    let good = valid_query("www.example.com.", 1, false);
+    let mut failures = Vec::new();
+    for (group, cases) in groups() {
+        for (name, bad) in cases.iter().filter(|(_, p)| p.len() >= 2) {
+            let mut framed = Vec::new();
+            for m in [bad, &good] {
+                framed.extend_from_slice(&(m.len() as u16).to_be_bytes());
+                framed.extend_from_slice(m);
+            }
+            let mut got = Vec::new();
+            for server in [&knot, &lode] {
+                let mut s = TcpStream::connect(server.addr).expect("connect");
+                s.write_all(&framed).expect("write");
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                got.push(tcp_rcodes(&mut s));
+            }
+            let (a, b) = (&got[0], &got[1]);
+            if a != b && !(b.len() < a.len() && a.starts_with(b)) {
+                failures.push(format!("{group}: {name}: Knot answered {a:?}, Lode {b:?}"));
+            }
+        }
+    }
+    for f in &failures {
+        eprintln!("  {f}");
+    }
+    assert!(lode.alive(), "{} died:\n{}", lode.label, lode.log_tail(30));
+    assert!(
+        failures.is_empty(),
+        "{} TCP stream differences (see above)",
+        failures.len()
+    );
+}
