@@ -96,6 +96,11 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
 #[test]
 fn answer_survives_a_deterministic_corpus() {
     let zones = answer_body::zone_set(&repo_root().join("tests/differential/zones"));
+    assert!(
+        zones.len() >= 5,
+        "only {} scenario zones loaded",
+        zones.len()
+    );
     let n: usize = std::env::var("LODE_FUZZ_SMOKE_N")
         .ok()
         .and_then(|s| s.parse().ok())
