@@ -473,3 +473,150 @@ fn pipelined_tcp_queries_are_all_answered() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Writes a generated ENUM-like zone of `n` numbers (deterministic), with
+/// multi-record RRsets, delegations with glue, wildcards and CNAMEs mixed
+/// in; returns the zone and the owner names (without the origin).
+fn generate_large_zone(dir: &std::path::Path, origin: &str, n: usize) -> (ZoneSpec, Vec<String>) {
+    use std::fmt::Write as _;
+    let mut rng = Rng::new(0x1a26_e200);
+    let mut text = format!(
+        "$ORIGIN {origin}\n$TTL 3600\n@ SOA ns hostmaster 1 3600 900 604800 600\n@ NS ns\nns A 192.0.2.53\n"
+    );
+    let mut owners = Vec::with_capacity(n);
+    let mut seen = std::collections::HashSet::new();
+    while owners.len() < n {
+        let digits: String = (0..9)
+            .map(|_| char::from(b'0' + rng.below(10) as u8))
+            .collect();
+        let owner = digits
+            .chars()
+            .rev()
+            .map(String::from)
+            .collect::<Vec<_>>()
+            .join(".");
+        if !seen.insert(owner.clone()) {
+            continue;
+        }
+        let i = owners.len();
+        match i % 500 {
+            0 => {
+                let _ = writeln!(
+                    text,
+                    "{owner} NS ns.{owner}\nns.{owner} A 192.0.2.{}",
+                    i % 250 + 1
+                );
+            }
+            1 => {
+                let _ = writeln!(
+                    text,
+                    "*.{owner} NAPTR 10 10 \"u\" \"E2U+sip\" \"!^.*$!sip:wild{i}@example.com!\" ."
+                );
+            }
+            2 => {
+                let _ = writeln!(text, "{owner} CNAME {}", owners[i - 2]);
+            }
+            _ => {
+                for k in 0..(1 + i % 3) {
+                    let _ = writeln!(
+                        text,
+                        "{owner} NAPTR {} 10 \"u\" \"E2U+sip\" \"!^.*$!sip:+{digits}-{k}@example.com!\" .",
+                        100 + k
+                    );
+                }
+            }
+        }
+        owners.push(owner);
+    }
+    let file = dir.join(format!("{origin}zone"));
+    std::fs::write(&file, text).expect("write generated zone");
+    (
+        ZoneSpec {
+            origin: origin.to_string(),
+            file,
+        },
+        owners,
+    )
+}
+
+/// A generated zone of 50,000 numbers: exact names, their neighbours, their
+/// empty non-terminal ancestors, names below them, in mixed case — where
+/// a compact store's index would go wrong first.
+#[test]
+fn large_generated_zone_answers_alike() {
+    if !knot_available() {
+        return;
+    }
+    let peer = peer_from_env();
+    let dir = TempDir::new("large-zone");
+    let origin = "e164.test.";
+    let (zone, owners) = generate_large_zone(&dir.0, origin, 50_000);
+    let zones = vec![zone];
+    let knot = start_knot(&zones, pick_port(15300)).unwrap_or_else(|e| panic!("{e}"));
+    let mut other = start_peer(peer, &zones, pick_port(15350)).unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = Rng::new(0x5eed_0002);
+    let mut failures = 0usize;
+    let mut shown = 0usize;
+    let total = 3000;
+    for i in 0..total {
+        let owner = &owners[rng.below(owners.len())];
+        let mut labels: Vec<String> = owner.split('.').map(String::from).collect();
+        match i % 6 {
+            0 => {}
+            1 => {
+                let at = rng.below(labels.len());
+                labels[at] = char::from(b'0' + rng.below(10) as u8).to_string();
+            }
+            2 => {
+                let keep = 1 + rng.below(labels.len() - 1);
+                labels.drain(..labels.len() - keep);
+            }
+            3 => labels.insert(0, char::from(b'0' + rng.below(10) as u8).to_string()),
+            4 => labels.insert(0, "X".into()),
+            _ => {}
+        }
+        let mut name = format!("{}.{origin}", labels.join("."));
+        if i % 7 == 0 {
+            name = name.to_uppercase();
+        }
+        let qtype = [35u16, 35, 35, 1, 255, 2][i % 6];
+        let mut q = Query::new(&name, qtype, 1);
+        q.id = i as u16;
+        if i % 4 == 0 {
+            q.edns = Some(Edns {
+                size: 1232,
+                ..Edns::default()
+            });
+        }
+        let wire = q.to_wire();
+        let timeout = Duration::from_millis(1500);
+        let a = udp_exchange(knot.addr, &wire, timeout);
+        let b = udp_exchange(other.addr, &wire, timeout);
+        let diff = differing(&a, &b);
+        if !diff.is_empty() {
+            failures += 1;
+            if shown < 20 {
+                shown += 1;
+                eprintln!(
+                    "\n=== MISMATCH large zone `{name} {}` differs in: {}\n{}{}{}",
+                    type_to_string(qtype),
+                    diff.join(", "),
+                    line_diff(&a, &b, &diff),
+                    show(&knot.label, &a),
+                    show(&other.label, &b)
+                );
+            }
+        }
+    }
+    eprintln!("large zone: {total} queries, {failures} mismatches");
+    assert!(
+        other.alive(),
+        "{} died:\n{}",
+        other.label,
+        other.log_tail(30)
+    );
+    assert_eq!(
+        failures, 0,
+        "{failures} of {total} answers differ from Knot (see above)"
+    );
+}
