@@ -620,3 +620,71 @@ fn large_generated_zone_answers_alike() {
         "{failures} of {total} answers differ from Knot (see above)"
     );
 }
+
+/// The same answers over IPv6 (::1) as over IPv4, from each server: a
+/// sample of queries.txt over UDP and TCP. (Whether Lode answers like Knot
+/// is the other tests' business; here each must not change with the
+/// address family.) Skipped without IPv6 loopback.
+#[test]
+fn ipv6_answers_like_ipv4() {
+    if !knot_available() {
+        return;
+    }
+    if !ipv6_loopback_available() {
+        eprintln!("SKIPPED: no IPv6 loopback");
+        return;
+    }
+    let peer = peer_from_env();
+    let zones = zones_in(&repo_root().join("tests/differential/zones"));
+    let cases: Vec<Case> = load_cases().into_iter().step_by(5).collect();
+    let knot = start_knot_on(&zones, pick_port(15300), true).unwrap_or_else(|e| panic!("{e}"));
+    let mut other =
+        start_peer_on(peer, &zones, pick_port(15350), true).unwrap_or_else(|e| panic!("{e}"));
+    let timeout = Duration::from_millis(1500);
+    let mut failures = Vec::new();
+    for server in [&knot, &other] {
+        let v4 = server.addr;
+        let v6 = std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, v4.port()));
+        for case in &cases {
+            let wire = case.query.to_wire();
+            for transport in ["udp", "tcp"] {
+                let ask = |addr| {
+                    if transport == "udp" {
+                        udp_exchange(addr, &wire, timeout)
+                    } else {
+                        tcp_exchange(addr, &wire, timeout)
+                    }
+                };
+                let (a, b) = (ask(v4), ask(v6));
+                let diff = differing(&a, &b);
+                if !diff.is_empty() {
+                    failures.push(format!(
+                        "{} [{transport}] `{}`: IPv6 differs from IPv4 in {diff:?}\n{}",
+                        server.label,
+                        case.text,
+                        line_diff(&a, &b, &diff)
+                    ));
+                }
+            }
+        }
+    }
+    for f in &failures {
+        eprintln!("{f}");
+    }
+    eprintln!(
+        "ipv6: {} queries per server, {} mismatches",
+        cases.len(),
+        failures.len()
+    );
+    assert!(
+        other.alive(),
+        "{} died:\n{}",
+        other.label,
+        other.log_tail(30)
+    );
+    assert!(
+        failures.is_empty(),
+        "{} IPv6 mismatches (see above)",
+        failures.len()
+    );
+}

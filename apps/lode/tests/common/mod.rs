@@ -187,10 +187,15 @@ impl Drop for Server {
 /// no RRL module, answer-rotation off, zonefile-load whole); identity,
 /// version and NSID are switched off because Lode does not answer CH TXT
 /// `id.server`/`version.bind` nor NSID.
-pub fn knot_config(dir: &Path, port: u16, zones: &[ZoneSpec]) -> String {
+pub fn knot_config(dir: &Path, port: u16, zones: &[ZoneSpec], v6: bool) -> String {
     let d = dir.display();
+    let listen = if v6 {
+        format!("[ 127.0.0.1@{port}, ::1@{port} ]")
+    } else {
+        format!("127.0.0.1@{port}")
+    };
     let mut c = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    identity: \"\"\n    version: \"\"\n    nsid: \"\"\n    udp-max-payload: 1232\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 1\n    tcp-idle-timeout: 10\n    answer-rotation: off\n\
+        "server:\n    rundir: \"{d}\"\n    listen: {listen}\n    identity: \"\"\n    version: \"\"\n    nsid: \"\"\n    udp-max-payload: 1232\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 1\n    tcp-idle-timeout: 10\n    answer-rotation: off\n\
          database:\n    storage: \"{d}\"\n\
          control:\n    listen: \"{d}/knot.sock\"\n\
          log:\n  - target: stderr\n    any: info\n\
@@ -210,9 +215,14 @@ pub fn knot_config(dir: &Path, port: u16, zones: &[ZoneSpec]) -> String {
 
 /// Starts knotd on 127.0.0.1:`port` serving `zones`, and waits until it answers.
 pub fn start_knot(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
+    start_knot_on(zones, port, false)
+}
+
+/// Starts knotd on 127.0.0.1:`port`, and also on [::1]:`port` when `v6`.
+pub fn start_knot_on(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
     let dir = TempDir::new("knot");
     let conf = dir.0.join("knot.conf");
-    std::fs::write(&conf, knot_config(&dir.0, port, zones)).map_err(|e| e.to_string())?;
+    std::fs::write(&conf, knot_config(&dir.0, port, zones, v6)).map_err(|e| e.to_string())?;
     let log = dir.0.join("knotd.log");
     let logf = std::fs::File::create(&log).map_err(|e| e.to_string())?;
     let child = Command::new(knotd())
@@ -235,13 +245,26 @@ pub fn start_knot(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
 
 /// Starts `lode serve` on 127.0.0.1:`port` serving `zones`, and waits until it answers.
 pub fn start_lode(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
+    start_lode_on(zones, port, false)
+}
+
+/// Starts `lode serve` on 127.0.0.1:`port`, and also on [::1]:`port` when
+/// `v6`; two UDP workers, its own control socket in its scratch directory.
+pub fn start_lode_on(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
     let dir = TempDir::new("lode");
     let log = dir.0.join("lode.log");
     let logf = std::fs::File::create(&log).map_err(|e| e.to_string())?;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lode"));
     cmd.arg("serve")
         .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"));
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--workers")
+        .arg("2")
+        .arg("--control")
+        .arg(dir.0.join("lode.sock"));
+    if v6 {
+        cmd.arg("--listen").arg(format!("[::1]:{port}"));
+    }
     for z in zones {
         cmd.arg("--zone")
             .arg(format!("{}={}", z.origin, z.file.display()));
@@ -264,10 +287,25 @@ pub fn start_lode(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
 
 /// Starts the server under test (see [`peer_from_env`]).
 pub fn start_peer(peer: Peer, zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
+    start_peer_on(peer, zones, port, false)
+}
+
+/// Starts the server under test, also on [::1] when `v6`.
+pub fn start_peer_on(
+    peer: Peer,
+    zones: &[ZoneSpec],
+    port: u16,
+    v6: bool,
+) -> Result<Server, String> {
     match peer {
-        Peer::Lode => start_lode(zones, port),
-        Peer::Knot => start_knot(zones, port),
+        Peer::Lode => start_lode_on(zones, port, v6),
+        Peer::Knot => start_knot_on(zones, port, v6),
     }
+}
+
+/// Whether [::1] can be bound here (containers often have no IPv6).
+pub fn ipv6_loopback_available() -> bool {
+    UdpSocket::bind("[::1]:0").is_ok()
 }
 
 /// Polls with SOA queries for every zone until each answers (with `strict`:
@@ -584,7 +622,12 @@ pub fn rcode_to_string(r: u16) -> String {
 
 /// Sends one datagram from a fresh socket and waits for one answer.
 pub fn udp_exchange(addr: SocketAddr, msg: &[u8], timeout: Duration) -> Option<Vec<u8>> {
-    let sock = UdpSocket::bind("127.0.0.1:0").ok()?;
+    let local = if addr.is_ipv6() {
+        "[::1]:0"
+    } else {
+        "127.0.0.1:0"
+    };
+    let sock = UdpSocket::bind(local).ok()?;
     sock.set_read_timeout(Some(timeout)).ok()?;
     sock.send_to(msg, addr).ok()?;
     let mut buf = vec![0u8; 65535];
