@@ -246,6 +246,19 @@ fn knot_and_lode_answer_alike() {
     let zones = zones_in(&repo_root().join("tests/differential/zones"));
     let cases = load_cases();
     let accepted = load_accepted();
+    if std::env::var_os("LODE_DIFF_FILTER").is_none() {
+        let orphans: Vec<String> = accepted
+            .iter()
+            .filter(|a| !cases.iter().any(|c| c.text == a.query))
+            .map(|a| {
+                format!(
+                    "accepted.txt:{}: `{}` is not a line of queries.txt",
+                    a.line, a.query
+                )
+            })
+            .collect();
+        assert!(orphans.is_empty(), "{}", orphans.join("\n"));
+    }
     let knot = start_knot(&zones, pick_port(15300)).unwrap_or_else(|e| panic!("{e}"));
     let mut other = start_peer(peer, &zones, pick_port(15350)).unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
