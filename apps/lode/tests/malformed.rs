@@ -616,6 +616,29 @@ fn malformed_packets_are_answered_like_knot_or_dropped() {
             failures.push(f);
         }
     }
+    // Every seventh packet of the corpus over TCP too.
+    for (i, p) in packets
+        .iter()
+        .enumerate()
+        .step_by(7)
+        .filter(|(_, p)| !p.is_empty())
+    {
+        let mut framed = (p.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(p);
+        let a = tcp_raw(knot.addr, &framed, Duration::from_secs(3));
+        let b = tcp_raw(lode.addr, &framed, Duration::from_secs(3));
+        total += 1;
+        if let Some(f) = judge(
+            &format!("[tcp] corpus #{i}"),
+            p,
+            &a,
+            &b,
+            &mut tally,
+            &mut lode_drops,
+        ) {
+            failures.push(f);
+        }
+    }
     still_serving(&knot, &lode, "the random corpus", &mut failures);
 
     eprintln!(
