@@ -63,13 +63,15 @@ cargo test --workspace --no-fail-fast $profile
 
 # --- 3. fuzz smoke --------------------------------------------------------------------------
 # A real fuzzing run needs cargo-fuzz and a nightly toolchain; without them the
-# same target body already ran above over a deterministic corpus
+# same target bodies already ran above over deterministic corpora
 # (apps/lode/tests/fuzz_smoke.rs).
 if have cargo-fuzz && rustup run nightly rustc --version >/dev/null 2>&1; then
-    step "cargo fuzz (60 s smoke run of fuzz/fuzz_targets/answer.rs)"
-    (cd fuzz && cargo +nightly fuzz run answer -- -max_total_time=60 -rss_limit_mb=2048)
+    for target in answer zonefile; do
+        step "cargo fuzz: 30 s of fuzz/fuzz_targets/$target.rs"
+        (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=30 -rss_limit_mb=2048)
+    done
 else
-    step "cargo-fuzz or nightly missing: fuzz target body ran as tests/fuzz_smoke.rs instead"
+    step "cargo-fuzz or nightly missing: the fuzz targets' bodies ran as apps/lode/tests/fuzz_smoke.rs"
 fi
 
 step "all tests passed"

@@ -101,7 +101,13 @@ pub fn check(zones: &ZoneSet, data: &[u8], s: &mut Scratch) -> Result<Option<u8>
         if transport == Transport::Udp && n > usize::from(settings.max_udp_payload.max(512)) {
             return Err(format!("UDP response of {n} octets"));
         }
-        well_formed(resp).map_err(|e| format!("{transport:?}: malformed response: {e}"))?;
+        let has_opt =
+            well_formed(resp).map_err(|e| format!("{transport:?}: malformed response: {e}"))?;
+        if transport == Transport::Udp && !has_opt && n > 512 {
+            return Err(format!(
+                "UDP response of {n} octets without OPT (RFC 1035: 512)"
+            ));
+        }
         let m = answer(zones, data, &mut s.again, transport, &settings);
         if s.again[..m] != s.out[..n] {
             return Err(format!("{transport:?}: a second run gave other bytes"));
@@ -141,8 +147,9 @@ fn skip_name(m: &[u8], mut pos: usize) -> Result<usize, String> {
     }
 }
 
-/// Walks header, questions and records as counted; nothing may be missing or left over.
-fn well_formed(m: &[u8]) -> Result<(), String> {
+/// Walks header, questions and records as counted; nothing may be missing or
+/// left over. Returns whether an OPT record is present (at most one may be).
+fn well_formed(m: &[u8]) -> Result<bool, String> {
     let count = |i: usize| usize::from(u16::from_be_bytes([m[4 + 2 * i], m[5 + 2 * i]]));
     let mut pos = 12;
     for _ in 0..count(0) {
@@ -151,10 +158,18 @@ fn well_formed(m: &[u8]) -> Result<(), String> {
             return Err("question cut".into());
         }
     }
-    for _ in 0..count(1) + count(2) + count(3) {
+    let mut opts = 0;
+    for i in 0..count(1) + count(2) + count(3) {
+        let owner_at = pos;
         pos = skip_name(m, pos)?;
         if pos + 10 > m.len() {
             return Err("record header cut".into());
+        }
+        if m[pos] == 0 && m[pos + 1] == 41 {
+            opts += 1;
+            if i < count(1) + count(2) || opts > 1 || pos - owner_at != 1 {
+                return Err("OPT misplaced, repeated or not owned by the root".into());
+            }
         }
         let rdlen = usize::from(u16::from_be_bytes([m[pos + 8], m[pos + 9]]));
         pos += 10 + rdlen;
@@ -165,5 +180,5 @@ fn well_formed(m: &[u8]) -> Result<(), String> {
     if pos != m.len() {
         return Err(format!("{} octets after the last record", m.len() - pos));
     }
-    Ok(())
+    Ok(opts == 1)
 }

@@ -4,11 +4,16 @@
 //! tests/differential/queries.txt, then mutated (bit flips, random octets,
 //! cuts, insertions, compression pointers, counts, header bits) with a
 //! fixed-seed PRNG, plus pure random bytes. `LODE_FUZZ_SMOKE_N` changes the count.
+//! Likewise the zone-file target's body (fuzz/fuzz_targets/zonefile_body.rs)
+//! over 20,000 mutations of the scenario zone files' lines.
 
 mod common;
 
 #[path = "../../../fuzz/fuzz_targets/answer_body.rs"]
 mod answer_body;
+
+#[path = "../../../fuzz/fuzz_targets/zonefile_body.rs"]
+mod zonefile_body;
 
 use common::*;
 
@@ -139,4 +144,63 @@ fn answer_survives_a_deterministic_corpus() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Mutates zone text: line-level (drop, duplicate, swap lines) and
+/// byte-level (flip, insert zone-file metacharacters, cut).
+fn mutate_text(rng: &mut Rng, lines: &[&str]) -> Vec<u8> {
+    let v: Vec<String> = (0..1 + rng.below(30))
+        .map(|_| lines[rng.below(lines.len())].to_string())
+        .collect();
+    let mut text = v.join("\n").into_bytes();
+    for _ in 0..rng.below(6) {
+        if text.is_empty() {
+            break;
+        }
+        let at = rng.below(text.len());
+        match rng.below(5) {
+            0 => text[at] ^= 1 << rng.below(8),
+            1 => text.insert(at, b"();\"\\$@.* \t\n0123456789"[rng.below(21)]),
+            2 => text.truncate(at),
+            3 => text[at] = rng.byte(),
+            _ => {
+                let dup = text[at..].to_vec();
+                text.extend_from_slice(&dup);
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn zone_reader_survives_a_deterministic_corpus() {
+    let mut lines = Vec::new();
+    let texts: Vec<String> = zones_in(&repo_root().join("tests/differential/zones"))
+        .iter()
+        .map(|z| std::fs::read_to_string(&z.file).expect("read zone"))
+        .collect();
+    for t in &texts {
+        lines.extend(t.lines());
+    }
+    lines.extend([
+        "$ORIGIN sub.example.com.",
+        "$TTL 60",
+        "$INCLUDE /nonexistent",
+        "$GENERATE 1-10 h$ A 192.0.2.$",
+        "$GENERATE 1-100000000 h$ A 192.0.2.1",
+        "@ IN SOA ns hostmaster 1 2 3 4 5",
+        "x TYPE65000 \\# 3 010203",
+        "( unbalanced",
+    ]);
+    let n: usize = std::env::var("LODE_FUZZ_SMOKE_N")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .map_or(20_000, |n| n / 5);
+    let mut rng = Rng::new(0x20be_f11e);
+    let mut read = 0usize;
+    for _ in 0..n {
+        let text = mutate_text(&mut rng, &lines);
+        read += zonefile_body::check(&text);
+    }
+    eprintln!("zone reader smoke: {n} texts, {read} records read");
 }
