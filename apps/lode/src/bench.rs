@@ -39,6 +39,68 @@ enum BenchWhat {
     Rate(RateArgs),
     /// Closed-loop clients added step by step (enumperf): throughput and latency per step.
     Clients(ClientsArgs),
+    /// Query load under RFC 2136 updates: a constant-rate UPDATE stream derived from the
+    /// zones (adds, deletes, changes: a third each), optionally TSIG-signed, while the
+    /// rate tester runs; query rate without and with updates, update latency.
+    Update(UpdateArgs),
+    /// Side by side: Knot DNS, NSD, BIND 9, PowerDNS and Lode on the same generated
+    /// zones, the same tests, interleaved; a report (Markdown, JSON, PNG) in a folder.
+    Compare(CompareArgs),
+}
+
+/// Arguments of `lode bench compare`.
+#[derive(clap::Args, Debug)]
+struct CompareArgs {}
+
+fn compare(_a: CompareArgs) -> anyhow::Result<ExitCode> {
+    bail!("not yet")
+}
+
+/// Arguments of `lode bench update`.
+#[derive(clap::Args, Debug)]
+struct UpdateArgs {
+    /// The server under test.
+    #[arg(long)]
+    server: SocketAddr,
+    /// Zone NAME=FILE the updates are derived from (repeatable; the server must serve them).
+    #[arg(long, required = true, value_name = "NAME=FILE")]
+    zone: Vec<String>,
+    /// Updates per second.
+    #[arg(long, default_value_t = 100.0)]
+    update_rate: f64,
+    /// TSIG key `[hmac-sha256:]name:base64secret` to sign every update with.
+    #[arg(long, value_name = "KEY")]
+    tsig: Option<String>,
+    /// Milliseconds to wait for an update's reply.
+    #[arg(long, default_value_t = 2000)]
+    update_timeout: u64,
+    /// Query rate of single steps (default: a binary search up to --high).
+    #[arg(long)]
+    rate: Option<u64>,
+    /// Upper bound of the query-rate search.
+    #[arg(long, default_value_t = 100_000)]
+    high: u64,
+    /// Resolution of the search (default: high / 100).
+    #[arg(long)]
+    resolution: Option<u64>,
+    /// Seconds per query step.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Milliseconds after which a query reply no longer counts.
+    #[arg(long, default_value_t = 250)]
+    timeout: u64,
+    /// Queries allowed to go unanswered (`0`, `0.01%`).
+    #[arg(long, default_value = "0")]
+    loss: String,
+    /// Sender/receiver thread pairs of the query load.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Source ports per query thread.
+    #[arg(long, default_value_t = 1000)]
+    ports: usize,
+    /// Add an EDNS OPT record to every query.
+    #[arg(long)]
+    edns: bool,
 }
 
 /// Arguments of `lode bench echo`.
@@ -173,6 +235,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchWhat::Echo(a) => echo(a),
         BenchWhat::Rate(a) => rate(a),
         BenchWhat::Clients(a) => clients(a),
+        BenchWhat::Update(a) => update(a),
+        BenchWhat::Compare(a) => compare(a),
     }
 }
 
@@ -379,6 +443,169 @@ fn clients(a: ClientsArgs) -> anyhow::Result<ExitCode> {
             s.latency_us[3]
         );
         n += a.step;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
+    use lode_bench::update::{
+        during_updates, rcode_name, run_stream, TsigKey, UpdateConfig, UpdatePlan, UpdateResult,
+    };
+    use lode_wire::Name;
+    let duration = secs(a.duration, "--duration")?;
+    if !(a.update_rate > 0.0 && a.update_rate <= 1_000_000.0) {
+        bail!("--update-rate must be between 0 and 1000000");
+    }
+    let mut zones = Vec::new();
+    for z in &a.zone {
+        let (name, file) = z
+            .split_once('=')
+            .filter(|(n, f)| !n.is_empty() && !f.is_empty())
+            .with_context(|| format!("--zone {z:?}: expected NAME=FILE"))?;
+        let apex = Name::parse(name, Some(&Name::root()))
+            .map_err(|e| anyhow::anyhow!("--zone {z:?}: {e}"))?;
+        zones.push((apex, PathBuf::from(file)));
+    }
+    let key = a.tsig.as_deref().map(TsigKey::parse).transpose()?;
+    let resolution = a.resolution.unwrap_or((a.high / 100).max(1));
+    // Steps of one phase: one per rate, or a whole binary search.
+    let steps = if a.rate.is_some() {
+        1
+    } else {
+        2 + (a.high / resolution).max(1).ilog2() as u64 + 1
+    };
+    let phase =
+        duration.mul_f64(steps as f64) + Duration::from_millis(a.timeout + 100) * steps as u32;
+    let count = (a.update_rate * phase.as_secs_f64()).ceil() as u64 + 1;
+    let zone_refs: Vec<(Name, &std::path::Path)> = zones
+        .iter()
+        .map(|(n, f)| (n.clone(), f.as_path()))
+        .collect();
+    let mut plan = UpdatePlan::from_files(&zone_refs, count + 1)?;
+    let mut ucfg = UpdateConfig {
+        server: a.server,
+        rate: a.update_rate,
+        count: 1,
+        first: 0,
+        timeout: Duration::from_millis(a.update_timeout.max(1)),
+        key,
+    };
+    out!(
+        "server {}  {} zone(s)  {} names queried  updates {}/s{}  query steps {:.1} s",
+        a.server,
+        zones.len(),
+        plan.untouched_len(),
+        a.update_rate,
+        if ucfg.key.is_some() {
+            " TSIG hmac-sha256"
+        } else {
+            ""
+        },
+        duration.as_secs_f64()
+    );
+    // One update first: a server that refuses updates is reported at once.
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let probe = run_stream(
+        &ucfg,
+        &mut plan,
+        &never,
+        ucfg.timeout + Duration::from_secs(1),
+    )?;
+    if probe.ok() == 0 {
+        let why = probe
+            .refusal()
+            .unwrap_or_else(|| "the first update was not accepted".into());
+        out!("UPDATE not accepted by {}: {why}", a.server);
+        return Ok(ExitCode::from(1));
+    }
+    out!("probe update: NOERROR in {} µs", probe.latency_us[0]);
+    ucfg.first = 1;
+    ucfg.count = count;
+
+    let needed = (a.rate.unwrap_or(a.high) as f64 * duration.as_secs_f64()).ceil() as usize + 1;
+    let queries = plan.queries(needed, a.edns);
+    if queries.is_empty() {
+        bail!("no names left to query");
+    }
+    let mut cfg = RateConfig::new(a.server);
+    cfg.threads = a.threads;
+    cfg.ports = a.ports;
+    cfg.duration = duration;
+    cfg.timeout = Duration::from_millis(a.timeout);
+    cfg.expect = Expect::Answer;
+    cfg.loss = parse_fraction(&a.loss)?;
+    let (loss, max_behind) = (cfg.loss, cfg.max_behind);
+    let mut tester = Tester::new(cfg, Arc::new(queries))?;
+    let measure = |tester: &mut Tester, label: &str| -> anyhow::Result<u64> {
+        match a.rate {
+            Some(r) => {
+                let s = tester.step(r)?;
+                let ok = s.passed(loss, max_behind);
+                print_step(&s, ok, s.tester_ok(max_behind))?;
+                out!(
+                    "{label}: {} of {} queries answered at {r} q/s",
+                    s.valid,
+                    s.sent
+                );
+                Ok(s.valid)
+            }
+            None => {
+                let res = tester.search(0, a.high, resolution, |r, ok| {
+                    let _ = print_step(r, ok, r.tester_ok(max_behind));
+                })?;
+                out!("{label}: zero-loss rate {} q/s", res.rate);
+                Ok(res.rate)
+            }
+        }
+    };
+    out!("queries without updates:");
+    let without = measure(&mut tester, "without updates")?;
+    out!("queries with {} updates/s:", a.update_rate);
+    let (with, updates) = during_updates(&ucfg, &mut plan, phase + Duration::from_secs(1), || {
+        measure(&mut tester, "with updates")
+    });
+    let with = with?;
+    let u: UpdateResult = updates?;
+    let rcodes: Vec<String> = u
+        .rcodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(r, n)| format!("{} {n}", rcode_name(r as u8)))
+        .collect();
+    out!(
+        "updates: sent {} in {:.1} s ({:.1}/s), replies: {}, timeouts {}, unmatched {}; \
+         latency of accepted updates p50 {} µs, p99 {} µs, max {} µs",
+        u.sent,
+        u.secs,
+        u.sent as f64 / u.secs.max(1e-9),
+        if rcodes.is_empty() {
+            "none".into()
+        } else {
+            rcodes.join(", ")
+        },
+        u.timeouts,
+        u.unmatched,
+        u.latency_us[0],
+        u.latency_us[1],
+        u.latency_us[2]
+    );
+    let unit = if a.rate.is_some() {
+        "valid replies"
+    } else {
+        "q/s"
+    };
+    out!(
+        "query {unit} without updates {without}, with updates {with} ({:+.1}%)",
+        if without > 0 {
+            (with as f64 / without as f64 - 1.0) * 100.0
+        } else {
+            0.0
+        }
+    );
+    if let Some(why) = u.refusal() {
+        out!("UPDATE not accepted: {why}");
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -23,3 +23,4 @@ pub mod query;
 pub mod rate;
 pub mod search;
 pub mod stats;
+pub mod update;
