@@ -12,6 +12,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
+# Every check runs even when an earlier one fails, so that one CI run shows
+# everything that is wrong; the script fails at the end if any did.
+failed=()
+check() {
+    local name=$1
+    shift
+    step "$name"
+    if ! "$@"; then
+        failed+=("$name")
+        printf '==> FAILED: %s\n' "$name"
+    fi
+}
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # knotd lives in /usr/sbin, which is not on every user's PATH.
@@ -51,15 +63,10 @@ export LODE_REQUIRE_KNOT=1
 profile="${CARGO_PROFILE_ARG:-}"
 
 # --- 2. format, lints, tests ----------------------------------------------------------------
-step "cargo fmt --check"
-cargo fmt --all -- --check
-
-step "cargo clippy"
-cargo clippy --workspace --all-targets -- -D warnings
-
-step "cargo test"
+check "cargo fmt --check" cargo fmt --all -- --check
+check "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 # shellcheck disable=SC2086 # empty or one flag
-cargo test --workspace --no-fail-fast $profile
+check "cargo test" cargo test --workspace --no-fail-fast $profile
 
 # --- 3. fuzz smoke --------------------------------------------------------------------------
 # A real fuzzing run needs cargo-fuzz and a nightly toolchain; without them the
@@ -67,11 +74,16 @@ cargo test --workspace --no-fail-fast $profile
 # (apps/lode/tests/fuzz_smoke.rs).
 if have cargo-fuzz && rustup run nightly rustc --version >/dev/null 2>&1; then
     for target in answer zonefile; do
-        step "cargo fuzz: 30 s of fuzz/fuzz_targets/$target.rs"
-        (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time=30 -rss_limit_mb=2048)
+        check "cargo fuzz: 30 s of fuzz/fuzz_targets/$target.rs" \
+            bash -c "cd fuzz && cargo +nightly fuzz run $target -- -max_total_time=30 -rss_limit_mb=2048"
     done
 else
     step "cargo-fuzz or nightly missing: the fuzz targets' bodies ran as apps/lode/tests/fuzz_smoke.rs"
 fi
 
-step "all tests passed"
+if [ ${#failed[@]} -gt 0 ]; then
+    printf '\n==> %d check(s) failed:\n' "${#failed[@]}"
+    printf '    %s\n' "${failed[@]}"
+    exit 1
+fi
+step "all checks passed"
