@@ -50,10 +50,185 @@ enum BenchWhat {
 
 /// Arguments of `lode bench compare`.
 #[derive(clap::Args, Debug)]
-struct CompareArgs {}
+#[command(after_help = "Installs missing packages (knot nsd bind9 pdns-server \
+pdns-backend-bind dnsperf fonts-dejavu-core) with apt-get unless --no-install. Servers listen on \
+127.0.0.1 ports from --base-port (echo) upward, run as root in their own directories under \
+--work, and are stopped by PID when done or on errors. --quick: 500k records, 1 s steps, one \
+round, clients 1 2 4.")]
+struct CompareArgs {
+    /// Results folder (default results/compare-[quick-]DATE).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Scratch folder for zones and server directories (default: a temp dir, removed at the end).
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// A short comparison (a few minutes on the 500k set).
+    #[arg(long)]
+    quick: bool,
+    /// Servers, in run order (lode, knot, nsd, bind, powerdns).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "lode,knot,nsd,bind,powerdns"
+    )]
+    servers: Vec<String>,
+    /// ENUM records (default 500000, seed 000's 500k set with --prefix 16461).
+    #[arg(long, default_value_t = 500_000)]
+    records: u64,
+    /// Zones the records are split into.
+    #[arg(long, default_value_t = 10)]
+    zones: u64,
+    /// Leading digits of the numbers.
+    #[arg(long, default_value = "16461")]
+    prefix: String,
+    /// Rounds over all servers (default 3; --quick 1).
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Seconds per rate step (default 5; --quick 1).
+    #[arg(long)]
+    step: Option<f64>,
+    /// Upper bound of the rate searches (q/s).
+    #[arg(long, default_value_t = 200_000)]
+    high: u64,
+    /// Resolution of the rate searches (default high/100; --quick high/25).
+    #[arg(long)]
+    resolution: Option<u64>,
+    /// Milliseconds after which a reply no longer counts.
+    #[arg(long, default_value_t = 250)]
+    timeout: u64,
+    /// Client counts of the closed-loop ramp (default 1,2,4,8,16; --quick 1,2,4).
+    #[arg(long, value_delimiter = ',')]
+    clients: Vec<usize>,
+    /// Seconds per client step (default 5; --quick 1).
+    #[arg(long)]
+    client_step: Option<f64>,
+    /// Worker threads (processes for NSD) of every server.
+    #[arg(long, default_value_t = 1)]
+    server_workers: usize,
+    /// Sender/receiver pairs of the tester.
+    #[arg(long, default_value_t = 1)]
+    tester_threads: usize,
+    /// Source ports per tester thread.
+    #[arg(long, default_value_t = 1000)]
+    ports: usize,
+    /// CPU the server under test is pinned to.
+    #[arg(long, default_value_t = 0)]
+    server_cpu: usize,
+    /// CPU the tester is pinned to.
+    #[arg(long, default_value_t = 1)]
+    tester_cpu: usize,
+    /// First port: the echo; servers use the next five.
+    #[arg(long, default_value_t = 15800)]
+    base_port: u16,
+    /// Seconds to wait for a server's first answer.
+    #[arg(long, default_value_t = 300.0)]
+    load_limit: f64,
+    /// Other load (fraction of the machine) above which a run is redone (`20%`).
+    #[arg(long, default_value = "20%")]
+    max_other_load: String,
+    /// CPU steal above which a run is redone (`5%`).
+    #[arg(long, default_value = "5%")]
+    max_steal: String,
+    /// Redos of a disturbed run.
+    #[arg(long, default_value_t = 1)]
+    redo: usize,
+    /// Do not install missing packages.
+    #[arg(long)]
+    no_install: bool,
+}
 
-fn compare(_a: CompareArgs) -> anyhow::Result<ExitCode> {
-    bail!("not yet")
+fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
+    use lode_bench::compare::{self, servers::Kind, CompareConfig};
+    let mut servers = Vec::new();
+    for s in &a.servers {
+        let k = Kind::parse(s.trim())
+            .filter(|k| *k != Kind::Echo)
+            .with_context(|| format!("unknown server {s:?} (lode, knot, nsd, bind, powerdns)"))?;
+        if !servers.contains(&k) {
+            servers.push(k);
+        }
+    }
+    let q = a.quick;
+    let step = secs(a.step.unwrap_or(if q { 1.0 } else { 5.0 }), "--step")?;
+    let client_step = secs(
+        a.client_step.unwrap_or(if q { 1.0 } else { 5.0 }),
+        "--client-step",
+    )?;
+    let clients = if a.clients.is_empty() {
+        if q {
+            vec![1, 2, 4]
+        } else {
+            vec![1, 2, 4, 8, 16]
+        }
+    } else {
+        a.clients.clone()
+    };
+    if clients.contains(&0) || clients.iter().any(|&c| c > 1000) {
+        bail!("--clients: counts between 1 and 1000");
+    }
+    if a.high == 0 {
+        bail!("--high must be positive");
+    }
+    let date = std::process::Command::new("date")
+        .arg("-u")
+        .arg("+%Y-%m-%d")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "undated".into());
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!("compare-{}{date}", if q { "quick-" } else { "" }))
+    });
+    let temp = a.work.is_none();
+    let work = a.work.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("lode-compare-{}", std::process::id()))
+    });
+    let cfg = CompareConfig {
+        out: out.clone(),
+        work: work.clone(),
+        lode: std::env::current_exe().context("finding the lode binary")?,
+        servers,
+        records: a.records,
+        zones: a.zones,
+        prefix: Some(a.prefix.clone()).filter(|p| !p.is_empty()),
+        runs: a.runs.unwrap_or(if q { 1 } else { 3 }),
+        step,
+        high: a.high,
+        resolution: a
+            .resolution
+            .unwrap_or(a.high / if q { 25 } else { 100 })
+            .max(1),
+        timeout: Duration::from_millis(a.timeout.max(1)),
+        clients,
+        client_step,
+        server_workers: a.server_workers.max(1),
+        tester_threads: a.tester_threads.max(1),
+        ports: a.ports,
+        server_cpu: a.server_cpu,
+        tester_cpu: a.tester_cpu,
+        base_port: a.base_port,
+        load_limit: secs(a.load_limit, "--load-limit")?,
+        max_other_load: parse_fraction(&a.max_other_load)?,
+        max_steal: parse_fraction(&a.max_steal)?,
+        redo: a.redo,
+        install: !a.no_install,
+    };
+    let result = compare::run(&cfg);
+    if temp {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    let result = result?;
+    out!(
+        "report: {} ({} runs, {:.0} s)",
+        out.join("report.md").display(),
+        result.runs.len(),
+        result.wall_secs
+    );
+    for n in &result.notes {
+        out!("note: {n}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `lode bench update`.

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod clients;
+pub mod compare;
 pub mod e164;
 pub mod echo;
 pub mod gen;

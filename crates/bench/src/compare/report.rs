@@ -1,0 +1,797 @@
+//! The comparison report: per-server medians over runs, ratios Lode/Knot and
+//! Lode/NSD, written as `report.md`, `report.json` and PNG plots.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use plotters::prelude::*;
+use serde_json::{json, Value};
+
+use super::{CompareError, CompareResult, RateOutcome, RunResult};
+use crate::stats::median;
+
+/// The TTF used for plot text (Debian `fonts-dejavu-core`).
+pub const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/// Medians of one server over its runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerSummary {
+    /// Server name.
+    pub server: String,
+    /// Runs kept.
+    pub runs: usize,
+    /// Of which disturbed.
+    pub disturbed: usize,
+    /// Zero-loss rate, existing names (median q/s).
+    pub existing: f64,
+    /// Zero-loss rate, non-existing names (median q/s).
+    pub nxdomain: f64,
+    /// True if any search was limited by the tester, not the server.
+    pub tester_limited: bool,
+    /// Load time (median s).
+    pub load_secs: f64,
+    /// Resident memory with the full set (median bytes).
+    pub memory: f64,
+    /// Resident memory with the tiny set (bytes).
+    pub tiny_memory: f64,
+    /// (memory − tiny memory) / records.
+    pub bytes_per_record: f64,
+    /// Server CPU µs per answer (median).
+    pub cpu_us_per_answer: f64,
+    /// Per client count: clients, median q/s, median p50 µs, median p99 µs.
+    pub clients: Vec<(usize, f64, f64, f64)>,
+    /// UDP receive-buffer errors summed over the runs.
+    pub rcvbuf_errors: u64,
+}
+
+fn med(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    median(&v).unwrap_or(0.0)
+}
+
+/// Summaries per server, in the order servers first appear in the runs.
+pub fn summarize(r: &CompareResult) -> Vec<ServerSummary> {
+    let mut names: Vec<&str> = Vec::new();
+    for run in &r.runs {
+        if !names.contains(&run.server.as_str()) {
+            names.push(&run.server);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            // A redone run replaces the disturbed one; a kept disturbed run still counts.
+            let runs: Vec<&RunResult> = r
+                .runs
+                .iter()
+                .filter(|x| x.server == name)
+                .filter(|x| {
+                    !r.runs
+                        .iter()
+                        .any(|y| y.server == name && y.run == x.run && y.attempt > x.attempt)
+                })
+                .collect();
+            let f = |g: &dyn Fn(&RunResult) -> f64| med(runs.iter().map(|x| g(x)).collect());
+            let tiny = r
+                .tiny_memory
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0.0, |(_, m)| m.resident() as f64);
+            let memory = f(&|x| x.memory.resident() as f64);
+            let mut counts: Vec<usize> = runs
+                .iter()
+                .flat_map(|x| x.clients.iter().map(|c| c.clients))
+                .collect();
+            counts.sort_unstable();
+            counts.dedup();
+            let clients = counts
+                .into_iter()
+                .map(|n| {
+                    let steps: Vec<_> = runs
+                        .iter()
+                        .flat_map(|x| x.clients.iter().filter(|c| c.clients == n))
+                        .collect();
+                    (
+                        n,
+                        med(steps.iter().map(|c| c.qps).collect()),
+                        med(steps.iter().map(|c| c.latency_us[0]).collect()),
+                        med(steps.iter().map(|c| c.latency_us[2]).collect()),
+                    )
+                })
+                .collect();
+            ServerSummary {
+                server: name.to_owned(),
+                runs: runs.len(),
+                disturbed: runs.iter().filter(|x| x.disturbed).count(),
+                existing: f(&|x| x.existing.rate as f64),
+                nxdomain: f(&|x| x.nxdomain.rate as f64),
+                tester_limited: runs
+                    .iter()
+                    .any(|x| x.existing.tester_limited || x.nxdomain.tester_limited),
+                load_secs: f(&|x| x.load_secs),
+                memory,
+                tiny_memory: tiny,
+                bytes_per_record: if r.records > 0 {
+                    (memory - tiny).max(0.0) / r.records as f64
+                } else {
+                    0.0
+                },
+                cpu_us_per_answer: f(&|x| x.cpu_us_per_answer()),
+                clients,
+                rcvbuf_errors: runs.iter().map(|x| x.rcvbuf_errors).sum(),
+            }
+        })
+        .collect()
+}
+
+/// `a / b` as text (`-` when either is missing or b is 0).
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".into(),
+    }
+}
+
+/// The metrics compared in the ratio table: name, value, whether higher is better.
+type Metric = (&'static str, fn(&ServerSummary) -> f64, bool);
+
+const METRICS: [Metric; 6] = [
+    ("zero-loss rate, existing (q/s)", |s| s.existing, true),
+    ("zero-loss rate, non-existing (q/s)", |s| s.nxdomain, true),
+    (
+        "best closed-loop throughput (q/s)",
+        |s| s.clients.iter().map(|c| c.1).fold(0.0, f64::max),
+        true,
+    ),
+    ("memory per record (bytes)", |s| s.bytes_per_record, false),
+    ("load time (s)", |s| s.load_secs, false),
+    ("server CPU per answer (µs)", |s| s.cpu_us_per_answer, false),
+];
+
+fn rate_json(r: &RateOutcome) -> Value {
+    json!({
+        "rate": r.rate,
+        "hit_ceiling": r.hit_ceiling,
+        "tester_limited": r.tester_limited,
+        "tester_cpu_max": r.tester_cpu,
+        "steps": r.steps.iter().map(|s| json!({
+            "rate": s.0, "passed": s.1, "sent": s.2, "valid": s.3, "tester_cpu": s.4
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The JSON document of a result.
+pub fn to_json(r: &CompareResult) -> Value {
+    let summaries = summarize(r);
+    let get = |n: &str| summaries.iter().find(|s| s.server == n);
+    let ratios: Vec<Value> = METRICS
+        .iter()
+        .map(|(name, f, higher)| {
+            let v = |n: &str| get(n).map(f);
+            json!({
+                "metric": name,
+                "higher_is_better": higher,
+                "lode_over_knot": v("lode").zip(v("knot")).filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b),
+                "lode_over_nsd": v("lode").zip(v("nsd")).filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b),
+            })
+        })
+        .collect();
+    json!({
+        "settings": r.settings.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect::<serde_json::Map<_, _>>(),
+        "records": r.records,
+        "tiny_records": r.tiny_records,
+        "wall_secs": r.wall_secs,
+        "ceiling": {
+            "tester_vs_echo": r.echo.as_ref().map(rate_json),
+            "dnsperf_vs_echo": r.dnsperf.as_ref().map(|d| json!({
+                "zero_loss_rate": d.zero_loss_rate, "max_qps": d.max_qps
+            })),
+        },
+        "tiny_memory": r.tiny_memory.iter().map(|(n, m)| json!({
+            "server": n, "rss": m.rss, "pss": m.pss, "processes": m.processes
+        })).collect::<Vec<_>>(),
+        "summary": summaries.iter().map(|s| json!({
+            "server": s.server,
+            "runs": s.runs,
+            "disturbed": s.disturbed,
+            "zero_loss_existing": s.existing,
+            "zero_loss_nxdomain": s.nxdomain,
+            "tester_limited": s.tester_limited,
+            "load_secs": s.load_secs,
+            "memory_bytes": s.memory,
+            "tiny_memory_bytes": s.tiny_memory,
+            "bytes_per_record": s.bytes_per_record,
+            "cpu_us_per_answer": s.cpu_us_per_answer,
+            "rcvbuf_errors": s.rcvbuf_errors,
+            "clients": s.clients.iter().map(|c| json!({
+                "clients": c.0, "qps": c.1, "p50_us": c.2, "p99_us": c.3
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "ratios": ratios,
+        "runs": r.runs.iter().map(|x| json!({
+            "server": x.server,
+            "run": x.run,
+            "attempt": x.attempt,
+            "load_secs": x.load_secs,
+            "memory": {"rss": x.memory.rss, "pss": x.memory.pss, "processes": x.memory.processes},
+            "existing": rate_json(&x.existing),
+            "nxdomain": rate_json(&x.nxdomain),
+            "clients": x.clients.iter().map(|c| json!({
+                "clients": c.clients, "qps": c.qps, "answered": c.answered,
+                "timeouts": c.timeouts, "wrong": c.wrong,
+                "p50_us": c.latency_us[0], "p90_us": c.latency_us[1],
+                "p99_us": c.latency_us[2], "max_us": c.latency_us[3],
+            })).collect::<Vec<_>>(),
+            "server_cpu_secs": x.server_cpu_secs,
+            "test_cpu_secs": x.test_cpu_secs,
+            "answers": x.answers,
+            "cpu_us_per_answer": x.cpu_us_per_answer(),
+            "steal": x.steal,
+            "other_load": x.other_load,
+            "rcvbuf_errors": x.rcvbuf_errors,
+            "disturbed": x.disturbed,
+        })).collect::<Vec<_>>(),
+        "notes": r.notes,
+    })
+}
+
+fn mib(b: f64) -> String {
+    format!("{:.1}", b / (1024.0 * 1024.0))
+}
+
+/// The Markdown report.
+pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
+    let s = summarize(r);
+    let mut m = String::new();
+    let get = |n: &str| s.iter().find(|x| x.server == n);
+    let _ = writeln!(
+        m,
+        "# Lode beside Knot DNS, NSD, BIND 9 and PowerDNS — {} ENUM records\n",
+        r.records
+    );
+    let _ = writeln!(
+        m,
+        "Written by `lode bench compare`. Medians over runs; servers ran interleaved (A B C … A B C …), \
+         the server pinned to one CPU and the tester to another. A zero-loss rate is the highest \
+         rate at which every query got a valid reply (QR, ID, question, expected RCODE) within the \
+         timeout (RFC 8219 §9 binary search, short steps). Memory per record is (resident memory \
+         with the set − with a {}-record zone) / records; resident = RSS, or PSS summed over the \
+         processes for a server that forks (NSD). Load time: start → first valid answer for a name \
+         in the last zone. CPU per answer: utime+stime of the server's processes during the query \
+         tests ÷ valid answers. Whole comparison: {:.0} s.\n",
+        r.tiny_records, r.wall_secs
+    );
+    let _ = writeln!(m, "## The tester's ceiling\n");
+    match &r.echo {
+        Some(e) => {
+            let _ = writeln!(
+                m,
+                "Against `lode bench echo` (returns every query with QR set, on the server's CPU): \
+                 our tester's zero-loss rate **{} q/s**{}{}.",
+                e.rate,
+                if e.hit_ceiling { " (the search's upper bound passed)" } else { "" },
+                if e.tester_limited { ", limited by the tester itself" } else { "" }
+            );
+        }
+        None => {
+            let _ = writeln!(m, "Not measured.");
+        }
+    }
+    if let Some(d) = &r.dnsperf {
+        let _ = writeln!(
+            m,
+            "dnsperf (1 thread, pinned likewise) against the same echo: zero-loss rate (`-Q` \
+             search) **{} q/s**, unlimited throughput {:.0} q/s.",
+            d.zero_loss_rate, d.max_qps
+        );
+    }
+    let _ = writeln!(
+        m,
+        "\nA server whose rate is near these figures was measured at the tester's limit, not its own.\n"
+    );
+    let _ = writeln!(m, "## Results\n");
+    let _ = writeln!(
+        m,
+        "| server | runs (disturbed) | zero-loss existing q/s | zero-loss non-existing q/s | load s | memory MiB | tiny MiB | bytes/record | CPU µs/answer | RcvbufErrors |"
+    );
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|");
+    for x in &s {
+        let _ = writeln!(
+            m,
+            "| {}{} | {} ({}) | {:.0} | {:.0} | {:.2} | {} | {} | {:.1} | {:.2} | {} |",
+            x.server,
+            if x.tester_limited { " †" } else { "" },
+            x.runs,
+            x.disturbed,
+            x.existing,
+            x.nxdomain,
+            x.load_secs,
+            mib(x.memory),
+            mib(x.tiny_memory),
+            x.bytes_per_record,
+            x.cpu_us_per_answer,
+            x.rcvbuf_errors
+        );
+    }
+    if s.iter().any(|x| x.tester_limited) {
+        let _ = writeln!(
+            m,
+            "\n† some search was limited by the tester (its CPU near 100 % or behind schedule at the first failing step)."
+        );
+    }
+    let _ = writeln!(m, "\n## Ratios\n");
+    let _ = writeln!(m, "| metric | Lode/Knot | Lode/NSD |");
+    let _ = writeln!(m, "|---|---|---|");
+    for (name, f, higher) in METRICS {
+        let v = |n: &str| get(n).map(f);
+        let _ = writeln!(
+            m,
+            "| {name} ({} is better) | {} | {} |",
+            if higher { "higher" } else { "lower" },
+            ratio(v("lode"), v("knot")),
+            ratio(v("lode"), v("nsd"))
+        );
+    }
+    let _ = writeln!(
+        m,
+        "\n## Closed-loop clients (median q/s, p50 / p99 latency µs)\n"
+    );
+    let mut counts: Vec<usize> = s
+        .iter()
+        .flat_map(|x| x.clients.iter().map(|c| c.0))
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let _ = write!(m, "| server |");
+    for c in &counts {
+        let _ = write!(m, " {c} client(s) |");
+    }
+    let _ = write!(m, "\n|---|");
+    for _ in &counts {
+        let _ = write!(m, "---|");
+    }
+    let _ = writeln!(m);
+    for x in &s {
+        let _ = write!(m, "| {} |", x.server);
+        for c in &counts {
+            match x.clients.iter().find(|y| y.0 == *c) {
+                Some(y) => {
+                    let _ = write!(m, " {:.0} ({:.0} / {:.0}) |", y.1, y.2, y.3);
+                }
+                None => {
+                    let _ = write!(m, " - |");
+                }
+            }
+        }
+        let _ = writeln!(m);
+    }
+    let _ = writeln!(m, "\n## Runs\n");
+    let _ = writeln!(m, "| run | server | attempt | existing | non-existing | load s | steal % | other load % | RcvbufErrors | disturbed |");
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|");
+    for x in &r.runs {
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {} | {} | {:.2} | {:.1} | {:.1} | {} | {} |",
+            x.run,
+            x.server,
+            x.attempt,
+            x.existing.rate,
+            x.nxdomain.rate,
+            x.load_secs,
+            x.steal * 100.0,
+            x.other_load * 100.0,
+            x.rcvbuf_errors,
+            if x.disturbed { "yes" } else { "no" }
+        );
+    }
+    if !plots.is_empty() {
+        let _ = writeln!(m, "\n## Plots\n");
+        for p in plots {
+            let _ = writeln!(m, "![{p}]({p})\n");
+        }
+    }
+    let _ = writeln!(m, "## Settings\n");
+    for (k, v) in &r.settings {
+        let _ = writeln!(m, "- {k}: {v}");
+    }
+    if !r.notes.is_empty() {
+        let _ = writeln!(m, "\n## Notes\n");
+        for n in &r.notes {
+            let _ = writeln!(m, "- {n}");
+        }
+    }
+    m
+}
+
+/// Writes report.json, report.md and the plots into `dir`.
+pub fn write(dir: &Path, r: &CompareResult) -> Result<(), CompareError> {
+    std::fs::create_dir_all(dir).map_err(|e| CompareError::io(dir, e))?;
+    let mut notes = Vec::new();
+    let plots = match plot_all(dir, r) {
+        Ok(p) => p,
+        Err(e) => {
+            notes.push(format!("plots not drawn: {e}"));
+            Vec::new()
+        }
+    };
+    let mut r = r.clone();
+    r.notes.extend(notes);
+    let json = serde_json::to_string_pretty(&to_json(&r))
+        .map_err(|e| CompareError::Config(format!("JSON: {e}")))?;
+    let p = dir.join("report.json");
+    std::fs::write(&p, json + "\n").map_err(|e| CompareError::io(&p, e))?;
+    let p = dir.join("report.md");
+    std::fs::write(&p, to_markdown(&r, &plots)).map_err(|e| CompareError::io(&p, e))?;
+    Ok(())
+}
+
+/// Loads the plot font once (leaked: plotters keeps fonts for the program's life).
+fn load_font() -> Result<(), String> {
+    use std::sync::OnceLock;
+    static FONT_OK: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT_OK
+        .get_or_init(|| {
+            let bytes = std::fs::read(FONT).map_err(|e| format!("{FONT}: {e}"))?;
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+                .map_err(|_| format!("{FONT}: not a usable font"))
+        })
+        .clone()
+}
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// Draws the four plots; returns their file names.
+fn plot_all(dir: &Path, r: &CompareResult) -> Result<Vec<&'static str>, String> {
+    load_font()?;
+    let s = summarize(r);
+    if s.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: Vec<String> = s.iter().map(|x| x.server.clone()).collect();
+    bars(
+        &dir.join("rate.png"),
+        "Zero-loss rate (q/s)",
+        &names,
+        &[
+            ("existing", s.iter().map(|x| x.existing).collect()),
+            ("non-existing", s.iter().map(|x| x.nxdomain).collect()),
+        ],
+    )?;
+    bars(
+        &dir.join("memory.png"),
+        "Memory per record (bytes)",
+        &names,
+        &[(
+            "bytes/record",
+            s.iter().map(|x| x.bytes_per_record).collect(),
+        )],
+    )?;
+    bars(
+        &dir.join("loadtime.png"),
+        "Load time: start to first answer (s)",
+        &names,
+        &[("seconds", s.iter().map(|x| x.load_secs).collect())],
+    )?;
+    clients_plot(&dir.join("clients.png"), &s)?;
+    Ok(vec![
+        "rate.png",
+        "clients.png",
+        "memory.png",
+        "loadtime.png",
+    ])
+}
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+/// A grouped bar chart: one group per server, one bar per series.
+fn bars(
+    path: &Path,
+    title: &str,
+    names: &[String],
+    series: &[(&str, Vec<f64>)],
+) -> Result<(), String> {
+    let root = BitMapBackend::new(path, (900, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let top = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(0.0, f64::max)
+        .max(1e-9)
+        * 1.15;
+    let n = names.len();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 24))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top)
+        .map_err(err)?;
+    let labels = names.to_vec();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&move |x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style(("sans-serif", 15))
+        .draw()
+        .map_err(err)?;
+    let k = series.len() as f64;
+    let width = 0.8 / k;
+    for (j, (label, values)) in series.iter().enumerate() {
+        let color = COLORS[j % COLORS.len()];
+        chart
+            .draw_series(values.iter().enumerate().map(|(i, v)| {
+                let x0 = i as f64 - 0.4 + j as f64 * width;
+                Rectangle::new([(x0, 0.0), (x0 + width * 0.95, *v)], color.filled())
+            }))
+            .map_err(err)?
+            .label(*label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+        chart
+            .draw_series(values.iter().enumerate().map(|(i, v)| {
+                let x = i as f64 - 0.4 + (j as f64 + 0.5) * width;
+                Text::new(
+                    if *v >= 100.0 {
+                        format!("{v:.0}")
+                    } else {
+                        format!("{v:.2}")
+                    },
+                    (x - 0.1, v + top * 0.02),
+                    ("sans-serif", 13),
+                )
+            }))
+            .map_err(err)?;
+    }
+    if series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 15))
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)
+}
+
+/// Throughput and p99 latency against the number of clients, one line per server.
+fn clients_plot(path: &Path, s: &[ServerSummary]) -> Result<(), String> {
+    let root = BitMapBackend::new(path, (1100, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let (left, right) = root.split_horizontally(550);
+    let max_c = s
+        .iter()
+        .flat_map(|x| x.clients.iter().map(|c| c.0))
+        .max()
+        .unwrap_or(1) as f64;
+    for (area, title, pick) in [
+        (&left, "Throughput against clients (q/s)", 1usize),
+        (&right, "p99 latency against clients (µs)", 3usize),
+    ] {
+        let value = |c: &(usize, f64, f64, f64)| if pick == 1 { c.1 } else { c.3 };
+        let top = s
+            .iter()
+            .flat_map(|x| x.clients.iter().map(value))
+            .fold(0.0, f64::max)
+            .max(1e-9)
+            * 1.1;
+        let mut chart = ChartBuilder::on(area)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(35)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..max_c + 0.5, 0f64..top)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("clients")
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+        for (j, x) in s.iter().enumerate() {
+            let color = COLORS[j % COLORS.len()];
+            let pts: Vec<(f64, f64)> = x.clients.iter().map(|c| (c.0 as f64, value(c))).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(x.server.clone())
+                .legend(move |(a, b)| {
+                    PathElement::new(vec![(a, b), (a + 15, b)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clients::ClientStep;
+    use crate::compare::sys::Memory;
+    use crate::compare::DnsperfOutcome;
+
+    fn run(server: &str, run: usize, attempt: usize, existing: u64, mem: u64) -> RunResult {
+        RunResult {
+            server: server.into(),
+            run,
+            attempt,
+            load_secs: 2.0 * run as f64,
+            memory: Memory {
+                rss: mem,
+                pss: mem / 2,
+                processes: if server == "nsd" { 3 } else { 1 },
+            },
+            existing: RateOutcome {
+                rate: existing,
+                steps: vec![(existing, true, existing, existing, 0.5)],
+                ..RateOutcome::default()
+            },
+            nxdomain: RateOutcome {
+                rate: existing / 2,
+                ..RateOutcome::default()
+            },
+            clients: vec![ClientStep {
+                clients: 2,
+                answered: 100,
+                qps: existing as f64 / 4.0,
+                latency_us: [100.0, 150.0, 200.0, 300.0],
+                ..ClientStep::default()
+            }],
+            test_cpu_secs: 1.0,
+            answers: 1_000_000,
+            disturbed: attempt == 1 && run == 2,
+            ..RunResult::default()
+        }
+    }
+
+    fn synthetic() -> CompareResult {
+        CompareResult {
+            settings: vec![("records".into(), "1000".into())],
+            records: 1000,
+            tiny_records: 10,
+            echo: Some(RateOutcome {
+                rate: 300_000,
+                ..RateOutcome::default()
+            }),
+            dnsperf: Some(DnsperfOutcome {
+                zero_loss_rate: 150_000,
+                max_qps: 170_000.0,
+            }),
+            tiny_memory: vec![
+                (
+                    "lode".into(),
+                    Memory {
+                        rss: 1_000_000,
+                        pss: 900_000,
+                        processes: 1,
+                    },
+                ),
+                (
+                    "knot".into(),
+                    Memory {
+                        rss: 2_000_000,
+                        pss: 1_500_000,
+                        processes: 1,
+                    },
+                ),
+                (
+                    "nsd".into(),
+                    Memory {
+                        rss: 3_000_000,
+                        pss: 1_000_000,
+                        processes: 3,
+                    },
+                ),
+            ],
+            runs: vec![
+                run("lode", 1, 1, 100_000, 11_000_000),
+                run("knot", 1, 1, 50_000, 22_000_000),
+                run("nsd", 1, 1, 40_000, 20_000_000),
+                run("lode", 2, 1, 10, 11_000_000),
+                run("lode", 2, 2, 120_000, 13_000_000),
+                run("knot", 2, 1, 5, 22_000_000),
+                run("knot", 2, 2, 60_000, 22_000_000),
+                run("nsd", 2, 1, 40_000, 20_000_000),
+                run("nsd", 2, 2, 50_000, 20_000_000),
+            ],
+            notes: vec!["bind: skipped".into()],
+            wall_secs: 12.0,
+        }
+    }
+
+    #[test]
+    fn summaries_take_medians_of_kept_runs() {
+        let s = summarize(&synthetic());
+        assert_eq!(s.len(), 3);
+        let lode = &s[0];
+        assert_eq!(lode.server, "lode");
+        assert_eq!(lode.runs, 2, "the disturbed attempt was redone");
+        assert_eq!(lode.existing, 110_000.0);
+        assert_eq!(lode.memory, 12_000_000.0);
+        assert_eq!(lode.bytes_per_record, (12_000_000.0 - 1_000_000.0) / 1000.0);
+        assert_eq!(lode.cpu_us_per_answer, 1.0);
+        assert_eq!(lode.clients, vec![(2, 27_500.0, 100.0, 200.0)]);
+        let nsd = &s[2];
+        assert_eq!(nsd.memory, 10_000_000.0, "PSS for a forking server");
+        assert_eq!(nsd.tiny_memory, 1_000_000.0);
+        assert_eq!(nsd.existing, 45_000.0);
+    }
+
+    #[test]
+    fn json_and_markdown() {
+        let r = synthetic();
+        let j = to_json(&r);
+        assert_eq!(j["records"], 1000);
+        assert_eq!(j["summary"][0]["server"], "lode");
+        assert_eq!(j["summary"][1]["zero_loss_existing"], 55_000.0);
+        assert_eq!(j["runs"].as_array().map(Vec::len), Some(9));
+        assert_eq!(j["runs"][3]["disturbed"], true);
+        let ratio = j["ratios"][0]["lode_over_knot"].as_f64().expect("ratio");
+        assert!((ratio - 110_000.0 / 55_000.0).abs() < 1e-9);
+        assert_eq!(j["ceiling"]["dnsperf_vs_echo"]["zero_loss_rate"], 150_000);
+        assert_eq!(j["notes"][0], "bind: skipped");
+
+        let md = to_markdown(&r, &["rate.png"]);
+        assert!(md.contains("| lode | 2 (0) | 110000 | 55000 |"), "{md}");
+        assert!(
+            md.contains("| zero-loss rate, existing (q/s) (higher is better) | 2.00 | 2.44 |"),
+            "{md}"
+        );
+        assert!(md.contains("our tester's zero-loss rate **300000 q/s**"));
+        assert!(md.contains("**150000 q/s**"));
+        assert!(md.contains("![rate.png](rate.png)"));
+        assert!(md.contains("| 2 | knot | 1 | 5 |"));
+    }
+
+    #[test]
+    fn writes_the_folder() {
+        let dir = std::env::temp_dir().join(format!("lode-bench-report-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write(&dir, &synthetic()).expect("write");
+        let json: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("report.json")).expect("json file"),
+        )
+        .expect("valid JSON");
+        assert_eq!(json["summary"].as_array().map(Vec::len), Some(3));
+        assert!(std::fs::read_to_string(dir.join("report.md"))
+            .expect("md")
+            .starts_with("# Lode beside"));
+        if Path::new(FONT).exists() {
+            for p in ["rate.png", "clients.png", "memory.png", "loadtime.png"] {
+                let bytes = std::fs::read(dir.join(p)).expect("png");
+                assert!(bytes.starts_with(b"\x89PNG"), "{p}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

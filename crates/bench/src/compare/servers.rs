@@ -1,0 +1,384 @@
+//! The servers compared: how each is configured (minimally, on 127.0.0.1, in its
+//! own directory), started (pinned to a CPU with `taskset`, as root, in the
+//! foreground), found ready, and stopped by PID — also on errors, by a guard.
+
+use std::fmt;
+use std::fs;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use super::CompareError;
+use crate::query::{check_reply, Expect, QuerySet, Verdict};
+
+/// A server implementation under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Lode itself (`lode serve`).
+    Lode,
+    /// Knot DNS (`knotd`).
+    Knot,
+    /// NSD.
+    Nsd,
+    /// BIND 9 (`named`).
+    Bind,
+    /// PowerDNS Authoritative with the bind back end.
+    Pdns,
+    /// `lode bench echo`: the machine's ceiling, not a DNS server.
+    Echo,
+}
+
+impl Kind {
+    /// Every DNS server, in run order.
+    pub const SERVERS: [Kind; 5] = [Kind::Lode, Kind::Knot, Kind::Nsd, Kind::Bind, Kind::Pdns];
+
+    /// Short name used in reports and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Lode => "lode",
+            Kind::Knot => "knot",
+            Kind::Nsd => "nsd",
+            Kind::Bind => "bind",
+            Kind::Pdns => "powerdns",
+            Kind::Echo => "echo",
+        }
+    }
+
+    /// Parses a short name.
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::SERVERS
+            .into_iter()
+            .chain([Kind::Echo])
+            .find(|k| k.name().eq_ignore_ascii_case(s))
+    }
+
+    /// The program started and the Debian package it comes in (None for Lode's own).
+    pub fn program(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Kind::Lode | Kind::Echo => None,
+            Kind::Knot => Some(("/usr/sbin/knotd", "knot")),
+            Kind::Nsd => Some(("/usr/sbin/nsd", "nsd")),
+            Kind::Bind => Some(("/usr/sbin/named", "bind9")),
+            Kind::Pdns => Some(("/usr/sbin/pdns_server", "pdns-server pdns-backend-bind")),
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How to start one server.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// Which server.
+    pub kind: Kind,
+    /// Its UDP/TCP port on 127.0.0.1.
+    pub port: u16,
+    /// Worker threads (or processes) it is asked to use.
+    pub workers: usize,
+    /// Zones: apex (absolute) and file.
+    pub zones: Vec<(String, PathBuf)>,
+    /// Its working directory (created; configuration, pid and run files).
+    pub dir: PathBuf,
+    /// Where its output goes.
+    pub log: PathBuf,
+    /// CPU it is pinned to (`taskset -c`).
+    pub cpu: usize,
+    /// The lode binary (for Lode and the echo).
+    pub lode: PathBuf,
+}
+
+impl Launch {
+    /// Writes the configuration and returns the command line (without taskset).
+    pub fn command(&self) -> Result<Vec<String>, CompareError> {
+        let d = &self.dir;
+        fs::create_dir_all(d).map_err(|e| CompareError::io(d, e))?;
+        let ds = d.display();
+        let port = self.port;
+        let w = self.workers.max(1);
+        let write = |name: &str, text: String| -> Result<String, CompareError> {
+            let p = d.join(name);
+            fs::write(&p, text).map_err(|e| CompareError::io(&p, e))?;
+            Ok(p.display().to_string())
+        };
+        let lode = self.lode.display().to_string();
+        Ok(match self.kind {
+            Kind::Echo => vec![
+                lode,
+                "bench".into(),
+                "echo".into(),
+                "--listen".into(),
+                format!("127.0.0.1:{port}"),
+                "--workers".into(),
+                w.to_string(),
+            ],
+            Kind::Lode => {
+                let mut c = vec![
+                    lode,
+                    "serve".into(),
+                    "--listen".into(),
+                    format!("127.0.0.1:{port}"),
+                    "--workers".into(),
+                    w.to_string(),
+                    "--control".into(),
+                    format!("{ds}/lode.sock"),
+                    "--log-level".into(),
+                    "warn".into(),
+                ];
+                for (apex, file) in &self.zones {
+                    c.push("--zone".into());
+                    c.push(format!("{apex}={}", file.display()));
+                }
+                c
+            }
+            Kind::Knot => {
+                fs::create_dir_all(d.join("db")).map_err(|e| CompareError::io(d, e))?;
+                let mut conf = format!(
+                    "server:\n    rundir: \"{ds}\"\n    pidfile: \"{ds}/knot.pid\"\n    \
+                     listen: 127.0.0.1@{port}\n    udp-workers: {w}\n    tcp-workers: 1\n    \
+                     background-workers: 1\n\
+                     log:\n  - target: stderr\n    any: info\n\
+                     database:\n    storage: \"{ds}/db\"\n\
+                     template:\n  - id: default\n    storage: \"{ds}\"\n    zonefile-sync: -1\n    \
+                     journal-content: none\n\
+                     zone:\n"
+                );
+                for (apex, file) in &self.zones {
+                    conf.push_str(&format!(
+                        "  - domain: {apex}\n    file: \"{}\"\n",
+                        file.display()
+                    ));
+                }
+                let p = write("knot.conf", conf)?;
+                vec!["/usr/sbin/knotd".into(), "-c".into(), p]
+            }
+            Kind::Nsd => {
+                // Debian's NSD limits responses per second by default: rrl-ratelimit 0.
+                let mut conf = format!(
+                    "server:\n    ip-address: 127.0.0.1@{port}\n    server-count: {w}\n    \
+                     username: \"\"\n    chroot: \"\"\n    zonesdir: \"{ds}\"\n    \
+                     database: \"\"\n    pidfile: \"{ds}/nsd.pid\"\n    \
+                     xfrdfile: \"{ds}/xfrd.state\"\n    zonelistfile: \"{ds}/zone.list\"\n    \
+                     xfrdir: \"{ds}\"\n    verbosity: 1\n    rrl-ratelimit: 0\n    \
+                     do-ip6: no\n    tcp-count: 10\n\
+                     remote-control:\n    control-enable: no\n"
+                );
+                for (apex, file) in &self.zones {
+                    conf.push_str(&format!(
+                        "zone:\n    name: \"{apex}\"\n    zonefile: \"{}\"\n",
+                        file.display()
+                    ));
+                }
+                let p = write("nsd.conf", conf)?;
+                vec!["/usr/sbin/nsd".into(), "-d".into(), "-c".into(), p]
+            }
+            Kind::Bind => {
+                let mut conf = format!(
+                    "options {{\n  directory \"{ds}\";\n  pid-file \"{ds}/named.pid\";\n  \
+                     session-keyfile \"{ds}/session.key\";\n  managed-keys-directory \"{ds}\";\n  \
+                     listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n  \
+                     recursion no;\n  dnssec-validation no;\n  notify no;\n}};\n\
+                     controls {{ }};\n"
+                );
+                for (apex, file) in &self.zones {
+                    conf.push_str(&format!(
+                        "zone \"{apex}\" {{ type primary; file \"{}\"; }};\n",
+                        file.display()
+                    ));
+                }
+                let p = write("named.conf", conf)?;
+                vec![
+                    "/usr/sbin/named".into(),
+                    "-g".into(),
+                    "-4".into(),
+                    "-n".into(),
+                    w.to_string(),
+                    "-c".into(),
+                    p,
+                ]
+            }
+            Kind::Pdns => {
+                let mut zones = String::new();
+                for (apex, file) in &self.zones {
+                    zones.push_str(&format!(
+                        "zone \"{apex}\" {{ type master; file \"{}\"; }};\n",
+                        file.display()
+                    ));
+                }
+                let zones = write("bind-zones.conf", zones)?;
+                write(
+                    "pdns.conf",
+                    format!(
+                        "launch=bind\nbind-config={zones}\nlocal-address=127.0.0.1\n\
+                         local-port={port}\nsocket-dir={ds}\nguardian=no\ndaemon=no\n\
+                         disable-syslog=yes\nreceiver-threads={w}\ndistributor-threads=1\n\
+                         webserver=no\napi=no\nloglevel=4\n"
+                    ),
+                )?;
+                vec![
+                    "/usr/sbin/pdns_server".into(),
+                    format!("--config-dir={ds}"),
+                    "--daemon=no".into(),
+                    "--guardian=no".into(),
+                ]
+            }
+        })
+    }
+
+    /// Starts the server pinned to its CPU; stopped when the guard is dropped.
+    pub fn start(&self) -> Result<Running, CompareError> {
+        let cmd = self.command()?;
+        check_port_free(self.port)?;
+        let log = fs::File::create(&self.log).map_err(|e| CompareError::io(&self.log, e))?;
+        let log2 = log
+            .try_clone()
+            .map_err(|e| CompareError::io(&self.log, e))?;
+        let started = Instant::now();
+        let child = Command::new("taskset")
+            .arg("-c")
+            .arg(self.cpu.to_string())
+            .args(&cmd)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .map_err(|e| {
+                CompareError::Server(format!("{}: cannot start {:?}: {e}", self.kind, cmd))
+            })?;
+        Ok(Running {
+            kind: self.kind,
+            addr: SocketAddr::from(([127, 0, 0, 1], self.port)),
+            child,
+            started,
+            log: self.log.clone(),
+            stopped: false,
+        })
+    }
+}
+
+/// Fails if something already listens on UDP 127.0.0.1:`port`.
+fn check_port_free(port: u16) -> Result<(), CompareError> {
+    match UdpSocket::bind(("127.0.0.1", port)) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(CompareError::Server(format!(
+            "port {port} is busy ({e}); stop what uses it or choose another --base-port"
+        ))),
+    }
+}
+
+/// A started server; stopped (SIGTERM, then SIGKILL, by PID, with its children) on drop.
+#[derive(Debug)]
+pub struct Running {
+    /// Which server.
+    pub kind: Kind,
+    /// Its address.
+    pub addr: SocketAddr,
+    child: Child,
+    /// When it was started.
+    pub started: Instant,
+    /// Its log file.
+    pub log: PathBuf,
+    /// Set once stopped (its PID may be reused afterwards: never signal it again).
+    stopped: bool,
+}
+
+impl Running {
+    /// The PID of the server's main process (taskset execs the server).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server's processes (the main one and any it forked).
+    pub fn pids(&self) -> Vec<u32> {
+        super::sys::process_tree(self.pid())
+    }
+
+    /// Waits until `probe` (a query for a name in the last zone) is answered validly;
+    /// returns the time since the start. Fails if the process exits or `limit` passes.
+    pub fn wait_ready(
+        &mut self,
+        probe: &QuerySet,
+        expect: Expect,
+        limit: Duration,
+    ) -> Result<Duration, CompareError> {
+        let sock =
+            UdpSocket::bind("127.0.0.1:0").map_err(|e| CompareError::io(Path::new("udp"), e))?;
+        sock.set_read_timeout(Some(Duration::from_millis(50)))
+            .map_err(|e| CompareError::io(Path::new("udp"), e))?;
+        let mut buf = [0u8; 4096];
+        let mut id = 0u16;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(CompareError::Server(format!(
+                    "{} exited ({status}) before answering; see {}",
+                    self.kind,
+                    self.log.display()
+                )));
+            }
+            if self.started.elapsed() > limit {
+                return Err(CompareError::Server(format!(
+                    "{} did not answer within {:.0} s; see {}",
+                    self.kind,
+                    limit.as_secs_f64(),
+                    self.log.display()
+                )));
+            }
+            id = id.wrapping_add(1);
+            let mut q = probe.get(0).to_vec();
+            q[..2].copy_from_slice(&id.to_be_bytes());
+            let _ = sock.send_to(&q, self.addr);
+            let until = Instant::now() + Duration::from_millis(50);
+            while Instant::now() < until {
+                let Ok((n, _)) = sock.recv_from(&mut buf) else {
+                    break;
+                };
+                if buf[..n].starts_with(&id.to_be_bytes())
+                    && check_reply(&buf[..n], probe.question(0), expect) == Verdict::Valid
+                {
+                    return Ok(self.started.elapsed());
+                }
+            }
+        }
+    }
+
+    /// Stops the server and its children: SIGTERM, up to 10 s, then SIGKILL.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let tree = self.pids();
+        for &p in &tree {
+            let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Whatever is left of the tree (the main process, or forked children).
+        for &p in &tree {
+            if Path::new(&format!("/proc/{p}")).exists() && p != self.pid() {
+                let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

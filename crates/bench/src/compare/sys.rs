@@ -1,0 +1,210 @@
+//! What the kernel says about processes and the machine: CPU time, memory, CPU
+//! steal and other load, UDP receive-buffer errors (all from /proc).
+
+use std::path::Path;
+
+/// Clock ticks per second of /proc times (USER_HZ, 100 on Linux).
+pub const TICKS: f64 = 100.0;
+
+/// Machine-wide CPU counters (/proc/stat first line), in ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuTimes {
+    /// Ticks spent by processes (user, nice, system); interrupts are left out because
+    /// loopback traffic of the test itself is processed there.
+    pub busy: u64,
+    /// Ticks stolen by the hypervisor.
+    pub steal: u64,
+    /// All ticks (busy, idle, iowait, steal).
+    pub total: u64,
+}
+
+/// Parses the `cpu ` line of /proc/stat.
+pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let get = |i: usize| v.get(i).copied().unwrap_or(0);
+    // user nice system idle iowait irq softirq steal (guest is inside user).
+    let busy = get(0) + get(1) + get(2);
+    let steal = get(7);
+    Some(CpuTimes {
+        busy,
+        steal,
+        total: busy + get(3) + get(4) + get(5) + get(6) + steal,
+    })
+}
+
+/// Reads /proc/stat.
+pub fn cpu_times() -> CpuTimes {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|t| parse_proc_stat(&t))
+        .unwrap_or_default()
+}
+
+/// Parses `RcvbufErrors` of the `Udp:` lines of /proc/net/snmp.
+pub fn parse_rcvbuf_errors(text: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with("Udp:"));
+    let header = lines.next()?;
+    let values = lines.next()?;
+    let i = header
+        .split_whitespace()
+        .position(|f| f == "RcvbufErrors")?;
+    values.split_whitespace().nth(i)?.parse().ok()
+}
+
+/// UDP receive-buffer errors so far (0 if unreadable).
+pub fn rcvbuf_errors() -> u64 {
+    std::fs::read_to_string("/proc/net/snmp")
+        .ok()
+        .and_then(|t| parse_rcvbuf_errors(&t))
+        .unwrap_or(0)
+}
+
+/// Parses utime + stime (ticks) and the parent PID from /proc/PID/stat text.
+pub fn parse_pid_stat(text: &str) -> Option<(u64, u32)> {
+    // The command name is in parentheses and may contain spaces: split after the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields after the name: state(0) ppid(1) … utime(11) stime(12).
+    let ppid = f.get(1)?.parse().ok()?;
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime, ppid))
+}
+
+/// CPU ticks (utime + stime) of one process, 0 if it is gone.
+pub fn pid_cpu(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| parse_pid_stat(&t))
+        .map_or(0, |(t, _)| t)
+}
+
+/// `pid` and all its descendants (from the parent PIDs in /proc).
+pub fn process_tree(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some((_, ppid)) = std::fs::read_to_string(e.path().join("stat"))
+                .ok()
+                .and_then(|t| parse_pid_stat(&t))
+            {
+                parents.push((p, ppid));
+            }
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    tree
+}
+
+/// Reads a `Key:   123 kB` value (in bytes) from /proc status-like text.
+pub fn parse_kb(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kb: u64 = line[key.len()..]
+        .trim_start_matches(':')
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Memory of a set of processes, bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Memory {
+    /// Resident set sizes summed (counts shared pages once per process).
+    pub rss: u64,
+    /// Proportional set sizes summed (shared pages split between sharers).
+    pub pss: u64,
+    /// Processes counted.
+    pub processes: usize,
+}
+
+impl Memory {
+    /// The figure used per record: RSS for one process, PSS summed for several (NSD forks).
+    pub fn resident(&self) -> u64 {
+        if self.processes > 1 {
+            self.pss
+        } else {
+            self.rss
+        }
+    }
+}
+
+/// RSS and PSS summed over `pids`.
+pub fn memory(pids: &[u32]) -> Memory {
+    let mut m = Memory::default();
+    for pid in pids {
+        let proc_dir = Path::new("/proc").join(pid.to_string());
+        let rss = std::fs::read_to_string(proc_dir.join("status"))
+            .ok()
+            .and_then(|t| parse_kb(&t, "VmRSS"));
+        let pss = std::fs::read_to_string(proc_dir.join("smaps_rollup"))
+            .ok()
+            .and_then(|t| parse_kb(&t, "Pss"));
+        if let Some(rss) = rss {
+            m.rss += rss;
+            m.pss += pss.unwrap_or(rss);
+            m.processes += 1;
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_parsers() {
+        let stat = "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        assert_eq!(
+            parse_proc_stat(stat),
+            Some(CpuTimes {
+                busy: 155,
+                steal: 7,
+                total: 1187
+            })
+        );
+        let snmp = "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n\
+                    Udp: 10 2 3 9 42 0\nUdpLite: InDatagrams\nUdpLite: 0\n";
+        assert_eq!(parse_rcvbuf_errors(snmp), Some(42));
+        let pid = "1234 (nsd: xfrd (x)) S 1200 1234 1 0 -1 4194560 10 0 0 0 25 17 0 0 20 0 1 0";
+        assert_eq!(parse_pid_stat(pid), Some((42, 1200)));
+        assert_eq!(
+            parse_kb("Name: x\nVmRSS:\t  2048 kB\n", "VmRSS"),
+            Some(2 << 20)
+        );
+        assert_eq!(parse_kb("Pss:  10 kB\n", "Pss"), Some(10240));
+        assert_eq!(parse_kb("", "Pss"), None);
+    }
+
+    #[test]
+    fn own_process() {
+        let me = std::process::id();
+        let m = memory(&[me]);
+        assert_eq!(m.processes, 1);
+        assert!(m.rss > 0 && m.pss > 0);
+        assert_eq!(m.resident(), m.rss);
+        assert!(process_tree(me).contains(&me));
+        assert!(cpu_times().total > 0);
+    }
+}
