@@ -220,6 +220,31 @@ pub fn start_knot(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
 
 /// Starts knotd on 127.0.0.1:`port`, and also on [::1]:`port` when `v6`.
 pub fn start_knot_on(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
+    retry_if_port_taken(port, |p| start_knot_once(zones, p, v6))
+}
+
+/// Runs `start` on `port`; when the server could not bind because the port
+/// was taken between [`pick_port`] and its start, tries again (twice at
+/// most) on another port of the same range.
+fn retry_if_port_taken(
+    port: u16,
+    start: impl Fn(u16) -> Result<Server, String>,
+) -> Result<Server, String> {
+    let base = port - (port - 15300) % 50;
+    let mut port = port;
+    for attempt in 0.. {
+        match start(port) {
+            Err(e) if attempt < 2 && e.to_lowercase().contains("address already in use") => {
+                eprintln!("port {port} was taken, trying another one");
+                port = pick_port(base);
+            }
+            other => return other,
+        }
+    }
+    unreachable!("the loop returns on its third attempt")
+}
+
+fn start_knot_once(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
     let dir = TempDir::new("knot");
     let conf = dir.0.join("knot.conf");
     std::fs::write(&conf, knot_config(&dir.0, port, zones, v6)).map_err(|e| e.to_string())?;
@@ -251,6 +276,10 @@ pub fn start_lode(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
 /// Starts `lode serve` on 127.0.0.1:`port`, and also on [::1]:`port` when
 /// `v6`; two UDP workers, its own control socket in its scratch directory.
 pub fn start_lode_on(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
+    retry_if_port_taken(port, |p| start_lode_once(zones, p, v6))
+}
+
+fn start_lode_once(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
     let dir = TempDir::new("lode");
     let log = dir.0.join("lode.log");
     let logf = std::fs::File::create(&log).map_err(|e| e.to_string())?;
