@@ -72,11 +72,15 @@ pub fn peer_from_env() -> Peer {
 
 static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
 
-/// A port in `base..base+50` that is free for UDP and TCP on 127.0.0.1 right now.
+/// A port in `base..base+50` that is free for UDP and TCP on 127.0.0.1 right
+/// now (a server started on it later may still lose a race: see
+/// `retry_if_port_taken`).
 pub fn pick_port(base: u16) -> u16 {
     for _ in 0..50 {
-        let off = NEXT_PORT.fetch_add(1, Ordering::SeqCst) % 50;
-        let port = base + off;
+        // Start from the process ID so that concurrent runs (two people
+        // testing on one machine) rarely probe the same ports.
+        let n = u32::from(NEXT_PORT.fetch_add(1, Ordering::SeqCst)) + std::process::id();
+        let port = base + (n % 50) as u16;
         let udp = UdpSocket::bind(("127.0.0.1", port));
         let tcp = TcpListener::bind(("127.0.0.1", port));
         if udp.is_ok() && tcp.is_ok() {
