@@ -313,6 +313,12 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
             x.rcvbuf_errors
         );
     }
+    let _ = writeln!(
+        m,
+        "\nRcvbufErrors: the machine's UDP receive-buffer overflows during a server's runs \
+         (`/proc/net/snmp`), the overload steps of the searches included — expected above the \
+         zero-loss rate, mostly in the server's socket."
+    );
     if s.iter().any(|x| x.tester_limited) {
         let _ = writeln!(
             m,

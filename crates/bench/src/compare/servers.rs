@@ -241,9 +241,12 @@ impl Launch {
             .try_clone()
             .map_err(|e| CompareError::io(&self.log, e))?;
         let started = Instant::now();
+        // taskset pins, setpriv makes the kernel stop the server if this process dies
+        // without stopping it (killed by a signal); both exec, so the PID is the server's.
         let child = Command::new("taskset")
             .arg("-c")
             .arg(self.cpu.to_string())
+            .args(["setpriv", "--pdeathsig", "TERM", "--"])
             .args(&cmd)
             .current_dir(&self.dir)
             .stdin(Stdio::null())
@@ -291,7 +294,7 @@ pub struct Running {
 }
 
 impl Running {
-    /// The PID of the server's main process (taskset execs the server).
+    /// The PID of the server's main process (taskset and setpriv exec the server).
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
