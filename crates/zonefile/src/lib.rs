@@ -28,6 +28,9 @@
 //!   NSEC3 bitmaps; we do not).
 //! - TXT/SPF strings longer than 255 octets are split into 255-octet strings, as
 //!   Knot does; other character strings longer than 255 octets are errors.
+//! - WKS, which Knot 3.2 reads and prints only as `\#`, is read with protocol
+//!   and service names or numbers and printed as BIND prints it (numbers). NID and
+//!   L64 groups may have 1-4 hex digits (BIND drops leading zeros; Knot wants 4).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -61,6 +61,18 @@ enum Field {
     Bitmap,
     /// An EUI-48 or EUI-64 address of this many octets, `xx-xx-...` (RFC 7043).
     Eui(usize),
+    /// CERT certificate type: number or mnemonic (RFC 4398 §2.1); printed as a number.
+    CertType,
+    /// IPSECKEY gateway type, algorithm and gateway (RFC 4025 §2.3-2.5), three tokens.
+    Gateway,
+    /// Base64 for the rest of the RDATA, which may be absent (IPSECKEY public key).
+    OptB64(&'static str),
+    /// APL items for the rest of the RDATA, possibly none (RFC 3123 §4).
+    Apl,
+    /// A 64-bit locator or node ID, `xxxx:xxxx:xxxx:xxxx` (RFC 6742 §2.1.1).
+    Locator64(&'static str),
+    /// WKS protocol and service bitmap for the rest of the RDATA (RFC 1035 §3.4.2).
+    Services,
 }
 
 use Field::*;
@@ -147,6 +159,14 @@ fn fields(t: Rtype) -> Option<&'static [Field]> {
         Rtype::DHCID => &[B64("data")],
         Rtype::EUI48 => &[Eui(6)],
         Rtype::EUI64 => &[Eui(8)],
+        Rtype::CERT => &[CertType, U16("key tag"), Alg, B64("certificate")],
+        Rtype::APL => &[Apl],
+        Rtype::IPSECKEY => &[U8("precedence"), Gateway, OptB64("public key")],
+        Rtype::NID => &[U16("preference"), Locator64("node ID")],
+        Rtype::L32 => &[U16("preference"), Ipv4],
+        Rtype::L64 => &[U16("preference"), Locator64("locator")],
+        Rtype::LP => &[U16("preference"), Name("pointer")],
+        Rtype::WKS => &[Ipv4, Services],
         _ => return None,
     })
 }
@@ -174,6 +194,20 @@ const ALGORITHMS: &[(&str, u8)] = &[
     ("INDIRECT", 252),
     ("PRIVATEDNS", 253),
     ("PRIVATEOID", 254),
+];
+
+/// CERT certificate type mnemonics (RFC 4398 §2.1).
+const CERT_TYPES: &[(&str, u16)] = &[
+    ("PKIX", 1),
+    ("SPKI", 2),
+    ("PGP", 3),
+    ("IPKIX", 4),
+    ("ISPKI", 5),
+    ("IPGP", 6),
+    ("ACPKIX", 7),
+    ("IACPKIX", 8),
+    ("URI", 253),
+    ("OID", 254),
 ];
 
 /// Parses the RDATA tokens of one record of type `t`, appending wire form to `out`.
@@ -452,6 +486,58 @@ fn parse_field(
             write_bitmap(&mut types, out);
             Ok(toks.len())
         }
+        CertType => {
+            let k = need("certificate type")?;
+            let v = parse_uint(k.text, 65_535)
+                .map(|v| v as u16)
+                .or_else(|| {
+                    CERT_TYPES
+                        .iter()
+                        .find(|(n, _)| k.text.eq_ignore_ascii_case(n.as_bytes()))
+                        .map(|c| c.1)
+                })
+                .ok_or_else(|| bad("certificate type", "0-65535 or a mnemonic", k))?;
+            out.extend_from_slice(&v.to_be_bytes());
+            Ok(1)
+        }
+        Gateway => parse_gateway(t, toks, origin, out),
+        OptB64(what) => {
+            if toks.is_empty() {
+                return Ok(0);
+            }
+            parse_field(t, B64(what), toks, origin, out)
+        }
+        Apl => {
+            for k in toks {
+                apl_item(k.text, out).ok_or_else(|| {
+                    format!(
+                        "{t}: expected [!]1:IPv4/0-32 or [!]2:IPv6/0-128, got \"{}\"",
+                        show(k.text)
+                    )
+                })?;
+            }
+            Ok(toks.len())
+        }
+        Locator64(what) => {
+            let k = need(what)?;
+            // Knot wants four digits per group; BIND prints leading zeros dropped.
+            let mut n = 0;
+            for g in k.text.split(|&c| c == b':') {
+                let v = std::str::from_utf8(g)
+                    .ok()
+                    .filter(|g| (1..=4).contains(&g.len()) && !g.starts_with('+'))
+                    .and_then(|g| u16::from_str_radix(g, 16).ok())
+                    .filter(|_| n < 4)
+                    .ok_or_else(|| bad(what, "xxxx:xxxx:xxxx:xxxx", k))?;
+                out.extend_from_slice(&v.to_be_bytes());
+                n += 1;
+            }
+            if n != 4 {
+                return Err(bad(what, "xxxx:xxxx:xxxx:xxxx", k));
+            }
+            Ok(1)
+        }
+        Services => parse_services(t, toks, out),
         Eui(n) => {
             let k = need("address")?;
             let groups: Vec<&[u8]> = k.text.split(|&c| c == b'-').collect();
@@ -736,6 +822,28 @@ fn format_field<'a>(f: Field, d: &'a [u8], out: &mut String) -> Option<&'a [u8]>
             }
             Some(r)
         }
+        CertType => {
+            let (v, r) = take::<2>(d)?;
+            let _ = write!(out, "{}", u16::from_be_bytes(v));
+            Some(r)
+        }
+        Gateway => format_gateway(d, out),
+        OptB64(_) => {
+            push_base64(d, out);
+            Some(&[])
+        }
+        Apl => format_apl(d, out),
+        Locator64(_) => {
+            let a = d.get(..8)?;
+            for (i, pair) in a.chunks(2).enumerate() {
+                if i > 0 {
+                    out.push(':');
+                }
+                push_hex(pair, out);
+            }
+            Some(&d[8..])
+        }
+        Services => format_services(d, out),
         Eui(n) => {
             let a = d.get(..n)?;
             for (i, b) in a.iter().enumerate() {
@@ -744,6 +852,236 @@ fn format_field<'a>(f: Field, d: &'a [u8], out: &mut String) -> Option<&'a [u8]>
             Some(&d[n..])
         }
     }
+}
+
+// ------------------------------------------------------- IPSECKEY (RFC 4025)
+
+/// Parses `gateway-type algorithm gateway`; the gateway's form follows its type:
+/// 0 `.`, 1 IPv4, 2 IPv6, 3 a domain name. Returns the number of tokens used (3).
+fn parse_gateway(
+    t: Rtype,
+    toks: &[Token<'_>],
+    origin: &Name,
+    out: &mut Vec<u8>,
+) -> Result<usize, String> {
+    parse_field(t, U8("gateway type"), toks, origin, out)?;
+    let kind = out[out.len() - 1]; // just pushed by the U8 field
+    if kind > 3 {
+        return Err(format!(
+            "{t}: expected gateway type (0-3), got \"{}\"",
+            show(toks[0].text) // present: the U8 field consumed it
+        ));
+    }
+    parse_field(t, U8("algorithm"), &toks[1..], origin, out)?;
+    let rest = &toks[2.min(toks.len())..];
+    let Some(gw) = rest.first() else {
+        return Err(missing(t, "gateway"));
+    };
+    match kind {
+        0 if gw.text == b"." && !gw.quoted => {}
+        0 => {
+            return Err(format!(
+                "{t}: gateway type 0 needs \".\" as gateway, got \"{}\"",
+                show(gw.text)
+            ))
+        }
+        1 => {
+            parse_field(t, Ipv4, rest, origin, out)?;
+        }
+        2 => {
+            parse_field(t, Ipv6, rest, origin, out)?;
+        }
+        _ => {
+            parse_field(t, Name("gateway"), rest, origin, out)?;
+        }
+    }
+    Ok(3)
+}
+
+/// Formats `gateway-type algorithm gateway`; `None` for an unknown gateway type.
+fn format_gateway<'a>(d: &'a [u8], out: &mut String) -> Option<&'a [u8]> {
+    let (&[kind, alg], r) = d.split_first_chunk::<2>()?;
+    let _ = write!(out, "{kind} {alg} ");
+    match kind {
+        0 => {
+            out.push('.');
+            Some(r)
+        }
+        1 => format_field(Ipv4, r, out),
+        2 => format_field(Ipv6, r, out),
+        3 => format_field(Name(""), r, out),
+        _ => None,
+    }
+}
+
+// ------------------------------------------------------------ APL (RFC 3123)
+
+/// Appends one APL item `[!]family:address/prefix` (family 1 IPv4 or 2 IPv6), with
+/// the address's trailing zero octets left out (RFC 3123 §4); `None` if malformed.
+fn apl_item(s: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let (negated, s) = match s.strip_prefix(b"!") {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let colon = s.iter().position(|&c| c == b':')?;
+    let (family, rest) = (&s[..colon], &s[colon + 1..]);
+    let slash = rest.iter().rposition(|&c| c == b'/')?;
+    let addr = std::str::from_utf8(&rest[..slash]).ok()?;
+    let mut a = [0u8; 16];
+    let (family, len, max) = match family {
+        b"1" => {
+            a[..4].copy_from_slice(&addr.parse::<Ipv4Addr>().ok()?.octets());
+            (1u16, 4, 32)
+        }
+        b"2" => {
+            a = addr.parse::<Ipv6Addr>().ok()?.octets();
+            (2u16, 16, 128)
+        }
+        _ => return None,
+    };
+    let prefix = parse_uint(&rest[slash + 1..], max)? as u8;
+    let used = a[..len].iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+    out.extend_from_slice(&family.to_be_bytes());
+    out.push(prefix);
+    out.push(u8::from(negated) << 7 | used as u8);
+    out.extend_from_slice(&a[..used]);
+    Some(())
+}
+
+/// Formats APL items separated by spaces (nothing for none). Like Knot, a prefix
+/// longer than the address is printed as it is; an unknown family or an address
+/// part longer than the family's address makes the RDATA malformed.
+fn format_apl<'a>(d: &'a [u8], out: &mut String) -> Option<&'a [u8]> {
+    let mut r = d;
+    while !r.is_empty() {
+        let (&[f0, f1, prefix, nlen], rest) = r.split_first_chunk::<4>()?;
+        let len = (nlen & 0x7F) as usize;
+        let part = rest.get(..len)?;
+        if r.len() != d.len() {
+            out.push(' ');
+        }
+        if nlen & 0x80 != 0 {
+            out.push('!');
+        }
+        let mut a = [0u8; 16];
+        match u16::from_be_bytes([f0, f1]) {
+            1 if len <= 4 => {
+                a[..len].copy_from_slice(part);
+                let v4 = Ipv4Addr::new(a[0], a[1], a[2], a[3]);
+                let _ = write!(out, "1:{v4}/{prefix}");
+            }
+            2 if len <= 16 => {
+                a[..len].copy_from_slice(part);
+                let _ = write!(out, "2:{}/{prefix}", Ipv6Addr::from(a));
+            }
+            _ => return None,
+        }
+        r = &rest[len..];
+    }
+    Some(r)
+}
+
+// ------------------------------------------------------------ WKS (RFC 1035)
+
+/// Service names known in WKS records (the common entries of `/etc/services`;
+/// the same port for TCP and UDP).
+const SERVICES: &[(&str, u16)] = &[
+    ("echo", 7),
+    ("discard", 9),
+    ("daytime", 13),
+    ("qotd", 17),
+    ("chargen", 19),
+    ("ftp-data", 20),
+    ("ftp", 21),
+    ("ssh", 22),
+    ("telnet", 23),
+    ("smtp", 25),
+    ("time", 37),
+    ("whois", 43),
+    ("nicname", 43),
+    ("domain", 53),
+    ("bootps", 67),
+    ("bootpc", 68),
+    ("tftp", 69),
+    ("gopher", 70),
+    ("finger", 79),
+    ("http", 80),
+    ("www", 80),
+    ("kerberos", 88),
+    ("pop3", 110),
+    ("sunrpc", 111),
+    ("auth", 113),
+    ("nntp", 119),
+    ("ntp", 123),
+    ("imap", 143),
+    ("snmp", 161),
+    ("ldap", 389),
+    ("https", 443),
+    ("submission", 587),
+    ("ldaps", 636),
+    ("imaps", 993),
+    ("pop3s", 995),
+];
+
+/// Parses `protocol service...` (protocol `tcp`, `udp` or 0-255; services by
+/// number or name) into the protocol octet and the port bitmap.
+fn parse_services(t: Rtype, toks: &[Token<'_>], out: &mut Vec<u8>) -> Result<usize, String> {
+    let Some(proto) = toks.first() else {
+        return Err(missing(t, "protocol"));
+    };
+    let p = if proto.text.eq_ignore_ascii_case(b"tcp") {
+        Some(6)
+    } else if proto.text.eq_ignore_ascii_case(b"udp") {
+        Some(17)
+    } else {
+        parse_uint(proto.text, 255).map(|v| v as u8)
+    };
+    out.push(p.ok_or_else(|| {
+        format!(
+            "{t}: expected protocol (tcp, udp or 0-255), got \"{}\"",
+            show(proto.text)
+        )
+    })?);
+    let start = out.len();
+    for k in &toks[1..] {
+        let port = parse_uint(k.text, 65_535)
+            .map(|v| v as usize)
+            .or_else(|| {
+                SERVICES
+                    .iter()
+                    .find(|(n, _)| k.text.eq_ignore_ascii_case(n.as_bytes()))
+                    .map(|s| s.1 as usize)
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{t}: expected service (0-65535 or a name), got \"{}\"",
+                    show(k.text)
+                )
+            })?;
+        if out.len() - start <= port / 8 {
+            out.resize(start + port / 8 + 1, 0);
+        }
+        out[start + port / 8] |= 0x80 >> (port % 8);
+    }
+    Ok(toks.len())
+}
+
+/// Formats `protocol port...` as numbers (as BIND prints WKS; Knot 3.2 knows no
+/// presentation form for WKS and prints `\#`).
+fn format_services<'a>(d: &'a [u8], out: &mut String) -> Option<&'a [u8]> {
+    let (&proto, bits) = d.split_first()?;
+    if bits.len() > 8192 {
+        return None;
+    }
+    let _ = write!(out, "{proto}");
+    for (i, &byte) in bits.iter().enumerate() {
+        for b in 0..8 {
+            if byte & (0x80 >> b) != 0 {
+                let _ = write!(out, " {}", i * 8 + b);
+            }
+        }
+    }
+    Some(&[])
 }
 
 // ---------------------------------------------------------------- LOC (RFC 1876)

@@ -135,6 +135,57 @@ const SAMPLES: &[(&str, &str, &str)] = &[
     ("SMIMEA", "3 1 1 0c72ac70", "3 1 1 0C72AC70"),
     ("KEY", "256 3 8 AwEAAQ==", "256 3 8 AwEAAQ=="),
     ("DHCID", "AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA=", "AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA="),
+    ("CERT", "PGP 0 0 dGVzdA==", "3 0 0 dGVzdA=="),
+    ("CERT", "1 12345 8 ( MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A MIIBCgKCAQEA )", "1 12345 8 MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"),
+    ("CERT", "pkix 1 RSASHA256 AAAA", "1 1 8 AAAA"),
+    ("CERT", "SPKI 2 ECDSAP256SHA256 AAAB", "2 2 13 AAAB"),
+    ("CERT", "IPKIX 3 0 AAAC", "4 3 0 AAAC"),
+    ("CERT", "ISPKI 4 0 AAAD", "5 4 0 AAAD"),
+    ("CERT", "IPGP 5 0 AAAE", "6 5 0 AAAE"),
+    ("CERT", "ACPKIX 6 0 AAAF", "7 6 0 AAAF"),
+    ("CERT", "IACPKIX 7 0 AAAG", "8 7 0 AAAG"),
+    ("CERT", "URI 8 0 AAAH", "253 8 0 AAAH"),
+    ("CERT", "OID 9 0 AAAI", "254 9 0 AAAI"),
+    ("CERT", "65535 11 254 AAAK", "65535 11 254 AAAK"),
+    ("APL", "1:192.0.2.0/24 !2:2001:db8::/32", "1:192.0.2.0/24 !2:2001:db8::/32"),
+    ("APL", "1:192.168.32.0/21 !1:192.168.38.0/28", "1:192.168.32.0/21 !1:192.168.38.0/28"),
+    ("APL", "", ""),
+    ("APL", "( 1:0.0.0.0/0\n 2:::/0 )", "1:0.0.0.0/0 2:::/0"),
+    (
+        "APL",
+        "1:224.0.0.0/4 2:FF00:0:0:0:0:0:0:0/8 !1:192.0.2.1/24 1:10.0.0.1/32 2:2001:db8::1/128",
+        "1:224.0.0.0/4 2:ff00::/8 !1:192.0.2.1/24 1:10.0.0.1/32 2:2001:db8::1/128",
+    ),
+    (
+        "APL",
+        "2:::1.2.3.4/128 2:::/128 2:::1/128 2:1::/16 1:0.0.0.0/32 1:10.0.0.0/08",
+        "2:::102:304/128 2:::/128 2:::1/128 2:1::/16 1:0.0.0.0/32 1:10.0.0.0/8",
+    ),
+    (
+        "IPSECKEY",
+        "10 1 2 192.0.2.38 AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+        "10 1 2 192.0.2.38 AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+    ),
+    ("IPSECKEY", "10 3 2 gateway.example.net. AQNRU3mG", "10 3 2 gateway.example.net. AQNRU3mG"),
+    ("IPSECKEY", "10 0 0 .", "10 0 0 ."),
+    ("IPSECKEY", "10 2 2 2001:db8::1 AQNRU3mG", "10 2 2 2001:db8::1 AQNRU3mG"),
+    ("IPSECKEY", "10 0 2 . AQNRU3mG", "10 0 2 . AQNRU3mG"),
+    ("IPSECKEY", "10 3 1 gw AQNRU3mG", "10 3 1 gw.example. AQNRU3mG"),
+    ("IPSECKEY", "255 1 0 10.0.0.1", "255 1 0 10.0.0.1"),
+    ("IPSECKEY", "1 2 0 ::1.2.3.4", "1 2 0 ::102:304"),
+    ("IPSECKEY", "10 3 2 . AA==", "10 3 2 . AA=="),
+    ("L32", "10 10.1.2.0", "10 10.1.2.0"),
+    ("L64", "10 2001:0db8:0000:0000", "10 2001:0DB8:0000:0000"),
+    ("NID", "10 0014:4fff:ff20:ee64", "10 0014:4FFF:FF20:EE64"),
+    ("NID", "30 ABCD:EF01:2345:6789", "30 ABCD:EF01:2345:6789"),
+    // BIND prints node IDs without leading zeros (Knot refuses that form).
+    ("NID", "20 14:4fff:ff20:1", "20 0014:4FFF:FF20:0001"),
+    ("LP", "10 l64.example.", "10 l64.example."),
+    ("LP", "20 l64-subnet1", "20 l64-subnet1.example."),
+    // Knot 3.2 has no WKS text form (it prints `\#`); these prints are BIND 9.18's.
+    ("WKS", "192.0.2.1 TCP smtp ftp 25 80 domain", "192.0.2.1 6 21 25 53 80"),
+    ("WKS", "192.0.2.2 17 domain 53 0", "192.0.2.2 17 0 53"),
+    ("WKS", "192.0.2.3 udp", "192.0.2.3 17"),
 ];
 
 #[test]
@@ -184,6 +235,14 @@ fn every_listed_type_has_a_sample() {
         "SVCB",
         "HTTPS",
         "ZONEMD",
+        "CERT",
+        "APL",
+        "IPSECKEY",
+        "L32",
+        "L64",
+        "NID",
+        "LP",
+        "WKS",
     ] {
         assert!(SAMPLES.iter().any(|s| s.0 == t), "no sample for {t}");
         assert!(is_known_type(Rtype::from_mnemonic(t).unwrap()));
@@ -224,6 +283,40 @@ fn known_wire_bytes() {
     );
     // CAA (RFC 8659 §4.1.1).
     assert_eq!(rd(Rtype::CAA, "0 issue \"ca.net\""), b"\x00\x05issueca.net");
+    // The next ones are Knot 3.2.6's bytes for the same text (`kdig +generic`).
+    assert_eq!(
+        rd(Rtype::CERT, "PGP 0 0 dGVzdA=="),
+        b"\x00\x03\x00\x00\x00test"
+    );
+    // APL: address parts lose their trailing zero octets (RFC 3123 §4).
+    assert_eq!(
+        rd(Rtype::APL, "1:192.0.2.0/24 !2:2001:db8::/32"),
+        b"\x00\x01\x18\x03\xc0\x00\x02\x00\x02\x20\x84\x20\x01\x0d\xb8"
+    );
+    assert_eq!(
+        rd(Rtype::APL, "1:192.168.32.0/21 !1:192.168.38.0/28"),
+        b"\x00\x01\x15\x03\xc0\xa8\x20\x00\x01\x1c\x83\xc0\xa8\x26"
+    );
+    assert_eq!(
+        rd(Rtype::APL, "1:0.0.0.0/0 2:::/0"),
+        b"\x00\x01\x00\x00\x00\x02\x00\x00"
+    );
+    assert_eq!(rd(Rtype::APL, ""), b"");
+    // IPSECKEY: no gateway octets for type 0, an uncompressed name for type 3.
+    assert_eq!(rd(Rtype::IPSECKEY, "10 0 0 ."), b"\x0a\x00\x00");
+    assert_eq!(
+        rd(Rtype::IPSECKEY, "10 3 1 gw AQNRU3mG"),
+        b"\x0a\x03\x01\x02gw\x07example\x00\x01\x03\x51\x53\x79\x86"
+    );
+    assert_eq!(
+        rd(Rtype::NID, "10 0014:4fff:ff20:ee64"),
+        b"\x00\x0a\x00\x14\x4f\xff\xff\x20\xee\x64"
+    );
+    // WKS (RFC 1035 §3.4.2): bit n of the bitmap is port n.
+    assert_eq!(
+        rd(Rtype::WKS, "192.0.2.1 tcp 25"),
+        b"\xc0\x00\x02\x01\x06\x00\x00\x00\x40"
+    );
 }
 
 #[test]
@@ -391,6 +484,106 @@ fn refused_like_knot() {
             "t.zone:2: nested '(' inside parentheses",
             "t.zone:5: A: expected an IPv4 address, got \"x\""
         ]
+    );
+}
+
+/// RDATA of the RFC 4398, 3123, 4025 and 6742 types that Knot 3.2.6 refuses (checked
+/// one zone each with `knotc zone-check`) is refused here too.
+#[test]
+fn rare_types_refused_like_knot() {
+    for (text, want) in [
+        ("CERT 1 2 3", "CERT: missing certificate"),
+        ("CERT FOO 2 1 AA==", "CERT: expected certificate type"),
+        ("CERT 65536 2 1 AA==", "CERT: expected certificate type"),
+        ("CERT 1 2 256 AA==", "CERT: expected algorithm"),
+        ("APL 1:192.0.2.0/33", "APL: expected [!]1:"),
+        ("APL 3:192.0.2.0/8", "APL: expected [!]1:"),
+        ("APL 1:192.0.2.0", "APL: expected [!]1:"),
+        ("APL 2:2001:db8::/129", "APL: expected [!]1:"),
+        ("APL 01:10.0.0.0/8", "APL: expected [!]1:"),
+        ("APL !!1:10.0.0.0/8", "APL: expected [!]1:"),
+        ("APL 1:10/8", "APL: expected [!]1:"),
+        ("APL 1:10.0.0.0/ 8", "APL: expected [!]1:"),
+        ("APL 1:192.0.2.0/24 !", "APL: expected [!]1:"),
+        (
+            "IPSECKEY 10 0 2 foo AA==",
+            "IPSECKEY: gateway type 0 needs \".\"",
+        ),
+        (
+            "IPSECKEY 10 4 2 . AA==",
+            "IPSECKEY: expected gateway type (0-3)",
+        ),
+        (
+            "IPSECKEY 10 1 2 . AA==",
+            "IPSECKEY: expected an IPv4 address",
+        ),
+        (
+            "IPSECKEY 10 1 2 2001:db8::1 AA==",
+            "IPSECKEY: expected an IPv4 address",
+        ),
+        (
+            "IPSECKEY 10 2 2 1.2.3.4 AA==",
+            "IPSECKEY: expected an IPv6 address",
+        ),
+        (
+            "IPSECKEY 256 1 2 1.2.3.4 AA==",
+            "IPSECKEY: expected precedence",
+        ),
+        (
+            "IPSECKEY 10 1 RSASHA256 1.2.3.4 AA==",
+            "IPSECKEY: expected algorithm",
+        ),
+        ("IPSECKEY 10 0", "IPSECKEY: missing algorithm"),
+        ("IPSECKEY 10 0 0", "IPSECKEY: missing gateway"),
+        ("NID 10 0014:4fff:ff20", "NID: expected node ID"),
+        ("NID 10 0014:4fff:ff20:ee64:0000", "NID: expected node ID"),
+        ("NID 10 00144fffff20ee64", "NID: expected node ID"),
+        ("NID 65536 0014:4fff:ff20:ee64", "NID: expected preference"),
+        ("L32 10 10.1.2", "L32: expected an IPv4 address"),
+        ("L32 10 ::1", "L32: expected an IPv4 address"),
+        ("L64 10 2001:db8::", "L64: expected locator"),
+        ("LP 10 \"foo\"", "LP: pointer must be a domain name"),
+    ] {
+        let e = errors(&format!("$TTL 1\ne {text}\nok A 1.2.3.4\n"));
+        assert_eq!(e.len(), 1, "{text}: {e:?}");
+        assert!(
+            e[0].starts_with(&format!("t.zone:2: {want}")),
+            "{text}: {}",
+            e[0]
+        );
+    }
+}
+
+/// Wire forms Knot's `kdig` cannot print (it warns) print as `\#` here; the two
+/// odd forms it does print are printed the same way.
+#[test]
+fn rare_types_malformed_wire() {
+    for (t, hex) in [
+        (Rtype::IPSECKEY, "0A0400"),         // gateway type 4
+        (Rtype::IPSECKEY, "0A010001"),       // IPv4 gateway cut short
+        (Rtype::IPSECKEY, "0A04000102FFFF"), // gateway type 4
+        (Rtype::APL, "00030000"),            // family 3
+        (Rtype::APL, "0001200501020304FF"),  // 5 octets of IPv4
+        (Rtype::APL, "0001200401"),          // address part cut short
+        (Rtype::L64, "000A01020304050607"),  // locator cut short
+        (Rtype::CERT, "000100"),             // no algorithm
+        (Rtype::WKS, "C0000201"),            // no protocol
+    ] {
+        let mut wire = Vec::new();
+        let mut pending = None;
+        assert!(text::hex_into(hex.as_bytes(), &mut wire, &mut pending));
+        let printed = format_rdata(t, &wire);
+        assert_eq!(printed, format!("\\# {} {hex}", wire.len()), "{t}");
+        assert!(parse_rdata(t, &printed, &origin()).is_err(), "{t} {hex}");
+    }
+    // A prefix longer than the address and trailing zero octets kept: as kdig prints.
+    assert_eq!(
+        format_rdata(Rtype::APL, &[0, 1, 33, 4, 1, 2, 3, 4]),
+        "1:1.2.3.4/33"
+    );
+    assert_eq!(
+        format_rdata(Rtype::APL, &[0, 1, 24, 4, 1, 2, 3, 0]),
+        "1:1.2.3.0/24"
     );
 }
 
