@@ -560,7 +560,18 @@ impl Bench<'_> {
                 .arg(self.cfg.tester_cpu.to_string())
                 .args(["dnsperf", "-s", "127.0.0.1", "-p", &port.to_string(), "-d"])
                 .arg(queries)
-                .args(["-l", &secs.to_string(), "-c", "1", "-T", "1", "-t", "1"]);
+                .args([
+                    "-l",
+                    &secs.to_string(),
+                    "-c",
+                    "1",
+                    "-T",
+                    "1",
+                    "-t",
+                    "1",
+                    "-q",
+                    "500",
+                ]);
             if let Some(q) = limit {
                 c.args(["-Q", &q.to_string()]);
             }
@@ -749,6 +760,12 @@ fn settings(cfg: &CompareConfig) -> Vec<(String, String)> {
         ("max_other_load".into(), format!("{}", cfg.max_other_load)),
         ("max_steal".into(), format!("{}", cfg.max_steal)),
     ];
+    // Servers that do not ask for larger buffers keep rmem_default (208 KiB on Debian).
+    for knob in ["rmem_default", "rmem_max"] {
+        if let Ok(v) = std::fs::read_to_string(format!("/proc/sys/net/core/{knob}")) {
+            s.push((format!("net.core.{knob}"), v.trim().to_owned()));
+        }
+    }
     if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
         s.push(("kernel".into(), k.trim().to_owned()));
     }
