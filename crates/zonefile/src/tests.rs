@@ -147,6 +147,9 @@ const SAMPLES: &[(&str, &str, &str)] = &[
     ("CERT", "URI 8 0 AAAH", "253 8 0 AAAH"),
     ("CERT", "OID 9 0 AAAI", "254 9 0 AAAI"),
     ("CERT", "65535 11 254 AAAK", "65535 11 254 AAAK"),
+    // Knot decodes each padded base64 quantum on its own.
+    ("CERT", "1 2 3 AA== BB==", "1 2 3 AAQ="),
+    ("IPSECKEY", "10 1 2 1.2.3.4 AA==BB==", "10 1 2 1.2.3.4 AAQ="),
     ("APL", "1:192.0.2.0/24 !2:2001:db8::/32", "1:192.0.2.0/24 !2:2001:db8::/32"),
     ("APL", "1:192.168.32.0/21 !1:192.168.38.0/28", "1:192.168.32.0/21 !1:192.168.38.0/28"),
     ("APL", "", ""),

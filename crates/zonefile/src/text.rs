@@ -272,7 +272,12 @@ impl Base64 {
                 continue;
             }
             if self.pad > 0 {
-                return false;
+                // Data after padding starts a new quantum (Knot reads `AA==BB==`)
+                // if the padded one was complete.
+                if !self.quantum_complete() {
+                    return false;
+                }
+                *self = Base64::default();
             }
             let v = match c {
                 b'A'..=b'Z' => c - b'A',
@@ -294,10 +299,16 @@ impl Base64 {
     }
 
     /// Checks the end of input: the quantum must be complete (padding optional
-    /// when the count of characters says what it would be).
+    /// when the count of characters says what it would be). Non-zero leftover
+    /// bits (`AB==`) are ignored, as Knot and RFC 4648 §3.5 allow.
     pub(crate) fn finish(&self) -> bool {
-        // Leftover bits must be zero and fewer than 6 (2 or 4 bits for 1 or 2 pad chars).
-        self.bits < 6 && self.acc == 0 && (self.pad == 0 || self.bits == 2 * self.pad)
+        self.quantum_complete()
+    }
+
+    /// True if the current quantum is complete: fewer than 6 leftover bits, and
+    /// 2 or 4 of them for 1 or 2 pad characters.
+    fn quantum_complete(&self) -> bool {
+        self.bits < 6 && (self.pad == 0 || self.bits == 2 * self.pad)
     }
 }
 
@@ -466,12 +477,20 @@ mod tests {
         let mut dec = Base64::default();
         assert!(dec.feed(b"AA==", &mut out) && dec.finish());
         assert_eq!(out, [0]);
+        // Knot 3.2.6 reads these two (checked with `knotc zone-check`).
         let mut dec = Base64::default();
-        assert!(
-            dec.feed(b"AB==", &mut out) && !dec.finish(),
-            "non-zero trailing bits"
-        );
+        out.clear();
+        assert!(dec.feed(b"AB==", &mut out) && dec.finish(), "trailing bits");
+        assert_eq!(out, [0]);
+        let mut dec = Base64::default();
+        out.clear();
+        assert!(dec.feed(b"AA==", &mut out) && dec.feed(b"BB==AAA=", &mut out) && dec.finish());
+        assert_eq!(out, [0, 4, 0, 0]);
         assert!(!Base64::default().feed(b"A*", &mut out));
+        assert!(!Base64::default().feed(b"AA=B", &mut out));
+        assert!(!Base64::default().feed(b"AAAA=B", &mut out));
+        let mut dec = Base64::default();
+        assert!(dec.feed(b"AAAA=", &mut out) && !dec.finish());
     }
 
     #[test]
