@@ -53,8 +53,8 @@ enum BenchWhat {
 #[command(after_help = "Installs missing packages (knot nsd bind9 pdns-server \
 pdns-backend-bind dnsperf fonts-dejavu-core) with apt-get unless --no-install. Servers listen on \
 127.0.0.1 ports from --base-port (echo) upward, run as root in their own directories under \
---work, and are stopped by PID when done or on errors. --quick: 500k records, 1 s steps, one \
-round, clients 1 2 4.")]
+--work, and are stopped by PID when done or on errors. --quick: 500k records, 1 s steps, two \
+rounds, clients 1 2 4.")]
 struct CompareArgs {
     /// Results folder (default results/compare-[quick-]DATE).
     #[arg(long)]
@@ -81,7 +81,7 @@ struct CompareArgs {
     /// Leading digits of the numbers.
     #[arg(long, default_value = "16461")]
     prefix: String,
-    /// Rounds over all servers (default 3; --quick 1).
+    /// Rounds over all servers (default 3; --quick 2).
     #[arg(long)]
     runs: Option<usize>,
     /// Seconds per rate step (default 5; --quick 1).
@@ -192,7 +192,7 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         records: a.records,
         zones: a.zones,
         prefix: Some(a.prefix.clone()).filter(|p| !p.is_empty()),
-        runs: a.runs.unwrap_or(if q { 1 } else { 3 }),
+        runs: a.runs.unwrap_or(if q { 2 } else { 3 }),
         step,
         high: a.high,
         resolution: a

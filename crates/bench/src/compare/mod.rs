@@ -560,18 +560,7 @@ impl Bench<'_> {
                 .arg(self.cfg.tester_cpu.to_string())
                 .args(["dnsperf", "-s", "127.0.0.1", "-p", &port.to_string(), "-d"])
                 .arg(queries)
-                .args([
-                    "-l",
-                    &secs.to_string(),
-                    "-c",
-                    "1",
-                    "-T",
-                    "1",
-                    "-t",
-                    "1",
-                    "-q",
-                    "500",
-                ]);
+                .args(["-l", &secs.to_string(), "-c", "1", "-T", "1", "-t", "1"]);
             if let Some(q) = limit {
                 c.args(["-Q", &q.to_string()]);
             }
