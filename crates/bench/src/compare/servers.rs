@@ -385,3 +385,96 @@ impl Drop for Running {
         self.stop();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A "server" that never answers is given up after the limit and stopped by the
+    /// guard; one that exits at once is reported as such. Neither hangs.
+    #[test]
+    fn silent_and_dying_servers() {
+        let dir = std::env::temp_dir().join(format!("lode-bench-silent-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("dir");
+        let mut probe = QuerySet::default();
+        probe.push(
+            &"x.test.".parse().expect("name"),
+            lode_wire::Rtype::A,
+            false,
+        );
+        let launch = |lode: &str, port: u16| Launch {
+            kind: Kind::Echo,
+            port,
+            workers: 1,
+            zones: Vec::new(),
+            dir: dir.join(format!("s{port}")),
+            log: dir.join(format!("s{port}.log")),
+            cpu: 0,
+            lode: PathBuf::from(lode),
+        };
+        // `/bin/sleep bench echo …` fails at once (bad arguments).
+        let mut dying = launch("/bin/sleep", 15860).start().expect("start");
+        let t = Instant::now();
+        let e = dying
+            .wait_ready(&probe, Expect::Any, Duration::from_secs(10))
+            .expect_err("exits");
+        assert!(e.to_string().contains("exited"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10));
+
+        // A script that sleeps and never answers.
+        let script = dir.join("silent.sh");
+        fs::write(&script, "#!/bin/sh\nexec sleep 30\n").expect("script");
+        let status = Command::new("chmod").arg("+x").arg(&script).status();
+        assert!(status.is_ok_and(|s| s.success()));
+        let mut silent = launch(&script.display().to_string(), 15861)
+            .start()
+            .expect("start");
+        let pid = silent.pid();
+        let t = Instant::now();
+        let e = silent
+            .wait_ready(&probe, Expect::Any, Duration::from_millis(600))
+            .expect_err("never answers");
+        assert!(e.to_string().contains("did not answer"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+        drop(silent);
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "stopped by the guard"
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn configurations_are_written() {
+        let dir = std::env::temp_dir().join(format!("lode-bench-conf-{}", std::process::id()));
+        let zones = vec![("1.e164.arpa.".to_owned(), PathBuf::from("/z/1.zone"))];
+        for kind in Kind::SERVERS {
+            let l = Launch {
+                kind,
+                port: 15899,
+                workers: 2,
+                zones: zones.clone(),
+                dir: dir.join(kind.name()),
+                log: dir.join("x.log"),
+                cpu: 0,
+                lode: PathBuf::from("/usr/bin/lode"),
+            };
+            let cmd = l.command().expect("command").join(" ");
+            assert!(!cmd.is_empty());
+            let conf: String = fs::read_dir(&l.dir)
+                .expect("dir")
+                .flatten()
+                .filter(|e| e.path().is_file())
+                .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
+                .collect();
+            let text = format!("{cmd}\n{conf}");
+            assert!(text.contains("15899"), "{kind}: port in {text}");
+            assert!(text.contains("/z/1.zone"), "{kind}: zone file in {text}");
+            assert!(!text.contains("0.0.0.0"), "{kind}: loopback only");
+        }
+        let nsd = fs::read_to_string(dir.join("nsd/nsd.conf")).expect("nsd.conf");
+        assert!(nsd.contains("rrl-ratelimit: 0"));
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
