@@ -147,7 +147,11 @@ impl ZoneBuilder {
             });
         }
         sorted.sort_by(|a, b| {
-            (&a.key, a.record.rtype, &a.record.rdata).cmp(&(&b.key, b.record.rtype, &b.record.rdata))
+            (&a.key, a.record.rtype, &a.record.rdata).cmp(&(
+                &b.key,
+                b.record.rtype,
+                &b.record.rdata,
+            ))
         });
 
         // 2. Group into nodes and RRsets, adding empty non-terminals.
@@ -286,7 +290,10 @@ impl ZoneBuilder {
                     );
                 }
                 let others = node.rrsets.iter().any(|s| {
-                    !matches!(s.rtype, Rtype::CNAME | Rtype::RRSIG | Rtype::NSEC | Rtype::KEY)
+                    !matches!(
+                        s.rtype,
+                        Rtype::CNAME | Rtype::RRSIG | Rtype::NSEC | Rtype::KEY
+                    )
                 });
                 if others || is_apex {
                     err(

@@ -53,7 +53,10 @@ fn empty_nonterminals_and_lookup() {
     match z.lookup(name("q.b.c.example.").as_ref()) {
         Lookup::NotFound {
             closest_encloser, ..
-        } => assert_eq!(z.node(closest_encloser).owner(), name("b.c.example.").as_ref()),
+        } => assert_eq!(
+            z.node(closest_encloser).owner(),
+            name("b.c.example.").as_ref()
+        ),
         other => panic!("{other:?}"),
     }
     match z.lookup(name("zzz.example.").as_ref()) {
@@ -69,7 +72,10 @@ fn empty_nonterminals_and_lookup() {
     match z.lookup(name("d.a.b.c.example.").as_ref()) {
         Lookup::NotFound {
             closest_encloser, ..
-        } => assert_eq!(z.node(closest_encloser).owner(), name("a.b.c.example.").as_ref()),
+        } => assert_eq!(
+            z.node(closest_encloser).owner(),
+            name("a.b.c.example.").as_ref()
+        ),
         other => panic!("{other:?}"),
     }
 }
@@ -89,7 +95,10 @@ fn cuts_dnames_and_wildcards() {
     let glue = z.find(name("ns.sub.example.").as_ref()).unwrap();
     assert_eq!(z.shadow(glue), Some(sub));
     let x = z.find(name("x.d.example.").as_ref()).unwrap();
-    assert_eq!(z.shadow(x).map(|d| z.node(d).owner().to_string()), Some("d.example.".into()));
+    assert_eq!(
+        z.shadow(x).map(|d| z.node(d).owner().to_string()),
+        Some("d.example.".into())
+    );
     let w = z.find(name("w.example.").as_ref()).unwrap();
     let star = z.wildcard_child(w).unwrap();
     assert_eq!(z.node(star).owner().to_string(), "*.w.example.");
@@ -113,7 +122,10 @@ fn checks_report_errors() {
     assert!(has("CNAME beside other data"), "{text:?}");
     assert!(has("missing glue"), "{text:?}");
     assert!(has("warning: t.example. A: TTL 120"), "{text:?}");
-    let outside = problems.iter().find(|p| p.message.contains("outside")).unwrap();
+    let outside = problems
+        .iter()
+        .find(|p| p.message.contains("outside"))
+        .unwrap();
     assert_eq!(outside.tag, Some(1));
 }
 
@@ -127,7 +139,10 @@ fn zoneset_most_specific() {
     let mut set = ZoneSet::new();
     set.insert(Arc::new(parent));
     set.insert(Arc::new(child));
-    let find = |s: &str| set.find_zone(name(s).as_ref()).map(|z| z.origin().to_string());
+    let find = |s: &str| {
+        set.find_zone(name(s).as_ref())
+            .map(|z| z.origin().to_string())
+    };
     assert_eq!(find("a.SUB.example."), Some("sub.example.".into()));
     assert_eq!(find("sub.example."), Some("sub.example.".into()));
     assert_eq!(find("x.example."), Some("example.".into()));
