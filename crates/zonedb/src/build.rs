@@ -98,6 +98,7 @@ impl ZoneBuilder {
 
         // 1. Per-record checks; keep in-zone records with their keys.
         let mut sorted = Vec::with_capacity(self.records.len());
+        let mut soa_tags = Vec::new();
         for (record, tag) in self.records {
             if !record.owner.as_ref().ends_with(&origin.as_ref()) {
                 err(
@@ -140,19 +141,17 @@ impl ZoneBuilder {
                 );
                 continue;
             }
+            if record.rtype == Rtype::SOA {
+                soa_tags.push(tag);
+            }
             sorted.push(Sorted {
                 key: record.owner.key(),
                 record,
                 tag,
             });
         }
-        sorted.sort_by(|a, b| {
-            (&a.key, a.record.rtype, &a.record.rdata).cmp(&(
-                &b.key,
-                b.record.rtype,
-                &b.record.rdata,
-            ))
-        });
+        // Stable: records of one RRset stay in file order (the last TTL wins).
+        sorted.sort_by(|a, b| (&a.key, a.record.rtype).cmp(&(&b.key, b.record.rtype)));
 
         // 2. Group into nodes and RRsets, adding empty non-terminals.
         let mut nodes: Vec<Node> = Vec::new();
@@ -222,18 +221,17 @@ impl ZoneBuilder {
             let r = s.record;
             match node.rrsets.last_mut() {
                 Some(set) if set.rtype == r.rtype => {
-                    if set.rdatas.last().map(|d| **d == *r.rdata) == Some(true) {
-                        continue; // duplicate record: ignored, as Knot and BIND do
-                    }
                     if set.ttl != r.ttl && r.rtype != Rtype::RRSIG {
+                        // Knot DNS gives the RRset the TTL of its last record.
                         problems.push(Problem {
                             tag: Some(s.tag),
                             severity: Severity::Warning,
                             message: format!(
-                                "{} {}: TTL {} differs from the RRset's TTL {}; using {}",
-                                r.owner, r.rtype, r.ttl, set.ttl, set.ttl
+                                "{} {}: TTL {} differs from the RRset's TTL {}; the RRset takes {} (the last one written)",
+                                r.owner, r.rtype, r.ttl, set.ttl, r.ttl
                             ),
                         });
+                        set.ttl = r.ttl;
                     }
                     set.rdatas.push(r.rdata);
                 }
@@ -245,6 +243,11 @@ impl ZoneBuilder {
                     });
                 }
             }
+        }
+        // Canonical RDATA order; duplicate records are ignored, as Knot and BIND do.
+        for set in nodes.iter_mut().flat_map(|n| n.rrsets.iter_mut()) {
+            set.rdatas.sort_unstable();
+            set.rdatas.dedup();
         }
 
         // 3. Apex checks.
@@ -258,12 +261,12 @@ impl ZoneBuilder {
             ),
             Some(s) if s.len() > 1 => err(
                 &mut problems,
-                Some(first_tags[0]),
+                soa_tags.get(1).copied(),
                 format!("{origin}: more than one SOA record at the zone apex"),
             ),
             Some(s) if s.first().len() < 20 => err(
                 &mut problems,
-                Some(first_tags[0]),
+                soa_tags.first().copied(),
                 format!("{origin}: malformed SOA RDATA"),
             ),
             _ => {}
@@ -338,6 +341,22 @@ impl ZoneBuilder {
                 .map(|a| a as u32)
                 .unwrap_or(NONE);
             nodes[i].shadow = shadow;
+            // RFC 6672 §2.3: no data below a DNAME (Knot DNS refuses such zones).
+            if !nodes[i].rrsets.is_empty() {
+                let dname = stack
+                    .iter()
+                    .find(|&&a| nodes[a].flags.contains(NodeFlags::DNAME));
+                if let Some(&d) = dname {
+                    err(
+                        &mut problems,
+                        Some(first_tags[i]).filter(|t| *t != u32::MAX),
+                        format!(
+                            "{}: data below the DNAME at {}",
+                            nodes[i].owner, nodes[d].owner
+                        ),
+                    );
+                }
+            }
             if nodes[i].owner.as_ref().is_wildcard() {
                 if let Some(&parent) = stack.last() {
                     nodes[parent].flags.insert(NodeFlags::WILDCARD_CHILD);

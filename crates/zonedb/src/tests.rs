@@ -86,7 +86,6 @@ fn cuts_dnames_and_wildcards() {
     b.add(rec("sub.example.", Rtype::NS, 60, ns("ns.sub.example.")), 3);
     b.add(rec("ns.sub.example.", Rtype::A, 60, vec![1, 2, 3, 4]), 4);
     b.add(rec("d.example.", Rtype::DNAME, 60, ns("other.")), 5);
-    b.add(rec("x.d.example.", Rtype::A, 60, vec![1, 2, 3, 4]), 6);
     b.add(rec("*.w.example.", Rtype::A, 60, vec![1, 2, 3, 4]), 7);
     let (z, _) = b.build().unwrap();
     let sub = z.find(name("sub.example.").as_ref()).unwrap();
@@ -94,11 +93,8 @@ fn cuts_dnames_and_wildcards() {
     assert_eq!(z.shadow(sub), None);
     let glue = z.find(name("ns.sub.example.").as_ref()).unwrap();
     assert_eq!(z.shadow(glue), Some(sub));
-    let x = z.find(name("x.d.example.").as_ref()).unwrap();
-    assert_eq!(
-        z.shadow(x).map(|d| z.node(d).owner().to_string()),
-        Some("d.example.".into())
-    );
+    let d = z.find(name("d.example.").as_ref()).unwrap();
+    assert!(z.node(d).flags().contains(NodeFlags::DNAME));
     let w = z.find(name("w.example.").as_ref()).unwrap();
     let star = z.wildcard_child(w).unwrap();
     assert_eq!(z.node(star).owner().to_string(), "*.w.example.");
@@ -127,6 +123,47 @@ fn checks_report_errors() {
         .find(|p| p.message.contains("outside"))
         .unwrap();
     assert_eq!(outside.tag, Some(1));
+}
+
+#[test]
+fn data_below_dname_is_refused() {
+    let mut b = base();
+    b.add(rec("d.example.", Rtype::DNAME, 60, ns("other.")), 3);
+    b.add(rec("x.d.example.", Rtype::A, 60, vec![1, 2, 3, 4]), 4);
+    let problems = b.build().unwrap_err();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].tag, Some(4));
+    assert!(problems[0]
+        .message
+        .contains("below the DNAME at d.example."));
+}
+
+#[test]
+fn last_ttl_wins_and_duplicates_go() {
+    let mut b = base();
+    b.add(rec("t.example.", Rtype::A, 300, vec![1, 2, 3, 9]), 3);
+    b.add(rec("t.example.", Rtype::A, 100, vec![1, 2, 3, 4]), 4);
+    b.add(rec("t.example.", Rtype::A, 100, vec![1, 2, 3, 4]), 5);
+    let (z, warnings) = b.build().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].tag, Some(4));
+    let t = z.node(z.find(name("t.example.").as_ref()).unwrap());
+    let a = t.rrset(Rtype::A).unwrap();
+    assert_eq!(a.ttl(), 100);
+    let rdatas: Vec<&[u8]> = a.rdatas().collect();
+    assert_eq!(rdatas, vec![&[1u8, 2, 3, 4][..], &[1, 2, 3, 9][..]]);
+}
+
+#[test]
+fn second_soa_is_named() {
+    let mut b = base();
+    b.add(rec("example.", Rtype::SOA, 7200, soa(60)), 7);
+    let problems = b.build().unwrap_err();
+    let p = problems
+        .iter()
+        .find(|p| p.message.contains("more than one SOA"))
+        .unwrap();
+    assert_eq!(p.tag, Some(7));
 }
 
 #[test]
