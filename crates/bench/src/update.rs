@@ -602,6 +602,13 @@ pub fn run_stream(
             "need a positive update rate and count".into(),
         ));
     }
+    // Eight bytes of bookkeeping per update: keep it bounded.
+    if cfg.count > 100_000_000 {
+        return Err(UpdateError::Config(format!(
+            "{} updates in one stream: at most 100 million",
+            cfg.count
+        )));
+    }
     let bind: SocketAddr = if cfg.server.is_ipv4() {
         SocketAddr::from(([0, 0, 0, 0], 0))
     } else {

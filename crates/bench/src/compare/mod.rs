@@ -309,10 +309,13 @@ fn last_zone_name(set: &EnumSetSummary) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The data: zones, queries and the probe.
+/// The data: zones, queries and the probes.
 struct DataSet {
     set: EnumSetSummary,
+    /// A query for the first number of the last zone (load time).
     probe: QuerySet,
+    /// One such query per zone (every zone loaded before memory is measured).
+    all_zones: Vec<QuerySet>,
 }
 
 impl DataSet {
@@ -332,7 +335,17 @@ fn make_set(
     spec.prefix = prefix;
     let set = generate(&spec, dir).map_err(|e| CompareError::Config(format!("gen enum: {e}")))?;
     let probe = probe_for(&last_zone_name(&set))?;
-    Ok(DataSet { set, probe })
+    let mut all_zones = Vec::new();
+    for z in 0..set.layout.zones() {
+        let mut name = Vec::new();
+        set.layout.name(z, 0, &mut name);
+        all_zones.push(probe_for(&String::from_utf8_lossy(&name))?);
+    }
+    Ok(DataSet {
+        set,
+        probe,
+        all_zones,
+    })
 }
 
 /// The comparison: state shared by all runs.
@@ -435,6 +448,10 @@ impl Bench<'_> {
             "  {kind}: first answer after {:.2} s",
             load.as_secs_f64()
         ));
+        // Zones may load in parallel: every zone answers before memory is measured.
+        for probe in &data.all_zones {
+            server.wait_ready(probe, Expect::Answer, cfg.load_limit)?;
+        }
         std::thread::sleep(Duration::from_millis(500));
         let pids = server.pids();
         let memory = sys::memory(&pids);
@@ -500,7 +517,9 @@ impl Bench<'_> {
     /// Memory of `kind` serving the tiny set.
     fn tiny_memory(&self, tiny: &DataSet, kind: Kind) -> Result<Memory, CompareError> {
         let mut server = self.launch(kind, tiny.zones(), "tiny").start()?;
-        server.wait_ready(&tiny.probe, Expect::Answer, Duration::from_secs(60))?;
+        for probe in &tiny.all_zones {
+            server.wait_ready(probe, Expect::Answer, Duration::from_secs(60))?;
+        }
         std::thread::sleep(Duration::from_millis(500));
         let m = sys::memory(&server.pids());
         server.stop();
