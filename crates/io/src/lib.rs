@@ -38,6 +38,28 @@ pub trait Handler: FnMut(&[u8], &mut [u8], SocketAddr) -> usize + Clone + Send +
 
 impl<T> Handler for T where T: FnMut(&[u8], &mut [u8], SocketAddr) -> usize + Clone + Send + 'static {}
 
+/// What a stream transport does with one message's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamReply {
+    /// Length of the response written to `out`; 0 sends nothing.
+    pub len: usize,
+    /// Close the connection after sending the response (messages already
+    /// received behind this one are not answered).
+    pub close: bool,
+}
+
+/// What a stream (TCP) transport calls for each message: like [`Handler`],
+/// and it can also ask to close the connection.
+pub trait StreamHandler:
+    FnMut(&[u8], &mut [u8], SocketAddr) -> StreamReply + Clone + Send + 'static
+{
+}
+
+impl<T> StreamHandler for T where
+    T: FnMut(&[u8], &mut [u8], SocketAddr) -> StreamReply + Clone + Send + 'static
+{
+}
+
 /// Errors starting a transport.
 #[derive(Debug)]
 #[non_exhaustive]

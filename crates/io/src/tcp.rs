@@ -23,7 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout_at, Instant};
 
-use crate::{Handler, IoError};
+use crate::{IoError, StreamHandler};
 
 /// Largest DNS message over TCP.
 pub const MAX_MESSAGE: usize = 65535;
@@ -109,7 +109,7 @@ pub struct TcpServer {
 impl TcpServer {
     /// Binds every address and serves connections with clones of `handler`
     /// (one clone per connection).
-    pub fn start<H: Handler>(
+    pub fn start<H: StreamHandler>(
         addrs: &[SocketAddr],
         config: &TcpConfig,
         handler: H,
@@ -207,7 +207,7 @@ impl Drop for OpenGuard {
     }
 }
 
-async fn accept_loop<H: Handler>(
+async fn accept_loop<H: StreamHandler>(
     listener: TcpListener,
     config: TcpConfig,
     handler: H,
@@ -264,7 +264,7 @@ impl std::fmt::Display for ConnEnd {
     }
 }
 
-async fn serve_connection<H: Handler>(
+async fn serve_connection<H: StreamHandler>(
     mut stream: TcpStream,
     peer: SocketAddr,
     mut handler: H,
@@ -280,7 +280,8 @@ async fn serve_connection<H: Handler>(
     loop {
         // Answer every complete message in the buffer.
         let (mut queries, mut responses, mut dropped) = (0u64, 0u64, 0u64);
-        while end - start >= 2 {
+        let mut close = false;
+        while !close && end - start >= 2 {
             let len = u16::from_be_bytes([buf[start], buf[start + 1]]) as usize;
             if end - start < 2 + len {
                 break;
@@ -289,7 +290,9 @@ async fn serve_connection<H: Handler>(
             queries += 1;
             SCRATCH.with(|s| {
                 let mut out = s.borrow_mut();
-                let n = handler(query, &mut out[..], peer).min(MAX_MESSAGE);
+                let reply = handler(query, &mut out[..], peer);
+                close = reply.close;
+                let n = reply.len.min(MAX_MESSAGE);
                 if n == 0 {
                     dropped += 1;
                 } else {
@@ -317,6 +320,9 @@ async fn serve_connection<H: Handler>(
             if pending.capacity() > 4 * MAX_MESSAGE {
                 pending.shrink_to(MAX_MESSAGE);
             }
+        }
+        if close {
+            return Ok(());
         }
         // Keep the unread tail at the front and room for a whole message.
         if start > 0 {

@@ -4,11 +4,12 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use lode_io::{TcpConfig, TcpServer};
+use lode_io::{StreamReply, TcpConfig, TcpServer};
 
-/// Answers "big" with 65535 bytes, drops "drop", otherwise echoes upper-cased.
-fn shouter(query: &[u8], out: &mut [u8], _peer: SocketAddr) -> usize {
-    match query {
+/// Answers "big" with 65535 bytes, drops "drop", answers "bye" and closes,
+/// otherwise echoes upper-cased.
+fn shouter(query: &[u8], out: &mut [u8], _peer: SocketAddr) -> StreamReply {
+    let len = match query {
         b"drop" => 0,
         b"big" => {
             for (i, o) in out[..65535].iter_mut().enumerate() {
@@ -22,6 +23,10 @@ fn shouter(query: &[u8], out: &mut [u8], _peer: SocketAddr) -> usize {
             }
             query.len()
         }
+    };
+    StreamReply {
+        len,
+        close: query == b"bye",
     }
 }
 
@@ -87,6 +92,20 @@ fn tcp_pipelined_queries_in_one_write_are_answered_in_order() {
     assert_eq!(read_frame(&mut s), b"LAST");
     let stats = server.stats();
     assert_eq!((stats.queries, stats.responses, stats.dropped), (12, 11, 1));
+    server.stop();
+}
+
+#[test]
+fn tcp_handler_can_close_after_its_response() {
+    let (server, addr) = start(15430, 5000, 10);
+    let mut s = connect(addr);
+    let mut all = frame(b"first");
+    all.extend(frame(b"bye"));
+    all.extend(frame(b"never answered"));
+    s.write_all(&all).unwrap();
+    assert_eq!(read_frame(&mut s), b"FIRST");
+    assert_eq!(read_frame(&mut s), b"BYE");
+    assert!(closed_by_server(&mut s));
     server.stop();
 }
 

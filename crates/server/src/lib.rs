@@ -38,7 +38,8 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use lode_engine::{Settings, Transport};
-use lode_io::{TcpConfig, TcpCounters, TcpServer, UdpConfig, UdpCounters, UdpServer};
+use lode_io::{StreamReply, TcpConfig, TcpCounters, TcpServer, UdpConfig, UdpCounters, UdpServer};
+use lode_wire::rcode;
 use lode_zonedb::{Zone, ZoneSet};
 
 pub use config::{Config, ConfigError, ConfigFile, Options, ZoneSource, ZoneSpec};
@@ -433,7 +434,11 @@ impl Server {
         };
         let zs = published.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], _peer: SocketAddr| {
-            lode_engine::answer(&zs.load(), q, out, Transport::Tcp, &settings)
+            let len = lode_engine::answer(&zs.load(), q, out, Transport::Tcp, &settings);
+            // As Knot DNS: after a message that could not be parsed (dropped,
+            // or answered FORMERR) the stream is not trusted any further.
+            let close = len == 0 || (len >= 4 && out[3] & 0x0F == rcode::FORMERR as u8);
+            StreamReply { len, close }
         };
         let tcp =
             TcpServer::start(&config.listen, &tcp_config, tcp_handler).map_err(ServerError::Io)?;
