@@ -19,6 +19,8 @@ use std::hash::{Hash, Hasher};
 pub const MAX_NAME_LEN: usize = 255;
 /// Longest label (RFC 1035 §3.1).
 pub const MAX_LABEL_LEN: usize = 63;
+/// Size of the DNS message header: no compression pointer may point into it.
+const HEADER_LEN: usize = 12;
 /// Longest canonical key: every byte of a 255-byte name escaped.
 pub const MAX_KEY_LEN: usize = 2 * MAX_NAME_LEN;
 
@@ -552,10 +554,10 @@ impl NameBuf {
         }
     }
 
-    /// Reads a possibly compressed name from `msg` at `pos` into this buffer.
-    /// Returns the offset just after the name as it sits at `pos` (after the
-    /// first pointer, if any). Pointers must point strictly backwards, which
-    /// also rules out loops.
+    /// Reads a possibly compressed name from `msg` (a whole DNS message) at
+    /// `pos` into this buffer. Returns the offset just after the name as it
+    /// sits at `pos` (after the first pointer, if any). Pointers must point
+    /// strictly backwards, which also rules out loops, and not into the header.
     pub fn read_compressed(&mut self, msg: &[u8], pos: usize) -> Result<usize, NameError> {
         let mut len = 0usize;
         let mut cur = pos;
@@ -590,7 +592,9 @@ impl NameBuf {
                     if end.is_none() {
                         end = Some(cur + 2);
                     }
-                    if target >= floor {
+                    // Into the header, forward, at itself or looping: refused
+                    // (Knot DNS refuses pointers below the 12-octet header too).
+                    if target < HEADER_LEN || target >= floor {
                         return Err(NameError::BadPointer);
                     }
                     floor = target;
@@ -752,23 +756,29 @@ mod tests {
 
     #[test]
     fn decompress() {
-        // header-less message: "example.com." at 0, then "www" + pointer to 0.
-        let mut msg = vec![7];
+        // A 12-octet header, "example.com." at 12, then "www" + pointer to 12.
+        let mut msg = vec![0u8; 12];
+        msg.push(7);
         msg.extend_from_slice(b"example");
         msg.push(3);
         msg.extend_from_slice(b"com");
         msg.push(0);
         let www = msg.len();
-        msg.extend_from_slice(&[3, b'w', b'w', b'w', 0xC0, 0]);
+        msg.extend_from_slice(&[3, b'w', b'w', b'w', 0xC0, 12]);
         let mut buf = NameBuf::new();
         let end = buf.read_compressed(&msg, www).unwrap();
         assert_eq!(end, msg.len());
         assert_eq!(buf.as_ref().to_string(), "www.example.com.");
-        // Pointer to itself and forward pointers are refused.
-        let looped = [0xC0, 0];
-        assert_eq!(buf.read_compressed(&looped, 0), Err(NameError::BadPointer));
-        let fwd = [0xC0, 2, 0];
-        assert_eq!(buf.read_compressed(&fwd, 0), Err(NameError::BadPointer));
+        // Pointers to itself, forward or into the header are refused.
+        let mut looped = vec![0u8; 12];
+        looped.extend_from_slice(&[0xC0, 12]);
+        assert_eq!(buf.read_compressed(&looped, 12), Err(NameError::BadPointer));
+        let mut fwd = vec![0u8; 12];
+        fwd.extend_from_slice(&[0xC0, 14, 0]);
+        assert_eq!(buf.read_compressed(&fwd, 12), Err(NameError::BadPointer));
+        let mut header = vec![0u8; 12];
+        header.extend_from_slice(&[0xC0, 2]);
+        assert_eq!(buf.read_compressed(&header, 12), Err(NameError::BadPointer));
         assert_eq!(
             buf.read_compressed(&[0x40], 0),
             Err(NameError::BadLabelType)
