@@ -161,8 +161,14 @@ pub(crate) fn respond(
             return err(out, rcode::BADVERS, &[]);
         }
     }
+    let known_opcode = matches!(q.opcode(), opcode::QUERY | opcode::NOTIFY | opcode::UPDATE);
     let Some(question) = q.question else {
-        return err(out, rcode::FORMERR, &[]);
+        let code = if known_opcode {
+            rcode::FORMERR
+        } else {
+            rcode::NOTIMP
+        };
+        return err(out, code, &[]);
     };
     // Classes first: CH is Knot's identity class (switched off here: REFUSED
     // for plain queries, NOTIMP for the rest); others but IN and ANY: REFUSED.
@@ -195,7 +201,13 @@ pub(crate) fn respond(
     if q.tsig.is_some() {
         return badkey(out, true);
     }
-    answer_zone(zone, &q, question, out, limit, settings)
+    let len = answer_zone(zone, &q, question, out, limit, settings);
+    // Nothing may be cut from a TCP answer: when it does not fit in 65535
+    // octets, Knot DNS answers SERVFAIL.
+    if transport == Transport::Tcp && len >= 4 && out[2] & 0x02 != 0 {
+        return err(out, rcode::SERVFAIL, &[]);
+    }
+    len
 }
 
 /// The zone that answers: the most specific one, except that DS is answered
@@ -252,7 +264,16 @@ impl Errors<'_> {
             let _ = put_opt(&mut w, e, code, self.settings, options);
         }
         if let Some(t) = tsig {
-            let _ = w.put_tsig_error(t, message::TSIG_BADKEY);
+            // Knot echoes the time signed, with its own fudge (300 s) and
+            // the message ID as original ID.
+            let mut time_and_fudge = t.time_and_fudge;
+            time_and_fudge[6..].copy_from_slice(&300u16.to_be_bytes());
+            let t = message::Tsig {
+                original_id: self.id,
+                time_and_fudge,
+                ..*t
+            };
+            let _ = w.put_tsig_error(&t, message::TSIG_BADKEY);
         }
         w.finish()
     }

@@ -197,15 +197,29 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, ParseError> {
             qclass: Class(c),
         });
     }
-    let formerr = ParseError::FormErr {
-        id,
-        flags,
-        question,
+    // Knot DNS answers FORMERR only when something after the header parsed
+    // (the question or a whole record); a failure right after the header
+    // drops the message.
+    let formerr = if qd == 1 {
+        ParseError::FormErr {
+            id,
+            flags,
+            question,
+        }
+    } else {
+        ParseError::Drop
     };
+    let first_record_error = formerr;
     let mut edns = None;
     let mut tsig = None;
     let mut scratch = NameBuf::new();
     let total = an as usize + ns as usize + ar as usize;
+    // More records than the message could hold (11 bytes at least each):
+    // refused before any record is read, as Knot does.
+    if total > msg.len() / 11 {
+        return Err(first_record_error);
+    }
+    let mut formerr = first_record_error;
     for i in 0..total {
         pos = scratch.read_compressed(msg, pos).map_err(|_| formerr)?;
         let fixed = msg.get(pos..pos + 10).ok_or(formerr)?;
@@ -216,6 +230,12 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, ParseError> {
         pos += 10;
         let rdata = msg.get(pos..pos + rdlen).ok_or(formerr)?;
         pos += rdlen;
+        // The record itself was read: what is wrong with it now is a FORMERR.
+        formerr = ParseError::FormErr {
+            id,
+            flags,
+            question,
+        };
         if rtype == Rtype::TSIG.0 {
             if i + 1 != total || i < an as usize + ns as usize {
                 return Err(formerr);
@@ -236,7 +256,15 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, ParseError> {
         }
     }
     if pos != msg.len() {
-        return Err(formerr);
+        return Err(if total > 0 {
+            ParseError::FormErr {
+                id,
+                flags,
+                question,
+            }
+        } else {
+            first_record_error
+        });
     }
     Ok(Query {
         id,
