@@ -388,7 +388,8 @@ impl TsigKey {
             _ => return Err(bad("expected [hmac-sha256:]name:base64")),
         };
         let name = Name::parse(name, Some(&Name::root())).map_err(|e| bad(&e.to_string()))?;
-        let secret = base64_decode(secret).ok_or_else(|| bad("secret is not base64"))?;
+        let secret =
+            lode_zonefile::decode_base64(secret).ok_or_else(|| bad("secret is not base64"))?;
         if secret.is_empty() {
             return Err(bad("empty secret"));
         }
@@ -434,29 +435,6 @@ impl TsigKey {
         let ar = u16::from_be_bytes([msg[10], msg[11]]).wrapping_add(1);
         msg[10..12].copy_from_slice(&ar.to_be_bytes());
     }
-}
-
-/// Decodes standard base64 (padding optional); `None` on any other character.
-pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.trim_end_matches('=').bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
 }
 
 /// Builds the UPDATE message of `op` for zone `zone` with `id` (no TSIG).

@@ -150,6 +150,19 @@ pub fn format_rdata(rtype: Rtype, rdata: &[u8]) -> String {
     s
 }
 
+/// Decodes base64 text as zone files write it (RFC 4648; spaces between
+/// quanta allowed, padding optional on the last one), e.g. a TSIG secret.
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut b64 = text::Base64::default();
+    for token in text.split_ascii_whitespace() {
+        if !b64.feed(token.as_bytes(), &mut out) {
+            return None;
+        }
+    }
+    b64.finish().then_some(out)
+}
+
 /// True if `rtype` has a presentation format of its own here (others use `\#`).
 pub fn is_known_type(rtype: Rtype) -> bool {
     rdata_text::is_known(rtype)

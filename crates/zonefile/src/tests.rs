@@ -828,3 +828,14 @@ fn large_naptr_zone() {
     assert_eq!(last.owner.to_string(), "9.9.9.9.9.5.5.1.e164.arpa.");
     assert_eq!(z.positions.last().unwrap().line, 100_004);
 }
+
+#[test]
+fn base64_for_secrets() {
+    use crate::decode_base64;
+    assert_eq!(decode_base64("aGVsbG8=").as_deref(), Some(&b"hello"[..]));
+    assert_eq!(decode_base64("aGVsbG8").as_deref(), Some(&b"hello"[..]));
+    assert_eq!(decode_base64("aGVs bG8=").as_deref(), Some(&b"hello"[..]));
+    assert_eq!(decode_base64("").as_deref(), Some(&[][..]));
+    assert!(decode_base64("a*b").is_none());
+    assert!(decode_base64("a").is_none());
+}
