@@ -7,11 +7,11 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
-use lode_engine::{answer, Settings, Transport, ZoneSet};
-use lode_wire::Name;
-use lode_zonedb::ZoneBuilder;
+mod common;
+use common::load_zones;
+
+use lode_engine::{answer, Settings, Transport};
 
 struct Counting;
 
@@ -41,29 +41,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn load_zones() -> ZoneSet {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let mut set = ZoneSet::new();
-    for origin in [
-        "example.com.",
-        "example.net.",
-        "child.example.com.",
-        "signed.test.",
-        "signed3.example.",
-    ] {
-        let name: Name = origin.parse().unwrap();
-        let file = dir.join(format!("{origin}zone"));
-        let text = std::fs::read_to_string(&file).unwrap();
-        let parsed = lode_zonefile::parse_str(&text, "zone", &name).unwrap();
-        let mut b = ZoneBuilder::new(name);
-        for (i, r) in parsed.records.into_iter().enumerate() {
-            b.add(r, i as u32);
-        }
-        set.insert(Arc::new(b.build().unwrap().0));
-    }
-    set
-}
 
 #[test]
 fn answer_does_not_allocate() {

@@ -3,33 +3,11 @@
 //! count, fixed seed), over UDP and TCP, with small and large buffers.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use lode_engine::{answer, Settings, Transport, ZoneSet};
-use lode_wire::Name;
-use lode_zonedb::ZoneBuilder;
+mod common;
+use common::load_zones;
 
-fn load_zones() -> ZoneSet {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let mut set = ZoneSet::new();
-    for origin in [
-        "example.com.",
-        "example.net.",
-        "child.example.com.",
-        "signed.test.",
-        "signed3.example.",
-    ] {
-        let name: Name = origin.parse().unwrap();
-        let text = std::fs::read_to_string(dir.join(format!("{origin}zone"))).unwrap();
-        let parsed = lode_zonefile::parse_str(&text, "zone", &name).unwrap();
-        let mut b = ZoneBuilder::new(name);
-        for (i, r) in parsed.records.into_iter().enumerate() {
-            b.add(r, i as u32);
-        }
-        set.insert(Arc::new(b.build().unwrap().0));
-    }
-    set
-}
+use lode_engine::{answer, Settings, Transport};
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
