@@ -4,10 +4,12 @@
 //! machine must not fail it); skipped when knotd is not installed.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{knotd, start_knot, Knot};
 
 use lode_bench::clients::{run_step, ClientsConfig};
 use lode_bench::gen::enumset::{generate, EnumSetSpec};
@@ -16,54 +18,12 @@ use lode_bench::rate::{RateConfig, Tester};
 
 const PORT: u16 = 15650;
 
-/// A knotd we started; killed (by PID) and its directory removed on drop.
-struct Knot {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Knot {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn knotd() -> Option<PathBuf> {
-    ["/usr/sbin/knotd", "/usr/bin/knotd", "/usr/local/sbin/knotd"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
-
-fn start_knot(knotd: &Path, dir: &Path) -> Knot {
+fn start_enum_knot(knotd: &Path, dir: &Path) -> Knot {
     let mut spec = EnumSetSpec::new(1000, 2);
     spec.threads = Some(1);
     let set = generate(&spec, &dir.join("zones")).expect("generate the ENUM set");
     let zones = std::fs::read_to_string(&set.knot_conf).expect("zone section");
-    let conf = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{PORT}\n    udp-workers: 1\n    \
-         tcp-workers: 1\n    background-workers: 1\n\
-         database:\n    storage: \"{d}/db\"\n\
-         template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    \
-         journal-content: none\n{zones}",
-        d = dir.display()
-    );
-    std::fs::create_dir_all(dir.join("db")).expect("db dir");
-    let conf_path = dir.join("knot.conf");
-    std::fs::write(&conf_path, conf).expect("write knot.conf");
-    let child = Command::new(knotd)
-        .arg("-c")
-        .arg(&conf_path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start knotd");
-    Knot {
-        child,
-        dir: dir.to_owned(),
-    }
+    start_knot(knotd, dir, PORT, "", "    journal-content: none\n", &zones)
 }
 
 /// Waits until the server answers the first existing name (at most 15 s).
@@ -93,7 +53,7 @@ fn rate_search_and_client_ramp_against_knot() {
     };
     let dir = std::env::temp_dir().join(format!("lode-bench-knot-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let knot = start_knot(&knotd, &dir);
+    let knot = start_enum_knot(&knotd, &dir);
     let server: SocketAddr = ([127, 0, 0, 1], PORT).into();
     let queries = QuerySet::read_file(
         &dir.join("zones").join("queries-existing.txt"),

@@ -5,9 +5,11 @@
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{knotd, start_knot, Knot};
 
 use lode_bench::gen::enumset::{generate, EnumSetSpec};
 use lode_bench::query::{check_reply, Expect, QuerySet, Verdict};
@@ -18,52 +20,19 @@ use lode_wire::{Name, Rtype};
 const PORT: u16 = 15850;
 const SECRET: &str = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0";
 
-/// A knotd we started; killed (by PID) and its directory removed on drop.
-struct Knot {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Knot {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn knotd() -> Option<PathBuf> {
-    ["/usr/sbin/knotd", "/usr/bin/knotd"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
-
-fn start_knot(knotd: &Path, dir: &Path, zones: &str) -> Knot {
-    let conf = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{PORT}\n    udp-workers: 1\n    \
-         tcp-workers: 1\n    background-workers: 1\n\
-         database:\n    storage: \"{d}/db\"\n\
-         key:\n  - id: upd.key\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
-         acl:\n  - id: upd\n    address: 127.0.0.1\n    action: update\n    key: upd.key\n\
-         template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    \
-         journal-content: changes\n    acl: upd\n{zones}",
-        d = dir.display()
+fn start_update_knot(knotd: &Path, dir: &Path, zones: &str) -> Knot {
+    let sections = format!(
+        "key:\n  - id: upd.key\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+         acl:\n  - id: upd\n    address: 127.0.0.1\n    action: update\n    key: upd.key\n"
     );
-    std::fs::create_dir_all(dir.join("db")).expect("db dir");
-    let conf_path = dir.join("knot.conf");
-    std::fs::write(&conf_path, conf).expect("write knot.conf");
-    let child = Command::new(knotd)
-        .arg("-c")
-        .arg(&conf_path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start knotd");
-    Knot {
-        child,
-        dir: dir.to_owned(),
-    }
+    start_knot(
+        knotd,
+        dir,
+        PORT,
+        &sections,
+        "    journal-content: changes\n    acl: upd\n",
+        zones,
+    )
 }
 
 /// Asks `name`/`rtype` once (retrying for up to 5 s) and returns the reply.
@@ -106,7 +75,7 @@ fn signed_updates_under_query_load_against_knot() {
     spec.threads = Some(1);
     let set = generate(&spec, &dir.join("zones")).expect("generate");
     let zones_conf = std::fs::read_to_string(&set.knot_conf).expect("zones");
-    let knot = start_knot(&knotd, &dir, &zones_conf);
+    let knot = start_update_knot(&knotd, &dir, &zones_conf);
     let server: SocketAddr = ([127, 0, 0, 1], PORT).into();
 
     let zones: Vec<(Name, PathBuf)> = set
