@@ -8,8 +8,9 @@
 //!  query bytes
 //!     │ parse_query (lode_wire::message)     short / QR / bad question ─▶ drop (0)
 //!     ▼                                      bad records / OPT ─────────▶ FORMERR, no OPT
-//!  checks (answer.rs): EDNS version ─▶ BADVERS · opcode ─▶ NOTAUTH/NOTIMP/FORMERR
-//!     │   qtype 0/AXFR/IXFR ─▶ NOTIMP/NOTAUTH · class ─▶ REFUSED · no zone ─▶ REFUSED+EDE
+//!  checks (answer.rs): EDNS version ─▶ BADVERS · no question ─▶ FORMERR/NOTIMP
+//!     │   class CH/other ─▶ REFUSED/NOTIMP · opcode ─▶ NOTAUTH/NOTIMP/FORMERR
+//!     │   qtype 0/AXFR/IXFR ─▶ NOTIMP/NOTAUTH · no zone ─▶ REFUSED+EDE · TSIG ─▶ BADKEY
 //!     ▼
 //!  ZoneSet::find_zone (DS: the parent's zone first)
 //!     ▼
@@ -17,6 +18,7 @@
 //!     Zone::lookup(name) ─▶ cut? ─▶ referral │ node ─▶ RRset / NODATA │ missing ─▶ * ─▶ NXDOMAIN
 //!     ▼
 //!  authority: NS+DS/NSEC (referral) · SOA (negative TTL) + NSEC proofs (dnssec.rs)
+//!             or NSEC3 proofs (nsec3.rs, SHA-1 on the query path)
 //!     ▼
 //!  additional (additional.rs): A/AAAA of NS/MX/SRV/SVCB/HTTPS targets in the zone
 //!     ▼
