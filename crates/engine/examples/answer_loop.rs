@@ -1,0 +1,58 @@
+//! Answers N queries of one kind over the benchmark ENUM zone (100,000 NAPTR
+//! records, see `benches/common/mod.rs`), for instruction counts:
+//!
+//! ```text
+//! answer_loop <existing|nxdomain|outside> <N> [edns]
+//! ```
+//!
+//! The setup (zone and all 100,000 queries of the kind) is the same whatever
+//! N is, so under `valgrind --tool=callgrind` the difference between N and 0
+//! divided by N is the cost of one `answer()` call. `scripts/instructions.sh`
+//! does that for each kind.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+
+use lode_engine::{answer, Settings, Transport};
+
+#[allow(dead_code)] // shared with benches/answer.rs, which uses the rest
+#[path = "../benches/common/mod.rs"]
+mod common;
+use common::Kind;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let kind = args.first().and_then(|k| Kind::parse(k));
+    let count = args.get(1).and_then(|n| n.parse::<u64>().ok());
+    let edns = match args.get(2).map(String::as_str) {
+        None => Some(false),
+        Some("edns") => Some(true),
+        Some(_) => None,
+    };
+    let (Some(kind), Some(count), Some(edns), true) = (kind, count, edns, args.len() <= 3) else {
+        eprintln!("usage: answer_loop <existing|nxdomain|outside> <N> [edns]");
+        return ExitCode::from(2);
+    };
+    let zones = common::load_zones();
+    let queries = common::queries(kind, edns);
+    let settings = Settings::default();
+    let mut out = vec![0u8; 65535];
+    let (mut answered, mut expected) = (0u64, 0u64);
+    for i in 0..count {
+        let q = &queries[(i % queries.len() as u64) as usize];
+        let n = answer(&zones, black_box(q), &mut out, Transport::Udp, &settings);
+        answered += u64::from(n > 0);
+        expected += u64::from(common::rcode(&out[..n]) == Some(kind.expected_rcode()));
+    }
+    println!(
+        "{} queries ({}{}): {answered} answered, {expected} with the expected rcode",
+        count,
+        kind.label(),
+        if edns { ", edns" } else { "" }
+    );
+    if expected == count {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
