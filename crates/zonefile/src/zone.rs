@@ -359,7 +359,21 @@ impl Reader {
         }
         let ttl = self.resolve_ttl(ttl, rtype)?;
         let class = self.resolve_class(class)?;
-        let owner = Name::from_wire(&st.last_owner).map_err(|e| format!("bad owner name: {e}"))?;
+        self.push_record(&st.last_owner, class, rtype, ttl, file, line)?;
+        Ok(())
+    }
+
+    /// Keeps the record just read (RDATA in `self.rdata`) with its position.
+    fn push_record(
+        &mut self,
+        owner: &[u8],
+        class: Class,
+        rtype: Rtype,
+        ttl: u32,
+        file: &Arc<Path>,
+        line: u32,
+    ) -> Result<(), String> {
+        let owner = Name::from_wire(owner).map_err(|e| format!("bad owner name: {e}"))?;
         self.records.push(Record {
             owner,
             class,
@@ -452,20 +466,7 @@ impl Reader {
                 })
                 .and_then(|_| {
                     let ttl = self.resolve_ttl(ttl, rtype)?;
-                    let owner = Name::from_wire(&st.last_owner)
-                        .map_err(|e| format!("bad owner name: {e}"))?;
-                    self.records.push(Record {
-                        owner,
-                        class,
-                        rtype,
-                        ttl,
-                        rdata: self.rdata.as_slice().into(),
-                    });
-                    self.positions.push(SourcePos {
-                        file: file.clone(),
-                        line,
-                    });
-                    Ok(())
+                    self.push_record(&st.last_owner, class, rtype, ttl, file, line)
                 });
             if let Err(e) = step {
                 result = Err(format!("{e} (iteration {v})"));
