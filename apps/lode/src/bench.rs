@@ -624,7 +624,7 @@ fn clients(a: ClientsArgs) -> anyhow::Result<ExitCode> {
 
 fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
     use lode_bench::update::{
-        during_updates, rcode_name, run_stream, TsigKey, UpdateConfig, UpdatePlan, UpdateResult,
+        during_updates, run_stream, TsigKey, UpdateConfig, UpdatePlan, UpdateResult,
     };
     use lode_wire::Name;
     let duration = secs(a.duration, "--duration")?;
@@ -746,7 +746,7 @@ fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .enumerate()
         .filter(|(_, n)| **n > 0)
-        .map(|(r, n)| format!("{} {n}", rcode_name(r as u8)))
+        .map(|(r, n)| format!("{} {n}", lode_wire::rcode::name(r as u16)))
         .collect();
     out!(
         "updates: sent {} in {:.1} s ({:.1}/s), replies: {}, timeouts {}, unmatched {}; \

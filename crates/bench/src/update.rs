@@ -542,26 +542,8 @@ impl UpdateResult {
         }
         Some(format!(
             "the server answered {n} update(s) with {} and accepted none",
-            rcode_name(rcode as u8)
+            lode_wire::rcode::name(rcode as u16)
         ))
-    }
-}
-
-/// The mnemonic of an RCODE.
-pub fn rcode_name(r: u8) -> &'static str {
-    match r {
-        0 => "NOERROR",
-        1 => "FORMERR",
-        2 => "SERVFAIL",
-        3 => "NXDOMAIN",
-        4 => "NOTIMP",
-        5 => "REFUSED",
-        6 => "YXDOMAIN",
-        7 => "YXRRSET",
-        8 => "NXRRSET",
-        9 => "NOTAUTH",
-        10 => "NOTZONE",
-        _ => "RCODE?",
     }
 }
 

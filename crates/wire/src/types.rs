@@ -120,6 +120,27 @@ pub mod rcode {
     pub const NOTAUTH: u16 = 9;
     /// Bad OPT version (extended rcode 16, RFC 6891).
     pub const BADVERS: u16 = 16;
+
+    /// The mnemonic of an RCODE (extended codes included), `RCODEn` for others.
+    pub fn name(code: u16) -> std::borrow::Cow<'static, str> {
+        let s = match code {
+            0 => "NOERROR",
+            1 => "FORMERR",
+            2 => "SERVFAIL",
+            3 => "NXDOMAIN",
+            4 => "NOTIMP",
+            5 => "REFUSED",
+            6 => "YXDOMAIN",
+            7 => "YXRRSET",
+            8 => "NXRRSET",
+            9 => "NOTAUTH",
+            10 => "NOTZONE",
+            16 => "BADVERS",
+            23 => "BADCOOKIE",
+            _ => return format!("RCODE{code}").into(),
+        };
+        s.into()
+    }
 }
 
 #[cfg(test)]
@@ -139,5 +160,7 @@ mod tests {
         assert_eq!(Class::from_mnemonic("CLASS1"), Some(Class::IN));
         assert_eq!(Class::IN.to_string(), "IN");
         assert_eq!(Class(42).to_string(), "CLASS42");
+        assert_eq!(rcode::name(rcode::NOTAUTH), "NOTAUTH");
+        assert_eq!(rcode::name(12), "RCODE12");
     }
 }
