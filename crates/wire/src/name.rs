@@ -240,11 +240,6 @@ impl<'a> NameRef<'a> {
         self.wire.len() > other.wire.len() && self.ends_with(other)
     }
 
-    /// Bytes equal, case included.
-    pub fn eq_case_sensitive(&self, other: &NameRef<'_>) -> bool {
-        self.wire == other.wire
-    }
-
     /// Writes the canonical key (see the module note) into `out`.
     pub fn write_key(&self, out: &mut KeyBuf) {
         out.len = 0;

@@ -79,11 +79,6 @@ impl Rtype {
     pub fn is_meta(self) -> bool {
         matches!(self.0, 41 | 128..=255)
     }
-
-    /// DNSSEC types that are not "authoritative data" for ANY/NODATA purposes.
-    pub fn is_dnssec(self) -> bool {
-        matches!(self, Rtype::RRSIG | Rtype::NSEC | Rtype::NSEC3)
-    }
 }
 
 /// Header opcodes (RFC 1035 §4.1.1, RFC 1996, RFC 2136).

@@ -72,16 +72,6 @@ impl ZoneBuilder {
         self.records.push((record, tag));
     }
 
-    /// Number of records added so far.
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
-    /// True if no record was added.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-
     /// Checks the records and builds the zone. On success returns the zone and
     /// its warnings; on failure every problem found (errors and warnings).
     pub fn build(self) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
@@ -305,7 +295,6 @@ impl ZoneBuilder {
                         format!("{} CNAME: CNAME beside other data", node.owner),
                     );
                 }
-                node.flags.insert(NodeFlags::CNAME);
             }
             if let Some(d) = node.rrset(Rtype::DNAME) {
                 if d.len() > 1 {

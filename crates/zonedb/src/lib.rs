@@ -85,8 +85,6 @@ impl NodeFlags {
     pub const DNAME: NodeFlags = NodeFlags(2);
     /// A child named `*` exists.
     pub const WILDCARD_CHILD: NodeFlags = NodeFlags(4);
-    /// The node has a CNAME.
-    pub const CNAME: NodeFlags = NodeFlags(8);
 
     /// True if every flag in `other` is set.
     pub fn contains(self, other: NodeFlags) -> bool {
