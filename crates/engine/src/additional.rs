@@ -34,13 +34,19 @@ impl<'z> Responder<'z, '_> {
             let Some(src) = self.sources[s] else {
                 continue;
             };
-            for (i, rd) in src.rrset.rdatas().enumerate() {
-                let Some(target) = rdata::target(src.rrset.rtype(), rd) else {
+            let src_node = zone.node(src.node);
+            let Some(rrset) = src_node.rrset(src.rtype) else {
+                continue;
+            };
+            let cut_node = src.cut.map(|c| zone.node(c));
+            let cut = cut_node.as_ref().map(|n| n.owner());
+            for (i, rd) in rrset.rdatas().enumerate() {
+                let Some(target) = rdata::target(src.rtype, rd) else {
                     continue;
                 };
                 // Knot keeps SVCB/HTTPS targets as written and looks them up
                 // as such: a target in upper case finds nothing.
-                let verbatim = matches!(src.rrset.rtype(), Rtype::SVCB | Rtype::HTTPS);
+                let verbatim = matches!(src.rtype, Rtype::SVCB | Rtype::HTTPS);
                 if verbatim && target.as_wire().iter().any(|b| b.is_ascii_uppercase()) {
                     continue;
                 }
@@ -51,7 +57,7 @@ impl<'z> Responder<'z, '_> {
                 let owner = if synthesized { target } else { node.owner() };
                 // The owner points at the target in RDATA; AAAA at the A's owner.
                 let mut hint = src.hints.rdata.get(i).copied().unwrap_or(0);
-                let mandatory = src.cut.is_some_and(|cut| target.ends_with(&cut));
+                let mandatory = cut.is_some_and(|cut| target.ends_with(&cut));
                 for t in [Rtype::A, Rtype::AAAA] {
                     let Some(set) = node.rrset(t) else {
                         continue;

@@ -29,12 +29,14 @@ pub(crate) const MAX_NSECS: usize = 16;
 /// An RRset written in the answer or authority section whose targets need
 /// additional processing.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct AdditionalSource<'z> {
-    pub rrset: &'z RRset,
+pub(crate) struct AdditionalSource {
+    /// The node and type of the RRset (read again from the zone).
+    pub node: NodeId,
+    pub rtype: Rtype,
     pub hints: message::RrsetHints,
     /// The zone cut when this is the NS RRset of a referral (its in-bailiwick
     /// glue is mandatory: TC when it does not fit).
-    pub cut: Option<NameRef<'z>>,
+    pub cut: Option<NodeId>,
 }
 
 /// A wildcard expansion whose non-existence proof goes in the authority section.
@@ -83,8 +85,8 @@ pub(crate) struct Responder<'z, 'b> {
     pub nsec: bool,
     /// NSEC3 parameters when the zone is signed with NSEC3.
     pub nsec3: Option<crate::nsec3::Nsec3Params<'z>>,
-    pub sigs: SigQueue<'z>,
-    pub sources: [Option<AdditionalSource<'z>>; MAX_ADDITIONAL_SOURCES],
+    pub sigs: SigQueue,
+    pub sources: [Option<AdditionalSource>; MAX_ADDITIONAL_SOURCES],
     pub nsources: usize,
     pub visited: [NodeId; MAX_VISITED],
     pub nvisited: usize,
@@ -299,7 +301,7 @@ fn put_opt(
 
 /// True if the zone's apex SOA is signed (Knot's test for a signed zone).
 fn zone_is_signed(zone: &Zone) -> bool {
-    zone.apex().rrset(Rtype::RRSIG).is_some_and(|s| {
+    zone.apex_rrset(Rtype::RRSIG).is_some_and(|s| {
         s.rdatas()
             .any(|r| lode_wire::rdata::rrsig_type_covered(r) == Some(Rtype::SOA))
     })
@@ -324,12 +326,9 @@ fn answer_zone(
         w.set_flags(flags::TC);
     } else {
         let dnssec = q.edns.is_some_and(|e| e.dnssec_ok()) && zone_is_signed(zone);
-        let nsec3 = zone
-            .apex()
-            .rrset(Rtype::NSEC3PARAM)
-            .and_then(|p| crate::nsec3::Nsec3Params::parse(p.first()));
-        let nsec = dnssec && zone.apex().rrset(Rtype::NSEC3PARAM).is_none();
-        let nsec3 = nsec3.filter(|_| dnssec);
+        let param = dnssec.then(|| zone.apex_rrset(Rtype::NSEC3PARAM)).flatten();
+        let nsec3 = param.and_then(|p| crate::nsec3::Nsec3Params::parse(p.first()));
+        let nsec = dnssec && param.is_none();
         let mut r = Responder {
             zone,
             w,
@@ -369,11 +368,12 @@ impl<'z> Responder<'z, '_> {
     /// authority overflowed (the caller sets TC).
     fn sections(&mut self) -> Result<(), Full> {
         let outcome = self.answer_section()?;
-        self.sigs.flush(&mut self.w, Section::Answer)?;
+        self.sigs.flush(self.zone, &mut self.w, Section::Answer)?;
         self.authority_section(outcome)?;
-        self.sigs.flush(&mut self.w, Section::Authority)?;
+        self.sigs
+            .flush(self.zone, &mut self.w, Section::Authority)?;
         self.additional_section();
-        let _ = self.sigs.flush(&mut self.w, Section::Additional);
+        let _ = self.sigs.flush(self.zone, &mut self.w, Section::Additional);
         Ok(())
     }
 
@@ -386,9 +386,9 @@ impl<'z> Responder<'z, '_> {
         node: NodeId,
         owner: NameRef<'_>,
         owner_hint: u16,
-        rrset: &'z RRset,
+        rrset: RRset<'_>,
         ttl: u32,
-        cut: Option<NameRef<'z>>,
+        cut: Option<NodeId>,
     ) -> Result<message::RrsetHints, Full> {
         let hints = self.w.put_rrset(
             section,
@@ -400,15 +400,21 @@ impl<'z> Responder<'z, '_> {
             rrset.rdatas(),
         )?;
         if self.dnssec && rrset.rtype() != Rtype::RRSIG {
-            if let Some(sigs) = self.zone.node(node).rrset(Rtype::RRSIG) {
-                self.sigs.push(sigs, rrset.rtype(), ttl, hints);
+            let n = self.zone.node(node);
+            if let Some(sigs) = n.rrset(Rtype::RRSIG) {
+                self.sigs.push(node, sigs, rrset.rtype(), ttl, hints);
             }
         }
         if section != Section::Additional
             && lode_wire::rdata::needs_additional(rrset.rtype())
             && self.nsources < MAX_ADDITIONAL_SOURCES
         {
-            self.sources[self.nsources] = Some(AdditionalSource { rrset, hints, cut });
+            self.sources[self.nsources] = Some(AdditionalSource {
+                node,
+                rtype: rrset.rtype(),
+                hints,
+                cut,
+            });
             self.nsources += 1;
         }
         Ok(hints)

@@ -5,7 +5,7 @@
 
 use lode_wire::message::{Full, MessageWriter, RrsetHints, Section};
 use lode_wire::{rdata, Class, NameBuf, Rtype};
-use lode_zonedb::{Lookup, NodeId, RRset};
+use lode_zonedb::{Lookup, NodeId, RRset, Zone};
 
 use crate::answer::{Responder, MAX_NSECS};
 
@@ -14,8 +14,9 @@ pub(crate) const MAX_PENDING_SIGS: usize = 48;
 
 /// One covered RRset whose signatures are still to be written.
 #[derive(Debug, Clone, Copy)]
-struct PendingSig<'z> {
-    sigs: &'z RRset,
+struct PendingSig {
+    /// The node whose RRSIG RRset holds the signatures.
+    node: NodeId,
     covered: Rtype,
     ttl: u32,
     hints: RrsetHints,
@@ -23,12 +24,12 @@ struct PendingSig<'z> {
 
 /// The signatures of one section, written when the section ends.
 #[derive(Debug)]
-pub(crate) struct SigQueue<'z> {
-    items: [Option<PendingSig<'z>>; MAX_PENDING_SIGS],
+pub(crate) struct SigQueue {
+    items: [Option<PendingSig>; MAX_PENDING_SIGS],
     len: usize,
 }
 
-impl<'z> SigQueue<'z> {
+impl SigQueue {
     /// An empty queue.
     pub(crate) fn new() -> Self {
         SigQueue {
@@ -39,13 +40,20 @@ impl<'z> SigQueue<'z> {
 
     /// Queues the RRSIGs in `sigs` covering `covered`, owned like the RRset
     /// written at `hints`, with the TTL it was written with.
-    pub(crate) fn push(&mut self, sigs: &'z RRset, covered: Rtype, ttl: u32, hints: RrsetHints) {
+    pub(crate) fn push(
+        &mut self,
+        node: NodeId,
+        sigs: RRset<'_>,
+        covered: Rtype,
+        ttl: u32,
+        hints: RrsetHints,
+    ) {
         let any = sigs
             .rdatas()
             .any(|r| rdata::rrsig_type_covered(r) == Some(covered));
         if any && self.len < MAX_PENDING_SIGS {
             self.items[self.len] = Some(PendingSig {
-                sigs,
+                node,
                 covered,
                 ttl,
                 hints,
@@ -58,6 +66,7 @@ impl<'z> SigQueue<'z> {
     /// signature that does not fit is left out; elsewhere it is an error.
     pub(crate) fn flush(
         &mut self,
+        zone: &Zone,
         w: &mut MessageWriter<'_>,
         section: Section,
     ) -> Result<(), Full> {
@@ -73,6 +82,10 @@ impl<'z> SigQueue<'z> {
                 continue;
             }
             let covered = p.covered;
+            let node = zone.node(p.node);
+            let Some(sigs) = node.rrset(Rtype::RRSIG) else {
+                continue;
+            };
             let r = w.put_rrset(
                 section,
                 owner.as_ref(),
@@ -80,8 +93,7 @@ impl<'z> SigQueue<'z> {
                 Rtype::RRSIG,
                 Class::IN,
                 p.ttl,
-                p.sigs
-                    .rdatas()
+                sigs.rdatas()
                     .filter(move |r| rdata::rrsig_type_covered(r) == Some(covered)),
             );
             if r.is_err() && section != Section::Additional {
@@ -145,7 +157,8 @@ impl<'z> Responder<'z, '_> {
             self.put_nsec(c)?;
         }
         let zone = self.zone;
-        let ce = zone.node(closest_encloser).owner();
+        let ce_node = zone.node(closest_encloser);
+        let ce = ce_node.owner();
         let Some(wild) = prepend_star(ce) else {
             return Ok(());
         };

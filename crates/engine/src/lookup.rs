@@ -30,11 +30,10 @@ fn lowercase(name: NameRef<'_>) -> NameBuf {
 }
 
 /// True for a node that only holds an NSEC3 RRset (and its signatures).
-fn is_nsec3_only(node: &lode_zonedb::Node) -> bool {
+fn is_nsec3_only(node: &lode_zonedb::Node<'_>) -> bool {
     node.rrset(Rtype::NSEC3).is_some()
         && node
             .rrsets()
-            .iter()
             .all(|s| matches!(s.rtype(), Rtype::NSEC3 | Rtype::RRSIG))
 }
 
@@ -77,14 +76,14 @@ impl<'z> Responder<'z, '_> {
         // Knot keeps NSEC3 records in a tree of their own: their owners are
         // not names of the zone. Seen from them, the parent encloses.
         let lookup = match zone.lookup(name) {
-            Lookup::Found(id) if is_nsec3_only(zone.node(id)) => Lookup::NotFound {
+            Lookup::Found(id) if is_nsec3_only(&zone.node(id)) => Lookup::NotFound {
                 closest_encloser: nsec3_parent(zone, id),
                 predecessor: id,
             },
             Lookup::NotFound {
                 closest_encloser,
                 predecessor,
-            } if is_nsec3_only(zone.node(closest_encloser)) => Lookup::NotFound {
+            } if is_nsec3_only(&zone.node(closest_encloser)) => Lookup::NotFound {
                 closest_encloser: nsec3_parent(zone, closest_encloser),
                 predecessor,
             },
@@ -310,7 +309,7 @@ impl<'z> Responder<'z, '_> {
         let owner = if synthesized { name } else { node.owner() };
         let qtype = self.question.qtype;
         let rrset = match qtype {
-            Rtype::ANY => node.rrsets().first(),
+            Rtype::ANY => node.rrsets().next(),
             t => node.rrset(t),
         };
         let Some(rrset) = rrset else {
@@ -350,7 +349,7 @@ impl<'z> Responder<'z, '_> {
             0,
             ns,
             ns.ttl(),
-            Some(node.owner()),
+            Some(cut),
         )?;
         if self.dnssec {
             match node.rrset(Rtype::DS) {

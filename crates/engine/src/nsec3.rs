@@ -160,9 +160,9 @@ impl<'z> Responder<'z, '_> {
     fn nsec3_cover(&self, name: NameRef<'_>) -> Option<NodeId> {
         let params = self.nsec3?;
         let owner = hashed_owner(&params.hash(name), self.zone.origin())?;
-        let has = |n: &lode_zonedb::Node| n.rrset(Rtype::NSEC3).is_some();
+        let has = |n: &lode_zonedb::Node<'_>| n.rrset(Rtype::NSEC3).is_some();
         match self.zone.lookup(owner.as_ref()) {
-            Lookup::Found(id) if has(self.zone.node(id)) => Some(id),
+            Lookup::Found(id) if has(&self.zone.node(id)) => Some(id),
             Lookup::Found(id) => self.zone.rfind_from(id, has),
             Lookup::NotFound { predecessor, .. } => self
                 .zone
@@ -233,7 +233,8 @@ impl<'z> Responder<'z, '_> {
     /// NODATA: the NSEC3 matching the node, or a closest provable encloser
     /// proof (opt-out); at a wildcard, then the closest encloser's too.
     pub(crate) fn nsec3_nodata(&mut self, node: NodeId, synthesized: bool) -> Result<(), Full> {
-        let owner = self.zone.node(node).owner();
+        let node_view = self.zone.node(node);
+        let owner = node_view.owner();
         match self.nsec3_match(owner) {
             Some(m) => self.put_nsec3(Some(m))?,
             None => self.nsec3_closest_provable(owner)?,
@@ -253,7 +254,8 @@ impl<'z> Responder<'z, '_> {
         closest_encloser: NodeId,
         name: NameRef<'_>,
     ) -> Result<(), Full> {
-        let ce = self.zone.node(closest_encloser).owner();
+        let ce_node = self.zone.node(closest_encloser);
+        let ce = ce_node.owner();
         let m = self.nsec3_match(ce);
         self.put_nsec3(m)?;
         if let Some(nc) = Self::next_closer(name, ce.label_count()) {

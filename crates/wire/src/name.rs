@@ -614,6 +614,64 @@ impl NameBuf {
         }
     }
 
+    /// Sets the name whose canonical key is `rel_key` (labels of a key, see
+    /// the module note) followed by `suffix`: the inverse of
+    /// [`NameRef::write_key`] for the labels below `suffix`, lower-cased.
+    /// Fails on a malformed key or a name longer than 255 octets.
+    pub fn set_from_key(&mut self, rel_key: &[u8], suffix: NameRef<'_>) -> Result<(), NameError> {
+        // Label ends (the 0 terminators) in key order, i.e. last label first.
+        let mut ends = [0u16; 128];
+        let mut n = 0;
+        for (i, &b) in rel_key.iter().enumerate() {
+            if b == 0 {
+                if n == ends.len() {
+                    return Err(NameError::NameTooLong);
+                }
+                ends[n] = i as u16;
+                n += 1;
+            }
+        }
+        if rel_key.last().is_some_and(|&b| b != 0) {
+            return Err(NameError::Truncated);
+        }
+        let mut len = 0usize;
+        for j in (0..n).rev() {
+            let start = if j == 0 { 0 } else { ends[j - 1] as usize + 1 };
+            let label = &rel_key[start..ends[j] as usize];
+            let at = len;
+            len += 1;
+            let mut i = 0;
+            while i < label.len() {
+                let mut b = label[i];
+                if b == 1 {
+                    b = match label.get(i + 1) {
+                        Some(&e @ (1 | 2)) => e - 1,
+                        _ => return Err(NameError::BadLabelType),
+                    };
+                    i += 1;
+                }
+                i += 1;
+                if len >= MAX_NAME_LEN {
+                    return Err(NameError::NameTooLong);
+                }
+                self.buf[len] = b;
+                len += 1;
+            }
+            let l = len - at - 1;
+            if l == 0 || l > MAX_LABEL_LEN {
+                return Err(NameError::LabelTooLong);
+            }
+            self.buf[at] = l as u8;
+        }
+        let w = suffix.as_wire();
+        if len + w.len() > MAX_NAME_LEN {
+            return Err(NameError::NameTooLong);
+        }
+        self.buf[len..len + w.len()].copy_from_slice(w);
+        self.len = (len + w.len()) as u8;
+        Ok(())
+    }
+
     /// Replaces the suffix `old` (which this name must end with) by `new`
     /// (DNAME substitution, RFC 6672 §2.2). Fails with `NameTooLong`.
     pub fn replace_suffix(&mut self, old: NameRef<'_>, new: NameRef<'_>) -> Result<(), NameError> {
@@ -672,6 +730,32 @@ mod tests {
 
     fn n(s: &str) -> Name {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn key_round_trip() {
+        let origin = n("Example.");
+        for s in [
+            "a.b.example.",
+            "\\000\\001x.y.example.",
+            "example.",
+            "*.w.example.",
+        ] {
+            let name = n(s);
+            let full = name.key();
+            let okey = origin.key();
+            let mut buf = NameBuf::new();
+            buf.set_from_key(&full[okey.len()..], origin.as_ref())
+                .unwrap();
+            assert_eq!(buf.as_ref(), name.as_ref(), "{s}");
+            assert_eq!(buf.as_ref().key(), full);
+        }
+        let mut buf = NameBuf::new();
+        assert!(buf.set_from_key(b"a", NameRef::root()).is_err());
+        assert!(buf.set_from_key(b"x\0", NameRef::root()).is_ok());
+        assert_eq!(buf.as_ref(), n("x.").as_ref());
+        assert!(buf.set_from_key(&[0], NameRef::root()).is_err());
+        assert!(buf.set_from_key(&[1, 7, 0], NameRef::root()).is_err());
     }
 
     #[test]

@@ -5,7 +5,47 @@ use std::fmt;
 
 use lode_wire::{Class, Name, Record, Rtype};
 
-use crate::{Node, NodeFlags, RRset, Zone, NONE};
+use crate::blob::{self, RRsetIn};
+use crate::store::{fingerprint, StoreBuilder};
+use crate::{NodeFlags, Zone};
+
+/// No shadowing ancestor.
+const NONE: u32 = u32::MAX;
+
+/// An RRset while building.
+struct PlainSet {
+    rtype: Rtype,
+    ttl: u32,
+    rdatas: Vec<Box<[u8]>>,
+}
+
+impl PlainSet {
+    fn len(&self) -> usize {
+        self.rdatas.len()
+    }
+    fn first(&self) -> &[u8] {
+        &self.rdatas[0]
+    }
+    fn rdatas(&self) -> impl Iterator<Item = &[u8]> {
+        self.rdatas.iter().map(|r| &**r)
+    }
+}
+
+/// A node while building.
+struct Node {
+    key: Box<[u8]>,
+    owner: Name,
+    rrsets: Vec<PlainSet>,
+    flags: NodeFlags,
+    /// Index of the topmost strict ancestor that is a cut or owns a DNAME.
+    shadow: u32,
+}
+
+impl Node {
+    fn rrset(&self, rtype: Rtype) -> Option<&PlainSet> {
+        self.rrsets.iter().find(|s| s.rtype == rtype)
+    }
+}
 
 /// How serious a problem is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,7 +266,7 @@ impl ZoneBuilder {
                     set.rdatas.push(r.rdata);
                 }
                 _ => {
-                    node.rrsets.push(RRset {
+                    node.rrsets.push(PlainSet {
                         rtype: r.rtype,
                         ttl: r.ttl,
                         rdatas: vec![r.rdata],
@@ -355,18 +395,15 @@ impl ZoneBuilder {
         }
 
         // 6. Glue: in-zone NS targets need an address.
-        let mut zone = Zone {
-            origin: origin.clone(),
-            class: self.class,
-            nodes,
-            negative_ttl: 0,
-            serial: 0,
+        let find = |name: lode_wire::NameRef<'_>| {
+            let key = name.key();
+            nodes.binary_search_by(|n| (*n.key).cmp(&key)).ok()
         };
-        for (i, node) in zone.nodes.iter().enumerate() {
+        for (i, node) in nodes.iter().enumerate() {
             let Some(ns) = node.rrset(Rtype::NS) else {
                 continue;
             };
-            if zone.shadow(crate::NodeId(i as u32)).is_some() {
+            if node.shadow != NONE {
                 continue; // NS below a cut is occluded data, not a delegation
             }
             for rdata in ns.rdatas() {
@@ -376,10 +413,9 @@ impl ZoneBuilder {
                 if !target.ends_with(&origin.as_ref()) {
                     continue;
                 }
-                let has_address = zone
-                    .find(target)
+                let has_address = find(target)
                     .map(|t| {
-                        let t = zone.node(t);
+                        let t = &nodes[t];
                         t.rrset(Rtype::A).is_some() || t.rrset(Rtype::AAAA).is_some()
                     })
                     .unwrap_or(false);
@@ -400,12 +436,70 @@ impl ZoneBuilder {
             return Err(problems);
         }
         // SOA presence and size were checked above.
-        let soa = zone.nodes[0].rrset(Rtype::SOA).expect("checked");
+        let soa = nodes[0].rrset(Rtype::SOA).expect("checked");
         let rdata = soa.first();
         let fixed = &rdata[rdata.len() - 20..];
-        zone.serial = u32::from_be_bytes([fixed[0], fixed[1], fixed[2], fixed[3]]);
+        let serial = u32::from_be_bytes([fixed[0], fixed[1], fixed[2], fixed[3]]);
         let minimum = u32::from_be_bytes([fixed[16], fixed[17], fixed[18], fixed[19]]);
-        zone.negative_ttl = soa.ttl().min(minimum);
+        let negative_ttl = soa.ttl.min(minimum);
+        let zone = compact(origin, self.class, nodes, serial, negative_ttl);
         Ok((zone, problems))
+    }
+}
+
+/// Serialises the nodes into the compact store.
+fn compact(origin: Name, class: Class, nodes: Vec<Node>, serial: u32, negative_ttl: u32) -> Zone {
+    let origin_key_len = nodes[0].key.len();
+    let mut records = 0u64;
+    let mut rrset_count = 0u64;
+    // Pass 1: every node's blob, and which blobs occur more than once.
+    let mut blobs: Vec<u8> = Vec::new();
+    let mut ends: Vec<usize> = Vec::with_capacity(nodes.len());
+    let mut counts: std::collections::HashMap<u64, u32> = Default::default();
+    let mut one = Vec::new();
+    let mut implied = lode_wire::NameBuf::new();
+    let mut sets: Vec<RRsetIn<'_>> = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        sets.clear();
+        sets.extend(n.rrsets.iter().map(|s| RRsetIn {
+            rtype: s.rtype,
+            ttl: s.ttl,
+            rdatas: &s.rdatas,
+        }));
+        records += n.rrsets.iter().map(|s| s.rdatas.len() as u64).sum::<u64>();
+        rrset_count += n.rrsets.len() as u64;
+        let shadow_distance = if n.shadow == NONE {
+            0
+        } else {
+            i as u32 - n.shadow
+        };
+        // The owner is kept only when the key and the origin do not spell it.
+        let spelled = implied
+            .set_from_key(&n.key[origin_key_len..], origin.as_ref())
+            .is_ok()
+            && implied.as_ref().as_wire() == n.owner.as_wire();
+        let owner = (!spelled).then(|| n.owner.as_ref());
+        blob::encode(&mut one, n.flags, shadow_distance, owner, &sets);
+        *counts.entry(fingerprint(&one)).or_insert(0) += 1;
+        blobs.extend_from_slice(&one);
+        ends.push(blobs.len());
+    }
+    let repeated = counts.into_iter().filter(|&(_, c)| c > 1).map(|(f, _)| f);
+    let mut sb = StoreBuilder::new(repeated);
+    let mut start = 0;
+    for (n, &end) in nodes.iter().zip(&ends) {
+        sb.push(&n.key[origin_key_len..], &blobs[start..end]);
+        start = end;
+    }
+    drop(nodes);
+    Zone {
+        origin,
+        class,
+        origin_key_len,
+        store: sb.finish(),
+        negative_ttl,
+        serial,
+        records,
+        rrsets: rrset_count,
     }
 }

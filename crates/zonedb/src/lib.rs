@@ -20,59 +20,31 @@
 //! the topmost strict ancestor that is a cut or a DNAME owner (the node is then
 //! occluded: only reachable as glue).
 //!
-//! This is the plain representation: correct and simple. The compact store of
-//! a later issue keeps the same lookups behind the same API.
+//! Storage is compact (`store.rs`): keys front-coded in blocks of 32 with a
+//! dense array of block heads for the binary search, and each node's data
+//! (flags, RRsets) serialised into one byte string (`blob.rs`) that is either
+//! shared with identical nodes or stored as a difference from the first node
+//! of its block. [`Zone::node`] returns a [`Node`] view, rebuilt on the stack
+//! when it was stored as a difference; nothing on the lookup path allocates.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod blob;
 mod build;
+mod snapshot;
+mod store;
 mod walk;
 mod zoneset;
 
+pub use blob::{RRset, RRsets, Rdatas};
 pub use build::{Problem, Severity, ZoneBuilder};
+pub use snapshot::SnapshotError;
 pub use zoneset::ZoneSet;
 
 use lode_wire::name::KeyBuf;
-use lode_wire::{Class, Name, NameRef, Rtype};
+use lode_wire::{Class, Name, NameBuf, NameRef, Rtype};
 
-/// No shadowing ancestor.
-const NONE: u32 = u32::MAX;
-
-/// One RRset: records with the same owner, class and type.
-#[derive(Debug, Clone)]
-pub struct RRset {
-    rtype: Rtype,
-    ttl: u32,
-    /// RDATA in wire form (uncompressed), in canonical order, no duplicates.
-    rdatas: Vec<Box<[u8]>>,
-}
-
-impl RRset {
-    /// The type.
-    pub fn rtype(&self) -> Rtype {
-        self.rtype
-    }
-    /// The TTL.
-    pub fn ttl(&self) -> u32 {
-        self.ttl
-    }
-    /// Number of records.
-    pub fn len(&self) -> usize {
-        self.rdatas.len()
-    }
-    /// True if there are no records (never for a stored RRset).
-    pub fn is_empty(&self) -> bool {
-        self.rdatas.is_empty()
-    }
-    /// The RDATAs in wire form, canonical order.
-    pub fn rdatas(&self) -> impl ExactSizeIterator<Item = &[u8]> + Clone {
-        self.rdatas.iter().map(|r| &**r)
-    }
-    /// The first RDATA (SOA, CNAME and DNAME sets have exactly one).
-    pub fn first(&self) -> &[u8] {
-        &self.rdatas[0]
-    }
-}
+use store::{BlobRef, KeyCursor, Search, Store};
 
 /// Flags precomputed per node.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -95,45 +67,65 @@ impl NodeFlags {
     }
 }
 
-/// A name in the zone, with its RRsets (none for an empty non-terminal).
-#[derive(Debug, Clone)]
-pub struct Node {
-    key: Box<[u8]>,
-    owner: Name,
-    rrsets: Vec<RRset>,
-    flags: NodeFlags,
-    /// Index of the topmost strict ancestor that is a cut or owns a DNAME.
-    shadow: u32,
+/// A name in the zone with its RRsets (none for an empty non-terminal): a
+/// view decoded from the store.
+pub struct Node<'z> {
+    id: NodeId,
+    owner: NameBuf,
+    blob: BlobRef<'z>,
 }
 
-impl Node {
+impl Node<'_> {
+    fn head(&self) -> blob::Head<'_> {
+        blob::head(self.blob.bytes()).unwrap_or(blob::Head {
+            flags: NodeFlags::default(),
+            shadow_distance: 0,
+            owner: None,
+            rrsets: &[],
+        })
+    }
+    /// The node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
     /// The owner name as first written in the zone.
     pub fn owner(&self) -> NameRef<'_> {
-        self.owner.as_ref()
-    }
-    /// The canonical key.
-    pub fn key(&self) -> &[u8] {
-        &self.key
+        self.head().owner.unwrap_or(self.owner.as_ref())
     }
     /// The RRset of type `rtype`, if present.
-    pub fn rrset(&self, rtype: Rtype) -> Option<&RRset> {
-        self.rrsets.iter().find(|s| s.rtype == rtype)
+    pub fn rrset(&self, rtype: Rtype) -> Option<RRset<'_>> {
+        self.rrsets().find(|s| s.rtype() == rtype)
     }
     /// All RRsets, sorted by type.
-    pub fn rrsets(&self) -> &[RRset] {
-        &self.rrsets
+    pub fn rrsets(&self) -> RRsets<'_> {
+        RRsets::new(self.head().rrsets)
     }
     /// True for an empty non-terminal.
     pub fn is_empty_nonterminal(&self) -> bool {
-        self.rrsets.is_empty()
+        self.head().rrsets.is_empty()
     }
     /// Precomputed flags.
     pub fn flags(&self) -> NodeFlags {
-        self.flags
+        self.head().flags
     }
     /// True if this node is a zone cut (NS below the apex).
     pub fn is_delegation(&self) -> bool {
-        self.flags.contains(NodeFlags::DELEGATION)
+        self.flags().contains(NodeFlags::DELEGATION)
+    }
+    /// The topmost strict ancestor that is a zone cut or a DNAME owner.
+    pub fn shadow(&self) -> Option<NodeId> {
+        let d = self.head().shadow_distance;
+        (d != 0).then(|| NodeId(self.id.0.saturating_sub(d)))
+    }
+}
+
+impl std::fmt::Debug for Node<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("id", &self.id)
+            .field("owner", &self.owner())
+            .field("flags", &self.flags())
+            .finish()
     }
 }
 
@@ -160,11 +152,14 @@ pub struct NodeId(u32);
 pub struct Zone {
     origin: Name,
     class: Class,
-    /// Sorted by key; index 0 is the apex.
-    nodes: Vec<Node>,
+    /// Length of the origin's canonical key (stored keys are relative to it).
+    origin_key_len: usize,
+    store: Store,
     /// SOA TTL bounded by SOA MINIMUM (RFC 2308 §5).
     negative_ttl: u32,
     serial: u32,
+    records: u64,
+    rrsets: u64,
 }
 
 impl Zone {
@@ -185,35 +180,70 @@ impl Zone {
         self.negative_ttl
     }
     /// The apex node.
-    pub fn apex(&self) -> &Node {
-        &self.nodes[0]
+    pub fn apex(&self) -> Node<'_> {
+        self.node(NodeId(0))
     }
-    /// The apex SOA RRset (always present in a built zone).
-    pub fn soa(&self) -> &RRset {
-        // A built zone always has exactly one SOA at the apex (checked in build).
-        self.nodes[0]
-            .rrset(Rtype::SOA)
-            .expect("built zones have an apex SOA")
+    /// An RRset of the apex, borrowed from the zone (the apex is the first
+    /// entry of its block, so it is always stored whole).
+    pub fn apex_rrset(&self, rtype: Rtype) -> Option<RRset<'_>> {
+        let mut cur = KeyCursor::new();
+        let sets = match self.store.entry(0, &mut cur) {
+            Some(BlobRef::Stored(b)) => blob::head(b).map_or(&[][..], |h| h.rrsets),
+            _ => &[],
+        };
+        RRsets::new(sets).find(|s| s.rtype() == rtype)
+    }
+    /// The apex SOA RRset (a built zone always has one, checked in build
+    /// and when a snapshot is read; an empty set otherwise).
+    pub fn soa(&self) -> RRset<'_> {
+        self.apex_rrset(Rtype::SOA).unwrap_or(RRset::EMPTY)
     }
     /// Number of nodes (names, including empty non-terminals).
     pub fn node_count(&self) -> usize {
-        self.nodes.len()
+        self.store.len as usize
     }
     /// Number of records.
-    pub fn record_count(&self) -> usize {
-        self.nodes
-            .iter()
-            .flat_map(|n| n.rrsets.iter())
-            .map(|s| s.rdatas.len())
-            .sum()
+    pub fn record_count(&self) -> u64 {
+        self.records
     }
-    /// All nodes in canonical order.
-    pub fn nodes(&self) -> &[Node] {
-        &self.nodes
+    /// Number of RRsets.
+    pub fn rrset_count(&self) -> u64 {
+        self.rrsets
     }
-    /// The node with this id.
-    pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id.0 as usize]
+    /// Bytes of memory the zone's index and data take.
+    pub fn heap_bytes(&self) -> usize {
+        self.store.heap_bytes()
+    }
+    /// All node ids in canonical order.
+    pub fn node_ids(&self) -> impl DoubleEndedIterator<Item = NodeId> + ExactSizeIterator {
+        (0..self.store.len).map(NodeId)
+    }
+    /// The node with this id (an empty node if the id is out of range).
+    #[inline]
+    pub fn node(&self, id: NodeId) -> Node<'_> {
+        let mut cur = KeyCursor::new();
+        let mut owner = NameBuf::new();
+        match self.store.entry(id.0, &mut cur) {
+            Some(blob) => {
+                let has_owner = blob::head(blob.bytes()).is_some_and(|h| h.owner.is_some());
+                if !has_owner
+                    && owner
+                        .set_from_key(cur.as_slice(), self.origin.as_ref())
+                        .is_err()
+                {
+                    owner.set(self.origin.as_ref());
+                }
+                Node { id, owner, blob }
+            }
+            None => {
+                owner.set(self.origin.as_ref());
+                Node {
+                    id,
+                    owner,
+                    blob: BlobRef::Stored(&[]),
+                }
+            }
+        }
     }
     /// The apex's id.
     pub fn apex_id(&self) -> NodeId {
@@ -222,17 +252,23 @@ impl Zone {
     /// The topmost strict ancestor of `id` that is a zone cut or a DNAME owner:
     /// when present, the node is occluded (RFC 2181 §6, RFC 6672 §2.4).
     pub fn shadow(&self, id: NodeId) -> Option<NodeId> {
-        let s = self.nodes[id.0 as usize].shadow;
-        (s != NONE).then_some(NodeId(s))
+        self.node(id).shadow()
     }
 
-    fn search(&self, key: &[u8]) -> Result<usize, usize> {
-        self.nodes.binary_search_by(|n| (*n.key).cmp(key))
+    /// The key relative to the origin, if `key` is at or below it.
+    fn relative<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+        let okey = key.get(..self.origin_key_len)?;
+        let mut o = KeyBuf::new();
+        self.origin.as_ref().write_key(&mut o);
+        (okey == o.as_slice()).then(|| &key[self.origin_key_len..])
     }
 
     /// Finds the node with exactly this canonical key.
     pub fn find_key(&self, key: &[u8]) -> Option<NodeId> {
-        self.search(key).ok().map(|i| NodeId(i as u32))
+        match self.store.search(self.relative(key)?) {
+            Search::Found(id) => Some(NodeId(id)),
+            Search::Missing { .. } => None,
+        }
     }
 
     /// Finds the node of exactly this name.
@@ -242,34 +278,34 @@ impl Zone {
         self.find_key(key.as_slice())
     }
 
-    /// Looks up `qname`, which must be at or below the origin.
+    /// Looks up `qname`, which must be at or below the origin (otherwise the
+    /// apex is returned as closest encloser and predecessor).
+    #[inline]
     pub fn lookup(&self, qname: NameRef<'_>) -> Lookup {
+        let apex = Lookup::NotFound {
+            closest_encloser: NodeId(0),
+            predecessor: NodeId(0),
+        };
+        if qname.wire_len() < self.origin.as_wire().len() {
+            return apex;
+        }
         let mut key = KeyBuf::new();
         qname.write_key(&mut key);
-        let key = key.as_slice();
-        match self.search(key) {
-            Ok(i) => Lookup::Found(NodeId(i as u32)),
-            Err(i) => {
-                // i > 0: the apex sorts before every name below it.
-                let pred = i.saturating_sub(1);
-                let pkey = &self.nodes[pred].key;
-                // Longest common prefix of whole labels (each label ends with 0).
-                let mut common = 0;
-                for (j, (a, b)) in key.iter().zip(pkey.iter()).enumerate() {
-                    if a != b {
-                        break;
-                    }
-                    if *a == 0 {
-                        common = j + 1;
-                    }
-                }
-                let ce = self
-                    .search(&key[..common])
-                    .map(|c| NodeId(c as u32))
-                    .unwrap_or(NodeId(0));
+        // The origin's labels come first in the key; only their length is
+        // checked here (callers pass names below the origin).
+        let Some(rel) = key.as_slice().get(self.origin_key_len..) else {
+            return apex;
+        };
+        match self.store.search(rel) {
+            Search::Found(id) => Lookup::Found(NodeId(id)),
+            Search::Missing { pred, common } => {
+                let ce = match self.store.search(&rel[..common]) {
+                    Search::Found(id) => id,
+                    Search::Missing { .. } => 0,
+                };
                 Lookup::NotFound {
-                    closest_encloser: ce,
-                    predecessor: NodeId(pred as u32),
+                    closest_encloser: NodeId(ce),
+                    predecessor: NodeId(pred),
                 }
             }
         }
@@ -277,16 +313,21 @@ impl Zone {
 
     /// The `*` child of `parent`, if it exists.
     pub fn wildcard_child(&self, parent: NodeId) -> Option<NodeId> {
-        let p = &self.nodes[parent.0 as usize];
-        if !p.flags.contains(NodeFlags::WILDCARD_CHILD) {
+        let mut cur = KeyCursor::new();
+        let blob = self.store.entry(parent.0, &mut cur)?;
+        if !blob::head(blob.bytes())?
+            .flags
+            .contains(NodeFlags::WILDCARD_CHILD)
+        {
             return None;
         }
-        let mut buf = [0u8; lode_wire::name::MAX_KEY_LEN + 2];
-        let k = &p.key;
-        buf[..k.len()].copy_from_slice(k);
-        buf[k.len()] = b'*';
-        buf[k.len() + 1] = 0;
-        self.find_key(&buf[..k.len() + 2])
+        let n = cur.len;
+        let k = cur.buf.get_mut(n..n + 2)?;
+        k.copy_from_slice(b"*\0");
+        match self.store.search(&cur.buf[..n + 2]) {
+            Search::Found(id) => Some(NodeId(id)),
+            Search::Missing { .. } => None,
+        }
     }
 }
 

@@ -6,16 +6,13 @@ impl Zone {
     /// The nearest node at or before `id` in canonical order for which `f`
     /// holds (e.g. the NSEC owner covering a name, skipping empty
     /// non-terminals and glue).
-    pub fn rfind_from(&self, id: NodeId, f: impl Fn(&Node) -> bool) -> Option<NodeId> {
-        let start = (id.0 as usize).min(self.nodes.len().saturating_sub(1));
-        (0..=start)
-            .rev()
-            .find(|&i| f(&self.nodes[i]))
-            .map(|i| NodeId(i as u32))
+    pub fn rfind_from(&self, id: NodeId, f: impl Fn(&Node<'_>) -> bool) -> Option<NodeId> {
+        let start = id.0.min(self.last_id().0);
+        (0..=start).rev().map(NodeId).find(|&i| f(&self.node(i)))
     }
 
     /// The last node in canonical order.
     pub fn last_id(&self) -> NodeId {
-        NodeId(self.nodes.len().saturating_sub(1) as u32)
+        NodeId(self.store.len.saturating_sub(1))
     }
 }
