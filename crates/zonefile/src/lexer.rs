@@ -9,6 +9,8 @@ pub(crate) struct Token<'a> {
     pub text: &'a [u8],
     /// Whether the token was a quoted string.
     pub quoted: bool,
+    /// Whether the text holds a backslash (else escapes need no decoding).
+    pub escaped: bool,
     /// The line the token starts on.
     pub line: u32,
 }
@@ -27,6 +29,89 @@ pub(crate) struct Entry {
     pub line: u32,
     /// The entry began with white space (owner omitted).
     pub blank_owner: bool,
+}
+
+/// Bytes that end or change the scan of an unquoted token: white space, line
+/// end, comment, parentheses, backslash and quote.
+static TOKEN_SPECIAL: [bool; 256] = byte_set(b" \t\r\n;()\\\"");
+
+/// Bytes that end or change the scan of a quoted string.
+static QUOTED_SPECIAL: [bool; 256] = byte_set(b"\"\\\n");
+
+/// A 256-entry table, true for the bytes of `set`.
+const fn byte_set(set: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < set.len() {
+        t[set[i] as usize] = true;
+        i += 1;
+    }
+    t
+}
+
+/// `0x0101...01` times `b`: the byte `b` in every lane of a word.
+const fn lanes(b: u8) -> u64 {
+    0x0101_0101_0101_0101 * b as u64
+}
+
+/// High bit set in the lanes of `v` that are zero. Only the lowest set lane is
+/// exact (a borrow can mark lanes above a zero lane), which is all the
+/// scanners below use.
+fn zero_lanes(v: u64) -> u64 {
+    v.wrapping_sub(lanes(1)) & !v & lanes(0x80)
+}
+
+/// The index of the first byte at or after `i` that ends or changes an
+/// unquoted token ([`TOKEN_SPECIAL`]), or `buf.len()`. Eight bytes at a time:
+/// bytes below `#` (white space, line end, `"` and other control characters),
+/// `(`, `)`, `;` and `\` are candidates, then the table decides.
+fn find_token_special(buf: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = buf.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        // Lanes below 0x23 (exact for the lowest lane, as in `zero_lanes`).
+        let low = x.wrapping_sub(lanes(0x23)) & !x & lanes(0x80);
+        let m = low
+            | zero_lanes((x & lanes(0xFE)) ^ lanes(b'('))
+            | zero_lanes(x ^ lanes(b';'))
+            | zero_lanes(x ^ lanes(b'\\'));
+        if m == 0 {
+            i += 8;
+            continue;
+        }
+        let at = i + (m.trailing_zeros() / 8) as usize;
+        if TOKEN_SPECIAL[buf[at] as usize] {
+            return at;
+        }
+        // A control character or `!`: not special, go on after it.
+        i = at + 1;
+    }
+    i + buf[i..]
+        .iter()
+        .position(|&b| TOKEN_SPECIAL[b as usize])
+        .unwrap_or(buf.len() - i)
+}
+
+/// The index of the first `"`, `\` or line end at or after `i` (inside a
+/// quoted string), or `buf.len()`; eight bytes at a time.
+fn find_quoted_special(buf: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = buf.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        let m = zero_lanes(x ^ lanes(b'"'))
+            | zero_lanes(x ^ lanes(b'\\'))
+            | zero_lanes(x ^ lanes(b'\n'));
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + buf[i..]
+        .iter()
+        .position(|&b| QUOTED_SPECIAL[b as usize])
+        .unwrap_or(buf.len() - i)
 }
 
 /// A lexer error: the line and the reason.
@@ -92,22 +177,28 @@ impl<'a> Lexer<'a> {
         toks: &mut Vec<Token<'a>>,
     ) -> Result<Option<Entry>, LexError> {
         let buf = self.buf;
+        // Position and line are kept in locals and stored back on every exit.
+        let mut pos = self.pos;
+        let mut line = self.line;
         loop {
             toks.clear();
-            if self.pos >= buf.len() {
+            if pos >= buf.len() {
+                self.pos = pos;
                 return Ok(None);
             }
             let entry = Entry {
-                line: self.line,
-                blank_owner: matches!(buf[self.pos], b' ' | b'\t'),
+                line,
+                blank_owner: matches!(buf[pos], b' ' | b'\t'),
             };
             let mut depth = 0u32;
             let mut open_line = 0;
             loop {
-                while self.pos < buf.len() && matches!(buf[self.pos], b' ' | b'\t' | b'\r') {
-                    self.pos += 1;
+                while let Some(b' ' | b'\t' | b'\r') = buf.get(pos) {
+                    pos += 1;
                 }
-                let Some(&c) = buf.get(self.pos) else {
+                let Some(&c) = buf.get(pos) else {
+                    self.pos = pos;
+                    self.line = line;
                     if depth > 0 {
                         return Err((
                             open_line,
@@ -118,69 +209,92 @@ impl<'a> Lexer<'a> {
                 };
                 match c {
                     b'\n' => {
-                        self.pos += 1;
-                        self.line += 1;
+                        pos += 1;
+                        line += 1;
                         if depth == 0 {
                             break;
                         }
                     }
                     b';' => {
-                        let rest = &buf[self.pos..];
-                        self.pos += rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+                        let rest = &buf[pos..];
+                        pos += rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
                     }
                     b'(' => {
                         if depth > 0 {
                             // Nested parentheses (Knot refuses them too): skip the group.
-                            let line = self.line;
+                            self.pos = pos;
+                            self.line = line;
                             self.skip_group(depth + 1);
                             return Err((line, "nested '(' inside parentheses".into()));
                         }
-                        open_line = self.line;
+                        open_line = line;
                         depth = 1;
-                        self.pos += 1;
+                        pos += 1;
                     }
                     b')' => {
                         if depth == 0 {
-                            let line = self.line;
+                            self.pos = pos;
+                            self.line = line;
                             self.skip_line();
                             return Err((line, "')' without an opening '('".into()));
                         }
                         depth -= 1;
-                        self.pos += 1;
+                        pos += 1;
                     }
                     b'"' => {
-                        let start = self.pos + 1;
+                        let start = pos + 1;
                         let mut i = start;
+                        let mut escaped = false;
                         loop {
+                            // Skip to the next byte that matters inside quotes.
+                            i = find_quoted_special(buf, i);
                             match buf.get(i) {
                                 None | Some(b'\n') => {
-                                    let line = self.line;
                                     self.pos = i;
+                                    self.line = line;
                                     self.skip_line();
                                     return Err((line, "unterminated quoted string".into()));
                                 }
                                 Some(b'"') => break,
-                                Some(b'\\') if buf.get(i + 1).is_some_and(|&n| n != b'\n') => {
-                                    i += 2
+                                Some(_) => {
+                                    // A backslash.
+                                    escaped = true;
+                                    if buf.get(i + 1).is_some_and(|&n| n != b'\n') {
+                                        i += 2;
+                                    } else {
+                                        i += 1;
+                                    }
                                 }
-                                Some(_) => i += 1,
                             }
                         }
                         toks.push(Token {
                             text: &buf[start..i],
                             quoted: true,
-                            line: self.line,
+                            escaped,
+                            line,
                         });
-                        self.pos = i + 1;
+                        pos = i + 1;
                     }
                     _ => {
-                        let start = self.pos;
+                        let start = pos;
                         let mut i = start;
-                        while let Some(&b) = buf.get(i) {
-                            match b {
-                                b' ' | b'\t' | b'\r' | b'\n' | b';' | b'(' | b')' => break,
-                                b'\\' if buf.get(i + 1).is_some_and(|&n| n != b'\n') => i += 2,
-                                b'"' => {
+                        let mut escaped = false;
+                        loop {
+                            // Skip the plain bytes of the token.
+                            i = find_token_special(buf, i);
+                            match buf.get(i) {
+                                None | Some(b' ' | b'\t' | b'\r' | b'\n' | b';' | b'(' | b')') => {
+                                    break
+                                }
+                                Some(b'\\') => {
+                                    escaped = true;
+                                    if buf.get(i + 1).is_some_and(|&n| n != b'\n') {
+                                        i += 2;
+                                    } else {
+                                        i += 1;
+                                    }
+                                }
+                                Some(_) => {
                                     // `key="value with spaces"` (SVCB): the quoted part stays in the token.
                                     i += 1;
                                     while let Some(&q) = buf.get(i) {
@@ -189,7 +303,12 @@ impl<'a> Lexer<'a> {
                                             b'\\'
                                                 if buf.get(i + 1).is_some_and(|&n| n != b'\n') =>
                                             {
+                                                escaped = true;
                                                 i += 2
+                                            }
+                                            b'\\' => {
+                                                escaped = true;
+                                                i += 1
                                             }
                                             _ => i += 1,
                                         }
@@ -198,20 +317,21 @@ impl<'a> Lexer<'a> {
                                         i += 1;
                                     }
                                 }
-                                _ => i += 1,
                             }
                         }
-                        let i = i.min(buf.len());
                         toks.push(Token {
                             text: &buf[start..i],
                             quoted: false,
-                            line: self.line,
+                            escaped,
+                            line,
                         });
-                        self.pos = i;
+                        pos = i;
                     }
                 }
             }
             if !toks.is_empty() {
+                self.pos = pos;
+                self.line = line;
                 return Ok(Some(entry));
             }
         }
@@ -265,6 +385,44 @@ mod tests {
         assert_eq!(lx.next_entry(&mut toks).unwrap_err().0, 3);
         assert_eq!(lx.next_entry(&mut toks).unwrap_err().0, 4);
         assert!(lx.next_entry(&mut toks).unwrap().is_none());
+    }
+
+    #[test]
+    fn word_scanners_as_byte_scans() {
+        // Every byte value at every offset of a 20-byte buffer, among plain bytes.
+        for special in 0..=255u8 {
+            for at in 0..20 {
+                let mut buf = vec![b'a'; 20];
+                buf[at] = special;
+                for from in 0..=at {
+                    let byte_scan = |table: &[bool; 256]| {
+                        from + buf[from..]
+                            .iter()
+                            .position(|&b| table[b as usize])
+                            .unwrap_or(buf.len() - from)
+                    };
+                    assert_eq!(
+                        find_token_special(&buf, from),
+                        byte_scan(&TOKEN_SPECIAL),
+                        "{special} at {at} from {from}"
+                    );
+                    assert_eq!(
+                        find_quoted_special(&buf, from),
+                        byte_scan(&QUOTED_SPECIAL),
+                        "{special} at {at} from {from}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn escaped_flag() {
+        let mut lx = Lexer::new(b"a\\.b \"q\\\"\" plain \"plain\" k=\"v\\ w\"\n");
+        let mut toks = Vec::new();
+        lx.next_entry(&mut toks).unwrap().unwrap();
+        let flags: Vec<bool> = toks.iter().map(|t| t.escaped).collect();
+        assert_eq!(flags, [true, true, false, false, true]);
     }
 
     #[test]

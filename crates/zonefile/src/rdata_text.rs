@@ -590,7 +590,11 @@ fn char_string(t: Rtype, tok: &Token<'_>, out: &mut Vec<u8>, split: bool) -> Res
     }
     let at = out.len();
     out.push(0);
-    unescape_into(text, out).map_err(|e| format!("{t}: {e}"))?;
+    if tok.escaped {
+        unescape_into(text, out).map_err(|e| format!("{t}: {e}"))?;
+    } else {
+        out.extend_from_slice(text);
+    }
     let len = out.len() - at - 1;
     if len <= 255 {
         out[at] = len as u8;

@@ -143,6 +143,14 @@ pub(crate) fn name_into(s: &[u8], origin: &Name, out: &mut Vec<u8>) -> Result<()
     if s.is_empty() {
         return Err("empty name".into());
     }
+    if let Some(r) = plain_name_into(s, origin, out) {
+        return r;
+    }
+    general_name_into(s, origin, out)
+}
+
+/// [`name_into`] for any non-empty text other than `@` and `.`, escapes included.
+fn general_name_into(s: &[u8], origin: &Name, out: &mut Vec<u8>) -> Result<(), String> {
     let start = out.len();
     let mut label_start = out.len();
     out.push(0);
@@ -218,6 +226,66 @@ pub(crate) fn name_into(s: &[u8], origin: &Name, out: &mut Vec<u8>) -> Result<()
         return Err(format!("name longer than 255 octets: \"{}\"", show(s)));
     }
     Ok(())
+}
+
+/// [`name_into`] for the common case of a name without escapes, shorter than
+/// 255 octets: `None` when `s` holds a backslash (the caller then takes the
+/// general path, which gives the same result for any input).
+///
+/// The text shifted by one octet is the wire form once each dot is replaced by
+/// the length of the label after it: `ab.c` → `[2]ab[1]c`.
+fn plain_name_into(s: &[u8], origin: &Name, out: &mut Vec<u8>) -> Option<Result<(), String>> {
+    let n = s.len();
+    if n >= 255 {
+        return None;
+    }
+    let mut buf = [0u8; 256];
+    buf[1..=n].copy_from_slice(s);
+    // `len_at` is where the length of the current label goes: 0, or just after a dot.
+    let mut len_at = 0;
+    for (i, &c) in s.iter().enumerate() {
+        if c == b'.' {
+            let len = i - len_at;
+            if len == 0 || len > 63 {
+                return Some(Err(label_error(len, s)));
+            }
+            buf[len_at] = len as u8;
+            len_at = i + 1;
+        } else if c == b'\\' {
+            return None;
+        }
+    }
+    let absolute = len_at == n;
+    let wire_len = if absolute {
+        // The final dot's slot becomes the root label.
+        buf[n] = 0;
+        n + 1
+    } else {
+        let len = n - len_at;
+        if len == 0 || len > 63 {
+            return Some(Err(label_error(len, s)));
+        }
+        buf[len_at] = len as u8;
+        n + 1 + origin.as_wire().len()
+    };
+    if wire_len > 255 {
+        return Some(Err(format!("name longer than 255 octets: \"{}\"", show(s))));
+    }
+    out.extend_from_slice(&buf[..=n]);
+    if !absolute {
+        out.extend_from_slice(origin.as_wire());
+    }
+    Some(Ok(()))
+}
+
+/// The error for a label of `len` octets (0 or more than 63) in name `s`.
+#[cold]
+fn label_error(len: usize, s: &[u8]) -> String {
+    if len == 0 {
+        format!("empty label in name \"{}\"", show(s))
+    } else {
+        format!("label longer than 63 octets in name \"{}\"", show(s))
+    }
 }
 
 /// Appends the hex digits of `s` (whitespace not allowed inside one token) as bytes.
@@ -524,6 +592,48 @@ mod tests {
         push_time(u32::MAX, &mut s);
         assert_eq!(s, "21060207062815");
         assert_eq!(parse_time(s.as_bytes()), Some(u32::MAX));
+    }
+
+    #[test]
+    fn plain_names_as_general_path() {
+        let origin: Name = "example.".parse().unwrap();
+        let long_label = "x".repeat(64);
+        let max_label = "y".repeat(63);
+        let long_name = format!("{max_label}.{max_label}.{max_label}.{max_label}");
+        let near_255 = format!("{max_label}.{max_label}.{max_label}.{}", "z".repeat(52));
+        let cases = [
+            "a",
+            "a.b.c",
+            "a.b.c.",
+            "0.0.0.0.0.0",
+            "a..b",
+            ".a",
+            "a..",
+            "..",
+            long_label.as_str(),
+            max_label.as_str(),
+            long_name.as_str(),
+            near_255.as_str(),
+            "*.wild",
+            "MiXeD.Case.",
+        ];
+        for c in cases {
+            for text in [c.to_string(), format!("{c}.")] {
+                let mut plain = vec![9];
+                let mut general = vec![9];
+                let Some(p) = plain_name_into(text.as_bytes(), &origin, &mut plain) else {
+                    // Left to the general path: long text only (no backslash here).
+                    assert!(text.len() >= 255, "{text}");
+                    continue;
+                };
+                let g = general_name_into(text.as_bytes(), &origin, &mut general);
+                assert_eq!(p, g, "{text}");
+                assert_eq!(plain, general, "{text}");
+            }
+        }
+        let mut out = Vec::new();
+        assert!(plain_name_into(b"a\\.b", &origin, &mut out).is_none());
+        assert!(out.is_empty());
     }
 
     #[test]
