@@ -135,6 +135,11 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// How many bytes of the buffer have been consumed.
+    pub(crate) fn offset(&self) -> usize {
+        self.pos
+    }
+
     /// Skips the rest of the current physical line (error recovery).
     fn skip_line(&mut self) {
         match self.buf[self.pos.min(self.buf.len())..]

@@ -43,6 +43,7 @@ mod zone;
 
 use std::fmt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use lode_wire::{Name, Record, Rtype};
@@ -90,6 +91,39 @@ impl fmt::Display for ZoneFileError {
 
 impl std::error::Error for ZoneFileError {}
 
+/// How far readers have got, for a progress display on another thread: bytes
+/// of zone text consumed and records read, advanced about every 256 KiB and at
+/// the end of each file. One set of counters may be shared by readers on
+/// several threads.
+#[derive(Debug, Default)]
+pub struct ParseCounters {
+    bytes: AtomicU64,
+    records: AtomicU64,
+}
+
+impl ParseCounters {
+    /// Bytes of zone text consumed (a file read to its end counts whole, even
+    /// when reading stopped at the error cap).
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Records read so far.
+    pub fn records(&self) -> u64 {
+        self.records.load(Ordering::Relaxed)
+    }
+
+    /// Adds consumed bytes and records read.
+    fn add(&self, bytes: u64, records: u64) {
+        if bytes > 0 {
+            self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+        if records > 0 {
+            self.records.fetch_add(records, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Reads a zone file (and its `$INCLUDE`s, relative to the including file's
 /// directory). `default_ttl` acts as a `$TTL` at the top of the file.
 pub fn parse_file(
@@ -97,7 +131,19 @@ pub fn parse_file(
     origin: &Name,
     default_ttl: Option<u32>,
 ) -> Result<ParsedZone, Vec<ZoneFileError>> {
-    let mut r = zone::Reader::new(default_ttl);
+    let mut r = zone::Reader::new(default_ttl, None);
+    r.read_file(path, origin.clone(), None);
+    r.finish()
+}
+
+/// As [`parse_file`], advancing `counters` as it goes (see [`ParseCounters`]).
+pub fn parse_file_counted(
+    path: &Path,
+    origin: &Name,
+    default_ttl: Option<u32>,
+    counters: &ParseCounters,
+) -> Result<ParsedZone, Vec<ZoneFileError>> {
+    let mut r = zone::Reader::new(default_ttl, Some(counters));
     r.read_file(path, origin.clone(), None);
     r.finish()
 }
@@ -119,7 +165,7 @@ pub fn parse_bytes(
     origin: &Name,
     default_ttl: Option<u32>,
 ) -> Result<ParsedZone, Vec<ZoneFileError>> {
-    let mut r = zone::Reader::new(default_ttl);
+    let mut r = zone::Reader::new(default_ttl, None);
     let file: Arc<Path> = Arc::from(Path::new(name_for_errors));
     r.read_buffer(text, &file, origin.clone());
     r.finish()

@@ -839,3 +839,31 @@ fn base64_for_secrets() {
     assert!(decode_base64("a*b").is_none());
     assert!(decode_base64("a").is_none());
 }
+
+#[test]
+fn counters_cover_every_byte_and_record() {
+    let dir = std::env::temp_dir().join(format!("lode-zonefile-count-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Large enough for several intermediate updates, with an include.
+    let mut main = String::from("$TTL 60\n@ SOA ns host 1 2 3 4 5\n$INCLUDE part.zone\n");
+    for i in 0..20_000 {
+        main.push_str(&format!(
+            "n{i} NAPTR 100 10 \"u\" \"E2U+sip\" \"!^.*$!sip:{i}@x!\" .\n"
+        ));
+    }
+    let part = "p A 192.0.2.1\nq A 192.0.2.2\n";
+    std::fs::write(dir.join("main.zone"), &main).unwrap();
+    std::fs::write(dir.join("part.zone"), part).unwrap();
+    let counters = ParseCounters::default();
+    let z = parse_file_counted(&dir.join("main.zone"), &origin(), None, &counters).unwrap();
+    assert_eq!(counters.records(), z.records.len() as u64);
+    assert_eq!(counters.records(), 20_003);
+    assert_eq!(counters.bytes(), (main.len() + part.len()) as u64);
+    // A file with errors still counts whole (reading stops at the cap).
+    std::fs::write(dir.join("bad.zone"), "x MX bad x\n".repeat(1000)).unwrap();
+    let counters = ParseCounters::default();
+    assert!(parse_file_counted(&dir.join("bad.zone"), &origin(), None, &counters).is_err());
+    assert_eq!(counters.bytes(), 11_000);
+    assert_eq!(counters.records(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

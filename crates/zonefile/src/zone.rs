@@ -12,7 +12,7 @@ use crate::generate;
 use crate::lexer::{Lexer, Token};
 use crate::rdata_text::{parse_tokens, type_code};
 use crate::text::{name_into, parse_ttl, show};
-use crate::{ParsedZone, SourcePos, ZoneFileError};
+use crate::{ParseCounters, ParsedZone, SourcePos, ZoneFileError};
 
 /// Errors collected before the reader gives up.
 pub const MAX_ERRORS: usize = 100;
@@ -41,8 +41,11 @@ struct FileState {
     last_owner: Vec<u8>,
 }
 
+/// Bytes of text read between two updates of the [`ParseCounters`].
+const COUNT_EVERY: usize = 256 * 1024;
+
 /// The reader of one zone (its files and their includes).
-pub(crate) struct Reader {
+pub(crate) struct Reader<'c> {
     records: Vec<Record>,
     positions: Vec<SourcePos>,
     errors: Vec<ZoneFileError>,
@@ -54,6 +57,10 @@ pub(crate) struct Reader {
     rdata: Vec<u8>,
     name: Vec<u8>,
     gen_text: Vec<u8>,
+    /// Where progress is reported, if anywhere.
+    counters: Option<&'c ParseCounters>,
+    /// Records already added to `counters`.
+    records_counted: usize,
 }
 
 /// A class mnemonic allowed in a zone file (not NONE or ANY).
@@ -68,9 +75,10 @@ fn class_code(s: &[u8]) -> Option<Class> {
     (c != Class::NONE && c != Class::ANY).then_some(c)
 }
 
-impl Reader {
-    /// A reader with an optional initial default TTL (as if `$TTL` were given).
-    pub(crate) fn new(default_ttl: Option<u32>) -> Self {
+impl<'c> Reader<'c> {
+    /// A reader with an optional initial default TTL (as if `$TTL` were given),
+    /// reporting progress to `counters` if given.
+    pub(crate) fn new(default_ttl: Option<u32>, counters: Option<&'c ParseCounters>) -> Self {
         Reader {
             records: Vec::new(),
             positions: Vec::new(),
@@ -82,6 +90,19 @@ impl Reader {
             rdata: Vec::with_capacity(512),
             name: Vec::with_capacity(256),
             gen_text: Vec::new(),
+            counters,
+            records_counted: 0,
+        }
+    }
+
+    /// Adds the bytes consumed and the records read since the last call to the counters.
+    fn count(&mut self, bytes: usize) {
+        if let Some(c) = self.counters {
+            c.add(
+                bytes as u64,
+                (self.records.len() - self.records_counted) as u64,
+            );
+            self.records_counted = self.records.len();
         }
     }
 
@@ -173,7 +194,12 @@ impl Reader {
         };
         let mut lexer = Lexer::new(buf);
         let mut toks: Vec<Token<'_>> = Vec::with_capacity(16);
+        let mut counted = 0;
         while !self.full() {
+            if self.counters.is_some() && lexer.offset() - counted >= COUNT_EVERY {
+                self.count(lexer.offset() - counted);
+                counted = lexer.offset();
+            }
             let entry = match lexer.next_entry(&mut toks) {
                 Ok(Some(e)) => e,
                 Ok(None) => break,
@@ -194,6 +220,8 @@ impl Reader {
                 self.error(file, at.unwrap_or(line), msg);
             }
         }
+        // The whole buffer counts as consumed, even when the error cap stopped reading.
+        self.count(buf.len() - counted);
     }
 
     /// Handles `$ORIGIN`, `$TTL`, `$INCLUDE` and `$GENERATE`.
