@@ -21,6 +21,7 @@
 #![allow(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod mem;
 mod sys;
 pub mod tcp;
 pub mod udp;

@@ -26,6 +26,7 @@
 pub mod config;
 pub mod control;
 pub mod demo;
+pub mod progress;
 pub mod zones;
 
 use std::fmt;
@@ -170,7 +171,7 @@ impl Reloader {
             .filter(|(spec, old)| !old.is_some_and(|o| unchanged(o, spec)))
             .map(|(spec, _)| spec)
             .collect();
-        let mut results = load_parallel(&to_load).into_iter();
+        let mut results = zones::load_all(&to_load).into_iter();
         for (spec, old) in config.zones.iter().zip(olds) {
             let name = spec.name.to_string();
             if let Some(old) = old.filter(|o| unchanged(o, spec)) {
@@ -285,50 +286,6 @@ impl Reloader {
     }
 }
 
-/// Loads zones on up to one thread per CPU (each zone on one thread);
-/// results in the order of `specs`.
-fn load_parallel(specs: &[&ZoneSpec]) -> Vec<Result<zones::LoadedZone, Vec<String>>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(specs.len());
-    if threads <= 1 {
-        return specs.iter().map(|s| zones::load(s)).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut slots: Vec<Option<Result<zones::LoadedZone, Vec<String>>>> =
-        (0..specs.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(spec) = specs.get(i) else {
-                            return done;
-                        };
-                        done.push((i, zones::load(spec)));
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            match h.join() {
-                Ok(done) => {
-                    for (i, r) in done {
-                        slots[i] = Some(r);
-                    }
-                }
-                Err(_) => tracing::error!("a zone loading thread panicked"),
-            }
-        }
-    });
-    slots
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(vec!["internal error: the loader panicked".into()])))
-        .collect()
-}
-
 /// True when `old` was loaded from the same source, unchanged since.
 fn unchanged(old: &Served, spec: &ZoneSpec) -> bool {
     if old.spec.source != spec.source {
@@ -371,6 +328,9 @@ pub fn resident_kib() -> Option<u64> {
 }
 
 fn log_memory() {
+    // Parsing leaves freed blocks in the allocator's heaps: give them back
+    // before measuring, so the figure is what the zones hold.
+    lode_io::mem::trim_heap();
     if let Some(kib) = resident_kib() {
         tracing::info!("resident memory: {:.1} MiB", kib as f64 / 1024.0);
     }
@@ -398,6 +358,7 @@ impl fmt::Debug for ReloadRequest {
 impl Server {
     /// Resolves the configuration, loads the zones, binds the sockets and starts serving.
     pub fn start(options: Options) -> Result<Server, ServerError> {
+        lode_io::mem::tune_allocator();
         let config = Config::resolve(&options).map_err(ServerError::Config)?;
         if config.demo {
             tracing::info!("no zone configured: serving the built-in demo zones");
