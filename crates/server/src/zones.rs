@@ -1,13 +1,23 @@
-//! Loading one zone: text → records → checked, immutable [`Zone`].
+//! Loading zones: text → records → checked, immutable [`Zone`]; many zones on
+//! one thread per CPU, largest first, with a progress display.
+//!
+//! ```text
+//!  specs ──sizes──▶ queue, largest first ──▶ thread 1: load(spec) ──┐
+//!                                       └──▶ thread n: load(spec) ──┴─▶ results in spec order
+//!                        ParseCounters, zone_done ──▶ progress::LoadProgress (terminal line / log)
+//! ```
 
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use lode_zonedb::{Severity, Zone, ZoneBuilder};
-use lode_zonefile::ParsedZone;
+use lode_zonefile::{ParseCounters, ParsedZone};
 
 use crate::config::{ZoneSource, ZoneSpec};
+use crate::progress::{Display, LoadProgress};
 
 /// TTL of records that have none and come before any `$TTL` (Knot's `default-ttl`).
 pub const DEFAULT_TTL: u32 = 3600;
@@ -48,14 +58,111 @@ pub struct LoadedZone {
     pub elapsed: Duration,
 }
 
+/// The result of loading one zone: the zone, or every problem as `file:line: reason`.
+pub type LoadResult = Result<LoadedZone, Vec<String>>;
+
+/// Loads every zone of `specs` on up to one thread per CPU, largest text
+/// first, showing progress on stderr when it takes a while; results in the
+/// order of `specs`. A zone that fails (or whose loader panics) does not stop
+/// the others.
+pub fn load_all(specs: &[&ZoneSpec]) -> Vec<LoadResult> {
+    let sizes: Vec<u64> = specs.iter().map(|s| source_size(&s.source)).collect();
+    let progress = LoadProgress::start(
+        "loading zones",
+        sizes.iter().sum(),
+        specs.len(),
+        Display::for_stderr(),
+    );
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results = largest_first(&sizes, threads, |i| {
+        let r = load_counted(specs[i], Some(progress.counters()));
+        progress.zone_done(sizes[i]);
+        r
+    });
+    drop(progress);
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(vec!["internal error: the loader panicked".into()])))
+        .collect()
+}
+
+/// Bytes of zone text a source holds (0 if the file cannot be read; includes not counted).
+pub fn source_size(source: &ZoneSource) -> u64 {
+    match source {
+        ZoneSource::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
+        ZoneSource::Embedded { text, .. } => text.len() as u64,
+    }
+}
+
+/// Runs `work(i)` for each index of `sizes` on up to `threads` threads (one
+/// shared queue, largest size first, so that a big item does not start last);
+/// results in index order, `None` where `work` panicked.
+pub fn largest_first<T: Send>(
+    sizes: &[u64],
+    threads: usize,
+    work: impl Fn(usize) -> T + Sync,
+) -> Vec<Option<T>> {
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    // Stable: equal sizes keep their given order.
+    order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
+    // A panic in `work` loses only its own item (the hook has reported it).
+    let run = |i: usize| std::panic::catch_unwind(AssertUnwindSafe(|| work(i))).ok();
+    let threads = threads.clamp(1, sizes.len().max(1));
+    if threads == 1 {
+        let mut out: Vec<Option<T>> = (0..sizes.len()).map(|_| None).collect();
+        for i in order {
+            out[i] = run(i);
+        }
+        return out;
+    }
+    let next = AtomicUsize::new(0);
+    // Each result is stored as soon as it is ready.
+    let slots: Mutex<Vec<Option<T>>> = Mutex::new((0..sizes.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| loop {
+                    let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        return;
+                    };
+                    let r = run(i);
+                    // Poisoned only if a thread panicked holding the lock, which
+                    // the one-line store below cannot do; keep the data anyway.
+                    let mut s = slots.lock().unwrap_or_else(|e| e.into_inner());
+                    s[i] = r;
+                })
+            })
+            .collect();
+        for h in handles {
+            if h.join().is_err() {
+                tracing::error!("a zone loading thread panicked");
+            }
+        }
+    });
+    slots.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Reads, checks and builds the zone; on failure returns every problem as
 /// `file:line: reason` (or `file: reason` when no record is concerned).
 pub fn load(spec: &ZoneSpec) -> Result<LoadedZone, Vec<String>> {
+    load_counted(spec, None)
+}
+
+/// As [`load`], advancing `counters` while the zone text is read.
+pub fn load_counted(
+    spec: &ZoneSpec,
+    counters: Option<&ParseCounters>,
+) -> Result<LoadedZone, Vec<String>> {
     let start = Instant::now();
     let (parsed, mut files, label) = match &spec.source {
         ZoneSource::File(path) => {
             let stamp = FileStamp::of(path);
-            let parsed = lode_zonefile::parse_file(path, &spec.name, Some(DEFAULT_TTL));
+            let parsed = match counters {
+                Some(c) => {
+                    lode_zonefile::parse_file_counted(path, &spec.name, Some(DEFAULT_TTL), c)
+                }
+                None => lode_zonefile::parse_file(path, &spec.name, Some(DEFAULT_TTL)),
+            };
             (
                 parsed,
                 vec![(path.clone(), stamp)],
@@ -107,5 +214,36 @@ pub fn load(spec: &ZoneSpec) -> Result<LoadedZone, Vec<String>> {
             elapsed: start.elapsed(),
         }),
         Err(problems) => Err(problems.iter().map(describe).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn largest_first_keeps_index_order_and_starts_big() {
+        let sizes = [5, 50, 1, 50, 20];
+        let started = Mutex::new(Vec::new());
+        let out = largest_first(&sizes, 1, |i| {
+            started.lock().unwrap().push(i);
+            sizes[i] * 2
+        });
+        assert_eq!(out, [Some(10), Some(100), Some(2), Some(100), Some(40)]);
+        assert_eq!(*started.lock().unwrap(), [1, 3, 4, 0, 2]);
+        let out = largest_first(&sizes, 3, |i| sizes[i] + 1);
+        assert_eq!(out, [Some(6), Some(51), Some(2), Some(51), Some(21)]);
+        assert!(largest_first(&[], 4, |i| i).is_empty());
+    }
+
+    #[test]
+    fn a_panic_loses_only_its_own_item() {
+        for threads in [1, 2] {
+            let out = largest_first(&[3, 2, 1], threads, |i| {
+                assert_ne!(i, 1, "item 1 fails (expected in this test)");
+                i
+            });
+            assert_eq!(out, [Some(0), None, Some(2)], "{threads} threads");
+        }
     }
 }

@@ -1,0 +1,278 @@
+//! Progress of a long zone load, shown while it runs.
+//!
+//! ```text
+//!  loader threads ──ParseCounters (bytes, records)──┐
+//!                 ──zone_done(bytes)────────────────┤  (atomics, no lock)
+//!                                                   ▼
+//!                             reporter thread, wakes every 250 ms
+//!                 stderr a terminal: after 2 s, one line redrawn in place, erased at the end
+//!                 otherwise: a log line every 10 s (tracing, or stderr if no subscriber)
+//! ```
+//!
+//! Parsing a zone and building it take about the same time, so the fraction
+//! done counts both halves: bytes parsed, and bytes of zones built.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use lode_zonefile::ParseCounters;
+
+/// How long a load runs before the terminal line appears.
+const SHOW_AFTER: Duration = Duration::from_secs(2);
+/// How often the terminal line is redrawn.
+const REDRAW_EVERY: Duration = Duration::from_millis(250);
+/// How often a progress line is logged when stderr is not a terminal.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Where progress goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Display {
+    /// A line redrawn in place on stderr (a terminal).
+    Terminal,
+    /// A log line now and then.
+    Log,
+    /// Nothing (counters only).
+    Off,
+}
+
+impl Display {
+    /// [`Display::Terminal`] when stderr is a terminal, else [`Display::Log`].
+    pub fn for_stderr() -> Display {
+        if std::io::stderr().is_terminal() {
+            Display::Terminal
+        } else {
+            Display::Log
+        }
+    }
+}
+
+/// The figures of a load, shared by the loaders and the reporter.
+#[derive(Debug)]
+struct Shared {
+    what: String,
+    total_bytes: u64,
+    zones: u64,
+    parse: ParseCounters,
+    built_bytes: AtomicU64,
+    zones_done: AtomicU64,
+    start: Instant,
+}
+
+/// A load in progress: loaders advance [`LoadProgress::counters`] and call
+/// [`LoadProgress::zone_done`]; a reporter thread shows the figures until the
+/// value is dropped (which erases the terminal line).
+#[derive(Debug)]
+pub struct LoadProgress {
+    shared: Arc<Shared>,
+    stop: Option<mpsc::Sender<()>>,
+    reporter: Option<JoinHandle<()>>,
+}
+
+impl LoadProgress {
+    /// Starts showing the progress of loading `zones` zones of `total_bytes`
+    /// bytes of text; `what` names the work (`loading zones`).
+    pub fn start(what: &str, total_bytes: u64, zones: usize, display: Display) -> LoadProgress {
+        let shared = Arc::new(Shared {
+            what: what.to_string(),
+            total_bytes,
+            zones: zones as u64,
+            parse: ParseCounters::default(),
+            built_bytes: AtomicU64::new(0),
+            zones_done: AtomicU64::new(0),
+            start: Instant::now(),
+        });
+        let (stop, stopped) = mpsc::channel();
+        let reporter = if display == Display::Off {
+            None
+        } else {
+            let s = shared.clone();
+            // Without the thread the load goes on, only unseen.
+            std::thread::Builder::new()
+                .name("lode-progress".into())
+                .spawn(move || report(&s, display, &stopped))
+                .ok()
+        };
+        LoadProgress {
+            shared,
+            stop: Some(stop),
+            reporter,
+        }
+    }
+
+    /// The counters the zone-file readers advance.
+    pub fn counters(&self) -> &ParseCounters {
+        &self.shared.parse
+    }
+
+    /// Marks one zone of `bytes` bytes of text as finished (built or failed).
+    pub fn zone_done(&self, bytes: u64) {
+        self.shared.built_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.shared.zones_done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The progress line as it would be shown now.
+    pub fn line(&self) -> String {
+        status_line(&self.shared.snapshot(), self.shared.start.elapsed())
+    }
+}
+
+impl Drop for LoadProgress {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(r) = self.reporter.take() {
+            // The reporter only formats and writes; if it panicked there is nothing to undo.
+            let _ = r.join();
+        }
+    }
+}
+
+/// The figures at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Snapshot {
+    total_bytes: u64,
+    parsed_bytes: u64,
+    built_bytes: u64,
+    records: u64,
+    zones: u64,
+    zones_done: u64,
+}
+
+impl Shared {
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            total_bytes: self.total_bytes,
+            // Included files can make the text read exceed the sizes known at the start.
+            parsed_bytes: self.parse.bytes().min(self.total_bytes),
+            built_bytes: self.built_bytes.load(Ordering::Relaxed),
+            records: self.parse.records(),
+            zones: self.zones,
+            zones_done: self.zones_done.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The reporter thread: shows the figures until `stopped` says the load is over.
+fn report(shared: &Shared, display: Display, stopped: &mpsc::Receiver<()>) {
+    let mut shown = false;
+    let mut last_log = shared.start;
+    let mut err = std::io::stderr();
+    // Until the sender is dropped (or, never, sends): the load is over.
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(REDRAW_EVERY) {
+        let elapsed = shared.start.elapsed();
+        let line = || {
+            format!(
+                "{}: {}",
+                shared.what,
+                status_line(&shared.snapshot(), elapsed)
+            )
+        };
+        match display {
+            Display::Terminal if elapsed >= SHOW_AFTER => {
+                // "\r" and erase-line: the line is redrawn in place.
+                let _ = write!(err, "\r\x1b[2K{}", line());
+                let _ = err.flush();
+                shown = true;
+            }
+            Display::Log if last_log.elapsed() >= LOG_EVERY => {
+                last_log = Instant::now();
+                if tracing::dispatcher::has_been_set() {
+                    tracing::info!("{}", line());
+                } else {
+                    let _ = writeln!(err, "lode: {}", line());
+                }
+            }
+            _ => {}
+        }
+    }
+    if shown {
+        let _ = write!(err, "\r\x1b[2K");
+        let _ = err.flush();
+    }
+}
+
+/// `212.3/395.0 MB parsed (54%), 2.68 M records, 3/10 zones done, 405 MB/s, 4 s left`.
+fn status_line(s: &Snapshot, elapsed: Duration) -> String {
+    let mb = |b: u64| b as f64 / 1e6;
+    let secs = elapsed.as_secs_f64();
+    let mut line = format!(
+        "{:.1}/{:.1} MB parsed",
+        mb(s.parsed_bytes),
+        mb(s.total_bytes)
+    );
+    if s.total_bytes > 0 {
+        line.push_str(&format!(
+            " ({:.0}%)",
+            100.0 * s.parsed_bytes as f64 / s.total_bytes as f64
+        ));
+    }
+    line.push_str(&format!(
+        ", {:.2} M records, {}/{} zones done",
+        s.records as f64 / 1e6,
+        s.zones_done,
+        s.zones
+    ));
+    if secs > 0.0 {
+        line.push_str(&format!(", {:.0} MB/s", mb(s.parsed_bytes) / secs));
+    }
+    // Parsing and building each count for half of the work.
+    let done = (s.parsed_bytes + s.built_bytes.min(s.total_bytes)) as f64;
+    let all = 2.0 * s.total_bytes as f64;
+    if done > 0.0 && done < all && secs > 0.0 {
+        let left = secs * (all - done) / done;
+        line.push_str(&format!(", {} left", short_duration(left)));
+    }
+    line
+}
+
+/// `42 s`, `3 min 5 s`.
+fn short_duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s < 60 {
+        format!("{s} s")
+    } else {
+        format!("{} min {} s", s / 60, s % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_shows_fraction_rate_and_time_left() {
+        let s = Snapshot {
+            total_bytes: 400_000_000,
+            parsed_bytes: 200_000_000,
+            built_bytes: 0,
+            records: 2_500_000,
+            zones: 10,
+            zones_done: 0,
+        };
+        let line = status_line(&s, Duration::from_secs(1));
+        // Half parsed, nothing built: a quarter of the work in 1 s, 3 s left.
+        assert_eq!(
+            line,
+            "200.0/400.0 MB parsed (50%), 2.50 M records, 0/10 zones done, 200 MB/s, 3 s left"
+        );
+        let done = Snapshot {
+            parsed_bytes: 400_000_000,
+            built_bytes: 400_000_000,
+            zones_done: 10,
+            ..s
+        };
+        assert!(!status_line(&done, Duration::from_secs(2)).contains("left"));
+        assert_eq!(short_duration(185.0), "3 min 5 s");
+    }
+
+    #[test]
+    fn zone_done_feeds_the_line_and_drop_stops_the_reporter() {
+        let p = LoadProgress::start("test", 1000, 2, Display::Log);
+        p.zone_done(600);
+        assert!(p.line().contains("1/2 zones done"), "{}", p.line());
+        // Joins the reporter, which wakes at least every REDRAW_EVERY.
+        drop(p);
+    }
+}
