@@ -1,35 +1,44 @@
-//! `lode check`: read a zone file, run the zone checks, print a summary or the
-//! problems with `file:line`.
+//! `lode check`: read zone files, run the zone checks, print a summary per
+//! file or the problems with `file:line`.
 //!
 //! ```text
-//!  FILE ──lode_zonefile::parse_file──▶ records + positions ──ZoneBuilder──▶ Zone
+//!  FILES ──largest first, one thread per CPU──▶ per file:
+//!     lode_zonefile::parse_file_counted ──▶ records + positions ──ZoneBuilder──▶ Zone
 //!             │ syntax errors                                  │ problems (tag = record index)
 //!             ▼                                                ▼
 //!        file:line: reason                        file:line: error|warning: reason
+//!  reports printed in the order the files were given; progress on stderr meanwhile
 //! ```
 
 use std::collections::BTreeMap;
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use lode_server::progress::{Display, LoadProgress};
+use lode_server::zones::largest_first;
 use lode_wire::{Name, Rtype};
 use lode_zonedb::{Severity, ZoneBuilder};
-use lode_zonefile::ParsedZone;
+use lode_zonefile::{ParseCounters, ParsedZone};
 
 /// Arguments of `lode check`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Exit status: 0 if the zone is valid (warnings allowed), 1 if it has errors, \
+    after_help = "Exit status: 0 if every zone is valid (warnings allowed), 1 if one has errors, \
     2 if the command itself failed.\n\nWithout --origin the origin is the file name with a trailing \
     `.zone` or `.db` (or a leading `db.`) removed: `example.com.zone` and `db.example.com` are both \
-    checked as `example.com.`."
+    checked as `example.com.`.\n\nSeveral files are read in parallel (largest first) and reported \
+    in the order given, followed by a total. On a terminal, a load that takes more than 2 s shows \
+    a progress line on stderr."
 )]
 pub struct CheckArgs {
-    /// The zone file to check.
-    pub file: PathBuf,
-    /// The zone's origin (apex), e.g. `example.com.`; default: from the file name (see below).
+    /// The zone files to check.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The zone's origin (apex), e.g. `example.com.`, for a single file; default: from the
+    /// file name (see below).
     #[arg(long, short = 'o')]
     pub origin: Option<String>,
     /// TTL of records without one when no `$TTL` precedes them: Knot's `default-ttl`
@@ -37,9 +46,15 @@ pub struct CheckArgs {
     /// the last explicit TTL, else the SOA MINIMUM.
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     pub default_ttl: u32,
-    /// Print only errors: no summary, no warnings.
+    /// Print only errors: no summary, no warnings, no progress.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Only read the files (syntax and RDATA): do not build the zones nor run the zone checks.
+    #[arg(long)]
+    pub syntax_only: bool,
+    /// Files read at the same time (default: one per CPU).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
 /// The origin implied by a file name: `example.com.zone`, `example.com.db`,
@@ -61,48 +76,178 @@ fn origin_from_file_name(path: &Path) -> Option<String> {
     })
 }
 
+/// What checking one file gave: the text to print and the figures.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// For stdout (the summary).
+    out: String,
+    /// For stderr (errors, warnings).
+    err: String,
+    /// No errors.
+    ok: bool,
+    bytes: u64,
+    records: usize,
+    parse: Duration,
+    build: Duration,
+}
+
 /// Runs the command.
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let origin_text = match &args.origin {
-        Some(o) => o.clone(),
-        None => origin_from_file_name(&args.file).with_context(|| {
-            format!(
-                "cannot derive an origin from {}; give --origin",
-                args.file.display()
-            )
-        })?,
+    if args.origin.is_some() && args.files.len() > 1 {
+        anyhow::bail!(
+            "--origin applies to one file; with several, each origin comes from its file name"
+        );
+    }
+    let mut origins = Vec::with_capacity(args.files.len());
+    for file in &args.files {
+        let origin_text = match &args.origin {
+            Some(o) => o.clone(),
+            None => origin_from_file_name(file).with_context(|| {
+                format!(
+                    "cannot derive an origin from {}; give --origin",
+                    file.display()
+                )
+            })?,
+        };
+        let origin = Name::parse(&origin_text, Some(&Name::root()))
+            .map_err(|e| anyhow::anyhow!("bad origin {origin_text:?}: {e}"))?;
+        origins.push(origin);
+    }
+    let sizes: Vec<u64> = args
+        .files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .collect();
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let display = if args.quiet {
+        Display::Off
+    } else {
+        Display::for_stderr()
     };
-    let origin = Name::parse(&origin_text, Some(&Name::root()))
-        .map_err(|e| anyhow::anyhow!("bad origin {origin_text:?}: {e}"))?;
-    let size = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
+    let what = if args.syntax_only {
+        "reading"
+    } else {
+        "checking"
+    };
+    let start = Instant::now();
+    let progress = LoadProgress::start(what, sizes.iter().sum(), args.files.len(), display);
+    let outcomes = largest_first(&sizes, threads, |i| {
+        let o = check_one(
+            &args,
+            &args.files[i],
+            &origins[i],
+            sizes[i],
+            progress.counters(),
+        );
+        progress.zone_done(sizes[i]);
+        o
+    });
+    drop(progress);
+    let wall = start.elapsed();
 
+    let mut all_ok = true;
+    let mut total = Outcome::default();
+    for (file, o) in args.files.iter().zip(outcomes) {
+        let o = o.unwrap_or_else(|| Outcome {
+            err: format!("{}: internal error: the check panicked\n", file.display()),
+            ..Outcome::default()
+        });
+        eprint!("{}", o.err);
+        print!("{}", o.out);
+        all_ok &= o.ok;
+        total.bytes += o.bytes;
+        total.records += o.records;
+        total.parse += o.parse;
+        total.build += o.build;
+    }
+    if args.files.len() > 1 && !args.quiet {
+        let secs = wall.as_secs_f64();
+        println!(
+            "{} files, {} records, {:.1} MB in {:.3} s ({:.0} MB/s) on {} thread(s); \
+             time summed over files: parse {:.3} s, checks {:.3} s",
+            args.files.len(),
+            total.records,
+            total.bytes as f64 / 1e6,
+            secs,
+            if secs > 0.0 {
+                total.bytes as f64 / secs / 1e6
+            } else {
+                0.0
+            },
+            threads.clamp(1, args.files.len()),
+            total.parse.as_secs_f64(),
+            total.build.as_secs_f64(),
+        );
+    }
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Reads, builds and checks one zone file; all its output goes in the [`Outcome`].
+fn check_one(
+    args: &CheckArgs,
+    file: &Path,
+    origin: &Name,
+    size: u64,
+    counters: &ParseCounters,
+) -> Outcome {
+    let mut o = Outcome {
+        bytes: size,
+        ..Outcome::default()
+    };
+    // Writing to a String cannot fail: the results of writeln! are ignored below.
     let t0 = Instant::now();
-    let parsed = match lode_zonefile::parse_file(
-        &args.file,
-        &origin,
+    let parsed = match lode_zonefile::parse_file_counted(
+        file,
+        origin,
         (args.default_ttl > 0).then_some(args.default_ttl),
+        counters,
     ) {
         Ok(p) => p,
         Err(errors) => {
             for e in &errors {
-                eprintln!("{e}");
+                let _ = writeln!(o.err, "{e}");
             }
-            eprintln!(
+            let _ = writeln!(
+                o.err,
                 "{}: {} error(s) in zone {origin}",
-                args.file.display(),
+                file.display(),
                 errors.len()
             );
-            return Ok(ExitCode::from(1));
+            return o;
         }
     };
-    let parse_time = t0.elapsed();
+    o.parse = t0.elapsed();
 
     let ParsedZone { records, positions } = parsed;
-    let record_count = records.len();
+    o.records = records.len();
     let mut per_type: BTreeMap<Rtype, u64> = BTreeMap::new();
     for r in &records {
         *per_type.entry(r.rtype).or_insert(0) += 1;
     }
+    let types: Vec<String> = per_type.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    let secs = o.parse.as_secs_f64();
+    let rate = if secs > 0.0 {
+        size as f64 / secs / 1e6
+    } else {
+        0.0
+    };
+    if args.syntax_only {
+        o.ok = true;
+        if !args.quiet {
+            let _ = writeln!(o.out, "{}: zone {origin} read, syntax OK", file.display());
+            let _ = writeln!(o.out, "  records   {}", o.records);
+            let _ = writeln!(o.out, "  types     {}", types.join(", "));
+            let _ = writeln!(o.out, "  time      parse {secs:.3} s ({rate:.0} MB/s)");
+        }
+        return o;
+    }
+
     let t1 = Instant::now();
     let class = records
         .first()
@@ -116,7 +261,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let where_ = |tag: Option<u32>| -> String {
         match tag.and_then(|t| positions.get(t as usize)) {
             Some(p) => p.to_string(),
-            None => args.file.display().to_string(),
+            None => file.display().to_string(),
         }
     };
     let (zone, warnings) = match builder.build() {
@@ -129,51 +274,44 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 } else if args.quiet {
                     continue;
                 }
-                eprintln!("{}: {p}", where_(p.tag));
+                let _ = writeln!(o.err, "{}: {p}", where_(p.tag));
             }
-            eprintln!(
+            let _ = writeln!(
+                o.err,
                 "{}: {errors} error(s) in zone {origin}",
-                args.file.display()
+                file.display()
             );
-            return Ok(ExitCode::from(1));
+            return o;
         }
     };
-    let check_time = t1.elapsed();
+    o.build = t1.elapsed();
+    o.ok = true;
     if args.quiet {
-        return Ok(ExitCode::SUCCESS);
+        return o;
     }
     for p in &warnings {
-        eprintln!("{}: {p}", where_(p.tag));
+        let _ = writeln!(o.err, "{}: {p}", where_(p.tag));
     }
     let names = zone
-        .nodes()
-        .iter()
-        .filter(|n| !n.is_empty_nonterminal())
+        .node_ids()
+        .filter(|&id| !zone.node(id).is_empty_nonterminal())
         .count();
-    let rrsets: usize = zone.nodes().iter().map(|n| n.rrsets().len()).sum();
-    let secs = parse_time.as_secs_f64();
-    let rate = if secs > 0.0 {
-        size as f64 / secs / 1e6
-    } else {
-        0.0
-    };
-    println!("{}: zone {origin} OK", args.file.display());
-    println!("  records   {record_count}");
-    println!("  names     {names} (distinct owners)");
-    println!("  RRsets    {rrsets}");
-    let types: Vec<String> = per_type.iter().map(|(t, n)| format!("{t} {n}")).collect();
-    println!("  types     {}", types.join(", "));
-    println!("  serial    {}", zone.serial());
-    println!(
-        "  time      parse {:.3} s ({:.0} MB/s), checks {:.3} s",
-        secs,
-        rate,
-        check_time.as_secs_f64()
+    let rrsets = zone.rrset_count();
+    let _ = writeln!(o.out, "{}: zone {origin} OK", file.display());
+    let _ = writeln!(o.out, "  records   {}", o.records);
+    let _ = writeln!(o.out, "  names     {names} (distinct owners)");
+    let _ = writeln!(o.out, "  RRsets    {rrsets}");
+    let _ = writeln!(o.out, "  types     {}", types.join(", "));
+    let _ = writeln!(o.out, "  serial    {}", zone.serial());
+    let _ = writeln!(
+        o.out,
+        "  time      parse {secs:.3} s ({rate:.0} MB/s), checks {:.3} s",
+        o.build.as_secs_f64()
     );
     if !warnings.is_empty() {
-        println!("  warnings  {}", warnings.len());
+        let _ = writeln!(o.out, "  warnings  {}", warnings.len());
     }
-    Ok(ExitCode::SUCCESS)
+    o
 }
 
 #[cfg(test)]
