@@ -74,12 +74,29 @@ pub fn load_all(specs: &[&ZoneSpec]) -> Vec<LoadResult> {
         Display::for_stderr(),
     );
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let start = Instant::now();
     let results = largest_first(&sizes, threads, |i| {
         let r = load_counted(specs[i], Some(progress.counters()));
         progress.zone_done(sizes[i]);
         r
     });
     drop(progress);
+    let secs = start.elapsed().as_secs_f64();
+    if !specs.is_empty() {
+        let records: u64 = results
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|l| l.zone.record_count())
+            .sum();
+        let mb = sizes.iter().sum::<u64>() as f64 / 1e6;
+        tracing::info!(
+            "{} zone(s) read and built: {mb:.1} MB of text, {records} records loaded in {secs:.2} s ({:.0} MB/s) on {} thread(s)",
+            specs.len(),
+            if secs > 0.0 { mb / secs } else { 0.0 },
+            threads.min(specs.len())
+        );
+    }
     results
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err(vec!["internal error: the loader panicked".into()])))
