@@ -129,8 +129,9 @@ impl Launch {
                     w.to_string(),
                     "--control".into(),
                     format!("{ds}/lode.sock"),
+                    // Info: the per-zone "loaded in" lines (read for the load-time table).
                     "--log-level".into(),
-                    "warn".into(),
+                    "info".into(),
                 ];
                 for (apex, file) in &self.zones {
                     c.push("--zone".into());
@@ -350,6 +351,33 @@ impl Running {
                 }
             }
         }
+    }
+
+    /// The RCODE of the server's reply to `query` (a query in wire form, any ID), or
+    /// None if no reply came within about a second (three tries).
+    pub fn rcode_of(&self, query: &[u8]) -> Option<u16> {
+        let sock = UdpSocket::bind("127.0.0.1:0").ok()?;
+        sock.set_read_timeout(Some(Duration::from_millis(300)))
+            .ok()?;
+        let mut buf = [0u8; 4096];
+        for id in [0x4c01u16, 0x4c02, 0x4c03] {
+            let mut q = query.to_vec();
+            if q.len() < 12 {
+                return None;
+            }
+            q[..2].copy_from_slice(&id.to_be_bytes());
+            sock.send_to(&q, self.addr).ok()?;
+            let until = Instant::now() + Duration::from_millis(300);
+            while Instant::now() < until {
+                let Ok((n, _)) = sock.recv_from(&mut buf) else {
+                    break;
+                };
+                if n >= 12 && buf[..2] == id.to_be_bytes() && buf[2] & 0x80 != 0 {
+                    return Some(u16::from(buf[3] & 0x0F));
+                }
+            }
+        }
+        None
     }
 
     /// Stops the server and its children: SIGTERM, up to 10 s, then SIGKILL.
