@@ -45,7 +45,7 @@ enum BenchWhat {
     Update(UpdateArgs),
     /// Side by side: Knot DNS, NSD, BIND 9, PowerDNS and Lode on the same generated
     /// zones, the same tests, interleaved; a report (Markdown, JSON, PNG) in a folder.
-    Compare(CompareArgs),
+    Compare(Box<CompareArgs>),
 }
 
 /// Arguments of `lode bench compare`.
@@ -53,8 +53,14 @@ enum BenchWhat {
 #[command(after_help = "Installs missing packages (knot nsd bind9 pdns-server \
 pdns-backend-bind dnsperf fonts-dejavu-core) with apt-get unless --no-install. Servers listen on \
 127.0.0.1 ports from --base-port (echo) upward, run as root in their own directories under \
---work, and are stopped by PID when done or on errors. --quick: 500k records, 1 s steps, two \
-rounds, clients 1 2 4.")]
+--work, and are stopped by PID when done or on errors. --quick: 1 s steps, two rounds, clients \
+1 2 4.
+
+Issue 4: every round runs the echo beside the servers; per server and query kind (existing, \
+NXDOMAIN, outside every zone) one step at --cpu-rate measures server CPU per answer; \
+--flat-records 20000000 adds Lode on a 20M set to the rounds (flatness); --memory-records \
+5000000 adds load time and memory of --memory-servers on a 5M set; --shared-naptr K adds Lode's \
+memory on that set with K shared NAPTR RRsets. scripts/bench-issue4.sh runs the whole set.")]
 struct CompareArgs {
     /// Results folder (default results/compare-[quick-]DATE).
     #[arg(long)]
@@ -65,29 +71,30 @@ struct CompareArgs {
     /// A short comparison (a few minutes on the 500k set).
     #[arg(long)]
     quick: bool,
-    /// Servers, in run order (lode, knot, nsd, bind, powerdns).
+    /// Servers, in run order (echo, lode, knot, nsd, bind, powerdns).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "lode,knot,nsd,bind,powerdns"
+        default_value = "echo,lode,knot,nsd,bind,powerdns"
     )]
     servers: Vec<String>,
-    /// ENUM records (default 500000, seed 000's 500k set with --prefix 16461).
+    /// ENUM records (default 500000, seed 000's 500k set).
     #[arg(long, default_value_t = 500_000)]
     records: u64,
-    /// Zones the records are split into.
-    #[arg(long, default_value_t = 10)]
-    zones: u64,
-    /// Leading digits of the numbers.
-    #[arg(long, default_value = "16461")]
-    prefix: String,
+    /// Zones the records are split into (default: seed 000's layout for 500k, 5M and 20M
+    /// records, else 10).
+    #[arg(long)]
+    zones: Option<u64>,
+    /// Leading digits of the numbers (default: seed 000's for 500k (16461) and 20M (131)).
+    #[arg(long)]
+    prefix: Option<String>,
     /// Rounds over all servers (default 3; --quick 2).
     #[arg(long)]
     runs: Option<usize>,
     /// Seconds per rate step (default 5; --quick 1).
     #[arg(long)]
     step: Option<f64>,
-    /// Upper bound of the rate searches (q/s).
+    /// Upper bound of the rate searches (q/s; the echo's search goes to twice this).
     #[arg(long, default_value_t = 200_000)]
     high: u64,
     /// Resolution of the rate searches (default high/100; --quick high/25).
@@ -99,9 +106,36 @@ struct CompareArgs {
     /// Client counts of the closed-loop ramp (default 1,2,4,8,16; --quick 1,2,4).
     #[arg(long, value_delimiter = ',')]
     clients: Vec<usize>,
+    /// No closed-loop client ramp.
+    #[arg(long, conflicts_with = "clients")]
+    no_clients: bool,
     /// Seconds per client step (default 5; --quick 1).
     #[arg(long)]
     client_step: Option<f64>,
+    /// Offered rate (q/s) of the fixed-rate CPU steps, one per query kind; below every
+    /// fast server's zero-loss rate; 0: none.
+    #[arg(long, default_value_t = 50_000)]
+    cpu_rate: u64,
+    /// Seconds per fixed-rate CPU step (default: --step).
+    #[arg(long)]
+    cpu_step: Option<f64>,
+    /// Also run --flat-servers on a set of this many records (flatness: 20000000).
+    #[arg(long)]
+    flat_records: Option<u64>,
+    /// Servers run on the --flat-records set (Knot and NSD need ~8 GB each on 20M).
+    #[arg(long, value_delimiter = ',', default_value = "lode")]
+    flat_servers: Vec<String>,
+    /// Also measure load time and memory of --memory-servers on a set of this many
+    /// records (issue 4 target 3: 5000000).
+    #[arg(long)]
+    memory_records: Option<u64>,
+    /// Servers measured on the --memory-records set.
+    #[arg(long, value_delimiter = ',', default_value = "lode,knot,nsd")]
+    memory_servers: Vec<String>,
+    /// Also measure Lode's memory on the --memory-records set (or --records) generated
+    /// with this many shared NAPTR RRsets (`lode gen enum --shared-naptr`).
+    #[arg(long, value_name = "K")]
+    shared_naptr: Option<u64>,
     /// Worker threads (processes for NSD) of every server.
     #[arg(long, default_value_t = 1)]
     server_workers: usize,
@@ -132,29 +166,56 @@ struct CompareArgs {
     /// Redos of a disturbed run.
     #[arg(long, default_value_t = 1)]
     redo: usize,
+    /// No dnsperf search against the echo (the tester's ceiling).
+    #[arg(long)]
+    no_dnsperf: bool,
     /// Do not install missing packages.
     #[arg(long)]
     no_install: bool,
 }
 
-fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
-    use lode_bench::compare::{self, servers::Kind, CompareConfig};
+/// Parses a comma list of server names (`echo` allowed only if `echo_ok`).
+fn parse_servers(
+    list: &[String],
+    echo_ok: bool,
+) -> anyhow::Result<Vec<lode_bench::compare::servers::Kind>> {
+    use lode_bench::compare::servers::Kind;
     let mut servers = Vec::new();
-    for s in &a.servers {
-        let k = Kind::parse(s.trim())
-            .filter(|k| *k != Kind::Echo)
-            .with_context(|| format!("unknown server {s:?} (lode, knot, nsd, bind, powerdns)"))?;
+    for s in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        let k = Kind::parse(s)
+            .filter(|k| echo_ok || *k != Kind::Echo)
+            .with_context(|| {
+                format!(
+                    "unknown server {s:?} (lode, knot, nsd, bind, powerdns{})",
+                    if echo_ok { ", echo" } else { "" }
+                )
+            })?;
         if !servers.contains(&k) {
             servers.push(k);
         }
     }
+    Ok(servers)
+}
+
+fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
+    use lode_bench::compare::{self, seed_layout, CompareConfig};
+    let servers = parse_servers(&a.servers, true)?;
+    if servers.is_empty() {
+        bail!("--servers: name at least one");
+    }
     let q = a.quick;
     let step = secs(a.step.unwrap_or(if q { 1.0 } else { 5.0 }), "--step")?;
+    let cpu_step = match a.cpu_step {
+        Some(s) => secs(s, "--cpu-step")?,
+        None => step,
+    };
     let client_step = secs(
         a.client_step.unwrap_or(if q { 1.0 } else { 5.0 }),
         "--client-step",
     )?;
-    let clients = if a.clients.is_empty() {
+    let clients = if a.no_clients {
+        Vec::new()
+    } else if a.clients.is_empty() {
         if q {
             vec![1, 2, 4]
         } else {
@@ -169,6 +230,19 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     if a.high == 0 {
         bail!("--high must be positive");
     }
+    for (what, n) in [
+        ("--records", Some(a.records)),
+        ("--flat-records", a.flat_records),
+        ("--memory-records", a.memory_records),
+    ] {
+        if n == Some(0) {
+            bail!("{what} must be positive");
+        }
+    }
+    if a.shared_naptr == Some(0) {
+        bail!("--shared-naptr needs at least 1");
+    }
+    let (seed_zones, seed_prefix) = seed_layout(a.records);
     let date = std::process::Command::new("date")
         .arg("-u")
         .arg("+%Y-%m-%d")
@@ -190,8 +264,11 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         lode: std::env::current_exe().context("finding the lode binary")?,
         servers,
         records: a.records,
-        zones: a.zones,
-        prefix: Some(a.prefix.clone()).filter(|p| !p.is_empty()),
+        zones: a.zones.unwrap_or(seed_zones),
+        prefix: match &a.prefix {
+            Some(p) => Some(p.clone()).filter(|p| !p.is_empty()),
+            None => seed_prefix,
+        },
         runs: a.runs.unwrap_or(if q { 2 } else { 3 }),
         step,
         high: a.high,
@@ -213,6 +290,14 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         max_steal: parse_fraction(&a.max_steal)?,
         redo: a.redo,
         install: !a.no_install,
+        cpu_rate: a.cpu_rate,
+        cpu_step,
+        flat_records: a.flat_records,
+        flat_servers: parse_servers(&a.flat_servers, false)?,
+        memory_records: a.memory_records,
+        memory_servers: parse_servers(&a.memory_servers, false)?,
+        shared_naptr: a.shared_naptr,
+        dnsperf: !a.no_dnsperf,
     };
     let result = compare::run(&cfg);
     if temp {
@@ -411,7 +496,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchWhat::Rate(a) => rate(a),
         BenchWhat::Clients(a) => clients(a),
         BenchWhat::Update(a) => update(a),
-        BenchWhat::Compare(a) => compare(a),
+        BenchWhat::Compare(a) => compare(*a),
     }
 }
 
@@ -787,7 +872,23 @@ fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_fraction;
+    use super::{parse_fraction, parse_servers};
+    use lode_bench::compare::servers::Kind;
+
+    #[test]
+    fn server_lists() {
+        let l = |s: &str| s.split(',').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            parse_servers(&l("echo, lode,knot,lode,"), true).ok(),
+            Some(vec![Kind::Echo, Kind::Lode, Kind::Knot])
+        );
+        assert!(parse_servers(&l("echo,lode"), false).is_err());
+        assert!(parse_servers(&l("unbound"), true).is_err());
+        assert_eq!(
+            parse_servers(&l("PowerDNS"), false).ok(),
+            Some(vec![Kind::Pdns])
+        );
+    }
 
     #[test]
     fn fractions() {

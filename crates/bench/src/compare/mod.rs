@@ -1,15 +1,18 @@
-//! Side by side (issue 3 §6): Knot DNS, NSD, BIND 9, PowerDNS and Lode on the same
-//! generated ENUM zones, the same tests, interleaved run by run.
+//! Side by side (issues 3 §6 and 4): Knot DNS, NSD, BIND 9, PowerDNS, Lode and the
+//! echo responder on the same generated ENUM zones, the same tests, interleaved run by run.
 //!
 //! ```text
-//!  install missing packages ─▶ gen enum (full set + tiny set) ─▶ pin tester to CPU 1
-//!  ceiling: echo (CPU 0) ◀─ rate search (ours) and dnsperf's zero-loss search
+//!  install missing packages ─▶ gen enum: main set (+ large set for flatness, memory set,
+//!  shared-NAPTR set, tiny set) ─▶ pin tester to CPU 1
+//!  ceiling: dnsperf against the echo (and our search, if the echo is not in the rounds)
 //!  tiny zone: start each server, memory, stop          (baseline memory)
-//!  for run in 1..=runs: for server in A B C …:         (interleaved)
+//!  for run in 1..=runs: for entry in A B C …:          (interleaved; an entry = server + set)
 //!     start on CPU 0 ─▶ load time (first valid answer in the last zone) ─▶ memory
+//!     ─▶ [memory-only entries stop here]
+//!     ─▶ fixed rate per query kind (existing, NXDOMAIN, outside): server CPU per answer
 //!     ─▶ zero-loss rate existing / non-existing ─▶ client ramp ─▶ server CPU ─▶ stop
 //!     /proc/stat steal + other load, RcvbufErrors; a disturbed run is redone once
-//!  report: report.md, report.json, *.png, logs/
+//!  report: report.md (a table per issue-4 target), report.json, *.png, logs/
 //! ```
 //!
 //! Every server is stopped by PID by a guard (also on errors); every wait is bounded.
@@ -17,6 +20,7 @@
 pub mod report;
 pub mod servers;
 pub mod sys;
+pub mod targets;
 
 use std::fmt;
 use std::io::Write as _;
@@ -135,6 +139,222 @@ pub struct CompareConfig {
     pub redo: usize,
     /// Install missing packages with apt-get.
     pub install: bool,
+    /// Offered rate of the fixed-rate CPU steps (q/s; 0: no such steps).
+    pub cpu_rate: u64,
+    /// Length of each fixed-rate CPU step.
+    pub cpu_step: Duration,
+    /// Records of the large set (flatness, issue 4 target 4), if any.
+    pub flat_records: Option<u64>,
+    /// Servers run on the large set (rates, CPU and memory; no client ramp).
+    pub flat_servers: Vec<Kind>,
+    /// Records of the memory set (issue 4 target 3: 5 M), if any.
+    pub memory_records: Option<u64>,
+    /// Servers whose memory and load time are measured on the memory set.
+    pub memory_servers: Vec<Kind>,
+    /// Distinct NAPTR RRsets of the shared-NAPTR variant (Lode's memory only), if any.
+    pub shared_naptr: Option<u64>,
+    /// Run dnsperf's zero-loss search against the echo (the tester's ceiling).
+    pub dnsperf: bool,
+}
+
+/// Zones and number prefix of seed 000's sets: 500k (10 zones, 16461…), 5 M (10 zones,
+/// 1212…) and 20 M (4 zones, 131…); other sizes: 10 zones, generator's prefix.
+pub fn seed_layout(records: u64) -> (u64, Option<String>) {
+    match records {
+        500_000 => (10, Some("16461".into())),
+        20_000_000 => (4, Some("131".into())),
+        _ => (10, None),
+    }
+}
+
+/// `20000000` as `20M`, `500000` as `500k`; other counts as they are.
+pub fn short_count(n: u64) -> String {
+    if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
+        format!("{}M", n / 1_000_000)
+    } else if n >= 1000 && n.is_multiple_of(1000) {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Which data set an entry of the rounds serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetRole {
+    /// The main set: every test.
+    Main,
+    /// The large set (flatness): rates, CPU, memory; no client ramp.
+    Large,
+    /// The memory set: load time and memory only.
+    Memory,
+    /// The shared-NAPTR variant of the memory set: load time and memory only.
+    Shared,
+}
+
+impl SetRole {
+    /// Short name used in the JSON report.
+    pub fn name(self) -> &'static str {
+        match self {
+            SetRole::Main => "main",
+            SetRole::Large => "large",
+            SetRole::Memory => "memory",
+            SetRole::Shared => "shared",
+        }
+    }
+
+    /// True when only load time and memory are measured.
+    pub fn memory_only(self) -> bool {
+        matches!(self, SetRole::Memory | SetRole::Shared)
+    }
+}
+
+/// One server on one data set, run once per round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// The server.
+    pub kind: Kind,
+    /// The data set.
+    pub role: SetRole,
+    /// Its name in the report: the server's name on the main set, else with the set's size.
+    pub label: String,
+    /// Records of its set.
+    pub records: u64,
+}
+
+/// The entries of a round, in run order: main set, large set, memory set, shared set.
+pub fn entries(cfg: &CompareConfig, servers: &[Kind]) -> Vec<Entry> {
+    let mut v: Vec<Entry> = servers
+        .iter()
+        .map(|&kind| Entry {
+            kind,
+            role: SetRole::Main,
+            label: kind.name().into(),
+            records: cfg.records,
+        })
+        .collect();
+    if let Some(n) = cfg.flat_records {
+        for &kind in &cfg.flat_servers {
+            v.push(Entry {
+                kind,
+                role: SetRole::Large,
+                label: format!("{kind} {}", short_count(n)),
+                records: n,
+            });
+        }
+    }
+    let mem = cfg.memory_records.unwrap_or(cfg.records);
+    if cfg.memory_records.is_some() {
+        for &kind in cfg.memory_servers.iter().filter(|k| **k != Kind::Echo) {
+            v.push(Entry {
+                kind,
+                role: SetRole::Memory,
+                label: format!("{kind} {}", short_count(mem)),
+                records: mem,
+            });
+        }
+    }
+    // The memory set may have the large set's size: keep labels distinct.
+    let large: Vec<String> = v
+        .iter()
+        .filter(|e| e.role == SetRole::Large)
+        .map(|e| e.label.clone())
+        .collect();
+    for e in v.iter_mut().filter(|e| e.role == SetRole::Memory) {
+        if large.contains(&e.label) {
+            e.label.push_str(" (memory)");
+        }
+    }
+    if let Some(k) = cfg.shared_naptr {
+        v.push(Entry {
+            kind: Kind::Lode,
+            role: SetRole::Shared,
+            label: format!("lode {} shared-NAPTR {k}", short_count(mem)),
+            records: mem,
+        });
+    }
+    v
+}
+
+/// The queries of a test: names that exist, names inside a zone that do not
+/// (NXDOMAIN), names outside every zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryKind {
+    /// Existing names (NOERROR with the NAPTR).
+    Existing,
+    /// Non-existing names inside a zone (NXDOMAIN).
+    NxDomain,
+    /// Names outside every zone (REFUSED from Knot DNS and Lode).
+    Outside,
+}
+
+impl QueryKind {
+    /// The three, in report order.
+    pub const ALL: [QueryKind; 3] = [QueryKind::Existing, QueryKind::NxDomain, QueryKind::Outside];
+
+    /// Short name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            QueryKind::Existing => "existing",
+            QueryKind::NxDomain => "nxdomain",
+            QueryKind::Outside => "outside",
+        }
+    }
+
+    /// Index of its query file (`gen::enumset::QUERY_FILES`).
+    pub fn file_index(self) -> usize {
+        match self {
+            QueryKind::Existing => 0,
+            QueryKind::NxDomain => 1,
+            QueryKind::Outside => 2,
+        }
+    }
+
+    /// The reply `kind` must give (the echo returns every query with NOERROR).
+    pub fn expect(self, kind: Kind) -> Expect {
+        match (kind, self) {
+            (Kind::Echo, _) => Expect::NoError,
+            (_, QueryKind::Existing) => Expect::Answer,
+            (_, QueryKind::NxDomain) => Expect::NxDomain,
+            (_, QueryKind::Outside) => Expect::Refused,
+        }
+    }
+}
+
+/// One step at a fixed offered rate, with the server's CPU time over it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FixedStep {
+    /// The queries sent.
+    pub query: QueryKind,
+    /// Offered rate (q/s).
+    pub rate: u64,
+    /// Queries sent.
+    pub sent: u64,
+    /// Valid replies within the timeout.
+    pub valid: u64,
+    /// Server CPU seconds (all its processes and threads) over the step.
+    pub cpu_secs: f64,
+    /// The tester kept its schedule.
+    pub tester_ok: bool,
+}
+
+impl FixedStep {
+    /// Server CPU microseconds per valid answer (0 if none).
+    pub fn cpu_us_per_answer(&self) -> f64 {
+        if self.valid == 0 {
+            0.0
+        } else {
+            self.cpu_secs * 1e6 / self.valid as f64
+        }
+    }
+
+    /// Fraction of the queries answered validly.
+    pub fn answered(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            self.valid as f64 / self.sent as f64
+        }
+    }
 }
 
 /// A zero-loss rate search.
@@ -193,6 +413,20 @@ pub struct RunResult {
     pub rcvbuf_errors: u64,
     /// Disturbed (steal or other load above the limits).
     pub disturbed: bool,
+    /// The server's short name (`server` is the entry's label).
+    pub software: String,
+    /// The data set's role (`main`, `large`, `memory`, `shared`).
+    pub set: String,
+    /// Records of the data set.
+    pub records: u64,
+    /// Bytes of zone text loaded.
+    pub zone_bytes: u64,
+    /// Fixed-rate CPU steps, one per query kind.
+    pub fixed: Vec<FixedStep>,
+    /// RCODE answered to a name outside every zone.
+    pub outside_rcode: Option<u16>,
+    /// Lode's own log: the zones' "loaded in" times summed, seconds.
+    pub logged_load_secs: Option<f64>,
 }
 
 impl RunResult {
@@ -236,6 +470,10 @@ pub struct CompareResult {
     pub notes: Vec<String>,
     /// Wall time of the whole comparison, seconds.
     pub wall_secs: f64,
+    /// Offered rate of the fixed-rate CPU steps (0: none).
+    pub cpu_rate: u64,
+    /// Seconds per fixed-rate CPU step.
+    pub cpu_step_secs: f64,
 }
 
 /// Prints progress to stderr.
@@ -316,6 +554,8 @@ struct DataSet {
     probe: QuerySet,
     /// One such query per zone (every zone loaded before memory is measured).
     all_zones: Vec<QuerySet>,
+    /// Bytes of zone text.
+    zone_bytes: u64,
 }
 
 impl DataSet {
@@ -324,15 +564,22 @@ impl DataSet {
     }
 }
 
-/// Generates an ENUM set into `dir`.
-fn make_set(
-    dir: &Path,
+/// What to generate.
+struct SetSpec {
     records: u64,
     zones: u64,
     prefix: Option<String>,
-) -> Result<DataSet, CompareError> {
-    let mut spec = EnumSetSpec::new(records, zones);
-    spec.prefix = prefix;
+    shared_naptr: Option<u64>,
+    /// Lines per query file (None: one per number).
+    queries: Option<u64>,
+}
+
+/// Generates an ENUM set into `dir`.
+fn make_set(dir: &Path, s: SetSpec) -> Result<DataSet, CompareError> {
+    let mut spec = EnumSetSpec::new(s.records, s.zones);
+    spec.prefix = s.prefix;
+    spec.shared_naptr = s.shared_naptr;
+    spec.queries = s.queries;
     let set = generate(&spec, dir).map_err(|e| CompareError::Config(format!("gen enum: {e}")))?;
     let probe = probe_for(&last_zone_name(&set))?;
     let mut all_zones = Vec::new();
@@ -341,22 +588,65 @@ fn make_set(
         set.layout.name(z, 0, &mut name);
         all_zones.push(probe_for(&String::from_utf8_lossy(&name))?);
     }
+    let zone_bytes = set
+        .zone_files
+        .iter()
+        .map(|(_, f)| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
     Ok(DataSet {
         set,
         probe,
         all_zones,
+        zone_bytes,
     })
+}
+
+/// A data set and, for sets queried, its three query lists (existing, NXDOMAIN, outside).
+struct LoadedSet {
+    data: DataSet,
+    queries: Option<[Arc<QuerySet>; 3]>,
+}
+
+/// Parses the "loaded in 13.10 s" / "loaded in 812.345 ms" times of Lode's log, seconds.
+pub fn parse_lode_load_times(log: &str) -> Vec<f64> {
+    log.lines()
+        .filter_map(|l| {
+            let rest = &l[l.find("loaded in ")? + "loaded in ".len()..];
+            let mut f = rest.split_whitespace();
+            let v: f64 = f.next()?.parse().ok()?;
+            match f.next()? {
+                "s" => Some(v),
+                "ms" => Some(v / 1e3),
+                "µs" | "us" => Some(v / 1e6),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// The comparison: state shared by all runs.
 struct Bench<'a> {
     cfg: &'a CompareConfig,
-    existing: Arc<QuerySet>,
-    nxdomain: Arc<QuerySet>,
+    sets: Vec<(SetRole, LoadedSet)>,
     logs: PathBuf,
 }
 
 impl Bench<'_> {
+    fn set(&self, role: SetRole) -> Result<&LoadedSet, CompareError> {
+        self.sets
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|(_, s)| s)
+            .ok_or_else(|| CompareError::Config(format!("no {} set", role.name())))
+    }
+
+    fn main_queries(&self) -> Result<&[Arc<QuerySet>; 3], CompareError> {
+        self.set(SetRole::Main)?
+            .queries
+            .as_ref()
+            .ok_or_else(|| CompareError::Config("main set without queries".into()))
+    }
+
     fn launch(&self, kind: Kind, zones: Vec<(String, PathBuf)>, tag: &str) -> Launch {
         let index = match kind {
             Kind::Echo => 0,
@@ -429,59 +719,179 @@ impl Bench<'_> {
         })
     }
 
-    /// One run of one server.
+    /// One step at the fixed CPU rate with `queries`, the server's CPU time around it.
+    fn fixed_step(
+        &self,
+        server: &servers::Running,
+        queries: &Arc<QuerySet>,
+        query: QueryKind,
+        expect: Expect,
+    ) -> Result<FixedStep, CompareError> {
+        let mut rc = RateConfig::new(server.addr);
+        rc.threads = self.cfg.tester_threads;
+        rc.ports = self.cfg.ports;
+        rc.duration = self.cfg.cpu_step;
+        rc.timeout = self.cfg.timeout;
+        rc.expect = expect;
+        let max_behind = rc.max_behind;
+        let mut tester = Tester::new(rc, queries.clone())?;
+        let pids = server.pids();
+        let before = sys::cpu_ns(&pids);
+        let r = tester.step(self.cfg.cpu_rate)?;
+        // The step returns after the replies' timeout: every answer's work is done.
+        let after = sys::cpu_ns(&pids);
+        let step = FixedStep {
+            query,
+            rate: self.cfg.cpu_rate,
+            sent: r.sent,
+            valid: r.valid,
+            cpu_secs: after.saturating_sub(before) as f64 / 1e9,
+            tester_ok: r.tester_ok(max_behind),
+        };
+        say(&format!(
+            "    {} at {} q/s: {} of {} answered, server CPU {:.3} s, {:.2} µs/answer{}",
+            query.name(),
+            step.rate,
+            step.valid,
+            step.sent,
+            step.cpu_secs,
+            step.cpu_us_per_answer(),
+            if step.tester_ok {
+                ""
+            } else {
+                " (tester behind schedule)"
+            }
+        ));
+        Ok(step)
+    }
+
+    /// One run of one entry.
     fn run_server(
         &self,
-        data: &DataSet,
-        kind: Kind,
+        entry: &Entry,
         run: usize,
         attempt: usize,
     ) -> Result<RunResult, CompareError> {
         let cfg = self.cfg;
+        let kind = entry.kind;
+        let set = self.set(entry.role)?;
+        let data = &set.data;
         let me = std::process::id();
         let (cpu0, rcv0, tester0) = (sys::cpu_times(), sys::rcvbuf_errors(), sys::pid_cpu(me));
-        let mut server = self
-            .launch(kind, data.zones(), &format!("run{run}-{attempt}"))
-            .start()?;
-        let load = server.wait_ready(&data.probe, Expect::Answer, cfg.load_limit)?;
+        let echo = kind == Kind::Echo;
+        let zones = if echo { Vec::new() } else { data.zones() };
+        let tag = match entry.role {
+            SetRole::Main => format!("run{run}-{attempt}"),
+            role => format!("{}-run{run}-{attempt}", role.name()),
+        };
+        let mut server = self.launch(kind, zones, &tag).start()?;
+        let ready = QueryKind::Existing.expect(kind);
+        let load = server.wait_ready(&data.probe, ready, cfg.load_limit)?;
         say(&format!(
-            "  {kind}: first answer after {:.2} s",
+            "  {}: first answer after {:.2} s",
+            entry.label,
             load.as_secs_f64()
         ));
         // Zones may load in parallel: every zone answers before memory is measured.
         for probe in &data.all_zones {
-            server.wait_ready(probe, Expect::Answer, cfg.load_limit)?;
+            server.wait_ready(probe, ready, cfg.load_limit)?;
         }
         std::thread::sleep(Duration::from_millis(500));
         let pids = server.pids();
-        let memory = sys::memory(&pids);
-        let cpu_before: u64 = pids.iter().map(|&p| sys::pid_cpu(p)).sum();
-        let existing = self.rate_search(server.addr, &self.existing, Expect::Answer, cfg.high)?;
-        say(&format!(
-            "  {kind}: zero-loss existing {} q/s",
-            existing.rate
-        ));
-        let nxdomain = self.rate_search(server.addr, &self.nxdomain, Expect::NxDomain, cfg.high)?;
-        say(&format!(
-            "  {kind}: zero-loss non-existing {} q/s",
-            nxdomain.rate
-        ));
-        let ccfg = ClientsConfig {
-            server: server.addr,
-            step_duration: cfg.client_step,
-            timeout: cfg.timeout,
-            expect: Expect::Answer,
+        let memory = if echo {
+            Memory::default()
+        } else {
+            sys::memory(&pids)
         };
-        let mut clients = Vec::new();
-        let mut cursor = 0u64;
-        for &n in &cfg.clients {
-            let s = run_step(&ccfg, &self.existing, n, cursor)?;
-            cursor = cursor.wrapping_add(s.answered + s.timeouts + s.wrong);
+        let logged_load_secs = if kind == Kind::Lode {
+            let times = std::fs::read_to_string(&server.log)
+                .map(|t| parse_lode_load_times(&t))
+                .unwrap_or_default();
+            // One loading thread per CPU: pinned to one, the zones load one after
+            // another and the sum is Lode's whole load.
+            (!times.is_empty()).then(|| times.iter().sum())
+        } else {
+            None
+        };
+        let mut result = RunResult {
+            server: entry.label.clone(),
+            software: kind.name().into(),
+            set: entry.role.name().into(),
+            records: if echo { 0 } else { entry.records },
+            zone_bytes: if echo { 0 } else { data.zone_bytes },
+            run,
+            attempt,
+            load_secs: load.as_secs_f64(),
+            memory,
+            logged_load_secs,
+            ..RunResult::default()
+        };
+        if memory.rss > 0 {
             say(&format!(
-                "  {kind}: {n} client(s): {:.0} q/s, p50 {:.0} µs, p99 {:.0} µs",
-                s.qps, s.latency_us[0], s.latency_us[2]
+                "  {}: resident {:.1} MiB",
+                entry.label,
+                memory.resident() as f64 / (1024.0 * 1024.0)
             ));
-            clients.push(s);
+        }
+        let cpu_before: u64 = pids.iter().map(|&p| sys::pid_cpu(p)).sum();
+        if let Some(queries) = set.queries.as_ref().filter(|_| !entry.role.memory_only()) {
+            let outside = &queries[QueryKind::Outside.file_index()];
+            result.outside_rcode = server.rcode_of(outside.get(0));
+            if cfg.cpu_rate > 0 {
+                for q in QueryKind::ALL {
+                    let mut expect = q.expect(kind);
+                    // A server that answers names outside its zones otherwise than
+                    // REFUSED: any reply counts (its RCODE is in the report).
+                    if q == QueryKind::Outside
+                        && !echo
+                        && result.outside_rcode != Some(lode_wire::rcode::REFUSED)
+                    {
+                        expect = Expect::Any;
+                    }
+                    let step = self.fixed_step(&server, &queries[q.file_index()], q, expect)?;
+                    result.fixed.push(step);
+                }
+            }
+            // The echo is faster than any server: search up to twice as high.
+            let high = if echo { 2 * cfg.high } else { cfg.high };
+            result.existing = self.rate_search(
+                server.addr,
+                &queries[0],
+                QueryKind::Existing.expect(kind),
+                high,
+            )?;
+            say(&format!(
+                "  {}: zero-loss existing {} q/s",
+                entry.label, result.existing.rate
+            ));
+            result.nxdomain = self.rate_search(
+                server.addr,
+                &queries[1],
+                QueryKind::NxDomain.expect(kind),
+                high,
+            )?;
+            say(&format!(
+                "  {}: zero-loss non-existing {} q/s",
+                entry.label, result.nxdomain.rate
+            ));
+            if entry.role == SetRole::Main {
+                let ccfg = ClientsConfig {
+                    server: server.addr,
+                    step_duration: cfg.client_step,
+                    timeout: cfg.timeout,
+                    expect: QueryKind::Existing.expect(kind),
+                };
+                let mut cursor = 0u64;
+                for &n in &cfg.clients {
+                    let s = run_step(&ccfg, &queries[0], n, cursor)?;
+                    cursor = cursor.wrapping_add(s.answered + s.timeouts + s.wrong);
+                    say(&format!(
+                        "  {}: {n} client(s): {:.0} q/s, p50 {:.0} µs, p99 {:.0} µs",
+                        entry.label, s.qps, s.latency_us[0], s.latency_us[2]
+                    ));
+                    result.clients.push(s);
+                }
+            }
         }
         let pids = server.pids();
         let cpu_after: u64 = pids.iter().map(|&p| sys::pid_cpu(p)).sum();
@@ -490,28 +900,17 @@ impl Bench<'_> {
         let total = cpu1.total.saturating_sub(cpu0.total).max(1) as f64;
         let busy = cpu1.busy.saturating_sub(cpu0.busy) as f64;
         let ours = cpu_after as f64 + tester1.saturating_sub(tester0) as f64;
-        let steal = cpu1.steal.saturating_sub(cpu0.steal) as f64 / total;
-        let other_load = ((busy - ours) / total).max(0.0);
-        let answers = existing.answers()
-            + nxdomain.answers()
-            + clients.iter().map(|c| c.answered).sum::<u64>();
-        Ok(RunResult {
-            server: kind.name().into(),
-            run,
-            attempt,
-            load_secs: load.as_secs_f64(),
-            memory,
-            existing,
-            nxdomain,
-            clients,
-            server_cpu_secs: cpu_after as f64 / sys::TICKS,
-            test_cpu_secs: cpu_after.saturating_sub(cpu_before) as f64 / sys::TICKS,
-            answers,
-            steal,
-            other_load,
-            rcvbuf_errors: rcv1.saturating_sub(rcv0),
-            disturbed: steal > cfg.max_steal || other_load > cfg.max_other_load,
-        })
+        result.steal = cpu1.steal.saturating_sub(cpu0.steal) as f64 / total;
+        result.other_load = ((busy - ours) / total).max(0.0);
+        result.answers = result.existing.answers()
+            + result.nxdomain.answers()
+            + result.clients.iter().map(|c| c.answered).sum::<u64>()
+            + result.fixed.iter().map(|f| f.valid).sum::<u64>();
+        result.server_cpu_secs = cpu_after as f64 / sys::TICKS;
+        result.test_cpu_secs = cpu_after.saturating_sub(cpu_before) as f64 / sys::TICKS;
+        result.rcvbuf_errors = rcv1.saturating_sub(rcv0);
+        result.disturbed = result.steal > cfg.max_steal || result.other_load > cfg.max_other_load;
+        Ok(result)
     }
 
     /// Memory of `kind` serving the tiny set.
@@ -526,26 +925,34 @@ impl Bench<'_> {
         Ok(m)
     }
 
-    /// The tester's ceiling: our search and dnsperf's against the echo.
+    /// The tester's ceiling: our search (unless the echo runs in the rounds) and
+    /// dnsperf's (if asked) against the echo.
     fn ceiling(
         &self,
+        ours: bool,
         queries_file: &Path,
-    ) -> Result<(RateOutcome, Option<DnsperfOutcome>), CompareError> {
+    ) -> Result<(Option<RateOutcome>, Option<DnsperfOutcome>), CompareError> {
+        let dnsperf = self.cfg.dnsperf && Path::new("/usr/bin/dnsperf").exists();
+        if !ours && !dnsperf {
+            return Ok((None, None));
+        }
         let mut echo = self.launch(Kind::Echo, Vec::new(), "ceiling").start()?;
-        echo.wait_ready(
-            &self.existing_probe(),
-            Expect::NoError,
-            Duration::from_secs(10),
-        )?;
-        // The echo is faster than any server: search up to twice as high.
-        let ours = self.rate_search(
-            echo.addr,
-            &self.existing,
-            Expect::NoError,
-            2 * self.cfg.high,
-        )?;
-        say(&format!("  echo: our zero-loss rate {} q/s", ours.rate));
-        let dp = if Path::new("/usr/bin/dnsperf").exists() {
+        let probe = &self.set(SetRole::Main)?.data.probe;
+        echo.wait_ready(probe, Expect::NoError, Duration::from_secs(10))?;
+        let ours = if ours {
+            // The echo is faster than any server: search up to twice as high.
+            let r = self.rate_search(
+                echo.addr,
+                &self.main_queries()?[0],
+                Expect::NoError,
+                2 * self.cfg.high,
+            )?;
+            say(&format!("  echo: our zero-loss rate {} q/s", r.rate));
+            Some(r)
+        } else {
+            None
+        };
+        let dp = if dnsperf {
             let d = self.dnsperf(echo.addr.port(), queries_file)?;
             say(&format!(
                 "  echo: dnsperf zero-loss rate {} q/s, unlimited {:.0} q/s",
@@ -557,16 +964,6 @@ impl Bench<'_> {
         };
         echo.stop();
         Ok((ours, dp))
-    }
-
-    fn existing_probe(&self) -> QuerySet {
-        let mut q = QuerySet::default();
-        if let Ok(name) =
-            Name::from_wire(&self.existing.question(0)[..self.existing.question(0).len() - 4])
-        {
-            q.push(&name, Rtype::NAPTR, false);
-        }
-        q
     }
 
     /// dnsperf (pinned to the tester's CPU): a zero-loss binary search with `-Q`, and
@@ -627,10 +1024,8 @@ pub fn parse_dnsperf(text: &str) -> Option<(u64, u64, f64)> {
 /// Runs the whole comparison and writes the report; returns what was measured.
 pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
     let wall = Instant::now();
-    if cfg.servers.is_empty() || cfg.runs == 0 || cfg.clients.is_empty() {
-        return Err(CompareError::Config(
-            "need servers, runs ≥ 1 and client counts".into(),
-        ));
+    if cfg.servers.is_empty() || cfg.runs == 0 {
+        return Err(CompareError::Config("need servers and runs ≥ 1".into()));
     }
     if cfg.server_cpu == cfg.tester_cpu {
         return Err(CompareError::Config(
@@ -643,10 +1038,18 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
     let mut result = CompareResult {
         records: cfg.records,
         settings: settings(cfg),
+        cpu_rate: cfg.cpu_rate,
+        cpu_step_secs: cfg.cpu_step.as_secs_f64(),
         ..CompareResult::default()
     };
+    let mut wanted: Vec<Kind> = cfg.servers.clone();
+    for k in cfg.flat_servers.iter().chain(&cfg.memory_servers) {
+        if !wanted.contains(k) {
+            wanted.push(*k);
+        }
+    }
     if cfg.install {
-        let installed = install_missing(&cfg.servers)?;
+        let installed = install_missing(&wanted)?;
         if !installed.is_empty() {
             result
                 .notes
@@ -664,73 +1067,174 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
             _ => servers.push(k),
         }
     }
+    let mut plan = entries(cfg, &servers);
+    plan.retain(|e| match e.kind.program() {
+        Some((prog, pkg)) if !Path::new(prog).exists() => {
+            let note = format!("{}: {prog} missing (package {pkg}): skipped", e.label);
+            if e.role != SetRole::Main {
+                result.notes.push(note);
+            }
+            false
+        }
+        _ => true,
+    });
     pin_self(cfg.tester_cpu)?;
+
+    // Queries needed per step; the lists repeat if shorter.
+    let top = cfg.cpu_rate.max(if servers.contains(&Kind::Echo) {
+        2 * cfg.high
+    } else {
+        cfg.high
+    });
+    let needed = (top as f64 * cfg.step.max(cfg.cpu_step).as_secs_f64()).ceil() as usize + 1;
+    let queried = |data: DataSet| -> Result<LoadedSet, CompareError> {
+        let mut lists = Vec::new();
+        for path in &data.set.query_files {
+            let q = QuerySet::read_file(path, needed, false)
+                .map_err(|e| CompareError::Config(format!("{}: {e}", path.display())))?;
+            lists.push(Arc::new(q));
+        }
+        let queries: [Arc<QuerySet>; 3] = lists
+            .try_into()
+            .map_err(|_| CompareError::Config("expected three query files".into()))?;
+        Ok(LoadedSet {
+            data,
+            queries: Some(queries),
+        })
+    };
+    let mut sets = Vec::new();
     say(&format!(
         "generating {} records in {} zones",
         cfg.records, cfg.zones
     ));
-    let data = make_set(
+    let main = make_set(
         &cfg.work.join("data"),
-        cfg.records,
-        cfg.zones,
-        cfg.prefix.clone(),
+        SetSpec {
+            records: cfg.records,
+            zones: cfg.zones,
+            prefix: cfg.prefix.clone(),
+            shared_naptr: None,
+            queries: None,
+        },
     )?;
+    let main_queries_file = main.set.query_files[0].clone();
+    sets.push((SetRole::Main, queried(main)?));
+    if plan.iter().any(|e| e.role == SetRole::Large) {
+        let n = cfg.flat_records.unwrap_or(cfg.records);
+        let (zones, prefix) = seed_layout(n);
+        say(&format!(
+            "generating the large set: {n} records in {zones} zones"
+        ));
+        let data = make_set(
+            &cfg.work.join("large"),
+            SetSpec {
+                records: n,
+                zones,
+                prefix,
+                shared_naptr: None,
+                queries: Some(n.min(needed as u64)),
+            },
+        )?;
+        sets.push((SetRole::Large, queried(data)?));
+    }
+    let mem = cfg.memory_records.unwrap_or(cfg.records);
+    let (mem_zones, mem_prefix) = if cfg.memory_records.is_some() {
+        seed_layout(mem)
+    } else {
+        (cfg.zones, cfg.prefix.clone())
+    };
+    for (role, shared) in [(SetRole::Memory, None), (SetRole::Shared, cfg.shared_naptr)] {
+        if !plan.iter().any(|e| e.role == role) {
+            continue;
+        }
+        say(&format!(
+            "generating the {} set: {mem} records in {mem_zones} zones",
+            role.name()
+        ));
+        let data = make_set(
+            &cfg.work.join(role.name()),
+            SetSpec {
+                records: mem,
+                zones: mem_zones,
+                prefix: mem_prefix.clone(),
+                shared_naptr: shared,
+                queries: Some(10),
+            },
+        )?;
+        sets.push((
+            role,
+            LoadedSet {
+                data,
+                queries: None,
+            },
+        ));
+    }
     let tiny_records = 10;
-    let tiny = make_set(&cfg.work.join("tiny"), tiny_records, 1, None)?;
+    let tiny = make_set(
+        &cfg.work.join("tiny"),
+        SetSpec {
+            records: tiny_records,
+            zones: 1,
+            prefix: None,
+            shared_naptr: None,
+            queries: Some(10),
+        },
+    )?;
     result.tiny_records = tiny_records;
-    let needed = (cfg.high as f64 * cfg.step.as_secs_f64()).ceil() as usize + 1;
-    let load = |i: usize| -> Result<Arc<QuerySet>, CompareError> {
-        let path = &data.set.query_files[i];
-        QuerySet::read_file(path, needed, false)
-            .map(Arc::new)
-            .map_err(|e| CompareError::Config(format!("{}: {e}", path.display())))
-    };
-    let bench = Bench {
-        cfg,
-        existing: load(0)?,
-        nxdomain: load(1)?,
-        logs,
-    };
+    let bench = Bench { cfg, sets, logs };
 
+    let echo_in_rounds = plan.iter().any(|e| e.kind == Kind::Echo);
     say("ceiling: the tester against the echo");
-    let (echo, dnsperf) = bench.ceiling(&data.set.query_files[0])?;
-    result.echo = Some(echo);
+    let (echo, dnsperf) = bench.ceiling(!echo_in_rounds, &main_queries_file)?;
+    result.echo = echo;
     result.dnsperf = dnsperf;
 
-    for &k in &servers {
+    let mut kinds: Vec<Kind> = Vec::new();
+    for e in &plan {
+        if e.kind != Kind::Echo && !kinds.contains(&e.kind) {
+            kinds.push(e.kind);
+        }
+    }
+    for &k in &kinds {
         say(&format!("{k}: memory with the tiny zone"));
         match bench.tiny_memory(&tiny, k) {
             Ok(m) => result.tiny_memory.push((k.name().into(), m)),
             Err(e) => result.notes.push(format!("{k}: tiny-zone memory: {e}")),
         }
     }
-    let mut failed: Vec<Kind> = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
     for run in 1..=cfg.runs {
-        for &k in &servers {
-            if failed.contains(&k) {
+        for entry in &plan {
+            if failed.contains(&entry.label) {
                 continue;
             }
             for attempt in 1..=cfg.redo + 1 {
-                say(&format!("run {run}/{}: {k} (attempt {attempt})", cfg.runs));
-                match bench.run_server(&data, k, run, attempt) {
+                say(&format!(
+                    "run {run}/{}: {} (attempt {attempt})",
+                    cfg.runs, entry.label
+                ));
+                match bench.run_server(entry, run, attempt) {
                     Ok(r) => {
                         let disturbed = r.disturbed;
                         say(&format!(
-                            "  {k}: steal {:.1}%, other load {:.1}%, RcvbufErrors {}{}",
+                            "  {}: steal {:.1}%, other load {:.1}%, RcvbufErrors {}{}",
+                            entry.label,
                             r.steal * 100.0,
                             r.other_load * 100.0,
                             r.rcvbuf_errors,
                             if disturbed { ": DISTURBED" } else { "" }
                         ));
                         result.runs.push(r);
-                        if !disturbed {
+                        // Memory and load time are not disturbed by other load enough
+                        // to redo a memory-only run.
+                        if !disturbed || entry.role.memory_only() {
                             break;
                         }
                     }
                     Err(e) => {
-                        say(&format!("  {k}: {e}"));
-                        result.notes.push(format!("{k} run {run}: {e}"));
-                        failed.push(k);
+                        say(&format!("  {}: {e}", entry.label));
+                        result.notes.push(format!("{} run {run}: {e}", entry.label));
+                        failed.push(entry.label.clone());
                         break;
                     }
                 }
@@ -740,6 +1244,11 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
     result.wall_secs = wall.elapsed().as_secs_f64();
     report::write(&cfg.out, &result)?;
     Ok(result)
+}
+
+/// Server names joined by commas.
+fn names(kinds: &[Kind]) -> String {
+    kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
 }
 
 /// The settings recorded in the report.
@@ -767,6 +1276,30 @@ fn settings(cfg: &CompareConfig) -> Vec<(String, String)> {
         ("tester_cpu".into(), cfg.tester_cpu.to_string()),
         ("max_other_load".into(), format!("{}", cfg.max_other_load)),
         ("max_steal".into(), format!("{}", cfg.max_steal)),
+        (
+            "cpu_steps".into(),
+            format!(
+                "{} q/s for {} s per query kind",
+                cfg.cpu_rate,
+                cfg.cpu_step.as_secs_f64()
+            ),
+        ),
+        (
+            "flat_records".into(),
+            cfg.flat_records.map_or("-".into(), |n| {
+                format!("{n} ({})", names(&cfg.flat_servers))
+            }),
+        ),
+        (
+            "memory_records".into(),
+            cfg.memory_records.map_or("-".into(), |n| {
+                format!("{n} ({})", names(&cfg.memory_servers))
+            }),
+        ),
+        (
+            "shared_naptr".into(),
+            cfg.shared_naptr.map_or("-".into(), |k| k.to_string()),
+        ),
     ];
     // Servers that do not ask for larger buffers keep rmem_default (208 KiB on Debian).
     for knob in ["rmem_default", "rmem_max"] {
@@ -800,6 +1333,130 @@ mod tests {
                     Queries per second:   49987.2\n";
         assert_eq!(parse_dnsperf(text), Some((50000, 10, 49987.2)));
         assert_eq!(parse_dnsperf("garbage"), None);
+    }
+
+    #[test]
+    fn lode_load_times_from_its_log() {
+        let log = "2026-11-22T11:27:33Z  INFO zone 0.1.3.1.e164.arpa.: 5000005 records, 5555558 \
+                   names, serial 5, loaded in 13.10 s from /tmp/z\n\
+                   2026-11-22T11:27:33Z  INFO zone a.: 3 records, loaded in 812.5 ms from /tmp/a\n\
+                   2026-11-22T11:27:33Z  INFO resident memory: 7973.5 MiB\n\
+                   x loaded in soon\n";
+        assert_eq!(parse_lode_load_times(log), vec![13.10, 0.8125]);
+        assert!(parse_lode_load_times("").is_empty());
+    }
+
+    #[test]
+    fn counts_and_seed_layouts() {
+        assert_eq!(short_count(20_000_000), "20M");
+        assert_eq!(short_count(500_000), "500k");
+        assert_eq!(short_count(1_500_000), "1500k");
+        assert_eq!(short_count(1234), "1234");
+        assert_eq!(seed_layout(500_000), (10, Some("16461".into())));
+        assert_eq!(seed_layout(20_000_000), (4, Some("131".into())));
+        assert_eq!(seed_layout(5_000_000), (10, None));
+    }
+
+    fn config() -> CompareConfig {
+        CompareConfig {
+            out: PathBuf::from("/nonexistent/out"),
+            work: PathBuf::from("/nonexistent/work"),
+            lode: PathBuf::from("/nonexistent/lode"),
+            servers: vec![Kind::Echo, Kind::Lode, Kind::Knot],
+            records: 500_000,
+            zones: 10,
+            prefix: None,
+            runs: 1,
+            step: Duration::from_secs(1),
+            high: 1000,
+            resolution: 100,
+            timeout: Duration::from_millis(250),
+            clients: Vec::new(),
+            client_step: Duration::from_secs(1),
+            server_workers: 1,
+            tester_threads: 1,
+            ports: 10,
+            server_cpu: 0,
+            tester_cpu: 1,
+            base_port: 15890,
+            load_limit: Duration::from_secs(10),
+            max_other_load: 0.2,
+            max_steal: 0.05,
+            redo: 0,
+            install: false,
+            cpu_rate: 1000,
+            cpu_step: Duration::from_secs(1),
+            flat_records: None,
+            flat_servers: vec![Kind::Lode],
+            memory_records: None,
+            memory_servers: vec![Kind::Lode, Kind::Knot, Kind::Echo],
+            shared_naptr: None,
+            dnsperf: false,
+        }
+    }
+
+    #[test]
+    fn entries_of_a_round() {
+        let mut cfg = config();
+        let labels = |cfg: &CompareConfig| -> Vec<String> {
+            entries(cfg, &cfg.servers)
+                .into_iter()
+                .map(|e| e.label)
+                .collect()
+        };
+        assert_eq!(labels(&cfg), ["echo", "lode", "knot"]);
+        cfg.flat_records = Some(20_000_000);
+        cfg.memory_records = Some(5_000_000);
+        cfg.shared_naptr = Some(100);
+        let e = entries(&cfg, &cfg.servers);
+        let got: Vec<(String, SetRole, u64)> = e
+            .iter()
+            .map(|e| (e.label.clone(), e.role, e.records))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("echo".into(), SetRole::Main, 500_000),
+                ("lode".into(), SetRole::Main, 500_000),
+                ("knot".into(), SetRole::Main, 500_000),
+                ("lode 20M".into(), SetRole::Large, 20_000_000),
+                ("lode 5M".into(), SetRole::Memory, 5_000_000),
+                ("knot 5M".into(), SetRole::Memory, 5_000_000),
+                (
+                    "lode 5M shared-NAPTR 100".into(),
+                    SetRole::Shared,
+                    5_000_000
+                ),
+            ]
+        );
+        cfg.flat_records = Some(5_000_000);
+        assert!(labels(&cfg).contains(&"lode 5M (memory)".to_owned()));
+        assert!(labels(&cfg).contains(&"lode 5M".to_owned()));
+        // Without a memory set, the shared variant has the main set's size.
+        cfg.memory_records = None;
+        cfg.flat_records = None;
+        assert!(labels(&cfg).contains(&"lode 500k shared-NAPTR 100".to_owned()));
+        assert!(!labels(&cfg).iter().any(|l| l == "lode 5M"));
+    }
+
+    #[test]
+    fn expectations_per_query_kind() {
+        assert_eq!(QueryKind::Existing.expect(Kind::Knot), Expect::Answer);
+        assert_eq!(QueryKind::NxDomain.expect(Kind::Lode), Expect::NxDomain);
+        assert_eq!(QueryKind::Outside.expect(Kind::Nsd), Expect::Refused);
+        for q in QueryKind::ALL {
+            assert_eq!(q.expect(Kind::Echo), Expect::NoError);
+        }
+        let f = FixedStep {
+            query: QueryKind::Existing,
+            rate: 1000,
+            sent: 1000,
+            valid: 500,
+            cpu_secs: 0.002,
+            tester_ok: true,
+        };
+        assert!((f.cpu_us_per_answer() - 4.0).abs() < 1e-9);
+        assert!((f.answered() - 0.5).abs() < 1e-9);
     }
 
     #[test]

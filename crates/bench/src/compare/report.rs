@@ -7,7 +7,7 @@ use std::path::Path;
 use plotters::prelude::*;
 use serde_json::{json, Value};
 
-use super::{CompareError, CompareResult, RateOutcome, RunResult};
+use super::{CompareError, CompareResult, QueryKind, RateOutcome, RunResult};
 use crate::stats::median;
 
 /// The TTF used for plot text (Debian `fonts-dejavu-core`).
@@ -42,6 +42,33 @@ pub struct ServerSummary {
     pub clients: Vec<(usize, f64, f64, f64)>,
     /// UDP receive-buffer errors summed over the runs.
     pub rcvbuf_errors: u64,
+    /// The server's short name (`server` is the entry's label).
+    pub software: String,
+    /// The data set's role (`main`, `large`, `memory`, `shared`).
+    pub set: String,
+    /// Records of the data set.
+    pub records: u64,
+    /// Bytes of zone text loaded.
+    pub zone_bytes: u64,
+    /// Per query kind measured at the fixed rate: median CPU µs per answer, lowest
+    /// fraction answered, whether every step kept its schedule.
+    pub fixed: Vec<(QueryKind, f64, f64, bool)>,
+    /// RCODE answered to a name outside every zone (first run that saw one).
+    pub outside_rcode: Option<u16>,
+    /// Lode's own log: the zones' load times summed (median s).
+    pub logged_load_secs: Option<f64>,
+}
+
+impl ServerSummary {
+    /// True when only memory and load time were measured.
+    pub fn memory_only(&self) -> bool {
+        self.set == "memory" || self.set == "shared"
+    }
+
+    /// CPU µs per answer at the fixed rate for `q`, if measured.
+    pub fn fixed_us(&self, q: QueryKind) -> Option<f64> {
+        self.fixed.iter().find(|f| f.0 == q).map(|f| f.1)
+    }
 }
 
 fn med(mut v: Vec<f64>) -> f64 {
@@ -72,11 +99,42 @@ pub fn summarize(r: &CompareResult) -> Vec<ServerSummary> {
                 })
                 .collect();
             let f = |g: &dyn Fn(&RunResult) -> f64| med(runs.iter().map(|x| g(x)).collect());
+            let first = runs.first();
+            let software = first
+                .map(|x| x.software.as_str())
+                .filter(|s| !s.is_empty())
+                .unwrap_or(name)
+                .to_owned();
+            let records = first.map_or(0, |x| x.records);
+            let records = if records == 0 && software != "echo" {
+                r.records
+            } else {
+                records
+            };
             let tiny = r
                 .tiny_memory
                 .iter()
-                .find(|(n, _)| n == name)
+                .find(|(n, _)| *n == software)
                 .map_or(0.0, |(_, m)| m.resident() as f64);
+            let fixed = QueryKind::ALL
+                .into_iter()
+                .filter_map(|q| {
+                    let steps: Vec<_> = runs
+                        .iter()
+                        .flat_map(|x| x.fixed.iter().filter(|f| f.query == q))
+                        .collect();
+                    if steps.is_empty() {
+                        return None;
+                    }
+                    Some((
+                        q,
+                        med(steps.iter().map(|f| f.cpu_us_per_answer()).collect()),
+                        steps.iter().map(|f| f.answered()).fold(1.0, f64::min),
+                        steps.iter().all(|f| f.tester_ok),
+                    ))
+                })
+                .collect();
+            let logged: Vec<f64> = runs.iter().filter_map(|x| x.logged_load_secs).collect();
             let memory = f(&|x| x.memory.resident() as f64);
             let mut counts: Vec<usize> = runs
                 .iter()
@@ -111,14 +169,24 @@ pub fn summarize(r: &CompareResult) -> Vec<ServerSummary> {
                 load_secs: f(&|x| x.load_secs),
                 memory,
                 tiny_memory: tiny,
-                bytes_per_record: if r.records > 0 {
-                    (memory - tiny).max(0.0) / r.records as f64
+                bytes_per_record: if records > 0 && memory > 0.0 {
+                    (memory - tiny).max(0.0) / records as f64
                 } else {
                     0.0
                 },
                 cpu_us_per_answer: f(&|x| x.cpu_us_per_answer()),
                 clients,
                 rcvbuf_errors: runs.iter().map(|x| x.rcvbuf_errors).sum(),
+                software,
+                set: first
+                    .map(|x| x.set.clone())
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "main".into()),
+                records,
+                zone_bytes: first.map_or(0, |x| x.zone_bytes),
+                fixed,
+                outside_rcode: runs.iter().find_map(|x| x.outside_rcode),
+                logged_load_secs: (!logged.is_empty()).then(|| med(logged)),
             }
         })
         .collect()
@@ -203,11 +271,23 @@ pub fn to_json(r: &CompareResult) -> Value {
             "bytes_per_record": s.bytes_per_record,
             "cpu_us_per_answer": s.cpu_us_per_answer,
             "rcvbuf_errors": s.rcvbuf_errors,
+            "software": s.software,
+            "set": s.set,
+            "records": s.records,
+            "zone_bytes": s.zone_bytes,
+            "fixed_rate_cpu": s.fixed.iter().map(|f| json!({
+                "query": f.0.name(), "cpu_us_per_answer": f.1,
+                "lowest_answered": f.2, "tester_ok": f.3,
+            })).collect::<Vec<_>>(),
+            "outside_rcode": s.outside_rcode,
+            "logged_load_secs": s.logged_load_secs,
             "clients": s.clients.iter().map(|c| json!({
                 "clients": c.0, "qps": c.1, "p50_us": c.2, "p99_us": c.3
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "ratios": ratios,
+        "targets": super::targets::json(&summaries),
+        "cpu_steps": {"rate": r.cpu_rate, "secs": r.cpu_step_secs},
         "runs": r.runs.iter().map(|x| json!({
             "server": x.server,
             "run": x.run,
@@ -230,6 +310,17 @@ pub fn to_json(r: &CompareResult) -> Value {
             "other_load": x.other_load,
             "rcvbuf_errors": x.rcvbuf_errors,
             "disturbed": x.disturbed,
+            "software": x.software,
+            "set": x.set,
+            "records": x.records,
+            "zone_bytes": x.zone_bytes,
+            "fixed": x.fixed.iter().map(|f| json!({
+                "query": f.query.name(), "rate": f.rate, "sent": f.sent, "valid": f.valid,
+                "cpu_secs": f.cpu_secs, "cpu_us_per_answer": f.cpu_us_per_answer(),
+                "tester_ok": f.tester_ok,
+            })).collect::<Vec<_>>(),
+            "outside_rcode": x.outside_rcode,
+            "logged_load_secs": x.logged_load_secs,
         })).collect::<Vec<_>>(),
         "notes": r.notes,
     })
@@ -237,6 +328,37 @@ pub fn to_json(r: &CompareResult) -> Value {
 
 fn mib(b: f64) -> String {
     format!("{:.1}", b / (1024.0 * 1024.0))
+}
+
+/// The closed-loop table: one column per client count.
+fn clients_table(m: &mut String, s: &[ServerSummary], counts: &[usize]) {
+    let _ = writeln!(
+        m,
+        "\n## Closed-loop clients (median q/s, p50 / p99 latency µs)\n"
+    );
+    let _ = write!(m, "| server |");
+    for c in counts {
+        let _ = write!(m, " {c} client(s) |");
+    }
+    let _ = write!(m, "\n|---|");
+    for _ in counts {
+        let _ = write!(m, "---|");
+    }
+    let _ = writeln!(m);
+    for x in s.iter().filter(|x| !x.clients.is_empty()) {
+        let _ = write!(m, "| {} |", x.server);
+        for c in counts {
+            match x.clients.iter().find(|y| y.0 == *c) {
+                Some(y) => {
+                    let _ = write!(m, " {:.0} ({:.0} / {:.0}) |", y.1, y.2, y.3);
+                }
+                None => {
+                    let _ = write!(m, " - |");
+                }
+            }
+        }
+        let _ = writeln!(m);
+    }
 }
 
 /// The Markdown report.
@@ -273,6 +395,13 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
                 if e.tester_limited { ", limited by the tester itself" } else { "" }
             );
         }
+        None if s.iter().any(|x| x.software == "echo") => {
+            let _ = writeln!(
+                m,
+                "The echo runs in the rounds like a server: see its rows below (its searches \
+                 go up to twice the servers' upper bound)."
+            );
+        }
         None => {
             let _ = writeln!(m, "Not measured.");
         }
@@ -289,6 +418,7 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
         m,
         "\nA server whose rate is near these figures was measured at the tester's limit, not its own.\n"
     );
+    m.push_str(&super::targets::markdown(r, &s));
     let _ = writeln!(m, "## Results\n");
     let _ = writeln!(
         m,
@@ -296,20 +426,22 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
     );
     let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|");
     for x in &s {
+        let queried = |v: String| if x.memory_only() { "-".into() } else { v };
+        let server = |v: String| if x.software == "echo" { "-".into() } else { v };
         let _ = writeln!(
             m,
-            "| {}{} | {} ({}) | {:.0} | {:.0} | {:.2} | {} | {} | {:.1} | {:.2} | {} |",
+            "| {}{} | {} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
             x.server,
             if x.tester_limited { " †" } else { "" },
             x.runs,
             x.disturbed,
-            x.existing,
-            x.nxdomain,
-            x.load_secs,
-            mib(x.memory),
-            mib(x.tiny_memory),
-            x.bytes_per_record,
-            x.cpu_us_per_answer,
+            queried(format!("{:.0}", x.existing)),
+            queried(format!("{:.0}", x.nxdomain)),
+            server(format!("{:.2}", x.load_secs)),
+            server(mib(x.memory)),
+            server(mib(x.tiny_memory)),
+            server(format!("{:.1}", x.bytes_per_record)),
+            queried(format!("{:.2}", x.cpu_us_per_answer)),
             x.rcvbuf_errors
         );
     }
@@ -338,38 +470,14 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
             ratio(v("lode"), v("nsd"))
         );
     }
-    let _ = writeln!(
-        m,
-        "\n## Closed-loop clients (median q/s, p50 / p99 latency µs)\n"
-    );
     let mut counts: Vec<usize> = s
         .iter()
         .flat_map(|x| x.clients.iter().map(|c| c.0))
         .collect();
     counts.sort_unstable();
     counts.dedup();
-    let _ = write!(m, "| server |");
-    for c in &counts {
-        let _ = write!(m, " {c} client(s) |");
-    }
-    let _ = write!(m, "\n|---|");
-    for _ in &counts {
-        let _ = write!(m, "---|");
-    }
-    let _ = writeln!(m);
-    for x in &s {
-        let _ = write!(m, "| {} |", x.server);
-        for c in &counts {
-            match x.clients.iter().find(|y| y.0 == *c) {
-                Some(y) => {
-                    let _ = write!(m, " {:.0} ({:.0} / {:.0}) |", y.1, y.2, y.3);
-                }
-                None => {
-                    let _ = write!(m, " - |");
-                }
-            }
-        }
-        let _ = writeln!(m);
+    if !counts.is_empty() {
+        clients_table(&mut m, &s, &counts);
     }
     let _ = writeln!(m, "\n## Runs\n");
     let _ = writeln!(m, "| run | server | attempt | existing | non-existing | load s | steal % | other load % | RcvbufErrors | disturbed |");
@@ -461,38 +569,68 @@ fn plot_all(dir: &Path, r: &CompareResult) -> Result<Vec<&'static str>, String> 
     if s.is_empty() {
         return Ok(Vec::new());
     }
-    let names: Vec<String> = s.iter().map(|x| x.server.clone()).collect();
+    let names =
+        |v: &[&ServerSummary]| -> Vec<String> { v.iter().map(|x| x.server.clone()).collect() };
+    let mut drawn = Vec::new();
+    let queried: Vec<&ServerSummary> = s.iter().filter(|x| !x.memory_only()).collect();
     bars(
         &dir.join("rate.png"),
         "Zero-loss rate (q/s)",
-        &names,
+        &names(&queried),
         &[
-            ("existing", s.iter().map(|x| x.existing).collect()),
-            ("non-existing", s.iter().map(|x| x.nxdomain).collect()),
+            ("existing", queried.iter().map(|x| x.existing).collect()),
+            ("non-existing", queried.iter().map(|x| x.nxdomain).collect()),
         ],
     )?;
-    bars(
-        &dir.join("memory.png"),
-        "Memory per record (bytes)",
-        &names,
-        &[(
-            "bytes/record",
-            s.iter().map(|x| x.bytes_per_record).collect(),
-        )],
-    )?;
-    bars(
-        &dir.join("loadtime.png"),
-        "Load time: start to first answer (s)",
-        &names,
-        &[("seconds", s.iter().map(|x| x.load_secs).collect())],
-    )?;
-    clients_plot(&dir.join("clients.png"), &s)?;
-    Ok(vec![
-        "rate.png",
-        "clients.png",
-        "memory.png",
-        "loadtime.png",
-    ])
+    drawn.push("rate.png");
+    let fixed: Vec<&ServerSummary> = s.iter().filter(|x| !x.fixed.is_empty()).collect();
+    if !fixed.is_empty() {
+        let series: Vec<(&str, Vec<f64>)> = QueryKind::ALL
+            .into_iter()
+            .map(|q| {
+                (
+                    q.name(),
+                    fixed.iter().map(|x| x.fixed_us(q).unwrap_or(0.0)).collect(),
+                )
+            })
+            .collect();
+        bars(
+            &dir.join("cpu.png"),
+            "Server CPU per answer at a fixed rate (µs)",
+            &names(&fixed),
+            &series,
+        )?;
+        drawn.push("cpu.png");
+    }
+    let ramped: Vec<ServerSummary> = s
+        .iter()
+        .filter(|x| !x.clients.is_empty())
+        .cloned()
+        .collect();
+    if !ramped.is_empty() {
+        clients_plot(&dir.join("clients.png"), &ramped)?;
+        drawn.push("clients.png");
+    }
+    let servers: Vec<&ServerSummary> = s.iter().filter(|x| x.software != "echo").collect();
+    if !servers.is_empty() {
+        bars(
+            &dir.join("memory.png"),
+            "Memory per record (bytes)",
+            &names(&servers),
+            &[(
+                "bytes/record",
+                servers.iter().map(|x| x.bytes_per_record).collect(),
+            )],
+        )?;
+        bars(
+            &dir.join("loadtime.png"),
+            "Load time: start to first answer (s)",
+            &names(&servers),
+            &[("seconds", servers.iter().map(|x| x.load_secs).collect())],
+        )?;
+        drawn.extend(["memory.png", "loadtime.png"]);
+    }
+    Ok(drawn)
 }
 
 fn err<E: std::fmt::Display>(e: E) -> String {
@@ -644,7 +782,7 @@ mod tests {
     use super::*;
     use crate::clients::ClientStep;
     use crate::compare::sys::Memory;
-    use crate::compare::DnsperfOutcome;
+    use crate::compare::{DnsperfOutcome, FixedStep};
 
     fn run(server: &str, run: usize, attempt: usize, existing: u64, mem: u64) -> RunResult {
         RunResult {
@@ -676,6 +814,14 @@ mod tests {
             test_cpu_secs: 1.0,
             answers: 1_000_000,
             disturbed: attempt == 1 && run == 2,
+            fixed: vec![FixedStep {
+                query: QueryKind::NxDomain,
+                rate: 50_000,
+                sent: 250_000,
+                valid: 250_000 - run as u64,
+                cpu_secs: 1.0 + run as f64,
+                tester_ok: true,
+            }],
             ..RunResult::default()
         }
     }
@@ -732,6 +878,8 @@ mod tests {
             ],
             notes: vec!["bind: skipped".into()],
             wall_secs: 12.0,
+            cpu_rate: 50_000,
+            cpu_step_secs: 5.0,
         }
     }
 
@@ -747,6 +895,11 @@ mod tests {
         assert_eq!(lode.bytes_per_record, (12_000_000.0 - 1_000_000.0) / 1000.0);
         assert_eq!(lode.cpu_us_per_answer, 1.0);
         assert_eq!(lode.clients, vec![(2, 27_500.0, 100.0, 200.0)]);
+        // Runs 1 and 2 (attempt 2): 2 s and 3 s of CPU over ~250k answers.
+        let nx = lode.fixed_us(QueryKind::NxDomain).expect("measured");
+        assert!((nx - 2.5e6 / 249_998.5).abs() < 1e-3, "{nx}");
+        assert_eq!(lode.fixed_us(QueryKind::Existing), None);
+        assert_eq!(lode.fixed[0].2, 249_998.0 / 250_000.0, "lowest answered");
         let nsd = &s[2];
         assert_eq!(nsd.memory, 10_000_000.0, "PSS for a forking server");
         assert_eq!(nsd.tiny_memory, 1_000_000.0);
