@@ -425,7 +425,7 @@ pub struct RunResult {
     pub fixed: Vec<FixedStep>,
     /// RCODE answered to a name outside every zone.
     pub outside_rcode: Option<u16>,
-    /// Lode's own log: the zones' "loaded in" times summed, seconds.
+    /// Lode's own log: its whole load ([`parse_lode_load`]), seconds.
     pub logged_load_secs: Option<f64>,
 }
 
@@ -607,21 +607,32 @@ struct LoadedSet {
     queries: Option<[Arc<QuerySet>; 3]>,
 }
 
-/// Parses the "loaded in 13.10 s" / "loaded in 812.345 ms" times of Lode's log, seconds.
-pub fn parse_lode_load_times(log: &str) -> Vec<f64> {
-    log.lines()
-        .filter_map(|l| {
-            let rest = &l[l.find("loaded in ")? + "loaded in ".len()..];
-            let mut f = rest.split_whitespace();
-            let v: f64 = f.next()?.parse().ok()?;
-            match f.next()? {
-                "s" => Some(v),
-                "ms" => Some(v / 1e3),
-                "µs" | "us" => Some(v / 1e6),
-                _ => None,
-            }
-        })
-        .collect()
+/// The time in `… loaded in 13.10 s …` / `… loaded in 812.345 ms …`, seconds.
+fn loaded_in(line: &str) -> Option<f64> {
+    let rest = &line[line.find("loaded in ")? + "loaded in ".len()..];
+    let mut f = rest.split_whitespace();
+    let v: f64 = f.next()?.parse().ok()?;
+    match f.next()? {
+        "s" => Some(v),
+        "ms" => Some(v / 1e3),
+        "µs" | "us" => Some(v / 1e6),
+        _ => None,
+    }
+}
+
+/// Lode's own figure for loading its zones, from its log: the whole-load line
+/// (`N zone(s) read and built: … loaded in S s …`), else the per-zone times summed
+/// (one loading thread when pinned to one CPU); None if the log has neither.
+pub fn parse_lode_load(log: &str) -> Option<f64> {
+    let whole = log
+        .lines()
+        .rev()
+        .filter(|l| l.contains("read and built"))
+        .find_map(loaded_in);
+    whole.or_else(|| {
+        let zones: Vec<f64> = log.lines().filter_map(loaded_in).collect();
+        (!zones.is_empty()).then(|| zones.iter().sum())
+    })
 }
 
 /// The comparison: state shared by all runs.
@@ -804,12 +815,9 @@ impl Bench<'_> {
             sys::memory(&pids)
         };
         let logged_load_secs = if kind == Kind::Lode {
-            let times = std::fs::read_to_string(&server.log)
-                .map(|t| parse_lode_load_times(&t))
-                .unwrap_or_default();
-            // One loading thread per CPU: pinned to one, the zones load one after
-            // another and the sum is Lode's whole load.
-            (!times.is_empty()).then(|| times.iter().sum())
+            std::fs::read_to_string(&server.log)
+                .ok()
+                .and_then(|t| parse_lode_load(&t))
         } else {
             None
         };
@@ -1337,13 +1345,20 @@ mod tests {
 
     #[test]
     fn lode_load_times_from_its_log() {
-        let log = "2026-11-22T11:27:33Z  INFO zone 0.1.3.1.e164.arpa.: 5000005 records, 5555558 \
-                   names, serial 5, loaded in 13.10 s from /tmp/z\n\
-                   2026-11-22T11:27:33Z  INFO zone a.: 3 records, loaded in 812.5 ms from /tmp/a\n\
-                   2026-11-22T11:27:33Z  INFO resident memory: 7973.5 MiB\n\
-                   x loaded in soon\n";
-        assert_eq!(parse_lode_load_times(log), vec![13.10, 0.8125]);
-        assert!(parse_lode_load_times("").is_empty());
+        let zones = "2026-11-22T11:27:33Z  INFO zone 0.1.3.1.e164.arpa.: 5000005 records, 5555558 \
+                     names, serial 5, loaded in 13.10 s from /tmp/z\n\
+                     2026-11-22T11:27:33Z  INFO zone a.: 3 records, loaded in 812.5 ms from /tmp/a\n\
+                     2026-11-22T11:27:33Z  INFO resident memory: 7973.5 MiB\n\
+                     x loaded in soon\n";
+        let sum = parse_lode_load(zones).expect("per-zone lines");
+        assert!((sum - 13.9125).abs() < 1e-9, "{sum}");
+        let whole = format!(
+            "{zones}2026-11-22T11:27:33Z  INFO 2 zone(s) read and built: 405.0 MB of text, \
+             5000008 records loaded in 12.50 s (32 MB/s) on 1 thread(s)\n"
+        );
+        assert_eq!(parse_lode_load(&whole), Some(12.5));
+        assert_eq!(parse_lode_load("INFO serving 0 zones\n"), None);
+        assert_eq!(loaded_in("loaded in 2 minutes"), None);
     }
 
     #[test]

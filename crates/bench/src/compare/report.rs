@@ -55,7 +55,7 @@ pub struct ServerSummary {
     pub fixed: Vec<(QueryKind, f64, f64, bool)>,
     /// RCODE answered to a name outside every zone (first run that saw one).
     pub outside_rcode: Option<u16>,
-    /// Lode's own log: the zones' load times summed (median s).
+    /// Lode's own log: its whole load (median s).
     pub logged_load_secs: Option<f64>,
 }
 

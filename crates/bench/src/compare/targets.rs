@@ -358,8 +358,8 @@ pub fn markdown(r: &CompareResult, s: &[ServerSummary]) -> String {
     let _ = writeln!(
         m,
         "\n### 6. Start\n\nStart → first valid answer for a name in the last zone (process \
-         start, parsing, building, binding); zone text ÷ that time; Lode's own log: the \
-         slowest zone's \"loaded in\" (zones load in parallel). Parse MB/s on two cores and \
+         start, parsing, building, binding); zone text ÷ that time; Lode's own log: its \
+         \"read and built … loaded in\" line (else its zones' times summed). Parse MB/s on two cores and \
          the snapshot start are measured separately (BENCHMARKING.md).\n"
     );
     let _ = writeln!(
