@@ -12,6 +12,9 @@
 //! Design choices:
 //! - The whole file is read into memory and lexed as bytes; tokens borrow the
 //!   buffer. Per record the only allocations are the owner name and the RDATA box.
+//!   Tokens are scanned eight bytes at a time and know whether they hold a
+//!   backslash, so strings and names without escapes are copied as they are.
+//! - [`ParseCounters`] let another thread show how far a long read has got.
 //! - Errors never stop the reader at the first one: up to 100 are collected, each
 //!   naming `file:line`. No input makes the reader panic.
 //! - TTL of a record without one: `$TTL` (or the `default_ttl` given to
