@@ -70,6 +70,9 @@ impl SigQueue {
         w: &mut MessageWriter<'_>,
         section: Section,
     ) -> Result<(), Full> {
+        if self.len == 0 {
+            return Ok(());
+        }
         let items = self.items;
         let len = self.len;
         self.len = 0;

@@ -29,14 +29,6 @@ fn lowercase(name: NameRef<'_>) -> NameBuf {
     buf
 }
 
-/// True for a node that only holds an NSEC3 RRset (and its signatures).
-fn is_nsec3_only(node: &lode_zonedb::Node<'_>) -> bool {
-    node.rrset(Rtype::NSEC3).is_some()
-        && node
-            .rrsets()
-            .all(|s| matches!(s.rtype(), Rtype::NSEC3 | Rtype::RRSIG))
-}
-
 /// The parent of an NSEC3 node (the apex, for a well-formed chain).
 fn nsec3_parent(zone: &lode_zonedb::Zone, id: NodeId) -> NodeId {
     zone.node(id)
@@ -67,7 +59,7 @@ impl<'z> Responder<'z, '_> {
     fn classify(&mut self, name: NameRef<'_>) -> Step {
         let zone = self.zone;
         let above = |s: NodeId| {
-            if zone.node(s).is_delegation() {
+            if zone.info(s).0.contains(NodeFlags::DELEGATION) {
                 Step::Cut(s)
             } else {
                 Step::Dname(s)
@@ -75,49 +67,65 @@ impl<'z> Responder<'z, '_> {
         };
         // Knot keeps NSEC3 records in a tree of their own: their owners are
         // not names of the zone. Seen from them, the parent encloses.
+        let nsec3_only = |id| zone.info(id).0.contains(NodeFlags::NSEC3_ONLY);
         let lookup = match zone.lookup(name) {
-            Lookup::Found(id) if is_nsec3_only(&zone.node(id)) => Lookup::NotFound {
-                closest_encloser: nsec3_parent(zone, id),
-                predecessor: id,
-            },
+            Lookup::Found(id) => {
+                let (flags, shadow) = zone.info(id);
+                if flags.contains(NodeFlags::NSEC3_ONLY) {
+                    Lookup::NotFound {
+                        closest_encloser: nsec3_parent(zone, id),
+                        predecessor: id,
+                    }
+                } else {
+                    if let Some(s) = shadow {
+                        return above(s);
+                    }
+                    if flags.contains(NodeFlags::DELEGATION) && self.question.qtype != Rtype::DS {
+                        return Step::Cut(id);
+                    }
+                    return Step::Node {
+                        id,
+                        synthesized: false,
+                    };
+                }
+            }
             Lookup::NotFound {
                 closest_encloser,
                 predecessor,
-            } if is_nsec3_only(&zone.node(closest_encloser)) => Lookup::NotFound {
+            } if nsec3_only(closest_encloser) => Lookup::NotFound {
                 closest_encloser: nsec3_parent(zone, closest_encloser),
                 predecessor,
             },
             other => other,
         };
         match lookup {
-            Lookup::Found(id) => {
-                if let Some(s) = zone.shadow(id) {
-                    return above(s);
-                }
-                if zone.node(id).is_delegation() && self.question.qtype != Rtype::DS {
-                    return Step::Cut(id);
-                }
-                Step::Node {
-                    id,
-                    synthesized: false,
-                }
-            }
+            Lookup::Found(id) => Step::Node {
+                id,
+                synthesized: false,
+            },
             Lookup::NotFound {
                 closest_encloser: ce,
                 predecessor,
             } => {
-                if let Some(s) = zone.shadow(ce) {
+                let (flags, shadow) = zone.info(ce);
+                if let Some(s) = shadow {
                     return above(s);
                 }
-                let n = zone.node(ce);
-                if n.is_delegation() {
+                if flags.contains(NodeFlags::DELEGATION) {
                     return Step::Cut(ce);
                 }
-                if n.flags().contains(NodeFlags::DNAME) {
+                if flags.contains(NodeFlags::DNAME) {
                     return Step::Dname(ce);
+                }
+                if !flags.contains(NodeFlags::WILDCARD_CHILD) {
+                    return Step::Missing {
+                        closest_encloser: ce,
+                        predecessor,
+                    };
                 }
                 match zone.wildcard_child(ce) {
                     Some(w) => {
+                        let n = zone.node(ce);
                         self.note_wildcard(predecessor, name, n.owner().label_count());
                         Step::Node {
                             id: w,

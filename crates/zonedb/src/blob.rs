@@ -25,7 +25,7 @@ const HAS_SHADOW: u8 = 0x20;
 /// Flag bit: the owner name follows.
 const HAS_OWNER: u8 = 0x40;
 /// The bits that are [`NodeFlags`].
-const NODE_FLAGS: u8 = 0x07;
+const NODE_FLAGS: u8 = 0x0F;
 
 /// Appends `v` as a LEB128 varint.
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -117,6 +117,18 @@ pub(crate) struct Head<'a> {
     pub owner: Option<NameRef<'a>>,
     /// The RRsets part.
     pub rrsets: &'a [u8],
+}
+
+/// Flags and shadow distance from the first bytes of a blob.
+#[inline]
+pub(crate) fn flags_and_shadow(prefix: &[u8]) -> Option<(NodeFlags, u32)> {
+    let f = *prefix.first()?;
+    let mut shadow = 0;
+    if f & HAS_SHADOW != 0 {
+        let mut pos = 1;
+        shadow = u32::try_from(get_varint(prefix, &mut pos)?).ok()?;
+    }
+    Some((NodeFlags(f & NODE_FLAGS), shadow))
 }
 
 /// Parses the head of a blob; `None` if malformed.

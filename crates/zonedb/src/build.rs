@@ -346,6 +346,14 @@ impl ZoneBuilder {
                 }
                 node.flags.insert(NodeFlags::DNAME);
             }
+            if node.rrset(Rtype::NSEC3).is_some()
+                && node
+                    .rrsets
+                    .iter()
+                    .all(|s| matches!(s.rtype, Rtype::NSEC3 | Rtype::RRSIG))
+            {
+                node.flags.insert(NodeFlags::NSEC3_ONLY);
+            }
             if !is_apex && node.rrset(Rtype::NS).is_some() {
                 node.flags.insert(NodeFlags::DELEGATION);
             }

@@ -44,7 +44,9 @@ pub use zoneset::ZoneSet;
 use lode_wire::name::KeyBuf;
 use lode_wire::{Class, Name, NameBuf, NameRef, Rtype};
 
-use store::{BlobRef, KeyCursor, Search, Store};
+use std::cell::OnceCell;
+
+use store::{BlobRef, EntryKey, Search, Store};
 
 /// Flags precomputed per node.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,6 +59,8 @@ impl NodeFlags {
     pub const DNAME: NodeFlags = NodeFlags(2);
     /// A child named `*` exists.
     pub const WILDCARD_CHILD: NodeFlags = NodeFlags(4);
+    /// The node holds an NSEC3 RRset and nothing else but signatures.
+    pub const NSEC3_ONLY: NodeFlags = NodeFlags(8);
 
     /// True if every flag in `other` is set.
     pub fn contains(self, other: NodeFlags) -> bool {
@@ -71,7 +75,11 @@ impl NodeFlags {
 /// view decoded from the store.
 pub struct Node<'z> {
     id: NodeId,
-    owner: NameBuf,
+    /// The key relative to the origin, and the origin.
+    key: EntryKey<'z>,
+    origin: NameRef<'z>,
+    /// The owner spelled from the key, made on first use.
+    owner: OnceCell<NameBuf>,
     blob: BlobRef<'z>,
 }
 
@@ -90,7 +98,23 @@ impl Node<'_> {
     }
     /// The owner name as first written in the zone.
     pub fn owner(&self) -> NameRef<'_> {
-        self.head().owner.unwrap_or(self.owner.as_ref())
+        if let Some(o) = self.head().owner {
+            return o;
+        }
+        self.owner
+            .get_or_init(|| {
+                let mut key = [0u8; lode_wire::name::MAX_KEY_LEN];
+                let mut owner = NameBuf::new();
+                let ok = self
+                    .key
+                    .write(&mut key)
+                    .is_some_and(|n| owner.set_from_key(&key[..n], self.origin).is_ok());
+                if !ok {
+                    owner.set(self.origin);
+                }
+                owner
+            })
+            .as_ref()
     }
     /// The RRset of type `rtype`, if present.
     pub fn rrset(&self, rtype: Rtype) -> Option<RRset<'_>> {
@@ -186,9 +210,8 @@ impl Zone {
     /// An RRset of the apex, borrowed from the zone (the apex is the first
     /// entry of its block, so it is always stored whole).
     pub fn apex_rrset(&self, rtype: Rtype) -> Option<RRset<'_>> {
-        let mut cur = KeyCursor::new();
-        let sets = match self.store.entry(0, &mut cur) {
-            Some(BlobRef::Stored(b)) => blob::head(b).map_or(&[][..], |h| h.rrsets),
+        let sets = match self.store.entry(0) {
+            Some((_, BlobRef::Stored(b))) => blob::head(b).map_or(&[][..], |h| h.rrsets),
             _ => &[],
         };
         RRsets::new(sets).find(|s| s.rtype() == rtype)
@@ -221,28 +244,16 @@ impl Zone {
     /// The node with this id (an empty node if the id is out of range).
     #[inline]
     pub fn node(&self, id: NodeId) -> Node<'_> {
-        let mut cur = KeyCursor::new();
-        let mut owner = NameBuf::new();
-        match self.store.entry(id.0, &mut cur) {
-            Some(blob) => {
-                let has_owner = blob::head(blob.bytes()).is_some_and(|h| h.owner.is_some());
-                if !has_owner
-                    && owner
-                        .set_from_key(cur.as_slice(), self.origin.as_ref())
-                        .is_err()
-                {
-                    owner.set(self.origin.as_ref());
-                }
-                Node { id, owner, blob }
-            }
-            None => {
-                owner.set(self.origin.as_ref());
-                Node {
-                    id,
-                    owner,
-                    blob: BlobRef::Stored(&[]),
-                }
-            }
+        let (key, blob) = self
+            .store
+            .entry(id.0)
+            .unwrap_or((EntryKey::default(), BlobRef::Stored(&[])));
+        Node {
+            id,
+            key,
+            origin: self.origin.as_ref(),
+            owner: OnceCell::new(),
+            blob,
         }
     }
     /// The apex's id.
@@ -252,7 +263,20 @@ impl Zone {
     /// The topmost strict ancestor of `id` that is a zone cut or a DNAME owner:
     /// when present, the node is occluded (RFC 2181 §6, RFC 6672 §2.4).
     pub fn shadow(&self, id: NodeId) -> Option<NodeId> {
-        self.node(id).shadow()
+        self.info(id).1
+    }
+
+    /// A node's flags and shadow (see [`Zone::shadow`]), read without
+    /// decoding the node.
+    #[inline]
+    pub fn info(&self, id: NodeId) -> (NodeFlags, Option<NodeId>) {
+        let Some((prefix, n)) = self.store.blob_prefix(id.0) else {
+            return (NodeFlags::default(), None);
+        };
+        match blob::flags_and_shadow(&prefix[..n]) {
+            Some((f, d)) => (f, (d != 0).then(|| NodeId(id.0.saturating_sub(d)))),
+            None => (NodeFlags::default(), None),
+        }
     }
 
     /// The key relative to the origin, if `key` is at or below it.
@@ -313,18 +337,17 @@ impl Zone {
 
     /// The `*` child of `parent`, if it exists.
     pub fn wildcard_child(&self, parent: NodeId) -> Option<NodeId> {
-        let mut cur = KeyCursor::new();
-        let blob = self.store.entry(parent.0, &mut cur)?;
+        let (key, blob) = self.store.entry(parent.0)?;
         if !blob::head(blob.bytes())?
             .flags
             .contains(NodeFlags::WILDCARD_CHILD)
         {
             return None;
         }
-        let n = cur.len;
-        let k = cur.buf.get_mut(n..n + 2)?;
-        k.copy_from_slice(b"*\0");
-        match self.store.search(&cur.buf[..n + 2]) {
+        let mut buf = [0u8; lode_wire::name::MAX_KEY_LEN + 2];
+        let n = key.write(&mut buf)?;
+        buf[n..n + 2].copy_from_slice(b"*\0");
+        match self.store.search(&buf[..n + 2]) {
             Search::Found(id) => Some(NodeId(id)),
             Search::Missing { .. } => None,
         }

@@ -4,9 +4,11 @@
 //! ```text
 //!  heads: [u128; blocks]   first 16 bytes of each block's first key, zero padded
 //!  offs:  [u64; blocks]    where each block starts in `data`
-//!  data:  block*           block = entry{1..=BLOCK}
+//!  data:  block*           block = at:[u16; n] entry{n}   (n = BLOCK, fewer in the last)
+//!         at[i]            offset of entry i from the end of `at`
 //!         entry 0          klen:varint key  value
-//!         entry i > 0      shared:varint slen:varint suffix  value
+//!         entry i > 0      p:varint slen:varint suffix  value
+//!                          key = key0[..p] ++ suffix
 //!         value            REF:  varint (offset << 1)          → blob in `raw`
 //!                          DIFF: varint (p << 1 | 1) s:varint m:varint middle
 //!                                blob = base[..p] ++ middle ++ base[len-s..]
@@ -16,11 +18,13 @@
 //! ```
 //!
 //! Keys are relative to the zone's origin key (the apex's is empty) and each
-//! is front-coded against the previous key of its block. A lookup binary
+//! is front-coded against its block's first key, so any entry decodes in
+//! constant time (node ids are `block * BLOCK + position`). A lookup binary
 //! searches `heads` (a dense array, one compare per probe; ties on the first
-//! 16 bytes fall back to full keys), then scans one block keeping the common
-//! prefix with the sought key, so most entries are skipped on one byte
-//! compare. Node ids are `block * BLOCK + position`.
+//! 16 bytes fall back to whole first keys), then binary searches the block:
+//! with `m` the common prefix of the sought key and the block's first key,
+//! an entry sharing `p < m` bytes with the first key sorts after the sought
+//! key, `p > m` before it, and only `p == m` compares its suffix.
 //!
 //! Zero padding keeps the order: after a key's final 0 comes either nothing
 //! or the first byte of another label, which is never 0 (a 0 inside a label
@@ -37,21 +41,25 @@ pub(crate) const BLOCK: usize = 32;
 /// Largest blob stored as a difference (decoded into a buffer of this size).
 pub(crate) const INLINE: usize = 384;
 
-/// A key being rebuilt while walking a block.
-pub(crate) struct KeyCursor {
-    pub buf: [u8; MAX_KEY_LEN],
-    pub len: usize,
+/// An entry's key as stored: a prefix of its block's first key and a suffix.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct EntryKey<'a> {
+    pub prefix: &'a [u8],
+    pub suffix: &'a [u8],
 }
 
-impl KeyCursor {
-    pub fn new() -> Self {
-        KeyCursor {
-            buf: [0; MAX_KEY_LEN],
-            len: 0,
-        }
+impl EntryKey<'_> {
+    pub fn len(&self) -> usize {
+        self.prefix.len() + self.suffix.len()
     }
-    pub fn as_slice(&self) -> &[u8] {
-        &self.buf[..self.len]
+    /// Copies the whole key into `out`; `None` if it does not fit.
+    pub fn write(&self, out: &mut [u8]) -> Option<usize> {
+        let n = self.len();
+        out.get_mut(..self.prefix.len())?
+            .copy_from_slice(self.prefix);
+        out.get_mut(self.prefix.len()..n)?
+            .copy_from_slice(self.suffix);
+        Some(n)
     }
 }
 
@@ -135,23 +143,62 @@ fn read_value<'a>(data: &'a [u8], pos: &mut usize) -> Option<Value<'a>> {
     Some(Value::Diff { p, s, middle })
 }
 
+/// A block's parts.
+struct Block<'a> {
+    /// Entry offsets, two bytes each.
+    at: &'a [u8],
+    /// The entries.
+    body: &'a [u8],
+    key0: &'a [u8],
+    /// Offset of entry 0's value in `body`.
+    value0: usize,
+}
+
+impl<'a> Block<'a> {
+    /// Start of entry `i` in `body`.
+    #[inline]
+    fn start(&self, i: usize) -> Option<usize> {
+        let b = self.at.get(2 * i..2 * i + 2)?;
+        Some(usize::from(u16::from_le_bytes([b[0], b[1]])))
+    }
+    /// Key parts of entry `i > 0` and the offset of its value.
+    #[inline]
+    fn key(&self, i: usize) -> Option<(usize, &'a [u8], usize)> {
+        let mut pos = self.start(i)?;
+        let (p, suffix) = read_suffix(self.body, &mut pos)?;
+        if p > self.key0.len() {
+            return None;
+        }
+        Some((p, suffix, pos))
+    }
+}
+
 impl Store {
     /// Number of entries in block `b`.
     fn block_len(&self, b: usize) -> usize {
         (self.len as usize - b * BLOCK).min(BLOCK)
     }
 
-    fn block_start(&self, b: usize) -> Option<usize> {
-        usize::try_from(*self.offs.get(b)?).ok()
+    #[inline]
+    fn block(&self, b: usize) -> Option<Block<'_>> {
+        let start = usize::try_from(*self.offs.get(b)?).ok()?;
+        let n = self.block_len(b);
+        let at = self.data.get(start..start + 2 * n)?;
+        let body = self.data.get(start + 2 * n..)?;
+        let mut pos = 0;
+        let len = usize::try_from(get_varint(body, &mut pos)?).ok()?;
+        let key0 = body.get(pos..pos.checked_add(len)?)?;
+        Some(Block {
+            at,
+            body,
+            key0,
+            value0: pos + len,
+        })
     }
 
     /// The first key of block `b`.
     fn base_key(&self, b: usize) -> &[u8] {
-        let Some(mut pos) = self.block_start(b) else {
-            return &[];
-        };
-        let len = get_varint(&self.data, &mut pos).unwrap_or(0) as usize;
-        self.data.get(pos..pos + len).unwrap_or(&[])
+        self.block(b).map_or(&[], |bl| bl.key0)
     }
 
     /// The block whose first key is the greatest one <= `key`.
@@ -163,7 +210,7 @@ impl Store {
         if ties == 0 {
             return lo.saturating_sub(1);
         }
-        // Several blocks start with these 16 bytes: compare whole first keys.
+        // Several blocks may start with these 16 bytes: compare whole first keys.
         let (mut a, mut z) = (lo, lo + ties);
         while a < z {
             let mid = a + (z - a) / 2;
@@ -180,89 +227,93 @@ impl Store {
     #[inline]
     pub fn search(&self, key: &[u8]) -> Search {
         let b = self.block_for(key);
-        let mut cur = KeyCursor::new();
-        let n = self.block_len(b);
-        let Some(mut pos) = self.block_start(b) else {
+        let Some(bl) = self.block(b) else {
             return Search::Missing { pred: 0, common: 0 };
         };
-        let data = &self.data[..];
-        let first = b as u32 * BLOCK as u32;
-        // Entry 0.
-        if read_key0(data, &mut pos, &mut cur).is_none() || read_value(data, &mut pos).is_none() {
-            return Search::Missing { pred: 0, common: 0 };
-        }
-        let mut m = lcp(cur.as_slice(), key);
-        if m == cur.len && m == key.len() {
+        let first = (b * BLOCK) as u32;
+        let m = lcp(bl.key0, key);
+        if m == bl.key0.len() && m == key.len() {
             return Search::Found(first);
         }
-        // cur < key here (block_for chose the block so).
-        let mut i = 1;
-        while i < n {
-            let Some((p, suffix)) = read_suffix(data, &mut pos) else {
-                break;
-            };
-            if p > cur.len || p + suffix.len() > MAX_KEY_LEN {
-                break;
-            }
-            cur.buf[p..p + suffix.len()].copy_from_slice(suffix);
-            cur.len = p + suffix.len();
-            if p < m {
-                // This key differs from the previous one where the previous
-                // one agreed with `key`, upwards: it sorts after `key`.
-                return missing(first + i as u32 - 1, key, m);
-            }
-            if p == m {
-                let m2 = m + lcp(suffix, &key[m..]);
-                if m2 == cur.len && m2 == key.len() {
-                    return Search::Found(first + i as u32);
-                }
-                let greater = if m2 == key.len() {
-                    true
-                } else if m2 == cur.len {
-                    false
-                } else {
-                    cur.buf[m2] > key[m2]
+        // Entries 1..n: find the first one above `key` (block_for chose the
+        // block so that its first key is below `key`).
+        let n = self.block_len(b);
+        let (mut lo, mut hi) = (1, n);
+        // Common prefix of `key` and the predecessor found so far.
+        let mut pred_common = m;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let Some((p, suffix, _)) = bl.key(mid) else {
+                return Search::Missing {
+                    pred: first,
+                    common: 0,
                 };
-                if greater {
-                    return missing(first + i as u32 - 1, key, m);
+            };
+            let below = if p > m {
+                true
+            } else if p < m {
+                false
+            } else {
+                let c = m + lcp(suffix, &key[m..]);
+                let klen = p + suffix.len();
+                if c == klen && c == key.len() {
+                    return Search::Found(first + mid as u32);
                 }
-                m = m2;
+                c < key.len() && (c == klen || suffix[c - p] < key[c])
+            };
+            if below {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
-            // p > m: shares the previous key's smaller byte at m.
-            if read_value(data, &mut pos).is_none() {
-                break;
-            }
-            i += 1;
         }
-        missing(first + i as u32 - 1, key, m)
+        let pred = lo - 1;
+        if pred > 0 {
+            if let Some((p, suffix, _)) = bl.key(pred) {
+                pred_common = if p <= m {
+                    p + lcp(suffix, &key[p..])
+                } else {
+                    m
+                };
+            }
+        }
+        missing(first + pred as u32, key, pred_common)
+    }
+
+    /// The key, value and block base offset of entry `id`.
+    #[inline]
+    fn parts(&self, id: u32) -> Option<(EntryKey<'_>, Value<'_>, u64)> {
+        if id >= self.len {
+            return None;
+        }
+        let b = id as usize / BLOCK;
+        let at = id as usize % BLOCK;
+        let bl = self.block(b)?;
+        let mut pos = bl.value0;
+        let Value::Ref(base_off) = read_value(bl.body, &mut pos)? else {
+            return None;
+        };
+        if at == 0 {
+            let k = EntryKey {
+                prefix: bl.key0,
+                suffix: &[],
+            };
+            return Some((k, Value::Ref(base_off), base_off));
+        }
+        let (p, suffix, mut pos) = bl.key(at)?;
+        let k = EntryKey {
+            prefix: &bl.key0[..p],
+            suffix,
+        };
+        Some((k, read_value(bl.body, &mut pos)?, base_off))
     }
 
     /// The key and blob of entry `id`.
     #[inline]
-    pub fn entry(&self, id: u32, cur: &mut KeyCursor) -> Option<BlobRef<'_>> {
-        let b = id as usize / BLOCK;
-        let at = id as usize % BLOCK;
-        if id >= self.len {
-            return None;
-        }
-        let data = &self.data[..];
-        let mut pos = self.block_start(b)?;
-        read_key0(data, &mut pos, cur)?;
-        let Value::Ref(base_off) = read_value(data, &mut pos)? else {
-            return None;
-        };
-        let mut value = Value::Ref(base_off);
-        for _ in 0..at {
-            let (p, suffix) = read_suffix(data, &mut pos)?;
-            if p > cur.len || p + suffix.len() > MAX_KEY_LEN {
-                return None;
-            }
-            cur.buf[p..p + suffix.len()].copy_from_slice(suffix);
-            cur.len = p + suffix.len();
-            value = read_value(data, &mut pos)?;
-        }
-        match value {
-            Value::Ref(off) => stored(&self.raw, off).map(BlobRef::Stored),
+    pub fn entry(&self, id: u32) -> Option<(EntryKey<'_>, BlobRef<'_>)> {
+        let (key, value, base_off) = self.parts(id)?;
+        let blob = match value {
+            Value::Ref(off) => BlobRef::Stored(stored(&self.raw, off)?),
             Value::Diff { p, s, middle } => {
                 let base = stored(&self.raw, base_off)?;
                 let len = p.checked_add(s)?.checked_add(middle.len())?;
@@ -273,7 +324,42 @@ impl Store {
                 buf[..p].copy_from_slice(&base[..p]);
                 buf[p..p + middle.len()].copy_from_slice(middle);
                 buf[p + middle.len()..len].copy_from_slice(&base[base.len() - s..]);
-                Some(BlobRef::Inline(buf, len as u16))
+                BlobRef::Inline(buf, len as u16)
+            }
+        };
+        Some((key, blob))
+    }
+
+    /// The first (up to) 8 bytes of entry `id`'s blob, without rebuilding it.
+    #[inline]
+    pub fn blob_prefix(&self, id: u32) -> Option<([u8; 8], usize)> {
+        let (_, value, base_off) = self.parts(id)?;
+        let mut out = [0u8; 8];
+        match value {
+            Value::Ref(off) => {
+                let b = stored(&self.raw, off)?;
+                let n = b.len().min(8);
+                out[..n].copy_from_slice(&b[..n]);
+                Some((out, n))
+            }
+            Value::Diff { p, s, middle } => {
+                let base = stored(&self.raw, base_off)?;
+                let m = middle.len();
+                let len = p.checked_add(s)?.checked_add(m)?;
+                if p + s > base.len() {
+                    return None;
+                }
+                let n = len.min(8);
+                for (i, o) in out[..n].iter_mut().enumerate() {
+                    *o = if i < p {
+                        base[i]
+                    } else if i < p + m {
+                        middle[i - p]
+                    } else {
+                        base[base.len() - s + (i - p - m)]
+                    };
+                }
+                Some((out, n))
             }
         }
     }
@@ -298,8 +384,9 @@ impl Store {
                 self.offs.len()
             ));
         }
-        let mut prev = KeyCursor::new();
-        let mut cur = KeyCursor::new();
+        let mut prev = [0u8; MAX_KEY_LEN];
+        let mut prev_len = 0;
+        let mut cur = [0u8; MAX_KEY_LEN];
         for id in 0..self.len {
             if id as usize & (BLOCK - 1) == 0 {
                 let b = id as usize / BLOCK;
@@ -307,20 +394,23 @@ impl Store {
                     return Err(format!("block {b}: head does not match its first key"));
                 }
             }
-            let blob = self
-                .entry(id, &mut cur)
+            let (key, blob) = self
+                .entry(id)
                 .ok_or_else(|| format!("entry {id} does not decode"))?;
             if !blob_ok(blob.bytes()) {
                 return Err(format!("entry {id}: malformed node data"));
             }
-            if id > 0 && prev.as_slice() >= cur.as_slice() {
+            let len = key
+                .write(&mut cur)
+                .ok_or_else(|| format!("entry {id}: key too long"))?;
+            if id > 0 && prev[..prev_len] >= cur[..len] {
                 return Err(format!("entry {id}: keys out of order"));
             }
-            if id == 0 && cur.len != 0 {
+            if id == 0 && len != 0 {
                 return Err("the first entry is not the apex".into());
             }
-            prev.buf[..cur.len].copy_from_slice(cur.as_slice());
-            prev.len = cur.len;
+            prev[..len].copy_from_slice(&cur[..len]);
+            prev_len = len;
         }
         Ok(())
     }
@@ -330,18 +420,6 @@ fn missing(pred: u32, key: &[u8], m: usize) -> Search {
     // Whole labels in common: up to and including the last 0 within key[..m].
     let common = key[..m].iter().rposition(|&b| b == 0).map_or(0, |i| i + 1);
     Search::Missing { pred, common }
-}
-
-fn read_key0(data: &[u8], pos: &mut usize, cur: &mut KeyCursor) -> Option<()> {
-    let len = usize::try_from(get_varint(data, pos)?).ok()?;
-    let k = data.get(*pos..pos.checked_add(len)?)?;
-    if len > MAX_KEY_LEN {
-        return None;
-    }
-    cur.buf[..len].copy_from_slice(k);
-    cur.len = len;
-    *pos += len;
-    Some(())
 }
 
 #[inline]
@@ -358,9 +436,13 @@ pub(crate) struct StoreBuilder {
     store: Store,
     /// Fingerprints of blobs seen more than once → their offset in `raw` once stored.
     shared: HashMap<u64, Option<u64>>,
-    prev_key: Vec<u8>,
+    /// The current block's first key and first blob.
+    key0: Vec<u8>,
     base_off: u64,
     base: Vec<u8>,
+    /// The current block: entry offsets and entries.
+    at: Vec<u8>,
+    body: Vec<u8>,
 }
 
 /// A fast non-cryptographic fingerprint of a blob (for deduplication; equal
@@ -387,9 +469,11 @@ impl StoreBuilder {
         StoreBuilder {
             store: Store::default(),
             shared: repeated.into_iter().map(|f| (f, None)).collect(),
-            prev_key: Vec::new(),
+            key0: Vec::new(),
             base_off: 0,
             base: Vec::new(),
+            at: Vec::new(),
+            body: Vec::new(),
         }
     }
 
@@ -416,28 +500,43 @@ impl StoreBuilder {
         }
     }
 
+    /// Writes the current block to `data`.
+    fn flush_block(&mut self) {
+        self.store.data.extend_from_slice(&self.at);
+        self.store.data.extend_from_slice(&self.body);
+        self.at.clear();
+        self.body.clear();
+    }
+
     /// Appends the next entry; keys must ascend.
     pub fn push(&mut self, key: &[u8], blob: &[u8]) {
         let at = self.store.len as usize % BLOCK;
         if at == 0 {
+            self.flush_block();
             self.store.heads.push(head_of(key));
             self.store.offs.push(self.store.data.len() as u64);
-            put_varint(&mut self.store.data, key.len() as u64);
-            self.store.data.extend_from_slice(key);
+            self.at.extend_from_slice(&0u16.to_le_bytes());
+            put_varint(&mut self.body, key.len() as u64);
+            self.body.extend_from_slice(key);
             let off = match self.shared_off(blob) {
                 Some(off) => off,
                 None => self.put_raw(blob),
             };
-            put_varint(&mut self.store.data, off << 1);
+            put_varint(&mut self.body, off << 1);
             self.base_off = off;
             self.base.clear();
             self.base.extend_from_slice(blob);
+            self.key0.clear();
+            self.key0.extend_from_slice(key);
         } else {
-            let p = lcp(&self.prev_key, key);
-            let data = &mut self.store.data;
-            put_varint(data, p as u64);
-            put_varint(data, (key.len() - p) as u64);
-            data.extend_from_slice(&key[p..]);
+            // A block holds at most BLOCK entries of at most ~1 KiB (key up to
+            // 510 octets, a difference up to INLINE): offsets fit in u16.
+            self.at
+                .extend_from_slice(&(self.body.len() as u16).to_le_bytes());
+            let p = lcp(&self.key0, key);
+            put_varint(&mut self.body, p as u64);
+            put_varint(&mut self.body, (key.len() - p) as u64);
+            self.body.extend_from_slice(&key[p..]);
             // The smaller of a reference to a shared blob and a difference to the base.
             let shared = self.shared_off(blob);
             let diff = (blob.len() <= INLINE).then(|| {
@@ -455,32 +554,30 @@ impl StoreBuilder {
                     + m;
                 (p, s, cost)
             });
-            let data = &mut self.store.data;
             match (shared, diff) {
                 (Some(off), Some((_, _, cost))) if varint_len(off << 1) <= cost => {
-                    put_varint(data, off << 1)
+                    put_varint(&mut self.body, off << 1)
                 }
-                (Some(off), None) => put_varint(data, off << 1),
+                (Some(off), None) => put_varint(&mut self.body, off << 1),
                 (_, Some((p, s, _))) => {
                     let m = blob.len() - p - s;
-                    put_varint(data, (p as u64) << 1 | 1);
-                    put_varint(data, s as u64);
-                    put_varint(data, m as u64);
-                    data.extend_from_slice(&blob[p..p + m]);
+                    put_varint(&mut self.body, (p as u64) << 1 | 1);
+                    put_varint(&mut self.body, s as u64);
+                    put_varint(&mut self.body, m as u64);
+                    self.body.extend_from_slice(&blob[p..p + m]);
                 }
                 (None, None) => {
                     let off = self.put_raw(blob);
-                    put_varint(&mut self.store.data, off << 1);
+                    put_varint(&mut self.body, off << 1);
                 }
             }
         }
-        self.prev_key.clear();
-        self.prev_key.extend_from_slice(key);
         self.store.len += 1;
     }
 
     /// The finished store, its buffers trimmed to size.
     pub fn finish(mut self) -> Store {
+        self.flush_block();
         let s = &mut self.store;
         s.heads.shrink_to_fit();
         s.offs.shrink_to_fit();
