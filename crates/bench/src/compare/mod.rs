@@ -1248,6 +1248,15 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
                 }
             }
         }
+        // The report so far: a comparison stopped later keeps its finished rounds.
+        if run < cfg.runs {
+            result.wall_secs = wall.elapsed().as_secs_f64();
+            let mut partial = result.clone();
+            partial
+                .notes
+                .push(format!("partial report: {run} of {} rounds", cfg.runs));
+            report::write(&cfg.out, &partial)?;
+        }
     }
     result.wall_secs = wall.elapsed().as_secs_f64();
     report::write(&cfg.out, &result)?;

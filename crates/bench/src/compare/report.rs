@@ -651,7 +651,8 @@ fn bars(
         .flat_map(|(_, v)| v.iter().copied())
         .fold(0.0, f64::max)
         .max(1e-9)
-        * 1.15;
+        // Room above the bars for the legend.
+        * if series.len() > 1 { 1.45 } else { 1.15 };
     let n = names.len();
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 24))
@@ -707,6 +708,7 @@ fn bars(
     if series.len() > 1 {
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .label_font(("sans-serif", 15))
