@@ -135,6 +135,11 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// A lexer at the start of `buf`, which is line `line` of its file.
+    pub(crate) fn starting_at(buf: &'a [u8], line: u32) -> Self {
+        Lexer { buf, pos: 0, line }
+    }
+
     /// How many bytes of the buffer have been consumed.
     pub(crate) fn offset(&self) -> usize {
         self.pos

@@ -39,6 +39,7 @@
 
 mod generate;
 mod lexer;
+mod parallel;
 mod rdata_text;
 mod svcb;
 mod text;
@@ -116,6 +117,12 @@ impl ParseCounters {
         self.records.load(Ordering::Relaxed)
     }
 
+    /// Takes back bytes and records added by a read that is done again.
+    fn sub(&self, bytes: u64, records: u64) {
+        self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+        self.records.fetch_sub(records, Ordering::Relaxed);
+    }
+
     /// Adds consumed bytes and records read.
     fn add(&self, bytes: u64, records: u64) {
         if bytes > 0 {
@@ -149,6 +156,29 @@ pub fn parse_file_counted(
     let mut r = zone::Reader::new(default_ttl, Some(counters));
     r.read_file(path, origin.clone(), None);
     r.finish()
+}
+
+/// As [`parse_file`] (advancing `counters` if given, see [`ParseCounters`]),
+/// on up to `threads` threads for a large file: parts of at least 4 MiB are
+/// read in parallel when that provably gives the one-piece result (no
+/// directive after the first 64 KiB, a default TTL known, no error); else,
+/// and always when there is an error, the file is read in one piece. Records,
+/// positions and errors are those of [`parse_file`].
+pub fn parse_file_parallel(
+    path: &Path,
+    origin: &Name,
+    default_ttl: Option<u32>,
+    counters: Option<&ParseCounters>,
+    threads: usize,
+) -> Result<ParsedZone, Vec<ZoneFileError>> {
+    parallel::parse_file(
+        path,
+        origin,
+        default_ttl,
+        counters,
+        threads,
+        parallel::MIN_PART,
+    )
 }
 
 /// Reads zone text held in memory; `name_for_errors` names it in errors (and its

@@ -61,6 +61,11 @@ pub(crate) struct Reader<'c> {
     counters: Option<&'c ParseCounters>,
     /// Records already added to `counters`.
     records_counted: usize,
+    /// Bytes already added to `counters`.
+    bytes_counted: u64,
+    /// A part of a file read in parallel with others (see `parallel.rs`):
+    /// directives are refused, as they would change what the later parts mean.
+    part: bool,
 }
 
 /// A class mnemonic allowed in a zone file (not NONE or ANY).
@@ -92,7 +97,46 @@ impl<'c> Reader<'c> {
             gen_text: Vec::new(),
             counters,
             records_counted: 0,
+            bytes_counted: 0,
+            part: false,
         }
+    }
+
+    /// A reader for a later part of the file this one has read the start of:
+    /// same defaults, class and last TTL; directives refused.
+    pub(crate) fn part_reader(&self) -> Reader<'c> {
+        let mut r = Reader::new(self.default_ttl, self.counters);
+        r.last_ttl = self.last_ttl;
+        r.zone_class = self.zone_class;
+        r.part = true;
+        r
+    }
+
+    /// True when the state a later part of the file depends on is known and
+    /// cannot change without a directive: a default TTL (so the last
+    /// explicit TTL and the SOA MINIMUM play no part) and the zone's class.
+    pub(crate) fn can_hand_over(&self) -> bool {
+        self.default_ttl.is_some() && self.zone_class.is_some() && self.errors.is_empty()
+    }
+
+    /// True when an error was found.
+    pub(crate) fn has_errors(&self) -> bool {
+        !self.errors.is_empty()
+    }
+
+    /// Takes back from the counters what this reader added to them.
+    pub(crate) fn uncount(&self) {
+        if let Some(c) = self.counters {
+            c.sub(self.bytes_counted, self.records_counted as u64);
+        }
+    }
+
+    /// Appends the records of `later` (read from the text after this reader's).
+    pub(crate) fn append(&mut self, later: Reader<'_>) {
+        self.records.extend(later.records);
+        self.positions.extend(later.positions);
+        self.records_counted += later.records_counted;
+        self.bytes_counted += later.bytes_counted;
     }
 
     /// Adds the bytes consumed and the records read since the last call to the counters.
@@ -103,6 +147,7 @@ impl<'c> Reader<'c> {
                 (self.records.len() - self.records_counted) as u64,
             );
             self.records_counted = self.records.len();
+            self.bytes_counted += bytes as u64;
         }
     }
 
@@ -186,13 +231,41 @@ impl<'c> Reader<'c> {
         self.stack.pop();
     }
 
+    /// Reads the first part of the top-level file `path` (already in memory)
+    /// as [`Reader::read_file`] would; returns the origin in force at its end.
+    pub(crate) fn read_first_part(
+        &mut self,
+        path: &Path,
+        shown: &Arc<Path>,
+        buf: &[u8],
+        origin: Name,
+    ) -> Name {
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.stack.push(canonical);
+        let origin = self.read_buffer_from(buf, shown, origin, 1);
+        self.stack.pop();
+        origin
+    }
+
     /// Reads zone text from a buffer; `file` names it in errors and anchors relative includes.
     pub(crate) fn read_buffer(&mut self, buf: &[u8], file: &Arc<Path>, origin: Name) {
+        self.read_buffer_from(buf, file, origin, 1);
+    }
+
+    /// As [`Reader::read_buffer`], for text whose first line is line
+    /// `first_line` of `file`; returns the origin in force at the end.
+    pub(crate) fn read_buffer_from(
+        &mut self,
+        buf: &[u8],
+        file: &Arc<Path>,
+        origin: Name,
+        first_line: u32,
+    ) -> Name {
         let mut st = FileState {
             origin,
             last_owner: Vec::new(),
         };
-        let mut lexer = Lexer::new(buf);
+        let mut lexer = Lexer::starting_at(buf, first_line);
         let mut toks: Vec<Token<'_>> = Vec::with_capacity(16);
         let mut counted = 0;
         while !self.full() {
@@ -212,7 +285,12 @@ impl<'c> Reader<'c> {
             let first = toks[0];
             let result = if !entry.blank_owner && !first.quoted && first.text.first() == Some(&b'$')
             {
-                self.directive(&toks, file, line, &mut st)
+                if self.part {
+                    // Not an error of the file: the caller reads it again in one piece.
+                    Err("a directive in a part read in parallel".into())
+                } else {
+                    self.directive(&toks, file, line, &mut st)
+                }
             } else {
                 self.record(&toks, entry.blank_owner, file, line, &mut st)
             };
@@ -222,6 +300,7 @@ impl<'c> Reader<'c> {
         }
         // The whole buffer counts as consumed, even when the error cap stopped reading.
         self.count(buf.len() - counted);
+        st.origin
     }
 
     /// Handles `$ORIGIN`, `$TTL`, `$INCLUDE` and `$GENERATE`.
