@@ -9,12 +9,12 @@
 #
 #   OUT      results folder (default results/issue4-DATE); report.md, report.json,
 #            plots and server logs go there (a partial report after every round)
-#   --all    also BIND 9 and PowerDNS on the 500k set (slow: ~+15 min)
-#   --quick  one round of 1 s steps, 2M instead of 20M, to see the tables fill (~5 min)
+#   --all    also BIND 9 and PowerDNS on the 500k set (~+10 min)
+#   --quick  one round of 1 s steps, 2M instead of 20M, to see the tables fill (~3 min)
 #
 # About 30 min on the 2-core machine with the defaults (3 rounds, 5 s steps); the
-# comparison is stopped after LIMIT seconds (default 2100) and keeps its last
-# complete round. Environment: LODE (binary; default: cargo build --release),
+# comparison is stopped after LIMIT seconds (default 2100, 2700 with --all) and
+# keeps its last complete round. Environment: LODE (binary; default: cargo build --release),
 # WORK (scratch folder, default a temp dir, removed), LIMIT, SHARED (K, default 100),
 # CPU_RATE (q/s, default 50000), EXTRA (more `lode bench compare` arguments).
 set -eu
@@ -38,7 +38,8 @@ if [ -z "${LODE:-}" ]; then
     (cd "$root" && cargo build --release -q -p lode)
     LODE=$root/target/release/lode
 fi
-limit=${LIMIT:-2100}
+# ~30 min for the defaults; BIND and PowerDNS add ~10 min.
+limit=${LIMIT:-$((2100 + 600 * all))}
 temp_work=0
 if [ -z "${WORK:-}" ]; then
     WORK=$(mktemp -d /tmp/lode-issue4.XXXXXX)
