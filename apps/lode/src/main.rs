@@ -8,6 +8,7 @@ mod enumcmd;
 mod gen;
 mod reload;
 mod serve;
+mod snapshot;
 
 use clap::{Parser, Subcommand};
 
@@ -31,6 +32,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Validate a zone file and print a summary, or its errors with file:line.
     Check(check::CheckArgs),
+    /// Write binary snapshots of zones, from which `lode serve --snapshot-dir` starts fast.
+    Snapshot(snapshot::SnapshotArgs),
     /// Ask a running server to reload its configuration and zones.
     Reload(reload::ReloadArgs),
     /// Generate benchmark data sets (ENUM zones, dns64perf namespace) and query files.
@@ -46,6 +49,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
         Command::Check(a) => check::run(a),
+        Command::Snapshot(a) => snapshot::run(a),
         Command::Reload(a) => reload::run(a),
         Command::Gen(a) => gen::run(a),
         Command::Enum(a) => enumcmd::run(a),

@@ -27,6 +27,7 @@ Configuration file (TOML), every key optional:
   tcp-max-clients = 1000
   control = \"/run/lode/lode.sock\"   # \"\" for none
   log-level = \"info\"
+  snapshot-dir = \"/var/lib/lode\"   # start from snapshots of unchanged zone files
   [[zone]]
   name = \"e164.arpa.\"
   file = \"e164.arpa.zone\"     # relative to the configuration file's folder
@@ -52,6 +53,10 @@ pub struct ServeArgs {
     /// Log level: error, warn, info, debug or trace (default info).
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
+    /// Start zones from snapshots in DIR when their zone file is unchanged, and
+    /// write a snapshot of every zone read from text (see `lode snapshot`).
+    #[arg(long, value_name = "DIR")]
+    snapshot_dir: Option<PathBuf>,
 }
 
 /// Runs the command.
@@ -92,6 +97,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         workers: args.workers,
         control: args.control,
         log_level: args.log_level,
+        snapshot_dir: args.snapshot_dir,
     };
     let server = match Server::start(options) {
         Ok(s) => s,

@@ -8,6 +8,7 @@
 //! tcp-max-clients = 1000
 //! control = "/run/lode/lode.sock"         # default: see `default_control_path`
 //! log-level = "info"                      # error, warn, info, debug, trace
+//! snapshot-dir = "/var/lib/lode/snapshots" # start from snapshots of unchanged zone files
 //!
 //! [[zone]]
 //! name = "e164.arpa."
@@ -53,6 +54,8 @@ pub struct ConfigFile {
     pub control: Option<PathBuf>,
     /// Log level.
     pub log_level: Option<String>,
+    /// Folder of zone snapshots.
+    pub snapshot_dir: Option<PathBuf>,
     /// Zones.
     #[serde(default, rename = "zone")]
     pub zones: Vec<ZoneEntry>,
@@ -105,6 +108,8 @@ pub struct Options {
     pub control: Option<PathBuf>,
     /// Log level.
     pub log_level: Option<String>,
+    /// Folder of zone snapshots.
+    pub snapshot_dir: Option<PathBuf>,
 }
 
 /// Where a zone's text comes from.
@@ -160,6 +165,8 @@ pub struct Config {
     pub control: Option<PathBuf>,
     /// Log level.
     pub log_level: String,
+    /// Folder of zone snapshots (`None`: zones are always read from text).
+    pub snapshot_dir: Option<PathBuf>,
 }
 
 /// A configuration that cannot be used.
@@ -352,6 +359,10 @@ impl Config {
             tcp_max_clients,
             control: Some(control).filter(|p| !p.as_os_str().is_empty()),
             log_level,
+            snapshot_dir: options
+                .snapshot_dir
+                .clone()
+                .or_else(|| file.snapshot_dir.as_ref().map(|d| base.join(d))),
         })
     }
 }

@@ -27,6 +27,7 @@ pub mod config;
 pub mod control;
 pub mod demo;
 pub mod progress;
+pub mod snapshot;
 pub mod zones;
 
 use std::fmt;
@@ -171,7 +172,7 @@ impl Reloader {
             .filter(|(spec, old)| !old.is_some_and(|o| unchanged(o, spec)))
             .map(|(spec, _)| spec)
             .collect();
-        let mut results = zones::load_all(&to_load).into_iter();
+        let mut results = zones::load_all(&to_load, config.snapshot_dir.as_deref()).into_iter();
         for (spec, old) in config.zones.iter().zip(olds) {
             let name = spec.name.to_string();
             if let Some(old) = old.filter(|o| unchanged(o, spec)) {

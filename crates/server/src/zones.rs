@@ -18,6 +18,7 @@ use lode_zonefile::{ParseCounters, ParsedZone};
 
 use crate::config::{ZoneSource, ZoneSpec};
 use crate::progress::{Display, LoadProgress};
+use crate::snapshot;
 
 /// TTL of records that have none and come before any `$TTL` (Knot's `default-ttl`).
 pub const DEFAULT_TTL: u32 = 3600;
@@ -65,7 +66,11 @@ pub type LoadResult = Result<LoadedZone, Vec<String>>;
 /// first, showing progress on stderr when it takes a while; results in the
 /// order of `specs`. A zone that fails (or whose loader panics) does not stop
 /// the others.
-pub fn load_all(specs: &[&ZoneSpec]) -> Vec<LoadResult> {
+///
+/// With `snapshot_dir`, a zone whose file has not changed since its snapshot
+/// was written is read from the snapshot, and a zone read from text gets a
+/// new snapshot (see [`crate::snapshot`]).
+pub fn load_all(specs: &[&ZoneSpec], snapshot_dir: Option<&Path>) -> Vec<LoadResult> {
     let sizes: Vec<u64> = specs.iter().map(|s| source_size(&s.source)).collect();
     let progress = LoadProgress::start(
         "loading zones",
@@ -76,7 +81,7 @@ pub fn load_all(specs: &[&ZoneSpec]) -> Vec<LoadResult> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let start = Instant::now();
     let results = largest_first(&sizes, threads, |i| {
-        let r = load_counted(specs[i], Some(progress.counters()));
+        let r = load_with(specs[i], Some(progress.counters()), snapshot_dir);
         progress.zone_done(sizes[i]);
         r
     });
@@ -170,7 +175,67 @@ pub fn load_counted(
     spec: &ZoneSpec,
     counters: Option<&ParseCounters>,
 ) -> Result<LoadedZone, Vec<String>> {
+    load_with(spec, counters, None)
+}
+
+/// As [`load_counted`], using and refreshing snapshots in `snapshot_dir`.
+pub fn load_with(
+    spec: &ZoneSpec,
+    counters: Option<&ParseCounters>,
+    snapshot_dir: Option<&Path>,
+) -> Result<LoadedZone, Vec<String>> {
     let start = Instant::now();
+    let snap = match (&spec.source, snapshot_dir) {
+        (ZoneSource::File(path), Some(dir)) => Some((path, snapshot::path_for(dir, &spec.name))),
+        _ => None,
+    };
+    if let Some((path, snap)) = &snap {
+        let stamp = FileStamp::of(path);
+        match snapshot::read_fresh(snap, path, &spec.name) {
+            Ok(zone) => {
+                tracing::info!(
+                    "zone {}: read from snapshot {} ({} records)",
+                    spec.name,
+                    snap.display(),
+                    zone.record_count()
+                );
+                return Ok(LoadedZone {
+                    zone: Arc::new(zone),
+                    files: vec![((*path).clone(), stamp)],
+                    warnings: Vec::new(),
+                    elapsed: start.elapsed(),
+                });
+            }
+            Err(snapshot::Unused::Absent) => {}
+            Err(snapshot::Unused::Bad(why)) => {
+                tracing::warn!(
+                    "zone {}: snapshot not used, reading the zone file: {why}",
+                    spec.name
+                )
+            }
+        }
+    }
+    let loaded = load_text(spec, counters, start)?;
+    if let Some((path, snap)) = &snap {
+        if loaded.files.len() == 1 {
+            if let Err(e) = snapshot::write(snap, &loaded.zone, path) {
+                tracing::warn!(
+                    "zone {}: snapshot {} not written: {e}",
+                    spec.name,
+                    snap.display()
+                );
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+/// Reads the zone text, checks and builds.
+fn load_text(
+    spec: &ZoneSpec,
+    counters: Option<&ParseCounters>,
+    start: Instant,
+) -> Result<LoadedZone, Vec<String>> {
     let (parsed, mut files, label) = match &spec.source {
         ZoneSource::File(path) => {
             let stamp = FileStamp::of(path);

@@ -122,6 +122,8 @@ impl<W: Write> Out<'_, W> {
 struct In<'r, R: Read> {
     r: &'r mut R,
     sum: Sum,
+    /// Bytes the file can still hold.
+    left: u64,
 }
 
 impl<R: Read> In<'_, R> {
@@ -132,24 +134,22 @@ impl<R: Read> In<'_, R> {
         Ok(b)
     }
     fn bytes(&mut self, len: u64, what: &str) -> Result<Vec<u8>, SnapshotError> {
-        // Read in bounded steps: a damaged length must not allocate wildly.
-        let mut v = Vec::new();
-        let mut left = len;
-        let mut chunk = vec![0u8; 1 << 20];
-        while left > 0 {
-            let n = left.min(chunk.len() as u64) as usize;
-            self.r
-                .read_exact(&mut chunk[..n])
-                .map_err(|e| match e.kind() {
-                    io::ErrorKind::UnexpectedEof => {
-                        SnapshotError::Invalid(format!("truncated in the {what} section"))
-                    }
-                    _ => SnapshotError::Io(e),
-                })?;
-            self.sum.update(&chunk[..n]);
-            v.extend_from_slice(&chunk[..n]);
-            left -= n as u64;
+        // A damaged length must not allocate wildly: no section is longer
+        // than the file.
+        if len > self.left {
+            return Err(SnapshotError::Invalid(format!(
+                "the {what} section is longer than the file"
+            )));
         }
+        self.left -= len;
+        let mut v = vec![0u8; len as usize];
+        self.r.read_exact(&mut v).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => {
+                SnapshotError::Invalid(format!("truncated in the {what} section"))
+            }
+            _ => SnapshotError::Io(e),
+        })?;
+        self.sum.update(&v);
         Ok(v)
     }
 }
@@ -198,11 +198,16 @@ impl Zone {
         o.w.write_all(&sum.to_le_bytes())
     }
 
-    /// Reads a snapshot written by [`Zone::write_snapshot`]: the zone and the
-    /// `source` tag it was written with.
-    pub fn read_snapshot(r: &mut impl Read) -> Result<(Zone, Vec<u8>), SnapshotError> {
+    /// Reads a snapshot written by [`Zone::write_snapshot`] from a source of
+    /// at most `size` bytes (the file's size): the zone and the `source` tag
+    /// it was written with.
+    pub fn read_snapshot(r: &mut impl Read, size: u64) -> Result<(Zone, Vec<u8>), SnapshotError> {
         let bad = |why: &str| SnapshotError::Invalid(why.to_string());
-        let mut i = In { r, sum: Sum::new() };
+        let mut i = In {
+            r,
+            sum: Sum::new(),
+            left: size,
+        };
         if &i.get::<8>()? != MAGIC {
             return Err(bad("no LODESNAP signature"));
         }

@@ -333,7 +333,7 @@ fn snapshot_round_trip_and_damage() {
     let (z, names) = big_zone(2000);
     let mut file = Vec::new();
     z.write_snapshot(b"source-tag", &mut file).unwrap();
-    let (y, tag) = Zone::read_snapshot(&mut &file[..]).unwrap();
+    let (y, tag) = Zone::read_snapshot(&mut &file[..], file.len() as u64).unwrap();
     assert_eq!(tag, b"source-tag");
     assert_eq!(y.origin(), z.origin());
     assert_eq!(
@@ -374,10 +374,13 @@ fn snapshot_round_trip_and_damage() {
         let mut bad = file.clone();
         let at = (xorshift(&mut st) as usize) % bad.len();
         bad[at] ^= 1 << (xorshift(&mut st) % 8);
-        assert!(Zone::read_snapshot(&mut &bad[..]).is_err(), "flip at {at}");
+        assert!(
+            Zone::read_snapshot(&mut &bad[..], bad.len() as u64).is_err(),
+            "flip at {at}"
+        );
         let cut = (xorshift(&mut st) as usize) % file.len();
         assert!(
-            Zone::read_snapshot(&mut &file[..cut]).is_err(),
+            Zone::read_snapshot(&mut &file[..cut], cut as u64).is_err(),
             "cut at {cut}"
         );
     }

@@ -1,0 +1,157 @@
+//! Zone snapshots on disk: a loaded zone's compact store written as it is
+//! (see `lode_zonedb::Zone::write_snapshot`), read back at start instead of
+//! parsing the zone file again when the file has not changed since.
+//!
+//! A snapshot records the zone file's identity (path, size, modification
+//! time in nanoseconds); a snapshot whose identity differs from the file's
+//! is stale and ignored. Zones with `$INCLUDE`d files are not snapshotted
+//! (a change in an included file would go unnoticed). Files are written to a
+//! temporary name and renamed, so a crash never leaves half a snapshot under
+//! the real name.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use lode_wire::Name;
+use lode_zonedb::Zone;
+
+/// The snapshot file for zone `origin` in `dir`: `<origin>snap`, lower case
+/// (`root.snap` for the root zone).
+pub fn path_for(dir: &Path, origin: &Name) -> PathBuf {
+    let text = origin.to_lowercase().to_string();
+    let base = if text == "." {
+        "root.".to_string()
+    } else {
+        text
+    };
+    // Names may hold '/' (escaped in presentation form as itself): replace it.
+    dir.join(format!("{}snap", base.replace('/', "_")))
+}
+
+/// The identity of a zone file: absolute path, size and modification time.
+pub fn source_tag(zone_file: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::metadata(zone_file).ok()?;
+    let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
+    let abs = std::fs::canonicalize(zone_file).ok()?;
+    let mut tag = abs.to_string_lossy().into_owned().into_bytes();
+    tag.push(0);
+    tag.extend_from_slice(&meta.len().to_le_bytes());
+    tag.extend_from_slice(&mtime.as_nanos().to_le_bytes());
+    Some(tag)
+}
+
+/// Why a snapshot was not used.
+#[derive(Debug)]
+pub enum Unused {
+    /// There is none, or it belongs to another version of the file.
+    Absent,
+    /// It exists but cannot be read or is damaged.
+    Bad(String),
+}
+
+/// Reads the snapshot of `origin` from `snap` if it matches `zone_file` now.
+pub fn read_fresh(snap: &Path, zone_file: &Path, origin: &Name) -> Result<Zone, Unused> {
+    let Ok(file) = File::open(snap) else {
+        return Err(Unused::Absent);
+    };
+    let tag = source_tag(zone_file).ok_or(Unused::Absent)?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    let (zone, stored) = Zone::read_snapshot(&mut BufReader::with_capacity(1 << 20, file), size)
+        .map_err(|e| Unused::Bad(format!("{}: {e}", snap.display())))?;
+    if stored != tag {
+        return Err(Unused::Absent);
+    }
+    if zone.origin() != origin.as_ref() {
+        return Err(Unused::Bad(format!(
+            "{}: holds zone {}, not {origin}",
+            snap.display(),
+            zone.origin()
+        )));
+    }
+    Ok(zone)
+}
+
+/// Writes the snapshot of `zone`, built from `zone_file`, to `snap`.
+pub fn write(snap: &Path, zone: &Zone, zone_file: &Path) -> std::io::Result<()> {
+    let tag = source_tag(zone_file).ok_or_else(|| {
+        std::io::Error::other(format!(
+            "{}: cannot stat the zone file",
+            zone_file.display()
+        ))
+    })?;
+    if let Some(dir) = snap.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = snap.with_extension(format!("tmp.{}", std::process::id()));
+    let result = (|| {
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+        zone.write_snapshot(&tag, &mut w)?;
+        w.flush()?;
+        w.get_ref().sync_all()?;
+        std::fs::rename(&tmp, snap)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_read_and_staleness() {
+        let dir = std::env::temp_dir().join(format!("lode-snap-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        std::fs::write(
+            &zone_file,
+            "$ORIGIN example.\n@ 3600 SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n",
+        )
+        .unwrap();
+        let origin: Name = "example.".parse().unwrap();
+        let spec = crate::config::ZoneSpec {
+            name: origin.clone(),
+            source: crate::config::ZoneSource::File(zone_file.clone()),
+        };
+        let loaded = crate::zones::load(&spec).unwrap();
+        let snap = path_for(&dir, &origin);
+        assert_eq!(snap.file_name().unwrap(), "example.snap");
+        assert!(matches!(
+            read_fresh(&snap, &zone_file, &origin),
+            Err(Unused::Absent)
+        ));
+        write(&snap, &loaded.zone, &zone_file).unwrap();
+        let z = read_fresh(&snap, &zone_file, &origin).unwrap();
+        assert_eq!(z.record_count(), 4);
+        assert!(z
+            .find("www.example.".parse::<Name>().unwrap().as_ref())
+            .is_some());
+        // Another zone's name: refused.
+        let other: Name = "example.net.".parse().unwrap();
+        assert!(matches!(
+            read_fresh(&snap, &zone_file, &other),
+            Err(Unused::Bad(_))
+        ));
+        // The file changes: the snapshot is stale.
+        std::fs::write(&zone_file, "; changed\n").unwrap();
+        assert!(matches!(
+            read_fresh(&snap, &zone_file, &origin),
+            Err(Unused::Absent)
+        ));
+        // Damage is reported, not served.
+        write(&snap, &loaded.zone, &zone_file).unwrap();
+        let mut bytes = std::fs::read(&snap).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 0x10;
+        std::fs::write(&snap, &bytes).unwrap();
+        assert!(matches!(
+            read_fresh(&snap, &zone_file, &origin),
+            Err(Unused::Bad(_))
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
