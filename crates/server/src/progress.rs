@@ -158,6 +158,11 @@ impl Shared {
 fn report(shared: &Shared, display: Display, stopped: &mpsc::Receiver<()>) {
     let mut shown = false;
     let mut last_log = shared.start;
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .filter(|&w| w >= 20)
+        .unwrap_or(80);
     let mut err = std::io::stderr();
     // Until the sender is dropped (or, never, sends): the load is over.
     while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(REDRAW_EVERY) {
@@ -171,8 +176,9 @@ fn report(shared: &Shared, display: Display, stopped: &mpsc::Receiver<()>) {
         };
         match display {
             Display::Terminal if elapsed >= SHOW_AFTER => {
-                // "\r" and erase-line: the line is redrawn in place.
-                let _ = write!(err, "\r\x1b[2K{}", line());
+                // "\r" and erase-line: the line is redrawn in place; it must
+                // not wrap, or the erase would leave its first part behind.
+                let _ = write!(err, "\r\x1b[2K{}", fit(&line(), width));
                 let _ = err.flush();
                 shown = true;
             }
@@ -193,15 +199,12 @@ fn report(shared: &Shared, display: Display, stopped: &mpsc::Receiver<()>) {
     }
 }
 
-/// `212.3/395.0 MB parsed (54%), 2.68 M records, 3/10 zones done, 405 MB/s, 4 s left`.
+/// `212/395 MB (54%), 2.68 M records, 3/10 zones, 405 MB/s, ETA 4 s`: bytes
+/// parsed, records read, zones done (parsed and built), parse rate, time left.
 fn status_line(s: &Snapshot, elapsed: Duration) -> String {
     let mb = |b: u64| b as f64 / 1e6;
     let secs = elapsed.as_secs_f64();
-    let mut line = format!(
-        "{:.1}/{:.1} MB parsed",
-        mb(s.parsed_bytes),
-        mb(s.total_bytes)
-    );
+    let mut line = format!("{:.0}/{:.0} MB", mb(s.parsed_bytes), mb(s.total_bytes));
     if s.total_bytes > 0 {
         line.push_str(&format!(
             " ({:.0}%)",
@@ -209,7 +212,7 @@ fn status_line(s: &Snapshot, elapsed: Duration) -> String {
         ));
     }
     line.push_str(&format!(
-        ", {:.2} M records, {}/{} zones done",
+        ", {:.2} M records, {}/{} zones",
         s.records as f64 / 1e6,
         s.zones_done,
         s.zones
@@ -222,9 +225,17 @@ fn status_line(s: &Snapshot, elapsed: Duration) -> String {
     let all = 2.0 * s.total_bytes as f64;
     if done > 0.0 && done < all && secs > 0.0 {
         let left = secs * (all - done) / done;
-        line.push_str(&format!(", {} left", short_duration(left)));
+        line.push_str(&format!(", ETA {}", short_duration(left)));
     }
     line
+}
+
+/// `line` cut to less than `width` characters.
+fn fit(line: &str, width: usize) -> &str {
+    match line.char_indices().nth(width - 1) {
+        Some((at, _)) => &line[..at],
+        None => line,
+    }
 }
 
 /// `42 s`, `3 min 5 s`.
@@ -255,7 +266,7 @@ mod tests {
         // Half parsed, nothing built: a quarter of the work in 1 s, 3 s left.
         assert_eq!(
             line,
-            "200.0/400.0 MB parsed (50%), 2.50 M records, 0/10 zones done, 200 MB/s, 3 s left"
+            "200/400 MB (50%), 2.50 M records, 0/10 zones, 200 MB/s, ETA 3 s"
         );
         let done = Snapshot {
             parsed_bytes: 400_000_000,
@@ -263,7 +274,9 @@ mod tests {
             zones_done: 10,
             ..s
         };
-        assert!(!status_line(&done, Duration::from_secs(2)).contains("left"));
+        assert!(!status_line(&done, Duration::from_secs(2)).contains("ETA"));
+        assert_eq!(fit("abcdef", 4), "abc");
+        assert_eq!(fit("abc", 4), "abc");
         assert_eq!(short_duration(185.0), "3 min 5 s");
     }
 
@@ -271,7 +284,7 @@ mod tests {
     fn zone_done_feeds_the_line_and_drop_stops_the_reporter() {
         let p = LoadProgress::start("test", 1000, 2, Display::Log);
         p.zone_done(600);
-        assert!(p.line().contains("1/2 zones done"), "{}", p.line());
+        assert!(p.line().contains("1/2 zones"), "{}", p.line());
         // Joins the reporter, which wakes at least every REDRAW_EVERY.
         drop(p);
     }
