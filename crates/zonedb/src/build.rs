@@ -212,12 +212,13 @@ impl ZoneBuilder {
                 }
                 let mut labels_at = origin.as_ref().label_count();
                 let mut end = 0;
+                let mut labels = 0;
                 for (j, &b) in s.key.iter().enumerate() {
                     if b != 0 {
                         continue;
                     }
                     end = j + 1;
-                    let labels = lode_wire::name::key_label_count(&s.key[..end]);
+                    labels += 1;
                     if end > common && end < s.key.len() && labels > labels_at {
                         labels_at = labels;
                         let owner = s
@@ -463,7 +464,7 @@ fn compact(origin: Name, class: Class, nodes: Vec<Node>, serial: u32, negative_t
     // Pass 1: every node's blob, and which blobs occur more than once.
     let mut blobs: Vec<u8> = Vec::new();
     let mut ends: Vec<usize> = Vec::with_capacity(nodes.len());
-    let mut counts: std::collections::HashMap<u64, u32> = Default::default();
+    let mut fingerprints: Vec<u64> = Vec::with_capacity(nodes.len());
     let mut one = Vec::new();
     let mut implied = lode_wire::NameBuf::new();
     let mut sets: Vec<RRsetIn<'_>> = Vec::new();
@@ -488,11 +489,20 @@ fn compact(origin: Name, class: Class, nodes: Vec<Node>, serial: u32, negative_t
             && implied.as_ref().as_wire() == n.owner.as_wire();
         let owner = (!spelled).then(|| n.owner.as_ref());
         blob::encode(&mut one, n.flags, shadow_distance, owner, &sets);
-        *counts.entry(fingerprint(&one)).or_insert(0) += 1;
+        fingerprints.push(fingerprint(&one));
         blobs.extend_from_slice(&one);
         ends.push(blobs.len());
     }
-    let repeated = counts.into_iter().filter(|&(_, c)| c > 1).map(|(f, _)| f);
+    // Blobs seen more than once: sorting is kinder to caches than a hash
+    // table of every blob, most of which are unique.
+    fingerprints.sort_unstable();
+    let mut repeated: Vec<u64> = fingerprints
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0])
+        .collect();
+    repeated.dedup();
+    drop(fingerprints);
     let mut sb = StoreBuilder::new(repeated);
     let mut start = 0;
     for (n, &end) in nodes.iter().zip(&ends) {

@@ -435,7 +435,7 @@ fn read_suffix<'a>(data: &'a [u8], pos: &mut usize) -> Option<(usize, &'a [u8])>
 pub(crate) struct StoreBuilder {
     store: Store,
     /// Fingerprints of blobs seen more than once → their offset in `raw` once stored.
-    shared: HashMap<u64, Option<u64>>,
+    shared: FingerprintMap<Option<u64>>,
     /// The current block's first key and first blob.
     key0: Vec<u8>,
     base_off: u64,
@@ -443,6 +443,29 @@ pub(crate) struct StoreBuilder {
     /// The current block: entry offsets and entries.
     at: Vec<u8>,
     body: Vec<u8>,
+}
+
+/// A map keyed by fingerprints, which are already well mixed: no rehashing.
+pub(crate) type FingerprintMap<V> =
+    HashMap<u64, V, std::hash::BuildHasherDefault<FingerprintHasher>>;
+
+/// Passes a fingerprint through as its own hash.
+#[derive(Default)]
+pub(crate) struct FingerprintHasher(u64);
+
+impl std::hash::Hasher for FingerprintHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed (write_u64); fold anything else.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// A fast non-cryptographic fingerprint of a blob (for deduplication; equal
