@@ -50,6 +50,14 @@ pub(crate) struct WildcardProof {
     pub ce_labels: u8,
 }
 
+/// An unused wildcard list (a constant: one copy, not one per element).
+const NO_WILDCARD: WildcardProof = WildcardProof {
+    predecessor: NodeId::APEX,
+    name: lode_wire::NameBuf::new(),
+    ce_labels: 0,
+};
+const NO_WILDCARDS: [WildcardProof; MAX_WILDCARDS] = [NO_WILDCARD; MAX_WILDCARDS];
+
 /// How the answer section ended.
 // A stack value on the query path: boxing the name would allocate.
 #[allow(clippy::large_enum_variant)]
@@ -341,11 +349,7 @@ fn answer_zone(
             nsources: 0,
             visited: [zone.apex_id(); MAX_VISITED],
             nvisited: 0,
-            wildcards: [WildcardProof {
-                predecessor: zone.apex_id(),
-                name: lode_wire::NameBuf::new(),
-                ce_labels: 0,
-            }; MAX_WILDCARDS],
+            wildcards: NO_WILDCARDS,
             nwildcards: 0,
             nsecs: [zone.apex_id(); MAX_NSECS],
             nnsecs: 0,

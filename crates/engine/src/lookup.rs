@@ -250,13 +250,15 @@ impl<'z> Responder<'z, '_> {
                     );
                     let cname = node.rrset(Rtype::CNAME).filter(|_| follow);
                     let Some(cname) = cname else {
-                        return self.answer_node(id, synthesized, name.as_ref(), hint);
+                        return self.answer_node(&node, synthesized, name.as_ref(), hint);
                     };
                     if chain == CNAME_CHAIN_LIMIT || (!synthesized && self.was_visited(id)) {
                         return Ok(Outcome::Stop);
                     }
                     chain += 1;
-                    let owner = if synthesized {
+                    // With a hint the owner is written as a pointer to a
+                    // name equal to it (ignoring case): `name` serves.
+                    let owner = if synthesized || hint != 0 {
                         name.as_ref()
                     } else {
                         node.owner()
@@ -307,14 +309,20 @@ impl<'z> Responder<'z, '_> {
     /// signature; nothing means NODATA.
     fn answer_node(
         &mut self,
-        id: NodeId,
+        node: &lode_zonedb::Node<'_>,
         synthesized: bool,
         name: NameRef<'_>,
         hint: u16,
     ) -> Result<Outcome, Full> {
-        let zone = self.zone;
-        let node = zone.node(id);
-        let owner = if synthesized { name } else { node.owner() };
+        let id = node.id();
+        // With a hint the owner is written as a pointer to a name equal to
+        // it (ignoring case): `name` serves, and the node's own spelling
+        // need not be made.
+        let owner = if synthesized || hint != 0 {
+            name
+        } else {
+            node.owner()
+        };
         let qtype = self.question.qtype;
         let rrset = match qtype {
             Rtype::ANY => node.rrsets().next(),

@@ -171,6 +171,11 @@ pub enum Lookup {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct NodeId(u32);
 
+impl NodeId {
+    /// The apex's id, in every zone.
+    pub const APEX: NodeId = NodeId(0);
+}
+
 /// One immutable version of a zone.
 #[derive(Debug)]
 pub struct Zone {
