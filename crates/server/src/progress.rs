@@ -20,12 +20,23 @@ use std::time::{Duration, Instant};
 
 use lode_zonefile::ParseCounters;
 
-/// How long a load runs before the terminal line appears.
-const SHOW_AFTER: Duration = Duration::from_secs(2);
-/// How often the terminal line is redrawn.
-const REDRAW_EVERY: Duration = Duration::from_millis(250);
-/// How often a progress line is logged when stderr is not a terminal.
-const LOG_EVERY: Duration = Duration::from_secs(10);
+/// When and how often the reporter shows the figures.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    /// How long a load runs before the terminal line appears.
+    show_after: Duration,
+    /// How often the terminal line is redrawn.
+    redraw_every: Duration,
+    /// How often a progress line is logged when stderr is not a terminal.
+    log_every: Duration,
+}
+
+/// The timing of [`LoadProgress::start`].
+const TIMING: Timing = Timing {
+    show_after: Duration::from_secs(2),
+    redraw_every: Duration::from_millis(250),
+    log_every: Duration::from_secs(10),
+};
 
 /// Where progress goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +86,26 @@ impl LoadProgress {
     /// Starts showing the progress of loading `zones` zones of `total_bytes`
     /// bytes of text; `what` names the work (`loading zones`).
     pub fn start(what: &str, total_bytes: u64, zones: usize, display: Display) -> LoadProgress {
+        Self::start_on(
+            what,
+            total_bytes,
+            zones,
+            display,
+            TIMING,
+            Box::new(std::io::stderr()),
+        )
+    }
+
+    /// As [`LoadProgress::start`], writing the terminal line (or the log
+    /// lines when no tracing subscriber is set) to `out`.
+    fn start_on(
+        what: &str,
+        total_bytes: u64,
+        zones: usize,
+        display: Display,
+        timing: Timing,
+        mut out: Box<dyn Write + Send>,
+    ) -> LoadProgress {
         let shared = Arc::new(Shared {
             what: what.to_string(),
             total_bytes,
@@ -92,7 +123,7 @@ impl LoadProgress {
             // Without the thread the load goes on, only unseen.
             std::thread::Builder::new()
                 .name("lode-progress".into())
-                .spawn(move || report(&s, display, &stopped))
+                .spawn(move || report(&s, display, timing, &stopped, &mut out))
                 .ok()
         };
         LoadProgress {
@@ -155,7 +186,13 @@ impl Shared {
 }
 
 /// The reporter thread: shows the figures until `stopped` says the load is over.
-fn report(shared: &Shared, display: Display, stopped: &mpsc::Receiver<()>) {
+fn report(
+    shared: &Shared,
+    display: Display,
+    timing: Timing,
+    stopped: &mpsc::Receiver<()>,
+    err: &mut dyn Write,
+) {
     let mut shown = false;
     let mut last_log = shared.start;
     let width = std::env::var("COLUMNS")
@@ -163,9 +200,8 @@ fn report(shared: &Shared, display: Display, stopped: &mpsc::Receiver<()>) {
         .and_then(|c| c.parse::<usize>().ok())
         .filter(|&w| w >= 20)
         .unwrap_or(80);
-    let mut err = std::io::stderr();
     // Until the sender is dropped (or, never, sends): the load is over.
-    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(REDRAW_EVERY) {
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(timing.redraw_every) {
         let elapsed = shared.start.elapsed();
         let line = || {
             format!(
@@ -175,14 +211,14 @@ fn report(shared: &Shared, display: Display, stopped: &mpsc::Receiver<()>) {
             )
         };
         match display {
-            Display::Terminal if elapsed >= SHOW_AFTER => {
+            Display::Terminal if elapsed >= timing.show_after => {
                 // "\r" and erase-line: the line is redrawn in place; it must
                 // not wrap, or the erase would leave its first part behind.
                 let _ = write!(err, "\r\x1b[2K{}", fit(&line(), width));
                 let _ = err.flush();
                 shown = true;
             }
-            Display::Log if last_log.elapsed() >= LOG_EVERY => {
+            Display::Log if last_log.elapsed() >= timing.log_every => {
                 last_log = Instant::now();
                 if tracing::dispatcher::has_been_set() {
                     tracing::info!("{}", line());
@@ -285,7 +321,75 @@ mod tests {
         let p = LoadProgress::start("test", 1000, 2, Display::Log);
         p.zone_done(600);
         assert!(p.line().contains("1/2 zones"), "{}", p.line());
-        // Joins the reporter, which wakes at least every REDRAW_EVERY.
+        // Joins the reporter, which wakes at least every `redraw_every`.
         drop(p);
+    }
+
+    /// What the reporter wrote, shared with the test.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Runs a load of 1000 bytes (half of it done at once) until what the
+    /// reporter wrote satisfies `enough` (5 s at most); returns that and the time taken.
+    fn shown(display: Display, enough: impl Fn(&str) -> bool) -> (String, Duration) {
+        let sink = Sink::default();
+        let timing = Timing {
+            show_after: Duration::ZERO,
+            redraw_every: Duration::from_millis(5),
+            log_every: Duration::from_millis(20),
+        };
+        let start = Instant::now();
+        let p = LoadProgress::start_on("test", 1000, 2, display, timing, Box::new(sink.clone()));
+        let text = || String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        if display == Display::Terminal {
+            // The first lines, before anything is done.
+            while text().is_empty() && start.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        p.zone_done(500);
+        while !enough(&text()) && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(p);
+        (text(), start.elapsed())
+    }
+
+    #[test]
+    fn terminal_line_is_redrawn_and_erased_at_the_end() {
+        let (t, _) = shown(Display::Terminal, |t| t.contains("1/2 zones"));
+        assert!(t.starts_with("\r\x1b[2Ktest: 0/0 MB (0%)"), "{t:?}");
+        assert!(t.contains("1/2 zones"), "{t:?}");
+        assert!(t.ends_with("\r\x1b[2K"), "{t:?}");
+        assert!(!t.contains('\n'), "{t:?}");
+    }
+
+    #[test]
+    fn log_lines_come_now_and_then() {
+        if tracing::dispatcher::has_been_set() {
+            return; // the lines would go to the subscriber
+        }
+        let (t, took) = shown(Display::Log, |t| t.lines().count() >= 3);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines.len() >= 3, "{t:?}");
+        assert!(lines.iter().all(|l| l.starts_with("lode: test: ")), "{t:?}");
+        assert!(lines.iter().any(|l| l.contains("1/2 zones")), "{t:?}");
+        // One line per `log_every` (20 ms), not one per redraw (5 ms).
+        let most = took.as_millis() as usize / 20 + 1;
+        assert!(
+            lines.len() <= most,
+            "{} lines in {took:?}: {t:?}",
+            lines.len()
+        );
     }
 }
