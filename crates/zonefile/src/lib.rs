@@ -41,6 +41,7 @@ mod generate;
 mod lexer;
 mod parallel;
 mod rdata_text;
+mod stream;
 mod svcb;
 mod text;
 mod zone;
@@ -161,9 +162,10 @@ pub fn parse_file_counted(
 /// As [`parse_file`] (advancing `counters` if given, see [`ParseCounters`]),
 /// on up to `threads` threads for a large file: parts of at least 4 MiB are
 /// read in parallel when that provably gives the one-piece result (no
-/// directive after the first 64 KiB, a default TTL known, no error); else,
-/// and always when there is an error, the file is read in one piece. Records,
-/// positions and errors are those of [`parse_file`].
+/// directive after the first 64 KiB, a default TTL known, no error); else
+/// the file is read on this thread, 1 MiB at a time through one buffer; and
+/// when there is an error, in one piece. Records, positions and errors are
+/// those of [`parse_file`].
 pub fn parse_file_parallel(
     path: &Path,
     origin: &Name,

@@ -40,8 +40,8 @@ const FIRST_PART: usize = 64 << 10;
 const MAX_LINES_TO_CUT: usize = 10_000;
 
 /// Reads the file at `path` on up to `threads` threads (parts of at least
-/// `min_part` bytes), or in one piece when it is small or when the parts
-/// cannot be proved to give the one-piece result.
+/// `min_part` bytes), or on this thread (block by block, `stream.rs`) when
+/// it is small or when the parts cannot be proved to give the one-piece result.
 pub(crate) fn parse_file(
     path: &Path,
     origin: &Name,
@@ -66,9 +66,7 @@ pub(crate) fn parse_file(
             }
         }
     }
-    let mut r = Reader::new(default_ttl, counters);
-    r.read_file(path, origin.clone(), None);
-    r.finish()
+    crate::stream::parse_file(path, origin, default_ttl, counters, crate::stream::BLOCK)
 }
 
 /// The parallel read of `data` (the text of `path`); `None` when it must be
@@ -108,7 +106,7 @@ pub(crate) fn read_in_parts(
 
     let shown: Arc<Path> = Arc::from(path);
     let mut first = Reader::new(default_ttl, counters);
-    let origin = first.read_first_part(path, &shown, &data[..first_end], origin.clone());
+    let origin = first.read_top_level_text(path, &shown, &data[..first_end], origin.clone(), 1);
     if !first.can_hand_over() {
         first.uncount();
         return None;
@@ -155,7 +153,7 @@ fn cannot_start_part(b: u8) -> bool {
 
 /// The start of the first line at or after `at` where a part may begin, if
 /// one is found within [`MAX_LINES_TO_CUT`] lines and before the end.
-fn cut_at_or_after(data: &[u8], at: usize) -> Option<usize> {
+pub(crate) fn cut_at_or_after(data: &[u8], at: usize) -> Option<usize> {
     // A line starts at 0 or after a line end.
     let mut from = at.checked_sub(1)?;
     for _ in 0..MAX_LINES_TO_CUT {
@@ -170,7 +168,7 @@ fn cut_at_or_after(data: &[u8], at: usize) -> Option<usize> {
 }
 
 /// Line ends in `text`.
-fn count_lines(text: &[u8]) -> usize {
+pub(crate) fn count_lines(text: &[u8]) -> usize {
     text.iter().filter(|&&b| b == b'\n').count()
 }
 

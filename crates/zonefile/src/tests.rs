@@ -981,3 +981,83 @@ fn parts_match_one_piece_on_mutated_text() {
     // Many edits leave the text valid: the parallel path was taken.
     assert!(read_in_parts > 50, "{read_in_parts}");
 }
+
+/// Reads `text` from a file in blocks of `block` bytes and in one piece;
+/// when the blocks give a result it must be the one-piece result. Returns
+/// true when the blocks gave one.
+fn blocks_match_one_piece(text: &[u8], block: usize, default_ttl: Option<u32>) -> bool {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static FILES: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "lode-zonefile-blocks-{}-{}.zone",
+        std::process::id(),
+        FILES.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&path, text).unwrap();
+    let one = parse_file(&path, &origin(), default_ttl);
+    let counters = ParseCounters::default();
+    let blocks =
+        crate::stream::read_in_blocks(&path, &origin(), default_ttl, Some(&counters), block);
+    std::fs::remove_file(&path).unwrap();
+    match blocks {
+        Some(b) => {
+            let one = one.unwrap_or_else(|e| panic!("blocks read, one piece failed: {e:?}"));
+            assert_eq!(b.records, one.records);
+            assert_eq!(b.positions, one.positions);
+            assert_eq!(counters.bytes(), text.len() as u64);
+            assert_eq!(counters.records(), one.records.len() as u64);
+            true
+        }
+        None => {
+            assert_eq!((counters.bytes(), counters.records()), (0, 0));
+            false
+        }
+    }
+}
+
+#[test]
+fn blocks_give_the_one_piece_records() {
+    let text = text_for_parts(2000);
+    for block in [7, 64, 1000, 10_000] {
+        for ttl in [None, Some(3600)] {
+            assert!(blocks_match_one_piece(text.as_bytes(), block, ttl), "{block}");
+        }
+    }
+    // Directives anywhere are fine: one reader goes through the blocks in order.
+    let mid = text.len() / 2;
+    let cut = mid + text[mid..].find('\n').unwrap() + 1;
+    let t = format!("{}$ORIGIN sub\n$TTL 5\n{}", &text[..cut], &text[cut..]);
+    assert!(blocks_match_one_piece(t.as_bytes(), 100, None));
+    // An error: read again in one piece.
+    let t = format!("{}bad A 1.2.3\n{}", &text[..cut], &text[cut..]);
+    assert!(!blocks_match_one_piece(t.as_bytes(), 100, None));
+    // Parentheses open across many blocks: given up, not misread.
+    let t = format!("{}x TXT ( \"a\"\n{}\n)\n", &text[..cut], &text[cut..]);
+    assert!(!blocks_match_one_piece(t.as_bytes(), 100, Some(1)));
+}
+
+#[test]
+fn blocks_match_one_piece_on_mutated_text() {
+    let base = text_for_parts(300).into_bytes();
+    let alphabet = b" \t\n\\\"();$@.0123456789abcxyz";
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut read_in_blocks = 0;
+    for _ in 0..400 {
+        let mut data = base.clone();
+        for _ in 0..1 + rng.next() % 4 {
+            let at = (rng.next() as usize) % data.len();
+            match rng.next() % 3 {
+                0 => data[at] = alphabet[(rng.next() as usize) % alphabet.len()],
+                1 => {
+                    data.remove(at);
+                }
+                _ => data.insert(at, alphabet[(rng.next() as usize) % alphabet.len()]),
+            }
+        }
+        let block = 1 + (rng.next() % 300) as usize;
+        if blocks_match_one_piece(&data, block, Some(3600)) {
+            read_in_blocks += 1;
+        }
+    }
+    assert!(read_in_blocks > 50, "{read_in_blocks}");
+}

@@ -231,18 +231,20 @@ impl<'c> Reader<'c> {
         self.stack.pop();
     }
 
-    /// Reads the first part of the top-level file `path` (already in memory)
-    /// as [`Reader::read_file`] would; returns the origin in force at its end.
-    pub(crate) fn read_first_part(
+    /// Reads text of the top-level file `path` (already in memory: all of it,
+    /// its first part or one block) as [`Reader::read_file`] would, the text
+    /// starting at line `first_line`; returns the origin in force at its end.
+    pub(crate) fn read_top_level_text(
         &mut self,
         path: &Path,
         shown: &Arc<Path>,
         buf: &[u8],
         origin: Name,
+        first_line: u32,
     ) -> Name {
         let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         self.stack.push(canonical);
-        let origin = self.read_buffer_from(buf, shown, origin, 1);
+        let origin = self.read_buffer_from(buf, shown, origin, first_line);
         self.stack.pop();
         origin
     }
