@@ -1020,7 +1020,10 @@ fn blocks_give_the_one_piece_records() {
     let text = text_for_parts(2000);
     for block in [7, 64, 1000, 10_000] {
         for ttl in [None, Some(3600)] {
-            assert!(blocks_match_one_piece(text.as_bytes(), block, ttl), "{block}");
+            assert!(
+                blocks_match_one_piece(text.as_bytes(), block, ttl),
+                "{block}"
+            );
         }
     }
     // Directives anywhere are fine: one reader goes through the blocks in order.
