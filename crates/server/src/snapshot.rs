@@ -154,4 +154,48 @@ mod tests {
         ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn loading_uses_and_refreshes_snapshots() {
+        let dir = std::env::temp_dir().join(format!("lode-snap-load-{}", std::process::id()));
+        let snaps = dir.join("snaps");
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone_file = dir.join("example.zone");
+        let text = "$ORIGIN example.\n@ 3600 SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n";
+        std::fs::write(&zone_file, text).unwrap();
+        let origin: Name = "example.".parse().unwrap();
+        let spec = crate::config::ZoneSpec {
+            name: origin.clone(),
+            source: crate::config::ZoneSource::File(zone_file.clone()),
+        };
+        let load = || crate::zones::load_with(&spec, None, Some(&snaps), 1).unwrap();
+        let first = load();
+        assert!(!first.from_snapshot);
+        assert!(
+            path_for(&snaps, &origin).exists(),
+            "written after a text load"
+        );
+        let second = load();
+        assert!(second.from_snapshot);
+        assert_eq!(second.zone.record_count(), first.zone.record_count());
+        // A changed file is read again (a new size), and snapshotted again.
+        std::fs::write(&zone_file, format!("{text}www A 192.0.2.9\n")).unwrap();
+        let third = load();
+        assert!(!third.from_snapshot);
+        let www: Name = "www.example.".parse().unwrap();
+        assert!(third.zone.find(www.as_ref()).is_some());
+        let fourth = load();
+        assert!(fourth.from_snapshot);
+        assert!(fourth.zone.find(www.as_ref()).is_some());
+        // A damaged snapshot is not served: the text is read instead.
+        let snap = path_for(&snaps, &origin);
+        let mut bytes = std::fs::read(&snap).unwrap();
+        let n = bytes.len();
+        bytes[n - 3] ^= 0xFF;
+        std::fs::write(&snap, &bytes).unwrap();
+        let fifth = load();
+        assert!(!fifth.from_snapshot);
+        assert!(fifth.zone.find(www.as_ref()).is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

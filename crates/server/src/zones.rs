@@ -60,6 +60,8 @@ pub struct LoadedZone {
     pub warnings: Vec<String>,
     /// Time spent reading and building.
     pub elapsed: Duration,
+    /// True when the zone was read from its snapshot, not its text.
+    pub from_snapshot: bool,
 }
 
 /// The result of loading one zone: the zone, or every problem as `file:line: reason`.
@@ -104,9 +106,23 @@ pub fn load_all(specs: &[&ZoneSpec], snapshot_dir: Option<&Path>) -> Vec<LoadRes
             .flatten()
             .map(|l| l.zone.record_count())
             .sum();
-        let mb = sizes.iter().sum::<u64>() as f64 / 1e6;
+        // Text bytes of the zones read from text (snapshots are not text).
+        let mut snapshots = 0;
+        let mut text = 0u64;
+        for (r, size) in results.iter().zip(&sizes) {
+            match r {
+                Some(Ok(l)) if l.from_snapshot => snapshots += 1,
+                _ => text += size,
+            }
+        }
+        let mb = text as f64 / 1e6;
+        let from = if snapshots > 0 {
+            format!(" and {snapshots} snapshot(s)")
+        } else {
+            String::new()
+        };
         tracing::info!(
-            "{} zone(s) read and built: {mb:.1} MB of text, {records} records loaded in {secs:.2} s ({:.0} MB/s) on {} thread(s)",
+            "{} zone(s) read and built: {mb:.1} MB of text{from}, {records} records loaded in {secs:.2} s ({:.0} MB/s of text) on {} thread(s)",
             specs.len(),
             if secs > 0.0 { mb / secs } else { 0.0 },
             threads.min(specs.len())
@@ -216,6 +232,7 @@ pub fn load_with(
                     files: vec![((*path).clone(), stamp)],
                     warnings: Vec::new(),
                     elapsed: start.elapsed(),
+                    from_snapshot: true,
                 });
             }
             Err(snapshot::Unused::Absent) => {}
@@ -308,6 +325,7 @@ fn load_text(
             files,
             warnings: warnings.iter().map(describe).collect(),
             elapsed: start.elapsed(),
+            from_snapshot: false,
         }),
         Err(problems) => Err(problems.iter().map(describe).collect()),
     }
