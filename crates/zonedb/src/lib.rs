@@ -242,6 +242,17 @@ impl Zone {
     pub fn heap_bytes(&self) -> usize {
         self.store.heap_bytes()
     }
+    /// Where the zone's large buffers lie, as (address, length in bytes):
+    /// for a caller that gives memory hints (e.g. huge pages) to the system.
+    pub fn memory_regions(&self) -> [(usize, usize); 4] {
+        let s = &self.store;
+        [
+            (s.heads.as_ptr() as usize, s.heads.len() * 16),
+            (s.offs.as_ptr() as usize, s.offs.len() * 8),
+            (s.data.as_ptr() as usize, s.data.len()),
+            (s.raw.as_ptr() as usize, s.raw.len()),
+        ]
+    }
     /// All node ids in canonical order.
     pub fn node_ids(&self) -> impl DoubleEndedIterator<Item = NodeId> + ExactSizeIterator {
         (0..self.store.len).map(NodeId)

@@ -25,7 +25,7 @@ use crate::store::Store;
 use crate::Zone;
 
 const MAGIC: &[u8; 8] = b"LODESNAP";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// Why a snapshot could not be read.
 #[derive(Debug)]
@@ -245,7 +245,8 @@ impl Zone {
         if heads.len() % 16 != 0 || offs.len() % 8 != 0 {
             return Err(bad("section sizes"));
         }
-        let store = Store {
+        let mut store = Store {
+            top: Vec::new(),
             heads: heads
                 .chunks_exact(16)
                 .map(|c| {
@@ -269,6 +270,7 @@ impl Zone {
         if len == 0 {
             return Err(bad("no apex"));
         }
+        store.index_top();
         store
             .validate(blob::is_valid)
             .map_err(SnapshotError::Invalid)?;

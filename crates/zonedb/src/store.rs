@@ -9,12 +9,15 @@
 //!         entry 0          klen:varint key  value
 //!         entry i > 0      p:varint slen:varint suffix  value
 //!                          key = key0[..p] ++ suffix
-//!         value            REF:  varint (offset << 1)          → blob in `raw`
-//!                          DIFF: varint (p << 1 | 1) s:varint m:varint middle
-//!                                blob = base[..p] ++ middle ++ base[len-s..]
-//!  raw:   (len:varint blob)*  stored blobs: every block's first blob, shared
-//!                          blobs (identical node data, stored once) and
-//!                          blobs too large or too different to diff
+//!         value            REF:    varint (offset << 2)        → blob in `raw`
+//!                          DIFF:   varint (p << 2 | 1) s:varint m:varint middle
+//!                                  blob = base[..p] ++ middle ++ base[len-s..]
+//!                          INLINE: varint (len << 2 | 2) blob  (entry 0 only)
+//!                          base = entry 0's blob
+//!  raw:   (len:varint blob)*  shared blobs (identical node data, stored once)
+//!                          and blobs too large or too different to diff
+//!  top:   every 64th head (derived, not stored): the first levels of the
+//!         binary search stay in cache
 //! ```
 //!
 //! Keys are relative to the zone's origin key (the apex's is empty) and each
@@ -40,6 +43,9 @@ use crate::blob::{get_varint, put_varint, varint_len};
 pub(crate) const BLOCK: usize = 32;
 /// Largest blob stored as a difference (decoded into a buffer of this size).
 pub(crate) const INLINE: usize = 384;
+/// Largest first blob kept inside its block (larger ones go to `raw`, so a
+/// block stays well under the 64 KiB its u16 offsets can reach).
+const INLINE_BASE: usize = 1024;
 
 /// An entry's key as stored: a prefix of its block's first key and a suffix.
 #[derive(Clone, Copy, Default)]
@@ -94,6 +100,8 @@ pub(crate) enum Search {
 /// The index of one zone version.
 #[derive(Debug, Default)]
 pub(crate) struct Store {
+    /// Every `TOP_EVERY`th head (see [`Store::index_top`]).
+    pub top: Vec<u128>,
     pub heads: Vec<u128>,
     pub offs: Vec<u64>,
     pub data: Vec<u8>,
@@ -128,20 +136,34 @@ enum Value<'a> {
         s: usize,
         middle: &'a [u8],
     },
+    Inline(&'a [u8]),
 }
 
+#[inline]
 fn read_value<'a>(data: &'a [u8], pos: &mut usize) -> Option<Value<'a>> {
     let x = get_varint(data, pos)?;
-    if x & 1 == 0 {
-        return Some(Value::Ref(x >> 1));
+    match x & 3 {
+        0 => Some(Value::Ref(x >> 2)),
+        1 => {
+            let p = usize::try_from(x >> 2).ok()?;
+            let s = usize::try_from(get_varint(data, pos)?).ok()?;
+            let m = usize::try_from(get_varint(data, pos)?).ok()?;
+            let middle = data.get(*pos..pos.checked_add(m)?)?;
+            *pos += m;
+            Some(Value::Diff { p, s, middle })
+        }
+        2 => {
+            let len = usize::try_from(x >> 2).ok()?;
+            let blob = data.get(*pos..pos.checked_add(len)?)?;
+            *pos += len;
+            Some(Value::Inline(blob))
+        }
+        _ => None,
     }
-    let p = usize::try_from(x >> 1).ok()?;
-    let s = usize::try_from(get_varint(data, pos)?).ok()?;
-    let m = usize::try_from(get_varint(data, pos)?).ok()?;
-    let middle = data.get(*pos..pos.checked_add(m)?)?;
-    *pos += m;
-    Some(Value::Diff { p, s, middle })
 }
+
+/// Heads per entry of `Store::top`.
+const TOP_EVERY: usize = 64;
 
 /// A block's parts.
 struct Block<'a> {
@@ -201,16 +223,35 @@ impl Store {
         self.block(b).map_or(&[], |bl| bl.key0)
     }
 
+    /// Derives `top` from `heads` (after building or reading).
+    pub fn index_top(&mut self) {
+        self.top = self.heads.iter().step_by(TOP_EVERY).copied().collect();
+        self.top.shrink_to_fit();
+    }
+
     /// The block whose first key is the greatest one <= `key`.
     #[inline]
     fn block_for(&self, key: &[u8]) -> usize {
         let h = head_of(key);
-        let lo = self.heads.partition_point(|&x| x < h);
-        let ties = self.heads[lo..].partition_point(|&x| x == h);
+        // The first head >= h lies after top[t - 1] and at or before top[t].
+        let t = self.top.partition_point(|&x| x < h);
+        let start = t.saturating_sub(1) * TOP_EVERY;
+        let end = (t * TOP_EVERY).min(self.heads.len());
+        let lo = start + self.heads[start..end.max(start)].partition_point(|&x| x < h);
+        // Blocks starting with these same 16 bytes: usually none or one;
+        // find their end by galloping, then compare whole first keys.
+        let mut ties = 0;
+        let mut step = 1;
+        while self.heads.get(lo + ties) == Some(&h) {
+            ties += 1;
+            if self.heads.get(lo + ties + step - 1) == Some(&h) {
+                ties += step;
+                step *= 2;
+            }
+        }
         if ties == 0 {
             return lo.saturating_sub(1);
         }
-        // Several blocks may start with these 16 bytes: compare whole first keys.
         let (mut a, mut z) = (lo, lo + ties);
         while a < z {
             let mid = a + (z - a) / 2;
@@ -280,9 +321,9 @@ impl Store {
         missing(first + pred as u32, key, pred_common)
     }
 
-    /// The key, value and block base offset of entry `id`.
+    /// The key, value and block base blob of entry `id`.
     #[inline]
-    fn parts(&self, id: u32) -> Option<(EntryKey<'_>, Value<'_>, u64)> {
+    fn parts(&self, id: u32) -> Option<(EntryKey<'_>, Value<'_>, &[u8])> {
         if id >= self.len {
             return None;
         }
@@ -290,32 +331,35 @@ impl Store {
         let at = id as usize % BLOCK;
         let bl = self.block(b)?;
         let mut pos = bl.value0;
-        let Value::Ref(base_off) = read_value(bl.body, &mut pos)? else {
-            return None;
+        let v0 = read_value(bl.body, &mut pos)?;
+        let base = match v0 {
+            Value::Ref(off) => stored(&self.raw, off)?,
+            Value::Inline(blob) => blob,
+            Value::Diff { .. } => return None,
         };
         if at == 0 {
             let k = EntryKey {
                 prefix: bl.key0,
                 suffix: &[],
             };
-            return Some((k, Value::Ref(base_off), base_off));
+            return Some((k, Value::Inline(base), base));
         }
         let (p, suffix, mut pos) = bl.key(at)?;
         let k = EntryKey {
             prefix: &bl.key0[..p],
             suffix,
         };
-        Some((k, read_value(bl.body, &mut pos)?, base_off))
+        Some((k, read_value(bl.body, &mut pos)?, base))
     }
 
     /// The key and blob of entry `id`.
     #[inline]
     pub fn entry(&self, id: u32) -> Option<(EntryKey<'_>, BlobRef<'_>)> {
-        let (key, value, base_off) = self.parts(id)?;
+        let (key, value, base) = self.parts(id)?;
         let blob = match value {
             Value::Ref(off) => BlobRef::Stored(stored(&self.raw, off)?),
+            Value::Inline(blob) => BlobRef::Stored(blob),
             Value::Diff { p, s, middle } => {
-                let base = stored(&self.raw, base_off)?;
                 let len = p.checked_add(s)?.checked_add(middle.len())?;
                 if p + s > base.len() || len > INLINE {
                     return None;
@@ -333,17 +377,12 @@ impl Store {
     /// The first (up to) 8 bytes of entry `id`'s blob, without rebuilding it.
     #[inline]
     pub fn blob_prefix(&self, id: u32) -> Option<([u8; 8], usize)> {
-        let (_, value, base_off) = self.parts(id)?;
+        let (_, value, base) = self.parts(id)?;
         let mut out = [0u8; 8];
-        match value {
-            Value::Ref(off) => {
-                let b = stored(&self.raw, off)?;
-                let n = b.len().min(8);
-                out[..n].copy_from_slice(&b[..n]);
-                Some((out, n))
-            }
+        let whole = match value {
+            Value::Ref(off) => stored(&self.raw, off)?,
+            Value::Inline(blob) => blob,
             Value::Diff { p, s, middle } => {
-                let base = stored(&self.raw, base_off)?;
                 let m = middle.len();
                 let len = p.checked_add(s)?.checked_add(m)?;
                 if p + s > base.len() {
@@ -359,14 +398,17 @@ impl Store {
                         base[base.len() - s + (i - p - m)]
                     };
                 }
-                Some((out, n))
+                return Some((out, n));
             }
-        }
+        };
+        let n = whole.len().min(8);
+        out[..n].copy_from_slice(&whole[..n]);
+        Some((out, n))
     }
 
     /// Bytes held (capacity), for reports.
     pub fn heap_bytes(&self) -> usize {
-        self.heads.capacity() * 16
+        (self.heads.capacity() + self.top.capacity()) * 16
             + self.offs.capacity() * 8
             + self.data.capacity()
             + self.raw.capacity()
@@ -438,7 +480,6 @@ pub(crate) struct StoreBuilder {
     shared: FingerprintMap<Option<u64>>,
     /// The current block's first key and first blob.
     key0: Vec<u8>,
-    base_off: u64,
     base: Vec<u8>,
     /// The current block: entry offsets and entries.
     at: Vec<u8>,
@@ -493,7 +534,6 @@ impl StoreBuilder {
             store: Store::default(),
             shared: repeated.into_iter().map(|f| (f, None)).collect(),
             key0: Vec::new(),
-            base_off: 0,
             base: Vec::new(),
             at: Vec::new(),
             body: Vec::new(),
@@ -541,12 +581,19 @@ impl StoreBuilder {
             self.at.extend_from_slice(&0u16.to_le_bytes());
             put_varint(&mut self.body, key.len() as u64);
             self.body.extend_from_slice(key);
-            let off = match self.shared_off(blob) {
-                Some(off) => off,
-                None => self.put_raw(blob),
-            };
-            put_varint(&mut self.body, off << 1);
-            self.base_off = off;
+            match self.shared_off(blob) {
+                Some(off) => put_varint(&mut self.body, off << 2),
+                None if blob.len() > INLINE_BASE => {
+                    let off = self.put_raw(blob);
+                    put_varint(&mut self.body, off << 2);
+                }
+                None => {
+                    // The block's own first blob sits in the block: one
+                    // cache miss less on every lookup in the block.
+                    put_varint(&mut self.body, (blob.len() as u64) << 2 | 2);
+                    self.body.extend_from_slice(blob);
+                }
+            }
             self.base.clear();
             self.base.extend_from_slice(blob);
             self.key0.clear();
@@ -571,27 +618,27 @@ impl StoreBuilder {
                     .take_while(|(a, b)| a == b)
                     .count();
                 let m = blob.len() - p - s;
-                let cost = varint_len((p as u64) << 1 | 1)
+                let cost = varint_len((p as u64) << 2 | 1)
                     + varint_len(s as u64)
                     + varint_len(m as u64)
                     + m;
                 (p, s, cost)
             });
             match (shared, diff) {
-                (Some(off), Some((_, _, cost))) if varint_len(off << 1) <= cost => {
-                    put_varint(&mut self.body, off << 1)
+                (Some(off), Some((_, _, cost))) if varint_len(off << 2) <= cost => {
+                    put_varint(&mut self.body, off << 2)
                 }
-                (Some(off), None) => put_varint(&mut self.body, off << 1),
+                (Some(off), None) => put_varint(&mut self.body, off << 2),
                 (_, Some((p, s, _))) => {
                     let m = blob.len() - p - s;
-                    put_varint(&mut self.body, (p as u64) << 1 | 1);
+                    put_varint(&mut self.body, (p as u64) << 2 | 1);
                     put_varint(&mut self.body, s as u64);
                     put_varint(&mut self.body, m as u64);
                     self.body.extend_from_slice(&blob[p..p + m]);
                 }
                 (None, None) => {
                     let off = self.put_raw(blob);
-                    put_varint(&mut self.body, off << 1);
+                    put_varint(&mut self.body, off << 2);
                 }
             }
         }
@@ -606,6 +653,7 @@ impl StoreBuilder {
         s.offs.shrink_to_fit();
         s.data.shrink_to_fit();
         s.raw.shrink_to_fit();
+        s.index_top();
         self.store
     }
 }
