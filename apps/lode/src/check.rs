@@ -2,8 +2,8 @@
 //! file or the problems with `file:line`.
 //!
 //! ```text
-//!  FILES ──largest first, one thread per CPU──▶ per file (in parts when threads outnumber files):
-//!     lode_zonefile::parse_file_parallel ──▶ records + positions ──ZoneBuilder──▶ Zone
+//!  FILES ──largest first, one thread per CPU──▶ per file:
+//!     lode_zonefile::parse_file_counted ──▶ records + positions ──ZoneBuilder──▶ Zone
 //!             │ syntax errors                                  │ problems (tag = record index)
 //!             ▼                                                ▼
 //!        file:line: reason                        file:line: error|warning: reason
@@ -30,7 +30,7 @@ use lode_zonefile::{ParseCounters, ParsedZone};
     2 if the command itself failed.\n\nWithout --origin the origin is the file name with a trailing \
     `.zone` or `.db` (or a leading `db.`) removed: `example.com.zone` and `db.example.com` are both \
     checked as `example.com.`.\n\nSeveral files are read in parallel (largest first) and reported \
-    in the order given, followed by a total; a large file with threads to spare is read in parts. On a terminal, a load that takes more than 2 s shows \
+    in the order given, followed by a total. On a terminal, a load that takes more than 2 s shows \
     a progress line on stderr."
 )]
 pub struct CheckArgs {
@@ -133,8 +133,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let start = Instant::now();
     let progress = LoadProgress::start(what, sizes.iter().sum(), args.files.len(), display);
-    // Fewer files than threads: the spare threads read parts of each file.
-    let threads_per_file = (threads / args.files.len()).max(1);
     let outcomes = largest_first(&sizes, threads, |i| {
         let o = check_one(
             &args,
@@ -142,7 +140,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             &origins[i],
             sizes[i],
             progress.counters(),
-            threads_per_file,
         );
         progress.zone_done(sizes[i]);
         o
@@ -198,7 +195,6 @@ fn check_one(
     origin: &Name,
     size: u64,
     counters: &ParseCounters,
-    threads: usize,
 ) -> Outcome {
     let mut o = Outcome {
         bytes: size,
@@ -206,12 +202,11 @@ fn check_one(
     };
     // Writing to a String cannot fail: the results of writeln! are ignored below.
     let t0 = Instant::now();
-    let parsed = match lode_zonefile::parse_file_parallel(
+    let parsed = match lode_zonefile::parse_file_counted(
         file,
         origin,
         (args.default_ttl > 0).then_some(args.default_ttl),
         Some(counters),
-        threads,
     ) {
         Ok(p) => p,
         Err(errors) => {

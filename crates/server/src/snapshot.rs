@@ -168,7 +168,7 @@ mod tests {
             name: origin.clone(),
             source: crate::config::ZoneSource::File(zone_file.clone()),
         };
-        let load = || crate::zones::load_with(&spec, None, Some(&snaps), 1).unwrap();
+        let load = || crate::zones::load_with(&spec, None, Some(&snaps)).unwrap();
         let first = load();
         assert!(!first.from_snapshot);
         assert!(

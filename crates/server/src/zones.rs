@@ -7,8 +7,7 @@
 //!                        ParseCounters, zone_done ──▶ progress::LoadProgress (terminal line / log)
 //! ```
 //!
-//! With fewer zones than threads, the spare threads read parts of each large
-//! zone file (`lode_zonefile::parse_file_parallel`).
+//! A large zone file is read in 1 MiB blocks (`lode_zonefile::parse_file_counted`).
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -84,16 +83,9 @@ pub fn load_all(specs: &[&ZoneSpec], snapshot_dir: Option<&Path>) -> Vec<LoadRes
         Display::for_stderr(),
     );
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // Fewer zones than threads: the spare threads read parts of each zone file.
-    let threads_per_zone = (threads / specs.len().max(1)).max(1);
     let start = Instant::now();
     let results = largest_first(&sizes, threads, |i| {
-        let r = load_with(
-            specs[i],
-            Some(progress.counters()),
-            snapshot_dir,
-            threads_per_zone,
-        );
+        let r = load_with(specs[i], Some(progress.counters()), snapshot_dir);
         progress.zone_done(sizes[i]);
         r
     });
@@ -201,16 +193,14 @@ pub fn load_counted(
     spec: &ZoneSpec,
     counters: Option<&ParseCounters>,
 ) -> Result<LoadedZone, Vec<String>> {
-    load_with(spec, counters, None, 1)
+    load_with(spec, counters, None)
 }
 
-/// As [`load_counted`], using and refreshing snapshots in `snapshot_dir`,
-/// reading a large zone file in parts on up to `threads` threads.
+/// As [`load_counted`], using and refreshing snapshots in `snapshot_dir`.
 pub fn load_with(
     spec: &ZoneSpec,
     counters: Option<&ParseCounters>,
     snapshot_dir: Option<&Path>,
-    threads: usize,
 ) -> Result<LoadedZone, Vec<String>> {
     let start = Instant::now();
     let snap = match (&spec.source, snapshot_dir) {
@@ -244,7 +234,7 @@ pub fn load_with(
             }
         }
     }
-    let loaded = load_text(spec, counters, start, threads)?;
+    let loaded = load_text(spec, counters, start)?;
     if let Some((path, snap)) = &snap {
         if loaded.files.len() == 1 {
             if let Err(e) = snapshot::write(snap, &loaded.zone, path) {
@@ -264,18 +254,12 @@ fn load_text(
     spec: &ZoneSpec,
     counters: Option<&ParseCounters>,
     start: Instant,
-    threads: usize,
 ) -> Result<LoadedZone, Vec<String>> {
     let (parsed, mut files, label) = match &spec.source {
         ZoneSource::File(path) => {
             let stamp = FileStamp::of(path);
-            let parsed = lode_zonefile::parse_file_parallel(
-                path,
-                &spec.name,
-                Some(DEFAULT_TTL),
-                counters,
-                threads,
-            );
+            let parsed =
+                lode_zonefile::parse_file_counted(path, &spec.name, Some(DEFAULT_TTL), counters);
             (
                 parsed,
                 vec![(path.clone(), stamp)],

@@ -12,10 +12,10 @@
 //! holds the whole text until the end. Here one buffer is reused. One reader
 //! goes through the blocks in order, so `$TTL`, the last TTL and the class
 //! carry over as in the one-piece read, and the origin is handed from block
-//! to block. A block ends at a cut as in `parallel.rs`: a line whose first
-//! byte begins an owner name, so no record takes its owner from before the
-//! cut; a cut inside parentheses leaves an open `(` at the end of the block,
-//! an error. So when no block has an error, the blocks give the one-piece
+//! to block. A block ends at a cut: a line whose first byte begins an owner
+//! name (not white space, `;`, `$`, `(`, `)` or `"`), so no record takes its
+//! owner from before the cut; a cut inside parentheses leaves an open `(` at
+//! the end of the block, an error, and quoted strings never span lines. So when no block has an error, the blocks give the one-piece
 //! records; with any error the file is read again in one piece, which
 //! reports the errors as always.
 
@@ -26,12 +26,14 @@ use std::sync::Arc;
 
 use lode_wire::Name;
 
-use crate::parallel::{count_lines, cut_at_or_after};
 use crate::zone::Reader;
 use crate::{ParseCounters, ParsedZone, ZoneFileError};
 
 /// Bytes read at a time.
 pub(crate) const BLOCK: usize = 1 << 20;
+
+/// Lines looked at past a wanted cut for one where a block may end.
+const MAX_LINES_TO_CUT: usize = 10_000;
 
 /// A block grows (by `block` bytes at a time) to at most this many blocks
 /// while no cut is found in it; beyond, the file is read in one piece.
@@ -118,5 +120,54 @@ pub(crate) fn read_in_blocks(
     } else {
         reader.uncount();
         None
+    }
+}
+
+/// The bytes that may not begin a block: white space and line ends (the
+/// owner would be the previous record's), comments, directives, parentheses
+/// and quotes.
+fn cannot_start_block(b: u8) -> bool {
+    matches!(
+        b,
+        b' ' | b'\t' | b'\r' | b'\n' | b';' | b'$' | b'(' | b')' | b'"'
+    )
+}
+
+/// The start of the first line at or after `at` where a block may begin, if
+/// one is found within [`MAX_LINES_TO_CUT`] lines and before the end.
+pub(crate) fn cut_at_or_after(data: &[u8], at: usize) -> Option<usize> {
+    // A line starts at 0 or after a line end.
+    let mut from = at.checked_sub(1)?;
+    for _ in 0..MAX_LINES_TO_CUT {
+        let start = from + data.get(from..)?.iter().position(|&b| b == b'\n')? + 1;
+        let &b = data.get(start)?;
+        if !cannot_start_block(b) {
+            return Some(start);
+        }
+        from = start;
+    }
+    None
+}
+
+/// Line ends in `text`.
+pub(crate) fn count_lines(text: &[u8]) -> usize {
+    text.iter().filter(|&&b| b == b'\n').count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_fall_on_lines_that_begin_an_owner() {
+        let text = b"$TTL 1\n@ SOA a b 1 2 3 4 5\n\tNS x\n; c\n(\n)\nb A 1.2.3.4\n";
+        // From anywhere before "b A", the cut is at "b A" (line 7).
+        let b_at = text.len() - b"b A 1.2.3.4\n".len();
+        for at in 8..=b_at {
+            assert_eq!(cut_at_or_after(text, at), Some(b_at), "from {at}");
+        }
+        assert_eq!(cut_at_or_after(text, b_at + 1), None);
+        assert_eq!(cut_at_or_after(text, 0), None);
+        assert_eq!(cut_at_or_after(text, 1), Some(7));
     }
 }

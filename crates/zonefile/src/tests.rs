@@ -855,23 +855,23 @@ fn counters_cover_every_byte_and_record() {
     std::fs::write(dir.join("main.zone"), &main).unwrap();
     std::fs::write(dir.join("part.zone"), part).unwrap();
     let counters = ParseCounters::default();
-    let z = parse_file_counted(&dir.join("main.zone"), &origin(), None, &counters).unwrap();
+    let z = parse_file_counted(&dir.join("main.zone"), &origin(), None, Some(&counters)).unwrap();
     assert_eq!(counters.records(), z.records.len() as u64);
     assert_eq!(counters.records(), 20_003);
     assert_eq!(counters.bytes(), (main.len() + part.len()) as u64);
     // A file with errors still counts whole (reading stops at the cap).
     std::fs::write(dir.join("bad.zone"), "x MX bad x\n".repeat(1000)).unwrap();
     let counters = ParseCounters::default();
-    assert!(parse_file_counted(&dir.join("bad.zone"), &origin(), None, &counters).is_err());
+    assert!(parse_file_counted(&dir.join("bad.zone"), &origin(), None, Some(&counters)).is_err());
     assert_eq!(counters.bytes(), 11_000);
     assert_eq!(counters.records(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Zone text with what a cut must not break: blank owners, records in
+/// Zone text with what a cut between blocks must not break: blank owners, records in
 /// parentheses over several lines, comments, quotes holding `(` and `;`,
 /// escapes, relative and absolute names.
-fn text_for_parts(records: usize) -> String {
+fn text_with_cut_hazards(records: usize) -> String {
     let mut t = String::from(
         "; header\n$ORIGIN example.\n$TTL 300\n@ SOA ns host ( 1 2\n 3 4 5 )\n NS ns\nns A 192.0.2.1\n",
     );
@@ -889,97 +889,6 @@ fn text_for_parts(records: usize) -> String {
         }
     }
     t
-}
-
-/// Reads `text` in parts (tiny parts, so that there are many) and in one
-/// piece; when the parts give a result it must be the one-piece result.
-/// Returns true when the parts gave one.
-fn parts_match_one_piece(text: &[u8], threads: usize, default_ttl: Option<u32>) -> bool {
-    let path = Path::new("parts.zone");
-    let one = parse_bytes(text, "parts.zone", &origin(), default_ttl);
-    let counters = ParseCounters::default();
-    let parts = crate::parallel::read_in_parts(
-        text,
-        path,
-        &origin(),
-        default_ttl,
-        Some(&counters),
-        threads,
-        64,
-    );
-    match parts {
-        Some(p) => {
-            let one = one.unwrap_or_else(|e| panic!("parts read, one piece failed: {e:?}"));
-            assert_eq!(p.records, one.records);
-            assert_eq!(p.positions, one.positions);
-            assert_eq!(counters.bytes(), text.len() as u64);
-            assert_eq!(counters.records(), one.records.len() as u64);
-            true
-        }
-        None => {
-            // Nothing stays counted from an attempt given up.
-            assert_eq!((counters.bytes(), counters.records()), (0, 0));
-            false
-        }
-    }
-}
-
-#[test]
-fn parts_read_in_parallel_give_the_one_piece_records() {
-    let text = text_for_parts(3000);
-    for threads in [2, 3, 5, 16] {
-        for ttl in [None, Some(3600)] {
-            assert!(parts_match_one_piece(text.as_bytes(), threads, ttl));
-        }
-    }
-}
-
-#[test]
-fn parts_are_given_up_when_they_could_differ() {
-    let text = text_for_parts(3000);
-    // A directive after the first part.
-    let mid = text.len() / 2;
-    let cut = mid + text[mid..].find('\n').unwrap() + 1;
-    for directive in ["$ORIGIN sub\n", "$TTL 5\n", "$GENERATE 1-2 g$ A 10.0.0.$\n"] {
-        let t = format!("{}{directive}{}", &text[..cut], &text[cut..]);
-        assert!(!parts_match_one_piece(t.as_bytes(), 4, None), "{directive}");
-    }
-    // No default TTL (the SOA has a TTL of its own, so its MINIMUM does not
-    // become the default): the last explicit TTL would cross the cuts.
-    let t = text.replace("$TTL 300\n@ SOA", "@ 100 SOA");
-    assert!(!parts_match_one_piece(t.as_bytes(), 4, None));
-    // Parentheses open over most of the file.
-    let t = format!("{}x TXT ( \"a\"\n{}\n)\n", &text[..cut], &text[cut..]);
-    assert!(!parts_match_one_piece(t.as_bytes(), 4, Some(1)));
-    // An error anywhere.
-    let t = format!("{}bad A 1.2.3\n{}", &text[..cut], &text[cut..]);
-    assert!(!parts_match_one_piece(t.as_bytes(), 4, Some(1)));
-}
-
-#[test]
-fn parts_match_one_piece_on_mutated_text() {
-    let base = text_for_parts(400).into_bytes();
-    let alphabet = b" \t\n\\\"();$@.0123456789abcxyz";
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
-    let mut read_in_parts = 0;
-    for _ in 0..600 {
-        let mut data = base.clone();
-        for _ in 0..1 + rng.next() % 4 {
-            let at = (rng.next() as usize) % data.len();
-            match rng.next() % 3 {
-                0 => data[at] = alphabet[(rng.next() as usize) % alphabet.len()],
-                1 => {
-                    data.remove(at);
-                }
-                _ => data.insert(at, alphabet[(rng.next() as usize) % alphabet.len()]),
-            }
-        }
-        if parts_match_one_piece(&data, 1 + (rng.next() % 6) as usize, Some(3600)) {
-            read_in_parts += 1;
-        }
-    }
-    // Many edits leave the text valid: the parallel path was taken.
-    assert!(read_in_parts > 50, "{read_in_parts}");
 }
 
 /// Reads `text` from a file in blocks of `block` bytes and in one piece;
@@ -1017,7 +926,7 @@ fn blocks_match_one_piece(text: &[u8], block: usize, default_ttl: Option<u32>) -
 
 #[test]
 fn blocks_give_the_one_piece_records() {
-    let text = text_for_parts(2000);
+    let text = text_with_cut_hazards(2000);
     for block in [7, 64, 1000, 10_000] {
         for ttl in [None, Some(3600)] {
             assert!(
@@ -1041,7 +950,7 @@ fn blocks_give_the_one_piece_records() {
 
 #[test]
 fn blocks_match_one_piece_on_mutated_text() {
-    let base = text_for_parts(300).into_bytes();
+    let base = text_with_cut_hazards(300).into_bytes();
     let alphabet = b" \t\n\\\"();$@.0123456789abcxyz";
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut read_in_blocks = 0;

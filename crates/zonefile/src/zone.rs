@@ -63,9 +63,6 @@ pub(crate) struct Reader<'c> {
     records_counted: usize,
     /// Bytes already added to `counters`.
     bytes_counted: u64,
-    /// A part of a file read in parallel with others (see `parallel.rs`):
-    /// directives are refused, as they would change what the later parts mean.
-    part: bool,
 }
 
 /// A class mnemonic allowed in a zone file (not NONE or ANY).
@@ -98,25 +95,7 @@ impl<'c> Reader<'c> {
             counters,
             records_counted: 0,
             bytes_counted: 0,
-            part: false,
         }
-    }
-
-    /// A reader for a later part of the file this one has read the start of:
-    /// same defaults, class and last TTL; directives refused.
-    pub(crate) fn part_reader(&self) -> Reader<'c> {
-        let mut r = Reader::new(self.default_ttl, self.counters);
-        r.last_ttl = self.last_ttl;
-        r.zone_class = self.zone_class;
-        r.part = true;
-        r
-    }
-
-    /// True when the state a later part of the file depends on is known and
-    /// cannot change without a directive: a default TTL (so the last
-    /// explicit TTL and the SOA MINIMUM play no part) and the zone's class.
-    pub(crate) fn can_hand_over(&self) -> bool {
-        self.default_ttl.is_some() && self.zone_class.is_some() && self.errors.is_empty()
     }
 
     /// True when an error was found.
@@ -129,14 +108,6 @@ impl<'c> Reader<'c> {
         if let Some(c) = self.counters {
             c.sub(self.bytes_counted, self.records_counted as u64);
         }
-    }
-
-    /// Appends the records of `later` (read from the text after this reader's).
-    pub(crate) fn append(&mut self, later: Reader<'_>) {
-        self.records.extend(later.records);
-        self.positions.extend(later.positions);
-        self.records_counted += later.records_counted;
-        self.bytes_counted += later.bytes_counted;
     }
 
     /// Adds the bytes consumed and the records read since the last call to the counters.
@@ -231,9 +202,9 @@ impl<'c> Reader<'c> {
         self.stack.pop();
     }
 
-    /// Reads text of the top-level file `path` (already in memory: all of it,
-    /// its first part or one block) as [`Reader::read_file`] would, the text
-    /// starting at line `first_line`; returns the origin in force at its end.
+    /// Reads one block of the top-level file `path` as [`Reader::read_file`]
+    /// would, the block starting at line `first_line`; returns the origin in
+    /// force at its end.
     pub(crate) fn read_top_level_text(
         &mut self,
         path: &Path,
@@ -287,12 +258,7 @@ impl<'c> Reader<'c> {
             let first = toks[0];
             let result = if !entry.blank_owner && !first.quoted && first.text.first() == Some(&b'$')
             {
-                if self.part {
-                    // Not an error of the file: the caller reads it again in one piece.
-                    Err("a directive in a part read in parallel".into())
-                } else {
-                    self.directive(&toks, file, line, &mut st)
-                }
+                self.directive(&toks, file, line, &mut st)
             } else {
                 self.record(&toks, entry.blank_owner, file, line, &mut st)
             };
