@@ -35,15 +35,28 @@ impl PlainSet {
 struct Node {
     key: Box<[u8]>,
     owner: Name,
-    rrsets: Vec<PlainSet>,
+    /// Its RRsets: a range of the builder's one list of sets (no list per node).
+    sets: std::ops::Range<u32>,
     flags: NodeFlags,
     /// Index of the topmost strict ancestor that is a cut or owns a DNAME.
     shadow: u32,
 }
 
 impl Node {
-    fn rrset(&self, rtype: Rtype) -> Option<&PlainSet> {
-        self.rrsets.iter().find(|s| s.rtype == rtype)
+    fn new(key: Box<[u8]>, owner: Name, at: usize) -> Node {
+        Node {
+            key,
+            owner,
+            sets: at as u32..at as u32,
+            flags: NodeFlags::default(),
+            shadow: NONE,
+        }
+    }
+    fn rrsets<'a>(&self, sets: &'a [PlainSet]) -> &'a [PlainSet] {
+        &sets[self.sets.start as usize..self.sets.end as usize]
+    }
+    fn rrset<'a>(&self, sets: &'a [PlainSet], rtype: Rtype) -> Option<&'a PlainSet> {
+        self.rrsets(sets).iter().find(|s| s.rtype == rtype)
     }
 }
 
@@ -185,15 +198,10 @@ impl ZoneBuilder {
 
         // 2. Group into nodes and RRsets, adding empty non-terminals.
         let mut nodes: Vec<Node> = Vec::new();
+        let mut sets: Vec<PlainSet> = Vec::with_capacity(sorted.len());
         let mut first_tags: Vec<u32> = Vec::new(); // per node: tag of its first record
         if sorted.first().map(|s| &*s.key) != Some(&*origin_key) {
-            nodes.push(Node {
-                key: origin_key.clone(),
-                owner: origin.clone(),
-                rrsets: Vec::new(),
-                flags: NodeFlags::default(),
-                shadow: NONE,
-            });
+            nodes.push(Node::new(origin_key.clone(), origin.clone(), 0));
             first_tags.push(u32::MAX);
         }
         for s in sorted {
@@ -228,62 +236,63 @@ impl ZoneBuilder {
                             .suffix(labels)
                             .map(|n| n.to_name())
                             .unwrap_or_else(Name::root);
-                        nodes.push(Node {
-                            key: s.key[..end].into(),
-                            owner,
-                            rrsets: Vec::new(),
-                            flags: NodeFlags::default(),
-                            shadow: NONE,
-                        });
+                        nodes.push(Node::new(s.key[..end].into(), owner, sets.len()));
                         first_tags.push(s.tag);
                     }
                 }
                 debug_assert_eq!(end, s.key.len());
-                nodes.push(Node {
-                    key: s.key,
-                    owner: s.record.owner.clone(),
-                    rrsets: Vec::new(),
-                    flags: NodeFlags::default(),
-                    shadow: NONE,
-                });
+            }
+            let Record {
+                owner,
+                rtype,
+                ttl,
+                rdata,
+                ..
+            } = s.record;
+            if new_node {
+                nodes.push(Node::new(s.key, owner, sets.len()));
                 first_tags.push(s.tag);
             }
             let node = nodes.last_mut().expect("a node was just pushed or matched");
-            let r = s.record;
-            match node.rrsets.last_mut() {
-                Some(set) if set.rtype == r.rtype => {
-                    if set.ttl != r.ttl && r.rtype != Rtype::RRSIG {
+            // The last set is this node's when the node's range reaches it.
+            let current = (node.sets.start < node.sets.end)
+                .then(|| sets.last_mut())
+                .flatten();
+            match current {
+                Some(set) if set.rtype == rtype => {
+                    if set.ttl != ttl && rtype != Rtype::RRSIG {
                         // Knot DNS gives the RRset the TTL of its last record.
                         problems.push(Problem {
                             tag: Some(s.tag),
                             severity: Severity::Warning,
                             message: format!(
                                 "{} {}: TTL {} differs from the RRset's TTL {}; the RRset takes {} (the last one written)",
-                                r.owner, r.rtype, r.ttl, set.ttl, r.ttl
+                                node.owner, rtype, ttl, set.ttl, ttl
                             ),
                         });
-                        set.ttl = r.ttl;
+                        set.ttl = ttl;
                     }
-                    set.rdatas.push(r.rdata);
+                    set.rdatas.push(rdata);
                 }
                 _ => {
-                    node.rrsets.push(PlainSet {
-                        rtype: r.rtype,
-                        ttl: r.ttl,
-                        rdatas: vec![r.rdata],
+                    sets.push(PlainSet {
+                        rtype,
+                        ttl,
+                        rdatas: vec![rdata],
                     });
+                    node.sets.end = sets.len() as u32;
                 }
             }
         }
         // Canonical RDATA order; duplicate records are ignored, as Knot and BIND do.
-        for set in nodes.iter_mut().flat_map(|n| n.rrsets.iter_mut()) {
+        for set in sets.iter_mut() {
             set.rdatas.sort_unstable();
             set.rdatas.dedup();
         }
 
         // 3. Apex checks.
         let apex = &nodes[0];
-        let soa = apex.rrset(Rtype::SOA);
+        let soa = apex.rrset(&sets, Rtype::SOA);
         match soa {
             None => err(
                 &mut problems,
@@ -302,7 +311,7 @@ impl ZoneBuilder {
             ),
             _ => {}
         }
-        if apex.rrset(Rtype::NS).is_none() {
+        if apex.rrset(&sets, Rtype::NS).is_none() {
             err(
                 &mut problems,
                 None,
@@ -315,7 +324,7 @@ impl ZoneBuilder {
         for (i, node) in nodes.iter_mut().enumerate() {
             let tag = Some(first_tags[i]).filter(|t| *t != u32::MAX);
             let is_apex = node.key.len() == apex_key_len;
-            if let Some(cname) = node.rrset(Rtype::CNAME) {
+            if let Some(cname) = node.rrset(&sets, Rtype::CNAME) {
                 if cname.len() > 1 {
                     err(
                         &mut problems,
@@ -323,7 +332,7 @@ impl ZoneBuilder {
                         format!("{} CNAME: more than one CNAME record", node.owner),
                     );
                 }
-                let others = node.rrsets.iter().any(|s| {
+                let others = node.rrsets(&sets).iter().any(|s| {
                     !matches!(
                         s.rtype,
                         Rtype::CNAME | Rtype::RRSIG | Rtype::NSEC | Rtype::KEY
@@ -337,7 +346,7 @@ impl ZoneBuilder {
                     );
                 }
             }
-            if let Some(d) = node.rrset(Rtype::DNAME) {
+            if let Some(d) = node.rrset(&sets, Rtype::DNAME) {
                 if d.len() > 1 {
                     err(
                         &mut problems,
@@ -347,15 +356,15 @@ impl ZoneBuilder {
                 }
                 node.flags.insert(NodeFlags::DNAME);
             }
-            if node.rrset(Rtype::NSEC3).is_some()
+            if node.rrset(&sets, Rtype::NSEC3).is_some()
                 && node
-                    .rrsets
+                    .rrsets(&sets)
                     .iter()
                     .all(|s| matches!(s.rtype, Rtype::NSEC3 | Rtype::RRSIG))
             {
                 node.flags.insert(NodeFlags::NSEC3_ONLY);
             }
-            if !is_apex && node.rrset(Rtype::NS).is_some() {
+            if !is_apex && node.rrset(&sets, Rtype::NS).is_some() {
                 node.flags.insert(NodeFlags::DELEGATION);
             }
         }
@@ -380,7 +389,7 @@ impl ZoneBuilder {
                 .unwrap_or(NONE);
             nodes[i].shadow = shadow;
             // RFC 6672 §2.3: no data below a DNAME (Knot DNS refuses such zones).
-            if !nodes[i].rrsets.is_empty() {
+            if !nodes[i].sets.is_empty() {
                 let dname = stack
                     .iter()
                     .find(|&&a| nodes[a].flags.contains(NodeFlags::DNAME));
@@ -409,7 +418,7 @@ impl ZoneBuilder {
             nodes.binary_search_by(|n| (*n.key).cmp(&key)).ok()
         };
         for (i, node) in nodes.iter().enumerate() {
-            let Some(ns) = node.rrset(Rtype::NS) else {
+            let Some(ns) = node.rrset(&sets, Rtype::NS) else {
                 continue;
             };
             if node.shadow != NONE {
@@ -425,7 +434,7 @@ impl ZoneBuilder {
                 let has_address = find(target)
                     .map(|t| {
                         let t = &nodes[t];
-                        t.rrset(Rtype::A).is_some() || t.rrset(Rtype::AAAA).is_some()
+                        t.rrset(&sets, Rtype::A).is_some() || t.rrset(&sets, Rtype::AAAA).is_some()
                     })
                     .unwrap_or(false);
                 if !has_address {
@@ -445,19 +454,26 @@ impl ZoneBuilder {
             return Err(problems);
         }
         // SOA presence and size were checked above.
-        let soa = nodes[0].rrset(Rtype::SOA).expect("checked");
+        let soa = nodes[0].rrset(&sets, Rtype::SOA).expect("checked");
         let rdata = soa.first();
         let fixed = &rdata[rdata.len() - 20..];
         let serial = u32::from_be_bytes([fixed[0], fixed[1], fixed[2], fixed[3]]);
         let minimum = u32::from_be_bytes([fixed[16], fixed[17], fixed[18], fixed[19]]);
         let negative_ttl = soa.ttl.min(minimum);
-        let zone = compact(origin, self.class, nodes, serial, negative_ttl);
+        let zone = compact(origin, self.class, nodes, &sets, serial, negative_ttl);
         Ok((zone, problems))
     }
 }
 
 /// Serialises the nodes into the compact store.
-fn compact(origin: Name, class: Class, nodes: Vec<Node>, serial: u32, negative_ttl: u32) -> Zone {
+fn compact(
+    origin: Name,
+    class: Class,
+    nodes: Vec<Node>,
+    all_sets: &[PlainSet],
+    serial: u32,
+    negative_ttl: u32,
+) -> Zone {
     let origin_key_len = nodes[0].key.len();
     let mut records = 0u64;
     let mut rrset_count = 0u64;
@@ -470,13 +486,17 @@ fn compact(origin: Name, class: Class, nodes: Vec<Node>, serial: u32, negative_t
     let mut sets: Vec<RRsetIn<'_>> = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
         sets.clear();
-        sets.extend(n.rrsets.iter().map(|s| RRsetIn {
+        sets.extend(n.rrsets(all_sets).iter().map(|s| RRsetIn {
             rtype: s.rtype,
             ttl: s.ttl,
             rdatas: &s.rdatas,
         }));
-        records += n.rrsets.iter().map(|s| s.rdatas.len() as u64).sum::<u64>();
-        rrset_count += n.rrsets.len() as u64;
+        records += n
+            .rrsets(all_sets)
+            .iter()
+            .map(|s| s.rdatas.len() as u64)
+            .sum::<u64>();
+        rrset_count += n.sets.len() as u64;
         let shadow_distance = if n.shadow == NONE {
             0
         } else {
