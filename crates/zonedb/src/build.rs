@@ -16,18 +16,51 @@ const NONE: u32 = u32::MAX;
 struct PlainSet {
     rtype: Rtype,
     ttl: u32,
-    rdatas: Vec<Box<[u8]>>,
+    rdatas: Rdatas,
+}
+
+/// The RDATAs of a set: most sets hold one, kept without a list.
+enum Rdatas {
+    One(Box<[u8]>),
+    Many(Vec<Box<[u8]>>),
+}
+
+impl Rdatas {
+    fn as_slice(&self) -> &[Box<[u8]>] {
+        match self {
+            Rdatas::One(r) => std::slice::from_ref(r),
+            Rdatas::Many(v) => v,
+        }
+    }
+    fn push(&mut self, rdata: Box<[u8]>) {
+        match self {
+            Rdatas::Many(v) => v.push(rdata),
+            Rdatas::One(_) => {
+                let Rdatas::One(first) = std::mem::replace(self, Rdatas::Many(Vec::new())) else {
+                    return;
+                };
+                *self = Rdatas::Many(vec![first, rdata]);
+            }
+        }
+    }
+    /// Canonical order, duplicates removed.
+    fn normalize(&mut self) {
+        if let Rdatas::Many(v) = self {
+            v.sort_unstable();
+            v.dedup();
+        }
+    }
 }
 
 impl PlainSet {
     fn len(&self) -> usize {
-        self.rdatas.len()
+        self.rdatas.as_slice().len()
     }
     fn first(&self) -> &[u8] {
-        &self.rdatas[0]
+        &self.rdatas.as_slice()[0]
     }
     fn rdatas(&self) -> impl Iterator<Item = &[u8]> {
-        self.rdatas.iter().map(|r| &**r)
+        self.rdatas.as_slice().iter().map(|r| &**r)
     }
 }
 
@@ -278,7 +311,7 @@ impl ZoneBuilder {
                     sets.push(PlainSet {
                         rtype,
                         ttl,
-                        rdatas: vec![rdata],
+                        rdatas: Rdatas::One(rdata),
                     });
                     node.sets.end = sets.len() as u32;
                 }
@@ -286,8 +319,7 @@ impl ZoneBuilder {
         }
         // Canonical RDATA order; duplicate records are ignored, as Knot and BIND do.
         for set in sets.iter_mut() {
-            set.rdatas.sort_unstable();
-            set.rdatas.dedup();
+            set.rdatas.normalize();
         }
 
         // 3. Apex checks.
@@ -489,12 +521,12 @@ fn compact(
         sets.extend(n.rrsets(all_sets).iter().map(|s| RRsetIn {
             rtype: s.rtype,
             ttl: s.ttl,
-            rdatas: &s.rdatas,
+            rdatas: s.rdatas.as_slice(),
         }));
         records += n
             .rrsets(all_sets)
             .iter()
-            .map(|s| s.rdatas.len() as u64)
+            .map(|s| s.len() as u64)
             .sum::<u64>();
         rrset_count += n.sets.len() as u64;
         let shadow_distance = if n.shadow == NONE {
