@@ -140,6 +140,11 @@ impl<'a> Lexer<'a> {
         Lexer { buf, pos: 0, line }
     }
 
+    /// The line the lexer is on.
+    pub(crate) fn line(&self) -> u32 {
+        self.line
+    }
+
     /// How many bytes of the buffer have been consumed.
     pub(crate) fn offset(&self) -> usize {
         self.pos
@@ -194,6 +199,7 @@ impl<'a> Lexer<'a> {
             toks.clear();
             if pos >= buf.len() {
                 self.pos = pos;
+                self.line = line;
                 return Ok(None);
             }
             let entry = Entry {
@@ -424,6 +430,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn line_after_the_end_counts_every_line_end() {
+        let mut lx = Lexer::starting_at(b"a A 1.2.3.4\n\n ; c\n  \n", 10);
+        let mut toks = Vec::new();
+        while lx.next_entry(&mut toks).unwrap().is_some() {}
+        assert_eq!(lx.line(), 14);
     }
 
     #[test]

@@ -71,6 +71,7 @@ pub(crate) fn read_in_blocks(
         return None;
     }
     let shown: Arc<Path> = Arc::from(path);
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let mut reader = Reader::new(default_ttl, counters);
     let mut origin = origin.clone();
     let mut line: u32 = 1;
@@ -88,8 +89,8 @@ pub(crate) fn read_in_blocks(
         let cut = if eof {
             buf.len()
         } else {
-            // A cut in the second half of the buffer, so that blocks stay near `block`.
-            match cut_at_or_after(&buf, buf.len() / 2) {
+            // A cut near the end of the buffer: little text is left to move.
+            match cut_at_or_after(&buf, buf.len() - buf.len() / 16) {
                 Some(c) => c,
                 None if buf.len() < MAX_BLOCKS_WITHOUT_CUT * block => {
                     want = buf.len() + block;
@@ -98,20 +99,15 @@ pub(crate) fn read_in_blocks(
                 None => break false,
             }
         };
-        origin = reader.read_top_level_text(path, &shown, &buf[..cut], origin, line);
+        let (o, next) = reader.read_top_level_block(&canonical, &shown, &buf[..cut], origin, line);
         if reader.has_errors() {
             break false;
         }
         if eof {
             break true;
         }
-        let Some(next) = u32::try_from(count_lines(&buf[..cut]))
-            .ok()
-            .and_then(|n| line.checked_add(n))
-        else {
-            break false;
-        };
-        line = next;
+        // Without an error, the block ended with a line end: `next` is the cut's line.
+        (origin, line) = (o, next);
         buf.drain(..cut);
         want = block;
     };
@@ -147,11 +143,6 @@ pub(crate) fn cut_at_or_after(data: &[u8], at: usize) -> Option<usize> {
         from = start;
     }
     None
-}
-
-/// Line ends in `text`.
-pub(crate) fn count_lines(text: &[u8]) -> usize {
-    text.iter().filter(|&&b| b == b'\n').count()
 }
 
 #[cfg(test)]

@@ -202,22 +202,21 @@ impl<'c> Reader<'c> {
         self.stack.pop();
     }
 
-    /// Reads one block of the top-level file `path` as [`Reader::read_file`]
-    /// would, the block starting at line `first_line`; returns the origin in
-    /// force at its end.
-    pub(crate) fn read_top_level_text(
+    /// Reads one block of the top-level file whose canonical path is
+    /// `canonical` as [`Reader::read_file`] would, the block starting at line
+    /// `first_line`; returns the origin in force at its end and the line after it.
+    pub(crate) fn read_top_level_block(
         &mut self,
-        path: &Path,
+        canonical: &Path,
         shown: &Arc<Path>,
         buf: &[u8],
         origin: Name,
         first_line: u32,
-    ) -> Name {
-        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        self.stack.push(canonical);
-        let origin = self.read_buffer_from(buf, shown, origin, first_line);
+    ) -> (Name, u32) {
+        self.stack.push(canonical.to_path_buf());
+        let end = self.read_buffer_from(buf, shown, origin, first_line);
         self.stack.pop();
-        origin
+        end
     }
 
     /// Reads zone text from a buffer; `file` names it in errors and anchors relative includes.
@@ -226,14 +225,16 @@ impl<'c> Reader<'c> {
     }
 
     /// As [`Reader::read_buffer`], for text whose first line is line
-    /// `first_line` of `file`; returns the origin in force at the end.
+    /// `first_line` of `file`; returns the origin in force at the end and the
+    /// lexer's line there (the line after the text if it ends with a line end
+    /// and had no error).
     pub(crate) fn read_buffer_from(
         &mut self,
         buf: &[u8],
         file: &Arc<Path>,
         origin: Name,
         first_line: u32,
-    ) -> Name {
+    ) -> (Name, u32) {
         let mut st = FileState {
             origin,
             last_owner: Vec::new(),
@@ -268,7 +269,7 @@ impl<'c> Reader<'c> {
         }
         // The whole buffer counts as consumed, even when the error cap stopped reading.
         self.count(buf.len() - counted);
-        st.origin
+        (st.origin, lexer.line())
     }
 
     /// Handles `$ORIGIN`, `$TTL`, `$INCLUDE` and `$GENERATE`.
