@@ -160,6 +160,17 @@ pub struct Server {
 }
 
 impl Server {
+    /// Takes charge of a server process a test started itself (killed on drop).
+    pub fn adopt(label: String, port: u16, child: Child, log: PathBuf) -> Server {
+        Server {
+            label,
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            child,
+            log,
+            _dir: TempDir::new("adopted"),
+        }
+    }
+
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
