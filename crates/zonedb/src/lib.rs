@@ -26,6 +26,8 @@
 //! shared with identical nodes or stored as a difference from the first node
 //! of its block. [`Zone::node`] returns a [`Node`] view, rebuilt on the stack
 //! when it was stored as a difference; nothing on the lookup path allocates.
+//! A built zone is written to disk and read back as it is (`snapshot.rs`):
+//! the store's flat arrays, checksummed and checked entry by entry on reading.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
