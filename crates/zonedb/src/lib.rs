@@ -33,6 +33,7 @@
 
 mod blob;
 mod build;
+mod mix;
 mod snapshot;
 mod store;
 mod walk;

@@ -25,7 +25,7 @@ use crate::store::Store;
 use crate::Zone;
 
 const MAGIC: &[u8; 8] = b"LODESNAP";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 /// Why a snapshot could not be read.
 #[derive(Debug)]
@@ -57,55 +57,8 @@ impl From<io::Error> for SnapshotError {
     }
 }
 
-/// A streaming checksum (the store's fingerprint mixing over 8-byte words).
-struct Sum {
-    h: u64,
-    tail: [u8; 8],
-    n: usize,
-}
-
-impl Sum {
-    fn new() -> Self {
-        Sum {
-            h: 0x243F_6A88_85A3_08D3,
-            tail: [0; 8],
-            n: 0,
-        }
-    }
-    fn word(&mut self, w: u64) {
-        self.h = (self.h ^ w)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(31);
-    }
-    fn update(&mut self, mut b: &[u8]) {
-        while self.n != 0 && !b.is_empty() {
-            self.tail[self.n] = b[0];
-            self.n = (self.n + 1) % 8;
-            b = &b[1..];
-            if self.n == 0 {
-                self.word(u64::from_le_bytes(self.tail));
-            }
-        }
-        let mut chunks = b.chunks_exact(8);
-        for c in chunks.by_ref() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.word(u64::from_le_bytes(w));
-        }
-        for &x in chunks.remainder() {
-            self.tail[self.n] = x;
-            self.n += 1;
-        }
-    }
-    fn finish(mut self) -> u64 {
-        for i in self.n..8 {
-            self.tail[i] = 0;
-        }
-        let n = self.n as u64;
-        self.word(u64::from_le_bytes(self.tail) ^ n);
-        self.h ^ (self.h >> 29)
-    }
-}
+/// The checksum of a snapshot.
+type Sum = crate::mix::WordMix;
 
 struct Out<'w, W: Write> {
     w: &'w mut W,
@@ -158,7 +111,10 @@ impl Zone {
     /// Writes the zone as a snapshot; `source` is stored as given (e.g. the
     /// zone file's size and modification time, to tell whether it changed).
     pub fn write_snapshot(&self, source: &[u8], w: &mut impl Write) -> io::Result<()> {
-        let mut o = Out { w, sum: Sum::new() };
+        let mut o = Out {
+            w,
+            sum: Sum::default(),
+        };
         o.put(MAGIC)?;
         o.put(&VERSION.to_le_bytes())?;
         o.put(&self.class.0.to_le_bytes())?;
@@ -205,7 +161,7 @@ impl Zone {
         let bad = |why: &str| SnapshotError::Invalid(why.to_string());
         let mut i = In {
             r,
-            sum: Sum::new(),
+            sum: Sum::default(),
             left: size,
         };
         if &i.get::<8>()? != MAGIC {

@@ -509,22 +509,10 @@ impl std::hash::Hasher for FingerprintHasher {
     }
 }
 
-/// A fast non-cryptographic fingerprint of a blob (for deduplication; equal
-/// fingerprints are confirmed by comparing bytes).
+/// A fingerprint of a blob (for deduplication; equal fingerprints are
+/// confirmed by comparing bytes).
 pub(crate) fn fingerprint(b: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h = (b.len() as u64).wrapping_mul(K);
-    let mut chunks = b.chunks_exact(8);
-    for c in chunks.by_ref() {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(29);
-    }
-    let mut w = [0u8; 8];
-    let rest = chunks.remainder();
-    w[..rest.len()].copy_from_slice(rest);
-    h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    h ^ (h >> 32)
+    crate::mix::hash(b)
 }
 
 impl StoreBuilder {

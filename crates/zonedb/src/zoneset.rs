@@ -11,7 +11,9 @@ use crate::Zone;
 #[derive(Debug, Default, Clone)]
 pub struct ZoneSet {
     /// Keyed by the lower-cased wire form of the origin.
-    zones: HashMap<Box<[u8]>, Arc<Zone>, BuildWordHasher>,
+    /// Hashed with [`crate::mix`]: origins are configured, not chosen by
+    /// clients, and every query hashes a few suffixes of its name.
+    zones: HashMap<Box<[u8]>, Arc<Zone>, crate::mix::BuildMixHasher>,
     /// Fewest and most labels among the origins (bounds the suffix walk).
     min_labels: usize,
     max_labels: usize,
@@ -94,44 +96,6 @@ impl ZoneSet {
     /// All zones (no particular order).
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Zone>> {
         self.zones.values()
-    }
-}
-
-/// A fast hasher for the zone table: the keys are configured origins, not
-/// chosen by clients, so flooding resistance (SipHash) buys nothing on the
-/// query path, where every query hashes up to a few suffixes of its name.
-#[derive(Debug, Default, Clone, Copy)]
-struct BuildWordHasher;
-
-impl std::hash::BuildHasher for BuildWordHasher {
-    type Hasher = WordHasher;
-    fn build_hasher(&self) -> WordHasher {
-        WordHasher(0x243F_6A88_85A3_08D3)
-    }
-}
-
-/// Multiply-rotate over 8-byte words.
-struct WordHasher(u64);
-
-impl std::hash::Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in chunks.by_ref() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.0 = (self.0 ^ u64::from_le_bytes(w))
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                .rotate_left(29);
-        }
-        let mut w = [0u8; 8];
-        let rest = chunks.remainder();
-        w[..rest.len()].copy_from_slice(rest);
-        self.0 = (self.0 ^ u64::from_le_bytes(w) ^ ((rest.len() as u64) << 56))
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(29);
-    }
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 31)
     }
 }
 
