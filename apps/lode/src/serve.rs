@@ -59,16 +59,22 @@ pub struct ServeArgs {
     snapshot_dir: Option<PathBuf>,
 }
 
+/// `--zone NAME=FILE` arguments as (name, file) pairs.
+pub fn parse_zone_args(args: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    args.iter()
+        .map(|z| {
+            let (name, file) = z
+                .split_once('=')
+                .filter(|(n, f)| !n.is_empty() && !f.is_empty())
+                .with_context(|| format!("--zone {z:?}: expected NAME=FILE"))?;
+            Ok((name.to_owned(), PathBuf::from(file)))
+        })
+        .collect()
+}
+
 /// Runs the command.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut zones = Vec::new();
-    for z in &args.zone {
-        let (name, file) = z
-            .split_once('=')
-            .filter(|(n, f)| !n.is_empty() && !f.is_empty())
-            .with_context(|| format!("--zone {z:?}: expected NAME=FILE"))?;
-        zones.push((name.to_owned(), PathBuf::from(file)));
-    }
+    let zones = parse_zone_args(&args.zone)?;
     // The log level is needed before the configuration is merged.
     let file_level = match &args.config {
         Some(path) => ConfigFile::read(path)?.log_level,

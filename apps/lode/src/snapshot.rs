@@ -36,17 +36,9 @@ pub struct SnapshotArgs {
 
 /// Runs the command.
 pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
-    let mut zones_opt = Vec::new();
-    for z in &args.zone {
-        let (name, file) = z
-            .split_once('=')
-            .filter(|(n, f)| !n.is_empty() && !f.is_empty())
-            .with_context(|| format!("--zone {z:?}: expected NAME=FILE"))?;
-        zones_opt.push((name.to_owned(), PathBuf::from(file)));
-    }
     let options = Options {
         config: args.config,
-        zones: zones_opt,
+        zones: crate::serve::parse_zone_args(&args.zone)?,
         snapshot_dir: Some(args.out.clone()),
         ..Options::default()
     };
