@@ -113,7 +113,6 @@ pub(crate) fn encode(
 #[derive(Clone, Copy)]
 pub(crate) struct Head<'a> {
     pub flags: NodeFlags,
-    pub shadow_distance: u32,
     pub owner: Option<NameRef<'a>>,
     /// The RRsets part.
     pub rrsets: &'a [u8],
@@ -136,9 +135,9 @@ pub(crate) fn flags_and_shadow(prefix: &[u8]) -> Option<(NodeFlags, u32)> {
 pub(crate) fn head(blob: &[u8]) -> Option<Head<'_>> {
     let f = *blob.first()?;
     let mut pos = 1;
-    let mut shadow_distance = 0;
     if f & HAS_SHADOW != 0 {
-        shadow_distance = u32::try_from(get_varint(blob, &mut pos)?).ok()?;
+        // The shadow is read by `flags_and_shadow`; here it is skipped.
+        u32::try_from(get_varint(blob, &mut pos)?).ok()?;
     }
     let mut owner = None;
     if f & HAS_OWNER != 0 {
@@ -148,7 +147,6 @@ pub(crate) fn head(blob: &[u8]) -> Option<Head<'_>> {
     }
     Some(Head {
         flags: NodeFlags(f & NODE_FLAGS),
-        shadow_distance,
         owner,
         rrsets: blob.get(pos..)?,
     })

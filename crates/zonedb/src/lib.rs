@@ -90,7 +90,6 @@ impl Node<'_> {
     fn head(&self) -> blob::Head<'_> {
         blob::head(self.blob.bytes()).unwrap_or(blob::Head {
             flags: NodeFlags::default(),
-            shadow_distance: 0,
             owner: None,
             rrsets: &[],
         })
@@ -138,11 +137,6 @@ impl Node<'_> {
     /// True if this node is a zone cut (NS below the apex).
     pub fn is_delegation(&self) -> bool {
         self.flags().contains(NodeFlags::DELEGATION)
-    }
-    /// The topmost strict ancestor that is a zone cut or a DNAME owner.
-    pub fn shadow(&self) -> Option<NodeId> {
-        let d = self.head().shadow_distance;
-        (d != 0).then(|| NodeId(self.id.0.saturating_sub(d)))
     }
 }
 
@@ -210,10 +204,6 @@ impl Zone {
     /// TTL for negative answers: min(SOA TTL, SOA MINIMUM) (RFC 2308 §5).
     pub fn negative_ttl(&self) -> u32 {
         self.negative_ttl
-    }
-    /// The apex node.
-    pub fn apex(&self) -> Node<'_> {
-        self.node(NodeId(0))
     }
     /// An RRset of the apex, borrowed from the zone (the apex is the first
     /// entry of its block, so it is always stored whole).
