@@ -30,6 +30,17 @@ impl WordMix {
         self.h = (self.h ^ w).wrapping_mul(K).rotate_left(29);
     }
 
+    /// Adds one 8-byte word (as `update` with its little-endian bytes would).
+    #[inline]
+    pub(crate) fn update_word(&mut self, w: u64) {
+        if self.n == 0 {
+            self.len += 8;
+            self.word(w);
+        } else {
+            self.update(&w.to_le_bytes());
+        }
+    }
+
     /// Adds bytes.
     pub(crate) fn update(&mut self, mut b: &[u8]) {
         self.len += b.len() as u64;
@@ -79,6 +90,10 @@ impl std::hash::Hasher for MixHasher {
     fn write(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
+    // Slices hash their length first: one word, without the byte path.
+    fn write_usize(&mut self, i: usize) {
+        self.0.update_word(i as u64);
+    }
     fn finish(&self) -> u64 {
         self.0.finish()
     }
@@ -104,5 +119,15 @@ mod tests {
         assert_ne!(hash(b"a"), hash(b"a\0"));
         assert_ne!(hash(b""), hash(b"\0"));
         assert_ne!(hash(&data[..99]), whole);
+        let mut a = WordMix::default();
+        a.update(&[1, 2, 3]);
+        a.update_word(42);
+        let mut b = WordMix::default();
+        b.update(&[1, 2, 3]);
+        b.update(&42u64.to_le_bytes());
+        assert_eq!(a.finish(), b.finish());
+        let mut c = WordMix::default();
+        c.update_word(42);
+        assert_eq!(c.finish(), hash(&42u64.to_le_bytes()));
     }
 }
