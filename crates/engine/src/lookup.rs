@@ -38,6 +38,23 @@ fn nsec3_parent(zone: &lode_zonedb::Zone, id: NodeId) -> NodeId {
         .unwrap_or(zone.apex_id())
 }
 
+/// The owner to write for `node`, found for `name`: the name itself when
+/// synthesized from a wildcard, or when a hint makes the writer put a pointer
+/// to a name equal to it (ignoring case) — then the node's own spelling need
+/// not be made; else the node's owner as written in the zone.
+fn owner_to_write<'a>(
+    node: &'a lode_zonedb::Node<'_>,
+    name: NameRef<'a>,
+    synthesized: bool,
+    hint: u16,
+) -> NameRef<'a> {
+    if synthesized || hint != 0 {
+        name
+    } else {
+        node.owner()
+    }
+}
+
 /// What one name leads to inside the zone.
 #[derive(Debug, Clone, Copy)]
 enum Step {
@@ -67,16 +84,10 @@ impl<'z> Responder<'z, '_> {
         };
         // Knot keeps NSEC3 records in a tree of their own: their owners are
         // not names of the zone. Seen from them, the parent encloses.
-        let nsec3_only = |id| zone.info(id).0.contains(NodeFlags::NSEC3_ONLY);
-        let lookup = match zone.lookup(name) {
+        let (ce, predecessor) = match zone.lookup(name) {
             Lookup::Found(id) => {
                 let (flags, shadow) = zone.info(id);
-                if flags.contains(NodeFlags::NSEC3_ONLY) {
-                    Lookup::NotFound {
-                        closest_encloser: nsec3_parent(zone, id),
-                        predecessor: id,
-                    }
-                } else {
+                if !flags.contains(NodeFlags::NSEC3_ONLY) {
                     if let Some(s) = shadow {
                         return above(s);
                     }
@@ -88,56 +99,49 @@ impl<'z> Responder<'z, '_> {
                         synthesized: false,
                     };
                 }
+                (nsec3_parent(zone, id), id)
             }
             Lookup::NotFound {
                 closest_encloser,
                 predecessor,
-            } if nsec3_only(closest_encloser) => Lookup::NotFound {
-                closest_encloser: nsec3_parent(zone, closest_encloser),
-                predecessor,
-            },
-            other => other,
+            } => (closest_encloser, predecessor),
         };
-        match lookup {
-            Lookup::Found(id) => Step::Node {
-                id,
-                synthesized: false,
-            },
-            Lookup::NotFound {
+        let (mut flags, mut shadow) = zone.info(ce);
+        let ce = if flags.contains(NodeFlags::NSEC3_ONLY) {
+            let parent = nsec3_parent(zone, ce);
+            (flags, shadow) = zone.info(parent);
+            parent
+        } else {
+            ce
+        };
+        if let Some(s) = shadow {
+            return above(s);
+        }
+        if flags.contains(NodeFlags::DELEGATION) {
+            return Step::Cut(ce);
+        }
+        if flags.contains(NodeFlags::DNAME) {
+            return Step::Dname(ce);
+        }
+        if !flags.contains(NodeFlags::WILDCARD_CHILD) {
+            return Step::Missing {
                 closest_encloser: ce,
                 predecessor,
-            } => {
-                let (flags, shadow) = zone.info(ce);
-                if let Some(s) = shadow {
-                    return above(s);
-                }
-                if flags.contains(NodeFlags::DELEGATION) {
-                    return Step::Cut(ce);
-                }
-                if flags.contains(NodeFlags::DNAME) {
-                    return Step::Dname(ce);
-                }
-                if !flags.contains(NodeFlags::WILDCARD_CHILD) {
-                    return Step::Missing {
-                        closest_encloser: ce,
-                        predecessor,
-                    };
-                }
-                match zone.wildcard_child(ce) {
-                    Some(w) => {
-                        let n = zone.node(ce);
-                        self.note_wildcard(predecessor, name, n.owner().label_count());
-                        Step::Node {
-                            id: w,
-                            synthesized: true,
-                        }
-                    }
-                    None => Step::Missing {
-                        closest_encloser: ce,
-                        predecessor,
-                    },
+            };
+        }
+        match zone.wildcard_child(ce) {
+            Some(w) => {
+                let n = zone.node(ce);
+                self.note_wildcard(predecessor, name, n.owner().label_count());
+                Step::Node {
+                    id: w,
+                    synthesized: true,
                 }
             }
+            None => Step::Missing {
+                closest_encloser: ce,
+                predecessor,
+            },
         }
     }
 
@@ -256,13 +260,7 @@ impl<'z> Responder<'z, '_> {
                         return Ok(Outcome::Stop);
                     }
                     chain += 1;
-                    // With a hint the owner is written as a pointer to a
-                    // name equal to it (ignoring case): `name` serves.
-                    let owner = if synthesized || hint != 0 {
-                        name.as_ref()
-                    } else {
-                        node.owner()
-                    };
+                    let owner = owner_to_write(&node, name.as_ref(), synthesized, hint);
                     let h =
                         self.put_rrset(Section::Answer, id, owner, hint, cname, cname.ttl(), None)?;
                     hint = h.rdata[0];
@@ -315,14 +313,7 @@ impl<'z> Responder<'z, '_> {
         hint: u16,
     ) -> Result<Outcome, Full> {
         let id = node.id();
-        // With a hint the owner is written as a pointer to a name equal to
-        // it (ignoring case): `name` serves, and the node's own spelling
-        // need not be made.
-        let owner = if synthesized || hint != 0 {
-            name
-        } else {
-            node.owner()
-        };
+        let owner = owner_to_write(node, name, synthesized, hint);
         let qtype = self.question.qtype;
         let rrset = match qtype {
             Rtype::ANY => node.rrsets().next(),
