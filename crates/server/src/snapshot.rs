@@ -17,6 +17,8 @@ use std::time::UNIX_EPOCH;
 use lode_wire::Name;
 use lode_zonedb::Zone;
 
+use crate::zones::FileStamp;
+
 /// The snapshot file for zone `origin` in `dir`: `<origin>snap`, lower case
 /// (`root.snap` for the root zone).
 pub fn path_for(dir: &Path, origin: &Name) -> PathBuf {
@@ -32,12 +34,12 @@ pub fn path_for(dir: &Path, origin: &Name) -> PathBuf {
 
 /// The identity of a zone file: absolute path, size and modification time.
 pub fn source_tag(zone_file: &Path) -> Option<Vec<u8>> {
-    let meta = std::fs::metadata(zone_file).ok()?;
-    let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
+    let stamp = FileStamp::of(zone_file)?;
+    let mtime = stamp.modified.duration_since(UNIX_EPOCH).ok()?;
     let abs = std::fs::canonicalize(zone_file).ok()?;
     let mut tag = abs.to_string_lossy().into_owned().into_bytes();
     tag.push(0);
-    tag.extend_from_slice(&meta.len().to_le_bytes());
+    tag.extend_from_slice(&stamp.size.to_le_bytes());
     tag.extend_from_slice(&mtime.as_nanos().to_le_bytes());
     Some(tag)
 }

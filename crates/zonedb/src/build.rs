@@ -33,15 +33,14 @@ impl Rdatas {
         }
     }
     fn push(&mut self, rdata: Box<[u8]>) {
-        match self {
-            Rdatas::Many(v) => v.push(rdata),
-            Rdatas::One(_) => {
-                let Rdatas::One(first) = std::mem::replace(self, Rdatas::Many(Vec::new())) else {
-                    return;
-                };
-                *self = Rdatas::Many(vec![first, rdata]);
+        let list = match std::mem::replace(self, Rdatas::Many(Vec::new())) {
+            Rdatas::One(first) => vec![first, rdata],
+            Rdatas::Many(mut v) => {
+                v.push(rdata);
+                v
             }
-        }
+        };
+        *self = Rdatas::Many(list);
     }
     /// Canonical order, duplicates removed.
     fn normalize(&mut self) {
@@ -561,11 +560,12 @@ fn compact(
         sb.push(&n.key[origin_key_len..], &blobs[start..end]);
         start = end;
     }
+    let nodes_origin_key = nodes[0].key.clone();
     drop(nodes);
     Zone {
         origin,
         class,
-        origin_key_len,
+        origin_key: nodes_origin_key,
         store: sb.finish(),
         negative_ttl,
         serial,

@@ -178,8 +178,8 @@ impl NodeId {
 pub struct Zone {
     origin: Name,
     class: Class,
-    /// Length of the origin's canonical key (stored keys are relative to it).
-    origin_key_len: usize,
+    /// The origin's canonical key (stored keys are relative to it).
+    origin_key: Box<[u8]>,
     store: Store,
     /// SOA TTL bounded by SOA MINIMUM (RFC 2308 §5).
     negative_ttl: u32,
@@ -290,10 +290,7 @@ impl Zone {
 
     /// The key relative to the origin, if `key` is at or below it.
     fn relative<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
-        let okey = key.get(..self.origin_key_len)?;
-        let mut o = KeyBuf::new();
-        self.origin.as_ref().write_key(&mut o);
-        (okey == o.as_slice()).then(|| &key[self.origin_key_len..])
+        key.strip_prefix(&*self.origin_key)
     }
 
     /// Finds the node with exactly this canonical key.
@@ -326,7 +323,7 @@ impl Zone {
         qname.write_key(&mut key);
         // The origin's labels come first in the key; only their length is
         // checked here (callers pass names below the origin).
-        let Some(rel) = key.as_slice().get(self.origin_key_len..) else {
+        let Some(rel) = key.as_slice().get(self.origin_key.len()..) else {
             return apex;
         };
         match self.store.search(rel) {

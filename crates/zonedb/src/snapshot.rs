@@ -233,7 +233,7 @@ impl Zone {
         let mut okey = lode_wire::name::KeyBuf::new();
         origin.as_ref().write_key(&mut okey);
         let zone = Zone {
-            origin_key_len: okey.as_slice().len(),
+            origin_key: okey.as_slice().into(),
             origin,
             class,
             store,
