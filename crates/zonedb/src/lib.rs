@@ -33,6 +33,7 @@
 
 mod blob;
 mod build;
+mod changeset;
 mod mix;
 mod snapshot;
 mod store;
@@ -41,6 +42,7 @@ mod zoneset;
 
 pub use blob::{RRset, RRsets, Rdatas};
 pub use build::{Problem, Severity, ZoneBuilder};
+pub use changeset::{soa_serial, ApplyError, Changeset};
 pub use snapshot::SnapshotError;
 pub use zoneset::ZoneSet;
 

@@ -385,3 +385,38 @@ fn snapshot_round_trip_and_damage() {
         );
     }
 }
+
+#[test]
+fn apply_rebuild_adds_and_removes() {
+    let (zone, _) = base().build().unwrap();
+    let mut soa2 = soa(300);
+    let n = soa2.len();
+    soa2[n - 20..n - 16].copy_from_slice(&2u32.to_be_bytes());
+    let cs = Changeset {
+        soa_from: rec("example.", Rtype::SOA, 7200, soa(300)),
+        soa_to: rec("example.", Rtype::SOA, 7200, soa2),
+        removed: vec![rec("ns.example.", Rtype::A, 3600, vec![192, 0, 2, 1])],
+        added: vec![
+            rec("ns.example.", Rtype::A, 3600, vec![192, 0, 2, 2]),
+            rec("a.b.example.", Rtype::TXT, 60, vec![1, b'x']),
+        ],
+    };
+    let z2 = zone.apply_rebuild(&cs).unwrap();
+    assert_eq!(z2.serial(), 2);
+    assert_eq!(z2.record_count(), 4);
+    assert!(
+        z2.find(name("b.example.").as_ref()).is_some(),
+        "empty non-terminal"
+    );
+    // Removing what is not there, or applying to the wrong serial, fails.
+    assert!(matches!(
+        z2.apply_rebuild(&cs),
+        Err(ApplyError::SerialMismatch { .. })
+    ));
+    let mut again = cs.clone();
+    again.soa_from = cs.soa_to.clone();
+    assert!(matches!(
+        z2.apply_rebuild(&again),
+        Err(ApplyError::MissingRecord(_))
+    ));
+}
