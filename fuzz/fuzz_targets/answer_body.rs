@@ -81,7 +81,7 @@ pub fn check(zones: &ZoneSet, data: &[u8], s: &mut Scratch) -> Result<Option<u8>
     let settings = Settings::default();
     let mut udp_rcode = None;
     for transport in [Transport::Udp, Transport::Tcp] {
-        let n = answer(zones, data, &mut s.out, transport, &settings);
+        let n = answer(zones, data, &mut s.out, transport, &settings).len;
         if n == 0 {
             continue;
         }
@@ -108,7 +108,7 @@ pub fn check(zones: &ZoneSet, data: &[u8], s: &mut Scratch) -> Result<Option<u8>
                 "UDP response of {n} octets without OPT (RFC 1035: 512)"
             ));
         }
-        let m = answer(zones, data, &mut s.again, transport, &settings);
+        let m = answer(zones, data, &mut s.again, transport, &settings).len;
         if s.again[..m] != s.out[..n] {
             return Err(format!("{transport:?}: a second run gave other bytes"));
         }

@@ -8,7 +8,7 @@ use lode_io::{IoError, UdpConfig, UdpServer};
 
 /// Copies the query into `out` and sets QR; ignores datagrams shorter than a
 /// header, responses (no loops between two echoes) and anything larger than `out`.
-pub fn echo(query: &[u8], out: &mut [u8], _peer: SocketAddr) -> usize {
+pub fn echo(query: &[u8], out: &mut [u8], _client: &mut lode_io::Client<'_>) -> usize {
     if query.len() < crate::query::HEADER_LEN || query[2] & 0x80 != 0 || query.len() > out.len() {
         return 0;
     }
@@ -39,18 +39,32 @@ mod tests {
             0xAB, 0xCD, 0x01, 0x20, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1,
         ];
         let mut out = [0u8; 64];
-        assert_eq!(echo(&q, &mut out, peer), q.len());
+        assert_eq!(
+            echo(&q, &mut out, &mut lode_io::Client::detached(peer)),
+            q.len()
+        );
         assert_eq!(out[2], 0x81);
         assert_eq!(&out[3..q.len()], &q[3..]);
         assert_eq!(&out[..2], &q[..2]);
         let response = out;
         assert_eq!(
-            echo(&response[..q.len()], &mut out, peer),
+            echo(
+                &response[..q.len()],
+                &mut out,
+                &mut lode_io::Client::detached(peer)
+            ),
             0,
             "responses dropped"
         );
-        assert_eq!(echo(&q[..11], &mut out, peer), 0, "short datagrams dropped");
-        assert_eq!(echo(&q, &mut [0u8; 8], peer), 0);
+        assert_eq!(
+            echo(&q[..11], &mut out, &mut lode_io::Client::detached(peer)),
+            0,
+            "short datagrams dropped"
+        );
+        assert_eq!(
+            echo(&q, &mut [0u8; 8], &mut lode_io::Client::detached(peer)),
+            0
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use lode_wire::{opcode, rcode, Class, NameRef, Rtype};
 use lode_zonedb::{NodeId, RRset, Zone, ZoneSet};
 
 use crate::dnssec::SigQueue;
-use crate::{Settings, Transport};
+use crate::{AnswerKind, Answered, Settings, Transport};
 
 /// Offset of QNAME in every response (right after the header).
 pub(crate) const QNAME_POS: u16 = 12;
@@ -102,6 +102,8 @@ pub(crate) struct Responder<'z, 'b> {
     pub nwildcards: usize,
     pub nsecs: [NodeId; MAX_NSECS],
     pub nnsecs: usize,
+    /// The kind of answer, known once the answer section is written.
+    pub kind: AnswerKind,
 }
 
 /// Knot DNS's header for a response: QR, the query's OPCODE and RD.
@@ -125,13 +127,13 @@ fn size_limit(transport: Transport, edns: Option<Edns>, settings: &Settings, out
 }
 
 /// Answers one query (see [`crate::answer`]).
-pub(crate) fn respond(
-    zones: &ZoneSet,
+pub(crate) fn respond<'z>(
+    zones: &'z ZoneSet,
     query: &[u8],
     out: &mut [u8],
     transport: Transport,
     settings: &Settings,
-) -> usize {
+) -> Answered<'z> {
     let q = match message::parse_query(query) {
         Ok(q) => q,
         Err(ParseError::FormErr {
@@ -147,9 +149,12 @@ pub(crate) fn respond(
                 edns: None,
                 settings,
             };
-            return e.respond(out, limit, rcode::FORMERR, &[], None);
+            return error(
+                e.respond(out, limit, rcode::FORMERR, &[], None),
+                rcode::FORMERR,
+            );
         }
-        Err(_) => return 0,
+        Err(_) => return Answered::DROP,
     };
     let limit = size_limit(transport, q.edns, settings, out.len());
     let e = Errors {
@@ -159,12 +164,17 @@ pub(crate) fn respond(
         edns: q.edns,
         settings,
     };
-    let err = |out: &mut [u8], code: u16, opts: &[u8]| e.respond(out, limit, code, opts, None);
+    let err = |out: &mut [u8], code: u16, opts: &[u8]| {
+        error(e.respond(out, limit, code, opts, None), code)
+    };
     // A TSIG we cannot check (no keys are configured) is answered NOTAUTH,
     // with a BADKEY TSIG when a zone of ours is concerned (as Knot does).
     let badkey = |out: &mut [u8], zone_known: bool| {
         let tsig = q.tsig.as_ref().filter(|_| zone_known);
-        e.respond(out, limit, rcode::NOTAUTH, &[], tsig)
+        error(
+            e.respond(out, limit, rcode::NOTAUTH, &[], tsig),
+            rcode::NOTAUTH,
+        )
     };
     if let Some(edns) = q.edns {
         if edns.version > 0 {
@@ -211,13 +221,35 @@ pub(crate) fn respond(
     if q.tsig.is_some() {
         return badkey(out, true);
     }
-    let len = answer_zone(zone, &q, question, out, limit, settings);
+    let (len, kind) = answer_zone(zone, &q, question, out, limit, settings);
     // Nothing may be cut from a TCP answer: when it does not fit in 65535
     // octets, Knot DNS answers SERVFAIL.
     if transport == Transport::Tcp && len >= 4 && out[2] & 0x02 != 0 {
-        return err(out, rcode::SERVFAIL, &[]);
+        let mut a = err(out, rcode::SERVFAIL, &[]);
+        a.zone = Some(zone);
+        return a;
     }
-    len
+    // Zone answers' RCODEs fit the header: no extended bits in the OPT.
+    let rcode = if len < 4 { 0 } else { u16::from(out[3] & 0x0f) };
+    Answered {
+        len,
+        rcode,
+        kind: if len == 0 { AnswerKind::Dropped } else { kind },
+        zone: Some(zone),
+    }
+}
+
+/// The outcome of an error response of `len` bytes with RCODE `code`.
+fn error<'z>(len: usize, code: u16) -> Answered<'z> {
+    if len == 0 {
+        return Answered::DROP;
+    }
+    Answered {
+        len,
+        rcode: code,
+        kind: AnswerKind::Error,
+        zone: None,
+    }
 }
 
 /// The zone that answers: the most specific one, except that DS is answered
@@ -323,10 +355,11 @@ fn answer_zone(
     out: &mut [u8],
     limit: usize,
     settings: &Settings,
-) -> usize {
+) -> (usize, AnswerKind) {
     let Ok(mut w) = MessageWriter::new(out, limit) else {
-        return 0;
+        return (0, AnswerKind::Dropped);
     };
+    let mut kind = AnswerKind::Positive;
     w.set_header(q.id, response_flags(q.flags));
     let reserve = if q.edns.is_some() { opt_len(0) } else { 0 };
     w.set_limit(limit.saturating_sub(reserve));
@@ -353,10 +386,12 @@ fn answer_zone(
             nwildcards: 0,
             nsecs: [zone.apex_id(); MAX_NSECS],
             nnsecs: 0,
+            kind: AnswerKind::Positive,
         };
         if r.sections().is_err() {
             r.w.set_flags(flags::TC);
         }
+        kind = r.kind;
         w = r.w;
     }
     w.set_limit(limit);
@@ -364,7 +399,7 @@ fn answer_zone(
         // Every RCODE of a zone answer fits the header: no extended bits.
         let _ = put_opt(&mut w, e, 0, settings, &[]);
     }
-    w.finish()
+    (w.finish(), kind)
 }
 
 impl<'z> Responder<'z, '_> {
@@ -372,6 +407,13 @@ impl<'z> Responder<'z, '_> {
     /// authority overflowed (the caller sets TC).
     fn sections(&mut self) -> Result<(), Full> {
         let outcome = self.answer_section()?;
+        self.kind = match outcome {
+            Outcome::Answered | Outcome::Stop => AnswerKind::Positive,
+            Outcome::NoData { .. } => AnswerKind::NoData,
+            Outcome::NxDomain { .. } => AnswerKind::NxDomain,
+            Outcome::Referral { .. } => AnswerKind::Referral,
+            Outcome::YxDomain => AnswerKind::Error,
+        };
         self.sigs.flush(self.zone, &mut self.w, Section::Answer)?;
         self.authority_section(outcome)?;
         self.sigs

@@ -66,17 +66,59 @@ impl Default for Settings {
     }
 }
 
+/// What kind of answer a response is: what the policy around `answer()`
+/// (rate limiting, metrics, logs) needs without parsing the response again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnswerKind {
+    /// Nothing is sent (the query was itself a response, or unreadable).
+    Dropped,
+    /// An error response without zone data (FORMERR, REFUSED, NOTIMP, …).
+    Error,
+    /// Data for the name and type asked (possibly through CNAME/DNAME).
+    Positive,
+    /// The name exists, the type does not (RFC 2308 NODATA).
+    NoData,
+    /// The name does not exist.
+    NxDomain,
+    /// A referral to a delegated zone.
+    Referral,
+}
+
+/// The outcome of [`answer`].
+#[derive(Debug, Clone, Copy)]
+pub struct Answered<'z> {
+    /// Length of the response written at the start of `out`; 0 = send nothing.
+    pub len: usize,
+    /// The response's RCODE (the extended one when it needs EDNS).
+    pub rcode: u16,
+    /// What kind of answer it is.
+    pub kind: AnswerKind,
+    /// The zone that answered, if one did.
+    pub zone: Option<&'z lode_zonedb::Zone>,
+}
+
+impl Answered<'_> {
+    /// Nothing to send.
+    pub const DROP: Answered<'static> = Answered {
+        len: 0,
+        rcode: 0,
+        kind: AnswerKind::Dropped,
+        zone: None,
+    };
+}
+
 /// Answers one query. `out` must be at least 65535 bytes for TCP and at least
 /// `settings.max_udp_payload` (and 512) for UDP; a smaller `out` only lowers
-/// the size limit. Returns the response length, or 0 when the query must be
-/// dropped (it is itself a response, shorter than a header, or its question
-/// cannot be read — as Knot DNS does).
-pub fn answer(
-    zones: &ZoneSet,
+/// the size limit. The response length is 0 when the query must be dropped
+/// (it is itself a response, shorter than a header, or its question cannot
+/// be read — as Knot DNS does).
+pub fn answer<'z>(
+    zones: &'z ZoneSet,
     query: &[u8],
     out: &mut [u8],
     transport: Transport,
     settings: &Settings,
-) -> usize {
+) -> Answered<'z> {
     answer::respond(zones, query, out, transport, settings)
 }

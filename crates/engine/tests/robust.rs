@@ -71,7 +71,7 @@ fn mutated_and_random_queries_never_panic() {
         let settings = Settings {
             max_udp_payload: [0, 512, 1232, 4096][rng.below(4)],
         };
-        let n = answer(&zones, &q, &mut big[..size], transport, &settings);
+        let n = answer(&zones, &q, &mut big[..size], transport, &settings).len;
         assert!(n <= size);
         if n > 0 {
             answered += 1;

@@ -21,6 +21,7 @@
 #![allow(unsafe_code)]
 #![warn(missing_docs)]
 
+mod later;
 pub mod mem;
 mod sys;
 pub mod tcp;
@@ -29,15 +30,23 @@ pub mod udp;
 use std::fmt;
 use std::net::SocketAddr;
 
+pub use later::{Client, Later};
 pub use tcp::{TcpConfig, TcpCounters, TcpServer, TcpStats};
 pub use udp::{UdpConfig, UdpCounters, UdpServer, UdpStats};
 
-/// What a transport calls for each message: `(query, out, peer) -> response
-/// length`, 0 to send nothing. `out` is at least the configured response size
-/// (65535 bytes for TCP).
-pub trait Handler: FnMut(&[u8], &mut [u8], SocketAddr) -> usize + Clone + Send + 'static {}
+/// What a transport calls for each message: `(query, out, client) -> response
+/// length`, 0 to send nothing now. `out` is at least the configured response
+/// size (65535 bytes for TCP). A handler that answers later (after a journal
+/// write, or as a stream) calls [`Client::defer`] and returns 0.
+pub trait Handler:
+    FnMut(&[u8], &mut [u8], &mut Client<'_>) -> usize + Clone + Send + 'static
+{
+}
 
-impl<T> Handler for T where T: FnMut(&[u8], &mut [u8], SocketAddr) -> usize + Clone + Send + 'static {}
+impl<T> Handler for T where
+    T: FnMut(&[u8], &mut [u8], &mut Client<'_>) -> usize + Clone + Send + 'static
+{
+}
 
 /// What a stream transport does with one message's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,12 +61,12 @@ pub struct StreamReply {
 /// What a stream (TCP) transport calls for each message: like [`Handler`],
 /// and it can also ask to close the connection.
 pub trait StreamHandler:
-    FnMut(&[u8], &mut [u8], SocketAddr) -> StreamReply + Clone + Send + 'static
+    FnMut(&[u8], &mut [u8], &mut Client<'_>) -> StreamReply + Clone + Send + 'static
 {
 }
 
 impl<T> StreamHandler for T where
-    T: FnMut(&[u8], &mut [u8], SocketAddr) -> StreamReply + Clone + Send + 'static
+    T: FnMut(&[u8], &mut [u8], &mut Client<'_>) -> StreamReply + Clone + Send + 'static
 {
 }
 

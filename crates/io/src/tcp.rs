@@ -23,7 +23,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout_at, Instant};
 
-use crate::{IoError, StreamHandler};
+use crate::later::Late;
+use crate::{Client, IoError, StreamHandler};
 
 /// Largest DNS message over TCP.
 pub const MAX_MESSAGE: usize = 65535;
@@ -277,6 +278,12 @@ async fn serve_connection<H: StreamHandler>(
     let (mut start, mut end) = (0usize, 0usize);
     let mut pending: Vec<u8> = Vec::new();
     let mut deadline = Instant::now() + idle;
+    // Replies sent after the handler returned (deferred UPDATE answers,
+    // streams), and how many deferred replies are still to come: the
+    // connection stays open for them, even after the client's end of file.
+    let (late_tx, mut late_rx) = tokio::sync::mpsc::unbounded_channel::<Late>();
+    let mut outstanding = 0usize;
+    let mut eof = false;
     loop {
         // Answer every complete message in the buffer.
         let (mut queries, mut responses, mut dropped) = (0u64, 0u64, 0u64);
@@ -290,11 +297,17 @@ async fn serve_connection<H: StreamHandler>(
             queries += 1;
             SCRATCH.with(|s| {
                 let mut out = s.borrow_mut();
-                let reply = handler(query, &mut out[..], peer);
+                let mut client = Client::tcp(peer, &late_tx);
+                let reply = handler(query, &mut out[..], &mut client);
                 close = reply.close;
                 let n = reply.len.min(MAX_MESSAGE);
+                if client.is_deferred() {
+                    outstanding += 1;
+                }
                 if n == 0 {
-                    dropped += 1;
+                    if !client.is_deferred() {
+                        dropped += 1;
+                    }
                 } else {
                     pending.extend_from_slice(&(n as u16).to_be_bytes());
                     pending.extend_from_slice(&out[..n]);
@@ -321,7 +334,7 @@ async fn serve_connection<H: StreamHandler>(
                 pending.shrink_to(MAX_MESSAGE);
             }
         }
-        if close {
+        if close || (eof && outstanding == 0) {
             return Ok(());
         }
         // Keep the unread tail at the front and room for a whole message.
@@ -344,12 +357,43 @@ async fn serve_connection<H: StreamHandler>(
         if end == buf.len() {
             buf.resize(buf.len() * 2, 0);
         }
-        let n = match timeout_at(deadline, stream.read(&mut buf[end..])).await {
-            Ok(Ok(0)) => return Ok(()),
-            Ok(Ok(n)) => n,
-            Ok(Err(e)) => return Err(ConnEnd::Io(e)),
-            Err(_) => return Err(ConnEnd::Idle),
+        // While deferred replies are outstanding the idle timer waits.
+        let wait_until = if outstanding > 0 {
+            Instant::now() + LATE_REPLY_WAIT
+        } else {
+            deadline
         };
-        end += n;
+        tokio::select! {
+            read = timeout_at(wait_until, stream.read(&mut buf[end..])), if !eof => {
+                match read {
+                    Ok(Ok(0)) => eof = true,
+                    Ok(Ok(n)) => end += n,
+                    Ok(Err(e)) => return Err(ConnEnd::Io(e)),
+                    Err(_) => return Err(ConnEnd::Idle),
+                }
+            }
+            late = late_rx.recv() => {
+                // late_tx lives here, so the channel never reports closed.
+                let mut next = late;
+                while let Some(l) = next {
+                    match l {
+                        Late::Message(m) => {
+                            pending.extend_from_slice(&(m.len() as u16).to_be_bytes());
+                            pending.extend_from_slice(&m);
+                            counters.responses.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Late::Done => outstanding = outstanding.saturating_sub(1),
+                    }
+                    next = late_rx.try_recv().ok();
+                }
+                if outstanding == 0 {
+                    deadline = Instant::now() + idle;
+                }
+            }
+            _ = tokio::time::sleep_until(wait_until), if eof => return Err(ConnEnd::Idle),
+        }
     }
 }
+
+/// How long a connection waits for a deferred reply before giving up.
+const LATE_REPLY_WAIT: Duration = Duration::from_secs(60);

@@ -13,7 +13,7 @@ use std::time::Duration;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::sys::MsgBatch;
-use crate::{Handler, IoError};
+use crate::{Client, Handler, IoError};
 
 /// Settings of the UDP transport.
 #[derive(Debug, Clone)]
@@ -233,6 +233,18 @@ impl<H: Handler> Worker<H> {
             .config
             .pktinfo
             .unwrap_or_else(|| addr.is_some_and(|a| a.ip().is_unspecified()));
+        // Deferred replies leave through a duplicate of the worker's socket
+        // (from the kernel's choice of source address on a wildcard bind).
+        let late = match self.socket.try_clone() {
+            Ok(s) => Arc::new(std::net::UdpSocket::from(s)),
+            Err(e) => {
+                tracing::error!(
+                    "udp worker {}: cannot duplicate the socket: {e}",
+                    self.index
+                );
+                return;
+            }
+        };
         let mut rx = MsgBatch::new(batch, self.config.max_query.max(12), pktinfo);
         let mut tx = MsgBatch::new(batch, self.config.max_response.max(512), pktinfo);
         let (mut queries, mut responses, mut dropped) = (0u64, 0u64, 0u64);
@@ -266,7 +278,10 @@ impl<H: Handler> Worker<H> {
                 // A panicking handler costs one datagram, not the worker (whose
                 // socket would keep receiving its share of the traffic).
                 let handler = &mut self.handler;
-                let n = match panic::catch_unwind(AssertUnwindSafe(|| handler(query, out, peer))) {
+                let mut client = Client::udp(peer, &late);
+                let n = match panic::catch_unwind(AssertUnwindSafe(|| {
+                    handler(query, out, &mut client)
+                })) {
                     Ok(n) => n.min(cap),
                     Err(_) => {
                         tracing::error!(
@@ -277,7 +292,9 @@ impl<H: Handler> Worker<H> {
                     }
                 };
                 if n == 0 {
-                    dropped += 1;
+                    if !client.is_deferred() {
+                        dropped += 1;
+                    }
                     continue;
                 }
                 tx.commit(ready, n, &rx, i);

@@ -4,11 +4,11 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use lode_io::{StreamReply, TcpConfig, TcpServer};
+use lode_io::{Client, StreamReply, TcpConfig, TcpServer};
 
 /// Answers "big" with 65535 bytes, drops "drop", answers "bye" and closes,
 /// otherwise echoes upper-cased.
-fn shouter(query: &[u8], out: &mut [u8], _peer: SocketAddr) -> StreamReply {
+fn shouter(query: &[u8], out: &mut [u8], _client: &mut Client<'_>) -> StreamReply {
     let len = match query {
         b"drop" => 0,
         b"big" => {

@@ -3,10 +3,10 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use lode_io::{UdpConfig, UdpServer};
+use lode_io::{Client, UdpConfig, UdpServer};
 
 /// Answers with the query reversed, and drops queries starting with "drop".
-fn reverser(query: &[u8], out: &mut [u8], _peer: SocketAddr) -> usize {
+fn reverser(query: &[u8], out: &mut [u8], _client: &mut Client<'_>) -> usize {
     if query.starts_with(b"drop") {
         return 0;
     }
@@ -130,9 +130,9 @@ fn udp_stop_is_prompt_and_frees_the_port() {
 
 #[test]
 fn udp_handler_panic_costs_one_datagram_not_the_worker() {
-    let handler = |q: &[u8], out: &mut [u8], peer: SocketAddr| {
+    let handler = |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
         assert!(q != b"panic", "the test handler panics on request");
-        reverser(q, out, peer)
+        reverser(q, out, client)
     };
     let config = UdpConfig {
         workers: 1,

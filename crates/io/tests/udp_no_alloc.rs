@@ -8,7 +8,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use lode_io::{UdpConfig, UdpServer};
+use lode_io::{Client, UdpConfig, UdpServer};
 
 struct Counting;
 
@@ -36,7 +36,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-fn echo(query: &[u8], out: &mut [u8], _peer: SocketAddr) -> usize {
+fn echo(query: &[u8], out: &mut [u8], _client: &mut Client<'_>) -> usize {
     out[..query.len()].copy_from_slice(query);
     query.len()
 }

@@ -40,7 +40,9 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use lode_engine::{Settings, Transport};
-use lode_io::{StreamReply, TcpConfig, TcpCounters, TcpServer, UdpConfig, UdpCounters, UdpServer};
+use lode_io::{
+    Client, StreamReply, TcpConfig, TcpCounters, TcpServer, UdpConfig, UdpCounters, UdpServer,
+};
 use lode_wire::rcode;
 use lode_zonedb::{Zone, ZoneSet};
 
@@ -400,8 +402,8 @@ impl Server {
             ..TcpConfig::default()
         };
         let zs = published.clone();
-        let tcp_handler = move |q: &[u8], out: &mut [u8], _peer: SocketAddr| {
-            let len = lode_engine::answer(&zs.load(), q, out, Transport::Tcp, &settings);
+        let tcp_handler = move |q: &[u8], out: &mut [u8], _client: &mut Client<'_>| {
+            let len = lode_engine::answer(&zs.load(), q, out, Transport::Tcp, &settings).len;
             // As Knot DNS: after a message that could not be parsed (dropped,
             // or answered FORMERR) the stream is not trusted any further.
             let close = len == 0 || (len >= 4 && out[3] & 0x0F == rcode::FORMERR as u8);
@@ -415,8 +417,8 @@ impl Server {
             ..UdpConfig::default()
         };
         let zs = published.clone();
-        let udp_handler = move |q: &[u8], out: &mut [u8], _peer: SocketAddr| {
-            lode_engine::answer(&zs.load(), q, out, Transport::Udp, &settings)
+        let udp_handler = move |q: &[u8], out: &mut [u8], _client: &mut Client<'_>| {
+            lode_engine::answer(&zs.load(), q, out, Transport::Udp, &settings).len
         };
         let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler)
             .map_err(ServerError::Io)?;

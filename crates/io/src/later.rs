@@ -1,0 +1,127 @@
+//! Replies that leave after the handler returned: an UPDATE answered once its
+//! journal record is on stable storage, or a stream of messages (a zone
+//! transfer). The handler calls [`Client::defer`] and hands the [`Later`] to
+//! whoever finishes the work, on any thread.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+/// What a transport tells a handler about the message's sender, and the way
+/// to answer it later.
+#[derive(Debug)]
+pub struct Client<'a> {
+    addr: SocketAddr,
+    via: Via<'a>,
+    deferred: bool,
+}
+
+#[derive(Debug)]
+enum Via<'a> {
+    /// The worker's socket (a duplicate of its descriptor).
+    Udp(&'a Arc<UdpSocket>),
+    /// The connection's queue of late messages.
+    Tcp(&'a UnboundedSender<Late>),
+    /// No way to answer later (tests, benchmarks).
+    None,
+}
+
+/// One message for a stream connection, or the end of a deferred reply.
+#[derive(Debug)]
+pub(crate) enum Late {
+    /// A whole DNS message (without the TCP length prefix).
+    Message(Vec<u8>),
+    /// The deferred reply is complete (sent or abandoned).
+    Done,
+}
+
+impl<'a> Client<'a> {
+    pub(crate) fn udp(addr: SocketAddr, socket: &'a Arc<UdpSocket>) -> Self {
+        Client {
+            addr,
+            via: Via::Udp(socket),
+            deferred: false,
+        }
+    }
+    pub(crate) fn tcp(addr: SocketAddr, queue: &'a UnboundedSender<Late>) -> Self {
+        Client {
+            addr,
+            via: Via::Tcp(queue),
+            deferred: false,
+        }
+    }
+    /// A client that cannot be answered later ([`Client::defer`] gives a
+    /// [`Later`] that sends nothing): for tests and tools calling handlers.
+    pub fn detached(addr: SocketAddr) -> Client<'static> {
+        Client {
+            addr,
+            via: Via::None,
+            deferred: false,
+        }
+    }
+    /// The sender's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+    /// Promises a reply later: the handler then returns 0 (nothing now) and
+    /// the transport keeps a stream connection open until the [`Later`] is
+    /// sent or dropped.
+    pub fn defer(&mut self) -> Later {
+        self.deferred = true;
+        let to = match self.via {
+            Via::Udp(s) => To::Udp(s.clone(), self.addr),
+            Via::Tcp(q) => To::Tcp(q.clone()),
+            Via::None => To::Nowhere,
+        };
+        Later { to: Some(to) }
+    }
+    /// True once [`Client::defer`] was called.
+    pub fn is_deferred(&self) -> bool {
+        self.deferred
+    }
+}
+
+/// A reply (or a stream of messages) to send after the handler returned.
+/// Dropping it unsent sends nothing; a stream connection then goes on.
+#[derive(Debug)]
+pub struct Later {
+    to: Option<To>,
+}
+
+#[derive(Debug)]
+enum To {
+    Udp(Arc<UdpSocket>, SocketAddr),
+    Tcp(UnboundedSender<Late>),
+    Nowhere,
+}
+
+impl Later {
+    /// A `Later` that sends nothing (for tests).
+    pub fn nowhere() -> Later {
+        Later {
+            to: Some(To::Nowhere),
+        }
+    }
+    /// Sends one more message of a stream (each a datagram over UDP); false
+    /// when the client is gone.
+    pub fn push(&mut self, msg: &[u8]) -> bool {
+        match &self.to {
+            Some(To::Udp(s, peer)) => s.send_to(msg, peer).is_ok(),
+            Some(To::Tcp(q)) => q.send(Late::Message(msg.to_vec())).is_ok(),
+            Some(To::Nowhere) | None => false,
+        }
+    }
+    /// Sends the reply and ends it; false when the client is gone.
+    pub fn send(mut self, msg: &[u8]) -> bool {
+        self.push(msg)
+    }
+}
+
+impl Drop for Later {
+    fn drop(&mut self) {
+        if let Some(To::Tcp(q)) = self.to.take() {
+            let _ = q.send(Late::Done);
+        }
+    }
+}
