@@ -122,3 +122,106 @@ pub fn answer<'z>(
 ) -> Answered<'z> {
     answer::respond(zones, query, out, transport, settings)
 }
+
+/// What a request asks for, read from its header and question type before
+/// anything else: queries go to [`answer`], the rest to their own paths
+/// (the zone writer for UPDATE, transfers as streams, NOTIFY to a
+/// secondary's refresh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Request {
+    /// A standard query (OPCODE 0) other than a zone transfer.
+    Query,
+    /// A full zone transfer (RFC 5936).
+    Axfr,
+    /// An incremental zone transfer (RFC 1995).
+    Ixfr,
+    /// A dynamic update (RFC 2136).
+    Update,
+    /// A change notification (RFC 1996).
+    Notify,
+    /// Anything else, including what cannot be read: [`answer`] gives the
+    /// error response (or drops it).
+    Other,
+}
+
+/// Classifies a request by its OPCODE and first question's type (see
+/// [`Request`]); reads the header and skips one name, nothing more.
+pub fn classify(msg: &[u8]) -> Request {
+    use lode_wire::message::{flags, HEADER_LEN};
+    if msg.len() < HEADER_LEN || lode_wire::message::header_flags(msg) & flags::QR != 0 {
+        return Request::Other;
+    }
+    match lode_wire::message::opcode(msg) {
+        lode_wire::opcode::UPDATE => return Request::Update,
+        lode_wire::opcode::NOTIFY => return Request::Notify,
+        lode_wire::opcode::QUERY => {}
+        _ => return Request::Other,
+    }
+    if u16::from_be_bytes([msg[4], msg[5]]) == 0 {
+        return Request::Other;
+    }
+    // Skip the question name (uncompressed in a question that comes first).
+    let mut pos = HEADER_LEN;
+    loop {
+        let Some(&len) = msg.get(pos) else {
+            return Request::Other;
+        };
+        match len {
+            0 => break,
+            1..=63 => pos += 1 + usize::from(len),
+            _ => return Request::Other,
+        }
+    }
+    match msg.get(pos + 1..pos + 3) {
+        Some(&[hi, lo]) => match lode_wire::Rtype(u16::from_be_bytes([hi, lo])) {
+            lode_wire::Rtype::AXFR => Request::Axfr,
+            lode_wire::Rtype::IXFR => Request::Ixfr,
+            _ => Request::Query,
+        },
+        _ => Request::Other,
+    }
+}
+
+#[cfg(test)]
+mod classify_tests {
+    use super::*;
+
+    fn msg(opcode: u8, qr: bool, qtype: u16) -> Vec<u8> {
+        let mut m = vec![
+            0x12,
+            0x34,
+            (opcode << 3) | if qr { 0x80 } else { 0 },
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ];
+        m.extend_from_slice(b"\x07example\x00");
+        m.extend_from_slice(&qtype.to_be_bytes());
+        m.extend_from_slice(&1u16.to_be_bytes());
+        m
+    }
+
+    #[test]
+    fn requests_by_opcode_and_type() {
+        assert_eq!(classify(&msg(0, false, 1)), Request::Query);
+        assert_eq!(classify(&msg(0, false, 252)), Request::Axfr);
+        assert_eq!(classify(&msg(0, false, 251)), Request::Ixfr);
+        assert_eq!(classify(&msg(5, false, 6)), Request::Update);
+        assert_eq!(classify(&msg(4, false, 6)), Request::Notify);
+        assert_eq!(classify(&msg(2, false, 1)), Request::Other);
+        assert_eq!(classify(&msg(0, true, 1)), Request::Other, "a response");
+        assert_eq!(
+            classify(&msg(0, false, 1)[..14]),
+            Request::Other,
+            "cut name"
+        );
+        assert_eq!(classify(&[0; 5]), Request::Other);
+    }
+}
