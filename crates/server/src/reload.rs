@@ -1,0 +1,308 @@
+//! (Re)loading zones: the configured zones are read (unchanged files are
+//! kept), the set is published with one atomic swap, and a report says what
+//! happened to each zone.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use lode_zonedb::{Zone, ZoneSet};
+
+use crate::{zones, Config, Options, ZoneSource, ZoneSpec};
+
+/// A zone being served, with what it was loaded from.
+#[derive(Debug, Clone)]
+pub(crate) struct Served {
+    pub(crate) spec: ZoneSpec,
+    pub(crate) files: Vec<(PathBuf, Option<zones::FileStamp>)>,
+    pub(crate) zone: Arc<Zone>,
+}
+
+/// A zone that could not be (re)loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneFailure {
+    /// The zone's origin.
+    pub zone: String,
+    /// True when its previous version is still served.
+    pub kept_old: bool,
+    /// Every problem, `file:line: reason`.
+    pub errors: Vec<String>,
+}
+
+/// What a reload did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Zones read again (changed, new or forced).
+    pub loaded: Vec<String>,
+    /// Zones whose files (zone file and includes) were unchanged (same
+    /// modification time and size), not read again.
+    pub unchanged: Vec<String>,
+    /// Zones no longer configured, now not served.
+    pub removed: Vec<String>,
+    /// Zones that failed.
+    pub failed: Vec<ZoneFailure>,
+    /// The configuration could not be read: nothing was changed.
+    pub config_error: Option<String>,
+}
+
+impl ReloadReport {
+    /// True when everything configured is served at its newest version.
+    pub fn is_ok(&self) -> bool {
+        self.failed.is_empty() && self.config_error.is_none()
+    }
+
+    /// The report as lines of text (for `lode reload`).
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        if let Some(e) = &self.config_error {
+            s.push_str(&format!("configuration not reloaded: {e}\n"));
+        }
+        for z in &self.loaded {
+            s.push_str(&format!("zone {z}: reloaded\n"));
+        }
+        for z in &self.unchanged {
+            s.push_str(&format!("zone {z}: unchanged\n"));
+        }
+        for z in &self.removed {
+            s.push_str(&format!("zone {z}: removed\n"));
+        }
+        for f in &self.failed {
+            let what = if f.kept_old {
+                "failed, previous version still served"
+            } else {
+                "failed, not served"
+            };
+            s.push_str(&format!("zone {}: {what}\n", f.zone));
+            for e in &f.errors {
+                s.push_str(&format!("  {e}\n"));
+            }
+        }
+        s
+    }
+}
+
+/// A request to the reloader thread; the report goes to `reply` if any.
+pub(crate) struct ReloadRequest {
+    pub(crate) reply: Option<mpsc::Sender<ReloadReport>>,
+}
+
+/// Owns the served zones and the options; runs every (re)load.
+pub(crate) struct Reloader {
+    pub(crate) options: Options,
+    pub(crate) running: Config,
+    pub(crate) served: Vec<Served>,
+    pub(crate) published: Arc<ArcSwap<ZoneSet>>,
+}
+
+impl Reloader {
+    /// Loads the configured zones, reusing unchanged ones, and publishes the set.
+    pub(crate) fn load(&mut self, config: &Config, initial: bool) -> ReloadReport {
+        let mut report = ReloadReport::default();
+        let mut next: Vec<Served> = Vec::with_capacity(config.zones.len());
+        let olds: Vec<Option<&Served>> = config
+            .zones
+            .iter()
+            .map(|spec| self.served.iter().find(|s| s.spec.name == spec.name))
+            .collect();
+        let to_load: Vec<&ZoneSpec> = config
+            .zones
+            .iter()
+            .zip(&olds)
+            .filter(|(spec, old)| !old.is_some_and(|o| unchanged(o, spec)))
+            .map(|(spec, _)| spec)
+            .collect();
+        let mut results = zones::load_all(&to_load, config.snapshot_dir.as_deref()).into_iter();
+        for (spec, old) in config.zones.iter().zip(olds) {
+            let name = spec.name.to_string();
+            if let Some(old) = old.filter(|o| unchanged(o, spec)) {
+                report.unchanged.push(name);
+                next.push(old.clone());
+                continue;
+            }
+            // One result per zone to load, in order.
+            let Some(result) = results.next() else {
+                continue;
+            };
+            match result {
+                Ok(l) => {
+                    let z = &l.zone;
+                    tracing::info!(
+                        "zone {name}: {} records, {} names, serial {}, loaded in {} from {}",
+                        z.record_count(),
+                        z.node_count(),
+                        z.serial(),
+                        format_duration(l.elapsed),
+                        spec.source
+                    );
+                    for w in &l.warnings {
+                        tracing::warn!("{w}");
+                    }
+                    report.loaded.push(name);
+                    // Random lookups over a large index: fewer TLB misses
+                    // on huge pages.
+                    for (addr, len) in l.zone.memory_regions() {
+                        lode_io::mem::prefer_huge_pages(addr, len);
+                    }
+                    next.push(Served {
+                        spec: spec.clone(),
+                        files: l.files,
+                        zone: l.zone,
+                    });
+                }
+                Err(errors) => {
+                    let kept_old = old.is_some();
+                    if kept_old {
+                        tracing::error!(
+                            "zone {name}: reload failed ({}), previous version still served",
+                            count_errors(errors.len())
+                        );
+                    } else {
+                        tracing::error!(
+                            "zone {name}: load failed ({}), not served",
+                            count_errors(errors.len())
+                        );
+                    }
+                    for e in &errors {
+                        tracing::error!("{e}");
+                    }
+                    if let Some(old) = old {
+                        next.push(old.clone());
+                    }
+                    report.failed.push(ZoneFailure {
+                        zone: name,
+                        kept_old,
+                        errors,
+                    });
+                }
+            }
+        }
+        for old in &self.served {
+            if !next.iter().any(|n| n.spec.name == old.spec.name) {
+                tracing::info!("zone {}: no longer configured, removed", old.spec.name);
+                report.removed.push(old.spec.name.to_string());
+            }
+        }
+        let mut set = ZoneSet::new();
+        for s in &next {
+            set.insert(s.zone.clone());
+        }
+        self.published.store(Arc::new(set));
+        self.served = next;
+        if !initial {
+            tracing::info!(
+                "reload done: {} reloaded, {} unchanged, {} removed, {} failed",
+                report.loaded.len(),
+                report.unchanged.len(),
+                report.removed.len(),
+                report.failed.len()
+            );
+        }
+        log_memory();
+        report
+    }
+
+    /// Re-reads the configuration and reloads the zones.
+    pub(crate) fn reload(&mut self) -> ReloadReport {
+        tracing::info!("reloading");
+        let config = match Config::resolve(&self.options) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!("reload: configuration: {e}; nothing changed");
+                return ReloadReport {
+                    config_error: Some(e.to_string()),
+                    ..ReloadReport::default()
+                };
+            }
+        };
+        let r = &self.running;
+        if config.listen != r.listen
+            || config.workers != r.workers
+            || config.max_udp_payload != r.max_udp_payload
+            || config.tcp_idle_timeout != r.tcp_idle_timeout
+            || config.tcp_max_clients != r.tcp_max_clients
+            || config.control != r.control
+            || config.log_level != r.log_level
+        {
+            tracing::warn!(
+                "reload: listen, workers, max-udp-payload, tcp-*, control and log-level changes take effect at restart"
+            );
+        }
+        self.load(&config, false)
+    }
+}
+
+/// True when `old` was loaded from the same source, unchanged since.
+fn unchanged(old: &Served, spec: &ZoneSpec) -> bool {
+    if old.spec.source != spec.source {
+        return false;
+    }
+    match &spec.source {
+        ZoneSource::Embedded { .. } => true,
+        // Every file read (zone file and includes) has the same stamp as then.
+        ZoneSource::File(_) => {
+            !old.files.is_empty()
+                && old
+                    .files
+                    .iter()
+                    .all(|(p, s)| s.is_some() && *s == zones::FileStamp::of(p))
+        }
+    }
+}
+
+pub(crate) fn count_errors(n: usize) -> String {
+    if n == 1 {
+        "1 error".into()
+    } else {
+        format!("{n} errors")
+    }
+}
+
+pub(crate) fn format_duration(d: Duration) -> String {
+    if d.as_secs() >= 1 {
+        format!("{:.2} s", d.as_secs_f64())
+    } else {
+        format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+    }
+}
+
+/// The process's resident memory in KiB (VmRSS), if known.
+pub fn resident_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+pub(crate) fn log_memory() {
+    // Parsing leaves freed blocks in the allocator's heaps: give them back
+    // before measuring, so the figure is what the zones hold.
+    lode_io::mem::trim_heap();
+    if let Some(kib) = resident_kib() {
+        tracing::info!("resident memory: {:.1} MiB", kib as f64 / 1024.0);
+    }
+}
+
+impl fmt::Debug for ReloadRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReloadRequest")
+    }
+}
+
+pub(crate) fn request_reload(
+    tx: Option<&mpsc::Sender<ReloadRequest>>,
+    wait: bool,
+) -> Option<ReloadReport> {
+    let tx = tx?;
+    if !wait {
+        tx.send(ReloadRequest { reply: None }).ok()?;
+        return None;
+    }
+    let (reply_tx, reply_rx) = mpsc::channel();
+    tx.send(ReloadRequest {
+        reply: Some(reply_tx),
+    })
+    .ok()?;
+    reply_rx.recv().ok()
+}
