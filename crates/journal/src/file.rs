@@ -114,6 +114,26 @@ fn temp_name(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// Removes the `<name>.tmp.*` files a crash in [`replace`] left beside `path`
+/// (they were never renamed into place, so they hold nothing acknowledged).
+pub(crate) fn remove_stale_temps(path: &Path) {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    let prefix = format!("{name}.tmp.");
+    let Ok(entries) = std::fs::read_dir(parent(path)) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&prefix))
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Keeps the file at `path` aside as `<name>.damaged.<unix-time>` (a hard link,
 /// or a synced copy where links are not possible), without removing it.
 pub(crate) fn keep_aside(path: &Path) -> io::Result<PathBuf> {

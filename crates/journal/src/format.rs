@@ -175,12 +175,16 @@ pub(crate) fn check_frame(data: &[u8]) -> Frame<'_> {
 /// The first offset at or after `from` where a whole, good frame starts.
 ///
 /// Only used after a bad frame, to tell a torn tail (nothing good after it)
-/// from damage in the middle. A candidate costs one CRC of eight bytes unless
-/// its header checksum matches (chance 2⁻³² for garbage), so the scan is
-/// linear in the bytes left.
+/// from damage in the middle. A candidate costs a comparison, at most one CRC
+/// of eight bytes, and a CRC of its payload only if its header checksum
+/// matches (chance 2⁻³² for garbage), so the scan is linear in the bytes left.
 pub(crate) fn find_frame(data: &[u8], from: usize) -> Option<usize> {
-    (from..data.len().saturating_sub(FRAME_HEADER - 1))
-        .find(|&q| matches!(check_frame(&data[q..]), Frame::Whole(..)))
+    (from..data.len().saturating_sub(FRAME_HEADER - 1)).find(|&q| {
+        // A length running past the end rules a candidate out before any CRC.
+        let fits = le4(data, q)
+            .is_some_and(|l| u32::from_le_bytes(l) as usize <= data.len() - q - FRAME_HEADER);
+        fits && matches!(check_frame(&data[q..]), Frame::Whole(..))
+    })
 }
 
 /// Reads a changeset from a frame's payload (all of it must be used).

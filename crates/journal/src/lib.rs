@@ -26,7 +26,9 @@
 //! (the good prefix is rewritten to a new file, the damaged file is kept as
 //! `<name>.damaged.<unix-time>`, and replay stops there). The same holds for a
 //! break in the chain of serials (each `serial_from` must be the previous
-//! `serial_to`).
+//! `serial_to`). Every rewrite (repair, flush, [`Journal::clear`], creation)
+//! goes through `<name>.tmp.<pid>` + fsync + rename + fsync of the folder;
+//! a temporary file left by a crash is removed when the journal is opened.
 //!
 //! ```text
 //!  append(batch) ─ check serials ─ encode all frames into one buffer
@@ -417,6 +419,7 @@ impl Journal {
             buf: Vec::new(),
             broken: false,
         };
+        file::remove_stale_temps(path);
         let data = match std::fs::read(path) {
             Ok(d) => d,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -656,10 +659,24 @@ impl Journal {
         let Some(last_dropped) = self.index.iter().rposition(|e| e.to == serial) else {
             return Err(JournalError::SerialNotInHistory { serial });
         };
-        let start = self
-            .index
-            .get(last_dropped + 1)
-            .map_or(self.len, |e| e.offset);
+        self.keep_from(last_dropped + 1)
+    }
+
+    /// Drops the whole history (for a zone whose serials start afresh, e.g.
+    /// reloaded from a zone file): the file is replaced by one holding only
+    /// its header.
+    pub fn clear(&mut self) -> Result<(), JournalError> {
+        if self.broken {
+            return Err(JournalError::Broken {
+                path: self.path.clone(),
+            });
+        }
+        self.keep_from(self.index.len())
+    }
+
+    /// Replaces the file with one holding the changesets from `first` on.
+    fn keep_from(&mut self, first: usize) -> Result<(), JournalError> {
+        let start = self.index.get(first).map_or(self.len, |e| e.offset);
         let mut header = Vec::new();
         format::encode_header(&self.origin, &mut header);
         let mut tail = vec![0; (self.len - start) as usize];
@@ -680,7 +697,7 @@ impl Journal {
         };
         self.file = (self.wrap)(f);
         let shift = start - header.len() as u64;
-        self.index.drain(..=last_dropped);
+        self.index.drain(..first);
         for e in &mut self.index {
             e.offset -= shift;
         }

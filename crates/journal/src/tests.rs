@@ -610,3 +610,21 @@ fn failed_rollback_breaks_the_journal() {
     assert_eq!(rec.torn_tail.unwrap().bytes, 20);
     j.append(&[cs(2, 3)]).unwrap();
 }
+
+#[test]
+fn clear_drops_everything_and_stale_temps_go() {
+    let d = tempdir("clear");
+    let path = d.join("j");
+    let (mut j, _) = open(&path);
+    j.append(&chain(3)).unwrap();
+    j.clear().unwrap();
+    assert_eq!((j.depth(), j.last_serial()), (0, None));
+    j.append(&[cs(100, 101)]).unwrap();
+    drop(j);
+    // A crash in the middle of a rewrite leaves a temporary file behind.
+    std::fs::write(d.join("j.tmp.12345"), b"half a journal").unwrap();
+    let (_, rec) = open(&path);
+    assert_eq!(rec.changesets, [cs(100, 101)]);
+    let names: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+    assert_eq!(names.len(), 1);
+}
