@@ -60,6 +60,23 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Creates `dir` and any missing folders above it, and syncs each folder that
+/// got a new entry, so the new folders survive a crash.
+pub(crate) fn create_dirs(dir: &Path) -> io::Result<()> {
+    let mut created = Vec::new();
+    let mut d = dir;
+    while !d.exists() {
+        created.push(d);
+        d = parent(d);
+    }
+    std::fs::create_dir_all(dir)?;
+    sync_dir(d)?;
+    for c in created.iter().skip(1) {
+        sync_dir(c)?;
+    }
+    Ok(())
+}
+
 /// Opens an existing journal file for reading and writing.
 pub(crate) fn open_rw(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).write(true).open(path)

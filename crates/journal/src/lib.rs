@@ -545,10 +545,7 @@ impl Journal {
     fn create(&mut self) -> Result<(), JournalError> {
         let path = self.path.clone();
         let dir = file::parent(&path);
-        if !dir.exists() {
-            std::fs::create_dir_all(dir).map_err(io_err(dir, "create folder"))?;
-            file::sync_dir(file::parent(dir)).map_err(io_err(dir, "sync folder"))?;
-        }
+        file::create_dirs(dir).map_err(io_err(dir, "create folder"))?;
         let mut header = Vec::new();
         format::encode_header(&self.origin, &mut header);
         let f = file::replace(&path, &[&header]).map_err(|e| match e {
