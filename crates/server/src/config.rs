@@ -10,9 +10,27 @@
 //! log-level = "info"                      # error, warn, info, debug, trace
 //! snapshot-dir = "/var/lib/lode/snapshots" # start from snapshots of unchanged zone files
 //!
+//! journal-dir = "/var/lib/lode/journal"  # required when a zone takes updates
+//! journal-max-usage = 104857600           # bytes per zone journal (Knot's default)
+//! journal-max-depth = 20                  # changesets per zone journal (Knot's default)
+//!
+//! [[key]]                                 # TSIG keys (`lode keygen NAME` prints one)
+//! id = "update-key."
+//! algorithm = "hmac-sha256"
+//! secret = "BASE64"
+//!
+//! [[acl]]                                 # as Knot's acl: first match decides, default deny
+//! id = "updaters"
+//! address = ["127.0.0.1", "10.0.0.0/8"]   # empty or absent: any address
+//! key = ["update-key."]                   # absent: only unsigned requests match
+//! action = ["update"]
+//! deny = false
+//!
 //! [[zone]]
 //! name = "e164.arpa."
 //! file = "zones/e164.arpa.zone"           # relative to the configuration file's folder
+//! acl = ["updaters"]
+//! serial-policy = "increment"             # or "unixtime", "dateserial"
 //! ```
 
 use std::fmt;
@@ -59,16 +77,65 @@ pub struct ConfigFile {
     /// Zones.
     #[serde(default, rename = "zone")]
     pub zones: Vec<ZoneEntry>,
+    /// Folder of the zones' journals.
+    pub journal_dir: Option<PathBuf>,
+    /// Largest journal per zone, bytes.
+    pub journal_max_usage: Option<u64>,
+    /// Most changesets per zone journal.
+    pub journal_max_depth: Option<usize>,
+    /// TSIG keys.
+    #[serde(default, rename = "key")]
+    pub keys: Vec<KeyEntry>,
+    /// Access control rules.
+    #[serde(default, rename = "acl")]
+    pub acls: Vec<AclEntry>,
+}
+
+/// One `[[key]]` table: a TSIG key.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct KeyEntry {
+    /// The key's name.
+    pub id: String,
+    /// The HMAC algorithm, e.g. "hmac-sha256".
+    pub algorithm: String,
+    /// The secret, base64.
+    pub secret: String,
+}
+
+/// One `[[acl]]` table.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AclEntry {
+    /// The rule's name, referred to by zones.
+    pub id: String,
+    /// Addresses or prefixes.
+    #[serde(default)]
+    pub address: Vec<String>,
+    /// Key names.
+    #[serde(default)]
+    pub key: Vec<String>,
+    /// Actions: update, transfer, notify.
+    #[serde(default)]
+    pub action: Vec<String>,
+    /// A match denies.
+    #[serde(default)]
+    pub deny: bool,
 }
 
 /// One `[[zone]]` table.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ZoneEntry {
     /// The zone's origin.
     pub name: String,
     /// Its zone file.
     pub file: PathBuf,
+    /// ACL rules by id, in order.
+    #[serde(default)]
+    pub acl: Vec<String>,
+    /// How the SOA serial moves on a change.
+    pub serial_policy: Option<String>,
 }
 
 impl ConfigFile {
@@ -167,6 +234,44 @@ pub struct Config {
     pub log_level: String,
     /// Folder of zone snapshots (`None`: zones are always read from text).
     pub snapshot_dir: Option<PathBuf>,
+    /// Folder of the zones' journals (`None`: no zone takes updates).
+    pub journal_dir: Option<PathBuf>,
+    /// Journal bounds per zone.
+    pub journal_max_usage: u64,
+    /// Journal bounds per zone: changesets.
+    pub journal_max_depth: usize,
+    /// TSIG keys.
+    pub keys: Vec<KeyEntry>,
+    /// Per-zone update settings, for zones that have any.
+    pub zone_options: Vec<(Name, ZoneOptions)>,
+}
+
+/// Knot DNS's default journal-max-usage (100 MiB).
+pub const DEFAULT_JOURNAL_MAX_USAGE: u64 = 100 << 20;
+/// Knot DNS's default journal-max-depth.
+pub const DEFAULT_JOURNAL_MAX_DEPTH: usize = 20;
+
+/// What a zone allows and how it changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ZoneOptions {
+    /// Its ACL rules, in order.
+    pub acl: Vec<crate::acl::Rule>,
+    /// "increment" (the default, as Knot), "unixtime" or "dateserial".
+    pub serial_policy: String,
+}
+
+impl Config {
+    /// A zone's options (defaults when it has none configured).
+    pub fn zone_options(&self, zone: &Name) -> ZoneOptions {
+        self.zone_options
+            .iter()
+            .find(|(n, _)| n == zone)
+            .map(|(_, o)| o.clone())
+            .unwrap_or_else(|| ZoneOptions {
+                acl: Vec::new(),
+                serial_policy: "increment".into(),
+            })
+    }
 }
 
 /// A configuration that cannot be used.
@@ -287,6 +392,46 @@ impl Config {
                 )));
             }
         }
+        let acls = resolve_acls(file)?;
+        let mut zone_options = Vec::new();
+        for z in &file.zones {
+            let mut rules = Vec::new();
+            for id in &z.acl {
+                let rule = acls.iter().find(|r| r.id == *id).ok_or_else(|| {
+                    ConfigError::Value(format!("zone {}: acl {id:?} is not defined", z.name))
+                })?;
+                rules.push(rule.clone());
+            }
+            let serial_policy = z
+                .serial_policy
+                .clone()
+                .unwrap_or_else(|| "increment".into());
+            if !["increment", "unixtime", "dateserial"].contains(&serial_policy.as_str()) {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: serial-policy {serial_policy:?}: must be increment, unixtime or dateserial",
+                    z.name
+                )));
+            }
+            let takes_updates = rules
+                .iter()
+                .any(|r| r.actions.contains(&crate::acl::Action::Update));
+            if takes_updates && file.journal_dir.is_none() {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: its acl allows updates, so journal-dir must be set (updates are journaled before they are answered)",
+                    z.name
+                )));
+            }
+            zone_options.push((
+                parse_origin(&z.name)?,
+                ZoneOptions {
+                    acl: rules,
+                    serial_policy,
+                },
+            ));
+        }
+        for k in &file.keys {
+            parse_origin(&k.id).map_err(|e| ConfigError::Value(format!("key {:?}: {e}", k.id)))?;
+        }
         let mut zones: Vec<ZoneSpec> = Vec::new();
         let entries = file
             .zones
@@ -363,8 +508,53 @@ impl Config {
                 .snapshot_dir
                 .clone()
                 .or_else(|| file.snapshot_dir.as_ref().map(|d| base.join(d))),
+            journal_dir: file.journal_dir.as_ref().map(|d| base.join(d)),
+            journal_max_usage: file.journal_max_usage.unwrap_or(DEFAULT_JOURNAL_MAX_USAGE),
+            journal_max_depth: file.journal_max_depth.unwrap_or(DEFAULT_JOURNAL_MAX_DEPTH),
+            keys: file.keys.clone(),
+            zone_options,
         })
     }
+}
+
+/// The `[[acl]]` tables as rules (key names checked against `[[key]]`).
+fn resolve_acls(file: &ConfigFile) -> Result<Vec<crate::acl::Rule>, ConfigError> {
+    let mut rules = Vec::new();
+    for a in &file.acls {
+        let bad = |why: String| ConfigError::Value(format!("acl {:?}: {why}", a.id));
+        let addresses = a
+            .address
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        let mut keys = Vec::new();
+        for k in &a.key {
+            let name = parse_origin(k).map_err(|e| bad(e.to_string()))?;
+            if !file
+                .keys
+                .iter()
+                .any(|d| parse_origin(&d.id).ok().as_ref() == Some(&name))
+            {
+                return Err(bad(format!("key {k:?} is not defined in a [[key]] table")));
+            }
+            keys.push(name.to_lowercase());
+        }
+        let actions = a
+            .action
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        rules.push(crate::acl::Rule {
+            id: a.id.clone(),
+            addresses,
+            keys,
+            actions,
+            deny: a.deny,
+        });
+    }
+    Ok(rules)
 }
 
 #[cfg(test)]
@@ -509,5 +699,49 @@ mod tests {
         };
         let e = Config::resolve(&o).unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent/lode.toml: "), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod update_tests {
+    use super::*;
+
+    #[test]
+    fn keys_acls_and_zone_options() {
+        let text = r#"
+            journal-dir = "journal"
+            [[key]]
+            id = "k1."
+            algorithm = "hmac-sha256"
+            secret = "AAAA"
+            [[acl]]
+            id = "up"
+            address = ["127.0.0.0/8"]
+            key = ["K1"]
+            action = ["update"]
+            [[zone]]
+            name = "example."
+            file = "example.zone"
+            acl = ["up"]
+            serial-policy = "unixtime"
+        "#;
+        let file = ConfigFile::parse(text).unwrap();
+        let c = Config::merge(&file, Path::new("/etc/lode"), &Options::default()).unwrap();
+        assert_eq!(c.journal_dir, Some(PathBuf::from("/etc/lode/journal")));
+        let o = c.zone_options(&"example.".parse().unwrap());
+        assert_eq!(o.serial_policy, "unixtime");
+        assert_eq!(o.acl.len(), 1);
+        assert_eq!(o.acl[0].keys, vec!["k1.".parse::<Name>().unwrap()]);
+        // Updates need a journal; ACLs must exist; keys must be defined.
+        let no_journal = text.replace("journal-dir = \"journal\"", "");
+        let f = ConfigFile::parse(&no_journal).unwrap();
+        let e = Config::merge(&f, Path::new("/"), &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("journal-dir"), "{e}");
+        let f = ConfigFile::parse(&text.replace("acl = [\"up\"]", "acl = [\"nope\"]")).unwrap();
+        let e = Config::merge(&f, Path::new("/"), &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("nope"), "{e}");
+        let f = ConfigFile::parse(&text.replace("key = [\"K1\"]", "key = [\"k2\"]")).unwrap();
+        let e = Config::merge(&f, Path::new("/"), &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("k2"), "{e}");
     }
 }
