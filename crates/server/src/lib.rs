@@ -31,6 +31,7 @@ pub mod progress;
 mod reload;
 pub mod snapshot;
 mod status;
+mod update;
 pub mod zones;
 
 use std::fmt;
@@ -87,6 +88,9 @@ pub struct Server {
     tcp: Option<TcpServer>,
     reload_tx: Option<mpsc::Sender<ReloadRequest>>,
     reloader: Option<JoinHandle<()>>,
+    /// The zone writers: they end when the transports (which hold their
+    /// queues) stop, after answering what they hold.
+    writers: Vec<JoinHandle<()>>,
     control: Option<control::ControlServer>,
 }
 
@@ -99,11 +103,13 @@ impl Server {
             tracing::info!("no zone configured: serving the built-in demo zones");
         }
         let published = Arc::new(ArcSwap::from_pointee(ZoneSet::new()));
+        let publisher = Arc::new(update::Publisher::new(published.clone()));
         let mut reloader = Reloader {
             options,
             running: config.clone(),
             served: Vec::new(),
-            published: published.clone(),
+            publisher: publisher.clone(),
+            live: Vec::new(),
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {
@@ -117,6 +123,18 @@ impl Server {
             );
         }
 
+        // Journals replayed onto the loaded zones before any socket opens.
+        let mut updates = update::Updates::new(&config)
+            .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
+        let writers = update::start_writers(&mut updates, &config, &publisher);
+        reloader.live = config
+            .zones
+            .iter()
+            .filter(|z| updates.has_writer(&z.name))
+            .map(|z| z.name.clone())
+            .collect();
+        let updates = Arc::new(updates);
+
         let settings = Settings {
             max_udp_payload: config.max_udp_payload,
         };
@@ -129,11 +147,13 @@ impl Server {
             ..TcpConfig::default()
         };
         let zs = published.clone();
-        let tcp_handler = move |q: &[u8], out: &mut [u8], _client: &mut Client<'_>| {
-            let len = lode_engine::answer(&zs.load(), q, out, Transport::Tcp, &settings).len;
+        let up = updates.clone();
+        let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
+            let len = handle(&zs, &up, q, out, client, Transport::Tcp, &settings);
             // As Knot DNS: after a message that could not be parsed (dropped,
             // or answered FORMERR) the stream is not trusted any further.
-            let close = len == 0 || (len >= 4 && out[3] & 0x0F == rcode::FORMERR as u8);
+            let close = (len == 0 && !client.is_deferred())
+                || (len >= 4 && out[3] & 0x0F == rcode::FORMERR as u8);
             StreamReply { len, close }
         };
         let tcp =
@@ -144,8 +164,9 @@ impl Server {
             ..UdpConfig::default()
         };
         let zs = published.clone();
-        let udp_handler = move |q: &[u8], out: &mut [u8], _client: &mut Client<'_>| {
-            lode_engine::answer(&zs.load(), q, out, Transport::Udp, &settings).len
+        let up = updates.clone();
+        let udp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
+            handle(&zs, &up, q, out, client, Transport::Udp, &settings)
         };
         let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler)
             .map_err(ServerError::Io)?;
@@ -196,6 +217,7 @@ impl Server {
             tcp: Some(tcp),
             reload_tx: Some(reload_tx),
             reloader: Some(reloader),
+            writers,
             control,
         })
     }
@@ -281,6 +303,29 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Answers one request: UPDATEs go to their zone's writer (see `update.rs`),
+/// everything else to the engine. Returns the length of an answer in `out`
+/// to send now (0: none, or deferred).
+fn handle(
+    zones: &ArcSwap<ZoneSet>,
+    updates: &update::Updates,
+    q: &[u8],
+    out: &mut [u8],
+    client: &mut Client<'_>,
+    transport: Transport,
+    settings: &Settings,
+) -> usize {
+    let set = zones.load();
+    if lode_engine::classify(q) == lode_engine::Request::Update {
+        match updates.admit(q, &set, out, client, settings.max_udp_payload) {
+            update::Admission::Answer(n) => return n,
+            update::Admission::Queued => return 0,
+            update::Admission::Engine => {}
+        }
+    }
+    lode_engine::answer(&set, q, out, transport, settings).len
 }
 
 /// The default control socket path (see [`config::default_control_path`]).

@@ -8,7 +8,6 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use lode_zonedb::{Zone, ZoneSet};
 
 use crate::{zones, Config, Options, ZoneSource, ZoneSpec};
@@ -94,7 +93,10 @@ pub(crate) struct Reloader {
     pub(crate) options: Options,
     pub(crate) running: Config,
     pub(crate) served: Vec<Served>,
-    pub(crate) published: Arc<ArcSwap<ZoneSet>>,
+    pub(crate) publisher: Arc<crate::update::Publisher>,
+    /// Zones changed by updates (they have a journal): their served version
+    /// is newer than their file, so an edited file is not read over it.
+    pub(crate) live: Vec<lode_wire::Name>,
 }
 
 impl Reloader {
@@ -111,13 +113,13 @@ impl Reloader {
             .zones
             .iter()
             .zip(&olds)
-            .filter(|(spec, old)| !old.is_some_and(|o| unchanged(o, spec)))
+            .filter(|(spec, old)| !old.is_some_and(|o| self.keeps(o, spec)))
             .map(|(spec, _)| spec)
             .collect();
         let mut results = zones::load_all(&to_load, config.snapshot_dir.as_deref()).into_iter();
         for (spec, old) in config.zones.iter().zip(olds) {
             let name = spec.name.to_string();
-            if let Some(old) = old.filter(|o| unchanged(o, spec)) {
+            if let Some(old) = old.filter(|o| self.keeps(o, spec)) {
                 report.unchanged.push(name);
                 next.push(old.clone());
                 continue;
@@ -185,11 +187,21 @@ impl Reloader {
                 report.removed.push(old.spec.name.to_string());
             }
         }
-        let mut set = ZoneSet::new();
-        for s in &next {
-            set.insert(s.zone.clone());
-        }
-        self.published.store(Arc::new(set));
+        // Zones kept as they were stay as published (updates may have
+        // changed them since they were loaded); only loaded zones and
+        // removed ones change in the set.
+        self.publisher.update(|set| {
+            for s in &next {
+                if report.loaded.iter().any(|n| *n == s.spec.name.to_string()) {
+                    set.insert(s.zone.clone());
+                }
+            }
+            for name in &report.removed {
+                if let Ok(origin) = name.parse::<lode_wire::Name>() {
+                    set.remove(&origin);
+                }
+            }
+        });
         self.served = next;
         if !initial {
             tracing::info!(
@@ -231,6 +243,26 @@ impl Reloader {
             );
         }
         self.load(&config, false)
+    }
+}
+
+impl Reloader {
+    /// True when the served `old` version stays: its source is unchanged, or
+    /// updates have changed the zone since it was loaded (then an edited file
+    /// is not applied over them, and this is logged).
+    fn keeps(&self, old: &Served, spec: &ZoneSpec) -> bool {
+        if unchanged(old, spec) {
+            return true;
+        }
+        if old.spec.source == spec.source && self.live.iter().any(|n| *n == spec.name) {
+            tracing::warn!(
+                "zone {}: its file changed, but the zone takes dynamic updates and serves them: \
+                 the file is not read over them (applying an edited file as a difference is not built yet)",
+                spec.name
+            );
+            return true;
+        }
+        false
     }
 }
 

@@ -1,0 +1,451 @@
+//! Dynamic updates (RFC 2136): admission on the transport's thread, then one
+//! writer per zone that validates, journals, applies and publishes in groups.
+//!
+//! ```text
+//!  UDP worker / TCP task                      zone writer (one thread per zone)
+//!  ─────────────────────                      ─────────────────────────────────
+//!  parse (FORMERR / drop)                     take every queued job (a group)
+//!  zone served? (else the engine answers)     for each, in order: process against
+//!  TSIG (NOTAUTH + BADKEY/BADSIG/BADTIME)       the version the previous one made
+//!  ACL: address and key (REFUSED)               → changeset, or its own error
+//!  defer the reply, queue the job ──────────▶ journal: one write, one fdatasync
+//!                                             publish the last version (one swap)
+//!                     replies (signed) ◀───── answer every job of the group
+//! ```
+//!
+//! A failing update does not fail the others of its group (each is
+//! processed alone against the state before it); a journal write that fails
+//! answers the group SERVFAIL and publishes nothing, so nothing that was
+//! acknowledged is lost and nothing unacknowledged is served. Queries never
+//! wait: they read the published set without a lock.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use lode_io::Later;
+use lode_journal::Journal;
+use lode_tsig::{Key, Keys, Verified};
+use lode_wire::{rcode, Name};
+use lode_zonedb::{Changeset, Zone, ZoneSet};
+use lode_zones::update::{self as ddns, SerialPolicy, UpdateError};
+
+use crate::acl::{self, Action};
+use crate::config::{Config, ZoneOptions};
+
+/// Most updates taken into one group commit.
+const MAX_GROUP: usize = 4096;
+/// Updates waiting for a zone's writer before new ones get SERVFAIL.
+const QUEUE_LEN: usize = 65536;
+
+/// Seconds since 1970 (TSIG times, serial policies).
+pub(crate) fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Publishes zone versions: readers load the set without a lock; writers
+/// (the reloader and the zone writers) take `lock` to replace one zone in a
+/// copy of the current set.
+#[derive(Debug, Default)]
+pub(crate) struct Publisher {
+    pub(crate) set: Arc<ArcSwap<ZoneSet>>,
+    lock: Mutex<()>,
+}
+
+impl Publisher {
+    /// A publisher of `set`.
+    pub(crate) fn new(set: Arc<ArcSwap<ZoneSet>>) -> Publisher {
+        Publisher {
+            set,
+            lock: Mutex::new(()),
+        }
+    }
+    /// Changes a copy of the current set and publishes it.
+    pub(crate) fn update(&self, f: impl FnOnce(&mut ZoneSet)) {
+        // A writer that panicked while holding the lock left the set whole
+        // (it is only replaced by `store`): go on.
+        let _guard = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = (*self.set.load_full()).clone();
+        f(&mut next);
+        self.set.store(Arc::new(next));
+    }
+}
+
+/// A dynamic update admitted for a zone, waiting for its writer.
+#[derive(Debug)]
+struct Job {
+    msg: Vec<u8>,
+    /// The key that signed it and the request MAC, to sign the reply.
+    signed: Option<(Key, lode_tsig::MacBuf)>,
+    peer: SocketAddr,
+    reply: Later,
+}
+
+/// What the transports need to admit updates: keys, each zone's ACL, the
+/// writers' queues. Built at start.
+#[derive(Debug, Default)]
+pub(crate) struct Updates {
+    keys: Keys,
+    zones: HashMap<Name, ZoneDoor>,
+}
+
+#[derive(Debug)]
+struct ZoneDoor {
+    acl: Vec<acl::Rule>,
+    writer: Option<mpsc::SyncSender<Job>>,
+}
+
+/// What the transport does with an UPDATE.
+#[derive(Debug)]
+pub(crate) enum Admission {
+    /// Send this many bytes of `out` now (0: send nothing).
+    Answer(usize),
+    /// Not a zone of ours (or not readable as an UPDATE): the engine answers
+    /// it as it answers any other request.
+    Engine,
+    /// Queued; the reply follows from the zone's writer.
+    Queued,
+}
+
+impl Updates {
+    /// Keys and ACLs from the configuration; no writers yet.
+    pub(crate) fn new(config: &Config) -> Result<Updates, String> {
+        let mut keys = Keys::new();
+        for k in &config.keys {
+            let alg = k
+                .algorithm
+                .parse()
+                .map_err(|e| format!("key {}: {e}", k.id))?;
+            let key = Key::from_text(&k.id, alg, &k.secret)
+                .map_err(|e| format!("key {}: {e}", k.id))?;
+            keys.insert(key).map_err(|e| format!("key {}: {e}", k.id))?;
+        }
+        let mut zones = HashMap::new();
+        for spec in &config.zones {
+            let ZoneOptions { acl, .. } = config.zone_options(&spec.name);
+            zones.insert(spec.name.to_lowercase(), ZoneDoor { acl, writer: None });
+        }
+        Ok(Updates { keys, zones })
+    }
+
+    /// True when the zone's updates have a writer (and a journal).
+    pub(crate) fn has_writer(&self, origin: &Name) -> bool {
+        self.zones
+            .get(&origin.to_lowercase())
+            .is_some_and(|d| d.writer.is_some())
+    }
+
+    /// Admits an UPDATE (see the module note). `out` holds an immediate answer.
+    pub(crate) fn admit(
+        &self,
+        msg: &[u8],
+        zones: &ZoneSet,
+        out: &mut [u8],
+        client: &mut lode_io::Client<'_>,
+        udp_size: u16,
+    ) -> Admission {
+        let req = match ddns::parse_update(msg) {
+            Ok(r) => r,
+            Err(UpdateError::Drop { .. }) => return Admission::Answer(0),
+            Err(e) => {
+                tracing::debug!("update from {}: {e}", client.addr());
+                return Admission::Answer(ddns::write_error(msg, &e, udp_size, out).unwrap_or(0));
+            }
+        };
+        let origin = req.zone.to_lowercase();
+        let (Some(door), Some(_)) = (self.zones.get(&origin), zones.get(origin.as_ref())) else {
+            return Admission::Engine;
+        };
+        let now = unix_now();
+        let peer = client.addr();
+        let signed = match lode_tsig::verify_request(msg, &self.keys, now) {
+            Verified::Unsigned => None,
+            Verified::Signed(s) => Some((s.key.clone(), s.request_mac)),
+            Verified::FormErr => {
+                let n = ddns::write_response(msg, rcode::FORMERR, out);
+                return Admission::Answer(n);
+            }
+            Verified::Failed(f) => {
+                tracing::info!(
+                    "update for {} from {peer}: TSIG {} with key {}, NOTAUTH",
+                    req.zone,
+                    f.error,
+                    f.key_name.as_ref()
+                );
+                let n = ddns::write_response(msg, rcode::NOTAUTH, out);
+                return Admission::Answer(lode_tsig::append_error(out, n, &f, now).unwrap_or(n));
+            }
+        };
+        let key_name = signed.as_ref().map(|(k, _)| k.name());
+        if !acl::allows(&door.acl, Action::Update, peer.ip(), key_name) {
+            tracing::info!(
+                "update for {} from {peer}{}: denied by the zone's acl, REFUSED",
+                req.zone,
+                key_name.map_or(String::new(), |k| format!(" key {k}"))
+            );
+            return Admission::Answer(reply(msg, rcode::REFUSED, signed.as_ref(), out));
+        }
+        let Some(writer) = &door.writer else {
+            tracing::warn!("update for {} from {peer}: the zone has no journal, SERVFAIL", req.zone);
+            return Admission::Answer(reply(msg, rcode::SERVFAIL, signed.as_ref(), out));
+        };
+        let job = Job {
+            msg: msg.to_vec(),
+            signed,
+            peer,
+            reply: client.defer(),
+        };
+        match writer.try_send(job) {
+            Ok(()) => Admission::Queued,
+            Err(mpsc::TrySendError::Full(job)) | Err(mpsc::TrySendError::Disconnected(job)) => {
+                tracing::warn!("update for {} from {peer}: writer busy or stopped, SERVFAIL", req.zone);
+                let n = reply(&job.msg, rcode::SERVFAIL, job.signed.as_ref(), out);
+                job.reply.send(&out[..n]);
+                Admission::Queued
+            }
+        }
+    }
+}
+
+/// Writes the reply to an UPDATE with `rcode`, signed when the request was.
+fn reply(msg: &[u8], code: u16, signed: Option<&(Key, lode_tsig::MacBuf)>, out: &mut [u8]) -> usize {
+    let n = ddns::write_response(msg, code, out);
+    match signed {
+        Some((key, mac)) => lode_tsig::sign_response(out, n, key, mac.as_slice(), unix_now(), 0)
+            .map_or(n, |a| a.len),
+        None => n,
+    }
+}
+
+/// The journal file of a zone in `dir`.
+pub(crate) fn journal_path(dir: &Path, origin: &Name) -> PathBuf {
+    let text = origin.to_lowercase().to_string();
+    let stem = text.trim_end_matches('.');
+    dir.join(format!("{}.jnl", if stem.is_empty() { "root" } else { stem }))
+}
+
+/// Opens the journals of the zones that take updates, replays them onto the
+/// published versions, and starts one writer per zone.
+pub(crate) fn start_writers(
+    updates: &mut Updates,
+    config: &Config,
+    publisher: &Arc<Publisher>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let mut threads = Vec::new();
+    let Some(dir) = &config.journal_dir else {
+        return threads;
+    };
+    for spec in &config.zones {
+        let options = config.zone_options(&spec.name);
+        if !options.acl.iter().any(|r| r.actions.contains(&Action::Update)) {
+            continue;
+        }
+        let origin = spec.name.to_lowercase();
+        let Some(zone) = publisher.set.load().get(origin.as_ref()).cloned() else {
+            continue; // not loaded: its failure was logged
+        };
+        let path = journal_path(dir, &origin);
+        let settings = lode_journal::Settings {
+            max_usage: config.journal_max_usage,
+            max_depth: config.journal_max_depth,
+        };
+        let (journal, recovery) = match Journal::open(&path, &origin, settings) {
+            Ok(j) => j,
+            Err(e) => {
+                tracing::error!(
+                    "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
+                    path.display()
+                );
+                continue;
+            }
+        };
+        if let Some(t) = &recovery.torn_tail {
+            tracing::warn!(
+                "zone {origin}: journal {}: a torn record at the end ({t:?}) was cut off (never acknowledged)",
+                path.display()
+            );
+        }
+        if let Some(d) = &recovery.damage {
+            tracing::error!(
+                "zone {origin}: journal {} damaged ({d:?}): replay stops there, the zone serves the last good state",
+                path.display()
+            );
+        }
+        let zone = match replay(&zone, &recovery.changesets) {
+            Ok((z, n)) => {
+                if n > 0 {
+                    tracing::info!(
+                        "zone {origin}: {n} changesets replayed from {}, serial {} → {}",
+                        path.display(),
+                        zone.serial(),
+                        z.serial()
+                    );
+                }
+                z
+            }
+            Err(e) => {
+                tracing::error!("zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL", path.display());
+                continue;
+            }
+        };
+        publisher.update(|set| set.insert(zone.clone()));
+        let policy: SerialPolicy = options.serial_policy.parse().unwrap_or_default();
+        let (tx, rx) = mpsc::sync_channel(QUEUE_LEN);
+        let writer = Writer {
+            origin: origin.clone(),
+            journal,
+            publisher: publisher.clone(),
+            policy,
+        };
+        match std::thread::Builder::new()
+            .name(format!("lode-upd-{}", origin.to_string().trim_end_matches('.')))
+            .spawn(move || writer.run(rx))
+        {
+            Ok(t) => {
+                threads.push(t);
+                if let Some(door) = updates.zones.get_mut(&origin) {
+                    door.writer = Some(tx);
+                }
+            }
+            Err(e) => tracing::error!("zone {origin}: cannot start its writer: {e}"),
+        }
+    }
+    threads
+}
+
+/// Applies the journal's changesets that continue `zone`'s serial.
+fn replay(zone: &Arc<Zone>, changesets: &[Changeset]) -> Result<(Arc<Zone>, usize), String> {
+    let Some(start) = changesets.iter().position(|c| c.serial_from() == zone.serial()) else {
+        return match changesets.last() {
+            Some(last) if last.serial_to() != zone.serial() => Err(format!(
+                "the journal holds serials {} to {} and does not continue the loaded serial {}",
+                changesets[0].serial_from(),
+                last.serial_to(),
+                zone.serial()
+            )),
+            _ => Ok((zone.clone(), 0)),
+        };
+    };
+    let mut z = zone.clone();
+    for c in &changesets[start..] {
+        z = Arc::new(z.apply_rebuild(c).map_err(|e| {
+            format!("changeset {} → {} does not apply: {e}", c.serial_from(), c.serial_to())
+        })?);
+    }
+    Ok((z, changesets.len() - start))
+}
+
+/// One zone's writer: groups, journals, publishes, answers.
+struct Writer {
+    origin: Name,
+    journal: Journal,
+    publisher: Arc<Publisher>,
+    policy: SerialPolicy,
+}
+
+impl Writer {
+    fn run(mut self, rx: mpsc::Receiver<Job>) {
+        let mut out = vec![0u8; 65535];
+        let mut warned_full = false;
+        while let Ok(first) = rx.recv() {
+            let mut group = vec![first];
+            while group.len() < MAX_GROUP {
+                match rx.try_recv() {
+                    Ok(j) => group.push(j),
+                    Err(_) => break,
+                }
+            }
+            self.commit(group, &mut out);
+            if self.journal.needs_flush() && !warned_full {
+                warned_full = true;
+                tracing::warn!(
+                    "zone {}: journal over its bounds ({} bytes, {} changesets); it keeps growing until a snapshot flush exists",
+                    self.origin,
+                    self.journal.usage_bytes(),
+                    self.journal.depth()
+                );
+            }
+        }
+    }
+
+    /// Processes one group: every job against the version before it, one
+    /// journal write for all the changes, one publication, then the replies.
+    fn commit(&mut self, group: Vec<Job>, out: &mut [u8]) {
+        let started = Instant::now();
+        let Some(base) = self.publisher.set.load().get(self.origin.as_ref()).cloned() else {
+            for job in group {
+                let n = reply(&job.msg, rcode::SERVFAIL, job.signed.as_ref(), out);
+                job.reply.send(&out[..n]);
+            }
+            return;
+        };
+        let now = unix_now();
+        let mut version = base.clone();
+        let mut changes: Vec<Changeset> = Vec::new();
+        let mut rcodes: Vec<u16> = Vec::with_capacity(group.len());
+        for job in &group {
+            let code = match ddns::parse_update(&job.msg)
+                .and_then(|req| ddns::process(&version, &req, self.policy, now))
+            {
+                Ok(None) => rcode::NOERROR,
+                Ok(Some(cs)) => match version.apply_rebuild(&cs) {
+                    Ok(next) => {
+                        version = Arc::new(next);
+                        changes.push(cs);
+                        rcode::NOERROR
+                    }
+                    Err(e) => {
+                        tracing::error!(
+                            "zone {}: update from {} made a changeset that does not apply ({e}), SERVFAIL",
+                            self.origin,
+                            job.peer
+                        );
+                        rcode::SERVFAIL
+                    }
+                },
+                Err(e) => {
+                    tracing::debug!("zone {}: update from {}: {e}", self.origin, job.peer);
+                    e.rcode().unwrap_or(rcode::SERVFAIL)
+                }
+            };
+            rcodes.push(code);
+        }
+        let mut durable = true;
+        if !changes.is_empty() {
+            if let Err(e) = self.journal.append(&changes) {
+                durable = false;
+                tracing::error!(
+                    "zone {}: journal write failed ({e}): {} updates answered SERVFAIL, serial stays {}",
+                    self.origin,
+                    group.len(),
+                    base.serial()
+                );
+            } else {
+                let to = version.clone();
+                self.publisher.update(|set| set.insert(to));
+                tracing::info!(
+                    "zone {}: {} updates ({} changed the zone), serial {} → {}, committed in {:.1} ms",
+                    self.origin,
+                    group.len(),
+                    changes.len(),
+                    base.serial(),
+                    version.serial(),
+                    started.elapsed().as_secs_f64() * 1000.0
+                );
+            }
+        }
+        for (job, code) in group.into_iter().zip(rcodes) {
+            let code = if durable { code } else { rcode::SERVFAIL };
+            let n = reply(&job.msg, code, job.signed.as_ref(), out);
+            job.reply.send(&out[..n]);
+        }
+    }
+}
