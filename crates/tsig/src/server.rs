@@ -264,8 +264,8 @@ pub fn sign_next(
 /// DNS 3.2 sends with it is up to the caller) and appends the TSIG record
 /// Knot DNS 3.2 writes (RFC 8945 §5.3.2):
 ///
-/// * BADKEY, BADSIG: unsigned — the request's key and algorithm names and
-///   time signed, fudge 300, no MAC, error, no other data;
+/// * BADKEY, BADSIG: unsigned — the request's key name (lower-cased) and
+///   algorithm name (as sent) and time signed, fudge 300, no MAC, error, no other data;
 /// * BADTIME: signed with the key over the request MAC — the request's time
 ///   signed, error 18, other data the server's time `now` (48 bits);
 /// * BADTRUNC: signed, time signed `now`, error 22.
@@ -299,20 +299,29 @@ pub fn append_error(
             let code = TsigError::BadTrunc.code();
             sign_full(buf, len, key, mac.as_slice(), now, code, &[]).map(|a| a.len)
         }
-        _ => record::append(
-            buf,
-            len,
-            &Rr {
-                key_name: failure.key_name.as_ref(),
-                algorithm: failure.algorithm.as_ref(),
-                time_signed: failure.time_signed,
-                fudge: FUDGE,
-                mac: &[],
-                original_id: record::message_id(buf),
-                error: failure.error.code(),
-                other: &[],
-            },
-        ),
+        _ => {
+            // Knot DNS lower-cases the owner when it parses the request (not
+            // the algorithm name): the key name is echoed in lower case.
+            let mut lower = [0u8; lode_wire::name::MAX_NAME_LEN];
+            let w = failure.key_name.as_ref().as_wire();
+            lower[..w.len()].copy_from_slice(w);
+            lower[..w.len()].make_ascii_lowercase();
+            let key_name = NameRef::from_wire(&lower[..w.len()]).unwrap_or(NameRef::root());
+            record::append(
+                buf,
+                len,
+                &Rr {
+                    key_name,
+                    algorithm: failure.algorithm.as_ref(),
+                    time_signed: failure.time_signed,
+                    fudge: FUDGE,
+                    mac: &[],
+                    original_id: record::message_id(buf),
+                    error: failure.error.code(),
+                    other: &[],
+                },
+            )
+        }
     }
 }
 
