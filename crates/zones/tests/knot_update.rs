@@ -279,6 +279,40 @@ fn raw_cases() -> Vec<(&'static str, Vec<u8>)> {
     m.extend_from_slice(&[0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0]);
     v.push(("compressed names", m));
     // A TSIG-less update whose prerequisite has a bad class (CH).
+    // No zone section and a record that cannot be read.
+    let mut m = base[..12].to_vec();
+    m[1] = 7;
+    m[5] = 0;
+    m[9] = 1;
+    m.extend_from_slice(&[1, b'x', 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 5, 1, 2, 3, 4, 5]);
+    v.push(("no zone section, bad record", m));
+    // A zone name written as a pointer.
+    let mut m = base[..12].to_vec();
+    m[1] = 8;
+    m.extend_from_slice(&[0xc0, 0x0c, 0, 6, 0, 1]);
+    v.push(("compressed zone name", m));
+    // A TSIG record in the update section.
+    let mut m = base.clone();
+    m[1] = 9;
+    m[9] = 1;
+    m.extend_from_slice(b"\x01k\x00\x00\xfa\x00\xff\x00\x00\x00\x00");
+    let mut rd = name("hmac-sha256.").as_wire().to_vec();
+    rd.extend_from_slice(&[0, 0, 0, 0, 0, 1, 1, 44, 0, 0, 0, 1, 0, 0, 0, 0]);
+    m.extend_from_slice(&(rd.len() as u16).to_be_bytes());
+    m.extend_from_slice(&rd);
+    v.push(("TSIG in the update section", m));
+    // An ordinary record in the additional section: ignored.
+    let mut m = msg(0x500a, &[], &["add1.example.com. 1 IN A 1.1.1.1"]);
+    m[11] = 1;
+    m.extend_from_slice(
+        b"\x04add2\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x01\x00\x04\x01\x01\x01\x01",
+    );
+    v.push(("record in the additional section", m));
+    // More records announced than the message could hold.
+    let mut m = base.clone();
+    m[1] = 0xb;
+    m[9] = 200;
+    v.push(("too many records", m));
     v.push((
         "prerequisite of class CH",
         msg(0x5006, &["www.example.com. 0 CH A 1.1.1.1"], &[]),

@@ -253,7 +253,8 @@ pub fn parse_update(msg: &[u8]) -> Result<UpdateRequest, UpdateError> {
 /// - An added SOA replaces the zone's (TTL included) only when its serial is
 ///   greater than the zone's serial before the update; then the serial
 ///   policy is not applied. Other SOA additions, all SOA deletions and SOAs
-///   added to other names are ignored.
+///   added to other names are ignored (Knot 3.2 crashes on an SOA added to
+///   a name that does not exist; Lode ignores it).
 /// - Adding an RR whose RRset has another TTL gives the whole RRset the new
 ///   TTL (the changeset removes the old records and adds them back).
 /// - A CNAME added to a name with a CNAME replaces it; to a name with other
@@ -265,8 +266,8 @@ pub fn parse_update(msg: &[u8]) -> Result<UpdateRequest, UpdateError> {
 ///   is REFUSED.
 /// - NSEC3PARAM: added only at the apex (elsewhere REFUSED), and only when
 ///   the apex has none (otherwise ignored). RRSIG, NSEC and NSEC3 are
-///   ordinary records in an unsigned zone (Knot crashes adding NSEC3 to a
-///   name without other data; Lode adds it).
+///   ordinary records in an unsigned zone (Knot 3.2 crashes on NSEC3 added
+///   to a name that does not exist; Lode adds it).
 /// - The apex NS RRset is never deleted as a set, and its last record is
 ///   not deleted; deleting all RRsets of the apex keeps SOA and NS.
 /// - Prerequisites with a TTL other than 0, and of a class other than ANY,

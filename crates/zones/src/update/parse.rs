@@ -264,11 +264,13 @@ pub(crate) fn parse(msg: &[u8]) -> Result<UpdateRequest, UpdateError> {
         return Err(UpdateError::drop("more than one zone"));
     }
     if zo == 0 {
-        // Knot reads the rest of the message first: bad records drop it
-        // (nothing was read after the header), good ones get FORMERR.
+        // Knot reads the rest of the message first: bad records make it a
+        // malformed message (no OPT in the answer), good ones a failed query.
         return Err(match records(msg, HEADER_LEN, pr, up, ad) {
             Ok(_) => UpdateError::query(rcode::FORMERR, "no zone section"),
-            Err(_) => UpdateError::drop("no zone section and malformed records"),
+            Err(e) => UpdateError::Malformed {
+                reason: format!("no zone section; {e}"),
+            },
         });
     }
     let Some((zone, ztype, zclass, pos)) = read_zone_section(msg) else {
