@@ -111,8 +111,14 @@ pub mod rcode {
     pub const REFUSED: u16 = 5;
     /// Name exists when it should not (also DNAME overflow, RFC 6672 §2.2).
     pub const YXDOMAIN: u16 = 6;
+    /// An RRset exists when it should not (RFC 2136).
+    pub const YXRRSET: u16 = 7;
+    /// An RRset does not exist when it should (RFC 2136).
+    pub const NXRRSET: u16 = 8;
     /// Not authoritative.
     pub const NOTAUTH: u16 = 9;
+    /// A name is outside the zone of the update (RFC 2136).
+    pub const NOTZONE: u16 = 10;
     /// Bad OPT version (extended rcode 16, RFC 6891).
     pub const BADVERS: u16 = 16;
 

@@ -127,13 +127,16 @@ impl Zone {
         }
         let mut records: Vec<Record> = self.records().filter(|r| r.rtype != Rtype::SOA).collect();
         let mut present: std::collections::HashSet<_> = records.iter().map(identity).collect();
+        let mut removed = std::collections::HashSet::new();
         for r in &changes.removed {
-            if !present.remove(&identity(r)) {
+            let id = identity(r);
+            if !present.remove(&id) {
                 return Err(ApplyError::MissingRecord(format!(
                     "{} {}",
                     r.owner, r.rtype
                 )));
             }
+            removed.insert(id);
         }
         for r in &changes.added {
             if !present.insert(identity(r)) {
@@ -143,7 +146,11 @@ impl Zone {
                 )));
             }
         }
-        records.retain(|r| present.remove(&identity(r)));
+        // A record removed and added back (a new TTL) is taken from `added`.
+        records.retain(|r| {
+            let id = identity(r);
+            !removed.contains(&id) && present.remove(&id)
+        });
         let mut b = ZoneBuilder::new(self.origin().to_name()).class(self.class());
         b.add(changes.soa_to.clone(), 0);
         for r in records.into_iter().chain(changes.added.iter().cloned()) {
