@@ -252,6 +252,10 @@ impl Zone {
     pub fn node_ids(&self) -> impl DoubleEndedIterator<Item = NodeId> + ExactSizeIterator {
         (0..self.store.len).map(NodeId)
     }
+    /// The node ids after `id`, in canonical order.
+    pub fn node_ids_after(&self, id: NodeId) -> impl Iterator<Item = NodeId> {
+        (id.0.saturating_add(1)..self.store.len).map(NodeId)
+    }
     /// The node with this id (an empty node if the id is out of range).
     #[inline]
     pub fn node(&self, id: NodeId) -> Node<'_> {

@@ -171,10 +171,7 @@ impl<'z> Work<'z> {
             Lookup::Found(id) => id,
             Lookup::NotFound { predecessor, .. } => predecessor,
         };
-        // Node ids are opaque: a linear skip (cheap comparisons), paid only
-        // when a DNAME is added.
-        zone.node_ids()
-            .skip_while(|id| *id <= start)
+        zone.node_ids_after(start)
             .map(|id| zone.node(id))
             .take_while(|n| n.owner().is_strictly_below(&owner))
             .any(|n| !self.nodes.contains_key(&n.owner().key()) && !n.is_empty_nonterminal())
