@@ -296,6 +296,8 @@ impl Server {
         // finishes in the background and its result is discarded; the thread
         // then ends as its channel is closed.
         drop(self.reloader.take());
+        // Writers are not joined either: each ends once its queue closes.
+        self.writers.clear();
     }
 }
 

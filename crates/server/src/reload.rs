@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lode_zonedb::{Zone, ZoneSet};
+use lode_zonedb::Zone;
 
 use crate::{zones, Config, Options, ZoneSource, ZoneSpec};
 
@@ -254,7 +254,7 @@ impl Reloader {
         if unchanged(old, spec) {
             return true;
         }
-        if old.spec.source == spec.source && self.live.iter().any(|n| *n == spec.name) {
+        if old.spec.source == spec.source && self.live.contains(&spec.name) {
             tracing::warn!(
                 "zone {}: its file changed, but the zone takes dynamic updates and serves them: \
                  the file is not read over them (applying an edited file as a difference is not built yet)",

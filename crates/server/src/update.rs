@@ -124,8 +124,8 @@ impl Updates {
                 .algorithm
                 .parse()
                 .map_err(|e| format!("key {}: {e}", k.id))?;
-            let key = Key::from_text(&k.id, alg, &k.secret)
-                .map_err(|e| format!("key {}: {e}", k.id))?;
+            let key =
+                Key::from_text(&k.id, alg, &k.secret).map_err(|e| format!("key {}: {e}", k.id))?;
             keys.insert(key).map_err(|e| format!("key {}: {e}", k.id))?;
         }
         let mut zones = HashMap::new();
@@ -194,7 +194,10 @@ impl Updates {
             return Admission::Answer(reply(msg, rcode::REFUSED, signed.as_ref(), out));
         }
         let Some(writer) = &door.writer else {
-            tracing::warn!("update for {} from {peer}: the zone has no journal, SERVFAIL", req.zone);
+            tracing::warn!(
+                "update for {} from {peer}: the zone has no journal, SERVFAIL",
+                req.zone
+            );
             return Admission::Answer(reply(msg, rcode::SERVFAIL, signed.as_ref(), out));
         };
         let job = Job {
@@ -206,7 +209,10 @@ impl Updates {
         match writer.try_send(job) {
             Ok(()) => Admission::Queued,
             Err(mpsc::TrySendError::Full(job)) | Err(mpsc::TrySendError::Disconnected(job)) => {
-                tracing::warn!("update for {} from {peer}: writer busy or stopped, SERVFAIL", req.zone);
+                tracing::warn!(
+                    "update for {} from {peer}: writer busy or stopped, SERVFAIL",
+                    req.zone
+                );
                 let n = reply(&job.msg, rcode::SERVFAIL, job.signed.as_ref(), out);
                 job.reply.send(&out[..n]);
                 Admission::Queued
@@ -216,7 +222,12 @@ impl Updates {
 }
 
 /// Writes the reply to an UPDATE with `rcode`, signed when the request was.
-fn reply(msg: &[u8], code: u16, signed: Option<&(Key, lode_tsig::MacBuf)>, out: &mut [u8]) -> usize {
+fn reply(
+    msg: &[u8],
+    code: u16,
+    signed: Option<&(Key, lode_tsig::MacBuf)>,
+    out: &mut [u8],
+) -> usize {
     let n = ddns::write_response(msg, code, out);
     match signed {
         Some((key, mac)) => lode_tsig::sign_response(out, n, key, mac.as_slice(), unix_now(), 0)
@@ -229,7 +240,10 @@ fn reply(msg: &[u8], code: u16, signed: Option<&(Key, lode_tsig::MacBuf)>, out: 
 pub(crate) fn journal_path(dir: &Path, origin: &Name) -> PathBuf {
     let text = origin.to_lowercase().to_string();
     let stem = text.trim_end_matches('.');
-    dir.join(format!("{}.jnl", if stem.is_empty() { "root" } else { stem }))
+    dir.join(format!(
+        "{}.jnl",
+        if stem.is_empty() { "root" } else { stem }
+    ))
 }
 
 /// Opens the journals of the zones that take updates, replays them onto the
@@ -245,7 +259,11 @@ pub(crate) fn start_writers(
     };
     for spec in &config.zones {
         let options = config.zone_options(&spec.name);
-        if !options.acl.iter().any(|r| r.actions.contains(&Action::Update)) {
+        if !options
+            .acl
+            .iter()
+            .any(|r| r.actions.contains(&Action::Update))
+        {
             continue;
         }
         let origin = spec.name.to_lowercase();
@@ -292,7 +310,10 @@ pub(crate) fn start_writers(
                 z
             }
             Err(e) => {
-                tracing::error!("zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL", path.display());
+                tracing::error!(
+                    "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
+                    path.display()
+                );
                 continue;
             }
         };
@@ -306,7 +327,10 @@ pub(crate) fn start_writers(
             policy,
         };
         match std::thread::Builder::new()
-            .name(format!("lode-upd-{}", origin.to_string().trim_end_matches('.')))
+            .name(format!(
+                "lode-upd-{}",
+                origin.to_string().trim_end_matches('.')
+            ))
             .spawn(move || writer.run(rx))
         {
             Ok(t) => {
@@ -323,7 +347,10 @@ pub(crate) fn start_writers(
 
 /// Applies the journal's changesets that continue `zone`'s serial.
 fn replay(zone: &Arc<Zone>, changesets: &[Changeset]) -> Result<(Arc<Zone>, usize), String> {
-    let Some(start) = changesets.iter().position(|c| c.serial_from() == zone.serial()) else {
+    let Some(start) = changesets
+        .iter()
+        .position(|c| c.serial_from() == zone.serial())
+    else {
         return match changesets.last() {
             Some(last) if last.serial_to() != zone.serial() => Err(format!(
                 "the journal holds serials {} to {} and does not continue the loaded serial {}",
@@ -337,7 +364,11 @@ fn replay(zone: &Arc<Zone>, changesets: &[Changeset]) -> Result<(Arc<Zone>, usiz
     let mut z = zone.clone();
     for c in &changesets[start..] {
         z = Arc::new(z.apply_rebuild(c).map_err(|e| {
-            format!("changeset {} → {} does not apply: {e}", c.serial_from(), c.serial_to())
+            format!(
+                "changeset {} → {} does not apply: {e}",
+                c.serial_from(),
+                c.serial_to()
+            )
         })?);
     }
     Ok((z, changesets.len() - start))
