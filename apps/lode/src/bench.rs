@@ -328,7 +328,8 @@ struct UpdateArgs {
     /// Updates per second.
     #[arg(long, default_value_t = 100.0)]
     update_rate: f64,
-    /// TSIG key `[hmac-sha256:]name:base64secret` to sign every update with.
+    /// TSIG key `[alg:]name:base64secret` to sign every update with (alg: hmac-md5,
+    /// hmac-sha1, hmac-sha224, hmac-sha256 (default), hmac-sha384, hmac-sha512).
     #[arg(long, value_name = "KEY")]
     tsig: Option<String>,
     /// Milliseconds to wait for an update's reply.
@@ -708,9 +709,7 @@ fn clients(a: ClientsArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
-    use lode_bench::update::{
-        during_updates, run_stream, TsigKey, UpdateConfig, UpdatePlan, UpdateResult,
-    };
+    use lode_bench::update::{during_updates, run_stream, UpdateConfig, UpdatePlan, UpdateResult};
     use lode_wire::Name;
     let duration = secs(a.duration, "--duration")?;
     if !(a.update_rate > 0.0 && a.update_rate <= 1_000_000.0) {
@@ -726,7 +725,11 @@ fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("--zone {z:?}: {e}"))?;
         zones.push((apex, PathBuf::from(file)));
     }
-    let key = a.tsig.as_deref().map(TsigKey::parse).transpose()?;
+    let key = a
+        .tsig
+        .as_deref()
+        .map(|s| lode_tsig::Key::parse_spec(s).with_context(|| format!("--tsig {s:?}")))
+        .transpose()?;
     let resolution = a.resolution.unwrap_or((a.high / 100).max(1));
     // Steps of one phase: one per rate, or a whole binary search.
     let steps = if a.rate.is_some() {
@@ -756,10 +759,9 @@ fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
         zones.len(),
         plan.untouched_len(),
         a.update_rate,
-        if ucfg.key.is_some() {
-            " TSIG hmac-sha256"
-        } else {
-            ""
+        match &ucfg.key {
+            Some(k) => format!(" TSIG {}", k.algorithm()),
+            None => String::new(),
         },
         duration.as_secs_f64()
     );

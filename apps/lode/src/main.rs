@@ -6,6 +6,7 @@ mod bench;
 mod check;
 mod enumcmd;
 mod gen;
+mod keygen;
 mod reload;
 mod serve;
 mod snapshot;
@@ -42,6 +43,8 @@ enum Command {
     Enum(enumcmd::EnumArgs),
     /// Measure DNS servers: RFC 8219 rate search, closed-loop clients, echo ceiling, comparisons.
     Bench(bench::BenchArgs),
+    /// Make a TSIG key and print it for Lode, for nsupdate/knsupdate/kdig -y, and for Knot/BIND.
+    Keygen(keygen::KeygenArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -54,6 +57,7 @@ fn main() -> std::process::ExitCode {
         Command::Gen(a) => gen::run(a),
         Command::Enum(a) => enumcmd::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Keygen(a) => keygen::run(a),
     };
     match result {
         Ok(code) => code,

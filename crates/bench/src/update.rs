@@ -1,7 +1,7 @@
 //! Query load under updates (seed 003 §6.3): an RFC 2136 UPDATE stream derived
 //! from zone files — adds of names that do not exist, deletes of names that do,
 //! changes of existing RRsets, one third each — sent at a constant rate while
-//! the rate tester runs, optionally TSIG-signed (RFC 8945, HMAC-SHA256).
+//! the rate tester runs, optionally TSIG-signed (RFC 8945, by `lode-tsig`).
 //!
 //! ```text
 //!  zone files ──▶ UpdatePlan: untouched names (queried) │ names to delete/change │ free names to add
@@ -20,9 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hmac::{Hmac, Mac};
 use lode_wire::{Class, Name, Record, Rtype};
-use sha2::Sha256;
 
 use crate::pacing::Pacer;
 use crate::query::{QuerySet, HEADER_LEN};
@@ -34,8 +32,6 @@ const OPCODE_UPDATE: u8 = 5;
 const CLASS_ANY: u16 = 255;
 /// Type ANY, used with class ANY to delete every RRset of a name.
 const TYPE_ANY: u16 = 255;
-/// Type TSIG (RFC 8945).
-const TYPE_TSIG: u16 = 250;
 /// TTL of added records.
 const ADD_TTL: u32 = 3600;
 
@@ -353,90 +349,6 @@ fn new_rdata(rtype: Rtype, old: &[u8], i: u64) -> Vec<u8> {
     }
 }
 
-/// A TSIG key (RFC 8945) with HMAC-SHA256.
-#[derive(Clone)]
-pub struct TsigKey {
-    /// The key's name.
-    pub name: Name,
-    secret: Vec<u8>,
-}
-
-impl fmt::Debug for TsigKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TsigKey({}, hmac-sha256)", self.name)
-    }
-}
-
-impl TsigKey {
-    /// A key from its name and secret.
-    pub fn new(name: Name, secret: Vec<u8>) -> TsigKey {
-        TsigKey { name, secret }
-    }
-
-    /// Parses `[hmac-sha256:]name:base64secret` (the `kdig -y` form).
-    pub fn parse(spec: &str) -> Result<TsigKey, UpdateError> {
-        let bad = |why: &str| UpdateError::Config(format!("TSIG key {spec:?}: {why}"));
-        let parts: Vec<&str> = spec.split(':').collect();
-        let (name, secret) = match parts.as_slice() {
-            [alg, name, secret] => {
-                if !alg.eq_ignore_ascii_case("hmac-sha256") {
-                    return Err(bad("only hmac-sha256 is supported"));
-                }
-                (*name, *secret)
-            }
-            [name, secret] => (*name, *secret),
-            _ => return Err(bad("expected [hmac-sha256:]name:base64")),
-        };
-        let name = Name::parse(name, Some(&Name::root())).map_err(|e| bad(&e.to_string()))?;
-        let secret =
-            lode_zonefile::decode_base64(secret).ok_or_else(|| bad("secret is not base64"))?;
-        if secret.is_empty() {
-            return Err(bad("empty secret"));
-        }
-        Ok(TsigKey { name, secret })
-    }
-
-    /// Appends a TSIG record signing `msg` (a complete message without TSIG) at
-    /// `time` (seconds since 1970), fudge 300 s, and increments ARCOUNT.
-    pub fn sign(&self, msg: &mut Vec<u8>, time: u64) {
-        let alg = b"\x0bhmac-sha256\x00";
-        let key_name = self.name.to_lowercase();
-        let time48 = &time.to_be_bytes()[2..];
-        let fudge = 300u16.to_be_bytes();
-        // The secret is not empty (checked in `parse`); HMAC takes keys of any length.
-        let mut mac = match Hmac::<Sha256>::new_from_slice(&self.secret) {
-            Ok(m) => m,
-            Err(_) => return,
-        };
-        mac.update(msg);
-        mac.update(key_name.as_wire());
-        mac.update(&CLASS_ANY.to_be_bytes());
-        mac.update(&0u32.to_be_bytes());
-        mac.update(alg);
-        mac.update(time48);
-        mac.update(&fudge);
-        mac.update(&[0, 0, 0, 0]); // error 0, other length 0
-        let digest = mac.finalize().into_bytes();
-        let id = [msg[0], msg[1]];
-        let mut rdata = Vec::with_capacity(64);
-        rdata.extend_from_slice(alg);
-        rdata.extend_from_slice(time48);
-        rdata.extend_from_slice(&fudge);
-        rdata.extend_from_slice(&(digest.len() as u16).to_be_bytes());
-        rdata.extend_from_slice(&digest);
-        rdata.extend_from_slice(&id);
-        rdata.extend_from_slice(&[0, 0, 0, 0]);
-        msg.extend_from_slice(key_name.as_wire());
-        msg.extend_from_slice(&TYPE_TSIG.to_be_bytes());
-        msg.extend_from_slice(&CLASS_ANY.to_be_bytes());
-        msg.extend_from_slice(&0u32.to_be_bytes());
-        msg.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-        msg.extend_from_slice(&rdata);
-        let ar = u16::from_be_bytes([msg[10], msg[11]]).wrapping_add(1);
-        msg[10..12].copy_from_slice(&ar.to_be_bytes());
-    }
-}
-
 /// Builds the UPDATE message of `op` for zone `zone` with `id` (no TSIG).
 pub fn update_message(id: u16, zone: &Name, op: &UpdateOp) -> Vec<u8> {
     let upcount: u16 = if matches!(op, UpdateOp::Change { .. }) {
@@ -492,8 +404,8 @@ pub struct UpdateConfig {
     pub first: u64,
     /// How long to wait for each reply.
     pub timeout: Duration,
-    /// Optional TSIG key.
-    pub key: Option<TsigKey>,
+    /// Optional TSIG key (any algorithm of RFC 8945).
+    pub key: Option<lode_tsig::Key>,
 }
 
 /// What an update stream measured.
@@ -692,7 +604,11 @@ pub fn run_stream(
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs());
-                key.sign(&mut msg, now);
+                // Fails only when ARCOUNT is full, which an UPDATE built above never is.
+                if lode_tsig::sign_request_vec(&mut msg, key, now).is_err() {
+                    err = Some(std::io::Error::other("TSIG signing failed"));
+                    break;
+                }
             }
             sent_at[i as usize].store(start.elapsed().as_micros() as u64 + 1, Ordering::Relaxed);
             sent.store(i + 1, Ordering::Release);

@@ -14,7 +14,8 @@ use common::{knotd, start_knot, Knot};
 use lode_bench::gen::enumset::{generate, EnumSetSpec};
 use lode_bench::query::{check_reply, Expect, QuerySet, Verdict};
 use lode_bench::rate::{RateConfig, Tester};
-use lode_bench::update::{during_updates, run_stream, TsigKey, UpdateConfig, UpdateOp, UpdatePlan};
+use lode_bench::update::{during_updates, run_stream, UpdateConfig, UpdateOp, UpdatePlan};
+use lode_tsig::Key;
 use lode_wire::{Name, Rtype};
 
 const PORT: u16 = 15850;
@@ -98,7 +99,7 @@ fn signed_updates_under_query_load_against_knot() {
         "knotd ready"
     );
 
-    let key = TsigKey::parse(&format!("hmac-sha256:upd.key:{SECRET}")).expect("key");
+    let key = Key::parse_spec(&format!("hmac-sha256:upd.key:{SECRET}")).expect("key");
     let mut cfg = UpdateConfig {
         server,
         rate: 100.0,
