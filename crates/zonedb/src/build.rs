@@ -128,6 +128,9 @@ pub struct ZoneBuilder {
     origin: Name,
     class: Class,
     records: Vec<(Record, u32)>,
+    /// The records are a zone that changed through an update: only the
+    /// checks that keep the store consistent apply (see [`ZoneBuilder::changed`]).
+    changed: bool,
 }
 
 struct Sorted {
@@ -143,7 +146,19 @@ impl ZoneBuilder {
             origin,
             class: Class::IN,
             records: Vec::new(),
+            changed: false,
         }
+    }
+
+    /// Marks the records as a zone changed by an update (RFC 2136, IXFR):
+    /// the update processing already decided what may change, as Knot DNS
+    /// does without its zone-file semantic checks — missing glue, CNAME
+    /// beside other data, data below a DNAME and types Knot does not count
+    /// as meta types are then not errors. Structure (apex SOA and NS, owners
+    /// inside the zone, one class) is still checked.
+    pub fn changed(mut self) -> Self {
+        self.changed = true;
+        self
     }
 
     /// Sets the zone's class (default IN).
@@ -197,7 +212,7 @@ impl ZoneBuilder {
                 );
                 continue;
             }
-            if record.rtype.is_meta() {
+            if record.rtype.is_meta() && !(self.changed && !knot_meta(record.rtype)) {
                 err(
                     &mut problems,
                     Some(tag),
@@ -352,11 +367,12 @@ impl ZoneBuilder {
 
         // 4. Per-node flags and checks.
         let apex_key_len = nodes[0].key.len();
+        let semantic = !self.changed;
         for (i, node) in nodes.iter_mut().enumerate() {
             let tag = Some(first_tags[i]).filter(|t| *t != u32::MAX);
             let is_apex = node.key.len() == apex_key_len;
             if let Some(cname) = node.rrset(&sets, Rtype::CNAME) {
-                if cname.len() > 1 {
+                if semantic && cname.len() > 1 {
                     err(
                         &mut problems,
                         tag,
@@ -369,7 +385,7 @@ impl ZoneBuilder {
                         Rtype::CNAME | Rtype::RRSIG | Rtype::NSEC | Rtype::KEY
                     )
                 });
-                if others || is_apex {
+                if semantic && (others || is_apex) {
                     err(
                         &mut problems,
                         tag,
@@ -378,7 +394,7 @@ impl ZoneBuilder {
                 }
             }
             if let Some(d) = node.rrset(&sets, Rtype::DNAME) {
-                if d.len() > 1 {
+                if semantic && d.len() > 1 {
                     err(
                         &mut problems,
                         tag,
@@ -420,7 +436,7 @@ impl ZoneBuilder {
                 .unwrap_or(NONE);
             nodes[i].shadow = shadow;
             // RFC 6672 §2.3: no data below a DNAME (Knot DNS refuses such zones).
-            if !nodes[i].sets.is_empty() {
+            if semantic && !nodes[i].sets.is_empty() {
                 let dname = stack
                     .iter()
                     .find(|&&a| nodes[a].flags.contains(NodeFlags::DNAME));
@@ -449,7 +465,7 @@ impl ZoneBuilder {
             nodes.binary_search_by(|n| (*n.key).cmp(&key)).ok()
         };
         for (i, node) in nodes.iter().enumerate() {
-            let Some(ns) = node.rrset(&sets, Rtype::NS) else {
+            let Some(ns) = node.rrset(&sets, Rtype::NS).filter(|_| semantic) else {
                 continue;
             };
             if node.shadow != NONE {
@@ -494,6 +510,12 @@ impl ZoneBuilder {
         let zone = compact(origin, self.class, nodes, &sets, serial, negative_ttl);
         Ok((zone, problems))
     }
+}
+
+/// Knot DNS's meta types (the ones an update cannot add): SIG, OPT, TKEY,
+/// TSIG, IXFR, AXFR, ANY. The builder's own test is wider (128–255).
+fn knot_meta(t: Rtype) -> bool {
+    matches!(t.0, 24 | 41 | 249 | 250 | 251 | 252 | 255)
 }
 
 /// Serialises the nodes into the compact store.

@@ -151,7 +151,9 @@ impl Zone {
             let id = identity(r);
             !removed.contains(&id) && present.remove(&id)
         });
-        let mut b = ZoneBuilder::new(self.origin().to_name()).class(self.class());
+        let mut b = ZoneBuilder::new(self.origin().to_name())
+            .class(self.class())
+            .changed();
         b.add(changes.soa_to.clone(), 0);
         for r in records.into_iter().chain(changes.added.iter().cloned()) {
             b.add(r, 0);

@@ -420,3 +420,28 @@ fn apply_rebuild_adds_and_removes() {
         Err(ApplyError::MissingRecord(_))
     ));
 }
+
+#[test]
+fn changes_skip_zone_file_semantic_checks() {
+    // Removing the in-zone name server's address is an error in a zone file
+    // (missing glue) but an update may do it, as Knot DNS lets it.
+    let (zone, _) = base().build().unwrap();
+    let mut soa2 = soa(300);
+    let n = soa2.len();
+    soa2[n - 20..n - 16].copy_from_slice(&2u32.to_be_bytes());
+    let cs = Changeset {
+        soa_from: rec("example.", Rtype::SOA, 7200, soa(300)),
+        soa_to: rec("example.", Rtype::SOA, 7200, soa2),
+        removed: vec![rec("ns.example.", Rtype::A, 3600, vec![192, 0, 2, 1])],
+        added: vec![rec("m.example.", Rtype(253), 60, vec![1])],
+    };
+    let z2 = zone.apply_rebuild(&cs).unwrap();
+    assert!(z2.find(name("ns.example.").as_ref()).is_none());
+    assert!(
+        z2.find(name("m.example.").as_ref()).is_some(),
+        "MAILA is data"
+    );
+    let mut b = base();
+    b.add(rec("m.example.", Rtype(253), 60, vec![1]), 9);
+    assert!(b.build().is_err(), "a zone file still refuses it");
+}
