@@ -212,7 +212,7 @@ impl ZoneBuilder {
                 );
                 continue;
             }
-            if record.rtype.is_meta() && !(self.changed && !knot_meta(record.rtype)) {
+            if record.rtype.is_meta() && (!self.changed || knot_meta(record.rtype)) {
                 err(
                     &mut problems,
                     Some(tag),
