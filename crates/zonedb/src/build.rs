@@ -514,7 +514,7 @@ impl ZoneBuilder {
 
 /// Knot DNS's meta types (the ones an update cannot add): SIG, OPT, TKEY,
 /// TSIG, IXFR, AXFR, ANY. The builder's own test is wider (128–255).
-fn knot_meta(t: Rtype) -> bool {
+pub(crate) fn knot_meta(t: Rtype) -> bool {
     matches!(t.0, 24 | 41 | 249 | 250 | 251 | 252 | 255)
 }
 
@@ -588,7 +588,8 @@ fn compact(
         origin,
         class,
         origin_key: nodes_origin_key,
-        store: sb.finish(),
+        store: std::sync::Arc::new(sb.finish()),
+        delta: crate::delta::Delta::default(),
         negative_ttl,
         serial,
         records,

@@ -34,6 +34,8 @@
 mod blob;
 mod build;
 mod changeset;
+mod cowmap;
+mod delta;
 mod mix;
 mod snapshot;
 mod store;
@@ -171,6 +173,11 @@ pub enum Lookup {
 pub struct NodeId(u32);
 
 impl NodeId {
+    /// Ids at or above this bit name entries of the version's delta.
+    pub(crate) const DELTA: u32 = 1 << 31;
+}
+
+impl NodeId {
     /// The apex's id, in every zone.
     pub const APEX: NodeId = NodeId(0);
 }
@@ -182,7 +189,10 @@ pub struct Zone {
     class: Class,
     /// The origin's canonical key (stored keys are relative to it).
     origin_key: Box<[u8]>,
-    store: Store,
+    /// The compact base, shared by every version built on it.
+    store: std::sync::Arc<Store>,
+    /// Changes since the base was built (empty for a freshly built zone).
+    delta: delta::Delta,
     /// SOA TTL bounded by SOA MINIMUM (RFC 2308 §5).
     negative_ttl: u32,
     serial: u32,
@@ -210,6 +220,10 @@ impl Zone {
     /// An RRset of the apex, borrowed from the zone (the apex is the first
     /// entry of its block, so it is always stored whole).
     pub fn apex_rrset(&self, rtype: Rtype) -> Option<RRset<'_>> {
+        if let Some((_, blob)) = self.delta.apex() {
+            let sets = blob::head(blob).map_or(&[][..], |h| h.rrsets);
+            return RRsets::new(sets).find(|s| s.rtype() == rtype);
+        }
         let sets = match self.store.entry(0) {
             Some((_, BlobRef::Stored(b))) => blob::head(b).map_or(&[][..], |h| h.rrsets),
             _ => &[],
@@ -223,7 +237,7 @@ impl Zone {
     }
     /// Number of nodes (names, including empty non-terminals).
     pub fn node_count(&self) -> usize {
-        self.store.len as usize
+        (i64::from(self.store.len) + self.delta.node_diff()) as usize
     }
     /// Number of records.
     pub fn record_count(&self) -> u64 {
@@ -235,7 +249,7 @@ impl Zone {
     }
     /// Bytes of memory the zone's index and data take.
     pub fn heap_bytes(&self) -> usize {
-        self.store.heap_bytes()
+        self.store.heap_bytes() + self.delta.heap_bytes()
     }
     /// Where the zone's large buffers lie, as (address, length in bytes):
     /// for a caller that gives memory hints (e.g. huge pages) to the system.
@@ -249,16 +263,30 @@ impl Zone {
         ]
     }
     /// All node ids in canonical order.
-    pub fn node_ids(&self) -> impl DoubleEndedIterator<Item = NodeId> + ExactSizeIterator {
-        (0..self.store.len).map(NodeId)
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.ids_from(&[])
     }
     /// The node ids after `id`, in canonical order.
-    pub fn node_ids_after(&self, id: NodeId) -> impl Iterator<Item = NodeId> {
-        (id.0.saturating_add(1)..self.store.len).map(NodeId)
+    pub fn node_ids_after(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        let mut key = [0u8; lode_wire::name::MAX_KEY_LEN];
+        let n = self.node(id).key.write(&mut key).unwrap_or(0);
+        self.ids_from(&key[..n]).skip_while(move |&i| i == id)
     }
     /// The node with this id (an empty node if the id is out of range).
     #[inline]
     pub fn node(&self, id: NodeId) -> Node<'_> {
+        if let Some((key, blob)) = self.delta_entry(id) {
+            return Node {
+                id,
+                key: EntryKey {
+                    prefix: key,
+                    suffix: &[],
+                },
+                origin: self.origin.as_ref(),
+                owner: OnceCell::new(),
+                blob: BlobRef::Stored(blob),
+            };
+        }
         let (key, blob) = self
             .store
             .entry(id.0)
@@ -285,6 +313,9 @@ impl Zone {
     /// decoding the node.
     #[inline]
     pub fn info(&self, id: NodeId) -> (NodeFlags, Option<NodeId>) {
+        if !self.delta.is_empty() {
+            return self.merged_info(id);
+        }
         let Some((prefix, n)) = self.store.blob_prefix(id.0) else {
             return (NodeFlags::default(), None);
         };
@@ -301,6 +332,9 @@ impl Zone {
 
     /// Finds the node with exactly this canonical key.
     pub fn find_key(&self, key: &[u8]) -> Option<NodeId> {
+        if !self.delta.is_empty() {
+            return self.find_rel(self.relative(key)?);
+        }
         match self.store.search(self.relative(key)?) {
             Search::Found(id) => Some(NodeId(id)),
             Search::Missing { .. } => None,
@@ -332,6 +366,9 @@ impl Zone {
         let Some(rel) = key.as_slice().get(self.origin_key.len()..) else {
             return apex;
         };
+        if !self.delta.is_empty() {
+            return self.merged_lookup(rel);
+        }
         match self.store.search(rel) {
             Search::Found(id) => Lookup::Found(NodeId(id)),
             Search::Missing { pred, common } => {
@@ -349,6 +386,9 @@ impl Zone {
 
     /// The `*` child of `parent`, if it exists.
     pub fn wildcard_child(&self, parent: NodeId) -> Option<NodeId> {
+        if !self.delta.is_empty() {
+            return self.merged_wildcard_child(parent);
+        }
         let (key, blob) = self.store.entry(parent.0)?;
         if !blob::head(blob.bytes())?
             .flags
@@ -366,5 +406,7 @@ impl Zone {
     }
 }
 
+#[cfg(test)]
+mod delta_tests;
 #[cfg(test)]
 mod tests;

@@ -7,12 +7,25 @@ impl Zone {
     /// holds (e.g. the NSEC owner covering a name, skipping empty
     /// non-terminals and glue).
     pub fn rfind_from(&self, id: NodeId, f: impl Fn(&Node<'_>) -> bool) -> Option<NodeId> {
+        if !self.delta.is_empty() {
+            let mut cur = Some(id);
+            while let Some(i) = cur {
+                if f(&self.node(i)) {
+                    return Some(i);
+                }
+                cur = self.prev_id(i);
+            }
+            return None;
+        }
         let start = id.0.min(self.last_id().0);
         (0..=start).rev().map(NodeId).find(|&i| f(&self.node(i)))
     }
 
     /// The last node in canonical order.
     pub fn last_id(&self) -> NodeId {
+        if !self.delta.is_empty() {
+            return self.merged_last();
+        }
         NodeId(self.store.len.saturating_sub(1))
     }
 }
