@@ -325,6 +325,7 @@ pub(crate) fn start_writers(
             journal,
             publisher: publisher.clone(),
             policy,
+            compaction: None,
         };
         match std::thread::Builder::new()
             .name(format!(
@@ -363,7 +364,7 @@ fn replay(zone: &Arc<Zone>, changesets: &[Changeset]) -> Result<(Arc<Zone>, usiz
     };
     let mut z = zone.clone();
     for c in &changesets[start..] {
-        z = Arc::new(z.apply_rebuild(c).map_err(|e| {
+        z = Arc::new(z.apply(c).map_err(|e| {
             format!(
                 "changeset {} → {} does not apply: {e}",
                 c.serial_from(),
@@ -380,13 +381,47 @@ struct Writer {
     journal: Journal,
     publisher: Arc<Publisher>,
     policy: SerialPolicy,
+    /// A compaction running in the background, and the changesets
+    /// committed since the version it compacts (applied again to its result).
+    compaction: Option<Compaction>,
+}
+
+/// A background compaction of one version.
+struct Compaction {
+    result: mpsc::Receiver<Result<Zone, lode_zonedb::ApplyError>>,
+    since: Vec<Changeset>,
+    started: Instant,
+    entries: usize,
+}
+
+/// Whether a delta of `entries` over a base of `nodes` names is worth
+/// folding into a new base: lookups slow down slowly with the delta (two
+/// binary searches), memory grows with it.
+fn worth_compacting(entries: usize, nodes: usize) -> bool {
+    entries >= 4096 && (entries >= nodes / 16 || entries >= 1 << 20)
 }
 
 impl Writer {
     fn run(mut self, rx: mpsc::Receiver<Job>) {
         let mut out = vec![0u8; 65535];
         let mut warned_full = false;
-        while let Ok(first) = rx.recv() {
+        loop {
+            let first = if self.compaction.is_some() {
+                match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+                    Ok(j) => Some(j),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match rx.recv() {
+                    Ok(j) => Some(j),
+                    Err(_) => break,
+                }
+            };
+            self.finish_compaction();
+            let Some(first) = first else {
+                continue;
+            };
             let mut group = vec![first];
             while group.len() < MAX_GROUP {
                 match rx.try_recv() {
@@ -395,6 +430,7 @@ impl Writer {
                 }
             }
             self.commit(group, &mut out);
+            self.maybe_compact();
             if self.journal.needs_flush() && !warned_full {
                 warned_full = true;
                 tracing::warn!(
@@ -405,6 +441,93 @@ impl Writer {
                 );
             }
         }
+    }
+
+    /// Starts compacting the published version when its delta is large.
+    fn maybe_compact(&mut self) {
+        if self.compaction.is_some() {
+            return;
+        }
+        let Some(zone) = self.publisher.set.load().get(self.origin.as_ref()).cloned() else {
+            return;
+        };
+        let entries = zone.delta_len();
+        if !worth_compacting(entries, zone.node_count()) {
+            return;
+        }
+        let (tx, rx) = mpsc::channel();
+        let name = format!("lode-cmp-{}", self.origin.to_string().trim_end_matches('.'));
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            let _ = tx.send(zone.compact());
+        });
+        match spawned {
+            Ok(_) => {
+                tracing::info!(
+                    "zone {}: compacting {entries} changed names into a new base",
+                    self.origin
+                );
+                self.compaction = Some(Compaction {
+                    result: rx,
+                    since: Vec::new(),
+                    started: Instant::now(),
+                    entries,
+                });
+            }
+            Err(e) => tracing::warn!("zone {}: cannot start a compaction: {e}", self.origin),
+        }
+    }
+
+    /// Publishes a finished compaction, with the changes committed meanwhile
+    /// applied to it.
+    fn finish_compaction(&mut self) {
+        let Some(c) = &self.compaction else {
+            return;
+        };
+        let result = match c.result.try_recv() {
+            Ok(r) => r,
+            Err(mpsc::TryRecvError::Empty) => return,
+            Err(mpsc::TryRecvError::Disconnected) => {
+                Err(lode_zonedb::ApplyError::Invalid(Vec::new()))
+            }
+        };
+        let Some(c) = self.compaction.take() else {
+            return;
+        };
+        let mut zone = match result {
+            Ok(z) => z,
+            Err(e) => {
+                tracing::error!(
+                    "zone {}: compaction failed ({e}); the delta stays",
+                    self.origin
+                );
+                return;
+            }
+        };
+        for cs in &c.since {
+            match zone.apply(cs) {
+                Ok(z) => zone = z,
+                Err(e) => {
+                    tracing::error!(
+                        "zone {}: a change made during compaction does not apply to its result ({e}); the delta stays",
+                        self.origin
+                    );
+                    return;
+                }
+            }
+        }
+        let zone = Arc::new(zone);
+        for (addr, len) in zone.memory_regions() {
+            lode_io::mem::prefer_huge_pages(addr, len);
+        }
+        self.publisher.update(|set| set.insert(zone.clone()));
+        tracing::info!(
+            "zone {}: compacted {} changed names in {:.2} s ({} changes made meanwhile), serial {}",
+            self.origin,
+            c.entries,
+            c.started.elapsed().as_secs_f64(),
+            c.since.len(),
+            zone.serial()
+        );
     }
 
     /// Processes one group: every job against the version before it, one
@@ -427,7 +550,7 @@ impl Writer {
                 .and_then(|req| ddns::process(&version, &req, self.policy, now))
             {
                 Ok(None) => rcode::NOERROR,
-                Ok(Some(cs)) => match version.apply_rebuild(&cs) {
+                Ok(Some(cs)) => match version.apply(&cs) {
                     Ok(next) => {
                         version = Arc::new(next);
                         changes.push(cs);
@@ -462,6 +585,9 @@ impl Writer {
             } else {
                 let to = version.clone();
                 self.publisher.update(|set| set.insert(to));
+                if let Some(c) = &mut self.compaction {
+                    c.since.extend(changes.iter().cloned());
+                }
                 tracing::info!(
                     "zone {}: {} updates ({} changed the zone), serial {} → {}, committed in {:.1} ms",
                     self.origin,
