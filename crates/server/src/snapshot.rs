@@ -83,13 +83,55 @@ pub fn write(snap: &Path, zone: &Zone, zone_file: &Path) -> std::io::Result<()> 
             zone_file.display()
         ))
     })?;
+    write_tagged(snap, zone, &tag)
+}
+
+/// The tag of a zone's state snapshot (see [`write_state`]).
+const STATE_TAG: &[u8] = b"lode zone state";
+
+/// Writes a zone's state — its contents at one serial, whatever its file
+/// says — to `snap`: what a journal flush keeps before dropping the history
+/// the state covers. Synced before it is renamed into place, and the folder
+/// after.
+pub fn write_state(snap: &Path, zone: &Zone) -> std::io::Result<()> {
+    write_tagged(snap, zone, STATE_TAG)?;
+    if let Some(dir) = snap.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Reads a state snapshot written by [`write_state`]: `Ok(None)` when there
+/// is none.
+pub fn read_state(snap: &Path, origin: &Name) -> Result<Option<Zone>, String> {
+    let file = match File::open(snap) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", snap.display())),
+    };
+    let size = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", snap.display()))?
+        .len();
+    let (zone, tag) = Zone::read_snapshot(&mut BufReader::new(file), size)
+        .map_err(|e| format!("{}: {e}", snap.display()))?;
+    if tag != STATE_TAG || zone.origin().to_name().to_lowercase() != origin.to_lowercase() {
+        return Err(format!(
+            "{}: not the state of zone {origin}",
+            snap.display()
+        ));
+    }
+    Ok(Some(zone))
+}
+
+fn write_tagged(snap: &Path, zone: &Zone, tag: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = snap.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let tmp = snap.with_extension(format!("tmp.{}", std::process::id()));
     let result = (|| {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        zone.write_snapshot(&tag, &mut w)?;
+        zone.write_snapshot(tag, &mut w)?;
         w.flush()?;
         w.get_ref().sync_all()?;
         std::fs::rename(&tmp, snap)

@@ -38,6 +38,8 @@ use crate::config::{Config, ZoneOptions};
 
 /// Most updates taken into one group commit.
 const MAX_GROUP: usize = 4096;
+/// Wait after a failed compaction or journal flush before trying again.
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 /// Updates waiting for a zone's writer before new ones get SERVFAIL.
 const QUEUE_LEN: usize = 65536;
 
@@ -166,32 +168,67 @@ impl Updates {
         };
         let now = unix_now();
         let peer = client.addr();
-        let signed = match lode_tsig::verify_request(msg, &self.keys, now) {
-            Verified::Unsigned => None,
-            Verified::Signed(s) => Some((s.key.clone(), s.request_mac)),
+        // Refusals are answered as Knot answers them: NOTAUTH, with the
+        // request's OPT echoed, and a TSIG error when a key is involved.
+        let notauth = |out: &mut [u8]| {
+            let e = UpdateError::Query {
+                rcode: rcode::NOTAUTH,
+                reason: String::new(),
+            };
+            ddns::write_error(msg, &e, udp_size, out).unwrap_or(0)
+        };
+        let mut signed_time = now;
+        let (signed, failure) = match lode_tsig::verify_request(msg, &self.keys, now) {
+            Verified::Unsigned => (None, None),
+            Verified::Signed(s) => {
+                signed_time = s.time;
+                (Some((s.key.clone(), s.request_mac)), None)
+            }
             Verified::FormErr => {
                 let n = ddns::write_response(msg, rcode::FORMERR, out);
                 return Admission::Answer(n);
             }
-            Verified::Failed(f) => {
-                tracing::info!(
-                    "update for {} from {peer}: TSIG {} with key {}, NOTAUTH",
-                    req.zone,
-                    f.error,
-                    f.key_name.as_ref()
-                );
-                let n = ddns::write_response(msg, rcode::NOTAUTH, out);
-                return Admission::Answer(lode_tsig::append_error(out, n, &f, now).unwrap_or(n));
-            }
+            Verified::Failed(f) => (None, Some(f)),
         };
+        if let Some(f) = failure {
+            tracing::info!(
+                "update for {} from {peer}: TSIG {} with key {}, NOTAUTH",
+                req.zone,
+                f.error,
+                f.key_name.as_ref()
+            );
+            let n = notauth(out);
+            return Admission::Answer(lode_tsig::append_error(out, n, &f, now).unwrap_or(n));
+        }
         let key_name = signed.as_ref().map(|(k, _)| k.name());
         if !acl::allows(&door.acl, Action::Update, peer.ip(), key_name) {
             tracing::info!(
-                "update for {} from {peer}{}: denied by the zone's acl, REFUSED",
+                "update for {} from {peer}{}: denied by the zone's acl, NOTAUTH",
                 req.zone,
                 key_name.map_or(String::new(), |k| format!(" key {k}"))
             );
-            return Admission::Answer(reply(msg, rcode::REFUSED, signed.as_ref(), out));
+            let n = notauth(out);
+            // A good key the ACL does not name: BADKEY, unsigned (as Knot).
+            return Admission::Answer(match &signed {
+                Some((key, _)) => {
+                    let mut key_name = lode_wire::NameBuf::new();
+                    key_name.set(key.name().as_ref());
+                    let mut algorithm = lode_wire::NameBuf::new();
+                    if let Ok(a) = lode_wire::NameRef::from_wire(key.algorithm().wire_name()) {
+                        algorithm.set(a);
+                    }
+                    let f = lode_tsig::Failure {
+                        error: lode_tsig::TsigError::BadKey,
+                        key_name,
+                        algorithm,
+                        time_signed: signed_time,
+                        key: None,
+                        request_mac: lode_tsig::MacBuf::default(),
+                    };
+                    lode_tsig::append_error(out, n, &f, now).unwrap_or(n)
+                }
+                None => n,
+            });
         }
         let Some(writer) = &door.writer else {
             tracing::warn!(
@@ -246,6 +283,12 @@ pub(crate) fn journal_path(dir: &Path, origin: &Name) -> PathBuf {
     ))
 }
 
+/// The state snapshot of a zone in `dir` (written when its journal is
+/// flushed: the zone at one serial, the history before it dropped).
+pub(crate) fn state_path(dir: &Path, origin: &Name) -> PathBuf {
+    journal_path(dir, origin).with_extension("state")
+}
+
 /// Opens the journals of the zones that take updates, replays them onto the
 /// published versions, and starts one writer per zone.
 pub(crate) fn start_writers(
@@ -297,6 +340,24 @@ pub(crate) fn start_writers(
                 path.display()
             );
         }
+        // A flushed journal continues its state snapshot, not the zone file.
+        let state = state_path(dir, &origin);
+        let zone = match crate::snapshot::read_state(&state, &origin) {
+            Ok(Some(s)) if lode_journal::serial_lt(zone.serial(), s.serial()) => {
+                tracing::info!(
+                    "zone {origin}: state at serial {} read from {} (the file has serial {})",
+                    s.serial(),
+                    state.display(),
+                    zone.serial()
+                );
+                Arc::new(s)
+            }
+            Ok(_) => zone,
+            Err(e) => {
+                tracing::error!("zone {origin}: {e}; updates to the zone get SERVFAIL");
+                continue;
+            }
+        };
         let zone = match replay(&zone, &recovery.changesets) {
             Ok((z, n)) => {
                 if n > 0 {
@@ -326,6 +387,8 @@ pub(crate) fn start_writers(
             publisher: publisher.clone(),
             policy,
             compaction: None,
+            state,
+            retry_at: Instant::now(),
         };
         match std::thread::Builder::new()
             .name(format!(
@@ -384,14 +447,25 @@ struct Writer {
     /// A compaction running in the background, and the changesets
     /// committed since the version it compacts (applied again to its result).
     compaction: Option<Compaction>,
+    /// Where the state snapshot goes when the journal is flushed.
+    state: PathBuf,
+    /// No new compaction before this (after a failed one).
+    retry_at: Instant,
 }
 
 /// A background compaction of one version.
 struct Compaction {
-    result: mpsc::Receiver<Result<Zone, lode_zonedb::ApplyError>>,
+    result: mpsc::Receiver<Compacted>,
     since: Vec<Changeset>,
     started: Instant,
     entries: usize,
+}
+
+/// What a background compaction gives back: the new version, and whether
+/// its state snapshot was written (when it was asked to flush the journal).
+struct Compacted {
+    zone: Result<Zone, lode_zonedb::ApplyError>,
+    state: Option<std::io::Result<()>>,
 }
 
 /// Whether a delta of `entries` over a base of `nodes` names is worth
@@ -404,7 +478,6 @@ fn worth_compacting(entries: usize, nodes: usize) -> bool {
 impl Writer {
     fn run(mut self, rx: mpsc::Receiver<Job>) {
         let mut out = vec![0u8; 65535];
-        let mut warned_full = false;
         loop {
             let first = if self.compaction.is_some() {
                 match rx.recv_timeout(std::time::Duration::from_millis(50)) {
@@ -431,34 +504,34 @@ impl Writer {
             }
             self.commit(group, &mut out);
             self.maybe_compact();
-            if self.journal.needs_flush() && !warned_full {
-                warned_full = true;
-                tracing::warn!(
-                    "zone {}: journal over its bounds ({} bytes, {} changesets); it keeps growing until a snapshot flush exists",
-                    self.origin,
-                    self.journal.usage_bytes(),
-                    self.journal.depth()
-                );
-            }
         }
     }
 
-    /// Starts compacting the published version when its delta is large.
+    /// Starts compacting the published version when its delta is large, or
+    /// when the journal is over its bounds (then the compacted state is
+    /// written and the journal history it covers dropped).
     fn maybe_compact(&mut self) {
-        if self.compaction.is_some() {
+        if self.compaction.is_some() || Instant::now() < self.retry_at {
             return;
         }
         let Some(zone) = self.publisher.set.load().get(self.origin.as_ref()).cloned() else {
             return;
         };
         let entries = zone.delta_len();
-        if !worth_compacting(entries, zone.node_count()) {
+        let flush = self.journal.needs_flush();
+        if !flush && !worth_compacting(entries, zone.node_count()) {
             return;
         }
         let (tx, rx) = mpsc::channel();
         let name = format!("lode-cmp-{}", self.origin.to_string().trim_end_matches('.'));
+        let state = flush.then(|| self.state.clone());
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
-            let _ = tx.send(zone.compact());
+            let zone = zone.compact();
+            let state = match (&zone, state) {
+                (Ok(z), Some(path)) => Some(crate::snapshot::write_state(&path, z)),
+                _ => None,
+            };
+            let _ = tx.send(Compacted { zone, state });
         });
         match spawned {
             Ok(_) => {
@@ -486,16 +559,46 @@ impl Writer {
         let result = match c.result.try_recv() {
             Ok(r) => r,
             Err(mpsc::TryRecvError::Empty) => return,
-            Err(mpsc::TryRecvError::Disconnected) => {
-                Err(lode_zonedb::ApplyError::Invalid(Vec::new()))
-            }
+            Err(mpsc::TryRecvError::Disconnected) => Compacted {
+                zone: Err(lode_zonedb::ApplyError::Invalid(Vec::new())),
+                state: None,
+            },
         };
         let Some(c) = self.compaction.take() else {
             return;
         };
-        let mut zone = match result {
+        if let (Ok(z), Some(written)) = (&result.zone, &result.state) {
+            match written {
+                Ok(()) => match self.journal.flushed_through(z.serial()) {
+                    Ok(()) => tracing::info!(
+                        "zone {}: state at serial {} written to {}, journal history up to it dropped ({} changesets kept)",
+                        self.origin,
+                        z.serial(),
+                        self.state.display(),
+                        self.journal.depth()
+                    ),
+                    Err(e) => {
+                        self.retry_at = Instant::now() + RETRY_AFTER;
+                        tracing::warn!(
+                            "zone {}: journal flush failed ({e}); it keeps its history",
+                            self.origin
+                        )
+                    }
+                },
+                Err(e) => {
+                    self.retry_at = Instant::now() + RETRY_AFTER;
+                    tracing::warn!(
+                        "zone {}: cannot write the state snapshot {} ({e}); the journal keeps its history",
+                        self.origin,
+                        self.state.display()
+                    )
+                }
+            }
+        }
+        let mut zone = match result.zone {
             Ok(z) => z,
             Err(e) => {
+                self.retry_at = Instant::now() + RETRY_AFTER;
                 tracing::error!(
                     "zone {}: compaction failed ({e}); the delta stays",
                     self.origin

@@ -374,6 +374,9 @@ impl Zone {
     /// The version's contents in a new compact base, with an empty delta
     /// (same answers, memory as a fresh load).
     pub fn compact(&self) -> Result<Zone, ApplyError> {
+        if self.delta.is_empty() {
+            return Ok(self.clone());
+        }
         let mut b = crate::ZoneBuilder::new(self.origin().to_name())
             .class(self.class())
             .changed();

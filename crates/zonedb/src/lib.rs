@@ -182,8 +182,8 @@ impl NodeId {
     pub const APEX: NodeId = NodeId(0);
 }
 
-/// One immutable version of a zone.
-#[derive(Debug)]
+/// One immutable version of a zone. A clone shares the base and the delta.
+#[derive(Debug, Clone)]
 pub struct Zone {
     origin: Name,
     class: Class,

@@ -111,6 +111,11 @@ impl Zone {
     /// Writes the zone as a snapshot; `source` is stored as given (e.g. the
     /// zone file's size and modification time, to tell whether it changed).
     pub fn write_snapshot(&self, source: &[u8], w: &mut impl Write) -> io::Result<()> {
+        if !self.delta.is_empty() {
+            return Err(io::Error::other(
+                "the zone has changes not folded into its base: compact it first",
+            ));
+        }
         let mut o = Out {
             w,
             sum: Sum::default(),
