@@ -110,6 +110,7 @@ impl Server {
             served: Vec::new(),
             publisher: publisher.clone(),
             live: Vec::new(),
+            updates: None,
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {
@@ -134,6 +135,7 @@ impl Server {
             .map(|z| z.name.clone())
             .collect();
         let updates = Arc::new(updates);
+        reloader.updates = Some(updates.clone());
 
         let settings = Settings {
             max_udp_payload: config.max_udp_payload,

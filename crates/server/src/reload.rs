@@ -97,6 +97,8 @@ pub(crate) struct Reloader {
     /// Zones changed by updates (they have a journal): their served version
     /// is newer than their file, so an edited file is not read over it.
     pub(crate) live: Vec<lode_wire::Name>,
+    /// The zone writers, for zones in `live`.
+    pub(crate) updates: Option<Arc<crate::update::Updates>>,
 }
 
 impl Reloader {
@@ -116,6 +118,7 @@ impl Reloader {
             .filter(|(spec, old)| !old.is_some_and(|o| self.keeps(o, spec)))
             .map(|(spec, _)| spec)
             .collect();
+        let mut through_writer: Vec<lode_wire::Name> = Vec::new();
         let mut results = zones::load_all(&to_load, config.snapshot_dir.as_deref()).into_iter();
         for (spec, old) in config.zones.iter().zip(olds) {
             let name = spec.name.to_string();
@@ -141,6 +144,37 @@ impl Reloader {
                     );
                     for w in &l.warnings {
                         tracing::warn!("{w}");
+                    }
+                    // A zone that takes updates changes through its writer:
+                    // the file's difference from the served version is
+                    // journaled and published like an update.
+                    if let (Some(u), true) = (&self.updates, self.live.contains(&spec.name)) {
+                        if old.is_some() {
+                            let tag = match &spec.source {
+                                ZoneSource::File(p) => {
+                                    crate::snapshot::source_tag(p).unwrap_or_default()
+                                }
+                                ZoneSource::Embedded { label, .. } => label.as_bytes().to_vec(),
+                            };
+                            match u.submit_file(&spec.name, l.zone.clone(), tag) {
+                                Ok(what) => tracing::info!(
+                                    "zone {name}: zone file applied as a change: {what}"
+                                ),
+                                Err(e) => {
+                                    tracing::error!("zone {name}: zone file not applied: {e}");
+                                    report.failed.push(ZoneFailure {
+                                        zone: name,
+                                        kept_old: true,
+                                        errors: vec![e],
+                                    });
+                                    if let Some(old) = old {
+                                        next.push(old.clone());
+                                    }
+                                    continue;
+                                }
+                            }
+                            through_writer.push(spec.name.clone());
+                        }
                     }
                     report.loaded.push(name);
                     // Random lookups over a large index: fewer TLB misses
@@ -192,7 +226,9 @@ impl Reloader {
         // removed ones change in the set.
         self.publisher.update(|set| {
             for s in &next {
-                if report.loaded.iter().any(|n| *n == s.spec.name.to_string()) {
+                if report.loaded.iter().any(|n| *n == s.spec.name.to_string())
+                    && !through_writer.contains(&s.spec.name)
+                {
                     set.insert(s.zone.clone());
                 }
             }
@@ -247,22 +283,9 @@ impl Reloader {
 }
 
 impl Reloader {
-    /// True when the served `old` version stays: its source is unchanged, or
-    /// updates have changed the zone since it was loaded (then an edited file
-    /// is not applied over them, and this is logged).
+    /// True when the served `old` version stays: its source is unchanged.
     fn keeps(&self, old: &Served, spec: &ZoneSpec) -> bool {
-        if unchanged(old, spec) {
-            return true;
-        }
-        if old.spec.source == spec.source && self.live.contains(&spec.name) {
-            tracing::warn!(
-                "zone {}: its file changed, but the zone takes dynamic updates and serves them: \
-                 the file is not read over them (applying an edited file as a difference is not built yet)",
-                spec.name
-            );
-            return true;
-        }
-        false
+        unchanged(old, spec)
     }
 }
 

@@ -93,17 +93,21 @@ const STATE_TAG: &[u8] = b"lode zone state";
 /// says — to `snap`: what a journal flush keeps before dropping the history
 /// the state covers. Synced before it is renamed into place, and the folder
 /// after.
-pub fn write_state(snap: &Path, zone: &Zone) -> std::io::Result<()> {
-    write_tagged(snap, zone, STATE_TAG)?;
+/// `file_tag` names the zone file version whose contents the state includes
+/// (see [`source_tag`]): a file that differs from it was edited since.
+pub fn write_state(snap: &Path, zone: &Zone, file_tag: &[u8]) -> std::io::Result<()> {
+    let mut tag = STATE_TAG.to_vec();
+    tag.extend_from_slice(file_tag);
+    write_tagged(snap, zone, &tag)?;
     if let Some(dir) = snap.parent() {
         File::open(dir)?.sync_all()?;
     }
     Ok(())
 }
 
-/// Reads a state snapshot written by [`write_state`]: `Ok(None)` when there
-/// is none.
-pub fn read_state(snap: &Path, origin: &Name) -> Result<Option<Zone>, String> {
+/// Reads a state snapshot written by [`write_state`], with its file tag:
+/// `Ok(None)` when there is none.
+pub fn read_state(snap: &Path, origin: &Name) -> Result<Option<(Zone, Vec<u8>)>, String> {
     let file = match File::open(snap) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -115,13 +119,16 @@ pub fn read_state(snap: &Path, origin: &Name) -> Result<Option<Zone>, String> {
         .len();
     let (zone, tag) = Zone::read_snapshot(&mut BufReader::new(file), size)
         .map_err(|e| format!("{}: {e}", snap.display()))?;
-    if tag != STATE_TAG || zone.origin().to_name().to_lowercase() != origin.to_lowercase() {
+    let Some(file_tag) = tag.strip_prefix(STATE_TAG) else {
+        return Err(format!("{}: not a zone state snapshot", snap.display()));
+    };
+    if zone.origin().to_name().to_lowercase() != origin.to_lowercase() {
         return Err(format!(
             "{}: not the state of zone {origin}",
             snap.display()
         ));
     }
-    Ok(Some(zone))
+    Ok(Some((zone, file_tag.to_vec())))
 }
 
 fn write_tagged(snap: &Path, zone: &Zone, tag: &[u8]) -> std::io::Result<()> {

@@ -81,6 +81,41 @@ impl Publisher {
     }
 }
 
+/// What a zone's writer does: an UPDATE, or the zone file read again (as the
+/// difference from the served version).
+#[derive(Debug)]
+enum Work {
+    Update(Job),
+    File {
+        zone: Arc<Zone>,
+        /// The file version (`snapshot::source_tag`).
+        tag: Vec<u8>,
+        done: mpsc::Sender<Result<String, String>>,
+    },
+}
+
+impl Work {
+    /// Where the work came from, for logs.
+    fn source(&self) -> String {
+        match self {
+            Work::Update(j) => format!("update from {}", j.peer),
+            Work::File { .. } => "the zone file read again".into(),
+        }
+    }
+    /// Answers the work with a failure.
+    fn fail(self, out: &mut [u8], why: &str) {
+        match self {
+            Work::Update(job) => {
+                let n = reply(&job.msg, rcode::SERVFAIL, job.signed.as_ref(), out);
+                job.reply.send(&out[..n]);
+            }
+            Work::File { done, .. } => {
+                let _ = done.send(Err(why.to_string()));
+            }
+        }
+    }
+}
+
 /// A dynamic update admitted for a zone, waiting for its writer.
 #[derive(Debug)]
 struct Job {
@@ -102,7 +137,7 @@ pub(crate) struct Updates {
 #[derive(Debug)]
 struct ZoneDoor {
     acl: Vec<acl::Rule>,
-    writer: Option<mpsc::SyncSender<Job>>,
+    writer: Option<mpsc::SyncSender<Work>>,
 }
 
 /// What the transport does with an UPDATE.
@@ -136,6 +171,28 @@ impl Updates {
             zones.insert(spec.name.to_lowercase(), ZoneDoor { acl, writer: None });
         }
         Ok(Updates { keys, zones })
+    }
+
+    /// Applies a zone file read again to a zone that takes updates, through
+    /// its writer (journaled as the difference); waits for the outcome.
+    pub(crate) fn submit_file(
+        &self,
+        origin: &Name,
+        zone: Arc<Zone>,
+        tag: Vec<u8>,
+    ) -> Result<String, String> {
+        let writer = self
+            .zones
+            .get(&origin.to_lowercase())
+            .and_then(|d| d.writer.as_ref())
+            .ok_or_else(|| "the zone has no writer".to_string())?;
+        let (done, result) = mpsc::channel();
+        writer
+            .send(Work::File { zone, tag, done })
+            .map_err(|_| "the zone's writer stopped".to_string())?;
+        result
+            .recv()
+            .map_err(|_| "the zone's writer stopped".to_string())?
     }
 
     /// True when the zone's updates have a writer (and a journal).
@@ -243,15 +300,14 @@ impl Updates {
             peer,
             reply: client.defer(),
         };
-        match writer.try_send(job) {
+        match writer.try_send(Work::Update(job)) {
             Ok(()) => Admission::Queued,
-            Err(mpsc::TrySendError::Full(job)) | Err(mpsc::TrySendError::Disconnected(job)) => {
+            Err(mpsc::TrySendError::Full(work)) | Err(mpsc::TrySendError::Disconnected(work)) => {
                 tracing::warn!(
                     "update for {} from {peer}: writer busy or stopped, SERVFAIL",
                     req.zone
                 );
-                let n = reply(&job.msg, rcode::SERVFAIL, job.signed.as_ref(), out);
-                job.reply.send(&out[..n]);
+                work.fail(out, "busy");
                 Admission::Queued
             }
         }
@@ -340,31 +396,49 @@ pub(crate) fn start_writers(
                 path.display()
             );
         }
-        // A flushed journal continues its state snapshot, not the zone file.
+        let policy: SerialPolicy = options.serial_policy.parse().unwrap_or_default();
+        let file_tag = match &spec.source {
+            crate::ZoneSource::File(p) => crate::snapshot::source_tag(p).unwrap_or_default(),
+            crate::ZoneSource::Embedded { label, .. } => label.as_bytes().to_vec(),
+        };
         let state = state_path(dir, &origin);
-        let zone = match crate::snapshot::read_state(&state, &origin) {
-            Ok(Some(s)) if lode_journal::serial_lt(zone.serial(), s.serial()) => {
+        let mut writer = Writer {
+            origin: origin.clone(),
+            journal,
+            publisher: publisher.clone(),
+            policy,
+            compaction: None,
+            state: state.clone(),
+            file_tag: file_tag.clone(),
+            retry_at: Instant::now(),
+        };
+        // The zone's truth is its state snapshot plus the journal after it;
+        // the zone file is the operator's input, applied as a difference
+        // when it was edited since the state took it in.
+        let (base, state_tag) = match crate::snapshot::read_state(&state, &origin) {
+            Ok(Some((s, tag))) => {
                 tracing::info!(
-                    "zone {origin}: state at serial {} read from {} (the file has serial {})",
+                    "zone {origin}: state at serial {} read from {}",
                     s.serial(),
-                    state.display(),
-                    zone.serial()
+                    state.display()
                 );
-                Arc::new(s)
+                (Arc::new(s), Some(tag))
             }
-            Ok(_) => zone,
+            // First start with updates (or a journal from before states):
+            // the journal continues the zone file.
+            Ok(None) => (zone.clone(), None),
             Err(e) => {
                 tracing::error!("zone {origin}: {e}; updates to the zone get SERVFAIL");
                 continue;
             }
         };
-        let zone = match replay(&zone, &recovery.changesets) {
+        let current = match replay(&base, &recovery.changesets) {
             Ok((z, n)) => {
                 if n > 0 {
                     tracing::info!(
                         "zone {origin}: {n} changesets replayed from {}, serial {} → {}",
                         path.display(),
-                        zone.serial(),
+                        base.serial(),
                         z.serial()
                     );
                 }
@@ -378,18 +452,25 @@ pub(crate) fn start_writers(
                 continue;
             }
         };
-        publisher.update(|set| set.insert(zone.clone()));
-        let policy: SerialPolicy = options.serial_policy.parse().unwrap_or_default();
+        publisher.update(|set| set.insert(current.clone()));
+        let edited = state_tag.as_ref().is_some_and(|t| *t != file_tag);
+        if edited {
+            tracing::info!(
+                "zone {origin}: the zone file changed since the zone's state took it in"
+            );
+            if let Err(e) = writer.apply_file(&zone, unix_now()) {
+                tracing::error!("zone {origin}: zone file not applied: {e}");
+            }
+        }
+        if state_tag.is_none() || edited {
+            if let Err(e) = writer.write_state_now() {
+                tracing::error!(
+                    "zone {origin}: cannot write its state ({e}); updates to the zone get SERVFAIL"
+                );
+                continue;
+            }
+        }
         let (tx, rx) = mpsc::sync_channel(QUEUE_LEN);
-        let writer = Writer {
-            origin: origin.clone(),
-            journal,
-            publisher: publisher.clone(),
-            policy,
-            compaction: None,
-            state,
-            retry_at: Instant::now(),
-        };
         match std::thread::Builder::new()
             .name(format!(
                 "lode-upd-{}",
@@ -449,6 +530,8 @@ struct Writer {
     compaction: Option<Compaction>,
     /// Where the state snapshot goes when the journal is flushed.
     state: PathBuf,
+    /// The zone file version the state includes (see `snapshot::source_tag`).
+    file_tag: Vec<u8>,
     /// No new compaction before this (after a failed one).
     retry_at: Instant,
 }
@@ -476,7 +559,7 @@ fn worth_compacting(entries: usize, nodes: usize) -> bool {
 }
 
 impl Writer {
-    fn run(mut self, rx: mpsc::Receiver<Job>) {
+    fn run(mut self, rx: mpsc::Receiver<Work>) {
         let mut out = vec![0u8; 65535];
         loop {
             let first = if self.compaction.is_some() {
@@ -502,9 +585,79 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            self.commit(group, &mut out);
+            let file = group.iter().find_map(|w| match w {
+                Work::File { tag, .. } => Some(tag.clone()),
+                Work::Update(_) => None,
+            });
+            let durable = self.commit(group, &mut out);
+            let file = file.filter(|_| durable);
+            // A zone file taken in: the state records it at once, so a
+            // restart does not apply it again.
+            if let Some(tag) = file {
+                self.file_tag = tag;
+                if let Err(e) = self.write_state_now() {
+                    tracing::error!(
+                        "zone {}: cannot write its state after the zone file ({e})",
+                        self.origin
+                    );
+                }
+            }
             self.maybe_compact();
         }
+    }
+
+    /// Applies the zone file's difference from the published version (at
+    /// start, before serving), journaled like an update.
+    fn apply_file(&mut self, file: &Zone, now: u64) -> Result<(), String> {
+        let current = self
+            .publisher
+            .set
+            .load()
+            .get(self.origin.as_ref())
+            .cloned()
+            .ok_or("the zone is not served")?;
+        let Some(cs) = difference(&current, file, self.policy, now) else {
+            return Ok(());
+        };
+        let next = current.apply(&cs).map_err(|e| e.to_string())?;
+        self.journal
+            .append(std::slice::from_ref(&cs))
+            .map_err(|e| e.to_string())?;
+        tracing::info!(
+            "zone {}: zone file applied as a change: {} records removed, {} added, serial {} → {}",
+            self.origin,
+            cs.removed.len(),
+            cs.added.len(),
+            cs.serial_from(),
+            cs.serial_to()
+        );
+        self.publisher.update(|set| set.insert(Arc::new(next)));
+        Ok(())
+    }
+
+    /// Writes the published version as the zone's state (compacting it
+    /// first, on this thread) and drops the journal history it covers.
+    fn write_state_now(&mut self) -> Result<(), String> {
+        let current = self
+            .publisher
+            .set
+            .load()
+            .get(self.origin.as_ref())
+            .cloned()
+            .ok_or("the zone is not served")?;
+        let compacted = current.compact().map_err(|e| e.to_string())?;
+        crate::snapshot::write_state(&self.state, &compacted, &self.file_tag)
+            .map_err(|e| format!("{}: {e}", self.state.display()))?;
+        if self.journal.last_serial().is_some() {
+            self.journal
+                .flushed_through(compacted.serial())
+                .map_err(|e| e.to_string())?;
+        }
+        if compacted.delta_len() == 0 && current.delta_len() > 0 && self.compaction.is_none() {
+            let z = Arc::new(compacted);
+            self.publisher.update(|set| set.insert(z));
+        }
+        Ok(())
     }
 
     /// Starts compacting the published version when its delta is large, or
@@ -524,11 +677,11 @@ impl Writer {
         }
         let (tx, rx) = mpsc::channel();
         let name = format!("lode-cmp-{}", self.origin.to_string().trim_end_matches('.'));
-        let state = flush.then(|| self.state.clone());
+        let state = flush.then(|| (self.state.clone(), self.file_tag.clone()));
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
             let zone = zone.compact();
             let state = match (&zone, state) {
-                (Ok(z), Some(path)) => Some(crate::snapshot::write_state(&path, z)),
+                (Ok(z), Some((path, tag))) => Some(crate::snapshot::write_state(&path, z, &tag)),
                 _ => None,
             };
             let _ = tx.send(Compacted { zone, state });
@@ -635,45 +788,56 @@ impl Writer {
 
     /// Processes one group: every job against the version before it, one
     /// journal write for all the changes, one publication, then the replies.
-    fn commit(&mut self, group: Vec<Job>, out: &mut [u8]) {
+    /// Returns false when the journal write failed (nothing was published).
+    fn commit(&mut self, group: Vec<Work>, out: &mut [u8]) -> bool {
         let started = Instant::now();
         let Some(base) = self.publisher.set.load().get(self.origin.as_ref()).cloned() else {
-            for job in group {
-                let n = reply(&job.msg, rcode::SERVFAIL, job.signed.as_ref(), out);
-                job.reply.send(&out[..n]);
+            for work in group {
+                work.fail(out, "the zone is not served");
             }
-            return;
+            return false;
         };
         let now = unix_now();
         let mut version = base.clone();
         let mut changes: Vec<Changeset> = Vec::new();
-        let mut rcodes: Vec<u16> = Vec::with_capacity(group.len());
-        for job in &group {
-            let code = match ddns::parse_update(&job.msg)
-                .and_then(|req| ddns::process(&version, &req, self.policy, now))
-            {
-                Ok(None) => rcode::NOERROR,
+        let mut outcomes: Vec<Result<String, u16>> = Vec::with_capacity(group.len());
+        for work in &group {
+            let changeset = match work {
+                Work::Update(job) => ddns::parse_update(&job.msg)
+                    .and_then(|req| ddns::process(&version, &req, self.policy, now))
+                    .map_err(|e| {
+                        tracing::debug!("zone {}: update from {}: {e}", self.origin, job.peer);
+                        e.rcode().unwrap_or(rcode::SERVFAIL)
+                    }),
+                Work::File { zone, .. } => Ok(difference(&version, zone, self.policy, now)),
+            };
+            let outcome = match changeset {
+                Ok(None) => Ok(format!("no change, serial {}", version.serial())),
                 Ok(Some(cs)) => match version.apply(&cs) {
                     Ok(next) => {
+                        let what = format!(
+                            "{} records removed, {} added, serial {} → {}",
+                            cs.removed.len(),
+                            cs.added.len(),
+                            cs.serial_from(),
+                            cs.serial_to()
+                        );
                         version = Arc::new(next);
                         changes.push(cs);
-                        rcode::NOERROR
+                        Ok(what)
                     }
                     Err(e) => {
                         tracing::error!(
-                            "zone {}: update from {} made a changeset that does not apply ({e}), SERVFAIL",
+                            "zone {}: {} made a changeset that does not apply ({e}), SERVFAIL",
                             self.origin,
-                            job.peer
+                            work.source()
                         );
-                        rcode::SERVFAIL
+                        Err(rcode::SERVFAIL)
                     }
                 },
-                Err(e) => {
-                    tracing::debug!("zone {}: update from {}: {e}", self.origin, job.peer);
-                    e.rcode().unwrap_or(rcode::SERVFAIL)
-                }
+                Err(code) => Err(code),
             };
-            rcodes.push(code);
+            outcomes.push(outcome);
         }
         let mut durable = true;
         if !changes.is_empty() {
@@ -702,10 +866,99 @@ impl Writer {
                 );
             }
         }
-        for (job, code) in group.into_iter().zip(rcodes) {
-            let code = if durable { code } else { rcode::SERVFAIL };
-            let n = reply(&job.msg, code, job.signed.as_ref(), out);
-            job.reply.send(&out[..n]);
+        for (work, outcome) in group.into_iter().zip(outcomes) {
+            let outcome = if durable {
+                outcome
+            } else {
+                Err(rcode::SERVFAIL)
+            };
+            match (work, outcome) {
+                (Work::Update(job), outcome) => {
+                    let code = outcome.map_or_else(|c| c, |_| rcode::NOERROR);
+                    let n = reply(&job.msg, code, job.signed.as_ref(), out);
+                    job.reply.send(&out[..n]);
+                }
+                (Work::File { done, .. }, outcome) => {
+                    let _ = done.send(
+                        outcome.map_err(|c| format!("not applied ({})", lode_wire::rcode::name(c))),
+                    );
+                }
+            }
+        }
+        durable
+    }
+}
+
+/// The changeset that turns `current` into `target` (a zone file read
+/// again): every record not in both, the target's SOA — with a serial past
+/// the current one by the serial policy when the file's is not newer, as
+/// secondaries only follow a serial that grows. None when nothing differs.
+pub(crate) fn difference(
+    current: &Zone,
+    target: &Zone,
+    policy: SerialPolicy,
+    now: u64,
+) -> Option<Changeset> {
+    use lode_wire::{Record, Rtype};
+    type Id = (Box<[u8]>, u16, Box<[u8]>, u32);
+    let index = |z: &Zone| -> Vec<(Id, Record)> {
+        let mut v: Vec<(Id, Record)> = z
+            .records()
+            .filter(|r| r.rtype != Rtype::SOA)
+            .map(|r| ((r.owner.key(), r.rtype.0, r.rdata.clone(), r.ttl), r))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let (old, new) = (index(current), index(target));
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        match (old.get(i), new.get(j)) {
+            (Some(a), Some(b)) if a.0 == b.0 => {
+                i += 1;
+                j += 1;
+            }
+            (Some(a), Some(b)) if a.0 < b.0 => {
+                removed.push(a.1.clone());
+                i += 1;
+            }
+            (Some(_), Some(b)) | (None, Some(b)) => {
+                added.push(b.1.clone());
+                j += 1;
+            }
+            (Some(a), None) => {
+                removed.push(a.1.clone());
+                i += 1;
+            }
+            (None, None) => break,
         }
     }
+    let soa_of = |z: &Zone| z.records().find(|r| r.rtype == Rtype::SOA);
+    let (soa_from, mut soa_to) = (soa_of(current)?, soa_of(target)?);
+    if removed.is_empty()
+        && added.is_empty()
+        && (soa_from == soa_to || !lode_journal::serial_lt(current.serial(), target.serial()))
+    {
+        return None;
+    }
+    if !lode_journal::serial_lt(current.serial(), target.serial()) {
+        let next = policy.next(current.serial(), now);
+        let mut rdata = soa_to.rdata.to_vec();
+        let n = rdata.len();
+        rdata[n - 20..n - 16].copy_from_slice(&next.to_be_bytes());
+        soa_to.rdata = rdata.into();
+        tracing::warn!(
+            "zone {}: the zone file's serial {} is not newer than the served {}; the change gets serial {next}",
+            current.origin(),
+            target.serial(),
+            current.serial()
+        );
+    }
+    Some(Changeset {
+        soa_from,
+        soa_to,
+        removed,
+        added,
+    })
 }
