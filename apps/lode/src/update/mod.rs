@@ -64,13 +64,15 @@ pub struct UpdateArgs {
     /// Origin of relative names in zone input (default: the zone).
     #[arg(long, value_name = "NAME")]
     origin: Option<String>,
-    /// TTL of added records that have none (zone and enum-csv input; a default for nsupdate).
-    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
-    ttl: u32,
+    /// TTL of added records that have none: zone and enum-csv input (default
+    /// 3600, as `lode gen`); nsupdate input (like its `ttl` line; no default).
+    #[arg(long, value_name = "SECONDS")]
+    ttl: Option<u32>,
     /// ENUM apex below which CSV numbers are written.
     #[arg(long, value_name = "NAME", default_value = "e164.arpa")]
     enum_apex: String,
-    /// Most records per UPDATE message (each message is applied atomically).
+    /// Most records per UPDATE message (each message is applied atomically);
+    /// a message is also cut before it would pass 64 KB, the TCP limit.
     #[arg(long, short = 'b', value_name = "N", default_value_t = 500)]
     batch: usize,
     /// Messages in flight per connection (pipelining).
@@ -201,7 +203,7 @@ fn run_inner(args: UpdateArgs) -> anyhow::Result<ExitCode> {
     let plan = match format {
         Format::Nsupdate => {
             let text = std::str::from_utf8(&text).context("nsupdate input is not UTF-8")?;
-            input::nsupdate(text, zone, Some(args.ttl), resume)
+            input::nsupdate(text, zone, args.ttl, resume)
         }
         Format::Zone | Format::EnumCsv => {
             let zone = match (zone, format) {
@@ -215,7 +217,7 @@ fn run_inner(args: UpdateArgs) -> anyhow::Result<ExitCode> {
                     None => zone.clone(),
                 },
                 zone,
-                ttl: args.ttl,
+                ttl: args.ttl.unwrap_or(3600),
                 delete: args.delete,
                 batch: args.batch,
                 enum_apex: args.enum_apex.clone(),
