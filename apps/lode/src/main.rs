@@ -10,6 +10,7 @@ mod keygen;
 mod reload;
 mod serve;
 mod snapshot;
+mod update;
 
 use clap::{Parser, Subcommand};
 
@@ -45,6 +46,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Make a TSIG key and print it for Lode, for nsupdate/knsupdate/kdig -y, and for Knot/BIND.
     Keygen(keygen::KeygenArgs),
+    /// Provision records in bulk by RFC 2136 UPDATE (nsupdate scripts, zone fragments, ENUM CSV).
+    Update(update::UpdateArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -58,6 +61,7 @@ fn main() -> std::process::ExitCode {
         Command::Enum(a) => enumcmd::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Keygen(a) => keygen::run(a),
+        Command::Update(a) => update::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,410 @@
+//! `lode update` end to end: bulk ENUM provisioning from CSV with pipelining,
+//! an nsupdate script, a failure in the middle and `--resume-after`, all
+//! against `lode serve`; and one run against a real knotd.
+//!
+//! Ports 15460-15469 on 127.0.0.1.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Query, Server, TempDir};
+
+/// The test key (hmac-sha256).
+const KEY_NAME: &str = "k.";
+const SECRET: &str = "p0+PO4jzPMt2D56bmnAUsLQ8TQCRKJOQD6Ju5Dg/6Dw=";
+const NAPTR: u16 = 35;
+const A: u16 = 1;
+
+fn spec() -> String {
+    format!("hmac-sha256:{KEY_NAME}:{SECRET}")
+}
+
+/// A small zone file for `apex`.
+fn write_zone(path: &Path, apex: &str) {
+    let text = format!(
+        "$ORIGIN {apex}\n$TTL 3600\n@ SOA ns.example.com. root.example.com. 1 10800 1800 604800 1800\n\
+         @ NS ns1.example.net.\n"
+    );
+    std::fs::write(path, text).expect("write zone");
+}
+
+/// Starts `lode serve` with updates allowed for `zones` (apex, file) with the test key.
+fn start_lode(dir: &Path, port: u16, zones: &[(&str, &Path)]) -> Server {
+    let mut conf = format!(
+        "listen = [\"127.0.0.1:{port}\"]\njournal-dir = \"{}\"\ncontrol = \"\"\n\
+         [[key]]\nid = \"{KEY_NAME}\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
+         [[acl]]\nid = \"up\"\naddress = [\"127.0.0.1\"]\nkey = [\"{KEY_NAME}\"]\naction = [\"update\"]\n",
+        dir.join("journal").display()
+    );
+    for (apex, file) in zones {
+        let _ = write!(
+            conf,
+            "[[zone]]\nname = \"{apex}\"\nfile = \"{}\"\nacl = [\"up\"]\n",
+            file.display()
+        );
+    }
+    let path = dir.join("lode.toml");
+    std::fs::write(&path, conf).expect("write config");
+    let log = dir.join("lode.log");
+    let logf = std::fs::File::create(&log).expect("log");
+    let child = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().expect("log"))
+        .stderr(logf)
+        .spawn()
+        .expect("spawn lode serve");
+    let mut server = Server::adopt(format!("lode@{port}"), port, child, log);
+    wait_soa(&mut server, zones[0].0);
+    server
+}
+
+/// Waits until the server answers the SOA of `apex` (10 s at most).
+fn wait_soa(server: &mut Server, apex: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        assert!(server.alive(), "{} exited:\n{}", server.label, server.log());
+        if let Some(r) = ask(server.addr, apex, 6) {
+            if r.rcode() == 0 && !r.answer.is_empty() {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{} never answered:\n{}", server.label, server.log_tail(30));
+}
+
+fn ask(addr: SocketAddr, name: &str, qtype: u16) -> Option<common::Message> {
+    let q = Query::new(name, qtype, 1).to_wire();
+    common::udp_exchange(addr, &q, Duration::from_secs(2)).map(|m| common::Message::parse(&m))
+}
+
+/// Runs `lode update` with `args`.
+fn lode_update(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .arg("update")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run lode update");
+    eprintln!(
+        "lode update {}:\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The E.164 number of row `i` and its ENUM name.
+fn number(i: u64) -> (String, String) {
+    let digits = format!("3120{:07}", i);
+    let name: String = digits
+        .chars()
+        .rev()
+        .map(|c| format!("{c}."))
+        .collect::<String>()
+        + "e164.arpa.";
+    (format!("+{digits}"), name)
+}
+
+#[test]
+fn enum_csv_pipelined_nsupdate_and_resume() {
+    let dir = TempDir::new("bulk-update");
+    let zone = dir.0.join("e164.arpa.zone");
+    write_zone(&zone, "e164.arpa.");
+    let ex = dir.0.join("example.com.zone");
+    write_zone(&ex, "example.com.");
+    let mut server = start_lode(
+        &dir.0,
+        15460,
+        &[("e164.arpa.", &zone), ("example.com.", &ex)],
+    );
+    let server_arg = server.addr.to_string();
+
+    // 1. 20,000 ENUM numbers from CSV, 500 per message, 8 in flight on 2 connections.
+    let n = 20_000u64;
+    let mut csv = String::from("number,uri\n");
+    for i in 0..n {
+        let (num, _) = number(i);
+        let _ = writeln!(csv, "{num},sip:{num}@example.net");
+    }
+    let csv_path = dir.0.join("numbers.csv");
+    std::fs::write(&csv_path, &csv).expect("write csv");
+    let t = Instant::now();
+    let out = lode_update(&[
+        "-s",
+        &server_arg,
+        "-y",
+        &spec(),
+        "--batch",
+        "500",
+        "--window",
+        "8",
+        "--connections",
+        "2",
+        csv_path.to_str().unwrap_or_default(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("20000 records in 40 messages"),
+        "{}",
+        stderr(&out)
+    );
+    eprintln!("20,000 NAPTR provisioned in {:?}", t.elapsed());
+    for i in (0..n).step_by(997).chain([n - 1]) {
+        let (num, name) = number(i);
+        let r = ask(server.addr, &name, NAPTR).expect("reply");
+        assert_eq!(r.rcode(), 0, "{name}");
+        assert_eq!(r.answer.len(), 1, "{name}: {:?}", r.answer);
+        assert_eq!(
+            r.answer[0].rdata,
+            format!("100 10 \"u\" \"E2U+sip\" \"!^.*$!sip:{num}@example.net!\" ."),
+        );
+    }
+
+    // 2. An nsupdate script with its own server and key lines.
+    let port = server.addr.port();
+    let script = format!(
+        "server 127.0.0.1 {port}\nkey hmac-sha256:{KEY_NAME} {SECRET}\nzone example.com\nttl 300\n\
+         prereq nxdomain www.example.com\nupdate add www.example.com A 192.0.2.1\n\
+         update add www.example.com 60 TXT \"hello world\"\nsend\n\
+         update delete www.example.com TXT\nupdate add mail.example.com A 192.0.2.2\nsend\n"
+    );
+    let script_path = dir.0.join("changes.nsupdate");
+    std::fs::write(&script_path, script).expect("write script");
+    let out = lode_update(&[script_path.to_str().unwrap_or_default()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = ask(server.addr, "www.example.com.", A).expect("reply");
+    assert_eq!(r.answer.len(), 1);
+    assert_eq!(r.answer[0].ttl, 300);
+    assert!(ask(server.addr, "www.example.com.", 16)
+        .expect("reply")
+        .answer
+        .is_empty());
+    assert_eq!(
+        ask(server.addr, "mail.example.com.", A)
+            .expect("reply")
+            .answer
+            .len(),
+        1
+    );
+
+    // 3. A failure in the middle: message 3 of 5 has a prerequisite that fails.
+    let mut script = String::from("zone example.com\nttl 300\n");
+    for m in 0..5 {
+        if m == 2 {
+            script.push_str("prereq yxdomain gate.example.com\n");
+        }
+        for k in 0..3 {
+            let _ = writeln!(script, "add h{m}-{k}.example.com A 192.0.2.{}", 10 + m);
+        }
+        script.push_str("send\n");
+    }
+    // Lines: 1 zone, 2 ttl, 3-6 message 0 (send on 6), 7-10 message 1, 11-15 message 2.
+    let script_path = dir.0.join("gated.nsupdate");
+    std::fs::write(&script_path, &script).expect("write script");
+    let args = [
+        "-s",
+        &server_arg,
+        "-y",
+        &spec(),
+        "--window",
+        "1",
+        script_path.to_str().unwrap_or_default(),
+    ];
+    let out = lode_update(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("lines 11-15"), "{err}");
+    assert!(err.contains("NXDOMAIN"), "{err}");
+    assert!(err.contains("last acknowledged input line: 10"), "{err}");
+    assert!(err.contains("--resume-after 10"), "{err}");
+    assert_eq!(
+        ask(server.addr, "h1-2.example.com.", A)
+            .expect("r")
+            .answer
+            .len(),
+        1
+    );
+    assert!(ask(server.addr, "h2-0.example.com.", A)
+        .expect("r")
+        .answer
+        .is_empty());
+    // Open the gate and resume.
+    let gate = dir.0.join("gate.nsupdate");
+    std::fs::write(
+        &gate,
+        "zone example.com\nadd gate.example.com 60 A 192.0.2.99\nsend\n",
+    )
+    .expect("write gate");
+    let out = lode_update(&[
+        "-s",
+        &server_arg,
+        "-y",
+        &spec(),
+        gate.to_str().unwrap_or_default(),
+    ]);
+    assert!(out.status.success());
+    let mut resumed: Vec<&str> = args.to_vec();
+    resumed.extend(["--resume-after", "10"]);
+    let out = lode_update(&resumed);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("9 records in 3 messages"),
+        "{}",
+        stderr(&out)
+    );
+    for m in 0..5 {
+        let r = ask(server.addr, &format!("h{m}-2.example.com."), A).expect("r");
+        assert_eq!(r.answer.len(), 1, "h{m}-2");
+    }
+    assert!(server.alive(), "{}", server.log_tail(20));
+}
+
+#[test]
+fn pipelined_failure_reports_exact_prefix() {
+    let dir = TempDir::new("bulk-update-fail");
+    let ex = dir.0.join("example.com.zone");
+    write_zone(&ex, "example.com.");
+    let server = start_lode(&dir.0, 15461, &[("example.com.", &ex)]);
+    let server_arg = server.addr.to_string();
+    // 40 messages of 2 records, 10 in flight; message 17 (lines 35-37) has a failing prereq.
+    let mut script = String::from("zone example.com\n");
+    for m in 0..40 {
+        if m == 17 {
+            script.push_str("prereq yxrrset nothere.example.com A\n");
+        }
+        let _ = writeln!(script, "add p{m}.example.com 60 A 192.0.2.1");
+        let _ = writeln!(script, "add p{m}.example.com 60 A 192.0.2.2");
+        script.push_str("send\n");
+    }
+    let path = dir.0.join("p.nsupdate");
+    std::fs::write(&path, &script).expect("write");
+    let args = [
+        "-s",
+        &server_arg,
+        "-y",
+        &spec(),
+        "--window",
+        "10",
+        path.to_str().unwrap_or_default(),
+    ];
+    let out = lode_update(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    // Message m (< 17) ends on line 1 + 3(m+1); message 16 ends on line 52.
+    assert!(err.contains("NXRRSET"), "{err}");
+    assert!(err.contains("last acknowledged input line: 52"), "{err}");
+    assert!(err.contains("--skip 17"), "{err}");
+    let mut resumed: Vec<&str> = args.to_vec();
+    resumed.extend(["--skip", "18"]);
+    let out = lode_update(&resumed);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        ask(server.addr, "p39.example.com.", A)
+            .expect("r")
+            .answer
+            .len(),
+        2
+    );
+    assert!(ask(server.addr, "p17.example.com.", A)
+        .expect("r")
+        .answer
+        .is_empty());
+}
+
+#[test]
+fn against_knotd() {
+    if !common::knot_available() {
+        return;
+    }
+    let dir = TempDir::new("bulk-update-knot");
+    let zone = dir.0.join("e164.arpa.zone");
+    write_zone(&zone, "e164.arpa.");
+    let d = dir.0.display();
+    let port = 15465;
+    let conf = format!(
+        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 1\n\
+         database:\n    storage: \"{d}\"\n\
+         key:\n  - id: {KEY_NAME}\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+         acl:\n  - id: up\n    address: 127.0.0.1\n    key: {KEY_NAME}\n    action: update\n\
+         log:\n  - target: stderr\n    any: info\n\
+         zone:\n  - domain: e164.arpa.\n    file: \"{}\"\n    storage: \"{d}\"\n    zonefile-sync: -1\n    journal-content: changes\n    acl: up\n",
+        zone.display()
+    );
+    let conf_path = dir.0.join("knot.conf");
+    std::fs::write(&conf_path, conf).expect("write knot.conf");
+    let log = dir.0.join("knotd.log");
+    let logf = std::fs::File::create(&log).expect("log");
+    let child = Command::new(common::knotd())
+        .arg("-c")
+        .arg(&conf_path)
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().expect("log"))
+        .stderr(logf)
+        .spawn()
+        .expect("spawn knotd");
+    let mut server = Server::adopt(format!("knotd@{port}"), port, child, log);
+    wait_soa(&mut server, "e164.arpa.");
+    let n = 3000u64;
+    let mut csv = String::new();
+    for i in 0..n {
+        let (num, _) = number(i);
+        let _ = writeln!(csv, "{num}, sip:{num}@example.net, 50, 20, E2U+sip");
+    }
+    let path = dir.0.join("numbers.csv");
+    std::fs::write(&path, &csv).expect("write csv");
+    let server_arg = server.addr.to_string();
+    let key_file = dir.0.join("k.key");
+    std::fs::write(&key_file, format!("{}\n", spec())).expect("key file");
+    let out = lode_update(&[
+        "-s",
+        &server_arg,
+        "-k",
+        key_file.to_str().unwrap_or_default(),
+        "--batch",
+        "500",
+        "--window",
+        "4",
+        path.to_str().unwrap_or_default(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        stderr(&out),
+        server.log_tail(20)
+    );
+    assert!(stderr(&out).contains("3000 records in 6 messages"));
+    for i in (0..n).step_by(311) {
+        let (num, name) = number(i);
+        let r = ask(server.addr, &name, NAPTR).expect("reply");
+        assert_eq!(r.answer.len(), 1, "{name}");
+        assert_eq!(
+            r.answer[0].rdata,
+            format!("50 20 \"u\" \"E2U+sip\" \"!^.*$!sip:{num}@example.net!\" .")
+        );
+    }
+    // A bad key is reported as such.
+    let bad = format!("hmac-sha256:{KEY_NAME}:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+    let out = lode_update(&[
+        "-s",
+        &server_arg,
+        "-y",
+        &bad,
+        path.to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("NOTAUTH"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("last acknowledged input line: 0"));
+}
