@@ -85,7 +85,7 @@ impl Publisher {
 /// difference from the served version).
 #[derive(Debug)]
 enum Work {
-    Update(Job),
+    Update(Box<Job>),
     File {
         zone: Arc<Zone>,
         /// The file version (`snapshot::source_tag`).
@@ -300,7 +300,7 @@ impl Updates {
             peer,
             reply: client.defer(),
         };
-        match writer.try_send(Work::Update(job)) {
+        match writer.try_send(Work::Update(Box::new(job))) {
             Ok(()) => Admission::Queued,
             Err(mpsc::TrySendError::Full(work)) | Err(mpsc::TrySendError::Disconnected(work)) => {
                 tracing::warn!(
