@@ -219,21 +219,35 @@ impl Updates {
                 return Admission::Answer(ddns::write_error(msg, &e, udp_size, out).unwrap_or(0));
             }
         };
+        // What the engine answers for any request comes first: EDNS version
+        // (BADVERS), a zone we do not serve (NOTAUTH).
+        if let Ok(q) = lode_wire::message::parse_query(msg) {
+            if q.edns.is_some_and(|e| e.version > 0) {
+                return Admission::Engine;
+            }
+        }
         let origin = req.zone.to_lowercase();
         let (Some(door), Some(_)) = (self.zones.get(&origin), zones.get(origin.as_ref())) else {
             return Admission::Engine;
         };
         let now = unix_now();
         let peer = client.addr();
-        // Refusals are answered as Knot answers them: NOTAUTH, with the
-        // request's OPT echoed, and a TSIG error when a key is involved.
-        let notauth = |out: &mut [u8]| {
+        let query_error = |code: u16, out: &mut [u8]| {
             let e = UpdateError::Query {
-                rcode: rcode::NOTAUTH,
+                rcode: code,
                 reason: String::new(),
             };
             ddns::write_error(msg, &e, udp_size, out).unwrap_or(0)
         };
+        // Zone class: CH is Knot's identity class (NOTIMP), others but IN
+        // and ANY are REFUSED; unsigned, as Knot answers them.
+        match req.zone_class {
+            lode_wire::Class::IN | lode_wire::Class::ANY => {}
+            lode_wire::Class::CH => return Admission::Answer(query_error(rcode::NOTIMP, out)),
+            _ => return Admission::Answer(query_error(rcode::REFUSED, out)),
+        }
+        // As Knot: the ACL is checked with the key the request names, before
+        // its MAC; a key the ACL does not accept is BADKEY whatever the MAC.
         let mut signed_time = now;
         let (signed, failure) = match lode_tsig::verify_request(msg, &self.keys, now) {
             Verified::Unsigned => (None, None),
@@ -245,29 +259,29 @@ impl Updates {
                 let n = ddns::write_response(msg, rcode::FORMERR, out);
                 return Admission::Answer(n);
             }
-            Verified::Failed(f) => (None, Some(f)),
+            Verified::Failed(f) => {
+                signed_time = f.time_signed;
+                (None, Some(f))
+            }
         };
-        if let Some(f) = failure {
-            tracing::info!(
-                "update for {} from {peer}: TSIG {} with key {}, NOTAUTH",
-                req.zone,
-                f.error,
-                f.key_name.as_ref()
-            );
-            let n = notauth(out);
-            return Admission::Answer(lode_tsig::append_error(out, n, &f, now).unwrap_or(n));
-        }
-        let key_name = signed.as_ref().map(|(k, _)| k.name());
-        if !acl::allows(&door.acl, Action::Update, peer.ip(), key_name) {
+        let claimed: Option<Name> = match (&signed, &failure) {
+            (Some((k, _)), _) => Some(k.name().clone()),
+            (None, Some(f)) => Some(f.key_name.as_ref().to_name().to_lowercase()),
+            (None, None) => None,
+        };
+        if !acl::allows(&door.acl, Action::Update, peer.ip(), claimed.as_ref()) {
             tracing::info!(
                 "update for {} from {peer}{}: denied by the zone's acl, NOTAUTH",
                 req.zone,
-                key_name.map_or(String::new(), |k| format!(" key {k}"))
+                claimed
+                    .as_ref()
+                    .map_or(String::new(), |k| format!(" key {k}"))
             );
-            let n = notauth(out);
-            // A good key the ACL does not name: BADKEY, unsigned (as Knot).
-            return Admission::Answer(match &signed {
-                Some((key, _)) => {
+            let n = query_error(rcode::NOTAUTH, out);
+            // A request naming a key the ACL does not accept: BADKEY,
+            // unsigned, echoing the request's key and algorithm names.
+            return Admission::Answer(match (&signed, failure) {
+                (Some((key, _)), _) => {
                     let mut key_name = lode_wire::NameBuf::new();
                     key_name.set(key.name().as_ref());
                     let mut algorithm = lode_wire::NameBuf::new();
@@ -284,8 +298,24 @@ impl Updates {
                     };
                     lode_tsig::append_error(out, n, &f, now).unwrap_or(n)
                 }
-                None => n,
+                (None, Some(mut f)) => {
+                    f.error = lode_tsig::TsigError::BadKey;
+                    f.key = None;
+                    f.request_mac = lode_tsig::MacBuf::default();
+                    lode_tsig::append_error(out, n, &f, now).unwrap_or(n)
+                }
+                (None, None) => n,
             });
+        }
+        if let Some(f) = failure {
+            tracing::info!(
+                "update for {} from {peer}: TSIG {} with key {}, NOTAUTH",
+                req.zone,
+                f.error,
+                f.key_name.as_ref()
+            );
+            let n = query_error(rcode::NOTAUTH, out);
+            return Admission::Answer(lode_tsig::append_error(out, n, &f, now).unwrap_or(n));
         }
         let Some(writer) = &door.writer else {
             tracing::warn!(
