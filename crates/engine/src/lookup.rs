@@ -130,6 +130,15 @@ impl<'z> Responder<'z, '_> {
             };
         }
         match zone.wildcard_child(ce) {
+            // A wildcard that is a zone cut delegates what it covers (Knot
+            // answers with a referral to the wildcard's NS, owner as written),
+            // except DS, answered from the parent side as at any cut.
+            Some(w)
+                if zone.info(w).0.contains(NodeFlags::DELEGATION)
+                    && self.question.qtype != Rtype::DS =>
+            {
+                Step::Cut(w)
+            }
             Some(w) => {
                 let n = zone.node(ce);
                 self.note_wildcard(predecessor, name, n.owner().label_count());
