@@ -5,7 +5,9 @@
 //! cuts, insertions, compression pointers, counts, header bits) with a
 //! fixed-seed PRNG, plus pure random bytes. `LODE_FUZZ_SMOKE_N` changes the count.
 //! Likewise the zone-file target's body (fuzz/fuzz_targets/zonefile_body.rs)
-//! over 20,000 mutations of the scenario zone files' lines.
+//! over 20,000 mutations of the scenario zone files' lines, and the UPDATE
+//! target's body (fuzz/fuzz_targets/update_body.rs) over 20,000 mutations
+//! of valid UPDATE messages.
 
 mod common;
 
@@ -14,6 +16,9 @@ mod answer_body;
 
 #[path = "../../../fuzz/fuzz_targets/zonefile_body.rs"]
 mod zonefile_body;
+
+#[path = "../../../fuzz/fuzz_targets/update_body.rs"]
+mod update_body;
 
 use common::*;
 
@@ -203,4 +208,197 @@ fn zone_reader_survives_a_deterministic_corpus() {
         read += zonefile_body::check(&text);
     }
     eprintln!("zone reader smoke: {n} texts, {read} records read");
+}
+
+/// Valid UPDATEs for the zone of update_body.rs: additions, deletions of
+/// each class, prerequisites of each kind, SOA, CNAME, DNAME, NS and
+/// delegation cases, with OPT and with a TSIG-looking record.
+fn update_seeds() -> Vec<Vec<u8>> {
+    let z = "example.com.";
+    let w = |s: &str| name_to_wire(s).expect("name");
+    let rr = |owner: &str, t: u16, rd: &[u8]| RawRr::new(owner, t, 300, rd);
+    let cls = |owner: &str, t: u16, class: u16, rd: &[u8]| RawRr {
+        class,
+        ttl: 0,
+        ..RawRr::new(owner, t, 0, rd)
+    };
+    let soa = |serial: u32| {
+        let mut rd = w("ns.example.com.");
+        rd.extend_from_slice(&w("hostmaster.example.com."));
+        for v in [serial, 3600, 600, 86400, 300] {
+            rd.extend_from_slice(&v.to_be_bytes());
+        }
+        rd
+    };
+    let mx = |pref: u16, host: &str| [&pref.to_be_bytes()[..], &w(host)].concat();
+    let updates: Vec<(Vec<RawRr>, Vec<RawRr>)> = vec![
+        (vec![], vec![rr("new.example.com.", 1, &[192, 0, 2, 9])]),
+        (vec![], vec![rr("www.example.com.", 1, &[192, 0, 2, 82])]),
+        (vec![], vec![rr("www.example.com.", 16, &txt_rdata("t"))]),
+        (vec![], vec![rr("alias.example.com.", 1, &[192, 0, 2, 1])]),
+        (
+            vec![],
+            vec![rr("alias.example.com.", 5, &w("mail.example.com."))],
+        ),
+        (
+            vec![],
+            vec![rr("www.example.com.", 5, &w("mail.example.com."))],
+        ),
+        (vec![], vec![rr("x.dn.example.com.", 1, &[192, 0, 2, 1])]),
+        (vec![], vec![rr("dn.example.com.", 39, &w("example.org."))]),
+        (vec![], vec![rr("sub.example.com.", 39, &w("example.org."))]),
+        (vec![], vec![rr("x.sub.example.com.", 1, &[192, 0, 2, 1])]),
+        (vec![], vec![rr("example.com.", 6, &soa(2024010199))]),
+        (vec![], vec![rr("example.com.", 6, &soa(1))]),
+        (vec![], vec![rr("www.example.com.", 6, &soa(5))]),
+        (
+            vec![],
+            vec![rr("example.com.", 15, &mx(20, "www.example.com."))],
+        ),
+        (vec![], vec![rr("example.com.", 51, &[1, 0, 0, 0, 0])]),
+        (
+            vec![],
+            vec![rr("new.example.com.", 50, &[1, 0, 0, 0, 0, 0])],
+        ),
+        (
+            vec![],
+            vec![rr("wild.example.com.", 2, &w("ns.other.net."))],
+        ),
+        (vec![], vec![cls("www.example.com.", 1, 255, &[])]),
+        (vec![], vec![cls("www.example.com.", 255, 255, &[])]),
+        (vec![], vec![cls("example.com.", 255, 255, &[])]),
+        (vec![], vec![cls("example.com.", 2, 255, &[])]),
+        (vec![], vec![cls("example.com.", 6, 255, &[])]),
+        (
+            vec![],
+            vec![cls("example.com.", 2, 254, &w("ns.example.com."))],
+        ),
+        (
+            vec![],
+            vec![cls("www.example.com.", 1, 254, &[192, 0, 2, 80])],
+        ),
+        (
+            vec![],
+            vec![cls("sub.example.com.", 2, 254, &w("ns.sub.example.com."))],
+        ),
+        (vec![], vec![cls("ns.sub.example.com.", 255, 255, &[])]),
+        (
+            vec![cls("www.example.com.", 255, 255, &[])],
+            vec![rr("p1.example.com.", 1, &[1, 2, 3, 4])],
+        ),
+        (
+            vec![cls("nx.example.com.", 255, 254, &[])],
+            vec![rr("p2.example.com.", 1, &[1, 2, 3, 4])],
+        ),
+        (
+            vec![cls("www.example.com.", 1, 255, &[])],
+            vec![rr("p3.example.com.", 1, &[1, 2, 3, 4])],
+        ),
+        (
+            vec![cls("www.example.com.", 28, 254, &[])],
+            vec![rr("p4.example.com.", 1, &[1, 2, 3, 4])],
+        ),
+        (
+            vec![
+                RawRr {
+                    ttl: 0,
+                    ..rr("www.example.com.", 1, &[192, 0, 2, 80])
+                },
+                RawRr {
+                    ttl: 0,
+                    ..rr("www.example.com.", 1, &[192, 0, 2, 81])
+                },
+            ],
+            vec![rr("p5.example.com.", 1, &[1, 2, 3, 4])],
+        ),
+        (
+            vec![],
+            vec![
+                rr("a.example.com.", 1, &[1, 1, 1, 1]),
+                rr("a.example.com.", 1, &[1, 1, 1, 2]),
+                cls("a.example.com.", 1, 254, &[1, 1, 1, 1]),
+                rr("b.example.com.", 28, &[0; 16]),
+            ],
+        ),
+        (
+            vec![],
+            vec![RawRr {
+                ttl: 60,
+                ..rr("www.example.com.", 1, &[192, 0, 2, 80])
+            }],
+        ),
+        (
+            vec![],
+            vec![rr(
+                "srv._tcp.example.com.",
+                33,
+                &[&[0, 1, 0, 1, 1, 187][..], &w("mail.example.com.")].concat(),
+            )],
+        ),
+        (vec![], vec![rr("other.net.", 1, &[1, 2, 3, 4])]),
+    ];
+    let mut v = Vec::new();
+    for (i, (pre, upd)) in updates.iter().enumerate() {
+        let m = update_message(i as u16, z, pre, upd);
+        v.push(m.clone());
+        // With an OPT record.
+        let mut o = m.clone();
+        o[11] = 1;
+        o.extend_from_slice(&[0, 0, 41, 4, 0xd0, 0, 0, 0x80, 0, 0, 0]);
+        v.push(o);
+        // With a TSIG-looking record.
+        let mut t = m;
+        t[11] = 1;
+        t.extend_from_slice(&w("key."));
+        t.extend_from_slice(&[0, 250, 0, 255, 0, 0, 0, 0, 0, 26]);
+        t.extend_from_slice(&w("hmac-sha256."));
+        t.extend_from_slice(&[0, 0, 0x65, 0x53, 0xf1, 0, 1, 44, 0, 0, 0, 1, 0, 0, 0, 0]);
+        v.push(t);
+    }
+    v
+}
+
+#[test]
+fn update_survives_a_deterministic_corpus() {
+    let zone = update_body::zone();
+    let n: usize = std::env::var("LODE_FUZZ_SMOKE_N")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .map_or(20_000, |n| n / 5);
+    let seeds = update_seeds();
+    let mut rng = Rng::new(0x0bda_7e00);
+    let mut out = vec![0u8; 65535];
+    let mut failures = Vec::new();
+    let mut by_rcode = std::collections::BTreeMap::new();
+    for i in 0..n {
+        let packet = if i < seeds.len() {
+            seeds[i].clone()
+        } else if i % 32 == 0 {
+            (0..rng.below(200)).map(|_| rng.byte()).collect()
+        } else {
+            let seed = &seeds[rng.below(seeds.len())];
+            let mut p = mutate(&mut rng, seed);
+            if p.len() >= 3 && rng.below(4) > 0 {
+                // Mostly keep the UPDATE opcode and QR clear, to get past the header.
+                p[2] = (p[2] & 0x07) | 0x28;
+            }
+            p
+        };
+        match update_body::check(&zone, &packet, &mut out) {
+            Ok(rc) => *by_rcode.entry(rc).or_insert(0usize) += 1,
+            Err(e) => {
+                failures.push(format!("#{i}: {e}: {}", hex(&packet)));
+                if failures.len() >= 20 {
+                    break;
+                }
+            }
+        }
+    }
+    eprintln!("update smoke: {n} messages, by rcode (None: dropped): {by_rcode:?}");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -171,6 +171,17 @@ impl Server {
         }
     }
 
+    /// The process ID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL (by PID) and reap: no chance to clean up.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -260,9 +271,40 @@ fn retry_if_port_taken(
 }
 
 fn start_knot_once(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
+    start_knot_text(zones, port, |dir| knot_config(dir, port, zones, v6))
+}
+
+/// Starts knotd on 127.0.0.1:`port` serving `zones` with [`knot_config`]
+/// plus `top` (whole sections, e.g. an `acl:` list, placed before `zone:`)
+/// and `per_zone` (lines added to every zone entry, e.g. `    acl: upd`).
+pub fn start_knot_with(
+    zones: &[ZoneSpec],
+    port: u16,
+    top: &str,
+    per_zone: &str,
+) -> Result<Server, String> {
+    start_knot_text(zones, port, |dir| {
+        let base = knot_config(dir, port, zones, false);
+        let (head, tail) = base.split_once("zone:\n").unwrap_or((&base, ""));
+        let mut c = format!("{head}{top}zone:\n");
+        for entry in tail.split_inclusive('\n') {
+            c.push_str(entry);
+            if entry.trim_start().starts_with("file:") {
+                c.push_str(per_zone);
+            }
+        }
+        c
+    })
+}
+
+fn start_knot_text(
+    zones: &[ZoneSpec],
+    port: u16,
+    config: impl FnOnce(&Path) -> String,
+) -> Result<Server, String> {
     let dir = TempDir::new("knot");
     let conf = dir.0.join("knot.conf");
-    std::fs::write(&conf, knot_config(&dir.0, port, zones, v6)).map_err(|e| e.to_string())?;
+    std::fs::write(&conf, config(&dir.0)).map_err(|e| e.to_string())?;
     let log = dir.0.join("knotd.log");
     let logf = std::fs::File::create(&log).map_err(|e| e.to_string())?;
     let child = Command::new(knotd())
@@ -327,6 +369,56 @@ fn start_lode_once(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, St
         _dir: dir,
     };
     wait_ready(server, zones, false)
+}
+
+/// Starts `lode serve --config CONF` on 127.0.0.1:`port` (two UDP workers,
+/// no control socket), its log in `log`, and waits until every origin in
+/// `origins` answers. Nothing is removed when the server is dropped, so a
+/// test can restart a server on the same configuration (and journal).
+pub fn start_lode_config(
+    conf: &Path,
+    port: u16,
+    log: &Path,
+    origins: &[&str],
+) -> Result<Server, String> {
+    let logf = std::fs::File::create(log).map_err(|e| e.to_string())?;
+    let child = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .arg("serve")
+        .arg("--config")
+        .arg(conf)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--workers")
+        .arg("2")
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().map_err(|e| e.to_string())?)
+        .stderr(logf)
+        .spawn()
+        .map_err(|e| format!("spawn lode: {e}"))?;
+    let server = Server::adopt(format!("lode@{port}"), port, child, log.to_path_buf());
+    let zones: Vec<ZoneSpec> = origins
+        .iter()
+        .map(|o| ZoneSpec {
+            origin: o.to_string(),
+            file: PathBuf::new(),
+        })
+        .collect();
+    wait_ready(server, &zones, true)
+}
+
+/// A port in `lo..=hi` free for UDP and TCP on 127.0.0.1 right now.
+pub fn pick_port_in(lo: u16, hi: u16) -> u16 {
+    let span = u32::from(hi - lo) + 1;
+    for _ in 0..span * 2 {
+        let n = u32::from(NEXT_PORT.fetch_add(1, Ordering::SeqCst)) + std::process::id();
+        let port = lo + (n % span) as u16;
+        let udp = UdpSocket::bind(("127.0.0.1", port));
+        let tcp = TcpListener::bind(("127.0.0.1", port));
+        if udp.is_ok() && tcp.is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {lo}..={hi}");
 }
 
 /// Starts the server under test (see [`peer_from_env`]).
@@ -1282,4 +1374,96 @@ impl Rng {
     pub fn byte(&mut self) -> u8 {
         self.next_u64() as u8
     }
+}
+
+// ---------------------------------------------------------------------------
+// UPDATE messages (RFC 2136), built independently of Lode
+
+/// One record of an UPDATE's prerequisite or update section.
+#[derive(Clone, Debug)]
+pub struct RawRr {
+    /// Owner in presentation form.
+    pub owner: String,
+    /// TYPE.
+    pub rtype: u16,
+    /// CLASS (1, 254 NONE or 255 ANY).
+    pub class: u16,
+    /// TTL.
+    pub ttl: u32,
+    /// RDATA in wire form.
+    pub rdata: Vec<u8>,
+}
+
+impl RawRr {
+    /// A record of class IN.
+    pub fn new(owner: &str, rtype: u16, ttl: u32, rdata: &[u8]) -> RawRr {
+        RawRr {
+            owner: owner.to_string(),
+            rtype,
+            class: 1,
+            ttl,
+            rdata: rdata.to_vec(),
+        }
+    }
+
+    /// Wire form (owner uncompressed).
+    pub fn to_wire(&self) -> Vec<u8> {
+        let mut m = name_to_wire(&self.owner).unwrap_or_else(|e| panic!("{}: {e}", self.owner));
+        m.extend_from_slice(&self.rtype.to_be_bytes());
+        m.extend_from_slice(&self.class.to_be_bytes());
+        m.extend_from_slice(&self.ttl.to_be_bytes());
+        m.extend_from_slice(&(self.rdata.len() as u16).to_be_bytes());
+        m.extend_from_slice(&self.rdata);
+        m
+    }
+}
+
+/// TXT RDATA of one character-string (up to 255 octets).
+pub fn txt_rdata(text: &str) -> Vec<u8> {
+    let mut v = vec![text.len().min(255) as u8];
+    v.extend_from_slice(&text.as_bytes()[..text.len().min(255)]);
+    v
+}
+
+/// An UPDATE message: one zone entry (`zone` SOA IN), the prerequisite and
+/// update sections, no additional section.
+pub fn update_message(id: u16, zone: &str, prereq: &[RawRr], updates: &[RawRr]) -> Vec<u8> {
+    let mut m = id.to_be_bytes().to_vec();
+    m.extend_from_slice(&(5u16 << 11).to_be_bytes());
+    for c in [1, prereq.len(), updates.len(), 0] {
+        m.extend_from_slice(&(c as u16).to_be_bytes());
+    }
+    m.extend_from_slice(&name_to_wire(zone).unwrap_or_else(|e| panic!("{zone}: {e}")));
+    m.extend_from_slice(&[0, 6, 0, 1]);
+    for r in prereq.iter().chain(updates) {
+        m.extend_from_slice(&r.to_wire());
+    }
+    m
+}
+
+/// The SOA serial in a response's answer section (from the rendered RDATA).
+pub fn soa_serial_of(m: &Message) -> Option<u32> {
+    m.answer
+        .iter()
+        .find(|r| r.rtype == 6)
+        .and_then(|r| r.rdata.split_whitespace().nth(2))
+        .and_then(|s| s.parse().ok())
+}
+
+/// Asks `addr` for `zone`'s SOA over UDP and returns its serial.
+pub fn query_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
+    let r = udp_exchange(
+        addr,
+        &Query::new(zone, 6, 1).to_wire(),
+        Duration::from_secs(2),
+    )?;
+    soa_serial_of(&Message::parse(&r))
+}
+
+/// A length-prefixed exchange on an open TCP connection.
+pub fn tcp_send_recv(s: &mut TcpStream, msg: &[u8]) -> Option<Vec<u8>> {
+    let mut framed = (msg.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(msg);
+    s.write_all(&framed).ok()?;
+    tcp_read_message(s)
 }

@@ -229,7 +229,10 @@ impl SerialPolicy {
 }
 
 /// Parses an UPDATE message: header (opcode 5), exactly one zone section of
-/// type SOA, the prerequisite and update sections (names decompressed, RDATA
+/// type SOA and class IN or ANY (in Knot's order: a message that does not
+/// parse is FORMERR — or dropped when Knot's parser never got past the
+/// header —, then an EDNS version other than 0 is BADVERS, class CH NOTIMP,
+/// other classes REFUSED, another type FORMERR), the prerequisite and update sections (names decompressed, RDATA
 /// checked per type and put in canonical form, as Knot's parser does), and
 /// the additional section (an OPT and a final TSIG are noted; the caller
 /// checks the TSIG).
@@ -364,7 +367,7 @@ pub fn write_error(
                 41,
                 (udp_size >> 8) as u8,
                 udp_size as u8,
-                0,
+                (rc >> 4) as u8, // the extended RCODE's upper bits (BADVERS)
                 0,
                 0,
                 0,

@@ -266,26 +266,51 @@ pub(crate) fn parse(msg: &[u8]) -> Result<UpdateRequest, UpdateError> {
     if zo == 0 {
         // Knot reads the rest of the message first: bad records make it a
         // malformed message (no OPT in the answer), good ones a failed query.
+        // When Knot's parser failed before it got past the header (the
+        // first record's owner or fixed fields, too many records for the
+        // size, bytes after nothing), Knot ignores the message.
         return Err(match records(msg, HEADER_LEN, pr, up, ad) {
+            Ok(r) if r.opt_version.is_some_and(|v| v != 0) => bad_version(),
             Ok(_) => UpdateError::query(rcode::FORMERR, "no zone section"),
+            Err(e) if e.nothing_parsed => {
+                UpdateError::drop(format!("no zone section; {}", e.reason))
+            }
             Err(e) => UpdateError::Malformed {
-                reason: format!("no zone section; {e}"),
+                reason: format!("no zone section; {}", e.reason),
             },
         });
     }
     let Some((zone, ztype, zclass, pos)) = read_zone_section(msg) else {
         return Err(UpdateError::drop("the zone section cannot be read"));
     };
-    let parsed = records(msg, pos, pr, up, ad).map_err(|e| UpdateError::Malformed {
-        reason: e.to_string(),
-    })?;
+    let parsed =
+        records(msg, pos, pr, up, ad).map_err(|e| UpdateError::Malformed { reason: e.reason })?;
+    // Knot's order once the message parses: EDNS version, then the class
+    // (CH: NOTIMP, as for any request but a query; other than IN and ANY:
+    // REFUSED), then the UPDATE's own checks.
+    if parsed.opt_version.is_some_and(|v| v != 0) {
+        return Err(bad_version());
+    }
+    if zclass == Class::CH {
+        return Err(UpdateError::query(rcode::NOTIMP, "an UPDATE in class CH"));
+    }
+    if zclass != Class::IN && zclass != Class::ANY {
+        return Err(UpdateError::query(
+            rcode::REFUSED,
+            format!("the zone section's class is {zclass}"),
+        ));
+    }
     if ztype != Rtype::SOA {
         return Err(UpdateError::query(
             rcode::FORMERR,
             format!("the zone section's type is {ztype}, not SOA"),
         ));
     }
-    let (mut recs, has_opt, has_tsig) = parsed;
+    let Records {
+        records: mut recs,
+        opt_version,
+        has_tsig,
+    } = parsed;
     let updates = recs.split_off(pr);
     Ok(UpdateRequest {
         id,
@@ -294,9 +319,30 @@ pub(crate) fn parse(msg: &[u8]) -> Result<UpdateRequest, UpdateError> {
         zone_class: zclass,
         prerequisites: recs,
         updates,
-        has_opt,
+        has_opt: opt_version.is_some(),
         has_tsig,
     })
+}
+
+/// BADVERS: the request's OPT has a version other than 0 (answered with an OPT).
+fn bad_version() -> UpdateError {
+    UpdateError::query(rcode::BADVERS, "EDNS version other than 0")
+}
+
+/// The prerequisite and update records, and what the additional section held.
+struct Records {
+    records: Vec<Record>,
+    /// The OPT record's EDNS version, if there was one.
+    opt_version: Option<u8>,
+    has_tsig: bool,
+}
+
+/// Why the records could not be read.
+struct RecordsError {
+    reason: String,
+    /// Knot's parser would not have got past the header (its `parsed`
+    /// offset stays at 12): with no zone section, Knot ignores the message.
+    nothing_parsed: bool,
 }
 
 /// Reads the prerequisite, update and additional sections: the records of the
@@ -307,37 +353,65 @@ fn records(
     pr: usize,
     up: usize,
     ad: usize,
-) -> Result<(Vec<Record>, bool, bool), String> {
+) -> Result<Records, RecordsError> {
+    let at_header = pos == HEADER_LEN;
     let total = pr + up + ad;
     if total > msg.len() / 11 {
-        return Err("more records than the message can hold".into());
+        return Err(RecordsError {
+            reason: "more records than the message can hold".into(),
+            nothing_parsed: at_header,
+        });
     }
     let mut out = Vec::with_capacity(pr + up);
-    let (mut opt, mut tsig) = (false, false);
+    let (mut opt, mut tsig) = (None, false);
     for i in 0..total {
-        let (rec, next) = read_record(msg, pos).map_err(|e| format!("record {}: {e}", i + 1))?;
+        let (rec, next) = read_record_inner(msg, pos).map_err(|e| RecordsError {
+            reason: format!(
+                "record {}: {}",
+                i + 1,
+                match e {
+                    RecordError::Truncated => "record truncated",
+                    RecordError::BadName => "malformed name",
+                    RecordError::BadRdata => "malformed RDATA",
+                }
+            ),
+            // Knot fails in the owner or the fixed fields before it moves on.
+            nothing_parsed: at_header && i == 0 && !matches!(e, RecordError::BadRdata),
+        })?;
         pos = next;
         let additional = i >= pr + up;
+        let fail = |reason: &str| RecordsError {
+            reason: reason.into(),
+            nothing_parsed: false,
+        };
         if rec.rtype == Rtype::TSIG {
             if !additional || tsig || i + 1 != total {
-                return Err("TSIG not the last record of the additional section".into());
+                return Err(fail("TSIG not the last record of the additional section"));
             }
             tsig = true;
         }
         if rec.rtype == Rtype::OPT {
-            if !additional || opt || !options_well_formed(&rec.rdata) {
-                return Err("misplaced, repeated or malformed OPT".into());
+            if !additional || opt.is_some() || !options_well_formed(&rec.rdata) {
+                return Err(fail("misplaced, repeated or malformed OPT"));
             }
-            opt = true;
+            opt = Some((rec.ttl >> 16) as u8);
         }
         if !additional {
             out.push(rec);
         }
     }
     if pos != msg.len() {
-        return Err("trailing bytes".into());
+        // Knot cuts a last TSIG off before it looks for trailing bytes.
+        return Err(RecordsError {
+            reason: "trailing bytes".into(),
+            nothing_parsed: at_header && (total == 0 || (total == 1 && tsig)),
+        });
     }
-    Ok((out, opt, tsig))
+    Ok(Records {
+        records: out,
+        opt_version: opt,
+        has_tsig: tsig,
+    })
 }
 
 /// True if the OPT RDATA is a sequence of whole options.

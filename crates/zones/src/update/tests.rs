@@ -647,3 +647,70 @@ fn prerequisite_forms() {
         assert!(run(&z, pre, &add).unwrap().is_some());
     }
 }
+
+/// Regressions found by the malformed-UPDATE system test against Knot 3.2
+/// (apps/lode/tests/malformed.rs): the zone class, the EDNS version, and
+/// the messages without a zone section that Knot ignores.
+#[test]
+fn parse_zone_class_edns_version_and_knot_drops() {
+    let zone = name("example.com.");
+    let ok = encode_update(1, &zone, &[], &[rr("x.example.com. 300 IN A 1.2.3.4")]);
+    let class_at = 12 + 13 + 2;
+    let with_class = |c: u16| {
+        let mut m = ok.clone();
+        m[class_at..class_at + 2].copy_from_slice(&c.to_be_bytes());
+        m
+    };
+    let code = |m: &[u8]| parse_update(m).err().and_then(|e| e.rcode());
+    assert_eq!(code(&with_class(3)), Some(rcode::NOTIMP));
+    assert_eq!(code(&with_class(254)), Some(rcode::REFUSED));
+    assert_eq!(code(&with_class(0xc03b)), Some(rcode::REFUSED));
+    assert!(parse_update(&with_class(255)).is_ok());
+    // The class is judged before the zone type.
+    let mut both = with_class(4);
+    both[class_at - 1] = 1;
+    assert_eq!(code(&both), Some(rcode::REFUSED));
+    // OPT version 1: BADVERS, answered with an OPT holding the upper bits.
+    let mut v1 = ok.clone();
+    v1[11] = 1;
+    v1.extend_from_slice(&[0, 0, 41, 4, 0xd0, 0, 1, 0, 0, 0, 0]);
+    let e = parse_update(&v1).unwrap_err();
+    assert_eq!(e.rcode(), Some(rcode::BADVERS));
+    let mut out = [0u8; 512];
+    let n = write_error(&v1, &e, 1232, &mut out).unwrap();
+    assert_eq!(out[3] & 15, 0);
+    assert_eq!(&out[n - 11..n - 6], &[0, 0, 41, 4, 0xd0]);
+    assert_eq!(out[n - 6], 1, "extended RCODE upper bits");
+    // No zone section: a first record Knot cannot read past its owner or
+    // fixed fields, too many records, or bytes after nothing: dropped.
+    let mut none = ok.clone();
+    none.drain(12..12 + 13 + 4);
+    none[5] = 0;
+    assert_eq!(code(&none), Some(rcode::FORMERR));
+    let mut bad_owner = none.clone();
+    bad_owner[12] = 0x80;
+    assert!(matches!(
+        parse_update(&bad_owner),
+        Err(UpdateError::Drop { .. })
+    ));
+    let mut cut = none.clone();
+    cut.truncate(none.len() - 2);
+    assert!(matches!(parse_update(&cut), Err(UpdateError::Drop { .. })));
+    let mut trailing = ok[..12].to_vec();
+    trailing[5] = 0;
+    trailing[9] = 0;
+    trailing.push(0);
+    assert!(matches!(
+        parse_update(&trailing),
+        Err(UpdateError::Drop { .. })
+    ));
+    // ... but RDATA that does not fit is FORMERR (Knot read the header).
+    let mut bad_rdata = none.clone();
+    let n = bad_rdata.len();
+    bad_rdata[n - 5] = 3;
+    bad_rdata.pop();
+    assert!(matches!(
+        parse_update(&bad_rdata),
+        Err(UpdateError::Malformed { .. })
+    ));
+}
