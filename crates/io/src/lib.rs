@@ -102,3 +102,14 @@ impl std::error::Error for IoError {
         }
     }
 }
+
+/// Ignores SIGXFSZ, so a file grown past RLIMIT_FSIZE fails its write with
+/// EFBIG (which the journal answers with SERVFAIL and rolls back) instead of
+/// killing the process.
+pub fn ignore_file_size_signal() {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler
+    // and touches no memory of ours.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}

@@ -98,6 +98,7 @@ impl Server {
     /// Resolves the configuration, loads the zones, binds the sockets and starts serving.
     pub fn start(options: Options) -> Result<Server, ServerError> {
         lode_io::mem::tune_allocator();
+        lode_io::ignore_file_size_signal();
         let config = Config::resolve(&options).map_err(ServerError::Config)?;
         if config.demo {
             tracing::info!("no zone configured: serving the built-in demo zones");
