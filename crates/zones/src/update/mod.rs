@@ -286,7 +286,8 @@ pub fn process(
 }
 
 /// Writes the reply Knot sends for a processed UPDATE: the request's ID,
-/// QR, its opcode, RD and CD copied, `rcode`, and the zone section echoed
+/// QR, its opcode, RD and CD copied, `rcode` (for NOERROR: the request's
+/// RCODE bits, as Knot copies them), and the zone section echoed
 /// as sent (none when the request had none); no OPT, whatever the request
 /// had. Returns the length written (0 if `request` is shorter than a header
 /// or `out` too small).
@@ -295,8 +296,14 @@ pub fn write_response(request: &[u8], rcode: u16, out: &mut [u8]) -> usize {
         return 0;
     }
     let req_flags = u16::from_be_bytes([request[2], request[3]]);
-    let f =
-        flags::QR | (req_flags & 0x7800) | (req_flags & (flags::RD | flags::CD)) | (rcode & 0xF);
+    // Knot's reply starts as a copy of the request's header: a NOERROR
+    // reply keeps whatever RCODE bits the request carried.
+    let code = if rcode == 0 {
+        req_flags & 0xF
+    } else {
+        rcode & 0xF
+    };
+    let f = flags::QR | (req_flags & 0x7800) | (req_flags & (flags::RD | flags::CD)) | code;
     out[..HEADER_LEN].fill(0);
     out[0..2].copy_from_slice(&request[0..2]);
     out[2..4].copy_from_slice(&f.to_be_bytes());
