@@ -1,13 +1,19 @@
-//! The Lode daemon: configuration, zone lifecycle, publication, control.
+//! The Lode daemon: configuration, zone lifecycle, publication, updates, control.
 //!
 //! ```text
 //!  Config (TOML + command line) ──▶ Reloader ── load each zone (zonefile → ZoneBuilder → Zone)
-//!                                      │
-//!                                      ▼  one atomic pointer swap
+//!                                      │          a zone that takes updates: its file's
+//!                                      │          difference goes to the zone's writer
+//!                                      ▼  Publisher: one atomic pointer swap (writers serialised)
 //!                        ArcSwap<ZoneSet> ◀── read per datagram / TCP message by
-//!                                      │       UDP workers and TCP tasks (lode-io),
-//!                                      │       which call lode_engine::answer
-//!  SIGHUP ─┐                           │
+//!                                      ▲       UDP workers and TCP tasks (lode-io):
+//!                                      │       classify ─ query ─▶ lode_engine::answer
+//!                                      │                └ UPDATE ─▶ admit (zone, TSIG, ACL)
+//!                                      │                              │ reply deferred
+//!  zone writer (one per zone) ─────────┘   ◀── queue ────────────────┘
+//!    group: process each (lode-zones) ─ journal append + fdatasync ─ publish ─ replies
+//!    compaction and state snapshots in the background (update.rs)
+//!  SIGHUP ─┐
 //!  control ┴──▶ reload request ─▶ Reloader thread: re-read the config, re-load changed
 //!  socket        (with reply)      zones in the background, swap in the new set
 //! ```
@@ -16,10 +22,11 @@
 //! answered, and an old set is freed when its last reader leaves. Reloads are
 //! serialised on one thread; the zones of one (re)load are read in parallel,
 //! one zone per thread, up to one thread per CPU. During a reload the old and
-//! the new version of a changed zone are both in memory. A zone that fails to load at start is not served
-//! (the others are); a zone that fails to reload keeps its old version. Start
-//! fails only when zones were configured and none loaded, or a socket cannot
-//! be bound.
+//! the new version of a changed zone are both in memory. A zone that fails to
+//! load at start is not served (the others are); a zone that fails to reload
+//! keeps its old version. Start fails only when zones were configured and none
+//! loaded, or a socket cannot be bound. Zones that take updates start from
+//! their state snapshot and journal (`update.rs`) before any socket is bound.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
