@@ -524,12 +524,17 @@ impl Zone {
                 if !existed {
                     appeared_or_gone.push(rel.clone());
                 }
-                for a in ancestors(rel) {
-                    if z.find_rel(a).is_none() {
-                        z.put(a, encode_node(&z, a, NodeFlags::default(), 0, None, &[]));
-                        appeared_or_gone.push(a.to_vec());
-                        recompute.insert(a.to_vec());
+                // Missing ancestors, nearest first: above the first one
+                // that exists, all do (the tree holds every ancestor).
+                let mut up: Vec<&[u8]> = ancestors(rel).collect();
+                up.reverse();
+                for a in up {
+                    if z.find_rel(a).is_some() {
+                        break;
                     }
+                    z.put(a, encode_node(&z, a, NodeFlags::default(), 0, None, &[]));
+                    appeared_or_gone.push(a.to_vec());
+                    recompute.insert(a.to_vec());
                 }
                 recompute.insert(rel.clone());
             } else if existed {
@@ -599,12 +604,20 @@ impl Zone {
             if z.find_rel(&child).is_some() {
                 flags.insert(NodeFlags::WILDCARD_CHILD);
             }
+            // The topmost cut or DNAME above: the parent's, or the parent
+            // itself (ancestors come first here, so the parent is current).
             let mut shadow = 0;
-            for a in ancestors(k) {
-                let f = z.find_rel(a).map(|i| z.info(i).0).unwrap_or_default();
-                if cut(f) {
-                    shadow = lode_wire::name::key_label_count(a) as u32 + 1;
-                    break;
+            if let Some(parent) = ancestors(k).last().filter(|_| !k.is_empty()) {
+                if let Some(pid) = z.find_rel(parent) {
+                    let (pf, ps) = z.info(pid);
+                    shadow = match ps {
+                        Some(s) => {
+                            let mut buf = [0u8; MAX_KEY_LEN];
+                            lode_wire::name::key_label_count(z.key_of(s, &mut buf)) as u32 + 1
+                        }
+                        None if cut(pf) => lode_wire::name::key_label_count(parent) as u32 + 1,
+                        None => 0,
+                    };
                 }
             }
             let blob = encode_node(&z, k, flags, shadow, Some(&owner), &sets);
