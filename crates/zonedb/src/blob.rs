@@ -80,6 +80,28 @@ pub(crate) fn encode(
     owner: Option<NameRef<'_>>,
     rrsets: &[RRsetIn<'_>],
 ) {
+    encode_head(out, flags, shadow_distance, owner);
+    for set in rrsets {
+        out.extend_from_slice(&set.rtype.0.to_be_bytes());
+        out.extend_from_slice(&set.ttl.to_be_bytes());
+        put_varint(out, set.rdatas.len() as u64);
+        let bytes: usize = set.rdatas.iter().map(|r| 2 + r.len()).sum();
+        put_varint(out, bytes as u64);
+        for r in set.rdatas {
+            // RDATA is at most 65535 octets (it was read from a u16 or checked by the parser).
+            out.extend_from_slice(&(r.len() as u16).to_be_bytes());
+            out.extend_from_slice(r);
+        }
+    }
+}
+
+/// Writes a blob's head (flags, shadow, owner) into `out` (cleared first).
+fn encode_head(
+    out: &mut Vec<u8>,
+    flags: NodeFlags,
+    shadow_distance: u32,
+    owner: Option<NameRef<'_>>,
+) {
     out.clear();
     let mut f = flags.0 & NODE_FLAGS;
     if shadow_distance != 0 {
@@ -95,18 +117,19 @@ pub(crate) fn encode(
     if let Some(o) = owner {
         out.extend_from_slice(o.as_wire());
     }
-    for set in rrsets {
-        out.extend_from_slice(&set.rtype.0.to_be_bytes());
-        out.extend_from_slice(&set.ttl.to_be_bytes());
-        put_varint(out, set.rdatas.len() as u64);
-        let bytes: usize = set.rdatas.iter().map(|r| 2 + r.len()).sum();
-        put_varint(out, bytes as u64);
-        for r in set.rdatas {
-            // RDATA is at most 65535 octets (it was read from a u16 or checked by the parser).
-            out.extend_from_slice(&(r.len() as u16).to_be_bytes());
-            out.extend_from_slice(r);
-        }
-    }
+}
+
+/// Encodes a blob from a new head and RRsets already encoded (the `rrsets`
+/// part of another blob's [`Head`]).
+pub(crate) fn encode_raw(
+    out: &mut Vec<u8>,
+    flags: NodeFlags,
+    shadow_distance: u32,
+    owner: Option<NameRef<'_>>,
+    rrsets: &[u8],
+) {
+    encode_head(out, flags, shadow_distance, owner);
+    out.extend_from_slice(rrsets);
 }
 
 /// The parsed head of a blob.
