@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 /// Most entries per chunk; a fuller chunk is split in two.
-const CHUNK: usize = 64;
+const CHUNK: usize = 128;
 
 /// Where an entry is: chunk index and index inside the chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +27,48 @@ pub(crate) struct Pos {
 #[derive(Debug, Clone)]
 struct Chunk<V> {
     keys: Vec<Arc<[u8]>>,
+    /// The first 16 bytes of each key, zero padded, big-endian: most
+    /// comparisons end here without following the key's pointer (zero
+    /// padding keeps the order of canonical keys, see `store.rs`).
+    pfx: Vec<u128>,
     vals: Vec<V>,
+}
+
+/// The first 16 bytes of a key as a number that sorts like the key.
+#[inline]
+fn prefix(k: &[u8]) -> u128 {
+    let mut b = [0u8; 16];
+    let n = k.len().min(16);
+    b[..n].copy_from_slice(&k[..n]);
+    u128::from_be_bytes(b)
+}
+
+/// Compares a stored key (with its prefix) with a sought one.
+#[inline]
+fn cmp(pa: u128, a: &[u8], pb: u128, b: &[u8]) -> std::cmp::Ordering {
+    match pa.cmp(&pb) {
+        std::cmp::Ordering::Equal if a.len() > 16 || b.len() > 16 => a.cmp(b),
+        // Equal prefixes of keys of at most 16 bytes: equal up to padding,
+        // and a shorter key sorts first.
+        std::cmp::Ordering::Equal => a.len().cmp(&b.len()),
+        o => o,
+    }
+}
+
+impl<V> Chunk<V> {
+    /// Binary search for `key` (with its prefix `pk`).
+    fn find(&self, key: &[u8], pk: u128) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.keys.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match cmp(self.pfx[mid], &self.keys[mid], pk, key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
 }
 
 /// The map (see the module note).
@@ -58,10 +99,10 @@ impl<V: Clone> CowMap<V> {
 
     /// The chunk that would hold `key`: the last whose first key is ≤ it
     /// (0 when `key` sorts before everything).
-    fn chunk_for(&self, key: &[u8]) -> usize {
+    fn chunk_for(&self, key: &[u8], pk: u128) -> usize {
         let c = &self.chunks;
         // The first chunk whose first key is > key, minus one.
-        let i = c.partition_point(|ch| &*ch.keys[0] <= key);
+        let i = c.partition_point(|ch| cmp(ch.pfx[0], &ch.keys[0], pk, key).is_le());
         i.saturating_sub(1)
     }
 
@@ -70,17 +111,15 @@ impl<V: Clone> CowMap<V> {
         if self.chunks.is_empty() {
             return Err(Pos { chunk: 0, at: 0 });
         }
-        let ci = self.chunk_for(key);
-        let ch = &self.chunks[ci];
-        match ch.keys.binary_search_by(|k| (**k).cmp(key)) {
-            Ok(i) => Ok(Pos {
-                chunk: ci as u32,
-                at: i as u32,
-            }),
-            Err(i) => Err(Pos {
-                chunk: ci as u32,
-                at: i as u32,
-            }),
+        let pk = prefix(key);
+        let ci = self.chunk_for(key, pk);
+        let at = |i: usize| Pos {
+            chunk: ci as u32,
+            at: i as u32,
+        };
+        match self.chunks[ci].find(key, pk) {
+            Ok(i) => Ok(at(i)),
+            Err(i) => Err(at(i)),
         }
     }
 
@@ -179,30 +218,34 @@ impl<V: Clone> CowMap<V> {
 
     /// Sets `key` to `val`; returns the value it replaced.
     pub fn insert(&mut self, key: Arc<[u8]>, val: V) -> Option<V> {
+        let pk = prefix(&key);
         let chunks = Arc::make_mut(&mut self.chunks);
         if chunks.is_empty() {
             chunks.push(Arc::new(Chunk {
                 keys: vec![key],
+                pfx: vec![pk],
                 vals: vec![val],
             }));
             self.len = 1;
             return None;
         }
         let ci = {
-            let i = chunks.partition_point(|ch| *ch.keys[0] <= *key);
+            let i = chunks.partition_point(|ch| cmp(ch.pfx[0], &ch.keys[0], pk, &key).is_le());
             i.saturating_sub(1)
         };
         let ch = Arc::make_mut(&mut chunks[ci]);
-        match ch.keys.binary_search_by(|k| (**k).cmp(&*key)) {
+        match ch.find(&key, pk) {
             Ok(i) => Some(std::mem::replace(&mut ch.vals[i], val)),
             Err(i) => {
                 ch.keys.insert(i, key);
+                ch.pfx.insert(i, pk);
                 ch.vals.insert(i, val);
                 self.len += 1;
                 if ch.keys.len() > CHUNK {
                     let half = ch.keys.len() / 2;
                     let right = Chunk {
                         keys: ch.keys.split_off(half),
+                        pfx: ch.pfx.split_off(half),
                         vals: ch.vals.split_off(half),
                     };
                     chunks.insert(ci + 1, Arc::new(right));
@@ -219,6 +262,7 @@ impl<V: Clone> CowMap<V> {
         let ci = p.chunk as usize;
         let ch = Arc::make_mut(&mut chunks[ci]);
         ch.keys.remove(p.at as usize);
+        ch.pfx.remove(p.at as usize);
         let v = ch.vals.remove(p.at as usize);
         if ch.keys.is_empty() {
             chunks.remove(ci);

@@ -68,14 +68,14 @@ impl Delta {
 }
 
 fn pos_id(p: Pos) -> NodeId {
-    NodeId(NodeId::DELTA | (p.chunk << 7) | p.at)
+    NodeId(NodeId::DELTA | (p.chunk << 8) | p.at)
 }
 
 fn id_pos(id: NodeId) -> Pos {
     let v = id.0 & !NodeId::DELTA;
     Pos {
-        chunk: v >> 7,
-        at: v & 0x7F,
+        chunk: v >> 8,
+        at: v & 0xFF,
     }
 }
 
@@ -362,6 +362,7 @@ impl Zone {
             zone: self,
             base,
             delta: self.delta.nodes.at_or_after(start),
+            gone: self.delta.gone.at_or_after(start),
         }
     }
 
@@ -515,7 +516,8 @@ impl Zone {
         let mut appeared_or_gone: Vec<Vec<u8>> = Vec::new();
         let cut = |f: NodeFlags| f.contains(NodeFlags::DELEGATION) || f.contains(NodeFlags::DNAME);
         for (rel, (rem, add)) in &groups {
-            let (mut sets, owner) = match z.find_rel(rel) {
+            let found = z.find_rel(rel);
+            let (mut sets, owner) = match found {
                 Some(id) => {
                     let n = z.node(id);
                     (read_sets(&n), Some(n.owner().to_name()))
@@ -579,12 +581,10 @@ impl Zone {
                 cut_changed.push(rel.clone());
             }
             let owner = owner.or_else(|| add.first().map(|r| r.owner.clone()));
-            let existed = z.find_rel(rel).is_some();
+            let existed = found.is_some();
             if !sets.is_empty() {
-                z.put(
-                    rel,
-                    encode_node(&z, rel, NodeFlags::default(), 0, owner.as_ref(), &sets),
-                );
+                let blob = encode_node(&z, rel, NodeFlags::default(), 0, owner.as_ref(), &sets);
+                z.put(rel, blob, existed);
                 if !existed {
                     appeared_or_gone.push(rel.clone());
                 }
@@ -596,17 +596,19 @@ impl Zone {
                     if z.find_rel(a).is_some() {
                         break;
                     }
-                    z.put(a, encode_node(&z, a, NodeFlags::default(), 0, None, &[]));
+                    z.put(
+                        a,
+                        encode_node(&z, a, NodeFlags::default(), 0, None, &[]),
+                        false,
+                    );
                     appeared_or_gone.push(a.to_vec());
                     recompute.insert(a.to_vec());
                 }
                 recompute.insert(rel.clone());
             } else if existed {
                 if rel.is_empty() || z.has_descendants(rel) {
-                    z.put(
-                        rel,
-                        encode_node(&z, rel, NodeFlags::default(), 0, owner.as_ref(), &[]),
-                    );
+                    let blob = encode_node(&z, rel, NodeFlags::default(), 0, owner.as_ref(), &[]);
+                    z.put(rel, blob, true);
                     recompute.insert(rel.clone());
                 } else {
                     z.del(rel);
@@ -685,7 +687,7 @@ impl Zone {
                 }
             }
             let blob = encode_node(&z, k, flags, shadow, Some(&owner), &sets);
-            z.put(k, blob);
+            z.put(k, blob, true);
         }
         // 5. The apex and the version's figures.
         let soa = z
@@ -711,11 +713,12 @@ impl Zone {
         Ok(z)
     }
 
-    /// Sets the node of `rel` in the delta.
-    fn put(&mut self, rel: &[u8], blob: Vec<u8>) {
-        let existed = self.find_rel(rel).is_some();
+    /// Sets the node of `rel` in the delta (`existed`: the name was there).
+    fn put(&mut self, rel: &[u8], blob: Vec<u8>, existed: bool) {
         // A removed base name may come back.
-        self.delta.gone.remove(rel);
+        if !self.delta.gone.is_empty() {
+            self.delta.gone.remove(rel);
+        }
         self.delta.nodes.insert(rel.into(), blob.into());
         if !existed {
             self.delta.node_diff += 1;
@@ -751,6 +754,8 @@ pub(crate) struct NodeIds<'z> {
     zone: &'z Zone,
     base: u32,
     delta: Option<Pos>,
+    /// The first removed name not yet passed (a merge walk: no lookups).
+    gone: Option<Pos>,
 }
 
 impl Iterator for NodeIds<'_> {
@@ -762,19 +767,43 @@ impl Iterator for NodeIds<'_> {
             self.base += 1;
             return Some(id);
         }
-        while self.base < z.store.len && !z.base_current(self.base) {
-            self.base += 1;
+        let mut buf = [0u8; MAX_KEY_LEN];
+        let dk = self.delta.and_then(|p| z.delta.nodes.at(p)).map(|(k, _)| k);
+        // The next base name that is neither removed nor changed.
+        let mut base = None;
+        let mut bk_len = 0;
+        while self.base < z.store.len {
+            let bk = z.base_key(self.base, &mut buf);
+            bk_len = bk.len();
+            while let Some(g) = self.gone {
+                match z.delta.gone.at(g) {
+                    Some((gk, _)) if gk < bk => self.gone = z.delta.gone.next(g),
+                    _ => break,
+                }
+            }
+            let removed = self
+                .gone
+                .and_then(|g| z.delta.gone.at(g))
+                .is_some_and(|(gk, _)| gk == bk);
+            // A changed name comes from the delta (dk == bk below).
+            if removed {
+                self.base += 1;
+                continue;
+            }
+            base = Some(self.base);
+            break;
         }
-        let base = (self.base < z.store.len).then_some(self.base);
-        let take_delta = match (base, self.delta) {
+        let take_delta = match (base, dk) {
             (None, None) => return None,
             (Some(_), None) => false,
             (None, Some(_)) => true,
-            (Some(b), Some(p)) => {
-                let mut buf = [0u8; MAX_KEY_LEN];
-                let bk = z.base_key(b, &mut buf);
-                let dk = z.delta.nodes.at(p).map_or(&[][..], |(k, _)| k);
-                dk < bk
+            (Some(_), Some(dk)) => {
+                let bk = &buf[..bk_len];
+                if dk == bk {
+                    // The delta holds this name's current version.
+                    self.base += 1;
+                }
+                dk <= bk
             }
         };
         if take_delta {
