@@ -11,6 +11,7 @@ mod reload;
 mod serve;
 mod snapshot;
 mod update;
+mod zoneflush;
 
 use clap::{Parser, Subcommand};
 
@@ -48,6 +49,8 @@ enum Command {
     Keygen(keygen::KeygenArgs),
     /// Provision records in bulk by RFC 2136 UPDATE (nsupdate scripts, zone fragments, ENUM CSV).
     Update(update::UpdateArgs),
+    /// Write zones that take updates to their zone files now (as `knotc zone-flush`).
+    ZoneFlush(zoneflush::ZoneFlushArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -62,6 +65,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(a) => bench::run(a),
         Command::Keygen(a) => keygen::run(a),
         Command::Update(a) => update::run(a),
+        Command::ZoneFlush(a) => zoneflush::run(a),
     };
     match result {
         Ok(code) => code,

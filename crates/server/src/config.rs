@@ -13,6 +13,9 @@
 //! journal-dir = "/var/lib/lode/journal"  # required when a zone takes updates
 //! journal-max-usage = 104857600           # bytes per zone journal (Knot's default)
 //! journal-max-depth = 20                  # changesets per zone journal (Knot's default)
+//! zonefile-sync = 0                       # write updated zones to their files: -1 never,
+//!                                         # 0 after each change, N at most every N s;
+//!                                         # default 0, or -1 above 100,000 records
 //!
 //! [[key]]                                 # TSIG keys (`lode keygen NAME` prints one)
 //! id = "update-key."
@@ -31,6 +34,7 @@
 //! file = "zones/e164.arpa.zone"           # relative to the configuration file's folder
 //! acl = ["updaters"]
 //! serial-policy = "increment"             # or "unixtime", "dateserial"
+//! zonefile-sync = 60                      # overrides the global value
 //! ```
 
 use std::fmt;
@@ -83,6 +87,8 @@ pub struct ConfigFile {
     pub journal_max_usage: Option<u64>,
     /// Most changesets per zone journal.
     pub journal_max_depth: Option<usize>,
+    /// When zones that take updates write their zone files (seconds, -1 never).
+    pub zonefile_sync: Option<i64>,
     /// TSIG keys.
     #[serde(default, rename = "key")]
     pub keys: Vec<KeyEntry>,
@@ -136,6 +142,8 @@ pub struct ZoneEntry {
     pub acl: Vec<String>,
     /// How the SOA serial moves on a change.
     pub serial_policy: Option<String>,
+    /// When the zone file is written after updates (seconds, -1 never).
+    pub zonefile_sync: Option<i64>,
 }
 
 impl ConfigFile {
@@ -244,6 +252,8 @@ pub struct Config {
     pub keys: Vec<KeyEntry>,
     /// Per-zone update settings, for zones that have any.
     pub zone_options: Vec<(Name, ZoneOptions)>,
+    /// The global `zonefile-sync` (zones without their own).
+    pub zonefile_sync: ZonefileSync,
 }
 
 /// Knot DNS's default journal-max-usage (100 MiB).
@@ -258,6 +268,68 @@ pub struct ZoneOptions {
     pub acl: Vec<crate::acl::Rule>,
     /// "increment" (the default, as Knot), "unixtime" or "dateserial".
     pub serial_policy: String,
+    /// When its zone file is written after updates.
+    pub zonefile_sync: ZonefileSync,
+}
+
+/// Zones with more records than this do not write their zone file unless
+/// `zonefile-sync` says so: for them the file is not the state (the state
+/// snapshot and the journal are), and writing millions of records after
+/// every change would cost more than the changes.
+pub const ZONEFILE_SYNC_MAX_RECORDS: u64 = 100_000;
+
+/// When a zone that takes updates writes its zone file (Knot's
+/// `zonefile-sync`): never, right after each change, or at most every so
+/// many seconds after a change. `lode zone-flush` writes it whatever this says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ZonefileSync {
+    /// Not configured: right after each change (Knot's default, 0) for zones
+    /// of up to [`ZONEFILE_SYNC_MAX_RECORDS`] records, never above.
+    #[default]
+    Default,
+    /// `-1`: never.
+    Never,
+    /// `N` seconds, 0 included: at most every N seconds after a change.
+    After(Duration),
+}
+
+impl ZonefileSync {
+    /// The configured number (-1, 0 or more seconds).
+    pub fn from_seconds(secs: i64) -> Result<ZonefileSync, String> {
+        match secs {
+            -1 => Ok(ZonefileSync::Never),
+            0.. => Ok(ZonefileSync::After(Duration::from_secs(
+                secs.unsigned_abs(),
+            ))),
+            _ => Err(format!(
+                "zonefile-sync = {secs}: must be -1 (never), 0 (after each change) or seconds"
+            )),
+        }
+    }
+
+    /// How long after the last write a change is written, for a zone of
+    /// `records` records; `None`: it is not written.
+    pub fn interval(self, records: u64) -> Option<Duration> {
+        match self {
+            ZonefileSync::Default if records > ZONEFILE_SYNC_MAX_RECORDS => None,
+            ZonefileSync::Default => Some(Duration::ZERO),
+            ZonefileSync::Never => None,
+            ZonefileSync::After(d) => Some(d),
+        }
+    }
+}
+
+impl fmt::Display for ZonefileSync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ZonefileSync::Default => write!(
+                f,
+                "0 up to {ZONEFILE_SYNC_MAX_RECORDS} records, -1 above (the default)"
+            ),
+            ZonefileSync::Never => f.write_str("-1"),
+            ZonefileSync::After(d) => write!(f, "{}", d.as_secs()),
+        }
+    }
 }
 
 impl Config {
@@ -270,6 +342,7 @@ impl Config {
             .unwrap_or_else(|| ZoneOptions {
                 acl: Vec::new(),
                 serial_policy: "increment".into(),
+                zonefile_sync: self.zonefile_sync,
             })
     }
 }
@@ -393,6 +466,10 @@ impl Config {
             }
         }
         let acls = resolve_acls(file)?;
+        let global_sync = match file.zonefile_sync {
+            Some(s) => ZonefileSync::from_seconds(s).map_err(ConfigError::Value)?,
+            None => ZonefileSync::Default,
+        };
         let mut zone_options = Vec::new();
         for z in &file.zones {
             let mut rules = Vec::new();
@@ -421,11 +498,17 @@ impl Config {
                     z.name
                 )));
             }
+            let zonefile_sync = match z.zonefile_sync {
+                Some(s) => ZonefileSync::from_seconds(s)
+                    .map_err(|e| ConfigError::Value(format!("zone {}: {e}", z.name)))?,
+                None => global_sync,
+            };
             zone_options.push((
                 parse_origin(&z.name)?,
                 ZoneOptions {
                     acl: rules,
                     serial_policy,
+                    zonefile_sync,
                 },
             ));
         }
@@ -513,6 +596,7 @@ impl Config {
             journal_max_depth: file.journal_max_depth.unwrap_or(DEFAULT_JOURNAL_MAX_DEPTH),
             keys: file.keys.clone(),
             zone_options,
+            zonefile_sync: global_sync,
         })
     }
 }
@@ -743,5 +827,47 @@ mod update_tests {
         let f = ConfigFile::parse(&text.replace("key = [\"K1\"]", "key = [\"k2\"]")).unwrap();
         let e = Config::merge(&f, Path::new("/"), &Options::default()).unwrap_err();
         assert!(e.to_string().contains("k2"), "{e}");
+        // zonefile-sync: the default depends on the zone's size; the global
+        // value applies to zones without their own.
+        assert_eq!(o.zonefile_sync, ZonefileSync::Default);
+        assert_eq!(o.zonefile_sync.interval(10), Some(Duration::ZERO));
+        assert_eq!(
+            o.zonefile_sync.interval(ZONEFILE_SYNC_MAX_RECORDS + 1),
+            None
+        );
+        let t = format!("zonefile-sync = -1\n{text}");
+        let c = Config::merge(
+            &ConfigFile::parse(&t).unwrap(),
+            Path::new("/"),
+            &Options::default(),
+        )
+        .unwrap();
+        let o = c.zone_options(&"example.".parse().unwrap());
+        assert_eq!(o.zonefile_sync.interval(10), None);
+        let other = c.zone_options(&"other.".parse().unwrap());
+        assert_eq!(other.zonefile_sync, ZonefileSync::Never);
+        let t = format!(
+            "zonefile-sync = -1\n{}",
+            text.replace("serial-policy", "zonefile-sync = 30\nserial-policy")
+        );
+        let c = Config::merge(
+            &ConfigFile::parse(&t).unwrap(),
+            Path::new("/"),
+            &Options::default(),
+        )
+        .unwrap();
+        let o = c.zone_options(&"example.".parse().unwrap());
+        assert_eq!(
+            o.zonefile_sync.interval(1 << 40),
+            Some(Duration::from_secs(30))
+        );
+        for bad in ["zonefile-sync = -2\n", "zonefile-sync = \"0\"\n"] {
+            let f = ConfigFile::parse(&format!("{bad}{text}"));
+            let e = f.and_then(|f| Config::merge(&f, Path::new("/"), &Options::default()));
+            assert!(
+                e.unwrap_err().to_string().contains("zonefile-sync"),
+                "{bad}"
+            );
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! ```text
 //!  client: "reload\n"            server: "OK\n<details>…"   or "ERROR\n<file:line: reason>…"
 //!  client: "status\n"            server: "OK\n<zones, counters, memory>…"
+//!  client: "zone-flush [NAME]\n" server: "OK\nzone NAME: N records, serial S, written to PATH…"
 //! ```
 //!
 //! The first line of an answer is `OK` or `ERROR`; the server closes the
@@ -160,7 +161,7 @@ fn handle(stream: UnixStream, dispatch: &Dispatch) -> io::Result<()> {
     let command = line.trim();
     let reply = dispatch(command).unwrap_or_else(|| Reply {
         ok: false,
-        text: format!("unknown command {command:?} (commands: reload, status)"),
+        text: format!("unknown command {command:?} (commands: reload, status, zone-flush [NAME])"),
     });
     (&stream).write_all(reply.render().as_bytes())
 }

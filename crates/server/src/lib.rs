@@ -34,6 +34,7 @@ pub mod acl;
 pub mod config;
 pub mod control;
 pub mod demo;
+mod flush;
 pub mod progress;
 mod reload;
 pub mod snapshot;
@@ -198,6 +199,7 @@ impl Server {
                 let dispatch = make_dispatch(
                     reload_tx.clone(),
                     published.clone(),
+                    updates.clone(),
                     udp.counters(),
                     tcp.counters(),
                 );

@@ -284,8 +284,18 @@ impl Reloader {
 
 impl Reloader {
     /// True when the served `old` version stays: its source is unchanged.
+    /// A zone file its writer wrote (zonefile-sync, zone-flush) holds a
+    /// version already served: it is not read again.
     fn keeps(&self, old: &Served, spec: &ZoneSpec) -> bool {
-        unchanged(old, spec)
+        if unchanged(old, spec) {
+            return true;
+        }
+        match (&spec.source, &self.updates) {
+            (ZoneSource::File(path), Some(u)) if old.spec.source == spec.source => {
+                u.written.is_current(&spec.name, path)
+            }
+            _ => false,
+        }
     }
 }
 

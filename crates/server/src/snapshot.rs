@@ -35,8 +35,13 @@ pub fn path_for(dir: &Path, origin: &Name) -> PathBuf {
 /// The identity of a zone file: absolute path, size and modification time.
 pub fn source_tag(zone_file: &Path) -> Option<Vec<u8>> {
     let stamp = FileStamp::of(zone_file)?;
-    let mtime = stamp.modified.duration_since(UNIX_EPOCH).ok()?;
     let abs = std::fs::canonicalize(zone_file).ok()?;
+    tag_of(&abs, stamp)
+}
+
+/// The tag [`source_tag`] gives a file at the absolute path `abs` with `stamp`.
+pub(crate) fn tag_of(abs: &Path, stamp: FileStamp) -> Option<Vec<u8>> {
+    let mtime = stamp.modified.duration_since(UNIX_EPOCH).ok()?;
     let mut tag = abs.to_string_lossy().into_owned().into_bytes();
     tag.push(0);
     tag.extend_from_slice(&stamp.size.to_le_bytes());

@@ -34,7 +34,8 @@ use lode_zonedb::{Changeset, Zone, ZoneSet};
 use lode_zones::update::{self as ddns, SerialPolicy, UpdateError};
 
 use crate::acl::{self, Action};
-use crate::config::{Config, ZoneOptions};
+use crate::config::{Config, ZoneOptions, ZonefileSync};
+use crate::flush::{Flushed, Written};
 
 /// Most updates taken into one group commit.
 const MAX_GROUP: usize = 4096;
@@ -81,8 +82,8 @@ impl Publisher {
     }
 }
 
-/// What a zone's writer does: an UPDATE, or the zone file read again (as the
-/// difference from the served version).
+/// What a zone's writer does: an UPDATE, the zone file read again (as the
+/// difference from the served version), or writing the zone file now.
 #[derive(Debug)]
 enum Work {
     Update(Box<Job>),
@@ -92,6 +93,9 @@ enum Work {
         tag: Vec<u8>,
         done: mpsc::Sender<Result<String, String>>,
     },
+    Flush {
+        done: mpsc::Sender<Result<Flushed, String>>,
+    },
 }
 
 impl Work {
@@ -100,6 +104,7 @@ impl Work {
         match self {
             Work::Update(j) => format!("update from {}", j.peer),
             Work::File { .. } => "the zone file read again".into(),
+            Work::Flush { .. } => "zone-flush".into(),
         }
     }
     /// Answers the work with a failure.
@@ -110,6 +115,9 @@ impl Work {
                 job.reply.send(&out[..n]);
             }
             Work::File { done, .. } => {
+                let _ = done.send(Err(why.to_string()));
+            }
+            Work::Flush { done } => {
                 let _ = done.send(Err(why.to_string()));
             }
         }
@@ -132,12 +140,45 @@ struct Job {
 pub(crate) struct Updates {
     keys: Keys,
     zones: HashMap<Name, ZoneDoor>,
+    /// The zone files the writers wrote (the reloader skips them).
+    pub(crate) written: Arc<Written>,
 }
 
 #[derive(Debug)]
 struct ZoneDoor {
     acl: Vec<acl::Rule>,
+    /// Its ACL allows updates.
+    takes_updates: bool,
     writer: Option<mpsc::SyncSender<Work>>,
+}
+
+/// Why `lode zone-flush` wrote nothing for a zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) enum FlushError {
+    /// No such zone is configured.
+    NoZone,
+    /// The zone does not take updates: its zone file is its source.
+    Static,
+    /// The zone takes updates but has no writer (its journal failed at start).
+    NoWriter,
+    /// The writer could not write the file.
+    Failed(String),
+}
+
+impl std::fmt::Display for FlushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlushError::NoZone => f.write_str("no such zone"),
+            FlushError::Static => f.write_str(
+                "the zone does not take updates: its zone file is already its source, nothing to write",
+            ),
+            FlushError::NoWriter => f.write_str(
+                "the zone takes updates but has no writer (its journal failed at start, see the log)",
+            ),
+            FlushError::Failed(e) => write!(f, "zone file not written: {e}"),
+        }
+    }
 }
 
 /// What the transport does with an UPDATE.
@@ -168,9 +209,53 @@ impl Updates {
         let mut zones = HashMap::new();
         for spec in &config.zones {
             let ZoneOptions { acl, .. } = config.zone_options(&spec.name);
-            zones.insert(spec.name.to_lowercase(), ZoneDoor { acl, writer: None });
+            let takes_updates = acl.iter().any(|r| r.actions.contains(&Action::Update));
+            zones.insert(
+                spec.name.to_lowercase(),
+                ZoneDoor {
+                    acl,
+                    takes_updates,
+                    writer: None,
+                },
+            );
         }
-        Ok(Updates { keys, zones })
+        Ok(Updates {
+            keys,
+            zones,
+            written: Arc::default(),
+        })
+    }
+
+    /// Writes a zone's file now, through its writer (after the updates
+    /// queued before), and waits.
+    pub(crate) fn flush(&self, origin: &Name) -> Result<Flushed, FlushError> {
+        let door = self
+            .zones
+            .get(&origin.to_lowercase())
+            .ok_or(FlushError::NoZone)?;
+        if !door.takes_updates {
+            return Err(FlushError::Static);
+        }
+        let writer = door.writer.as_ref().ok_or(FlushError::NoWriter)?;
+        let stopped = || FlushError::Failed("the zone's writer stopped".into());
+        let (done, result) = mpsc::channel();
+        writer.send(Work::Flush { done }).map_err(|_| stopped())?;
+        result
+            .recv()
+            .map_err(|_| stopped())?
+            .map_err(FlushError::Failed)
+    }
+
+    /// The zones configured at start, in canonical order, and whether each
+    /// takes updates.
+    pub(crate) fn zone_names(&self) -> Vec<(Name, bool)> {
+        let mut v: Vec<(Name, bool)> = self
+            .zones
+            .iter()
+            .map(|(n, d)| (n.clone(), d.takes_updates))
+            .collect();
+        v.sort();
+        v
     }
 
     /// Applies a zone file read again to a zone that takes updates, through
@@ -375,6 +460,12 @@ pub(crate) fn state_path(dir: &Path, origin: &Name) -> PathBuf {
     journal_path(dir, origin).with_extension("state")
 }
 
+/// The note naming the zone file version the writer last wrote (see
+/// `flush.rs`).
+pub(crate) fn flushed_path(dir: &Path, origin: &Name) -> PathBuf {
+    journal_path(dir, origin).with_extension("flushed")
+}
+
 /// Opens the journals of the zones that take updates, replays them onto the
 /// published versions, and starts one writer per zone.
 pub(crate) fn start_writers(
@@ -432,6 +523,7 @@ pub(crate) fn start_writers(
             crate::ZoneSource::Embedded { label, .. } => label.as_bytes().to_vec(),
         };
         let state = state_path(dir, &origin);
+        let flushed = flushed_path(dir, &origin);
         let mut writer = Writer {
             origin: origin.clone(),
             journal,
@@ -441,6 +533,16 @@ pub(crate) fn start_writers(
             state: state.clone(),
             file_tag: file_tag.clone(),
             retry_at: Instant::now(),
+            zone_file: match &spec.source {
+                crate::ZoneSource::File(p) => Some(p.clone()),
+                crate::ZoneSource::Embedded { .. } => None,
+            },
+            flushed: flushed.clone(),
+            sync: options.zonefile_sync,
+            written_serial: zone.serial(),
+            last_flush: Instant::now(),
+            last_took: std::time::Duration::ZERO,
+            written: updates.written.clone(),
         };
         // The zone's truth is its state snapshot plus the journal after it;
         // the zone file is the operator's input, applied as a difference
@@ -483,7 +585,10 @@ pub(crate) fn start_writers(
             }
         };
         publisher.update(|set| set.insert(current.clone()));
-        let edited = state_tag.as_ref().is_some_and(|t| *t != file_tag);
+        // A file the writer wrote itself (zonefile-sync, zone-flush) is not
+        // an edit, though the state may have taken in an older one.
+        let ours = crate::flush::read_flushed_tags(&flushed).contains(&file_tag);
+        let edited = !ours && state_tag.as_ref().is_some_and(|t| *t != file_tag);
         if edited {
             tracing::info!(
                 "zone {origin}: the zone file changed since the zone's state took it in"
@@ -564,6 +669,20 @@ struct Writer {
     file_tag: Vec<u8>,
     /// No new compaction before this (after a failed one).
     retry_at: Instant,
+    /// The zone file (None for a built-in zone: never written).
+    zone_file: Option<PathBuf>,
+    /// The note naming the file version written last.
+    flushed: PathBuf,
+    /// When the zone file is written after a change.
+    sync: ZonefileSync,
+    /// The serial of the zone file's contents (as read or written).
+    written_serial: u32,
+    /// When the zone file was last written (or tried), or the writer started.
+    last_flush: Instant,
+    /// How long that took.
+    last_took: std::time::Duration,
+    /// Shared with the reloader: the files written.
+    written: Arc<Written>,
 }
 
 /// A background compaction of one version.
@@ -592,20 +711,29 @@ impl Writer {
     fn run(mut self, rx: mpsc::Receiver<Work>) {
         let mut out = vec![0u8; 65535];
         loop {
-            let first = if self.compaction.is_some() {
-                match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+            // Wake for a running compaction, and when the zone file is due.
+            let now = Instant::now();
+            let mut wake = self
+                .compaction
+                .as_ref()
+                .map(|_| now + std::time::Duration::from_millis(50));
+            if let Some(due) = self.flush_due() {
+                wake = Some(wake.map_or(due, |w| w.min(due)));
+            }
+            let first = match wake {
+                Some(at) => match rx.recv_timeout(at.saturating_duration_since(now)) {
                     Ok(j) => Some(j),
                     Err(mpsc::RecvTimeoutError::Timeout) => None,
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                }
-            } else {
-                match rx.recv() {
+                },
+                None => match rx.recv() {
                     Ok(j) => Some(j),
                     Err(_) => break,
-                }
+                },
             };
             self.finish_compaction();
             let Some(first) = first else {
+                self.maybe_flush();
                 continue;
             };
             let mut group = vec![first];
@@ -615,9 +743,18 @@ impl Writer {
                     Err(_) => break,
                 }
             }
+            // Flush requests are answered after the group's changes.
+            let (flushes, group): (Vec<Work>, Vec<Work>) = group
+                .into_iter()
+                .partition(|w| matches!(w, Work::Flush { .. }));
+            if group.is_empty() {
+                self.answer_flushes(flushes);
+                self.maybe_compact();
+                continue;
+            }
             let file = group.iter().find_map(|w| match w {
                 Work::File { tag, .. } => Some(tag.clone()),
-                Work::Update(_) => None,
+                Work::Update(_) | Work::Flush { .. } => None,
             });
             let durable = self.commit(group, &mut out);
             let file = file.filter(|_| durable);
@@ -632,8 +769,95 @@ impl Writer {
                     );
                 }
             }
+            self.answer_flushes(flushes);
+            self.maybe_flush();
             self.maybe_compact();
         }
+    }
+
+    /// The published version.
+    fn current(&self) -> Option<Arc<Zone>> {
+        self.publisher.set.load().get(self.origin.as_ref()).cloned()
+    }
+
+    /// When the zone file is next to be written by `zonefile-sync`: None
+    /// when it holds the published version, or is not to be written.
+    fn flush_due(&self) -> Option<Instant> {
+        self.zone_file.as_ref()?;
+        let zone = self.current()?;
+        if zone.serial() == self.written_serial {
+            return None;
+        }
+        let interval = self.sync.interval(zone.record_count())?;
+        // Writing the file takes at most half the writer's time (for
+        // zonefile-sync = 0 under a stream of updates).
+        Some(self.last_flush + interval.max(self.last_took))
+    }
+
+    /// Writes the zone file when `zonefile-sync` says it is time.
+    fn maybe_flush(&mut self) {
+        if self.flush_due().is_some_and(|due| due <= Instant::now()) {
+            if let Err(e) = self.flush() {
+                tracing::error!(
+                    "zone {}: cannot write its zone file ({e}); trying again in {} s",
+                    self.origin,
+                    RETRY_AFTER.as_secs()
+                );
+                // Not before RETRY_AFTER, whatever the interval.
+                self.last_flush = Instant::now() + RETRY_AFTER;
+            }
+        }
+    }
+
+    /// Writes the zone file for each `zone-flush` request and answers it.
+    fn answer_flushes(&mut self, flushes: Vec<Work>) {
+        if flushes.is_empty() {
+            return;
+        }
+        let result = self.flush();
+        for work in flushes {
+            if let Work::Flush { done } = work {
+                let _ = done.send(result.clone());
+            }
+        }
+    }
+
+    /// Writes the published version to the zone file and notes the new
+    /// file's tag, so that neither a start nor a reload takes it for an edit.
+    fn flush(&mut self) -> Result<Flushed, String> {
+        let path = self
+            .zone_file
+            .clone()
+            .ok_or("the zone is built in: it has no zone file")?;
+        let zone = self.current().ok_or("the zone is not served")?;
+        let started = Instant::now();
+        // Before the rename, the note and the reloader learn the new file
+        // (and keep the one in place): a crash or a reload on either side of
+        // the rename finds a file the writer knows.
+        let mut new_tag = None;
+        let result = crate::flush::write_zone_file(&path, &zone, |stamp, tag| {
+            crate::flush::write_flushed_tags(&self.flushed, &[self.file_tag.clone(), tag.clone()])
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", self.flushed.display())))?;
+            self.written.add(&self.origin, stamp);
+            new_tag = Some(tag);
+            Ok(())
+        });
+        self.last_flush = Instant::now();
+        self.last_took = started.elapsed();
+        let flushed = result.map_err(|e| format!("{}: {e}", path.display()))?;
+        self.written_serial = flushed.serial;
+        if let Some(tag) = new_tag {
+            self.file_tag = tag;
+        }
+        tracing::info!(
+            "zone {}: zone file written, {} records, serial {}, to {} in {:.1} ms",
+            self.origin,
+            flushed.records,
+            flushed.serial,
+            path.display(),
+            started.elapsed().as_secs_f64() * 1000.0
+        );
+        Ok(flushed)
     }
 
     /// Applies the zone file's difference from the published version (at
@@ -840,6 +1064,7 @@ impl Writer {
                         e.rcode().unwrap_or(rcode::SERVFAIL)
                     }),
                 Work::File { zone, .. } => Ok(difference(&version, zone, self.policy, now)),
+                Work::Flush { .. } => Ok(None),
             };
             let outcome = match changeset {
                 Ok(None) => Ok(format!("no change, serial {}", version.serial())),
@@ -912,6 +1137,9 @@ impl Writer {
                     let _ = done.send(
                         outcome.map_err(|c| format!("not applied ({})", lode_wire::rcode::name(c))),
                     );
+                }
+                (Work::Flush { done }, _) => {
+                    let _ = done.send(Err("not written".into()));
                 }
             }
         }

@@ -234,5 +234,55 @@ pub fn format_record(r: &Record) -> String {
     s
 }
 
+/// Writes `records` as zone-file text: `$ORIGIN origin`, then one record per
+/// line — owner relative to the origin (`@` for the apex, absolute for a name
+/// outside it), TTL, class only when not IN, type, RDATA as [`format_rdata`]
+/// prints it. The records are written in the order given (a zone dump gives
+/// the SOA first, then canonical order). Returns how many were written; what
+/// it writes parses back (with [`parse_file`]) to the same records.
+pub fn write_zone<W: std::io::Write>(
+    out: &mut W,
+    origin: &Name,
+    records: impl IntoIterator<Item = Record>,
+) -> std::io::Result<u64> {
+    writeln!(out, "$ORIGIN {origin}")?;
+    let base = origin.as_ref().label_count();
+    let mut line = String::with_capacity(256);
+    let mut n = 0u64;
+    for r in records {
+        line.clear();
+        let owner = r.owner.as_ref();
+        if owner.ends_with(&origin.as_ref()) {
+            let own = owner.label_count() - base;
+            if own == 0 {
+                line.push('@');
+            }
+            for (i, label) in owner.labels().take(own).enumerate() {
+                if i > 0 {
+                    line.push('.');
+                }
+                // Writing to a String cannot fail.
+                let _ = lode_wire::name::write_label(&mut line, label);
+            }
+        } else {
+            use std::fmt::Write as _;
+            let _ = write!(line, "{owner}");
+        }
+        {
+            use std::fmt::Write as _;
+            let _ = write!(line, " {}", r.ttl);
+            if r.class != lode_wire::Class::IN {
+                let _ = write!(line, " {}", r.class);
+            }
+            let _ = write!(line, " {} ", r.rtype);
+        }
+        rdata_text::format(r.rtype, &r.rdata, &mut line);
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests;

@@ -973,3 +973,45 @@ fn blocks_match_one_piece_on_mutated_text() {
     }
     assert!(read_in_blocks > 50, "{read_in_blocks}");
 }
+
+#[test]
+fn written_zone_parses_back() {
+    let mut text = String::from("$TTL 300\n@ SOA ns host 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
+    text.push_str("a\\.b.sub 60 TXT \"dot in a label\"\n\\@ 60 TXT \"at sign\"\n");
+    text.push_str("\\$x 60 TXT \"dollar\"\nsp\\032ace 60 A 192.0.2.3\n");
+    text.push_str("outside.other. 60 A 192.0.2.4\n");
+    for (t, i, _) in SAMPLES {
+        text.push_str(&format!("n 300 IN {t} {i}\n"));
+    }
+    let z = zone(&text);
+    let mut out = Vec::new();
+    let n = write_zone(&mut out, &origin(), z.records.iter().cloned()).unwrap();
+    assert_eq!(n as usize, z.records.len());
+    let printed = String::from_utf8(out).unwrap();
+    let mut lines = printed.lines();
+    assert_eq!(lines.next(), Some("$ORIGIN example."));
+    assert_eq!(
+        lines.next(),
+        Some("@ 300 SOA ns.example. host.example. 1 2 3 4 5")
+    );
+    assert!(printed.contains("\nns 300 A 192.0.2.1\n"), "{printed}");
+    assert!(printed.contains("\na\\.b.sub 60 TXT"), "{printed}");
+    assert!(printed.contains("\noutside.other. 60 A"), "{printed}");
+    // Read back under another origin: the $ORIGIN line decides.
+    let other: Name = "elsewhere.".parse().unwrap();
+    let again = parse_str(&printed, "w.zone", &other).unwrap();
+    assert_eq!(z.records, again.records);
+    // The root zone: owners relative to ".".
+    let root = Name::root();
+    let r = parse_str(
+        "@ 60 NS a.root-servers.net.\ncom 60 NS a.gtld.net.\n",
+        "r",
+        &root,
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    write_zone(&mut out, &root, r.records.iter().cloned()).unwrap();
+    let printed = String::from_utf8(out).unwrap();
+    assert!(printed.contains("\ncom 60 NS"), "{printed}");
+    assert_eq!(parse_str(&printed, "r", &other).unwrap().records, r.records);
+}
