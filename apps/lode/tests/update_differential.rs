@@ -958,7 +958,9 @@ fn knot_update_config(dir: &Path, port: u16, zones: &[ZoneSpec]) -> String {
 fn lode_update_config(dir: &Path, port: u16, zones: &[ZoneSpec]) -> String {
     let d = dir.display();
     let mut c = format!(
-        "listen = [\"127.0.0.1:{port}\"]\njournal-dir = \"{d}/journal\"\ncontrol = \"{d}/lode.sock\"\n\n"
+        "listen = [\"127.0.0.1:{port}\"]\njournal-dir = \"{d}/journal\"\ncontrol = \"{d}/lode.sock\"\n\
+         # as Knot's zonefile-sync: -1 above; the zone files are the repository's\n\
+         zonefile-sync = -1\n\n"
     );
     for (id, secret) in [(UPD_KEY, UPD_SECRET), (OTHER_KEY, OTHER_SECRET)] {
         let _ = writeln!(
