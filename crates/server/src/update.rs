@@ -1030,6 +1030,9 @@ impl Writer {
             lode_io::mem::prefer_huge_pages(addr, len);
         }
         self.publisher.update(|set| set.insert(zone.clone()));
+        // The old base goes when its last reader leaves; what the delta's
+        // small allocations leave behind in the heap goes back now.
+        lode_io::mem::trim_heap();
         tracing::info!(
             "zone {}: compacted {} changed names in {:.2} s ({} changes made meanwhile), serial {}",
             self.origin,
