@@ -672,6 +672,7 @@ impl Bench<'_> {
             log: self.logs.join(format!("{kind}-{tag}.log")),
             cpu: self.cfg.server_cpu,
             lode: self.cfg.lode.clone(),
+            update_key: None,
         }
     }
 
