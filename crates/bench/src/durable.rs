@@ -56,6 +56,8 @@ pub struct DurableConfig {
     pub first: u64,
     /// Digits of the numbers below each zone apex.
     pub digits: usize,
+    /// Numbers stop before this one (None: at 10^digits).
+    pub end: Option<u64>,
 }
 
 impl DurableConfig {
@@ -95,10 +97,16 @@ impl DurableConfig {
         Ok(())
     }
 
+    /// The first number not written: `end`, at most 10^digits.
+    pub fn top(&self) -> u64 {
+        let top = 10u64.saturating_pow(self.digits as u32);
+        self.end.map_or(top, |e| e.min(top))
+    }
+
     /// Records this run can write before the numbers run out.
     pub fn capacity(&self) -> u64 {
-        let top = 10u64.saturating_pow(self.digits as u32);
-        top.saturating_sub(self.first)
+        self.top()
+            .saturating_sub(self.first)
             .saturating_mul(self.zones.len() as u64)
     }
 }
@@ -142,6 +150,9 @@ pub fn message_span(zones: usize, batch: usize, first: u64, m: u64) -> (usize, u
 /// zone. None when the numbers ran out.
 pub fn batch_message(cfg: &DurableConfig, id: u16, m: u64) -> Option<Vec<u8>> {
     let (z, base) = message_span(cfg.zones.len(), cfg.batch, cfg.first, m);
+    if base.checked_add(cfg.batch as u64)? > cfg.top() {
+        return None;
+    }
     let apex = cfg.zones.get(z)?;
     let mut msg = update_message(
         id,

@@ -608,7 +608,11 @@ mod tests {
             let conf: String = fs::read_dir(&l.dir)
                 .expect("dir")
                 .flatten()
-                .filter(|e| e.path().extension().is_some_and(|x| x == "conf" || x == "toml"))
+                .filter(|e| {
+                    e.path()
+                        .extension()
+                        .is_some_and(|x| x == "conf" || x == "toml")
+                })
                 .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
                 .collect();
             format!("{cmd}\n{conf}")
@@ -621,7 +625,10 @@ mod tests {
             .parse()
             .expect("TOML");
         assert!(parsed.get("journal-dir").is_some(), "{lode}");
-        assert!(lode.contains("--config") && lode.contains("acl = [\"update\"]"), "{lode}");
+        assert!(
+            lode.contains("--config") && lode.contains("acl = [\"update\"]"),
+            "{lode}"
+        );
         assert!(lode.contains("secret = \"c2VjcmV0\""), "{lode}");
         let knot = text(Kind::Knot);
         assert!(knot.contains("action: update") && knot.contains("journal-content: changes"));

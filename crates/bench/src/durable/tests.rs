@@ -13,6 +13,7 @@ fn cfg(zones: &[&str]) -> DurableConfig {
         key: None,
         first: 500_000,
         digits: 6,
+        end: None,
     }
 }
 
@@ -50,6 +51,14 @@ fn messages_cover_disjoint_numbers_per_zone() {
     tight.first = 999_998;
     assert!(batch_message(&tight, 0, 0).is_none());
     assert_eq!(tight.capacity(), 2);
+    let mut capped = cfg(&["0.1.e164.arpa."]);
+    capped.end = Some(500_005);
+    assert!(batch_message(&capped, 0, 0).is_some(), "500000..500002");
+    assert!(
+        batch_message(&capped, 0, 1).is_none(),
+        "500003..500005 passes the end"
+    );
+    assert_eq!(capped.capacity(), 5);
 }
 
 #[test]
