@@ -116,7 +116,7 @@ impl UpdCompareConfig {
         if self.update_rates.iter().any(|r| !(0.0..=1e6).contains(r)) {
             return bad("update rates: 0 to 1,000,000 per second");
         }
-        if self.bulk % ZONES != 0
+        if !self.bulk.is_multiple_of(ZONES)
             || self.bulk / ZONES > 10u64.pow(SUFFIX_DIGITS as u32) - BULK_FIRST
         {
             return bad("bulk: a multiple of 10, at most 2,000,000");
