@@ -46,6 +46,191 @@ enum BenchWhat {
     /// Side by side: Knot DNS, NSD, BIND 9, PowerDNS and Lode on the same generated
     /// zones, the same tests, interleaved; a report (Markdown, JSON, PNG) in a folder.
     Compare(Box<CompareArgs>),
+    /// Updates side by side (issue 8): Lode, Knot DNS and BIND 9 with the same key and
+    /// zones: durable update rate vs the disk's fdatasync rate, query rate under update
+    /// rates, `lode update` bulk load with query latency; updates.md and updates.json.
+    CompareUpdates(Box<CompareUpdatesArgs>),
+    /// The disk's durable-write rate: 4 KiB write + fdatasync in a loop in a folder.
+    Fsync(FsyncArgs),
+}
+
+/// Arguments of `lode bench fsync`.
+#[derive(clap::Args, Debug)]
+struct FsyncArgs {
+    /// The folder (on the journal's disk).
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Seconds.
+    #[arg(long, default_value_t = 3.0)]
+    secs: f64,
+}
+
+/// Arguments of `lode bench compare-updates`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Servers are started one at a time on 127.0.0.1:--port, pinned to --server-cpu, each in a fresh folder under --work holding its journal (the disk the fsync probe measures); the tester runs on --tester-cpu. The set is `lode gen enum` with 10 zones and prefix 1212; target 1 adds numbers from 500000, the bulk load from 800000 in every zone. --quick: 100000 records, 1 run, 5 s closed loop, 1 s steps, 100000 bulk numbers."
+)]
+struct CompareUpdatesArgs {
+    /// Results folder (default results/updates-[quick-]DATE).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Scratch folder: the set and the servers' journals (default: a temp dir, removed).
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// A small comparison (~2 min per server).
+    #[arg(long)]
+    quick: bool,
+    /// Servers, in run order (lode, knot, bind).
+    #[arg(long, value_delimiter = ',', default_value = "lode,knot,bind")]
+    servers: Vec<String>,
+    /// ENUM records in 10 zones (default 5000000; --quick 100000).
+    #[arg(long)]
+    records: Option<u64>,
+    /// Rounds (default 3; --quick 1).
+    #[arg(long)]
+    runs: Option<usize>,
+    /// TSIG key `[alg:]name:base64secret` (default: a fixed hmac-sha256 test key).
+    #[arg(long)]
+    tsig: Option<String>,
+    /// Closed-loop clients of target 1.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// Seconds of the closed-loop run (default 20; --quick 5; 0: none).
+    #[arg(long)]
+    durable_secs: Option<f64>,
+    /// Seconds of the fdatasync probe.
+    #[arg(long, default_value_t = 3.0)]
+    fsync_secs: f64,
+    /// Update rates of target 3 (0: static).
+    #[arg(long, value_delimiter = ',', default_value = "0,10,100,1000,5000")]
+    update_rates: Vec<f64>,
+    /// Seconds per query-rate step (default 2; --quick 1).
+    #[arg(long)]
+    step: Option<f64>,
+    /// Upper bound of the searches (q/s).
+    #[arg(long, default_value_t = 200_000)]
+    high: u64,
+    /// Resolution of the searches (default high/50; --quick high/16).
+    #[arg(long)]
+    resolution: Option<u64>,
+    /// Milliseconds after which a query reply no longer counts.
+    #[arg(long, default_value_t = 250)]
+    timeout: u64,
+    /// New numbers of the bulk load (default 1000000; --quick 100000; 0: none).
+    #[arg(long)]
+    bulk: Option<u64>,
+    /// Records per bulk message (`lode update -b`).
+    #[arg(long, default_value_t = 500)]
+    bulk_batch: usize,
+    /// Messages in flight per bulk connection (`lode update -w`).
+    #[arg(long, default_value_t = 16)]
+    bulk_window: usize,
+    /// Bulk connections (`lode update -c`).
+    #[arg(long, default_value_t = 1)]
+    bulk_connections: usize,
+    /// Longest bulk load, seconds.
+    #[arg(long, default_value_t = 600.0)]
+    bulk_limit: f64,
+    /// Query rate of the latency steps before and during the bulk load (0: none).
+    #[arg(long, default_value_t = 20_000)]
+    stall_rate: u64,
+    /// CPU the server under test is pinned to.
+    #[arg(long, default_value_t = 0)]
+    server_cpu: usize,
+    /// CPU the tester is pinned to.
+    #[arg(long, default_value_t = 1)]
+    tester_cpu: usize,
+    /// Port of the server under test on 127.0.0.1.
+    #[arg(long, default_value_t = 15700)]
+    port: u16,
+    /// Seconds to wait for a server's first answer.
+    #[arg(long, default_value_t = 600.0)]
+    load_limit: f64,
+    /// Do not install missing packages.
+    #[arg(long)]
+    no_install: bool,
+}
+
+/// The key used when none is given (a test key; the servers listen on loopback only).
+const BENCH_KEY: &str =
+    "hmac-sha256:lode-bench-update.:bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=";
+
+fn compare_updates(a: CompareUpdatesArgs) -> anyhow::Result<ExitCode> {
+    use lode_bench::compare::updates::{self, UpdCompareConfig};
+    let q = a.quick;
+    let servers = parse_servers(&a.servers, false)?;
+    let key =
+        lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(BENCH_KEY)).context("--tsig")?;
+    let durable = a.durable_secs.unwrap_or(if q { 5.0 } else { 20.0 });
+    let durable = if durable == 0.0 {
+        Duration::ZERO
+    } else {
+        secs(durable, "--durable-secs")?
+    };
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "undated".into());
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!("updates-{}{date}", if q { "quick-" } else { "" }))
+    });
+    let temp = a.work.is_none();
+    let work = a.work.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("lode-updates-{}", std::process::id()))
+    });
+    let cfg = UpdCompareConfig {
+        out: out.clone(),
+        work: work.clone(),
+        lode: std::env::current_exe().context("finding the lode binary")?,
+        servers,
+        records: a.records.unwrap_or(if q { 100_000 } else { 5_000_000 }),
+        runs: a.runs.unwrap_or(if q { 1 } else { 3 }),
+        key,
+        clients: a.clients,
+        durable,
+        fsync: secs(a.fsync_secs, "--fsync-secs")?,
+        update_rates: a.update_rates.clone(),
+        step: secs(a.step.unwrap_or(if q { 1.0 } else { 2.0 }), "--step")?,
+        high: a.high,
+        resolution: a
+            .resolution
+            .unwrap_or(a.high / if q { 16 } else { 50 })
+            .max(1),
+        timeout: Duration::from_millis(a.timeout.max(1)),
+        bulk: a.bulk.unwrap_or(if q { 100_000 } else { 1_000_000 }),
+        bulk_shape: (a.bulk_batch, a.bulk_window, a.bulk_connections),
+        stall_rate: a.stall_rate,
+        bulk_limit: secs(a.bulk_limit, "--bulk-limit")?,
+        server_cpu: a.server_cpu,
+        tester_cpu: a.tester_cpu,
+        port: a.port,
+        load_limit: secs(a.load_limit, "--load-limit")?,
+        install: !a.no_install,
+    };
+    let result = updates::run(&cfg);
+    if temp {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    let result = result?;
+    out!(
+        "report: {} ({} runs, {:.0} s)",
+        out.join("updates.md").display(),
+        result.runs.len(),
+        result.wall_secs
+    );
+    for n in &result.notes {
+        out!("note: {n}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fsync(a: FsyncArgs) -> anyhow::Result<ExitCode> {
+    let p = lode_bench::durable::fsync_probe(&a.dir, secs(a.secs, "--secs")?)?;
+    out!("{}: {p}", a.dir.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `lode bench compare`.
@@ -322,7 +507,8 @@ struct UpdateArgs {
     /// The server under test.
     #[arg(long)]
     server: SocketAddr,
-    /// Zone NAME=FILE the updates are derived from (repeatable; the server must serve them).
+    /// Zone NAME=FILE the updates are derived from (repeatable; the server must serve
+    /// them); with --clients the NAME alone is enough.
     #[arg(long, required = true, value_name = "NAME=FILE")]
     zone: Vec<String>,
     /// Updates per second.
@@ -362,6 +548,27 @@ struct UpdateArgs {
     /// Add an EDNS OPT record to every query.
     #[arg(long)]
     edns: bool,
+    /// Closed-loop durable-update mode (issue 8 target 1) instead of the query search:
+    /// this many clients, each its own TCP connection, adding new NAPTRs (owners:
+    /// numbers from --first, reversed below each --zone NAME; no zone file needed).
+    #[arg(long)]
+    clients: Option<usize>,
+    /// Closed-loop mode: records per UPDATE message.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Closed-loop mode: messages in flight per connection (1: closed loop).
+    #[arg(long, default_value_t = 1)]
+    window: usize,
+    /// Closed-loop mode: first number below each zone.
+    #[arg(long, default_value_t = 500_000)]
+    first: u64,
+    /// Closed-loop mode: digits of the numbers below each zone.
+    #[arg(long, default_value_t = 6)]
+    digits: usize,
+    /// Closed-loop mode: also measure the fdatasync rate in this folder (the journal's)
+    /// and print durable updates/s ÷ fdatasync/s.
+    #[arg(long, value_name = "DIR")]
+    fsync_dir: Option<PathBuf>,
 }
 
 /// Arguments of `lode bench echo`.
@@ -498,6 +705,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchWhat::Clients(a) => clients(a),
         BenchWhat::Update(a) => update(a),
         BenchWhat::Compare(a) => compare(*a),
+        BenchWhat::CompareUpdates(a) => compare_updates(*a),
+        BenchWhat::Fsync(a) => fsync(a),
     }
 }
 
@@ -712,6 +921,9 @@ fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
     use lode_bench::update::{during_updates, run_stream, UpdateConfig, UpdatePlan, UpdateResult};
     use lode_wire::Name;
     let duration = secs(a.duration, "--duration")?;
+    if a.clients.is_some() {
+        return closed_loop(&a, duration);
+    }
     if !(a.update_rate > 0.0 && a.update_rate <= 1_000_000.0) {
         bail!("--update-rate must be between 0 and 1000000");
     }
@@ -872,9 +1084,117 @@ fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The zone names of `--zone NAME[=FILE]` arguments.
+fn zone_names(args: &[String]) -> anyhow::Result<Vec<lode_wire::Name>> {
+    args.iter()
+        .map(|z| {
+            let name = z.split_once('=').map_or(z.as_str(), |(n, _)| n);
+            lode_wire::Name::parse(name, Some(&lode_wire::Name::root()))
+                .map_err(|e| anyhow::anyhow!("--zone {z:?}: {e}"))
+        })
+        .collect()
+}
+
+/// `lode bench update --clients N`: closed-loop TSIG updates over TCP for --duration.
+fn closed_loop(a: &UpdateArgs, duration: Duration) -> anyhow::Result<ExitCode> {
+    use lode_bench::durable::{self, DurableConfig};
+    let key = a
+        .tsig
+        .as_deref()
+        .map(|s| lode_tsig::Key::parse_spec(s).with_context(|| format!("--tsig {s:?}")))
+        .transpose()?;
+    let cfg = DurableConfig {
+        server: a.server,
+        zones: zone_names(&a.zone)?,
+        clients: a.clients.unwrap_or(1),
+        batch: a.batch,
+        window: a.window,
+        duration,
+        timeout: Duration::from_millis(a.update_timeout.max(1)),
+        key,
+        first: a.first,
+        digits: a.digits,
+        end: None,
+    };
+    cfg.check()?;
+    let probe = match &a.fsync_dir {
+        Some(d) => {
+            let p = durable::fsync_probe(d, Duration::from_secs(3))?;
+            out!("fsync probe {}: {p}", d.display());
+            Some(p)
+        }
+        None => None,
+    };
+    out!(
+        "server {} (TCP)  {} zone(s)  {} clients × {} in flight  {} record(s) per update{}  {:.1} s",
+        a.server,
+        cfg.zones.len(),
+        cfg.clients,
+        cfg.window,
+        cfg.batch,
+        match &cfg.key {
+            Some(k) => format!("  TSIG {}", k.algorithm()),
+            None => "  unsigned".into(),
+        },
+        duration.as_secs_f64()
+    );
+    let r = durable::run(&cfg, &std::sync::atomic::AtomicBool::new(false))?;
+    let rcodes: Vec<String> = r
+        .rcodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| format!("{} {n}", lode_wire::rcode::name(c as u16)))
+        .collect();
+    out!(
+        "sent {}  acknowledged {} ({} records)  replies {}  bad TSIG {}  unanswered {}  \
+         connection errors {}",
+        r.sent,
+        r.acked,
+        r.acked_rrs,
+        if rcodes.is_empty() {
+            "none".into()
+        } else {
+            rcodes.join(", ")
+        },
+        r.bad_tsig,
+        r.unanswered,
+        r.conn_errors
+    );
+    out!(
+        "durable updates: {:.0}/s ({:.0} records/s) in {:.2} s; latency p50 {} µs, p99 {} µs, \
+         p99.9 {} µs, max {} µs",
+        r.updates_per_sec(),
+        r.rrs_per_sec(),
+        r.secs,
+        r.latency_us[0],
+        r.latency_us[1],
+        r.latency_us[2],
+        r.latency_us[3]
+    );
+    if let Some(p) = probe {
+        match durable::ratio(r.updates_per_sec(), p.per_sec()) {
+            Some(x) => out!(
+                "durable updates/s ÷ fdatasync/s = {:.0} ÷ {:.0} = {x:.2}",
+                r.updates_per_sec(),
+                p.per_sec()
+            ),
+            None => out!("no fdatasync rate measured"),
+        }
+    }
+    if let Some(e) = &r.first_error {
+        out!("first error: {e}");
+    }
+    Ok(if r.acked > 0 && r.acked == r.sent {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{parse_fraction, parse_servers};
+    use super::{parse_fraction, parse_servers, zone_names};
     use lode_bench::compare::servers::Kind;
 
     #[test]
@@ -890,6 +1210,16 @@ mod tests {
             parse_servers(&l("PowerDNS"), false).ok(),
             Some(vec![Kind::Pdns])
         );
+    }
+
+    #[test]
+    fn zone_arguments() {
+        let z = |v: &[&str]| zone_names(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let names = z(&["0.2.1.2.1.e164.arpa=/z/0.zone", "1.2.1.2.1.e164.arpa."]).expect("ok");
+        assert_eq!(names[0].to_string(), "0.2.1.2.1.e164.arpa.");
+        assert_eq!(names[1].to_string(), "1.2.1.2.1.e164.arpa.");
+        assert!(z(&["bad..name=/x"]).is_err());
+        assert!(lode_tsig::Key::parse_spec(super::BENCH_KEY).is_ok());
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 pub mod clients;
 pub mod compare;
+pub mod durable;
 pub mod e164;
 pub mod echo;
 pub mod gen;

@@ -142,6 +142,9 @@ pub struct StepResult {
     /// Latency of valid replies (late ones included), microseconds: 50th, 99th
     /// percentile and maximum (within 1/64).
     pub latency_us: [u64; 3],
+    /// Latency of valid replies at the 99.9th percentile, microseconds (the stall
+    /// measurement of issue 8 §6 target 4).
+    pub latency_p999_us: u64,
 }
 
 impl StepResult {
@@ -350,6 +353,7 @@ impl Tester {
             latency.merge(&c.latency);
         }
         r.latency_us = [50.0, 99.0, 100.0].map(|p| latency.percentile(p).unwrap_or(0));
+        r.latency_p999_us = latency.percentile(99.9).unwrap_or(0);
         r.achieved_rate = if r.send_secs > 0.0 {
             r.sent.saturating_sub(1) as f64 / r.send_secs
         } else {

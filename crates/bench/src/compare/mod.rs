@@ -21,6 +21,7 @@ pub mod report;
 pub mod servers;
 pub mod sys;
 pub mod targets;
+pub mod updates;
 
 use std::fmt;
 use std::io::Write as _;
@@ -477,12 +478,12 @@ pub struct CompareResult {
 }
 
 /// Prints progress to stderr.
-fn say(msg: &str) {
+pub(crate) fn say(msg: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{msg}");
 }
 
 /// Pins the calling thread (and the threads it starts later) to `cpu`.
-fn pin_self(cpu: usize) -> Result<(), CompareError> {
+pub(crate) fn pin_self(cpu: usize) -> Result<(), CompareError> {
     use nix::sched::{sched_setaffinity, CpuSet};
     use nix::unistd::Pid;
     let mut set = CpuSet::new();
@@ -672,6 +673,7 @@ impl Bench<'_> {
             log: self.logs.join(format!("{kind}-{tag}.log")),
             cpu: self.cfg.server_cpu,
             lode: self.cfg.lode.clone(),
+            update_key: None,
         }
     }
 

@@ -93,6 +93,9 @@ pub struct Launch {
     pub cpu: usize,
     /// The lode binary (for Lode and the echo).
     pub lode: PathBuf,
+    /// Accept RFC 2136 updates signed with this key in every zone, journal in `dir`
+    /// (Lode, Knot DNS and BIND 9; BIND gets copies of the zone files, which it rewrites).
+    pub update_key: Option<lode_tsig::Key>,
 }
 
 impl Launch {
@@ -133,22 +136,48 @@ impl Launch {
                     "--log-level".into(),
                     "info".into(),
                 ];
-                for (apex, file) in &self.zones {
-                    c.push("--zone".into());
-                    c.push(format!("{apex}={}", file.display()));
+                match &self.update_key {
+                    None => {
+                        for (apex, file) in &self.zones {
+                            c.push("--zone".into());
+                            c.push(format!("{apex}={}", file.display()));
+                        }
+                    }
+                    Some(key) => {
+                        let j = d.join("journal");
+                        fs::create_dir_all(&j).map_err(|e| CompareError::io(&j, e))?;
+                        let p = write("lode.toml", lode_update_conf(d, &self.zones, key))?;
+                        c.push("--config".into());
+                        c.push(p);
+                    }
                 }
                 c
             }
             Kind::Knot => {
                 fs::create_dir_all(d.join("db")).map_err(|e| CompareError::io(d, e))?;
+                let (keys, journal) = match &self.update_key {
+                    None => (String::new(), "journal-content: none\n"),
+                    Some(k) => (
+                        format!(
+                            "key:\n  - id: {}\n    algorithm: {}\n    secret: {}\n\
+                             acl:\n  - id: update\n    key: {}\n    action: update\n",
+                            k.name(),
+                            k.algorithm().name(),
+                            k.secret_base64(),
+                            k.name()
+                        ),
+                        "journal-content: changes\n    journal-max-usage: 4G\n    \
+                         acl: update\n",
+                    ),
+                };
                 let mut conf = format!(
                     "server:\n    rundir: \"{ds}\"\n    pidfile: \"{ds}/knot.pid\"\n    \
                      listen: 127.0.0.1@{port}\n    udp-workers: {w}\n    tcp-workers: 1\n    \
                      background-workers: 1\n\
                      log:\n  - target: stderr\n    any: info\n\
-                     database:\n    storage: \"{ds}/db\"\n\
+                     database:\n    storage: \"{ds}/db\"\n{keys}\
                      template:\n  - id: default\n    storage: \"{ds}\"\n    zonefile-sync: -1\n    \
-                     journal-content: none\n\
+                     {journal}\
                      zone:\n"
                 );
                 for (apex, file) in &self.zones {
@@ -188,11 +217,36 @@ impl Launch {
                      recursion no;\n  dnssec-validation no;\n  notify no;\n}};\n\
                      controls {{ }};\n"
                 );
-                for (apex, file) in &self.zones {
+                if let Some(k) = &self.update_key {
+                    // BIND logs every record an update adds (Knot and Lode one line per
+                    // commit): not that cost in a rate measurement.
+                    conf.push_str("logging { category update { null; }; };\n");
                     conf.push_str(&format!(
-                        "zone \"{apex}\" {{ type primary; file \"{}\"; }};\n",
-                        file.display()
+                        "key \"{}\" {{ algorithm {}; secret \"{}\"; }};\n",
+                        k.name(),
+                        k.algorithm().name(),
+                        k.secret_base64()
                     ));
+                }
+                for (i, (apex, file)) in self.zones.iter().enumerate() {
+                    match &self.update_key {
+                        None => conf.push_str(&format!(
+                            "zone \"{apex}\" {{ type primary; file \"{}\"; }};\n",
+                            file.display()
+                        )),
+                        Some(k) => {
+                            // BIND writes updated zones back to their files: its own copies.
+                            let copy = d.join(format!("zone{i}.db"));
+                            fs::copy(file, &copy).map_err(|e| CompareError::io(file, e))?;
+                            conf.push_str(&format!(
+                                "zone \"{apex}\" {{ type primary; file \"{}\"; \
+                                 journal \"{ds}/zone{i}.db.jnl\"; \
+                                 allow-update {{ key \"{}\"; }}; }};\n",
+                                copy.display(),
+                                k.name()
+                            ));
+                        }
+                    }
                 }
                 let p = write("named.conf", conf)?;
                 vec![
@@ -266,6 +320,30 @@ impl Launch {
             stopped: false,
         })
     }
+}
+
+/// Lode's configuration for zones taking updates signed with `key`: journal in
+/// `dir/journal`, one ACL allowing updates with the key.
+pub fn lode_update_conf(dir: &Path, zones: &[(String, PathBuf)], key: &lode_tsig::Key) -> String {
+    // TOML basic strings: paths with quotes or backslashes escaped.
+    let q = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut c = format!(
+        "journal-dir = \"{}\"\n\n[[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
+         [[acl]]\nid = \"update\"\nkey = [\"{}\"]\naction = [\"update\"]\n",
+        q(&dir.join("journal").display().to_string()),
+        key.name(),
+        key.algorithm().name(),
+        key.secret_base64(),
+        key.name()
+    );
+    for (apex, file) in zones {
+        c.push_str(&format!(
+            "\n[[zone]]\nname = \"{}\"\nfile = \"{}\"\nacl = [\"update\"]\n",
+            q(apex),
+            q(&file.display().to_string())
+        ));
+    }
+    c
 }
 
 /// Fails if something already listens on UDP 127.0.0.1:`port`.
@@ -440,6 +518,7 @@ mod tests {
             log: dir.join(format!("s{port}.log")),
             cpu: 0,
             lode: PathBuf::from(lode),
+            update_key: None,
         };
         // `/bin/sleep bench echo …` fails at once (bad arguments).
         let mut dying = launch("/bin/sleep", 15860).start().expect("start");
@@ -487,6 +566,7 @@ mod tests {
                 log: dir.join("x.log"),
                 cpu: 0,
                 lode: PathBuf::from("/usr/bin/lode"),
+                update_key: None,
             };
             let cmd = l.command().expect("command").join(" ");
             assert!(!cmd.is_empty());
@@ -503,6 +583,64 @@ mod tests {
         }
         let nsd = fs::read_to_string(dir.join("nsd/nsd.conf")).expect("nsd.conf");
         assert!(nsd.contains("rrl-ratelimit: 0"));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// With an update key: Lode gets a TOML file with journal, key and ACL; Knot an
+    /// ACL and a journal; BIND allow-update, a journal in its folder and a zone copy.
+    #[test]
+    fn update_configurations_are_written() {
+        let dir = std::env::temp_dir().join(format!("lode-bench-upd-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        let zone = dir.join("1.zone");
+        fs::write(&zone, "; a zone\n").expect("zone");
+        let key = lode_tsig::Key::parse_spec("hmac-sha256:upd.:c2VjcmV0").expect("key");
+        let text = |kind: Kind| {
+            let l = Launch {
+                kind,
+                port: 15898,
+                workers: 1,
+                zones: vec![("1.e164.arpa.".to_owned(), zone.clone())],
+                dir: dir.join(kind.name()),
+                log: dir.join("x.log"),
+                cpu: 0,
+                lode: PathBuf::from("/usr/bin/lode"),
+                update_key: Some(key.clone()),
+            };
+            let cmd = l.command().expect("command").join(" ");
+            let conf: String = fs::read_dir(&l.dir)
+                .expect("dir")
+                .flatten()
+                .filter(|e| {
+                    e.path()
+                        .extension()
+                        .is_some_and(|x| x == "conf" || x == "toml")
+                })
+                .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
+                .collect();
+            format!("{cmd}\n{conf}")
+        };
+        let lode = text(Kind::Lode);
+        let parsed: toml::Table = lode
+            .split_once('\n')
+            .map(|(_, c)| c)
+            .unwrap_or_default()
+            .parse()
+            .expect("TOML");
+        assert!(parsed.get("journal-dir").is_some(), "{lode}");
+        assert!(
+            lode.contains("--config") && lode.contains("acl = [\"update\"]"),
+            "{lode}"
+        );
+        assert!(lode.contains("secret = \"c2VjcmV0\""), "{lode}");
+        let knot = text(Kind::Knot);
+        assert!(knot.contains("action: update") && knot.contains("journal-content: changes"));
+        assert!(knot.contains("zonefile-sync: -1"), "{knot}");
+        let bind = text(Kind::Bind);
+        assert!(bind.contains("allow-update { key \"upd.\"; }"), "{bind}");
+        assert!(bind.contains("zone0.db.jnl"), "{bind}");
+        assert!(bind.contains("category update { null; }"), "{bind}");
+        assert!(dir.join("bind/zone0.db").exists(), "BIND's own copy");
         let _ = fs::remove_dir_all(&dir);
     }
 }
