@@ -533,6 +533,7 @@ pub(crate) fn start_writers(
             state: state.clone(),
             file_tag: file_tag.clone(),
             retry_at: Instant::now(),
+            max_usage: config.journal_max_usage,
             zone_file: match &spec.source {
                 crate::ZoneSource::File(p) => Some(p.clone()),
                 crate::ZoneSource::Embedded { .. } => None,
@@ -669,6 +670,8 @@ struct Writer {
     file_tag: Vec<u8>,
     /// No new compaction before this (after a failed one).
     retry_at: Instant,
+    /// The journal's size bound (journal-max-usage).
+    max_usage: u64,
     /// The zone file (None for a built-in zone: never written).
     zone_file: Option<PathBuf>,
     /// The note naming the file version written last.
@@ -698,6 +701,15 @@ struct Compaction {
 struct Compacted {
     zone: Result<Zone, lode_zonedb::ApplyError>,
     state: Option<std::io::Result<()>>,
+}
+
+/// Whether the journal is to be flushed now: it is over one of its bounds,
+/// and either over its size bound or holding at least a quarter of the
+/// zone's size — a flush writes the whole zone, so a depth bound reached by
+/// small changes waits until the history is worth a state snapshot (the
+/// writing stays at most 4 × the changes). The depth bound is thus soft.
+fn worth_flushing(over_bounds: bool, usage: u64, max_usage: u64, zone_bytes: usize) -> bool {
+    over_bounds && (usage >= max_usage || usage.saturating_mul(4) >= zone_bytes as u64)
 }
 
 /// Whether a delta of `entries` over a base of `nodes` names is worth
@@ -925,7 +937,12 @@ impl Writer {
             return;
         };
         let entries = zone.delta_len();
-        let flush = self.journal.needs_flush();
+        let flush = worth_flushing(
+            self.journal.needs_flush(),
+            self.journal.usage_bytes(),
+            self.max_usage,
+            zone.heap_bytes(),
+        );
         if !flush && !worth_compacting(entries, zone.node_count()) {
             return;
         }
@@ -1222,4 +1239,20 @@ pub(crate) fn difference(
         removed,
         added,
     })
+}
+
+#[cfg(test)]
+mod flush_tests {
+    use super::worth_flushing;
+
+    #[test]
+    fn a_flush_waits_until_the_history_is_worth_a_snapshot() {
+        // Not over a bound: never.
+        assert!(!worth_flushing(false, 1 << 30, 100 << 20, 1000));
+        // Over the depth bound with little history for a big zone: later.
+        assert!(!worth_flushing(true, 10_000, 100 << 20, 1 << 30));
+        // A quarter of the zone's size, or the size bound: now.
+        assert!(worth_flushing(true, 1 << 28, 100 << 30, 1 << 30));
+        assert!(worth_flushing(true, 100 << 20, 100 << 20, 1 << 40));
+    }
 }

@@ -328,7 +328,7 @@ pub fn lode_update_conf(dir: &Path, zones: &[(String, PathBuf)], key: &lode_tsig
     // TOML basic strings: paths with quotes or backslashes escaped.
     let q = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let mut c = format!(
-        "journal-dir = \"{}\"\n\n[[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
+        "journal-dir = \"{}\"\n# as Knot's zonefile-sync: -1 in these runs: the zone file is not written back\nzonefile-sync = -1\n\n[[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
          [[acl]]\nid = \"update\"\nkey = [\"{}\"]\naction = [\"update\"]\n",
         q(&dir.join("journal").display().to_string()),
         key.name(),
