@@ -113,3 +113,15 @@ pub fn ignore_file_size_signal() {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
+
+/// Lowers the calling thread's scheduling priority to `nice` (0..=19), so
+/// background work (a zone writer, a compaction) yields the CPU to the
+/// threads answering queries. Best effort: an error leaves it as it was.
+pub fn lower_thread_priority(nice: i32) {
+    // SAFETY: gettid has no preconditions; setpriority on our own thread id
+    // only changes its scheduling weight.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice.clamp(0, 19));
+    }
+}

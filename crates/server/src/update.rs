@@ -534,6 +534,7 @@ pub(crate) fn start_writers(
             file_tag: file_tag.clone(),
             retry_at: Instant::now(),
             max_usage: config.journal_max_usage,
+            log: CommitLog::default(),
             zone_file: match &spec.source {
                 crate::ZoneSource::File(p) => Some(p.clone()),
                 crate::ZoneSource::Embedded { .. } => None,
@@ -612,8 +613,11 @@ pub(crate) fn start_writers(
                 "lode-upd-{}",
                 origin.to_string().trim_end_matches('.')
             ))
-            .spawn(move || writer.run(rx))
-        {
+            .spawn(move || {
+                // Queries come first on a busy CPU; updates wait a little.
+                lode_io::lower_thread_priority(5);
+                writer.run(rx)
+            }) {
             Ok(t) => {
                 threads.push(t);
                 if let Some(door) = updates.zones.get_mut(&origin) {
@@ -672,6 +676,8 @@ struct Writer {
     retry_at: Instant,
     /// The journal's size bound (journal-max-usage).
     max_usage: u64,
+    /// Commits since the last log line (one line a second at most).
+    log: CommitLog,
     /// The zone file (None for a built-in zone: never written).
     zone_file: Option<PathBuf>,
     /// The note naming the file version written last.
@@ -701,6 +707,41 @@ struct Compaction {
 struct Compacted {
     zone: Result<Zone, lode_zonedb::ApplyError>,
     state: Option<std::io::Result<()>>,
+}
+
+/// Commits counted between two log lines.
+#[derive(Debug, Default)]
+struct CommitLog {
+    /// When the last line was written (none yet: the next commit is logged).
+    last: Option<Instant>,
+    groups: usize,
+    updates: usize,
+    changed: usize,
+    busy: std::time::Duration,
+}
+
+impl CommitLog {
+    fn add(&mut self, updates: usize, changed: usize, took: std::time::Duration) {
+        self.groups += 1;
+        self.updates += updates;
+        self.changed += changed;
+        self.busy += took;
+    }
+    /// True when a second has passed since the last line.
+    fn due(&self) -> bool {
+        self.last
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1))
+    }
+    /// The counts to log, and a fresh start from now.
+    fn take(&mut self) -> CommitLog {
+        std::mem::replace(
+            self,
+            CommitLog {
+                last: Some(Instant::now()),
+                ..CommitLog::default()
+            },
+        )
+    }
 }
 
 /// Whether the journal is to be flushed now: it is over one of its bounds,
@@ -950,6 +991,8 @@ impl Writer {
         let name = format!("lode-cmp-{}", self.origin.to_string().trim_end_matches('.'));
         let state = flush.then(|| (self.state.clone(), self.file_tag.clone()));
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            // Background work: it runs when queries and updates leave room.
+            lode_io::lower_thread_priority(19);
             let zone = zone.compact();
             let state = match (&zone, state) {
                 (Ok(z), Some((path, tag))) => Some(crate::snapshot::write_state(&path, z, &tag)),
@@ -1130,15 +1173,20 @@ impl Writer {
                 if let Some(c) = &mut self.compaction {
                     c.since.extend(changes.iter().cloned());
                 }
-                tracing::info!(
-                    "zone {}: {} updates ({} changed the zone), serial {} → {}, committed in {:.1} ms",
-                    self.origin,
-                    group.len(),
-                    changes.len(),
-                    base.serial(),
-                    version.serial(),
-                    started.elapsed().as_secs_f64() * 1000.0
-                );
+                self.log.add(group.len(), changes.len(), started.elapsed());
+                if self.log.due() {
+                    let l = self.log.take();
+                    tracing::info!(
+                        "zone {}: {} updates in {} groups ({} changed the zone), serial now {}, \
+                         {:.1} ms per group on average",
+                        self.origin,
+                        l.updates,
+                        l.groups,
+                        l.changed,
+                        version.serial(),
+                        l.busy.as_secs_f64() * 1000.0 / l.groups.max(1) as f64
+                    );
+                }
             }
         }
         for (work, outcome) in group.into_iter().zip(outcomes) {
