@@ -17,7 +17,10 @@ use crate::{zones, Config, Options, ZoneSource, ZoneSpec};
 pub(crate) struct Served {
     pub(crate) spec: ZoneSpec,
     pub(crate) files: Vec<(PathBuf, Option<zones::FileStamp>)>,
-    pub(crate) zone: Arc<Zone>,
+    /// The version just loaded, until it is published; then none (the
+    /// published set holds the served version, which updates replace: a
+    /// version kept here would keep its whole base in memory).
+    pub(crate) zone: Option<Arc<Zone>>,
 }
 
 /// A zone that could not be (re)loaded.
@@ -185,7 +188,7 @@ impl Reloader {
                     next.push(Served {
                         spec: spec.clone(),
                         files: l.files,
-                        zone: l.zone,
+                        zone: Some(l.zone),
                     });
                 }
                 Err(errors) => {
@@ -229,7 +232,9 @@ impl Reloader {
                 if report.loaded.iter().any(|n| *n == s.spec.name.to_string())
                     && !through_writer.contains(&s.spec.name)
                 {
-                    set.insert(s.zone.clone());
+                    if let Some(z) = &s.zone {
+                        set.insert(z.clone());
+                    }
                 }
             }
             for name in &report.removed {
@@ -238,6 +243,9 @@ impl Reloader {
                 }
             }
         });
+        for s in &mut next {
+            s.zone = None;
+        }
         self.served = next;
         if !initial {
             tracing::info!(

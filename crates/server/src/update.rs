@@ -39,6 +39,9 @@ use crate::flush::{Flushed, Written};
 
 /// Most updates taken into one group commit.
 const MAX_GROUP: usize = 4096;
+/// How long a zone must go without updates before a delta of any size is
+/// folded into a new base (memory as a fresh load once a bulk load is done).
+const IDLE_COMPACTION: std::time::Duration = std::time::Duration::from_secs(5);
 /// Wait after a failed compaction or journal flush before trying again.
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 /// Updates waiting for a zone's writer before new ones get SERVFAIL.
@@ -535,6 +538,8 @@ pub(crate) fn start_writers(
             retry_at: Instant::now(),
             max_usage: config.journal_max_usage,
             log: CommitLog::default(),
+            idle_since: None,
+            trim_at: None,
             zone_file: match &spec.source {
                 crate::ZoneSource::File(p) => Some(p.clone()),
                 crate::ZoneSource::Embedded { .. } => None,
@@ -678,6 +683,10 @@ struct Writer {
     max_usage: u64,
     /// Commits since the last log line (one line a second at most).
     log: CommitLog,
+    /// When the last update was taken (none: compacted since, or none yet).
+    idle_since: Option<Instant>,
+    /// When to give the heap's free memory back after a compaction.
+    trim_at: Option<Instant>,
     /// The zone file (None for a built-in zone: never written).
     zone_file: Option<PathBuf>,
     /// The note naming the file version written last.
@@ -773,6 +782,14 @@ impl Writer {
             if let Some(due) = self.flush_due() {
                 wake = Some(wake.map_or(due, |w| w.min(due)));
             }
+            if let Some(at) = self.trim_at {
+                wake = Some(wake.map_or(at, |w| w.min(at)));
+            }
+            // A zone gone quiet with changes not folded in: compact it then.
+            if self.compaction.is_none() && self.idle_since.is_some() {
+                let due = now + IDLE_COMPACTION;
+                wake = Some(wake.map_or(due, |w| w.min(due)));
+            }
             let first = match wake {
                 Some(at) => match rx.recv_timeout(at.saturating_duration_since(now)) {
                     Ok(j) => Some(j),
@@ -785,10 +802,24 @@ impl Writer {
                 },
             };
             self.finish_compaction();
+            if self.trim_at.is_some_and(|t| Instant::now() >= t) {
+                // The versions a compaction replaced are gone by now (their
+                // last readers have left): their memory goes back.
+                self.trim_at = None;
+                lode_io::mem::trim_heap();
+            }
             let Some(first) = first else {
                 self.maybe_flush();
+                if self
+                    .idle_since
+                    .is_some_and(|t| t.elapsed() >= IDLE_COMPACTION)
+                {
+                    self.idle_since = None;
+                    self.maybe_compact_now(true);
+                }
                 continue;
             };
+            self.idle_since = Some(Instant::now());
             let mut group = vec![first];
             while group.len() < MAX_GROUP {
                 match rx.try_recv() {
@@ -971,6 +1002,11 @@ impl Writer {
     /// when the journal is over its bounds (then the compacted state is
     /// written and the journal history it covers dropped).
     fn maybe_compact(&mut self) {
+        self.maybe_compact_now(false);
+    }
+
+    /// [`Writer::maybe_compact`]; with `idle`, any non-empty delta is worth it.
+    fn maybe_compact_now(&mut self, idle: bool) {
         if self.compaction.is_some() || Instant::now() < self.retry_at {
             return;
         }
@@ -984,7 +1020,8 @@ impl Writer {
             self.max_usage,
             zone.heap_bytes(),
         );
-        if !flush && !worth_compacting(entries, zone.node_count()) {
+        let worth = flush || worth_compacting(entries, zone.node_count()) || (idle && entries > 0);
+        if !worth {
             return;
         }
         let (tx, rx) = mpsc::channel();
@@ -993,7 +1030,11 @@ impl Writer {
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
             // Background work: it runs when queries and updates leave room.
             lode_io::lower_thread_priority(19);
-            let zone = zone.compact();
+            let compacted = zone.compact();
+            // The version compacted goes before the result is handed over,
+            // so the writer's heap trim after publishing finds it freed.
+            drop(zone);
+            let zone = compacted;
             let state = match (&zone, state) {
                 (Ok(z), Some((path, tag))) => Some(crate::snapshot::write_state(&path, z, &tag)),
                 _ => None,
@@ -1091,8 +1132,10 @@ impl Writer {
         }
         self.publisher.update(|set| set.insert(zone.clone()));
         // The old base goes when its last reader leaves; what the delta's
-        // small allocations leave behind in the heap goes back now.
+        // small allocations leave behind in the heap goes back now, and
+        // again a moment later for what readers held.
         lode_io::mem::trim_heap();
+        self.trim_at = Some(Instant::now() + std::time::Duration::from_secs(1));
         tracing::info!(
             "zone {}: compacted {} changed names in {:.2} s ({} changes made meanwhile), serial {}",
             self.origin,
