@@ -798,6 +798,11 @@ fn bulk(
         ..Bulk::default()
     };
     let step = |t: &mut Tester| -> Result<StepResult, CompareError> { Ok(t.step(cfg.stall_rate)?) };
+    if let Some(log) = lode_log {
+        // The static steps must be static: let the compactions the earlier
+        // phases started (and the one a quiet zone starts after 5 s) finish.
+        wait_for_quiet_compactions(log, Duration::from_secs(300));
+    }
     if cfg.stall_rate > 0 {
         for _ in 0..3 {
             let s = step(tester)?;
@@ -873,6 +878,28 @@ fn bulk(
         .zip(lode_log)
         .map(|(n, log)| compactions(log).saturating_sub(n));
     Ok(b)
+}
+
+/// Waits (at most `limit`) until Lode's log shows no compaction running and
+/// none started or finished for 8 s (a zone quiet for 5 s compacts then).
+fn wait_for_quiet_compactions(log: &Path, limit: Duration) {
+    let start = Instant::now();
+    let mut last = (u64::MAX, u64::MAX);
+    let mut since = Instant::now();
+    while start.elapsed() < limit {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let now = (
+            count_compactions(&text),
+            text.lines().filter(|l| l.contains(" compacted ")).count() as u64,
+        );
+        if now != last {
+            last = now;
+            since = Instant::now();
+        } else if now.0 <= now.1 && since.elapsed() >= Duration::from_secs(8) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// Compactions Lode logged so far (its `compacting … into a new base` lines).
