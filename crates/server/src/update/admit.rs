@@ -1,0 +1,312 @@
+//! Admission of UPDATEs on the transports' threads: parse, zone, TSIG, ACL,
+//! then a deferred reply and a place in the zone writer's queue.
+
+use std::collections::HashMap;
+use std::sync::{mpsc, Arc};
+
+use lode_tsig::{Key, Keys, Verified};
+use lode_wire::{rcode, Name};
+use lode_zonedb::{Zone, ZoneSet};
+use lode_zones::update::{self as ddns, UpdateError};
+
+use crate::acl::{self, Action};
+use crate::config::{Config, ZoneOptions};
+use crate::flush::{Flushed, Written};
+
+use super::{reply, unix_now, Job, Work};
+
+/// What the transports need to admit updates: keys, each zone's ACL, the
+/// writers' queues. Built at start.
+#[derive(Debug, Default)]
+pub(crate) struct Updates {
+    keys: Keys,
+    pub(super) zones: HashMap<Name, ZoneDoor>,
+    /// The zone files the writers wrote (the reloader skips them).
+    pub(crate) written: Arc<Written>,
+}
+
+/// One zone's way in: its ACL and its writer's queue.
+#[derive(Debug)]
+pub(super) struct ZoneDoor {
+    acl: Vec<acl::Rule>,
+    /// Its ACL allows updates.
+    takes_updates: bool,
+    pub(super) writer: Option<mpsc::SyncSender<Work>>,
+}
+
+/// Why `lode zone-flush` wrote nothing for a zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) enum FlushError {
+    /// No such zone is configured.
+    NoZone,
+    /// The zone does not take updates: its zone file is its source.
+    Static,
+    /// The zone takes updates but has no writer (its journal failed at start).
+    NoWriter,
+    /// The writer could not write the file.
+    Failed(String),
+}
+
+impl std::fmt::Display for FlushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlushError::NoZone => f.write_str("no such zone"),
+            FlushError::Static => f.write_str(
+                "the zone does not take updates: its zone file is already its source, nothing to write",
+            ),
+            FlushError::NoWriter => f.write_str(
+                "the zone takes updates but has no writer (its journal failed at start, see the log)",
+            ),
+            FlushError::Failed(e) => write!(f, "zone file not written: {e}"),
+        }
+    }
+}
+
+/// What the transport does with an UPDATE.
+#[derive(Debug)]
+pub(crate) enum Admission {
+    /// Send this many bytes of `out` now (0: send nothing).
+    Answer(usize),
+    /// Not a zone of ours (or not readable as an UPDATE): the engine answers
+    /// it as it answers any other request.
+    Engine,
+    /// Queued; the reply follows from the zone's writer.
+    Queued,
+}
+
+impl Updates {
+    /// Keys and ACLs from the configuration; no writers yet.
+    pub(crate) fn new(config: &Config) -> Result<Updates, String> {
+        let mut keys = Keys::new();
+        for k in &config.keys {
+            let alg = k
+                .algorithm
+                .parse()
+                .map_err(|e| format!("key {}: {e}", k.id))?;
+            let key =
+                Key::from_text(&k.id, alg, &k.secret).map_err(|e| format!("key {}: {e}", k.id))?;
+            keys.insert(key).map_err(|e| format!("key {}: {e}", k.id))?;
+        }
+        let mut zones = HashMap::new();
+        for spec in &config.zones {
+            let ZoneOptions { acl, .. } = config.zone_options(&spec.name);
+            let takes_updates = acl.iter().any(|r| r.actions.contains(&Action::Update));
+            zones.insert(
+                spec.name.to_lowercase(),
+                ZoneDoor {
+                    acl,
+                    takes_updates,
+                    writer: None,
+                },
+            );
+        }
+        Ok(Updates {
+            keys,
+            zones,
+            written: Arc::default(),
+        })
+    }
+
+    /// Writes a zone's file now, through its writer (after the updates
+    /// queued before), and waits.
+    pub(crate) fn flush(&self, origin: &Name) -> Result<Flushed, FlushError> {
+        let door = self
+            .zones
+            .get(&origin.to_lowercase())
+            .ok_or(FlushError::NoZone)?;
+        if !door.takes_updates {
+            return Err(FlushError::Static);
+        }
+        let writer = door.writer.as_ref().ok_or(FlushError::NoWriter)?;
+        let stopped = || FlushError::Failed("the zone's writer stopped".into());
+        let (done, result) = mpsc::channel();
+        writer.send(Work::Flush { done }).map_err(|_| stopped())?;
+        result
+            .recv()
+            .map_err(|_| stopped())?
+            .map_err(FlushError::Failed)
+    }
+
+    /// The zones configured at start, in canonical order, and whether each
+    /// takes updates.
+    pub(crate) fn zone_names(&self) -> Vec<(Name, bool)> {
+        let mut v: Vec<(Name, bool)> = self
+            .zones
+            .iter()
+            .map(|(n, d)| (n.clone(), d.takes_updates))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Applies a zone file read again to a zone that takes updates, through
+    /// its writer (journaled as the difference); waits for the outcome.
+    pub(crate) fn submit_file(
+        &self,
+        origin: &Name,
+        zone: Arc<Zone>,
+        tag: Vec<u8>,
+    ) -> Result<String, String> {
+        let writer = self
+            .zones
+            .get(&origin.to_lowercase())
+            .and_then(|d| d.writer.as_ref())
+            .ok_or_else(|| "the zone has no writer".to_string())?;
+        let (done, result) = mpsc::channel();
+        writer
+            .send(Work::File { zone, tag, done })
+            .map_err(|_| "the zone's writer stopped".to_string())?;
+        result
+            .recv()
+            .map_err(|_| "the zone's writer stopped".to_string())?
+    }
+
+    /// True when the zone's updates have a writer (and a journal).
+    pub(crate) fn has_writer(&self, origin: &Name) -> bool {
+        self.zones
+            .get(&origin.to_lowercase())
+            .is_some_and(|d| d.writer.is_some())
+    }
+
+    /// Admits an UPDATE (see the module note). `out` holds an immediate answer.
+    pub(crate) fn admit(
+        &self,
+        msg: &[u8],
+        zones: &ZoneSet,
+        out: &mut [u8],
+        client: &mut lode_io::Client<'_>,
+        udp_size: u16,
+    ) -> Admission {
+        let req = match ddns::parse_update(msg) {
+            Ok(r) => r,
+            Err(UpdateError::Drop { .. }) => return Admission::Answer(0),
+            Err(e) => {
+                tracing::debug!("update from {}: {e}", client.addr());
+                return Admission::Answer(ddns::write_error(msg, &e, udp_size, out).unwrap_or(0));
+            }
+        };
+        // What the engine answers for any request comes first: EDNS version
+        // (BADVERS), a zone we do not serve (NOTAUTH).
+        if let Ok(q) = lode_wire::message::parse_query(msg) {
+            if q.edns.is_some_and(|e| e.version > 0) {
+                return Admission::Engine;
+            }
+        }
+        let origin = req.zone.to_lowercase();
+        let (Some(door), Some(_)) = (self.zones.get(&origin), zones.get(origin.as_ref())) else {
+            return Admission::Engine;
+        };
+        let now = unix_now();
+        let peer = client.addr();
+        let query_error = |code: u16, out: &mut [u8]| {
+            let e = UpdateError::Query {
+                rcode: code,
+                reason: String::new(),
+            };
+            ddns::write_error(msg, &e, udp_size, out).unwrap_or(0)
+        };
+        // Zone class: CH is Knot's identity class (NOTIMP), others but IN
+        // and ANY are REFUSED; unsigned, as Knot answers them.
+        match req.zone_class {
+            lode_wire::Class::IN | lode_wire::Class::ANY => {}
+            lode_wire::Class::CH => return Admission::Answer(query_error(rcode::NOTIMP, out)),
+            _ => return Admission::Answer(query_error(rcode::REFUSED, out)),
+        }
+        // As Knot: the ACL is checked with the key the request names, before
+        // its MAC; a key the ACL does not accept is BADKEY whatever the MAC.
+        let mut signed_time = now;
+        let (signed, failure) = match lode_tsig::verify_request(msg, &self.keys, now) {
+            Verified::Unsigned => (None, None),
+            Verified::Signed(s) => {
+                signed_time = s.time;
+                (Some((s.key.clone(), s.request_mac)), None)
+            }
+            Verified::FormErr => {
+                let n = ddns::write_response(msg, rcode::FORMERR, out);
+                return Admission::Answer(n);
+            }
+            Verified::Failed(f) => {
+                signed_time = f.time_signed;
+                (None, Some(f))
+            }
+        };
+        let claimed: Option<Name> = match (&signed, &failure) {
+            (Some((k, _)), _) => Some(k.name().clone()),
+            (None, Some(f)) => Some(f.key_name.as_ref().to_name().to_lowercase()),
+            (None, None) => None,
+        };
+        if !acl::allows(&door.acl, Action::Update, peer.ip(), claimed.as_ref()) {
+            tracing::info!(
+                "update for {} from {peer}{}: denied by the zone's acl, NOTAUTH",
+                req.zone,
+                claimed
+                    .as_ref()
+                    .map_or(String::new(), |k| format!(" key {k}"))
+            );
+            let n = query_error(rcode::NOTAUTH, out);
+            // A request naming a key the ACL does not accept: BADKEY,
+            // unsigned, echoing the request's key and algorithm names.
+            return Admission::Answer(match (&signed, failure) {
+                (Some((key, _)), _) => {
+                    let mut key_name = lode_wire::NameBuf::new();
+                    key_name.set(key.name().as_ref());
+                    let mut algorithm = lode_wire::NameBuf::new();
+                    if let Ok(a) = lode_wire::NameRef::from_wire(key.algorithm().wire_name()) {
+                        algorithm.set(a);
+                    }
+                    let f = lode_tsig::Failure {
+                        error: lode_tsig::TsigError::BadKey,
+                        key_name,
+                        algorithm,
+                        time_signed: signed_time,
+                        key: None,
+                        request_mac: lode_tsig::MacBuf::default(),
+                    };
+                    lode_tsig::append_error(out, n, &f, now).unwrap_or(n)
+                }
+                (None, Some(mut f)) => {
+                    f.error = lode_tsig::TsigError::BadKey;
+                    f.key = None;
+                    f.request_mac = lode_tsig::MacBuf::default();
+                    lode_tsig::append_error(out, n, &f, now).unwrap_or(n)
+                }
+                (None, None) => n,
+            });
+        }
+        if let Some(f) = failure {
+            tracing::info!(
+                "update for {} from {peer}: TSIG {} with key {}, NOTAUTH",
+                req.zone,
+                f.error,
+                f.key_name.as_ref()
+            );
+            let n = query_error(rcode::NOTAUTH, out);
+            return Admission::Answer(lode_tsig::append_error(out, n, &f, now).unwrap_or(n));
+        }
+        let Some(writer) = &door.writer else {
+            tracing::warn!(
+                "update for {} from {peer}: the zone has no journal, SERVFAIL",
+                req.zone
+            );
+            return Admission::Answer(reply(msg, rcode::SERVFAIL, signed.as_ref(), out));
+        };
+        let job = Job {
+            msg: msg.to_vec(),
+            signed,
+            peer,
+            reply: client.defer(),
+        };
+        match writer.try_send(Work::Update(Box::new(job))) {
+            Ok(()) => Admission::Queued,
+            Err(mpsc::TrySendError::Full(work)) | Err(mpsc::TrySendError::Disconnected(work)) => {
+                tracing::warn!(
+                    "update for {} from {peer}: writer busy or stopped, SERVFAIL",
+                    req.zone
+                );
+                work.fail(out, "busy");
+                Admission::Queued
+            }
+        }
+    }
+}

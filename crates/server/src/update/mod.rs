@@ -1,0 +1,167 @@
+//! Dynamic updates (RFC 2136): admission on the transport's thread, then one
+//! writer per zone that validates, journals, applies and publishes in groups.
+//!
+//! ```text
+//!  UDP worker / TCP task                      zone writer (one thread per zone)
+//!  ─────────────────────                      ─────────────────────────────────
+//!  parse (FORMERR / drop)                     take every queued job (a group)
+//!  zone served? (else the engine answers)     for each, in order: process against
+//!  TSIG (NOTAUTH + BADKEY/BADSIG/BADTIME)       the version the previous one made
+//!  ACL: address and key (REFUSED)               → changeset, or its own error
+//!  defer the reply, queue the job ──────────▶ journal: one write, one fdatasync
+//!                                             publish the last version (one swap)
+//!                     replies (signed) ◀───── answer every job of the group
+//! ```
+//!
+//! A failing update does not fail the others of its group (each is
+//! processed alone against the state before it); a journal write that fails
+//! answers the group SERVFAIL and publishes nothing, so nothing that was
+//! acknowledged is lost and nothing unacknowledged is served. Queries never
+//! wait: they read the published set without a lock.
+
+mod admit;
+mod writer;
+
+pub(crate) use admit::{Admission, FlushError, Updates};
+pub(crate) use writer::start_writers;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use lode_io::Later;
+use lode_tsig::Key;
+use lode_wire::{rcode, Name};
+use lode_zonedb::{Zone, ZoneSet};
+use lode_zones::update::{self as ddns};
+
+use crate::flush::Flushed;
+
+/// Seconds since 1970 (TSIG times, serial policies).
+pub(crate) fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Publishes zone versions: readers load the set without a lock; writers
+/// (the reloader and the zone writers) take `lock` to replace one zone in a
+/// copy of the current set.
+#[derive(Debug, Default)]
+pub(crate) struct Publisher {
+    pub(crate) set: Arc<ArcSwap<ZoneSet>>,
+    lock: Mutex<()>,
+}
+
+impl Publisher {
+    /// A publisher of `set`.
+    pub(crate) fn new(set: Arc<ArcSwap<ZoneSet>>) -> Publisher {
+        Publisher {
+            set,
+            lock: Mutex::new(()),
+        }
+    }
+    /// Changes a copy of the current set and publishes it.
+    pub(crate) fn update(&self, f: impl FnOnce(&mut ZoneSet)) {
+        // A writer that panicked while holding the lock left the set whole
+        // (it is only replaced by `store`): go on.
+        let _guard = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = (*self.set.load_full()).clone();
+        f(&mut next);
+        self.set.store(Arc::new(next));
+    }
+}
+
+/// What a zone's writer does: an UPDATE, the zone file read again (as the
+/// difference from the served version), or writing the zone file now.
+#[derive(Debug)]
+enum Work {
+    Update(Box<Job>),
+    File {
+        zone: Arc<Zone>,
+        /// The file version (`snapshot::source_tag`).
+        tag: Vec<u8>,
+        done: mpsc::Sender<Result<String, String>>,
+    },
+    Flush {
+        done: mpsc::Sender<Result<Flushed, String>>,
+    },
+}
+
+impl Work {
+    /// Where the work came from, for logs.
+    fn source(&self) -> String {
+        match self {
+            Work::Update(j) => format!("update from {}", j.peer),
+            Work::File { .. } => "the zone file read again".into(),
+            Work::Flush { .. } => "zone-flush".into(),
+        }
+    }
+    /// Answers the work with a failure.
+    fn fail(self, out: &mut [u8], why: &str) {
+        match self {
+            Work::Update(job) => {
+                let n = reply(&job.msg, rcode::SERVFAIL, job.signed.as_ref(), out);
+                job.reply.send(&out[..n]);
+            }
+            Work::File { done, .. } => {
+                let _ = done.send(Err(why.to_string()));
+            }
+            Work::Flush { done } => {
+                let _ = done.send(Err(why.to_string()));
+            }
+        }
+    }
+}
+
+/// A dynamic update admitted for a zone, waiting for its writer.
+#[derive(Debug)]
+struct Job {
+    msg: Vec<u8>,
+    /// The key that signed it and the request MAC, to sign the reply.
+    signed: Option<(Key, lode_tsig::MacBuf)>,
+    peer: SocketAddr,
+    reply: Later,
+}
+
+/// Writes the reply to an UPDATE with `rcode`, signed when the request was.
+fn reply(
+    msg: &[u8],
+    code: u16,
+    signed: Option<&(Key, lode_tsig::MacBuf)>,
+    out: &mut [u8],
+) -> usize {
+    let n = ddns::write_response(msg, code, out);
+    match signed {
+        Some((key, mac)) => lode_tsig::sign_response(out, n, key, mac.as_slice(), unix_now(), 0)
+            .map_or(n, |a| a.len),
+        None => n,
+    }
+}
+
+/// The journal file of a zone in `dir`.
+pub(crate) fn journal_path(dir: &Path, origin: &Name) -> PathBuf {
+    let text = origin.to_lowercase().to_string();
+    let stem = text.trim_end_matches('.');
+    dir.join(format!(
+        "{}.jnl",
+        if stem.is_empty() { "root" } else { stem }
+    ))
+}
+
+/// The state snapshot of a zone in `dir` (written when its journal is
+/// flushed: the zone at one serial, the history before it dropped).
+pub(crate) fn state_path(dir: &Path, origin: &Name) -> PathBuf {
+    journal_path(dir, origin).with_extension("state")
+}
+
+/// The note naming the zone file version the writer last wrote (see
+/// `flush.rs`).
+pub(crate) fn flushed_path(dir: &Path, origin: &Name) -> PathBuf {
+    journal_path(dir, origin).with_extension("flushed")
+}
