@@ -167,20 +167,7 @@ fn compare_updates(a: CompareUpdatesArgs) -> anyhow::Result<ExitCode> {
     } else {
         secs(durable, "--durable-secs")?
     };
-    let date = std::process::Command::new("date")
-        .args(["-u", "+%Y-%m-%d"])
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| "undated".into());
-    let out = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from("results").join(format!("updates-{}{date}", if q { "quick-" } else { "" }))
-    });
-    let temp = a.work.is_none();
-    let work = a.work.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("lode-updates-{}", std::process::id()))
-    });
+    let (out, work, temp) = run_dirs("updates", q, &a.out, &a.work);
     let cfg = UpdCompareConfig {
         out: out.clone(),
         work: work.clone(),
@@ -428,21 +415,7 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         bail!("--shared-naptr needs at least 1");
     }
     let (seed_zones, seed_prefix) = seed_layout(a.records);
-    let date = std::process::Command::new("date")
-        .arg("-u")
-        .arg("+%Y-%m-%d")
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| "undated".into());
-    let out = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from("results").join(format!("compare-{}{date}", if q { "quick-" } else { "" }))
-    });
-    let temp = a.work.is_none();
-    let work = a.work.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("lode-compare-{}", std::process::id()))
-    });
+    let (out, work, temp) = run_dirs("compare", q, &a.out, &a.work);
     let cfg = CompareConfig {
         out: out.clone(),
         work: work.clone(),
@@ -1190,6 +1163,33 @@ fn closed_loop(a: &UpdateArgs, duration: Duration) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A comparison's report folder (given, else `results/KIND-[quick-]DATE`),
+/// its scratch folder (given, else a temporary one) and whether the scratch
+/// folder is temporary (removed at the end).
+fn run_dirs(
+    kind: &str,
+    quick: bool,
+    out: &Option<PathBuf>,
+    work: &Option<PathBuf>,
+) -> (PathBuf, PathBuf, bool) {
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "undated".into());
+    let quick = if quick { "quick-" } else { "" };
+    let out = out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("{kind}-{quick}{date}")));
+    let temp = work.is_none();
+    let work = work.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("lode-{kind}-{}", std::process::id()))
+    });
+    (out, work, temp)
 }
 
 #[cfg(test)]

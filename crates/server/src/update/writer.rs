@@ -819,12 +819,7 @@ impl Writer {
 /// again): every record not in both, the target's SOA — with a serial past
 /// the current one by the serial policy when the file's is not newer, as
 /// secondaries only follow a serial that grows. None when nothing differs.
-fn difference(
-    current: &Zone,
-    target: &Zone,
-    policy: SerialPolicy,
-    now: u64,
-) -> Option<Changeset> {
+fn difference(current: &Zone, target: &Zone, policy: SerialPolicy, now: u64) -> Option<Changeset> {
     use lode_wire::{Record, Rtype};
     type Id = (Box<[u8]>, u16, Box<[u8]>, u32);
     let index = |z: &Zone| -> Vec<(Id, Record)> {
