@@ -97,12 +97,6 @@ enum To {
 }
 
 impl Later {
-    /// A `Later` that sends nothing (for tests).
-    pub fn nowhere() -> Later {
-        Later {
-            to: Some(To::Nowhere),
-        }
-    }
     /// Sends one more message of a stream (each a datagram over UDP); false
     /// when the client is gone.
     pub fn push(&mut self, msg: &[u8]) -> bool {

@@ -441,7 +441,8 @@ impl Zone {
 
     /// [`Zone::compact`] the slow way, through records and a fresh build
     /// (what the tests hold the streaming one to).
-    pub fn compact_rebuild(&self) -> Result<Zone, ApplyError> {
+    #[cfg(test)]
+    pub(crate) fn compact_rebuild(&self) -> Result<Zone, ApplyError> {
         let mut b = crate::ZoneBuilder::new(self.origin().to_name())
             .class(self.class())
             .changed();
