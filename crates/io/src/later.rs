@@ -4,9 +4,23 @@
 //! whoever finishes the work, on any thread.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
+
+/// Bytes a stream may have queued for one connection before
+/// [`Later::push`] waits for the connection to write them out: a transfer
+/// of a huge zone takes memory in this bound, not in the zone's size.
+pub const STREAM_QUEUE_BYTES: usize = 1 << 20;
+
+/// A connection's queue of late messages and the bytes waiting in it.
+#[derive(Debug, Clone)]
+pub(crate) struct LateQueue {
+    pub(crate) tx: UnboundedSender<Late>,
+    pub(crate) queued: Arc<AtomicUsize>,
+}
 
 /// What a transport tells a handler about the message's sender, and the way
 /// to answer it later.
@@ -22,7 +36,7 @@ enum Via<'a> {
     /// The worker's socket (a duplicate of its descriptor).
     Udp(&'a Arc<UdpSocket>),
     /// The connection's queue of late messages.
-    Tcp(&'a UnboundedSender<Late>),
+    Tcp(&'a LateQueue),
     /// No way to answer later (tests, benchmarks).
     None,
 }
@@ -44,7 +58,7 @@ impl<'a> Client<'a> {
             deferred: false,
         }
     }
-    pub(crate) fn tcp(addr: SocketAddr, queue: &'a UnboundedSender<Late>) -> Self {
+    pub(crate) fn tcp(addr: SocketAddr, queue: &'a LateQueue) -> Self {
         Client {
             addr,
             via: Via::Tcp(queue),
@@ -92,30 +106,52 @@ pub struct Later {
 #[derive(Debug)]
 enum To {
     Udp(Arc<UdpSocket>, SocketAddr),
-    Tcp(UnboundedSender<Late>),
+    Tcp(LateQueue),
     Nowhere,
 }
 
 impl Later {
     /// Sends one more message of a stream (each a datagram over UDP); false
-    /// when the client is gone.
+    /// when the client is gone. Over TCP it waits (blocking the calling
+    /// thread, which must not be a transport's) while more than
+    /// [`STREAM_QUEUE_BYTES`] wait to be written to the connection.
     pub fn push(&mut self, msg: &[u8]) -> bool {
+        if !self.enqueue(msg) {
+            return false;
+        }
+        if let Some(To::Tcp(q)) = &self.to {
+            let mut pause = Duration::from_micros(50);
+            while q.queued.load(Ordering::Acquire) > STREAM_QUEUE_BYTES {
+                if q.tx.is_closed() {
+                    return false;
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(5));
+            }
+        }
+        true
+    }
+    /// Sends the reply and ends it, without waiting; false when the client
+    /// is gone.
+    pub fn send(mut self, msg: &[u8]) -> bool {
+        self.enqueue(msg)
+    }
+    fn enqueue(&mut self, msg: &[u8]) -> bool {
         match &self.to {
             Some(To::Udp(s, peer)) => s.send_to(msg, peer).is_ok(),
-            Some(To::Tcp(q)) => q.send(Late::Message(msg.to_vec())).is_ok(),
+            Some(To::Tcp(q)) => {
+                q.queued.fetch_add(msg.len(), Ordering::AcqRel);
+                q.tx.send(Late::Message(msg.to_vec())).is_ok()
+            }
             Some(To::Nowhere) | None => false,
         }
-    }
-    /// Sends the reply and ends it; false when the client is gone.
-    pub fn send(mut self, msg: &[u8]) -> bool {
-        self.push(msg)
     }
 }
 
 impl Drop for Later {
     fn drop(&mut self) {
         if let Some(To::Tcp(q)) = self.to.take() {
-            let _ = q.send(Late::Done);
+            let _ = q.tx.send(Late::Done);
         }
     }
 }

@@ -30,7 +30,7 @@ pub mod udp;
 use std::fmt;
 use std::net::SocketAddr;
 
-pub use later::{Client, Later};
+pub use later::{Client, Later, STREAM_QUEUE_BYTES};
 pub use tcp::{TcpConfig, TcpCounters, TcpServer, TcpStats};
 pub use udp::{UdpConfig, UdpCounters, UdpServer, UdpStats};
 

@@ -23,7 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout_at, Instant};
 
-use crate::later::Late;
+use crate::later::{Late, LateQueue};
 use crate::{Client, IoError, StreamHandler};
 
 /// Largest DNS message over TCP.
@@ -282,6 +282,12 @@ async fn serve_connection<H: StreamHandler>(
     // streams), and how many deferred replies are still to come: the
     // connection stays open for them, even after the client's end of file.
     let (late_tx, mut late_rx) = tokio::sync::mpsc::unbounded_channel::<Late>();
+    let late_tx = LateQueue {
+        tx: late_tx,
+        queued: Arc::default(),
+    };
+    // Bytes of late messages in `pending`, released once written.
+    let mut late_bytes = 0usize;
     let mut outstanding = 0usize;
     let mut eof = false;
     loop {
@@ -330,6 +336,10 @@ async fn serve_connection<H: StreamHandler>(
                 Err(_) => return Err(ConnEnd::Idle),
             }
             pending.clear();
+            if late_bytes > 0 {
+                late_tx.queued.fetch_sub(late_bytes, Ordering::AcqRel);
+                late_bytes = 0;
+            }
             if pending.capacity() > 4 * MAX_MESSAGE {
                 pending.shrink_to(MAX_MESSAGE);
             }
@@ -380,6 +390,7 @@ async fn serve_connection<H: StreamHandler>(
                         Late::Message(m) => {
                             pending.extend_from_slice(&(m.len() as u16).to_be_bytes());
                             pending.extend_from_slice(&m);
+                            late_bytes += m.len();
                             counters.responses.fetch_add(1, Ordering::Relaxed);
                         }
                         Late::Done => outstanding = outstanding.saturating_sub(1),

@@ -107,3 +107,61 @@ fn tcp_reply_after_the_handler_returned_and_after_eof() {
     assert!(rest.is_empty(), "closed after the last deferred reply");
     server.stop();
 }
+
+/// "big" starts a stream of BIG_COUNT messages of 60,000 bytes (each filled
+/// with its number) and records how many were pushed.
+const BIG_COUNT: usize = 1500;
+static PUSHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn big_stream(q: &[u8], out: &mut [u8], c: &mut Client<'_>) -> StreamReply {
+    if q != b"big" {
+        return tcp_handler(q, out, c);
+    }
+    let mut later = c.defer();
+    std::thread::spawn(move || {
+        for i in 0..BIG_COUNT {
+            if !later.push(&[(i % 251) as u8; 60_000]) {
+                return;
+            }
+            PUSHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    StreamReply {
+        len: 0,
+        close: false,
+    }
+}
+
+#[test]
+fn a_stream_waits_for_a_slow_reader_and_loses_nothing() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let addr: SocketAddr = "127.0.0.1:15416".parse().unwrap();
+    let config = TcpConfig {
+        threads: 1,
+        ..TcpConfig::default()
+    };
+    let server = TcpServer::start(&[addr], &config, big_stream).unwrap();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(&frame(b"big")).unwrap();
+    // The client reads nothing for a while: the producer must stop at the
+    // queue bound plus what the sockets' buffers hold, not run through all
+    // 90 MB.
+    std::thread::sleep(Duration::from_millis(1500));
+    let early = PUSHED.load(SeqCst);
+    let bound = (lode_io::STREAM_QUEUE_BYTES + (16 << 20)) / 60_000;
+    assert!(
+        early < bound,
+        "{early} messages pushed to a client that reads nothing (bound {bound})"
+    );
+    for i in 0..BIG_COUNT {
+        let m = read_frame(&mut s);
+        assert_eq!(m.len(), 60_000);
+        assert!(
+            m.iter().all(|&b| b == (i % 251) as u8),
+            "message {i} in order"
+        );
+    }
+    assert_eq!(PUSHED.load(SeqCst), BIG_COUNT);
+    server.stop();
+}
