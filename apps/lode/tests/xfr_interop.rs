@@ -16,9 +16,13 @@
 //!    transfer kind) and, for all three, counted by the tap
 //!    (`common/tap.rs`) that sits between it and the primary.
 //!
-//! Time: about 5-10 s on an idle machine (start-up ~1 s each, the initial
-//! transfers well under a second, the updates a few seconds; BIND is the
-//! slowest to start). Ports 16100-16199 on 127.0.0.1. With one of knotd,
+//! A second test checks the harness's failure paths: with a wrong TSIG
+//! secret a secondary never gets the zone, and AXFR and UPDATE fail.
+//!
+//! Time: about 6-8 s for both (they run in parallel) on this 2-core
+//! machine: start-up well under a second per server, the initial transfers
+//! a few ms, each burst of updates up to ~1 s (the Knot secondary takes
+//! about a second to act on a NOTIFY; NSD and BIND a few ms). Ports 16100-16199 on 127.0.0.1. With one of knotd,
 //! nsd, named, kdig, knsupdate missing it prints SKIP and passes, unless
 //! `LODE_REQUIRE_XFR_PEERS=1` (scripts/test.sh sets it once it could
 //! install them) makes that a failure. `LODE_KEEP_TMP=1` keeps the servers'
@@ -30,12 +34,11 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::peers::XFR_PORTS as PORTS;
 use common::peers::{
-    axfr_records, ixfr_count, missing_programs, nsupdate, received_ixfr, soa_serial, wait_serial,
-    Peer, Primary, PrimaryKind, SecondaryKind, TsigKey,
+    axfr_records, distinct_ports, ixfr_count, missing_programs, nsupdate, received_ixfr,
+    soa_serial, wait_serial, Peer, Primary, PrimaryKind, SecondaryKind, TsigKey,
 };
-use common::{pick_port_in, TempDir};
+use common::TempDir;
 
 const ZONE: &str = "example.com.";
 /// How long every secondary gets to catch up after a burst of updates.
@@ -153,16 +156,11 @@ fn primary_to_three_secondaries(kind: PrimaryKind) {
     let zone_file = dir.0.join("example.com.zone");
     write_zone(&zone_file);
 
-    // Ports first: the primary must know whom to NOTIFY.
-    let primary_port = pick_port_in(PORTS.0, PORTS.1);
-    let mut ports = Vec::new();
-    while ports.len() < SecondaryKind::ALL.len() {
-        let p = pick_port_in(PORTS.0, PORTS.1);
-        if p != primary_port && !ports.contains(&p) {
-            ports.push(p);
-        }
-    }
-    let notify: Vec<SocketAddr> = ports
+    // Ports first (the primary must know whom to NOTIFY): the primary's,
+    // then each secondary's and its tap's.
+    let ports = distinct_ports(1 + 2 * SecondaryKind::ALL.len(), &[]);
+    let primary_port = ports[0];
+    let notify: Vec<SocketAddr> = ports[1..=SecondaryKind::ALL.len()]
         .iter()
         .map(|&p| SocketAddr::from(([127, 0, 0, 1], p)))
         .collect();
@@ -171,11 +169,12 @@ fn primary_to_three_secondaries(kind: PrimaryKind) {
     let serial0 = soa_serial(primary.addr, ZONE).expect("primary serves the zone");
 
     // 1. Initial AXFR.
+    let n = SecondaryKind::ALL.len();
     let peers: Vec<Peer> = SecondaryKind::ALL
         .iter()
-        .zip(&ports)
-        .map(|(&k, &p)| {
-            Peer::start(k, ZONE, primary.addr, &key, p)
+        .enumerate()
+        .map(|(i, &k)| {
+            Peer::start_with_tap(k, ZONE, primary.addr, &key, ports[1 + i], ports[1 + n + i])
                 .unwrap_or_else(|e| panic!("{} secondary: {e}", k.label()))
         })
         .collect();
@@ -255,4 +254,59 @@ fn knot_primary_to_knot_nsd_bind_secondaries() {
         return;
     }
     primary_to_three_secondaries(PrimaryKind::Knot);
+}
+
+/// The harness's own failure paths against a Knot primary: a secondary with
+/// the wrong secret never serves the zone, and an AXFR or an UPDATE signed
+/// with it fails (so none of them can pass for an empty or unchanged zone).
+#[test]
+fn wrong_key_is_refused_everywhere() {
+    if !programs_present() {
+        return;
+    }
+    let key = TsigKey::test_key();
+    let bad = key.with_secret("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+    let dir = TempDir::new("xfr-badkey");
+    let zone_file = dir.0.join("example.com.zone");
+    write_zone(&zone_file);
+    let ports = distinct_ports(3, &[]);
+    let notify = [SocketAddr::from(([127, 0, 0, 1], ports[1]))];
+    let primary = start_primary(PrimaryKind::Knot, &zone_file, &key, &notify, ports[0])
+        .unwrap_or_else(|e| panic!("primary: {e}"));
+    let peer = Peer::start_with_tap(
+        SecondaryKind::Knot,
+        ZONE,
+        primary.addr,
+        &bad,
+        ports[1],
+        ports[2],
+    )
+    .unwrap_or_else(|e| panic!("secondary: {e}"));
+    assert!(axfr_records(primary.addr, ZONE, &bad).is_err());
+    assert!(nsupdate(
+        primary.addr,
+        ZONE,
+        &bad,
+        "update add x.example.com. 60 A 192.0.2.9\n"
+    )
+    .is_err());
+    assert_eq!(
+        soa_serial(primary.addr, ZONE),
+        Some(1),
+        "the bad UPDATE changed nothing"
+    );
+    let never = wait_serial(peer.addr, ZONE, 1, Duration::from_secs(2));
+    assert!(
+        never.is_err(),
+        "a secondary with the wrong key got the zone"
+    );
+    assert_eq!(
+        peer.tap.incremental() + peer.tap.full(),
+        0,
+        "no transfer went through"
+    );
+    assert!(
+        axfr_records(primary.addr, ZONE, &key).is_ok(),
+        "the right key still works"
+    );
 }

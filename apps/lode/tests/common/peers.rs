@@ -267,8 +267,8 @@ pub struct Peer {
 
 impl Peer {
     /// Starts `kind` on 127.0.0.1:`port` as a secondary of `zone` from
-    /// `primary` (through an [`XfrTap`] on a port of [`XFR_PORTS`]), and
-    /// waits until it answers queries (not until it has the zone: use
+    /// `primary` (through an [`XfrTap`] on another port of [`XFR_PORTS`]),
+    /// and waits until it answers queries (not until it has the zone: use
     /// [`wait_serial`] for that).
     pub fn start(
         kind: SecondaryKind,
@@ -277,11 +277,20 @@ impl Peer {
         key: &TsigKey,
         port: u16,
     ) -> Result<Peer, String> {
+        let tap_port = distinct_ports(1, &[port, primary.port()])[0];
+        Peer::start_with_tap(kind, zone, primary, key, port, tap_port)
+    }
+
+    /// [`Peer::start`] with its tap on 127.0.0.1:`tap_port`.
+    pub fn start_with_tap(
+        kind: SecondaryKind,
+        zone: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+        tap_port: u16,
+    ) -> Result<Peer, String> {
         let zone = absolute(zone);
-        let mut tap_port = pick_port_in(XFR_PORTS.0, XFR_PORTS.1);
-        while tap_port == port {
-            tap_port = pick_port_in(XFR_PORTS.0, XFR_PORTS.1);
-        }
         let tap = XfrTap::start(primary, tap_port)?;
         let dir = TempDir::new(&format!("xfr-{}", kind.label()));
         let (cmd, log) = match kind {
@@ -335,6 +344,22 @@ impl Peer {
     pub fn stop(&mut self) {
         self.daemon.stop();
     }
+}
+
+/// `n` distinct ports of [`XFR_PORTS`], free right now and not in `taken`.
+pub fn distinct_ports(n: usize, taken: &[u16]) -> Vec<u16> {
+    let mut v: Vec<u16> = Vec::with_capacity(n);
+    for _ in 0..n * 10 + 100 {
+        if v.len() == n {
+            break;
+        }
+        let p = pick_port_in(XFR_PORTS.0, XFR_PORTS.1);
+        if !taken.contains(&p) && !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    assert_eq!(v.len(), n, "not enough free ports in {XFR_PORTS:?}");
+    v
 }
 
 /// `zone` with exactly one final dot.
@@ -609,6 +634,29 @@ impl Primary {
     /// Stops it now (SIGTERM by PID, then SIGKILL); dropping does the same.
     pub fn stop(&mut self) {
         self.daemon.stop();
+    }
+
+    /// Runs `knotc` on this knotd's control socket, e.g. `["zone-purge",
+    /// "-f", "example.com.", "+journal"]` to drop its IXFR history (then
+    /// secondaries must fall back to AXFR); returns its output.
+    pub fn knotc(&self, args: &[&str]) -> Result<String, String> {
+        let out = Command::new(sbin("knotc"))
+            .arg("-s")
+            .arg(self.daemon.dir.0.join("knot.sock"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("knotc: {e}"))?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if out.status.success() {
+            Ok(text)
+        } else {
+            Err(format!("knotc {args:?}: {}: {text}", out.status))
+        }
     }
 }
 
