@@ -8,6 +8,8 @@
 #
 # Environment: LODE_DIFF_PEER=knot runs the differential suite knot-vs-knot
 # (proves the harness); CARGO_PROFILE_ARG overrides the build profile flag.
+# Installs knot, knot-dnsutils and dnsutils when missing, and tries nsd and
+# bind9 (the transfer interop peers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +50,30 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 # (Debian's own knot.service, if it starts, listens nowhere with the packaged
 # configuration; the tests start their own knotd on 127.0.0.1:15300-15349.)
+
+# The transfer interop test (apps/lode/tests/xfr_interop.rs) also runs NSD and
+# BIND as secondaries. Without them only that test is skipped, so a failed
+# install here warns instead of stopping the run; once they are here, their
+# absence in the test is a failure (LODE_REQUIRE_XFR_PEERS=1).
+need_xfr=()
+have nsd || need_xfr+=(nsd)
+have named || need_xfr+=(bind9)
+if [ ${#need_xfr[@]} -gt 0 ]; then
+    step "installing ${need_xfr[*]} (transfer interop peers)"
+    if [ "$(id -u)" -eq 0 ]; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y --no-install-recommends "${need_xfr[@]}" ||
+            { apt-get update && apt-get install -y --no-install-recommends "${need_xfr[@]}"; } ||
+            echo "warning: could not install ${need_xfr[*]}: tests/xfr_interop.rs will SKIP" >&2
+    else
+        echo "warning: need root to install ${need_xfr[*]}: tests/xfr_interop.rs will SKIP" >&2
+    fi
+fi
+# (Their Debian services are not started here either: the test runs its own
+# nsd and named on 127.0.0.1:16100-16199, each in its own directory.)
+if have nsd && have named; then
+    export LODE_REQUIRE_XFR_PEERS=1
+fi
 
 for comp in rustfmt clippy; do
     if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then

@@ -1,0 +1,888 @@
+//! Zone-transfer interop peers: real Knot DNS, NSD and BIND started as
+//! SECONDARIES of a given primary, a Knot DNS PRIMARY that a test changes
+//! with `knsupdate`, and the probes that judge them (SOA serial, AXFR
+//! contents as a record multiset, "did this peer receive an IXFR").
+//!
+//! ```text
+//!   knsupdate -y ──▶ primary (Knot today, Lode later) ──NOTIFY/IXFR──▶ Peer (knot | nsd | bind)
+//!                        ▲                                               │
+//!                        └──── kdig AXFR -y (axfr_records) ◀─────────────┘
+//! ```
+//!
+//! Every process runs in its own [`TempDir`] with its own configuration,
+//! pid and log files, listens on 127.0.0.1 only, and is stopped by its PID
+//! when dropped (SIGTERM, then SIGKILL after 5 s: NSD forks helpers that
+//! only a clean shutdown takes down). All transfers, NOTIFYs and updates are
+//! signed with one hmac-sha256 key ([`TsigKey`]).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::tap::XfrTap;
+use super::{pick_port_in, soa_serial_of, udp_exchange, Message, Query, TempDir};
+
+/// The loopback ports of the transfer interop tests (taps included).
+pub const XFR_PORTS: (u16, u16) = (16100, 16199);
+
+/// A TSIG key shared by a primary, its secondaries and the test's tools.
+#[derive(Clone, Debug)]
+pub struct TsigKey {
+    /// Key name without the final dot (all three servers accept that form).
+    pub name: String,
+    /// Algorithm mnemonic as the configurations and `-y` spell it.
+    pub algorithm: String,
+    /// Base64 secret.
+    pub secret: String,
+}
+
+impl TsigKey {
+    /// The interop tests' key: `xfr-key`, hmac-sha256, a fixed 32-octet secret.
+    pub fn test_key() -> TsigKey {
+        TsigKey {
+            name: "xfr-key".into(),
+            algorithm: "hmac-sha256".into(),
+            secret: "8+5gjWLaa1vXm1Z8Ah8HPj7mK6pTgfj0n6YJ7Ja4wGU=".into(),
+        }
+    }
+
+    /// The same name and algorithm with another secret (a "wrong key").
+    pub fn with_secret(&self, secret: &str) -> TsigKey {
+        TsigKey {
+            secret: secret.into(),
+            ..self.clone()
+        }
+    }
+
+    /// The `-y` argument of kdig and dig: `alg:name:secret`.
+    pub fn y_arg(&self) -> String {
+        format!("{}:{}:{}", self.algorithm, self.name, self.secret)
+    }
+}
+
+/// The kinds of real servers the harness runs as secondaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecondaryKind {
+    /// Knot DNS (`knotd`, Debian package `knot`).
+    Knot,
+    /// NSD (`nsd`, Debian package `nsd`).
+    Nsd,
+    /// BIND 9 (`named`, Debian package `bind9`).
+    Bind,
+}
+
+impl SecondaryKind {
+    /// All three, in the order the tests start them.
+    pub const ALL: [SecondaryKind; 3] =
+        [SecondaryKind::Knot, SecondaryKind::Nsd, SecondaryKind::Bind];
+
+    /// A short name for messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            SecondaryKind::Knot => "knot",
+            SecondaryKind::Nsd => "nsd",
+            SecondaryKind::Bind => "bind",
+        }
+    }
+
+    /// The server program.
+    pub fn program(self) -> &'static str {
+        match self {
+            SecondaryKind::Knot => "knotd",
+            SecondaryKind::Nsd => "nsd",
+            SecondaryKind::Bind => "named",
+        }
+    }
+
+    /// The Debian package that holds [`Self::program`].
+    pub fn package(self) -> &'static str {
+        match self {
+            SecondaryKind::Knot => "knot",
+            SecondaryKind::Nsd => "nsd",
+            SecondaryKind::Bind => "bind9",
+        }
+    }
+}
+
+/// `prog` from PATH, else from /usr/sbin or /sbin (not on every user's PATH).
+pub fn sbin(prog: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(prog))
+}
+
+/// The programs the transfer tests need that are missing here (each with
+/// its Debian package), among the servers of `kinds`, kdig and knsupdate.
+pub fn missing_programs(kinds: &[SecondaryKind]) -> Vec<String> {
+    let mut need: Vec<(&str, &str)> = kinds.iter().map(|k| (k.program(), k.package())).collect();
+    need.push(("knotd", "knot"));
+    need.push(("kdig", "knot-dnsutils"));
+    need.push(("knsupdate", "knot-dnsutils"));
+    let mut missing: Vec<String> = need
+        .into_iter()
+        .filter(|(prog, _)| !sbin(prog).is_file())
+        .map(|(prog, pkg)| format!("{prog} (package {pkg})"))
+        .collect();
+    missing.dedup();
+    missing
+}
+
+/// A server process of the harness: its directory, log and PID.
+#[derive(Debug)]
+struct Daemon {
+    label: String,
+    addr: SocketAddr,
+    child: Child,
+    log: PathBuf,
+    dir: TempDir,
+}
+
+impl Daemon {
+    /// Spawns `cmd` (its stdout and stderr into `log`) in charge of `dir`.
+    fn spawn(
+        label: String,
+        port: u16,
+        mut cmd: Command,
+        log: PathBuf,
+        dir: TempDir,
+    ) -> Result<Daemon, String> {
+        let logf = std::fs::File::create(dir.0.join("stdio.log")).map_err(|e| e.to_string())?;
+        let child = cmd
+            .current_dir(&dir.0)
+            .stdin(Stdio::null())
+            .stdout(logf.try_clone().map_err(|e| e.to_string())?)
+            .stderr(logf)
+            .spawn()
+            .map_err(|e| format!("spawn {label}: {e}"))?;
+        Ok(Daemon {
+            label,
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            child,
+            log,
+            dir,
+        })
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The server's own log, then whatever it wrote on stdout/stderr.
+    fn log(&self) -> String {
+        let own = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let stdio_path = self.dir.0.join("stdio.log");
+        if self.log == stdio_path {
+            return own;
+        }
+        let stdio = std::fs::read_to_string(stdio_path).unwrap_or_default();
+        format!("{own}{stdio}")
+    }
+
+    fn log_tail(&self, n: usize) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// Waits until the process answers any query on UDP (a secondary has
+    /// no zone yet, so any rcode will do), at most `timeout`.
+    fn wait_listening(&mut self, zone: &str, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        let q = Query::new(zone, 6, 1).to_wire();
+        loop {
+            if !self.alive() {
+                return Err(format!(
+                    "{} exited during start-up:\n{}",
+                    self.label,
+                    self.log_tail(30)
+                ));
+            }
+            if udp_exchange(self.addr, &q, Duration::from_millis(200)).is_some() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{} did not answer within {timeout:?}:\n{}",
+                    self.label,
+                    self.log_tail(30)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGTERM by PID, and SIGKILL if it is still there after 5 s.
+    fn stop(&mut self) {
+        if !self.alive() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if !self.alive() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A real server running as a SECONDARY of one zone: it transfers from the
+/// primary with the key, accepts NOTIFY signed with it from 127.0.0.1, and
+/// serves AXFR to that key (so its contents can be dumped).
+#[derive(Debug)]
+pub struct Peer {
+    /// Which server this is.
+    pub kind: SecondaryKind,
+    /// Where it listens (UDP and TCP).
+    pub addr: SocketAddr,
+    /// The zone (absolute, with the final dot).
+    pub zone: String,
+    /// The primary it transfers from.
+    pub primary: SocketAddr,
+    /// The tap between it and the primary (it is configured to transfer
+    /// from the tap's address; NOTIFYs come straight from the primary).
+    pub tap: XfrTap,
+    daemon: Daemon,
+}
+
+impl Peer {
+    /// Starts `kind` on 127.0.0.1:`port` as a secondary of `zone` from
+    /// `primary` (through an [`XfrTap`] on another port of [`XFR_PORTS`]),
+    /// and waits until it answers queries (not until it has the zone: use
+    /// [`wait_serial`] for that).
+    pub fn start(
+        kind: SecondaryKind,
+        zone: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+    ) -> Result<Peer, String> {
+        let tap_port = distinct_ports(1, &[port, primary.port()])[0];
+        Peer::start_with_tap(kind, zone, primary, key, port, tap_port)
+    }
+
+    /// [`Peer::start`] with its tap on 127.0.0.1:`tap_port`.
+    pub fn start_with_tap(
+        kind: SecondaryKind,
+        zone: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+        tap_port: u16,
+    ) -> Result<Peer, String> {
+        let zone = absolute(zone);
+        let tap = XfrTap::start(primary, tap_port)?;
+        let dir = TempDir::new(&format!("xfr-{}", kind.label()));
+        let (cmd, log) = match kind {
+            SecondaryKind::Knot => knot_secondary(&dir.0, &zone, tap.addr, key, port)?,
+            SecondaryKind::Nsd => nsd_secondary(&dir.0, &zone, tap.addr, key, port)?,
+            SecondaryKind::Bind => bind_secondary(&dir.0, &zone, tap.addr, key, port)?,
+        };
+        let mut daemon = Daemon::spawn(format!("{}@{port}", kind.label()), port, cmd, log, dir)?;
+        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        Ok(Peer {
+            kind,
+            addr: daemon.addr,
+            zone,
+            primary,
+            tap,
+            daemon,
+        })
+    }
+
+    /// A label for messages, e.g. `nsd@16101`.
+    pub fn label(&self) -> &str {
+        &self.daemon.label
+    }
+
+    /// The process ID.
+    pub fn pid(&self) -> u32 {
+        self.daemon.child.id()
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        self.daemon.alive()
+    }
+
+    /// Its scratch directory (configuration, zone file, state, logs).
+    pub fn dir(&self) -> &Path {
+        &self.daemon.dir.0
+    }
+
+    /// Its whole log.
+    pub fn log(&self) -> String {
+        self.daemon.log()
+    }
+
+    /// The last `n` lines of its log.
+    pub fn log_tail(&self, n: usize) -> String {
+        self.daemon.log_tail(n)
+    }
+
+    /// Stops it now (SIGTERM by PID, then SIGKILL); dropping does the same.
+    pub fn stop(&mut self) {
+        self.daemon.stop();
+    }
+}
+
+/// `n` distinct ports of [`XFR_PORTS`], free right now and not in `taken`.
+pub fn distinct_ports(n: usize, taken: &[u16]) -> Vec<u16> {
+    let mut v: Vec<u16> = Vec::with_capacity(n);
+    for _ in 0..n * 10 + 100 {
+        if v.len() == n {
+            break;
+        }
+        let p = pick_port_in(XFR_PORTS.0, XFR_PORTS.1);
+        if !taken.contains(&p) && !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    assert_eq!(v.len(), n, "not enough free ports in {XFR_PORTS:?}");
+    v
+}
+
+/// `zone` with exactly one final dot.
+fn absolute(zone: &str) -> String {
+    format!("{}.", zone.trim_end_matches('.'))
+}
+
+/// `zone` without the final dot (NSD and BIND configuration style).
+fn relative(zone: &str) -> &str {
+    zone.trim_end_matches('.')
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))
+}
+
+/// The Knot `key:` section for `key`.
+fn knot_key_section(key: &TsigKey) -> String {
+    format!(
+        "key:\n  - id: {}\n    algorithm: {}\n    secret: {}\n",
+        key.name, key.algorithm, key.secret
+    )
+}
+
+/// The Knot `server:`, `database:`, `control:` and `log:` sections of a
+/// harness knotd in `dir` on `port` (debug level for the zone events, so
+/// that transfers are logged with their kind).
+fn knot_server_sections(dir: &Path, port: u16) -> String {
+    let d = dir.display();
+    format!(
+        "server:\n    rundir: \"{d}\"\n    pidfile: \"{d}/knot.pid\"\n    listen: 127.0.0.1@{port}\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 2\n\
+         database:\n    storage: \"{d}\"\n\
+         control:\n    listen: \"{d}/knot.sock\"\n\
+         log:\n  - target: \"{d}/knot.log\"\n    any: info\n"
+    )
+}
+
+fn knot_command(conf: &Path) -> Command {
+    let mut cmd = Command::new(sbin("knotd"));
+    cmd.arg("-c").arg(conf);
+    cmd
+}
+
+fn knot_secondary(
+    dir: &Path,
+    zone: &str,
+    primary: SocketAddr,
+    key: &TsigKey,
+    port: u16,
+) -> Result<(Command, PathBuf), String> {
+    let d = dir.display();
+    let conf = format!(
+        "{}{}remote:\n  - id: primary\n    address: {}@{}\n    key: {}\n\
+         acl:\n  - id: notify-in\n    address: {}\n    key: {}\n    action: notify\n\
+         \x20 - id: xfr-out\n    key: {}\n    action: transfer\n\
+         zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    file: \"{d}/secondary.zone\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    journal-content: changes\n    zonefile-sync: -1\n    zonefile-load: none\n    semantic-checks: off\n",
+        knot_server_sections(dir, port),
+        knot_key_section(key),
+        primary.ip(),
+        primary.port(),
+        key.name,
+        primary.ip(),
+        key.name,
+        key.name,
+    );
+    let path = dir.join("knot.conf");
+    write(&path, &conf)?;
+    Ok((knot_command(&path), dir.join("knot.log")))
+}
+
+fn nsd_secondary(
+    dir: &Path,
+    zone: &str,
+    primary: SocketAddr,
+    key: &TsigKey,
+    port: u16,
+) -> Result<(Command, PathBuf), String> {
+    let d = dir.display();
+    // verbosity 2 logs every transfer and NOTIFY (but not the kind of a
+    // transfer: see received_ixfr); `username: ""` keeps the test's user (no privilege drop), no chroot,
+    // no database file, every state file in `dir`.
+    let conf = format!(
+        "server:\n    ip-address: 127.0.0.1@{port}\n    port: {port}\n    do-ip6: no\n    server-count: 1\n\
+         \x20   username: \"\"\n    chroot: \"\"\n    zonesdir: \"{d}\"\n    database: \"\"\n\
+         \x20   zonelistfile: \"{d}/zone.list\"\n    xfrdfile: \"{d}/xfrd.state\"\n    xfrdir: \"{d}\"\n\
+         \x20   pidfile: \"{d}/nsd.pid\"\n    logfile: \"{d}/nsd.log\"\n    verbosity: 2\n\
+         \x20   hide-version: yes\n    xfrd-reload-timeout: 0\n\
+         remote-control:\n    control-enable: no\n\
+         key:\n    name: \"{}\"\n    algorithm: {}\n    secret: \"{}\"\n\
+         zone:\n    name: \"{}\"\n    zonefile: \"secondary.zone\"\n\
+         \x20   allow-notify: {} {}\n    request-xfr: {}@{} {}\n    provide-xfr: 127.0.0.1 {}\n",
+        key.name,
+        key.algorithm,
+        key.secret,
+        relative(zone),
+        primary.ip(),
+        key.name,
+        primary.ip(),
+        primary.port(),
+        key.name,
+        key.name,
+    );
+    let path = dir.join("nsd.conf");
+    write(&path, &conf)?;
+    let mut cmd = Command::new(sbin("nsd"));
+    cmd.arg("-d").arg("-c").arg(&path);
+    Ok((cmd, dir.join("nsd.log")))
+}
+
+fn bind_secondary(
+    dir: &Path,
+    zone: &str,
+    primary: SocketAddr,
+    key: &TsigKey,
+    port: u16,
+) -> Result<(Command, PathBuf), String> {
+    let d = dir.display();
+    // `controls { };` keeps named off the shared rndc port 953; notify no: a
+    // secondary of the harness tells nobody; the min-* options let the
+    // zone's short SOA timers count.
+    let conf = format!(
+        "options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n  session-keyfile \"{d}/session.key\";\n  managed-keys-directory \"{d}\";\n\
+         \x20 listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n\
+         \x20 recursion no;\n  notify no;\n  dnssec-validation no;\n  version none;\n\
+         \x20 allow-transfer {{ key \"{}\"; }};\n\
+         \x20 min-refresh-time 1;\n  min-retry-time 1;\n}};\n\
+         controls {{ }};\n\
+         key \"{}\" {{\n  algorithm {};\n  secret \"{}\";\n}};\n\
+         logging {{\n  channel to_file {{ file \"{d}/named.log\"; severity debug 3; print-time yes; print-category yes; print-severity yes; }};\n\
+         \x20 category default {{ to_file; }};\n  category xfer-in {{ to_file; }};\n  category notify {{ to_file; }};\n}};\n\
+         zone \"{}\" {{\n  type secondary;\n  file \"secondary.db\";\n\
+         \x20 primaries {{ {} port {} key \"{}\"; }};\n  allow-notify {{ key \"{}\"; }};\n}};\n",
+        key.name,
+        key.name,
+        key.algorithm,
+        key.secret,
+        relative(zone),
+        primary.ip(),
+        primary.port(),
+        key.name,
+        key.name,
+    );
+    let path = dir.join("named.conf");
+    write(&path, &conf)?;
+    let mut cmd = Command::new(sbin("named"));
+    // -f: foreground with the configured logging; -4: no IPv6 sockets;
+    // -n 1: one worker thread on this shared machine. As root no -u is
+    // needed (named then keeps running as root).
+    cmd.arg("-f")
+        .arg("-4")
+        .arg("-n")
+        .arg("1")
+        .arg("-d")
+        .arg("3")
+        .arg("-c")
+        .arg(&path);
+    Ok((cmd, dir.join("named.log")))
+}
+
+/// Which server is the transfer PRIMARY of a test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrimaryKind {
+    /// Knot DNS 3.2 (the reference).
+    Knot,
+    /// `lode serve` (once it can serve AXFR/IXFR and send NOTIFY).
+    Lode,
+}
+
+/// A Knot DNS PRIMARY of one zone: loads the zone file, keeps a journal of
+/// changes (so it serves IXFR), NOTIFYs the given secondaries, and allows
+/// UPDATE and transfers to the key (change it with [`nsupdate`]).
+#[derive(Debug)]
+pub struct Primary {
+    /// Which server this is.
+    pub kind: PrimaryKind,
+    /// Where it listens (UDP and TCP).
+    pub addr: SocketAddr,
+    /// The zone (absolute, with the final dot).
+    pub zone: String,
+    daemon: Daemon,
+}
+
+impl Primary {
+    /// Starts knotd on 127.0.0.1:`port` as the primary of `zone` loaded
+    /// from `zone_file` (copied into its directory), NOTIFYing `notify`,
+    /// and waits until it serves the zone.
+    pub fn start_knot(
+        zone: &str,
+        zone_file: &Path,
+        key: &TsigKey,
+        notify: &[SocketAddr],
+        port: u16,
+    ) -> Result<Primary, String> {
+        let zone = absolute(zone);
+        let dir = TempDir::new("xfr-knot-primary");
+        let d = dir.0.display();
+        let file = dir.0.join("primary.zone");
+        std::fs::copy(zone_file, &file)
+            .map_err(|e| format!("copy {}: {e}", zone_file.display()))?;
+        let mut conf = knot_server_sections(&dir.0, port);
+        conf.push_str(&knot_key_section(key));
+        let mut ids = Vec::new();
+        if !notify.is_empty() {
+            conf.push_str("remote:\n");
+            for (i, a) in notify.iter().enumerate() {
+                let _ = write!(
+                    conf,
+                    "  - id: secondary{i}\n    address: {}@{}\n    key: {}\n",
+                    a.ip(),
+                    a.port(),
+                    key.name
+                );
+                ids.push(format!("secondary{i}"));
+            }
+        }
+        let _ = write!(
+            conf,
+            "acl:\n  - id: xfr-update\n    address: 127.0.0.1\n    key: {}\n    action: [ transfer, update ]\n\
+             zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    file: \"{}\"\n    acl: xfr-update\n\
+             \x20   journal-content: changes\n    zonefile-sync: -1\n    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n",
+            key.name,
+            file.display()
+        );
+        if !ids.is_empty() {
+            let _ = writeln!(conf, "    notify: [ {} ]", ids.join(", "));
+        }
+        let path = dir.0.join("knot.conf");
+        write(&path, &conf)?;
+        let log = dir.0.join("knot.log");
+        let mut daemon = Daemon::spawn(
+            format!("knot-primary@{port}"),
+            port,
+            knot_command(&path),
+            log,
+            dir,
+        )?;
+        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        let primary = Primary {
+            kind: PrimaryKind::Knot,
+            addr: daemon.addr,
+            zone,
+            daemon,
+        };
+        if soa_serial(primary.addr, &primary.zone).is_none() {
+            // Loaded a moment after it first answers: give it a second.
+            wait_any_serial(primary.addr, &primary.zone, Duration::from_secs(10))
+                .map_err(|e| format!("{e}\n{}", primary.log_tail(30)))?;
+        }
+        Ok(primary)
+    }
+
+    /// A label for messages.
+    pub fn label(&self) -> &str {
+        &self.daemon.label
+    }
+
+    /// The process ID.
+    pub fn pid(&self) -> u32 {
+        self.daemon.child.id()
+    }
+
+    /// Its whole log.
+    pub fn log(&self) -> String {
+        self.daemon.log()
+    }
+
+    /// The last `n` lines of its log.
+    pub fn log_tail(&self, n: usize) -> String {
+        self.daemon.log_tail(n)
+    }
+
+    /// Stops it now (SIGTERM by PID, then SIGKILL); dropping does the same.
+    pub fn stop(&mut self) {
+        self.daemon.stop();
+    }
+
+    /// Runs `knotc` on this knotd's control socket, e.g. `["zone-purge",
+    /// "-f", "example.com.", "+journal"]` to drop its IXFR history (then
+    /// secondaries must fall back to AXFR); returns its output.
+    pub fn knotc(&self, args: &[&str]) -> Result<String, String> {
+        let out = Command::new(sbin("knotc"))
+            .arg("-s")
+            .arg(self.daemon.dir.0.join("knot.sock"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("knotc: {e}"))?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if out.status.success() {
+            Ok(text)
+        } else {
+            Err(format!("knotc {args:?}: {}: {text}", out.status))
+        }
+    }
+}
+
+/// Sends UPDATEs to `addr` for `zone` with `knsupdate`, signed with `key`:
+/// `commands` is knsupdate script text (`update add ...`, `update delete
+/// ...`, one `send` per UPDATE message; a final `send` is added when the
+/// text does not end with one). Fails unless every UPDATE got NOERROR.
+pub fn nsupdate(addr: SocketAddr, zone: &str, key: &TsigKey, commands: &str) -> Result<(), String> {
+    let mut script = format!(
+        "server {} {}\nkey {}:{} {}\nzone {}\norigin {}\nttl 300\n",
+        addr.ip(),
+        addr.port(),
+        key.algorithm,
+        key.name,
+        key.secret,
+        absolute(zone),
+        absolute(zone)
+    );
+    script.push_str(commands);
+    if !commands.trim_end().ends_with("send") {
+        script.push_str("\nsend\n");
+    }
+    script.push_str("\nquit\n");
+    let mut child = Command::new(sbin("knsupdate"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawn knsupdate: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|e| format!("knsupdate stdin: {e}"))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("knsupdate: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || stderr.contains("ERROR") || stdout.contains("ERROR") {
+        return Err(format!(
+            "knsupdate to {addr} failed ({}):\n{stdout}{stderr}",
+            out.status
+        ));
+    }
+    Ok(())
+}
+
+/// The SOA serial `addr` serves for `zone` (one UDP query, 300 ms), if it
+/// answers with one.
+pub fn soa_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
+    let r = udp_exchange(
+        addr,
+        &Query::new(&absolute(zone), 6, 1).to_wire(),
+        Duration::from_millis(300),
+    )?;
+    let m = Message::parse(&r);
+    if m.rcode() != 0 || !m.aa {
+        return None;
+    }
+    soa_serial_of(&m)
+}
+
+/// Waits until `addr` serves `zone` with SOA serial `serial` (exactly),
+/// polling every 50 ms; returns how long that took, or an error naming the
+/// last serial seen once `timeout` has passed.
+pub fn wait_serial(
+    addr: SocketAddr,
+    zone: &str,
+    serial: u32,
+    timeout: Duration,
+) -> Result<Duration, String> {
+    let start = Instant::now();
+    let mut last = None;
+    loop {
+        last = soa_serial(addr, zone).or(last);
+        if last == Some(serial) {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() > timeout {
+            return Err(format!(
+                "{addr} did not reach serial {serial} of {zone} within {timeout:?} (last seen: {})",
+                last.map_or("none".into(), |s| s.to_string())
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until `addr` serves `zone` with any SOA serial; returns it.
+pub fn wait_any_serial(addr: SocketAddr, zone: &str, timeout: Duration) -> Result<u32, String> {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = soa_serial(addr, zone) {
+            return Ok(s);
+        }
+        if start.elapsed() > timeout {
+            return Err(format!("{addr} did not serve {zone} within {timeout:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The contents of `zone` at `addr` by AXFR (kdig over TCP, signed with
+/// `key`), as a sorted multiset of normalised record lines (see
+/// [`normalise_record`]), the closing SOA left out. Fails when the
+/// transfer does (refused, bad TSIG, cut short: no closing SOA).
+pub fn axfr_records(addr: SocketAddr, zone: &str, key: &TsigKey) -> Result<Vec<String>, String> {
+    let out = Command::new(sbin("kdig"))
+        .arg(format!("@{}", addr.ip()))
+        .arg("-p")
+        .arg(addr.port().to_string())
+        .arg("-y")
+        .arg(key.y_arg())
+        .arg("+noall")
+        .arg("+answer")
+        .arg("+nocrypto")
+        .arg("+time=5")
+        .arg("+retry=0")
+        .arg("AXFR")
+        .arg(absolute(zone))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("kdig: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() || stderr.contains("ERROR") || stdout.contains(";; ERROR") {
+        return Err(format!(
+            "AXFR of {zone} from {addr} failed ({}): {stdout}{stderr}",
+            out.status
+        ));
+    }
+    let mut lines: Vec<String> = stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with(';'))
+        .map(normalise_record)
+        .collect();
+    let soa = |l: &String| l.split(' ').nth(3) == Some("SOA");
+    if lines.len() < 2 || !lines.first().is_some_and(soa) || lines.last() != lines.first() {
+        return Err(format!(
+            "AXFR of {zone} from {addr} is not framed by two equal SOAs:\n{stdout}{stderr}"
+        ));
+    }
+    lines.pop();
+    lines.sort();
+    Ok(lines)
+}
+
+/// Types whose RDATA holds only names, numbers and addresses: their RDATA
+/// is compared case-insensitively; any other RDATA (strings, base64) keeps
+/// its case.
+const CASELESS_RDATA: &[&str] = &[
+    "A", "AAAA", "NS", "CNAME", "DNAME", "PTR", "MX", "SOA", "SRV", "KX", "AFSDB", "RT", "PX",
+    "MINFO", "RP", "NSEC",
+];
+
+/// One record line of kdig or dig as `owner ttl class type rdata`, single
+/// spaces between fields and between RDATA fields (quoted strings kept
+/// as they are), owner, class and type upper/lower-cased the same way
+/// whatever the server's spelling, RDATA lower-cased for [`CASELESS_RDATA`].
+pub fn normalise_record(line: &str) -> String {
+    // Split on whitespace outside double quotes (a backslash escapes).
+    let mut fields: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let (mut quoted, mut escaped) = (false, false);
+    for c in line.chars() {
+        if escaped {
+            cur.push(c);
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => {
+                cur.push(c);
+                escaped = true;
+            }
+            '"' => {
+                cur.push(c);
+                quoted = !quoted;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if !cur.is_empty() {
+                    fields.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        fields.push(cur);
+    }
+    if fields.len() < 4 {
+        return fields.join(" ");
+    }
+    let owner = fields[0].to_ascii_lowercase();
+    let ttl = fields[1].clone();
+    let class = fields[2].to_ascii_uppercase();
+    let rtype = fields[3].to_ascii_uppercase();
+    let rdata = fields[4..].join(" ");
+    let rdata = if CASELESS_RDATA.contains(&rtype.as_str()) {
+        rdata.to_ascii_lowercase()
+    } else {
+        rdata
+    };
+    format!("{owner} {ttl} {class} {rtype} {rdata}")
+}
+
+/// Whether `peer` has received at least one incremental transfer (an IXFR
+/// answered with changes, not AXFR-style), from its own log where the
+/// server logs the kind of transfer it received:
+/// - Knot 3.2: `[zone] IXFR, incoming, remote ..., finished, ...` (info);
+/// - BIND 9.18: `transfer of 'zone/IN' from ...: got incremental response`
+///   (xfer-in at debug 3, hence `-d 3` and `severity debug 3`);
+/// - NSD 4.6 logs no transfer kind at any verbosity (only "received update
+///   to serial N"), so for NSD the peer's [`XfrTap`] judges the replies.
+pub fn received_ixfr(peer: &Peer) -> bool {
+    ixfr_count(peer) > 0
+}
+
+/// How many incremental transfers `peer` received (see [`received_ixfr`]).
+pub fn ixfr_count(peer: &Peer) -> usize {
+    let log = peer.log();
+    let lines = |f: &dyn Fn(&str) -> bool| log.lines().filter(|l| f(l)).count();
+    match peer.kind {
+        SecondaryKind::Knot => lines(&|l| l.contains("IXFR, incoming") && l.contains("finished")),
+        SecondaryKind::Bind => lines(&|l| l.contains("got incremental response")),
+        SecondaryKind::Nsd => peer.tap.incremental(),
+    }
+}
