@@ -14,6 +14,7 @@ pub mod message;
 pub mod name;
 pub mod rdata;
 pub mod record;
+pub mod serial;
 pub mod types;
 
 pub use name::{KeyBuf, Name, NameBuf, NameError, NameRef};

@@ -26,6 +26,7 @@ use lode_wire::message::{flags, HEADER_LEN};
 use lode_wire::{rcode, Class, Name, Record};
 use lode_zonedb::{Changeset, Zone};
 
+pub use lode_wire::serial::{serial_cmp, SerialOrder};
 pub use parse::read_record;
 
 /// A parsed UPDATE message.
@@ -168,30 +169,6 @@ impl FromStr for SerialPolicy {
             "dateserial" => Ok(SerialPolicy::DateSerial),
             _ => Err(UnknownSerialPolicy(s.to_string())),
         }
-    }
-}
-
-/// The result of comparing two serials (RFC 1982).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SerialOrder {
-    /// The same serial.
-    Equal,
-    /// The first is greater.
-    Greater,
-    /// The first is lower.
-    Lower,
-    /// They are 2^31 apart.
-    Incomparable,
-}
-
-/// Compares serials `a` and `b` in serial number arithmetic (RFC 1982).
-pub fn serial_cmp(a: u32, b: u32) -> SerialOrder {
-    let diff = a.wrapping_sub(b);
-    match diff {
-        0 => SerialOrder::Equal,
-        0x8000_0000 => SerialOrder::Incomparable,
-        d if d < 0x8000_0000 => SerialOrder::Greater,
-        _ => SerialOrder::Lower,
     }
 }
 

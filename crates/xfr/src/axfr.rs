@@ -1,0 +1,260 @@
+//! AXFR out (RFC 5936): a zone version written as a stream of messages.
+
+use std::fmt;
+
+use lode_wire::message::{MessageWriter, Section};
+use lode_wire::Rtype;
+use lode_zonedb::{NodeFlags, NodeId, Zone};
+
+use crate::response::{Request, PTR_MAX};
+
+/// Where the writer is in the transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The opening SOA is next.
+    FirstSoa,
+    /// Walking the nodes that are not NSEC3-only.
+    Nodes,
+    /// Walking the NSEC3-only nodes (Knot's separate NSEC3 tree, sent last).
+    Nsec3,
+    /// The closing SOA is next.
+    LastSoa,
+    /// Everything was written.
+    Done,
+    /// A record could not fit in an empty message: the transfer stops.
+    Failed,
+}
+
+/// How writing one node ended.
+enum NodeEnd {
+    /// Every RRset of the node was written.
+    Done,
+    /// The message is full; the node continues in the next one.
+    Full,
+    /// One record is larger than an empty message.
+    TooBig,
+}
+
+/// Writes the AXFR answer of one pinned zone version, one message per call.
+///
+/// Follows Knot DNS 3.2 (axfr.c `axfr_process_node_tree`, xfr.c
+/// `xfr_process_list`): the apex SOA first (in the first message), every
+/// RRset but the SOA node by node in canonical order — the nodes holding only
+/// NSEC3 (and their signatures) after all others, as Knot keeps them in a
+/// tree of their own — then the SOA again. A message is ended when the next
+/// RRset does not fit or once it is longer than 16383 bytes. Where Knot fails
+/// the transfer on an RRset larger than a whole message, Lode splits it over
+/// messages (RFC 5936 §2.2 allows it).
+///
+/// Memory is O(1) in the zone size: a node cursor and two indexes.
+pub struct AxfrWriter<'z> {
+    zone: &'z Zone,
+    request: Request,
+    ids: Box<dyn Iterator<Item = NodeId> + 'z>,
+    phase: Phase,
+    /// The node being written, its next RRset and next RDATA.
+    node: Option<NodeId>,
+    rrset: usize,
+    rdata: usize,
+    /// NSEC3-only nodes were skipped in the first walk.
+    nsec3_seen: bool,
+    sent: u64,
+    messages: u64,
+}
+
+impl fmt::Debug for AxfrWriter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AxfrWriter")
+            .field("zone", &self.zone.origin())
+            .field("phase", &self.phase)
+            .field("records_sent", &self.sent)
+            .field("messages", &self.messages)
+            .finish()
+    }
+}
+
+impl<'z> AxfrWriter<'z> {
+    /// A writer of `zone` answering `request` (an AXFR, or an IXFR answered
+    /// AXFR-style: Knot's ixfr.c `ixfr_process_query` then runs
+    /// `axfr_process_query` with the question, type IXFR, kept).
+    pub fn new(zone: &'z Zone, request: Request) -> Self {
+        AxfrWriter {
+            zone,
+            request,
+            ids: Box::new(zone.node_ids()),
+            phase: Phase::FirstSoa,
+            node: None,
+            rrset: 0,
+            rdata: 0,
+            nsec3_seen: false,
+            sent: 0,
+            messages: 0,
+        }
+    }
+
+    /// Writes the next message into `buf`, at most `limit` bytes (keep room
+    /// for a TSIG); returns its length, or None when the transfer is over
+    /// (see [`AxfrWriter::is_complete`] for how it ended).
+    pub fn next_message(&mut self, buf: &mut [u8], limit: usize) -> Option<usize> {
+        if matches!(self.phase, Phase::Done | Phase::Failed) {
+            return None;
+        }
+        let Some(mut w) = self.request.begin(buf, limit) else {
+            self.phase = Phase::Failed;
+            return None;
+        };
+        self.fill(&mut w);
+        if self.phase == Phase::Failed {
+            return None;
+        }
+        self.messages += 1;
+        Some(self.request.end(w, limit))
+    }
+
+    /// Records written so far (both SOAs counted).
+    pub fn records_sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// Messages written so far.
+    pub fn messages_sent(&self) -> u64 {
+        self.messages
+    }
+
+    /// True once the closing SOA was written. False after `next_message`
+    /// returned None means the transfer failed: the limit cannot hold the
+    /// header, the question and one record.
+    pub fn is_complete(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    fn fill(&mut self, w: &mut MessageWriter<'_>) {
+        loop {
+            match self.phase {
+                Phase::FirstSoa | Phase::LastSoa => {
+                    if !self.put_soa(w) {
+                        if w.count(Section::Answer) == 0 {
+                            self.phase = Phase::Failed;
+                        }
+                        return;
+                    }
+                    if self.phase == Phase::LastSoa {
+                        self.phase = Phase::Done;
+                        return;
+                    }
+                    self.phase = Phase::Nodes;
+                }
+                Phase::Nodes | Phase::Nsec3 => {
+                    let id = match self.node {
+                        Some(id) => id,
+                        None => match self.next_id() {
+                            Some(id) => {
+                                self.node = Some(id);
+                                (self.rrset, self.rdata) = (0, 0);
+                                id
+                            }
+                            None => continue,
+                        },
+                    };
+                    match self.put_node(w, id) {
+                        NodeEnd::Done => self.node = None,
+                        NodeEnd::Full => return,
+                        NodeEnd::TooBig => {
+                            self.phase = Phase::Failed;
+                            return;
+                        }
+                    }
+                }
+                Phase::Done | Phase::Failed => return,
+            }
+        }
+    }
+
+    /// The next node of the current walk; moves to the next phase when the
+    /// walk is over.
+    fn next_id(&mut self) -> Option<NodeId> {
+        let nsec3 = self.phase == Phase::Nsec3;
+        for id in self.ids.by_ref() {
+            let only = self.zone.info(id).0.contains(NodeFlags::NSEC3_ONLY);
+            if only == nsec3 {
+                return Some(id);
+            }
+            self.nsec3_seen |= only;
+        }
+        if self.phase == Phase::Nodes && self.nsec3_seen {
+            self.phase = Phase::Nsec3;
+            self.ids = Box::new(self.zone.node_ids());
+        } else {
+            self.phase = Phase::LastSoa;
+        }
+        None
+    }
+
+    fn put_soa(&mut self, w: &mut MessageWriter<'_>) -> bool {
+        let apex = self.zone.node(self.zone.apex_id());
+        let soa = self.zone.soa();
+        let ok = w
+            .put_rrset(
+                Section::Answer,
+                apex.owner(),
+                0,
+                Rtype::SOA,
+                self.zone.class(),
+                soa.ttl(),
+                soa.rdatas(),
+            )
+            .is_ok();
+        if ok {
+            self.sent += soa.len() as u64;
+        }
+        ok
+    }
+
+    fn put_node(&mut self, w: &mut MessageWriter<'_>, id: NodeId) -> NodeEnd {
+        let node = self.zone.node(id);
+        let owner = node.owner();
+        let class = self.zone.class();
+        for (i, set) in node.rrsets().enumerate().skip(self.rrset) {
+            if set.rtype() == Rtype::SOA {
+                self.rrset = i + 1;
+                continue;
+            }
+            let put = |w: &mut MessageWriter<'_>, skip: usize, take: usize| {
+                w.put_rrset(
+                    Section::Answer,
+                    owner,
+                    0,
+                    set.rtype(),
+                    class,
+                    set.ttl(),
+                    set.rdatas().skip(skip).take(take),
+                )
+                .is_ok()
+            };
+            let left = set.len() - self.rdata;
+            if put(w, self.rdata, left) {
+                self.sent += left as u64;
+                (self.rrset, self.rdata) = (i + 1, 0);
+                if w.len() > PTR_MAX {
+                    return NodeEnd::Full;
+                }
+                continue;
+            }
+            if w.count(Section::Answer) > 0 {
+                return NodeEnd::Full;
+            }
+            // Too large for an empty message: as many records as fit.
+            let mut n = 0;
+            while self.rdata + n < set.len() && put(w, self.rdata + n, 1) {
+                n += 1;
+            }
+            if n == 0 {
+                return NodeEnd::TooBig;
+            }
+            self.rdata += n;
+            self.sent += n as u64;
+            return NodeEnd::Full;
+        }
+        NodeEnd::Done
+    }
+}
