@@ -704,3 +704,37 @@ fn ixfr_bytes_match_knot() {
     };
     assert_eq!((h7(&one.removed), h7(&one.added)), (vec![300], vec![900]));
 }
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// A NOTIFY and an AXFR request as knotd 3.2.6 sent them (captured).
+#[test]
+fn requests_match_knot() {
+    let edns = |expire| {
+        Some(QueryEdns {
+            udp_size: 1232,
+            expire,
+        })
+    };
+    let mut buf = [0u8; 512];
+    let n = notify(
+        &mut buf,
+        0xe8d9,
+        name("example.").as_ref(),
+        Some(&soa(5)),
+        edns(false),
+    );
+    let knot = hex(
+        "e8d924000001000100000001076578616d706c650000060001c00c0006000100000e100020026e73c00c\
+         04686f7374c00c0000000500000e1000000258000151800000012c00002904d0000000000000",
+    );
+    assert_eq!(&buf[..n], &knot[..]);
+    let n = axfr_query(&mut buf, 0x9712, name("other.").as_ref(), edns(true));
+    let knot = hex("971200000001000000000001056f746865720000fc000100002904d000000000000400090000");
+    assert_eq!(&buf[..n], &knot[..]);
+}
