@@ -451,6 +451,13 @@ impl<'a> MessageWriter<'a> {
         self.counts[section as usize]
     }
 
+    /// The offset of the name the next names are compressed against (Knot's
+    /// `compr->suffix.pos`: the QNAME, then the last name written that was
+    /// longer than a bare pointer), if any.
+    pub fn reference(&self) -> Option<u16> {
+        (self.suffix.1 != 0).then_some(self.suffix.0)
+    }
+
     /// A point to roll back to.
     pub fn mark(&self) -> Mark {
         Mark {

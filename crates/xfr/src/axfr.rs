@@ -6,7 +6,7 @@ use lode_wire::message::{MessageWriter, Section};
 use lode_wire::Rtype;
 use lode_zonedb::{NodeFlags, NodeId, Zone};
 
-use crate::response::{Request, PTR_MAX};
+use crate::response::{owner_hint, Request, PTR_MAX};
 
 /// Where the writer is in the transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,11 +193,12 @@ impl<'z> AxfrWriter<'z> {
     fn put_soa(&mut self, w: &mut MessageWriter<'_>) -> bool {
         let apex = self.zone.node(self.zone.apex_id());
         let soa = self.zone.soa();
+        let hint = owner_hint(w, apex.owner());
         let ok = w
             .put_rrset(
                 Section::Answer,
                 apex.owner(),
-                0,
+                hint,
                 Rtype::SOA,
                 self.zone.class(),
                 soa.ttl(),
@@ -220,10 +221,11 @@ impl<'z> AxfrWriter<'z> {
                 continue;
             }
             let put = |w: &mut MessageWriter<'_>, skip: usize, take: usize| {
+                let hint = owner_hint(w, owner);
                 w.put_rrset(
                     Section::Answer,
                     owner,
-                    0,
+                    hint,
                     set.rtype(),
                     class,
                     set.ttl(),

@@ -7,7 +7,7 @@ use lode_wire::message::{MessageWriter, Section};
 use lode_wire::{Record, Rtype};
 use lode_zonedb::{Changeset, Zone};
 
-use crate::response::{Request, PTR_MAX};
+use crate::response::{owner_hint, Request, PTR_MAX};
 
 /// A record's identity: owner (case-insensitive key), type, class, RDATA.
 type Identity = (Box<[u8]>, Rtype, u16, Box<[u8]>);
@@ -88,10 +88,11 @@ pub fn soa_only(zone: &Zone, request: &Request, buf: &mut [u8], limit: usize) ->
     let mut w = request.begin(buf, limit)?;
     let apex = zone.node(zone.apex_id());
     let soa = zone.soa();
+    let hint = owner_hint(&w, apex.owner());
     w.put_rrset(
         Section::Answer,
         apex.owner(),
-        0,
+        hint,
         Rtype::SOA,
         zone.class(),
         soa.ttl(),
@@ -279,10 +280,11 @@ impl<'c> IxfrWriter<'c> {
             }
             let put = |w: &mut MessageWriter<'_>, run: &[Record]| {
                 let r = &run[0];
+                let hint = owner_hint(w, r.owner.as_ref());
                 w.put_rrset(
                     Section::Answer,
                     r.owner.as_ref(),
-                    0,
+                    hint,
                     r.rtype,
                     r.class,
                     r.ttl,

@@ -22,7 +22,9 @@
 //!
 //! Formats follow Knot DNS 3.2 (`src/knot/nameserver/{axfr,ixfr,xfr,notify}.c`,
 //! `src/knot/events/handlers/{refresh,notify}.c`, `src/knot/query/query.c`);
-//! each item says which function it follows and where Lode departs.
+//! each item says which function it follows and where Lode departs. The
+//! tests hold AXFR, IXFR, up-to-date, NOTIFY and AXFR-request bytes captured
+//! from knotd 3.2.6 (`testdata/README.md`) and require Lode's to be identical.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -2,6 +2,7 @@
 //! question echoed from the request, and the server's OPT record.
 
 use lode_wire::message::{self, flags, Edns, MessageWriter, Query, Question};
+use lode_wire::{NameBuf, NameRef};
 
 /// Knot starts a new message once one exceeds the reach of a compression
 /// pointer (`KNOT_WIRE_PTR_MAX`, axfr.c `axfr_put_rrsets`, ixfr.c
@@ -61,5 +62,20 @@ impl Request {
             let _ = w.put_opt(e.udp_size, e.ext_rcode, e.version, e.flags, &[]);
         }
         w.finish()
+    }
+}
+
+/// The owner hint Knot's rrset-wire.c `write_owner` takes by itself: when an
+/// RRset's owner is, byte for byte, the name compression currently refers
+/// to (the previous RRset's owner, unless RDATA names came after it), the
+/// owner is written as a pointer to it and RDATA is compressed against it.
+pub(crate) fn owner_hint(w: &MessageWriter<'_>, owner: NameRef<'_>) -> u16 {
+    let Some(at) = w.reference() else {
+        return 0;
+    };
+    let mut name = NameBuf::new();
+    match name.read_compressed(w.written(), at as usize) {
+        Ok(_) if name.as_ref().as_wire() == owner.as_wire() => at,
+        _ => 0,
     }
 }
