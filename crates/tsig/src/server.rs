@@ -36,6 +36,9 @@ pub struct Signed<'k> {
     pub request_mac: MacBuf,
     /// The request's time signed.
     pub time: u64,
+    /// Where the TSIG record starts: the request without it is
+    /// `msg[..tsig_start]` (with ARCOUNT one less).
+    pub tsig_start: usize,
 }
 
 /// A request whose TSIG failed, and what the error response needs.
@@ -154,6 +157,7 @@ pub fn verify_request<'k>(msg: &[u8], keys: &'k Keys, now: u64) -> Verified<'k> 
         key,
         request_mac,
         time: tsig.time_signed,
+        tsig_start: tsig.start,
     })
 }
 
