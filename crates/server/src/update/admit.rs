@@ -4,11 +4,12 @@
 use std::collections::HashMap;
 use std::sync::{mpsc, Arc};
 
-use lode_tsig::{Key, Keys, Verified};
+use lode_tsig::{Key, Keys};
 use lode_wire::{rcode, Name};
 use lode_zonedb::{Zone, ZoneSet};
 use lode_zones::update::{self as ddns, UpdateError};
 
+use crate::access::{self, Access};
 use crate::acl::{self, Action};
 use crate::config::{Config, ZoneOptions};
 use crate::flush::{Flushed, Written};
@@ -19,7 +20,9 @@ use super::{reply, unix_now, Job, Work};
 /// writers' queues. Built at start.
 #[derive(Debug, Default)]
 pub(crate) struct Updates {
-    keys: Keys,
+    pub(super) keys: Keys,
+    /// Outgoing transfers running, and their limit.
+    pub(super) transfers: Arc<super::TransferSlots>,
     pub(super) zones: HashMap<Name, ZoneDoor>,
     /// The zone files the writers wrote (the reloader skips them).
     pub(crate) written: Arc<Written>,
@@ -28,7 +31,7 @@ pub(crate) struct Updates {
 /// One zone's way in: its ACL and its writer's queue.
 #[derive(Debug)]
 pub(super) struct ZoneDoor {
-    acl: Vec<acl::Rule>,
+    pub(super) acl: Vec<acl::Rule>,
     /// Its ACL allows updates.
     takes_updates: bool,
     pub(super) writer: Option<mpsc::SyncSender<Work>>,
@@ -103,9 +106,15 @@ impl Updates {
         }
         Ok(Updates {
             keys,
+            transfers: Arc::new(super::TransferSlots::new(config.transfers_out)),
             zones,
             written: Arc::default(),
         })
+    }
+
+    /// The TSIG keys of the configuration.
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     /// Writes a zone's file now, through its writer (after the updates
@@ -213,77 +222,23 @@ impl Updates {
             lode_wire::Class::CH => return Admission::Answer(query_error(rcode::NOTIMP, out)),
             _ => return Admission::Answer(query_error(rcode::REFUSED, out)),
         }
-        // As Knot: the ACL is checked with the key the request names, before
-        // its MAC; a key the ACL does not accept is BADKEY whatever the MAC.
-        let mut signed_time = now;
-        let (signed, failure) = match lode_tsig::verify_request(msg, &self.keys, now) {
-            Verified::Unsigned => (None, None),
-            Verified::Signed(s) => {
-                signed_time = s.time;
-                (Some((s.key.clone(), s.request_mac)), None)
-            }
-            Verified::FormErr => {
-                let n = ddns::write_response(msg, rcode::FORMERR, out);
-                return Admission::Answer(n);
-            }
-            Verified::Failed(f) => {
-                signed_time = f.time_signed;
-                (None, Some(f))
-            }
-        };
-        let claimed: Option<Name> = match (&signed, &failure) {
-            (Some((k, _)), _) => Some(k.name().clone()),
-            (None, Some(f)) => Some(f.key_name.as_ref().to_name().to_lowercase()),
-            (None, None) => None,
-        };
-        if !acl::allows(&door.acl, Action::Update, peer.ip(), claimed.as_ref()) {
-            tracing::info!(
-                "update for {} from {peer}{}: denied by the zone's acl, NOTAUTH",
-                req.zone,
-                claimed
-                    .as_ref()
-                    .map_or(String::new(), |k| format!(" key {k}"))
-            );
-            let n = query_error(rcode::NOTAUTH, out);
-            // A request naming a key the ACL does not accept: BADKEY,
-            // unsigned, echoing the request's key and algorithm names.
-            return Admission::Answer(match (&signed, failure) {
-                (Some((key, _)), _) => {
-                    let mut key_name = lode_wire::NameBuf::new();
-                    key_name.set(key.name().as_ref());
-                    let mut algorithm = lode_wire::NameBuf::new();
-                    if let Ok(a) = lode_wire::NameRef::from_wire(key.algorithm().wire_name()) {
-                        algorithm.set(a);
-                    }
-                    let f = lode_tsig::Failure {
-                        error: lode_tsig::TsigError::BadKey,
-                        key_name,
-                        algorithm,
-                        time_signed: signed_time,
-                        key: None,
-                        request_mac: lode_tsig::MacBuf::default(),
-                    };
-                    lode_tsig::append_error(out, n, &f, now).unwrap_or(n)
+        let what = format_args!("update for {}", req.zone);
+        let signed =
+            match access::check(&self.keys, &door.acl, Action::Update, msg, peer, now, &what) {
+                Access::Allowed(signed) => signed,
+                Access::FormErr => {
+                    return Admission::Answer(ddns::write_response(msg, rcode::FORMERR, out));
                 }
-                (None, Some(mut f)) => {
-                    f.error = lode_tsig::TsigError::BadKey;
-                    f.key = None;
-                    f.request_mac = lode_tsig::MacBuf::default();
-                    lode_tsig::append_error(out, n, &f, now).unwrap_or(n)
+                Access::Refused(failure) => {
+                    let n = query_error(rcode::NOTAUTH, out);
+                    return Admission::Answer(access::finish_refusal(
+                        out,
+                        n,
+                        failure.as_ref(),
+                        now,
+                    ));
                 }
-                (None, None) => n,
-            });
-        }
-        if let Some(f) = failure {
-            tracing::info!(
-                "update for {} from {peer}: TSIG {} with key {}, NOTAUTH",
-                req.zone,
-                f.error,
-                f.key_name.as_ref()
-            );
-            let n = query_error(rcode::NOTAUTH, out);
-            return Admission::Answer(lode_tsig::append_error(out, n, &f, now).unwrap_or(n));
-        }
+            };
         let Some(writer) = &door.writer else {
             tracing::warn!(
                 "update for {} from {peer}: the zone has no journal, SERVFAIL",
