@@ -29,10 +29,19 @@
 //! action = ["update"]
 //! deny = false
 //!
+//! transfers-out = 10                      # concurrent outgoing zone transfers
+//!
+//! [[remote]]                              # another server: a secondary to notify
+//! id = "secondary1"
+//! address = ["192.0.2.53@53", "[2001:db8::53]:53"] # ADDR@PORT, ADDR:PORT or ADDR (53)
+//! key = "xfr-key."                        # TSIG key for what goes to it (optional)
+//!
 //! [[zone]]
 //! name = "e164.arpa."
 //! file = "zones/e164.arpa.zone"           # relative to the configuration file's folder
-//! acl = ["updaters"]
+//! acl = ["updaters"]                      # with action "transfer" for AXFR/IXFR out
+//! notify = ["secondary1"]                 # NOTIFY these remotes after each change
+//! notify-delay = 0                        # seconds to wait (and coalesce) before notifying
 //! serial-policy = "increment"             # or "unixtime", "dateserial"
 //! zonefile-sync = 60                      # overrides the global value
 //! ```
@@ -95,6 +104,23 @@ pub struct ConfigFile {
     /// Access control rules.
     #[serde(default, rename = "acl")]
     pub acls: Vec<AclEntry>,
+    /// Other servers (secondaries to notify).
+    #[serde(default, rename = "remote")]
+    pub remotes: Vec<RemoteEntry>,
+    /// Concurrent outgoing zone transfers.
+    pub transfers_out: Option<usize>,
+}
+
+/// One `[[remote]]` table: another server, as Knot's `remote`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteEntry {
+    /// The remote's name, referred to by zones.
+    pub id: String,
+    /// Its addresses: "ADDR@PORT", "ADDR:PORT", "[V6]:PORT" or "ADDR" (port 53).
+    pub address: Vec<String>,
+    /// The TSIG key for messages to it.
+    pub key: Option<String>,
 }
 
 /// One `[[key]]` table: a TSIG key.
@@ -144,6 +170,11 @@ pub struct ZoneEntry {
     pub serial_policy: Option<String>,
     /// When the zone file is written after updates (seconds, -1 never).
     pub zonefile_sync: Option<i64>,
+    /// Remotes (by id) to send NOTIFY to after each change.
+    #[serde(default)]
+    pub notify: Vec<String>,
+    /// Seconds to wait before notifying (changes meanwhile share one NOTIFY).
+    pub notify_delay: Option<u64>,
 }
 
 impl ConfigFile {
@@ -254,6 +285,22 @@ pub struct Config {
     pub zone_options: Vec<(Name, ZoneOptions)>,
     /// The global `zonefile-sync` (zones without their own).
     pub zonefile_sync: ZonefileSync,
+    /// Concurrent outgoing zone transfers.
+    pub transfers_out: usize,
+}
+
+/// Default limit of concurrent outgoing transfers (BIND's `transfers-out`).
+pub const DEFAULT_TRANSFERS_OUT: usize = 10;
+
+/// Another server, as the zones that name it see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// Its id in the configuration.
+    pub id: String,
+    /// Its addresses.
+    pub addresses: Vec<SocketAddr>,
+    /// The TSIG key (its name) for messages to it.
+    pub key: Option<Name>,
 }
 
 /// Knot DNS's default journal-max-usage (100 MiB).
@@ -270,6 +317,26 @@ pub struct ZoneOptions {
     pub serial_policy: String,
     /// When its zone file is written after updates.
     pub zonefile_sync: ZonefileSync,
+    /// Secondaries to notify after each change.
+    pub notify: Vec<Remote>,
+    /// How long to wait before notifying.
+    pub notify_delay: Duration,
+}
+
+impl ZoneOptions {
+    /// True when the zone's ACL allows `action` to anyone.
+    pub fn allows(&self, action: crate::acl::Action) -> bool {
+        self.acl
+            .iter()
+            .any(|r| !r.deny && r.actions.contains(&action))
+    }
+    /// True when the zone changes through a writer with a journal (given a
+    /// journal folder): it takes updates, or it is transferred or notified
+    /// out (its journal is then the IXFR history, as Knot keeps one).
+    pub fn is_live(&self) -> bool {
+        use crate::acl::Action;
+        self.allows(Action::Update) || self.allows(Action::Transfer) || !self.notify.is_empty()
+    }
 }
 
 /// Zones with more records than this do not write their zone file unless
@@ -343,6 +410,8 @@ impl Config {
                 acl: Vec::new(),
                 serial_policy: "increment".into(),
                 zonefile_sync: self.zonefile_sync,
+                notify: Vec::new(),
+                notify_delay: Duration::ZERO,
             })
     }
 }
@@ -466,6 +535,7 @@ impl Config {
             }
         }
         let acls = resolve_acls(file)?;
+        let remotes = resolve_remotes(file)?;
         let global_sync = match file.zonefile_sync {
             Some(s) => ZonefileSync::from_seconds(s).map_err(ConfigError::Value)?,
             None => ZonefileSync::Default,
@@ -503,12 +573,31 @@ impl Config {
                     .map_err(|e| ConfigError::Value(format!("zone {}: {e}", z.name)))?,
                 None => global_sync,
             };
+            let mut notify = Vec::new();
+            for id in &z.notify {
+                let remote = remotes.iter().find(|r| r.id == *id).ok_or_else(|| {
+                    ConfigError::Value(format!(
+                        "zone {}: notify {id:?} is not a [[remote]] id",
+                        z.name
+                    ))
+                })?;
+                notify.push(remote.clone());
+            }
+            let notify_delay = z.notify_delay.unwrap_or(0);
+            if notify_delay > 3600 {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: notify-delay = {notify_delay}: at most 3600 seconds",
+                    z.name
+                )));
+            }
             zone_options.push((
                 parse_origin(&z.name)?,
                 ZoneOptions {
                     acl: rules,
                     serial_policy,
                     zonefile_sync,
+                    notify,
+                    notify_delay: Duration::from_secs(notify_delay),
                 },
             ));
         }
@@ -597,7 +686,72 @@ impl Config {
             keys: file.keys.clone(),
             zone_options,
             zonefile_sync: global_sync,
+            transfers_out: match file.transfers_out {
+                Some(0) => {
+                    return Err(ConfigError::Value(
+                        "transfers-out = 0: must be at least 1".into(),
+                    ))
+                }
+                Some(n) => n,
+                None => DEFAULT_TRANSFERS_OUT,
+            },
         })
+    }
+}
+
+/// The `[[remote]]` tables (addresses parsed, key names checked against `[[key]]`).
+fn resolve_remotes(file: &ConfigFile) -> Result<Vec<Remote>, ConfigError> {
+    let mut remotes: Vec<Remote> = Vec::new();
+    for r in &file.remotes {
+        let bad = |why: String| ConfigError::Value(format!("remote {:?}: {why}", r.id));
+        if remotes.iter().any(|o| o.id == r.id) {
+            return Err(bad("defined twice".into()));
+        }
+        if r.address.is_empty() {
+            return Err(bad("no address".into()));
+        }
+        let addresses = r
+            .address
+            .iter()
+            .map(|a| parse_remote_address(a).map_err(|e| bad(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let key = match &r.key {
+            Some(k) => {
+                let name = parse_origin(k).map_err(|e| bad(e.to_string()))?;
+                if !file
+                    .keys
+                    .iter()
+                    .any(|d| parse_origin(&d.id).ok().as_ref() == Some(&name))
+                {
+                    return Err(bad(format!("key {k:?} is not defined in a [[key]] table")));
+                }
+                Some(name.to_lowercase())
+            }
+            None => None,
+        };
+        remotes.push(Remote {
+            id: r.id.clone(),
+            addresses,
+            key,
+        });
+    }
+    Ok(remotes)
+}
+
+/// Parses a remote's address: "ADDR@PORT" (Knot's form) or what
+/// [`parse_listen`] takes.
+pub fn parse_remote_address(s: &str) -> Result<SocketAddr, ConfigError> {
+    match s.split_once('@') {
+        Some((addr, port)) => {
+            let ip: IpAddr = addr
+                .parse()
+                .map_err(|_| ConfigError::Value(format!("{s:?}: {addr:?} is not an address")))?;
+            let port: u16 = port
+                .parse()
+                .map_err(|_| ConfigError::Value(format!("{s:?}: {port:?} is not a port")))?;
+            Ok(SocketAddr::new(ip, port))
+        }
+        None => parse_listen(s),
     }
 }
 
