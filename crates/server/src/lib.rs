@@ -30,13 +30,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod access;
 pub mod acl;
 pub mod config;
 pub mod control;
 pub mod demo;
 mod flush;
+mod notify;
 pub mod progress;
 mod reload;
+mod signed;
 pub mod snapshot;
 mod status;
 mod update;
@@ -137,6 +140,9 @@ impl Server {
         let mut updates = update::Updates::new(&config)
             .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         let writers = update::start_writers(&mut updates, &config, &publisher);
+        if let Some((zones, tx)) = notify::start(&config, updates.keys()) {
+            publisher.watch(zones, tx);
+        }
         reloader.live = config
             .zones
             .iter()
@@ -332,12 +338,25 @@ fn handle(
     settings: &Settings,
 ) -> usize {
     let set = zones.load();
-    if lode_engine::classify(q) == lode_engine::Request::Update {
-        match updates.admit(q, &set, out, client, settings.max_udp_payload) {
-            update::Admission::Answer(n) => return n,
-            update::Admission::Queued => return 0,
-            update::Admission::Engine => {}
+    let admission = match lode_engine::classify(q) {
+        lode_engine::Request::Update => {
+            updates.admit(q, &set, out, client, settings.max_udp_payload)
         }
+        lode_engine::Request::Axfr | lode_engine::Request::Ixfr => {
+            updates.admit_transfer(q, &set, out, client, transport, settings.max_udp_payload)
+        }
+        lode_engine::Request::Query => {
+            match signed::answer(&set, updates.keys(), q, out, transport, settings) {
+                signed::Signed::Answer(n) => update::Admission::Answer(n),
+                signed::Signed::Unsigned => update::Admission::Engine,
+            }
+        }
+        _ => update::Admission::Engine,
+    };
+    match admission {
+        update::Admission::Answer(n) => return n,
+        update::Admission::Queued => return 0,
+        update::Admission::Engine => {}
     }
     lode_engine::answer(&set, q, out, transport, settings).len
 }

@@ -21,9 +21,11 @@
 
 mod admit;
 mod writer;
+mod xfrout;
 
 pub(crate) use admit::{Admission, FlushError, Updates};
 pub(crate) use writer::start_writers;
+pub(crate) use xfrout::TransferSlots;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -53,6 +55,8 @@ pub(crate) fn unix_now() -> u64 {
 pub(crate) struct Publisher {
     pub(crate) set: Arc<ArcSwap<ZoneSet>>,
     lock: Mutex<()>,
+    /// Zones whose serial changes are told to the NOTIFY thread.
+    watch: std::sync::OnceLock<(Vec<Name>, mpsc::Sender<crate::notify::Changed>)>,
 }
 
 impl Publisher {
@@ -61,7 +65,12 @@ impl Publisher {
         Publisher {
             set,
             lock: Mutex::new(()),
+            watch: std::sync::OnceLock::new(),
         }
+    }
+    /// Tells `tx` of every published change of a serial of the `zones`.
+    pub(crate) fn watch(&self, zones: Vec<Name>, tx: mpsc::Sender<crate::notify::Changed>) {
+        let _ = self.watch.set((zones, tx));
     }
     /// Changes a copy of the current set and publishes it.
     pub(crate) fn update(&self, f: impl FnOnce(&mut ZoneSet)) {
@@ -71,9 +80,33 @@ impl Publisher {
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut next = (*self.set.load_full()).clone();
+        let before = self.set.load_full();
+        let mut next = (*before).clone();
         f(&mut next);
-        self.set.store(Arc::new(next));
+        let next = Arc::new(next);
+        self.set.store(next.clone());
+        if let Some((zones, tx)) = self.watch.get() {
+            for name in zones {
+                let Some(now) = next.get(name.as_ref()) else {
+                    continue;
+                };
+                if before.get(name.as_ref()).map(|z| z.serial()) == Some(now.serial()) {
+                    continue;
+                }
+                let soa = now.soa();
+                let changed = crate::notify::Changed {
+                    zone: name.clone(),
+                    soa: lode_wire::Record {
+                        owner: name.clone(),
+                        class: now.class(),
+                        rtype: lode_wire::Rtype::SOA,
+                        ttl: soa.ttl(),
+                        rdata: soa.rdatas().next().unwrap_or_default().into(),
+                    },
+                };
+                let _ = tx.send(changed);
+            }
+        }
     }
 }
 
@@ -91,6 +124,20 @@ enum Work {
     Flush {
         done: mpsc::Sender<Result<Flushed, String>>,
     },
+    /// The published version and the journal's changes since a serial (for
+    /// IXFR out), taken together so that they agree.
+    History {
+        since: u32,
+        done: mpsc::Sender<History>,
+    },
+}
+
+/// A zone version and the changesets that lead to it from an older serial
+/// (`None`: the journal does not reach back that far).
+#[derive(Debug)]
+pub(crate) struct History {
+    pub(crate) zone: Arc<Zone>,
+    pub(crate) changes: Option<Vec<lode_zonedb::Changeset>>,
 }
 
 impl Work {
@@ -100,6 +147,7 @@ impl Work {
             Work::Update(j) => format!("update from {}", j.peer),
             Work::File { .. } => "the zone file read again".into(),
             Work::Flush { .. } => "zone-flush".into(),
+            Work::History { .. } => "an outgoing IXFR".into(),
         }
     }
     /// Answers the work with a failure.
@@ -115,6 +163,8 @@ impl Work {
             Work::Flush { done } => {
                 let _ = done.send(Err(why.to_string()));
             }
+            // The transfer falls back to what it can do without history.
+            Work::History { .. } => {}
         }
     }
 }

@@ -10,7 +10,6 @@ use lode_wire::{rcode, Name};
 use lode_zonedb::{Changeset, Zone};
 use lode_zones::update::{self as ddns, SerialPolicy};
 
-use crate::acl::Action;
 use crate::config::{Config, ZonefileSync};
 use crate::flush::{Flushed, Written};
 
@@ -39,11 +38,7 @@ pub(crate) fn start_writers(
     };
     for spec in &config.zones {
         let options = config.zone_options(&spec.name);
-        if !options
-            .acl
-            .iter()
-            .any(|r| r.actions.contains(&Action::Update))
-        {
+        if !options.is_live() {
             continue;
         }
         let origin = spec.name.to_lowercase();
@@ -384,7 +379,13 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            // Flush requests are answered after the group's changes.
+            // History for transfers out is given before the group's changes
+            // (the transfer then sends what was published when it asked);
+            // flush requests are answered after them.
+            let (history, group): (Vec<Work>, Vec<Work>) = group
+                .into_iter()
+                .partition(|w| matches!(w, Work::History { .. }));
+            self.answer_history(history);
             let (flushes, group): (Vec<Work>, Vec<Work>) = group
                 .into_iter()
                 .partition(|w| matches!(w, Work::Flush { .. }));
@@ -395,7 +396,7 @@ impl Writer {
             }
             let file = group.iter().find_map(|w| match w {
                 Work::File { tag, .. } => Some(tag.clone()),
-                Work::Update(_) | Work::Flush { .. } => None,
+                Work::Update(_) | Work::Flush { .. } | Work::History { .. } => None,
             });
             let durable = self.commit(group, &mut out);
             let file = file.filter(|_| durable);
@@ -447,6 +448,32 @@ impl Writer {
                 // Not before RETRY_AFTER, whatever the interval.
                 self.last_flush = Instant::now() + RETRY_AFTER;
             }
+        }
+    }
+
+    /// Gives each transfer out the published version and the journal's
+    /// changes since the serial it asked for.
+    fn answer_history(&mut self, requests: Vec<Work>) {
+        for work in requests {
+            let Work::History { since, done } = work else {
+                continue;
+            };
+            let Some(zone) = self.current() else {
+                continue;
+            };
+            let changes = match self.journal.changes_since(since) {
+                // The journal's history must end at the published serial.
+                Ok(Some(c)) if c.last().is_none_or(|l| l.serial_to() == zone.serial()) => Some(c),
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::warn!(
+                        "zone {}: journal not readable for IXFR ({e}); sending the whole zone",
+                        self.origin
+                    );
+                    None
+                }
+            };
+            let _ = done.send(super::History { zone, changes });
         }
     }
 
@@ -727,7 +754,7 @@ impl Writer {
                         e.rcode().unwrap_or(rcode::SERVFAIL)
                     }),
                 Work::File { zone, .. } => Ok(difference(&version, zone, self.policy, now)),
-                Work::Flush { .. } => Ok(None),
+                Work::Flush { .. } | Work::History { .. } => Ok(None),
             };
             let outcome = match changeset {
                 Ok(None) => Ok(format!("no change, serial {}", version.serial())),
@@ -809,6 +836,7 @@ impl Writer {
                 (Work::Flush { done }, _) => {
                     let _ = done.send(Err("not written".into()));
                 }
+                (Work::History { .. }, _) => {}
             }
         }
         durable
