@@ -1,8 +1,8 @@
 //! Zone-transfer interop: a PRIMARY and three real SECONDARIES (Knot DNS,
 //! NSD, BIND), everything signed with one hmac-sha256 TSIG key.
 //!
-//! What is checked, for a primary of kind [`PrimaryKind`] (today only Knot
-//! DNS 3.2: Lode cannot be a transfer primary yet, see [`start_primary`]):
+//! What is checked, for a primary of kind [`PrimaryKind`] (Knot DNS 3.2 as
+//! the reference, and Lode):
 //! 1. the three secondaries start empty and take the zone by AXFR: each
 //!    serves the primary's SOA serial, and its AXFR contents equal the
 //!    primary's as a multiset of normalised records;
@@ -102,12 +102,7 @@ fn start_primary(
 ) -> Result<Primary, String> {
     match kind {
         PrimaryKind::Knot => Primary::start_knot(ZONE, zone_file, key, notify, port),
-        PrimaryKind::Lode => Err(format!(
-            "Lode cannot be a transfer primary yet (port {port}, {} NOTIFY targets, zone {}, key {})",
-            notify.len(),
-            zone_file.display(),
-            key.name
-        )),
+        PrimaryKind::Lode => Primary::start_lode(ZONE, zone_file, key, notify, port),
     }
 }
 
@@ -254,6 +249,14 @@ fn knot_primary_to_knot_nsd_bind_secondaries() {
         return;
     }
     primary_to_three_secondaries(PrimaryKind::Knot);
+}
+
+#[test]
+fn lode_primary_to_knot_nsd_bind_secondaries() {
+    if !programs_present() {
+        return;
+    }
+    primary_to_three_secondaries(PrimaryKind::Lode);
 }
 
 /// The harness's own failure paths against a Knot primary: a secondary with

@@ -611,6 +611,67 @@ impl Primary {
         Ok(primary)
     }
 
+    /// Starts `lode serve` on 127.0.0.1:`port` as the primary of `zone`
+    /// loaded from `zone_file` (copied into its directory): a journal, one
+    /// ACL allowing update and transfer with the key, NOTIFY to `notify`.
+    pub fn start_lode(
+        zone: &str,
+        zone_file: &Path,
+        key: &TsigKey,
+        notify: &[SocketAddr],
+        port: u16,
+    ) -> Result<Primary, String> {
+        let zone = absolute(zone);
+        let dir = TempDir::new("xfr-lode-primary");
+        let file = dir.0.join("primary.zone");
+        std::fs::copy(zone_file, &file)
+            .map_err(|e| format!("copy {}: {e}", zone_file.display()))?;
+        let mut conf = format!(
+            "journal-dir = \"journal\"\ncontrol = \"\"\nlog-level = \"debug\"\n\n\
+             [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
+             [[acl]]\nid = \"xfr-update\"\naddress = [\"127.0.0.1\"]\nkey = [\"{}\"]\naction = [\"transfer\", \"update\"]\n\n",
+            key.name, key.algorithm, key.secret, key.name
+        );
+        let mut ids = Vec::new();
+        for (i, a) in notify.iter().enumerate() {
+            let _ = write!(
+                conf,
+                "[[remote]]\nid = \"secondary{i}\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
+                a.ip(),
+                a.port(),
+                key.name
+            );
+            ids.push(format!("\"secondary{i}\""));
+        }
+        let _ = write!(
+            conf,
+            "[[zone]]\nname = \"{zone}\"\nfile = \"primary.zone\"\nacl = [\"xfr-update\"]\nzonefile-sync = -1\nnotify = [{}]\n",
+            ids.join(", ")
+        );
+        let path = dir.0.join("lode.toml");
+        write(&path, &conf)?;
+        let log = dir.0.join("stdio.log");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lode"));
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(&path)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--workers")
+            .arg("1");
+        let mut daemon = Daemon::spawn(format!("lode-primary@{port}"), port, cmd, log, dir)?;
+        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        let primary = Primary {
+            kind: PrimaryKind::Lode,
+            addr: daemon.addr,
+            zone,
+            daemon,
+        };
+        wait_any_serial(primary.addr, &primary.zone, Duration::from_secs(10))
+            .map_err(|e| format!("{e}\n{}", primary.log_tail(30)))?;
+        Ok(primary)
+    }
+
     /// A label for messages.
     pub fn label(&self) -> &str {
         &self.daemon.label
