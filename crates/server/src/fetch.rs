@@ -1,0 +1,1449 @@
+//! The secondary's network client: the SOA query of a refresh, AXFR/IXFR
+//! over TCP, and UPDATE forwarding to a primary. Blocking, one request per
+//! call; the message formats and checks live in lode-xfr and lode-tsig, this
+//! module adds sockets, clocks, timeouts and the errors an operator reads.
+//!
+//! ```text
+//!  query_soa ── UDP: soa_query (+OPT, TSIG) ──▶ one answer (ID, TSIG, RCODE, question, AA, SOA)
+//!                 └─ TC set ─▶ the same over TCP (new ID, new signature)
+//!  transfer ── TCP: axfr_query | ixfr_query(current) ──▶ msg, msg, …
+//!                 each msg: ResponseVerifier::verify ─▶ XfrReader::feed_with(msg, sink)
+//!                 Done ─▶ ResponseVerifier::finish ─▶ Transfer
+//!  exchange_tcp ── TCP: the caller's bytes ──▶ one reply (ID and QR checked)
+//! ```
+//!
+//! Time: every call has a deadline for the whole exchange; a transfer also
+//! has an idle timeout bounding each wait for bytes (whichever ends first
+//! applies). Nothing is retried here but the TCP fallback of a truncated SOA
+//! answer: the refresh timers of the caller decide when to try again.
+//!
+//! As Knot DNS 3.2's refresh (`src/knot/events/handlers/refresh.c`): the
+//! requests carry an OPT with the UDP payload size 1232 and an empty EDNS
+//! EXPIRE option; the SOA answer must hold the zone's SOA in its answer
+//! section. Lode also requires AA in the SOA answer (Knot does not).
+
+use std::fmt;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use lode_tsig::{Key, MacBuf, ResponseVerifier, VerifyError};
+use lode_wire::message::{self, flags, HEADER_LEN};
+use lode_wire::record::read_record;
+use lode_wire::{opcode, rcode, Class, Name, NameBuf, Record, Rtype};
+use lode_xfr::{Progress, QueryEdns, Transfer, XfrError, XfrReader};
+use lode_zonedb::soa_serial;
+
+use crate::update::unix_now;
+
+/// The OPT of every request (Knot's `udp-max-payload` default, EDNS EXPIRE asked).
+const EDNS: QueryEdns = QueryEdns {
+    udp_size: 1232,
+    expire: true,
+};
+
+/// The largest DNS message (TCP length prefix, UDP datagram).
+const MAX_MESSAGE: usize = 65_535;
+
+/// A primary to ask: one address and its TSIG key.
+#[derive(Debug, Clone)]
+pub(crate) struct Source {
+    /// Address and port.
+    pub(crate) addr: SocketAddr,
+    /// The key requests are signed with and answers checked against.
+    pub(crate) key: Option<Key>,
+}
+
+/// The bounds of one transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// The whole transfer, from connecting to the last message.
+    pub(crate) total: Duration,
+    /// The longest wait for the next bytes (connect, send, each read).
+    pub(crate) idle: Duration,
+    /// The most answer records (all messages together).
+    pub(crate) records: u64,
+}
+
+impl Default for Limits {
+    /// One hour in all, 10 s idle, no record limit (Knot has none either).
+    fn default() -> Limits {
+        Limits {
+            total: Duration::from_secs(3600),
+            idle: Duration::from_secs(10),
+            records: u64::MAX,
+        }
+    }
+}
+
+/// What was asked of the primary (the first words of an error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// The SOA query of a refresh.
+    Soa,
+    /// A full transfer.
+    Axfr,
+    /// An incremental transfer (answered incrementally or AXFR-style).
+    Ixfr,
+    /// A forwarded UPDATE.
+    Update,
+}
+
+/// Why a request to a primary failed: what was asked, of whom, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FetchError {
+    /// The request.
+    pub(crate) op: Op,
+    /// The primary's address.
+    pub(crate) peer: SocketAddr,
+    /// What went wrong.
+    pub(crate) cause: Cause,
+}
+
+/// What went wrong in a request to a primary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) enum Cause {
+    /// A socket error (connect refused, reset, …): what failed and the OS's words.
+    Io(String),
+    /// Time ran out: what had not happened, and the limit.
+    Timeout {
+        /// What was awaited, e.g. "no data".
+        what: &'static str,
+        /// The limit that ran out.
+        limit: Duration,
+    },
+    /// The answer's TSIG failed (or the server's TSIG error), and in which message.
+    Tsig(String),
+    /// The server answered with this RCODE (extended RCODE included).
+    Rcode(u16),
+    /// The answer is not a usable DNS message for the request.
+    Malformed(String),
+    /// A transfer message was rejected by the reader (message number from 1).
+    Xfr {
+        /// Which message.
+        message: u64,
+        /// Why.
+        error: XfrError,
+    },
+    /// The connection was closed before the answer was complete.
+    Cut {
+        /// Complete messages received.
+        messages: u64,
+        /// Answer records in them.
+        records: u64,
+    },
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::Soa => "SOA query to",
+            Op::Axfr => "AXFR from",
+            Op::Ixfr => "IXFR from",
+            Op::Update => "UPDATE forwarded to",
+        })
+    }
+}
+
+impl fmt::Display for FetchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}@{}: {}",
+            self.op,
+            self.peer.ip(),
+            self.peer.port(),
+            self.cause
+        )
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cause::Io(e) => f.write_str(e),
+            Cause::Timeout { what, limit } => {
+                write!(f, "{what} within {}", seconds(*limit))
+            }
+            Cause::Tsig(e) => write!(f, "TSIG {e}"),
+            Cause::Rcode(code) => write!(f, "answered {}", rcode::name(*code)),
+            Cause::Malformed(e) => write!(f, "malformed answer: {e}"),
+            Cause::Xfr { message, error } => write!(f, "{error} (message {message})"),
+            Cause::Cut { messages, records } => write!(
+                f,
+                "connection closed after {} message{} ({} record{})",
+                thousands(*messages),
+                if *messages == 1 { "" } else { "s" },
+                thousands(*records),
+                if *records == 1 { "" } else { "s" },
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FetchError {}
+
+/// `12 s`, `1.5 s`, `250 ms`.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{} s", d.as_secs())
+    } else if d.as_secs() == 0 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// `4211` as `4,211`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A message ID that differs per request and per run (not a secret: the
+/// TSIG, or TCP, is what protects a transfer).
+fn next_id() -> u16 {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let c = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let x = nanos ^ c.wrapping_mul(0x9E37_79B9) ^ std::process::id().rotate_left(16);
+    (x ^ (x >> 16)) as u16
+}
+
+/// A request ready to send: bytes, ID, and the MAC of its TSIG.
+struct Request {
+    msg: Vec<u8>,
+    id: u16,
+    mac: Option<MacBuf>,
+}
+
+/// Writes a request with `write(buf, id)` and signs it with `key`.
+fn request(
+    key: Option<&Key>,
+    write: impl FnOnce(&mut [u8], u16) -> usize,
+) -> Result<Request, Cause> {
+    let id = next_id();
+    let mut msg = vec![0u8; 2048];
+    let n = write(&mut msg, id);
+    if n == 0 {
+        return Err(Cause::Malformed(
+            "the request does not fit a message".into(),
+        ));
+    }
+    msg.truncate(n);
+    let mac = match key {
+        Some(k) => Some(
+            lode_tsig::sign_request_vec(&mut msg, k, unix_now())
+                .map_err(|e| Cause::Tsig(format!("request not signed: {e}")))?,
+        ),
+        None => None,
+    };
+    Ok(Request { msg, id, mac })
+}
+
+/// Asks `src` for the SOA of `zone` over UDP, retrying over TCP when the
+/// answer is truncated; checks the ID, the TSIG when a key is set, OPCODE,
+/// RCODE, the question and AA; returns the zone's SOA record. `timeout`
+/// bounds the whole exchange (both transports).
+pub(crate) fn query_soa(
+    src: &Source,
+    zone: &Name,
+    timeout: Duration,
+) -> Result<Record, FetchError> {
+    let fail = |cause| FetchError {
+        op: Op::Soa,
+        peer: src.addr,
+        cause,
+    };
+    let deadline = Instant::now() + timeout;
+    let write = |buf: &mut [u8], id| lode_xfr::soa_query(buf, id, zone.as_ref(), Some(EDNS));
+    let req = request(src.key.as_ref(), write).map_err(fail)?;
+    let answer = udp_exchange(src.addr, &req, deadline, timeout).map_err(fail)?;
+    match check_soa(&answer, &req, src.key.as_ref(), zone) {
+        Err(SoaError::Truncated) => {}
+        Err(SoaError::Fail(c)) => return Err(fail(c)),
+        Ok(soa) => return Ok(soa),
+    }
+    let req = request(src.key.as_ref(), write).map_err(fail)?;
+    let mut conn = Conn::connect(src.addr, deadline, timeout, timeout).map_err(fail)?;
+    conn.send(&req.msg).map_err(fail)?;
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let Some(n) = conn.recv(&mut buf).map_err(fail)? else {
+        return Err(fail(Cause::Cut {
+            messages: 0,
+            records: 0,
+        }));
+    };
+    match check_soa(&buf[..n], &req, src.key.as_ref(), zone) {
+        Ok(soa) => Ok(soa),
+        Err(SoaError::Truncated) => Err(fail(Cause::Malformed(
+            "truncated (TC flag) over TCP".into(),
+        ))),
+        Err(SoaError::Fail(c)) => Err(fail(c)),
+    }
+}
+
+/// Sends `req` over UDP and returns the first datagram from `addr` that
+/// answers it (same ID, QR set); others are ignored.
+fn udp_exchange(
+    addr: SocketAddr,
+    req: &Request,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Vec<u8>, Cause> {
+    let local: SocketAddr = if addr.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        ([0u16; 8], 0).into()
+    };
+    let io = |what: &str, e: std::io::Error| Cause::Io(format!("{what}: {e}"));
+    let sock = UdpSocket::bind(local).map_err(|e| io("UDP socket", e))?;
+    sock.connect(addr).map_err(|e| io("UDP connect", e))?;
+    sock.send(&req.msg).map_err(|e| io("UDP send", e))?;
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let no_answer = Cause::Timeout {
+        what: "no answer",
+        limit: timeout,
+    };
+    loop {
+        let wait = remaining(deadline).ok_or_else(|| no_answer.clone())?;
+        sock.set_read_timeout(Some(wait))
+            .map_err(|e| io("UDP socket", e))?;
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                let m = &buf[..n];
+                if n >= HEADER_LEN
+                    && message::id(m) == req.id
+                    && message::header_flags(m) & flags::QR != 0
+                {
+                    return Ok(m.to_vec());
+                }
+            }
+            Err(e) if is_timeout(&e) => return Err(no_answer),
+            // An ICMP "port unreachable" from an earlier datagram, or a signal.
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(io("UDP receive", e)),
+        }
+    }
+}
+
+/// Why an SOA answer was not taken.
+enum SoaError {
+    /// TC set: ask again over TCP.
+    Truncated,
+    /// Rejected.
+    Fail(Cause),
+}
+
+/// Checks the answer to the SOA query `req` and takes the zone's SOA out.
+fn check_soa(
+    answer: &[u8],
+    req: &Request,
+    key: Option<&Key>,
+    zone: &Name,
+) -> Result<Record, SoaError> {
+    let fail = |c| SoaError::Fail(c);
+    if answer.len() < HEADER_LEN {
+        return Err(fail(Cause::Malformed("shorter than a header".into())));
+    }
+    let hflags = message::header_flags(answer);
+    if message::id(answer) != req.id {
+        return Err(fail(Cause::Malformed(format!(
+            "ID {} does not match the request's {}",
+            message::id(answer),
+            req.id
+        ))));
+    }
+    if hflags & flags::QR == 0 {
+        return Err(fail(Cause::Malformed("not a response (QR clear)".into())));
+    }
+    if hflags & flags::TC != 0 {
+        return Err(SoaError::Truncated);
+    }
+    if let (Some(k), Some(mac)) = (key, &req.mac) {
+        let header_rcode = hflags & 0xF;
+        match lode_tsig::verify_response(answer, k, mac.as_slice(), unix_now()) {
+            Ok(_) => {}
+            Err(VerifyError::Unsigned) if header_rcode != 0 => {
+                return Err(fail(Cause::Rcode(header_rcode)))
+            }
+            Err(e) => return Err(fail(Cause::Tsig(tsig_text(e)))),
+        }
+    }
+    let m = parse(answer).map_err(fail)?;
+    let op = ((hflags >> 11) & 0xF) as u8;
+    if op != opcode::QUERY {
+        return Err(fail(Cause::Malformed(format!("OPCODE {op}, not QUERY"))));
+    }
+    if m.rcode != rcode::NOERROR {
+        return Err(fail(Cause::Rcode(m.rcode)));
+    }
+    match &m.question {
+        Some((name, t, c)) if name == zone && *t == Rtype::SOA && *c == Class::IN => {}
+        Some((name, t, c)) => {
+            return Err(fail(Cause::Malformed(format!(
+                "question {name} {c} {t}, asked {zone} IN SOA"
+            ))))
+        }
+        None => return Err(fail(Cause::Malformed("no question".into()))),
+    }
+    if hflags & flags::AA == 0 {
+        return Err(fail(Cause::Malformed(
+            "not authoritative (AA flag clear)".into(),
+        )));
+    }
+    m.answers
+        .into_iter()
+        .find(|r| r.rtype == Rtype::SOA && r.owner == *zone && r.class == Class::IN)
+        .ok_or_else(|| fail(Cause::Malformed(format!("no SOA of {zone} in the answer"))))
+}
+
+/// The parts of an SOA answer read.
+struct Parsed {
+    /// The RCODE with the OPT's extended bits.
+    rcode: u16,
+    question: Option<(Name, Rtype, Class)>,
+    answers: Vec<Record>,
+}
+
+/// Reads the question and every record of `msg` (the answer section kept).
+fn parse(msg: &[u8]) -> Result<Parsed, Cause> {
+    let bad = |what: String| Cause::Malformed(what);
+    let count = |i: usize| u16::from_be_bytes([msg[4 + 2 * i], msg[5 + 2 * i]]);
+    let (qd, an, ns, ar) = (count(0), count(1), count(2), count(3));
+    if qd > 1 {
+        return Err(bad(format!("{qd} questions")));
+    }
+    let mut pos = HEADER_LEN;
+    let mut question = None;
+    if qd == 1 {
+        let mut name = NameBuf::new();
+        pos = name
+            .read_compressed(msg, pos)
+            .map_err(|_| bad("question name unreadable".into()))?;
+        let tc = msg
+            .get(pos..pos + 4)
+            .ok_or_else(|| bad("question truncated".into()))?;
+        question = Some((
+            name.as_ref().to_name(),
+            Rtype(u16::from_be_bytes([tc[0], tc[1]])),
+            Class(u16::from_be_bytes([tc[2], tc[3]])),
+        ));
+        pos += 4;
+    }
+    let mut rcode = message::header_flags(msg) & 0xF;
+    let mut answers = Vec::new();
+    let total = usize::from(an) + usize::from(ns) + usize::from(ar);
+    for i in 0..total {
+        let (r, next) = read_record(msg, pos).map_err(|e| bad(format!("record {}: {e}", i + 1)))?;
+        pos = next;
+        if i < usize::from(an) {
+            answers.push(r);
+        } else if r.rtype == Rtype::OPT && i >= usize::from(an) + usize::from(ns) {
+            rcode |= ((r.ttl >> 24) as u16) << 4;
+        }
+    }
+    if pos != msg.len() {
+        return Err(bad("bytes after the last record".into()));
+    }
+    Ok(Parsed {
+        rcode,
+        question,
+        answers,
+    })
+}
+
+/// A TSIG failure in words (after "TSIG ").
+fn tsig_text(e: VerifyError) -> String {
+    match e {
+        VerifyError::Malformed => "record malformed".into(),
+        VerifyError::Unsigned => "missing (the answer is not signed)".into(),
+        VerifyError::WrongKey => "of another key".into(),
+        VerifyError::BadSig => "BADSIG".into(),
+        VerifyError::BadTime => "BADTIME".into(),
+        VerifyError::Rejected { error, .. } => {
+            format!("error {} from the server", lode_tsig::error_name(error))
+        }
+        VerifyError::TooManyUnsigned => "missing: more than 99 unsigned messages".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Transfers `zone` from `src` over TCP: IXFR from `current` (our SOA)
+/// when given, else AXFR. Every message's TSIG is checked when `src` has a
+/// key (unsigned messages between signed ones allowed, RFC 8945 §5.3.1, the
+/// last one signed); the messages go through an [`XfrReader`] limited to
+/// `limits.records`; the records of a whole zone (AXFR, or an AXFR-style
+/// answer to IXFR) go to `sink` as they arrive, so [`Transfer::Full`] comes
+/// back without records. Differences are returned whole.
+pub(crate) fn transfer(
+    src: &Source,
+    zone: &Name,
+    current: Option<&Record>,
+    limits: &Limits,
+    sink: &mut dyn FnMut(Record),
+) -> Result<Transfer, FetchError> {
+    let op = if current.is_some() {
+        Op::Ixfr
+    } else {
+        Op::Axfr
+    };
+    let fail = |cause| FetchError {
+        op,
+        peer: src.addr,
+        cause,
+    };
+    let deadline = Instant::now() + limits.total;
+    let req = request(src.key.as_ref(), |buf, id| match current {
+        Some(soa) => lode_xfr::ixfr_query(buf, id, zone.as_ref(), soa, Some(EDNS)),
+        None => lode_xfr::axfr_query(buf, id, zone.as_ref(), Some(EDNS)),
+    })
+    .map_err(fail)?;
+    let mut reader = match current {
+        Some(soa) => XfrReader::ixfr(zone.clone(), req.id, soa_serial(soa)),
+        None => XfrReader::axfr(zone.clone(), req.id),
+    }
+    .with_limit(limits.records);
+    let mut verifier = match (&src.key, &req.mac) {
+        (Some(k), Some(mac)) => Some(ResponseVerifier::new(k, mac.as_slice())),
+        _ => None,
+    };
+    let mut conn = Conn::connect(src.addr, deadline, limits.idle, limits.total).map_err(fail)?;
+    conn.send(&req.msg).map_err(fail)?;
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let mut messages = 0u64;
+    loop {
+        let Some(n) = conn.recv(&mut buf).map_err(fail)? else {
+            return Err(fail(Cause::Cut {
+                messages,
+                records: reader.records_read(),
+            }));
+        };
+        messages += 1;
+        let msg = &buf[..n];
+        if let Some(v) = verifier.as_mut() {
+            match v.verify(msg, unix_now()) {
+                Ok(_) => {}
+                Err(VerifyError::Unsigned) if messages == 1 && rcode_of(msg) != 0 => {
+                    return Err(fail(Cause::Rcode(rcode_of(msg))));
+                }
+                Err(e) => {
+                    return Err(fail(Cause::Tsig(format!(
+                        "{} in message {messages}",
+                        tsig_text(e)
+                    ))))
+                }
+            }
+        }
+        match reader.feed_with(msg, sink) {
+            Ok(Progress::More) => {}
+            Ok(Progress::Done(t)) => {
+                if let Some(v) = &verifier {
+                    v.finish().map_err(|_| {
+                        fail(Cause::Tsig(format!(
+                            "missing in the last message ({messages})"
+                        )))
+                    })?;
+                }
+                return Ok(t);
+            }
+            Err(XfrError::Rcode(code)) => return Err(fail(Cause::Rcode(code))),
+            Err(error) => {
+                return Err(fail(Cause::Xfr {
+                    message: messages,
+                    error,
+                }))
+            }
+        }
+    }
+}
+
+/// The header's RCODE (0 for a message shorter than a header).
+fn rcode_of(msg: &[u8]) -> u16 {
+    if msg.len() < HEADER_LEN {
+        0
+    } else {
+        message::header_flags(msg) & 0xF
+    }
+}
+
+/// Sends `msg` (an UPDATE, as received) to `src` over TCP and returns the
+/// reply, whose ID must be the message's and QR set; `timeout` bounds the
+/// whole exchange. The caller signs or strips TSIG as needed: `src.key` is
+/// not used here.
+pub(crate) fn exchange_tcp(
+    src: &Source,
+    msg: &[u8],
+    timeout: Duration,
+) -> Result<Vec<u8>, FetchError> {
+    let fail = |cause| FetchError {
+        op: Op::Update,
+        peer: src.addr,
+        cause,
+    };
+    if msg.len() < HEADER_LEN || msg.len() > MAX_MESSAGE {
+        return Err(fail(Cause::Malformed(format!(
+            "the message to send is {} bytes long",
+            msg.len()
+        ))));
+    }
+    let deadline = Instant::now() + timeout;
+    let mut conn = Conn::connect(src.addr, deadline, timeout, timeout).map_err(fail)?;
+    conn.send(msg).map_err(fail)?;
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let Some(n) = conn.recv(&mut buf).map_err(fail)? else {
+        return Err(fail(Cause::Cut {
+            messages: 0,
+            records: 0,
+        }));
+    };
+    let reply = &buf[..n];
+    if n < HEADER_LEN {
+        return Err(fail(Cause::Malformed("shorter than a header".into())));
+    }
+    if message::id(reply) != message::id(msg) {
+        return Err(fail(Cause::Malformed(format!(
+            "ID {} does not match the request's {}",
+            message::id(reply),
+            message::id(msg)
+        ))));
+    }
+    if message::header_flags(reply) & flags::QR == 0 {
+        return Err(fail(Cause::Malformed("not a response (QR clear)".into())));
+    }
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// The time left until `deadline`, if any.
+fn remaining(deadline: Instant) -> Option<Duration> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+}
+
+/// A read or write timeout as the OS reports it.
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+/// A TCP connection with a deadline for everything and an idle bound per wait.
+struct Conn {
+    stream: TcpStream,
+    deadline: Instant,
+    idle: Duration,
+    total: Duration,
+}
+
+impl Conn {
+    /// Connects to `addr` within the idle bound and the deadline.
+    fn connect(
+        addr: SocketAddr,
+        deadline: Instant,
+        idle: Duration,
+        total: Duration,
+    ) -> Result<Conn, Cause> {
+        let (wait, cause) = Self::wait(deadline, idle, total, "no connection")?;
+        let stream = TcpStream::connect_timeout(&addr, wait).map_err(|e| {
+            if is_timeout(&e) {
+                cause
+            } else {
+                Cause::Io(format!("connect: {e}"))
+            }
+        })?;
+        let _ = stream.set_nodelay(true);
+        Ok(Conn {
+            stream,
+            deadline,
+            idle,
+            total,
+        })
+    }
+
+    /// How long the next wait may last, and the timeout to report if it
+    /// runs out (the idle one, or the whole exchange's).
+    fn wait(
+        deadline: Instant,
+        idle: Duration,
+        total: Duration,
+        what: &'static str,
+    ) -> Result<(Duration, Cause), Cause> {
+        let overall = Cause::Timeout {
+            what: "not finished",
+            limit: total,
+        };
+        let left = remaining(deadline).ok_or_else(|| overall.clone())?;
+        if idle < left {
+            Ok((idle, Cause::Timeout { what, limit: idle }))
+        } else {
+            Ok((left, overall))
+        }
+    }
+
+    /// Sends one message with its length prefix.
+    fn send(&mut self, msg: &[u8]) -> Result<(), Cause> {
+        let len = u16::try_from(msg.len())
+            .map_err(|_| Cause::Malformed("request longer than 65535 bytes".into()))?;
+        let mut framed = Vec::with_capacity(msg.len() + 2);
+        framed.extend_from_slice(&len.to_be_bytes());
+        framed.extend_from_slice(msg);
+        let mut sent = 0;
+        while sent < framed.len() {
+            let (wait, cause) = Self::wait(self.deadline, self.idle, self.total, "not sent")?;
+            self.stream
+                .set_write_timeout(Some(wait))
+                .map_err(|e| Cause::Io(format!("socket: {e}")))?;
+            match self.stream.write(&framed[sent..]) {
+                Ok(0) => return Err(Cause::Io("send: connection closed".into())),
+                Ok(n) => sent += n,
+                Err(e) if is_timeout(&e) => return Err(cause),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(Cause::Io(format!("send: {e}"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one message into `buf` (65535 bytes); its length, or None when
+    /// the connection closed before it was complete.
+    fn recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, Cause> {
+        let mut prefix = [0u8; 2];
+        if !self.fill(&mut prefix)? {
+            return Ok(None);
+        }
+        let len = usize::from(u16::from_be_bytes(prefix));
+        if len < HEADER_LEN {
+            return Err(Cause::Malformed(format!("a message of {len} bytes")));
+        }
+        let Some(body) = buf.get_mut(..len) else {
+            return Err(Cause::Malformed("message larger than the buffer".into()));
+        };
+        if !self.fill(body)? {
+            return Ok(None);
+        }
+        Ok(Some(len))
+    }
+
+    /// Fills `buf`; false when the connection closed first.
+    fn fill(&mut self, buf: &mut [u8]) -> Result<bool, Cause> {
+        let mut got = 0;
+        while got < buf.len() {
+            let (wait, cause) = Self::wait(self.deadline, self.idle, self.total, "no data")?;
+            self.stream
+                .set_read_timeout(Some(wait))
+                .map_err(|e| Cause::Io(format!("socket: {e}")))?;
+            match self.stream.read(&mut buf[got..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => got += n,
+                Err(e) if is_timeout(&e) => return Err(cause),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => return Ok(false),
+                Err(e) => return Err(Cause::Io(format!("receive: {e}"))),
+            }
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Against a real knotd primary (skipped when knotd is missing) and
+    //! fake TCP/UDP servers on threads. Ports 16200-16239 on 127.0.0.1.
+
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    use std::net::TcpListener;
+    use std::path::PathBuf;
+    use std::process::{Child, Command, Stdio};
+
+    use lode_tsig::Algorithm;
+
+    use super::*;
+
+    const KEY_NAME: &str = "xfr-key";
+    const SECRET: &str = "8+5gjWLaa1vXm1Z8Ah8HPj7mK6pTgfj0n6YJ7Ja4wGU=";
+    const WRONG_SECRET: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    const ZONE: &str = "fetch.test.";
+
+    fn key(secret: &str) -> Key {
+        Key::from_text(KEY_NAME, Algorithm::HmacSha256, secret).expect("test key")
+    }
+
+    fn zone() -> Name {
+        Name::parse(ZONE, None).expect("zone name")
+    }
+
+    fn local(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    /// `prog` from PATH, else /usr/sbin or /sbin.
+    fn sbin(prog: &str) -> Option<PathBuf> {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+            .map(|d| d.join(prog))
+            .find(|p| p.is_file())
+    }
+
+    /// A directory removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(label: &str) -> TempDir {
+            let p = std::env::temp_dir().join(format!(
+                "lode-fetch-{label}-{}-{}",
+                std::process::id(),
+                next_id()
+            ));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).expect("temp dir");
+            TempDir(p)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// The zone the primary starts with: enough records for several AXFR messages.
+    fn zone_text() -> String {
+        let mut z = format!(
+            "$ORIGIN {ZONE}\n$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 86400 300\n@ NS ns1\n\
+             ns1 A 192.0.2.1\nwww A 192.0.2.2\n@ MX 10 www\ntxt TXT \"hello world\"\n"
+        );
+        for i in 0..4000 {
+            let _ = writeln!(z, "h{i} A 198.51.{}.{}", i / 250, i % 250);
+        }
+        z
+    }
+
+    /// A knotd primary of [`ZONE`] in its own directory; the key may
+    /// transfer and update; stopped by PID on drop.
+    struct Knot {
+        child: Child,
+        dir: TempDir,
+        addr: SocketAddr,
+    }
+
+    impl Knot {
+        /// None when knotd is not installed.
+        fn start(port: u16) -> Option<Knot> {
+            let Some(knotd) = sbin("knotd") else {
+                eprintln!("knotd missing (package knot): test skipped");
+                return None;
+            };
+            let dir = TempDir::new("knot");
+            let d = dir.0.display().to_string();
+            std::fs::write(dir.0.join("primary.zone"), zone_text()).expect("zone file");
+            let conf = format!(
+                "server:\n    rundir: \"{d}\"\n    pidfile: \"{d}/knot.pid\"\n    listen: 127.0.0.1@{port}\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
+                 database:\n    storage: \"{d}\"\n\
+                 control:\n    listen: \"{d}/knot.sock\"\n\
+                 log:\n  - target: \"{d}/knot.log\"\n    any: info\n\
+                 key:\n  - id: {KEY_NAME}\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+                 acl:\n  - id: xfr-update\n    address: 127.0.0.1\n    key: {KEY_NAME}\n    action: [ transfer, update ]\n\
+                 zone:\n  - domain: \"{ZONE}\"\n    storage: \"{d}\"\n    file: \"{d}/primary.zone\"\n    acl: xfr-update\n    journal-content: changes\n    zonefile-sync: -1\n    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n"
+            );
+            let conf_path = dir.0.join("knot.conf");
+            std::fs::write(&conf_path, conf).expect("knot.conf");
+            let log = std::fs::File::create(dir.0.join("stdio.log")).expect("log");
+            let child = Command::new(knotd)
+                .arg("-c")
+                .arg(&conf_path)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("log"))
+                .stderr(log)
+                .spawn()
+                .expect("spawn knotd");
+            let knot = Knot {
+                child,
+                dir,
+                addr: local(port),
+            };
+            let src = Source {
+                addr: knot.addr,
+                key: None,
+            };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while query_soa(&src, &zone(), Duration::from_millis(300)).is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "knotd on {port} did not serve the zone:\n{}",
+                    knot.log()
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Some(knot)
+        }
+
+        fn log(&self) -> String {
+            let mut s = std::fs::read_to_string(self.dir.0.join("knot.log")).unwrap_or_default();
+            s.push_str(&std::fs::read_to_string(self.dir.0.join("stdio.log")).unwrap_or_default());
+            s
+        }
+
+        fn source(&self, secret: Option<&str>) -> Source {
+            Source {
+                addr: self.addr,
+                key: secret.map(key),
+            }
+        }
+
+        fn knotc(&self, args: &[&str]) {
+            let out = Command::new(sbin("knotc").expect("knotc"))
+                .arg("-s")
+                .arg(self.dir.0.join("knot.sock"))
+                .args(args)
+                .stdin(Stdio::null())
+                .output()
+                .expect("knotc");
+            assert!(out.status.success(), "knotc {args:?}: {out:?}");
+        }
+
+        /// Runs knsupdate `commands` (one `send` per UPDATE) with the key.
+        fn update(&self, commands: &str) {
+            let script = format!(
+                "server {} {}\nkey hmac-sha256:{KEY_NAME} {SECRET}\nzone {ZONE}\norigin {ZONE}\nttl 300\n{commands}\nquit\n",
+                self.addr.ip(),
+                self.addr.port()
+            );
+            let mut child = Command::new(sbin("knsupdate").expect("knsupdate"))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("knsupdate");
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(script.as_bytes()).expect("knsupdate stdin");
+            }
+            let out = child.wait_with_output().expect("knsupdate");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.status.success() && !text.contains("ERROR"),
+                "knsupdate: {text}"
+            );
+        }
+
+        /// The zone's records as `kdig AXFR` gives them, the SOA once.
+        fn kdig_axfr(&self) -> Vec<Record> {
+            let out = Command::new(sbin("kdig").expect("kdig"))
+                .arg(format!("@{}", self.addr.ip()))
+                .arg("-p")
+                .arg(self.addr.port().to_string())
+                .arg("-y")
+                .arg(format!("hmac-sha256:{KEY_NAME}:{SECRET}"))
+                .arg(ZONE)
+                .arg("AXFR")
+                .arg("+noall")
+                .arg("+answer")
+                .output()
+                .expect("kdig");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut records = lode_zonefile::parse_str(&text, "kdig", &zone())
+                .expect("kdig output parses")
+                .records;
+            let last_soa = records
+                .iter()
+                .rposition(|r| r.rtype == Rtype::SOA)
+                .expect("an SOA");
+            records.remove(last_soa);
+            records
+        }
+    }
+
+    impl Drop for Knot {
+        fn drop(&mut self) {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(self.child.id().to_string())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if matches!(self.child.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// Records in a canonical order, to compare as multisets.
+    fn sorted(mut records: Vec<Record>) -> Vec<Record> {
+        records.sort_by(|a, b| {
+            (a.owner.key(), a.rtype.0, a.class.0, a.ttl, &a.rdata).cmp(&(
+                b.owner.key(),
+                b.rtype.0,
+                b.class.0,
+                b.ttl,
+                &b.rdata,
+            ))
+        });
+        records
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            total: Duration::from_secs(30),
+            idle: Duration::from_secs(10),
+            records: 1_000_000,
+        }
+    }
+
+    #[test]
+    fn soa_and_axfr_from_knot() {
+        let Some(knot) = Knot::start(16200) else {
+            return;
+        };
+        let t = Duration::from_secs(5);
+        let plain = query_soa(&knot.source(None), &zone(), t).expect("unsigned SOA");
+        let signed = query_soa(&knot.source(Some(SECRET)), &zone(), t).expect("signed SOA");
+        assert_eq!(plain, signed);
+        assert_eq!(soa_serial(&signed), 1);
+
+        let mut got = Vec::new();
+        let done = transfer(
+            &knot.source(Some(SECRET)),
+            &zone(),
+            None,
+            &limits(),
+            &mut |r| got.push(r),
+        )
+        .expect("AXFR");
+        match done {
+            Transfer::Full { soa, records } => {
+                assert_eq!(soa, signed);
+                assert!(records.is_empty(), "records went to the sink");
+            }
+            other => panic!("AXFR gave {other:?}"),
+        }
+        assert_eq!(got.len(), 4006);
+        assert_eq!(sorted(got), sorted(knot.kdig_axfr()));
+
+        // The record limit.
+        let small = Limits {
+            records: 100,
+            ..limits()
+        };
+        let e = transfer(
+            &knot.source(Some(SECRET)),
+            &zone(),
+            None,
+            &small,
+            &mut |_| {},
+        )
+        .expect_err("over the limit");
+        assert!(
+            matches!(
+                e.cause,
+                Cause::Xfr {
+                    error: XfrError::TooManyRecords(100),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+
+        // A wrong key: the server's TSIG error (or NOTAUTH).
+        let wrong = knot.source(Some(WRONG_SECRET));
+        let e = query_soa(&wrong, &zone(), t).expect_err("wrong key SOA");
+        assert!(
+            matches!(e.cause, Cause::Tsig(_) | Cause::Rcode(rcode::NOTAUTH)),
+            "{e}"
+        );
+        let e = transfer(&wrong, &zone(), None, &limits(), &mut |_| {}).expect_err("wrong key");
+        assert!(
+            matches!(e.cause, Cause::Tsig(_) | Cause::Rcode(rcode::NOTAUTH)),
+            "{e}"
+        );
+        assert!(
+            e.to_string().starts_with("AXFR from 127.0.0.1@16200: "),
+            "{e}"
+        );
+
+        // Unsigned AXFR: the ACL wants the key.
+        let e = transfer(&knot.source(None), &zone(), None, &limits(), &mut |_| {})
+            .expect_err("unsigned AXFR");
+        assert!(matches!(e.cause, Cause::Rcode(_)), "{e}");
+
+        // UPDATE forwarding: the reply comes back as it is (unsigned: refused).
+        let id = 0x1234u16;
+        let mut upd = Vec::new();
+        upd.extend_from_slice(&id.to_be_bytes());
+        upd.extend_from_slice(&(u16::from(opcode::UPDATE) << 11).to_be_bytes());
+        upd.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
+        upd.extend_from_slice(zone().as_wire());
+        upd.extend_from_slice(&[0, 6, 0, 1]);
+        let reply = exchange_tcp(&knot.source(None), &upd, t).expect("UPDATE reply");
+        assert_eq!(message::id(&reply), id);
+        assert_eq!(lode_wire::message::opcode(&reply), opcode::UPDATE);
+        assert_ne!(message::header_flags(&reply) & flags::QR, 0);
+    }
+
+    #[test]
+    fn ixfr_from_knot() {
+        let Some(knot) = Knot::start(16201) else {
+            return;
+        };
+        let src = knot.source(Some(SECRET));
+        let t = Duration::from_secs(5);
+        let first = query_soa(&src, &zone(), t).expect("SOA");
+        for i in 1..=3 {
+            knot.update(&format!(
+                "update add new{i} 300 A 203.0.113.{i}\nupdate delete h{i} A\nsend\n"
+            ));
+        }
+        let now = query_soa(&src, &zone(), t).expect("SOA");
+        assert_eq!(soa_serial(&now), 4);
+
+        let mut sunk = 0;
+        let got =
+            transfer(&src, &zone(), Some(&first), &limits(), &mut |_| sunk += 1).expect("IXFR");
+        let Transfer::Incremental(changes) = got else {
+            panic!("IXFR gave {got:?}");
+        };
+        assert_eq!(sunk, 0);
+        assert_eq!(changes.len(), 3);
+        for (i, c) in changes.iter().enumerate() {
+            let i = i as u32 + 1;
+            assert_eq!((c.serial_from(), c.serial_to()), (i, i + 1));
+            let added: Vec<_> = c.added.iter().map(|r| r.owner.to_string()).collect();
+            assert_eq!(added, [format!("new{i}.{ZONE}")]);
+            let removed: Vec<_> = c.removed.iter().map(|r| r.owner.to_string()).collect();
+            assert_eq!(removed, [format!("h{i}.{ZONE}")]);
+        }
+
+        let got = transfer(&src, &zone(), Some(&now), &limits(), &mut |_| {}).expect("IXFR");
+        assert_eq!(got, Transfer::UpToDate(now.clone()));
+
+        // Without a journal, Knot answers IXFR with the whole zone.
+        knot.knotc(&["zone-purge", "-f", ZONE, "+journal"]);
+        let mut records = Vec::new();
+        let got = transfer(&src, &zone(), Some(&first), &limits(), &mut |r| {
+            records.push(r)
+        })
+        .expect("AXFR-style IXFR");
+        assert!(
+            matches!(&got, Transfer::Full { soa, records } if *soa == now && records.is_empty()),
+            "{got:?}"
+        );
+        assert_eq!(sorted(records), sorted(knot.kdig_axfr()));
+    }
+
+    /// A response message: header `id` `hflags`, question `zone` `qtype`,
+    /// `answers` (names uncompressed).
+    fn message(id: u16, hflags: u16, qtype: Rtype, answers: &[Record]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&id.to_be_bytes());
+        m.extend_from_slice(&hflags.to_be_bytes());
+        m.extend_from_slice(&1u16.to_be_bytes());
+        m.extend_from_slice(&(answers.len() as u16).to_be_bytes());
+        m.extend_from_slice(&[0, 0, 0, 0]);
+        m.extend_from_slice(zone().as_wire());
+        m.extend_from_slice(&qtype.0.to_be_bytes());
+        m.extend_from_slice(&Class::IN.0.to_be_bytes());
+        for r in answers {
+            m.extend_from_slice(r.owner.as_wire());
+            m.extend_from_slice(&r.rtype.0.to_be_bytes());
+            m.extend_from_slice(&r.class.0.to_be_bytes());
+            m.extend_from_slice(&r.ttl.to_be_bytes());
+            m.extend_from_slice(&(r.rdata.len() as u16).to_be_bytes());
+            m.extend_from_slice(&r.rdata);
+        }
+        m
+    }
+
+    fn record(text: &str) -> Record {
+        let z = lode_zonefile::parse_str(text, "test", &zone()).expect("record");
+        z.records.into_iter().next().expect("one record")
+    }
+
+    fn soa() -> Record {
+        record("@ 300 SOA ns1 hostmaster 7 3600 600 86400 300")
+    }
+
+    /// Reads one length-prefixed request; its ID.
+    fn read_request(s: &mut TcpStream) -> u16 {
+        let mut len = [0u8; 2];
+        s.read_exact(&mut len).expect("request length");
+        let mut req = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        s.read_exact(&mut req).expect("request");
+        message::id(&req)
+    }
+
+    fn write_framed(s: &mut TcpStream, msg: &[u8]) {
+        let mut framed = (msg.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(msg);
+        // The client may have hung up already (it stops at the first bad message).
+        let _ = s.write_all(&framed);
+    }
+
+    #[test]
+    fn closed_mid_transfer_is_cut() {
+        let listener = TcpListener::bind(local(16230)).expect("bind");
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().expect("accept");
+            let id = read_request(&mut s);
+            let answers = [soa(), record("www 300 A 192.0.2.2")];
+            let qr_aa = flags::QR | flags::AA;
+            write_framed(&mut s, &message(id, qr_aa, Rtype::AXFR, &answers));
+        });
+        let src = Source {
+            addr: local(16230),
+            key: None,
+        };
+        let e = transfer(&src, &zone(), None, &limits(), &mut |_| {}).expect_err("cut");
+        server.join().expect("server thread");
+        assert_eq!(
+            e.cause,
+            Cause::Cut {
+                messages: 1,
+                records: 2
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "AXFR from 127.0.0.1@16230: connection closed after 1 message (2 records)"
+        );
+    }
+
+    /// How the fake signed AXFR server spoils its stream.
+    #[derive(Clone, Copy)]
+    enum Spoil {
+        /// Message 2's MAC does not match its bytes.
+        Tamper,
+        /// The last message is not signed.
+        UnsignedEnd,
+    }
+
+    /// A server on `port` answering one AXFR in three messages, signed
+    /// with the test key, spoiled as `spoil` says.
+    fn signed_axfr_server(port: u16, spoil: Spoil) -> std::thread::JoinHandle<()> {
+        let listener = TcpListener::bind(local(port)).expect("bind");
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().expect("accept");
+            let mut len = [0u8; 2];
+            s.read_exact(&mut len).expect("request length");
+            let mut req = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            s.read_exact(&mut req).expect("request");
+            let mut keys = lode_tsig::Keys::new();
+            keys.insert(key(SECRET)).expect("key");
+            let lode_tsig::Verified::Signed(signed) =
+                lode_tsig::verify_request(&req, &keys, unix_now())
+            else {
+                panic!("the request is not signed with the key");
+            };
+            let id = message::id(&req);
+            let qr_aa = flags::QR | flags::AA;
+            let bodies = [
+                vec![soa(), record("a 300 A 192.0.2.1")],
+                vec![record("b 300 A 192.0.2.2")],
+                vec![soa()],
+            ];
+            let mut prior = signed.request_mac;
+            for (i, body) in bodies.iter().enumerate() {
+                let mut m = message(id, qr_aa, Rtype::AXFR, body);
+                let n = m.len();
+                m.resize(n + 200, 0);
+                let k = key(SECRET);
+                let now = unix_now();
+                let a = match (i, spoil) {
+                    (2, Spoil::UnsignedEnd) => {
+                        m.truncate(n);
+                        write_framed(&mut s, &m);
+                        continue;
+                    }
+                    (0, _) => lode_tsig::sign_response(&mut m, n, &k, prior.as_slice(), now, 0),
+                    _ => lode_tsig::sign_next(&mut m, n, &k, prior.as_slice(), now),
+                }
+                .expect("sign");
+                m.truncate(a.len);
+                prior = a.mac;
+                if i == 1 && matches!(spoil, Spoil::Tamper) {
+                    // The A record's last address octet.
+                    m[n - 1] ^= 1;
+                }
+                write_framed(&mut s, &m);
+            }
+        })
+    }
+
+    #[test]
+    fn every_message_is_verified() {
+        let src = |port| Source {
+            addr: local(port),
+            key: Some(key(SECRET)),
+        };
+        let server = signed_axfr_server(16234, Spoil::Tamper);
+        let e = transfer(&src(16234), &zone(), None, &limits(), &mut |_| {}).expect_err("tamper");
+        server.join().expect("server thread");
+        assert_eq!(
+            e.to_string(),
+            "AXFR from 127.0.0.1@16234: TSIG BADSIG in message 2"
+        );
+        let server = signed_axfr_server(16235, Spoil::UnsignedEnd);
+        let mut got = 0;
+        let e = transfer(&src(16235), &zone(), None, &limits(), &mut |_| got += 1)
+            .expect_err("unsigned end");
+        server.join().expect("server thread");
+        assert!(matches!(e.cause, Cause::Tsig(_)), "{e}");
+        assert_eq!(got, 3);
+    }
+
+    #[test]
+    fn silent_server_times_out() {
+        let listener = TcpListener::bind(local(16231)).expect("bind");
+        let server = std::thread::spawn(move || {
+            // Accepts twice and never answers; holds each socket a while.
+            let (a, _) = listener.accept().expect("accept");
+            let (b, _) = listener.accept().expect("accept");
+            std::thread::sleep(Duration::from_secs(3));
+            drop((a, b));
+        });
+        let src = Source {
+            addr: local(16231),
+            key: None,
+        };
+        // The idle timeout first.
+        let idle = Limits {
+            total: Duration::from_secs(5),
+            idle: Duration::from_millis(500),
+            records: 10,
+        };
+        let start = Instant::now();
+        let e = transfer(&src, &zone(), None, &idle, &mut |_| {}).expect_err("idle");
+        assert!(start.elapsed() < Duration::from_millis(1500), "{e}");
+        assert_eq!(
+            e.cause,
+            Cause::Timeout {
+                what: "no data",
+                limit: Duration::from_millis(500)
+            }
+        );
+        // Then the total one.
+        let total = Limits {
+            total: Duration::from_millis(700),
+            idle: Duration::from_secs(10),
+            records: 10,
+        };
+        let start = Instant::now();
+        let e = transfer(&src, &zone(), Some(&soa()), &total, &mut |_| {}).expect_err("total");
+        assert!(start.elapsed() < Duration::from_millis(1700), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "IXFR from 127.0.0.1@16231: not finished within 700 ms"
+        );
+        server.join().expect("server thread");
+    }
+
+    #[test]
+    fn truncated_soa_answer_is_asked_again_over_tcp() {
+        let udp = UdpSocket::bind(local(16232)).expect("bind UDP");
+        let tcp = TcpListener::bind(local(16232)).expect("bind TCP");
+        let server = std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            let (n, from) = udp.recv_from(&mut buf).expect("UDP query");
+            let id = message::id(&buf[..n]);
+            let tc = flags::QR | flags::AA | flags::TC;
+            udp.send_to(&message(id, tc, Rtype::SOA, &[]), from)
+                .expect("send");
+            let (mut s, _) = tcp.accept().expect("accept");
+            let id = read_request(&mut s);
+            let qr_aa = flags::QR | flags::AA;
+            write_framed(&mut s, &message(id, qr_aa, Rtype::SOA, &[soa()]));
+        });
+        let src = Source {
+            addr: local(16232),
+            key: None,
+        };
+        let got = query_soa(&src, &zone(), Duration::from_secs(5)).expect("SOA over TCP");
+        server.join().expect("server thread");
+        assert_eq!(got, soa());
+    }
+
+    #[test]
+    fn soa_answer_checks() {
+        let udp = UdpSocket::bind(local(16233)).expect("bind UDP");
+        let server = std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            // Not authoritative, then NXDOMAIN, then a stray ID before a good answer.
+            for hflags in [
+                flags::QR,
+                flags::QR | flags::AA | rcode::NXDOMAIN,
+                flags::QR | flags::AA,
+            ] {
+                let (n, from) = udp.recv_from(&mut buf).expect("UDP query");
+                let id = message::id(&buf[..n]);
+                if hflags == flags::QR | flags::AA {
+                    let stray = message(id ^ 1, hflags, Rtype::SOA, &[]);
+                    udp.send_to(&stray, from).expect("send");
+                }
+                udp.send_to(&message(id, hflags, Rtype::SOA, &[soa()]), from)
+                    .expect("send");
+            }
+        });
+        let src = Source {
+            addr: local(16233),
+            key: None,
+        };
+        let t = Duration::from_secs(5);
+        let e = query_soa(&src, &zone(), t).expect_err("no AA");
+        assert!(matches!(e.cause, Cause::Malformed(_)), "{e}");
+        let e = query_soa(&src, &zone(), t).expect_err("NXDOMAIN");
+        assert_eq!(e.cause, Cause::Rcode(rcode::NXDOMAIN));
+        assert_eq!(
+            e.to_string(),
+            "SOA query to 127.0.0.1@16233: answered NXDOMAIN"
+        );
+        assert_eq!(query_soa(&src, &zone(), t).expect("SOA"), soa());
+        server.join().expect("server thread");
+    }
+
+    #[test]
+    fn numbers_for_operators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(4211), "4,211");
+        assert_eq!(thousands(20_000_000), "20,000,000");
+        assert_eq!(seconds(Duration::from_secs(10)), "10 s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(Limits::default().idle, Duration::from_secs(10));
+        let e = FetchError {
+            op: Op::Ixfr,
+            peer: "192.0.2.1:53".parse().expect("address"),
+            cause: Cause::Tsig("BADSIG in message 3".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "IXFR from 192.0.2.1@53: TSIG BADSIG in message 3"
+        );
+        let e = Cause::Cut {
+            messages: 12,
+            records: 4211,
+        };
+        assert_eq!(
+            e.to_string(),
+            "connection closed after 12 messages (4,211 records)"
+        );
+        let _ = Cause::Io(String::new()).to_string();
+    }
+}
