@@ -218,6 +218,13 @@ pub(crate) fn respond<'z>(
     let Some(zone) = find_zone(zones, &question) else {
         return err(out, rcode::REFUSED, &EDE_NOT_AUTHORITATIVE);
     };
+    // A secondary's zone past its expiry (or never transferred): SERVFAIL,
+    // as Knot answers for a zone without contents.
+    if zone.is_expired() {
+        let mut a = err(out, rcode::SERVFAIL, &[]);
+        a.zone = Some(zone);
+        return a;
+    }
     if q.tsig.is_some() {
         return badkey(out, true);
     }

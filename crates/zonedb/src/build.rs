@@ -594,5 +594,6 @@ fn compact(
         serial,
         records,
         rrsets: rrset_count,
+        expired: false,
     }
 }

@@ -436,6 +436,7 @@ impl Zone {
             serial: self.serial,
             records: self.records,
             rrsets: self.rrsets,
+            expired: self.expired,
         })
     }
 
@@ -510,6 +511,7 @@ impl Zone {
             serial: self.serial,
             records: self.records,
             rrsets: self.rrsets,
+            expired: self.expired,
         };
         // 2. New data per owner; names appear and disappear with it.
         let mut recompute: BTreeSet<Vec<u8>> = BTreeSet::new();

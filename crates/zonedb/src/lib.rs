@@ -198,9 +198,24 @@ pub struct Zone {
     serial: u32,
     records: u64,
     rrsets: u64,
+    /// Not to be answered from (a secondary's zone past its expiry, or not
+    /// transferred yet): queries get SERVFAIL, as Knot answers them.
+    expired: bool,
 }
 
 impl Zone {
+    /// This version marked expired (or not): see [`Zone::is_expired`].
+    pub fn with_expired(&self, expired: bool) -> Zone {
+        Zone {
+            expired,
+            ..self.clone()
+        }
+    }
+    /// True when the zone is not to be answered from: a secondary's zone
+    /// whose expire timer ran out, or that was never transferred.
+    pub fn is_expired(&self) -> bool {
+        self.expired
+    }
     /// The zone's origin (apex name).
     pub fn origin(&self) -> NameRef<'_> {
         self.origin.as_ref()

@@ -247,6 +247,7 @@ impl Zone {
             serial,
             records,
             rrsets,
+            expired: false,
         };
         if zone.soa().first().len() < 22 {
             return Err(bad("no SOA at the apex"));
