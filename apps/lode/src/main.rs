@@ -11,6 +11,7 @@ mod reload;
 mod serve;
 mod snapshot;
 mod update;
+mod zonectl;
 mod zoneflush;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +52,12 @@ enum Command {
     Update(update::UpdateArgs),
     /// Write zones that take updates to their zone files now (as `knotc zone-flush`).
     ZoneFlush(zoneflush::ZoneFlushArgs),
+    /// Show each zone's serial, size and, for a secondary, its transfer state (as `knotc zone-status`).
+    ZoneStatus(zonectl::ZoneStatusArgs),
+    /// Make a secondary zone check its primaries now and transfer what is new (as `knotc zone-refresh`).
+    ZoneRefresh(zonectl::ZoneRefreshArgs),
+    /// Make a secondary zone transfer the whole zone again (AXFR, as `knotc zone-retransfer`).
+    ZoneRetransfer(zonectl::ZoneRefreshArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -66,6 +73,9 @@ fn main() -> std::process::ExitCode {
         Command::Keygen(a) => keygen::run(a),
         Command::Update(a) => update::run(a),
         Command::ZoneFlush(a) => zoneflush::run(a),
+        Command::ZoneStatus(a) => zonectl::status(a),
+        Command::ZoneRefresh(a) => zonectl::refresh(a, false),
+        Command::ZoneRetransfer(a) => zonectl::refresh(a, true),
     };
     match result {
         Ok(code) => code,

@@ -70,6 +70,7 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
                 let why = match &spec.source {
                     ZoneSource::File(_) => "it uses $INCLUDE, or the snapshot could not be written",
                     ZoneSource::Embedded { .. } => "built-in zone",
+                    ZoneSource::Transfer => "a secondary: its state lives in journal-dir",
                 };
                 eprintln!("{}: no snapshot written: {why}", spec.name);
             }

@@ -5,8 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
-
 /// Arguments of `lode zone-flush`.
 ///
 /// The zone's writer writes the version it serves (after the updates queued
@@ -33,20 +31,9 @@ pub struct ZoneFlushArgs {
 
 /// Runs the command.
 pub fn run(args: ZoneFlushArgs) -> anyhow::Result<ExitCode> {
-    let path = args
-        .control
-        .unwrap_or_else(lode_server::default_control_path);
     let command = match &args.zone {
         Some(z) => format!("zone-flush {}", z.trim()),
         None => "zone-flush".to_string(),
     };
-    let reply = lode_server::control::request(&path, &command, Duration::from_secs(args.timeout))
-        .with_context(|| format!("cannot reach the server at {}", path.display()))?;
-    if reply.ok {
-        print!("{}", reply.text);
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprint!("{}", reply.text);
-        Ok(ExitCode::FAILURE)
-    }
+    crate::zonectl::send(args.control, &command, Duration::from_secs(args.timeout))
 }

@@ -161,8 +161,11 @@ pub struct AclEntry {
 pub struct ZoneEntry {
     /// The zone's origin.
     pub name: String,
-    /// Its zone file.
-    pub file: PathBuf,
+    /// Its zone file (none for a secondary: it is transferred).
+    pub file: Option<PathBuf>,
+    /// The primaries (remote ids) of a secondary zone.
+    #[serde(default, alias = "primary")]
+    pub master: Vec<String>,
     /// ACL rules by id, in order.
     #[serde(default)]
     pub acl: Vec<String>,
@@ -223,6 +226,9 @@ pub struct Options {
 pub enum ZoneSource {
     /// A zone file on disk.
     File(PathBuf),
+    /// No file: a secondary zone, transferred from its primaries (its state
+    /// lives in the journal folder).
+    Transfer,
     /// A zone built into the binary (the demo).
     Embedded {
         /// Name used in messages, e.g. `demo/example.com.zone`.
@@ -236,6 +242,7 @@ impl fmt::Display for ZoneSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ZoneSource::File(p) => write!(f, "{}", p.display()),
+            ZoneSource::Transfer => f.write_str("transfers from its primaries"),
             ZoneSource::Embedded { label, .. } => write!(f, "{label} (built in)"),
         }
     }
@@ -319,6 +326,8 @@ pub struct ZoneOptions {
     pub zonefile_sync: ZonefileSync,
     /// Secondaries to notify after each change.
     pub notify: Vec<Remote>,
+    /// The primaries of a secondary zone (empty: not a secondary).
+    pub masters: Vec<Remote>,
     /// How long to wait before notifying.
     pub notify_delay: Duration,
 }
@@ -335,7 +344,10 @@ impl ZoneOptions {
     /// out (its journal is then the IXFR history, as Knot keeps one).
     pub fn is_live(&self) -> bool {
         use crate::acl::Action;
-        self.allows(Action::Update) || self.allows(Action::Transfer) || !self.notify.is_empty()
+        self.allows(Action::Update)
+            || self.allows(Action::Transfer)
+            || !self.notify.is_empty()
+            || !self.masters.is_empty()
     }
 }
 
@@ -412,6 +424,7 @@ impl Config {
                 zonefile_sync: self.zonefile_sync,
                 notify: Vec::new(),
                 notify_delay: Duration::ZERO,
+                masters: Vec::new(),
             })
     }
 }
@@ -583,6 +596,34 @@ impl Config {
                 })?;
                 notify.push(remote.clone());
             }
+            let mut masters = Vec::new();
+            for id in &z.master {
+                let remote = remotes.iter().find(|r| r.id == *id).ok_or_else(|| {
+                    ConfigError::Value(format!(
+                        "zone {}: master {id:?} is not a [[remote]] id",
+                        z.name
+                    ))
+                })?;
+                masters.push(remote.clone());
+            }
+            if !masters.is_empty() && file.journal_dir.is_none() {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: a secondary (master = …) needs journal-dir: its transferred contents and history live there",
+                    z.name
+                )));
+            }
+            if z.file.is_none() && masters.is_empty() {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: no file (only a secondary, with master = […], has none)",
+                    z.name
+                )));
+            }
+            if z.file.is_some() && !masters.is_empty() {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: a secondary (master = …) takes its contents from its primaries: remove `file`",
+                    z.name
+                )));
+            }
             let notify_delay = z.notify_delay.unwrap_or(0);
             if notify_delay > 3600 {
                 return Err(ConfigError::Value(format!(
@@ -598,6 +639,7 @@ impl Config {
                     zonefile_sync,
                     notify,
                     notify_delay: Duration::from_secs(notify_delay),
+                    masters,
                 },
             ));
         }
@@ -608,12 +650,23 @@ impl Config {
         let entries = file
             .zones
             .iter()
-            .map(|z| (z.name.as_str(), base.join(&z.file)))
-            .chain(options.zones.iter().map(|(n, f)| (n.as_str(), f.clone())));
-        for (name, file) in entries {
+            .map(|z| {
+                let source = match &z.file {
+                    Some(f) => ZoneSource::File(base.join(f)),
+                    None => ZoneSource::Transfer,
+                };
+                (z.name.as_str(), source)
+            })
+            .chain(
+                options
+                    .zones
+                    .iter()
+                    .map(|(n, f)| (n.as_str(), ZoneSource::File(f.clone()))),
+            );
+        for (name, source) in entries {
             let spec = ZoneSpec {
                 name: parse_origin(name)?,
-                source: ZoneSource::File(file),
+                source,
             };
             match zones.iter_mut().find(|z| z.name == spec.name) {
                 Some(existing) => *existing = spec,

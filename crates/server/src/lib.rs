@@ -42,6 +42,7 @@ mod flush;
 mod notify;
 pub mod progress;
 mod reload;
+mod secondary;
 mod signed;
 pub mod snapshot;
 mod status;
@@ -145,6 +146,9 @@ impl Server {
         let writers = update::start_writers(&mut updates, &config, &publisher);
         if let Some((zones, tx)) = notify::start(&config, updates.keys()) {
             publisher.watch(zones, tx);
+        }
+        if let Some(s) = secondary::start(&config, updates.keys(), &updates.writers(), &publisher) {
+            updates.set_secondaries(s);
         }
         reloader.live = config
             .zones
@@ -348,6 +352,7 @@ fn handle(
         lode_engine::Request::Axfr | lode_engine::Request::Ixfr => {
             updates.admit_transfer(q, &set, out, client, transport, settings.max_udp_payload)
         }
+        lode_engine::Request::Notify => updates.admit_notify(q, out, client),
         lode_engine::Request::Query => {
             match signed::answer(&set, updates.keys(), q, out, transport, settings) {
                 signed::Signed::Answer(n) => update::Admission::Answer(n),

@@ -118,7 +118,9 @@ impl Reloader {
             .zones
             .iter()
             .zip(&olds)
-            .filter(|(spec, old)| !old.is_some_and(|o| self.keeps(o, spec)))
+            .filter(|(spec, old)| {
+                spec.source != ZoneSource::Transfer && !old.is_some_and(|o| self.keeps(o, spec))
+            })
             .map(|(spec, _)| spec)
             .collect();
         let mut through_writer: Vec<lode_wire::Name> = Vec::new();
@@ -128,6 +130,16 @@ impl Reloader {
             if let Some(old) = old.filter(|o| self.keeps(o, spec)) {
                 report.unchanged.push(name);
                 next.push(old.clone());
+                continue;
+            }
+            // A secondary: its zone writer starts it from its state and its
+            // primaries keep it current; nothing to read here.
+            if spec.source == ZoneSource::Transfer {
+                next.push(Served {
+                    spec: spec.clone(),
+                    files: Vec::new(),
+                    zone: None,
+                });
                 continue;
             }
             // One result per zone to load, in order.
@@ -158,6 +170,7 @@ impl Reloader {
                                     crate::snapshot::source_tag(p).unwrap_or_default()
                                 }
                                 ZoneSource::Embedded { label, .. } => label.as_bytes().to_vec(),
+                                ZoneSource::Transfer => Vec::new(),
                             };
                             match u.submit_file(&spec.name, l.zone.clone(), tag) {
                                 Ok(what) => tracing::info!(
@@ -313,7 +326,8 @@ fn unchanged(old: &Served, spec: &ZoneSpec) -> bool {
         return false;
     }
     match &spec.source {
-        ZoneSource::Embedded { .. } => true,
+        // A secondary's contents come from its primaries, never from a reload.
+        ZoneSource::Embedded { .. } | ZoneSource::Transfer => true,
         // Every file read (zone file and includes) has the same stamp as then.
         ZoneSource::File(_) => {
             !old.files.is_empty()

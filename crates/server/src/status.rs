@@ -1,5 +1,6 @@
 //! What the control socket answers: the status text and the command table.
 
+use std::fmt::Write as _;
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -131,6 +132,127 @@ pub(crate) fn make_dispatch(
             ok: true,
             text: status_text(&published, &udp, &tcp),
         }),
+        c if c == "zone-status" || c.starts_with("zone-status ") => Some(zone_status(
+            &updates,
+            &published,
+            c["zone-status".len()..].trim(),
+        )),
+        c if c.starts_with("zone-refresh ") || c.starts_with("zone-retransfer ") => {
+            let (cmd, zone) = c.split_once(' ').unwrap_or((c, ""));
+            Some(zone_refresh(
+                &updates,
+                zone.trim(),
+                cmd == "zone-retransfer",
+            ))
+        }
         _ => None,
     })
+}
+
+/// `zone-refresh NAME` / `zone-retransfer NAME`: a secondary's refresh now.
+fn zone_refresh(updates: &Updates, zone: &str, axfr: bool) -> Reply {
+    let fail = |text: String| Reply { ok: false, text };
+    let Ok(name) = zone.parse::<lode_wire::Name>() else {
+        return fail(format!("{zone:?} is not a zone name\n"));
+    };
+    let Some(s) = updates.secondaries() else {
+        return fail("no zone is a secondary here (master = … in its [[zone]])\n".into());
+    };
+    match s.refresh(&name, axfr) {
+        Ok(()) => Reply {
+            ok: true,
+            text: format!(
+                "{}: {} started (see `lode zone-status {}` and the log)\n",
+                name.to_lowercase(),
+                if axfr { "AXFR" } else { "refresh" },
+                name.to_lowercase()
+            ),
+        },
+        Err(e) => fail(format!("{e}\n")),
+    }
+}
+
+/// `zone-status [NAME]`: serial, records, memory, and a secondary's
+/// transfer state, per zone.
+fn zone_status(updates: &Updates, published: &ArcSwap<ZoneSet>, zone: &str) -> Reply {
+    let set = published.load();
+    let wanted = if zone.is_empty() {
+        None
+    } else {
+        match zone.parse::<lode_wire::Name>() {
+            Ok(n) => Some(n.to_lowercase()),
+            Err(_) => {
+                return Reply {
+                    ok: false,
+                    text: format!("{zone:?} is not a zone name\n"),
+                }
+            }
+        }
+    };
+    let transfer = updates
+        .secondaries()
+        .map(|s| s.status())
+        .unwrap_or_default();
+    let now = crate::update::unix_now();
+    let when = |t: Option<u64>| match t {
+        Some(t) if t >= now => format!("in {} s", t - now),
+        Some(t) => format!("{} s ago", now - t),
+        None => "-".into(),
+    };
+    let mut text = String::new();
+    let mut found = false;
+    for (name, _) in updates.zone_names() {
+        if wanted.as_ref().is_some_and(|w| *w != name) {
+            continue;
+        }
+        found = true;
+        let z = set.get(name.as_ref());
+        let _ = write!(text, "{name}");
+        match z {
+            Some(z) if crate::secondary::is_placeholder(z) => {
+                let _ = write!(text, " no contents yet (SERVFAIL)");
+            }
+            Some(z) => {
+                let _ = write!(
+                    text,
+                    " serial {} records {} memory {} KiB{}",
+                    z.serial(),
+                    z.record_count(),
+                    z.heap_bytes() / 1024,
+                    if z.is_expired() {
+                        " EXPIRED (SERVFAIL)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            None => {
+                let _ = write!(text, " not served");
+            }
+        }
+        if let Some(t) = transfer.get(&name) {
+            let _ = write!(
+                text,
+                "\n  secondary of {}; last refresh {}, next refresh {}, expires {}",
+                t.primaries,
+                when(t.last_refresh),
+                when(t.next_refresh),
+                when(t.expires)
+            );
+            if let Some(x) = &t.last_transfer {
+                let _ = write!(text, "\n  last transfer: {x}");
+            }
+            if let Some(e) = &t.last_error {
+                let _ = write!(text, "\n  last error: {e}");
+            }
+        }
+        text.push('\n');
+    }
+    if !found {
+        return Reply {
+            ok: false,
+            text: format!("{zone}: no such zone\n"),
+        };
+    }
+    Reply { ok: true, text }
 }

@@ -131,6 +131,7 @@ pub fn source_size(source: &ZoneSource) -> u64 {
     match source {
         ZoneSource::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
         ZoneSource::Embedded { text, .. } => text.len() as u64,
+        ZoneSource::Transfer => 0,
     }
 }
 
@@ -271,6 +272,12 @@ fn load_text(
             Vec::new(),
             label.to_string(),
         ),
+        ZoneSource::Transfer => {
+            return Err(vec![format!(
+                "zone {}: a secondary has no file to read: it is transferred",
+                spec.name
+            )])
+        }
     };
     // Problem tags are indexes into `positions`, so errors name file:line.
     let ParsedZone { records, positions } =

@@ -26,6 +26,8 @@ pub(crate) struct Updates {
     pub(super) zones: HashMap<Name, ZoneDoor>,
     /// The zone files the writers wrote (the reloader skips them).
     pub(crate) written: Arc<Written>,
+    /// The secondary zones' refresh scheduler, once started.
+    secondaries: std::sync::OnceLock<crate::secondary::Secondaries>,
 }
 
 /// One zone's way in: its ACL and its writer's queue.
@@ -34,6 +36,8 @@ pub(super) struct ZoneDoor {
     pub(super) acl: Vec<acl::Rule>,
     /// Its ACL allows updates.
     takes_updates: bool,
+    /// A secondary zone: its contents come from its primaries.
+    secondary: bool,
     pub(super) writer: Option<mpsc::SyncSender<Work>>,
 }
 
@@ -93,23 +97,56 @@ impl Updates {
         }
         let mut zones = HashMap::new();
         for spec in &config.zones {
-            let ZoneOptions { acl, .. } = config.zone_options(&spec.name);
+            let ZoneOptions { acl, masters, .. } = config.zone_options(&spec.name);
             let takes_updates = acl.iter().any(|r| r.actions.contains(&Action::Update));
             zones.insert(
                 spec.name.to_lowercase(),
                 ZoneDoor {
                     acl,
                     takes_updates,
+                    secondary: !masters.is_empty(),
                     writer: None,
                 },
             );
         }
         Ok(Updates {
+            secondaries: std::sync::OnceLock::new(),
             keys,
             transfers: Arc::new(super::TransferSlots::new(config.transfers_out)),
             zones,
             written: Arc::default(),
         })
+    }
+
+    /// Each zone writer's queue.
+    pub(crate) fn writers(&self) -> HashMap<Name, mpsc::SyncSender<Work>> {
+        self.zones
+            .iter()
+            .filter_map(|(n, d)| Some((n.clone(), d.writer.clone()?)))
+            .collect()
+    }
+
+    /// Hands NOTIFY and the control commands to the secondaries' scheduler.
+    pub(crate) fn set_secondaries(&self, s: crate::secondary::Secondaries) {
+        let _ = self.secondaries.set(s);
+    }
+
+    /// The secondaries' scheduler, if any zone is a secondary.
+    pub(crate) fn secondaries(&self) -> Option<&crate::secondary::Secondaries> {
+        self.secondaries.get()
+    }
+
+    /// Admits a NOTIFY for a secondary zone (anything else: the engine).
+    pub(crate) fn admit_notify(
+        &self,
+        msg: &[u8],
+        out: &mut [u8],
+        client: &lode_io::Client<'_>,
+    ) -> Admission {
+        match self.secondaries.get() {
+            Some(s) => s.admit_notify(msg, &self.keys, out, client.addr()),
+            None => Admission::Engine,
+        }
     }
 
     /// The TSIG keys of the configuration.
@@ -239,6 +276,17 @@ impl Updates {
                     ));
                 }
             };
+        if door.secondary {
+            tracing::info!(
+                "update for {} from {peer}: the zone is a secondary here (update its primary), NOTAUTH",
+                req.zone
+            );
+            let n = query_error(rcode::NOTAUTH, out);
+            return Admission::Answer(match &signed {
+                Some(s) => super::sign_reply(out, n, s),
+                None => n,
+            });
+        }
         let Some(writer) = &door.writer else {
             tracing::warn!(
                 "update for {} from {peer}: the zone has no journal, SERVFAIL",

@@ -113,7 +113,7 @@ impl Publisher {
 /// What a zone's writer does: an UPDATE, the zone file read again (as the
 /// difference from the served version), or writing the zone file now.
 #[derive(Debug)]
-enum Work {
+pub(crate) enum Work {
     Update(Box<Job>),
     File {
         zone: Arc<Zone>,
@@ -123,6 +123,18 @@ enum Work {
     },
     Flush {
         done: mpsc::Sender<Result<Flushed, String>>,
+    },
+    /// Changesets transferred in (IXFR): applied in order, journaled,
+    /// published; answered with the new serial or why they do not apply.
+    Incremental {
+        changes: Vec<lode_zonedb::Changeset>,
+        done: mpsc::Sender<Result<u32, String>>,
+    },
+    /// A whole new version transferred in (AXFR): the history is dropped,
+    /// the state written, the version published.
+    Replace {
+        zone: Arc<Zone>,
+        done: mpsc::Sender<Result<u32, String>>,
     },
     /// The published version and the journal's changes since a serial (for
     /// IXFR out), taken together so that they agree.
@@ -148,6 +160,8 @@ impl Work {
             Work::File { .. } => "the zone file read again".into(),
             Work::Flush { .. } => "zone-flush".into(),
             Work::History { .. } => "an outgoing IXFR".into(),
+            Work::Incremental { .. } => "an incoming IXFR".into(),
+            Work::Replace { .. } => "an incoming AXFR".into(),
         }
     }
     /// Answers the work with a failure.
@@ -165,13 +179,16 @@ impl Work {
             }
             // The transfer falls back to what it can do without history.
             Work::History { .. } => {}
+            Work::Incremental { done, .. } | Work::Replace { done, .. } => {
+                let _ = done.send(Err(why.to_string()));
+            }
         }
     }
 }
 
 /// A dynamic update admitted for a zone, waiting for its writer.
 #[derive(Debug)]
-struct Job {
+pub(crate) struct Job {
     msg: Vec<u8>,
     /// The key that signed it and the request MAC, to sign the reply.
     signed: Option<(Key, lode_tsig::MacBuf)>,
@@ -192,6 +209,12 @@ fn reply(
             .map_or(n, |a| a.len),
         None => n,
     }
+}
+
+/// Signs the one-message reply in `out[..n]` for a signed request.
+pub(crate) fn sign_reply(out: &mut [u8], n: usize, signed: &(Key, lode_tsig::MacBuf)) -> usize {
+    lode_tsig::sign_response(out, n, &signed.0, signed.1.as_slice(), unix_now(), 0)
+        .map_or(n, |a| a.len)
 }
 
 /// The journal file of a zone in `dir`.

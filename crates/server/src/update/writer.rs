@@ -42,8 +42,12 @@ pub(crate) fn start_writers(
             continue;
         }
         let origin = spec.name.to_lowercase();
-        let Some(zone) = publisher.set.load().get(origin.as_ref()).cloned() else {
-            continue; // not loaded: its failure was logged
+        let secondary = spec.source == crate::ZoneSource::Transfer;
+        let zone = match publisher.set.load().get(origin.as_ref()).cloned() {
+            Some(z) => z,
+            // A secondary with nothing transferred yet: SERVFAIL until then.
+            None if secondary => Arc::new(crate::secondary::placeholder(&origin)),
+            None => continue, // not loaded: its failure was logged
         };
         let path = journal_path(dir, &origin);
         let settings = lode_journal::Settings {
@@ -76,6 +80,7 @@ pub(crate) fn start_writers(
         let file_tag = match &spec.source {
             crate::ZoneSource::File(p) => crate::snapshot::source_tag(p).unwrap_or_default(),
             crate::ZoneSource::Embedded { label, .. } => label.as_bytes().to_vec(),
+            crate::ZoneSource::Transfer => Vec::new(),
         };
         let state = state_path(dir, &origin);
         let flushed = flushed_path(dir, &origin);
@@ -94,7 +99,7 @@ pub(crate) fn start_writers(
             trim_at: None,
             zone_file: match &spec.source {
                 crate::ZoneSource::File(p) => Some(p.clone()),
-                crate::ZoneSource::Embedded { .. } => None,
+                crate::ZoneSource::Embedded { .. } | crate::ZoneSource::Transfer => None,
             },
             flushed: flushed.clone(),
             sync: options.zonefile_sync,
@@ -147,7 +152,7 @@ pub(crate) fn start_writers(
         // A file the writer wrote itself (zonefile-sync, zone-flush) is not
         // an edit, though the state may have taken in an older one.
         let ours = crate::flush::read_flushed_tags(&flushed).contains(&file_tag);
-        let edited = !ours && state_tag.as_ref().is_some_and(|t| *t != file_tag);
+        let edited = !secondary && !ours && state_tag.as_ref().is_some_and(|t| *t != file_tag);
         if edited {
             tracing::info!(
                 "zone {origin}: the zone file changed since the zone's state took it in"
@@ -156,7 +161,8 @@ pub(crate) fn start_writers(
                 tracing::error!("zone {origin}: zone file not applied: {e}");
             }
         }
-        if state_tag.is_none() || edited {
+        // (A secondary's state is written by its first transfer.)
+        if (state_tag.is_none() && !secondary) || edited {
             if let Err(e) = writer.write_state_now() {
                 tracing::error!(
                     "zone {origin}: cannot write its state ({e}); updates to the zone get SERVFAIL"
@@ -386,6 +392,17 @@ impl Writer {
                 .into_iter()
                 .partition(|w| matches!(w, Work::History { .. }));
             self.answer_history(history);
+            // Transfers in, one at a time, before the group's updates.
+            let (transfers, group): (Vec<Work>, Vec<Work>) = group
+                .into_iter()
+                .partition(|w| matches!(w, Work::Incremental { .. } | Work::Replace { .. }));
+            for t in transfers {
+                self.take_transfer(t);
+            }
+            if group.is_empty() {
+                self.maybe_compact();
+                continue;
+            }
             let (flushes, group): (Vec<Work>, Vec<Work>) = group
                 .into_iter()
                 .partition(|w| matches!(w, Work::Flush { .. }));
@@ -396,7 +413,7 @@ impl Writer {
             }
             let file = group.iter().find_map(|w| match w {
                 Work::File { tag, .. } => Some(tag.clone()),
-                Work::Update(_) | Work::Flush { .. } | Work::History { .. } => None,
+                _ => None,
             });
             let durable = self.commit(group, &mut out);
             let file = file.filter(|_| durable);
@@ -449,6 +466,68 @@ impl Writer {
                 self.last_flush = Instant::now() + RETRY_AFTER;
             }
         }
+    }
+
+    /// Takes a transfer in: IXFR changesets through the journal, or a
+    /// whole new version (AXFR) that starts the history afresh.
+    fn take_transfer(&mut self, work: Work) {
+        match work {
+            Work::Incremental { changes, done } => {
+                let _ = done.send(self.apply_incremental(&changes));
+            }
+            Work::Replace { zone, done } => {
+                let _ = done.send(self.replace(zone));
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_incremental(&mut self, changes: &[Changeset]) -> Result<u32, String> {
+        let started = Instant::now();
+        let base = self.current().ok_or("the zone is not served")?;
+        if base.is_expired() {
+            return Err("the zone has no contents to apply changes to".into());
+        }
+        let mut version = base.clone();
+        for c in changes {
+            version = Arc::new(version.apply(c).map_err(|e| {
+                format!(
+                    "changeset {} → {} does not apply: {e}",
+                    c.serial_from(),
+                    c.serial_to()
+                )
+            })?);
+        }
+        self.journal
+            .append(changes)
+            .map_err(|e| format!("journal write failed: {e}"))?;
+        let to = version.clone();
+        self.publisher.update(|set| set.insert(to));
+        if let Some(c) = &mut self.compaction {
+            c.since.extend(changes.iter().cloned());
+        }
+        self.idle_since = Some(Instant::now());
+        self.log
+            .add(changes.len(), changes.len(), started.elapsed());
+        self.maybe_flush();
+        self.maybe_compact();
+        Ok(version.serial())
+    }
+
+    fn replace(&mut self, zone: Arc<Zone>) -> Result<u32, String> {
+        // A compaction of the old version is of no use any more.
+        self.compaction = None;
+        // History first: a crash after this serves the old state, never the
+        // old history on a new base.
+        self.journal
+            .clear()
+            .map_err(|e| format!("journal not cleared: {e}"))?;
+        let serial = zone.serial();
+        self.publisher.update(|set| set.insert(zone));
+        self.write_state_now()?;
+        self.idle_since = None;
+        self.maybe_flush();
+        Ok(serial)
     }
 
     /// Gives each transfer out the published version and the journal's
@@ -754,7 +833,10 @@ impl Writer {
                         e.rcode().unwrap_or(rcode::SERVFAIL)
                     }),
                 Work::File { zone, .. } => Ok(difference(&version, zone, self.policy, now)),
-                Work::Flush { .. } | Work::History { .. } => Ok(None),
+                Work::Flush { .. }
+                | Work::History { .. }
+                | Work::Incremental { .. }
+                | Work::Replace { .. } => Ok(None),
             };
             let outcome = match changeset {
                 Ok(None) => Ok(format!("no change, serial {}", version.serial())),
@@ -837,6 +919,9 @@ impl Writer {
                     let _ = done.send(Err("not written".into()));
                 }
                 (Work::History { .. }, _) => {}
+                (Work::Incremental { done, .. } | Work::Replace { done, .. }, _) => {
+                    let _ = done.send(Err("not taken".into()));
+                }
             }
         }
         durable

@@ -1,0 +1,751 @@
+//! Secondary zones (`master = [...]`): refresh on the SOA timers, at once
+//! on an accepted NOTIFY; IXFR in with a fall back to AXFR; expiry; timers
+//! that survive a restart. Transferred contents go through the zone's
+//! writer like any change (IXFR: journaled changesets, so this server can
+//! serve IXFR to its own secondaries; AXFR: a new base built here, in the
+//! background, published in one swap). A transfer that fails in any way
+//! leaves the served version as it was and is logged with the primary and
+//! the reason.
+//!
+//! ```text
+//!  NOTIFY in (transport thread) ─┐
+//!  control: refresh/retransfer ──┼─▶ scheduler thread: per zone next refresh, expiry, running?
+//!  timers ───────────────────────┘        │ due: one refresh thread per zone at a time
+//!                                          ▼
+//!   refresh: SOA query (UDP, TCP if truncated) to each primary address in turn
+//!            newer serial ─▶ IXFR (AXFR with nothing served, or when IXFR fails)
+//!            ─▶ writer: Work::Incremental / Work::Replace ─▶ journal, state, publish
+//!   outcome ─▶ scheduler: next refresh (SOA refresh, or retry), expiry, timers file
+//! ```
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lode_tsig::{Key, Keys};
+use lode_wire::serial::SerialOrder;
+use lode_wire::{rcode, Class, Name, Record, Rtype};
+use lode_zonedb::{Zone, ZoneBuilder};
+use lode_zones::update::{self as ddns};
+
+use crate::access::{self, Access};
+use crate::acl::{Action, Rule};
+use crate::config::Config;
+use crate::fetch::{self, Source};
+use crate::update::{unix_now, Admission, Publisher, Work};
+
+/// Bounds on the SOA timers (Knot's defaults for refresh-min-interval and
+/// friends: a zone's SOA cannot make its secondaries poll every second, or
+/// never).
+const REFRESH_MIN: u32 = 2;
+const REFRESH_MAX: u32 = 7 * 86400;
+const RETRY_MIN: u32 = 2;
+const RETRY_MAX: u32 = 7 * 86400;
+const EXPIRE_MIN: u32 = 3;
+const EXPIRE_MAX: u32 = 28 * 86400;
+/// How long a SOA query waits for its answer.
+const SOA_TIMEOUT: Duration = Duration::from_secs(3);
+/// The most a transfer may take before it is abandoned.
+const TRANSFER_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// A zone with no contents yet: an SOA (serial 0) and an NS, marked expired so
+/// that queries get SERVFAIL until the first transfer.
+pub(crate) fn placeholder(origin: &Name) -> Zone {
+    let mut b = ZoneBuilder::new(origin.clone());
+    let mut rdata = Vec::new();
+    rdata.extend_from_slice(origin.as_wire());
+    rdata.extend_from_slice(origin.as_wire());
+    rdata.extend_from_slice(&[0; 20]);
+    b.add(
+        Record {
+            owner: origin.clone(),
+            class: Class::IN,
+            rtype: Rtype::SOA,
+            ttl: 0,
+            rdata: rdata.into(),
+        },
+        0,
+    );
+    b.add(
+        Record {
+            owner: origin.clone(),
+            class: Class::IN,
+            rtype: Rtype::NS,
+            ttl: 0,
+            // "invalid." (RFC 6761): never an in-zone name needing glue.
+            rdata: b"\x07invalid\x00".as_slice().into(),
+        },
+        0,
+    );
+    match b.build() {
+        Ok((z, _)) => z.with_expired(true),
+        // An SOA and an NS at the origin, nothing else: it always builds.
+        Err(p) => unreachable!("placeholder zone: {p:?}"),
+    }
+}
+
+/// True for the version [`placeholder`] made (nothing transferred yet).
+pub(crate) fn is_placeholder(zone: &Zone) -> bool {
+    zone.is_expired() && zone.serial() == 0 && zone.record_count() == 2
+}
+
+/// The SOA record of a zone version.
+pub(crate) fn soa_record(zone: &Zone) -> Record {
+    let soa = zone.soa();
+    Record {
+        owner: zone.origin().to_name(),
+        class: zone.class(),
+        rtype: Rtype::SOA,
+        ttl: soa.ttl(),
+        rdata: soa.rdatas().next().unwrap_or_default().into(),
+    }
+}
+
+/// Refresh, retry and expire of an SOA record, bounded.
+fn soa_timers(soa: &Record) -> (u32, u32, u32) {
+    let r = &soa.rdata;
+    if r.len() < 20 {
+        return (REFRESH_MIN, RETRY_MIN, EXPIRE_MAX);
+    }
+    let f = &r[r.len() - 16..];
+    let at = |i: usize| u32::from_be_bytes([f[i], f[i + 1], f[i + 2], f[i + 3]]);
+    (
+        at(0).clamp(REFRESH_MIN, REFRESH_MAX),
+        at(4).clamp(RETRY_MIN, RETRY_MAX),
+        at(8).clamp(EXPIRE_MIN, EXPIRE_MAX),
+    )
+}
+
+/// What a zone's transfer state is, for `lode zone-status`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Status {
+    pub(crate) primaries: String,
+    pub(crate) last_refresh: Option<u64>,
+    pub(crate) next_refresh: Option<u64>,
+    pub(crate) expires: Option<u64>,
+    pub(crate) expired: bool,
+    pub(crate) last_error: Option<String>,
+    pub(crate) last_transfer: Option<String>,
+}
+
+/// Requests to the scheduler.
+enum Event {
+    /// A NOTIFY was accepted (with the serial it announced, if any).
+    Notify { zone: Name, serial: Option<u32> },
+    /// `lode zone-refresh` (AXFR when `axfr`: `lode zone-retransfer`).
+    Refresh { zone: Name, axfr: bool },
+    /// A refresh thread finished.
+    Done { zone: Name, outcome: Outcome },
+}
+
+/// How a refresh ended.
+#[derive(Debug)]
+enum Outcome {
+    /// The primary's SOA (serial now served, up to date or transferred).
+    Current {
+        soa: Record,
+        transfer: Option<String>,
+    },
+    /// Every primary failed; the last reason.
+    Failed(String),
+}
+
+/// The secondary zones of the server.
+#[derive(Debug)]
+pub(crate) struct Secondaries {
+    tx: Mutex<mpsc::Sender<Event>>,
+    /// Per zone: the ACL for NOTIFY (the zone's rules, then its primaries).
+    notify_acl: HashMap<Name, Vec<Rule>>,
+    status: Arc<Mutex<HashMap<Name, Status>>>,
+}
+
+impl Secondaries {
+    /// Whether `zone` is a secondary here.
+    pub(crate) fn has(&self, zone: &Name) -> bool {
+        self.notify_acl.contains_key(zone)
+    }
+
+    /// The transfer state of each secondary zone.
+    pub(crate) fn status(&self) -> HashMap<Name, Status> {
+        self.status
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Asks for a refresh now (`axfr`: a whole new transfer).
+    pub(crate) fn refresh(&self, zone: &Name, axfr: bool) -> Result<(), String> {
+        let zone = zone.to_lowercase();
+        if !self.has(&zone) {
+            return Err(format!("{zone} is not a secondary zone here"));
+        }
+        self.send(Event::Refresh { zone, axfr });
+        Ok(())
+    }
+
+    fn send(&self, e: Event) {
+        let tx = self
+            .tx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = tx.send(e);
+    }
+
+    /// Admits a NOTIFY: for a secondary zone of ours, from an address and
+    /// key its ACL (or its primaries) allow, answered NOERROR and signed as
+    /// it was; the zone is then refreshed. Anything else goes to the engine.
+    pub(crate) fn admit_notify(
+        &self,
+        msg: &[u8],
+        keys: &Keys,
+        out: &mut [u8],
+        peer: SocketAddr,
+    ) -> Admission {
+        let Ok(n) = lode_xfr::parse_notify(msg) else {
+            return Admission::Engine;
+        };
+        let zone = n.zone.to_lowercase();
+        let Some(rules) = self.notify_acl.get(&zone) else {
+            return Admission::Engine;
+        };
+        let now = unix_now();
+        let what = format_args!("NOTIFY for {zone}");
+        let signed = match access::check(keys, rules, Action::Notify, msg, peer, now, &what) {
+            Access::Allowed(s) => s,
+            Access::FormErr => {
+                return Admission::Answer(ddns::write_response(msg, rcode::FORMERR, out));
+            }
+            Access::Refused(failure) => {
+                let len = ddns::write_response(msg, rcode::NOTAUTH, out);
+                return Admission::Answer(access::finish_refusal(out, len, failure.as_ref(), now));
+            }
+        };
+        tracing::info!(
+            "zone {zone}: NOTIFY from {peer}{}",
+            n.serial.map_or(String::new(), |s| format!(", serial {s}"))
+        );
+        self.send(Event::Notify {
+            zone,
+            serial: n.serial,
+        });
+        let mut len = ddns::write_response(msg, rcode::NOERROR, out);
+        if len >= 4 {
+            out[2] |= 0x04; // AA
+        }
+        if let Some((key, mac)) = &signed {
+            len = lode_tsig::sign_response(out, len, key, mac.as_slice(), now, 0)
+                .map_or(len, |a| a.len);
+        }
+        Admission::Answer(len)
+    }
+}
+
+/// One secondary zone as the scheduler keeps it.
+struct ZoneState {
+    origin: Name,
+    sources: Vec<Source>,
+    writer: mpsc::SyncSender<Work>,
+    timers: PathBuf,
+    next: Instant,
+    expire_at: Option<u64>,
+    running: bool,
+    /// A refresh was asked for while one ran: another follows.
+    again: Option<bool>,
+    axfr_next: bool,
+    retry: u32,
+}
+
+/// Starts the scheduler for the configured secondary zones (None if none).
+pub(crate) fn start(
+    config: &Config,
+    keys: &Keys,
+    writers: &HashMap<Name, mpsc::SyncSender<Work>>,
+    publisher: &Arc<Publisher>,
+) -> Option<Secondaries> {
+    let dir = config.journal_dir.as_ref()?;
+    let mut zones: HashMap<Name, ZoneState> = HashMap::new();
+    let mut notify_acl = HashMap::new();
+    let mut status = HashMap::new();
+    let now_unix = unix_now();
+    for spec in &config.zones {
+        let options = config.zone_options(&spec.name);
+        if options.masters.is_empty() {
+            continue;
+        }
+        let origin = spec.name.to_lowercase();
+        let Some(writer) = writers.get(&origin) else {
+            tracing::error!("zone {origin}: no writer (journal failed at start): not refreshed");
+            continue;
+        };
+        let key_of = |k: &Option<Name>| -> Option<Key> {
+            k.as_ref().and_then(|n| keys.find(n.as_ref()).cloned())
+        };
+        let mut sources = Vec::new();
+        let mut rules = options.acl.clone();
+        for m in &options.masters {
+            for a in &m.addresses {
+                sources.push(Source {
+                    addr: *a,
+                    key: key_of(&m.key),
+                });
+            }
+            // A zone's primaries may NOTIFY it (BIND's and NSD's default).
+            rules.push(Rule {
+                id: format!("master {}", m.id),
+                addresses: m
+                    .addresses
+                    .iter()
+                    .filter_map(|a| a.ip().to_string().parse().ok())
+                    .collect(),
+                keys: m.key.iter().cloned().collect(),
+                actions: vec![Action::Notify],
+                deny: false,
+            });
+        }
+        let timers = crate::update::journal_path(dir, &origin).with_extension("timers");
+        let (saved_next, saved_expire) = read_timers(&timers);
+        let served = publisher.set.load().get(origin.as_ref()).cloned();
+        let has_data = served.as_ref().is_some_and(|z| !is_placeholder(z));
+        let mut next = Instant::now();
+        if has_data {
+            if let Some(t) = saved_next.filter(|&t| t > now_unix) {
+                next += Duration::from_secs(t - now_unix);
+            }
+            if saved_expire.is_some_and(|e| e <= now_unix) {
+                tracing::warn!(
+                    "zone {origin}: expired while the server was down; SERVFAIL until a primary answers"
+                );
+                set_expired(publisher, &origin, true);
+            }
+        }
+        status.insert(
+            origin.clone(),
+            Status {
+                primaries: sources
+                    .iter()
+                    .map(|s| s.addr.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                expires: saved_expire.filter(|_| has_data),
+                ..Status::default()
+            },
+        );
+        notify_acl.insert(origin.clone(), rules);
+        zones.insert(
+            origin.clone(),
+            ZoneState {
+                origin,
+                sources,
+                writer: writer.clone(),
+                timers,
+                next,
+                expire_at: saved_expire.filter(|_| has_data),
+                running: false,
+                again: None,
+                axfr_next: !has_data,
+                retry: RETRY_MIN,
+            },
+        );
+    }
+    if zones.is_empty() {
+        return None;
+    }
+    let (tx, rx) = mpsc::channel();
+    let status = Arc::new(Mutex::new(status));
+    let scheduler = Scheduler {
+        zones,
+        tx: tx.clone(),
+        publisher: publisher.clone(),
+        status: status.clone(),
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("lode-refresh".into())
+        .spawn(move || scheduler.run(rx))
+    {
+        tracing::error!("cannot start the refresh thread ({e}): secondary zones are not refreshed");
+        return None;
+    }
+    Some(Secondaries {
+        tx: Mutex::new(tx),
+        notify_acl,
+        status,
+    })
+}
+
+/// Marks the served version of `origin` expired (or not).
+fn set_expired(publisher: &Publisher, origin: &Name, expired: bool) {
+    publisher.update(|set| {
+        if let Some(z) = set.get(origin.as_ref()) {
+            if z.is_expired() != expired {
+                let z = Arc::new(z.with_expired(expired));
+                set.insert(z);
+            }
+        }
+    });
+}
+
+/// The saved next refresh and expiry (Unix seconds), if any.
+fn read_timers(path: &PathBuf) -> (Option<u64>, Option<u64>) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return (None, None);
+    };
+    let mut it = text.split_whitespace().map(|w| w.parse::<u64>().ok());
+    (it.next().flatten(), it.next().flatten())
+}
+
+/// Saves the next refresh and the expiry (a temporary file renamed over).
+fn write_timers(path: &PathBuf, next: u64, expire: Option<u64>) {
+    let tmp = path.with_extension("timers.tmp");
+    let text = format!("{next} {}\n", expire.unwrap_or(0));
+    if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)) {
+        tracing::warn!("{}: timers not saved: {e}", path.display());
+    }
+}
+
+struct Scheduler {
+    zones: HashMap<Name, ZoneState>,
+    tx: mpsc::Sender<Event>,
+    publisher: Arc<Publisher>,
+    status: Arc<Mutex<HashMap<Name, Status>>>,
+}
+
+impl Scheduler {
+    fn run(mut self, rx: mpsc::Receiver<Event>) {
+        loop {
+            let now = Instant::now();
+            let due: Vec<Name> = self
+                .zones
+                .values()
+                .filter(|z| !z.running && z.next <= now)
+                .map(|z| z.origin.clone())
+                .collect();
+            for zone in due {
+                self.begin(&zone);
+            }
+            self.check_expiry();
+            let wait = self
+                .zones
+                .values()
+                .filter(|z| !z.running)
+                .map(|z| z.next.saturating_duration_since(Instant::now()))
+                .min()
+                .unwrap_or(Duration::from_secs(60))
+                .min(Duration::from_secs(1));
+            match rx.recv_timeout(wait) {
+                Ok(e) => self.event(e),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    fn event(&mut self, e: Event) {
+        match e {
+            Event::Notify { zone, serial } => {
+                let Some(z) = self.zones.get_mut(&zone) else {
+                    return;
+                };
+                let served = self
+                    .publisher
+                    .set
+                    .load()
+                    .get(zone.as_ref())
+                    .map(|v| v.serial());
+                if let (Some(s), Some(ours)) = (serial, served) {
+                    if !z.axfr_next
+                        && !matches!(lode_wire::serial::serial_cmp(s, ours), SerialOrder::Greater)
+                    {
+                        tracing::debug!(
+                            "zone {zone}: NOTIFY of serial {s}, serving {ours}: nothing to do"
+                        );
+                        return;
+                    }
+                }
+                if z.running {
+                    z.again = Some(z.again.unwrap_or(false));
+                } else {
+                    z.next = Instant::now();
+                }
+            }
+            Event::Refresh { zone, axfr } => {
+                let Some(z) = self.zones.get_mut(&zone) else {
+                    return;
+                };
+                if z.running {
+                    z.again = Some(z.again.unwrap_or(false) || axfr);
+                } else {
+                    z.axfr_next |= axfr;
+                    z.next = Instant::now();
+                }
+            }
+            Event::Done { zone, outcome } => self.finished(&zone, outcome),
+        }
+    }
+
+    fn begin(&mut self, zone: &Name) {
+        let Some(z) = self.zones.get_mut(zone) else {
+            return;
+        };
+        z.running = true;
+        let job = Refresh {
+            origin: z.origin.clone(),
+            sources: z.sources.clone(),
+            writer: z.writer.clone(),
+            publisher: self.publisher.clone(),
+            axfr: std::mem::take(&mut z.axfr_next),
+        };
+        let tx = self.tx.clone();
+        let origin = zone.clone();
+        let spawned = std::thread::Builder::new()
+            .name("lode-xfr-in".into())
+            .spawn(move || {
+                let outcome = job.run();
+                let _ = tx.send(Event::Done {
+                    zone: origin,
+                    outcome,
+                });
+            });
+        if let Err(e) = spawned {
+            tracing::error!("zone {zone}: cannot start a refresh thread: {e}");
+            z.running = false;
+            z.next = Instant::now() + Duration::from_secs(u64::from(RETRY_MIN));
+        }
+    }
+
+    fn finished(&mut self, zone: &Name, outcome: Outcome) {
+        let Some(z) = self.zones.get_mut(zone) else {
+            return;
+        };
+        z.running = false;
+        let now = unix_now();
+        let mut status = self
+            .status
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let st = status.entry(zone.clone()).or_default();
+        match outcome {
+            Outcome::Current { soa, transfer } => {
+                let (refresh, retry, expire) = soa_timers(&soa);
+                z.retry = retry;
+                z.next = Instant::now() + Duration::from_secs(u64::from(refresh));
+                z.expire_at = Some(now + u64::from(expire));
+                set_expired(&self.publisher, zone, false);
+                st.last_refresh = Some(now);
+                st.next_refresh = Some(now + u64::from(refresh));
+                st.expires = z.expire_at;
+                st.expired = false;
+                st.last_error = None;
+                if transfer.is_some() {
+                    st.last_transfer = transfer;
+                }
+                write_timers(&z.timers, now + u64::from(refresh), z.expire_at);
+            }
+            Outcome::Failed(why) => {
+                tracing::warn!(
+                    "zone {zone}: refresh failed ({why}); next try in {} s",
+                    z.retry
+                );
+                z.next = Instant::now() + Duration::from_secs(u64::from(z.retry));
+                st.next_refresh = Some(now + u64::from(z.retry));
+                st.last_error = Some(why);
+                write_timers(&z.timers, now + u64::from(z.retry), z.expire_at);
+            }
+        }
+        if let Some(axfr) = z.again.take() {
+            z.axfr_next |= axfr;
+            z.next = Instant::now();
+        }
+    }
+
+    /// Zones whose expiry passed without a successful refresh: SERVFAIL.
+    fn check_expiry(&mut self) {
+        let now = unix_now();
+        for z in self.zones.values_mut() {
+            if z.expire_at.is_some_and(|e| e <= now) {
+                tracing::error!(
+                    "zone {}: expired (no primary answered within the SOA expire time); SERVFAIL until one does",
+                    z.origin
+                );
+                z.expire_at = None;
+                set_expired(&self.publisher, &z.origin, true);
+                let mut status = self
+                    .status
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(st) = status.get_mut(&z.origin) {
+                    st.expired = true;
+                    st.expires = None;
+                }
+            }
+        }
+    }
+}
+
+/// One refresh of one zone, on its own thread.
+struct Refresh {
+    origin: Name,
+    sources: Vec<Source>,
+    writer: mpsc::SyncSender<Work>,
+    publisher: Arc<Publisher>,
+    axfr: bool,
+}
+
+impl Refresh {
+    fn run(self) -> Outcome {
+        let mut last = String::from("no primary configured");
+        for src in &self.sources {
+            match self.from(src) {
+                Ok(o) => return o,
+                Err(e) => {
+                    tracing::warn!("zone {}: {e}", self.origin);
+                    last = e;
+                }
+            }
+        }
+        Outcome::Failed(last)
+    }
+
+    /// Refreshes from one primary address.
+    fn from(&self, src: &Source) -> Result<Outcome, String> {
+        let origin = &self.origin;
+        let soa = fetch::query_soa(src, origin, SOA_TIMEOUT).map_err(|e| e.to_string())?;
+        let theirs = lode_zonedb::soa_serial(&soa);
+        let served = self
+            .publisher
+            .set
+            .load()
+            .get(origin.as_ref())
+            .cloned()
+            .filter(|z| !is_placeholder(z));
+        let has_data = served.is_some();
+        let mut axfr = self.axfr || !has_data;
+        if let (false, Some(z)) = (axfr, &served) {
+            if !matches!(
+                lode_wire::serial::serial_cmp(theirs, z.serial()),
+                SerialOrder::Greater
+            ) {
+                tracing::debug!(
+                    "zone {origin}: serial {} at {} is not newer than {}: up to date",
+                    theirs,
+                    src.addr,
+                    z.serial()
+                );
+                return Ok(Outcome::Current {
+                    soa,
+                    transfer: None,
+                });
+            }
+        }
+        loop {
+            let current = if axfr {
+                None
+            } else {
+                served.as_ref().map(|z| soa_record(z))
+            };
+            match self.transfer(src, current.as_ref()) {
+                Ok(o) => return Ok(o),
+                // An IXFR that cannot be applied here: a whole transfer.
+                Err(e) if !axfr => {
+                    tracing::warn!("zone {origin}: IXFR from {}: {e}; trying AXFR", src.addr);
+                    axfr = true;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One transfer (IXFR from `current`, else AXFR) taken into the zone.
+    fn transfer(&self, src: &Source, current: Option<&Record>) -> Result<Outcome, String> {
+        let origin = &self.origin;
+        let kind = if current.is_some() { "IXFR" } else { "AXFR" };
+        let started = Instant::now();
+        let mut builder = Some(ZoneBuilder::new(origin.clone()).changed());
+        let mut streamed = 0u64;
+        let limits = fetch::Limits {
+            total: TRANSFER_TIMEOUT,
+            ..fetch::Limits::default()
+        };
+        let result = fetch::transfer(src, origin, current, &limits, &mut |r: Record| {
+            streamed += 1;
+            if let Some(b) = builder.as_mut() {
+                b.add(r, 0);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        let submit = |work: Work, done: mpsc::Receiver<Result<u32, String>>| {
+            self.writer
+                .send(work)
+                .map_err(|_| "the zone's writer stopped".to_string())?;
+            done.recv()
+                .map_err(|_| "the zone's writer stopped".to_string())?
+        };
+        match result {
+            lode_xfr::Transfer::UpToDate(soa) => Ok(Outcome::Current {
+                soa,
+                transfer: None,
+            }),
+            lode_xfr::Transfer::Incremental(changes) => {
+                let n = changes.len();
+                let records: usize = changes
+                    .iter()
+                    .map(|c| c.removed.len() + c.added.len())
+                    .sum();
+                let soa = changes.last().map(|c| c.soa_to.clone());
+                let (done, rx) = mpsc::channel();
+                let serial = submit(Work::Incremental { changes, done }, rx)?;
+                let what = format!(
+                    "IXFR from {}: {n} changesets, {records} records, serial {serial}, {:.3} s",
+                    src.addr,
+                    started.elapsed().as_secs_f64()
+                );
+                tracing::info!("zone {origin}: {what}");
+                let soa = soa.ok_or("an IXFR without changes")?;
+                Ok(Outcome::Current {
+                    soa,
+                    transfer: Some(what),
+                })
+            }
+            lode_xfr::Transfer::Full { soa, records } => {
+                let mut b = builder.take().ok_or("no builder")?;
+                let total = streamed + records.len() as u64;
+                for r in records {
+                    b.add(r, 0);
+                }
+                let zone = match b.build() {
+                    Ok((z, _warnings)) => z,
+                    Err(problems) => {
+                        let first: Vec<String> =
+                            problems.iter().take(3).map(|p| p.message.clone()).collect();
+                        return Err(format!(
+                            "{kind} from {}: the zone received does not build ({} problems: {})",
+                            src.addr,
+                            problems.len(),
+                            first.join("; ")
+                        ));
+                    }
+                };
+                let (done, rx) = mpsc::channel();
+                let serial = submit(
+                    Work::Replace {
+                        zone: Arc::new(zone),
+                        done,
+                    },
+                    rx,
+                )?;
+                let took = started.elapsed().as_secs_f64();
+                let what = format!(
+                    "{kind} (whole zone) from {}: {total} records, serial {serial}, {took:.3} s ({:.0} records/s)",
+                    src.addr,
+                    total as f64 / took.max(1e-6)
+                );
+                tracing::info!("zone {origin}: {what}");
+                Ok(Outcome::Current {
+                    soa,
+                    transfer: Some(what),
+                })
+            }
+        }
+    }
+}
