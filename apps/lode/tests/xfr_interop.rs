@@ -313,3 +313,177 @@ fn wrong_key_is_refused_everywhere() {
         "the right key still works"
     );
 }
+
+/// Lode as a secondary (issue 9 §2 and §4): a Knot primary changed with
+/// knsupdate → Lode secondary A → Lode secondary B (A's secondary, NOTIFYed
+/// by A). Checked: both take the zone by AXFR and follow the updates by IXFR
+/// (A's and B's logs, and the taps); after Knot drops its history, A falls
+/// back to AXFR (the IXFR answered AXFR-style) and B still follows; a cut
+/// connection (the tap closes after one message) leaves A's served version
+/// as it was, and A catches up once the tap forwards again; A restarted
+/// after `kill -9` serves the same serial at once, without a transfer; a
+/// secondary with the wrong key never serves the zone (SERVFAIL); `lode
+/// zone-status` shows the transfer state; an UPDATE sent to A is refused.
+#[test]
+fn knot_primary_to_lode_secondary_chain() {
+    if !programs_present() {
+        return;
+    }
+    let key = TsigKey::test_key();
+    let dir = TempDir::new("xfr-lode-chain");
+    let zone_file = dir.0.join("example.com.zone");
+    write_zone(&zone_file);
+    let ports = distinct_ports(7, &[]);
+    let (a_addr, b_addr) = (
+        SocketAddr::from(([127, 0, 0, 1], ports[1])),
+        SocketAddr::from(([127, 0, 0, 1], ports[3])),
+    );
+    let primary = start_primary(PrimaryKind::Knot, &zone_file, &key, &[a_addr], ports[0])
+        .unwrap_or_else(|e| panic!("primary: {e}"));
+    let mut a = Peer::start_lode(ZONE, primary.addr, &key, ports[1], ports[2], &[b_addr])
+        .unwrap_or_else(|e| panic!("lode secondary A: {e}"));
+    let b = Peer::start_lode(ZONE, a_addr, &key, ports[3], ports[4], &[])
+        .unwrap_or_else(|e| panic!("lode secondary B: {e}"));
+    let serial0 = soa_serial(primary.addr, ZONE).expect("primary serves the zone");
+    let want = axfr_records(primary.addr, ZONE, &key).expect("AXFR from the primary");
+    for p in [&a, &b] {
+        converged(p, serial0, &want, &key, Duration::from_secs(15))
+            .unwrap_or_else(|e| panic!("initial transfer: {e}"));
+    }
+
+    // Updates in bursts: both follow, by IXFR.
+    let updates = updates();
+    let mut serial = serial0;
+    for (i, u) in updates.iter().take(10).enumerate() {
+        nsupdate(primary.addr, ZONE, &key, u).unwrap_or_else(|e| panic!("{e}"));
+        serial = serial.wrapping_add(1);
+        if (i + 1) % BURST == 0 {
+            for p in [&a, &b] {
+                wait_serial(p.addr, ZONE, serial, CONVERGE)
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{}", p.label(), p.log_tail(30)));
+            }
+        }
+    }
+    let want = axfr_records(primary.addr, ZONE, &key).expect("AXFR from the primary");
+    for p in [&a, &b] {
+        converged(p, serial, &want, &key, CONVERGE).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            received_ixfr(p) && p.tap.incremental() > 0,
+            "{}: no IXFR received:\n{}",
+            p.label(),
+            p.log_tail(30)
+        );
+    }
+
+    // A cut connection: A's served version stays, the failure is logged,
+    // and A catches up once the tap forwards again.
+    // An update big enough for an IXFR of several messages (Knot ends a
+    // message past 16 KiB), so that a cut after the first leaves it unfinished.
+    a.tap.cut_after(Some(1));
+    let big: String = (0..800)
+        .map(|i| format!("update add bulk{i}.example.com. 300 TXT \"bulk record number {i} of a big change\"\n"))
+        .collect();
+    nsupdate(primary.addr, ZONE, &key, &big).unwrap_or_else(|e| panic!("{e}"));
+    let cut_serial = serial.wrapping_add(1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.tap.cuts() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(a.tap.cuts() > 0, "the tap cut a transfer");
+    assert_eq!(
+        soa_serial(a.addr, ZONE),
+        Some(serial),
+        "A still serves serial {serial}"
+    );
+    converged(&a, serial, &want, &key, Duration::from_secs(1))
+        .unwrap_or_else(|e| panic!("A's contents after a cut transfer: {e}"));
+    a.tap.cut_after(None);
+    a.lode_control(&["zone-refresh", ZONE])
+        .unwrap_or_else(|e| panic!("zone-refresh: {e}"));
+    serial = cut_serial;
+    let want = axfr_records(primary.addr, ZONE, &key).expect("AXFR from the primary");
+    for p in [&a, &b] {
+        converged(p, serial, &want, &key, CONVERGE)
+            .unwrap_or_else(|e| panic!("after the cut: {e}\n{}", p.log_tail(30)));
+    }
+    assert!(
+        a.log().contains("closed") || a.log().contains("cut"),
+        "the cut transfer is logged:\n{}",
+        a.log_tail(30)
+    );
+
+    // zone-status shows the transfer state.
+    let status = a
+        .lode_control(&["zone-status", ZONE])
+        .unwrap_or_else(|e| panic!("zone-status: {e}"));
+    assert!(
+        status.contains(&format!("serial {serial}")) && status.contains("secondary of"),
+        "zone-status: {status}"
+    );
+
+    // An UPDATE sent to a secondary is refused (NOTAUTH): nothing changes.
+    assert!(nsupdate(
+        a.addr,
+        ZONE,
+        &key,
+        "update add y.example.com. 60 A 192.0.2.8\n"
+    )
+    .is_err());
+
+    // kill -9, restart: the same serial at once, no transfer.
+    let transfers = a.tap.full() + a.tap.incremental();
+    a.kill9();
+    a.restart().unwrap_or_else(|e| panic!("restart A: {e}"));
+    assert_eq!(
+        soa_serial(a.addr, ZONE),
+        Some(serial),
+        "A serves its serial right after the restart:\n{}",
+        a.log_tail(30)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        a.tap.full() + a.tap.incremental(),
+        transfers,
+        "no transfer after the restart (the state holds the serial)"
+    );
+    converged(&a, serial, &want, &key, Duration::from_secs(1))
+        .unwrap_or_else(|e| panic!("A's contents after the restart: {e}"));
+
+    // Knot's history gone while A is down: A's IXFR is answered
+    // AXFR-style, A takes the whole zone; B follows.
+    a.kill9();
+    nsupdate(primary.addr, ZONE, &key, &updates[11]).unwrap_or_else(|e| panic!("{e}"));
+    primary
+        .knotc(&["zone-purge", "-f", ZONE, "+journal"])
+        .unwrap_or_else(|e| panic!("knotc: {e}"));
+    nsupdate(primary.addr, ZONE, &key, &updates[12]).unwrap_or_else(|e| panic!("{e}"));
+    serial = serial.wrapping_add(2);
+    let full_before = a.tap.full();
+    a.restart().unwrap_or_else(|e| panic!("restart A: {e}"));
+    let want = axfr_records(primary.addr, ZONE, &key).expect("AXFR from the primary");
+    for p in [&a, &b] {
+        converged(p, serial, &want, &key, CONVERGE).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(
+        a.tap.full() > full_before,
+        "A took the whole zone after Knot's history was dropped:\n{}",
+        a.log_tail(20)
+    );
+
+    // The wrong key: never served (SERVFAIL), nothing transferred.
+    let bad = key.with_secret("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+    let c = Peer::start_lode(ZONE, primary.addr, &bad, ports[5], ports[6], &[])
+        .unwrap_or_else(|e| panic!("lode secondary C: {e}"));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        soa_serial(c.addr, ZONE),
+        None,
+        "C (wrong key) serves nothing"
+    );
+    assert_eq!(c.tap.full() + c.tap.incremental(), 0);
+    assert!(
+        c.log().contains("TSIG") || c.log().contains("NOTAUTH"),
+        "C logs why:\n{}",
+        c.log_tail(20)
+    );
+}

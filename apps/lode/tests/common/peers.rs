@@ -72,6 +72,8 @@ pub enum SecondaryKind {
     Nsd,
     /// BIND 9 (`named`, Debian package `bind9`).
     Bind,
+    /// Lode itself (this build's `lode serve`); not in [`SecondaryKind::ALL`].
+    Lode,
 }
 
 impl SecondaryKind {
@@ -85,6 +87,7 @@ impl SecondaryKind {
             SecondaryKind::Knot => "knot",
             SecondaryKind::Nsd => "nsd",
             SecondaryKind::Bind => "bind",
+            SecondaryKind::Lode => "lode",
         }
     }
 
@@ -94,6 +97,7 @@ impl SecondaryKind {
             SecondaryKind::Knot => "knotd",
             SecondaryKind::Nsd => "nsd",
             SecondaryKind::Bind => "named",
+            SecondaryKind::Lode => "lode",
         }
     }
 
@@ -103,6 +107,7 @@ impl SecondaryKind {
             SecondaryKind::Knot => "knot",
             SecondaryKind::Nsd => "nsd",
             SecondaryKind::Bind => "bind9",
+            SecondaryKind::Lode => "lode",
         }
     }
 }
@@ -297,6 +302,7 @@ impl Peer {
             SecondaryKind::Knot => knot_secondary(&dir.0, &zone, tap.addr, key, port)?,
             SecondaryKind::Nsd => nsd_secondary(&dir.0, &zone, tap.addr, key, port)?,
             SecondaryKind::Bind => bind_secondary(&dir.0, &zone, tap.addr, key, port)?,
+            SecondaryKind::Lode => lode_secondary(&dir.0, &zone, tap.addr, key, port, &[])?,
         };
         let mut daemon = Daemon::spawn(format!("{}@{port}", kind.label()), port, cmd, log, dir)?;
         daemon.wait_listening(&zone, Duration::from_secs(20))?;
@@ -308,6 +314,71 @@ impl Peer {
             tap,
             daemon,
         })
+    }
+
+    /// Starts `lode serve` as a secondary of `primary` (through a tap on
+    /// `tap_port`), NOTIFYing `notify` after each change (a chain of
+    /// secondaries), its state in its own directory.
+    pub fn start_lode(
+        zone: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+        tap_port: u16,
+        notify: &[SocketAddr],
+    ) -> Result<Peer, String> {
+        let zone = absolute(zone);
+        let tap = XfrTap::start(primary, tap_port)?;
+        let dir = TempDir::new("xfr-lode");
+        let (cmd, log) = lode_secondary(&dir.0, &zone, tap.addr, key, port, notify)?;
+        let mut daemon = Daemon::spawn(format!("lode@{port}"), port, cmd, log, dir)?;
+        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        Ok(Peer {
+            kind: SecondaryKind::Lode,
+            addr: daemon.addr,
+            zone,
+            primary,
+            tap,
+            daemon,
+        })
+    }
+
+    /// Starts the same server again in the same directory (after a stop or
+    /// a kill): its state and timers are what it had.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.daemon.stop();
+        let dir = std::mem::replace(&mut self.daemon.dir, TempDir(PathBuf::new()));
+        let conf = dir.0.join("lode.toml");
+        let cmd = lode_command(&conf, self.addr.port());
+        let label = self.daemon.label.clone();
+        let log = self.daemon.log.clone();
+        let mut daemon = Daemon::spawn(label, self.addr.port(), cmd, log, dir)?;
+        daemon.wait_listening(&self.zone, Duration::from_secs(20))?;
+        self.daemon = daemon;
+        Ok(())
+    }
+
+    /// Kills it with SIGKILL (no clean shutdown).
+    pub fn kill9(&mut self) {
+        let _ = self.daemon.child.kill();
+        let _ = self.daemon.child.wait();
+    }
+
+    /// Runs `lode ARGS --control SOCKET` against a Lode peer's control socket.
+    pub fn lode_control(&self, args: &[&str]) -> Result<String, String> {
+        let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+            .args(args)
+            .arg("--control")
+            .arg(self.dir().join("ctl.sock"))
+            .output()
+            .map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            Ok(text)
+        } else {
+            Err(text)
+        }
     }
 
     /// A label for messages, e.g. `nsd@16101`.
@@ -401,6 +472,61 @@ fn knot_command(conf: &Path) -> Command {
     let mut cmd = Command::new(sbin("knotd"));
     cmd.arg("-c").arg(conf);
     cmd
+}
+
+fn lode_command(conf: &Path, port: u16) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lode"));
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(conf)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--workers")
+        .arg("1");
+    cmd
+}
+
+fn lode_secondary(
+    dir: &Path,
+    zone: &str,
+    primary: SocketAddr,
+    key: &TsigKey,
+    port: u16,
+    notify: &[SocketAddr],
+) -> Result<(Command, PathBuf), String> {
+    let mut conf = format!(
+        "journal-dir = \"journal\"\ncontrol = \"{}\"\nlog-level = \"debug\"\n\n\
+         [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
+         [[acl]]\nid = \"xfr-out\"\nkey = [\"{}\"]\naction = [\"transfer\"]\n\n\
+         [[remote]]\nid = \"primary\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
+        dir.join("ctl.sock").display(),
+        key.name,
+        key.algorithm,
+        key.secret,
+        key.name,
+        primary.ip(),
+        primary.port(),
+        key.name
+    );
+    let mut ids = Vec::new();
+    for (i, a) in notify.iter().enumerate() {
+        let _ = write!(
+            conf,
+            "[[remote]]\nid = \"downstream{i}\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
+            a.ip(),
+            a.port(),
+            key.name
+        );
+        ids.push(format!("\"downstream{i}\""));
+    }
+    let _ = write!(
+        conf,
+        "[[zone]]\nname = \"{zone}\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\nnotify = [{}]\n",
+        ids.join(", ")
+    );
+    let path = dir.join("lode.toml");
+    write(&path, &conf)?;
+    Ok((lode_command(&path, port), dir.join("stdio.log")))
 }
 
 fn knot_secondary(
@@ -945,5 +1071,6 @@ pub fn ixfr_count(peer: &Peer) -> usize {
         SecondaryKind::Knot => lines(&|l| l.contains("IXFR, incoming") && l.contains("finished")),
         SecondaryKind::Bind => lines(&|l| l.contains("got incremental response")),
         SecondaryKind::Nsd => peer.tap.incremental(),
+        SecondaryKind::Lode => lines(&|l| l.contains(": IXFR from ") && l.contains("changesets")),
     }
 }
