@@ -105,5 +105,21 @@ pub fn error_name(code: u16) -> &'static str {
     }
 }
 
+/// Removes the TSIG record that ends `msg`, if it has one (ARCOUNT one
+/// less): for a message passed on to another server, which signs it anew
+/// (UPDATE forwarding). False when there is none, or it cannot be read.
+pub fn strip_tsig(msg: &mut Vec<u8>) -> bool {
+    match record::find(msg) {
+        Ok(Some(t)) => {
+            let arcount = record::arcount_without_tsig(msg);
+            let start = t.start;
+            msg.truncate(start);
+            msg[10..12].copy_from_slice(&arcount.to_be_bytes());
+            true
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests;

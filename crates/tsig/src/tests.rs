@@ -596,3 +596,23 @@ fn request_layout() {
     h.update(&input);
     assert_eq!(&f[10..42], h.finish().as_slice());
 }
+
+#[test]
+fn strip_tsig_leaves_the_message_as_it_was_before_signing() {
+    let key = Key::from_text(
+        "k.",
+        Algorithm::HmacSha256,
+        "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0IQ==",
+    )
+    .unwrap();
+    // A query: header with QDCOUNT 1, question "a. IN A".
+    let plain: Vec<u8> = vec![
+        0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, b'a', 0, 0, 1, 0, 1,
+    ];
+    let mut msg = plain.clone();
+    sign_request_vec(&mut msg, &key, 1_700_000_000).unwrap();
+    assert_ne!(msg, plain);
+    assert!(strip_tsig(&mut msg));
+    assert_eq!(msg, plain);
+    assert!(!strip_tsig(&mut msg), "nothing left to strip");
+}
