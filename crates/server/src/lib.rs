@@ -35,8 +35,6 @@ pub mod acl;
 pub mod config;
 pub mod control;
 pub mod demo;
-// Used by the secondary (secondary.rs, being written); the tests use all of it.
-#[cfg_attr(not(test), allow(dead_code))]
 mod fetch;
 mod flush;
 mod notify;

@@ -159,9 +159,16 @@ pub(crate) struct Secondaries {
     /// Per zone: the ACL for NOTIFY (the zone's rules, then its primaries).
     notify_acl: HashMap<Name, Vec<Rule>>,
     status: Arc<Mutex<HashMap<Name, Status>>>,
+    /// Per zone: its primaries' addresses and keys.
+    primaries: HashMap<Name, Vec<Source>>,
 }
 
 impl Secondaries {
+    /// Where updates to `zone` are forwarded: its first primary.
+    pub(crate) fn primary_of(&self, zone: &Name) -> Option<Source> {
+        self.primaries.get(zone).and_then(|p| p.first().cloned())
+    }
+
     /// Whether `zone` is a secondary here.
     pub(crate) fn has(&self, zone: &Name) -> bool {
         self.notify_acl.contains_key(zone)
@@ -268,6 +275,7 @@ pub(crate) fn start(
     let mut zones: HashMap<Name, ZoneState> = HashMap::new();
     let mut notify_acl = HashMap::new();
     let mut status = HashMap::new();
+    let mut primaries = HashMap::new();
     let now_unix = unix_now();
     for spec in &config.zones {
         let options = config.zone_options(&spec.name);
@@ -333,6 +341,7 @@ pub(crate) fn start(
             },
         );
         notify_acl.insert(origin.clone(), rules);
+        primaries.insert(origin.clone(), sources.clone());
         zones.insert(
             origin.clone(),
             ZoneState {
@@ -371,6 +380,7 @@ pub(crate) fn start(
         tx: Mutex::new(tx),
         notify_acl,
         status,
+        primaries,
     })
 }
 

@@ -277,15 +277,24 @@ impl Updates {
                 }
             };
         if door.secondary {
-            tracing::info!(
-                "update for {} from {peer}: the zone is a secondary here (update its primary), NOTAUTH",
-                req.zone
-            );
-            let n = query_error(rcode::NOTAUTH, out);
-            return Admission::Answer(match &signed {
-                Some(s) => super::sign_reply(out, n, s),
-                None => n,
-            });
+            // As Knot: an update the ACL allows is forwarded to the primary.
+            let Some(src) = self.secondaries.get().and_then(|s| s.primary_of(&origin)) else {
+                let n = query_error(rcode::NOTAUTH, out);
+                return Admission::Answer(match &signed {
+                    Some(s) => super::sign_reply(out, n, s),
+                    None => n,
+                });
+            };
+            let later = client.defer();
+            let msg = msg.to_vec();
+            let zone = req.zone.clone();
+            let spawned = std::thread::Builder::new()
+                .name("lode-forward".into())
+                .spawn(move || super::forward::forward(msg, zone, peer, signed, src, later));
+            if let Err(e) = spawned {
+                tracing::error!("cannot start a thread to forward an update: {e}");
+            }
+            return Admission::Queued;
         }
         let Some(writer) = &door.writer else {
             tracing::warn!(

@@ -20,6 +20,7 @@
 //! wait: they read the published set without a lock.
 
 mod admit;
+mod forward;
 mod writer;
 mod xfrout;
 
