@@ -323,7 +323,8 @@ fn wrong_key_is_refused_everywhere() {
 /// as it was, and A catches up once the tap forwards again; A restarted
 /// after `kill -9` serves the same serial at once, without a transfer; a
 /// secondary with the wrong key never serves the zone (SERVFAIL); `lode
-/// zone-status` shows the transfer state; an UPDATE sent to A is refused.
+/// zone-status` shows the transfer state; an UPDATE sent to A is forwarded to
+/// Knot (as Knot forwards).
 #[test]
 fn knot_primary_to_lode_secondary_chain() {
     if !programs_present() {
@@ -421,14 +422,25 @@ fn knot_primary_to_lode_secondary_chain() {
         "zone-status: {status}"
     );
 
-    // An UPDATE sent to a secondary is refused (NOTAUTH): nothing changes.
-    assert!(nsupdate(
+    // An UPDATE sent to the secondary is forwarded to the primary (as
+    // Knot does), answered NOERROR, and comes back by IXFR.
+    nsupdate(
         a.addr,
         ZONE,
         &key,
-        "update add y.example.com. 60 A 192.0.2.8\n"
+        "update add fwd.example.com. 60 A 192.0.2.8\n",
     )
-    .is_err());
+    .unwrap_or_else(|e| panic!("forwarded update: {e}\n{}", a.log_tail(20)));
+    serial = serial.wrapping_add(1);
+    let want = axfr_records(primary.addr, ZONE, &key).expect("AXFR from the primary");
+    assert!(
+        want.iter().any(|l| l.starts_with("fwd.example.com.")),
+        "the primary has the forwarded record"
+    );
+    for p in [&a, &b] {
+        converged(p, serial, &want, &key, CONVERGE).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(a.log().contains("forwarded to"), "the forwarding is logged");
 
     // kill -9, restart: the same serial at once, no transfer.
     let transfers = a.tap.full() + a.tap.incremental();

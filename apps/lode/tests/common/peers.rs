@@ -419,16 +419,21 @@ impl Peer {
 
 /// `n` distinct ports of [`XFR_PORTS`], free right now and not in `taken`.
 pub fn distinct_ports(n: usize, taken: &[u16]) -> Vec<u16> {
+    // Tests of one binary run in parallel: a port handed to one is never
+    // handed to another, even before its server binds it.
+    static HANDED: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed = HANDED.lock().unwrap_or_else(|e| e.into_inner());
     let mut v: Vec<u16> = Vec::with_capacity(n);
     for _ in 0..n * 10 + 100 {
         if v.len() == n {
             break;
         }
         let p = pick_port_in(XFR_PORTS.0, XFR_PORTS.1);
-        if !taken.contains(&p) && !v.contains(&p) {
+        if !taken.contains(&p) && !v.contains(&p) && !handed.contains(&p) {
             v.push(p);
         }
     }
+    handed.extend_from_slice(&v);
     assert_eq!(v.len(), n, "not enough free ports in {XFR_PORTS:?}");
     v
 }
@@ -497,7 +502,7 @@ fn lode_secondary(
     let mut conf = format!(
         "journal-dir = \"journal\"\ncontrol = \"{}\"\nlog-level = \"debug\"\n\n\
          [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
-         [[acl]]\nid = \"xfr-out\"\nkey = [\"{}\"]\naction = [\"transfer\"]\n\n\
+         [[acl]]\nid = \"xfr-out\"\nkey = [\"{}\"]\naction = [\"transfer\", \"update\"]\n\n\
          [[remote]]\nid = \"primary\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
         dir.join("ctl.sock").display(),
         key.name,
