@@ -8,11 +8,17 @@
 //!                        ArcSwap<ZoneSet> ◀── read per datagram / TCP message by
 //!                                      ▲       UDP workers and TCP tasks (lode-io):
 //!                                      │       classify ─ query ─▶ lode_engine::answer
-//!                                      │                └ UPDATE ─▶ admit (zone, TSIG, ACL)
+//!                                      │                ├ UPDATE ─▶ admit (zone, TSIG, ACL)
+//!                                      │                │  (a secondary's: forwarded to its primary)
+//!                                      │                ├ AXFR/IXFR ─▶ transfer thread (update/xfrout.rs)
+//!                                      │                ├ NOTIFY ─▶ secondary.rs: refresh now
+//!                                      │                └ signed query ─▶ signed.rs
 //!                                      │                              │ reply deferred
 //!  zone writer (one per zone) ─────────┘   ◀── queue ────────────────┘
 //!    group: process each (lode-zones) ─ journal append + fdatasync ─ publish ─ replies
 //!    compaction and state snapshots in the background (update.rs)
+//!    a changed serial ─▶ notify.rs: NOTIFY out, retried
+//!  secondary.rs: SOA timers ─▶ fetch.rs (SOA, IXFR/AXFR in) ─▶ the zone's writer
 //!  SIGHUP ─┐
 //!  control ┴──▶ reload request ─▶ Reloader thread: re-read the config, re-load changed
 //!  socket        (with reply)      zones in the background, swap in the new set
