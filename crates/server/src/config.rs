@@ -44,6 +44,13 @@
 //! notify-delay = 0                        # seconds to wait (and coalesce) before notifying
 //! serial-policy = "increment"             # or "unixtime", "dateserial"
 //! zonefile-sync = 60                      # overrides the global value
+//! catalog-zone = "catalog.example."       # a member of that generated catalog
+//! catalog-group = "enum"                  # its group there (optional)
+//!
+//! [[zone]]                                # a catalog zone (RFC 9432) made from its members
+//! name = "catalog.example."
+//! catalog-role = "generate"
+//! acl = ["secondaries"]
 //! ```
 
 use std::fmt;
@@ -166,6 +173,13 @@ pub struct ZoneEntry {
     /// The primaries (remote ids) of a secondary zone.
     #[serde(default, alias = "primary")]
     pub master: Vec<String>,
+    /// "generate": a catalog zone (RFC 9432) made from the zones that name it
+    /// in `catalog-zone`.
+    pub catalog_role: Option<String>,
+    /// The catalog zone this zone is a member of (its role: generate).
+    pub catalog_zone: Option<String>,
+    /// The member's group in that catalog.
+    pub catalog_group: Option<String>,
     /// ACL rules by id, in order.
     #[serde(default)]
     pub acl: Vec<String>,
@@ -221,6 +235,9 @@ pub struct Options {
     pub snapshot_dir: Option<PathBuf>,
 }
 
+/// The members of a generated catalog: (member, group), in configuration order.
+pub type CatalogMembers = Vec<(Name, Option<String>)>;
+
 /// Where a zone's text comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ZoneSource {
@@ -229,6 +246,9 @@ pub enum ZoneSource {
     /// No file: a secondary zone, transferred from its primaries (its state
     /// lives in the journal folder).
     Transfer,
+    /// A catalog zone (RFC 9432) generated from the zones configured as its
+    /// members.
+    Catalog(CatalogMembers),
     /// A zone built into the binary (the demo).
     Embedded {
         /// Name used in messages, e.g. `demo/example.com.zone`.
@@ -238,11 +258,26 @@ pub enum ZoneSource {
     },
 }
 
+impl ZoneSource {
+    /// What identifies this version of the source (see
+    /// `snapshot::source_tag`): the state snapshot records it, so an edit
+    /// made while the server was down is seen at the next start.
+    pub fn tag(&self) -> Vec<u8> {
+        match self {
+            ZoneSource::File(p) => crate::snapshot::source_tag(p).unwrap_or_default(),
+            ZoneSource::Embedded { label, .. } => label.as_bytes().to_vec(),
+            ZoneSource::Transfer => Vec::new(),
+            ZoneSource::Catalog(members) => crate::catalog::members_tag(members),
+        }
+    }
+}
+
 impl fmt::Display for ZoneSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ZoneSource::File(p) => write!(f, "{}", p.display()),
             ZoneSource::Transfer => f.write_str("transfers from its primaries"),
+            ZoneSource::Catalog(m) => write!(f, "the catalog of {} member zones", m.len()),
             ZoneSource::Embedded { label, .. } => write!(f, "{label} (built in)"),
         }
     }
@@ -330,6 +365,8 @@ pub struct ZoneOptions {
     pub masters: Vec<Remote>,
     /// How long to wait before notifying.
     pub notify_delay: Duration,
+    /// A catalog zone generated from its members.
+    pub catalog: bool,
 }
 
 impl ZoneOptions {
@@ -348,6 +385,7 @@ impl ZoneOptions {
             || self.allows(Action::Transfer)
             || !self.notify.is_empty()
             || !self.masters.is_empty()
+            || self.catalog
     }
 }
 
@@ -425,6 +463,7 @@ impl Config {
                 notify: Vec::new(),
                 notify_delay: Duration::ZERO,
                 masters: Vec::new(),
+                catalog: false,
             })
     }
 }
@@ -612,7 +651,29 @@ impl Config {
                     z.name
                 )));
             }
-            if z.file.is_none() && masters.is_empty() {
+            let generates = z.catalog_role.as_deref() == Some("generate");
+            match z.catalog_role.as_deref() {
+                None | Some("generate") => {}
+                Some(other) => {
+                    return Err(ConfigError::Value(format!(
+                        "zone {}: catalog-role = {other:?}: only \"generate\" is supported",
+                        z.name
+                    )))
+                }
+            }
+            if generates && (z.file.is_some() || !masters.is_empty()) {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: a generated catalog has neither `file` nor `master`",
+                    z.name
+                )));
+            }
+            if generates && file.journal_dir.is_none() {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: a generated catalog needs journal-dir (its changes reach the consumers as IXFR)",
+                    z.name
+                )));
+            }
+            if z.file.is_none() && masters.is_empty() && !generates {
                 return Err(ConfigError::Value(format!(
                     "zone {}: no file (only a secondary, with master = […], has none)",
                     z.name
@@ -640,6 +701,7 @@ impl Config {
                     notify,
                     notify_delay: Duration::from_secs(notify_delay),
                     masters,
+                    catalog: generates,
                 },
             ));
         }
@@ -647,13 +709,15 @@ impl Config {
             parse_origin(&k.id).map_err(|e| ConfigError::Value(format!("key {:?}: {e}", k.id)))?;
         }
         let mut zones: Vec<ZoneSpec> = Vec::new();
+        let catalogs = resolve_catalogs(file)?;
         let entries = file
             .zones
             .iter()
             .map(|z| {
-                let source = match &z.file {
-                    Some(f) => ZoneSource::File(base.join(f)),
-                    None => ZoneSource::Transfer,
+                let source = match (&z.file, catalogs.iter().find(|(n, _)| n.as_str() == z.name)) {
+                    (_, Some((_, members))) => ZoneSource::Catalog(members.clone()),
+                    (Some(f), None) => ZoneSource::File(base.join(f)),
+                    (None, None) => ZoneSource::Transfer,
                 };
                 (z.name.as_str(), source)
             })
@@ -750,6 +814,48 @@ impl Config {
             },
         })
     }
+}
+
+/// The generated catalogs and their members (each member's group), checked:
+/// a member names a zone configured with `catalog-role = "generate"`.
+fn resolve_catalogs(file: &ConfigFile) -> Result<Vec<(String, CatalogMembers)>, ConfigError> {
+    let mut catalogs: Vec<(String, CatalogMembers)> = file
+        .zones
+        .iter()
+        .filter(|z| z.catalog_role.as_deref() == Some("generate"))
+        .map(|z| (z.name.clone(), Vec::new()))
+        .collect();
+    for z in &file.zones {
+        let Some(cat) = &z.catalog_zone else {
+            if z.catalog_group.is_some() {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: catalog-group without catalog-zone",
+                    z.name
+                )));
+            }
+            continue;
+        };
+        let cat_name = parse_origin(cat)?;
+        let Some((_, members)) = catalogs
+            .iter_mut()
+            .find(|(n, _)| parse_origin(n).ok().as_ref() == Some(&cat_name))
+        else {
+            return Err(ConfigError::Value(format!(
+                "zone {}: catalog-zone {cat:?} is not a zone with catalog-role = \"generate\"",
+                z.name
+            )));
+        };
+        if let Some(g) = &z.catalog_group {
+            if g.is_empty() || g.len() > 255 {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: catalog-group must be 1 to 255 characters",
+                    z.name
+                )));
+            }
+        }
+        members.push((parse_origin(&z.name)?, z.catalog_group.clone()));
+    }
+    Ok(catalogs)
 }
 
 /// The `[[remote]]` tables (addresses parsed, key names checked against `[[key]]`).

@@ -38,6 +38,7 @@
 
 mod access;
 pub mod acl;
+mod catalog;
 pub mod config;
 pub mod control;
 pub mod demo;

@@ -165,13 +165,7 @@ impl Reloader {
                     // journaled and published like an update.
                     if let (Some(u), true) = (&self.updates, self.live.contains(&spec.name)) {
                         if old.is_some() {
-                            let tag = match &spec.source {
-                                ZoneSource::File(p) => {
-                                    crate::snapshot::source_tag(p).unwrap_or_default()
-                                }
-                                ZoneSource::Embedded { label, .. } => label.as_bytes().to_vec(),
-                                ZoneSource::Transfer => Vec::new(),
-                            };
+                            let tag = spec.source.tag();
                             match u.submit_file(&spec.name, l.zone.clone(), tag) {
                                 Ok(what) => tracing::info!(
                                     "zone {name}: zone file applied as a change: {what}"
@@ -236,6 +230,10 @@ impl Reloader {
                 tracing::info!("zone {}: no longer configured, removed", old.spec.name);
                 report.removed.push(old.spec.name.to_string());
             }
+        }
+        // New zones get their ACL (transfers out) before they are served.
+        if let Some(u) = &self.updates {
+            u.add_doors(config);
         }
         // Zones kept as they were stay as published (updates may have
         // changed them since they were loaded); only loaded zones and
@@ -327,7 +325,7 @@ fn unchanged(old: &Served, spec: &ZoneSpec) -> bool {
     }
     match &spec.source {
         // A secondary's contents come from its primaries, never from a reload.
-        ZoneSource::Embedded { .. } | ZoneSource::Transfer => true,
+        ZoneSource::Embedded { .. } | ZoneSource::Transfer | ZoneSource::Catalog(_) => true,
         // Every file read (zone file and includes) has the same stamp as then.
         ZoneSource::File(_) => {
             !old.files.is_empty()

@@ -132,6 +132,7 @@ pub fn source_size(source: &ZoneSource) -> u64 {
         ZoneSource::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
         ZoneSource::Embedded { text, .. } => text.len() as u64,
         ZoneSource::Transfer => 0,
+        ZoneSource::Catalog(m) => 64 * m.len() as u64,
     }
 }
 
@@ -272,6 +273,19 @@ fn load_text(
             Vec::new(),
             label.to_string(),
         ),
+        ZoneSource::Catalog(members) => {
+            let text = crate::catalog::generate(&spec.name, members);
+            (
+                lode_zonefile::parse_bytes(
+                    text.as_bytes(),
+                    "catalog",
+                    &spec.name,
+                    Some(DEFAULT_TTL),
+                ),
+                Vec::new(),
+                format!("the catalog of {} members", members.len()),
+            )
+        }
         ZoneSource::Transfer => {
             return Err(vec![format!(
                 "zone {}: a secondary has no file to read: it is transferred",

@@ -23,7 +23,9 @@ pub(crate) struct Updates {
     pub(super) keys: Keys,
     /// Outgoing transfers running, and their limit.
     pub(super) transfers: Arc<super::TransferSlots>,
-    pub(super) zones: HashMap<Name, ZoneDoor>,
+    /// Each zone's door; replaced whole when a reload adds zones (read
+    /// without a lock by the transports).
+    pub(super) zones: arc_swap::ArcSwap<HashMap<Name, ZoneDoor>>,
     /// The zone files the writers wrote (the reloader skips them).
     pub(crate) written: Arc<Written>,
     /// The secondary zones' refresh scheduler, once started.
@@ -31,7 +33,7 @@ pub(crate) struct Updates {
 }
 
 /// One zone's way in: its ACL and its writer's queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct ZoneDoor {
     pub(super) acl: Vec<acl::Rule>,
     /// Its ACL allows updates.
@@ -39,6 +41,18 @@ pub(super) struct ZoneDoor {
     /// A secondary zone: its contents come from its primaries.
     secondary: bool,
     pub(super) writer: Option<mpsc::SyncSender<Work>>,
+}
+
+/// A zone's door as its configuration makes it (no writer yet).
+fn door_of(config: &Config, zone: &Name) -> ZoneDoor {
+    let ZoneOptions { acl, masters, .. } = config.zone_options(zone);
+    let takes_updates = acl.iter().any(|r| r.actions.contains(&Action::Update));
+    ZoneDoor {
+        acl,
+        takes_updates,
+        secondary: !masters.is_empty(),
+        writer: None,
+    }
 }
 
 /// Why `lode zone-flush` wrote nothing for a zone.
@@ -95,32 +109,49 @@ impl Updates {
                 Key::from_text(&k.id, alg, &k.secret).map_err(|e| format!("key {}: {e}", k.id))?;
             keys.insert(key).map_err(|e| format!("key {}: {e}", k.id))?;
         }
-        let mut zones = HashMap::new();
-        for spec in &config.zones {
-            let ZoneOptions { acl, masters, .. } = config.zone_options(&spec.name);
-            let takes_updates = acl.iter().any(|r| r.actions.contains(&Action::Update));
-            zones.insert(
-                spec.name.to_lowercase(),
-                ZoneDoor {
-                    acl,
-                    takes_updates,
-                    secondary: !masters.is_empty(),
-                    writer: None,
-                },
-            );
-        }
+        let zones = config
+            .zones
+            .iter()
+            .map(|spec| (spec.name.to_lowercase(), door_of(config, &spec.name)))
+            .collect();
         Ok(Updates {
             secondaries: std::sync::OnceLock::new(),
             keys,
             transfers: Arc::new(super::TransferSlots::new(config.transfers_out)),
-            zones,
+            zones: arc_swap::ArcSwap::from_pointee(zones),
             written: Arc::default(),
         })
+    }
+
+    /// Gives the zones a reload added a door (ACL as configured, no writer:
+    /// they are transferred out and answer, but take no updates until a
+    /// restart); zones kept keep theirs.
+    pub(crate) fn add_doors(&self, config: &Config) {
+        self.zones.rcu(|current| {
+            let mut next = (**current).clone();
+            for spec in &config.zones {
+                next.entry(spec.name.to_lowercase())
+                    .or_insert_with(|| door_of(config, &spec.name));
+            }
+            next
+        });
+    }
+
+    /// Hands a zone's door its writer's queue.
+    pub(super) fn set_writer(&self, origin: &Name, tx: mpsc::SyncSender<Work>) {
+        self.zones.rcu(|current| {
+            let mut next = (**current).clone();
+            if let Some(d) = next.get_mut(origin) {
+                d.writer = Some(tx.clone());
+            }
+            next
+        });
     }
 
     /// Each zone writer's queue.
     pub(crate) fn writers(&self) -> HashMap<Name, mpsc::SyncSender<Work>> {
         self.zones
+            .load()
             .iter()
             .filter_map(|(n, d)| Some((n.clone(), d.writer.clone()?)))
             .collect()
@@ -157,8 +188,8 @@ impl Updates {
     /// Writes a zone's file now, through its writer (after the updates
     /// queued before), and waits.
     pub(crate) fn flush(&self, origin: &Name) -> Result<Flushed, FlushError> {
-        let door = self
-            .zones
+        let doors = self.zones.load();
+        let door = doors
             .get(&origin.to_lowercase())
             .ok_or(FlushError::NoZone)?;
         if !door.takes_updates {
@@ -179,6 +210,7 @@ impl Updates {
     pub(crate) fn zone_names(&self) -> Vec<(Name, bool)> {
         let mut v: Vec<(Name, bool)> = self
             .zones
+            .load()
             .iter()
             .map(|(n, d)| (n.clone(), d.takes_updates))
             .collect();
@@ -196,8 +228,9 @@ impl Updates {
     ) -> Result<String, String> {
         let writer = self
             .zones
+            .load()
             .get(&origin.to_lowercase())
-            .and_then(|d| d.writer.as_ref())
+            .and_then(|d| d.writer.clone())
             .ok_or_else(|| "the zone has no writer".to_string())?;
         let (done, result) = mpsc::channel();
         writer
@@ -211,6 +244,7 @@ impl Updates {
     /// True when the zone's updates have a writer (and a journal).
     pub(crate) fn has_writer(&self, origin: &Name) -> bool {
         self.zones
+            .load()
             .get(&origin.to_lowercase())
             .is_some_and(|d| d.writer.is_some())
     }
@@ -240,7 +274,8 @@ impl Updates {
             }
         }
         let origin = req.zone.to_lowercase();
-        let (Some(door), Some(_)) = (self.zones.get(&origin), zones.get(origin.as_ref())) else {
+        let doors = self.zones.load();
+        let (Some(door), Some(_)) = (doors.get(&origin), zones.get(origin.as_ref())) else {
             return Admission::Engine;
         };
         let now = unix_now();

@@ -77,11 +77,7 @@ pub(crate) fn start_writers(
             );
         }
         let policy: SerialPolicy = options.serial_policy.parse().unwrap_or_default();
-        let file_tag = match &spec.source {
-            crate::ZoneSource::File(p) => crate::snapshot::source_tag(p).unwrap_or_default(),
-            crate::ZoneSource::Embedded { label, .. } => label.as_bytes().to_vec(),
-            crate::ZoneSource::Transfer => Vec::new(),
-        };
+        let file_tag = spec.source.tag();
         let state = state_path(dir, &origin);
         let flushed = flushed_path(dir, &origin);
         let mut writer = Writer {
@@ -99,7 +95,9 @@ pub(crate) fn start_writers(
             trim_at: None,
             zone_file: match &spec.source {
                 crate::ZoneSource::File(p) => Some(p.clone()),
-                crate::ZoneSource::Embedded { .. } | crate::ZoneSource::Transfer => None,
+                crate::ZoneSource::Embedded { .. }
+                | crate::ZoneSource::Transfer
+                | crate::ZoneSource::Catalog(_) => None,
             },
             flushed: flushed.clone(),
             sync: options.zonefile_sync,
@@ -163,7 +161,7 @@ pub(crate) fn start_writers(
         }
         // (A secondary's state is written by its first transfer.)
         if (state_tag.is_none() && !secondary) || edited {
-            if let Err(e) = writer.write_state_now() {
+            if let Err(e) = writer.write_state_now(true) {
                 tracing::error!(
                     "zone {origin}: cannot write its state ({e}); updates to the zone get SERVFAIL"
                 );
@@ -183,9 +181,7 @@ pub(crate) fn start_writers(
             }) {
             Ok(t) => {
                 threads.push(t);
-                if let Some(door) = updates.zones.get_mut(&origin) {
-                    door.writer = Some(tx);
-                }
+                updates.set_writer(&origin, tx);
             }
             Err(e) => tracing::error!("zone {origin}: cannot start its writer: {e}"),
         }
@@ -421,7 +417,8 @@ impl Writer {
             // restart does not apply it again.
             if let Some(tag) = file {
                 self.file_tag = tag;
-                if let Err(e) = self.write_state_now() {
+                // The journal keeps the change: it is IXFR history.
+                if let Err(e) = self.write_state_now(true) {
                     tracing::error!(
                         "zone {}: cannot write its state after the zone file ({e})",
                         self.origin
@@ -524,7 +521,7 @@ impl Writer {
             .map_err(|e| format!("journal not cleared: {e}"))?;
         let serial = zone.serial();
         self.publisher.update(|set| set.insert(zone));
-        self.write_state_now()?;
+        self.write_state_now(false)?;
         self.idle_since = None;
         self.maybe_flush();
         Ok(serial)
@@ -638,7 +635,7 @@ impl Writer {
 
     /// Writes the published version as the zone's state (compacting it
     /// first, on this thread) and drops the journal history it covers.
-    fn write_state_now(&mut self) -> Result<(), String> {
+    fn write_state_now(&mut self, keep_history: bool) -> Result<(), String> {
         let current = self
             .publisher
             .set
@@ -649,7 +646,7 @@ impl Writer {
         let compacted = current.compact().map_err(|e| e.to_string())?;
         crate::snapshot::write_state(&self.state, &compacted, &self.file_tag)
             .map_err(|e| format!("{}: {e}", self.state.display()))?;
-        if self.journal.last_serial().is_some() {
+        if self.journal.last_serial().is_some() && !keep_history {
             self.journal
                 .flushed_through(compacted.serial())
                 .map_err(|e| e.to_string())?;

@@ -132,7 +132,8 @@ impl Updates {
             version: 0,
             flags: e.flags & lode_wire::message::EDNS_DO,
         });
-        let (Some(door), Some(zone)) = (self.zones.get(&origin), zones.get(origin.as_ref())) else {
+        let doors = self.zones.load();
+        let (Some(door), Some(zone)) = (doors.get(&origin), zones.get(origin.as_ref())) else {
             return Admission::Engine;
         };
         let peer = client.addr();
