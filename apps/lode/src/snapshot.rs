@@ -71,6 +71,7 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
                     ZoneSource::File(_) => "it uses $INCLUDE, or the snapshot could not be written",
                     ZoneSource::Embedded { .. } => "built-in zone",
                     ZoneSource::Transfer => "a secondary: its state lives in journal-dir",
+                    ZoneSource::Catalog(_) => "a generated catalog zone",
                 };
                 eprintln!("{}: no snapshot written: {why}", spec.name);
             }

@@ -499,3 +499,112 @@ fn knot_primary_to_lode_secondary_chain() {
         c.log_tail(20)
     );
 }
+
+/// Catalog zones (RFC 9432) with Lode as the producer: a catalog generated
+/// from two member zones, served to a Knot consumer, which then serves both
+/// members (transferred from Lode); a third member added to Lode's
+/// configuration and `lode reload` reaches Knot by IXFR of the catalog,
+/// and Knot serves it too; a member removed disappears from Knot.
+#[test]
+fn lode_catalog_producer_to_knot_consumer() {
+    if !programs_present() {
+        return;
+    }
+    let key = TsigKey::test_key();
+    let dir = TempDir::new("xfr-catalog");
+    let ports = distinct_ports(3, &[]);
+    let knot_addr = SocketAddr::from(([127, 0, 0, 1], ports[1]));
+    let members = ["m1.example.", "m2.example.", "m3.example."];
+    for m in members {
+        std::fs::write(
+            dir.0.join(format!("{m}zone")),
+            format!("$ORIGIN {m}\n$TTL 300\n@ SOA ns hostmaster 1 5 2 604800 300\n@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.1\n"),
+        )
+        .unwrap();
+    }
+    let config = |n: usize| {
+        let mut c = format!(
+            "journal-dir = \"journal\"\ncontrol = \"{}\"\n\n[[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
+             [[acl]]\nid = \"xfr\"\nkey = [\"{}\"]\naction = [\"transfer\"]\n\n\
+             [[remote]]\nid = \"knot\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n\
+             [[zone]]\nname = \"catalog.example.\"\ncatalog-role = \"generate\"\nacl = [\"xfr\"]\nnotify = [\"knot\"]\n\n",
+            dir.0.join("ctl.sock").display(),
+            key.name, key.algorithm, key.secret, key.name,
+            knot_addr.ip(), knot_addr.port(), key.name
+        );
+        for m in &members[..n] {
+            c.push_str(&format!(
+                "[[zone]]\nname = \"{m}\"\nfile = \"{m}zone\"\nacl = [\"xfr\"]\nnotify = [\"knot\"]\ncatalog-zone = \"catalog.example.\"\ncatalog-group = \"g-{m}\"\n\n"
+            ));
+        }
+        std::fs::write(dir.0.join("lode.toml"), c).unwrap();
+    };
+    config(2);
+    let lode_log = dir.0.join("lode.log");
+    let lode = common::start_lode_config(
+        &dir.0.join("lode.toml"),
+        ports[0],
+        &lode_log,
+        &["catalog.example.", "m1.example."],
+    )
+    .unwrap_or_else(|e| panic!("lode: {e}"));
+    let knot =
+        Peer::start_knot_catalog_consumer("catalog.example.", lode.addr, &key, ports[1], ports[2])
+            .unwrap_or_else(|e| panic!("knot consumer: {e}"));
+    for m in &members[..2] {
+        wait_serial(knot.addr, m, 1, Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("knot serves member {m}: {e}\n{}", knot.log_tail(30)));
+    }
+    assert_eq!(
+        soa_serial(knot.addr, members[2]),
+        None,
+        "m3 is not a member yet"
+    );
+
+    // A third member: reload; the catalog's serial moves, Knot adds m3.
+    config(3);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["reload", "--control"])
+        .arg(dir.0.join("ctl.sock"))
+        .output()
+        .expect("lode reload");
+    assert!(
+        out.status.success(),
+        "reload: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_serial(knot.addr, members[2], 1, Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("knot serves the new member: {e}\n{}", knot.log_tail(30)));
+    let cat_serial = soa_serial(lode.addr, "catalog.example.").expect("catalog served");
+    assert!(
+        cat_serial > 1,
+        "the catalog's serial moved on ({cat_serial})"
+    );
+
+    // A member removed: Knot drops it.
+    config(1);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["reload", "--control"])
+        .arg(dir.0.join("ctl.sock"))
+        .output()
+        .expect("lode reload");
+    assert!(
+        out.status.success(),
+        "reload: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while soa_serial(knot.addr, members[1]).is_some() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        soa_serial(knot.addr, members[1]),
+        None,
+        "m2 removed from Knot:\n{}",
+        knot.log_tail(30)
+    );
+    assert!(
+        soa_serial(knot.addr, members[0]).is_some(),
+        "m1 still served"
+    );
+}

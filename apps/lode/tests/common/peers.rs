@@ -343,6 +343,56 @@ impl Peer {
         })
     }
 
+    /// Starts knotd as a catalog consumer (RFC 9432, `catalog-role:
+    /// interpret`) of `catalog` from `primary`: every member the catalog
+    /// lists becomes a secondary zone of `primary` (Knot's catalog template).
+    pub fn start_knot_catalog_consumer(
+        catalog: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+        tap_port: u16,
+    ) -> Result<Peer, String> {
+        let zone = absolute(catalog);
+        let tap = XfrTap::start(primary, tap_port)?;
+        let dir = TempDir::new("xfr-knot-catalog");
+        let d = dir.0.display();
+        let conf = format!(
+            "{}{}remote:\n  - id: primary\n    address: {}@{}\n    key: {}\n\
+             acl:\n  - id: notify-in\n    address: {}\n    key: {}\n    action: notify\n\
+             \x20 - id: xfr-out\n    key: {}\n    action: transfer\n\
+             template:\n  - id: members\n    storage: \"{d}\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    zonefile-sync: -1\n    zonefile-load: none\n    journal-content: changes\n\
+             zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    catalog-role: interpret\n    catalog-template: members\n    zonefile-sync: -1\n    zonefile-load: none\n    journal-content: changes\n",
+            knot_server_sections(&dir.0, port),
+            knot_key_section(key),
+            tap.addr.ip(),
+            tap.addr.port(),
+            key.name,
+            primary.ip(),
+            key.name,
+            key.name,
+        );
+        let path = dir.0.join("knot.conf");
+        write(&path, &conf)?;
+        let log = dir.0.join("knot.log");
+        let mut daemon = Daemon::spawn(
+            format!("knot-catalog@{port}"),
+            port,
+            knot_command(&path),
+            log,
+            dir,
+        )?;
+        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        Ok(Peer {
+            kind: SecondaryKind::Knot,
+            addr: daemon.addr,
+            zone,
+            primary,
+            tap,
+            daemon,
+        })
+    }
+
     /// Starts the same server again in the same directory (after a stop or
     /// a kill): its state and timers are what it had.
     pub fn restart(&mut self) -> Result<(), String> {
