@@ -112,3 +112,101 @@ mod tests {
         assert_eq!(z.records.len(), 3 + 2 + 1);
     }
 }
+
+/// A member zone as a catalog lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Member {
+    /// The member zone.
+    pub(crate) name: Name,
+    /// Its unique label in the catalog.
+    pub(crate) id: String,
+    /// Its group (the template it is made with).
+    pub(crate) group: Option<String>,
+    /// The catalog it may move to (RFC 9432 §5.2.2, change of ownership).
+    pub(crate) coo: Option<Name>,
+}
+
+/// The members of a catalog zone version (RFC 9432: `version` TXT "2",
+/// `<id>.zones` PTR, `group.<id>.zones` TXT, `coo.<id>.zones` PTR). A
+/// catalog of another version, or an id with more than one PTR, is an error.
+pub(crate) fn read_members(zone: &lode_zonedb::Zone) -> Result<Vec<Member>, String> {
+    use lode_wire::{NameRef, Rtype};
+    let origin = zone.origin().to_name();
+    let base = origin.as_ref().label_count();
+    let mut version_ok = false;
+    let mut members: Vec<Member> = Vec::new();
+    let mut groups: Vec<(String, String)> = Vec::new();
+    let mut coos: Vec<(String, Name)> = Vec::new();
+    for id in zone.node_ids() {
+        let node = zone.node(id);
+        let owner = node.owner();
+        let rel: Vec<String> = owner
+            .labels()
+            .take(owner.label_count() - base)
+            .map(|l| String::from_utf8_lossy(l).to_ascii_lowercase())
+            .collect();
+        let rel: Vec<&str> = rel.iter().map(String::as_str).collect();
+        match rel.as_slice() {
+            ["version"] => {
+                if let Some(txt) = node.rrset(Rtype::TXT) {
+                    version_ok = txt.rdatas().any(|r| r == b"\x012");
+                }
+            }
+            [id, "zones"] => {
+                let Some(ptr) = node.rrset(Rtype::PTR) else {
+                    continue;
+                };
+                let targets: Vec<&[u8]> = ptr.rdatas().collect();
+                if targets.len() != 1 {
+                    return Err(format!(
+                        "{id}.zones: {} PTR records (a member has exactly one)",
+                        targets.len()
+                    ));
+                }
+                let name = NameRef::from_wire(targets[0])
+                    .map_err(|e| format!("{id}.zones: PTR target: {e}"))?
+                    .to_name();
+                members.push(Member {
+                    name,
+                    id: (*id).to_string(),
+                    group: None,
+                    coo: None,
+                });
+            }
+            ["group", id, "zones"] => {
+                if let Some(txt) = node.rrset(Rtype::TXT) {
+                    if let Some(r) = txt.rdatas().next() {
+                        // One character-string: length, then the text.
+                        let text = r.get(1..).unwrap_or_default();
+                        groups.push((
+                            (*id).to_string(),
+                            String::from_utf8_lossy(text).into_owned(),
+                        ));
+                    }
+                }
+            }
+            ["coo", id, "zones"] => {
+                if let Some(ptr) = node.rrset(Rtype::PTR) {
+                    if let Some(Ok(n)) = ptr.rdatas().next().map(NameRef::from_wire) {
+                        coos.push(((*id).to_string(), n.to_name()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if !version_ok {
+        return Err("no version.<catalog> TXT \"2\": not a version 2 catalog (RFC 9432)".into());
+    }
+    for m in &mut members {
+        m.group = groups
+            .iter()
+            .find(|(id, _)| *id == m.id)
+            .map(|(_, g)| g.clone());
+        m.coo = coos
+            .iter()
+            .find(|(id, _)| *id == m.id)
+            .map(|(_, c)| c.clone());
+    }
+    Ok(members)
+}

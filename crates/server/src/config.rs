@@ -116,6 +116,27 @@ pub struct ConfigFile {
     pub remotes: Vec<RemoteEntry>,
     /// Concurrent outgoing zone transfers.
     pub transfers_out: Option<usize>,
+    /// Settings for zones made from a catalog (RFC 9432 members).
+    #[serde(default, rename = "template")]
+    pub templates: Vec<TemplateEntry>,
+}
+
+/// One `[[template]]` table: what the members of a consumed catalog get
+/// (Knot's `catalog-template`); a member's group names its template.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateEntry {
+    /// The template's name (the catalog group it serves).
+    pub id: String,
+    /// The members' primaries (remote ids).
+    #[serde(default, alias = "primary")]
+    pub master: Vec<String>,
+    /// The members' ACL rules by id.
+    #[serde(default)]
+    pub acl: Vec<String>,
+    /// Remotes the members NOTIFY.
+    #[serde(default)]
+    pub notify: Vec<String>,
 }
 
 /// One `[[remote]]` table: another server, as Knot's `remote`.
@@ -180,6 +201,10 @@ pub struct ZoneEntry {
     pub catalog_zone: Option<String>,
     /// The member's group in that catalog.
     pub catalog_group: Option<String>,
+    /// Templates for the members of a consumed catalog (catalog-role =
+    /// interpret): a member's group picks the template of that id, else the first.
+    #[serde(default)]
+    pub catalog_template: Vec<String>,
     /// ACL rules by id, in order.
     #[serde(default)]
     pub acl: Vec<String>,
@@ -367,6 +392,9 @@ pub struct ZoneOptions {
     pub notify_delay: Duration,
     /// A catalog zone generated from its members.
     pub catalog: bool,
+    /// A catalog zone read for its members (catalog-role = interpret): the
+    /// templates (id, options) its members are made with, the first the default.
+    pub interpret: Vec<(String, ZoneOptions)>,
 }
 
 impl ZoneOptions {
@@ -464,6 +492,7 @@ impl Config {
                 notify_delay: Duration::ZERO,
                 masters: Vec::new(),
                 catalog: false,
+                interpret: Vec::new(),
             })
     }
 }
@@ -588,6 +617,7 @@ impl Config {
         }
         let acls = resolve_acls(file)?;
         let remotes = resolve_remotes(file)?;
+        let templates = resolve_templates(file, &acls, &remotes)?;
         let global_sync = match file.zonefile_sync {
             Some(s) => ZonefileSync::from_seconds(s).map_err(ConfigError::Value)?,
             None => ZonefileSync::Default,
@@ -652,11 +682,35 @@ impl Config {
                 )));
             }
             let generates = z.catalog_role.as_deref() == Some("generate");
+            let mut interpret = Vec::new();
             match z.catalog_role.as_deref() {
                 None | Some("generate") => {}
+                Some("interpret") => {
+                    if z.catalog_template.is_empty() {
+                        return Err(ConfigError::Value(format!(
+                            "zone {}: catalog-role = \"interpret\" needs catalog-template = [\"…\"] (a [[template]] id)",
+                            z.name
+                        )));
+                    }
+                    if file.journal_dir.is_none() {
+                        return Err(ConfigError::Value(format!(
+                            "zone {}: a consumed catalog needs journal-dir (its member zones live there)",
+                            z.name
+                        )));
+                    }
+                    for id in &z.catalog_template {
+                        let t = templates.iter().find(|(tid, _)| tid == id).ok_or_else(|| {
+                            ConfigError::Value(format!(
+                                "zone {}: catalog-template {id:?} is not a [[template]] id",
+                                z.name
+                            ))
+                        })?;
+                        interpret.push(t.clone());
+                    }
+                }
                 Some(other) => {
                     return Err(ConfigError::Value(format!(
-                        "zone {}: catalog-role = {other:?}: only \"generate\" is supported",
+                        "zone {}: catalog-role = {other:?}: \"generate\" or \"interpret\"",
                         z.name
                     )))
                 }
@@ -702,6 +756,7 @@ impl Config {
                     notify_delay: Duration::from_secs(notify_delay),
                     masters,
                     catalog: generates,
+                    interpret,
                 },
             ));
         }
@@ -856,6 +911,60 @@ fn resolve_catalogs(file: &ConfigFile) -> Result<Vec<(String, CatalogMembers)>, 
         members.push((parse_origin(&z.name)?, z.catalog_group.clone()));
     }
     Ok(catalogs)
+}
+
+/// The items of `list` named by `ids`, in order; an unknown id is an error
+/// naming `owner` and `what` it should have been.
+fn pick<T: Clone>(
+    ids: &[String],
+    list: &[T],
+    id_of: impl Fn(&T) -> &str,
+    owner: &str,
+    what: &str,
+) -> Result<Vec<T>, ConfigError> {
+    ids.iter()
+        .map(|id| {
+            list.iter()
+                .find(|t| id_of(t) == id)
+                .cloned()
+                .ok_or_else(|| ConfigError::Value(format!("{owner}: {what} {id:?} is not defined")))
+        })
+        .collect()
+}
+
+/// The `[[template]]` tables as the options their member zones get.
+fn resolve_templates(
+    file: &ConfigFile,
+    acls: &[crate::acl::Rule],
+    remotes: &[Remote],
+) -> Result<Vec<(String, ZoneOptions)>, ConfigError> {
+    let mut out: Vec<(String, ZoneOptions)> = Vec::new();
+    for t in &file.templates {
+        let owner = format!("template {:?}", t.id);
+        if out.iter().any(|(id, _)| *id == t.id) {
+            return Err(ConfigError::Value(format!("{owner}: defined twice")));
+        }
+        let masters = pick(&t.master, remotes, |r| &r.id, &owner, "master")?;
+        if masters.is_empty() {
+            return Err(ConfigError::Value(format!(
+                "{owner}: master = [\"…\"] is required (catalog members are secondaries)"
+            )));
+        }
+        out.push((
+            t.id.clone(),
+            ZoneOptions {
+                acl: pick(&t.acl, acls, |r| &r.id, &owner, "acl")?,
+                serial_policy: "increment".into(),
+                zonefile_sync: ZonefileSync::Never,
+                notify: pick(&t.notify, remotes, |r| &r.id, &owner, "notify")?,
+                notify_delay: Duration::ZERO,
+                masters,
+                catalog: false,
+                interpret: Vec::new(),
+            },
+        ));
+    }
+    Ok(out)
 }
 
 /// The `[[remote]]` tables (addresses parsed, key names checked against `[[key]]`).

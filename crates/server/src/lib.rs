@@ -40,6 +40,7 @@ mod access;
 pub mod acl;
 mod catalog;
 pub mod config;
+mod consumer;
 pub mod control;
 pub mod demo;
 mod fetch;
@@ -146,9 +147,9 @@ impl Server {
         }
 
         // Journals replayed onto the loaded zones before any socket opens.
-        let mut updates = update::Updates::new(&config)
+        let updates = update::Updates::new(&config)
             .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
-        let writers = update::start_writers(&mut updates, &config, &publisher);
+        let writers = update::start_writers(&updates, &config, &publisher);
         if let Some((zones, tx)) = notify::start(&config, updates.keys()) {
             publisher.watch(zones, tx);
         }
@@ -163,6 +164,8 @@ impl Server {
             .collect();
         let updates = Arc::new(updates);
         reloader.updates = Some(updates.clone());
+        // Catalog members become zones before the sockets open.
+        consumer::start(&config, &updates, &publisher);
 
         let settings = Settings {
             max_udp_payload: config.max_udp_payload,

@@ -22,6 +22,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
+
+use arc_swap::ArcSwap;
 use std::time::{Duration, Instant};
 
 use lode_tsig::{Key, Keys};
@@ -138,6 +140,10 @@ enum Event {
     Refresh { zone: Name, axfr: bool },
     /// A refresh thread finished.
     Done { zone: Name, outcome: Outcome },
+    /// A new secondary zone (a catalog member).
+    Add(Box<ZoneState>),
+    /// A zone no longer a secondary here.
+    Remove(Name),
 }
 
 /// How a refresh ended.
@@ -157,21 +163,73 @@ enum Outcome {
 pub(crate) struct Secondaries {
     tx: Mutex<mpsc::Sender<Event>>,
     /// Per zone: the ACL for NOTIFY (the zone's rules, then its primaries).
-    notify_acl: HashMap<Name, Vec<Rule>>,
+    notify_acl: ArcSwap<HashMap<Name, Vec<Rule>>>,
     status: Arc<Mutex<HashMap<Name, Status>>>,
     /// Per zone: its primaries' addresses and keys.
-    primaries: HashMap<Name, Vec<Source>>,
+    primaries: ArcSwap<HashMap<Name, Vec<Source>>>,
+    /// Where the zones' journals, states and timers are.
+    dir: PathBuf,
 }
 
 impl Secondaries {
     /// Where updates to `zone` are forwarded: its first primary.
     pub(crate) fn primary_of(&self, zone: &Name) -> Option<Source> {
-        self.primaries.get(zone).and_then(|p| p.first().cloned())
+        self.primaries
+            .load()
+            .get(zone)
+            .and_then(|p| p.first().cloned())
     }
 
     /// Whether `zone` is a secondary here.
     pub(crate) fn has(&self, zone: &Name) -> bool {
-        self.notify_acl.contains_key(zone)
+        self.notify_acl.load().contains_key(zone)
+    }
+
+    /// Adds a secondary zone (a catalog member): refreshed from now on.
+    pub(crate) fn add(
+        &self,
+        origin: &Name,
+        options: &crate::config::ZoneOptions,
+        keys: &Keys,
+        writer: mpsc::SyncSender<Work>,
+        publisher: &Publisher,
+    ) {
+        let p = prepare(origin, options, keys, writer, &self.dir, publisher);
+        self.notify_acl.rcu(|m| {
+            let mut m = (**m).clone();
+            m.insert(origin.clone(), p.rules.clone());
+            m
+        });
+        self.primaries.rcu(|m| {
+            let mut m = (**m).clone();
+            m.insert(origin.clone(), p.sources.clone());
+            m
+        });
+        self.status
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(origin.clone(), p.status);
+        self.send(Event::Add(Box::new(p.state)));
+    }
+
+    /// Stops refreshing a zone (a member gone from its catalog) and removes
+    /// its timers file.
+    pub(crate) fn remove(&self, origin: &Name) {
+        self.notify_acl.rcu(|m| {
+            let mut m = (**m).clone();
+            m.remove(origin);
+            m
+        });
+        self.primaries.rcu(|m| {
+            let mut m = (**m).clone();
+            m.remove(origin);
+            m
+        });
+        self.status
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(origin);
+        self.send(Event::Remove(origin.clone()));
     }
 
     /// The transfer state of each secondary zone.
@@ -214,7 +272,8 @@ impl Secondaries {
             return Admission::Engine;
         };
         let zone = n.zone.to_lowercase();
-        let Some(rules) = self.notify_acl.get(&zone) else {
+        let acls = self.notify_acl.load();
+        let Some(rules) = acls.get(&zone) else {
             return Admission::Engine;
         };
         let now = unix_now();
@@ -264,7 +323,97 @@ struct ZoneState {
     retry: u32,
 }
 
-/// Starts the scheduler for the configured secondary zones (None if none).
+/// One secondary zone made ready for the scheduler.
+struct Prepared {
+    state: ZoneState,
+    rules: Vec<Rule>,
+    sources: Vec<Source>,
+    status: Status,
+}
+
+/// Makes a secondary zone's scheduler state: its primaries' addresses and
+/// keys, its NOTIFY ACL (its own rules, then its primaries), its timers as
+/// saved (an expiry passed while down marks it expired now).
+fn prepare(
+    origin: &Name,
+    options: &crate::config::ZoneOptions,
+    keys: &Keys,
+    writer: mpsc::SyncSender<Work>,
+    dir: &std::path::Path,
+    publisher: &Publisher,
+) -> Prepared {
+    let now_unix = unix_now();
+    let key_of = |k: &Option<Name>| -> Option<Key> {
+        k.as_ref().and_then(|n| keys.find(n.as_ref()).cloned())
+    };
+    let mut sources = Vec::new();
+    let mut rules = options.acl.clone();
+    for m in &options.masters {
+        for a in &m.addresses {
+            sources.push(Source {
+                addr: *a,
+                key: key_of(&m.key),
+            });
+        }
+        // A zone's primaries may NOTIFY it (BIND's and NSD's default).
+        rules.push(Rule {
+            id: format!("master {}", m.id),
+            addresses: m
+                .addresses
+                .iter()
+                .filter_map(|a| a.ip().to_string().parse().ok())
+                .collect(),
+            keys: m.key.iter().cloned().collect(),
+            actions: vec![Action::Notify],
+            deny: false,
+        });
+    }
+    let timers = crate::update::journal_path(dir, origin).with_extension("timers");
+    let (saved_next, saved_expire) = read_timers(&timers);
+    let served = publisher.set.load().get(origin.as_ref()).cloned();
+    let has_data = served.as_ref().is_some_and(|z| !is_placeholder(z));
+    let mut next = Instant::now();
+    if has_data {
+        if let Some(t) = saved_next.filter(|&t| t > now_unix) {
+            next += Duration::from_secs(t - now_unix);
+        }
+        if saved_expire.is_some_and(|e| e <= now_unix) {
+            tracing::warn!(
+                "zone {origin}: expired while the server was down; SERVFAIL until a primary answers"
+            );
+            set_expired(publisher, origin, true);
+        }
+    }
+    let status = Status {
+        primaries: sources
+            .iter()
+            .map(|s| s.addr.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        expires: saved_expire.filter(|_| has_data),
+        ..Status::default()
+    };
+    Prepared {
+        state: ZoneState {
+            origin: origin.clone(),
+            sources: sources.clone(),
+            writer,
+            timers,
+            next,
+            expire_at: saved_expire.filter(|_| has_data),
+            running: false,
+            again: None,
+            axfr_next: !has_data,
+            retry: RETRY_MIN,
+        },
+        rules,
+        sources,
+        status,
+    }
+}
+
+/// Starts the scheduler for the secondary zones (None without journal-dir);
+/// zones can be added and removed later (catalog members).
 pub(crate) fn start(
     config: &Config,
     keys: &Keys,
@@ -276,7 +425,6 @@ pub(crate) fn start(
     let mut notify_acl = HashMap::new();
     let mut status = HashMap::new();
     let mut primaries = HashMap::new();
-    let now_unix = unix_now();
     for spec in &config.zones {
         let options = config.zone_options(&spec.name);
         if options.masters.is_empty() {
@@ -287,79 +435,11 @@ pub(crate) fn start(
             tracing::error!("zone {origin}: no writer (journal failed at start): not refreshed");
             continue;
         };
-        let key_of = |k: &Option<Name>| -> Option<Key> {
-            k.as_ref().and_then(|n| keys.find(n.as_ref()).cloned())
-        };
-        let mut sources = Vec::new();
-        let mut rules = options.acl.clone();
-        for m in &options.masters {
-            for a in &m.addresses {
-                sources.push(Source {
-                    addr: *a,
-                    key: key_of(&m.key),
-                });
-            }
-            // A zone's primaries may NOTIFY it (BIND's and NSD's default).
-            rules.push(Rule {
-                id: format!("master {}", m.id),
-                addresses: m
-                    .addresses
-                    .iter()
-                    .filter_map(|a| a.ip().to_string().parse().ok())
-                    .collect(),
-                keys: m.key.iter().cloned().collect(),
-                actions: vec![Action::Notify],
-                deny: false,
-            });
-        }
-        let timers = crate::update::journal_path(dir, &origin).with_extension("timers");
-        let (saved_next, saved_expire) = read_timers(&timers);
-        let served = publisher.set.load().get(origin.as_ref()).cloned();
-        let has_data = served.as_ref().is_some_and(|z| !is_placeholder(z));
-        let mut next = Instant::now();
-        if has_data {
-            if let Some(t) = saved_next.filter(|&t| t > now_unix) {
-                next += Duration::from_secs(t - now_unix);
-            }
-            if saved_expire.is_some_and(|e| e <= now_unix) {
-                tracing::warn!(
-                    "zone {origin}: expired while the server was down; SERVFAIL until a primary answers"
-                );
-                set_expired(publisher, &origin, true);
-            }
-        }
-        status.insert(
-            origin.clone(),
-            Status {
-                primaries: sources
-                    .iter()
-                    .map(|s| s.addr.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                expires: saved_expire.filter(|_| has_data),
-                ..Status::default()
-            },
-        );
-        notify_acl.insert(origin.clone(), rules);
-        primaries.insert(origin.clone(), sources.clone());
-        zones.insert(
-            origin.clone(),
-            ZoneState {
-                origin,
-                sources,
-                writer: writer.clone(),
-                timers,
-                next,
-                expire_at: saved_expire.filter(|_| has_data),
-                running: false,
-                again: None,
-                axfr_next: !has_data,
-                retry: RETRY_MIN,
-            },
-        );
-    }
-    if zones.is_empty() {
-        return None;
+        let p = prepare(&origin, &options, keys, writer.clone(), dir, publisher);
+        status.insert(origin.clone(), p.status);
+        notify_acl.insert(origin.clone(), p.rules);
+        primaries.insert(origin.clone(), p.sources);
+        zones.insert(origin, p.state);
     }
     let (tx, rx) = mpsc::channel();
     let status = Arc::new(Mutex::new(status));
@@ -378,9 +458,10 @@ pub(crate) fn start(
     }
     Some(Secondaries {
         tx: Mutex::new(tx),
-        notify_acl,
+        notify_acl: ArcSwap::from_pointee(notify_acl),
         status,
-        primaries,
+        primaries: ArcSwap::from_pointee(primaries),
+        dir: dir.clone(),
     })
 }
 
@@ -491,6 +572,14 @@ impl Scheduler {
                 }
             }
             Event::Done { zone, outcome } => self.finished(&zone, outcome),
+            Event::Add(state) => {
+                self.zones.insert(state.origin.clone(), *state);
+            }
+            Event::Remove(zone) => {
+                if let Some(z) = self.zones.remove(&zone) {
+                    let _ = std::fs::remove_file(&z.timers);
+                }
+            }
         }
     }
 
@@ -620,8 +709,17 @@ impl Refresh {
     /// Refreshes from one primary address.
     fn from(&self, src: &Source) -> Result<Outcome, String> {
         let origin = &self.origin;
-        let soa = fetch::query_soa(src, origin, SOA_TIMEOUT).map_err(|e| e.to_string())?;
-        let theirs = lode_zonedb::soa_serial(&soa);
+        // A primary that refuses plain queries for the zone (Knot does for
+        // the catalogs it generates) is asked by transfer directly: an IXFR
+        // from our serial says "up to date" by itself.
+        let soa = match fetch::query_soa(src, origin, SOA_TIMEOUT) {
+            Ok(soa) => Some(soa),
+            Err(e) if e.cause == fetch::Cause::Rcode(rcode::REFUSED) => {
+                tracing::debug!("zone {origin}: {e}; asking by transfer");
+                None
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         let served = self
             .publisher
             .set
@@ -631,7 +729,8 @@ impl Refresh {
             .filter(|z| !is_placeholder(z));
         let has_data = served.is_some();
         let mut axfr = self.axfr || !has_data;
-        if let (false, Some(z)) = (axfr, &served) {
+        if let (false, Some(z), Some(soa)) = (axfr, &served, &soa) {
+            let theirs = lode_zonedb::soa_serial(soa);
             if !matches!(
                 lode_wire::serial::serial_cmp(theirs, z.serial()),
                 SerialOrder::Greater
@@ -643,7 +742,7 @@ impl Refresh {
                     z.serial()
                 );
                 return Ok(Outcome::Current {
-                    soa,
+                    soa: soa.clone(),
                     transfer: None,
                 });
             }

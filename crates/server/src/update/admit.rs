@@ -137,6 +137,30 @@ impl Updates {
         });
     }
 
+    /// Gives a zone made at run time (a catalog member) its door.
+    pub(crate) fn insert_door(&self, origin: &Name, options: &ZoneOptions) {
+        let door = ZoneDoor {
+            acl: options.acl.clone(),
+            takes_updates: options.allows(Action::Update),
+            secondary: !options.masters.is_empty(),
+            writer: None,
+        };
+        self.zones.rcu(|current| {
+            let mut next = (**current).clone();
+            next.insert(origin.clone(), door.clone());
+            next
+        });
+    }
+
+    /// Takes a zone's door away (its writer ends with its last queue sender).
+    pub(crate) fn remove_door(&self, origin: &Name) {
+        self.zones.rcu(|current| {
+            let mut next = (**current).clone();
+            next.remove(origin);
+            next
+        });
+    }
+
     /// Hands a zone's door its writer's queue.
     pub(super) fn set_writer(&self, origin: &Name, tx: mpsc::SyncSender<Work>) {
         self.zones.rcu(|current| {

@@ -25,7 +25,7 @@ mod writer;
 mod xfrout;
 
 pub(crate) use admit::{Admission, FlushError, Updates};
-pub(crate) use writer::start_writers;
+pub(crate) use writer::{start_writer, start_writers};
 pub(crate) use xfrout::TransferSlots;
 
 use std::net::SocketAddr;
@@ -57,7 +57,7 @@ pub(crate) struct Publisher {
     pub(crate) set: Arc<ArcSwap<ZoneSet>>,
     lock: Mutex<()>,
     /// Zones whose serial changes are told to the NOTIFY thread.
-    watch: std::sync::OnceLock<(Vec<Name>, mpsc::Sender<crate::notify::Changed>)>,
+    watch: Mutex<Vec<(Vec<Name>, mpsc::Sender<crate::notify::Changed>)>>,
 }
 
 impl Publisher {
@@ -66,12 +66,15 @@ impl Publisher {
         Publisher {
             set,
             lock: Mutex::new(()),
-            watch: std::sync::OnceLock::new(),
+            watch: Mutex::new(Vec::new()),
         }
     }
     /// Tells `tx` of every published change of a serial of the `zones`.
     pub(crate) fn watch(&self, zones: Vec<Name>, tx: mpsc::Sender<crate::notify::Changed>) {
-        let _ = self.watch.set((zones, tx));
+        self.watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((zones, tx));
     }
     /// Changes a copy of the current set and publishes it.
     pub(crate) fn update(&self, f: impl FnOnce(&mut ZoneSet)) {
@@ -86,7 +89,11 @@ impl Publisher {
         f(&mut next);
         let next = Arc::new(next);
         self.set.store(next.clone());
-        if let Some((zones, tx)) = self.watch.get() {
+        let watchers = self
+            .watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (zones, tx) in watchers.iter() {
             for name in zones {
                 let Some(now) = next.get(name.as_ref()) else {
                     continue;

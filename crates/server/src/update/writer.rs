@@ -28,165 +28,179 @@ const QUEUE_LEN: usize = 65536;
 /// Opens the journals of the zones that take updates, replays them onto the
 /// published versions, and starts one writer per zone.
 pub(crate) fn start_writers(
-    updates: &mut Updates,
+    updates: &Updates,
     config: &Config,
     publisher: &Arc<Publisher>,
 ) -> Vec<std::thread::JoinHandle<()>> {
-    let mut threads = Vec::new();
-    let Some(dir) = &config.journal_dir else {
-        return threads;
+    config
+        .zones
+        .iter()
+        .filter_map(|spec| {
+            let options = config.zone_options(&spec.name);
+            if !options.is_live() {
+                return None;
+            }
+            start_writer(updates, config, spec, &options, publisher)
+        })
+        .collect()
+}
+
+/// Starts one zone's writer (see [`start_writers`]): its journal replayed
+/// onto its state (or the loaded version, or, for a secondary with nothing
+/// yet, a placeholder), published, its queue handed to its door.
+pub(crate) fn start_writer(
+    updates: &Updates,
+    config: &Config,
+    spec: &crate::ZoneSpec,
+    options: &crate::config::ZoneOptions,
+    publisher: &Arc<Publisher>,
+) -> Option<std::thread::JoinHandle<()>> {
+    let dir = config.journal_dir.as_ref()?;
+    let origin = spec.name.to_lowercase();
+    let secondary = spec.source == crate::ZoneSource::Transfer;
+    let zone = match publisher.set.load().get(origin.as_ref()).cloned() {
+        Some(z) => z,
+        // A secondary with nothing transferred yet: SERVFAIL until then.
+        None if secondary => Arc::new(crate::secondary::placeholder(&origin)),
+        None => return None, // not loaded: its failure was logged
     };
-    for spec in &config.zones {
-        let options = config.zone_options(&spec.name);
-        if !options.is_live() {
-            continue;
-        }
-        let origin = spec.name.to_lowercase();
-        let secondary = spec.source == crate::ZoneSource::Transfer;
-        let zone = match publisher.set.load().get(origin.as_ref()).cloned() {
-            Some(z) => z,
-            // A secondary with nothing transferred yet: SERVFAIL until then.
-            None if secondary => Arc::new(crate::secondary::placeholder(&origin)),
-            None => continue, // not loaded: its failure was logged
-        };
-        let path = journal_path(dir, &origin);
-        let settings = lode_journal::Settings {
-            max_usage: config.journal_max_usage,
-            max_depth: config.journal_max_depth,
-        };
-        let (journal, recovery) = match Journal::open(&path, &origin, settings) {
-            Ok(j) => j,
-            Err(e) => {
-                tracing::error!(
-                    "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
-                    path.display()
-                );
-                continue;
-            }
-        };
-        if let Some(t) = &recovery.torn_tail {
-            tracing::warn!(
-                "zone {origin}: journal {}: a torn record at the end ({t:?}) was cut off (never acknowledged)",
-                path.display()
-            );
-        }
-        if let Some(d) = &recovery.damage {
+    let path = journal_path(dir, &origin);
+    let settings = lode_journal::Settings {
+        max_usage: config.journal_max_usage,
+        max_depth: config.journal_max_depth,
+    };
+    let (journal, recovery) = match Journal::open(&path, &origin, settings) {
+        Ok(j) => j,
+        Err(e) => {
             tracing::error!(
-                "zone {origin}: journal {} damaged ({d:?}): replay stops there, the zone serves the last good state",
+                "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
                 path.display()
             );
+            return None;
         }
-        let policy: SerialPolicy = options.serial_policy.parse().unwrap_or_default();
-        let file_tag = spec.source.tag();
-        let state = state_path(dir, &origin);
-        let flushed = flushed_path(dir, &origin);
-        let mut writer = Writer {
-            origin: origin.clone(),
-            journal,
-            publisher: publisher.clone(),
-            policy,
-            compaction: None,
-            state: state.clone(),
-            file_tag: file_tag.clone(),
-            retry_at: Instant::now(),
-            max_usage: config.journal_max_usage,
-            log: CommitLog::default(),
-            idle_since: None,
-            trim_at: None,
-            zone_file: match &spec.source {
-                crate::ZoneSource::File(p) => Some(p.clone()),
-                crate::ZoneSource::Embedded { .. }
-                | crate::ZoneSource::Transfer
-                | crate::ZoneSource::Catalog(_) => None,
-            },
-            flushed: flushed.clone(),
-            sync: options.zonefile_sync,
-            written_serial: zone.serial(),
-            last_flush: Instant::now(),
-            last_took: std::time::Duration::ZERO,
-            written: updates.written.clone(),
-        };
-        // The zone's truth is its state snapshot plus the journal after it;
-        // the zone file is the operator's input, applied as a difference
-        // when it was edited since the state took it in.
-        let (base, state_tag) = match crate::snapshot::read_state(&state, &origin) {
-            Ok(Some((s, tag))) => {
-                tracing::info!(
-                    "zone {origin}: state at serial {} read from {}",
-                    s.serial(),
-                    state.display()
-                );
-                (Arc::new(s), Some(tag))
-            }
-            // First start with updates (or a journal from before states):
-            // the journal continues the zone file.
-            Ok(None) => (zone.clone(), None),
-            Err(e) => {
-                tracing::error!("zone {origin}: {e}; updates to the zone get SERVFAIL");
-                continue;
-            }
-        };
-        let current = match replay(&base, &recovery.changesets) {
-            Ok((z, n)) => {
-                if n > 0 {
-                    tracing::info!(
-                        "zone {origin}: {n} changesets replayed from {}, serial {} → {}",
-                        path.display(),
-                        base.serial(),
-                        z.serial()
-                    );
-                }
-                z
-            }
-            Err(e) => {
-                tracing::error!(
-                    "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
-                    path.display()
-                );
-                continue;
-            }
-        };
-        publisher.update(|set| set.insert(current.clone()));
-        // A file the writer wrote itself (zonefile-sync, zone-flush) is not
-        // an edit, though the state may have taken in an older one.
-        let ours = crate::flush::read_flushed_tags(&flushed).contains(&file_tag);
-        let edited = !secondary && !ours && state_tag.as_ref().is_some_and(|t| *t != file_tag);
-        if edited {
+    };
+    if let Some(t) = &recovery.torn_tail {
+        tracing::warn!(
+            "zone {origin}: journal {}: a torn record at the end ({t:?}) was cut off (never acknowledged)",
+            path.display()
+        );
+    }
+    if let Some(d) = &recovery.damage {
+        tracing::error!(
+            "zone {origin}: journal {} damaged ({d:?}): replay stops there, the zone serves the last good state",
+            path.display()
+        );
+    }
+    let policy: SerialPolicy = options.serial_policy.parse().unwrap_or_default();
+    let file_tag = spec.source.tag();
+    let state = state_path(dir, &origin);
+    let flushed = flushed_path(dir, &origin);
+    let mut writer = Writer {
+        origin: origin.clone(),
+        journal,
+        publisher: publisher.clone(),
+        policy,
+        compaction: None,
+        state: state.clone(),
+        file_tag: file_tag.clone(),
+        retry_at: Instant::now(),
+        max_usage: config.journal_max_usage,
+        log: CommitLog::default(),
+        idle_since: None,
+        trim_at: None,
+        zone_file: match &spec.source {
+            crate::ZoneSource::File(p) => Some(p.clone()),
+            crate::ZoneSource::Embedded { .. }
+            | crate::ZoneSource::Transfer
+            | crate::ZoneSource::Catalog(_) => None,
+        },
+        flushed: flushed.clone(),
+        sync: options.zonefile_sync,
+        written_serial: zone.serial(),
+        last_flush: Instant::now(),
+        last_took: std::time::Duration::ZERO,
+        written: updates.written.clone(),
+    };
+    // The zone's truth is its state snapshot plus the journal after it;
+    // the zone file is the operator's input, applied as a difference
+    // when it was edited since the state took it in.
+    let (base, state_tag) = match crate::snapshot::read_state(&state, &origin) {
+        Ok(Some((s, tag))) => {
             tracing::info!(
-                "zone {origin}: the zone file changed since the zone's state took it in"
+                "zone {origin}: state at serial {} read from {}",
+                s.serial(),
+                state.display()
             );
-            if let Err(e) = writer.apply_file(&zone, unix_now()) {
-                tracing::error!("zone {origin}: zone file not applied: {e}");
-            }
+            (Arc::new(s), Some(tag))
         }
-        // (A secondary's state is written by its first transfer.)
-        if (state_tag.is_none() && !secondary) || edited {
-            if let Err(e) = writer.write_state_now(true) {
-                tracing::error!(
-                    "zone {origin}: cannot write its state ({e}); updates to the zone get SERVFAIL"
+        // First start with updates (or a journal from before states):
+        // the journal continues the zone file.
+        Ok(None) => (zone.clone(), None),
+        Err(e) => {
+            tracing::error!("zone {origin}: {e}; updates to the zone get SERVFAIL");
+            return None;
+        }
+    };
+    let current = match replay(&base, &recovery.changesets) {
+        Ok((z, n)) => {
+            if n > 0 {
+                tracing::info!(
+                    "zone {origin}: {n} changesets replayed from {}, serial {} → {}",
+                    path.display(),
+                    base.serial(),
+                    z.serial()
                 );
-                continue;
             }
+            z
         }
-        let (tx, rx) = mpsc::sync_channel(QUEUE_LEN);
-        match std::thread::Builder::new()
-            .name(format!(
-                "lode-upd-{}",
-                origin.to_string().trim_end_matches('.')
-            ))
-            .spawn(move || {
-                // Queries come first on a busy CPU; updates wait a little.
-                lode_io::lower_thread_priority(5);
-                writer.run(rx)
-            }) {
-            Ok(t) => {
-                threads.push(t);
-                updates.set_writer(&origin, tx);
-            }
-            Err(e) => tracing::error!("zone {origin}: cannot start its writer: {e}"),
+        Err(e) => {
+            tracing::error!(
+                "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
+                path.display()
+            );
+            return None;
+        }
+    };
+    publisher.update(|set| set.insert(current.clone()));
+    // A file the writer wrote itself (zonefile-sync, zone-flush) is not
+    // an edit, though the state may have taken in an older one.
+    let ours = crate::flush::read_flushed_tags(&flushed).contains(&file_tag);
+    let edited = !secondary && !ours && state_tag.as_ref().is_some_and(|t| *t != file_tag);
+    if edited {
+        tracing::info!("zone {origin}: the zone file changed since the zone's state took it in");
+        if let Err(e) = writer.apply_file(&zone, unix_now()) {
+            tracing::error!("zone {origin}: zone file not applied: {e}");
         }
     }
-    threads
+    // (A secondary's state is written by its first transfer.)
+    if (state_tag.is_none() && !secondary) || edited {
+        if let Err(e) = writer.write_state_now(true) {
+            tracing::error!(
+                "zone {origin}: cannot write its state ({e}); updates to the zone get SERVFAIL"
+            );
+            return None;
+        }
+    }
+    let (tx, rx) = mpsc::sync_channel(QUEUE_LEN);
+    match std::thread::Builder::new()
+        .name(format!(
+            "lode-upd-{}",
+            origin.to_string().trim_end_matches('.')
+        ))
+        .spawn(move || {
+            // Queries come first on a busy CPU; updates wait a little.
+            lode_io::lower_thread_priority(5);
+            writer.run(rx)
+        }) {
+        Ok(t) => {
+            updates.set_writer(&origin, tx);
+            Some(t)
+        }
+        Err(e) => {
+            tracing::error!("zone {origin}: cannot start its writer: {e}");
+            None
+        }
+    }
 }
 
 /// Applies the journal's changesets that continue `zone`'s serial.
