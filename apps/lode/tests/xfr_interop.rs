@@ -501,19 +501,21 @@ fn knot_primary_to_lode_secondary_chain() {
 }
 
 /// Catalog zones (RFC 9432) with Lode as the producer: a catalog generated
-/// from two member zones, served to a Knot consumer, which then serves both
-/// members (transferred from Lode); a third member added to Lode's
-/// configuration and `lode reload` reaches Knot by IXFR of the catalog,
-/// and Knot serves it too; a member removed disappears from Knot.
+/// from two member zones, served to a Knot consumer and to a Lode consumer,
+/// which then serve both members (transferred from Lode); a third member
+/// added to Lode's configuration and `lode reload` reaches both by IXFR of
+/// the catalog, and they serve it too; a member removed disappears from
+/// both (the Lode consumer purges its files), the others stay.
 #[test]
-fn lode_catalog_producer_to_knot_consumer() {
+fn lode_catalog_producer_to_knot_and_lode_consumers() {
     if !programs_present() {
         return;
     }
     let key = TsigKey::test_key();
     let dir = TempDir::new("xfr-catalog");
-    let ports = distinct_ports(3, &[]);
+    let ports = distinct_ports(5, &[]);
     let knot_addr = SocketAddr::from(([127, 0, 0, 1], ports[1]));
+    let lode_consumer_addr = SocketAddr::from(([127, 0, 0, 1], ports[3]));
     let members = ["m1.example.", "m2.example.", "m3.example."];
     for m in members {
         std::fs::write(
@@ -527,10 +529,12 @@ fn lode_catalog_producer_to_knot_consumer() {
             "journal-dir = \"journal\"\ncontrol = \"{}\"\n\n[[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
              [[acl]]\nid = \"xfr\"\nkey = [\"{}\"]\naction = [\"transfer\"]\n\n\
              [[remote]]\nid = \"knot\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n\
-             [[zone]]\nname = \"catalog.example.\"\ncatalog-role = \"generate\"\nacl = [\"xfr\"]\nnotify = [\"knot\"]\n\n",
+             [[remote]]\nid = \"lode\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n\
+             [[zone]]\nname = \"catalog.example.\"\ncatalog-role = \"generate\"\nacl = [\"xfr\"]\nnotify = [\"knot\", \"lode\"]\n\n",
             dir.0.join("ctl.sock").display(),
             key.name, key.algorithm, key.secret, key.name,
-            knot_addr.ip(), knot_addr.port(), key.name
+            knot_addr.ip(), knot_addr.port(), key.name,
+            lode_consumer_addr.ip(), lode_consumer_addr.port(), key.name
         );
         for m in &members[..n] {
             c.push_str(&format!(
@@ -551,15 +555,21 @@ fn lode_catalog_producer_to_knot_consumer() {
     let knot =
         Peer::start_knot_catalog_consumer("catalog.example.", lode.addr, &key, ports[1], ports[2])
             .unwrap_or_else(|e| panic!("knot consumer: {e}"));
-    for m in &members[..2] {
-        wait_serial(knot.addr, m, 1, Duration::from_secs(20))
-            .unwrap_or_else(|e| panic!("knot serves member {m}: {e}\n{}", knot.log_tail(30)));
+    let consumer =
+        Peer::start_lode_catalog_consumer("catalog.example.", lode.addr, &key, ports[3], ports[4])
+            .unwrap_or_else(|e| panic!("lode consumer: {e}"));
+    for p in [&knot, &consumer] {
+        for m in &members[..2] {
+            wait_serial(p.addr, m, 1, Duration::from_secs(20)).unwrap_or_else(|e| {
+                panic!("{} serves member {m}: {e}\n{}", p.label(), p.log_tail(30))
+            });
+        }
+        assert_eq!(
+            soa_serial(p.addr, members[2]),
+            None,
+            "m3 is not a member yet"
+        );
     }
-    assert_eq!(
-        soa_serial(knot.addr, members[2]),
-        None,
-        "m3 is not a member yet"
-    );
 
     // A third member: reload; the catalog's serial moves, Knot adds m3.
     config(3);
@@ -573,8 +583,21 @@ fn lode_catalog_producer_to_knot_consumer() {
         "reload: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    wait_serial(knot.addr, members[2], 1, Duration::from_secs(20))
-        .unwrap_or_else(|e| panic!("knot serves the new member: {e}\n{}", knot.log_tail(30)));
+    for p in [&knot, &consumer] {
+        wait_serial(p.addr, members[2], 1, Duration::from_secs(20)).unwrap_or_else(|e| {
+            panic!(
+                "{} serves the new member: {e}\n{}",
+                p.label(),
+                p.log_tail(30)
+            )
+        });
+    }
+    let contents =
+        axfr_records(consumer.addr, members[2], &key).expect("AXFR of m3 from the Lode consumer");
+    assert_eq!(
+        contents,
+        axfr_records(lode.addr, members[2], &key).expect("AXFR of m3 from the producer")
+    );
     let cat_serial = soa_serial(lode.addr, "catalog.example.").expect("catalog served");
     assert!(
         cat_serial > 1,
@@ -607,4 +630,51 @@ fn lode_catalog_producer_to_knot_consumer() {
         soa_serial(knot.addr, members[0]).is_some(),
         "m1 still served"
     );
+}
+
+/// Catalog zones with Knot as the producer (`catalog-role: generate`) and
+/// Lode as the consumer: both members Knot lists are served by Lode, with
+/// Knot's contents.
+#[test]
+fn knot_catalog_producer_to_lode_consumer() {
+    if !programs_present() {
+        return;
+    }
+    let key = TsigKey::test_key();
+    let dir = TempDir::new("xfr-knot-catalog");
+    let ports = distinct_ports(3, &[]);
+    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], ports[1]));
+    let names = ["k1.example.", "k2.example."];
+    let files: Vec<std::path::PathBuf> = names
+        .iter()
+        .map(|m| {
+            let f = dir.0.join(format!("{m}zone"));
+            std::fs::write(
+                &f,
+                format!("$ORIGIN {m}\n$TTL 300\n@ SOA ns hostmaster 7 5 2 604800 300\n@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.7\n"),
+            )
+            .unwrap();
+            f
+        })
+        .collect();
+    let members: Vec<(&str, &Path)> = names
+        .iter()
+        .zip(&files)
+        .map(|(n, f)| (*n, f.as_path()))
+        .collect();
+    let knot =
+        Primary::start_knot_catalog("catalog.example.", &members, &key, consumer_addr, ports[0])
+            .unwrap_or_else(|e| panic!("knot producer: {e}"));
+    let consumer =
+        Peer::start_lode_catalog_consumer("catalog.example.", knot.addr, &key, ports[1], ports[2])
+            .unwrap_or_else(|e| panic!("lode consumer: {e}"));
+    for m in names {
+        wait_serial(consumer.addr, m, 7, Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("lode serves {m}: {e}\n{}", consumer.log_tail(30)));
+        assert_eq!(
+            axfr_records(consumer.addr, m, &key).expect("AXFR from the consumer"),
+            axfr_records(knot.addr, m, &key).expect("AXFR from Knot"),
+            "{m}: the consumer serves Knot's contents"
+        );
+    }
 }

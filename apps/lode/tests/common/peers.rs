@@ -393,6 +393,56 @@ impl Peer {
         })
     }
 
+    /// Starts `lode serve` as a catalog consumer (`catalog-role =
+    /// "interpret"`) of `catalog` from `primary`: its members become
+    /// secondaries of `primary` (template "members").
+    pub fn start_lode_catalog_consumer(
+        catalog: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+        tap_port: u16,
+    ) -> Result<Peer, String> {
+        let zone = absolute(catalog);
+        let tap = XfrTap::start(primary, tap_port)?;
+        let dir = TempDir::new("xfr-lode-catalog");
+        let conf = format!(
+            "journal-dir = \"journal\"\ncontrol = \"{}\"\nlog-level = \"debug\"\n\n\
+             [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
+             [[acl]]\nid = \"xfr-out\"\nkey = [\"{}\"]\naction = [\"transfer\"]\n\n\
+             [[remote]]\nid = \"primary\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n\
+             [[template]]\nid = \"members\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\n\n\
+             [[zone]]\nname = \"{zone}\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\ncatalog-role = \"interpret\"\ncatalog-template = [\"members\"]\n",
+            dir.0.join("ctl.sock").display(),
+            key.name,
+            key.algorithm,
+            key.secret,
+            key.name,
+            tap.addr.ip(),
+            tap.addr.port(),
+            key.name
+        );
+        let path = dir.0.join("lode.toml");
+        write(&path, &conf)?;
+        let cmd = lode_command(&path, port);
+        let mut daemon = Daemon::spawn(
+            format!("lode-catalog@{port}"),
+            port,
+            cmd,
+            dir.0.join("stdio.log"),
+            dir,
+        )?;
+        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        Ok(Peer {
+            kind: SecondaryKind::Lode,
+            addr: daemon.addr,
+            zone,
+            primary,
+            tap,
+            daemon,
+        })
+    }
+
     /// Starts the same server again in the same directory (after a stop or
     /// a kill): its state and timers are what it had.
     pub fn restart(&mut self) -> Result<(), String> {
@@ -789,6 +839,63 @@ impl Primary {
             wait_any_serial(primary.addr, &primary.zone, Duration::from_secs(10))
                 .map_err(|e| format!("{e}\n{}", primary.log_tail(30)))?;
         }
+        Ok(primary)
+    }
+
+    /// Starts knotd as a catalog producer (`catalog-role: generate`) of
+    /// `catalog` whose members are `members` (origin, zone file), each
+    /// NOTIFYing `notify` and transferable with the key.
+    pub fn start_knot_catalog(
+        catalog: &str,
+        members: &[(&str, &Path)],
+        key: &TsigKey,
+        notify: SocketAddr,
+        port: u16,
+    ) -> Result<Primary, String> {
+        let zone = absolute(catalog);
+        let dir = TempDir::new("xfr-knot-producer");
+        let d = dir.0.display();
+        let mut conf = knot_server_sections(&dir.0, port);
+        conf.push_str(&knot_key_section(key));
+        let _ = write!(
+            conf,
+            "remote:\n  - id: consumer\n    address: {}@{}\n    key: {}\n\
+             acl:\n  - id: xfr\n    key: {}\n    action: transfer\n\
+             zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    catalog-role: generate\n    acl: xfr\n    notify: consumer\n",
+            notify.ip(),
+            notify.port(),
+            key.name,
+            key.name
+        );
+        for (m, file) in members {
+            let local = dir.0.join(format!("{}zone", absolute(m)));
+            std::fs::copy(file, &local).map_err(|e| format!("copy {}: {e}", file.display()))?;
+            let _ = write!(
+                conf,
+                "  - domain: \"{}\"\n    storage: \"{d}\"\n    file: \"{}\"\n    acl: xfr\n    notify: consumer\n    catalog-role: member\n    catalog-zone: \"{zone}\"\n",
+                absolute(m),
+                local.display()
+            );
+        }
+        let path = dir.0.join("knot.conf");
+        write(&path, &conf)?;
+        let log = dir.0.join("knot.log");
+        let mut daemon = Daemon::spawn(
+            format!("knot-producer@{port}"),
+            port,
+            knot_command(&path),
+            log,
+            dir,
+        )?;
+        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        let primary = Primary {
+            kind: PrimaryKind::Knot,
+            addr: daemon.addr,
+            zone,
+            daemon,
+        };
+        // (Knot answers for a generated catalog only once a member
+        // has made it: the consumer waits for it instead.)
         Ok(primary)
     }
 
