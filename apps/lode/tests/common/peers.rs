@@ -174,6 +174,20 @@ impl Daemon {
         })
     }
 
+    /// Spawns (see [`Daemon::spawn`]) and waits until it answers for `zone`.
+    fn launch(
+        label: String,
+        port: u16,
+        cmd: Command,
+        log: PathBuf,
+        dir: TempDir,
+        zone: &str,
+    ) -> Result<Daemon, String> {
+        let mut d = Daemon::spawn(label, port, cmd, log, dir)?;
+        d.wait_listening(zone, Duration::from_secs(20))?;
+        Ok(d)
+    }
+
     fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
@@ -304,8 +318,14 @@ impl Peer {
             SecondaryKind::Bind => bind_secondary(&dir.0, &zone, tap.addr, key, port)?,
             SecondaryKind::Lode => lode_secondary(&dir.0, &zone, tap.addr, key, port, &[])?,
         };
-        let mut daemon = Daemon::spawn(format!("{}@{port}", kind.label()), port, cmd, log, dir)?;
-        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        let daemon = Daemon::launch(
+            format!("{}@{port}", kind.label()),
+            port,
+            cmd,
+            log,
+            dir,
+            &zone,
+        )?;
         Ok(Peer {
             kind,
             addr: daemon.addr,
@@ -331,8 +351,7 @@ impl Peer {
         let tap = XfrTap::start(primary, tap_port)?;
         let dir = TempDir::new("xfr-lode");
         let (cmd, log) = lode_secondary(&dir.0, &zone, tap.addr, key, port, notify)?;
-        let mut daemon = Daemon::spawn(format!("lode@{port}"), port, cmd, log, dir)?;
-        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        let daemon = Daemon::launch(format!("lode@{port}"), port, cmd, log, dir, &zone)?;
         Ok(Peer {
             kind: SecondaryKind::Lode,
             addr: daemon.addr,
@@ -375,14 +394,14 @@ impl Peer {
         let path = dir.0.join("knot.conf");
         write(&path, &conf)?;
         let log = dir.0.join("knot.log");
-        let mut daemon = Daemon::spawn(
+        let daemon = Daemon::launch(
             format!("knot-catalog@{port}"),
             port,
             knot_command(&path),
             log,
             dir,
+            &zone,
         )?;
-        daemon.wait_listening(&zone, Duration::from_secs(20))?;
         Ok(Peer {
             kind: SecondaryKind::Knot,
             addr: daemon.addr,
@@ -425,14 +444,14 @@ impl Peer {
         let path = dir.0.join("lode.toml");
         write(&path, &conf)?;
         let cmd = lode_command(&path, port);
-        let mut daemon = Daemon::spawn(
+        let daemon = Daemon::launch(
             format!("lode-catalog@{port}"),
             port,
             cmd,
             dir.0.join("stdio.log"),
             dir,
+            &zone,
         )?;
-        daemon.wait_listening(&zone, Duration::from_secs(20))?;
         Ok(Peer {
             kind: SecondaryKind::Lode,
             addr: daemon.addr,
@@ -452,8 +471,7 @@ impl Peer {
         let cmd = lode_command(&conf, self.addr.port());
         let label = self.daemon.label.clone();
         let log = self.daemon.log.clone();
-        let mut daemon = Daemon::spawn(label, self.addr.port(), cmd, log, dir)?;
-        daemon.wait_listening(&self.zone, Duration::from_secs(20))?;
+        let daemon = Daemon::launch(label, self.addr.port(), cmd, log, dir, &self.zone)?;
         self.daemon = daemon;
         Ok(())
     }
@@ -820,14 +838,14 @@ impl Primary {
         let path = dir.0.join("knot.conf");
         write(&path, &conf)?;
         let log = dir.0.join("knot.log");
-        let mut daemon = Daemon::spawn(
+        let daemon = Daemon::launch(
             format!("knot-primary@{port}"),
             port,
             knot_command(&path),
             log,
             dir,
+            &zone,
         )?;
-        daemon.wait_listening(&zone, Duration::from_secs(20))?;
         let primary = Primary {
             kind: PrimaryKind::Knot,
             addr: daemon.addr,
@@ -880,14 +898,14 @@ impl Primary {
         let path = dir.0.join("knot.conf");
         write(&path, &conf)?;
         let log = dir.0.join("knot.log");
-        let mut daemon = Daemon::spawn(
+        let daemon = Daemon::launch(
             format!("knot-producer@{port}"),
             port,
             knot_command(&path),
             log,
             dir,
+            &zone,
         )?;
-        daemon.wait_listening(&zone, Duration::from_secs(20))?;
         let primary = Primary {
             kind: PrimaryKind::Knot,
             addr: daemon.addr,
@@ -947,8 +965,7 @@ impl Primary {
             .arg(format!("127.0.0.1:{port}"))
             .arg("--workers")
             .arg("1");
-        let mut daemon = Daemon::spawn(format!("lode-primary@{port}"), port, cmd, log, dir)?;
-        daemon.wait_listening(&zone, Duration::from_secs(20))?;
+        let daemon = Daemon::launch(format!("lode-primary@{port}"), port, cmd, log, dir, &zone)?;
         let primary = Primary {
             kind: PrimaryKind::Lode,
             addr: daemon.addr,
