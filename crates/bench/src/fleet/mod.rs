@@ -670,7 +670,9 @@ fn axfr_exp(
     let (primary, serial) = start_primary(cfg, &primary_role(cfg, net, apex, file, 0))?;
     let mut md = format!(
         "## AXFR of {} records from {}\n\nPrimary on CPU 0, the secondary on CPU 1, one at a time, \
-         started empty; time = from its start to serving the primary's serial. Memory: the \
+         started empty; time = from its start to serving the primary's serial. First row: \
+         `lode bench`'s own TCP client on CPU 1 that only counts the records (the primary's \
+         send rate without a secondary's work). Memory: the \
          primary's RSS before and its peak during the transfer (sampled every 20 ms), the \
          secondary's VmHWM.\n\n\
          | secondary | seconds | records/s | primary RSS before MiB | primary peak MiB | secondary peak MiB |\n\
@@ -679,6 +681,43 @@ fn axfr_exp(
     );
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     let mut rows = Vec::new();
+    // The primary's send rate alone: a client that only counts the records, on CPU 1.
+    {
+        check_stop()?;
+        crate::compare::pin_self(1).map_err(|e| FleetError::Config(e.to_string()))?;
+        let before = primary.rss();
+        let done = AtomicBool::new(false);
+        let (peak_p, drained) = std::thread::scope(|s| {
+            let sampler = s.spawn(|| {
+                let mut peak = before;
+                while !done.load(Ordering::Relaxed) {
+                    peak = peak.max(primary.rss());
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                peak
+            });
+            let r = probe::axfr_drain(primary.addr, apex, &cfg.key, cfg.load_limit);
+            done.store(true, Ordering::Relaxed);
+            (sampler.join().unwrap_or(0), r)
+        });
+        let d = drained?;
+        let rps = d.records as f64 / d.secs;
+        say(&format!(
+            "axfr: drain client: {} records, {} messages, {:.2} s, {rps:.0} records/s",
+            d.records, d.messages, d.secs
+        ));
+        md.push_str(&format!(
+            "| (client that drains) | {:.2} | {rps:.0} | {:.0} | {:.0} | - |\n",
+            d.secs,
+            mib(before),
+            mib(peak_p)
+        ));
+        rows.push(
+            json!({"secondary": "drain", "secs": d.secs, "records": d.records,
+            "messages": d.messages, "bytes": d.bytes, "records_per_sec": rps,
+            "primary_rss_before": before, "primary_peak_rss": peak_p}),
+        );
+    }
     for i in 0..cfg.secondaries.len() {
         check_stop()?;
         let before = primary.rss();

@@ -103,6 +103,114 @@ pub fn soa_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
     None
 }
 
+/// What a drained AXFR measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drained {
+    /// Records received (both SOAs included).
+    pub records: u64,
+    /// Messages received.
+    pub messages: u64,
+    /// Bytes received (without the 2-octet length prefixes).
+    pub bytes: u64,
+    /// Seconds from sending the request to the closing SOA.
+    pub secs: f64,
+}
+
+/// The type of the last answer record of a message and the answer count.
+pub fn last_answer_type(msg: &[u8]) -> Option<(u16, u16)> {
+    let (_, _, _, ancount) = reply_header(msg)?;
+    let qd = u16::from_be_bytes([msg[4], msg[5]]);
+    let mut pos = 12;
+    for _ in 0..qd {
+        pos = skip_name(msg, pos)? + 4;
+    }
+    let mut last = 0;
+    for _ in 0..ancount {
+        pos = skip_name(msg, pos)?;
+        last = u16::from_be_bytes([*msg.get(pos)?, *msg.get(pos + 1)?]);
+        let rdlen = usize::from(u16::from_be_bytes([*msg.get(pos + 8)?, *msg.get(pos + 9)?]));
+        pos += 10 + rdlen;
+        if pos > msg.len() {
+            return None;
+        }
+    }
+    Some((last, ancount))
+}
+
+/// AXFRs `zone` from `addr` over TCP (request TSIG-signed with `key`, replies not
+/// checked) and throws the records away: the primary's send rate without a
+/// secondary's work. Fails on an error RCODE, a cut stream or after `limit`.
+pub fn axfr_drain(
+    addr: SocketAddr,
+    zone: &str,
+    key: &lode_tsig::Key,
+    limit: Duration,
+) -> Result<Drained, FleetError> {
+    use std::io::{Read, Write};
+    let mut q = query(zone, Rtype::AXFR, 0x5a5a)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    lode_tsig::sign_request_vec(&mut q, key, now)
+        .map_err(|e| FleetError::Config(format!("TSIG: {e:?}")))?;
+    let start = Instant::now();
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(FleetError::socket)?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(FleetError::socket)?;
+    let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&q);
+    s.write_all(&framed).map_err(FleetError::socket)?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, s);
+    let mut d = Drained {
+        records: 0,
+        messages: 0,
+        bytes: 0,
+        secs: 0.0,
+    };
+    let mut buf = vec![0u8; 65535];
+    loop {
+        if start.elapsed() > limit {
+            return Err(FleetError::Server(format!(
+                "AXFR from {addr}: not done within {limit:?}"
+            )));
+        }
+        let mut len = [0u8; 2];
+        r.read_exact(&mut len).map_err(|e| {
+            FleetError::Server(format!(
+                "AXFR from {addr} cut after {} records: {e}",
+                d.records
+            ))
+        })?;
+        let n = usize::from(u16::from_be_bytes(len));
+        r.read_exact(&mut buf[..n]).map_err(|e| {
+            FleetError::Server(format!(
+                "AXFR from {addr} cut after {} records: {e}",
+                d.records
+            ))
+        })?;
+        let msg = &buf[..n];
+        match reply_header(msg) {
+            Some((_, 0, _, _)) => {}
+            Some((_, rc, _, _)) => {
+                return Err(FleetError::Server(format!("AXFR from {addr}: RCODE {rc}")))
+            }
+            None => return Err(FleetError::Server(format!("AXFR from {addr}: not a reply"))),
+        }
+        let (last, an) = last_answer_type(msg)
+            .ok_or_else(|| FleetError::Server(format!("AXFR from {addr}: malformed message")))?;
+        d.messages += 1;
+        d.bytes += n as u64;
+        d.records += u64::from(an);
+        // The closing SOA: the last record of a message, not the very first record.
+        if last == Rtype::SOA.0 && d.records > 1 {
+            break;
+        }
+    }
+    d.secs = start.elapsed().as_secs_f64();
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +242,7 @@ mod tests {
             let _ = soa_serial_of(&r[..n]);
         }
         assert_eq!(soa_serial_of(&r[..r.len() - 17]), None);
+        assert_eq!(last_answer_type(&r), Some((6, 1)));
+        assert_eq!(last_answer_type(&r[..r.len() - 1]), None);
     }
 }
