@@ -29,6 +29,8 @@ pub const PROBER: Ipv4Addr = Ipv4Addr::new(10, 53, 0, 200);
 pub const PRIMARY: Ipv4Addr = Ipv4Addr::new(10, 53, 0, 1);
 /// Host part of the first secondary's address (10.53.0.11, .12, …).
 pub const FIRST_SECONDARY: u8 = 11;
+/// The PID of the fleet that owns the namespaces (a second run refuses to start).
+pub const LOCK: &str = "/run/lode-bench-fleet.pid";
 /// Most secondaries: addresses 11..=199 (200 is the prober's).
 pub const MAX_SECONDARIES: usize = 189;
 
@@ -180,6 +182,20 @@ impl Net {
     /// Makes `plan` (after removing leftovers of an earlier run that were not
     /// cleaned up, which only a SIGKILL leaves).
     pub fn create(plan: Plan) -> Result<Net, FleetError> {
+        // One fleet at a time: another live run's namespaces are not leftovers.
+        let me = std::process::id();
+        if let Some(pid) = std::fs::read_to_string(LOCK)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+        {
+            if pid != me && std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                return Err(FleetError::Net(format!(
+                    "another fleet (PID {pid}, {LOCK}) is running: one at a time"
+                )));
+            }
+        }
+        std::fs::write(LOCK, me.to_string())
+            .map_err(|e| FleetError::io(std::path::Path::new(LOCK), e))?;
         if !our_namespaces().is_empty() || link_exists(BRIDGE) {
             super::say("removing a previous fleet's namespaces and bridge");
             remove_all();
@@ -208,6 +224,7 @@ impl Net {
 impl Drop for Net {
     fn drop(&mut self) {
         remove_all();
+        let _ = std::fs::remove_file(LOCK);
     }
 }
 

@@ -267,7 +267,7 @@ impl Role {
         let log = self.dir.join("stdio.log");
         let f = fs::File::create(&log).map_err(|e| FleetError::io(&log, e))?;
         let f2 = f.try_clone().map_err(|e| FleetError::io(&log, e))?;
-        // ip netns exec, taskset and setpriv all exec: the child's PID is the
+        // ip netns exec, taskset, setpriv and env all exec: the child's PID is the
         // server's. setpriv makes the kernel stop the server if we die unannounced.
         let mut inner = vec![
             "taskset".to_string(),
@@ -277,6 +277,10 @@ impl Role {
             "--pdeathsig".into(),
             "TERM".into(),
             "--".into(),
+            // Our threads block SIGINT, SIGTERM and SIGHUP (a thread waits for them)
+            // and a child inherits that mask: coreutils env unblocks them again.
+            "env".into(),
+            "--default-signal=INT,TERM,HUP".into(),
         ];
         inner.extend(cmd);
         let full = Net::exec_in(&self.host, &inner);
