@@ -548,12 +548,12 @@ fn ixfr_load_exp(
     crate::compare::pin_self(0).map_err(|e| FleetError::Config(e.to_string()))?;
     let zone = Name::parse(apex, Some(&Name::root()))
         .map_err(|e| FleetError::Config(format!("{apex}: {e}")))?;
-    // Updates per search at the highest rate, with room: one plan for the whole run.
+    // Updates of every search, twice the estimate: one plan for the whole run.
     let search_secs = search_steps(cfg) as f64 * (cfg.step.as_secs_f64() + 1.5) + 5.0;
     let total: f64 = cfg
         .rates
         .iter()
-        .map(|r| r * search_secs * secs.len() as f64)
+        .map(|r| r * 2.0 * search_secs * secs.len() as f64)
         .sum();
     let mut plan = UpdatePlan::from_files(&[(zone, file)], total.ceil() as u64 + 10)
         .map_err(|e| FleetError::Config(format!("update plan ({total:.0} updates): {e}")))?;
@@ -603,7 +603,9 @@ fn ixfr_load_exp(
                 let ucfg = UpdateConfig {
                     server: primary.addr,
                     rate,
-                    count: (rate * search_secs).ceil() as u64 + 1,
+                    // Twice the estimate: the stream must outlast the search (it is
+                    // stopped when the search returns).
+                    count: (rate * 2.0 * search_secs).ceil() as u64 + 1,
                     first,
                     timeout: Duration::from_secs(2),
                     key: Some(cfg.key.clone()),
@@ -611,7 +613,7 @@ fn ixfr_load_exp(
                 let (found, upd) = during_updates(
                     &ucfg,
                     &mut plan,
-                    Duration::from_secs_f64(search_secs * 2.0),
+                    Duration::from_secs_f64(search_secs * 4.0),
                     || search(&mut tester),
                 );
                 let upd = upd.map_err(|e| FleetError::Tester(format!("update stream: {e}")))?;
