@@ -19,6 +19,7 @@ pub mod compare;
 pub mod durable;
 pub mod e164;
 pub mod echo;
+pub mod fleet;
 pub mod gen;
 pub mod pacing;
 pub mod query;

@@ -1,0 +1,248 @@
+//! Small DNS probes of the fleet: one query in wire form, the RCODE and answer
+//! count of a reply, a server's SOA serial. Pure functions but [`soa_serial`].
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use lode_wire::{Name, Rtype};
+
+use super::FleetError;
+
+/// A query for `name`/`rtype` (class IN, RD clear, no EDNS) with `id`.
+pub fn query(name: &str, rtype: Rtype, id: u16) -> Result<Vec<u8>, FleetError> {
+    let n = Name::parse(name, Some(&Name::root()))
+        .map_err(|e| FleetError::Config(format!("name {name}: {e}")))?;
+    Ok(query_name(&n, rtype, id))
+}
+
+/// A query for a parsed name.
+pub fn query_name(name: &Name, rtype: Rtype, id: u16) -> Vec<u8> {
+    let mut m = Vec::with_capacity(12 + name.as_wire().len() + 4);
+    m.extend_from_slice(&id.to_be_bytes());
+    m.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+    m.extend_from_slice(name.as_wire());
+    m.extend_from_slice(&rtype.0.to_be_bytes());
+    m.extend_from_slice(&1u16.to_be_bytes());
+    m
+}
+
+/// A reply's ID, RCODE, AA flag and answer count, if it is a reply at all.
+pub fn reply_header(msg: &[u8]) -> Option<(u16, u8, bool, u16)> {
+    if msg.len() < 12 || msg[2] & 0x80 == 0 {
+        return None;
+    }
+    Some((
+        u16::from_be_bytes([msg[0], msg[1]]),
+        msg[3] & 0x0F,
+        msg[2] & 0x04 != 0,
+        u16::from_be_bytes([msg[6], msg[7]]),
+    ))
+}
+
+/// Skips a (possibly compressed) name at `pos`; the position after it.
+fn skip_name(msg: &[u8], mut pos: usize) -> Option<usize> {
+    loop {
+        let len = *msg.get(pos)?;
+        match len {
+            0 => return Some(pos + 1),
+            l if l & 0xC0 == 0xC0 => return Some(pos + 2),
+            l if l & 0xC0 == 0 => pos += 1 + l as usize,
+            _ => return None,
+        }
+    }
+}
+
+/// The serial of the first SOA record in a reply's answer section.
+pub fn soa_serial_of(msg: &[u8]) -> Option<u32> {
+    let (_, rcode, _, ancount) = reply_header(msg)?;
+    if rcode != 0 || ancount == 0 {
+        return None;
+    }
+    let qd = u16::from_be_bytes([msg[4], msg[5]]);
+    let mut pos = 12;
+    for _ in 0..qd {
+        pos = skip_name(msg, pos)? + 4;
+    }
+    for _ in 0..ancount {
+        pos = skip_name(msg, pos)?;
+        let t = u16::from_be_bytes([*msg.get(pos)?, *msg.get(pos + 1)?]);
+        let rdlen = usize::from(u16::from_be_bytes([*msg.get(pos + 8)?, *msg.get(pos + 9)?]));
+        let rd = pos + 10;
+        if t == Rtype::SOA.0 {
+            let p = skip_name(msg, skip_name(msg, rd)?)?;
+            let s = msg.get(p..p + 4)?;
+            return Some(u32::from_be_bytes([s[0], s[1], s[2], s[3]]));
+        }
+        pos = rd + rdlen;
+    }
+    None
+}
+
+/// The SOA serial `addr` serves for `zone` (authoritative NOERROR), three tries
+/// of 200 ms, from the prober's address.
+pub fn soa_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
+    let sock = UdpSocket::bind((super::net::PROBER, 0)).ok()?;
+    sock.set_read_timeout(Some(Duration::from_millis(50)))
+        .ok()?;
+    let mut buf = [0u8; 4096];
+    for id in [0x5301u16, 0x5302, 0x5303] {
+        let q = query(zone, Rtype::SOA, id).ok()?;
+        sock.send_to(&q, addr).ok()?;
+        let until = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < until {
+            let Ok((n, _)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
+            if let Some((rid, _, aa, _)) = reply_header(&buf[..n]) {
+                if rid == id {
+                    return if aa { soa_serial_of(&buf[..n]) } else { None };
+                }
+            }
+        }
+    }
+    None
+}
+
+/// What a drained AXFR measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drained {
+    /// Records received (both SOAs included).
+    pub records: u64,
+    /// Messages received.
+    pub messages: u64,
+    /// Bytes received (without the 2-octet length prefixes).
+    pub bytes: u64,
+    /// Seconds from sending the request to the closing SOA.
+    pub secs: f64,
+}
+
+/// The type of the last answer record of a message and the answer count.
+pub fn last_answer_type(msg: &[u8]) -> Option<(u16, u16)> {
+    let (_, _, _, ancount) = reply_header(msg)?;
+    let qd = u16::from_be_bytes([msg[4], msg[5]]);
+    let mut pos = 12;
+    for _ in 0..qd {
+        pos = skip_name(msg, pos)? + 4;
+    }
+    let mut last = 0;
+    for _ in 0..ancount {
+        pos = skip_name(msg, pos)?;
+        last = u16::from_be_bytes([*msg.get(pos)?, *msg.get(pos + 1)?]);
+        let rdlen = usize::from(u16::from_be_bytes([*msg.get(pos + 8)?, *msg.get(pos + 9)?]));
+        pos += 10 + rdlen;
+        if pos > msg.len() {
+            return None;
+        }
+    }
+    Some((last, ancount))
+}
+
+/// AXFRs `zone` from `addr` over TCP (request TSIG-signed with `key`, replies not
+/// checked) and throws the records away: the primary's send rate without a
+/// secondary's work. Fails on an error RCODE, a cut stream or after `limit`.
+pub fn axfr_drain(
+    addr: SocketAddr,
+    zone: &str,
+    key: &lode_tsig::Key,
+    limit: Duration,
+) -> Result<Drained, FleetError> {
+    use std::io::{Read, Write};
+    let mut q = query(zone, Rtype::AXFR, 0x5a5a)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    lode_tsig::sign_request_vec(&mut q, key, now)
+        .map_err(|e| FleetError::Config(format!("TSIG: {e:?}")))?;
+    let start = Instant::now();
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(FleetError::socket)?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(FleetError::socket)?;
+    let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&q);
+    s.write_all(&framed).map_err(FleetError::socket)?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, s);
+    let mut d = Drained {
+        records: 0,
+        messages: 0,
+        bytes: 0,
+        secs: 0.0,
+    };
+    let mut buf = vec![0u8; 65535];
+    loop {
+        if start.elapsed() > limit {
+            return Err(FleetError::Server(format!(
+                "AXFR from {addr}: not done within {limit:?}"
+            )));
+        }
+        let mut len = [0u8; 2];
+        r.read_exact(&mut len).map_err(|e| {
+            FleetError::Server(format!(
+                "AXFR from {addr} cut after {} records: {e}",
+                d.records
+            ))
+        })?;
+        let n = usize::from(u16::from_be_bytes(len));
+        r.read_exact(&mut buf[..n]).map_err(|e| {
+            FleetError::Server(format!(
+                "AXFR from {addr} cut after {} records: {e}",
+                d.records
+            ))
+        })?;
+        let msg = &buf[..n];
+        match reply_header(msg) {
+            Some((_, 0, _, _)) => {}
+            Some((_, rc, _, _)) => {
+                return Err(FleetError::Server(format!("AXFR from {addr}: RCODE {rc}")))
+            }
+            None => return Err(FleetError::Server(format!("AXFR from {addr}: not a reply"))),
+        }
+        let (last, an) = last_answer_type(msg)
+            .ok_or_else(|| FleetError::Server(format!("AXFR from {addr}: malformed message")))?;
+        d.messages += 1;
+        d.bytes += n as u64;
+        d.records += u64::from(an);
+        // The closing SOA: the last record of a message, not the very first record.
+        if last == Rtype::SOA.0 && d.records > 1 {
+            break;
+        }
+    }
+    d.secs = start.elapsed().as_secs_f64();
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_and_reply_parsing() {
+        let q = query("p1.example.", Rtype::TXT, 0x1234).expect("query");
+        assert_eq!(&q[..2], &[0x12, 0x34]);
+        assert_eq!(q.len(), 12 + 12 + 4);
+        assert_eq!(reply_header(&q), None, "a query is not a reply");
+        // A reply: QR AA, NOERROR, one SOA answer (owner compressed to the question).
+        let mut r = q.clone();
+        r[2] = 0x84;
+        r[7] = 1;
+        r.extend_from_slice(&[0xC0, 12, 0, 6, 0, 1, 0, 0, 0, 60]);
+        let rdata: Vec<u8> = [
+            &[0u8][..],
+            &[0u8][..],
+            &7u32.to_be_bytes()[..],
+            &[0u8; 16][..],
+        ]
+        .concat();
+        r.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        r.extend_from_slice(&rdata);
+        assert_eq!(reply_header(&r), Some((0x1234, 0, true, 1)));
+        assert_eq!(soa_serial_of(&r), Some(7));
+        // Cut short: no serial, no panic.
+        for n in 0..r.len() {
+            let _ = soa_serial_of(&r[..n]);
+        }
+        assert_eq!(soa_serial_of(&r[..r.len() - 17]), None);
+        assert_eq!(last_answer_type(&r), Some((6, 1)));
+        assert_eq!(last_answer_type(&r[..r.len() - 1]), None);
+    }
+}
