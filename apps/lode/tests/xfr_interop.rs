@@ -678,3 +678,57 @@ fn knot_catalog_producer_to_lode_consumer() {
         );
     }
 }
+
+/// Expiry (issue 9 §2): a Lode secondary whose primary goes away answers
+/// SERVFAIL once the SOA expire time (4 s here) has passed without a
+/// successful refresh, as Knot does, says so in `lode zone-status`, and
+/// serves again as soon as the primary is back.
+#[test]
+fn lode_secondary_expires_and_recovers() {
+    if !programs_present() {
+        return;
+    }
+    let key = TsigKey::test_key();
+    let dir = TempDir::new("xfr-expire");
+    let zone_file = dir.0.join("example.com.zone");
+    std::fs::write(
+        &zone_file,
+        "$ORIGIN example.com.\n$TTL 60\n@ SOA ns1 hostmaster 1 2 2 4 60\n@ NS ns1\nns1 A 192.0.2.53\nwww A 192.0.2.1\n",
+    )
+    .unwrap();
+    let ports = distinct_ports(3, &[]);
+    let a_addr = SocketAddr::from(([127, 0, 0, 1], ports[1]));
+    let mut primary = Primary::start_knot(ZONE, &zone_file, &key, &[a_addr], ports[0])
+        .unwrap_or_else(|e| panic!("primary: {e}"));
+    let a = Peer::start_lode(ZONE, primary.addr, &key, ports[1], ports[2], &[])
+        .unwrap_or_else(|e| panic!("lode secondary: {e}"));
+    wait_serial(a.addr, ZONE, 1, Duration::from_secs(15))
+        .unwrap_or_else(|e| panic!("initial transfer: {e}\n{}", a.log_tail(20)));
+    let rcode = || {
+        common::udp_exchange(
+            a.addr,
+            &common::Query::new(ZONE, 6, 1).to_wire(),
+            Duration::from_millis(500),
+        )
+        .map(|r| common::Message::parse(&r).rcode())
+    };
+    primary.stop();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while rcode() != Some(2) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        rcode(),
+        Some(2),
+        "SERVFAIL after expiry:\n{}",
+        a.log_tail(20)
+    );
+    let status = a
+        .lode_control(&["zone-status", ZONE])
+        .unwrap_or_else(|e| panic!("zone-status: {e}"));
+    assert!(status.contains("EXPIRED"), "zone-status: {status}");
+    let _primary = Primary::start_knot(ZONE, &zone_file, &key, &[a_addr], ports[0])
+        .unwrap_or_else(|e| panic!("primary again: {e}"));
+    wait_serial(a.addr, ZONE, 1, Duration::from_secs(15))
+        .unwrap_or_else(|e| panic!("served again: {e}\n{}", a.log_tail(20)));
+}
