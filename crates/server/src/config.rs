@@ -124,7 +124,7 @@ pub struct ConfigFile {
 /// One `[[template]]` table: what the members of a consumed catalog get
 /// (Knot's `catalog-template`); a member's group names its template.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct TemplateEntry {
     /// The template's name (the catalog group it serves).
     pub id: String,
@@ -137,6 +137,19 @@ pub struct TemplateEntry {
     /// Remotes the members NOTIFY.
     #[serde(default)]
     pub notify: Vec<String>,
+    /// Bounds on a secondary's SOA refresh, retry and expire (seconds;
+    /// Knot's names and defaults).
+    pub refresh_min_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub refresh_max_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub retry_min_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub retry_max_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub expire_min_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub expire_max_interval: Option<u32>,
 }
 
 /// One `[[remote]]` table: another server, as Knot's `remote`.
@@ -205,6 +218,19 @@ pub struct ZoneEntry {
     /// interpret): a member's group picks the template of that id, else the first.
     #[serde(default)]
     pub catalog_template: Vec<String>,
+    /// Bounds on a secondary's SOA refresh, retry and expire (seconds;
+    /// Knot's names and defaults).
+    pub refresh_min_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub refresh_max_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub retry_min_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub retry_max_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub expire_min_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub expire_max_interval: Option<u32>,
     /// ACL rules by id, in order.
     #[serde(default)]
     pub acl: Vec<String>,
@@ -395,6 +421,63 @@ pub struct ZoneOptions {
     /// A catalog zone read for its members (catalog-role = interpret): the
     /// templates (id, options) its members are made with, the first the default.
     pub interpret: Vec<(String, ZoneOptions)>,
+    /// Bounds on a secondary's SOA timers.
+    pub timers: TimerBounds,
+}
+
+/// Bounds on the SOA refresh, retry and expire a secondary follows, in
+/// seconds (Knot's `refresh-min-interval` … `expire-max-interval`): a
+/// primary's SOA can neither make its secondaries poll every second nor
+/// never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerBounds {
+    /// Least and most refresh.
+    pub refresh: (u32, u32),
+    /// Least and most retry.
+    pub retry: (u32, u32),
+    /// Least and most expire.
+    pub expire: (u32, u32),
+}
+
+impl Default for TimerBounds {
+    fn default() -> Self {
+        TimerBounds {
+            refresh: (2, 7 * 86400),
+            retry: (2, 7 * 86400),
+            expire: (3, 28 * 86400),
+        }
+    }
+}
+
+impl TimerBounds {
+    /// The bounds from the six optional settings (defaults where absent).
+    fn from_settings(owner: &str, v: [Option<u32>; 6]) -> Result<TimerBounds, ConfigError> {
+        let d = TimerBounds::default();
+        let pair = |lo: Option<u32>, hi: Option<u32>, def: (u32, u32), what: &str| {
+            let p = (lo.unwrap_or(def.0), hi.unwrap_or(def.1));
+            if p.0 == 0 || p.0 > p.1 {
+                return Err(ConfigError::Value(format!(
+                    "{owner}: {what}-min-interval = {} and {what}-max-interval = {}: need 1 ≤ min ≤ max",
+                    p.0, p.1
+                )));
+            }
+            Ok(p)
+        };
+        Ok(TimerBounds {
+            refresh: pair(v[0], v[1], d.refresh, "refresh")?,
+            retry: pair(v[2], v[3], d.retry, "retry")?,
+            expire: pair(v[4], v[5], d.expire, "expire")?,
+        })
+    }
+
+    /// A SOA's (refresh, retry, expire) within the bounds.
+    pub fn apply(&self, refresh: u32, retry: u32, expire: u32) -> (u32, u32, u32) {
+        (
+            refresh.clamp(self.refresh.0, self.refresh.1),
+            retry.clamp(self.retry.0, self.retry.1),
+            expire.clamp(self.expire.0, self.expire.1),
+        )
+    }
 }
 
 impl ZoneOptions {
@@ -493,6 +576,7 @@ impl Config {
                 masters: Vec::new(),
                 catalog: false,
                 interpret: Vec::new(),
+                timers: TimerBounds::default(),
             })
     }
 }
@@ -757,6 +841,17 @@ impl Config {
                     masters,
                     catalog: generates,
                     interpret,
+                    timers: TimerBounds::from_settings(
+                        &format!("zone {}", z.name),
+                        [
+                            z.refresh_min_interval,
+                            z.refresh_max_interval,
+                            z.retry_min_interval,
+                            z.retry_max_interval,
+                            z.expire_min_interval,
+                            z.expire_max_interval,
+                        ],
+                    )?,
                 },
             ));
         }
@@ -961,6 +1056,17 @@ fn resolve_templates(
                 masters,
                 catalog: false,
                 interpret: Vec::new(),
+                timers: TimerBounds::from_settings(
+                    &owner,
+                    [
+                        t.refresh_min_interval,
+                        t.refresh_max_interval,
+                        t.retry_min_interval,
+                        t.retry_max_interval,
+                        t.expire_min_interval,
+                        t.expire_max_interval,
+                    ],
+                )?,
             },
         ));
     }
@@ -1069,6 +1175,46 @@ mod tests {
 
     fn opts() -> Options {
         Options::default()
+    }
+
+    #[test]
+    fn secondaries_take_their_primaries_and_timer_bounds() {
+        let text = r#"
+            journal-dir = "j"
+            [[remote]]
+            id = "p"
+            address = ["192.0.2.1@5353", "2001:db8::1"]
+            [[zone]]
+            name = "s.example."
+            master = ["p"]
+            refresh-min-interval = 10
+            expire-max-interval = 100
+        "#;
+        let c = Config::merge(&ConfigFile::parse(text).unwrap(), Path::new("/x"), &opts()).unwrap();
+        let o = c.zone_options(&"s.example.".parse().unwrap());
+        assert_eq!(o.masters[0].addresses[0], "192.0.2.1:5353".parse().unwrap());
+        assert_eq!(
+            o.masters[0].addresses[1],
+            "[2001:db8::1]:53".parse().unwrap()
+        );
+        assert_eq!(o.timers.apply(1, 1, 1_000_000), (10, 2, 100));
+        assert_eq!(c.zones[0].source, ZoneSource::Transfer);
+        // Bounds that contradict each other, a file on a secondary, no journal.
+        for bad in [
+            text.replace(
+                "refresh-min-interval = 10",
+                "refresh-min-interval = 10\nrefresh-max-interval = 5",
+            ),
+            text.replace("master = [\"p\"]", "master = [\"p\"]\nfile = \"z\""),
+            text.replace("journal-dir = \"j\"", ""),
+            text.replace("master = [\"p\"]", "master = [\"q\"]"),
+        ] {
+            let f = ConfigFile::parse(&bad).unwrap();
+            assert!(
+                Config::merge(&f, Path::new("/x"), &opts()).is_err(),
+                "accepted: {bad}"
+            );
+        }
     }
 
     #[test]

@@ -34,19 +34,12 @@ use lode_zones::update::{self as ddns};
 
 use crate::access::{self, Access};
 use crate::acl::{Action, Rule};
-use crate::config::Config;
+use crate::config::{Config, TimerBounds};
 use crate::fetch::{self, Source};
 use crate::update::{unix_now, Admission, Publisher, Work};
 
-/// Bounds on the SOA timers (Knot's defaults for refresh-min-interval and
-/// friends: a zone's SOA cannot make its secondaries poll every second, or
-/// never).
-const REFRESH_MIN: u32 = 2;
-const REFRESH_MAX: u32 = 7 * 86400;
+/// The first retry after a failure, before the SOA's retry is known.
 const RETRY_MIN: u32 = 2;
-const RETRY_MAX: u32 = 7 * 86400;
-const EXPIRE_MIN: u32 = 3;
-const EXPIRE_MAX: u32 = 28 * 86400;
 /// How long a SOA query waits for its answer.
 const SOA_TIMEOUT: Duration = Duration::from_secs(3);
 /// The most a transfer may take before it is abandoned.
@@ -105,19 +98,15 @@ pub(crate) fn soa_record(zone: &Zone) -> Record {
     }
 }
 
-/// Refresh, retry and expire of an SOA record, bounded.
-fn soa_timers(soa: &Record) -> (u32, u32, u32) {
+/// Refresh, retry and expire of an SOA record, within `bounds`.
+fn soa_timers(soa: &Record, bounds: &TimerBounds) -> (u32, u32, u32) {
     let r = &soa.rdata;
     if r.len() < 20 {
-        return (REFRESH_MIN, RETRY_MIN, EXPIRE_MAX);
+        return bounds.apply(0, 0, u32::MAX);
     }
     let f = &r[r.len() - 16..];
     let at = |i: usize| u32::from_be_bytes([f[i], f[i + 1], f[i + 2], f[i + 3]]);
-    (
-        at(0).clamp(REFRESH_MIN, REFRESH_MAX),
-        at(4).clamp(RETRY_MIN, RETRY_MAX),
-        at(8).clamp(EXPIRE_MIN, EXPIRE_MAX),
-    )
+    bounds.apply(at(0), at(4), at(8))
 }
 
 /// What a zone's transfer state is, for `lode zone-status`.
@@ -321,6 +310,8 @@ struct ZoneState {
     again: Option<bool>,
     axfr_next: bool,
     retry: u32,
+    /// Bounds on its SOA timers.
+    bounds: TimerBounds,
 }
 
 /// One secondary zone made ready for the scheduler.
@@ -404,7 +395,8 @@ fn prepare(
             running: false,
             again: None,
             axfr_next: !has_data,
-            retry: RETRY_MIN,
+            retry: options.timers.retry.0,
+            bounds: options.timers,
         },
         rules,
         sources,
@@ -626,7 +618,7 @@ impl Scheduler {
         let st = status.entry(zone.clone()).or_default();
         match outcome {
             Outcome::Current { soa, transfer } => {
-                let (refresh, retry, expire) = soa_timers(&soa);
+                let (refresh, retry, expire) = soa_timers(&soa, &z.bounds);
                 z.retry = retry;
                 z.next = Instant::now() + Duration::from_secs(u64::from(refresh));
                 z.expire_at = Some(now + u64::from(expire));

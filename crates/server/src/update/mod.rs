@@ -21,6 +21,8 @@
 
 mod admit;
 mod forward;
+#[cfg(test)]
+mod transfer_tests;
 mod writer;
 mod xfrout;
 
