@@ -724,8 +724,70 @@ pub fn key_label_count(key: &[u8]) -> usize {
     key.iter().filter(|&&b| b == 0).count()
 }
 
+/// True when the (possibly compressed) name at `pos` in `msg` is, byte for
+/// byte, `name` — without decoding it into a buffer. Pointers follow the
+/// rules of [`NameBuf::read_compressed`]; anything malformed is "not equal".
+pub fn equals_at(msg: &[u8], pos: usize, name: NameRef<'_>) -> bool {
+    let want = name.as_wire();
+    let (mut cur, mut at, mut floor) = (pos, 0usize, pos);
+    loop {
+        let Some(&b) = msg.get(cur) else {
+            return false;
+        };
+        match b & 0xC0 {
+            0x00 => {
+                let n = usize::from(b) + 1;
+                match (msg.get(cur..cur + n), want.get(at..at + n)) {
+                    (Some(have), Some(w)) if have == w => {}
+                    _ => return false,
+                }
+                if b == 0 {
+                    return at + 1 == want.len();
+                }
+                at += n;
+                cur += n;
+            }
+            0xC0 => {
+                let Some(&lo) = msg.get(cur + 1) else {
+                    return false;
+                };
+                let target = (usize::from(b & 0x3F) << 8) | usize::from(lo);
+                if target < HEADER_LEN || target >= floor {
+                    return false;
+                }
+                floor = target;
+                cur = target;
+            }
+            _ => return false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn equals_at_follows_pointers_and_compares_bytes() {
+        // Header, then "www.example." at 12, then "mail" + pointer to "example." (16).
+        let mut msg = vec![0u8; 12];
+        msg.extend_from_slice(b"\x03www\x07example\x00");
+        let mail = msg.len();
+        msg.extend_from_slice(b"\x04mail\xc0\x10");
+        let n = |s: &str| s.parse::<Name>().unwrap();
+        assert!(equals_at(&msg, 12, n("www.example.").as_ref()));
+        assert!(equals_at(&msg, mail, n("mail.example.").as_ref()));
+        assert!(!equals_at(&msg, mail, n("mail.example.net.").as_ref()));
+        assert!(!equals_at(&msg, mail, n("mail.").as_ref()));
+        assert!(
+            !equals_at(&msg, 12, n("WWW.example.").as_ref()),
+            "byte for byte"
+        );
+        // A pointer forward or into the header: not a name.
+        let mut bad = msg.clone();
+        bad.extend_from_slice(b"\xc0\x05");
+        assert!(!equals_at(&bad, bad.len() - 2, n("x.").as_ref()));
+        assert!(!equals_at(&msg, msg.len(), n(".").as_ref()), "past the end");
+    }
+
     use super::*;
 
     fn n(s: &str) -> Name {

@@ -2,7 +2,7 @@
 //! question echoed from the request, and the server's OPT record.
 
 use lode_wire::message::{self, flags, Edns, MessageWriter, Query, Question};
-use lode_wire::{NameBuf, NameRef};
+use lode_wire::NameRef;
 
 /// Knot starts a new message once one exceeds the reach of a compression
 /// pointer (`KNOT_WIRE_PTR_MAX`, axfr.c `axfr_put_rrsets`, ixfr.c
@@ -73,9 +73,10 @@ pub(crate) fn owner_hint(w: &MessageWriter<'_>, owner: NameRef<'_>) -> u16 {
     let Some(at) = w.reference() else {
         return 0;
     };
-    let mut name = NameBuf::new();
-    match name.read_compressed(w.written(), at as usize) {
-        Ok(_) if name.as_ref().as_wire() == owner.as_wire() => at,
-        _ => 0,
+    // Compared where it lies in the message: no copy of the name per RRset.
+    if lode_wire::name::equals_at(w.written(), at as usize, owner) {
+        at
+    } else {
+        0
     }
 }
