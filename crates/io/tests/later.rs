@@ -162,6 +162,12 @@ fn a_stream_waits_for_a_slow_reader_and_loses_nothing() {
             "message {i} in order"
         );
     }
+    // The producer counts a push once it returns, after its message may
+    // already have been read here.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while PUSHED.load(SeqCst) < BIG_COUNT && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(PUSHED.load(SeqCst), BIG_COUNT);
     server.stop();
 }
