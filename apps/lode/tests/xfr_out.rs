@@ -13,7 +13,8 @@
 //!   receives a signed NOTIFY carrying the new serial after an update, and is
 //!   sent it again when it does not answer;
 //! - `transfers-out = 1`: a second concurrent AXFR is REFUSED while a slow
-//!   reader holds the first.
+//!   reader holds the first;
+//! - a TSIG-signed query is answered and signed (kdig verifies it).
 //!
 //! About 10 s. Needs `kdig` (knot-dnsutils), which the README's test command
 //! installs.
@@ -282,6 +283,18 @@ fn lode_as_a_primary() {
     let sent: Vec<String> = axfr[..axfr.len() - 1].iter().map(|l| identity(l)).collect();
     let want: Vec<String> = zone_records.iter().map(|l| identity(l)).collect();
     assert_eq!(multiset(&sent), multiset(&want), "AXFR contents");
+
+    // A signed query is answered signed (kdig checks the reply's MAC).
+    let (r, status) = kdig(addr, &signed_args(&good, &["SOA", ZONE]));
+    assert!(
+        r.len() == 1 && !status.contains("failed") && !status.contains("rror"),
+        "signed SOA query: {status} {r:?}"
+    );
+    let (r, status) = kdig(addr, &signed_args(&other, &["SOA", ZONE]));
+    assert!(
+        r.len() == 1 && !status.contains("failed") && !status.contains("rror"),
+        "any known key signs queries: {status} {r:?}"
+    );
 
     // Refusals: unsigned, a key the ACL does not take, AXFR over UDP.
     let (r, status) = kdig(addr, &["AXFR", ZONE]);

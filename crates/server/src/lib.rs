@@ -353,7 +353,8 @@ fn handle(
     settings: &Settings,
 ) -> usize {
     let set = zones.load();
-    let admission = match lode_engine::classify(q) {
+    let request = lode_engine::classify(q);
+    let admission = match request {
         lode_engine::Request::Update => {
             updates.admit(q, &set, out, client, settings.max_udp_payload)
         }
@@ -361,12 +362,6 @@ fn handle(
             updates.admit_transfer(q, &set, out, client, transport, settings.max_udp_payload)
         }
         lode_engine::Request::Notify => updates.admit_notify(q, out, client),
-        lode_engine::Request::Query => {
-            match signed::answer(&set, updates.keys(), q, out, transport, settings) {
-                signed::Signed::Answer(n) => update::Admission::Answer(n),
-                signed::Signed::Unsigned => update::Admission::Engine,
-            }
-        }
         _ => update::Admission::Engine,
     };
     match admission {
@@ -374,7 +369,21 @@ fn handle(
         update::Admission::Queued => return 0,
         update::Admission::Engine => {}
     }
-    lode_engine::answer(&set, q, out, transport, settings).len
+    let answered = lode_engine::answer(&set, q, out, transport, settings);
+    // A TSIG-signed query is all the engine answers NOTAUTH (it checks no
+    // keys): with keys configured it is checked and answered signed here.
+    // Unsigned queries pay one comparison.
+    if answered.rcode == rcode::NOTAUTH
+        && request == lode_engine::Request::Query
+        && !updates.keys().is_empty()
+    {
+        if let signed::Signed::Answer(n) =
+            signed::answer(&set, updates.keys(), q, out, transport, settings)
+        {
+            return n;
+        }
+    }
+    answered.len
 }
 
 /// The default control socket path (see [`config::default_control_path`]).
