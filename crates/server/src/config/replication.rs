@@ -1,0 +1,290 @@
+//! The configuration of replication: remotes (primaries and secondaries),
+//! templates of catalog members, bounds on a secondary's SOA timers, and
+//! the generated catalogs' members — resolved and checked.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use lode_wire::Name;
+use serde::Deserialize;
+
+use super::{
+    parse_listen, parse_origin, CatalogMembers, ConfigError, ConfigFile, ZoneOptions, ZonefileSync,
+};
+
+/// One `[[template]]` table: what the members of a consumed catalog get
+/// (Knot's `catalog-template`); a member's group names its template.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct TemplateEntry {
+    /// The template's name (the catalog group it serves).
+    pub id: String,
+    /// The members' primaries (remote ids).
+    #[serde(default, alias = "primary")]
+    pub master: Vec<String>,
+    /// The members' ACL rules by id.
+    #[serde(default)]
+    pub acl: Vec<String>,
+    /// Remotes the members NOTIFY.
+    #[serde(default)]
+    pub notify: Vec<String>,
+    /// Bounds on a secondary's SOA refresh, retry and expire (seconds;
+    /// Knot's names and defaults).
+    pub refresh_min_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub refresh_max_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub retry_min_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub retry_max_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub expire_min_interval: Option<u32>,
+    /// See `refresh_min_interval`.
+    pub expire_max_interval: Option<u32>,
+}
+
+/// One `[[remote]]` table: another server, as Knot's `remote`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteEntry {
+    /// The remote's name, referred to by zones.
+    pub id: String,
+    /// Its addresses: "ADDR@PORT", "ADDR:PORT", "[V6]:PORT" or "ADDR" (port 53).
+    pub address: Vec<String>,
+    /// The TSIG key for messages to it.
+    pub key: Option<String>,
+}
+
+/// Another server, as the zones that name it see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// Its id in the configuration.
+    pub id: String,
+    /// Its addresses.
+    pub addresses: Vec<SocketAddr>,
+    /// The TSIG key (its name) for messages to it.
+    pub key: Option<Name>,
+}
+
+/// Bounds on the SOA refresh, retry and expire a secondary follows, in
+/// seconds (Knot's `refresh-min-interval` … `expire-max-interval`): a
+/// primary's SOA can neither make its secondaries poll every second nor
+/// never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerBounds {
+    /// Least and most refresh.
+    pub refresh: (u32, u32),
+    /// Least and most retry.
+    pub retry: (u32, u32),
+    /// Least and most expire.
+    pub expire: (u32, u32),
+}
+
+impl Default for TimerBounds {
+    fn default() -> Self {
+        TimerBounds {
+            refresh: (2, 7 * 86400),
+            retry: (2, 7 * 86400),
+            expire: (3, 28 * 86400),
+        }
+    }
+}
+
+impl TimerBounds {
+    /// The bounds from the six optional settings (defaults where absent).
+    pub(super) fn from_settings(
+        owner: &str,
+        v: [Option<u32>; 6],
+    ) -> Result<TimerBounds, ConfigError> {
+        let d = TimerBounds::default();
+        let pair = |lo: Option<u32>, hi: Option<u32>, def: (u32, u32), what: &str| {
+            let p = (lo.unwrap_or(def.0), hi.unwrap_or(def.1));
+            if p.0 == 0 || p.0 > p.1 {
+                return Err(ConfigError::Value(format!(
+                    "{owner}: {what}-min-interval = {} and {what}-max-interval = {}: need 1 ≤ min ≤ max",
+                    p.0, p.1
+                )));
+            }
+            Ok(p)
+        };
+        Ok(TimerBounds {
+            refresh: pair(v[0], v[1], d.refresh, "refresh")?,
+            retry: pair(v[2], v[3], d.retry, "retry")?,
+            expire: pair(v[4], v[5], d.expire, "expire")?,
+        })
+    }
+
+    /// A SOA's (refresh, retry, expire) within the bounds.
+    pub fn apply(&self, refresh: u32, retry: u32, expire: u32) -> (u32, u32, u32) {
+        (
+            refresh.clamp(self.refresh.0, self.refresh.1),
+            retry.clamp(self.retry.0, self.retry.1),
+            expire.clamp(self.expire.0, self.expire.1),
+        )
+    }
+}
+
+/// The generated catalogs and their members (each member's group), checked:
+/// a member names a zone configured with `catalog-role = "generate"`.
+pub(super) fn resolve_catalogs(
+    file: &ConfigFile,
+) -> Result<Vec<(String, CatalogMembers)>, ConfigError> {
+    let mut catalogs: Vec<(String, CatalogMembers)> = file
+        .zones
+        .iter()
+        .filter(|z| z.catalog_role.as_deref() == Some("generate"))
+        .map(|z| (z.name.clone(), Vec::new()))
+        .collect();
+    for z in &file.zones {
+        let Some(cat) = &z.catalog_zone else {
+            if z.catalog_group.is_some() {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: catalog-group without catalog-zone",
+                    z.name
+                )));
+            }
+            continue;
+        };
+        let cat_name = parse_origin(cat)?;
+        let Some((_, members)) = catalogs
+            .iter_mut()
+            .find(|(n, _)| parse_origin(n).ok().as_ref() == Some(&cat_name))
+        else {
+            return Err(ConfigError::Value(format!(
+                "zone {}: catalog-zone {cat:?} is not a zone with catalog-role = \"generate\"",
+                z.name
+            )));
+        };
+        if let Some(g) = &z.catalog_group {
+            if g.is_empty() || g.len() > 255 {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: catalog-group must be 1 to 255 characters",
+                    z.name
+                )));
+            }
+        }
+        members.push((parse_origin(&z.name)?, z.catalog_group.clone()));
+    }
+    Ok(catalogs)
+}
+
+/// The items of `list` named by `ids`, in order; an unknown id is an error
+/// naming `owner` and `what` it should have been.
+fn pick<T: Clone>(
+    ids: &[String],
+    list: &[T],
+    id_of: impl Fn(&T) -> &str,
+    owner: &str,
+    what: &str,
+) -> Result<Vec<T>, ConfigError> {
+    ids.iter()
+        .map(|id| {
+            list.iter()
+                .find(|t| id_of(t) == id)
+                .cloned()
+                .ok_or_else(|| ConfigError::Value(format!("{owner}: {what} {id:?} is not defined")))
+        })
+        .collect()
+}
+
+/// The `[[template]]` tables as the options their member zones get.
+pub(super) fn resolve_templates(
+    file: &ConfigFile,
+    acls: &[crate::acl::Rule],
+    remotes: &[Remote],
+) -> Result<Vec<(String, ZoneOptions)>, ConfigError> {
+    let mut out: Vec<(String, ZoneOptions)> = Vec::new();
+    for t in &file.templates {
+        let owner = format!("template {:?}", t.id);
+        if out.iter().any(|(id, _)| *id == t.id) {
+            return Err(ConfigError::Value(format!("{owner}: defined twice")));
+        }
+        let masters = pick(&t.master, remotes, |r| &r.id, &owner, "master")?;
+        if masters.is_empty() {
+            return Err(ConfigError::Value(format!(
+                "{owner}: master = [\"…\"] is required (catalog members are secondaries)"
+            )));
+        }
+        out.push((
+            t.id.clone(),
+            ZoneOptions {
+                acl: pick(&t.acl, acls, |r| &r.id, &owner, "acl")?,
+                serial_policy: "increment".into(),
+                zonefile_sync: ZonefileSync::Never,
+                notify: pick(&t.notify, remotes, |r| &r.id, &owner, "notify")?,
+                notify_delay: Duration::ZERO,
+                masters,
+                catalog: false,
+                interpret: Vec::new(),
+                timers: TimerBounds::from_settings(
+                    &owner,
+                    [
+                        t.refresh_min_interval,
+                        t.refresh_max_interval,
+                        t.retry_min_interval,
+                        t.retry_max_interval,
+                        t.expire_min_interval,
+                        t.expire_max_interval,
+                    ],
+                )?,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// The `[[remote]]` tables (addresses parsed, key names checked against `[[key]]`).
+pub(super) fn resolve_remotes(file: &ConfigFile) -> Result<Vec<Remote>, ConfigError> {
+    let mut remotes: Vec<Remote> = Vec::new();
+    for r in &file.remotes {
+        let bad = |why: String| ConfigError::Value(format!("remote {:?}: {why}", r.id));
+        if remotes.iter().any(|o| o.id == r.id) {
+            return Err(bad("defined twice".into()));
+        }
+        if r.address.is_empty() {
+            return Err(bad("no address".into()));
+        }
+        let addresses = r
+            .address
+            .iter()
+            .map(|a| parse_remote_address(a).map_err(|e| bad(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let key = match &r.key {
+            Some(k) => {
+                let name = parse_origin(k).map_err(|e| bad(e.to_string()))?;
+                if !file
+                    .keys
+                    .iter()
+                    .any(|d| parse_origin(&d.id).ok().as_ref() == Some(&name))
+                {
+                    return Err(bad(format!("key {k:?} is not defined in a [[key]] table")));
+                }
+                Some(name.to_lowercase())
+            }
+            None => None,
+        };
+        remotes.push(Remote {
+            id: r.id.clone(),
+            addresses,
+            key,
+        });
+    }
+    Ok(remotes)
+}
+
+/// Parses a remote's address: "ADDR@PORT" (Knot's form) or what
+/// [`parse_listen`] takes.
+pub fn parse_remote_address(s: &str) -> Result<SocketAddr, ConfigError> {
+    match s.split_once('@') {
+        Some((addr, port)) => {
+            let ip: IpAddr = addr
+                .parse()
+                .map_err(|_| ConfigError::Value(format!("{s:?}: {addr:?} is not an address")))?;
+            let port: u16 = port
+                .parse()
+                .map_err(|_| ConfigError::Value(format!("{s:?}: {port:?} is not a port")))?;
+            Ok(SocketAddr::new(ip, port))
+        }
+        None => parse_listen(s),
+    }
+}
