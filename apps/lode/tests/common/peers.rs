@@ -391,17 +391,7 @@ impl Peer {
             key.name,
             key.name,
         );
-        let path = dir.0.join("knot.conf");
-        write(&path, &conf)?;
-        let log = dir.0.join("knot.log");
-        let daemon = Daemon::launch(
-            format!("knot-catalog@{port}"),
-            port,
-            knot_command(&path),
-            log,
-            dir,
-            &zone,
-        )?;
+        let daemon = launch_knot(format!("knot-catalog@{port}"), port, &conf, dir, &zone)?;
         Ok(Peer {
             kind: SecondaryKind::Knot,
             addr: daemon.addr,
@@ -589,6 +579,21 @@ fn knot_server_sections(dir: &Path, port: u16) -> String {
          control:\n    listen: \"{d}/knot.sock\"\n\
          log:\n  - target: \"{d}/knot.log\"\n    any: info\n"
     )
+}
+
+/// Writes `conf` as `knot.conf` in `dir`, starts knotd on it (its log
+/// `knot.log` there) and waits until it answers for `zone`.
+fn launch_knot(
+    label: String,
+    port: u16,
+    conf: &str,
+    dir: TempDir,
+    zone: &str,
+) -> Result<Daemon, String> {
+    let path = dir.0.join("knot.conf");
+    write(&path, conf)?;
+    let log = dir.0.join("knot.log");
+    Daemon::launch(label, port, knot_command(&path), log, dir, zone)
 }
 
 fn knot_command(conf: &Path) -> Command {
@@ -835,17 +840,7 @@ impl Primary {
         if !ids.is_empty() {
             let _ = writeln!(conf, "    notify: [ {} ]", ids.join(", "));
         }
-        let path = dir.0.join("knot.conf");
-        write(&path, &conf)?;
-        let log = dir.0.join("knot.log");
-        let daemon = Daemon::launch(
-            format!("knot-primary@{port}"),
-            port,
-            knot_command(&path),
-            log,
-            dir,
-            &zone,
-        )?;
+        let daemon = launch_knot(format!("knot-primary@{port}"), port, &conf, dir, &zone)?;
         let primary = Primary {
             kind: PrimaryKind::Knot,
             addr: daemon.addr,
@@ -895,17 +890,7 @@ impl Primary {
                 local.display()
             );
         }
-        let path = dir.0.join("knot.conf");
-        write(&path, &conf)?;
-        let log = dir.0.join("knot.log");
-        let daemon = Daemon::launch(
-            format!("knot-producer@{port}"),
-            port,
-            knot_command(&path),
-            log,
-            dir,
-            &zone,
-        )?;
+        let daemon = launch_knot(format!("knot-producer@{port}"), port, &conf, dir, &zone)?;
         let primary = Primary {
             kind: PrimaryKind::Knot,
             addr: daemon.addr,

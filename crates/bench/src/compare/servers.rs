@@ -465,25 +465,32 @@ impl Running {
         }
         self.stopped = true;
         let tree = self.pids();
-        for &p in &tree {
-            let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // Whatever is left of the tree (the main process, or forked children).
-        for &p in &tree {
-            if Path::new(&format!("/proc/{p}")).exists() && p != self.pid() {
-                let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_tree(&mut self.child, &tree);
     }
+}
+
+/// Stops the process `child` and the rest of its process tree `tree`:
+/// SIGTERM to all, up to 10 s for `child` to exit, then SIGKILL to what is
+/// left; reaps `child`.
+pub fn stop_tree(child: &mut Child, tree: &[u32]) {
+    for &p in tree {
+        let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Whatever is left of the tree (the main process, or forked children).
+    for &p in tree {
+        if Path::new(&format!("/proc/{p}")).exists() && p != child.id() {
+            let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl Drop for Running {

@@ -11,9 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
-
 use super::net::{Host, Net};
 use super::FleetError;
 use crate::compare::servers::Kind;
@@ -426,23 +423,7 @@ impl Node {
         }
         self.stopped = true;
         let tree = self.pids();
-        for &p in &tree {
-            let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        for &p in &tree {
-            if p != self.pid() && Path::new(&format!("/proc/{p}")).exists() {
-                let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::compare::servers::stop_tree(&mut self.child, &tree);
     }
 }
 
