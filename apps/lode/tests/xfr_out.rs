@@ -14,7 +14,9 @@
 //!   sent it again when it does not answer;
 //! - `transfers-out = 1`: a second concurrent AXFR is REFUSED while a slow
 //!   reader holds the first;
-//! - a TSIG-signed query is answered and signed (kdig verifies it).
+//! - a TSIG-signed query is answered and signed (kdig verifies it);
+//! - a zone added by a reload with a notify remote is NOTIFYed and can be
+//!   transferred.
 //!
 //! About 10 s. Needs `kdig` (knot-dnsutils), which the README's test command
 //! installs.
@@ -425,4 +427,43 @@ fn lode_as_a_primary() {
         log.contains("AXFR of xfr.test."),
         "transfers are logged:\n{log}"
     );
+
+    // A zone added by a reload (SIGHUP) with a notify remote: its
+    // secondaries are told at once, and it can be transferred.
+    std::fs::write(
+        dir.0.join("added.zone"),
+        "$ORIGIN added.test.\n$TTL 300\n@ SOA ns hostmaster 9 3600 600 86400 300\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    let mut conf_text = std::fs::read_to_string(&conf).unwrap();
+    conf_text.push_str(
+        "\n[[zone]]\nname = \"added.test.\"\nfile = \"added.zone\"\nacl = [\"secondaries\"]\nnotify = [\"listener\"]\n",
+    );
+    std::fs::write(&conf, conf_text).unwrap();
+    while next_notify(&notify_sock, Instant::now() + Duration::from_millis(200)).is_some() {}
+    let hup = Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = None;
+    while let Some((msg, _, s, _)) = next_notify(&notify_sock, deadline) {
+        let m = Message::parse(&msg);
+        if m.question
+            .first()
+            .is_some_and(|q| q.0.eq_ignore_ascii_case("added.test."))
+        {
+            got = Some(s);
+            break;
+        }
+    }
+    assert_eq!(
+        got,
+        Some(9),
+        "NOTIFY for the zone added by the reload:\n{}",
+        server.log_tail(20)
+    );
+    let (r, _) = kdig(addr, &signed_args(&good, &["AXFR", "added.test."]));
+    assert_eq!(r.len(), 4, "AXFR of the added zone: {r:?}");
 }

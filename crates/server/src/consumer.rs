@@ -26,7 +26,12 @@ use crate::config::{Config, ZoneOptions};
 use crate::update::{Publisher, Updates};
 
 /// Starts the consumer for the configured catalogs (None if none).
-pub(crate) fn start(config: &Config, updates: &Arc<Updates>, publisher: &Arc<Publisher>) {
+pub(crate) fn start(
+    config: &Config,
+    updates: &Arc<Updates>,
+    publisher: &Arc<Publisher>,
+    notifies: Option<crate::notify::Notifies>,
+) {
     let catalogs: HashMap<Name, Vec<(String, ZoneOptions)>> = config
         .zones
         .iter()
@@ -39,13 +44,17 @@ pub(crate) fn start(config: &Config, updates: &Arc<Updates>, publisher: &Arc<Pub
         return;
     }
     let (tx, rx) = mpsc::channel();
-    publisher.watch(catalogs.keys().cloned().collect(), tx);
+    publisher.watch(
+        Arc::new(std::sync::Mutex::new(catalogs.keys().cloned().collect())),
+        tx,
+    );
     let mut consumer = Consumer {
         config: config.clone(),
         catalogs,
         owned: HashMap::new(),
         updates: updates.clone(),
         publisher: publisher.clone(),
+        notifies,
     };
     let spawned = std::thread::Builder::new()
         .name("lode-catalog".into())
@@ -73,6 +82,7 @@ struct Consumer {
     owned: HashMap<Name, (Name, Member)>,
     updates: Arc<Updates>,
     publisher: Arc<Publisher>,
+    notifies: Option<crate::notify::Notifies>,
 }
 
 impl Consumer {
@@ -171,6 +181,9 @@ impl Consumer {
         match (started, writer, self.updates.secondaries()) {
             (Some(_), Some(w), Some(s)) => {
                 s.add(&name, &options, self.updates.keys(), w, &self.publisher);
+                if let Some(n) = &self.notifies {
+                    n.set(&name, &options, self.updates.keys());
+                }
                 tracing::info!(
                     "catalog {catalog}: member {name} added{}",
                     m.group
@@ -194,6 +207,9 @@ impl Consumer {
         };
         if let Some(s) = self.updates.secondaries() {
             s.remove(name);
+        }
+        if let Some(n) = &self.notifies {
+            n.set(name, &ZoneOptions::default(), self.updates.keys());
         }
         // Its writer ends once its queue's last sender (the door) is gone.
         self.updates.remove_door(name);

@@ -133,6 +133,7 @@ impl Server {
             publisher: publisher.clone(),
             live: Vec::new(),
             updates: None,
+            notifies: None,
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {
@@ -150,9 +151,7 @@ impl Server {
         let updates = update::Updates::new(&config)
             .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         let writers = update::start_writers(&updates, &config, &publisher);
-        if let Some((zones, tx)) = notify::start(&config, updates.keys()) {
-            publisher.watch(zones, tx);
-        }
+        let notifies = notify::start(&config, updates.keys(), &publisher);
         if let Some(s) = secondary::start(&config, updates.keys(), &updates.writers(), &publisher) {
             updates.set_secondaries(s);
         }
@@ -164,8 +163,9 @@ impl Server {
             .collect();
         let updates = Arc::new(updates);
         reloader.updates = Some(updates.clone());
+        reloader.notifies = notifies.clone();
         // Catalog members become zones before the sockets open.
-        consumer::start(&config, &updates, &publisher);
+        consumer::start(&config, &updates, &publisher, notifies);
 
         let settings = Settings {
             max_udp_payload: config.max_udp_payload,

@@ -13,13 +13,14 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lode_tsig::{Key, Keys};
 use lode_wire::{Name, Record};
 
-use crate::config::Config;
+use crate::config::{Config, ZoneOptions};
+use crate::update::Publisher;
 
 /// Sends on the first try, then after 1, 2, 4 and 8 seconds.
 const TRIES: u32 = 5;
@@ -53,35 +54,65 @@ struct Pending {
     sent_at: Option<Instant>,
 }
 
-/// The zones that have NOTIFY targets, and the channel to the thread
-/// (None when no zone has any).
-pub(crate) fn start(config: &Config, keys: &Keys) -> Option<(Vec<Name>, mpsc::Sender<Changed>)> {
-    let mut targets: HashMap<Name, Targets> = HashMap::new();
-    for spec in &config.zones {
-        let options = config.zone_options(&spec.name);
-        if options.notify.is_empty() {
-            continue;
+/// The NOTIFY targets of each zone, shared with the NOTIFY thread: zones
+/// added later (a reload, a catalog member) join it.
+#[derive(Debug, Clone)]
+pub(crate) struct Notifies {
+    targets: Arc<Mutex<HashMap<Name, Targets>>>,
+    watched: crate::update::Watched,
+}
+
+impl Notifies {
+    /// Sets (or, with no remotes, removes) the NOTIFY targets of `zone`.
+    pub(crate) fn set(&self, zone: &Name, options: &ZoneOptions, keys: &Keys) {
+        let zone = zone.to_lowercase();
+        let mut names = self
+            .watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut targets = self
+            .targets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        names.retain(|n| *n != zone);
+        targets.remove(&zone);
+        if let Some(t) = targets_of(options, keys) {
+            names.push(zone.clone());
+            targets.insert(zone, t);
         }
-        let mut remotes = Vec::new();
-        for r in &options.notify {
-            let key = r.key.as_ref().and_then(|k| keys.find(k.as_ref()).cloned());
-            for a in &r.addresses {
-                remotes.push((*a, key.clone(), r.id.clone()));
-            }
-        }
-        targets.insert(
-            spec.name.to_lowercase(),
-            Targets {
-                remotes,
-                delay: options.notify_delay,
-            },
-        );
     }
-    if targets.is_empty() {
+}
+
+/// A zone's targets from its options (None: it notifies nobody).
+fn targets_of(options: &ZoneOptions, keys: &Keys) -> Option<Targets> {
+    if options.notify.is_empty() {
         return None;
     }
-    let watched: Vec<Name> = targets.keys().cloned().collect();
+    let mut remotes = Vec::new();
+    for r in &options.notify {
+        let key = r.key.as_ref().and_then(|k| keys.find(k.as_ref()).cloned());
+        for a in &r.addresses {
+            remotes.push((*a, key.clone(), r.id.clone()));
+        }
+    }
+    Some(Targets {
+        remotes,
+        delay: options.notify_delay,
+    })
+}
+
+/// Starts the NOTIFY thread with the configured zones' targets; the
+/// publisher tells it of every serial change of a zone that has targets.
+pub(crate) fn start(config: &Config, keys: &Keys, publisher: &Publisher) -> Option<Notifies> {
+    let notifies = Notifies {
+        targets: Arc::default(),
+        watched: Arc::default(),
+    };
+    for spec in &config.zones {
+        notifies.set(&spec.name, &config.zone_options(&spec.name), keys);
+    }
     let (tx, rx) = mpsc::channel();
+    let targets = notifies.targets.clone();
     let spawned = std::thread::Builder::new()
         .name("lode-notify".into())
         .spawn(move || Notifier::new(targets).run(rx));
@@ -89,11 +120,12 @@ pub(crate) fn start(config: &Config, keys: &Keys) -> Option<(Vec<Name>, mpsc::Se
         tracing::error!("cannot start the NOTIFY thread ({e}): secondaries are not notified");
         return None;
     }
-    Some((watched, tx))
+    publisher.watch(notifies.watched.clone(), tx);
+    Some(notifies)
 }
 
 struct Notifier {
-    targets: HashMap<Name, Targets>,
+    targets: Arc<Mutex<HashMap<Name, Targets>>>,
     pending: HashMap<(Name, SocketAddr), Pending>,
     v4: Option<UdpSocket>,
     v6: Option<UdpSocket>,
@@ -101,7 +133,7 @@ struct Notifier {
 }
 
 impl Notifier {
-    fn new(targets: HashMap<Name, Targets>) -> Notifier {
+    fn new(targets: Arc<Mutex<HashMap<Name, Targets>>>) -> Notifier {
         let bind = |a: &str| {
             let s = UdpSocket::bind(a).ok()?;
             s.set_nonblocking(true).ok()?;
@@ -152,9 +184,14 @@ impl Notifier {
 
     /// Queues a NOTIFY of the new serial to each of the zone's targets.
     fn changed(&mut self, e: Changed) {
-        let Some(t) = self.targets.get(&e.zone) else {
+        let targets = self
+            .targets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(t) = targets.get(&e.zone).cloned() else {
             return;
         };
+        drop(targets);
         let due = Instant::now() + t.delay;
         for (addr, key, remote) in &t.remotes {
             match self.pending.get_mut(&(e.zone.clone(), *addr)) {

@@ -102,6 +102,8 @@ pub(crate) struct Reloader {
     pub(crate) live: Vec<lode_wire::Name>,
     /// The zone writers, for zones in `live`.
     pub(crate) updates: Option<Arc<crate::update::Updates>>,
+    /// The zones' NOTIFY targets (a reload may add and change them).
+    pub(crate) notifies: Option<crate::notify::Notifies>,
 }
 
 impl Reloader {
@@ -231,9 +233,15 @@ impl Reloader {
                 report.removed.push(old.spec.name.to_string());
             }
         }
-        // New zones get their ACL (transfers out) before they are served.
+        // New zones get their ACL (transfers out) before they are served,
+        // and every zone the NOTIFY targets the configuration now gives it.
         if let Some(u) = &self.updates {
             u.add_doors(config);
+            if let Some(n) = &self.notifies {
+                for spec in &config.zones {
+                    n.set(&spec.name, &config.zone_options(&spec.name), u.keys());
+                }
+            }
         }
         // Zones kept as they were stay as published (updates may have
         // changed them since they were loaded); only loaded zones and

@@ -59,7 +59,7 @@ pub(crate) struct Publisher {
     pub(crate) set: Arc<ArcSwap<ZoneSet>>,
     lock: Mutex<()>,
     /// Zones whose serial changes are told to the NOTIFY thread.
-    watch: Mutex<Vec<(Vec<Name>, mpsc::Sender<crate::notify::Changed>)>>,
+    watch: Mutex<Vec<(Watched, mpsc::Sender<crate::notify::Changed>)>>,
 }
 
 impl Publisher {
@@ -71,8 +71,9 @@ impl Publisher {
             watch: Mutex::new(Vec::new()),
         }
     }
-    /// Tells `tx` of every published change of a serial of the `zones`.
-    pub(crate) fn watch(&self, zones: Vec<Name>, tx: mpsc::Sender<crate::notify::Changed>) {
+    /// Tells `tx` of every published change of a serial of the `zones`
+    /// (a list its owner may grow and shrink later).
+    pub(crate) fn watch(&self, zones: Watched, tx: mpsc::Sender<crate::notify::Changed>) {
         self.watch
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -96,7 +97,11 @@ impl Publisher {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for (zones, tx) in watchers.iter() {
-            for name in zones {
+            let zones = zones
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            for name in &zones {
                 let Some(now) = next.get(name.as_ref()) else {
                     continue;
                 };
@@ -119,6 +124,10 @@ impl Publisher {
         }
     }
 }
+
+/// The zones a watcher of the publisher follows (shared: zones made at
+/// run time join it).
+pub(crate) type Watched = Arc<Mutex<Vec<Name>>>;
 
 /// What a zone's writer does: an UPDATE, the zone file read again (as the
 /// difference from the served version), or writing the zone file now.
