@@ -924,13 +924,24 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
         cfg.ports
     );
     let mut tester = Tester::new(cfg, Arc::new(queries))?;
+    let nothing = |server: std::net::SocketAddr| {
+        anyhow::anyhow!(
+            "nothing answered at {server}: no reply (valid, late or wrong) to any query — \
+             is a DNS server listening there?"
+        )
+    };
     if let Some(r) = a.rate {
         let mut all_ok = true;
+        let mut replies = 0;
         for _ in 0..a.repeat.max(1) {
             let s = tester.step(r)?;
             let ok = s.passed(loss, max_behind);
             all_ok &= ok;
+            replies += s.valid + s.late + s.wrong;
             print_step(&s, ok, s.tester_ok(max_behind))?;
+        }
+        if replies == 0 {
+            return Err(nothing(a.server));
         }
         return Ok(if all_ok {
             ExitCode::SUCCESS
@@ -942,10 +953,15 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
     let mut results = Vec::new();
     for rep in 1..=a.repeat.max(1) {
         out!("search {rep}/{}: [{}, {}]", a.repeat.max(1), a.low, a.high);
+        let mut replies = 0;
         let res = tester.search(a.low, a.high, resolution, |r, ok| {
+            replies += r.valid + r.late + r.wrong;
             // Output errors (a closed pipe) must not stop a measurement half-way.
             let _ = print_step(r, ok, r.tester_ok(max_behind));
         })?;
+        if replies == 0 {
+            return Err(nothing(a.server));
+        }
         let limited = res
             .trials
             .iter()

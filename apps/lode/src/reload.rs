@@ -1,6 +1,5 @@
 //! `lode reload`: asks a running server to reload, through its control socket.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -15,10 +14,8 @@ use anyhow::Context;
 /// the server could not be reached.
 #[derive(clap::Args, Debug)]
 pub struct ReloadArgs {
-    /// Control socket of the server (default: /run/lode/lode.sock for root,
-    /// else /tmp/lode-<uid>.sock).
-    #[arg(long, value_name = "PATH")]
-    control: Option<PathBuf>,
+    #[command(flatten)]
+    control: crate::zonectl::ControlArgs,
     /// Seconds to wait for the reload to finish.
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     timeout: u64,
@@ -29,9 +26,7 @@ pub struct ReloadArgs {
 
 /// Runs the command.
 pub fn run(args: ReloadArgs) -> anyhow::Result<ExitCode> {
-    let path = args
-        .control
-        .unwrap_or_else(lode_server::default_control_path);
+    let path = args.control.path()?;
     let command = if args.status { "status" } else { "reload" };
     let reply = lode_server::control::request(&path, command, Duration::from_secs(args.timeout))
         .with_context(|| format!("cannot reach the server at {}", path.display()))?;

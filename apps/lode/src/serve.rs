@@ -47,8 +47,9 @@ pub struct ServeArgs {
     /// UDP worker threads per listen address (default: number of CPUs).
     #[arg(long, value_name = "N")]
     workers: Option<usize>,
-    /// Control socket path (used by `lode reload`).
-    #[arg(long, value_name = "PATH")]
+    /// Control socket path (used by `lode reload` and the zone-* commands);
+    /// "" for none.
+    #[arg(long, value_name = "PATH", value_parser = any_path)]
     control: Option<PathBuf>,
     /// Log level: error, warn, info, debug or trace (default info).
     #[arg(long, value_name = "LEVEL")]
@@ -115,4 +116,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     server.run_until_signal().context("signal handling")?;
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A path as given, the empty one included (`--control ""`: no socket).
+fn any_path(s: &str) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(s))
 }

@@ -41,20 +41,40 @@ pub struct ZoneRefreshArgs {
 /// Where the server's control socket is.
 #[derive(clap::Args, Debug)]
 pub struct ControlArgs {
-    /// Control socket of the server (default: /run/lode/lode.sock for root,
-    /// else /tmp/lode-<uid>.sock).
+    /// Control socket of the server (default: the `control` of --config, else
+    /// /run/lode/lode.sock for root, else /tmp/lode-<uid>.sock).
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
+    /// The server's configuration file, to find its control socket.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+impl ControlArgs {
+    /// The control socket: --control, else the configuration's, else the default.
+    pub fn path(&self) -> anyhow::Result<PathBuf> {
+        if let Some(p) = &self.control {
+            return Ok(p.clone());
+        }
+        if let Some(file) = &self.config {
+            let c = lode_server::ConfigFile::read(file)?;
+            return match c.control {
+                Some(p) if p.as_os_str().is_empty() => anyhow::bail!(
+                    "{}: control = \"\": the server has no control socket",
+                    file.display()
+                ),
+                Some(p) => Ok(p),
+                None => Ok(lode_server::default_control_path()),
+            };
+        }
+        Ok(lode_server::default_control_path())
+    }
 }
 
 /// Sends `command` and prints the reply: exit 0 if the server says it went
 /// well, 1 if not, an error (exit 2) if the server cannot be reached.
-pub fn send(
-    control: Option<PathBuf>,
-    command: &str,
-    timeout: Duration,
-) -> anyhow::Result<ExitCode> {
-    let path = control.unwrap_or_else(lode_server::default_control_path);
+pub fn send(control: &ControlArgs, command: &str, timeout: Duration) -> anyhow::Result<ExitCode> {
+    let path = control.path()?;
     let reply = lode_server::control::request(&path, command, timeout)
         .with_context(|| format!("cannot reach the server at {}", path.display()))?;
     if reply.ok {
@@ -72,7 +92,7 @@ pub fn status(args: ZoneStatusArgs) -> anyhow::Result<ExitCode> {
         Some(z) => format!("zone-status {}", z.trim()),
         None => "zone-status".into(),
     };
-    send(args.control.control, &command, Duration::from_secs(10))
+    send(&args.control, &command, Duration::from_secs(10))
 }
 
 /// Runs `lode zone-refresh` (`axfr`: `lode zone-retransfer`).
@@ -83,7 +103,7 @@ pub fn refresh(args: ZoneRefreshArgs, axfr: bool) -> anyhow::Result<ExitCode> {
         "zone-refresh"
     };
     send(
-        args.control.control,
+        &args.control,
         &format!("{verb} {}", args.zone.trim()),
         Duration::from_secs(10),
     )

@@ -1,7 +1,6 @@
 //! `lode zone-flush`: asks a running server to write zones that take updates
 //! to their zone files now (Knot's `knotc zone-flush`).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -20,10 +19,8 @@ pub struct ZoneFlushArgs {
     /// The zone; without it, every zone that takes updates.
     #[arg(value_name = "NAME")]
     zone: Option<String>,
-    /// Control socket of the server (default: /run/lode/lode.sock for root,
-    /// else /tmp/lode-<uid>.sock).
-    #[arg(long, value_name = "PATH")]
-    control: Option<PathBuf>,
+    #[command(flatten)]
+    control: crate::zonectl::ControlArgs,
     /// Seconds to wait for the files to be written.
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     timeout: u64,
@@ -35,5 +32,5 @@ pub fn run(args: ZoneFlushArgs) -> anyhow::Result<ExitCode> {
         Some(z) => format!("zone-flush {}", z.trim()),
         None => "zone-flush".to_string(),
     };
-    crate::zonectl::send(args.control, &command, Duration::from_secs(args.timeout))
+    crate::zonectl::send(&args.control, &command, Duration::from_secs(args.timeout))
 }

@@ -604,11 +604,12 @@ fn lode_catalog_producer_to_knot_and_lode_consumers() {
         "the catalog's serial moved on ({cat_serial})"
     );
 
-    // A member removed: Knot drops it.
+    // A member removed: Knot drops it. (`lode reload --config` finds the
+    // control socket in the configuration file.)
     config(1);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lode"))
-        .args(["reload", "--control"])
-        .arg(dir.0.join("ctl.sock"))
+        .args(["reload", "--config"])
+        .arg(dir.0.join("lode.toml"))
         .output()
         .expect("lode reload");
     assert!(

@@ -239,8 +239,11 @@ impl Server {
         };
         let addrs: Vec<String> = udp.local_addrs().iter().map(|a| a.to_string()).collect();
         tracing::info!(
-            "serving {} zones on {} (UDP and TCP)",
-            reloader_zone_count(&published),
+            "serving {} on {} (UDP and TCP)",
+            match reloader_zone_count(&published) {
+                1 => "1 zone".to_string(),
+                n => format!("{n} zones"),
+            },
             addrs.join(", ")
         );
         Ok(Server {

@@ -78,8 +78,11 @@ impl ReloadReport {
                 "failed, not served"
             };
             s.push_str(&format!("zone {}: {what}\n", f.zone));
-            for e in &f.errors {
+            for e in f.errors.iter().take(SHOWN_ERRORS) {
                 s.push_str(&format!("  {e}\n"));
+            }
+            if let Some(more) = more_errors(f.errors.len()) {
+                s.push_str(&format!("  {more}\n"));
             }
         }
         s
@@ -213,8 +216,11 @@ impl Reloader {
                             count_errors(errors.len())
                         );
                     }
-                    for e in &errors {
+                    for e in errors.iter().take(SHOWN_ERRORS) {
                         tracing::error!("{e}");
+                    }
+                    if let Some(more) = more_errors(errors.len()) {
+                        tracing::error!("{more}");
                     }
                     if let Some(old) = old {
                         next.push(old.clone());
@@ -343,6 +349,15 @@ fn unchanged(old: &Served, spec: &ZoneSpec) -> bool {
                     .all(|(p, s)| s.is_some() && *s == zones::FileStamp::of(p))
         }
     }
+}
+
+/// Errors of one zone shown in the log and in `lode reload`'s report (the
+/// zone-level cause comes first; a wrong origin makes one per record).
+pub(crate) const SHOWN_ERRORS: usize = 20;
+
+/// "… and N more errors" when `n` is over [`SHOWN_ERRORS`].
+pub(crate) fn more_errors(n: usize) -> Option<String> {
+    (n > SHOWN_ERRORS).then(|| format!("… and {} more", count_errors(n - SHOWN_ERRORS)))
 }
 
 pub(crate) fn count_errors(n: usize) -> String {

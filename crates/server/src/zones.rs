@@ -332,13 +332,45 @@ fn load_text(
             elapsed: start.elapsed(),
             from_snapshot: false,
         }),
-        Err(problems) => Err(problems.iter().map(describe).collect()),
+        // The zone's own problems (no SOA at the apex, …) first: a file
+        // read under the wrong origin fails every record, and the cause is
+        // the one line without a position.
+        Err(mut problems) => {
+            problems.sort_by_key(|p| p.tag.is_some());
+            Err(problems.iter().map(describe).collect())
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file read under the wrong origin: the cause comes first, not after
+    /// one error per record.
+    #[test]
+    fn a_wrong_origin_leads_with_the_missing_soa() {
+        let dir = std::env::temp_dir().join(format!("lode-zones-origin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("z.zone");
+        let mut text =
+            String::from("$ORIGIN right.example.\n$TTL 60\n@ SOA ns hm 1 60 60 600 60\n@ NS ns\n");
+        for i in 0..50 {
+            text.push_str(&format!("h{i} A 192.0.2.1\n"));
+        }
+        std::fs::write(&file, text).unwrap();
+        let spec = ZoneSpec {
+            name: "wrong.example.".parse().unwrap(),
+            source: ZoneSource::File(file),
+        };
+        let errors = match load_text(&spec, None, Instant::now()) {
+            Ok(_) => panic!("loaded under the wrong origin"),
+            Err(e) => e,
+        };
+        assert!(errors.len() > 50, "{}", errors.len());
+        assert!(errors[0].contains("SOA"), "first: {}", errors[0]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn largest_first_keeps_index_order_and_starts_big() {
