@@ -602,6 +602,31 @@ fn knot_command(conf: &Path) -> Command {
     cmd
 }
 
+/// Appends one `[[remote]]` per address of `addrs` (ids `PREFIXi`, signed
+/// with `key`) to a Lode configuration; returns the ids, quoted, for a
+/// zone's `notify = [...]`.
+fn lode_remotes(
+    conf: &mut String,
+    prefix: &str,
+    addrs: &[SocketAddr],
+    key: &TsigKey,
+) -> Vec<String> {
+    addrs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let _ = write!(
+                conf,
+                "[[remote]]\nid = \"{prefix}{i}\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
+                a.ip(),
+                a.port(),
+                key.name
+            );
+            format!("\"{prefix}{i}\"")
+        })
+        .collect()
+}
+
 fn lode_command(conf: &Path, port: u16) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lode"));
     cmd.arg("serve")
@@ -636,17 +661,7 @@ fn lode_secondary(
         primary.port(),
         key.name
     );
-    let mut ids = Vec::new();
-    for (i, a) in notify.iter().enumerate() {
-        let _ = write!(
-            conf,
-            "[[remote]]\nid = \"downstream{i}\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
-            a.ip(),
-            a.port(),
-            key.name
-        );
-        ids.push(format!("\"downstream{i}\""));
-    }
+    let ids = lode_remotes(&mut conf, "downstream", notify, key);
     let _ = write!(
         conf,
         "[[zone]]\nname = \"{zone}\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\nnotify = [{}]\n",
@@ -923,17 +938,7 @@ impl Primary {
              [[acl]]\nid = \"xfr-update\"\naddress = [\"127.0.0.1\"]\nkey = [\"{}\"]\naction = [\"transfer\", \"update\"]\n\n",
             key.name, key.algorithm, key.secret, key.name
         );
-        let mut ids = Vec::new();
-        for (i, a) in notify.iter().enumerate() {
-            let _ = write!(
-                conf,
-                "[[remote]]\nid = \"secondary{i}\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
-                a.ip(),
-                a.port(),
-                key.name
-            );
-            ids.push(format!("\"secondary{i}\""));
-        }
+        let ids = lode_remotes(&mut conf, "secondary", notify, key);
         let _ = write!(
             conf,
             "[[zone]]\nname = \"{zone}\"\nfile = \"primary.zone\"\nacl = [\"xfr-update\"]\nzonefile-sync = -1\nnotify = [{}]\n",
