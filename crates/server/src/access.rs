@@ -53,12 +53,14 @@ pub(crate) fn check<'k>(
         (None, None) => None,
     };
     if !acl::allows(rules, action, peer.ip(), claimed.as_ref()) {
-        tracing::info!(
-            "{what} from {peer}{}: denied by the zone's acl, NOTAUTH",
-            claimed
-                .as_ref()
-                .map_or(String::new(), |k| format!(" key {k}"))
-        );
+        if crate::lograte::REFUSALS.allow(now) {
+            tracing::info!(
+                "{what} from {peer}{}: denied by the zone's acl, NOTAUTH",
+                claimed
+                    .as_ref()
+                    .map_or(String::new(), |k| format!(" key {k}"))
+            );
+        }
         // A request naming a key the ACL does not accept: BADKEY,
         // unsigned, echoing the request's key and algorithm names.
         return Access::Refused(match (signed, failure) {
@@ -88,11 +90,13 @@ pub(crate) fn check<'k>(
         });
     }
     if let Some(f) = failure {
-        tracing::info!(
-            "{what} from {peer}: TSIG {} with key {}, NOTAUTH",
-            f.error,
-            f.key_name.as_ref()
-        );
+        if crate::lograte::REFUSALS.allow(now) {
+            tracing::info!(
+                "{what} from {peer}: TSIG {} with key {}, NOTAUTH",
+                f.error,
+                f.key_name.as_ref()
+            );
+        }
         return Access::Refused(Some(f));
     }
     Access::Allowed(signed)

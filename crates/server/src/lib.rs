@@ -45,6 +45,7 @@ pub mod control;
 pub mod demo;
 mod fetch;
 mod flush;
+mod lograte;
 mod notify;
 pub mod progress;
 mod reload;

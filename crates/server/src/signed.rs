@@ -37,11 +37,13 @@ pub(crate) fn answer(
     match lode_tsig::verify_request(q, keys, now) {
         Verified::Unsigned | Verified::FormErr => Signed::Unsigned,
         Verified::Failed(f) => {
-            tracing::info!(
-                "signed query: TSIG {} with key {}, NOTAUTH",
-                f.error,
-                f.key_name.as_ref()
-            );
+            if crate::lograte::REFUSALS.allow(now) {
+                tracing::info!(
+                    "signed query: TSIG {} with key {}, NOTAUTH",
+                    f.error,
+                    f.key_name.as_ref()
+                );
+            }
             let e = UpdateError::Query {
                 rcode: rcode::NOTAUTH,
                 reason: String::new(),

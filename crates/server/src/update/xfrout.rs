@@ -195,11 +195,13 @@ impl Updates {
             }
         }
         let Some(slot) = self.transfers.take() else {
-            tracing::warn!(
-                "{} of {origin} to {peer}: {} transfers running already, REFUSED",
-                kind_name(kind),
-                self.transfers.limit
-            );
+            if crate::lograte::REFUSALS.allow(now) {
+                tracing::warn!(
+                    "{} of {origin} to {peer}: {} transfers running already, REFUSED",
+                    kind_name(kind),
+                    self.transfers.limit
+                );
+            }
             let n = query_error(rcode::REFUSED, out);
             return Admission::Answer(sign(out, n, signed.as_ref(), now));
         };
