@@ -86,18 +86,6 @@ pub(crate) fn is_placeholder(zone: &Zone) -> bool {
     zone.is_expired() && zone.serial() == 0 && zone.record_count() == 2
 }
 
-/// The SOA record of a zone version.
-pub(crate) fn soa_record(zone: &Zone) -> Record {
-    let soa = zone.soa();
-    Record {
-        owner: zone.origin().to_name(),
-        class: zone.class(),
-        rtype: Rtype::SOA,
-        ttl: soa.ttl(),
-        rdata: soa.rdatas().next().unwrap_or_default().into(),
-    }
-}
-
 /// Refresh, retry and expire of an SOA record, within `bounds`.
 fn soa_timers(soa: &Record, bounds: &TimerBounds) -> (u32, u32, u32) {
     let r = &soa.rdata;
@@ -743,7 +731,7 @@ impl Refresh {
             let current = if axfr {
                 None
             } else {
-                served.as_ref().map(|z| soa_record(z))
+                served.as_ref().map(|z| z.soa_record())
             };
             match self.transfer(src, current.as_ref()) {
                 Ok(o) => return Ok(o),

@@ -250,6 +250,17 @@ impl Zone {
     pub fn soa(&self) -> RRset<'_> {
         self.apex_rrset(Rtype::SOA).unwrap_or(RRset::EMPTY)
     }
+    /// The apex SOA as one record (for NOTIFY, IXFR and transfer requests).
+    pub fn soa_record(&self) -> lode_wire::Record {
+        let soa = self.soa();
+        lode_wire::Record {
+            owner: self.origin.clone(),
+            class: self.class,
+            rtype: Rtype::SOA,
+            ttl: soa.ttl(),
+            rdata: soa.rdatas().next().unwrap_or_default().into(),
+        }
+    }
     /// Number of nodes (names, including empty non-terminals).
     pub fn node_count(&self) -> usize {
         (i64::from(self.store.len) + self.delta.node_diff()) as usize

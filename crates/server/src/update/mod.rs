@@ -108,16 +108,9 @@ impl Publisher {
                 if before.get(name.as_ref()).map(|z| z.serial()) == Some(now.serial()) {
                     continue;
                 }
-                let soa = now.soa();
                 let changed = crate::notify::Changed {
                     zone: name.clone(),
-                    soa: lode_wire::Record {
-                        owner: name.clone(),
-                        class: now.class(),
-                        rtype: lode_wire::Rtype::SOA,
-                        ttl: soa.ttl(),
-                        rdata: soa.rdatas().next().unwrap_or_default().into(),
-                    },
+                    soa: now.soa_record(),
                 };
                 let _ = tx.send(changed);
             }

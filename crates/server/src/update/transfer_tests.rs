@@ -38,7 +38,7 @@ fn build(text: &str) -> lode_zonedb::Zone {
 
 fn soa(serial: u32) -> Record {
     let z = build(&zone_text(serial, ""));
-    crate::secondary::soa_record(&z)
+    z.soa_record()
 }
 
 fn a_record(owner: &str, last: u8) -> Record {

@@ -328,7 +328,7 @@ impl Transfer {
         let mut producer = match &plan {
             Plan::Whole(z) => Producer::Axfr(lode_xfr::AxfrWriter::new(z, self.request)),
             Plan::Changes(z, cs) => {
-                soa = soa_record(z);
+                soa = z.soa_record();
                 Producer::Ixfr(lode_xfr::IxfrWriter::new(self.request, &soa, cs))
             }
         };
@@ -428,18 +428,6 @@ impl Transfer {
             }
             _ => Plan::Whole(zone),
         }
-    }
-}
-
-/// The SOA record of a zone version.
-fn soa_record(zone: &Zone) -> lode_wire::Record {
-    let soa = zone.soa();
-    lode_wire::Record {
-        owner: zone.origin().to_name(),
-        class: zone.class(),
-        rtype: Rtype::SOA,
-        ttl: soa.ttl(),
-        rdata: soa.rdatas().next().unwrap_or_default().into(),
     }
 }
 
