@@ -161,19 +161,10 @@ pub fn classify(msg: &[u8]) -> Request {
     if u16::from_be_bytes([msg[4], msg[5]]) == 0 {
         return Request::Other;
     }
-    // Skip the question name (uncompressed in a question that comes first).
-    let mut pos = HEADER_LEN;
-    loop {
-        let Some(&len) = msg.get(pos) else {
-            return Request::Other;
-        };
-        match len {
-            0 => break,
-            1..=63 => pos += 1 + usize::from(len),
-            _ => return Request::Other,
-        }
-    }
-    match msg.get(pos + 1..pos + 3) {
+    let Some(pos) = lode_wire::message::first_qname_end(msg) else {
+        return Request::Other;
+    };
+    match msg.get(pos..pos + 2) {
         Some(&[hi, lo]) => match lode_wire::Rtype(u16::from_be_bytes([hi, lo])) {
             lode_wire::Rtype::AXFR => Request::Axfr,
             lode_wire::Rtype::IXFR => Request::Ixfr,

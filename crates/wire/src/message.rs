@@ -68,6 +68,20 @@ pub fn opcode(msg: &[u8]) -> u8 {
     ((header_flags(msg) >> 11) & 0xF) as u8
 }
 
+/// Where the first question's name ends (the offset of its QTYPE), reading
+/// it uncompressed as a first question is: None when the name runs past the
+/// message or holds a pointer or a bad label type.
+pub fn first_qname_end(msg: &[u8]) -> Option<usize> {
+    let mut pos = HEADER_LEN;
+    loop {
+        match *msg.get(pos)? {
+            0 => return Some(pos + 1),
+            len @ 1..=63 => pos += 1 + usize::from(len),
+            _ => return None,
+        }
+    }
+}
+
 /// The EDNS(0) parameters of a message's OPT record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Edns {

@@ -266,16 +266,8 @@ fn ixfr_client_serial(msg: &[u8]) -> Option<u32> {
     if msg.len() < 12 || count(0) != 1 || count(2) == 0 {
         return None;
     }
-    // The question's name (uncompressed: it comes first), type, class.
-    let mut pos = lode_wire::message::HEADER_LEN;
-    loop {
-        match *msg.get(pos)? {
-            0 => break,
-            len @ 1..=63 => pos += 1 + usize::from(len),
-            _ => return None,
-        }
-    }
-    pos += 1 + 4;
+    // After the question's name, type and class.
+    let mut pos = lode_wire::message::first_qname_end(msg)? + 4;
     for _ in 0..count(1) {
         let (_, next) = lode_zones::read_record(msg, pos).ok()?;
         pos = next;
