@@ -226,7 +226,11 @@ pub(crate) fn respond<'z>(
         return a;
     }
     if q.tsig.is_some() {
-        return badkey(out, true);
+        let mut a = badkey(out, true);
+        if a.len > 0 {
+            a.kind = AnswerKind::Signed;
+        }
+        return a;
     }
     let (len, kind) = answer_zone(zone, &q, question, out, limit, settings);
     // Nothing may be cut from a TCP answer: when it does not fit in 65535

@@ -83,6 +83,10 @@ pub enum AnswerKind {
     NxDomain,
     /// A referral to a delegated zone.
     Referral,
+    /// NOTAUTH (BADKEY) to a query for a zone of ours that carries a TSIG
+    /// record: the engine checks no keys; a server that has some checks
+    /// the signature and answers the query itself.
+    Signed,
 }
 
 /// The outcome of [`answer`].

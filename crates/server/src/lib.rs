@@ -374,13 +374,9 @@ fn handle(
         update::Admission::Engine => {}
     }
     let answered = lode_engine::answer(&set, q, out, transport, settings);
-    // A TSIG-signed query is all the engine answers NOTAUTH (it checks no
-    // keys): with keys configured it is checked and answered signed here.
-    // Unsigned queries pay one comparison.
-    if answered.rcode == rcode::NOTAUTH
-        && request == lode_engine::Request::Query
-        && !updates.keys().is_empty()
-    {
+    // A TSIG-signed query for one of our zones: with keys configured it is
+    // checked and answered signed here (unsigned queries pay one comparison).
+    if answered.kind == lode_engine::AnswerKind::Signed && !updates.keys().is_empty() {
         if let signed::Signed::Answer(n) =
             signed::answer(&set, updates.keys(), q, out, transport, settings)
         {

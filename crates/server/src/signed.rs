@@ -3,8 +3,8 @@
 //! without its TSIG record by the engine, and the answer is signed. A
 //! signature that fails is answered NOTAUTH with the TSIG error, as Knot
 //! does. Without keys configured the engine answers signed queries itself
-//! (NOTAUTH, BADKEY). Called only after the engine answered NOTAUTH, so
-//! that unsigned queries never pay for the TSIG search.
+//! (NOTAUTH, BADKEY). Called only when the engine says it saw a TSIG
+//! (`AnswerKind::Signed`), so unsigned queries never pay for the TSIG search.
 
 use lode_engine::{Settings, Transport};
 use lode_tsig::{Keys, Verified};
