@@ -18,7 +18,7 @@ use super::{reply, unix_now, Job, Work};
 
 /// What the transports need to admit updates: keys, each zone's ACL, the
 /// writers' queues. Built at start.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Updates {
     pub(super) keys: Keys,
     /// Outgoing transfers running, and their limit.

@@ -41,12 +41,6 @@ pub(crate) struct TransferSlots {
     limit: usize,
 }
 
-impl Default for TransferSlots {
-    fn default() -> Self {
-        TransferSlots::new(crate::config::DEFAULT_TRANSFERS_OUT)
-    }
-}
-
 impl TransferSlots {
     /// At most `limit` transfers at once.
     pub(crate) fn new(limit: usize) -> TransferSlots {
