@@ -22,6 +22,8 @@ use lode_bench::rate::{RateConfig, StepResult, Tester};
 use lode_bench::stats::Summary;
 use lode_wire::Rtype;
 
+mod fleet;
+
 /// Arguments of `lode bench`.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
@@ -55,66 +57,7 @@ enum BenchWhat {
     /// A primary and N secondaries (Lode, Knot DNS, NSD, BIND), each in its own network
     /// namespace on one bridge (10.53.0.0/24, made and removed here; needs root):
     /// update propagation, query rate of a secondary under IXFR, AXFR of a large zone.
-    Fleet(Box<FleetArgs>),
-}
-
-/// Arguments of `lode bench fleet`.
-#[derive(clap::Args, Debug)]
-#[command(
-    after_help = "Namespaces lodefl-p (primary, 10.53.0.1) and lodefl-s1.. (secondaries, 10.53.0.11..) on bridge lodefl0, the prober, update sender and rate tester in the root namespace at 10.53.0.200; servers listen on port 53 in their namespace. Everything is removed at the end, on errors and on Ctrl-C (a run killed with SIGKILL leaves them: the next run removes them first). The zone is `lode gen enum` with one zone of --records numbers. CPUs: propagation pins the primary to 0 and the secondaries to 1; ixfr-load runs everything on 0 but the secondary under test (moved to 1 for its searches); axfr pins the primary to 0 and the secondary to 1."
-)]
-struct FleetArgs {
-    /// The primary: lode or knot.
-    #[arg(long, default_value = "lode")]
-    primary: String,
-    /// The secondaries, one namespace each (lode, knot, nsd, bind; repeats allowed).
-    #[arg(long, value_delimiter = ',', default_value = "lode,lode,lode")]
-    secondaries: Vec<String>,
-    /// propagation, ixfr-load or axfr.
-    #[arg(long, default_value = "propagation")]
-    experiment: String,
-    /// Update rates (default: propagation 10,1000; ixfr-load 0,4,8,10,32,1000).
-    #[arg(long, value_delimiter = ',')]
-    rates: Option<Vec<f64>>,
-    /// Updates per propagation run.
-    #[arg(long, default_value_t = 1000)]
-    updates: u64,
-    /// ENUM records in the zone (default: axfr 20000000, others 100000).
-    #[arg(long)]
-    records: Option<u64>,
-    /// Results folder (default results/fleet-EXPERIMENT-DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: the zone and the servers' folders (default: a temp dir, removed).
-    #[arg(long)]
-    work: Option<PathBuf>,
-    /// TSIG key `[alg:]name:base64secret` (default: a fixed hmac-sha256 test key).
-    #[arg(long)]
-    tsig: Option<String>,
-    /// ixfr-load: seconds per query-rate step.
-    #[arg(long, default_value_t = 10.0)]
-    step: f64,
-    /// ixfr-load: upper bound of the searches (q/s).
-    #[arg(long, default_value_t = 100_000)]
-    high: u64,
-    /// ixfr-load: resolution of the searches (default high/20).
-    #[arg(long)]
-    resolution: Option<u64>,
-    /// UDP workers per server.
-    #[arg(long, default_value_t = 1)]
-    workers: usize,
-    /// Propagation: seconds a name may take to appear after the last acknowledgement.
-    #[arg(long, default_value_t = 30.0)]
-    wait: f64,
-    /// Propagation: names each prober asks for per round.
-    #[arg(long, default_value_t = 8)]
-    probe_window: usize,
-    /// Propagation: microseconds between a prober's rounds.
-    #[arg(long, default_value_t = 1000)]
-    probe_interval_us: u64,
-    /// Seconds a server may take to load or transfer the zone.
-    #[arg(long, default_value_t = 3600.0)]
-    load_limit: f64,
+    Fleet(Box<fleet::FleetArgs>),
 }
 
 /// Arguments of `lode bench fsync`.
@@ -261,19 +204,14 @@ fn compare_updates(a: CompareUpdatesArgs) -> anyhow::Result<ExitCode> {
         install: !a.no_install,
     };
     let result = updates::run(&cfg);
-    if temp {
-        let _ = std::fs::remove_dir_all(&work);
-    }
+    drop_scratch(temp, &work);
     let result = result?;
-    out!(
-        "report: {} ({} runs, {:.0} s)",
-        out.join("updates.md").display(),
+    print_report(
+        &out.join("updates.md"),
         result.runs.len(),
-        result.wall_secs
-    );
-    for n in &result.notes {
-        out!("note: {n}");
-    }
+        result.wall_secs,
+        &result.notes,
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -521,19 +459,14 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         dnsperf: !a.no_dnsperf,
     };
     let result = compare::run(&cfg);
-    if temp {
-        let _ = std::fs::remove_dir_all(&work);
-    }
+    drop_scratch(temp, &work);
     let result = result?;
-    out!(
-        "report: {} ({} runs, {:.0} s)",
-        out.join("report.md").display(),
+    print_report(
+        &out.join("report.md"),
         result.runs.len(),
-        result.wall_secs
-    );
-    for n in &result.notes {
-        out!("note: {n}");
-    }
+        result.wall_secs,
+        &result.notes,
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -743,77 +676,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchWhat::Compare(a) => compare(*a),
         BenchWhat::CompareUpdates(a) => compare_updates(*a),
         BenchWhat::Fsync(a) => fsync(a),
-        BenchWhat::Fleet(a) => fleet(*a),
+        BenchWhat::Fleet(a) => fleet::run(*a),
     }
-}
-
-fn fleet(a: FleetArgs) -> anyhow::Result<ExitCode> {
-    use lode_bench::compare::servers::Kind;
-    use lode_bench::fleet::{self, Experiment, FleetConfig};
-    let experiment = Experiment::parse(&a.experiment).with_context(|| {
-        format!(
-            "--experiment {}: propagation, ixfr-load or axfr",
-            a.experiment
-        )
-    })?;
-    let kind = |s: &str| {
-        Kind::parse(s.trim())
-            .filter(|k| matches!(k, Kind::Lode | Kind::Knot | Kind::Nsd | Kind::Bind))
-            .with_context(|| format!("{s}: one of lode, knot, nsd, bind"))
-    };
-    let primary = kind(&a.primary)?;
-    let secondaries = a
-        .secondaries
-        .iter()
-        .map(|s| kind(s))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let rates = a.rates.clone().unwrap_or_else(|| match experiment {
-        Experiment::IxfrLoad => vec![0.0, 4.0, 8.0, 10.0, 32.0, 1000.0],
-        _ => vec![10.0, 1000.0],
-    });
-    if rates.iter().any(|r| !r.is_finite() || *r < 0.0)
-        || (experiment == Experiment::Propagation && rates.iter().any(|r| *r <= 0.0))
-    {
-        bail!("--rates: positive numbers (ixfr-load also takes 0, the static rate)");
-    }
-    let key = lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(BENCH_KEY))
-        .map_err(|e| anyhow::anyhow!("--tsig: {e}"))?;
-    let records = a.records.unwrap_or(match experiment {
-        Experiment::Axfr => 20_000_000,
-        _ => 100_000,
-    });
-    let (out, work, temp) = run_dirs(
-        &format!("fleet-{}", experiment.name()),
-        false,
-        &a.out,
-        &a.work,
-    );
-    let cfg = FleetConfig {
-        primary,
-        secondaries,
-        experiment,
-        rates,
-        updates: a.updates,
-        records,
-        out,
-        work: work.clone(),
-        lode: std::env::current_exe().context("the lode binary's path")?,
-        key,
-        step: secs(a.step, "--step")?,
-        high: a.high,
-        resolution: a.resolution.unwrap_or(a.high / 20).max(1),
-        workers: a.workers,
-        wait: secs(a.wait, "--wait")?,
-        load_limit: secs(a.load_limit, "--load-limit")?,
-        probe_window: a.probe_window,
-        probe_interval: Duration::from_micros(a.probe_interval_us),
-    };
-    let r = fleet::run(&cfg);
-    if temp {
-        let _ = std::fs::remove_dir_all(&work);
-    }
-    r?;
-    Ok(ExitCode::SUCCESS)
 }
 
 fn echo(a: EchoArgs) -> anyhow::Result<ExitCode> {
@@ -847,6 +711,27 @@ fn echo(a: EchoArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Parses `0.01%` (percent) or `0.0001` (fraction).
+/// Says where a comparison's report went, and its notes.
+fn print_report(
+    path: &std::path::Path,
+    runs: usize,
+    wall_secs: f64,
+    notes: &[String],
+) -> anyhow::Result<()> {
+    out!("report: {} ({runs} runs, {wall_secs:.0} s)", path.display());
+    for n in notes {
+        out!("note: {n}");
+    }
+    Ok(())
+}
+
+/// Removes a scratch folder the command made itself (`temp`).
+fn drop_scratch(temp: bool, work: &std::path::Path) {
+    if temp {
+        let _ = std::fs::remove_dir_all(work);
+    }
+}
+
 fn parse_fraction(s: &str) -> anyhow::Result<f64> {
     let v = match s.trim().strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
