@@ -52,31 +52,55 @@ pub(crate) fn answer(
             Signed::Answer(crate::access::finish_refusal(out, n, Some(&f), now))
         }
         Verified::Signed(s) => {
-            // The query without its TSIG record, ARCOUNT one less.
-            let mut unsigned = q[..s.tsig_start].to_vec();
-            let arcount = u16::from_be_bytes([unsigned[10], unsigned[11]]).saturating_sub(1);
-            unsigned[10..12].copy_from_slice(&arcount.to_be_bytes());
-            // Room for the TSIG within what the client takes.
-            let room = lode_tsig::max_tsig_len(s.key);
-            let limit = match transport {
-                Transport::Tcp => out.len(),
-                Transport::Udp => lode_wire::message::parse_query(&unsigned)
-                    .ok()
-                    .and_then(|m| m.edns)
-                    .map_or(512, |e| {
-                        usize::from(e.udp_size.clamp(512, settings.max_udp_payload.max(512)))
-                    })
-                    .min(out.len()),
-            };
-            let end = limit.saturating_sub(room).max(12);
-            let n = lode_engine::answer(zones, &unsigned, &mut out[..end], transport, settings).len;
-            if n == 0 {
-                return Signed::Answer(0);
-            }
-            Signed::Answer(
-                lode_tsig::sign_response(out, n, s.key, s.request_mac.as_slice(), now, 0)
-                    .map_or(n, |a| a.len),
-            )
+            // The query without its TSIG record, ARCOUNT one less, in this
+            // thread's scratch (no allocation per query).
+            UNSIGNED.with(|buf| {
+                let mut unsigned = buf.borrow_mut();
+                unsigned.clear();
+                unsigned.extend_from_slice(&q[..s.tsig_start]);
+                let arcount = u16::from_be_bytes([unsigned[10], unsigned[11]]).saturating_sub(1);
+                unsigned[10..12].copy_from_slice(&arcount.to_be_bytes());
+                answer_unsigned(zones, &s, &unsigned, out, transport, settings, now)
+            })
         }
     }
+}
+
+thread_local! {
+    /// A signed query without its TSIG record (grown once to the largest seen).
+    static UNSIGNED: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(512));
+}
+
+/// Answers the query `unsigned` (its TSIG removed, checked as `s`) and signs
+/// the answer.
+fn answer_unsigned(
+    zones: &ZoneSet,
+    s: &lode_tsig::Signed<'_>,
+    unsigned: &[u8],
+    out: &mut [u8],
+    transport: Transport,
+    settings: &Settings,
+    now: u64,
+) -> Signed {
+    // Room for the TSIG within what the client takes.
+    let room = lode_tsig::max_tsig_len(s.key);
+    let limit = match transport {
+        Transport::Tcp => out.len(),
+        Transport::Udp => lode_wire::message::parse_query(unsigned)
+            .ok()
+            .and_then(|m| m.edns)
+            .map_or(512, |e| {
+                usize::from(e.udp_size.clamp(512, settings.max_udp_payload.max(512)))
+            })
+            .min(out.len()),
+    };
+    let end = limit.saturating_sub(room).max(12);
+    let n = lode_engine::answer(zones, unsigned, &mut out[..end], transport, settings).len;
+    if n == 0 {
+        return Signed::Answer(0);
+    }
+    Signed::Answer(
+        lode_tsig::sign_response(out, n, s.key, s.request_mac.as_slice(), now, 0)
+            .map_or(n, |a| a.len),
+    )
 }

@@ -99,9 +99,8 @@ impl Publisher {
         for (zones, tx) in watchers.iter() {
             let zones = zones
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone();
-            for name in &zones {
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for name in zones.iter() {
                 let Some(now) = next.get(name.as_ref()) else {
                     continue;
                 };
