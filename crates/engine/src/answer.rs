@@ -2,13 +2,14 @@
 //! answer, then EDNS and truncation.
 
 use lode_wire::message::{
-    self, flags, opt_len, Edns, Full, MessageWriter, ParseError, Query, Question, Section,
+    self, flags, Edns, Full, MessageWriter, ParseError, Query, Question, Section,
 };
 use lode_wire::{opcode, rcode, Class, NameRef, Rtype};
 use lode_zonedb::{NodeId, RRset, Zone, ZoneSet};
 
 use crate::dnssec::SigQueue;
-use crate::{AnswerKind, Answered, Settings, Transport};
+use crate::edns::OptPlan;
+use crate::{AnswerKind, Answered, Extra, Settings, Transport};
 
 /// Offset of QNAME in every response (right after the header).
 pub(crate) const QNAME_POS: u16 = 12;
@@ -126,13 +127,14 @@ fn size_limit(transport: Transport, edns: Option<Edns>, settings: &Settings, out
     limit.min(out)
 }
 
-/// Answers one query (see [`crate::answer`]).
-pub(crate) fn respond<'z>(
+/// Answers one query (see [`crate::answer_with`]).
+pub(crate) fn respond<'z, 'e>(
     zones: &'z ZoneSet,
     query: &[u8],
     out: &mut [u8],
     transport: Transport,
-    settings: &Settings,
+    settings: &'e Settings,
+    policy: impl FnOnce(&Query) -> Extra<'e>,
 ) -> Answered<'z> {
     let q = match message::parse_query(query) {
         Ok(q) => q,
@@ -146,8 +148,7 @@ pub(crate) fn respond<'z>(
                 id,
                 flags,
                 question,
-                edns: None,
-                settings,
+                opt: None,
             };
             return error(
                 e.respond(out, limit, rcode::FORMERR, &[], None),
@@ -157,13 +158,36 @@ pub(crate) fn respond<'z>(
         Err(_) => return Answered::DROP,
     };
     let limit = size_limit(transport, q.edns, settings, out.len());
-    let e = Errors {
+    // Errors found before the server's policy runs carry no extra options
+    // (as Knot's modules do not run for them).
+    let plain_opt = |extra: &Extra<'e>| {
+        q.edns
+            .map(|edns| OptPlan::new(query, edns, transport, settings, extra))
+    };
+    let early = Errors {
         id: q.id,
         flags: q.flags,
         question: q.question,
-        edns: q.edns,
-        settings,
+        opt: plain_opt(&Extra::default()),
     };
+    if let Some(edns) = q.edns {
+        if edns.version > 0 {
+            let code = rcode::BADVERS;
+            return error(early.respond(out, limit, code, &[], None), code);
+        }
+    }
+    let known_opcode = matches!(q.opcode(), opcode::QUERY | opcode::NOTIFY | opcode::UPDATE);
+    let Some(question) = q.question else {
+        let code = if known_opcode {
+            rcode::FORMERR
+        } else {
+            rcode::NOTIMP
+        };
+        return error(early.respond(out, limit, code, &[], None), code);
+    };
+    let extra = policy(&q);
+    let opt = plain_opt(&extra);
+    let e = Errors { opt, ..early };
     let err = |out: &mut [u8], code: u16, opts: &[u8]| {
         error(e.respond(out, limit, code, opts, None), code)
     };
@@ -176,29 +200,25 @@ pub(crate) fn respond<'z>(
             rcode::NOTAUTH,
         )
     };
-    if let Some(edns) = q.edns {
-        if edns.version > 0 {
-            return err(out, rcode::BADVERS, &[]);
-        }
-    }
-    let known_opcode = matches!(q.opcode(), opcode::QUERY | opcode::NOTIFY | opcode::UPDATE);
-    let Some(question) = q.question else {
-        let code = if known_opcode {
-            rcode::FORMERR
-        } else {
-            rcode::NOTIMP
-        };
+    // The server's own verdict (BADCOOKIE, FORMERR for a bad cookie).
+    if let Some(code) = extra.error {
         return err(out, code, &[]);
-    };
-    // Classes first: CH is Knot's identity class (switched off here: REFUSED
-    // for plain queries, NOTIMP for the rest); others but IN and ANY: REFUSED.
+    }
+    // Classes first: CH is the server's identity class (RFC 4892: plain TXT
+    // queries for its names, the rest REFUSED; NOTIMP for other OPCODEs and
+    // transfers); others but IN and ANY: REFUSED.
     match question.qclass {
         Class::IN | Class::ANY => {}
         Class::CH => {
             let plain = q.opcode() == opcode::QUERY
                 && !matches!(question.qtype, Rtype(0) | Rtype::AXFR | Rtype::IXFR);
-            let code = if plain { rcode::REFUSED } else { rcode::NOTIMP };
-            return err(out, code, &[]);
+            if !plain {
+                return err(out, rcode::NOTIMP, &[]);
+            }
+            let Some(text) = crate::chaos::text(&question, settings) else {
+                return err(out, rcode::REFUSED, &[]);
+            };
+            return crate::chaos::answer(&q, &question, text, out, limit, opt.as_ref());
         }
         _ => return err(out, rcode::REFUSED, &[]),
     }
@@ -232,7 +252,7 @@ pub(crate) fn respond<'z>(
         }
         return a;
     }
-    let (len, kind) = answer_zone(zone, &q, question, out, limit, settings);
+    let (len, kind) = answer_zone(zone, &q, question, out, limit, opt.as_ref());
     // Nothing may be cut from a TCP answer: when it does not fit in 65535
     // octets, Knot DNS answers SERVFAIL.
     if transport == Transport::Tcp && len >= 4 && out[2] & 0x02 != 0 {
@@ -282,8 +302,8 @@ struct Errors<'a> {
     id: u16,
     flags: u16,
     question: Option<Question>,
-    edns: Option<Edns>,
-    settings: &'a Settings,
+    /// The OPT record to add (the query had one).
+    opt: Option<OptPlan<'a>>,
 }
 
 impl Errors<'_> {
@@ -302,19 +322,15 @@ impl Errors<'_> {
         };
         w.set_header(self.id, response_flags(self.flags));
         w.set_rcode(code);
-        let opt = if self.edns.is_some() {
-            opt_len(options.len())
-        } else {
-            0
-        };
+        let opt = self.opt.map_or(0, |o| o.reserve(options));
         let reserve = opt + tsig.map_or(0, message::tsig_error_len);
         w.set_limit(limit.saturating_sub(reserve));
         if let Some(q) = self.question {
             let _ = w.put_question(&q);
         }
         w.set_limit(limit);
-        if let Some(e) = self.edns {
-            let _ = put_opt(&mut w, e, code, self.settings, options);
+        if let Some(o) = self.opt {
+            let _ = o.put(&mut w, code, options);
         }
         if let Some(t) = tsig {
             // Knot echoes the time signed, with its own fudge (300 s) and
@@ -334,22 +350,6 @@ impl Errors<'_> {
 
 /// Writes our OPT record: our payload size, the upper RCODE bits, version 0,
 /// the DO bit echoed.
-fn put_opt(
-    w: &mut MessageWriter<'_>,
-    query_edns: Edns,
-    code: u16,
-    settings: &Settings,
-    options: &[u8],
-) -> Result<(), Full> {
-    w.put_opt(
-        settings.max_udp_payload.max(512),
-        (code >> 4) as u8,
-        0,
-        query_edns.flags & message::EDNS_DO,
-        options,
-    )
-}
-
 /// True if the zone's apex SOA is signed (Knot's test for a signed zone).
 fn zone_is_signed(zone: &Zone) -> bool {
     zone.apex_rrset(Rtype::RRSIG).is_some_and(|s| {
@@ -365,14 +365,14 @@ fn answer_zone(
     question: Question,
     out: &mut [u8],
     limit: usize,
-    settings: &Settings,
+    opt: Option<&OptPlan<'_>>,
 ) -> (usize, AnswerKind) {
     let Ok(mut w) = MessageWriter::new(out, limit) else {
         return (0, AnswerKind::Dropped);
     };
     let mut kind = AnswerKind::Positive;
     w.set_header(q.id, response_flags(q.flags));
-    let reserve = if q.edns.is_some() { opt_len(0) } else { 0 };
+    let reserve = opt.map_or(0, |o| o.reserve(&[]));
     w.set_limit(limit.saturating_sub(reserve));
     if w.put_question(&question).is_err() {
         w.set_flags(flags::TC);
@@ -406,9 +406,9 @@ fn answer_zone(
         w = r.w;
     }
     w.set_limit(limit);
-    if let Some(e) = q.edns {
+    if let Some(o) = opt {
         // Every RCODE of a zone answer fits the header: no extended bits.
-        let _ = put_opt(&mut w, e, 0, settings, &[]);
+        let _ = o.put(&mut w, 0, &[]);
     }
     (w.finish(), kind)
 }
@@ -527,4 +527,32 @@ impl<'z> Responder<'z, '_> {
             Outcome::Answered | Outcome::Stop => self.prove_wildcards(),
         }
     }
+}
+
+/// The truncated answer of an RRL slip (see [`crate::slip`]).
+pub(crate) fn slip(
+    query: &[u8],
+    out: &mut [u8],
+    rcode: u16,
+    settings: &Settings,
+    extra: &Extra<'_>,
+) -> usize {
+    let Ok(q) = message::parse_query(query) else {
+        return 0;
+    };
+    let limit = size_limit(Transport::Udp, q.edns, settings, out.len());
+    let opt = q
+        .edns
+        .map(|edns| OptPlan::new(query, edns, Transport::Udp, settings, extra));
+    let e = Errors {
+        id: q.id,
+        flags: q.flags,
+        question: q.question,
+        opt,
+    };
+    let len = e.respond(out, limit, rcode, &[], None);
+    if len >= message::HEADER_LEN {
+        out[2] |= ((flags::AA | flags::TC) >> 8) as u8;
+    }
+    len
 }

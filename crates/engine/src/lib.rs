@@ -34,10 +34,15 @@
 
 mod additional;
 mod answer;
+mod chaos;
 mod dnssec;
+mod edns;
 mod lookup;
 mod nsec3;
 
+use std::sync::Arc;
+
+pub use lode_wire::message::Query;
 pub use lode_zonedb::ZoneSet;
 
 /// How the query arrived; decides size limits and truncation.
@@ -51,19 +56,47 @@ pub enum Transport {
 }
 
 /// Server-wide answer settings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     /// Largest UDP response with EDNS (default 1232, never below 512); also the
     /// payload size advertised in our OPT record, as Knot DNS does.
     pub max_udp_payload: u16,
+    /// The NSID (RFC 5001) put in answers to queries that ask for it; `None`
+    /// (the default here) or empty: none.
+    pub nsid: Option<Arc<[u8]>>,
+    /// The TXT answer to CH `id.server.` and `hostname.bind.` (RFC 4892);
+    /// `None` or empty: REFUSED.
+    pub identity: Option<Arc<str>>,
+    /// The TXT answer to CH `version.server.` and `version.bind.`; `None` or
+    /// empty: REFUSED.
+    pub version: Option<Arc<str>>,
+    /// Pad answers over TCP to queries that carry a Padding option to a
+    /// multiple of 468 octets (RFC 7830 §3, the block size of RFC 8467 §4.1).
+    pub padding: bool,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             max_udp_payload: 1232,
+            nsid: None,
+            identity: None,
+            version: None,
+            padding: false,
         }
     }
+}
+
+/// What the server adds to one answer from its own state (cookies, rate
+/// limiting), which the engine cannot know.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extra<'a> {
+    /// Whole options (wire form) appended to the OPT record of a response
+    /// that has one, after the NSID: e.g. the COOKIE option.
+    pub options: &'a [u8],
+    /// Answer with this error instead of looking the name up (e.g. BADCOOKIE,
+    /// 23): header, question and OPT, the extended bits in the OPT.
+    pub error: Option<u16>,
 }
 
 /// What kind of answer a response is: what the policy around `answer()`
@@ -124,7 +157,35 @@ pub fn answer<'z>(
     transport: Transport,
     settings: &Settings,
 ) -> Answered<'z> {
-    answer::respond(zones, query, out, transport, settings)
+    answer::respond(zones, query, out, transport, settings, |_| Extra::default())
+}
+
+/// [`answer`] with a policy: once the query is parsed (and found to be a
+/// query worth answering), `policy` looks at it and says what the server
+/// adds to this one answer (see [`Extra`]).
+pub fn answer_with<'z, 'e>(
+    zones: &'z ZoneSet,
+    query: &[u8],
+    out: &mut [u8],
+    transport: Transport,
+    settings: &'e Settings,
+    policy: impl FnOnce(&Query) -> Extra<'e>,
+) -> Answered<'z> {
+    answer::respond(zones, query, out, transport, settings, policy)
+}
+
+/// The "slipped" answer of response-rate limiting: header (AA and TC set,
+/// RCODE `rcode` as the full answer had it), question and OPT (with
+/// `extra`'s options), no records, so a real client retries over TCP (Knot
+/// DNS's RRL slip). 0 when the query cannot be read.
+pub fn slip(
+    query: &[u8],
+    out: &mut [u8],
+    rcode: u16,
+    settings: &Settings,
+    extra: &Extra<'_>,
+) -> usize {
+    answer::slip(query, out, rcode, settings, extra)
 }
 
 /// What a request asks for, read from its header and question type before

@@ -70,6 +70,9 @@ fn mutated_and_random_queries_never_panic() {
         let size = [12, 100, 512, 1232, 65535][rng.below(5)];
         let settings = Settings {
             max_udp_payload: [0, 512, 1232, 4096][rng.below(4)],
+            nsid: (round % 3 == 0).then(|| b"ns-test".as_slice().into()),
+            padding: round % 5 != 0,
+            ..Settings::default()
         };
         let n = answer(&zones, &q, &mut big[..size], transport, &settings).len;
         assert!(n <= size);

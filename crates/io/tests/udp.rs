@@ -158,3 +158,30 @@ fn udp_handler_panic_costs_one_datagram_not_the_worker() {
     assert_eq!(&buf[..n], b"cba");
     server.stop();
 }
+
+/// A datagram of any size up to the UDP maximum reaches the handler whole
+/// (a query padded to 65,000 bytes is answered, as Knot, NSD and BIND do).
+#[test]
+fn udp_takes_datagrams_up_to_64_kib() {
+    let addr: SocketAddr = "127.0.0.1:15417".parse().unwrap();
+    let length = |q: &[u8], out: &mut [u8], _c: &mut Client<'_>| {
+        out[..4].copy_from_slice(&(q.len() as u32).to_be_bytes());
+        4
+    };
+    let server = UdpServer::start(&[addr], &config(), length).expect("bind the test port");
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    for size in [12usize, 4096, 4097, 65_000, 65_507] {
+        client.send_to(&vec![7u8; size], addr).unwrap();
+        let mut buf = [0u8; 16];
+        let (n, _) = client.recv_from(&mut buf).expect("an answer within 5 s");
+        assert_eq!(n, 4);
+        assert_eq!(
+            u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize,
+            size
+        );
+    }
+    server.stop();
+}

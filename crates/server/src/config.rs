@@ -30,6 +30,10 @@
 //! deny = false
 //!
 //! transfers-out = 10                      # concurrent outgoing zone transfers
+//! identity = "ns1.example."               # CH TXT id.server; "" none; default: host name
+//! version = "Lode 0.1.0"                  # CH TXT version.bind; "" none; default: this
+//! nsid = "ns1"                            # RFC 5001 NSID (text or 0x-hex); "" none; default: host name
+//! edns-padding = true                     # pad TCP answers to padded queries (RFC 7830)
 //!
 //! [[remote]]                              # another server: a secondary to notify
 //! id = "secondary1"
@@ -62,7 +66,10 @@ use std::time::Duration;
 use lode_wire::Name;
 use serde::Deserialize;
 
+mod guard;
 mod replication;
+
+pub use guard::{default_version, host_name, Identity};
 
 pub use replication::{parse_remote_address, Remote, RemoteEntry, TemplateEntry, TimerBounds};
 use replication::{resolve_catalogs, resolve_remotes, resolve_templates};
@@ -124,6 +131,14 @@ pub struct ConfigFile {
     /// Settings for zones made from a catalog (RFC 9432 members).
     #[serde(default, rename = "template")]
     pub templates: Vec<TemplateEntry>,
+    /// CH TXT id.server / hostname.bind ("" = none; default: host name).
+    pub identity: Option<String>,
+    /// CH TXT version.server / version.bind ("" = none).
+    pub version: Option<String>,
+    /// NSID (RFC 5001), text or 0x-hex ("" = none; default: host name).
+    pub nsid: Option<String>,
+    /// Pad TCP answers to padded queries (RFC 7830).
+    pub edns_padding: Option<bool>,
 }
 
 /// One `[[key]]` table: a TSIG key.
@@ -342,6 +357,8 @@ pub struct Config {
     pub zonefile_sync: ZonefileSync,
     /// Concurrent outgoing zone transfers.
     pub transfers_out: usize,
+    /// Identity, version, NSID and padding.
+    pub identity: Identity,
 }
 
 /// Default limit of concurrent outgoing transfers (BIND's `transfers-out`).
@@ -858,6 +875,12 @@ impl Config {
                 Some(n) => n,
                 None => DEFAULT_TRANSFERS_OUT,
             },
+            identity: Identity::resolve(
+                file.identity.as_deref(),
+                file.version.as_deref(),
+                file.nsid.as_deref(),
+                file.edns_padding,
+            )?,
         })
     }
 }

@@ -170,6 +170,10 @@ impl Server {
 
         let settings = Settings {
             max_udp_payload: config.max_udp_payload,
+            nsid: config.identity.nsid.clone(),
+            identity: config.identity.identity.clone(),
+            version: config.identity.version.clone(),
+            padding: config.identity.padding,
         };
         // TCP first: its bind fails when another server holds the port, before
         // UDP (SO_REUSEPORT) could share the port with it.
@@ -181,8 +185,9 @@ impl Server {
         };
         let zs = published.clone();
         let up = updates.clone();
+        let tcp_settings = settings.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
-            let len = handle(&zs, &up, q, out, client, Transport::Tcp, &settings);
+            let len = handle(&zs, &up, q, out, client, Transport::Tcp, &tcp_settings);
             // As Knot DNS: after a message that could not be parsed (dropped,
             // or answered FORMERR) the stream is not trusted any further.
             let close = (len == 0 && !client.is_deferred())

@@ -93,12 +93,61 @@ pub struct Edns {
     pub version: u8,
     /// The 16 flag bits (DO = 0x8000).
     pub flags: u16,
+    /// Where the OPT RDATA (the options) starts in the message.
+    pub options_at: u16,
+    /// Length of the OPT RDATA.
+    pub options_len: u16,
 }
 
 impl Edns {
     /// True if the DO bit is set.
     pub fn dnssec_ok(&self) -> bool {
         self.flags & EDNS_DO != 0
+    }
+
+    /// The options of the OPT record in `msg` (the message it was parsed
+    /// from): `(code, data)` in the order sent. Well-formed by parsing.
+    pub fn options<'m>(&self, msg: &'m [u8]) -> Options<'m> {
+        let start = usize::from(self.options_at);
+        let end = start + usize::from(self.options_len);
+        Options {
+            rest: msg.get(start..end).unwrap_or(&[]),
+        }
+    }
+
+    /// The data of the first option `code` in `msg`, if the query sent one.
+    pub fn option<'m>(&self, msg: &'m [u8], code: u16) -> Option<&'m [u8]> {
+        self.options(msg).find(|&(c, _)| c == code).map(|(_, d)| d)
+    }
+}
+
+/// EDNS option codes Lode reads or writes.
+pub mod edns_option {
+    /// Name server identifier (RFC 5001).
+    pub const NSID: u16 = 3;
+    /// DNS cookie (RFC 7873).
+    pub const COOKIE: u16 = 10;
+    /// Padding (RFC 7830).
+    pub const PADDING: u16 = 12;
+    /// Extended DNS error (RFC 8914).
+    pub const EDE: u16 = 15;
+}
+
+/// The options of an OPT record: `(code, data)` pairs.
+#[derive(Debug, Clone)]
+pub struct Options<'m> {
+    rest: &'m [u8],
+}
+
+impl<'m> Iterator for Options<'m> {
+    type Item = (u16, &'m [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let code = be16(self.rest, 0)?;
+        let len = usize::from(be16(self.rest, 2)?);
+        let data = self.rest.get(4..4 + len)?;
+        self.rest = &self.rest[4 + len..];
+        Some((code, data))
     }
 }
 
@@ -266,6 +315,8 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, ParseError> {
                 ext_rcode: ttl[0],
                 version: ttl[1],
                 flags: u16::from_be_bytes([ttl[2], ttl[3]]),
+                options_at: (pos - rdlen) as u16,
+                options_len: rdlen as u16,
             });
         }
     }
@@ -797,15 +848,35 @@ impl<'a> MessageWriter<'a> {
         flags: u16,
         options: &[u8],
     ) -> Result<(), Full> {
+        self.put_opt_parts(udp_size, ext_rcode, version, flags, &[options])
+    }
+
+    /// [`MessageWriter::put_opt`] with the options given in parts (each
+    /// whole options in wire form), written one after the other.
+    pub fn put_opt_parts(
+        &mut self,
+        udp_size: u16,
+        ext_rcode: u8,
+        version: u8,
+        flags: u16,
+        parts: &[&[u8]],
+    ) -> Result<(), Full> {
         let mark = self.mark();
+        let len: usize = parts.iter().map(|p| p.len()).sum();
         let r = (|| {
+            if len > usize::from(u16::MAX) {
+                return Err(Full);
+            }
             self.put(&[0])?;
             self.put_u16(Rtype::OPT.0)?;
             self.put_u16(udp_size)?;
             self.put(&[ext_rcode, version])?;
             self.put_u16(flags)?;
-            self.put_u16(options.len() as u16)?;
-            self.put(options)
+            self.put_u16(len as u16)?;
+            for p in parts {
+                self.put(p)?;
+            }
+            Ok(())
         })();
         match r {
             Ok(()) => {

@@ -214,8 +214,8 @@ impl Drop for Server {
 ///
 /// Knot 3.2's own defaults already match most of them (udp-max-payload 1232,
 /// no RRL module, answer-rotation off, zonefile-load whole); identity,
-/// version and NSID are switched off because Lode does not answer CH TXT
-/// `id.server`/`version.bind` nor NSID.
+/// version and NSID are set to [`IDENTITY`], [`VERSION`] and [`NSID`] in
+/// both servers (their defaults name the software and the host).
 pub fn knot_config(dir: &Path, port: u16, zones: &[ZoneSpec], v6: bool) -> String {
     let d = dir.display();
     let listen = if v6 {
@@ -224,7 +224,7 @@ pub fn knot_config(dir: &Path, port: u16, zones: &[ZoneSpec], v6: bool) -> Strin
         format!("127.0.0.1@{port}")
     };
     let mut c = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: {listen}\n    identity: \"\"\n    version: \"\"\n    nsid: \"\"\n    udp-max-payload: 1232\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 1\n    tcp-idle-timeout: 10\n    answer-rotation: off\n\
+        "server:\n    rundir: \"{d}\"\n    listen: {listen}\n    identity: \"{IDENTITY}\"\n    version: \"{VERSION}\"\n    nsid: \"{NSID}\"\n    udp-max-payload: 1232\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 1\n    tcp-idle-timeout: 10\n    answer-rotation: off\n\
          database:\n    storage: \"{d}\"\n\
          control:\n    listen: \"{d}/knot.sock\"\n\
          log:\n  - target: stderr\n    any: info\n\
@@ -328,6 +328,13 @@ fn start_knot_text(
     wait_ready(server, zones, true)
 }
 
+/// The CH TXT `id.server` answer of both servers in the comparisons.
+pub const IDENTITY: &str = "diff-identity";
+/// The CH TXT `version.bind` answer of both servers in the comparisons.
+pub const VERSION: &str = "diff-version";
+/// The NSID of both servers in the comparisons.
+pub const NSID: &str = "diff-nsid";
+
 /// Starts `lode serve` on 127.0.0.1:`port` serving `zones`, and waits until it answers.
 pub fn start_lode(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
     start_lode_on(zones, port, false)
@@ -343,8 +350,16 @@ fn start_lode_once(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, St
     let dir = TempDir::new("lode");
     let log = dir.0.join("lode.log");
     let logf = std::fs::File::create(&log).map_err(|e| e.to_string())?;
+    let conf = dir.0.join("lode.toml");
+    std::fs::write(
+        &conf,
+        format!("identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n"),
+    )
+    .map_err(|e| e.to_string())?;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lode"));
     cmd.arg("serve")
+        .arg("--config")
+        .arg(&conf)
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--workers")

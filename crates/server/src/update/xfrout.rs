@@ -125,6 +125,8 @@ impl Updates {
             ext_rcode: 0,
             version: 0,
             flags: e.flags & lode_wire::message::EDNS_DO,
+            options_at: 0,
+            options_len: 0,
         });
         let doors = self.zones.load();
         let (Some(door), Some(zone)) = (doors.get(&origin), zones.get(origin.as_ref())) else {
