@@ -388,3 +388,32 @@ fn knot_defaults() {
     assert_eq!(KNOT_BADCOOKIE_SLIP, 1);
     assert_eq!(Refresh::default(), Refresh::Never);
 }
+
+/// Cookies knotd 3.2.6 (mod-cookies, `secret: 0xe5e973e5a6b2a43f48e7dc849e37bfcf`)
+/// handed to clients on 127.0.0.1 (UDP, BADCOOKIE to a client cookie alone) and ::1 (TCP).
+#[test]
+fn matches_knotd() {
+    let secret = hex::<16>(SECRET_A);
+    for (client, ts, want) in [
+        (
+            "2464c4abcf10c957",
+            0x6b04_f268,
+            "010000006b04f2682301de8f025a9c02",
+        ),
+        (
+            "0001020304050607",
+            0x6b04_f270,
+            "010000006b04f2700213a2039fe5afc3",
+        ),
+    ] {
+        assert_eq!(
+            server_cookie(&secret, &hex(client), ip("127.0.0.1"), ts),
+            hex::<16>(want)
+        );
+    }
+    // Over TCP from ::1.
+    assert_eq!(
+        server_cookie(&secret, &hex("2464c4abcf10c957"), ip("::1"), 0x6b04_f27b),
+        hex::<16>("010000006b04f27bce386be772647382")
+    );
+}
