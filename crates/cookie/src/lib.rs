@@ -53,6 +53,11 @@
 //! rollover get BADCOOKIE over UDP; a configured `secret` (16 bytes) is used
 //! as is and never rolled. A valid cookie is always echoed, never refreshed.
 //!
+//! Seen on knotd 3.2.6 (the `matches_knotd` test holds its cookies):
+//! FORMERR for lengths 0, 7, 9, 15, 41 carries an OPT record without COOKIE;
+//! BADCOOKIE is header RCODE 7 with OPT extended RCODE 1; with the module
+//! off, every one of those lengths gets a normal answer without COOKIE.
+//!
 //! # Where Lode may differ (chosen by the caller)
 //!
 //! - [`Refresh::After`]`(`[`RFC_REFRESH_AFTER`]`)` makes a fresh cookie for
