@@ -39,6 +39,22 @@
 //! [`Class::keys_zone`] says which. An empty `name` is accepted (it hashes
 //! like any other byte string).
 //!
+//! ```
+//! use lode_rrl::{Class, Config, Limiter, Verdict};
+//! let rrl = Limiter::new(&Config { rate: 20, ..Config::default() }).unwrap();
+//! // Per UDP answer, in any worker (`now_ms` from a monotonic clock):
+//! let (qname, apex) = (b"\x03www\x07example\x00", b"\x07example\x00");
+//! let class = Class::classify(3 /* NXDOMAIN */, 1 /* A */, false, false, 0, 120);
+//! let name: &[u8] = if class.keys_zone() { apex } else { qname };
+//! let source = "192.0.2.1".parse().unwrap();
+//! match rrl.check(source, class, name, 5_000) {
+//!     Verdict::Send | Verdict::WouldLimit => { /* send the answer */ }
+//!     Verdict::Slip => { /* send header + question, AA and TC set */ }
+//!     Verdict::Drop => { /* send nothing */ }
+//! }
+//! # assert_eq!(rrl.check(source, class, name, 5_000), Verdict::Send);
+//! ```
+//!
 //! # Design choice: a GCRA cell per bucket, not KRU, not Knot 3.2's buckets
 //!
 //! * Knot 3.2 keeps token buckets (4 s of credit, refilled per whole second)
