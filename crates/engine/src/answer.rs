@@ -201,6 +201,9 @@ pub(crate) fn respond<'z, 'e>(
         )
     };
     // The server's own verdict (BADCOOKIE, FORMERR for a bad cookie).
+    if extra.drop {
+        return Answered::DROP;
+    }
     if let Some(code) = extra.error {
         return err(out, code, &[]);
     }
@@ -252,7 +255,7 @@ pub(crate) fn respond<'z, 'e>(
         }
         return a;
     }
-    let (len, kind) = answer_zone(zone, &q, question, out, limit, opt.as_ref());
+    let (len, kind, wildcard) = answer_zone(zone, &q, question, out, limit, opt.as_ref());
     // Nothing may be cut from a TCP answer: when it does not fit in 65535
     // octets, Knot DNS answers SERVFAIL.
     if transport == Transport::Tcp && len >= 4 && out[2] & 0x02 != 0 {
@@ -267,6 +270,7 @@ pub(crate) fn respond<'z, 'e>(
         rcode,
         kind: if len == 0 { AnswerKind::Dropped } else { kind },
         zone: Some(zone),
+        wildcard,
     }
 }
 
@@ -280,6 +284,7 @@ fn error<'z>(len: usize, code: u16) -> Answered<'z> {
         rcode: code,
         kind: AnswerKind::Error,
         zone: None,
+        wildcard: false,
     }
 }
 
@@ -366,11 +371,12 @@ fn answer_zone(
     out: &mut [u8],
     limit: usize,
     opt: Option<&OptPlan<'_>>,
-) -> (usize, AnswerKind) {
+) -> (usize, AnswerKind, bool) {
     let Ok(mut w) = MessageWriter::new(out, limit) else {
-        return (0, AnswerKind::Dropped);
+        return (0, AnswerKind::Dropped, false);
     };
     let mut kind = AnswerKind::Positive;
+    let mut wildcard = false;
     w.set_header(q.id, response_flags(q.flags));
     let reserve = opt.map_or(0, |o| o.reserve(&[]));
     w.set_limit(limit.saturating_sub(reserve));
@@ -403,6 +409,7 @@ fn answer_zone(
             r.w.set_flags(flags::TC);
         }
         kind = r.kind;
+        wildcard = r.nwildcards > 0;
         w = r.w;
     }
     w.set_limit(limit);
@@ -410,7 +417,7 @@ fn answer_zone(
         // Every RCODE of a zone answer fits the header: no extended bits.
         let _ = o.put(&mut w, 0, &[]);
     }
-    (w.finish(), kind)
+    (w.finish(), kind, wildcard)
 }
 
 impl<'z> Responder<'z, '_> {

@@ -79,5 +79,6 @@ pub(crate) fn answer<'z>(
         rcode: 0,
         kind: AnswerKind::Positive,
         zone: None,
+        wildcard: false,
     }
 }

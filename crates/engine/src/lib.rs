@@ -97,6 +97,8 @@ pub struct Extra<'a> {
     /// Answer with this error instead of looking the name up (e.g. BADCOOKIE,
     /// 23): header, question and OPT, the extended bits in the OPT.
     pub error: Option<u16>,
+    /// Send nothing (e.g. a BADCOOKIE slip).
+    pub drop: bool,
 }
 
 /// What kind of answer a response is: what the policy around `answer()`
@@ -133,6 +135,8 @@ pub struct Answered<'z> {
     pub kind: AnswerKind,
     /// The zone that answered, if one did.
     pub zone: Option<&'z lode_zonedb::Zone>,
+    /// The answer was synthesised from a wildcard (RFC 4592).
+    pub wildcard: bool,
 }
 
 impl Answered<'_> {
@@ -142,6 +146,7 @@ impl Answered<'_> {
         rcode: 0,
         kind: AnswerKind::Dropped,
         zone: None,
+        wildcard: false,
     };
 }
 

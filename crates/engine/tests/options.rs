@@ -247,7 +247,7 @@ fn extra_options_and_errors_from_the_server() {
         seen = parsed.edns.is_some();
         Extra {
             options: &cookie,
-            error: None,
+            ..Extra::default()
         }
     });
     assert!(seen, "the policy sees the parsed query");
@@ -261,6 +261,7 @@ fn extra_options_and_errors_from_the_server() {
     let a = answer_with(&zones, &q, &mut out, Transport::Udp, &s, |_| Extra {
         options: &cookie,
         error: Some(23),
+        ..Extra::default()
     });
     let r = decode(&out[..a.len]);
     assert_eq!((r.rcode(), r.counts[1]), (7, 0));
@@ -275,6 +276,12 @@ fn extra_options_and_errors_from_the_server() {
     });
     let r = decode(&out[..a.len]);
     assert!(r.options().iter().all(|o| o.0 != 10));
+    // A drop sends nothing.
+    let a = answer_with(&zones, &q, &mut out, Transport::Udp, &s, |_| Extra {
+        drop: true,
+        ..Extra::default()
+    });
+    assert_eq!(a.len, 0);
 }
 
 #[test]

@@ -69,6 +69,11 @@ impl std::str::FromStr for Prefix {
 }
 
 impl Prefix {
+    /// The address and the prefix length.
+    pub fn parts(&self) -> (IpAddr, u8) {
+        (self.addr, self.len)
+    }
+
     /// True if `ip` lies in the prefix (an IPv4-mapped IPv6 address counts as IPv4).
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = match ip {

@@ -69,7 +69,7 @@ use serde::Deserialize;
 mod guard;
 mod replication;
 
-pub use guard::{default_version, host_name, Identity};
+pub use guard::{default_version, host_name, CookieSettings, CookiesEntry, Identity, RrlEntry};
 
 pub use replication::{parse_remote_address, Remote, RemoteEntry, TemplateEntry, TimerBounds};
 use replication::{resolve_catalogs, resolve_remotes, resolve_templates};
@@ -139,6 +139,10 @@ pub struct ConfigFile {
     pub nsid: Option<String>,
     /// Pad TCP answers to padded queries (RFC 7830).
     pub edns_padding: Option<bool>,
+    /// DNS cookies (absent: off).
+    pub cookies: Option<CookiesEntry>,
+    /// Response-rate limiting (absent: off).
+    pub rrl: Option<RrlEntry>,
 }
 
 /// One `[[key]]` table: a TSIG key.
@@ -359,6 +363,10 @@ pub struct Config {
     pub transfers_out: usize,
     /// Identity, version, NSID and padding.
     pub identity: Identity,
+    /// DNS cookies (`None`: off, Knot's default).
+    pub cookies: Option<CookieSettings>,
+    /// Response-rate limiting (`None`: off, Knot's default).
+    pub rrl: Option<lode_rrl::Config>,
 }
 
 /// Default limit of concurrent outgoing transfers (BIND's `transfers-out`).
@@ -881,6 +889,8 @@ impl Config {
                 file.nsid.as_deref(),
                 file.edns_padding,
             )?,
+            cookies: file.cookies.as_ref().map(CookiesEntry::resolve).transpose()?,
+            rrl: file.rrl.as_ref().map(RrlEntry::resolve).transpose()?,
         })
     }
 }

@@ -45,6 +45,7 @@ pub mod control;
 pub mod demo;
 mod fetch;
 mod flush;
+mod guard;
 mod lograte;
 mod notify;
 pub mod progress;
@@ -183,11 +184,13 @@ impl Server {
             threads: config.workers.div_ceil(2),
             ..TcpConfig::default()
         };
+        let guard = guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         let zs = published.clone();
         let up = updates.clone();
         let tcp_settings = settings.clone();
+        let tcp_guard = guard.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
-            let len = handle(&zs, &up, q, out, client, Transport::Tcp, &tcp_settings);
+            let len = handle(&zs, &up, &tcp_guard, q, out, client, Transport::Tcp, &tcp_settings);
             // As Knot DNS: after a message that could not be parsed (dropped,
             // or answered FORMERR) the stream is not trusted any further.
             let close = (len == 0 && !client.is_deferred())
@@ -204,7 +207,7 @@ impl Server {
         let zs = published.clone();
         let up = updates.clone();
         let udp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
-            handle(&zs, &up, q, out, client, Transport::Udp, &settings)
+            handle(&zs, &up, &guard, q, out, client, Transport::Udp, &settings)
         };
         let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler)
             .map_err(ServerError::Io)?;
@@ -352,9 +355,11 @@ impl Drop for Server {
 /// Answers one request: UPDATEs go to their zone's writer (see `update.rs`),
 /// everything else to the engine. Returns the length of an answer in `out`
 /// to send now (0: none, or deferred).
+#[allow(clippy::too_many_arguments)]
 fn handle(
     zones: &ArcSwap<ZoneSet>,
     updates: &update::Updates,
+    guard: &guard::Guard,
     q: &[u8],
     out: &mut [u8],
     client: &mut Client<'_>,
@@ -378,7 +383,7 @@ fn handle(
         update::Admission::Queued => return 0,
         update::Admission::Engine => {}
     }
-    let answered = lode_engine::answer(&set, q, out, transport, settings);
+    let answered = guard.answer(&set, q, out, transport, settings, client.addr().ip());
     // A TSIG-signed query for one of our zones: with keys configured it is
     // checked and answered signed here (unsigned queries pay one comparison).
     if answered.kind == lode_engine::AnswerKind::Signed && !updates.keys().is_empty() {
