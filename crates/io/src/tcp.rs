@@ -44,13 +44,15 @@
 //!   (`maxTCPConnectionsPerClient`) and Unbound (`tcp-connection-limit`)
 //!   refuse the new connection instead.
 //!
-//! Memory: an idle connection holds a 4 KiB read buffer and about 1 KiB of
-//! task and registry state. The read buffer grows to one whole message at
-//! most (65,537 bytes), and reading stops while replies wait to be written;
-//! replies are cut into batches of 16 KiB, so at most 16 KiB + 65,537 bytes
-//! wait (a batch goes over by at most one reply). So a connection holds at
-//! most ~145 KiB, and `max_clients` × 145 KiB in total (~142 MiB at the
-//! default 1,000), plus one 64 KiB response scratch per event-loop thread.
+//! Memory, per connection: idle, about 8 KiB (measured 7.3 KiB: the 4 KiB
+//! read buffer, the task with its timers, its reply channel, its registry
+//! entry). The read buffer grows to one whole message at most (65,537 bytes)
+//! and nothing more is read while replies wait to be written; replies are
+//! written every 16 KiB, so at most 16 KiB + 65,537 bytes wait (a batch goes
+//! over by one reply at most). So a connection holds at most ~150 KiB, and
+//! all of them `max_clients` × 150 KiB (~147 MiB at the default 1,000; 8 MiB
+//! when they are idle), plus one 64 KiB response scratch per event-loop
+//! thread. Kernel socket buffers are not counted.
 //! Deferred replies come on top: a stream (zone transfer) queues at most
 //! [`crate::STREAM_QUEUE_BYTES`] + one message per connection; deferred
 //! single replies (UPDATE) are bounded by the handler, not here.

@@ -300,7 +300,7 @@ fn ten_thousand_idle_connections_do_not_lock_out_new_clients() {
         stats.closed_idle_for_new + stats.closed_idle_pressure >= 10_000 - max_clients,
         "{stats:?}"
     );
-    // An idle connection holds ~5 KiB (module docs); allow 16 KiB each and
+    // An idle connection holds ~8 KiB (module docs); allow 16 KiB each and
     // 16 MiB for the allocator and the client side.
     let bound = max_clients * 16 + 16 * 1024;
     assert!(
@@ -415,7 +415,7 @@ fn a_pipelined_flood_that_reads_nothing_stays_bounded_and_is_closed() {
         s.write_timeout == FLOODERS
     });
     eprintln!("flood: answered within {slowest:?}, memory grew {peak} KiB at most");
-    // At most ~145 KiB per connection (module docs); allow 256 KiB each
+    // At most ~150 KiB per connection (module docs); allow 256 KiB each
     // and 16 MiB for the allocator.
     let bound = FLOODERS * 256 + 16 * 1024;
     assert!(
