@@ -424,3 +424,42 @@ fn a_pipelined_flood_that_reads_nothing_stays_bounded_and_is_closed() {
     );
     server.stop();
 }
+
+#[test]
+fn a_crowded_server_closes_connections_idle_for_the_short_timeout() {
+    let _serial = serial();
+    let config = TcpConfig {
+        max_clients: 100,
+        pressure_idle_timeout: Duration::from_millis(300),
+        threads: 2,
+        ..TcpConfig::default()
+    };
+    let (server, addr, _) = start(16456, config);
+    // An active client, asking every 100 ms, keeps its connection.
+    let (mut active, _) = ask(ip(0, 1), addr);
+    let idle: Vec<TcpStream> = (0..80u8)
+        .map(|i| connect_from(ip(4, i + 1), addr))
+        .collect();
+    wait_for(&server, "81 open", |s| s.open == 81);
+    let t = Instant::now();
+    while server.stats().open > 75 {
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", server.stats());
+        active.write_all(&frame(b"query")).unwrap();
+        assert_eq!(read_frame(&mut active).unwrap().len(), REPLY);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Over 3/4 full the idle ones went after 300 ms (+ the 100 ms sweep),
+    // long before the idle timeout (10 s).
+    assert!(
+        t.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        t.elapsed()
+    );
+    active.write_all(&frame(b"query")).unwrap();
+    assert_eq!(read_frame(&mut active).unwrap().len(), REPLY);
+    let stats = server.stats();
+    assert!(stats.closed_idle_pressure >= 6, "{stats:?}");
+    assert_eq!(stats.idle_timeout, 0, "{stats:?}");
+    drop(idle);
+    server.stop();
+}

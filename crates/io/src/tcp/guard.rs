@@ -504,6 +504,18 @@ mod tests {
     }
 
     #[test]
+    fn the_log_allows_a_few_lines_a_window_and_counts_the_rest() {
+        let log = CloseLog::new();
+        let allowed = (0..50).filter(|_| log.allow(Reason::IdleForNew)).count();
+        assert_eq!(allowed, LOG_LINES as usize);
+        let w = lock(&log.window);
+        assert_eq!(
+            w.more[Reason::IdleForNew.index()],
+            50 - u64::from(LOG_LINES)
+        );
+    }
+
+    #[test]
     fn a_busy_connection_is_never_evicted() {
         let c = Conn {
             peer: "127.0.0.1:1".parse().unwrap(),
