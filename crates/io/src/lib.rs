@@ -6,6 +6,7 @@
 //!  addr:port ─┼ worker 1: socket (SO_REUSEPORT) ─ …                                  ├─ per-worker counters
 //!             └ …                                                                     ┘
 //!  addr:port ── TCP listener (tokio) ─▶ one task per connection: frames ─▶ handler ─▶ frames
+//!                  └ registry of connections: closes idle ones to make room (tcp.rs)
 //! ```
 //!
 //! A handler is `FnMut(query, out, peer) -> len` (0 = send nothing); each UDP

@@ -1,4 +1,5 @@
-//! TCP transport (RFC 7766): framing, pipelining, idle timeout, connection limit.
+//! TCP transport (RFC 7766): framing, pipelining, idle timeout, connection limit
+//! (abuse: tests/tcp_guard.rs).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -184,33 +185,26 @@ fn tcp_trickled_bytes_do_not_extend_the_idle_deadline() {
 }
 
 #[test]
-fn tcp_connection_limit_refuses_extra_clients() {
+fn tcp_connection_limit_closes_the_idlest_for_a_new_client() {
     let (server, addr) = start(15410, 5000, 2);
     let mut a = connect(addr);
     let mut b = connect(addr);
-    // Both are being served.
+    // Both are being served; `a` is the idlest.
     a.write_all(&frame(b"a")).unwrap();
-    b.write_all(&frame(b"b")).unwrap();
     assert_eq!(read_frame(&mut a), b"A");
+    std::thread::sleep(Duration::from_millis(20));
+    b.write_all(&frame(b"b")).unwrap();
     assert_eq!(read_frame(&mut b), b"B");
     let mut c = connect(addr);
-    let _ = c.write_all(&frame(b"c"));
-    assert!(closed_by_server(&mut c), "a third client was served");
-    assert_eq!(server.stats().refused, 1);
-    // When one leaves, a new client is served again.
-    drop(a);
-    let mut served = false;
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(20));
-        if server.stats().open < 2 {
-            served = true;
-            break;
-        }
-    }
-    assert!(served, "the closed connection was not released");
-    let mut d = connect(addr);
-    d.write_all(&frame(b"d")).unwrap();
-    assert_eq!(read_frame(&mut d), b"D");
+    c.write_all(&frame(b"c")).unwrap();
+    assert_eq!(read_frame(&mut c), b"C", "the new client was not served");
+    assert!(closed_by_server(&mut a), "the idlest client was kept");
+    b.write_all(&frame(b"b2")).unwrap();
+    assert_eq!(read_frame(&mut b), b"B2");
+    // One source here, whose limit is max_clients: its own idlest goes.
+    let stats = server.stats();
+    let closed = stats.closed_idle_for_new + stats.closed_idle_same_source;
+    assert_eq!((closed, stats.refused, stats.open), (1, 0, 2));
     server.stop();
 }
 
