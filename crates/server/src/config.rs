@@ -5,7 +5,9 @@
 //! workers = 4                             # UDP threads per address; default: one per CPU
 //! max-udp-payload = 1232                  # largest UDP answer with EDNS (512..=4096)
 //! tcp-idle-timeout = 10                   # seconds
-//! tcp-max-clients = 1000
+//! tcp-max-clients = 1000                  # when full, the idlest connection makes room
+//! tcp-max-clients-per-source = 128        # per address (IPv6 /64); default max(limit/10, 128)
+//! tcp-io-timeout = 500                    # ms for a begun query to arrive whole (Knot's)
 //! control = "/run/lode/lode.sock"         # default: see `default_control_path`
 //! log-level = "info"                      # error, warn, info, debug, trace
 //! snapshot-dir = "/var/lib/lode/snapshots" # start from snapshots of unchanged zone files
@@ -76,6 +78,8 @@ use replication::{resolve_catalogs, resolve_remotes, resolve_templates};
 
 /// Default TCP idle timeout (RFC 7766 §6.2.3 suggests seconds, not minutes).
 pub const DEFAULT_TCP_IDLE_SECS: u64 = 10;
+/// Default time for a TCP query to arrive whole once begun (Knot's `tcp-io-timeout`).
+pub const DEFAULT_TCP_IO_TIMEOUT_MS: u64 = 500;
 /// Default limit of concurrent TCP clients.
 pub const DEFAULT_TCP_MAX_CLIENTS: usize = 1000;
 /// Default largest UDP answer with EDNS (the DNS Flag Day 2020 value).
@@ -100,6 +104,10 @@ pub struct ConfigFile {
     pub tcp_idle_timeout: Option<u64>,
     /// Concurrent TCP clients.
     pub tcp_max_clients: Option<usize>,
+    /// Concurrent TCP clients from one address (IPv6: /64).
+    pub tcp_max_clients_per_source: Option<usize>,
+    /// Time for a TCP query to arrive whole, milliseconds (Knot's tcp-io-timeout).
+    pub tcp_io_timeout: Option<u64>,
     /// Control socket path.
     pub control: Option<PathBuf>,
     /// Log level.
@@ -341,6 +349,11 @@ pub struct Config {
     pub tcp_idle_timeout: Duration,
     /// Concurrent TCP clients.
     pub tcp_max_clients: usize,
+    /// Concurrent TCP clients from one source (`None`: a tenth of the
+    /// limit, at least 128).
+    pub tcp_max_clients_per_source: Option<usize>,
+    /// Time for a TCP query to arrive whole (zero: no limit).
+    pub tcp_io_timeout: Duration,
     /// Control socket path (`None`: no control socket).
     pub control: Option<PathBuf>,
     /// Log level.
@@ -862,6 +875,17 @@ impl Config {
             max_udp_payload,
             tcp_idle_timeout: Duration::from_secs(idle),
             tcp_max_clients,
+            tcp_max_clients_per_source: match file.tcp_max_clients_per_source {
+                Some(0) => {
+                    return Err(ConfigError::Value(
+                        "tcp-max-clients-per-source = 0: must be at least 1".into(),
+                    ))
+                }
+                n => n,
+            },
+            tcp_io_timeout: Duration::from_millis(
+                file.tcp_io_timeout.unwrap_or(DEFAULT_TCP_IO_TIMEOUT_MS),
+            ),
             control: Some(control).filter(|p| !p.as_os_str().is_empty()),
             log_level,
             snapshot_dir: options
@@ -889,7 +913,11 @@ impl Config {
                 file.nsid.as_deref(),
                 file.edns_padding,
             )?,
-            cookies: file.cookies.as_ref().map(CookiesEntry::resolve).transpose()?,
+            cookies: file
+                .cookies
+                .as_ref()
+                .map(CookiesEntry::resolve)
+                .transpose()?,
             rrl: file.rrl.as_ref().map(RrlEntry::resolve).transpose()?,
         })
     }

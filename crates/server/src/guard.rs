@@ -169,9 +169,7 @@ impl Guard {
             );
         }
         match verdict {
-            lode_rrl::Verdict::Slip => {
-                lode_engine::slip(q, out, answered.rcode, settings, extra)
-            }
+            lode_rrl::Verdict::Slip => lode_engine::slip(q, out, answered.rcode, settings, extra),
             lode_rrl::Verdict::Drop => 0,
             _ => len,
         }

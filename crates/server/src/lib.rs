@@ -181,16 +181,28 @@ impl Server {
         let tcp_config = TcpConfig {
             idle_timeout: config.tcp_idle_timeout,
             max_clients: config.tcp_max_clients,
+            max_clients_per_source: config.tcp_max_clients_per_source,
+            io_timeout: config.tcp_io_timeout,
             threads: config.workers.div_ceil(2),
             ..TcpConfig::default()
         };
-        let guard = guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
+        let guard =
+            guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         let zs = published.clone();
         let up = updates.clone();
         let tcp_settings = settings.clone();
         let tcp_guard = guard.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
-            let len = handle(&zs, &up, &tcp_guard, q, out, client, Transport::Tcp, &tcp_settings);
+            let len = handle(
+                &zs,
+                &up,
+                &tcp_guard,
+                q,
+                out,
+                client,
+                Transport::Tcp,
+                &tcp_settings,
+            );
             // As Knot DNS: after a message that could not be parsed (dropped,
             // or answered FORMERR) the stream is not trusted any further.
             let close = (len == 0 && !client.is_deferred())

@@ -300,7 +300,7 @@ pub fn start_knot_with(
     })
 }
 
-fn start_knot_text(
+pub fn start_knot_text(
     zones: &[ZoneSpec],
     port: u16,
     config: impl FnOnce(&Path) -> String,

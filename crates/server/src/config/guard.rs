@@ -133,15 +133,14 @@ impl RrlEntry {
             ..d
         };
         // The limiter checks ranges; its message names the key.
-        lode_rrl::Limiter::new(&config)
-            .map_err(|e| ConfigError::Value(format!("[rrl] {e}")))?;
+        lode_rrl::Limiter::new(&config).map_err(|e| ConfigError::Value(format!("[rrl] {e}")))?;
         Ok(config)
     }
 }
 
 /// Bytes from hex digits (even count), or None.
 fn parse_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     Some(
