@@ -1,5 +1,6 @@
 //! Fuzz target: `lode_engine::answer` on arbitrary bytes, over UDP and TCP,
-//! against the zones of the differential suite (built once).
+//! against the zones of the differential suite (built once); then the same
+//! bytes through the server's policy (DNS cookies, response-rate limiting).
 //!
 //! Run: `cd fuzz && cargo +nightly fuzz run answer`. Without nightly the same
 //! body runs as apps/lode/tests/fuzz_smoke.rs over a deterministic corpus.
@@ -11,6 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 
 static ZONES: OnceLock<lode_zonedb::ZoneSet> = OnceLock::new();
+static GUARD: OnceLock<std::sync::Arc<lode_server::guard::Guard>> = OnceLock::new();
 
 fuzz_target!(|data: &[u8]| {
     let zones = ZONES.get_or_init(|| {
@@ -19,8 +21,12 @@ fuzz_target!(|data: &[u8]| {
             "/../tests/differential/zones"
         )))
     });
+    let guard = GUARD.get_or_init(answer_body::guard);
     let mut scratch = answer_body::Scratch::new();
     if let Err(e) = answer_body::check(zones, data, &mut scratch) {
         panic!("{e}");
+    }
+    if let Err(e) = answer_body::check_guarded(zones, guard, data, &mut scratch) {
+        panic!("guarded: {e}");
     }
 });

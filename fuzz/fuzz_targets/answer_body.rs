@@ -7,12 +7,121 @@
 //! - a response (length > 0) has a header, echoes the ID, has QR set, fits
 //!   the UDP limit over UDP, and is a well-formed message (every counted
 //!   question and record present, RDATA inside the message, nothing after);
-//! - the same input gives the same bytes twice (no state leaks between queries).
+//! - the same input gives the same bytes twice (no state leaks between queries);
+//! - through the server's policy (DNS cookies and response-rate limiting on,
+//!   the source address taken from the input), every response is still a
+//!   well-formed message with the query's ID (or nothing is sent).
 #![allow(dead_code)]
 
 use lode_engine::{answer, Settings, Transport, ZoneSet};
+use lode_server::guard::Guard;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::sync::Arc;
+
+/// Answer settings with every option on: NSID, CH identity and version,
+/// padding (so their paths are fuzzed too).
+pub fn settings() -> Settings {
+    Settings {
+        nsid: Some(b"fuzz-nsid".as_slice().into()),
+        identity: Some("fuzz-identity".into()),
+        version: Some("fuzz-version".into()),
+        padding: true,
+        ..Settings::default()
+    }
+}
+
+/// Cookies (a fixed secret) and response-rate limiting (a low rate, slip 2,
+/// so limiting and slipping happen within a run) as the server runs them.
+pub fn guard() -> Arc<Guard> {
+    let cookies = lode_server::config::CookiesEntry {
+        secret: Some("000102030405060708090a0b0c0d0e0f".into()),
+        ..Default::default()
+    }
+    .resolve()
+    .expect("cookie settings");
+    let rrl = lode_server::config::RrlEntry {
+        rate_limit: 5,
+        slip: Some(2),
+        table_size: Some(4096),
+        ..Default::default()
+    }
+    .resolve()
+    .expect("rrl settings");
+    Guard::from_parts(Some(&cookies), Some(&rrl)).expect("guard")
+}
+
+/// Runs `data` through the server's policy over both transports, from a
+/// source address chosen by its last octets; checks the invariants that
+/// hold whatever the policy decided.
+pub fn check_guarded(
+    zones: &ZoneSet,
+    guard: &Guard,
+    data: &[u8],
+    s: &mut Scratch,
+) -> Result<(), String> {
+    let settings = settings();
+    let tail = |i: usize| data.len().checked_sub(i).map_or(0, |j| data[j]);
+    let peer = if tail(1) & 1 == 0 {
+        IpAddr::V4(Ipv4Addr::new(127, 0, tail(2), tail(3)))
+    } else {
+        IpAddr::V6(Ipv6Addr::new(
+            0x2001,
+            0xdb8,
+            u16::from(tail(2)),
+            0,
+            0,
+            0,
+            0,
+            1,
+        ))
+    };
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let n = guard
+            .answer(zones, data, &mut s.out, transport, &settings, peer)
+            .len;
+        if n == 0 {
+            continue;
+        }
+        check_response(data, &s.out, n, transport, &settings)?;
+    }
+    Ok(())
+}
+
+/// What every response must be: inside the buffer, a header with the ID
+/// echoed and QR set, within the UDP limit, a well-formed message.
+fn check_response(
+    data: &[u8],
+    out: &[u8],
+    n: usize,
+    transport: Transport,
+    settings: &Settings,
+) -> Result<bool, String> {
+    if n > out.len() {
+        return Err(format!("{transport:?}: length {n} beyond the buffer"));
+    }
+    let resp = &out[..n];
+    if n < 12 {
+        return Err(format!("{transport:?}: {n}-octet response"));
+    }
+    if data.len() < 2 || resp[..2] != data[..2] {
+        return Err(format!("{transport:?}: ID not echoed"));
+    }
+    if resp[2] & 0x80 == 0 {
+        return Err(format!("{transport:?}: QR clear in a response"));
+    }
+    if transport == Transport::Udp && n > usize::from(settings.max_udp_payload.max(512)) {
+        return Err(format!("UDP response of {n} octets"));
+    }
+    let has_opt =
+        well_formed(resp).map_err(|e| format!("{transport:?}: malformed response: {e}"))?;
+    if transport == Transport::Udp && !has_opt && n > 512 {
+        return Err(format!(
+            "UDP response of {n} octets without OPT (RFC 1035: 512)"
+        ));
+    }
+    Ok(has_opt)
+}
 
 /// Builds a ZoneSet from every `<origin>zone` file in `dir` that Lode can load.
 pub fn zone_set(dir: &Path) -> ZoneSet {
@@ -78,36 +187,14 @@ impl Scratch {
 /// Runs `answer` on `data` over both transports and checks the invariants;
 /// returns the UDP answer's header rcode (None when dropped).
 pub fn check(zones: &ZoneSet, data: &[u8], s: &mut Scratch) -> Result<Option<u8>, String> {
-    let settings = Settings::default();
+    let settings = settings();
     let mut udp_rcode = None;
     for transport in [Transport::Udp, Transport::Tcp] {
         let n = answer(zones, data, &mut s.out, transport, &settings).len;
         if n == 0 {
             continue;
         }
-        if n > s.out.len() {
-            return Err(format!("{transport:?}: length {n} beyond the buffer"));
-        }
-        let resp = &s.out[..n];
-        if n < 12 {
-            return Err(format!("{transport:?}: {n}-octet response"));
-        }
-        if data.len() < 2 || resp[..2] != data[..2] {
-            return Err(format!("{transport:?}: ID not echoed"));
-        }
-        if resp[2] & 0x80 == 0 {
-            return Err(format!("{transport:?}: QR clear in a response"));
-        }
-        if transport == Transport::Udp && n > usize::from(settings.max_udp_payload.max(512)) {
-            return Err(format!("UDP response of {n} octets"));
-        }
-        let has_opt =
-            well_formed(resp).map_err(|e| format!("{transport:?}: malformed response: {e}"))?;
-        if transport == Transport::Udp && !has_opt && n > 512 {
-            return Err(format!(
-                "UDP response of {n} octets without OPT (RFC 1035: 512)"
-            ));
-        }
+        check_response(data, &s.out, n, transport, &settings)?;
         let m = answer(zones, data, &mut s.again, transport, &settings).len;
         if s.again[..m] != s.out[..n] {
             return Err(format!("{transport:?}: a second run gave other bytes"));

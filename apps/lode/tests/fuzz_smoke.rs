@@ -119,6 +119,7 @@ fn answer_survives_a_deterministic_corpus() {
     assert!(seeds.len() > 100);
     let mut rng = Rng::new(0xf022_5eed);
     let mut scratch = answer_body::Scratch::new();
+    let guard = answer_body::guard();
     let mut failures = Vec::new();
     let mut dropped = 0usize;
     let mut by_rcode = std::collections::BTreeMap::new();
@@ -131,6 +132,9 @@ fn answer_survives_a_deterministic_corpus() {
             let s = &seeds[rng.below(seeds.len())];
             mutate(&mut rng, s)
         };
+        if let Err(e) = answer_body::check_guarded(&zones, &guard, &packet, &mut scratch) {
+            failures.push(format!("#{i} (cookies, RRL): {e}: {}", hex(&packet)));
+        }
         match answer_body::check(&zones, &packet, &mut scratch) {
             Ok(Some(rcode)) => *by_rcode.entry(rcode).or_insert(0usize) += 1,
             Ok(None) => dropped += 1,

@@ -27,7 +27,7 @@ const COOKIE_OPTION_LEN: usize = 4 + lode_cookie::RESPONSE_LEN;
 
 /// Cookies and rate limiting for one server; shared by every worker.
 #[derive(Debug)]
-pub(crate) struct Guard {
+pub struct Guard {
     cookies: Option<Arc<lode_cookie::Cookies>>,
     rrl: Option<lode_rrl::Limiter>,
     /// The limiter's rate (for its log lines).
@@ -41,15 +41,24 @@ pub(crate) struct Guard {
 impl Guard {
     /// The policy `config` asks for (nothing: answers go out as the engine
     /// writes them).
-    pub(crate) fn new(config: &Config) -> Result<Arc<Guard>, String> {
-        let (cookies, rotation) = match &config.cookies {
+    pub fn new(config: &Config) -> Result<Arc<Guard>, String> {
+        Guard::from_parts(config.cookies.as_ref(), config.rrl.as_ref())
+    }
+
+    /// The policy of these cookie and rate-limit settings (`None`: off).
+    pub fn from_parts(
+        cookies: Option<&CookieSettings>,
+        rrl: Option<&lode_rrl::Config>,
+    ) -> Result<Arc<Guard>, String> {
+        let (cookies, rotation) = match cookies {
             Some(c) => {
                 let (cookies, rotation) = start_cookies(c)?;
                 (Some(cookies), rotation)
             }
             None => (None, None),
         };
-        let rrl = match &config.rrl {
+        let rate = rrl.map_or(0, |c| c.rate);
+        let rrl = match rrl {
             Some(c) if c.rate > 0 => {
                 let l = lode_rrl::Limiter::new(c).map_err(|e| format!("[rrl] {e}"))?;
                 tracing::info!(
@@ -68,14 +77,15 @@ impl Guard {
         Ok(Arc::new(Guard {
             cookies,
             rrl,
-            rate: config.rrl.as_ref().map_or(0, |c| c.rate),
+            rate,
             epoch: Instant::now(),
             _rotation: rotation,
         }))
     }
 
-    /// Answers a plain query under the policy.
-    pub(crate) fn answer<'z>(
+    /// Answers a plain query from `peer` under the policy: the engine's
+    /// answer, a cookie error, a slipped (TC) answer or nothing (length 0).
+    pub fn answer<'z>(
         &self,
         set: &'z ZoneSet,
         q: &[u8],

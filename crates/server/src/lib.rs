@@ -45,7 +45,7 @@ pub mod control;
 pub mod demo;
 mod fetch;
 mod flush;
-mod guard;
+pub mod guard;
 mod lograte;
 mod notify;
 pub mod progress;
