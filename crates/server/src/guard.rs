@@ -83,6 +83,11 @@ impl Guard {
         }))
     }
 
+    /// The rate limiter's counters, when it is on.
+    pub fn rrl_stats(&self) -> Option<lode_rrl::Stats> {
+        self.rrl.as_ref().map(lode_rrl::Limiter::stats)
+    }
+
     /// Answers a plain query from `peer` under the policy: the engine's
     /// answer, a cookie error, a slipped (TC) answer or nothing (length 0).
     pub fn answer<'z>(

@@ -115,6 +115,8 @@ pub struct Server {
     /// queues) stop, after answering what they hold.
     writers: Vec<JoinHandle<()>>,
     control: Option<control::ControlServer>,
+    /// Cookies and rate limiting (for the status counters).
+    guard: Arc<guard::Guard>,
 }
 
 impl Server {
@@ -192,6 +194,7 @@ impl Server {
         let up = updates.clone();
         let tcp_settings = settings.clone();
         let tcp_guard = guard.clone();
+        let server_guard = guard.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
             let len = handle(
                 &zs,
@@ -244,6 +247,7 @@ impl Server {
                     updates.clone(),
                     udp.counters(),
                     tcp.counters(),
+                    server_guard.clone(),
                 );
                 match control::ControlServer::start(path, dispatch) {
                     Ok(c) => {
@@ -276,6 +280,7 @@ impl Server {
             reloader: Some(reloader),
             writers,
             control,
+            guard: server_guard,
         })
     }
 
@@ -310,7 +315,9 @@ impl Server {
     /// The status text of the control command `status`.
     pub fn status(&self) -> String {
         match (&self.udp, &self.tcp) {
-            (Some(u), Some(t)) => status_text(&self.published, &u.counters(), &t.counters()),
+            (Some(u), Some(t)) => {
+                status_text(&self.published, &u.counters(), &t.counters(), &self.guard)
+            }
             _ => String::new(),
         }
     }

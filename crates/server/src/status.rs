@@ -23,6 +23,7 @@ pub(crate) fn status_text(
     published: &ArcSwap<ZoneSet>,
     udp: &UdpCounters,
     tcp: &TcpCounters,
+    guard: &crate::guard::Guard,
 ) -> String {
     let set = published.load_full();
     let mut zones: Vec<&Arc<Zone>> = set.iter().collect();
@@ -47,6 +48,22 @@ pub(crate) fn status_text(
         "tcp connections {} refused {} open {} queries {} responses {} dropped {}\n",
         t.connections, t.refused, t.open, t.queries, t.responses, t.dropped
     ));
+    s.push_str(&format!(
+        "tcp closed idle-for-new {} idle-same-source {} idle-crowded {} idle-timeout {} io-timeout {} write-timeout {} refused-per-source {}\n",
+        t.closed_idle_for_new,
+        t.closed_idle_same_source,
+        t.closed_idle_pressure,
+        t.idle_timeout,
+        t.io_timeout,
+        t.write_timeout,
+        t.refused_per_source
+    ));
+    if let Some(r) = guard.rrl_stats() {
+        s.push_str(&format!(
+            "rrl slipped {} dropped {} would-limit {}\n",
+            r.slipped, r.dropped, r.would_limit
+        ));
+    }
     if let Some(kib) = resident_kib() {
         s.push_str(&format!("memory resident {kib} KiB\n"));
     }
@@ -111,6 +128,7 @@ pub(crate) fn make_dispatch(
     updates: Arc<Updates>,
     udp: UdpCounters,
     tcp: TcpCounters,
+    guard: Arc<crate::guard::Guard>,
 ) -> control::Dispatch {
     Arc::new(move |command: &str| match command {
         c if c == "zone-flush" || c.starts_with("zone-flush ") => Some(zone_flush(
@@ -130,7 +148,7 @@ pub(crate) fn make_dispatch(
         }),
         "status" => Some(Reply {
             ok: true,
-            text: status_text(&published, &udp, &tcp),
+            text: status_text(&published, &udp, &tcp, &guard),
         }),
         c if c == "zone-status" || c.starts_with("zone-status ") => Some(zone_status(
             &updates,
