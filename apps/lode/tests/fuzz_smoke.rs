@@ -21,6 +21,7 @@ mod zonefile_body;
 mod update_body;
 
 use common::*;
+use std::path::Path;
 
 /// Valid queries: every (qname, qtype) of queries.txt, with and without EDNS/DO.
 fn seeds() -> Vec<Vec<u8>> {
@@ -117,6 +118,14 @@ fn answer_survives_a_deterministic_corpus() {
         .unwrap_or(100_000);
     let seeds = seeds();
     assert!(seeds.len() > 100);
+    // LODE_FUZZ_SEEDS=DIR writes the valid queries there, one file each: a
+    // seed corpus for `cargo +nightly fuzz run answer DIR`.
+    if let Ok(dir) = std::env::var("LODE_FUZZ_SEEDS") {
+        std::fs::create_dir_all(&dir).expect("create the seed folder");
+        for (i, q) in seeds.iter().enumerate() {
+            std::fs::write(Path::new(&dir).join(format!("seed-{i:04}")), q).expect("write a seed");
+        }
+    }
     let mut rng = Rng::new(0xf022_5eed);
     let mut scratch = answer_body::Scratch::new();
     let guard = answer_body::guard();
