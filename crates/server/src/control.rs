@@ -137,8 +137,13 @@ fn serve(listener: UnixListener, stop: Arc<AtomicBool>, dispatch: Dispatch) {
                 let spawned = std::thread::Builder::new()
                     .name("lode-control-conn".into())
                     .spawn(move || {
-                        if let Err(e) = handle(stream, &dispatch) {
-                            tracing::warn!("control: {e}");
+                        match handle(stream, &dispatch) {
+                            Ok(()) => {}
+                            // A client that went away before its answer (a
+                            // second server probing whether the socket is
+                            // live, an interrupted `lode` command).
+                            Err(e) if gone(&e) => tracing::debug!("control: {e}"),
+                            Err(e) => tracing::warn!("control: {e}"),
                         }
                     });
                 if let Err(e) = spawned {
@@ -151,6 +156,14 @@ fn serve(listener: UnixListener, stop: Arc<AtomicBool>, dispatch: Dispatch) {
             }
         }
     }
+}
+
+/// True for errors that only say the client closed its end.
+fn gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::UnexpectedEof
+    )
 }
 
 fn handle(stream: UnixStream, dispatch: &Dispatch) -> io::Result<()> {

@@ -108,14 +108,20 @@ pub fn load_all(specs: &[&ZoneSpec], snapshot_dir: Option<&Path>) -> Vec<LoadRes
             }
         }
         let mb = text as f64 / 1e6;
+        let built = results.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
+        let failed = specs.len() - built;
+        let failed = if failed > 0 {
+            format!(" ({failed} failed, see above)")
+        } else {
+            String::new()
+        };
         let from = if snapshots > 0 {
             format!(" and {snapshots} snapshot(s)")
         } else {
             String::new()
         };
         tracing::info!(
-            "{} zone(s) read and built: {mb:.1} MB of text{from}, {records} records loaded in {secs:.2} s ({:.0} MB/s of text) on {} thread(s)",
-            specs.len(),
+            "{built} zone(s) read and built{failed}: {mb:.1} MB of text{from}, {records} records loaded in {secs:.2} s ({:.0} MB/s of text) on {} thread(s)",
             if secs > 0.0 { mb / secs } else { 0.0 },
             threads.min(specs.len())
         );
