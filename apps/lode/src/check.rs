@@ -188,6 +188,44 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// After errors: when the file's first `$ORIGIN` names another zone than
+/// `origin`, says so and how to check it under that origin.
+fn origin_hint(o: &mut Outcome, file: &Path, origin: &Name) {
+    let Some(set) = first_origin_directive(file) else {
+        return;
+    };
+    if set != *origin {
+        let _ = writeln!(
+            o.err,
+            "hint: {} sets $ORIGIN {set} but was checked as zone {origin}; \
+             if {set} is the zone, run: lode check --origin {set} {}",
+            file.display(),
+            file.display()
+        );
+    }
+}
+
+/// The absolute name of the first `$ORIGIN` line in the first 64 KiB of a file.
+fn first_origin_directive(file: &Path) -> Option<Name> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(64 << 10)
+        .read_to_end(&mut head)
+        .ok()?;
+    let text = String::from_utf8_lossy(&head);
+    let line = text
+        .lines()
+        .map(str::trim_start)
+        .find(|l| l.len() > 7 && l[..7].eq_ignore_ascii_case("$ORIGIN"))?;
+    let name = line[7..].split_whitespace().next()?;
+    if !name.ends_with('.') {
+        return None;
+    }
+    Name::parse(name, None).ok()
+}
+
 /// Reads, builds and checks one zone file; all its output goes in the [`Outcome`].
 fn check_one(
     args: &CheckArgs,
@@ -219,6 +257,7 @@ fn check_one(
                 file.display(),
                 errors.len()
             );
+            origin_hint(&mut o, file, origin);
             return o;
         }
     };
@@ -281,6 +320,7 @@ fn check_one(
                 "{}: {errors} error(s) in zone {origin}",
                 file.display()
             );
+            origin_hint(&mut o, file, origin);
             return o;
         }
     };
@@ -296,10 +336,14 @@ fn check_one(
         .node_ids()
         .filter(|&id| !zone.node(id).is_empty_nonterminal())
         .count();
+    let nodes = zone.node_count();
     let rrsets = zone.rrset_count();
     let _ = writeln!(o.out, "{}: zone {origin} OK", file.display());
     let _ = writeln!(o.out, "  records   {}", o.records);
-    let _ = writeln!(o.out, "  names     {names} (distinct owners)");
+    let _ = writeln!(
+        o.out,
+        "  names     {names} (distinct owners; {nodes} counting empty non-terminals, as `lode serve` logs)"
+    );
     let _ = writeln!(o.out, "  RRsets    {rrsets}");
     let _ = writeln!(o.out, "  types     {}", types.join(", "));
     let _ = writeln!(o.out, "  serial    {}", zone.serial());

@@ -94,3 +94,25 @@ fn bad_zones_fail_with_file_and_line() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// A file whose `$ORIGIN` names another zone than the one checked fails,
+/// and the output says which origin the file sets and how to check it so.
+#[test]
+fn a_disagreeing_origin_is_pointed_out() {
+    let dir = TempDir::new("zonecheck-origin");
+    let file = dir.0.join("example.test.zone");
+    std::fs::write(
+        &file,
+        "$ORIGIN other.test.\n$TTL 300\n@ SOA ns1 host 1 3600 900 604800 300\n@ NS ns1\nns1 A 192.0.2.1\n",
+    )
+    .unwrap();
+    let (ok, text) = check(&file, "example.test.");
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("sets $ORIGIN other.test.") && text.contains("--origin other.test."),
+        "{text}"
+    );
+    let (ok, text) = check(&file, "other.test.");
+    assert!(ok, "{text}");
+    assert!(!text.contains("hint:"), "{text}");
+}
