@@ -119,6 +119,10 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
                 out!("queries: {}", f.display());
             }
             out!("knot zones: {}", sum.knot_conf.display());
+            out!(
+                "lode config: {0} (serve it: lode serve --config {0})",
+                sum.lode_conf.display()
+            );
         }
         GenWhat::Dns64perf(a) => {
             let net = Ipv4Net::parse(&a.prefix)?;
@@ -134,6 +138,10 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
                 start.elapsed().as_secs_f64()
             );
             out!("knot zones: {}", sum.knot_conf.display());
+            out!(
+                "lode config: {0} (serve it: lode serve --config {0})",
+                sum.lode_conf.display()
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
