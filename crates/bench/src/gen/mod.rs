@@ -177,27 +177,6 @@ pub(crate) fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scatter_is_a_permutation() {
-        for n in [1u64, 2, 3, 10, 97, 100, 1000, 4096] {
-            let s = Scatter::new(n, 7);
-            let mut seen = vec![false; n as usize];
-            for i in 0..n {
-                let j = s.map(i) as usize;
-                assert!(!seen[j], "n={n}: {j} twice");
-                seen[j] = true;
-            }
-            if n >= 10 {
-                assert_ne!(s.map(1), (s.map(0) + 1) % n, "n={n}: not scattered");
-            }
-        }
-    }
-}
-
 /// Writes the configurations that serve the generated `zones` (apex, file):
 /// a Knot DNS `zone:` section to include (`knot-zones.conf`) and a Lode
 /// configuration (`lode.toml`, for `lode serve --config`). Returns both paths.
@@ -232,4 +211,25 @@ pub(crate) fn write_server_configs(
     knot.finish()?;
     lode.finish()?;
     Ok((knot_conf, lode_conf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scatter_is_a_permutation() {
+        for n in [1u64, 2, 3, 10, 97, 100, 1000, 4096] {
+            let s = Scatter::new(n, 7);
+            let mut seen = vec![false; n as usize];
+            for i in 0..n {
+                let j = s.map(i) as usize;
+                assert!(!seen[j], "n={n}: {j} twice");
+                seen[j] = true;
+            }
+            if n >= 10 {
+                assert_ne!(s.map(1), (s.map(0) + 1) % n, "n={n}: not scattered");
+            }
+        }
+    }
 }
