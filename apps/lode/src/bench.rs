@@ -627,6 +627,11 @@ struct RateArgs {
     /// Run single steps at this rate instead of searching.
     #[arg(long)]
     rate: Option<u64>,
+    /// With --rate: an overload step (a rate above the server's zero-loss rate). Loss
+    /// and the tester falling behind do not fail it; it reports what was answered
+    /// (valid replies within the timeout, per second) and what was lost.
+    #[arg(long, requires = "rate")]
+    overload: bool,
     /// Sender/receiver thread pairs.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -753,15 +758,18 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
 
 fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
     out!(
-        "  rate {:>9}  sent {:>10}  valid {:>10}  late {:>6}  wrong {:>6}  unmatched {:>6}  \
-         achieved {:>10.0} q/s  behind {:>5.2}%  latency p50 {} p99 {} max {} µs  {}{}",
+        "  rate {:>9}  sent {:>10}  valid {:>10}  lost {:>8}  late {:>6}  wrong {:>6}  \
+         unmatched {:>6}  achieved {:>10.0} q/s  answered {:>10.0} q/s  behind {:>5.2}%  \
+         latency p50 {} p99 {} max {} µs  {}{}",
         r.rate,
         r.sent,
         r.valid,
+        r.lost(),
         r.late,
         r.wrong,
         r.unmatched,
         r.achieved_rate,
+        r.answered_qps(),
         r.behind * 100.0,
         r.latency_us[0],
         r.latency_us[1],
@@ -771,6 +779,45 @@ fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
             ""
         } else {
             "  (INVALID: tester behind schedule or send errors)"
+        }
+    );
+    Ok(())
+}
+
+/// One overload step: what was offered, answered and lost, never judged.
+fn print_overload(r: &StepResult, max_behind: f64) -> anyhow::Result<()> {
+    let pct = |n: u64| {
+        if r.sent == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / r.sent as f64
+        }
+    };
+    out!(
+        "  overload {:>9} q/s  offered {:>10.0} q/s  answered {:>10.0} q/s ({:.1} % of sent)  \
+         sent {:>10}  valid {:>10}  lost {:>9} ({:.1} %: unanswered {}, late {}, wrong {})  \
+         latency p50 {} p99 {} µs{}",
+        r.rate,
+        r.achieved_rate,
+        r.answered_qps(),
+        pct(r.valid),
+        r.sent,
+        r.valid,
+        r.lost(),
+        pct(r.lost()),
+        r.unanswered(),
+        r.late,
+        r.wrong,
+        r.latency_us[0],
+        r.latency_us[1],
+        if r.tester_ok(max_behind) {
+            String::new()
+        } else {
+            format!(
+                "  (tester {:.1} % behind or send errors {}: offered less than asked)",
+                r.behind * 100.0,
+                r.send_errors
+            )
         }
     );
     Ok(())
@@ -823,10 +870,17 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
             let ok = s.passed(loss, max_behind);
             all_ok &= ok;
             replies += s.valid + s.late + s.wrong;
-            print_step(&s, ok, s.tester_ok(max_behind))?;
+            if a.overload {
+                print_overload(&s, max_behind)?;
+            } else {
+                print_step(&s, ok, s.tester_ok(max_behind))?;
+            }
         }
         if replies == 0 {
             return Err(nothing(a.server));
+        }
+        if a.overload {
+            return Ok(ExitCode::SUCCESS);
         }
         return Ok(if all_ok {
             ExitCode::SUCCESS

@@ -674,6 +674,7 @@ impl Bench<'_> {
             cpu: self.cfg.server_cpu,
             lode: self.cfg.lode.clone(),
             update_key: None,
+            guard: servers::Guard::default(),
         }
     }
 
