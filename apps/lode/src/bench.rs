@@ -22,6 +22,7 @@ use lode_bench::rate::{RateConfig, StepResult, Tester};
 use lode_bench::stats::Summary;
 use lode_wire::Rtype;
 
+mod attack;
 mod fleet;
 
 /// Arguments of `lode bench`.
@@ -58,6 +59,10 @@ enum BenchWhat {
     /// namespace on one bridge (10.53.0.0/24, made and removed here; needs root):
     /// update propagation, query rate of a secondary under IXFR, AXFR of a large zone.
     Fleet(Box<fleet::FleetArgs>),
+    /// Under attack (issue 10): Lode, Knot DNS and NSD side by side — answered rate
+    /// under 1.5 and 2 × the zero-loss rate with random NXDOMAIN mixes, CPU per answer
+    /// with RRL and cookies, UDP rate under a TCP abuse mix; attack.md and attack.json.
+    Attack(Box<attack::AttackArgs>),
 }
 
 /// Arguments of `lode bench fsync`.
@@ -682,6 +687,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchWhat::CompareUpdates(a) => compare_updates(*a),
         BenchWhat::Fsync(a) => fsync(a),
         BenchWhat::Fleet(a) => fleet::run(*a),
+        BenchWhat::Attack(a) => attack::run(*a),
     }
 }
 

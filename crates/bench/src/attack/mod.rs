@@ -125,6 +125,8 @@ pub struct AttackConfig {
     pub abuse: (usize, usize, usize),
     /// Connection attempts per second of the abuse.
     pub connect_rate: u32,
+    /// Also search with the idle connections reopened when closed (churn).
+    pub churn: bool,
     /// CPU of the server under test.
     pub server_cpu: usize,
     /// CPU of the tester (and the abuse).
@@ -196,7 +198,8 @@ impl AttackConfig {
             t += n * self.mixes.len() as f64 * (search + self.overloads.len() as f64) * step;
         }
         if self.wants(3) {
-            t += n * (2.0 * Self::search_steps(32, 1) as f64 * step + 3.0);
+            let searches = if self.churn { 3.0 } else { 2.0 };
+            t += n * searches * (Self::search_steps(32, 1) as f64 * step + 3.0);
         }
         if self.wants(2) {
             let kinds = self
@@ -311,6 +314,8 @@ pub struct TcpRow {
     pub steps: (Vec<StepResult>, Vec<StepResult>),
     /// What the abuse did.
     pub abuse: AbuseStats,
+    /// The same with idle connections reopened (churn): rate, steps, abuse.
+    pub churn: Option<(u64, Vec<StepResult>, AbuseStats)>,
 }
 
 /// Everything measured.
@@ -534,6 +539,36 @@ impl Bench<'_> {
         ));
         let (without, _, steps_without) = self.search(&mut tester, high, resolution)?;
         check_stop()?;
+        let (with, steps_with, stats) =
+            self.under_abuse(server, &mut tester, &queries, (high, resolution), false)?;
+        let churn = if cfg.churn {
+            check_stop()?;
+            Some(self.under_abuse(server, &mut tester, &queries, (high, resolution), true)?)
+        } else {
+            None
+        };
+        Ok(TcpRow {
+            server: server.kind,
+            bounds: (high, resolution),
+            without,
+            with,
+            steps: (steps_without, steps_with),
+            abuse: stats,
+            churn,
+        })
+    }
+
+    /// A zero-loss search with the TCP abuse running (idle connections reopened
+    /// when `reopen_idle`): the rate, the steps, what the abuse did.
+    fn under_abuse(
+        &self,
+        server: &Running,
+        tester: &mut Tester,
+        queries: &QuerySet,
+        (high, resolution): (u64, u64),
+        reopen_idle: bool,
+    ) -> Result<(u64, Vec<StepResult>, AbuseStats), AttackError> {
+        let cfg = self.cfg;
         let (idle, slow, floods) = cfg.abuse;
         let firsts: Vec<&[u8]> = (0..64.min(queries.len())).map(|i| queries.get(i)).collect();
         let steps = AttackConfig::search_steps(high, resolution) as f64;
@@ -545,35 +580,34 @@ impl Bench<'_> {
             slow,
             floods,
             connect_rate: cfg.connect_rate,
+            reopen_idle,
             limit,
             flood_bytes: tcp::tcp_stream_of(&firsts),
             slow_message: tcp::tcp_stream_of(&firsts[..1]),
         })
         .map_err(|e| AttackError::Config(format!("TCP abuse: {e}")))?;
-        // The idle connections are opened at the connect rate before the search.
+        // The idle connections are attempted at the connect rate before the search.
         let warm = Duration::from_secs_f64(
             ((idle + slow + floods) as f64 / f64::from(cfg.connect_rate)).min(10.0) + 1.0,
         );
         std::thread::sleep(warm);
-        say(&format!("  {}: with the abuse running", server.kind));
-        let searched = self.search(&mut tester, high, resolution);
+        let what = if reopen_idle {
+            "with the abuse, idle connections reopened (churn)"
+        } else {
+            "with the abuse"
+        };
+        say(&format!("  {}: {what}", server.kind));
+        let searched = self.search(tester, high, resolution);
         let stats = abuse
             .stop()
             .map_err(|e| AttackError::Config(format!("TCP abuse: {e}")))?;
-        let (with, _, steps_with) = searched?;
+        let (rate, _, steps) = searched?;
         say(&format!(
-            "  {}: UDP R0 {without} q/s without, {with} with; abuse: {} attempts, {} established, \
+            "  {}: UDP R0 {rate} q/s {what}; abuse: {} attempts, {} established, \
              {} closed by the server, peak open idle/slow/flood {:?}",
             server.kind, stats.attempts, stats.established, stats.closed_by_server, stats.peak_open
         ));
-        Ok(TcpRow {
-            server: server.kind,
-            bounds: (high, resolution),
-            without,
-            with,
-            steps: (steps_without, steps_with),
-            abuse: stats,
-        })
+        Ok((rate, steps, stats))
     }
 
     /// Table 2: rounds × servers × configurations.
@@ -752,9 +786,15 @@ fn settings(cfg: &AttackConfig, zones: u64) -> Vec<(String, String)> {
         (
             "table 3 abuse".into(),
             format!(
-                "{i} idle connections, {s} slow senders (length prefix, then 1 byte/s), {f} \
-                 pipelined floods (never read); {} connects/s at most, closed ones reopened",
-                cfg.connect_rate
+                "{i} idle connections attempted once, {s} slow senders (length prefix, then \
+                 1 byte/s), {f} pipelined floods (never read); {} connects/s at most; slow \
+                 senders and floods the server closes are reopened{}",
+                cfg.connect_rate,
+                if cfg.churn {
+                    "; a third search reopens the idle ones too (churn)"
+                } else {
+                    ""
+                }
             ),
         ),
     ]

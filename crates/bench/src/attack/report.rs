@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::tcp::AbuseStats;
 use super::{AttackError, AttackResult, CpuStep, GuardMode, OverloadRow, TcpRow};
 use crate::compare::servers::Kind;
 use crate::compare::CompareError;
@@ -337,19 +338,31 @@ fn tcp_md(rows: &[TcpRow], m: &mut String) {
         "## 3. UDP under a TCP abuse mix\n\n\
          Per server: the zero-loss UDP rate (good names; search 0..1.25 × its table-1 R0 by \
          R0/32), without, then with the abuse running from the tester's CPU for the whole \
-         search: idle connections held, slow senders (a length prefix, then one byte a \
-         second), pipelined floods (queries back to back, replies never read); every \
-         connection the server closes is reopened within the connect rate. The server's own \
-         TCP limits apply (Lode: tcp-max-clients 1000 by default; NSD: tcp-count 10 as \
-         configured by compare; Knot: its defaults).\n\n\
+         search: idle connections, each attempted once (a pending one stays pending), slow \
+         senders (a length prefix, then one byte a second), pipelined floods (queries back to \
+         back, replies never read); slow senders and floods the server closes are reopened \
+         within the connect rate. *churn*: a third search with the idle connections reopened \
+         too whenever the server closes them (for information; the target uses the second). \
+         The server's own TCP limits apply (Lode: tcp-max-clients 1000 by default; NSD: \
+         tcp-count 10 as configured by compare; Knot: its defaults).\n\n\
          | server | R0 without | R0 with | with ÷ without | connects tried | established | \
-         closed by server | open at most (idle/slow/flood) | flood MB sent |\n\
-         |---|---:|---:|---:|---:|---:|---:|---|---:|\n",
+         closed by server | open at most (idle/slow/flood) | flood MB sent | R0 with churn | \
+         churn ÷ without | churn connects tried |\n\
+         |---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let a = &r.abuse;
+        let (churn, churn_ratio, churn_tried) = match &r.churn {
+            Some((rate, _, stats)) => (
+                rate.to_string(),
+                fmt_ratio(ratio(*rate as f64, r.without as f64)),
+                stats.attempts.to_string(),
+            ),
+            None => ("–".into(), "–".into(), "–".into()),
+        };
         m.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {}/{}/{} | {:.1} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {}/{}/{} | {:.1} | {churn} | {churn_ratio} | \
+             {churn_tried} |\n",
             r.server,
             r.without,
             r.with,
@@ -412,6 +425,16 @@ pub fn step_json(s: &StepResult) -> Value {
     })
 }
 
+/// What the abuse did, as JSON.
+fn abuse_json(a: &AbuseStats) -> Value {
+    json!({
+        "attempts": a.attempts, "established": a.established, "failed": a.failed,
+        "timed_out": a.timed_out, "closed_by_server": a.closed_by_server,
+        "peak_open": a.peak_open, "open_at_end": a.open_at_end, "slow_bytes": a.slow_bytes,
+        "flood_bytes": a.flood_bytes, "secs": a.secs,
+    })
+}
+
 /// The report as JSON: settings, every step, the verdicts.
 pub fn to_json(r: &AttackResult) -> Value {
     let steps = |v: &[StepResult]| v.iter().map(step_json).collect::<Vec<_>>();
@@ -447,13 +470,11 @@ pub fn to_json(r: &AttackResult) -> Value {
             "ratio": ratio(t.with as f64, t.without as f64),
             "verdict": verdict(tcp_verdict(t)),
             "steps_without": steps(&t.steps.0), "steps_with": steps(&t.steps.1),
-            "abuse": {
-                "attempts": t.abuse.attempts, "established": t.abuse.established,
-                "failed": t.abuse.failed, "timed_out": t.abuse.timed_out,
-                "closed_by_server": t.abuse.closed_by_server, "peak_open": t.abuse.peak_open,
-                "open_at_end": t.abuse.open_at_end, "slow_bytes": t.abuse.slow_bytes,
-                "flood_bytes": t.abuse.flood_bytes, "secs": t.abuse.secs,
-            },
+            "abuse": abuse_json(&t.abuse),
+            "churn": t.churn.as_ref().map(|(rate, st, a)| json!({
+                "with": rate, "ratio": ratio(*rate as f64, t.without as f64),
+                "steps": steps(st), "abuse": abuse_json(a),
+            })),
         })).collect::<Vec<_>>(),
         "notes": r.notes,
     })

@@ -10,8 +10,9 @@
 //!                                                        flood — queries back to back, never reads
 //! ```
 //!
-//! Every connection the server closes is opened again within the connect budget,
-//! so the pressure lasts. Bounded: a fixed number of sockets, a connect rate, a
+//! Slow senders and floods the server closes are opened again within the connect
+//! budget, so the pressure lasts; idle connections are attempted once (a pending
+//! one stays pending), or reopened too with `reopen_idle` (churn). Bounded: a fixed number of sockets, a connect rate, a
 //! time limit after which the thread stops by itself; every socket is closed
 //! with a reset (no TIME_WAIT left on either side) when it stops.
 
@@ -64,6 +65,9 @@ pub struct AbuseConfig {
     pub floods: usize,
     /// Connection attempts per second, first ones and reopenings together.
     pub connect_rate: u32,
+    /// Reopen idle connections the server closed or refused (churn); else each idle
+    /// connection is attempted once (slow senders and floods are always reopened).
+    pub reopen_idle: bool,
     /// The thread stops by itself after this long.
     pub limit: Duration,
     /// Length-prefixed queries a flood sends round and round.
@@ -88,7 +92,8 @@ pub struct AbuseStats {
     pub established: u64,
     /// Attempts refused or failed (socket, connect or SO_ERROR).
     pub failed: u64,
-    /// Attempts still pending after 3 s (given up; the server's backlog was full).
+    /// Attempts still pending after 3 s, given up to be retried (the server's backlog
+    /// was full; idle connections attempted once are left pending instead).
     pub timed_out: u64,
     /// Open connections the server closed (EOF, reset, error).
     pub closed_by_server: u64,
@@ -286,7 +291,14 @@ impl Abuser<'_> {
 
     fn failed(&mut self, i: usize) {
         self.stats.failed += 1;
-        self.closed.push_back(i);
+        self.requeue(i);
+    }
+
+    /// Queues slot `i` for reopening, unless it is an idle one attempted once.
+    fn requeue(&mut self, i: usize) {
+        if self.cfg.reopen_idle || self.slots[i].role != Role::Idle {
+            self.closed.push_back(i);
+        }
     }
 
     /// Handles readiness `ev` of slot `i`.
@@ -435,7 +447,12 @@ impl Abuser<'_> {
         for i in 0..self.slots.len() {
             match self.slots[i].state {
                 State::Open(_) if self.slots[i].role == Role::Slow => self.slow_bytes(i, 1),
-                State::Connecting(t) if t.elapsed() > Duration::from_secs(3) => {
+                // An idle connection attempted once stays pending (the kernel retries
+                // the SYN) until the server accepts it.
+                State::Connecting(t)
+                    if t.elapsed() > Duration::from_secs(3)
+                        && (self.cfg.reopen_idle || self.slots[i].role != Role::Idle) =>
+                {
                     self.stats.timed_out += 1;
                     self.close(i);
                 }
@@ -463,7 +480,7 @@ impl Abuser<'_> {
         }
         if !matches!(slot.state, State::Closed) {
             slot.state = State::Closed;
-            self.closed.push_back(i);
+            self.requeue(i);
         }
     }
 }
@@ -543,6 +560,7 @@ mod tests {
             slow: 3,
             floods: 2,
             connect_rate: 5000,
+            reopen_idle: true,
             limit: Duration::from_millis(1500),
             flood_bytes: tcp_stream_of(&[&q[..]; 8]),
             slow_message: tcp_stream_of(&[&q]),
@@ -581,6 +599,7 @@ mod tests {
             slow: 0,
             floods: 0,
             connect_rate: 1000,
+            reopen_idle: true,
             limit: Duration::from_millis(500),
             flood_bytes: tcp_stream_of(&[&q]),
             slow_message: tcp_stream_of(&[&q]),

@@ -1,6 +1,5 @@
 use super::*;
 use crate::attack::mix::Mix;
-use crate::attack::tcp::AbuseStats;
 
 fn step(rate: u64, sent: u64, valid: u64, achieved: f64) -> StepResult {
     StepResult {
@@ -112,6 +111,7 @@ fn tcp_row(without: u64, with: u64) -> TcpRow {
         with,
         steps: (Vec::new(), Vec::new()),
         abuse: AbuseStats::default(),
+        churn: Some((without / 2, Vec::new(), AbuseStats::default())),
     }
 }
 
@@ -181,5 +181,7 @@ fn report_has_three_tables_and_their_verdicts() {
     let js = to_json(&r);
     assert_eq!(js["overload"][0]["overload"][1]["verdict"], "met");
     assert_eq!(js["tcp"][0]["ratio"], 0.96);
+    assert_eq!(js["tcp"][0]["churn"]["ratio"], 0.5);
+    assert!(md.contains("| 50000 | 0.500 | 0 |"), "{md}");
     assert_eq!(js["cpu_summary"][0]["verdict"], "met");
 }
