@@ -14,8 +14,8 @@
 #
 #   OUT_DIR  results folder (default results/issue10-DATE): attack.md, attack.json,
 #            logs/ (one per server start), progress.log
-#   --quick  100k records, 1 s steps, coarse searches, one round (~4 min)
-#   --smoke  20k records, 0.5 s steps, 2000 idle connections (~2 min; the harness only)
+#   --quick  100k records, 1 s steps, coarse searches, one round (~4-5 min)
+#   --smoke  20k records, 0.5 s steps, 2000 idle connections (~2.5 min; the harness only)
 #
 # About 20-25 min with the defaults on the 2-core development machine; stopped after
 # LIMIT seconds (default 2700; the report written so far stays). Run as root (apt-get

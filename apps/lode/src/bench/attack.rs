@@ -12,7 +12,7 @@ use super::{drop_scratch, parse_fraction, parse_servers, run_dirs, secs};
 /// Arguments of `lode bench attack`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Tables: 1 overload (per server and mix: zero-loss rate R0, then fixed steps at 1.5 and 2 × R0, answered q/s and wrong RCODEs), 2 CPU per answer with RRL and cookies off / RRL / RRL + cookies (Lode and Knot, each restarted per configuration), 3 UDP zero-loss rate without and with a TCP abuse mix. Servers listen on 127.0.0.1 from --base-port (lode, knot, nsd), one worker each, pinned to --server-cpu; the tester and the abuse run on --tester-cpu. Installs knot, nsd and dnsperf with apt-get unless --no-install. --quick: 100000 records, 1 s steps, coarse searches, one round (~3-4 min with three servers). --smoke: 20000 records, 0.5 s steps, 2000 idle connections (~1.5 min; checks the harness only)."
+    after_help = "Tables: 1 overload (per server and mix: zero-loss rate R0, then fixed steps at 1.5 and 2 × R0, answered q/s and wrong RCODEs), 2 CPU per answer with RRL and cookies off / RRL / RRL + cookies (Lode and Knot, each restarted per configuration), 3 UDP zero-loss rate without and with a TCP abuse mix. Servers listen on 127.0.0.1 from --base-port (lode, knot, nsd), one worker each, pinned to --server-cpu; the tester and the abuse run on --tester-cpu. Installs knot, nsd and dnsperf with apt-get unless --no-install. --quick: 100000 records, 1 s steps, coarse searches, one round (~4-5 min with three servers). --smoke: 20000 records, 0.5 s steps, 2000 idle connections (~2.5 min; checks the harness only, its coarse searches make the ratios meaningless). Defaults: ~20-25 min."
 )]
 pub(super) struct AttackArgs {
     /// Results folder (default results/attack-[quick-]DATE).
@@ -21,10 +21,10 @@ pub(super) struct AttackArgs {
     /// Scratch folder (default: a temp dir, removed).
     #[arg(long)]
     work: Option<PathBuf>,
-    /// A short run (about 3-4 minutes).
+    /// A short run (about 4-5 minutes).
     #[arg(long)]
     quick: bool,
-    /// A tiny run that only checks the harness (about 1.5 minutes).
+    /// A tiny run that only checks the harness (about 2.5 minutes).
     #[arg(long, conflicts_with = "quick")]
     smoke: bool,
     /// Servers (lode, knot, nsd), in run order.

@@ -208,7 +208,8 @@ impl AttackConfig {
                 .filter(|k| matches!(k, Kind::Lode | Kind::Knot))
                 .count() as f64;
             let cpu = self.cpu_step.as_secs_f64() + self.timeout.as_secs_f64();
-            t += self.runs as f64 * kinds * 3.0 * (3.0 + 0.5 + self.cpu_steps as f64 * cpu);
+            // Start and stop, a warm-up step, the measured steps.
+            t += self.runs as f64 * kinds * 3.0 * (3.0 + (1 + self.cpu_steps) as f64 * cpu);
         }
         t
     }
