@@ -22,6 +22,7 @@ use lode_bench::rate::{RateConfig, StepResult, Tester};
 use lode_bench::stats::Summary;
 use lode_wire::Rtype;
 
+mod attack;
 mod fleet;
 
 /// Arguments of `lode bench`.
@@ -58,6 +59,10 @@ enum BenchWhat {
     /// namespace on one bridge (10.53.0.0/24, made and removed here; needs root):
     /// update propagation, query rate of a secondary under IXFR, AXFR of a large zone.
     Fleet(Box<fleet::FleetArgs>),
+    /// Under attack (issue 10): Lode, Knot DNS and NSD side by side — answered rate
+    /// under 1.5 and 2 × the zero-loss rate with random NXDOMAIN mixes, CPU per answer
+    /// with RRL and cookies, UDP rate under a TCP abuse mix; attack.md and attack.json.
+    Attack(Box<attack::AttackArgs>),
 }
 
 /// Arguments of `lode bench fsync`.
@@ -627,6 +632,11 @@ struct RateArgs {
     /// Run single steps at this rate instead of searching.
     #[arg(long)]
     rate: Option<u64>,
+    /// With --rate: an overload step (a rate above the server's zero-loss rate). Loss
+    /// and the tester falling behind do not fail it; it reports what was answered
+    /// (valid replies within the timeout, per second) and what was lost.
+    #[arg(long, requires = "rate")]
+    overload: bool,
     /// Sender/receiver thread pairs.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -677,6 +687,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchWhat::CompareUpdates(a) => compare_updates(*a),
         BenchWhat::Fsync(a) => fsync(a),
         BenchWhat::Fleet(a) => fleet::run(*a),
+        BenchWhat::Attack(a) => attack::run(*a),
     }
 }
 
@@ -753,15 +764,18 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
 
 fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
     out!(
-        "  rate {:>9}  sent {:>10}  valid {:>10}  late {:>6}  wrong {:>6}  unmatched {:>6}  \
-         achieved {:>10.0} q/s  behind {:>5.2}%  latency p50 {} p99 {} max {} µs  {}{}",
+        "  rate {:>9}  sent {:>10}  valid {:>10}  lost {:>8}  late {:>6}  wrong {:>6}  \
+         unmatched {:>6}  achieved {:>10.0} q/s  answered {:>10.0} q/s  behind {:>5.2}%  \
+         latency p50 {} p99 {} max {} µs  {}{}",
         r.rate,
         r.sent,
         r.valid,
+        r.lost(),
         r.late,
         r.wrong,
         r.unmatched,
         r.achieved_rate,
+        r.answered_qps(),
         r.behind * 100.0,
         r.latency_us[0],
         r.latency_us[1],
@@ -771,6 +785,45 @@ fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
             ""
         } else {
             "  (INVALID: tester behind schedule or send errors)"
+        }
+    );
+    Ok(())
+}
+
+/// One overload step: what was offered, answered and lost, never judged.
+fn print_overload(r: &StepResult, max_behind: f64) -> anyhow::Result<()> {
+    let pct = |n: u64| {
+        if r.sent == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / r.sent as f64
+        }
+    };
+    out!(
+        "  overload {:>9} q/s  offered {:>10.0} q/s  answered {:>10.0} q/s ({:.1} % of sent)  \
+         sent {:>10}  valid {:>10}  lost {:>9} ({:.1} %: unanswered {}, late {}, wrong {})  \
+         latency p50 {} p99 {} µs{}",
+        r.rate,
+        r.achieved_rate,
+        r.answered_qps(),
+        pct(r.valid),
+        r.sent,
+        r.valid,
+        r.lost(),
+        pct(r.lost()),
+        r.unanswered(),
+        r.late,
+        r.wrong,
+        r.latency_us[0],
+        r.latency_us[1],
+        if r.tester_ok(max_behind) {
+            String::new()
+        } else {
+            format!(
+                "  (tester {:.1} % behind or send errors {}: offered less than asked)",
+                r.behind * 100.0,
+                r.send_errors
+            )
         }
     );
     Ok(())
@@ -823,10 +876,17 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
             let ok = s.passed(loss, max_behind);
             all_ok &= ok;
             replies += s.valid + s.late + s.wrong;
-            print_step(&s, ok, s.tester_ok(max_behind))?;
+            if a.overload {
+                print_overload(&s, max_behind)?;
+            } else {
+                print_step(&s, ok, s.tester_ok(max_behind))?;
+            }
         }
         if replies == 0 {
             return Err(nothing(a.server));
+        }
+        if a.overload {
+            return Ok(ExitCode::SUCCESS);
         }
         return Ok(if all_ok {
             ExitCode::SUCCESS

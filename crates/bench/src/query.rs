@@ -93,6 +93,8 @@ pub struct QuerySet {
     arena: Vec<u8>,
     ends: Vec<u32>,
     question_ends: Vec<u32>,
+    /// Per-query expectations (mixed sets); empty when no query has its own.
+    expects: Vec<Option<Expect>>,
 }
 
 impl QuerySet {
@@ -118,9 +120,33 @@ impl QuerySet {
         &self.arena[start + HEADER_LEN..self.question_ends[i] as usize]
     }
 
+    /// The reply query `i` must get, if it has its own expectation (mixed sets);
+    /// None: the tester's.
+    pub fn expect(&self, i: usize) -> Option<Expect> {
+        self.expects.get(i).copied().flatten()
+    }
+
     /// Appends a query for `name`/`rtype`/IN; with `edns`, an OPT record (UDP size 1232, DO clear).
     pub fn push(&mut self, name: &Name, rtype: Rtype, edns: bool) {
-        let arcount: u8 = u8::from(edns);
+        self.push_with(name, rtype, edns.then_some(&[]), None);
+    }
+
+    /// Appends a query for `name`/`rtype`/IN with, if `opt` is given, an OPT record
+    /// (UDP size 1232, DO clear) whose RDATA is `opt` (EDNS options, each code,
+    /// length, data; at most 65535 bytes), and its own expected reply if `expect`.
+    pub fn push_with(
+        &mut self,
+        name: &Name,
+        rtype: Rtype,
+        opt: Option<&[u8]>,
+        expect: Option<Expect>,
+    ) {
+        let opt = opt.map(|o| &o[..o.len().min(usize::from(u16::MAX))]);
+        if expect.is_some() || !self.expects.is_empty() {
+            self.expects.resize(self.ends.len(), None);
+            self.expects.push(expect);
+        }
+        let arcount: u8 = u8::from(opt.is_some());
         // ID 0, flags 0 (no RD: the server is authoritative), QDCOUNT 1, ARCOUNT 0/1.
         self.arena
             .extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, arcount]);
@@ -128,10 +154,13 @@ impl QuerySet {
         self.arena.extend_from_slice(&rtype.0.to_be_bytes());
         self.arena.extend_from_slice(&Class::IN.0.to_be_bytes());
         self.question_ends.push(self.arena.len() as u32);
-        if edns {
-            // Root owner, type OPT (41), class = UDP payload 1232, TTL 0, RDLENGTH 0.
+        if let Some(opt) = opt {
+            // Root owner, type OPT (41), class = UDP payload 1232, TTL 0, RDLENGTH.
             self.arena
-                .extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 0]);
+                .extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0]);
+            self.arena
+                .extend_from_slice(&(opt.len() as u16).to_be_bytes());
+            self.arena.extend_from_slice(opt);
         }
         self.ends.push(self.arena.len() as u32);
     }
@@ -329,6 +358,33 @@ mod tests {
             Err(QueryError::BadLine { line: 2, .. })
         ));
         assert!(QuerySet::parse_list("a A extra\n", 10, false).is_err());
+    }
+
+    #[test]
+    fn options_and_own_expectations() {
+        let name: Name = "a.test.".parse().expect("name");
+        let mut set = QuerySet::default();
+        set.push(&name, Rtype::A, false);
+        assert_eq!(set.expect(0), None);
+        let cookie = [0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8];
+        set.push_with(&name, Rtype::A, Some(&cookie), Some(Expect::NxDomain));
+        set.push(&name, Rtype::A, true);
+        assert_eq!(set.len(), 3);
+        assert_eq!(set.expect(0), None, "earlier queries keep the tester's");
+        assert_eq!(set.expect(1), Some(Expect::NxDomain));
+        assert_eq!(set.expect(2), None);
+        assert_eq!(set.expect(9), None);
+        let q = set.get(1);
+        assert_eq!(q[11], 1, "ARCOUNT 1");
+        assert!(q.ends_with(&[
+            0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 12, 0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8
+        ]));
+        assert_eq!(set.question(1), set.question(0));
+        assert_eq!(
+            set.get(2).len(),
+            set.get(0).len() + 11,
+            "empty OPT as before"
+        );
     }
 
     #[test]

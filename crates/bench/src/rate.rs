@@ -127,7 +127,8 @@ pub struct StepResult {
     pub valid: u64,
     /// Valid replies after the timeout.
     pub late: u64,
-    /// Replies with a wrong RCODE, no answer, or malformed.
+    /// Replies with a wrong RCODE, no answer, or malformed (against the query's
+    /// own expectation in a mixed set).
     pub wrong: u64,
     /// Replies that matched no query (port, ID and question), or duplicates.
     pub unmatched: u64,
@@ -151,6 +152,27 @@ impl StepResult {
     /// True if the tester kept its schedule and sent everything.
     pub fn tester_ok(&self, max_behind: f64) -> bool {
         self.behind <= max_behind && self.send_errors == 0
+    }
+
+    /// Queries that got no reply at all (neither valid, late nor wrong).
+    pub fn unanswered(&self) -> u64 {
+        self.sent
+            .saturating_sub(self.valid + self.late + self.wrong)
+    }
+
+    /// Queries not answered validly in time (unanswered, late or wrong).
+    pub fn lost(&self) -> u64 {
+        self.sent.saturating_sub(self.valid)
+    }
+
+    /// Valid replies within the timeout per second of the offered stream: the
+    /// achieved sending rate × the fraction answered validly.
+    pub fn answered_qps(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            self.achieved_rate * self.valid as f64 / self.sent as f64
+        }
     }
 
     /// True if enough queries were answered validly in time, and the step is valid.
@@ -387,7 +409,7 @@ fn share(total: u64, threads: u64, t: u64) -> u64 {
 }
 
 /// Raises the soft open-file limit to at least `needed` (up to the hard limit).
-fn raise_nofile(needed: u64) -> Result<(), RateError> {
+pub(crate) fn raise_nofile(needed: u64) -> Result<(), RateError> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
     if soft >= needed {
@@ -558,15 +580,14 @@ fn recv_loop(
                 let now_us = start.elapsed().as_micros() as u64;
                 for (m, len) in lens.iter().enumerate().take(got) {
                     let data = &buf[m * MAX_REPLY..m * MAX_REPLY + (*len).min(MAX_REPLY)];
-                    let question_of = |q: u64| {
-                        let qi = first.wrapping_add(q * stride) % qcount;
-                        queries.question(qi as usize)
-                    };
+                    let index_of = |q: u64| (first.wrapping_add(q * stride) % qcount) as usize;
+                    let question_of = |q: u64| queries.question(index_of(q));
                     match find_query(track, s as u16, data, now_us, grace_us, &question_of) {
                         Some(q) => {
                             let sent_us =
                                 u64::from(track.sent_at[q as usize].load(Ordering::Relaxed)) - 1;
-                            match check_reply(data, question_of(q), cfg.expect) {
+                            let expect = queries.expect(index_of(q)).unwrap_or(cfg.expect);
+                            match check_reply(data, question_of(q), expect) {
                                 Verdict::Valid => {
                                     let latency = now_us.saturating_sub(sent_us);
                                     if track.answered[q as usize].swap(true, Ordering::Relaxed) {

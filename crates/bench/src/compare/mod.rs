@@ -549,34 +549,34 @@ fn last_zone_name(set: &EnumSetSummary) -> String {
 }
 
 /// The data: zones, queries and the probes.
-struct DataSet {
-    set: EnumSetSummary,
+pub(crate) struct DataSet {
+    pub(crate) set: EnumSetSummary,
     /// A query for the first number of the last zone (load time).
-    probe: QuerySet,
+    pub(crate) probe: QuerySet,
     /// One such query per zone (every zone loaded before memory is measured).
-    all_zones: Vec<QuerySet>,
+    pub(crate) all_zones: Vec<QuerySet>,
     /// Bytes of zone text.
-    zone_bytes: u64,
+    pub(crate) zone_bytes: u64,
 }
 
 impl DataSet {
-    fn zones(&self) -> Vec<(String, PathBuf)> {
+    pub(crate) fn zones(&self) -> Vec<(String, PathBuf)> {
         self.set.zone_files.clone()
     }
 }
 
 /// What to generate.
-struct SetSpec {
-    records: u64,
-    zones: u64,
-    prefix: Option<String>,
-    shared_naptr: Option<u64>,
+pub(crate) struct SetSpec {
+    pub(crate) records: u64,
+    pub(crate) zones: u64,
+    pub(crate) prefix: Option<String>,
+    pub(crate) shared_naptr: Option<u64>,
     /// Lines per query file (None: one per number).
-    queries: Option<u64>,
+    pub(crate) queries: Option<u64>,
 }
 
 /// Generates an ENUM set into `dir`.
-fn make_set(dir: &Path, s: SetSpec) -> Result<DataSet, CompareError> {
+pub(crate) fn make_set(dir: &Path, s: SetSpec) -> Result<DataSet, CompareError> {
     let mut spec = EnumSetSpec::new(s.records, s.zones);
     spec.prefix = s.prefix;
     spec.shared_naptr = s.shared_naptr;
@@ -674,6 +674,7 @@ impl Bench<'_> {
             cpu: self.cfg.server_cpu,
             lode: self.cfg.lode.clone(),
             update_key: None,
+            guard: servers::Guard::default(),
         }
     }
 

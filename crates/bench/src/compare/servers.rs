@@ -96,6 +96,66 @@ pub struct Launch {
     /// Accept RFC 2136 updates signed with this key in every zone, journal in `dir`
     /// (Lode, Knot DNS and BIND 9; BIND gets copies of the zone files, which it rewrites).
     pub update_key: Option<lode_tsig::Key>,
+    /// Response-rate limiting and DNS cookies (Lode and Knot DNS only; default off).
+    pub guard: Guard,
+}
+
+/// Response-rate limiting and DNS cookies asked of a server: Lode's `[rrl]` and
+/// `[cookies]` tables, Knot DNS's `mod-rrl` and `mod-cookies` as global modules.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Guard {
+    /// RRL answers per second per bucket (None: off).
+    pub rrl_rate: Option<u32>,
+    /// DNS cookies with this fixed 16-byte server secret (None: off).
+    pub cookie_secret: Option<[u8; 16]>,
+}
+
+impl Guard {
+    /// True when neither is on.
+    pub fn is_off(&self) -> bool {
+        self.rrl_rate.is_none() && self.cookie_secret.is_none()
+    }
+
+    /// Lode's `[rrl]` and `[cookies]` tables.
+    pub fn lode_toml(&self) -> String {
+        let mut t = String::new();
+        if let Some(r) = self.rrl_rate {
+            t.push_str(&format!("\n[rrl]\nrate-limit = {r}\n"));
+        }
+        if let Some(s) = self.cookie_secret {
+            t.push_str(&format!("\n[cookies]\nsecret = \"{}\"\n", hex(&s)));
+        }
+        t
+    }
+
+    /// Knot DNS's module sections (before `template:`) and the `global-module`
+    /// line of the default template.
+    pub fn knot_conf(&self) -> (String, String) {
+        let mut sections = String::new();
+        let mut modules = Vec::new();
+        if let Some(s) = self.cookie_secret {
+            sections.push_str(&format!(
+                "mod-cookies:\n  - id: bench\n    secret: 0x{}\n",
+                hex(&s)
+            ));
+            modules.push("mod-cookies/bench");
+        }
+        if let Some(r) = self.rrl_rate {
+            sections.push_str(&format!("mod-rrl:\n  - id: bench\n    rate-limit: {r}\n"));
+            modules.push("mod-rrl/bench");
+        }
+        let line = if modules.is_empty() {
+            String::new()
+        } else {
+            format!("    global-module: [{}]\n", modules.join(", "))
+        };
+        (sections, line)
+    }
+}
+
+/// Lower-case hex digits of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Launch {
@@ -112,6 +172,12 @@ impl Launch {
             Ok(p.display().to_string())
         };
         let lode = self.lode.display().to_string();
+        if !self.guard.is_off() && !matches!(self.kind, Kind::Lode | Kind::Knot) {
+            return Err(CompareError::Config(format!(
+                "{}: RRL and cookies are configured for lode and knot only",
+                self.kind
+            )));
+        }
         Ok(match self.kind {
             Kind::Echo => vec![
                 lode,
@@ -142,11 +208,22 @@ impl Launch {
                             c.push("--zone".into());
                             c.push(format!("{apex}={}", file.display()));
                         }
+                        if !self.guard.is_off() {
+                            let p = write("lode.toml", self.guard.lode_toml())?;
+                            c.push("--config".into());
+                            c.push(p);
+                        }
                     }
                     Some(key) => {
                         let j = d.join("journal");
                         fs::create_dir_all(&j).map_err(|e| CompareError::io(&j, e))?;
-                        let p = write("lode.toml", lode_update_conf(d, &self.zones, key))?;
+                        // The tables after the zones' would belong to the last [[zone]].
+                        let conf = format!(
+                            "{}{}",
+                            self.guard.lode_toml(),
+                            lode_update_conf(d, &self.zones, key)
+                        );
+                        let p = write("lode.toml", conf)?;
                         c.push("--config".into());
                         c.push(p);
                     }
@@ -170,14 +247,15 @@ impl Launch {
                          acl: update\n",
                     ),
                 };
+                let (modules, global) = self.guard.knot_conf();
                 let mut conf = format!(
                     "server:\n    rundir: \"{ds}\"\n    pidfile: \"{ds}/knot.pid\"\n    \
                      listen: 127.0.0.1@{port}\n    udp-workers: {w}\n    tcp-workers: 1\n    \
                      background-workers: 1\n\
                      log:\n  - target: stderr\n    any: info\n\
-                     database:\n    storage: \"{ds}/db\"\n{keys}\
-                     template:\n  - id: default\n    storage: \"{ds}\"\n    zonefile-sync: -1\n    \
-                     {journal}\
+                     database:\n    storage: \"{ds}/db\"\n{keys}{modules}\
+                     template:\n  - id: default\n    storage: \"{ds}\"\n{global}    \
+                     zonefile-sync: -1\n    {journal}\
                      zone:\n"
                 );
                 for (apex, file) in &self.zones {
@@ -526,6 +604,7 @@ mod tests {
             cpu: 0,
             lode: PathBuf::from(lode),
             update_key: None,
+            guard: Guard::default(),
         };
         // `/bin/sleep bench echo …` fails at once (bad arguments).
         let mut dying = launch("/bin/sleep", 15860).start().expect("start");
@@ -574,6 +653,7 @@ mod tests {
                 cpu: 0,
                 lode: PathBuf::from("/usr/bin/lode"),
                 update_key: None,
+                guard: Guard::default(),
             };
             let cmd = l.command().expect("command").join(" ");
             assert!(!cmd.is_empty());
@@ -590,6 +670,56 @@ mod tests {
         }
         let nsd = fs::read_to_string(dir.join("nsd/nsd.conf")).expect("nsd.conf");
         assert!(nsd.contains("rrl-ratelimit: 0"));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// RRL and cookies: Lode gets a TOML file beside its --zone arguments (or before
+    /// its zones with an update key), Knot the modules in its default template;
+    /// other servers refuse.
+    #[test]
+    fn guard_configurations_are_written() {
+        let dir = std::env::temp_dir().join(format!("lode-bench-guard-{}", std::process::id()));
+        let guard = Guard {
+            rrl_rate: Some(10_000_000),
+            cookie_secret: Some([0xab; 16]),
+        };
+        let launch = |kind: Kind, key: Option<lode_tsig::Key>| Launch {
+            kind,
+            port: 15897,
+            workers: 1,
+            zones: vec![("1.e164.arpa.".to_owned(), PathBuf::from("/z/1.zone"))],
+            dir: dir.join(kind.name()),
+            log: dir.join("x.log"),
+            cpu: 0,
+            lode: PathBuf::from("/usr/bin/lode"),
+            update_key: key,
+            guard,
+        };
+        let cmd = launch(Kind::Lode, None).command().expect("lode").join(" ");
+        assert!(cmd.contains("--zone 1.e164.arpa.=/z/1.zone"), "{cmd}");
+        assert!(cmd.contains("--config"), "{cmd}");
+        let conf = fs::read_to_string(dir.join("lode/lode.toml")).expect("lode.toml");
+        let t: toml::Table = conf.parse().expect("TOML");
+        assert_eq!(t["rrl"]["rate-limit"].as_integer(), Some(10_000_000));
+        assert_eq!(
+            t["cookies"]["secret"].as_str(),
+            Some("ab".repeat(16).as_str())
+        );
+        let key = lode_tsig::Key::parse_spec("hmac-sha256:upd.:c2VjcmV0").expect("key");
+        launch(Kind::Lode, Some(key)).command().expect("lode");
+        let conf = fs::read_to_string(dir.join("lode/lode.toml")).expect("lode.toml");
+        let t: toml::Table = conf.parse().expect("TOML");
+        assert!(t.contains_key("rrl") && t.contains_key("zone"), "{conf}");
+        launch(Kind::Knot, None).command().expect("knot");
+        let knot = fs::read_to_string(dir.join("knot/knot.conf")).expect("knot.conf");
+        assert!(knot.contains("mod-rrl:\n  - id: bench\n    rate-limit: 10000000\n"));
+        assert!(knot.contains(&format!("secret: 0x{}", "ab".repeat(16))));
+        assert!(knot.contains("global-module: [mod-cookies/bench, mod-rrl/bench]"));
+        assert!(knot.find("mod-rrl:") < knot.find("template:"), "{knot}");
+        assert!(launch(Kind::Nsd, None).command().is_err());
+        let off = Guard::default();
+        assert!(off.is_off() && off.lode_toml().is_empty());
+        assert_eq!(off.knot_conf(), (String::new(), String::new()));
         let _ = fs::remove_dir_all(&dir);
     }
 
@@ -613,6 +743,7 @@ mod tests {
                 cpu: 0,
                 lode: PathBuf::from("/usr/bin/lode"),
                 update_key: Some(key.clone()),
+                guard: Guard::default(),
             };
             let cmd = l.command().expect("command").join(" ");
             let conf: String = fs::read_dir(&l.dir)

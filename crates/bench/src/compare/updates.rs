@@ -646,6 +646,7 @@ pub fn run(cfg: &UpdCompareConfig) -> Result<UpdCompareResult, CompareError> {
                 cpu: cfg.server_cpu,
                 lode: cfg.lode.clone(),
                 update_key: Some(cfg.key.clone()),
+                guard: super::servers::Guard::default(),
             };
             let mut r = UpdRun {
                 server: kind.name().into(),

@@ -30,6 +30,23 @@ fn step_verdicts() {
 }
 
 #[test]
+fn answered_and_lost() {
+    let r = StepResult {
+        rate: 2000,
+        sent: 1000,
+        valid: 600,
+        late: 50,
+        wrong: 25,
+        achieved_rate: 1900.0,
+        ..StepResult::default()
+    };
+    assert_eq!(r.unanswered(), 325);
+    assert_eq!(r.lost(), 400);
+    assert!((r.answered_qps() - 1140.0).abs() < 1e-9);
+    assert_eq!(StepResult::default().answered_qps(), 0.0);
+}
+
+#[test]
 fn shares_add_up() {
     for (total, threads) in [(10u64, 3u64), (1, 4), (1_000_001, 2)] {
         let sum: u64 = (0..threads).map(|t| share(total, threads, t)).sum();
