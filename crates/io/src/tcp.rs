@@ -110,6 +110,10 @@ pub struct TcpConfig {
     pub max_clients_per_source: Option<usize>,
     /// Event-loop threads.
     pub threads: usize,
+    /// Scheduling priority (nice, 0..=19) of the event-loop threads: above 0,
+    /// a TCP flood that keeps them busy leaves the CPU to the UDP workers
+    /// (which answer most queries), and TCP gets what UDP leaves.
+    pub nice: i32,
     /// Listen backlog.
     pub backlog: i32,
 }
@@ -123,6 +127,7 @@ impl Default for TcpConfig {
             max_clients: 1000,
             max_clients_per_source: None,
             threads: 1,
+            nice: 0,
             backlog: 1024,
         }
     }
@@ -234,9 +239,15 @@ impl TcpServer {
         config: &TcpConfig,
         handler: H,
     ) -> Result<TcpServer, IoError> {
+        let nice = config.nice;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.threads.max(1))
             .thread_name("lode-tcp")
+            .on_thread_start(move || {
+                if nice > 0 {
+                    crate::lower_thread_priority(nice);
+                }
+            })
             .enable_io()
             .enable_time()
             .build()
