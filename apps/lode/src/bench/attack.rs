@@ -91,6 +91,10 @@ pub(super) struct AttackArgs {
     /// CPU the server under test is pinned to.
     #[arg(long, default_value_t = 0)]
     server_cpu: usize,
+    /// Limit the server under test to this percentage of its CPU (a cgroup),
+    /// so that one tester CPU can offer twice its zero-loss rate (table 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(5..=100))]
+    cpu_quota: Option<u32>,
     /// CPU the tester (and the abuse) is pinned to.
     #[arg(long, default_value_t = 1)]
     tester_cpu: usize,
@@ -183,6 +187,7 @@ pub(super) fn run(a: AttackArgs) -> anyhow::Result<ExitCode> {
         connect_rate: a.connect_rate,
         churn: !a.no_churn,
         server_cpu: a.server_cpu,
+        cpu_quota: a.cpu_quota,
         tester_cpu: a.tester_cpu,
         base_port: a.base_port,
         ports: a.ports,

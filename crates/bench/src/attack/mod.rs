@@ -19,6 +19,7 @@
 //! SIGTERM and SIGHUP stop the run between steps, the abuse at once.
 
 pub mod mix;
+mod quota;
 pub mod report;
 pub mod tcp;
 
@@ -129,6 +130,9 @@ pub struct AttackConfig {
     pub churn: bool,
     /// CPU of the server under test.
     pub server_cpu: usize,
+    /// Limit the server under test to this % of its CPU (a cgroup), so the
+    /// tester can offer twice its zero-loss rate; None: no limit.
+    pub cpu_quota: Option<u32>,
     /// CPU of the tester (and the abuse).
     pub tester_cpu: usize,
     /// First port on 127.0.0.1 (Lode; Knot and NSD the next ones).
@@ -398,6 +402,7 @@ struct Bench<'a> {
     apexes: Vec<Name>,
     logs: PathBuf,
     seed: u64,
+    quota: Option<quota::CpuQuota>,
 }
 
 impl Bench<'_> {
@@ -421,9 +426,13 @@ impl Bench<'_> {
         }
     }
 
-    /// Starts `kind` and waits until every zone answers.
+    /// Starts `kind` (in the CPU quota's cgroup, if any) and waits until
+    /// every zone answers.
     fn start(&self, kind: Kind, tag: &str, guard: Guard) -> Result<Running, AttackError> {
         let mut server = self.launch(kind, tag, guard).start()?;
+        if let Some(q) = &self.quota {
+            q.add(server.pid()).map_err(AttackError::Config)?;
+        }
         let t = server.wait_ready(&self.data.probe, Expect::Answer, self.cfg.load_limit)?;
         for probe in &self.data.all_zones {
             server.wait_ready(probe, Expect::Answer, self.cfg.load_limit)?;
@@ -750,8 +759,15 @@ fn settings(cfg: &AttackConfig, zones: u64) -> Vec<(String, String)> {
         (
             "pinning".into(),
             format!(
-                "server on CPU {}, one worker; tester (and the TCP abuse) on CPU {}",
-                cfg.server_cpu, cfg.tester_cpu
+                "server on CPU {}, one worker{}; tester (and the TCP abuse) on CPU {}",
+                cfg.server_cpu,
+                match cfg.cpu_quota {
+                    Some(p) => format!(
+                        ", limited to {p} % of that CPU (a cgroup, CFS quota per 10 ms) so that the tester can offer 2 × its zero-loss rate"
+                    ),
+                    None => String::new(),
+                },
+                cfg.tester_cpu
             ),
         ),
         (
@@ -860,6 +876,13 @@ pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
         .map(|(a, _)| Name::parse(a, Some(&Name::root())))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| AttackError::Config(format!("zone name: {e}")))?;
+    let quota = match cfg.cpu_quota {
+        Some(p) => Some(
+            quota::CpuQuota::new(&format!("lode-attack-{}", std::process::id()), p)
+                .map_err(|e| AttackError::Config(format!("--cpu-quota: {e}")))?,
+        ),
+        None => None,
+    };
     let bench = Bench {
         cfg,
         data,
@@ -867,6 +890,7 @@ pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
         apexes,
         logs,
         seed: seed(),
+        quota,
     };
     let mut salt = 0u64;
     let outcome = (|| -> Result<(), AttackError> {
