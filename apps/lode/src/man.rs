@@ -82,7 +82,7 @@ fn files_section() -> String {
             "The control socket (mode 0660) used by lode reload, lode zone-status and the other control commands.",
         ),
         (
-            "/lib/systemd/system/lode.service",
+            "/usr/lib/systemd/system/lode.service",
             "The systemd unit: systemctl start, reload, status lode; journalctl -u lode for the log (--log-format json for one JSON object per line).",
         ),
     ] {
