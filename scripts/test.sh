@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command of the README and of CI (.ci/run): installs what the tests
 # need when it is missing (Debian 12, as root), then runs formatting, lints,
-# all tests (unit, differential against Knot DNS, malformed input) and the
-# fuzz smoke run.
+# all tests (unit, differential against Knot DNS, malformed input), the
+# Debian package test and the fuzz smoke run.
 #
 #   bash scripts/test.sh
 #
@@ -94,7 +94,16 @@ check "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 # shellcheck disable=SC2086 # empty or one flag
 check "cargo test" cargo test --workspace --no-fail-fast $profile
 
-# --- 3. fuzz smoke --------------------------------------------------------------------------
+# --- 3. the Debian package ---------------------------------------------------------------
+# Packages the dev build made above (cargo-deb is installed the first time,
+# about 2 minutes), installs it, runs and digs it as the lode user, purges it;
+# skips when not root or not Debian (scripts/deb-test.sh).
+if [ "$profile" = "--release" ]; then
+    export LODE_DEB_PROFILE=release
+fi
+check "Debian package: build, install, serve, purge (scripts/deb-test.sh)" bash scripts/deb-test.sh
+
+# --- 4. fuzz smoke --------------------------------------------------------------------------
 # A real fuzzing run needs cargo-fuzz and a nightly toolchain; without them the
 # same target bodies already ran above over deterministic corpora
 # (apps/lode/tests/fuzz_smoke.rs).

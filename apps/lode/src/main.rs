@@ -7,6 +7,7 @@ mod check;
 mod enumcmd;
 mod gen;
 mod keygen;
+mod man;
 mod reload;
 mod serve;
 mod snapshot;
@@ -25,7 +26,7 @@ use clap::{Parser, Subcommand};
 /// answers at once.
 #[derive(Parser, Debug)]
 #[command(name = "lode", version, about, long_about, propagate_version = true)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -58,6 +59,9 @@ enum Command {
     ZoneRefresh(zonectl::ZoneRefreshArgs),
     /// Make a secondary zone transfer the whole zone again (AXFR, as `knotc zone-retransfer`).
     ZoneRetransfer(zonectl::ZoneRefreshArgs),
+    /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging).
+    #[command(hide = true)]
+    Man(man::ManArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -76,6 +80,7 @@ fn main() -> std::process::ExitCode {
         Command::ZoneStatus(a) => zonectl::status(a),
         Command::ZoneRefresh(a) => zonectl::refresh(a, false),
         Command::ZoneRetransfer(a) => zonectl::refresh(a, true),
+        Command::Man(a) => man::run(a),
     };
     match result {
         Ok(code) => code,

@@ -11,8 +11,9 @@ use lode_server::{ConfigFile, Options, Server};
 /// reloads are in the help text below).
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "With no zone (neither in --config nor --zone), the built-in demo zones \
-1.e164.arpa. and example.com. are served (on the --listen addresses if given). With no listen \
+    after_help = "With neither --config nor --zone, the built-in demo zones 1.e164.arpa. and \
+example.com. are served (on the --listen addresses if given); a configuration file without \
+[[zone]] serves nothing. With no listen \
 address, Lode listens on 127.0.0.1:5300 and [::1]:5300.
 
 SIGHUP or `lode reload` re-reads the configuration and reloads changed zones in the background; \
@@ -27,12 +28,16 @@ Configuration file (TOML), every key optional:
   tcp-max-clients = 1000
   control = \"/run/lode/lode.sock\"   # \"\" for none
   log-level = \"info\"
+  log-format = \"text\"         # or \"json\": one JSON object per line
+  user = \"lode\"               # started as root: run as this user once bound
   snapshot-dir = \"/var/lib/lode\"   # start from snapshots of unchanged zone files
   [[zone]]
   name = \"e164.arpa.\"
   file = \"e164.arpa.zone\"     # relative to the configuration file's folder
 
-Control socket default: /run/lode/lode.sock for root, else /tmp/lode-<uid>.sock."
+Control socket default: /run/lode/lode.sock for root and the owner of /run/lode, else \
+/tmp/lode-<uid>.sock. Under systemd (Type=notify) the server reports READY=1 once its zones are \
+loaded and its sockets bound, RELOADING=1 around reloads and STOPPING=1."
 )]
 pub struct ServeArgs {
     /// Configuration file (TOML); re-read on reload.
@@ -54,6 +59,14 @@ pub struct ServeArgs {
     /// Log level: error, warn, info, debug or trace (default info).
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
+    /// Log format: text (human-readable, the default) or json (one JSON
+    /// object per line, for log collectors).
+    #[arg(long, value_name = "FORMAT", value_parser = ["text", "json"])]
+    log_format: Option<String>,
+    /// Started as root: bind the sockets, then run as USER (its journal and
+    /// snapshot folders must be writable by it).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
     /// Start zones from snapshots in DIR when their zone file is unchanged, and
     /// write a snapshot of every zone read from text (see `lode snapshot`).
     #[arg(long, value_name = "DIR")]
@@ -76,11 +89,19 @@ pub fn parse_zone_args(args: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>
 /// Runs the command.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let zones = parse_zone_args(&args.zone)?;
-    // The log level is needed before the configuration is merged.
-    let file_level = match &args.config {
-        Some(path) => ConfigFile::read(path)?.log_level,
-        None => None,
+    // The log level and format are needed before the configuration is merged.
+    let (file_level, file_format) = match &args.config {
+        Some(path) => {
+            let file = ConfigFile::read(path)?;
+            (file.log_level, file.log_format)
+        }
+        None => (None, None),
     };
+    let format = args
+        .log_format
+        .clone()
+        .or(file_format)
+        .unwrap_or_else(|| "text".into());
     let level = args
         .log_level
         .clone()
@@ -91,12 +112,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let filter = tracing_subscriber::EnvFilter::try_new(&level)
         .with_context(|| format!("log level {level:?}"))?;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    match format.as_str() {
+        "text" => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .with_ansi(std::io::stderr().is_terminal())
+            .init(),
+        // One object per line: timestamp, level, fields (message included)
+        // at the top level, for journald/Loki/jq.
+        "json" => tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .init(),
+        other => anyhow::bail!("log format {other:?}: must be text or json"),
+    }
     let options = Options {
         config: args.config,
         listen: args.listen,
@@ -104,6 +139,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         workers: args.workers,
         control: args.control,
         log_level: args.log_level,
+        user: args.user,
         snapshot_dir: args.snapshot_dir,
     };
     let server = match Server::start(options) {

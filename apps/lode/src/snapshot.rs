@@ -43,7 +43,7 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
         ..Options::default()
     };
     let config = Config::resolve(&options)?;
-    if config.demo {
+    if config.demo || config.zones.is_empty() {
         anyhow::bail!("no zone given: use --zone NAME=FILE or --config FILE");
     }
     std::fs::create_dir_all(&args.out)

@@ -18,10 +18,12 @@
 //! query was sent to (`IP_PKTINFO` / `IPV6_PKTINFO`), as multi-homed hosts need.
 //!
 //! This is the only crate of the workspace allowed `unsafe`; all of it is in
-//! `sys.rs` (the `recvmmsg`/`sendmmsg` batches), each block with its reason.
+//! `sys.rs` (the `recvmmsg`/`sendmmsg` batches, `setresuid` and friends for
+//! `creds`), each block with its reason.
 #![allow(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod creds;
 mod later;
 pub mod mem;
 mod sys;

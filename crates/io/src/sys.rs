@@ -1,5 +1,6 @@
 //! The system calls the standard library lacks: `recvmmsg`/`sendmmsg` over
-//! batches allocated once, socket-address conversion, and `SO_RCVBUFFORCE`.
+//! batches allocated once, socket-address conversion, `SO_RCVBUFFORCE`, and
+//! the credential calls (`setgroups`, `setresgid`, `setresuid`) of `creds.rs`.
 //! All of the crate's `unsafe` lives in this file.
 
 use std::io;
@@ -372,6 +373,60 @@ pub(crate) fn enable_pktinfo(fd: RawFd, ipv6: bool) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// `u32::MAX` as an id: "leave this one as it is" for `setresuid`/`setresgid`.
+pub(crate) const KEEP_ID: u32 = u32::MAX;
+
+/// Sets the supplementary groups to exactly `gids` (needs CAP_SETGID).
+pub(crate) fn set_groups(gids: &[u32]) -> io::Result<()> {
+    // SAFETY: the pointer and length describe a live slice of gid_t (u32 on
+    // Linux); the kernel only reads it. glibc applies it to every thread.
+    let r = unsafe { libc::setgroups(gids.len(), gids.as_ptr()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the real, effective and saved group ids ([`KEEP_ID`]: unchanged).
+pub(crate) fn set_resgid(real: u32, effective: u32, saved: u32) -> io::Result<()> {
+    // SAFETY: plain integer arguments; glibc applies the change to every
+    // thread of the process (its setxid broadcast), as POSIX requires.
+    let r = unsafe { libc::setresgid(real, effective, saved) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the real, effective and saved user ids ([`KEEP_ID`]: unchanged).
+pub(crate) fn set_resuid(real: u32, effective: u32, saved: u32) -> io::Result<()> {
+    // SAFETY: plain integer arguments; applied to every thread by glibc.
+    let r = unsafe { libc::setresuid(real, effective, saved) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The real, effective and saved user ids.
+pub(crate) fn get_resuid() -> (u32, u32, u32) {
+    let (mut r, mut e, mut s) = (0, 0, 0);
+    // SAFETY: the three pointers are to live, writable u32 locals.
+    unsafe { libc::getresuid(&mut r, &mut e, &mut s) };
+    (r, e, s)
+}
+
+/// The real, effective and saved group ids.
+pub(crate) fn get_resgid() -> (u32, u32, u32) {
+    let (mut r, mut e, mut s) = (0, 0, 0);
+    // SAFETY: the three pointers are to live, writable u32 locals.
+    unsafe { libc::getresgid(&mut r, &mut e, &mut s) };
+    (r, e, s)
 }
 
 #[cfg(test)]

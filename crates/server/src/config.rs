@@ -10,6 +10,8 @@
 //! tcp-io-timeout = 500                    # ms for a begun query to arrive whole (Knot's)
 //! control = "/run/lode/lode.sock"         # default: see `default_control_path`
 //! log-level = "info"                      # error, warn, info, debug, trace
+//! log-format = "text"                     # or "json": one JSON object per line
+//! user = "lode"                           # started as root: bind, then run as this user
 //! snapshot-dir = "/var/lib/lode/snapshots" # start from snapshots of unchanged zone files
 //!
 //! journal-dir = "/var/lib/lode/journal"  # required when a zone takes updates
@@ -86,6 +88,8 @@ pub const DEFAULT_TCP_MAX_CLIENTS: usize = 1000;
 pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = 1232;
 /// The accepted log levels.
 pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+/// The accepted log formats: human-readable lines, or one JSON object per line.
+pub const LOG_FORMATS: [&str; 2] = ["text", "json"];
 /// Port of the default listen addresses (unprivileged, so a demo runs as anyone).
 pub const DEFAULT_PORT: u16 = 5300;
 
@@ -112,6 +116,10 @@ pub struct ConfigFile {
     pub control: Option<PathBuf>,
     /// Log level.
     pub log_level: Option<String>,
+    /// Log format: "text" or "json".
+    pub log_format: Option<String>,
+    /// The user to run as after binding the sockets (when started as root).
+    pub user: Option<String>,
     /// Folder of zone snapshots.
     pub snapshot_dir: Option<PathBuf>,
     /// Zones.
@@ -271,6 +279,8 @@ pub struct Options {
     pub control: Option<PathBuf>,
     /// Log level.
     pub log_level: Option<String>,
+    /// The user to run as after binding (overrides the file's `user`).
+    pub user: Option<String>,
     /// Folder of zone snapshots.
     pub snapshot_dir: Option<PathBuf>,
 }
@@ -358,6 +368,10 @@ pub struct Config {
     pub control: Option<PathBuf>,
     /// Log level.
     pub log_level: String,
+    /// Log format: "text" or "json" (the binary installs the subscriber).
+    pub log_format: String,
+    /// The user to run as once the sockets are bound (`None`: stay as started).
+    pub user: Option<crate::privdrop::RunAs>,
     /// Folder of zone snapshots (`None`: zones are always read from text).
     pub snapshot_dir: Option<PathBuf>,
     /// Folder of the zones' journals (`None`: no zone takes updates).
@@ -582,13 +596,16 @@ fn parse_origin(s: &str) -> Result<Name, ConfigError> {
     Name::parse(&text, None).map_err(|e| ConfigError::Value(format!("zone name {s:?}: {e}")))
 }
 
-/// The default control socket: `/run/lode/lode.sock` for root, otherwise
-/// `/tmp/lode-<uid>.sock` (a user cannot create folders in /run).
+/// The default control socket: `/run/lode/lode.sock` for root and for the
+/// owner of /run/lode (the packaged `lode` user, whose unit makes that
+/// folder), otherwise `/tmp/lode-<uid>.sock` (a user cannot create folders
+/// in /run).
 pub fn default_control_path() -> PathBuf {
     let uid = std::fs::metadata("/proc/self")
         .map(|m| m.uid())
         .unwrap_or(0);
-    if uid == 0 {
+    let owns_run_lode = std::fs::metadata("/run/lode").is_ok_and(|m| m.is_dir() && m.uid() == uid);
+    if uid == 0 || owns_run_lode {
         PathBuf::from("/run/lode/lode.sock")
     } else {
         PathBuf::from(format!("/tmp/lode-{uid}.sock"))
@@ -821,7 +838,9 @@ impl Config {
                 None => zones.push(spec),
             }
         }
-        let demo = zones.is_empty();
+        // The demo is for `lode serve` with nothing else: a configuration
+        // file without zones (the packaged one) serves nothing.
+        let demo = zones.is_empty() && options.config.is_none();
         if demo {
             zones = crate::demo::zones();
         }
@@ -862,6 +881,16 @@ impl Config {
                 "log-level = {log_level:?}: must be error, warn, info, debug or trace"
             )));
         }
+        let log_format = file.log_format.clone().unwrap_or_else(|| "text".into());
+        if !LOG_FORMATS.contains(&log_format.as_str()) {
+            return Err(ConfigError::Value(format!(
+                "log-format = {log_format:?}: must be text or json"
+            )));
+        }
+        let user = match options.user.as_ref().or(file.user.as_ref()) {
+            Some(name) => Some(crate::privdrop::RunAs::lookup(name).map_err(ConfigError::Value)?),
+            None => None,
+        };
         let control = options
             .control
             .clone()
@@ -888,6 +917,8 @@ impl Config {
             ),
             control: Some(control).filter(|p| !p.as_os_str().is_empty()),
             log_level,
+            log_format,
+            user,
             snapshot_dir: options
                 .snapshot_dir
                 .clone()
@@ -1059,6 +1090,23 @@ mod tests {
             c.zones[1].source,
             ZoneSource::File(PathBuf::from("/abs/example.zone"))
         );
+    }
+
+    #[test]
+    fn a_file_without_zones_serves_nothing_not_the_demo() {
+        let o = Options {
+            config: Some("/etc/lode/lode.toml".into()),
+            ..Options::default()
+        };
+        let c = Config::merge(&ConfigFile::default(), Path::new("/etc/lode"), &o).unwrap();
+        assert!(!c.demo);
+        assert!(c.zones.is_empty());
+        let file = ConfigFile::parse("log-format = \"json\"\nuser = \"0\"\n").unwrap();
+        let c = Config::merge(&file, Path::new("/etc/lode"), &o).unwrap();
+        assert_eq!(c.log_format, "json");
+        assert_eq!(c.user.map(|u| u.uid), Some(0));
+        let file = ConfigFile::parse("log-format = \"xml\"\n").unwrap();
+        assert!(Config::merge(&file, Path::new(""), &o).is_err());
     }
 
     #[test]

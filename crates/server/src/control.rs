@@ -1,5 +1,5 @@
-//! The control socket: a Unix stream socket (mode 0600) taking one command per
-//! connection and answering in text.
+//! The control socket: a Unix stream socket (mode 0660: the server's user and
+//! group, as knotc's) taking one command per connection and answering in text.
 //!
 //! ```text
 //!  client: "reload\n"            server: "OK\n<details>…"   or "ERROR\n<file:line: reason>…"
@@ -91,7 +91,7 @@ impl ControlServer {
             std::fs::remove_file(path).map_err(|e| format!("cannot remove stale {shown}: {e}"))?;
         }
         let listener = UnixListener::bind(path).map_err(|e| format!("cannot bind {shown}: {e}"))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
             .map_err(|e| format!("cannot restrict {shown}: {e}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();

@@ -48,8 +48,10 @@ mod flush;
 pub mod guard;
 mod lograte;
 mod notify;
+pub mod privdrop;
 pub mod progress;
 mod reload;
+pub mod sdnotify;
 mod secondary;
 mod signed;
 pub mod snapshot;
@@ -87,6 +89,9 @@ pub enum ServerError {
     NoZone,
     /// A socket could not be bound or a thread started.
     Io(lode_io::IoError),
+    /// Switching to the configured `user` failed, or its folders are not
+    /// writable by it.
+    User(String),
 }
 
 impl fmt::Display for ServerError {
@@ -95,6 +100,7 @@ impl fmt::Display for ServerError {
             ServerError::Config(e) => write!(f, "configuration: {e}"),
             ServerError::NoZone => f.write_str("no zone could be loaded (errors above)"),
             ServerError::Io(e) => e.fmt(f),
+            ServerError::User(e) => f.write_str(e),
         }
     }
 }
@@ -127,7 +133,26 @@ impl Server {
         let config = Config::resolve(&options).map_err(ServerError::Config)?;
         if config.demo {
             tracing::info!("no zone configured: serving the built-in demo zones");
+        } else if config.zones.is_empty() {
+            tracing::warn!(
+                "no zone configured in {}: serving nothing (add [[zone]] tables and reload)",
+                options
+                    .config
+                    .as_deref()
+                    .map_or("the configuration".into(), |p| p.display().to_string())
+            );
         }
+        // Started as root with `user`: act as that user while zones,
+        // journals and snapshots are read and written (see privdrop.rs).
+        let writable: Vec<(&str, &std::path::Path)> = [
+            ("journal-dir", config.journal_dir.as_deref()),
+            ("snapshot-dir", config.snapshot_dir.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(what, dir)| Some((what, dir?)))
+        .collect();
+        let pending =
+            privdrop::begin(config.user.as_ref(), &writable).map_err(ServerError::User)?;
         let published = Arc::new(ArcSwap::from_pointee(ZoneSet::new()));
         let publisher = Arc::new(update::Publisher::new(published.clone()));
         let mut reloader = Reloader {
@@ -217,6 +242,7 @@ impl Server {
                 || (len >= 4 && out[3] & 0x0F == rcode::FORMERR as u8);
             StreamReply { len, close }
         };
+        privdrop::regain(&pending).map_err(ServerError::User)?;
         let tcp =
             TcpServer::start(&config.listen, &tcp_config, tcp_handler).map_err(ServerError::Io)?;
         let udp_config = UdpConfig {
@@ -232,11 +258,18 @@ impl Server {
         let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler)
             .map_err(ServerError::Io)?;
         let (reload_tx, reload_rx) = mpsc::channel::<ReloadRequest>();
+        let reload_addrs = udp.local_addrs().to_vec();
+        let reload_set = published.clone();
         let reloader = std::thread::Builder::new()
             .name("lode-reload".into())
             .spawn(move || {
                 for req in reload_rx {
+                    sdnotify::reloading();
                     let report = reloader.reload();
+                    sdnotify::notify(&format!(
+                        "READY=1\nSTATUS={}",
+                        serving_status(&reload_set.load(), &reload_addrs)
+                    ));
                     if let Some(reply) = req.reply {
                         let _ = reply.send(report);
                     }
@@ -267,14 +300,12 @@ impl Server {
             }
             None => None,
         };
-        let addrs: Vec<String> = udp.local_addrs().iter().map(|a| a.to_string()).collect();
+        privdrop::finish(pending, control.as_ref().and(config.control.as_deref()))
+            .map_err(ServerError::User)?;
         tracing::info!(
-            "serving {} on {} (UDP and TCP)",
-            match reloader_zone_count(&published) {
-                1 => "1 zone".to_string(),
-                n => format!("{n} zones"),
-            },
-            addrs.join(", ")
+            zones = reloader_zone_count(&published),
+            "{}",
+            serving_status(&published.load(), udp.local_addrs())
         );
         Ok(Server {
             config,
@@ -328,9 +359,16 @@ impl Server {
     }
 
     /// Serves until SIGTERM or SIGINT; SIGHUP reloads in the background.
+    /// Tells systemd (`$NOTIFY_SOCKET`, see [`sdnotify`]) it is ready once
+    /// the signal handlers are in place, and that it stops.
     pub fn run_until_signal(self) -> std::io::Result<()> {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let mut signals = signal_hook::iterator::Signals::new([SIGHUP, SIGINT, SIGTERM])?;
+        sdnotify::notify(&format!(
+            "READY=1\nSTATUS={}\nMAINPID={}",
+            serving_status(&self.published.load(), &self.local_addrs()),
+            std::process::id()
+        ));
         for sig in signals.forever() {
             if sig == SIGHUP {
                 tracing::info!("SIGHUP received");
@@ -340,6 +378,7 @@ impl Server {
                 break;
             }
         }
+        sdnotify::notify("STOPPING=1\nSTATUS=stopping");
         self.stop();
         Ok(())
     }
@@ -421,6 +460,19 @@ fn handle(
         }
     }
     answered.len
+}
+
+/// "serving N zones on ADDR, … (UDP and TCP)": the start line and systemd's STATUS.
+fn serving_status(set: &ZoneSet, addrs: &[SocketAddr]) -> String {
+    let addrs: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+    format!(
+        "serving {} on {} (UDP and TCP)",
+        match set.len() {
+            1 => "1 zone".to_string(),
+            n => format!("{n} zones"),
+        },
+        addrs.join(", ")
+    )
 }
 
 /// The default control socket path (see [`config::default_control_path`]).

@@ -155,12 +155,14 @@ impl Reloader {
                 Ok(l) => {
                     let z = &l.zone;
                     tracing::info!(
-                        "zone {name}: {} records, {} names, serial {}, loaded in {} from {}",
-                        z.record_count(),
-                        z.node_count(),
-                        z.serial(),
+                        zone = %name,
+                        serial = z.serial(),
+                        records = z.record_count(),
+                        names = z.node_count(),
+                        duration_ms = millis(l.elapsed),
+                        source = %spec.source,
+                        "zone loaded in {}",
                         format_duration(l.elapsed),
-                        spec.source
                     );
                     for w in &l.warnings {
                         tracing::warn!("{w}");
@@ -207,11 +209,15 @@ impl Reloader {
                     let kept_old = old.is_some();
                     if kept_old {
                         tracing::error!(
+                            zone = %name,
+                            errors = errors.len(),
                             "zone {name}: reload failed ({}), previous version still served",
                             count_errors(errors.len())
                         );
                     } else {
                         tracing::error!(
+                            zone = %name,
+                            errors = errors.len(),
                             "zone {name}: load failed ({}), not served",
                             count_errors(errors.len())
                         );
@@ -274,11 +280,11 @@ impl Reloader {
         self.served = next;
         if !initial {
             tracing::info!(
-                "reload done: {} reloaded, {} unchanged, {} removed, {} failed",
-                report.loaded.len(),
-                report.unchanged.len(),
-                report.removed.len(),
-                report.failed.len()
+                reloaded = report.loaded.len(),
+                unchanged = report.unchanged.len(),
+                removed = report.removed.len(),
+                failed = report.failed.len(),
+                "reload done"
             );
         }
         log_memory();
@@ -413,4 +419,9 @@ pub(crate) fn request_reload(
     })
     .ok()?;
     reply_rx.recv().ok()
+}
+
+/// A duration in milliseconds, to 0.1 ms (the `duration_ms` log field).
+pub(crate) fn millis(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 10_000.0).round() / 10.0
 }

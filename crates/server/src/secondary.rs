@@ -789,7 +789,15 @@ impl Refresh {
                     src.addr,
                     started.elapsed().as_secs_f64()
                 );
-                tracing::info!("zone {origin}: {what}");
+                tracing::info!(
+                    zone = %origin,
+                    serial,
+                    peer = %src.addr,
+                    records,
+                    changesets = n,
+                    duration_ms = crate::reload::millis(started.elapsed()),
+                    "zone {origin}: {what}"
+                );
                 let soa = soa.ok_or("an IXFR without changes")?;
                 Ok(Outcome::Current {
                     soa,
@@ -829,7 +837,14 @@ impl Refresh {
                     src.addr,
                     total as f64 / took.max(1e-6)
                 );
-                tracing::info!("zone {origin}: {what}");
+                tracing::info!(
+                    zone = %origin,
+                    serial,
+                    peer = %src.addr,
+                    records = total,
+                    duration_ms = crate::reload::millis(started.elapsed()),
+                    "zone {origin}: {what}"
+                );
                 Ok(Outcome::Current {
                     soa,
                     transfer: Some(what),

@@ -608,6 +608,10 @@ impl Writer {
             self.file_tag = tag;
         }
         tracing::info!(
+            zone = %self.origin,
+            serial = flushed.serial,
+            records = flushed.records,
+            file = %path.display(),
             "zone {}: zone file written, {} records, serial {}, to {} in {:.1} ms",
             self.origin,
             flushed.records,
@@ -897,6 +901,11 @@ impl Writer {
                 if self.log.due() {
                     let l = self.log.take();
                     tracing::info!(
+                        zone = %self.origin,
+                        serial = version.serial(),
+                        updates = l.updates,
+                        groups = l.groups,
+                        changed = l.changed,
                         "zone {}: {} updates in {} groups ({} changed the zone), serial now {}, \
                          {:.1} ms per group on average",
                         self.origin,

@@ -375,6 +375,12 @@ impl Transfer {
         let took = started.elapsed();
         let records = producer.records_sent();
         tracing::info!(
+            zone = %self.origin,
+            serial = zone.serial(),
+            peer = %self.peer,
+            records,
+            messages,
+            duration_ms = crate::reload::millis(took),
             "{what} of {} serial {}{} to {}: {records} records in {messages} messages, {:.3} s ({:.0} records/s){}",
             self.origin,
             self.since.map_or(String::new(), |s| format!("{s} → ")),

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the Debian package of Lode (target/debian/lode_*.deb) with cargo-deb:
+# the binary, the manual pages `lode man` writes from the CLI, the unit and
+# the default configuration (apps/lode/debian/).
+#
+#   bash scripts/deb.sh                # release build (minutes on 2 cores)
+#   bash scripts/deb.sh --profile dev  # the test build of scripts/test.sh
+#                                      # (cargo-deb warns: not for releases)
+#
+# Installs cargo-deb (pinned) when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_DEB_VERSION=3.8.0
+profile=release
+if [ "${1:-}" = "--profile" ] && [ -n "${2:-}" ]; then
+    profile=$2
+fi
+dir=$profile
+[ "$profile" = dev ] && dir=debug
+
+if ! cargo deb --version >/dev/null 2>&1; then
+    echo "==> installing cargo-deb $CARGO_DEB_VERSION (cargo install)"
+    cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked
+fi
+
+cargo build -p lode --profile "$profile"
+rm -rf target/man
+"target/$dir/lode" man --out target/man >/dev/null
+# --strip: the dev build carries full debug information (hundreds of MB).
+cargo deb -p lode --no-build --profile "$profile" --strip --fast --quiet
+ls -1t target/debian/lode_*.deb | head -1
