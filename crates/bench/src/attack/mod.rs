@@ -34,7 +34,7 @@ use lode_wire::Name;
 
 use crate::compare::servers::{Guard, Kind, Launch, Running};
 use crate::compare::{
-    install_missing, make_set, pin_self, say, seed_layout, sys, DataSet, SetSpec,
+    available_servers, make_set, pin_self, say, seed_layout, sys, DataSet, SetSpec,
 };
 use crate::query::{Expect, QuerySet};
 use crate::rate::{RateConfig, StepResult, Tester};
@@ -828,25 +828,7 @@ pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
         settings: settings(cfg, zones),
         ..AttackResult::default()
     };
-    if cfg.install {
-        let installed = install_missing(&cfg.servers)?;
-        if !installed.is_empty() {
-            result
-                .notes
-                .push(format!("installed: {}", installed.join(" ")));
-        }
-    }
-    let mut servers = Vec::new();
-    for &k in &cfg.servers {
-        match k.program() {
-            Some((prog, pkg)) if !Path::new(prog).exists() => {
-                result
-                    .notes
-                    .push(format!("{k}: {prog} missing (package {pkg}): skipped"));
-            }
-            _ => servers.push(k),
-        }
-    }
+    let servers = available_servers(&cfg.servers, &cfg.servers, cfg.install, &mut result.notes)?;
     let logs = cfg.out.join("logs");
     std::fs::create_dir_all(&logs)
         .map_err(|e| AttackError::Compare(crate::compare::CompareError::io(&logs, e)))?;

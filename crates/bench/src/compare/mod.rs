@@ -493,6 +493,33 @@ pub(crate) fn pin_self(cpu: usize) -> Result<(), CompareError> {
         .map_err(|e| CompareError::Config(format!("pinning the tester to CPU {cpu}: {e}")))
 }
 
+/// The servers of `servers` that can run: when `install`, the missing
+/// packages of `wanted` are installed first; a server whose program is
+/// still missing is skipped. `notes` gets a line for each.
+pub(crate) fn available_servers(
+    servers: &[Kind],
+    wanted: &[Kind],
+    install: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Kind>, CompareError> {
+    if install {
+        let installed = install_missing(wanted)?;
+        if !installed.is_empty() {
+            notes.push(format!("installed: {}", installed.join(" ")));
+        }
+    }
+    let mut available = Vec::new();
+    for &k in servers {
+        match k.program() {
+            Some((prog, pkg)) if !Path::new(prog).exists() => {
+                notes.push(format!("{k}: {prog} missing (package {pkg}): skipped"));
+            }
+            _ => available.push(k),
+        }
+    }
+    Ok(available)
+}
+
 /// Installs the Debian packages of servers (and tools) that are missing.
 pub fn install_missing(kinds: &[Kind]) -> Result<Vec<String>, CompareError> {
     let mut pkgs: Vec<&str> = Vec::new();
@@ -1059,25 +1086,7 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
             wanted.push(*k);
         }
     }
-    if cfg.install {
-        let installed = install_missing(&wanted)?;
-        if !installed.is_empty() {
-            result
-                .notes
-                .push(format!("installed: {}", installed.join(" ")));
-        }
-    }
-    let mut servers = Vec::new();
-    for &k in &cfg.servers {
-        match k.program() {
-            Some((prog, pkg)) if !Path::new(prog).exists() => {
-                result
-                    .notes
-                    .push(format!("{k}: {prog} missing (package {pkg}): skipped"));
-            }
-            _ => servers.push(k),
-        }
-    }
+    let servers = available_servers(&cfg.servers, &wanted, cfg.install, &mut result.notes)?;
     let mut plan = entries(cfg, &servers);
     plan.retain(|e| match e.kind.program() {
         Some((prog, pkg)) if !Path::new(prog).exists() => {
