@@ -721,6 +721,16 @@ fn echo(a: EchoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Seconds as "1 h 05 min", "3 min 20 s" or "45 s".
+fn human_duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
 /// Parses `0.01%` (percent) or `0.0001` (fraction).
 /// Says where a comparison's report went, and its notes.
 fn print_report(
@@ -895,6 +905,16 @@ fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let resolution = a.resolution.unwrap_or((a.high / 1000).max(1));
+    let steps = lode_bench::search::max_trials(a.low, a.high, resolution);
+    let per_step = duration.as_secs_f64() + a.timeout as f64 / 1000.0;
+    let total = steps as f64 * per_step * a.repeat.max(1) as f64;
+    out!(
+        "expected run time: at most {} ({} searches × up to {steps} steps of {:.1} s); \
+         --repeat, --duration and --resolution shorten it",
+        human_duration(total),
+        a.repeat.max(1),
+        per_step
+    );
     let mut results = Vec::new();
     for rep in 1..=a.repeat.max(1) {
         out!("search {rep}/{}: [{}, {}]", a.repeat.max(1), a.low, a.high);

@@ -82,9 +82,48 @@ pub fn binary_search<T, E>(
     })
 }
 
+/// The most trials [`binary_search`] runs over `[low, high]` to
+/// `resolution`: the upper bound, the lower one (when above 0), then one
+/// per halving of the interval.
+pub fn max_trials(low: u64, high: u64, resolution: u64) -> u64 {
+    let resolution = resolution.max(1);
+    let mut width = high.saturating_sub(low);
+    let mut n = 1 + u64::from(low > 0);
+    // After a failed lower bound the search restarts from 0 up to it.
+    if low > 0 {
+        width = width.max(low);
+    }
+    while width > resolution {
+        width -= width / 2;
+        n += 1;
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_trials_bounds_every_search() {
+        for (low, high, res) in [
+            (0u64, 100_000u64, 10u64),
+            (500, 200_000, 200),
+            (0, 10, 10),
+            (7, 7, 1),
+        ] {
+            let bound = max_trials(low, high, res);
+            for limit in [0u64, 1, 5, 499, 501, 1_234, 99_999, 150_000, 250_000] {
+                let r = search(limit, low, high, res);
+                assert!(
+                    r.trials.len() as u64 <= bound,
+                    "[{low}, {high}] by {res}, limit {limit}: {} trials > {bound}",
+                    r.trials.len()
+                );
+            }
+        }
+        assert_eq!(max_trials(0, 100_000, 100_000), 1);
+    }
 
     fn search(limit: u64, low: u64, high: u64, res: u64) -> SearchResult<()> {
         let r: Result<_, ()> = binary_search(low, high, res, |rate| Ok((rate <= limit, ())));
