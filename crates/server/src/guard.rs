@@ -223,12 +223,7 @@ fn cookie_policy<'o>(
     option: &'o mut [u8; COOKIE_OPTION_LEN],
 ) -> (Extra<'o>, usize, bool) {
     // Knot reads the last COOKIE option of the OPT record.
-    let data = query.edns.and_then(|e| {
-        e.options(q)
-            .filter(|&(code, _)| code == edns_option::COOKIE)
-            .last()
-            .map(|(_, d)| d)
-    });
+    let data = query.edns.and_then(|e| e.option(q, edns_option::COOKIE));
     let Some(data) = data else {
         return (Extra::default(), 0, false);
     };

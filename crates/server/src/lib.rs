@@ -212,9 +212,10 @@ impl Server {
             io_timeout: config.tcp_io_timeout,
             threads: config.workers.div_ceil(2),
             // A TCP flood must not take the CPU from UDP, which answers
-            // nearly every query: measured with `lode bench attack --tables 3`
-            // (Lode pinned to one CPU), the UDP zero-loss rate under the TCP
-            // abuse mix went from 0.50 × to ≥ 1.0 × its rate without.
+            // nearly every query: with `lode bench attack --quick --tables 3
+            // --servers lode` (Lode pinned to one CPU) the UDP zero-loss rate
+            // under the TCP abuse mix went from 0.50 × its rate without to
+            // 1.13 × (one coarse run; full runs: 0.83–0.84, results/issue10-*).
             nice: TCP_NICE,
             ..TcpConfig::default()
         };

@@ -115,9 +115,13 @@ impl Edns {
         }
     }
 
-    /// The data of the first option `code` in `msg`, if the query sent one.
+    /// The data of option `code` in `msg`, the last one when the query sent
+    /// several (Knot DNS keeps the last of each code).
     pub fn option<'m>(&self, msg: &'m [u8], code: u16) -> Option<&'m [u8]> {
-        self.options(msg).find(|&(c, _)| c == code).map(|(_, d)| d)
+        self.options(msg)
+            .filter(|&(c, _)| c == code)
+            .last()
+            .map(|(_, d)| d)
     }
 }
 
