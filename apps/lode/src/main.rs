@@ -11,6 +11,7 @@ mod man;
 mod reload;
 mod serve;
 mod snapshot;
+mod stats;
 mod update;
 mod zonectl;
 mod zoneflush;
@@ -53,6 +54,8 @@ enum Command {
     Update(update::UpdateArgs),
     /// Write zones that take updates to their zone files now (as `knotc zone-flush`).
     ZoneFlush(zoneflush::ZoneFlushArgs),
+    /// Print the running server's counters (as its Prometheus endpoint; --json for scripts).
+    Stats(stats::StatsArgs),
     /// Show each zone's serial, size and, for a secondary, its transfer state (as `knotc zone-status`).
     ZoneStatus(zonectl::ZoneStatusArgs),
     /// Make a secondary zone check its primaries now and transfer what is new (as `knotc zone-refresh`).
@@ -77,6 +80,7 @@ fn main() -> std::process::ExitCode {
         Command::Keygen(a) => keygen::run(a),
         Command::Update(a) => update::run(a),
         Command::ZoneFlush(a) => zoneflush::run(a),
+        Command::Stats(a) => stats::run(a),
         Command::ZoneStatus(a) => zonectl::status(a),
         Command::ZoneRefresh(a) => zonectl::refresh(a, false),
         Command::ZoneRetransfer(a) => zonectl::refresh(a, true),

@@ -27,6 +27,7 @@ Configuration file (TOML), every key optional:
   tcp-idle-timeout = 10        # seconds
   tcp-max-clients = 1000
   control = \"/run/lode/lode.sock\"   # \"\" for none
+  metrics-listen = \"127.0.0.1:9153\"  # Prometheus endpoint, GET /metrics (default: none)
   log-level = \"info\"
   log-format = \"text\"         # or \"json\": one JSON object per line
   user = \"lode\"               # started as root: run as this user once bound
@@ -56,6 +57,10 @@ pub struct ServeArgs {
     /// "" for none.
     #[arg(long, value_name = "PATH", value_parser = any_path)]
     control: Option<PathBuf>,
+    /// Serve Prometheus metrics on ADDR:PORT (GET /metrics; a bare ADDR
+    /// means port 9153); "" for none. `lode stats` shows the same counters.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics_listen: Option<String>,
     /// Log level: error, warn, info, debug or trace (default info).
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
@@ -138,6 +143,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         zones,
         workers: args.workers,
         control: args.control,
+        metrics_listen: args.metrics_listen,
         log_level: args.log_level,
         user: args.user,
         snapshot_dir: args.snapshot_dir,

@@ -9,6 +9,7 @@
 //! tcp-max-clients-per-source = 128        # per address (IPv6 /64); default max(limit/10, 128)
 //! tcp-io-timeout = 500                    # ms for a begun query to arrive whole (Knot's)
 //! control = "/run/lode/lode.sock"         # default: see `default_control_path`
+//! metrics-listen = "127.0.0.1:9153"       # Prometheus endpoint (GET /metrics); default: none
 //! log-level = "info"                      # error, warn, info, debug, trace
 //! log-format = "text"                     # or "json": one JSON object per line
 //! user = "lode"                           # started as root: bind, then run as this user
@@ -114,6 +115,8 @@ pub struct ConfigFile {
     pub tcp_io_timeout: Option<u64>,
     /// Control socket path.
     pub control: Option<PathBuf>,
+    /// The Prometheus endpoint's address ("ADDR:PORT", or ADDR for port 9153; "" none).
+    pub metrics_listen: Option<String>,
     /// Log level.
     pub log_level: Option<String>,
     /// Log format: "text" or "json".
@@ -277,6 +280,8 @@ pub struct Options {
     pub workers: Option<usize>,
     /// Control socket path.
     pub control: Option<PathBuf>,
+    /// The Prometheus endpoint (overrides the file's `metrics-listen`; "" none).
+    pub metrics_listen: Option<String>,
     /// Log level.
     pub log_level: Option<String>,
     /// The user to run as after binding (overrides the file's `user`).
@@ -366,6 +371,8 @@ pub struct Config {
     pub tcp_io_timeout: Duration,
     /// Control socket path (`None`: no control socket).
     pub control: Option<PathBuf>,
+    /// Where the Prometheus endpoint listens (`None`: no endpoint).
+    pub metrics_listen: Option<SocketAddr>,
     /// Log level.
     pub log_level: String,
     /// Log format: "text" or "json" (the binary installs the subscriber).
@@ -916,6 +923,12 @@ impl Config {
                 file.tcp_io_timeout.unwrap_or(DEFAULT_TCP_IO_TIMEOUT_MS),
             ),
             control: Some(control).filter(|p| !p.as_os_str().is_empty()),
+            metrics_listen: metrics_listen(
+                options
+                    .metrics_listen
+                    .as_deref()
+                    .or(file.metrics_listen.as_deref()),
+            )?,
             log_level,
             log_format,
             user,
@@ -951,6 +964,30 @@ impl Config {
                 .transpose()?,
             rrl: file.rrl.as_ref().map(RrlEntry::resolve).transpose()?,
         })
+    }
+}
+
+/// The default port of `metrics-listen` given as a bare address (CoreDNS's
+/// Prometheus port; Knot's exporter uses 9433).
+pub const DEFAULT_METRICS_PORT: u16 = 9153;
+
+/// `metrics-listen`: "ADDR:PORT", "ADDR" (port 9153) or "" (none).
+fn metrics_listen(value: Option<&str>) -> Result<Option<SocketAddr>, ConfigError> {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    if let Ok(a) = v.parse::<SocketAddr>() {
+        return Ok(Some(a));
+    }
+    match v
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+    {
+        Ok(ip) => Ok(Some(SocketAddr::new(ip, DEFAULT_METRICS_PORT))),
+        Err(_) => Err(ConfigError::Value(format!(
+            "metrics-listen = {v:?}: expected ADDR:PORT (e.g. \"127.0.0.1:9153\") or an address"
+        ))),
     }
 }
 

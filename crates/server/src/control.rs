@@ -174,7 +174,7 @@ fn handle(stream: UnixStream, dispatch: &Dispatch) -> io::Result<()> {
     let command = line.trim();
     let reply = dispatch(command).unwrap_or_else(|| Reply {
         ok: false,
-        text: format!("unknown command {command:?} (commands: reload, status, zone-flush [NAME])"),
+        text: format!("unknown command {command:?} (commands: reload, status, stats [--json], zone-status [NAME], zone-flush [NAME], zone-refresh NAME, zone-retransfer NAME)"),
     });
     (&stream).write_all(reply.render().as_bytes())
 }

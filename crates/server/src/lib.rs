@@ -47,6 +47,7 @@ mod fetch;
 mod flush;
 pub mod guard;
 mod lograte;
+pub mod metrics;
 mod notify;
 pub mod privdrop;
 pub mod progress;
@@ -123,6 +124,10 @@ pub struct Server {
     control: Option<control::ControlServer>,
     /// Cookies and rate limiting (for the status counters).
     guard: Arc<guard::Guard>,
+    /// What the metrics read.
+    scrape: metrics::Scrape,
+    /// The Prometheus endpoint, when `metrics-listen` is set.
+    metrics_server: Option<metrics::http::MetricsServer>,
 }
 
 impl Server {
@@ -226,6 +231,8 @@ impl Server {
         let tcp_settings = settings.clone();
         let tcp_guard = guard.clone();
         let server_guard = guard.clone();
+        let metrics = metrics::Metrics::new();
+        let tcp_metrics = metrics.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
             let len = handle(
                 &zs,
@@ -236,6 +243,7 @@ impl Server {
                 client,
                 Transport::Tcp,
                 &tcp_settings,
+                &tcp_metrics,
             );
             // As Knot DNS: after a message that could not be parsed (dropped,
             // or answered FORMERR) the stream is not trusted any further.
@@ -253,8 +261,19 @@ impl Server {
         };
         let zs = published.clone();
         let up = updates.clone();
+        let udp_metrics = metrics.clone();
         let udp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
-            handle(&zs, &up, &guard, q, out, client, Transport::Udp, &settings)
+            handle(
+                &zs,
+                &up,
+                &guard,
+                q,
+                out,
+                client,
+                Transport::Udp,
+                &settings,
+                &udp_metrics,
+            )
         };
         let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler)
             .map_err(ServerError::Io)?;
@@ -278,6 +297,23 @@ impl Server {
             })
             .map_err(|e| ServerError::Io(lode_io::IoError::Thread(e.to_string())))?;
 
+        let scrape = metrics::Scrape {
+            metrics,
+            published: published.clone(),
+            udp: udp.counters(),
+            tcp: tcp.counters(),
+            guard: server_guard.clone(),
+            addrs: udp.local_addrs().to_vec(),
+            extra: metrics::ExtraFamilies(Arc::new(Vec::new)),
+        };
+        // Bound before the privileges are dropped (a port below 1024 is allowed).
+        let metrics_server = match config.metrics_listen {
+            Some(addr) => Some(
+                metrics::http::MetricsServer::start(addr, scrape.clone())
+                    .map_err(|e| ServerError::Config(ConfigError::Value(e)))?,
+            ),
+            None => None,
+        };
         let control = match &config.control {
             Some(path) => {
                 let dispatch = make_dispatch(
@@ -287,6 +323,7 @@ impl Server {
                     udp.counters(),
                     tcp.counters(),
                     server_guard.clone(),
+                    scrape.clone(),
                 );
                 match control::ControlServer::start(path, dispatch) {
                     Ok(c) => {
@@ -318,7 +355,21 @@ impl Server {
             writers,
             control,
             guard: server_guard,
+            scrape,
+            metrics_server,
         })
+    }
+
+    /// The Prometheus endpoint's bound address, when `metrics-listen` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_server
+            .as_ref()
+            .map(metrics::http::MetricsServer::local_addr)
+    }
+
+    /// Every counter now (what `lode stats` and the endpoint show).
+    pub fn metrics(&self) -> Vec<metrics::Family> {
+        self.scrape.families()
     }
 
     /// The configuration the server started with.
@@ -394,6 +445,7 @@ impl Server {
         if let Some(mut c) = self.control.take() {
             c.stop();
         }
+        drop(self.metrics_server.take());
         if let Some(u) = self.udp.take() {
             u.stop();
         }
@@ -432,9 +484,49 @@ fn handle(
     client: &mut Client<'_>,
     transport: Transport,
     settings: &Settings,
+    metrics: &metrics::Metrics,
 ) -> usize {
-    let set = zones.load();
     let request = lode_engine::classify(q);
+    let (len, rcode, zone) = respond(
+        zones, updates, guard, request, q, out, client, transport, settings,
+    );
+    metrics.record(&metrics::Observed {
+        transport: match transport {
+            Transport::Udp => 0,
+            _ => 1,
+        },
+        request: match request {
+            lode_engine::Request::Query => 0,
+            lode_engine::Request::Axfr => 1,
+            lode_engine::Request::Ixfr => 2,
+            lode_engine::Request::Update => 3,
+            lode_engine::Request::Notify => 4,
+            _ => 5,
+        },
+        query: q,
+        response: &out[..len],
+        rcode,
+        zone,
+    });
+    len
+}
+
+/// [`handle`] without the counting: the length to send now, the RCODE
+/// with its extended bits when the engine answered, and the answering
+/// zone's counter key (0: none).
+#[allow(clippy::too_many_arguments)]
+fn respond(
+    zones: &ArcSwap<ZoneSet>,
+    updates: &update::Updates,
+    guard: &guard::Guard,
+    request: lode_engine::Request,
+    q: &[u8],
+    out: &mut [u8],
+    client: &mut Client<'_>,
+    transport: Transport,
+    settings: &Settings,
+) -> (usize, Option<u16>, u64) {
+    let set = zones.load();
     let admission = match request {
         lode_engine::Request::Update => {
             updates.admit(q, &set, out, client, settings.max_udp_payload)
@@ -446,21 +538,24 @@ fn handle(
         _ => update::Admission::Engine,
     };
     match admission {
-        update::Admission::Answer(n) => return n,
-        update::Admission::Queued => return 0,
+        update::Admission::Answer(n) => return (n, None, 0),
+        update::Admission::Queued => return (0, None, 0),
         update::Admission::Engine => {}
     }
     let answered = guard.answer(&set, q, out, transport, settings, client.addr().ip());
+    let zone = answered
+        .zone
+        .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));
     // A TSIG-signed query for one of our zones: with keys configured it is
     // checked and answered signed here (unsigned queries pay one comparison).
     if answered.kind == lode_engine::AnswerKind::Signed && !updates.keys().is_empty() {
         if let signed::Signed::Answer(n) =
             signed::answer(&set, updates.keys(), q, out, transport, settings)
         {
-            return n;
+            return (n, None, zone);
         }
     }
-    answered.len
+    (answered.len, Some(answered.rcode), zone)
 }
 
 /// "serving N zones on ADDR, … (UDP and TCP)": the start line and systemd's STATUS.

@@ -129,8 +129,17 @@ pub(crate) fn make_dispatch(
     udp: UdpCounters,
     tcp: TcpCounters,
     guard: Arc<crate::guard::Guard>,
+    scrape: crate::metrics::Scrape,
 ) -> control::Dispatch {
     Arc::new(move |command: &str| match command {
+        "stats" => Some(Reply {
+            ok: true,
+            text: crate::metrics::to_text(&scrape.families()),
+        }),
+        "stats --json" => Some(Reply {
+            ok: true,
+            text: crate::metrics::to_json(&scrape.families()),
+        }),
         c if c == "zone-flush" || c.starts_with("zone-flush ") => Some(zone_flush(
             &updates,
             &published,

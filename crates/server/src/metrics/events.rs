@@ -1,0 +1,153 @@
+//! Counters of rare events (update batches, transfers, NOTIFY): plain
+//! atomics shared by the process, bumped once per batch or transfer, never
+//! per query.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{Family, Kind, Value};
+
+/// One event counter.
+#[derive(Debug, Default)]
+pub struct Event(AtomicU64);
+
+impl Event {
+    const fn new() -> Event {
+        Event(AtomicU64::new(0))
+    }
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Adds one.
+    pub fn bump(&self) {
+        self.add(1);
+    }
+    /// The count now.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The process's event counters.
+#[derive(Debug)]
+pub struct Events {
+    /// UPDATE messages refused before reaching a zone's writer (zone, TSIG, ACL).
+    pub updates_refused: Event,
+    /// UPDATE messages applied (NOERROR after the journal's fdatasync).
+    pub updates_applied: Event,
+    /// UPDATE messages answered with an error by the writer (prerequisites, bad records).
+    pub updates_failed: Event,
+    /// Groups of updates written to a journal with one fdatasync.
+    pub journal_commits: Event,
+    /// Bytes appended to journals.
+    pub journal_bytes: Event,
+    /// AXFR answered (transfers out).
+    pub axfr_out: Event,
+    /// IXFR answered (transfers out, incremental or falling back to AXFR).
+    pub ixfr_out: Event,
+    /// Transfer requests refused (ACL, TSIG, unknown zone).
+    pub transfers_out_refused: Event,
+    /// Transfers in (a secondary's AXFR or IXFR) that were applied.
+    pub transfers_in: Event,
+    /// Transfers in that failed.
+    pub transfers_in_failed: Event,
+    /// NOTIFY messages received and accepted.
+    pub notify_received: Event,
+    /// NOTIFY messages refused.
+    pub notify_refused: Event,
+    /// NOTIFY messages sent and acknowledged.
+    pub notify_sent: Event,
+    /// NOTIFY messages that got no acknowledgement after every retry.
+    pub notify_failed: Event,
+}
+
+/// The counters of this process.
+pub static EVENTS: Events = Events {
+    updates_refused: Event::new(),
+    updates_applied: Event::new(),
+    updates_failed: Event::new(),
+    journal_commits: Event::new(),
+    journal_bytes: Event::new(),
+    axfr_out: Event::new(),
+    ixfr_out: Event::new(),
+    transfers_out_refused: Event::new(),
+    transfers_in: Event::new(),
+    transfers_in_failed: Event::new(),
+    notify_received: Event::new(),
+    notify_refused: Event::new(),
+    notify_sent: Event::new(),
+    notify_failed: Event::new(),
+};
+
+pub(super) fn families(out: &mut Vec<Family>) {
+    let e = &EVENTS;
+    let v = |e: &Event| Value::Int(e.get());
+    out.push(
+        Family::new(
+            "lode_updates",
+            "RFC 2136 UPDATE messages, by result (applied after fdatasync; failed: an error RCODE from the zone; refused: zone, TSIG or ACL).",
+            Kind::Counter,
+        )
+        .with(&[("result", "applied")], v(&e.updates_applied))
+        .with(&[("result", "failed")], v(&e.updates_failed))
+        .with(&[("result", "refused")], v(&e.updates_refused)),
+    );
+    out.push(
+        Family::new(
+            "lode_journal_commits",
+            "Journal writes made durable (one fdatasync for a group of updates).",
+            Kind::Counter,
+        )
+        .with(&[], v(&e.journal_commits)),
+    );
+    out.push(
+        Family::new(
+            "lode_journal_written_bytes",
+            "Bytes appended to journals.",
+            Kind::Counter,
+        )
+        .with(&[], v(&e.journal_bytes)),
+    );
+    out.push(
+        Family::new(
+            "lode_transfers_out",
+            "Zone transfers served, by type, and refused requests.",
+            Kind::Counter,
+        )
+        .with(&[("type", "axfr")], v(&e.axfr_out))
+        .with(&[("type", "ixfr")], v(&e.ixfr_out))
+        .with(&[("type", "refused")], v(&e.transfers_out_refused)),
+    );
+    out.push(
+        Family::new(
+            "lode_transfers_in",
+            "Zone transfers of secondary zones, by result.",
+            Kind::Counter,
+        )
+        .with(&[("result", "applied")], v(&e.transfers_in))
+        .with(&[("result", "failed")], v(&e.transfers_in_failed)),
+    );
+    out.push(
+        Family::new(
+            "lode_notify",
+            "NOTIFY messages, by direction and result.",
+            Kind::Counter,
+        )
+        .with(
+            &[("direction", "in"), ("result", "accepted")],
+            v(&e.notify_received),
+        )
+        .with(
+            &[("direction", "in"), ("result", "refused")],
+            v(&e.notify_refused),
+        )
+        .with(
+            &[("direction", "out"), ("result", "acknowledged")],
+            v(&e.notify_sent),
+        )
+        .with(
+            &[("direction", "out"), ("result", "failed")],
+            v(&e.notify_failed),
+        ),
+    );
+}

@@ -1,0 +1,474 @@
+//! Metrics: counters kept where the work happens and summed when read, by a
+//! Prometheus scrape (`metrics-listen`, [`http`]) or `lode stats` (the
+//! control socket).
+//!
+//! ```text
+//!  UDP worker / TCP thread ──▶ its own Worker block (worker.rs; plain stores, no shared line)
+//!  transports (lode-io)    ──▶ their per-worker UDP counters, the TCP registry's counters
+//!  update, transfer, NOTIFY ─▶ Events (events.rs: atomics, written per update batch / transfer)
+//!                                    │ read and summed on each scrape
+//!  GET /metrics ─▶ Scrape::families ─┴─▶ zones, RRL, process (/proc) ─▶ OpenMetrics text
+//!  lode stats [--json] ─▶ the same families as lines or JSON
+//! ```
+//!
+//! Nothing on the query path allocates, locks or writes a line another thread
+//! writes: a thread registers its block on its first request and then only
+//! bumps its own counters.
+
+pub mod events;
+pub mod http;
+mod process;
+pub mod worker;
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use lode_io::{TcpCounters, UdpCounters};
+use lode_zonedb::ZoneSet;
+
+pub use events::EVENTS;
+pub use worker::{Observed, Worker};
+
+/// The per-thread counter blocks of one server.
+#[derive(Debug)]
+pub struct Metrics {
+    id: u64,
+    workers: Mutex<Vec<Arc<Worker>>>,
+}
+
+impl Metrics {
+    /// An empty set of counters, told apart from any other server's in the
+    /// same process.
+    pub fn new() -> Arc<Metrics> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Arc::new(Metrics {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            workers: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn register(&self) -> Arc<Worker> {
+        let w = Arc::new(Worker::new(self.id));
+        self.workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w.clone());
+        w
+    }
+
+    /// Counts one request on this thread's block.
+    #[inline]
+    pub fn record(&self, observed: &Observed<'_>) {
+        worker::with_local(self, |w| w.record(observed));
+    }
+
+    fn workers(&self) -> Vec<Arc<Worker>> {
+        self.workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Whether a family is a counter or a gauge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Only goes up (exposed with `_total`).
+    Counter,
+    /// A level.
+    Gauge,
+}
+
+/// A value: counts are integers, times and sizes may not be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// A count.
+    Int(u64),
+    /// Seconds, ratios.
+    Float(f64),
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// One series: its labels and value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Label names and values.
+    pub labels: Vec<(&'static str, String)>,
+    /// The value.
+    pub value: Value,
+}
+
+/// A metric family: name (without `_total`), help, kind, series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    /// The name, `lode_…` or `process_…`.
+    pub name: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+    /// Counter or gauge.
+    pub kind: Kind,
+    /// The series.
+    pub samples: Vec<Sample>,
+}
+
+impl Family {
+    fn new(name: &'static str, help: &'static str, kind: Kind) -> Family {
+        Family {
+            name,
+            help,
+            kind,
+            samples: Vec::new(),
+        }
+    }
+
+    fn with(mut self, labels: &[(&'static str, &str)], value: Value) -> Family {
+        self.push(labels, value);
+        self
+    }
+
+    fn push(&mut self, labels: &[(&'static str, &str)], value: Value) {
+        self.samples.push(Sample {
+            labels: labels.iter().map(|&(k, v)| (k, v.to_owned())).collect(),
+            value,
+        });
+    }
+
+    /// The name as exposed: counters end in `_total`.
+    pub fn exposed_name(&self) -> String {
+        match self.kind {
+            Kind::Counter => format!("{}_total", self.name),
+            Kind::Gauge => self.name.to_owned(),
+        }
+    }
+}
+
+/// Everything a scrape reads.
+#[derive(Debug, Clone)]
+pub struct Scrape {
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) published: Arc<ArcSwap<ZoneSet>>,
+    pub(crate) udp: UdpCounters,
+    pub(crate) tcp: TcpCounters,
+    pub(crate) guard: Arc<crate::guard::Guard>,
+    pub(crate) addrs: Vec<SocketAddr>,
+    /// Extra families from parts started later (dnstap).
+    pub(crate) extra: ExtraFamilies,
+}
+
+/// Families from parts started after the transports (dnstap), read per scrape.
+#[derive(Clone)]
+pub(crate) struct ExtraFamilies(pub(crate) Arc<dyn Fn() -> Vec<Family> + Send + Sync>);
+
+impl std::fmt::Debug for ExtraFamilies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExtraFamilies")
+    }
+}
+
+impl Scrape {
+    /// Reads and sums every counter now.
+    pub fn families(&self) -> Vec<Family> {
+        let mut out = Vec::new();
+        self.requests(&mut out);
+        self.transports(&mut out);
+        self.zones(&mut out);
+        events::families(&mut out);
+        if let Some(r) = self.guard.rrl_stats() {
+            out.push(
+                Family::new(
+                    "lode_rrl_responses",
+                    "UDP answers the rate limiter acted on, by action (would-limit: log-only mode).",
+                    Kind::Counter,
+                )
+                .with(&[("action", "slipped")], Value::Int(r.slipped))
+                .with(&[("action", "dropped")], Value::Int(r.dropped))
+                .with(&[("action", "would-limit")], Value::Int(r.would_limit)),
+            );
+        }
+        out.extend((self.extra.0)());
+        process::families(&mut out);
+        out
+    }
+
+    fn requests(&self, out: &mut Vec<Family>) {
+        use worker::{QTYPES, RCODES, REQUESTS, TRANSPORTS, ZONE_RCODES, ZONE_SLOTS};
+        let workers = self.metrics.workers();
+        let sum = |f: &dyn Fn(&Worker) -> u64| workers.iter().map(|w| f(w)).sum::<u64>();
+        let mut requests = Family::new(
+            "lode_requests",
+            "Requests received, by transport and kind (query, axfr, ixfr, update, notify, other).",
+            Kind::Counter,
+        );
+        let mut qtypes = Family::new(
+            "lode_query_types",
+            "Requests by transport and question type (common types; the rest as other).",
+            Kind::Counter,
+        );
+        let mut rcodes = Family::new(
+            "lode_responses",
+            "Responses sent at once, by transport and RCODE (extended RCODEs included).",
+            Kind::Counter,
+        );
+        let mut edns = Family::new(
+            "lode_requests_edns",
+            "Requests with an EDNS OPT record, by transport.",
+            Kind::Counter,
+        );
+        let mut dnssec_ok = Family::new(
+            "lode_requests_dnssec_ok",
+            "Requests with the DO bit, by transport.",
+            Kind::Counter,
+        );
+        let mut truncated = Family::new(
+            "lode_responses_truncated",
+            "Responses with TC set, by transport.",
+            Kind::Counter,
+        );
+        let mut unanswered = Family::new(
+            "lode_requests_unanswered",
+            "Requests with no response at once (malformed and dropped, rate-limited, or answered later: updates, transfers).",
+            Kind::Counter,
+        );
+        for (t, transport) in TRANSPORTS.iter().enumerate() {
+            for (k, kind) in REQUESTS.iter().enumerate() {
+                requests.push(
+                    &[("transport", transport), ("kind", kind)],
+                    Value::Int(sum(&|w| w.requests[t][k].get())),
+                );
+            }
+            for (i, name) in QTYPES.iter().map(|&(_, n)| n).chain(["other"]).enumerate() {
+                let v = sum(&|w| w.qtypes[t][i].get());
+                if v > 0 || i < 8 {
+                    qtypes.push(&[("transport", transport), ("qtype", name)], Value::Int(v));
+                }
+            }
+            for (i, name) in RCODES.iter().copied().chain(["other"]).enumerate() {
+                let v = sum(&|w| w.rcodes[t][i].get());
+                if v > 0 || matches!(i, 0..=5) {
+                    rcodes.push(&[("transport", transport), ("rcode", name)], Value::Int(v));
+                }
+            }
+            edns.push(
+                &[("transport", transport)],
+                Value::Int(sum(&|w| w.edns[t].get())),
+            );
+            dnssec_ok.push(
+                &[("transport", transport)],
+                Value::Int(sum(&|w| w.dnssec_ok[t].get())),
+            );
+            truncated.push(
+                &[("transport", transport)],
+                Value::Int(sum(&|w| w.truncated[t].get())),
+            );
+            unanswered.push(
+                &[("transport", transport)],
+                Value::Int(sum(&|w| w.unanswered[t].get())),
+            );
+        }
+        out.extend([
+            requests, qtypes, rcodes, edns, dnssec_ok, truncated, unanswered,
+        ]);
+
+        // Per zone: the slots of every thread, matched to the zones served now.
+        let set = self.published.load();
+        let mut zones = Family::new(
+            "lode_zone_responses",
+            "Responses from each zone served now, by RCODE class (NOERROR, NXDOMAIN, SERVFAIL, other).",
+            Kind::Counter,
+        );
+        for z in set.iter() {
+            let key = worker::zone_key(z.origin().as_wire());
+            let name = z.origin().to_string();
+            for (c, class) in ZONE_RCODES.iter().enumerate() {
+                let v = sum(&|w| {
+                    w.zones
+                        .iter()
+                        .take(ZONE_SLOTS)
+                        .filter(|s| s.key.load(Ordering::Relaxed) == key)
+                        .map(|s| s.rcodes[c].get())
+                        .sum()
+                });
+                zones.push(&[("zone", &name), ("rcode", class)], Value::Int(v));
+            }
+        }
+        out.push(zones);
+        out.push(
+            Family::new(
+                "lode_zone_responses_uncounted",
+                "Responses from zones past the per-thread table of 256 zones (in the totals only).",
+                Kind::Counter,
+            )
+            .with(&[], Value::Int(sum(&|w| w.zone_overflow.get()))),
+        );
+    }
+
+    fn transports(&self, out: &mut Vec<Family>) {
+        let u = self.udp.read();
+        let c = |name, help, v| Family::new(name, help, Kind::Counter).with(&[], Value::Int(v));
+        out.push(c("lode_udp_received", "UDP datagrams received.", u.queries));
+        out.push(c("lode_udp_sent", "UDP datagrams sent.", u.responses));
+        out.push(c(
+            "lode_udp_unanswered",
+            "UDP datagrams received and not answered (dropped, rate-limited, send failed).",
+            u.dropped,
+        ));
+        let ports: Vec<u16> = self.addrs.iter().map(SocketAddr::port).collect();
+        if let Some(drops) = process::udp_socket_drops(&ports) {
+            out.push(c(
+                "lode_udp_socket_drops",
+                "Datagrams the kernel dropped on Lode's UDP sockets (receive buffer full), from /proc/net/udp and udp6.",
+                drops,
+            ));
+        }
+        if let Some(e) = process::udp_receive_buffer_errors() {
+            out.push(c(
+                "lode_host_udp_receive_buffer_errors",
+                "UDP receive-buffer errors of the whole host (RcvbufErrors in /proc/net/snmp and snmp6).",
+                e,
+            ));
+        }
+        let t = self.tcp.read();
+        out.push(c(
+            "lode_tcp_connections",
+            "TCP connections accepted.",
+            t.connections,
+        ));
+        out.push(
+            Family::new(
+                "lode_tcp_connections_open",
+                "TCP connections open now.",
+                Kind::Gauge,
+            )
+            .with(&[], Value::Int(t.open)),
+        );
+        out.push(
+            Family::new(
+                "lode_tcp_connections_closed",
+                "TCP connections closed by the server, by reason.",
+                Kind::Counter,
+            )
+            .with(&[("reason", "refused-full")], Value::Int(t.refused))
+            .with(
+                &[("reason", "refused-per-source")],
+                Value::Int(t.refused_per_source),
+            )
+            .with(
+                &[("reason", "idle-for-new")],
+                Value::Int(t.closed_idle_for_new),
+            )
+            .with(
+                &[("reason", "idle-same-source")],
+                Value::Int(t.closed_idle_same_source),
+            )
+            .with(
+                &[("reason", "idle-crowded")],
+                Value::Int(t.closed_idle_pressure),
+            )
+            .with(&[("reason", "idle-timeout")], Value::Int(t.idle_timeout))
+            .with(&[("reason", "io-timeout")], Value::Int(t.io_timeout))
+            .with(&[("reason", "write-timeout")], Value::Int(t.write_timeout)),
+        );
+        out.push(c("lode_tcp_received", "TCP messages received.", t.queries));
+        out.push(c("lode_tcp_sent", "TCP messages sent.", t.responses));
+        out.push(c(
+            "lode_tcp_unanswered",
+            "TCP messages received and not answered.",
+            t.dropped,
+        ));
+    }
+
+    fn zones(&self, out: &mut Vec<Family>) {
+        let set = self.published.load();
+        let mut zones: Vec<_> = set.iter().collect();
+        zones.sort_by_key(|z| z.origin().to_name());
+        let g = |name, help| Family::new(name, help, Kind::Gauge);
+        let mut serial = g("lode_zone_serial", "The SOA serial served.");
+        let mut records = g("lode_zone_records", "Records in the zone served.");
+        let mut memory = g("lode_zone_memory_bytes", "Heap memory of the zone served.");
+        let mut expired = g(
+            "lode_zone_expired",
+            "1 when the zone answers SERVFAIL (a secondary expired or not yet transferred).",
+        );
+        for z in zones {
+            let name = z.origin().to_string();
+            let l = [("zone", name.as_str())];
+            serial.push(&l, Value::Int(u64::from(z.serial())));
+            records.push(&l, Value::Int(z.record_count()));
+            memory.push(&l, Value::Int(z.heap_bytes() as u64));
+            expired.push(&l, Value::Int(u64::from(z.is_expired())));
+        }
+        out.push(g("lode_zones", "Zones served.").with(&[], Value::Int(set.len() as u64)));
+        out.extend([serial, records, memory, expired]);
+    }
+}
+
+/// The families as `name{labels} value` lines (for `lode stats`).
+pub fn to_text(families: &[Family]) -> String {
+    let mut s = String::new();
+    for f in families {
+        let name = f.exposed_name();
+        for sample in &f.samples {
+            s.push_str(&name);
+            if !sample.labels.is_empty() {
+                s.push('{');
+                for (i, (k, v)) in sample.labels.iter().enumerate() {
+                    if i > 0 {
+                        s.push(',');
+                    }
+                    let _ = write!(s, "{k}={v:?}");
+                }
+                s.push('}');
+            }
+            let _ = writeln!(s, " {}", sample.value);
+        }
+    }
+    s
+}
+
+/// The families as JSON (for `lode stats --json`): an array of
+/// `{"name", "type", "help", "samples": [{"labels": {…}, "value"}]}`.
+pub fn to_json(families: &[Family]) -> String {
+    let families: Vec<serde_json::Value> = families
+        .iter()
+        .map(|f| {
+            let samples: Vec<serde_json::Value> = f
+                .samples
+                .iter()
+                .map(|s| {
+                    let labels: serde_json::Map<String, serde_json::Value> = s
+                        .labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(v.as_str())))
+                        .collect();
+                    let value = match s.value {
+                        Value::Int(v) => serde_json::Value::from(v),
+                        Value::Float(v) => serde_json::Value::from(v),
+                    };
+                    serde_json::json!({ "labels": labels, "value": value })
+                })
+                .collect();
+            serde_json::json!({
+                "name": f.exposed_name(),
+                "type": match f.kind { Kind::Counter => "counter", Kind::Gauge => "gauge" },
+                "help": f.help,
+                "samples": samples,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(families).to_string()
+}
