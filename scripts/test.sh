@@ -75,6 +75,24 @@ if have nsd && have named; then
     export LODE_REQUIRE_XFR_PEERS=1
 fi
 
+# The metrics test (apps/lode/tests/metrics.rs) has a real Prometheus scrape
+# Lode; as above, a failed install skips only that test.
+if ! have prometheus; then
+    step "installing prometheus (the metrics test scrapes Lode with it)"
+    if [ "$(id -u)" -eq 0 ]; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y --no-install-recommends prometheus ||
+            { apt-get update && apt-get install -y --no-install-recommends prometheus; } ||
+            echo "warning: could not install prometheus: tests/metrics.rs will SKIP" >&2
+    else
+        echo "warning: need root to install prometheus: tests/metrics.rs will SKIP" >&2
+    fi
+fi
+# (Its Debian service is not used: the test runs its own on 127.0.0.1:16742.)
+if have prometheus; then
+    export LODE_REQUIRE_PROMETHEUS=1
+fi
+
 for comp in rustfmt clippy; do
     if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then
         step "adding rustup component $comp"

@@ -490,6 +490,9 @@ fn handle(
     let (len, rcode, zone) = respond(
         zones, updates, guard, request, q, out, client, transport, settings,
     );
+    if request != lode_engine::Request::Query && len >= 4 {
+        count_refusal(request, out[3] & 0x0F);
+    }
     metrics.record(&metrics::Observed {
         transport: match transport {
             Transport::Udp => 0,
@@ -509,6 +512,22 @@ fn handle(
         zone,
     });
     len
+}
+
+/// Counts an UPDATE, transfer or NOTIFY answered at once with `rcode`
+/// (updates and transfers that go ahead are answered later, and counted there).
+fn count_refusal(request: lode_engine::Request, rcode: u8) {
+    use lode_engine::Request;
+    let e = &metrics::EVENTS;
+    match (request, rcode) {
+        (Request::Update, _) => e.updates_refused.bump(),
+        (Request::Axfr | Request::Ixfr, r) if r != rcode::NOERROR as u8 => {
+            e.transfers_out_refused.bump()
+        }
+        (Request::Notify, r) if r == rcode::NOERROR as u8 => e.notify_received.bump(),
+        (Request::Notify, _) => e.notify_refused.bump(),
+        _ => {}
+    }
 }
 
 /// [`handle`] without the counting: the length to send now, the RCODE

@@ -243,6 +243,7 @@ impl Notifier {
                 continue;
             };
             if p.tries >= TRIES {
+                crate::metrics::EVENTS.notify_failed.bump();
                 tracing::warn!(
                     "zone {}: NOTIFY of serial {} to {} ({}): no answer after {TRIES} tries, given up",
                     k.0,
@@ -327,6 +328,7 @@ impl Notifier {
         let code = u16::from(msg[3] & 0x0F);
         let serial = lode_zonedb::soa_serial(&p.soa);
         if code == lode_wire::rcode::NOERROR {
+            crate::metrics::EVENTS.notify_sent.bump();
             tracing::debug!(
                 "zone {}: NOTIFY of serial {serial} to {} ({}) answered in {:.1} ms",
                 k.0,
@@ -336,6 +338,7 @@ impl Notifier {
                     .map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0)
             );
         } else {
+            crate::metrics::EVENTS.notify_failed.bump();
             tracing::warn!(
                 "zone {}: NOTIFY of serial {serial} to {} ({}): answered {}",
                 k.0,

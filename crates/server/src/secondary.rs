@@ -683,6 +683,7 @@ impl Refresh {
                 }
             }
         }
+        crate::metrics::EVENTS.transfers_in_failed.bump();
         Outcome::Failed(last)
     }
 
@@ -789,6 +790,7 @@ impl Refresh {
                     src.addr,
                     started.elapsed().as_secs_f64()
                 );
+                crate::metrics::EVENTS.transfers_in.bump();
                 tracing::info!(
                     zone = %origin,
                     serial,
@@ -837,6 +839,7 @@ impl Refresh {
                     src.addr,
                     total as f64 / took.max(1e-6)
                 );
+                crate::metrics::EVENTS.transfers_in.bump();
                 tracing::info!(
                     zone = %origin,
                     serial,

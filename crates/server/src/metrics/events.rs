@@ -39,8 +39,6 @@ pub struct Events {
     pub updates_failed: Event,
     /// Groups of updates written to a journal with one fdatasync.
     pub journal_commits: Event,
-    /// Bytes appended to journals.
-    pub journal_bytes: Event,
     /// AXFR answered (transfers out).
     pub axfr_out: Event,
     /// IXFR answered (transfers out, incremental or falling back to AXFR).
@@ -67,7 +65,6 @@ pub static EVENTS: Events = Events {
     updates_applied: Event::new(),
     updates_failed: Event::new(),
     journal_commits: Event::new(),
-    journal_bytes: Event::new(),
     axfr_out: Event::new(),
     ixfr_out: Event::new(),
     transfers_out_refused: Event::new(),
@@ -99,14 +96,6 @@ pub(super) fn families(out: &mut Vec<Family>) {
             Kind::Counter,
         )
         .with(&[], v(&e.journal_commits)),
-    );
-    out.push(
-        Family::new(
-            "lode_journal_written_bytes",
-            "Bytes appended to journals.",
-            Kind::Counter,
-        )
-        .with(&[], v(&e.journal_bytes)),
     );
     out.push(
         Family::new(

@@ -892,6 +892,7 @@ impl Writer {
                     base.serial()
                 );
             } else {
+                crate::metrics::EVENTS.journal_commits.bump();
                 let to = version.clone();
                 self.publisher.update(|set| set.insert(to));
                 if let Some(c) = &mut self.compaction {
@@ -927,6 +928,11 @@ impl Writer {
             match (work, outcome) {
                 (Work::Update(job), outcome) => {
                     let code = outcome.map_or_else(|c| c, |_| rcode::NOERROR);
+                    if code == rcode::NOERROR {
+                        crate::metrics::EVENTS.updates_applied.bump();
+                    } else {
+                        crate::metrics::EVENTS.updates_failed.bump();
+                    }
                     let n = reply(&job.msg, code, job.signed.as_ref(), out);
                     job.reply.send(&out[..n]);
                 }

@@ -374,6 +374,10 @@ impl Transfer {
         }
         let took = started.elapsed();
         let records = producer.records_sent();
+        match self.kind {
+            Kind::Axfr => crate::metrics::EVENTS.axfr_out.bump(),
+            Kind::Ixfr => crate::metrics::EVENTS.ixfr_out.bump(),
+        }
         tracing::info!(
             zone = %self.origin,
             serial = zone.serial(),
