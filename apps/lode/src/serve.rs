@@ -28,6 +28,7 @@ Configuration file (TOML), every key optional:
   tcp-max-clients = 1000
   control = \"/run/lode/lode.sock\"   # \"\" for none
   metrics-listen = \"127.0.0.1:9153\"  # Prometheus endpoint, GET /metrics (default: none)
+  query-counters = true        # count requests by type, RCODE, zone (false: none)
   log-level = \"info\"
   log-format = \"text\"         # or \"json\": one JSON object per line
   user = \"lode\"               # started as root: run as this user once bound

@@ -10,6 +10,7 @@
 //! tcp-io-timeout = 500                    # ms for a begun query to arrive whole (Knot's)
 //! control = "/run/lode/lode.sock"         # default: see `default_control_path`
 //! metrics-listen = "127.0.0.1:9153"       # Prometheus endpoint (GET /metrics); default: none
+//! query-counters = true                   # count each request by type, RCODE, zone (default)
 //! log-level = "info"                      # error, warn, info, debug, trace
 //! log-format = "text"                     # or "json": one JSON object per line
 //! user = "lode"                           # started as root: bind, then run as this user
@@ -117,6 +118,8 @@ pub struct ConfigFile {
     pub control: Option<PathBuf>,
     /// The Prometheus endpoint's address ("ADDR:PORT", or ADDR for port 9153; "" none).
     pub metrics_listen: Option<String>,
+    /// Count each request by transport, kind, type, RCODE and zone (default true).
+    pub query_counters: Option<bool>,
     /// Log level.
     pub log_level: Option<String>,
     /// Log format: "text" or "json".
@@ -373,6 +376,8 @@ pub struct Config {
     pub control: Option<PathBuf>,
     /// Where the Prometheus endpoint listens (`None`: no endpoint).
     pub metrics_listen: Option<SocketAddr>,
+    /// Count each request (by transport, kind, type, RCODE, zone).
+    pub query_counters: bool,
     /// Log level.
     pub log_level: String,
     /// Log format: "text" or "json" (the binary installs the subscriber).
@@ -929,6 +934,7 @@ impl Config {
                     .as_deref()
                     .or(file.metrics_listen.as_deref()),
             )?,
+            query_counters: file.query_counters.unwrap_or(true),
             log_level,
             log_format,
             user,

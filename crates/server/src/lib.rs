@@ -231,7 +231,7 @@ impl Server {
         let tcp_settings = settings.clone();
         let tcp_guard = guard.clone();
         let server_guard = guard.clone();
-        let metrics = metrics::Metrics::new();
+        let metrics = metrics::Metrics::with_counting(config.query_counters);
         let tcp_metrics = metrics.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
             let len = handle(

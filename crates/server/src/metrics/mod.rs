@@ -36,6 +36,8 @@ pub use worker::{Observed, Worker};
 #[derive(Debug)]
 pub struct Metrics {
     id: u64,
+    /// False with `query-counters = false`: requests are not counted.
+    enabled: bool,
     workers: Mutex<Vec<Arc<Worker>>>,
 }
 
@@ -43,9 +45,15 @@ impl Metrics {
     /// An empty set of counters, told apart from any other server's in the
     /// same process.
     pub fn new() -> Arc<Metrics> {
+        Metrics::with_counting(true)
+    }
+
+    /// Counters that count requests, or (false) that never do.
+    pub fn with_counting(enabled: bool) -> Arc<Metrics> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Arc::new(Metrics {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
+            enabled,
             workers: Mutex::new(Vec::new()),
         })
     }
@@ -66,7 +74,9 @@ impl Metrics {
     /// Counts one request on this thread's block.
     #[inline]
     pub fn record(&self, observed: &Observed<'_>) {
-        worker::with_local(self, |w| w.record(observed));
+        if self.enabled {
+            worker::with_local(self, |w| w.record(observed));
+        }
     }
 
     fn workers(&self) -> Vec<Arc<Worker>> {
@@ -184,7 +194,9 @@ impl Scrape {
     /// Reads and sums every counter now.
     pub fn families(&self) -> Vec<Family> {
         let mut out = Vec::new();
-        self.requests(&mut out);
+        if self.metrics.enabled {
+            self.requests(&mut out);
+        }
         self.transports(&mut out);
         self.zones(&mut out);
         events::families(&mut out);
