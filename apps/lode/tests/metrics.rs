@@ -101,7 +101,10 @@ fn start_prometheus(dir: &Path, web: SocketAddr, target: SocketAddr) -> Killed {
     let child = Command::new("prometheus")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--web.listen-address={web}"))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -120,7 +123,11 @@ fn stats_value(text: &str, series: &str) -> Option<f64> {
 
 #[test]
 fn prometheus_scrapes_the_query_counters_and_their_rate() {
-    if Command::new("prometheus").arg("--version").output().is_err() {
+    if Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         assert!(
             std::env::var_os("LODE_REQUIRE_PROMETHEUS").is_none(),
             "prometheus is required (LODE_REQUIRE_PROMETHEUS) but not installed"
@@ -136,9 +143,14 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
     let web = SocketAddr::from(([127, 0, 0, 1], 16742));
     let control = dir.0.join("lode.sock");
     let log = std::fs::File::create(dir.0.join("lode.log")).unwrap();
+    // Rate limiting on (at a rate the load never reaches), for its counters.
+    let config = dir.0.join("lode.toml");
+    std::fs::write(&config, "[rrl]\nrate-limit = 100000\n").unwrap();
     let _lode = Killed(
         Command::new(env!("CARGO_BIN_EXE_lode"))
             .args(["serve", "--workers", "2", "--listen", &dns.to_string()])
+            .arg("--config")
+            .arg(&config)
             .args(["--metrics-listen", &metrics.to_string()])
             .arg("--control")
             .arg(&control)
@@ -213,6 +225,7 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
         Some(7.0)
     );
     assert!(prom_query(web, "process_resident_memory_bytes", None).is_some_and(|v| v > 1e6));
+    dashboard_queries_work(web, metrics, mid);
 
     // The same counters through the control socket.
     let stats = Command::new(env!("CARGO_BIN_EXE_lode"))
@@ -252,6 +265,43 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
         .find(|s| s["labels"]["transport"] == "udp" && s["labels"]["kind"] == "query")
         .unwrap();
     assert_eq!(udp_query["value"], LOAD);
+}
+
+/// Every query of the shipped Grafana dashboard is valid PromQL that gives
+/// a result in the middle of the load, and every metric it names is exposed.
+fn dashboard_queries_work(prom: SocketAddr, metrics: SocketAddr, at: f64) {
+    let path = common::repo_root().join("contrib/grafana/lode-dashboard.json");
+    let dash: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (_, exposed) = http_get(metrics, "/metrics").unwrap();
+    let mut checked = 0;
+    for panel in dash["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$instance", ".*")
+                .replace("$__rate_interval", "4s");
+            for name in expr
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| w.starts_with("lode_") || w.starts_with("process_"))
+            {
+                assert!(
+                    exposed.contains(&format!("\n{name}")),
+                    "panel {:?}: {name} is not exposed",
+                    panel["title"]
+                );
+            }
+            let value = prom_query(prom, &expr, Some(at));
+            assert!(
+                value.is_some(),
+                "panel {:?}: {expr} gives no result",
+                panel["title"]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} dashboard queries");
 }
 
 #[test]

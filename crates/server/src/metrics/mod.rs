@@ -265,13 +265,13 @@ impl Scrape {
             }
             for (i, name) in QTYPES.iter().map(|&(_, n)| n).chain(["other"]).enumerate() {
                 let v = sum(&|w| w.qtypes[t][i].get());
-                if v > 0 || i < 8 {
+                if v > 0 || i < QTYPES.len() {
                     qtypes.push(&[("transport", transport), ("qtype", name)], Value::Int(v));
                 }
             }
             for (i, name) in RCODES.iter().copied().chain(["other"]).enumerate() {
                 let v = sum(&|w| w.rcodes[t][i].get());
-                if v > 0 || matches!(i, 0..=5) {
+                if v > 0 || !matches!(i, 12..=15 | 24..) {
                     rcodes.push(&[("transport", transport), ("rcode", name)], Value::Int(v));
                 }
             }
