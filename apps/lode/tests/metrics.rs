@@ -177,14 +177,14 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
     let started = now();
     let mut next = Instant::now();
     for i in 0..LOAD {
-        let name = if i % NX_EVERY == 0 {
+        let name = if i.is_multiple_of(NX_EVERY) {
             format!("nx{i}.m.test.")
         } else {
             "www.m.test.".to_owned()
         };
-        let q = Query::new(&name, if i % 2 == 0 { 1 } else { 28 }, 1).to_wire();
+        let q = Query::new(&name, if i.is_multiple_of(2) { 1 } else { 28 }, 1).to_wire();
         let a = udp_exchange(dns, &q, Duration::from_secs(2)).expect("an answer");
-        let want = if i % NX_EVERY == 0 { 3 } else { 0 };
+        let want = if i.is_multiple_of(NX_EVERY) { 3 } else { 0 };
         assert_eq!(a[3] & 0x0F, want, "query {i}");
         next += PACE;
         if let Some(wait) = next.checked_duration_since(Instant::now()) {

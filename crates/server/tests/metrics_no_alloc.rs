@@ -64,9 +64,13 @@ fn recording_does_not_allocate() {
         transport: i % 2,
         request: i % 6,
         query: &q,
-        response: if i % 7 == 0 { &[] } else { &nx },
-        rcode: (i % 3 == 0).then_some(23),
-        zone: if i % 5 == 0 { 0 } else { keys[i % keys.len()] },
+        response: if i.is_multiple_of(7) { &[] } else { &nx },
+        rcode: i.is_multiple_of(3).then_some(23),
+        zone: if i.is_multiple_of(5) {
+            0
+        } else {
+            keys[i % keys.len()]
+        },
     };
     metrics.record(&observed(1));
     WATCHING.with(|w| w.set(true));
