@@ -109,6 +109,9 @@ www A 192.0.2.80
 EOF
 chown lode:lode /var/lib/lode/zones/deb.test.zone
 sed -i "s/^listen = .*/listen = [\"127.0.0.1:$PORT\"]/" /etc/lode/lode.toml
+grep -q '^metrics-listen = "127.0.0.1:9153"' /etc/lode/lode.toml || fail "packaged metrics-listen line changed"
+METRICS_PORT=$((PORT + 1))
+sed -i "s/^metrics-listen = .*/metrics-listen = \"127.0.0.1:$METRICS_PORT\"/" /etc/lode/lode.toml
 printf '\n[[zone]]\nname = "deb.test."\nfile = "/var/lib/lode/zones/deb.test.zone"\n' >>/etc/lode/lode.toml
 
 wait_answer() { # NAME TYPE EXPECTED
@@ -142,6 +145,14 @@ sed -i 's/^www A 192.0.2.80/www A 192.0.2.81/; s/ 1 3600 600/ 2 3600 600/' /var/
 runuser -u lode -- /usr/sbin/lode reload --config /etc/lode/lode.toml || fail "lode reload"
 wait_answer www.deb.test A 192.0.2.81
 /usr/sbin/lode zone-status --config /etc/lode/lode.toml | grep 'deb.test' || fail "zone-status"
+# The metrics, as Prometheus and an operator read them.
+exec 3<>"/dev/tcp/127.0.0.1/$METRICS_PORT" || fail "no metrics endpoint on $METRICS_PORT"
+printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+metrics=$(cat <&3)
+exec 3<&-
+grep -q '^lode_zone_serial{zone="deb.test."} 2$' <<<"$metrics" || fail "GET /metrics: no serial 2 for deb.test."
+grep -E '^lode_requests_total\{transport="udp",kind="query"\} [1-9]' <<<"$metrics" || fail "GET /metrics: no UDP queries counted"
+/usr/sbin/lode stats --config /etc/lode/lode.toml | grep 'lode_zone_records{zone="deb.test."}' || fail "lode stats"
 kill "$lode_pid"
 wait "$pid" || fail "lode serve did not stop cleanly: $(tail -5 "$log")"
 pid=
