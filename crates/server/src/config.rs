@@ -70,9 +70,11 @@ use std::time::Duration;
 use lode_wire::Name;
 use serde::Deserialize;
 
+mod dnstap;
 mod guard;
 mod replication;
 
+pub use dnstap::DnstapEntry;
 pub use guard::{default_version, host_name, CookieSettings, CookiesEntry, Identity, RrlEntry};
 
 pub use replication::{parse_remote_address, Remote, RemoteEntry, TemplateEntry, TimerBounds};
@@ -159,6 +161,8 @@ pub struct ConfigFile {
     pub cookies: Option<CookiesEntry>,
     /// Response-rate limiting (absent: off).
     pub rrl: Option<RrlEntry>,
+    /// dnstap query logging (absent: off).
+    pub dnstap: Option<DnstapEntry>,
 }
 
 /// One `[[key]]` table: a TSIG key.
@@ -283,6 +287,8 @@ pub struct Options {
     pub user: Option<String>,
     /// Folder of zone snapshots.
     pub snapshot_dir: Option<PathBuf>,
+    /// dnstap sink (turns query logging on, replaces the file's sink).
+    pub dnstap: Option<String>,
 }
 
 /// The members of a generated catalog: (member, group), in configuration order.
@@ -394,6 +400,8 @@ pub struct Config {
     pub cookies: Option<CookieSettings>,
     /// Response-rate limiting (`None`: off, Knot's default).
     pub rrl: Option<lode_rrl::Config>,
+    /// dnstap query logging (`None`: off).
+    pub dnstap: Option<lode_dnstap::Config>,
 }
 
 /// Default limit of concurrent outgoing transfers (BIND's `transfers-out`).
@@ -896,6 +904,12 @@ impl Config {
             .clone()
             .or_else(|| file.control.clone())
             .unwrap_or_else(default_control_path);
+        let identity = Identity::resolve(
+            file.identity.as_deref(),
+            file.version.as_deref(),
+            file.nsid.as_deref(),
+            file.edns_padding,
+        )?;
         Ok(Config {
             listen,
             zones,
@@ -938,12 +952,12 @@ impl Config {
                 Some(n) => n,
                 None => DEFAULT_TRANSFERS_OUT,
             },
-            identity: Identity::resolve(
-                file.identity.as_deref(),
-                file.version.as_deref(),
-                file.nsid.as_deref(),
-                file.edns_padding,
+            dnstap: dnstap::resolve_dnstap(
+                file.dnstap.as_ref(),
+                options.dnstap.as_deref(),
+                &identity,
             )?,
+            identity,
             cookies: file
                 .cookies
                 .as_ref()

@@ -43,6 +43,7 @@ pub mod config;
 mod consumer;
 pub mod control;
 pub mod demo;
+mod dnstap;
 mod fetch;
 mod flush;
 pub mod guard;
@@ -400,6 +401,10 @@ impl Server {
         if let Some(t) = self.tcp.take() {
             t.stop();
         }
+        // The queries answered are in the dnstap stream before it ends.
+        if let Some(tap) = self.guard.dnstap() {
+            tap.close();
+        }
         drop(self.reload_tx.take());
         // Not joined: a reload in progress (possibly minutes for a huge zone)
         // finishes in the background and its result is discarded; the thread
@@ -419,11 +424,31 @@ impl Drop for Server {
 /// Scheduling priority (nice) of the TCP event-loop threads.
 const TCP_NICE: i32 = 10;
 
+/// Answers one request ([`respond`]) and, with dnstap on, logs it.
+#[allow(clippy::too_many_arguments)]
+fn handle(
+    zones: &ArcSwap<ZoneSet>,
+    updates: &update::Updates,
+    guard: &guard::Guard,
+    q: &[u8],
+    out: &mut [u8],
+    client: &mut Client<'_>,
+    transport: Transport,
+    settings: &Settings,
+) -> usize {
+    match guard.dnstap() {
+        None => respond(zones, updates, guard, q, out, client, transport, settings),
+        Some(tap) => dnstap::logged(tap, q, out, client, transport, |out, client| {
+            respond(zones, updates, guard, q, out, client, transport, settings)
+        }),
+    }
+}
+
 /// Answers one request: UPDATEs go to their zone's writer (see `update.rs`),
 /// everything else to the engine. Returns the length of an answer in `out`
 /// to send now (0: none, or deferred).
 #[allow(clippy::too_many_arguments)]
-fn handle(
+fn respond(
     zones: &ArcSwap<ZoneSet>,
     updates: &update::Updates,
     guard: &guard::Guard,
