@@ -507,6 +507,8 @@ impl Encoder {
 fn write_loop(shared: &Shared, mut out: Box<dyn Output>, mut enc: Encoder) {
     let mut lanes: Vec<Arc<Lane>> = Vec::new();
     let mut seen = usize::MAX;
+    // A socket's reader is looked for now: its absence is logged at start.
+    out.available();
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         let generation = shared.generation.load(Ordering::Acquire);
