@@ -39,6 +39,9 @@
 //! nsid = "ns1"                            # RFC 5001 NSID (text or 0x-hex); "" none; default: host name
 //! edns-padding = true                     # pad TCP answers to padded queries (RFC 7830)
 //!
+//! [dnstap]                                # query logging, off when absent (config/dnstap.rs)
+//! sink = "unix:/run/dnstap.sock"          # or a file path
+//!
 //! [[remote]]                              # another server: a secondary to notify
 //! id = "secondary1"
 //! address = ["192.0.2.53@53", "[2001:db8::53]:53"] # ADDR@PORT, ADDR:PORT or ADDR (53)
