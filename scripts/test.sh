@@ -8,7 +8,7 @@
 #
 # Environment: LODE_DIFF_PEER=knot runs the differential suite knot-vs-knot
 # (proves the harness); CARGO_PROFILE_ARG overrides the build profile flag.
-# Installs knot, knot-dnsutils and dnsutils when missing, and tries nsd and
+# Installs knot, knot-dnsutils, dnsutils and fstrm-bin when missing, and tries nsd and
 # bind9 (the transfer interop peers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +36,10 @@ need_apt=()
 have knotd || need_apt+=(knot)
 have kdig || need_apt+=(knot-dnsutils)
 have dig || need_apt+=(dnsutils)
+# The dnstap readers of apps/lode/tests/dnstap.rs: dnstap-read (BIND's) and
+# fstrm_capture (the Frame Streams reference receiver).
+have dnstap-read || need_apt+=(bind9-dnsutils)
+have fstrm_capture || need_apt+=(fstrm-bin)
 if [ ${#need_apt[@]} -gt 0 ]; then
     step "installing ${need_apt[*]}"
     if [ "$(id -u)" -ne 0 ]; then
@@ -101,6 +105,7 @@ for comp in rustfmt clippy; do
 done
 
 export LODE_REQUIRE_KNOT=1
+export LODE_REQUIRE_DNSTAP_TOOLS=1
 # The dev profile (opt-level 1 in the workspace) builds faster on 2 cores than
 # release, and the tests run fast enough with it. CARGO_PROFILE_ARG=--release
 # tests the optimised build instead.

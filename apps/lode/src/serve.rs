@@ -33,6 +33,8 @@ Configuration file (TOML), every key optional:
   log-format = \"text\"         # or \"json\": one JSON object per line
   user = \"lode\"               # started as root: run as this user once bound
   snapshot-dir = \"/var/lib/lode\"   # start from snapshots of unchanged zone files
+  [dnstap]                     # query logging (see README), off when absent
+  sink = \"unix:/run/dnstap.sock\"   # or a file path
   [[zone]]
   name = \"e164.arpa.\"
   file = \"e164.arpa.zone\"     # relative to the configuration file's folder
@@ -77,6 +79,10 @@ pub struct ServeArgs {
     /// write a snapshot of every zone read from text (see `lode snapshot`).
     #[arg(long, value_name = "DIR")]
     snapshot_dir: Option<PathBuf>,
+    /// Log queries and responses as dnstap to SINK: a file, or unix:/path (a
+    /// reader such as fstrm_capture); overrides the [dnstap] table's sink.
+    #[arg(long, value_name = "SINK")]
+    dnstap: Option<String>,
 }
 
 /// `--zone NAME=FILE` arguments as (name, file) pairs.
@@ -148,6 +154,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         log_level: args.log_level,
         user: args.user,
         snapshot_dir: args.snapshot_dir,
+        dnstap: args.dnstap,
     };
     let server = match Server::start(options) {
         Ok(s) => s,

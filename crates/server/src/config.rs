@@ -41,6 +41,9 @@
 //! nsid = "ns1"                            # RFC 5001 NSID (text or 0x-hex); "" none; default: host name
 //! edns-padding = true                     # pad TCP answers to padded queries (RFC 7830)
 //!
+//! [dnstap]                                # query logging, off when absent (config/dnstap.rs)
+//! sink = "unix:/run/dnstap.sock"          # or a file path
+//!
 //! [[remote]]                              # another server: a secondary to notify
 //! id = "secondary1"
 //! address = ["192.0.2.53@53", "[2001:db8::53]:53"] # ADDR@PORT, ADDR:PORT or ADDR (53)
@@ -72,9 +75,11 @@ use std::time::Duration;
 use lode_wire::Name;
 use serde::Deserialize;
 
+mod dnstap;
 mod guard;
 mod replication;
 
+pub use dnstap::DnstapEntry;
 pub use guard::{default_version, host_name, CookieSettings, CookiesEntry, Identity, RrlEntry};
 
 pub use replication::{parse_remote_address, Remote, RemoteEntry, TemplateEntry, TimerBounds};
@@ -165,6 +170,8 @@ pub struct ConfigFile {
     pub cookies: Option<CookiesEntry>,
     /// Response-rate limiting (absent: off).
     pub rrl: Option<RrlEntry>,
+    /// dnstap query logging (absent: off).
+    pub dnstap: Option<DnstapEntry>,
 }
 
 /// One `[[key]]` table: a TSIG key.
@@ -291,6 +298,8 @@ pub struct Options {
     pub user: Option<String>,
     /// Folder of zone snapshots.
     pub snapshot_dir: Option<PathBuf>,
+    /// dnstap sink (turns query logging on, replaces the file's sink).
+    pub dnstap: Option<String>,
 }
 
 /// The members of a generated catalog: (member, group), in configuration order.
@@ -406,6 +415,8 @@ pub struct Config {
     pub cookies: Option<CookieSettings>,
     /// Response-rate limiting (`None`: off, Knot's default).
     pub rrl: Option<lode_rrl::Config>,
+    /// dnstap query logging (`None`: off).
+    pub dnstap: Option<lode_dnstap::Config>,
 }
 
 /// Default limit of concurrent outgoing transfers (BIND's `transfers-out`).
@@ -908,6 +919,12 @@ impl Config {
             .clone()
             .or_else(|| file.control.clone())
             .unwrap_or_else(default_control_path);
+        let identity = Identity::resolve(
+            file.identity.as_deref(),
+            file.version.as_deref(),
+            file.nsid.as_deref(),
+            file.edns_padding,
+        )?;
         Ok(Config {
             listen,
             zones,
@@ -957,12 +974,12 @@ impl Config {
                 Some(n) => n,
                 None => DEFAULT_TRANSFERS_OUT,
             },
-            identity: Identity::resolve(
-                file.identity.as_deref(),
-                file.version.as_deref(),
-                file.nsid.as_deref(),
-                file.edns_padding,
+            dnstap: dnstap::resolve_dnstap(
+                file.dnstap.as_ref(),
+                options.dnstap.as_deref(),
+                &identity,
             )?,
+            identity,
             cookies: file
                 .cookies
                 .as_ref()

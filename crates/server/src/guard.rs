@@ -36,13 +36,17 @@ pub struct Guard {
     epoch: Instant,
     /// Dropping it stops the secret rotation thread.
     _rotation: Option<mpsc::Sender<()>>,
+    /// dnstap query logging (see dnstap.rs), when on.
+    dnstap: Option<lode_dnstap::Dnstap>,
 }
 
 impl Guard {
     /// The policy `config` asks for (nothing: answers go out as the engine
     /// writes them).
     pub fn new(config: &Config) -> Result<Arc<Guard>, String> {
-        Guard::from_parts(config.cookies.as_ref(), config.rrl.as_ref())
+        let mut guard = Guard::build(config.cookies.as_ref(), config.rrl.as_ref())?;
+        guard.dnstap = crate::dnstap::start(config)?;
+        Ok(Arc::new(guard))
     }
 
     /// The policy of these cookie and rate-limit settings (`None`: off).
@@ -50,6 +54,13 @@ impl Guard {
         cookies: Option<&CookieSettings>,
         rrl: Option<&lode_rrl::Config>,
     ) -> Result<Arc<Guard>, String> {
+        Guard::build(cookies, rrl).map(Arc::new)
+    }
+
+    fn build(
+        cookies: Option<&CookieSettings>,
+        rrl: Option<&lode_rrl::Config>,
+    ) -> Result<Guard, String> {
         let (cookies, rotation) = match cookies {
             Some(c) => {
                 let (cookies, rotation) = start_cookies(c)?;
@@ -74,13 +85,24 @@ impl Guard {
             }
             _ => None,
         };
-        Ok(Arc::new(Guard {
+        Ok(Guard {
             cookies,
             rrl,
             rate,
             epoch: Instant::now(),
             _rotation: rotation,
-        }))
+            dnstap: None,
+        })
+    }
+
+    /// The dnstap logger, when query logging is on.
+    pub fn dnstap(&self) -> Option<&lode_dnstap::Dnstap> {
+        self.dnstap.as_ref()
+    }
+
+    /// The dnstap counters, when query logging is on.
+    pub fn dnstap_stats(&self) -> Option<lode_dnstap::Stats> {
+        self.dnstap.as_ref().map(lode_dnstap::Dnstap::stats)
     }
 
     /// The rate limiter's counters, when it is on.

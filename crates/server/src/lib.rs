@@ -43,6 +43,7 @@ pub mod config;
 mod consumer;
 pub mod control;
 pub mod demo;
+mod dnstap;
 mod fetch;
 mod flush;
 pub mod guard;
@@ -304,7 +305,6 @@ impl Server {
             tcp: tcp.counters(),
             guard: server_guard.clone(),
             addrs: udp.local_addrs().to_vec(),
-            extra: metrics::ExtraFamilies(Arc::new(Vec::new)),
         };
         // Bound before the privileges are dropped (a port below 1024 is allowed).
         let metrics_server = match config.metrics_listen {
@@ -452,6 +452,10 @@ impl Server {
         if let Some(t) = self.tcp.take() {
             t.stop();
         }
+        // The queries answered are in the dnstap stream before it ends.
+        if let Some(tap) = self.guard.dnstap() {
+            tap.close();
+        }
         drop(self.reload_tx.take());
         // Not joined: a reload in progress (possibly minutes for a huge zone)
         // finishes in the background and its result is discarded; the thread
@@ -471,11 +475,35 @@ impl Drop for Server {
 /// Scheduling priority (nice) of the TCP event-loop threads.
 const TCP_NICE: i32 = 10;
 
-/// Answers one request: UPDATEs go to their zone's writer (see `update.rs`),
-/// everything else to the engine. Returns the length of an answer in `out`
-/// to send now (0: none, or deferred).
+/// Answers one request ([`respond`]), counts it and, with dnstap on, logs it.
 #[allow(clippy::too_many_arguments)]
 fn handle(
+    zones: &ArcSwap<ZoneSet>,
+    updates: &update::Updates,
+    guard: &guard::Guard,
+    q: &[u8],
+    out: &mut [u8],
+    client: &mut Client<'_>,
+    transport: Transport,
+    settings: &Settings,
+    metrics: &metrics::Metrics,
+) -> usize {
+    match guard.dnstap() {
+        None => counted(
+            zones, updates, guard, q, out, client, transport, settings, metrics,
+        ),
+        Some(tap) => dnstap::logged(tap, q, out, client, transport, |out, client| {
+            counted(
+                zones, updates, guard, q, out, client, transport, settings, metrics,
+            )
+        }),
+    }
+}
+
+/// [`respond`], then the request and its outcome counted in this thread's
+/// block of `metrics`. Returns the length of the answer to send now.
+#[allow(clippy::too_many_arguments)]
+fn counted(
     zones: &ArcSwap<ZoneSet>,
     updates: &update::Updates,
     guard: &guard::Guard,
@@ -530,7 +558,8 @@ fn count_refusal(request: lode_engine::Request, rcode: u8) {
     }
 }
 
-/// [`handle`] without the counting: the length to send now, the RCODE
+/// Answers one request: UPDATEs go to their zone's writer (see `update.rs`),
+/// everything else to the engine. Returns the length to send now, the RCODE
 /// with its extended bits when the engine answered, and the answering
 /// zone's counter key (0: none).
 #[allow(clippy::too_many_arguments)]

@@ -317,6 +317,9 @@ impl Reloader {
                 "reload: listen, workers, max-udp-payload, tcp-*, control and log-level changes take effect at restart"
             );
         }
+        if config.dnstap != r.dnstap {
+            tracing::warn!("reload: [dnstap] changes take effect at restart");
+        }
         self.load(&config, false)
     }
 }

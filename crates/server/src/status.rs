@@ -64,6 +64,12 @@ pub(crate) fn status_text(
             r.slipped, r.dropped, r.would_limit
         ));
     }
+    if let Some(d) = guard.dnstap_stats() {
+        s.push_str(&format!(
+            "dnstap logged {} dropped-queue-full {} dropped-no-reader {} write-errors {}\n",
+            d.logged, d.dropped_queue_full, d.dropped_no_reader, d.write_errors
+        ));
+    }
     if let Some(kib) = resident_kib() {
         s.push_str(&format!("memory resident {kib} KiB\n"));
     }

@@ -7,7 +7,7 @@
 //!  transports (lode-io)    ──▶ their per-worker UDP counters, the TCP registry's counters
 //!  update, transfer, NOTIFY ─▶ Events (events.rs: atomics, written per update batch / transfer)
 //!                                    │ read and summed on each scrape
-//!  GET /metrics ─▶ Scrape::families ─┴─▶ zones, RRL, process (/proc) ─▶ OpenMetrics text
+//!  GET /metrics ─▶ Scrape::families ─┴─▶ zones, RRL, dnstap, process (/proc) ─▶ OpenMetrics text
 //!  lode stats [--json] ─▶ the same families as lines or JSON
 //! ```
 //!
@@ -176,18 +176,6 @@ pub struct Scrape {
     pub(crate) tcp: TcpCounters,
     pub(crate) guard: Arc<crate::guard::Guard>,
     pub(crate) addrs: Vec<SocketAddr>,
-    /// Extra families from parts started later (dnstap).
-    pub(crate) extra: ExtraFamilies,
-}
-
-/// Families from parts started after the transports (dnstap), read per scrape.
-#[derive(Clone)]
-pub(crate) struct ExtraFamilies(pub(crate) Arc<dyn Fn() -> Vec<Family> + Send + Sync>);
-
-impl std::fmt::Debug for ExtraFamilies {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ExtraFamilies")
-    }
 }
 
 impl Scrape {
@@ -212,7 +200,25 @@ impl Scrape {
                 .with(&[("action", "would-limit")], Value::Int(r.would_limit)),
             );
         }
-        out.extend((self.extra.0)());
+        if let Some(d) = self.guard.dnstap_stats() {
+            out.push(
+                Family::new(
+                    "lode_dnstap_messages",
+                    "dnstap messages (a query and its response are two), by outcome.",
+                    Kind::Counter,
+                )
+                .with(&[("result", "logged")], Value::Int(d.logged))
+                .with(
+                    &[("result", "dropped-queue-full")],
+                    Value::Int(d.dropped_queue_full),
+                )
+                .with(
+                    &[("result", "dropped-no-reader")],
+                    Value::Int(d.dropped_no_reader),
+                )
+                .with(&[("result", "write-error")], Value::Int(d.write_errors)),
+            );
+        }
         process::families(&mut out);
         out
     }
