@@ -46,6 +46,7 @@ pub mod demo;
 mod fetch;
 mod flush;
 pub mod guard;
+mod loads;
 mod lograte;
 mod notify;
 pub mod privdrop;
@@ -77,7 +78,7 @@ pub use control::Reply;
 pub use reload::{resident_kib, ReloadReport, ZoneFailure};
 
 use reload::{request_reload, ReloadRequest, Reloader};
-use status::{make_dispatch, reloader_zone_count, status_text};
+use status::{make_dispatch, reloader_zone_count, status_text, Facts};
 
 /// Why the server did not start.
 #[derive(Debug)]
@@ -123,6 +124,10 @@ pub struct Server {
     control: Option<control::ControlServer>,
     /// Cookies and rate limiting (for the status counters).
     guard: Arc<guard::Guard>,
+    /// Start time, addresses, zone loads (for `status` and `zone-status`).
+    facts: Arc<Facts>,
+    /// Lets the control command `stop` end [`Server::run_until_signal`].
+    stopper: Arc<control::Stopper>,
 }
 
 impl Server {
@@ -130,6 +135,7 @@ impl Server {
     pub fn start(options: Options) -> Result<Server, ServerError> {
         lode_io::mem::tune_allocator();
         lode_io::ignore_file_size_signal();
+        let started = std::time::Instant::now();
         let config = Config::resolve(&options).map_err(ServerError::Config)?;
         if config.demo {
             tracing::info!("no zone configured: serving the built-in demo zones");
@@ -155,6 +161,7 @@ impl Server {
             privdrop::begin(config.user.as_ref(), &writable).map_err(ServerError::User)?;
         let published = Arc::new(ArcSwap::from_pointee(ZoneSet::new()));
         let publisher = Arc::new(update::Publisher::new(published.clone()));
+        let loads = Arc::new(loads::ZoneLoads::default());
         let mut reloader = Reloader {
             options,
             running: config.clone(),
@@ -163,6 +170,7 @@ impl Server {
             live: Vec::new(),
             updates: None,
             notifies: None,
+            loads: loads.clone(),
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {
@@ -266,7 +274,10 @@ impl Server {
             .spawn(move || {
                 for req in reload_rx {
                     sdnotify::reloading();
-                    let report = reloader.reload();
+                    let report = match &req.zone {
+                        Some(zone) => reloader.reload_zone(zone),
+                        None => reloader.reload(),
+                    };
                     sdnotify::notify(&format!(
                         "READY=1\nSTATUS={}",
                         serving_status(&reload_set.load(), &reload_addrs)
@@ -278,6 +289,12 @@ impl Server {
             })
             .map_err(|e| ServerError::Io(lode_io::IoError::Thread(e.to_string())))?;
 
+        let facts = Arc::new(Facts {
+            started,
+            addrs: udp.local_addrs().to_vec(),
+            loads,
+        });
+        let stopper = Arc::new(control::Stopper::default());
         let control = match &config.control {
             Some(path) => {
                 let dispatch = make_dispatch(
@@ -287,8 +304,9 @@ impl Server {
                     udp.counters(),
                     tcp.counters(),
                     server_guard.clone(),
+                    facts.clone(),
                 );
-                match control::ControlServer::start(path, dispatch) {
+                match control::ControlServer::start(path, dispatch, stopper.clone()) {
                     Ok(c) => {
                         tracing::info!("control socket {}", path.display());
                         Some(c)
@@ -318,6 +336,8 @@ impl Server {
             writers,
             control,
             guard: server_guard,
+            facts,
+            stopper,
         })
     }
 
@@ -352,19 +372,26 @@ impl Server {
     /// The status text of the control command `status`.
     pub fn status(&self) -> String {
         match (&self.udp, &self.tcp) {
-            (Some(u), Some(t)) => {
-                status_text(&self.published, &u.counters(), &t.counters(), &self.guard)
-            }
+            (Some(u), Some(t)) => status_text(
+                &self.published,
+                &u.counters(),
+                &t.counters(),
+                &self.guard,
+                &self.facts,
+            ),
             _ => String::new(),
         }
     }
 
-    /// Serves until SIGTERM or SIGINT; SIGHUP reloads in the background.
+    /// Serves until SIGTERM, SIGINT or the control command `stop`; SIGHUP
+    /// reloads in the background.
     /// Tells systemd (`$NOTIFY_SOCKET`, see [`sdnotify`]) it is ready once
     /// the signal handlers are in place, and that it stops.
     pub fn run_until_signal(self) -> std::io::Result<()> {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let mut signals = signal_hook::iterator::Signals::new([SIGHUP, SIGINT, SIGTERM])?;
+        // `stop` closes the loop below, as SIGTERM breaks it.
+        self.stopper.arm(signals.handle());
         sdnotify::notify(&format!(
             "READY=1\nSTATUS={}\nMAINPID={}",
             serving_status(&self.published.load(), &self.local_addrs()),
