@@ -3,8 +3,6 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
-
 /// Arguments of `lode reload`.
 ///
 /// The server re-reads its configuration file and reloads the zones whose
@@ -28,8 +26,7 @@ pub struct ReloadArgs {
 pub fn run(args: ReloadArgs) -> anyhow::Result<ExitCode> {
     let path = args.control.path()?;
     let command = if args.status { "status" } else { "reload" };
-    let reply = lode_server::control::request(&path, command, Duration::from_secs(args.timeout))
-        .with_context(|| format!("cannot reach the server at {}", path.display()))?;
+    let reply = crate::zonectl::request(&path, command, Duration::from_secs(args.timeout))?;
     if reply.ok {
         print!("{}", reply.text);
         if !args.status {
