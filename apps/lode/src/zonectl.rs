@@ -225,14 +225,7 @@ pub fn stop(args: StopArgs) -> anyhow::Result<ExitCode> {
         .split("pid ")
         .nth(1)
         .and_then(|t| t.trim_end_matches([')', '\n']).parse::<u32>().ok());
-    let gone = || {
-        // The process is ours to wait for when /proc shows it as lode (a
-        // server in another PID namespace is not).
-        let running = pid.is_some_and(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "lode")
-        });
-        !path.exists() && !running
-    };
+    let gone = || !path.exists() && !pid.is_some_and(running);
     while !gone() {
         if Instant::now() >= deadline {
             eprintln!(
@@ -251,4 +244,19 @@ pub fn stop(args: StopArgs) -> anyhow::Result<ExitCode> {
     }
     println!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// True while `pid` is a live `lode` process (not a zombie) in our /proc
+/// (a server in another PID namespace is not waited for).
+fn running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "PID (COMM) STATE …": COMM may hold spaces and parentheses.
+    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+        return false;
+    };
+    let comm = &stat[open + 1..close];
+    let state = stat[close + 1..].split_whitespace().next();
+    comm == "lode" && !matches!(state, Some("Z" | "X"))
 }
