@@ -9,26 +9,29 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// Arguments of `lode status`.
-///
-/// Prints a one-line summary (version, PID, uptime, zones and addresses),
-/// then each zone's serial and size, the UDP and TCP counters, the rate
-/// limiter's and the resident memory (as `knotc status` with more).
-/// Exit status: 0, or 2 when the server cannot be reached.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Prints a one-line summary (\"lode 0.1.0, pid N, up 3 h 2 min, \
+    serving 3 zones on 127.0.0.1:53 (UDP and TCP)\"), then each zone's serial and size, the UDP \
+    and TCP counters, the rate limiter's and the resident memory (as `knotc status`, with more).\n\n\
+    Exit status: 0, or 2 when no server answers on the control socket (none there, a stale \
+    socket, or permission denied: run as the server's user or a member of its group)."
+)]
 pub struct StatusArgs {
     #[command(flatten)]
     control: ControlArgs,
 }
 
 /// Arguments of `lode stop`.
-///
-/// The server answers "stopping", then stops as on SIGTERM: it closes its
-/// control socket, stops answering and exits. This waits until the socket
-/// is gone and the process has ended (as `knotc stop`), then prints
-/// "stopped". Only a server started by `lode serve` takes it.
-/// Exit status: 0 once stopped, 1 when the server refused or did not stop
-/// in time, 2 when it cannot be reached (not running).
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "The server answers \"stopping\", then stops as on SIGTERM: it \
+    removes its control socket, stops answering and exits. This waits until the socket is gone \
+    and the process has ended (as `knotc stop`), then prints \"stopped\". Only a server run by \
+    `lode serve` takes it.\n\n\
+    Exit status: 0 once stopped, 1 when the server refused or did not stop within --timeout, 2 \
+    when no server answers on the control socket (not running)."
+)]
 pub struct StopArgs {
     #[command(flatten)]
     control: ControlArgs,
@@ -38,17 +41,17 @@ pub struct StopArgs {
 }
 
 /// Arguments of `lode zone-reload`.
-///
-/// The server reads that zone's file again now, even when its modification
-/// time is unchanged (as `knotc zone-reload`), without re-reading its
-/// configuration or touching other zones. This prints the new serial and
-/// size, or every error as file:line: reason while the previous version
-/// stays served. A zone that takes updates gets the file's difference from
-/// its served version through its journal, as `lode reload` does (updates
-/// not in the file are undone). A secondary has no file: use zone-refresh
-/// or zone-retransfer. Exit status: 0 when reloaded, 1 when not, 2 when the
-/// server cannot be reached.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "The server reads that zone's file again now, even when its \
+    modification time is unchanged (as `knotc zone-reload`), without re-reading its configuration \
+    or touching other zones, and prints the new serial and size, or every error as \
+    file:line: reason while the previous version stays served.\n\n\
+    A zone that takes updates gets the file's difference from its served version through its \
+    journal, as `lode reload` does (updates not in the file are undone). A secondary has no file: \
+    use `lode zone-refresh` or `lode zone-retransfer`.\n\n\
+    Exit status: 0 when reloaded, 1 when not, 2 when no server answers on the control socket."
+)]
 pub struct ZoneReloadArgs {
     /// The zone.
     #[arg(value_name = "NAME")]
@@ -61,16 +64,17 @@ pub struct ZoneReloadArgs {
 }
 
 /// Arguments of `lode zone-status`.
-///
-/// Prints, per zone: serial, records and memory, or "no contents yet" for a
-/// secondary that has not transferred its zone; its source (file PATH,
-/// snapshot PATH of file PATH, transfer from PRIMARIES, catalog member, the
-/// journal of a zone that takes updates); when it was last loaded and how
-/// long that took; when the last load failed, its first errors (file:line)
-/// and whether the previous version is still served; for a secondary also
-/// its primaries, when it last refreshed, when it refreshes next, when it
-/// expires, its last transfer and its last error.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Prints, per zone: serial, records and memory, or \"no contents \
+    yet\" for a secondary that has not transferred its zone; its source (file PATH, snapshot \
+    PATH of file PATH, transfer from PRIMARIES, catalog member; and the journal of a zone that \
+    takes updates); how long ago it was last loaded and how long that took; when its last load \
+    failed, the first errors (file:line) and whether the previous version is still served; for a \
+    secondary also its primaries, when it last refreshed, when it refreshes next, when it \
+    expires, its last transfer and its last error.\n\n\
+    Exit status: 0, 1 for an unknown zone, 2 when no server answers on the control socket."
+)]
 pub struct ZoneStatusArgs {
     /// The zone; without it, every zone.
     #[arg(value_name = "NAME")]
