@@ -286,6 +286,25 @@ master = ["nowhere"]
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("  source transfer from "), "{out}");
 
+    // A zone added by `lode reload` can be reloaded alone too.
+    let added = dir.0.join("a.zone");
+    std::fs::write(&added, zone("192.0.2.4").replace("c.test.", "a.test.")).unwrap();
+    let mut conf = std::fs::read_to_string(&config).unwrap();
+    conf.push_str(&format!(
+        "\n[[zone]]\nname = \"a.test.\"\nfile = \"{}\"\n",
+        added.display()
+    ));
+    std::fs::write(&config, conf).unwrap();
+    let o = lode(&["reload"], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = lode(&["zone-reload", "a.test."], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("zone a.test.: reloaded, serial 7, 4 records"),
+        "{}",
+        text(&o)
+    );
+
     let o = lode(&["stop"], &control);
     assert!(o.status.success(), "{}", text(&o));
     assert!(wait_exit(&mut child, Duration::from_secs(5)).is_some_and(|s| s.success()));

@@ -171,6 +171,7 @@ impl Server {
             updates: None,
             notifies: None,
             loads: loads.clone(),
+            loaded: None,
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {

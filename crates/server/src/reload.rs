@@ -125,6 +125,9 @@ pub(crate) struct Reloader {
     pub(crate) notifies: Option<crate::notify::Notifies>,
     /// Each zone's last load, for `zone-status`.
     pub(crate) loads: Arc<ZoneLoads>,
+    /// The configuration of the last (re)load (`running` stays the one
+    /// started with): where `zone-reload` finds its zone.
+    pub(crate) loaded: Option<Config>,
 }
 
 impl Reloader {
@@ -219,6 +222,7 @@ impl Reloader {
             s.zone = None;
         }
         self.served = next;
+        self.loaded = Some(config.clone());
         if !initial {
             tracing::info!(
                 reloaded = report.loaded.len(),
@@ -390,7 +394,9 @@ impl Reloader {
             refused: Some(why),
             ..ReloadReport::default()
         };
-        let Some(spec) = self.running.zones.iter().find(|s| s.name == *name).cloned() else {
+        let config = self.loaded.as_ref().unwrap_or(&self.running);
+        let snapshot_dir = config.snapshot_dir.clone();
+        let Some(spec) = config.zones.iter().find(|s| s.name == *name).cloned() else {
             let member = self
                 .updates
                 .as_ref()
@@ -420,7 +426,6 @@ impl Reloader {
             ZoneSource::File(_) | ZoneSource::Embedded { .. } => {}
         }
         tracing::info!("zone {name}: reloading (zone-reload)");
-        let snapshot_dir = self.running.snapshot_dir.clone();
         // Read from the text: a snapshot of a file changed within its
         // modification time would be taken for it.
         if let (ZoneSource::File(_), Some(dir)) = (&spec.source, &snapshot_dir) {
