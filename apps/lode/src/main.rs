@@ -40,8 +40,12 @@ enum Command {
     Check(check::CheckArgs),
     /// Write binary snapshots of zones, from which `lode serve --snapshot-dir` starts fast.
     Snapshot(snapshot::SnapshotArgs),
-    /// Ask a running server to reload its configuration and zones.
+    /// Ask a running server to reload its configuration and zones (as `knotc reload`).
     Reload(reload::ReloadArgs),
+    /// Show a running server's version, PID, uptime, addresses, zones and counters (as `knotc status`).
+    Status(zonectl::StatusArgs),
+    /// Stop a running server, as SIGTERM does, and wait until it has stopped (as `knotc stop`).
+    Stop(zonectl::StopArgs),
     /// Generate benchmark data sets (ENUM zones, dns64perf namespace) and query files.
     Gen(gen::GenArgs),
     /// Convert an E.164 number to its ENUM domain name (RFC 6116), or back.
@@ -56,7 +60,9 @@ enum Command {
     ZoneFlush(zoneflush::ZoneFlushArgs),
     /// Print the running server's counters (as its Prometheus endpoint; --json for scripts).
     Stats(stats::StatsArgs),
-    /// Show each zone's serial, size and, for a secondary, its transfer state (as `knotc zone-status`).
+    /// Read one zone's file again now, even if unchanged (as `knotc zone-reload`).
+    ZoneReload(zonectl::ZoneReloadArgs),
+    /// Show each zone's serial, size, source, last load and, for a secondary, its transfer state (as `knotc zone-status`).
     ZoneStatus(zonectl::ZoneStatusArgs),
     /// Make a secondary zone check its primaries now and transfer what is new (as `knotc zone-refresh`).
     ZoneRefresh(zonectl::ZoneRefreshArgs),
@@ -74,6 +80,9 @@ fn main() -> std::process::ExitCode {
         Command::Check(a) => check::run(a),
         Command::Snapshot(a) => snapshot::run(a),
         Command::Reload(a) => reload::run(a),
+        Command::Status(a) => zonectl::server_status(a),
+        Command::Stop(a) => zonectl::stop(a),
+        Command::ZoneReload(a) => zonectl::zone_reload(a),
         Command::Gen(a) => gen::run(a),
         Command::Enum(a) => enumcmd::run(a),
         Command::Bench(a) => bench::run(a),

@@ -3,16 +3,16 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
-
 /// Arguments of `lode reload`.
-///
-/// The server re-reads its configuration file and reloads the zones whose
-/// file changed; this prints what it did and, for a zone that failed, every
-/// error as file:line: reason (the old version of that zone stays served).
-/// Exit status: 0 when everything reloaded, 1 when something failed, 2 when
-/// the server could not be reached.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "The server re-reads its configuration file and reloads the zones \
+    whose files changed (modification time or size; `lode zone-reload NAME` reads one zone \
+    whatever its file's stamp); this prints what it did and, for a zone that failed, every error \
+    as file:line: reason (the old version of that zone stays served).\n\n\
+    Exit status: 0 when everything reloaded, 1 when something failed, 2 when no server answers \
+    on the control socket."
+)]
 pub struct ReloadArgs {
     #[command(flatten)]
     control: crate::zonectl::ControlArgs,
@@ -28,8 +28,7 @@ pub struct ReloadArgs {
 pub fn run(args: ReloadArgs) -> anyhow::Result<ExitCode> {
     let path = args.control.path()?;
     let command = if args.status { "status" } else { "reload" };
-    let reply = lode_server::control::request(&path, command, Duration::from_secs(args.timeout))
-        .with_context(|| format!("cannot reach the server at {}", path.display()))?;
+    let reply = crate::zonectl::request(&path, command, Duration::from_secs(args.timeout))?;
     if reply.ok {
         print!("{}", reply.text);
         if !args.status {

@@ -1,19 +1,80 @@
-//! Zone control commands sent to a running server's control socket, as
-//! `knotc` has them: `zone-status`, `zone-refresh`, `zone-retransfer`.
+//! Control commands sent to a running server's control socket, as `knotc`
+//! has them: `status`, `stop`, `zone-status`, `zone-reload`, `zone-refresh`,
+//! `zone-retransfer`; and the errors every control command gives when the
+//! server cannot be reached.
 
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::Context;
+/// Arguments of `lode status`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Prints a one-line summary (\"lode 0.1.0, pid N, up 3 h 2 min, \
+    serving 3 zones on 127.0.0.1:53 (UDP and TCP)\"), then each zone's serial and size, the UDP \
+    and TCP counters, the rate limiter's and the resident memory (as `knotc status`, with more).\n\n\
+    Exit status: 0, or 2 when no server answers on the control socket (none there, a stale \
+    socket, or permission denied: run as the server's user or a member of its group)."
+)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    control: ControlArgs,
+}
+
+/// Arguments of `lode stop`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "The server answers \"stopping\", then stops as on SIGTERM: it \
+    removes its control socket, stops answering and exits. This waits until the socket is gone \
+    and the process has ended (as `knotc stop`), then prints \"stopped\". Only a server run by \
+    `lode serve` takes it.\n\n\
+    Exit status: 0 once stopped, 1 when the server refused or did not stop within --timeout, 2 \
+    when no server answers on the control socket (not running)."
+)]
+pub struct StopArgs {
+    #[command(flatten)]
+    control: ControlArgs,
+    /// Seconds to wait for the server to stop.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    timeout: u64,
+}
+
+/// Arguments of `lode zone-reload`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "The server reads that zone's file again now, even when its \
+    modification time is unchanged (as `knotc zone-reload`), without re-reading its configuration \
+    or touching other zones, and prints the new serial and size, or every error as \
+    file:line: reason while the previous version stays served.\n\n\
+    A zone that takes updates gets the file's difference from its served version through its \
+    journal, as `lode reload` does (updates not in the file are undone). A secondary has no file: \
+    use `lode zone-refresh` or `lode zone-retransfer`.\n\n\
+    Exit status: 0 when reloaded, 1 when not, 2 when no server answers on the control socket."
+)]
+pub struct ZoneReloadArgs {
+    /// The zone.
+    #[arg(value_name = "NAME")]
+    zone: String,
+    #[command(flatten)]
+    control: ControlArgs,
+    /// Seconds to wait for the zone to load.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    timeout: u64,
+}
 
 /// Arguments of `lode zone-status`.
-///
-/// Prints, per zone: serial, records and memory, or "no contents yet" for a
-/// secondary that has not transferred its zone; for a secondary also its
-/// primaries, when it last refreshed, when it refreshes next, when it
-/// expires, its last transfer and its last error.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Prints, per zone: serial, records and memory, or \"no contents \
+    yet\" for a secondary that has not transferred its zone; its source (file PATH, snapshot \
+    PATH of file PATH, transfer from PRIMARIES, catalog member; and the journal of a zone that \
+    takes updates); how long ago it was last loaded and how long that took; when its last load \
+    failed, the first errors (file:line) and whether the previous version is still served; for a \
+    secondary also its primaries, when it last refreshed, when it refreshes next, when it \
+    expires, its last transfer and its last error.\n\n\
+    Exit status: 0, 1 for an unknown zone, 2 when no server answers on the control socket."
+)]
 pub struct ZoneStatusArgs {
     /// The zone; without it, every zone.
     #[arg(value_name = "NAME")]
@@ -71,12 +132,42 @@ impl ControlArgs {
     }
 }
 
+/// Sends `command` to the socket at `path` and returns the reply; an error
+/// that says why when the server cannot be reached.
+pub fn request(
+    path: &Path,
+    command: &str,
+    timeout: Duration,
+) -> anyhow::Result<lode_server::Reply> {
+    lode_server::control::request(path, command, timeout)
+        .map_err(|e| anyhow::anyhow!(unreachable(path, &e)))
+}
+
+/// Why the control socket at `path` did not answer, in words.
+pub fn unreachable(path: &Path, e: &io::Error) -> String {
+    let p = path.display();
+    match e.kind() {
+        io::ErrorKind::NotFound => format!(
+            "no Lode server is running with control socket {p} (is it started? is --control/--config right?)"
+        ),
+        io::ErrorKind::ConnectionRefused => {
+            format!("{p} is a stale socket: no server is listening on it")
+        }
+        io::ErrorKind::PermissionDenied => format!(
+            "permission denied on {p}: run as the server's user (lode) or a member of its group; the socket is mode 0660"
+        ),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            format!("the server at {p} did not answer in time: {e}")
+        }
+        _ => format!("cannot reach the server at {p}: {e}"),
+    }
+}
+
 /// Sends `command` and prints the reply: exit 0 if the server says it went
 /// well, 1 if not, an error (exit 2) if the server cannot be reached.
 pub fn send(control: &ControlArgs, command: &str, timeout: Duration) -> anyhow::Result<ExitCode> {
     let path = control.path()?;
-    let reply = lode_server::control::request(&path, command, timeout)
-        .with_context(|| format!("cannot reach the server at {}", path.display()))?;
+    let reply = request(&path, command, timeout)?;
     if reply.ok {
         print!("{}", reply.text);
         Ok(ExitCode::SUCCESS)
@@ -107,4 +198,69 @@ pub fn refresh(args: ZoneRefreshArgs, axfr: bool) -> anyhow::Result<ExitCode> {
         &format!("{verb} {}", args.zone.trim()),
         Duration::from_secs(10),
     )
+}
+
+/// Runs `lode status`.
+pub fn server_status(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    send(&args.control, "status", Duration::from_secs(10))
+}
+
+/// Runs `lode zone-reload`.
+pub fn zone_reload(args: ZoneReloadArgs) -> anyhow::Result<ExitCode> {
+    send(
+        &args.control,
+        &format!("zone-reload {}", args.zone.trim()),
+        Duration::from_secs(args.timeout),
+    )
+}
+
+/// Runs `lode stop`: asks, then waits for the socket to go and the process
+/// to end.
+pub fn stop(args: StopArgs) -> anyhow::Result<ExitCode> {
+    let path = args.control.path()?;
+    let reply = request(&path, "stop", Duration::from_secs(10))?;
+    if !reply.ok {
+        eprint!("{}", reply.text);
+        return Ok(ExitCode::FAILURE);
+    }
+    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let pid = reply
+        .text
+        .split("pid ")
+        .nth(1)
+        .and_then(|t| t.trim_end_matches([')', '\n']).parse::<u32>().ok());
+    let gone = || !path.exists() && !pid.is_some_and(running);
+    while !gone() {
+        if Instant::now() >= deadline {
+            eprintln!(
+                "the server was asked to stop but is still running after {} s ({} {})",
+                args.timeout,
+                path.display(),
+                if path.exists() {
+                    "is still there"
+                } else {
+                    "is gone"
+                }
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// True while `pid` is a live `lode` process (not a zombie) in our /proc
+/// (a server in another PID namespace is not waited for).
+fn running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "PID (COMM) STATE …": COMM may hold spaces and parentheses.
+    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+        return false;
+    };
+    let comm = &stat[open + 1..close];
+    let state = stat[close + 1..].split_whitespace().next();
+    comm == "lode" && !matches!(state, Some("Z" | "X"))
 }

@@ -5,17 +5,22 @@
 //!  client: "reload\n"            server: "OK\n<details>…"   or "ERROR\n<file:line: reason>…"
 //!  client: "status\n"            server: "OK\n<zones, counters, memory>…"
 //!  client: "zone-flush [NAME]\n" server: "OK\nzone NAME: N records, serial S, written to PATH…"
+//!  client: "zone-reload NAME\n" server: "OK\nzone NAME: reloaded, serial S, …" or "ERROR\n…"
+//!  client: "stop\n"              server: "OK\nstopping (pid N)\n", then stops as on SIGTERM
 //! ```
 //!
 //! The first line of an answer is `OK` or `ERROR`; the server closes the
-//! connection after answering.
+//! connection after answering. `stop` is answered here, not by the command
+//! table: only once the answer is written does the server begin to stop,
+//! and only a server run by [`crate::Server::run_until_signal`] (a daemon,
+//! not a library user's server) takes it.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -68,6 +73,29 @@ pub fn request(path: &Path, command: &str, timeout: Duration) -> io::Result<Repl
 /// What the control socket calls for each command (`None`: unknown command).
 pub(crate) type Dispatch = Arc<dyn Fn(&str) -> Option<Reply> + Send + Sync>;
 
+/// What `stop` on the control socket ends: the signal loop of
+/// [`crate::Server::run_until_signal`], once it runs (before, and in a
+/// server used as a library, `stop` is refused).
+#[derive(Debug, Default)]
+pub(crate) struct Stopper(Mutex<Option<signal_hook::iterator::Handle>>);
+
+impl Stopper {
+    /// From now on `stop` closes `signals` (the loop then stops the server).
+    pub(crate) fn arm(&self, signals: signal_hook::iterator::Handle) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(signals);
+    }
+
+    fn armed(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    fn stop(&self) {
+        if let Some(h) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            h.close();
+        }
+    }
+}
+
 /// A running control socket.
 #[derive(Debug)]
 pub(crate) struct ControlServer {
@@ -78,7 +106,11 @@ pub(crate) struct ControlServer {
 
 impl ControlServer {
     /// Binds `path` (replacing a stale socket, refusing a live one) and serves it.
-    pub(crate) fn start(path: &Path, dispatch: Dispatch) -> Result<ControlServer, String> {
+    pub(crate) fn start(
+        path: &Path,
+        dispatch: Dispatch,
+        stopper: Arc<Stopper>,
+    ) -> Result<ControlServer, String> {
         let shown = path.display();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
@@ -97,7 +129,7 @@ impl ControlServer {
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("lode-control".into())
-            .spawn(move || serve(listener, stop2, dispatch))
+            .spawn(move || serve(listener, stop2, dispatch, stopper))
             .map_err(|e| format!("cannot start the control thread: {e}"))?;
         Ok(ControlServer {
             path: path.to_owned(),
@@ -125,7 +157,7 @@ impl Drop for ControlServer {
     }
 }
 
-fn serve(listener: UnixListener, stop: Arc<AtomicBool>, dispatch: Dispatch) {
+fn serve(listener: UnixListener, stop: Arc<AtomicBool>, dispatch: Dispatch, stopper: Arc<Stopper>) {
     for conn in listener.incoming() {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -134,10 +166,11 @@ fn serve(listener: UnixListener, stop: Arc<AtomicBool>, dispatch: Dispatch) {
             Ok(stream) => {
                 // One thread per command, so that `status` answers during a long reload.
                 let dispatch = dispatch.clone();
+                let stopper = stopper.clone();
                 let spawned = std::thread::Builder::new()
                     .name("lode-control-conn".into())
                     .spawn(move || {
-                        match handle(stream, &dispatch) {
+                        match handle(stream, &dispatch, &stopper) {
                             Ok(()) => {}
                             // A client that went away before its answer (a
                             // second server probing whether the socket is
@@ -166,15 +199,46 @@ fn gone(e: &io::Error) -> bool {
     )
 }
 
-fn handle(stream: UnixStream, dispatch: &Dispatch) -> io::Result<()> {
+/// The commands, for the answer to an unknown one.
+const COMMANDS: &str =
+    "status, stats [--json], stop, reload, zone-reload NAME, zone-status [NAME], \
+     zone-flush [NAME], zone-refresh NAME, zone-retransfer NAME";
+
+fn handle(stream: UnixStream, dispatch: &Dispatch, stopper: &Stopper) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut line = String::new();
     BufReader::new((&stream).take(1024)).read_line(&mut line)?;
     let command = line.trim();
+    if command == "stop" {
+        return stop(stream, stopper);
+    }
     let reply = dispatch(command).unwrap_or_else(|| Reply {
         ok: false,
-        text: format!("unknown command {command:?} (commands: reload, status, stats [--json], zone-status [NAME], zone-flush [NAME], zone-refresh NAME, zone-retransfer NAME)"),
+        text: format!("unknown command {command:?} (commands: {COMMANDS})"),
     });
     (&stream).write_all(reply.render().as_bytes())
+}
+
+/// `stop`: answers, then ends the signal loop, which stops the server as
+/// SIGTERM does.
+fn stop(stream: UnixStream, stopper: &Stopper) -> io::Result<()> {
+    if !stopper.armed() {
+        let reply = Reply {
+            ok: false,
+            text: "stop: this server is not run as a daemon (`lode serve`); \
+                   it stops when the program that started it stops it"
+                .into(),
+        };
+        return (&stream).write_all(reply.render().as_bytes());
+    }
+    tracing::info!("stop requested on the control socket, stopping");
+    let reply = Reply {
+        ok: true,
+        text: format!("stopping (pid {})", std::process::id()),
+    };
+    let written = (&stream).write_all(reply.render().as_bytes());
+    drop(stream);
+    stopper.stop();
+    written
 }

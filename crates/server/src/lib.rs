@@ -47,6 +47,7 @@ mod dnstap;
 mod fetch;
 mod flush;
 pub mod guard;
+mod loads;
 mod lograte;
 pub mod metrics;
 mod notify;
@@ -79,7 +80,7 @@ pub use control::Reply;
 pub use reload::{resident_kib, ReloadReport, ZoneFailure};
 
 use reload::{request_reload, ReloadRequest, Reloader};
-use status::{make_dispatch, reloader_zone_count, status_text};
+use status::{make_dispatch, reloader_zone_count, status_text, Facts};
 
 /// Why the server did not start.
 #[derive(Debug)]
@@ -129,6 +130,10 @@ pub struct Server {
     scrape: metrics::Scrape,
     /// The Prometheus endpoint, when `metrics-listen` is set.
     metrics_server: Option<metrics::http::MetricsServer>,
+    /// Start time, addresses, zone loads (for `status` and `zone-status`).
+    facts: Arc<Facts>,
+    /// Lets the control command `stop` end [`Server::run_until_signal`].
+    stopper: Arc<control::Stopper>,
 }
 
 impl Server {
@@ -136,6 +141,7 @@ impl Server {
     pub fn start(options: Options) -> Result<Server, ServerError> {
         lode_io::mem::tune_allocator();
         lode_io::ignore_file_size_signal();
+        let started = std::time::Instant::now();
         let config = Config::resolve(&options).map_err(ServerError::Config)?;
         if config.demo {
             tracing::info!("no zone configured: serving the built-in demo zones");
@@ -161,6 +167,7 @@ impl Server {
             privdrop::begin(config.user.as_ref(), &writable).map_err(ServerError::User)?;
         let published = Arc::new(ArcSwap::from_pointee(ZoneSet::new()));
         let publisher = Arc::new(update::Publisher::new(published.clone()));
+        let loads = Arc::new(loads::ZoneLoads::default());
         let mut reloader = Reloader {
             options,
             running: config.clone(),
@@ -169,6 +176,8 @@ impl Server {
             live: Vec::new(),
             updates: None,
             notifies: None,
+            loads: loads.clone(),
+            loaded: None,
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {
@@ -286,7 +295,10 @@ impl Server {
             .spawn(move || {
                 for req in reload_rx {
                     sdnotify::reloading();
-                    let report = reloader.reload();
+                    let report = match &req.zone {
+                        Some(zone) => reloader.reload_zone(zone),
+                        None => reloader.reload(),
+                    };
                     sdnotify::notify(&format!(
                         "READY=1\nSTATUS={}",
                         serving_status(&reload_set.load(), &reload_addrs)
@@ -314,18 +326,22 @@ impl Server {
             ),
             None => None,
         };
+        let facts = Arc::new(Facts {
+            started,
+            addrs: udp.local_addrs().to_vec(),
+            loads,
+        });
+        let stopper = Arc::new(control::Stopper::default());
         let control = match &config.control {
             Some(path) => {
                 let dispatch = make_dispatch(
                     reload_tx.clone(),
                     published.clone(),
                     updates.clone(),
-                    udp.counters(),
-                    tcp.counters(),
-                    server_guard.clone(),
                     scrape.clone(),
+                    facts.clone(),
                 );
-                match control::ControlServer::start(path, dispatch) {
+                match control::ControlServer::start(path, dispatch, stopper.clone()) {
                     Ok(c) => {
                         tracing::info!("control socket {}", path.display());
                         Some(c)
@@ -357,6 +373,8 @@ impl Server {
             guard: server_guard,
             scrape,
             metrics_server,
+            facts,
+            stopper,
         })
     }
 
@@ -403,19 +421,26 @@ impl Server {
     /// The status text of the control command `status`.
     pub fn status(&self) -> String {
         match (&self.udp, &self.tcp) {
-            (Some(u), Some(t)) => {
-                status_text(&self.published, &u.counters(), &t.counters(), &self.guard)
-            }
+            (Some(u), Some(t)) => status_text(
+                &self.published,
+                &u.counters(),
+                &t.counters(),
+                &self.guard,
+                &self.facts,
+            ),
             _ => String::new(),
         }
     }
 
-    /// Serves until SIGTERM or SIGINT; SIGHUP reloads in the background.
+    /// Serves until SIGTERM, SIGINT or the control command `stop`; SIGHUP
+    /// reloads in the background.
     /// Tells systemd (`$NOTIFY_SOCKET`, see [`sdnotify`]) it is ready once
     /// the signal handlers are in place, and that it stops.
     pub fn run_until_signal(self) -> std::io::Result<()> {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let mut signals = signal_hook::iterator::Signals::new([SIGHUP, SIGINT, SIGTERM])?;
+        // `stop` closes the loop below, as SIGTERM breaks it.
+        self.stopper.arm(signals.handle());
         sdnotify::notify(&format!(
             "READY=1\nSTATUS={}\nMAINPID={}",
             serving_status(&self.published.load(), &self.local_addrs()),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use lode_zonedb::Zone;
 
+use crate::loads::ZoneLoads;
 use crate::{zones, Config, Options, ZoneSource, ZoneSpec};
 
 /// A zone being served, with what it was loaded from.
@@ -48,12 +49,18 @@ pub struct ReloadReport {
     pub failed: Vec<ZoneFailure>,
     /// The configuration could not be read: nothing was changed.
     pub config_error: Option<String>,
+    /// The request could not be carried out (`zone-reload` of an unknown
+    /// zone, or of a secondary): nothing was changed.
+    pub refused: Option<String>,
+    /// Per loaded zone, what was loaded ("serial 7, 12 records, read in
+    /// 1.2 ms"; for a zone that takes updates, the change its writer made).
+    pub notes: Vec<(String, String)>,
 }
 
 impl ReloadReport {
     /// True when everything configured is served at its newest version.
     pub fn is_ok(&self) -> bool {
-        self.failed.is_empty() && self.config_error.is_none()
+        self.failed.is_empty() && self.config_error.is_none() && self.refused.is_none()
     }
 
     /// The report as lines of text (for `lode reload`).
@@ -62,8 +69,14 @@ impl ReloadReport {
         if let Some(e) = &self.config_error {
             s.push_str(&format!("configuration not reloaded: {e}\n"));
         }
+        if let Some(e) = &self.refused {
+            s.push_str(&format!("{e}\n"));
+        }
         for z in &self.loaded {
-            s.push_str(&format!("zone {z}: reloaded\n"));
+            match self.notes.iter().find(|(n, _)| n == z) {
+                Some((_, note)) => s.push_str(&format!("zone {z}: reloaded, {note}\n")),
+                None => s.push_str(&format!("zone {z}: reloaded\n")),
+            }
         }
         for z in &self.unchanged {
             s.push_str(&format!("zone {z}: unchanged\n"));
@@ -92,6 +105,9 @@ impl ReloadReport {
 /// A request to the reloader thread; the report goes to `reply` if any.
 pub(crate) struct ReloadRequest {
     pub(crate) reply: Option<mpsc::Sender<ReloadReport>>,
+    /// One zone to read again whatever its stamp (`zone-reload`); None:
+    /// the configuration and every changed zone.
+    pub(crate) zone: Option<lode_wire::Name>,
 }
 
 /// Owns the served zones and the options; runs every (re)load.
@@ -107,6 +123,11 @@ pub(crate) struct Reloader {
     pub(crate) updates: Option<Arc<crate::update::Updates>>,
     /// The zones' NOTIFY targets (a reload may add and change them).
     pub(crate) notifies: Option<crate::notify::Notifies>,
+    /// Each zone's last load, for `zone-status`.
+    pub(crate) loads: Arc<ZoneLoads>,
+    /// The configuration of the last (re)load (`running` stays the one
+    /// started with): where `zone-reload` finds its zone.
+    pub(crate) loaded: Option<Config>,
 }
 
 impl Reloader {
@@ -140,6 +161,7 @@ impl Reloader {
             // A secondary: its zone writer starts it from its state and its
             // primaries keep it current; nothing to read here.
             if spec.source == ZoneSource::Transfer {
+                self.loads.transfer(&spec.name);
                 next.push(Served {
                     spec: spec.clone(),
                     files: Vec::new(),
@@ -151,97 +173,19 @@ impl Reloader {
             let Some(result) = results.next() else {
                 continue;
             };
-            match result {
-                Ok(l) => {
-                    let z = &l.zone;
-                    tracing::info!(
-                        zone = %name,
-                        serial = z.serial(),
-                        records = z.record_count(),
-                        names = z.node_count(),
-                        duration_ms = millis(l.elapsed),
-                        source = %spec.source,
-                        "zone loaded in {}",
-                        format_duration(l.elapsed),
-                    );
-                    for w in &l.warnings {
-                        tracing::warn!("{w}");
-                    }
-                    // A zone that takes updates changes through its writer:
-                    // the file's difference from the served version is
-                    // journaled and published like an update.
-                    if let (Some(u), true) = (&self.updates, self.live.contains(&spec.name)) {
-                        if old.is_some() {
-                            let tag = spec.source.tag();
-                            match u.submit_file(&spec.name, l.zone.clone(), tag) {
-                                Ok(what) => tracing::info!(
-                                    "zone {name}: zone file applied as a change: {what}"
-                                ),
-                                Err(e) => {
-                                    tracing::error!("zone {name}: zone file not applied: {e}");
-                                    report.failed.push(ZoneFailure {
-                                        zone: name,
-                                        kept_old: true,
-                                        errors: vec![e],
-                                    });
-                                    if let Some(old) = old {
-                                        next.push(old.clone());
-                                    }
-                                    continue;
-                                }
-                            }
-                            through_writer.push(spec.name.clone());
-                        }
-                    }
-                    report.loaded.push(name);
-                    // Random lookups over a large index: fewer TLB misses
-                    // on huge pages.
-                    for (addr, len) in l.zone.memory_regions() {
-                        lode_io::mem::prefer_huge_pages(addr, len);
-                    }
-                    next.push(Served {
-                        spec: spec.clone(),
-                        files: l.files,
-                        zone: Some(l.zone),
-                    });
+            let snapshot_dir = config.snapshot_dir.as_deref();
+            let settled = self.settle(spec, old, result, snapshot_dir, &mut report);
+            if let Some((served, via_writer)) = settled {
+                if via_writer {
+                    through_writer.push(spec.name.clone());
                 }
-                Err(errors) => {
-                    let kept_old = old.is_some();
-                    if kept_old {
-                        tracing::error!(
-                            zone = %name,
-                            errors = errors.len(),
-                            "zone {name}: reload failed ({}), previous version still served",
-                            count_errors(errors.len())
-                        );
-                    } else {
-                        tracing::error!(
-                            zone = %name,
-                            errors = errors.len(),
-                            "zone {name}: load failed ({}), not served",
-                            count_errors(errors.len())
-                        );
-                    }
-                    for e in errors.iter().take(SHOWN_ERRORS) {
-                        tracing::error!("{e}");
-                    }
-                    if let Some(more) = more_errors(errors.len()) {
-                        tracing::error!("{more}");
-                    }
-                    if let Some(old) = old {
-                        next.push(old.clone());
-                    }
-                    report.failed.push(ZoneFailure {
-                        zone: name,
-                        kept_old,
-                        errors,
-                    });
-                }
+                next.push(served);
             }
         }
         for old in &self.served {
             if !next.iter().any(|n| n.spec.name == old.spec.name) {
                 tracing::info!("zone {}: no longer configured, removed", old.spec.name);
+                self.loads.remove(&old.spec.name);
                 report.removed.push(old.spec.name.to_string());
             }
         }
@@ -278,6 +222,7 @@ impl Reloader {
             s.zone = None;
         }
         self.served = next;
+        self.loaded = Some(config.clone());
         if !initial {
             tracing::info!(
                 reloaded = report.loaded.len(),
@@ -325,6 +270,195 @@ impl Reloader {
 }
 
 impl Reloader {
+    /// Takes one zone's load result: logs it, records it for `zone-status`,
+    /// hands a zone that takes updates its file through its writer. Returns
+    /// what is served now (the new or the old version; None: nothing) and
+    /// whether the writer published it (else the caller publishes it).
+    fn settle(
+        &self,
+        spec: &ZoneSpec,
+        old: Option<&Served>,
+        result: zones::LoadResult,
+        snapshot_dir: Option<&std::path::Path>,
+        report: &mut ReloadReport,
+    ) -> Option<(Served, bool)> {
+        let name = spec.name.to_string();
+        let l = match result {
+            Ok(l) => l,
+            Err(errors) => {
+                self.failed(spec, old, errors, report);
+                return old.map(|o| (o.clone(), false));
+            }
+        };
+        let z = &l.zone;
+        tracing::info!(
+            zone = %name,
+            serial = z.serial(),
+            records = z.record_count(),
+            names = z.node_count(),
+            duration_ms = millis(l.elapsed),
+            source = %spec.source,
+            "zone loaded in {}",
+            format_duration(l.elapsed),
+        );
+        for w in &l.warnings {
+            tracing::warn!("{w}");
+        }
+        let mut note = format!(
+            "serial {}, {} records, read in {}{}",
+            z.serial(),
+            z.record_count(),
+            format_duration(l.elapsed),
+            if l.from_snapshot {
+                " from its snapshot"
+            } else {
+                ""
+            }
+        );
+        // A zone that takes updates changes through its writer: the file's
+        // difference from the served version is journaled and published
+        // like an update.
+        let mut via_writer = false;
+        if let (Some(u), true, Some(old)) = (&self.updates, self.live.contains(&spec.name), old) {
+            match u.submit_file(&spec.name, l.zone.clone(), spec.source.tag()) {
+                Ok(what) => {
+                    tracing::info!("zone {name}: zone file applied as a change: {what}");
+                    note = format!("applied as a change through its journal: {what}");
+                    via_writer = true;
+                }
+                Err(e) => {
+                    tracing::error!("zone {name}: zone file not applied: {e}");
+                    self.failed(spec, Some(old), vec![e], report);
+                    return Some((old.clone(), false));
+                }
+            }
+        }
+        self.loads.loaded(spec, &l, snapshot_dir);
+        report.notes.push((name.clone(), note));
+        report.loaded.push(name);
+        // Random lookups over a large index: fewer TLB misses on huge pages.
+        for (addr, len) in l.zone.memory_regions() {
+            lode_io::mem::prefer_huge_pages(addr, len);
+        }
+        Some((
+            Served {
+                spec: spec.clone(),
+                files: l.files,
+                zone: Some(l.zone),
+            },
+            via_writer,
+        ))
+    }
+
+    /// Logs, records and reports a zone that could not be (re)loaded.
+    fn failed(
+        &self,
+        spec: &ZoneSpec,
+        old: Option<&Served>,
+        errors: Vec<String>,
+        report: &mut ReloadReport,
+    ) {
+        let name = spec.name.to_string();
+        let kept_old = old.is_some();
+        if kept_old {
+            tracing::error!(
+                zone = %name,
+                errors = errors.len(),
+                "zone {name}: reload failed ({}), previous version still served",
+                count_errors(errors.len())
+            );
+        } else {
+            tracing::error!(
+                zone = %name,
+                errors = errors.len(),
+                "zone {name}: load failed ({}), not served",
+                count_errors(errors.len())
+            );
+        }
+        for e in errors.iter().take(SHOWN_ERRORS) {
+            tracing::error!("{e}");
+        }
+        if let Some(more) = more_errors(errors.len()) {
+            tracing::error!("{more}");
+        }
+        self.loads.failed(spec, &errors, kept_old);
+        report.failed.push(ZoneFailure {
+            zone: name,
+            kept_old,
+            errors,
+        });
+    }
+
+    /// `zone-reload NAME`: reads that zone's file again now, even when its
+    /// stamp is unchanged (as `knotc zone-reload`), with the configuration
+    /// the server runs with; the other zones are not touched.
+    pub(crate) fn reload_zone(&mut self, name: &lode_wire::Name) -> ReloadReport {
+        let refuse = |why: String| ReloadReport {
+            refused: Some(why),
+            ..ReloadReport::default()
+        };
+        let config = self.loaded.as_ref().unwrap_or(&self.running);
+        let snapshot_dir = config.snapshot_dir.clone();
+        let Some(spec) = config.zones.iter().find(|s| s.name == *name).cloned() else {
+            let member = self
+                .updates
+                .as_ref()
+                .is_some_and(|u| u.zone_names().iter().any(|(n, _)| n == name));
+            return refuse(if member {
+                format!(
+                    "zone {name}: a catalog member, transferred from its primaries: \
+                     use `lode zone-refresh {name}` or `lode zone-retransfer {name}`"
+                )
+            } else {
+                format!("zone {name}: no such zone is configured")
+            });
+        };
+        match &spec.source {
+            ZoneSource::Transfer => {
+                return refuse(format!(
+                    "zone {name}: a secondary, it has no zone file to read: \
+                     use `lode zone-refresh {name}` or `lode zone-retransfer {name}`"
+                ))
+            }
+            ZoneSource::Catalog(_) => {
+                return refuse(format!(
+                    "zone {name}: a catalog generated from its member zones, it has no zone file \
+                     (it follows the configuration: `lode reload`)"
+                ))
+            }
+            ZoneSource::File(_) | ZoneSource::Embedded { .. } => {}
+        }
+        tracing::info!("zone {name}: reloading (zone-reload)");
+        // Read from the text: a snapshot of a file changed within its
+        // modification time would be taken for it.
+        if let (ZoneSource::File(_), Some(dir)) = (&spec.source, &snapshot_dir) {
+            let _ = std::fs::remove_file(crate::snapshot::path_for(dir, &spec.name));
+        }
+        let result = zones::load_all(&[&spec], snapshot_dir.as_deref())
+            .pop()
+            .unwrap_or_else(|| Err(vec![format!("zone {name}: not loaded")]));
+        let mut report = ReloadReport::default();
+        let index = self.served.iter().position(|s| s.spec.name == *name);
+        let old = index.map(|i| &self.served[i]);
+        let settled = self.settle(&spec, old, result, snapshot_dir.as_deref(), &mut report);
+        let Some((mut served, via_writer)) = settled else {
+            return report;
+        };
+        if !via_writer {
+            if let Some(z) = &served.zone {
+                let z = z.clone();
+                self.publisher.update(|set| set.insert(z));
+            }
+        }
+        served.zone = None;
+        match index {
+            Some(i) => self.served[i] = served,
+            None => self.served.push(served),
+        }
+        log_memory();
+        report
+    }
+
     /// True when the served `old` version stays: its source is unchanged.
     /// A zone file its writer wrote (zonefile-sync, zone-flush) holds a
     /// version already served: it is not read again.
@@ -411,14 +545,32 @@ pub(crate) fn request_reload(
     tx: Option<&mpsc::Sender<ReloadRequest>>,
     wait: bool,
 ) -> Option<ReloadReport> {
+    request(tx, wait, None)
+}
+
+/// `zone-reload NAME` on the reloader thread; waits for its report (None:
+/// the server is stopping).
+pub(crate) fn request_zone_reload(
+    tx: &mpsc::Sender<ReloadRequest>,
+    zone: lode_wire::Name,
+) -> Option<ReloadReport> {
+    request(Some(tx), true, Some(zone))
+}
+
+fn request(
+    tx: Option<&mpsc::Sender<ReloadRequest>>,
+    wait: bool,
+    zone: Option<lode_wire::Name>,
+) -> Option<ReloadReport> {
     let tx = tx?;
     if !wait {
-        tx.send(ReloadRequest { reply: None }).ok()?;
+        tx.send(ReloadRequest { reply: None, zone }).ok()?;
         return None;
     }
     let (reply_tx, reply_rx) = mpsc::channel();
     tx.send(ReloadRequest {
         reply: Some(reply_tx),
+        zone,
     })
     .ok()?;
     reply_rx.recv().ok()

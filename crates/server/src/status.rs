@@ -1,8 +1,10 @@
 //! What the control socket answers: the status text and the command table.
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use lode_io::{TcpCounters, UdpCounters};
@@ -11,7 +13,8 @@ use lode_zonedb::{Zone, ZoneSet};
 use lode_wire::Name;
 
 use crate::flush::Flushed;
-use crate::reload::{request_reload, resident_kib, ReloadRequest};
+use crate::loads::{ago, LoadSource, ZoneLoads};
+use crate::reload::{request_reload, request_zone_reload, resident_kib, ReloadRequest};
 use crate::update::{FlushError, Updates};
 use crate::{control, Reply};
 
@@ -19,16 +22,40 @@ pub(crate) fn reloader_zone_count(published: &ArcSwap<ZoneSet>) -> usize {
     published.load().len()
 }
 
+/// What the control commands tell besides the zones and the counters.
+#[derive(Debug)]
+pub(crate) struct Facts {
+    /// When the server started.
+    pub(crate) started: Instant,
+    /// The bound addresses.
+    pub(crate) addrs: Vec<SocketAddr>,
+    /// Each zone's last load.
+    pub(crate) loads: Arc<ZoneLoads>,
+}
+
+/// "lode 0.1.0, pid N, up 3 h 2 min, serving 3 zones on 127.0.0.1:53 (UDP and TCP)".
+pub(crate) fn summary(set: &ZoneSet, facts: &Facts) -> String {
+    format!(
+        "lode {}, pid {}, up {}, {}",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id(),
+        ago(facts.started.elapsed().as_secs()),
+        crate::serving_status(set, &facts.addrs)
+    )
+}
+
 pub(crate) fn status_text(
     published: &ArcSwap<ZoneSet>,
     udp: &UdpCounters,
     tcp: &TcpCounters,
     guard: &crate::guard::Guard,
+    facts: &Facts,
 ) -> String {
     let set = published.load_full();
     let mut zones: Vec<&Arc<Zone>> = set.iter().collect();
     zones.sort_by_key(|z| z.origin().to_name());
-    let mut s = String::new();
+    let mut s = summary(&set, facts);
+    s.push('\n');
     for z in zones {
         s.push_str(&format!(
             "zone {} serial {} records {} names {}\n",
@@ -132,10 +159,8 @@ pub(crate) fn make_dispatch(
     reload_tx: mpsc::Sender<ReloadRequest>,
     published: Arc<ArcSwap<ZoneSet>>,
     updates: Arc<Updates>,
-    udp: UdpCounters,
-    tcp: TcpCounters,
-    guard: Arc<crate::guard::Guard>,
     scrape: crate::metrics::Scrape,
+    facts: Arc<Facts>,
 ) -> control::Dispatch {
     Arc::new(move |command: &str| match command {
         "stats" => Some(Reply {
@@ -163,13 +188,17 @@ pub(crate) fn make_dispatch(
         }),
         "status" => Some(Reply {
             ok: true,
-            text: status_text(&published, &udp, &tcp, &guard),
+            text: status_text(&published, &scrape.udp, &scrape.tcp, &scrape.guard, &facts),
         }),
         c if c == "zone-status" || c.starts_with("zone-status ") => Some(zone_status(
             &updates,
             &published,
+            &facts.loads,
             c["zone-status".len()..].trim(),
         )),
+        c if c == "zone-reload" || c.starts_with("zone-reload ") => {
+            Some(zone_reload(&reload_tx, c["zone-reload".len()..].trim()))
+        }
         c if c.starts_with("zone-refresh ") || c.starts_with("zone-retransfer ") => {
             let (cmd, zone) = c.split_once(' ').unwrap_or((c, ""));
             Some(zone_refresh(
@@ -180,6 +209,25 @@ pub(crate) fn make_dispatch(
         }
         _ => None,
     })
+}
+
+/// `zone-reload NAME`: that zone read again now, on the reloader thread.
+fn zone_reload(reload_tx: &mpsc::Sender<ReloadRequest>, zone: &str) -> Reply {
+    let fail = |text: String| Reply { ok: false, text };
+    if zone.is_empty() {
+        return fail("zone-reload: which zone? (zone-reload NAME; `reload` reloads all)\n".into());
+    }
+    let name = match zone.parse::<lode_wire::Name>() {
+        Ok(n) => n.to_lowercase(),
+        Err(e) => return fail(format!("{zone:?} is not a zone name: {e}\n")),
+    };
+    match request_zone_reload(reload_tx, name) {
+        Some(report) => Reply {
+            ok: report.is_ok(),
+            text: report.to_text(),
+        },
+        None => fail("the server is stopping\n".into()),
+    }
 }
 
 /// `zone-refresh NAME` / `zone-retransfer NAME`: a secondary's refresh now.
@@ -205,9 +253,14 @@ fn zone_refresh(updates: &Updates, zone: &str, axfr: bool) -> Reply {
     }
 }
 
-/// `zone-status [NAME]`: serial, records, memory, and a secondary's
-/// transfer state, per zone.
-fn zone_status(updates: &Updates, published: &ArcSwap<ZoneSet>, zone: &str) -> Reply {
+/// `zone-status [NAME]`: serial, records, memory, source, last load (and
+/// the errors of a failed one), and a secondary's transfer state, per zone.
+fn zone_status(
+    updates: &Updates,
+    published: &ArcSwap<ZoneSet>,
+    loads: &ZoneLoads,
+    zone: &str,
+) -> Reply {
     let set = published.load();
     let wanted = if zone.is_empty() {
         None
@@ -234,7 +287,7 @@ fn zone_status(updates: &Updates, published: &ArcSwap<ZoneSet>, zone: &str) -> R
     };
     let mut text = String::new();
     let mut found = false;
-    for (name, _) in updates.zone_names() {
+    for (name, takes_updates) in updates.zone_names() {
         if wanted.as_ref().is_some_and(|w| *w != name) {
             continue;
         }
@@ -262,6 +315,29 @@ fn zone_status(updates: &Updates, published: &ArcSwap<ZoneSet>, zone: &str) -> R
             None => {
                 let _ = write!(text, " not served");
             }
+        }
+        let record = loads.get(&name);
+        let _ = write!(text, "\n  source ");
+        match (record.as_ref().map(|r| &r.source), transfer.get(&name)) {
+            (Some(LoadSource::Transfer), Some(t)) => {
+                let _ = write!(text, "transfer from {}", t.primaries);
+            }
+            // Not configured, transferred: a catalog's member.
+            (None, Some(t)) => {
+                let _ = write!(text, "catalog member, transfer from {}", t.primaries);
+            }
+            (Some(s), _) => {
+                let _ = write!(text, "{s}");
+            }
+            (None, None) => {
+                let _ = write!(text, "unknown");
+            }
+        }
+        if takes_updates {
+            let _ = write!(text, ", and its journal (it takes updates)");
+        }
+        if let Some(r) = &record {
+            text.push_str(&r.to_lines(now));
         }
         if let Some(t) = transfer.get(&name) {
             let _ = write!(

@@ -323,3 +323,33 @@ fn no_query_is_lost_while_reloading() {
     assert_eq!(a_records(&server.zones(), "www.n.test."), ["192.0.2.20"]);
     server.stop();
 }
+
+#[test]
+fn stop_is_refused_by_a_server_not_run_until_a_signal() {
+    // A server used as a library (not `run_until_signal`) is its program's
+    // to stop: `stop` on its control socket must not end the process.
+    let scratch = Scratch::new("control-stop");
+    let file = scratch.write(
+        "example.test.zone",
+        &zone_text("example.test.", 1, "192.0.2.1"),
+    );
+    let mut o = options(&scratch, 16722);
+    o.zones = vec![("example.test.".into(), file)];
+    let server = Server::start(o).expect("server starts");
+    let r = request(
+        &scratch.path("control.sock"),
+        "stop",
+        std::time::Duration::from_secs(10),
+    )
+    .expect("control socket answers");
+    assert!(!r.ok, "{}", r.text);
+    assert!(r.text.contains("not run as a daemon"), "{}", r.text);
+    let status = request(
+        &scratch.path("control.sock"),
+        "status",
+        std::time::Duration::from_secs(10),
+    )
+    .expect("still answering");
+    assert!(status.text.starts_with("lode "), "{}", status.text);
+    server.stop();
+}

@@ -1,0 +1,434 @@
+//! The control commands as `knotc` has them (issue 11 §2): `lode status`,
+//! `lode zone-reload NAME`, `lode zone-status`, `lode stop`, and the errors
+//! every control command gives when no server answers on the socket.
+//!
+//! Ports 16720-16729.
+
+mod common;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{udp_exchange, Message, Query, TempDir};
+
+/// A zone whose www has address `www` (same length for every `www` of
+/// the form 192.0.2.N with one digit: an edit keeps the file's size).
+fn zone(www: &str) -> String {
+    format!(
+        "$ORIGIN c.test.\n$TTL 300\n@ SOA ns1 hm 7 3600 600 86400 300\n@ NS ns1\nns1 A 192.0.2.53\nwww A {www}\n"
+    )
+}
+
+/// The addresses `www.c.test. A` answers with (None: no answer).
+fn www(addr: SocketAddr) -> Option<Vec<String>> {
+    let q = Query::new("www.c.test.", 1, 1).to_wire();
+    let a = udp_exchange(addr, &q, Duration::from_millis(300))?;
+    Some(
+        Message::parse(&a)
+            .answer
+            .iter()
+            .filter(|r| r.rtype == 1)
+            .map(|r| r.rdata.clone())
+            .collect(),
+    )
+}
+
+fn lode(args: &[&str], control: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(args)
+        .arg("--control")
+        .arg(control)
+        .output()
+        .expect("run lode")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}stderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Starts `lode serve` with `args` and waits until `www.c.test.` answers.
+fn serve(args: &[&str], control: &Path, port: u16) -> Child {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    if UdpSocket::bind(addr).is_err() {
+        panic!("port {port} is taken");
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["serve", "--workers", "1", "--listen"])
+        .arg(addr.to_string())
+        .arg("--control")
+        .arg(control)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start lode serve");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while www(addr).is_none_or(|a| a.is_empty()) {
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("lode serve exited: {s}");
+        }
+        assert!(Instant::now() < deadline, "lode serve does not answer");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Writes `text` to `path` and gives it back the modification time it had.
+fn edit_keeping_mtime(path: &Path, text: &str) {
+    let before = std::fs::metadata(path).unwrap().modified().unwrap();
+    std::fs::write(path, text).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(before)
+        .unwrap();
+}
+
+#[test]
+fn status_zone_reload_zone_status_and_stop() {
+    let dir = TempDir::new("control");
+    let file = dir.0.join("c.zone");
+    std::fs::write(&file, zone("192.0.2.1")).unwrap();
+    let control = dir.0.join("ctl.sock");
+    let port = 16720;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    // b.test. fails to load at start (a zone file not there yet).
+    let late = dir.0.join("b.zone");
+    let mut child = serve(
+        &[
+            "--zone",
+            &format!("c.test.={}", file.display()),
+            "--zone",
+            &format!("b.test.={}", late.display()),
+        ],
+        &control,
+        port,
+    );
+    let stop_on_panic = KillOnDrop(child.id());
+
+    // The socket: mode 0660, the server's user's.
+    let meta = std::fs::metadata(&control).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o660);
+    assert_eq!(meta.uid(), std::fs::metadata("/proc/self").unwrap().uid());
+
+    // status leads with the summary line.
+    let o = lode(&["status"], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let first = out.lines().next().unwrap_or_default();
+    let want = format!(
+        "lode {}, pid {}, up ",
+        env!("CARGO_PKG_VERSION"),
+        child.id()
+    );
+    assert!(first.starts_with(&want), "{first}");
+    assert!(
+        first.ends_with(", serving 1 zone on 127.0.0.1:16720 (UDP and TCP)"),
+        "{first}"
+    );
+    assert!(out.contains("zone c.test. serial 7"), "{out}");
+
+    // An edit that keeps size and modification time: `reload` does not see
+    // it, `zone-reload` reads the file all the same.
+    edit_keeping_mtime(&file, &zone("192.0.2.2"));
+    let o = lode(&["reload"], &control);
+    assert!(text(&o).contains("zone c.test.: unchanged"), "{}", text(&o));
+    assert_eq!(www(addr).unwrap(), ["192.0.2.1"]);
+    let o = lode(&["zone-reload", "c.test."], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("zone c.test.: reloaded, serial 7, 4 records"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(www(addr).unwrap(), ["192.0.2.2"]);
+    let o = lode(&["zone-status", "c.test."], &control);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("  source file {}\n", file.display())),
+        "{out}"
+    );
+    assert!(
+        out.contains("  last load 0 s ago, took ") || out.contains("  last load 1 s ago, took "),
+        "{out}"
+    );
+
+    // A broken edit: file:line, the old data still answered, and said so.
+    std::fs::write(&file, zone("192.0.2.3") + "bad A 300.1.2.3\n").unwrap();
+    let o = lode(&["zone-reload", "c.test."], &control);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = format!("{}:7: ", file.display());
+    assert!(
+        err.contains("zone c.test.: failed, previous version still served") && err.contains(&line),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(www(addr).unwrap(), ["192.0.2.2"]);
+    let o = lode(&["zone-status"], &control);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("(1 error), the previous version is still served:") && out.contains(&line),
+        "{out}"
+    );
+
+    // An unknown zone.
+    let o = lode(&["zone-reload", "nothere.test."], &control);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("zone nothere.test.: no such zone"),
+        "{}",
+        text(&o)
+    );
+
+    // The zone that failed at start: said so, then served once its file
+    // is there and it is reloaded.
+    let o = lode(&["zone-status", "b.test."], &control);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.starts_with("b.test. not served\n") && out.contains("(1 error), not served:"),
+        "{out}"
+    );
+    std::fs::write(&late, zone("192.0.2.5").replace("c.test.", "b.test.")).unwrap();
+    let o = lode(&["zone-reload", "b.test."], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    let q = Query::new("www.b.test.", 1, 1).to_wire();
+    let a = udp_exchange(addr, &q, Duration::from_secs(1)).expect("an answer");
+    let m = Message::parse(&a);
+    assert_eq!(
+        m.answer.first().map(|r| r.rdata.as_str()),
+        Some("192.0.2.5")
+    );
+    let o = lode(&["status"], &control);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("serving 2 zones on 127.0.0.1:16720"),
+        "{}",
+        text(&o)
+    );
+
+    // stop: "stopped" once the process has ended, exit 0, no socket left.
+    let started = Instant::now();
+    let o = lode(&["stop"], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "stopped\n");
+    let status = wait_exit(&mut child, Duration::from_secs(5)).expect("lode serve exits");
+    assert!(status.success(), "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(!control.exists());
+    std::mem::forget(stop_on_panic);
+
+    // Now nothing runs there.
+    let o = lode(&["status"], &control);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("no Lode server is running with control socket"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn zone_reload_of_an_updated_zone_goes_through_its_journal_and_a_secondary_is_refused() {
+    let dir = TempDir::new("control-journal");
+    let file = dir.0.join("c.zone");
+    std::fs::write(&file, zone("192.0.2.1")).unwrap();
+    let control = dir.0.join("ctl.sock");
+    let port = 16721;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let config = dir.0.join("lode.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"journal-dir = "{journal}"
+
+[[remote]]
+id = "nowhere"
+address = ["127.0.0.1@16729"]
+
+[[acl]]
+id = "local"
+address = ["127.0.0.1"]
+action = ["update"]
+
+[[zone]]
+name = "c.test."
+file = "{file}"
+acl = ["local"]
+
+[[zone]]
+name = "s.test."
+master = ["nowhere"]
+"#,
+            journal = dir.0.join("journal").display(),
+            file = file.display()
+        ),
+    )
+    .unwrap();
+    let mut child = serve(&["--config", &config.display().to_string()], &control, port);
+    let stop_on_panic = KillOnDrop(child.id());
+
+    edit_keeping_mtime(&file, &zone("192.0.2.2"));
+    let o = lode(&["zone-reload", "c.test."], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("zone c.test.: reloaded, applied as a change through its journal: 1 records removed, 1 added"),
+        "{out}"
+    );
+    assert_eq!(www(addr).unwrap(), ["192.0.2.2"]);
+    let o = lode(&["zone-status", "c.test."], &control);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("and its journal (it takes updates)"), "{out}");
+
+    let o = lode(&["zone-reload", "s.test."], &control);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("use `lode zone-refresh s.test.`"),
+        "{}",
+        text(&o)
+    );
+    let o = lode(&["zone-status", "s.test."], &control);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("  source transfer from "), "{out}");
+
+    // A zone added by `lode reload` can be reloaded alone too.
+    let added = dir.0.join("a.zone");
+    std::fs::write(&added, zone("192.0.2.4").replace("c.test.", "a.test.")).unwrap();
+    let mut conf = std::fs::read_to_string(&config).unwrap();
+    conf.push_str(&format!(
+        "\n[[zone]]\nname = \"a.test.\"\nfile = \"{}\"\n",
+        added.display()
+    ));
+    std::fs::write(&config, conf).unwrap();
+    let o = lode(&["reload"], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = lode(&["zone-reload", "a.test."], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("zone a.test.: reloaded, serial 7, 4 records"),
+        "{}",
+        text(&o)
+    );
+
+    let o = lode(&["stop"], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(wait_exit(&mut child, Duration::from_secs(5)).is_some_and(|s| s.success()));
+    std::mem::forget(stop_on_panic);
+}
+
+/// Every control command: exit 2 and a sentence saying why.
+#[test]
+fn without_a_server_every_control_command_says_why() {
+    let dir = TempDir::new("control-none");
+    let commands: [&[&str]; 8] = [
+        &["status"],
+        &["stop"],
+        &["reload"],
+        &["zone-status"],
+        &["zone-reload", "c.test."],
+        &["zone-flush"],
+        &["zone-refresh", "c.test."],
+        &["zone-retransfer", "c.test."],
+    ];
+
+    // No socket file.
+    let missing = dir.0.join("missing.sock");
+    for c in commands {
+        let o = lode(c, &missing);
+        assert_eq!(o.status.code(), Some(2), "{c:?}: {}", text(&o));
+        let want = format!(
+            "no Lode server is running with control socket {} (is it started? is --control/--config right?)",
+            missing.display()
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(&want),
+            "{c:?}: {}",
+            text(&o)
+        );
+    }
+
+    // A socket file nobody listens on (a server killed with -9).
+    let stale = dir.0.join("stale.sock");
+    drop(UnixListener::bind(&stale).unwrap());
+    for c in commands {
+        let o = lode(c, &stale);
+        assert_eq!(o.status.code(), Some(2), "{c:?}: {}", text(&o));
+        let want = format!(
+            "{} is a stale socket: no server is listening on it",
+            stale.display()
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(&want),
+            "{c:?}: {}",
+            text(&o)
+        );
+    }
+
+    // A socket this user may not use: as root, one of root's tried by
+    // nobody (mode 0660, then 0000); as another user, a mode 0000 one of
+    // its own.
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let locked = dir.0.join("locked.sock");
+    let _listening = UnixListener::bind(&locked).unwrap();
+    let modes: &[u32] = if root { &[0o660, 0o000] } else { &[0o000] };
+    for &mode in modes {
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(mode)).unwrap();
+        let mut cmd = if root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "nobody", "--", env!("CARGO_BIN_EXE_lode")]);
+            c
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_lode"))
+        };
+        let o = cmd
+            .args(["status", "--control"])
+            .arg(&locked)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "mode {mode:o}: {}", text(&o));
+        let want = format!(
+            "permission denied on {}: run as the server's user (lode) or a member of its group; the socket is mode 0660",
+            locked.display()
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(&want),
+            "mode {mode:o}: {}",
+            text(&o)
+        );
+    }
+}
+
+/// Kills a `lode serve` left running by a failed assertion.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .status();
+    }
+}
