@@ -56,7 +56,7 @@ ts("Transfers and NOTIFY",[('sum by (type) (rate(lode_transfers_out_total%s%s))'
     ('sum by (direction, result) (rate(lode_notify_total%s%s))'%(I,R),"NOTIFY {{direction}} {{result}}")],12,unit="short")
 y+=8
 row("Zones and process")
-table("Zones",[('lode_zone_serial%s'%I,"serial"),('lode_zone_records%s'%I,"records"),('lode_zone_memory_bytes%s'%I,"memory"),('lode_zone_expired%s'%I,"expired")],0,w=12,h=9)
+table("Zones",[('lode_zone_serial%s'%I,"serial"),('lode_zone_records%s'%I,"records"),('lode_zone_memory_bytes%s'%I,"memory"),('lode_zone_expired%s'%I,"expired"),('lode_zone_load_duration_seconds%s'%I,"last load (s)"),('lode_zone_load_failed%s'%I,"last load failed")],0,w=12,h=9)
 ts("CPU",[('rate(process_cpu_seconds_total%s%s)'%(I,R),"CPU (cores)")],12,w=6,h=9,unit="short")
 ts("Memory",[('process_resident_memory_bytes%s'%I,"resident"),('sum(lode_zone_memory_bytes%s)'%I,"zones")],18,w=6,h=9,unit="bytes")
 dash={

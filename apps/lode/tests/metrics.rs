@@ -225,6 +225,14 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
         Some(7.0)
     );
     assert!(prom_query(web, "process_resident_memory_bytes", None).is_some_and(|v| v > 1e6));
+    assert_eq!(
+        prom_query(web, "lode_zone_load_failed{zone=\"m.test.\"}", None),
+        Some(0.0)
+    );
+    assert!(
+        prom_query(web, "lode_zone_last_load_timestamp_seconds", None)
+            .is_some_and(|t| t >= started - 60.0 && t <= ended)
+    );
     dashboard_queries_work(web, metrics, mid);
 
     // The same counters through the control socket.

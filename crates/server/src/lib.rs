@@ -317,6 +317,7 @@ impl Server {
             tcp: tcp.counters(),
             guard: server_guard.clone(),
             addrs: udp.local_addrs().to_vec(),
+            loads: loads.clone(),
         };
         // Bound before the privileges are dropped (a port below 1024 is allowed).
         let metrics_server = match config.metrics_listen {

@@ -176,6 +176,7 @@ pub struct Scrape {
     pub(crate) tcp: TcpCounters,
     pub(crate) guard: Arc<crate::guard::Guard>,
     pub(crate) addrs: Vec<SocketAddr>,
+    pub(crate) loads: Arc<crate::loads::ZoneLoads>,
 }
 
 impl Scrape {
@@ -422,6 +423,18 @@ impl Scrape {
             "lode_zone_expired",
             "1 when the zone answers SERVFAIL (a secondary expired or not yet transferred).",
         );
+        let mut load_secs = g(
+            "lode_zone_load_duration_seconds",
+            "How long the zone's last load from its file or snapshot took.",
+        );
+        let mut loaded_at = g(
+            "lode_zone_last_load_timestamp_seconds",
+            "When the zone was last loaded from its file or snapshot (Unix time).",
+        );
+        let mut failed = g(
+            "lode_zone_load_failed",
+            "1 when the zone's last (re)load failed (the previous version, if any, still served).",
+        );
         for z in zones {
             let name = z.origin().to_string();
             let l = [("zone", name.as_str())];
@@ -429,9 +442,19 @@ impl Scrape {
             records.push(&l, Value::Int(z.record_count()));
             memory.push(&l, Value::Int(z.heap_bytes() as u64));
             expired.push(&l, Value::Int(u64::from(z.is_expired())));
+            if let Some(r) = self.loads.get(&z.origin().to_name()) {
+                if let Some(last) = &r.loaded {
+                    load_secs.push(&l, Value::Float(last.took.as_secs_f64()));
+                    loaded_at.push(&l, Value::Int(last.at));
+                }
+                // A load that works clears the failure before it.
+                failed.push(&l, Value::Int(u64::from(r.failure.is_some())));
+            }
         }
         out.push(g("lode_zones", "Zones served.").with(&[], Value::Int(set.len() as u64)));
-        out.extend([serial, records, memory, expired]);
+        out.extend([
+            serial, records, memory, expired, load_secs, loaded_at, failed,
+        ]);
     }
 }
 
