@@ -153,7 +153,38 @@ exec 3<&-
 grep -q '^lode_zone_serial{zone="deb.test."} 2$' <<<"$metrics" || fail "GET /metrics: no serial 2 for deb.test."
 grep -E '^lode_requests_total\{transport="udp",kind="query"\} [1-9]' <<<"$metrics" || fail "GET /metrics: no UDP queries counted"
 /usr/sbin/lode stats --config /etc/lode/lode.toml | grep 'lode_zone_records{zone="deb.test."}' || fail "lode stats"
-kill "$lode_pid"
+/usr/sbin/lode status --config /etc/lode/lode.toml | head -2
+/usr/sbin/lode status --config /etc/lode/lode.toml | grep -q "serving 1 zone on 127.0.0.1:$PORT" ||
+    fail "lode status: no summary line"
+# As the operator would see it: a Prometheus on this machine scraping the
+# packaged endpoint (when the prometheus package is here; tests/metrics.rs
+# tests it in depth).
+if command -v prometheus >/dev/null; then
+    prom_dir=$(mktemp -d)
+    printf 'global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: lode\n    static_configs:\n      - targets: ["127.0.0.1:%s"]\n' \
+        "$METRICS_PORT" >"$prom_dir/prometheus.yml"
+    prometheus --config.file="$prom_dir/prometheus.yml" --web.listen-address="127.0.0.1:$((PORT + 2))" \
+        --storage.tsdb.path="$prom_dir/data" >"$prom_dir/log" 2>&1 &
+    prom_pid=$!
+    seen=
+    for _ in $(seq 1 60); do
+        sleep 0.5
+        exec 3<>"/dev/tcp/127.0.0.1/$((PORT + 2))" 2>/dev/null || continue
+        printf 'GET /api/v1/query?query=lode_zone_serial HTTP/1.0\r\n\r\n' >&3
+        answer=$(cat <&3)
+        exec 3<&-
+        if grep -q '"zone":"deb.test."' <<<"$answer" && grep -q ',"2"\]' <<<"$answer"; then
+            seen=1
+            break
+        fi
+    done
+    kill "$prom_pid"
+    wait "$prom_pid" || true
+    rm -rf "$prom_dir"
+    [ -n "$seen" ] || fail "Prometheus never saw lode_zone_serial{zone=\"deb.test.\"} 2"
+    echo "Prometheus scraped the packaged endpoint: lode_zone_serial{zone=\"deb.test.\"} 2"
+fi
+/usr/sbin/lode stop --config /etc/lode/lode.toml || fail "lode stop"
 wait "$pid" || fail "lode serve did not stop cleanly: $(tail -5 "$log")"
 pid=
 grep -q 'zone loaded' "$log" || fail "no zone-load line in the log"
