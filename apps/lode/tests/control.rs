@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{udp_exchange, Message, Query, TempDir};
+use common::{udp_exchange, wait_exit, Message, Query, TempDir};
 
 /// A zone whose www has address `www` (same length for every `www` of
 /// the form 192.0.2.N with one digit: an edit keeps the file's size).
@@ -81,17 +81,6 @@ fn serve(args: &[&str], control: &Path, port: u16) -> Child {
         std::thread::sleep(Duration::from_millis(50));
     }
     child
-}
-
-fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Some(s);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
 }
 
 /// Writes `text` to `path` and gives it back the modification time it had.

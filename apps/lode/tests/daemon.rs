@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{udp_exchange, Query, TempDir};
+use common::{udp_exchange, wait_exit, Query, TempDir};
 
 const ZONE: &str =
     "$ORIGIN d.test.\n$TTL 300\n@ SOA ns1 hm 7 3600 600 86400 300\n@ NS ns1\nns1 A 192.0.2.53\n";
@@ -41,17 +41,6 @@ fn signal(child: &Child, sig: &str) {
         .status()
         .is_ok_and(|s| s.success());
     assert!(ok, "kill -{sig} {}", child.id());
-}
-
-fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Some(s);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
 }
 
 fn stderr_of(mut child: Child) -> String {

@@ -47,6 +47,7 @@ mod dnstap;
 mod fetch;
 mod flush;
 pub mod guard;
+mod handler;
 mod loads;
 mod lograte;
 pub mod metrics;
@@ -236,25 +237,18 @@ impl Server {
         };
         let guard =
             guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
-        let zs = published.clone();
-        let up = updates.clone();
-        let tcp_settings = settings.clone();
-        let tcp_guard = guard.clone();
         let server_guard = guard.clone();
         let metrics = metrics::Metrics::with_counting(config.query_counters);
-        let tcp_metrics = metrics.clone();
+        let handler = Arc::new(handler::Handler {
+            zones: published.clone(),
+            updates: updates.clone(),
+            guard,
+            settings,
+            metrics: metrics.clone(),
+        });
+        let for_tcp = handler.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
-            let len = handle(
-                &zs,
-                &up,
-                &tcp_guard,
-                q,
-                out,
-                client,
-                Transport::Tcp,
-                &tcp_settings,
-                &tcp_metrics,
-            );
+            let len = for_tcp.handle(q, out, client, Transport::Tcp);
             // As Knot DNS: after a message that could not be parsed (dropped,
             // or answered FORMERR) the stream is not trusted any further.
             let close = (len == 0 && !client.is_deferred())
@@ -269,21 +263,8 @@ impl Server {
             max_response: usize::from(config.max_udp_payload).max(512),
             ..UdpConfig::default()
         };
-        let zs = published.clone();
-        let up = updates.clone();
-        let udp_metrics = metrics.clone();
         let udp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
-            handle(
-                &zs,
-                &up,
-                &guard,
-                q,
-                out,
-                client,
-                Transport::Udp,
-                &settings,
-                &udp_metrics,
-            )
+            handler.handle(q, out, client, Transport::Udp)
         };
         let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler)
             .map_err(ServerError::Io)?;
@@ -500,137 +481,6 @@ impl Drop for Server {
 
 /// Scheduling priority (nice) of the TCP event-loop threads.
 const TCP_NICE: i32 = 10;
-
-/// Answers one request ([`respond`]), counts it and, with dnstap on, logs it.
-#[allow(clippy::too_many_arguments)]
-fn handle(
-    zones: &ArcSwap<ZoneSet>,
-    updates: &update::Updates,
-    guard: &guard::Guard,
-    q: &[u8],
-    out: &mut [u8],
-    client: &mut Client<'_>,
-    transport: Transport,
-    settings: &Settings,
-    metrics: &metrics::Metrics,
-) -> usize {
-    match guard.dnstap() {
-        None => counted(
-            zones, updates, guard, q, out, client, transport, settings, metrics,
-        ),
-        Some(tap) => dnstap::logged(tap, q, out, client, transport, |out, client| {
-            counted(
-                zones, updates, guard, q, out, client, transport, settings, metrics,
-            )
-        }),
-    }
-}
-
-/// [`respond`], then the request and its outcome counted in this thread's
-/// block of `metrics`. Returns the length of the answer to send now.
-#[allow(clippy::too_many_arguments)]
-fn counted(
-    zones: &ArcSwap<ZoneSet>,
-    updates: &update::Updates,
-    guard: &guard::Guard,
-    q: &[u8],
-    out: &mut [u8],
-    client: &mut Client<'_>,
-    transport: Transport,
-    settings: &Settings,
-    metrics: &metrics::Metrics,
-) -> usize {
-    let request = lode_engine::classify(q);
-    let (len, rcode, zone) = respond(
-        zones, updates, guard, request, q, out, client, transport, settings,
-    );
-    if request != lode_engine::Request::Query && len >= 4 {
-        count_refusal(request, out[3] & 0x0F);
-    }
-    metrics.record(&metrics::Observed {
-        transport: match transport {
-            Transport::Udp => 0,
-            _ => 1,
-        },
-        request: match request {
-            lode_engine::Request::Query => 0,
-            lode_engine::Request::Axfr => 1,
-            lode_engine::Request::Ixfr => 2,
-            lode_engine::Request::Update => 3,
-            lode_engine::Request::Notify => 4,
-            _ => 5,
-        },
-        query: q,
-        response: &out[..len],
-        rcode,
-        zone,
-    });
-    len
-}
-
-/// Counts an UPDATE, transfer or NOTIFY answered at once with `rcode`
-/// (updates and transfers that go ahead are answered later, and counted there).
-fn count_refusal(request: lode_engine::Request, rcode: u8) {
-    use lode_engine::Request;
-    let e = &metrics::EVENTS;
-    match (request, rcode) {
-        (Request::Update, _) => e.updates_refused.bump(),
-        (Request::Axfr | Request::Ixfr, r) if r != rcode::NOERROR as u8 => {
-            e.transfers_out_refused.bump()
-        }
-        (Request::Notify, r) if r == rcode::NOERROR as u8 => e.notify_received.bump(),
-        (Request::Notify, _) => e.notify_refused.bump(),
-        _ => {}
-    }
-}
-
-/// Answers one request: UPDATEs go to their zone's writer (see `update.rs`),
-/// everything else to the engine. Returns the length to send now, the RCODE
-/// with its extended bits when the engine answered, and the answering
-/// zone's counter key (0: none).
-#[allow(clippy::too_many_arguments)]
-fn respond(
-    zones: &ArcSwap<ZoneSet>,
-    updates: &update::Updates,
-    guard: &guard::Guard,
-    request: lode_engine::Request,
-    q: &[u8],
-    out: &mut [u8],
-    client: &mut Client<'_>,
-    transport: Transport,
-    settings: &Settings,
-) -> (usize, Option<u16>, u64) {
-    let set = zones.load();
-    let admission = match request {
-        lode_engine::Request::Update => {
-            updates.admit(q, &set, out, client, settings.max_udp_payload)
-        }
-        lode_engine::Request::Axfr | lode_engine::Request::Ixfr => {
-            updates.admit_transfer(q, &set, out, client, transport, settings.max_udp_payload)
-        }
-        lode_engine::Request::Notify => updates.admit_notify(q, out, client),
-        _ => update::Admission::Engine,
-    };
-    match admission {
-        update::Admission::Answer(n) => return (n, None, 0),
-        update::Admission::Queued => return (0, None, 0),
-        update::Admission::Engine => {}
-    }
-    let answered = guard.answer(&set, q, out, transport, settings, client.addr().ip());
-    let zone = answered
-        .zone
-        .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));
-    // A TSIG-signed query for one of our zones: with keys configured it is
-    // checked and answered signed here (unsigned queries pay one comparison).
-    if answered.kind == lode_engine::AnswerKind::Signed && !updates.keys().is_empty() {
-        if let signed::Signed::Answer(n) =
-            signed::answer(&set, updates.keys(), q, out, transport, settings)
-        {
-            return (n, None, zone);
-        }
-    }
-    (answered.len, Some(answered.rcode), zone)
-}
 
 /// "serving N zones on ADDR, … (UDP and TCP)": the start line and systemd's STATUS.
 fn serving_status(set: &ZoneSet, addrs: &[SocketAddr]) -> String {

@@ -93,6 +93,18 @@ pub fn pick_port(base: u16) -> u16 {
     panic!("no free port in {base}..{}", base + 50);
 }
 
+/// Waits for `child` to exit (None after `timeout`).
+pub fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
 /// A scratch directory removed when dropped.
 #[derive(Debug)]
 pub struct TempDir(pub PathBuf);

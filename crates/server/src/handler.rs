@@ -1,0 +1,145 @@
+//! One request, from the transports to an answer: UPDATE, transfers and
+//! NOTIFY go to their admission (update/), plain queries to the engine under
+//! the server's policy (guard.rs); each request is counted (metrics/) and,
+//! with dnstap on, logged (dnstap.rs).
+//!
+//! ```text
+//!  UDP worker / TCP task ─▶ Handler::handle ─┬ dnstap off ─▶ counted ─▶ respond ─▶ admit / engine
+//!                                            └ dnstap on ──▶ logged(counted …)
+//! ```
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use lode_engine::{Request, Settings, Transport};
+use lode_io::Client;
+use lode_wire::rcode;
+use lode_zonedb::ZoneSet;
+
+use crate::{dnstap, guard, metrics, signed, update};
+
+/// What every request is answered from; one per server, shared by every
+/// UDP worker and TCP connection.
+#[derive(Debug)]
+pub(crate) struct Handler {
+    pub(crate) zones: Arc<ArcSwap<ZoneSet>>,
+    pub(crate) updates: Arc<update::Updates>,
+    pub(crate) guard: Arc<guard::Guard>,
+    pub(crate) settings: Settings,
+    pub(crate) metrics: Arc<metrics::Metrics>,
+}
+
+impl Handler {
+    /// Answers one request ([`Handler::respond`]), counts it and, with
+    /// dnstap on, logs it. Returns the length of an answer in `out` to send
+    /// now (0: none, or deferred).
+    pub(crate) fn handle(
+        &self,
+        q: &[u8],
+        out: &mut [u8],
+        client: &mut Client<'_>,
+        transport: Transport,
+    ) -> usize {
+        match self.guard.dnstap() {
+            None => self.counted(q, out, client, transport),
+            Some(tap) => dnstap::logged(tap, q, out, client, transport, |out, client| {
+                self.counted(q, out, client, transport)
+            }),
+        }
+    }
+
+    /// [`Handler::respond`], then the request and its outcome counted in
+    /// this thread's block of the metrics.
+    fn counted(
+        &self,
+        q: &[u8],
+        out: &mut [u8],
+        client: &mut Client<'_>,
+        transport: Transport,
+    ) -> usize {
+        let request = lode_engine::classify(q);
+        let (len, rcode, zone) = self.respond(request, q, out, client, transport);
+        if request != Request::Query && len >= 4 {
+            count_refusal(request, out[3] & 0x0F);
+        }
+        self.metrics.record(&metrics::Observed {
+            transport: match transport {
+                Transport::Udp => 0,
+                _ => 1,
+            },
+            request: match request {
+                Request::Query => 0,
+                Request::Axfr => 1,
+                Request::Ixfr => 2,
+                Request::Update => 3,
+                Request::Notify => 4,
+                _ => 5,
+            },
+            query: q,
+            response: &out[..len],
+            rcode,
+            zone,
+        });
+        len
+    }
+
+    /// Answers one request: UPDATEs go to their zone's writer (see
+    /// `update/`), everything else to the engine. Returns the length to send
+    /// now, the RCODE with its extended bits when the engine answered, and
+    /// the answering zone's counter key (0: none).
+    fn respond(
+        &self,
+        request: Request,
+        q: &[u8],
+        out: &mut [u8],
+        client: &mut Client<'_>,
+        transport: Transport,
+    ) -> (usize, Option<u16>, u64) {
+        let (updates, settings) = (&self.updates, &self.settings);
+        let set = self.zones.load();
+        let admission = match request {
+            Request::Update => updates.admit(q, &set, out, client, settings.max_udp_payload),
+            Request::Axfr | Request::Ixfr => {
+                updates.admit_transfer(q, &set, out, client, transport, settings.max_udp_payload)
+            }
+            Request::Notify => updates.admit_notify(q, out, client),
+            _ => update::Admission::Engine,
+        };
+        match admission {
+            update::Admission::Answer(n) => return (n, None, 0),
+            update::Admission::Queued => return (0, None, 0),
+            update::Admission::Engine => {}
+        }
+        let answered = self
+            .guard
+            .answer(&set, q, out, transport, settings, client.addr().ip());
+        let zone = answered
+            .zone
+            .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));
+        // A TSIG-signed query for one of our zones: with keys configured it is
+        // checked and answered signed here (unsigned queries pay one comparison).
+        if answered.kind == lode_engine::AnswerKind::Signed && !updates.keys().is_empty() {
+            if let signed::Signed::Answer(n) =
+                signed::answer(&set, updates.keys(), q, out, transport, settings)
+            {
+                return (n, None, zone);
+            }
+        }
+        (answered.len, Some(answered.rcode), zone)
+    }
+}
+
+/// Counts an UPDATE, transfer or NOTIFY answered at once with `rcode`
+/// (updates and transfers that go ahead are answered later, and counted there).
+fn count_refusal(request: Request, rcode: u8) {
+    let e = &metrics::EVENTS;
+    match (request, rcode) {
+        (Request::Update, _) => e.updates_refused.bump(),
+        (Request::Axfr | Request::Ixfr, r) if r != rcode::NOERROR as u8 => {
+            e.transfers_out_refused.bump()
+        }
+        (Request::Notify, r) if r == rcode::NOERROR as u8 => e.notify_received.bump(),
+        (Request::Notify, _) => e.notify_refused.bump(),
+        _ => {}
+    }
+}
