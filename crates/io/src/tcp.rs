@@ -191,9 +191,43 @@ struct Counters {
     io_timeout: AtomicU64,
     write_timeout: AtomicU64,
     open: AtomicUsize,
+    /// Messages, counted per event-loop thread.
+    messages: Shards,
+}
+
+/// Message counters split in cache-line shards, one per event-loop thread
+/// (threads take shards in turn on their first use), so that threads
+/// answering at once never write the same line; a read sums them.
+#[derive(Debug, Default)]
+struct Shards([Shard; SHARDS]);
+
+/// One thread's message counters.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Shard {
     queries: AtomicU64,
     responses: AtomicU64,
     dropped: AtomicU64,
+}
+
+/// More shards than the event-loop threads Lode starts.
+const SHARDS: usize = 16;
+
+static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static SHARD: usize = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
+}
+
+impl Shards {
+    /// This thread's shard.
+    fn here(&self) -> &Shard {
+        &self.0[SHARD.with(|s| *s)]
+    }
+
+    fn sum(&self, f: impl Fn(&Shard) -> &AtomicU64) -> u64 {
+        self.0.iter().map(|s| f(s).load(Ordering::Relaxed)).sum()
+    }
 }
 
 /// A shared, read-only view of the TCP counters.
@@ -216,9 +250,9 @@ impl TcpCounters {
             io_timeout: get(&c.io_timeout),
             write_timeout: get(&c.write_timeout),
             open: c.open.load(Ordering::Relaxed) as u64,
-            queries: get(&c.queries),
-            responses: get(&c.responses),
-            dropped: get(&c.dropped),
+            queries: c.messages.sum(|s| &s.queries),
+            responses: c.messages.sum(|s| &s.responses),
+            dropped: c.messages.sum(|s| &s.dropped),
         }
     }
 }
@@ -512,9 +546,10 @@ async fn serve_connection<H: StreamHandler>(
                 deadline = Instant::from_std(now) + limits.idle;
                 last_ms = registry.ms(now);
                 new_message = true;
-                counters.queries.fetch_add(queries, Ordering::Relaxed);
-                counters.responses.fetch_add(responses, Ordering::Relaxed);
-                counters.dropped.fetch_add(dropped, Ordering::Relaxed);
+                let shard = counters.messages.here();
+                shard.queries.fetch_add(queries, Ordering::Relaxed);
+                shard.responses.fetch_add(responses, Ordering::Relaxed);
+                shard.dropped.fetch_add(dropped, Ordering::Relaxed);
             }
             if !pending.is_empty() {
                 // A stream (a transfer the handler let through) may stall
@@ -610,7 +645,7 @@ async fn serve_connection<H: StreamHandler>(
                             pending.extend_from_slice(&(m.len() as u16).to_be_bytes());
                             pending.extend_from_slice(&m);
                             late_bytes += m.len();
-                            counters.responses.fetch_add(1, Ordering::Relaxed);
+                            counters.messages.here().responses.fetch_add(1, Ordering::Relaxed);
                         }
                         Late::Done => outstanding = outstanding.saturating_sub(1),
                     }
