@@ -101,7 +101,10 @@ fn start_prometheus(dir: &Path, web: SocketAddr, target: SocketAddr) -> Killed {
     let child = Command::new("prometheus")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--web.listen-address={web}"))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -120,7 +123,11 @@ fn stats_value(text: &str, series: &str) -> Option<f64> {
 
 #[test]
 fn prometheus_scrapes_the_query_counters_and_their_rate() {
-    if Command::new("prometheus").arg("--version").output().is_err() {
+    if Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         assert!(
             std::env::var_os("LODE_REQUIRE_PROMETHEUS").is_none(),
             "prometheus is required (LODE_REQUIRE_PROMETHEUS) but not installed"
