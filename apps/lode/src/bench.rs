@@ -1319,7 +1319,7 @@ fn closed_loop(a: &UpdateArgs, duration: Duration) -> anyhow::Result<ExitCode> {
 }
 
 /// A comparison's report folder (given, else `results/KIND-[quick-]DATE`),
-/// its scratch folder (given, else a temporary one) and whether the scratch
+/// its scratch folder (given, else a temporary one; made absolute) and whether the scratch
 /// folder is temporary (removed at the end).
 fn run_dirs(
     kind: &str,
@@ -1342,6 +1342,8 @@ fn run_dirs(
     let work = work.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("lode-{kind}-{}", std::process::id()))
     });
+    // Servers run in their own folders: a relative --work would not name their files.
+    let work = std::path::absolute(&work).unwrap_or(work);
     (out, work, temp)
 }
 
