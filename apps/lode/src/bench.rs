@@ -238,7 +238,15 @@ Issue 4: every round runs the echo beside the servers; per server and query kind
 NXDOMAIN, outside every zone) one step at --cpu-rate measures server CPU per answer; \
 --flat-records 20000000 adds Lode on a 20M set to the rounds (flatness); --memory-records \
 5000000 adds load time and memory of --memory-servers on a 5M set; --shared-naptr K adds Lode's \
-memory on that set with K shared NAPTR RRsets. scripts/bench-issue4.sh runs the whole set.")]
+memory on that set with K shared NAPTR RRsets. scripts/bench-issue4.sh runs the whole set.
+
+Issue 11 §1: --metrics-overhead adds, after the other tests, rounds of Lode alone with its \
+metrics off (query-counters = false, no endpoint) and on (counters, metrics-listen on \
+127.0.0.1:<--base-port + 6>, GET /metrics scraped every second), alternated off, on, off, on; \
+each run: start, warm-up step, one --cpu-step step per query kind at --cpu-rate. report.md gets \
+a section with the medians of server CPU per answer, on ÷ off and PASS (≤ 1.02) or MISS. \
+Example: --servers lode --quick --no-dnsperf --metrics-overhead --metrics-runs 8 \
+--cpu-step 5 --cpu-rate 20000.")]
 struct CompareArgs {
     /// Results folder (default results/compare-[quick-]DATE).
     #[arg(long)]
@@ -329,7 +337,8 @@ struct CompareArgs {
     /// CPU the tester is pinned to.
     #[arg(long, default_value_t = 1)]
     tester_cpu: usize,
-    /// First port: the echo; servers use the next five.
+    /// First port: the echo; servers use the next five (and --metrics-overhead's
+    /// metrics endpoint the one after).
     #[arg(long, default_value_t = 15800)]
     base_port: u16,
     /// Seconds to wait for a server's first answer.
@@ -350,6 +359,13 @@ struct CompareArgs {
     /// Do not install missing packages.
     #[arg(long)]
     no_install: bool,
+    /// Also measure the CPU cost of Lode's metrics: rounds of Lode with metrics off and
+    /// on, alternated (see below).
+    #[arg(long)]
+    metrics_overhead: bool,
+    /// Rounds (one run off, one on) of --metrics-overhead (default: --runs).
+    #[arg(long, value_name = "N", requires = "metrics_overhead")]
+    metrics_runs: Option<usize>,
 }
 
 /// Parses a comma list of server names (`echo` allowed only if `echo_ok`).
@@ -420,6 +436,16 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     if a.shared_naptr == Some(0) {
         bail!("--shared-naptr needs at least 1");
     }
+    let runs = a.runs.unwrap_or(if q { 2 } else { 3 });
+    let metrics_runs = match (a.metrics_overhead, a.metrics_runs) {
+        (false, _) => 0,
+        (true, None) => runs,
+        (true, Some(0)) => bail!("--metrics-runs needs at least 1"),
+        (true, Some(n)) => n,
+    };
+    if metrics_runs > 0 && a.cpu_rate == 0 {
+        bail!("--metrics-overhead measures at --cpu-rate: it must not be 0");
+    }
     let (seed_zones, seed_prefix) = seed_layout(a.records);
     let (out, work, temp) = run_dirs("compare", q, &a.out, &a.work);
     let cfg = CompareConfig {
@@ -433,7 +459,7 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
             Some(p) => Some(p.clone()).filter(|p| !p.is_empty()),
             None => seed_prefix,
         },
-        runs: a.runs.unwrap_or(if q { 2 } else { 3 }),
+        runs,
         step,
         high: a.high,
         resolution: a
@@ -462,6 +488,7 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         memory_servers: parse_servers(&a.memory_servers, false)?,
         shared_naptr: a.shared_naptr,
         dnsperf: !a.no_dnsperf,
+        metrics_runs,
     };
     let result = compare::run(&cfg);
     drop_scratch(temp, &work);
@@ -472,6 +499,18 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         result.wall_secs,
         &result.notes,
     )?;
+    if let Some(m) = compare::metrics::summarize(&result.metrics) {
+        match (m.ratio, m.pass()) {
+            (Some(r), Some(pass)) => out!(
+                "metrics overhead: {:.3} µs/answer off, {:.3} on: on ÷ off = {r:.3}, {} (≤ {})",
+                m.off_us,
+                m.on_us,
+                if pass { "PASS" } else { "MISS" },
+                compare::metrics::LIMIT
+            ),
+            _ => out!("metrics overhead: not measured (no answers)"),
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -1280,7 +1319,7 @@ fn closed_loop(a: &UpdateArgs, duration: Duration) -> anyhow::Result<ExitCode> {
 }
 
 /// A comparison's report folder (given, else `results/KIND-[quick-]DATE`),
-/// its scratch folder (given, else a temporary one) and whether the scratch
+/// its scratch folder (given, else a temporary one; made absolute) and whether the scratch
 /// folder is temporary (removed at the end).
 fn run_dirs(
     kind: &str,
@@ -1303,6 +1342,8 @@ fn run_dirs(
     let work = work.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("lode-{kind}-{}", std::process::id()))
     });
+    // Servers run in their own folders: a relative --work would not name their files.
+    let work = std::path::absolute(&work).unwrap_or(work);
     (out, work, temp)
 }
 

@@ -423,6 +423,7 @@ impl Bench<'_> {
             lode: self.cfg.lode.clone(),
             update_key: None,
             guard,
+            metrics: crate::compare::servers::LodeMetrics::default(),
         }
     }
 

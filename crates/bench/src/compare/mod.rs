@@ -12,11 +12,13 @@
 //!     ─▶ fixed rate per query kind (existing, NXDOMAIN, outside): server CPU per answer
 //!     ─▶ zero-loss rate existing / non-existing ─▶ client ramp ─▶ server CPU ─▶ stop
 //!     /proc/stat steal + other load, RcvbufErrors; a disturbed run is redone once
+//!  [--metrics-overhead: rounds of Lode with metrics off, on, off, on … (metrics.rs)]
 //!  report: report.md (a table per issue-4 target), report.json, *.png, logs/
 //! ```
 //!
 //! Every server is stopped by PID by a guard (also on errors); every wait is bounded.
 
+pub mod metrics;
 pub mod report;
 pub mod servers;
 pub mod sys;
@@ -156,6 +158,9 @@ pub struct CompareConfig {
     pub shared_naptr: Option<u64>,
     /// Run dnsperf's zero-loss search against the echo (the tester's ceiling).
     pub dnsperf: bool,
+    /// Rounds of the metrics overhead measurement after the others (Lode with its
+    /// metrics off, then on; 0: none).
+    pub metrics_runs: usize,
 }
 
 /// Zones and number prefix of seed 000's sets: 500k (10 zones, 16461…), 5 M (10 zones,
@@ -475,6 +480,8 @@ pub struct CompareResult {
     pub cpu_rate: u64,
     /// Seconds per fixed-rate CPU step.
     pub cpu_step_secs: f64,
+    /// The metrics overhead runs, in order (empty when not measured).
+    pub metrics: Vec<metrics::MetricsRun>,
 }
 
 /// Prints progress to stderr.
@@ -702,6 +709,7 @@ impl Bench<'_> {
             lode: self.cfg.lode.clone(),
             update_key: None,
             guard: servers::Guard::default(),
+            metrics: servers::LodeMetrics::default(),
         }
     }
 
@@ -1065,6 +1073,11 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
     if cfg.servers.is_empty() || cfg.runs == 0 {
         return Err(CompareError::Config("need servers and runs ≥ 1".into()));
     }
+    if cfg.metrics_runs > 0 && cfg.cpu_rate == 0 {
+        return Err(CompareError::Config(
+            "the metrics overhead is measured at the CPU rate: it must not be 0".into(),
+        ));
+    }
     if cfg.server_cpu == cfg.tester_cpu {
         return Err(CompareError::Config(
             "server and tester need different CPUs".into(),
@@ -1270,6 +1283,11 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
             report::write(&cfg.out, &partial)?;
         }
     }
+    if cfg.metrics_runs > 0 {
+        let (runs, notes) = bench.metrics_overhead();
+        result.metrics = runs;
+        result.notes.extend(notes);
+    }
     result.wall_secs = wall.elapsed().as_secs_f64();
     report::write(&cfg.out, &result)?;
     Ok(result)
@@ -1330,6 +1348,17 @@ fn settings(cfg: &CompareConfig) -> Vec<(String, String)> {
             cfg.shared_naptr.map_or("-".into(), |k| k.to_string()),
         ),
     ];
+    if cfg.metrics_runs > 0 {
+        s.push((
+            "metrics_overhead".into(),
+            format!(
+                "{} rounds of lode metrics off, on; endpoint 127.0.0.1:{}, scraped every {} s",
+                cfg.metrics_runs,
+                cfg.base_port + metrics::PORT_OFFSET,
+                metrics::SCRAPE_EVERY.as_secs_f64()
+            ),
+        ));
+    }
     // Servers that do not ask for larger buffers keep rmem_default (208 KiB on Debian).
     for knob in ["rmem_default", "rmem_max"] {
         if let Ok(v) = std::fs::read_to_string(format!("/proc/sys/net/core/{knob}")) {
@@ -1428,6 +1457,7 @@ mod tests {
             memory_servers: vec![Kind::Lode, Kind::Knot, Kind::Echo],
             shared_naptr: None,
             dnsperf: false,
+            metrics_runs: 0,
         }
     }
 

@@ -98,6 +98,53 @@ pub struct Launch {
     pub update_key: Option<lode_tsig::Key>,
     /// Response-rate limiting and DNS cookies (Lode and Knot DNS only; default off).
     pub guard: Guard,
+    /// Lode's request counters and metrics endpoint (Lode only; default: Lode's own).
+    pub metrics: LodeMetrics,
+}
+
+/// Lode's request counters and Prometheus endpoint: the top-level `query-counters`
+/// and `metrics-listen` keys of its `lode.toml`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LodeMetrics {
+    /// `query-counters` (None: Lode's default, counting on).
+    pub query_counters: Option<bool>,
+    /// `metrics-listen` (None: no endpoint).
+    pub listen: Option<SocketAddr>,
+}
+
+impl LodeMetrics {
+    /// Counting off and no endpoint: the baseline of the metrics overhead.
+    pub fn off() -> LodeMetrics {
+        LodeMetrics {
+            query_counters: Some(false),
+            listen: None,
+        }
+    }
+
+    /// Counting on and the endpoint on `listen`.
+    pub fn on(listen: SocketAddr) -> LodeMetrics {
+        LodeMetrics {
+            query_counters: Some(true),
+            listen: Some(listen),
+        }
+    }
+
+    /// True when Lode is left with its defaults (nothing to write).
+    pub fn is_default(&self) -> bool {
+        *self == LodeMetrics::default()
+    }
+
+    /// The top-level keys (written before any table of `lode.toml`).
+    pub fn lode_toml(&self) -> String {
+        let mut t = String::new();
+        if let Some(on) = self.query_counters {
+            t.push_str(&format!("query-counters = {on}\n"));
+        }
+        if let Some(addr) = self.listen {
+            t.push_str(&format!("metrics-listen = \"{addr}\"\n"));
+        }
+        t
+    }
 }
 
 /// Response-rate limiting and DNS cookies asked of a server: Lode's `[rrl]` and
@@ -172,6 +219,12 @@ impl Launch {
             Ok(p.display().to_string())
         };
         let lode = self.lode.display().to_string();
+        if !self.metrics.is_default() && self.kind != Kind::Lode {
+            return Err(CompareError::Config(format!(
+                "{}: query counters and metrics-listen are Lode's",
+                self.kind
+            )));
+        }
         if !self.guard.is_off() && !matches!(self.kind, Kind::Lode | Kind::Knot) {
             return Err(CompareError::Config(format!(
                 "{}: RRL and cookies are configured for lode and knot only",
@@ -208,8 +261,11 @@ impl Launch {
                             c.push("--zone".into());
                             c.push(format!("{apex}={}", file.display()));
                         }
-                        if !self.guard.is_off() {
-                            let p = write("lode.toml", self.guard.lode_toml())?;
+                        if !self.guard.is_off() || !self.metrics.is_default() {
+                            // Top-level keys before the tables.
+                            let conf =
+                                format!("{}{}", self.metrics.lode_toml(), self.guard.lode_toml());
+                            let p = write("lode.toml", conf)?;
                             c.push("--config".into());
                             c.push(p);
                         }
@@ -217,11 +273,13 @@ impl Launch {
                     Some(key) => {
                         let j = d.join("journal");
                         fs::create_dir_all(&j).map_err(|e| CompareError::io(&j, e))?;
-                        // The tables after the zones' would belong to the last [[zone]].
+                        // Top-level keys first: after a table header they would be the
+                        // table's (`[rrl]` after the `[[zone]]`s is a root table again).
                         let conf = format!(
-                            "{}{}",
-                            self.guard.lode_toml(),
-                            lode_update_conf(d, &self.zones, key)
+                            "{}{}{}",
+                            self.metrics.lode_toml(),
+                            lode_update_conf(d, &self.zones, key),
+                            self.guard.lode_toml()
                         );
                         let p = write("lode.toml", conf)?;
                         c.push("--config".into());
@@ -605,6 +663,7 @@ mod tests {
             lode: PathBuf::from(lode),
             update_key: None,
             guard: Guard::default(),
+            metrics: LodeMetrics::default(),
         };
         // `/bin/sleep bench echo …` fails at once (bad arguments).
         let mut dying = launch("/bin/sleep", 15860).start().expect("start");
@@ -654,6 +713,7 @@ mod tests {
                 lode: PathBuf::from("/usr/bin/lode"),
                 update_key: None,
                 guard: Guard::default(),
+                metrics: LodeMetrics::default(),
             };
             let cmd = l.command().expect("command").join(" ");
             assert!(!cmd.is_empty());
@@ -694,6 +754,7 @@ mod tests {
             lode: PathBuf::from("/usr/bin/lode"),
             update_key: key,
             guard,
+            metrics: LodeMetrics::default(),
         };
         let cmd = launch(Kind::Lode, None).command().expect("lode").join(" ");
         assert!(cmd.contains("--zone 1.e164.arpa.=/z/1.zone"), "{cmd}");
@@ -723,6 +784,71 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
+    /// Metrics off and on: Lode's top-level keys come before every table (also with
+    /// RRL, and with an update key's keys, ACLs and zones); other servers refuse them.
+    #[test]
+    fn metrics_configurations_are_written() {
+        let dir = std::env::temp_dir().join(format!("lode-bench-metrics-{}", std::process::id()));
+        let listen: SocketAddr = "127.0.0.1:16786".parse().expect("addr");
+        let launch = |kind: Kind, metrics: LodeMetrics, rrl: Option<u32>, key: bool| Launch {
+            kind,
+            port: 15896,
+            workers: 1,
+            zones: vec![("1.e164.arpa.".to_owned(), PathBuf::from("/z/1.zone"))],
+            dir: dir.join(kind.name()),
+            log: dir.join("x.log"),
+            cpu: 0,
+            lode: PathBuf::from("/usr/bin/lode"),
+            update_key: key
+                .then(|| lode_tsig::Key::parse_spec("hmac-sha256:upd.:c2VjcmV0").expect("key")),
+            guard: Guard {
+                rrl_rate: rrl,
+                cookie_secret: None,
+            },
+            metrics,
+        };
+        let conf = |l: &Launch| -> toml::Table {
+            let cmd = l.command().expect("lode").join(" ");
+            assert!(cmd.contains("--config"), "{cmd}");
+            let text = fs::read_to_string(dir.join("lode/lode.toml")).expect("lode.toml");
+            text.parse().expect("TOML")
+        };
+        let off = conf(&launch(Kind::Lode, LodeMetrics::off(), None, false));
+        assert_eq!(off["query-counters"].as_bool(), Some(false));
+        assert!(!off.contains_key("metrics-listen"));
+        let on = conf(&launch(
+            Kind::Lode,
+            LodeMetrics::on(listen),
+            Some(1000),
+            false,
+        ));
+        assert_eq!(on["query-counters"].as_bool(), Some(true));
+        assert_eq!(on["metrics-listen"].as_str(), Some("127.0.0.1:16786"));
+        assert_eq!(on["rrl"]["rate-limit"].as_integer(), Some(1000));
+        let upd = conf(&launch(
+            Kind::Lode,
+            LodeMetrics::on(listen),
+            Some(1000),
+            true,
+        ));
+        assert_eq!(upd["metrics-listen"].as_str(), Some("127.0.0.1:16786"));
+        assert!(
+            upd.get("journal-dir").is_some_and(|v| v.is_str()),
+            "{upd:?}"
+        );
+        assert_eq!(upd["rrl"]["rate-limit"].as_integer(), Some(1000));
+        assert_eq!(upd["zone"].as_array().map(Vec::len), Some(1));
+        // Lode's defaults: no file at all.
+        let _ = fs::remove_dir_all(&dir);
+        let plain = launch(Kind::Lode, LodeMetrics::default(), None, false);
+        assert!(!plain.command().expect("lode").contains(&"--config".into()));
+        assert!(LodeMetrics::default().lode_toml().is_empty());
+        assert!(launch(Kind::Knot, LodeMetrics::off(), None, false)
+            .command()
+            .is_err());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     /// With an update key: Lode gets a TOML file with journal, key and ACL; Knot an
     /// ACL and a journal; BIND allow-update, a journal in its folder and a zone copy.
     #[test]
@@ -744,6 +870,7 @@ mod tests {
                 lode: PathBuf::from("/usr/bin/lode"),
                 update_key: Some(key.clone()),
                 guard: Guard::default(),
+                metrics: LodeMetrics::default(),
             };
             let cmd = l.command().expect("command").join(" ");
             let conf: String = fs::read_dir(&l.dir)

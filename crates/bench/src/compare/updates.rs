@@ -647,6 +647,7 @@ pub fn run(cfg: &UpdCompareConfig) -> Result<UpdCompareResult, CompareError> {
                 lode: cfg.lode.clone(),
                 update_key: Some(cfg.key.clone()),
                 guard: super::servers::Guard::default(),
+                metrics: super::servers::LodeMetrics::default(),
             };
             let mut r = UpdRun {
                 server: kind.name().into(),
