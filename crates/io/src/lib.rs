@@ -17,7 +17,8 @@
 //! wildcard address (0.0.0.0, ::) each answer leaves from the address its
 //! query was sent to (`IP_PKTINFO` / `IPV6_PKTINFO`), as multi-homed hosts need.
 //!
-//! This is the only crate of the workspace allowed `unsafe`; all of it is in
+//! This is the only crate of the server allowed `unsafe` (the test-only
+//! `lode-testalloc` has its `GlobalAlloc` impl); all of it is in
 //! `sys.rs` (the `recvmmsg`/`sendmmsg` batches, `setresuid` and friends for
 //! `creds`), each block with its reason.
 #![allow(unsafe_code)]

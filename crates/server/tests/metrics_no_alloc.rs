@@ -1,53 +1,15 @@
 //! Counting a request allocates nothing once the thread's counter block is
 //! registered (its first request): a counting global allocator watches
 //! queries, errors, unanswered requests and answers from many zones.
-#![allow(unsafe_code)] // a GlobalAlloc impl is unsafe by definition; test only
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lode_server::metrics::{worker::zone_key, Metrics, Observed};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static WATCHING: Cell<bool> = const { Cell::new(false) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if WATCHING.with(|w| w.get()) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if WATCHING.with(|w| w.get()) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: lode_testalloc::Counting = lode_testalloc::Counting;
 
 #[test]
 fn recording_does_not_allocate() {
-    WATCHING.with(|w| w.set(true));
-    let probe = std::hint::black_box(vec![1u8; 16]);
-    WATCHING.with(|w| w.set(false));
-    assert!(
-        ALLOCATIONS.swap(0, Ordering::SeqCst) >= 1,
-        "counter is blind"
-    );
-    drop(probe);
+    lode_testalloc::assert_installed();
 
     let metrics = Metrics::new();
     let mut q = vec![0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1];
@@ -73,10 +35,10 @@ fn recording_does_not_allocate() {
         },
     };
     metrics.record(&observed(1));
-    WATCHING.with(|w| w.set(true));
-    for i in 0..20_000 {
-        metrics.record(&observed(i));
-    }
-    WATCHING.with(|w| w.set(false));
-    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0);
+    let ((), allocs) = lode_testalloc::count(|| {
+        for i in 0..20_000 {
+            metrics.record(&observed(i));
+        }
+    });
+    assert_eq!(allocs, 0);
 }
