@@ -375,6 +375,38 @@ pub(crate) fn enable_pktinfo(fd: RawFd, ipv6: bool) -> io::Result<()> {
     }
 }
 
+/// Datagrams the kernel dropped on this socket (its receive buffer full, or
+/// a filter): `SO_MEMINFO`'s `SK_MEMINFO_DROPS`, the drops column of
+/// /proc/net/udp without walking the host's whole UDP table.
+pub(crate) fn socket_drops(fd: RawFd) -> io::Result<u32> {
+    // SK_MEMINFO_VARS and SK_MEMINFO_DROPS of <linux/sock_diag.h>.
+    const VARS: usize = 9;
+    const DROPS: usize = 8;
+    let mut info = [0u32; VARS];
+    let mut len = mem::size_of_val(&info) as libc::socklen_t;
+    // SAFETY: the option value points to a live array of `len` bytes, and
+    // the kernel writes at most `len` bytes and updates `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MEMINFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if (len as usize) < (DROPS + 1) * mem::size_of::<u32>() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "SO_MEMINFO without a drops field",
+        ));
+    }
+    Ok(info[DROPS])
+}
+
 /// `u32::MAX` as an id: "leave this one as it is" for `setresuid`/`setresgid`.
 pub(crate) const KEEP_ID: u32 = u32::MAX;
 

@@ -59,6 +59,8 @@ struct WorkerCounters {
     queries: AtomicU64,
     responses: AtomicU64,
     dropped: AtomicU64,
+    /// The kernel's drops on the worker's socket, read now and then.
+    socket_drops: AtomicU64,
 }
 
 /// Totals over all UDP workers.
@@ -71,6 +73,10 @@ pub struct UdpStats {
     /// Datagrams received and not answered (handler returned 0, truncated or
     /// unparsable source, send failure).
     pub dropped: u64,
+    /// Datagrams the kernel dropped on the sockets before Lode read them
+    /// (receive buffer full), as each worker last read it: about once a
+    /// second when busy, and when idle.
+    pub socket_drops: u64,
 }
 
 /// A shared, read-only view of the workers' counters.
@@ -85,6 +91,7 @@ impl UdpCounters {
             s.queries += c.queries.load(Ordering::Relaxed);
             s.responses += c.responses.load(Ordering::Relaxed);
             s.dropped += c.dropped.load(Ordering::Relaxed);
+            s.socket_drops += c.socket_drops.load(Ordering::Relaxed);
         }
         s
     }
@@ -251,10 +258,12 @@ impl<H: Handler> Worker<H> {
         let mut rx = MsgBatch::new(batch, self.config.max_query.max(12), pktinfo);
         let mut tx = MsgBatch::new(batch, self.config.max_response.max(512), pktinfo);
         let (mut queries, mut responses, mut dropped) = (0u64, 0u64, 0u64);
+        let mut batches = 0u32;
         while !self.stop.load(Ordering::Relaxed) {
             let got = match rx.recv(fd) {
                 Ok(n) => n,
                 Err(e) => {
+                    self.read_socket_drops(fd);
                     match e.kind() {
                         io::ErrorKind::WouldBlock
                         | io::ErrorKind::TimedOut
@@ -322,6 +331,23 @@ impl<H: Handler> Worker<H> {
             c.queries.store(queries, Ordering::Relaxed);
             c.responses.store(responses, Ordering::Relaxed);
             c.dropped.store(dropped, Ordering::Relaxed);
+            // One system call in DROPS_EVERY batches (and on every idle wake-up).
+            batches = batches.wrapping_add(1);
+            if batches.is_multiple_of(DROPS_EVERY) {
+                self.read_socket_drops(fd);
+            }
+        }
+    }
+
+    /// Stores the kernel's drop count of the worker's socket.
+    fn read_socket_drops(&self, fd: std::os::fd::RawFd) {
+        if let Ok(n) = crate::sys::socket_drops(fd) {
+            self.counters[self.index]
+                .socket_drops
+                .store(u64::from(n), Ordering::Relaxed);
         }
     }
 }
+
+/// Batches between two reads of the socket's drop count.
+const DROPS_EVERY: u32 = 4096;

@@ -185,3 +185,39 @@ fn udp_takes_datagrams_up_to_64_kib() {
     }
     server.stop();
 }
+
+/// A worker slower than its traffic: the kernel drops datagrams on its full
+/// socket, and the workers report them (SO_MEMINFO) once idle again.
+#[test]
+fn udp_socket_drops_are_reported() {
+    let addr: SocketAddr = "127.0.0.1:16747".parse().unwrap();
+    let slow = |q: &[u8], out: &mut [u8], c: &mut Client<'_>| {
+        std::thread::sleep(Duration::from_millis(2));
+        reverser(q, out, c)
+    };
+    let cfg = UdpConfig {
+        workers: 1,
+        recv_buffer: 4096,
+        ..config()
+    };
+    let server = UdpServer::start(&[addr], &cfg, slow).expect("bind the test port");
+    assert_eq!(server.stats().socket_drops, 0);
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for i in 0..3000u32 {
+        let _ = client.send_to(format!("flood {i:0>200}").as_bytes(), addr);
+    }
+    // Idle again after at most 3000 × 2 ms; the next idle wake-up reads the count.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while server.stats().socket_drops == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no socket drops reported: {:?}",
+            server.stats()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let s = server.stats();
+    assert!(s.queries + s.socket_drops <= 3000, "{s:?}");
+    assert!(s.queries < 3000, "{s:?}");
+    server.stop();
+}

@@ -297,7 +297,6 @@ impl Server {
             udp: udp.counters(),
             tcp: tcp.counters(),
             guard: server_guard.clone(),
-            addrs: udp.local_addrs().to_vec(),
             loads: loads.clone(),
         };
         // Bound before the privileges are dropped (a port below 1024 is allowed).

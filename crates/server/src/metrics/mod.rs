@@ -21,7 +21,6 @@ mod process;
 pub mod worker;
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -175,7 +174,6 @@ pub struct Scrape {
     pub(crate) udp: UdpCounters,
     pub(crate) tcp: TcpCounters,
     pub(crate) guard: Arc<crate::guard::Guard>,
-    pub(crate) addrs: Vec<SocketAddr>,
     pub(crate) loads: Arc<crate::loads::ZoneLoads>,
 }
 
@@ -346,14 +344,11 @@ impl Scrape {
             "UDP datagrams received and not answered (dropped, rate-limited, send failed).",
             u.dropped,
         ));
-        let ports: Vec<u16> = self.addrs.iter().map(SocketAddr::port).collect();
-        if let Some(drops) = process::udp_socket_drops(&ports) {
-            out.push(c(
-                "lode_udp_socket_drops",
-                "Datagrams the kernel dropped on Lode's UDP sockets (receive buffer full), from /proc/net/udp and udp6.",
-                drops,
-            ));
-        }
+        out.push(c(
+            "lode_udp_socket_drops",
+            "Datagrams the kernel dropped on Lode's UDP sockets (receive buffer full; SO_MEMINFO, read by each worker about once a second).",
+            u.socket_drops,
+        ));
         if let Some(e) = process::udp_receive_buffer_errors() {
             out.push(c(
                 "lode_host_udp_receive_buffer_errors",

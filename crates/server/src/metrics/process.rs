@@ -79,46 +79,23 @@ fn self_stat() -> Option<String> {
     Some(s[after + 1..].to_owned())
 }
 
+/// The host's boot time (read once: /proc/stat is long on many CPUs).
 fn boot_time() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/stat").ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()
+    static BOOT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *BOOT.get_or_init(|| {
+        let s = std::fs::read_to_string("/proc/stat").ok()?;
+        s.lines()
+            .find_map(|l| l.strip_prefix("btime "))?
+            .trim()
+            .parse()
+            .ok()
+    })
 }
 
 fn max_fds() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = s.lines().find(|l| l.starts_with("Max open files"))?;
     line.split_whitespace().nth(3)?.parse().ok()
-}
-
-/// Drops the kernel counted on UDP sockets bound to one of `ports`
-/// (the last column of /proc/net/udp and udp6).
-pub(super) fn udp_socket_drops(ports: &[u16]) -> Option<u64> {
-    let mut total = 0;
-    let mut seen = false;
-    for file in ["/proc/net/udp", "/proc/net/udp6"] {
-        let Ok(s) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        seen = true;
-        for line in s.lines().skip(1) {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            let Some(local) = cols.get(1) else { continue };
-            let Some(port) = local
-                .rsplit_once(':')
-                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
-            else {
-                continue;
-            };
-            if ports.contains(&port) {
-                total += cols.last().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
-            }
-        }
-    }
-    seen.then_some(total)
 }
 
 /// RcvbufErrors of UDP over IPv4 and IPv6 for the whole host.
