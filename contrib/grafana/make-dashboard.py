@@ -23,7 +23,6 @@ def table(title, targets, x, w=12, h=8):
 R='[$__rate_interval]'
 I='{instance=~"$instance"}'
 NX='{instance=~"$instance",rcode="NXDOMAIN"}'
-BC='{instance=~"$instance",rcode="BADCOOKIE"}'
 row("Queries")
 ts("Requests per second by transport",[('sum by (transport) (rate(lode_requests_total%s%s))'%(I,R),"{{transport}}")],0)
 ts("Responses per second by RCODE",[('sum by (rcode) (rate(lode_responses_total%s%s))'%(I,R),"{{rcode}}")],12)
@@ -46,8 +45,8 @@ ts("TCP connections",[('lode_tcp_connections_open%s'%I,"open"),('rate(lode_tcp_c
 y+=8
 ts("TCP connections closed by the server",[('sum by (reason) (rate(lode_tcp_connections_closed_total%s%s))'%(I,R),"{{reason}}")],0,unit="short")
 ts("Rate limiting and cookies",[('sum by (action) (rate(lode_rrl_responses_total%s%s))'%(I,R),"RRL {{action}}"),
-    ('sum(rate(lode_responses_total%s%s))'%(BC,R),"BADCOOKIE answers")],12,
-   desc="Answers the rate limiter slipped (TC) or dropped (empty when [rrl] is off), and BADCOOKIE answers.")
+    ('sum by (result) (rate(lode_cookies_total%s%s))'%(I,R),"cookie {{result}}")],12,
+   desc="Answers the rate limiter slipped (TC) or dropped (empty when [rrl] is off), and queries with a COOKIE option by outcome (empty when [cookies] is off).")
 y+=8
 row("Changes")
 ts("Updates (RFC 2136)",[('sum by (result) (rate(lode_updates_total%s%s))'%(I,R),"{{result}}"),('rate(lode_journal_commits_total%s%s)'%(I,R),"journal commits (fdatasync)")],0,unit="short")

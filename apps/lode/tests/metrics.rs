@@ -22,6 +22,8 @@ const ZONE: &str = "$ORIGIN m.test.\n$TTL 300\n@ SOA ns1 hm 7 3600 600 86400 300
 /// Queries sent, and of them for names that do not exist.
 const LOAD: u64 = 2_000;
 const NX_EVERY: u64 = 4;
+/// Queries with a client cookie only, after the load.
+const COOKIE_QUERIES: u64 = 10;
 /// The load's pace: 200 queries/s for 10 s.
 const PACE: Duration = Duration::from_millis(5);
 
@@ -143,9 +145,10 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
     let web = SocketAddr::from(([127, 0, 0, 1], 16742));
     let control = dir.0.join("lode.sock");
     let log = std::fs::File::create(dir.0.join("lode.log")).unwrap();
-    // Rate limiting on (at a rate the load never reaches), for its counters.
+    // Rate limiting (at a rate the load never reaches) and cookies on, for
+    // their counters.
     let config = dir.0.join("lode.toml");
-    std::fs::write(&config, "[rrl]\nrate-limit = 100000\n").unwrap();
+    std::fs::write(&config, "[rrl]\nrate-limit = 100000\n\n[cookies]\n").unwrap();
     let _lode = Killed(
         Command::new(env!("CARGO_BIN_EXE_lode"))
             .args(["serve", "--workers", "2", "--listen", &dns.to_string()])
@@ -235,6 +238,20 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
     );
     dashboard_queries_work(web, metrics, mid);
 
+    // Queries with a client cookie alone (UDP): BADCOOKIE with a fresh
+    // cookie, counted as such; the load above had no COOKIE option.
+    for i in 0..COOKIE_QUERIES {
+        let mut q = Query::new("www.m.test.", 1, 1);
+        q.edns = Some(common::Edns {
+            size: 1232,
+            version: 0,
+            flags: 0,
+            options: vec![(10, vec![i as u8; 8])],
+        });
+        let a = udp_exchange(dns, &q.to_wire(), Duration::from_secs(2)).expect("an answer");
+        assert_eq!(a[3] & 0x0F, 23 & 0x0F, "BADCOOKIE's low bits");
+    }
+
     // The same counters through the control socket.
     let stats = Command::new(env!("CARGO_BIN_EXE_lode"))
         .arg("stats")
@@ -244,13 +261,33 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
         .unwrap();
     assert!(stats.status.success());
     let text = String::from_utf8(stats.stdout).unwrap();
-    assert_eq!(stats_value(&text, series), Some(LOAD as f64), "{text}");
+    assert_eq!(
+        stats_value(&text, series),
+        Some((LOAD + COOKIE_QUERIES) as f64),
+        "{text}"
+    );
     assert_eq!(
         stats_value(
             &text,
             "lode_responses_total{transport=\"udp\",rcode=\"NXDOMAIN\"}"
         ),
         Some((LOAD / NX_EVERY) as f64)
+    );
+    assert_eq!(
+        stats_value(&text, "lode_cookies_total{result=\"badcookie\"}"),
+        Some(COOKIE_QUERIES as f64),
+        "{text}"
+    );
+    assert_eq!(
+        stats_value(
+            &text,
+            "lode_responses_total{transport=\"udp\",rcode=\"BADCOOKIE\"}"
+        ),
+        Some(COOKIE_QUERIES as f64)
+    );
+    assert!(
+        !text.contains("result=\"absent\""),
+        "queries without a cookie are not counted"
     );
     let json = Command::new(env!("CARGO_BIN_EXE_lode"))
         .args(["stats", "--json", "--control"])
@@ -272,7 +309,7 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
         .iter()
         .find(|s| s["labels"]["transport"] == "udp" && s["labels"]["kind"] == "query")
         .unwrap();
-    assert_eq!(udp_query["value"], LOAD);
+    assert_eq!(udp_query["value"], LOAD + COOKIE_QUERIES);
 }
 
 /// Every query of the shipped Grafana dashboard is valid PromQL that gives

@@ -121,21 +121,36 @@ impl Guard {
         settings: &Settings,
         peer: IpAddr,
     ) -> Answered<'z> {
+        self.answer_seen(set, q, out, transport, settings, peer).0
+    }
+
+    /// [`Guard::answer`], and what the cookie check made of the query's
+    /// COOKIE option (for the counters).
+    pub fn answer_seen<'z>(
+        &self,
+        set: &'z ZoneSet,
+        q: &[u8],
+        out: &mut [u8],
+        transport: Transport,
+        settings: &Settings,
+        peer: IpAddr,
+    ) -> (Answered<'z>, CookieSeen) {
         let mut option = [0u8; COOKIE_OPTION_LEN];
         let mut option_len = 0usize;
-        let mut valid = false;
+        let mut seen = CookieSeen::Absent;
         let mut answered = match &self.cookies {
             None => lode_engine::answer(set, q, out, transport, settings),
             Some(cookies) => {
-                let (buf, len, ok) = (&mut option, &mut option_len, &mut valid);
+                let (buf, len, what) = (&mut option, &mut option_len, &mut seen);
                 lode_engine::answer_with(set, q, out, transport, settings, move |query| {
-                    let (extra, n, v) = cookie_policy(cookies, query, q, transport, peer, buf);
+                    let (extra, n, w) = cookie_policy(cookies, query, q, transport, peer, buf);
                     *len = n;
-                    *ok = v;
+                    *what = w;
                     extra
                 })
             }
         };
+        let valid = seen == CookieSeen::Valid;
         if let (Some(rrl), Transport::Udp, false) = (&self.rrl, transport, valid) {
             if answered.len > 0 {
                 let extra = Extra {
@@ -145,7 +160,12 @@ impl Guard {
                 answered.len = self.limit(rrl, &answered, q, out, settings, peer, &extra);
             }
         }
-        answered
+        (answered, seen)
+    }
+
+    /// True when DNS cookies are on.
+    pub fn cookies_on(&self) -> bool {
+        self.cookies.is_some()
     }
 
     /// Rate-limits one UDP answer of `answered.len` bytes in `out`: its
@@ -243,11 +263,11 @@ fn cookie_policy<'o>(
     transport: Transport,
     peer: IpAddr,
     option: &'o mut [u8; COOKIE_OPTION_LEN],
-) -> (Extra<'o>, usize, bool) {
+) -> (Extra<'o>, usize, CookieSeen) {
     // Knot reads the last COOKIE option of the OPT record.
     let data = query.edns.and_then(|e| e.option(q, edns_option::COOKIE));
     let Some(data) = data else {
-        return (Extra::default(), 0, false);
+        return (Extra::default(), 0, CookieSeen::Absent);
     };
     let mut written = [0u8; lode_cookie::RESPONSE_LEN];
     let how = match transport {
@@ -281,7 +301,50 @@ fn cookie_policy<'o>(
             ..Extra::default()
         },
     };
-    (extra, len, outcome.valid)
+    let seen = match outcome.action {
+        _ if outcome.valid => CookieSeen::Valid,
+        lode_cookie::Action::Answer => CookieSeen::Fresh,
+        lode_cookie::Action::BadCookie => CookieSeen::BadCookie,
+        lode_cookie::Action::FormErr => CookieSeen::FormErr,
+        _ => CookieSeen::Dropped,
+    };
+    (extra, len, seen)
+}
+
+/// What the cookie check made of a query (RFC 7873, RFC 9018).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CookieSeen {
+    /// No COOKIE option (or cookies off).
+    #[default]
+    Absent,
+    /// A valid server cookie: answered, exempt from rate limiting.
+    Valid,
+    /// A client cookie alone, or an old or another server's cookie over
+    /// TCP: answered with a fresh server cookie.
+    Fresh,
+    /// Answered BADCOOKIE with a fresh cookie (UDP).
+    BadCookie,
+    /// A malformed COOKIE option: FORMERR.
+    FormErr,
+    /// Not answered.
+    Dropped,
+}
+
+impl CookieSeen {
+    /// Names in the metrics, in [`CookieSeen::index`] order.
+    pub const NAMES: [&'static str; 6] = [
+        "absent",
+        "valid",
+        "fresh",
+        "badcookie",
+        "formerr",
+        "dropped",
+    ];
+
+    /// Its index in [`CookieSeen::NAMES`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// RCODE BADCOOKIE (RFC 7873 §8).

@@ -58,7 +58,12 @@ impl Handler {
         transport: Transport,
     ) -> usize {
         let request = lode_engine::classify(q);
-        let (len, rcode, zone) = self.respond(request, q, out, client, transport);
+        let Outcome {
+            len,
+            rcode,
+            zone,
+            cookie,
+        } = self.respond(request, q, out, client, transport);
         if request != Request::Query && len >= 4 {
             count_refusal(request, out[3] & 0x0F);
         }
@@ -79,14 +84,14 @@ impl Handler {
             response: &out[..len],
             rcode,
             zone,
+            cookie: cookie.index(),
         });
         len
     }
 
     /// Answers one request: UPDATEs go to their zone's writer (see
     /// `update/`), everything else to the engine. Returns the length to send
-    /// now, the RCODE with its extended bits when the engine answered, and
-    /// the answering zone's counter key (0: none).
+    /// now and what the counters need (see [`Outcome`]).
     fn respond(
         &self,
         request: Request,
@@ -94,7 +99,7 @@ impl Handler {
         out: &mut [u8],
         client: &mut Client<'_>,
         transport: Transport,
-    ) -> (usize, Option<u16>, u64) {
+    ) -> Outcome {
         let (updates, settings) = (&self.updates, &self.settings);
         let set = self.zones.load();
         let admission = match request {
@@ -106,13 +111,13 @@ impl Handler {
             _ => update::Admission::Engine,
         };
         match admission {
-            update::Admission::Answer(n) => return (n, None, 0),
-            update::Admission::Queued => return (0, None, 0),
+            update::Admission::Answer(n) => return Outcome::sent(n),
+            update::Admission::Queued => return Outcome::sent(0),
             update::Admission::Engine => {}
         }
-        let answered = self
-            .guard
-            .answer(&set, q, out, transport, settings, client.addr().ip());
+        let (answered, cookie) =
+            self.guard
+                .answer_seen(&set, q, out, transport, settings, client.addr().ip());
         let zone = answered
             .zone
             .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));
@@ -122,10 +127,44 @@ impl Handler {
             if let signed::Signed::Answer(n) =
                 signed::answer(&set, updates.keys(), q, out, transport, settings)
             {
-                return (n, None, zone);
+                return Outcome {
+                    zone,
+                    cookie,
+                    ..Outcome::sent(n)
+                };
             }
         }
-        (answered.len, Some(answered.rcode), zone)
+        Outcome {
+            len: answered.len,
+            rcode: Some(answered.rcode),
+            zone,
+            cookie,
+        }
+    }
+}
+
+/// What [`Handler::respond`] did, for the counters.
+#[derive(Debug, Clone, Copy)]
+struct Outcome {
+    /// The length to send now.
+    len: usize,
+    /// The RCODE with its extended bits, when the engine answered.
+    rcode: Option<u16>,
+    /// The answering zone's counter key (0: none).
+    zone: u64,
+    /// What the cookie check made of the query.
+    cookie: guard::CookieSeen,
+}
+
+impl Outcome {
+    /// `len` bytes to send, nothing else known.
+    fn sent(len: usize) -> Outcome {
+        Outcome {
+            len,
+            rcode: None,
+            zone: 0,
+            cookie: guard::CookieSeen::Absent,
+        }
     }
 }
 

@@ -33,6 +33,7 @@ fn recording_does_not_allocate() {
         } else {
             keys[i % keys.len()]
         },
+        cookie: i % 6,
     };
     metrics.record(&observed(1));
     let ((), allocs) = lode_testalloc::count(|| {

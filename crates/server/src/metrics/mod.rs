@@ -324,6 +324,21 @@ impl Scrape {
             }
         }
         out.push(zones);
+        if self.guard.cookies_on() {
+            let mut cookies = Family::new(
+                "lode_cookies",
+                "Queries with a COOKIE option, by what the check made of them (fresh: answered with a new server cookie).",
+                Kind::Counter,
+            );
+            // Queries without a COOKIE option (index 0) are not counted.
+            for (i, name) in crate::guard::CookieSeen::NAMES.iter().enumerate().skip(1) {
+                cookies.push(
+                    &[("result", name)],
+                    Value::Int(sum(&|w| w.cookies[i].get())),
+                );
+            }
+            out.push(cookies);
+        }
         out.push(
             Family::new(
                 "lode_zone_responses_uncounted",

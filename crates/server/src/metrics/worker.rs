@@ -127,6 +127,8 @@ pub struct Worker {
     pub zones: [ZoneCell; ZONE_SLOTS],
     /// Answers for a zone that found no free slot.
     pub zone_overflow: Cell,
+    /// Queries by what the cookie check made of them (`CookieSeen` order).
+    pub cookies: [Cell; 6],
 }
 
 impl Worker {
@@ -142,6 +144,7 @@ impl Worker {
             unanswered: Default::default(),
             zones: std::array::from_fn(|_| ZoneCell::default()),
             zone_overflow: Cell::default(),
+            cookies: Default::default(),
         }
     }
 
@@ -151,6 +154,11 @@ impl Worker {
         let t = r.transport;
         self.requests[t][r.request].bump();
         let peek = peek(r.query);
+        if r.cookie != 0 {
+            if let Some(c) = self.cookies.get(r.cookie) {
+                c.bump();
+            }
+        }
         self.qtypes[t][qtype_index(peek.qtype)].bump();
         if peek.edns {
             self.edns[t].bump();
@@ -219,6 +227,8 @@ pub struct Observed<'a> {
     pub rcode: Option<u16>,
     /// [`zone_key`] of the zone that answered, 0 for none.
     pub zone: u64,
+    /// What the cookie check made of it (`CookieSeen::index`; 0: no COOKIE option).
+    pub cookie: usize,
 }
 
 /// The key of a zone's counters: a hash of its origin's wire form (never 0).
@@ -390,6 +400,7 @@ mod tests {
             response: &nx,
             rcode: None,
             zone,
+            cookie: 0,
         });
         w.record(&Observed {
             transport: 1,
@@ -398,6 +409,7 @@ mod tests {
             response: &nx,
             rcode: Some(23),
             zone: 0,
+            cookie: 0,
         });
         w.record(&Observed {
             transport: 0,
@@ -406,6 +418,7 @@ mod tests {
             response: &[],
             rcode: None,
             zone: 0,
+            cookie: 0,
         });
         assert_eq!(w.requests[0][0].get(), 1);
         assert_eq!(w.requests[0][3].get(), 1);
@@ -436,6 +449,7 @@ mod tests {
                 response: &resp,
                 rcode: Some(0),
                 zone: i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+                cookie: 0,
             });
         }
         let counted: u64 = w.zones.iter().map(|z| z.rcodes[0].get()).sum();
