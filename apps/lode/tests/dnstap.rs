@@ -229,6 +229,7 @@ fn file_sink_read_by_dnstap_read_and_kdig() {
         lode.log()
     );
     send_known_queries(lode.addr);
+    let port = lode.addr.port();
     lode.stop();
     let tap = tap.to_str().unwrap();
     check_known(&run("dnstap-read", &[tap]));
@@ -247,6 +248,17 @@ fn file_sink_read_by_dnstap_read_and_kdig() {
     assert_eq!(
         yaml.matches("query_address: \"127.0.0.1\"").count(),
         messages
+    );
+    // The server's side too: the address and port the query came in on.
+    assert_eq!(
+        yaml.matches("response_address: \"127.0.0.1\"").count(),
+        messages,
+        "{yaml}"
+    );
+    assert_eq!(
+        yaml.matches(&format!("response_port: {port}")).count(),
+        messages,
+        "{yaml}"
     );
     assert_eq!(yaml.matches("socket_protocol: TCP").count(), 6);
     assert!(

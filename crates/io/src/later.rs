@@ -27,6 +27,8 @@ pub(crate) struct LateQueue {
 #[derive(Debug)]
 pub struct Client<'a> {
     addr: SocketAddr,
+    /// The address the message came in on, when known.
+    local: Option<SocketAddr>,
     via: Via<'a>,
     deferred: bool,
 }
@@ -51,16 +53,22 @@ pub(crate) enum Late {
 }
 
 impl<'a> Client<'a> {
-    pub(crate) fn udp(addr: SocketAddr, socket: &'a Arc<UdpSocket>) -> Self {
+    pub(crate) fn udp(
+        addr: SocketAddr,
+        local: Option<SocketAddr>,
+        socket: &'a Arc<UdpSocket>,
+    ) -> Self {
         Client {
             addr,
+            local,
             via: Via::Udp(socket),
             deferred: false,
         }
     }
-    pub(crate) fn tcp(addr: SocketAddr, queue: &'a LateQueue) -> Self {
+    pub(crate) fn tcp(addr: SocketAddr, local: Option<SocketAddr>, queue: &'a LateQueue) -> Self {
         Client {
             addr,
+            local,
             via: Via::Tcp(queue),
             deferred: false,
         }
@@ -70,6 +78,7 @@ impl<'a> Client<'a> {
     pub fn detached(addr: SocketAddr) -> Client<'static> {
         Client {
             addr,
+            local: None,
             via: Via::None,
             deferred: false,
         }
@@ -77,6 +86,12 @@ impl<'a> Client<'a> {
     /// The sender's address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+    /// The server's address the message came in on: the bound address, or
+    /// on a wildcard bind the datagram's destination (packet info); `None`
+    /// when unknown.
+    pub fn local(&self) -> Option<SocketAddr> {
+        self.local
     }
     /// Promises a reply later: the handler then returns 0 (nothing now) and
     /// the transport keeps a stream connection open until the [`Later`] is

@@ -174,6 +174,16 @@ impl MsgBatch {
         sockaddr_to_std(&self.addrs[i], self.addr_lens[i])
     }
 
+    /// The local address slot `i` was sent to, from its packet info (when
+    /// asked for and given).
+    pub(crate) fn local_ip(&self, i: usize) -> Option<std::net::IpAddr> {
+        match self.local[i] {
+            LocalDst::V4(a) => Some(std::net::Ipv4Addr::from(u32::from_be(a.s_addr)).into()),
+            LocalDst::V6(a, _) => Some(std::net::Ipv6Addr::from(a.s6_addr).into()),
+            LocalDst::Unknown => None,
+        }
+    }
+
     /// The whole payload buffer of slot `i`, to be filled before `commit`.
     pub(crate) fn slot_mut(&mut self, i: usize) -> &mut [u8] {
         let start = i * self.slot_size;

@@ -393,7 +393,8 @@ async fn accept_loop<H: StreamHandler>(
                 };
                 tokio::spawn(async move {
                     let r = &registered;
-                    let end = serve_connection(stream, peer, handler, limits, r).await;
+                    let local = stream.local_addr().ok();
+                    let end = serve_connection(stream, peer, local, handler, limits, r).await;
                     let counters = r.registry.counters();
                     match end {
                         Ok(()) | Err(ConnEnd::Evicted) => {}
@@ -477,6 +478,7 @@ async fn write_out(stream: &mut TcpStream, data: &[u8], limit: Duration) -> Resu
 async fn serve_connection<H: StreamHandler>(
     mut stream: TcpStream,
     peer: SocketAddr,
+    local: Option<SocketAddr>,
     mut handler: H,
     limits: Limits,
     registered: &Registered,
@@ -522,7 +524,7 @@ async fn serve_connection<H: StreamHandler>(
                 queries += 1;
                 SCRATCH.with(|s| {
                     let mut out = s.borrow_mut();
-                    let mut client = Client::tcp(peer, &late_tx);
+                    let mut client = Client::tcp(peer, local, &late_tx);
                     let reply = handler(query, &mut out[..], &mut client);
                     close = reply.close;
                     let n = reply.len.min(MAX_MESSAGE);

@@ -290,7 +290,13 @@ impl<H: Handler> Worker<H> {
                 // A panicking handler costs one datagram, not the worker (whose
                 // socket would keep receiving its share of the traffic).
                 let handler = &mut self.handler;
-                let mut client = Client::udp(peer, &late);
+                let local = match addr {
+                    Some(a) if a.ip().is_unspecified() => {
+                        rx.local_ip(i).map(|ip| SocketAddr::new(ip, a.port()))
+                    }
+                    a => a,
+                };
+                let mut client = Client::udp(peer, local, &late);
                 let n = match panic::catch_unwind(AssertUnwindSafe(|| {
                     handler(query, out, &mut client)
                 })) {

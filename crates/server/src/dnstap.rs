@@ -47,7 +47,7 @@ pub(crate) fn logged(
         query: q,
         response: (len > 0).then(|| out.get(..len)).flatten(),
         peer: client.addr(),
-        local: None,
+        local: client.local(),
         protocol: match transport {
             Transport::Udp => Protocol::Udp,
             Transport::Tcp => Protocol::Tcp,
