@@ -289,6 +289,17 @@ fn prometheus_scrapes_the_query_counters_and_their_rate() {
         !text.contains("result=\"absent\""),
         "queries without a cookie are not counted"
     );
+    let status = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .arg("status")
+        .arg("--control")
+        .arg(&control)
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains(&format!("metrics http://{metrics}/metrics")),
+        "{status}"
+    );
     let json = Command::new(env!("CARGO_BIN_EXE_lode"))
         .args(["stats", "--json", "--control"])
         .arg(&control)

@@ -311,6 +311,9 @@ impl Server {
             started,
             addrs: udp.local_addrs().to_vec(),
             loads,
+            metrics: metrics_server
+                .as_ref()
+                .map(metrics::http::MetricsServer::local_addr),
         });
         let stopper = Arc::new(control::Stopper::default());
         let control = match &config.control {

@@ -31,6 +31,8 @@ pub(crate) struct Facts {
     pub(crate) addrs: Vec<SocketAddr>,
     /// Each zone's last load.
     pub(crate) loads: Arc<ZoneLoads>,
+    /// The Prometheus endpoint's address, when on.
+    pub(crate) metrics: Option<SocketAddr>,
 }
 
 /// "lode 0.1.0, pid N, up 3 h 2 min, serving 3 zones on 127.0.0.1:53 (UDP and TCP)".
@@ -100,7 +102,27 @@ pub(crate) fn status_text(
     if let Some(kib) = resident_kib() {
         s.push_str(&format!("memory resident {kib} KiB\n"));
     }
+    if let Some(a) = facts.metrics {
+        s.push_str(&format!(
+            "metrics http://{a}/metrics (lode stats shows the same)\n"
+        ));
+    }
     s
+}
+
+/// A size as people write it: 616 B, 9.5 KiB, 412.3 MiB, 2.2 GiB.
+fn bytes(n: usize) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
 }
 
 /// The answer to `zone-flush` (every zone that takes updates) or
@@ -301,10 +323,10 @@ fn zone_status(
             Some(z) => {
                 let _ = write!(
                     text,
-                    " serial {} records {} memory {} KiB{}",
+                    " serial {} records {} memory {}{}",
                     z.serial(),
                     z.record_count(),
-                    z.heap_bytes() / 1024,
+                    bytes(z.heap_bytes()),
                     if z.is_expired() {
                         " EXPIRED (SERVFAIL)"
                     } else {
@@ -364,4 +386,15 @@ fn zone_status(
         };
     }
     Reply { ok: true, text }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(super::bytes(616), "616 B");
+        assert_eq!(super::bytes(9728), "9.5 KiB");
+        assert_eq!(super::bytes(432_328_704), "412.3 MiB");
+        assert_eq!(super::bytes(2_362_232_013), "2.2 GiB");
+    }
 }
