@@ -79,6 +79,7 @@ pub fn check_guarded(
     for transport in [Transport::Udp, Transport::Tcp] {
         let n = guard
             .answer(zones, data, &mut s.out, transport, &settings, peer)
+            .0
             .len;
         if n == 0 {
             continue;

@@ -111,22 +111,10 @@ impl Guard {
     }
 
     /// Answers a plain query from `peer` under the policy: the engine's
-    /// answer, a cookie error, a slipped (TC) answer or nothing (length 0).
+    /// answer, a cookie error, a slipped (TC) answer or nothing (length 0),
+    /// and what the cookie check made of the query's COOKIE option (for the
+    /// counters).
     pub fn answer<'z>(
-        &self,
-        set: &'z ZoneSet,
-        q: &[u8],
-        out: &mut [u8],
-        transport: Transport,
-        settings: &Settings,
-        peer: IpAddr,
-    ) -> Answered<'z> {
-        self.answer_seen(set, q, out, transport, settings, peer).0
-    }
-
-    /// [`Guard::answer`], and what the cookie check made of the query's
-    /// COOKIE option (for the counters).
-    pub fn answer_seen<'z>(
         &self,
         set: &'z ZoneSet,
         q: &[u8],

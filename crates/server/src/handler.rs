@@ -117,7 +117,7 @@ impl Handler {
         }
         let (answered, cookie) =
             self.guard
-                .answer_seen(&set, q, out, transport, settings, client.addr().ip());
+                .answer(&set, q, out, transport, settings, client.addr().ip());
         let zone = answered
             .zone
             .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));

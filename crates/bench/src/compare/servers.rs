@@ -736,6 +736,23 @@ mod tests {
     /// RRL and cookies: Lode gets a TOML file beside its --zone arguments (or before
     /// its zones with an update key), Knot the modules in its default template;
     /// other servers refuse.
+    /// A Lode launch of the tests: one zone, fake paths, in `dir`.
+    fn test_launch(dir: &Path, kind: Kind, port: u16) -> Launch {
+        Launch {
+            kind,
+            port,
+            workers: 1,
+            zones: vec![("1.e164.arpa.".to_owned(), PathBuf::from("/z/1.zone"))],
+            dir: dir.join(kind.name()),
+            log: dir.join("x.log"),
+            cpu: 0,
+            lode: PathBuf::from("/usr/bin/lode"),
+            update_key: None,
+            guard: Guard::default(),
+            metrics: LodeMetrics::default(),
+        }
+    }
+
     #[test]
     fn guard_configurations_are_written() {
         let dir = std::env::temp_dir().join(format!("lode-bench-guard-{}", std::process::id()));
@@ -744,17 +761,9 @@ mod tests {
             cookie_secret: Some([0xab; 16]),
         };
         let launch = |kind: Kind, key: Option<lode_tsig::Key>| Launch {
-            kind,
-            port: 15897,
-            workers: 1,
-            zones: vec![("1.e164.arpa.".to_owned(), PathBuf::from("/z/1.zone"))],
-            dir: dir.join(kind.name()),
-            log: dir.join("x.log"),
-            cpu: 0,
-            lode: PathBuf::from("/usr/bin/lode"),
             update_key: key,
             guard,
-            metrics: LodeMetrics::default(),
+            ..test_launch(&dir, kind, 15897)
         };
         let cmd = launch(Kind::Lode, None).command().expect("lode").join(" ");
         assert!(cmd.contains("--zone 1.e164.arpa.=/z/1.zone"), "{cmd}");
@@ -791,14 +800,6 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lode-bench-metrics-{}", std::process::id()));
         let listen: SocketAddr = "127.0.0.1:16786".parse().expect("addr");
         let launch = |kind: Kind, metrics: LodeMetrics, rrl: Option<u32>, key: bool| Launch {
-            kind,
-            port: 15896,
-            workers: 1,
-            zones: vec![("1.e164.arpa.".to_owned(), PathBuf::from("/z/1.zone"))],
-            dir: dir.join(kind.name()),
-            log: dir.join("x.log"),
-            cpu: 0,
-            lode: PathBuf::from("/usr/bin/lode"),
             update_key: key
                 .then(|| lode_tsig::Key::parse_spec("hmac-sha256:upd.:c2VjcmV0").expect("key")),
             guard: Guard {
@@ -806,6 +807,7 @@ mod tests {
                 cookie_secret: None,
             },
             metrics,
+            ..test_launch(&dir, kind, 15896)
         };
         let conf = |l: &Launch| -> toml::Table {
             let cmd = l.command().expect("lode").join(" ");
