@@ -360,21 +360,48 @@ fn dashboard_queries_work(prom: SocketAddr, metrics: SocketAddr, at: f64) {
     assert!(checked >= 20, "only {checked} dashboard queries");
 }
 
+/// A taken metrics port does not stop DNS: an error in the log and in
+/// `lode status`, and the zone answered.
 #[test]
-fn a_taken_metrics_port_is_a_clear_start_error() {
+fn a_taken_metrics_port_is_a_clear_error_and_dns_still_answers() {
     let dir = TempDir::new("metrics-port");
     let holder = std::net::TcpListener::bind("127.0.0.1:16744").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
-        .args(["serve", "--listen", "127.0.0.1:16743", "--control", ""])
-        .args(["--metrics-listen", "127.0.0.1:16744"])
-        .current_dir(&dir.0)
+    let zone = dir.0.join("m.zone");
+    std::fs::write(&zone, ZONE).unwrap();
+    let dns = SocketAddr::from(([127, 0, 0, 1], 16743));
+    let control = dir.0.join("lode.sock");
+    let log_path = dir.0.join("lode.log");
+    let mut lode = Killed(
+        Command::new(env!("CARGO_BIN_EXE_lode"))
+            .args(["serve", "--listen", &dns.to_string()])
+            .args(["--metrics-listen", "127.0.0.1:16744"])
+            .arg("--control")
+            .arg(&control)
+            .arg("--zone")
+            .arg(format!("m.test.={}", zone.display()))
+            .stderr(std::fs::File::create(&log_path).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let q = Query::new("www.m.test.", 1, 1).to_wire();
+    wait_for("the zone to answer", Duration::from_secs(20), || {
+        udp_exchange(dns, &q, Duration::from_millis(300)).is_some_and(|a| a[3] & 0x0F == 0)
+    });
+    assert!(lode.0.try_wait().unwrap().is_none(), "lode stopped");
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(
+        log.contains("ERROR") && log.contains("metrics-listen 127.0.0.1:16744: cannot bind"),
+        "{log}"
+    );
+    let status = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["status", "--control"])
+        .arg(&control)
         .output()
         .unwrap();
-    drop(holder);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let status = String::from_utf8_lossy(&status.stdout);
     assert!(
-        err.contains("metrics-listen 127.0.0.1:16744: cannot bind"),
-        "{err}"
+        status.contains("metrics NOT served: metrics-listen 127.0.0.1:16744: cannot bind"),
+        "{status}"
     );
+    drop(holder);
 }

@@ -300,12 +300,17 @@ impl Server {
             loads: loads.clone(),
         };
         // Bound before the privileges are dropped (a port below 1024 is allowed).
-        let metrics_server = match config.metrics_listen {
-            Some(addr) => Some(
-                metrics::http::MetricsServer::start(addr, scrape.clone())
-                    .map_err(|e| ServerError::Config(ConfigError::Value(e)))?,
-            ),
-            None => None,
+        // DNS is served even when the endpoint cannot be: the failure is
+        // logged as an error and shown by `lode status`.
+        let (metrics_server, metrics_error) = match config.metrics_listen {
+            Some(addr) => match metrics::http::MetricsServer::start(addr, scrape.clone()) {
+                Ok(m) => (Some(m), None),
+                Err(e) => {
+                    tracing::error!("{e}; serving DNS without the metrics endpoint");
+                    (None, Some(e))
+                }
+            },
+            None => (None, None),
         };
         let facts = Arc::new(Facts {
             started,
@@ -314,6 +319,7 @@ impl Server {
             metrics: metrics_server
                 .as_ref()
                 .map(metrics::http::MetricsServer::local_addr),
+            metrics_error,
         });
         let stopper = Arc::new(control::Stopper::default());
         let control = match &config.control {

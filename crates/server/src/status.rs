@@ -33,6 +33,8 @@ pub(crate) struct Facts {
     pub(crate) loads: Arc<ZoneLoads>,
     /// The Prometheus endpoint's address, when on.
     pub(crate) metrics: Option<SocketAddr>,
+    /// Why the configured endpoint is not there.
+    pub(crate) metrics_error: Option<String>,
 }
 
 /// "lode 0.1.0, pid N, up 3 h 2 min, serving 3 zones on 127.0.0.1:53 (UDP and TCP)".
@@ -106,6 +108,9 @@ pub(crate) fn status_text(
         s.push_str(&format!(
             "metrics http://{a}/metrics (lode stats shows the same)\n"
         ));
+    }
+    if let Some(e) = &facts.metrics_error {
+        s.push_str(&format!("metrics NOT served: {e}\n"));
     }
     s
 }
