@@ -405,3 +405,110 @@ fn a_taken_metrics_port_is_a_clear_error_and_dns_still_answers() {
     );
     drop(holder);
 }
+
+/// The rare-event counters: an UPDATE applied (and its journal commit), one
+/// refused (no ACL allows it), an AXFR refused — sent by nsupdate and dig,
+/// read back with `lode stats`.
+#[test]
+fn updates_and_refusals_are_counted() {
+    for tool in ["nsupdate", "dig"] {
+        if Command::new(tool).arg("-V").output().is_err() {
+            assert!(
+                std::env::var_os("LODE_REQUIRE_PROMETHEUS").is_none(),
+                "{tool} missing (package bind9-dnsutils)"
+            );
+            eprintln!("SKIP: {tool} not installed");
+            return;
+        }
+    }
+    let dir = TempDir::new("metrics-events");
+    std::fs::write(dir.0.join("m.zone"), ZONE).unwrap();
+    std::fs::write(dir.0.join("o.zone"), ZONE.replace("m.test.", "o.test.")).unwrap();
+    let control = dir.0.join("lode.sock");
+    let config = dir.0.join("lode.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "journal-dir = \"journal\"\ncontrol = \"{}\"\nzonefile-sync = -1\n\n\
+             [[acl]]\nid = \"local\"\naddress = [\"127.0.0.1\"]\naction = [\"update\"]\n\n\
+             [[zone]]\nname = \"m.test.\"\nfile = \"m.zone\"\nacl = [\"local\"]\n\n\
+             [[zone]]\nname = \"o.test.\"\nfile = \"o.zone\"\n",
+            control.display()
+        ),
+    )
+    .unwrap();
+    let dns = SocketAddr::from(([127, 0, 0, 1], 16745));
+    let _lode = Killed(
+        Command::new(env!("CARGO_BIN_EXE_lode"))
+            .args(["serve", "--listen", &dns.to_string(), "--config"])
+            .arg(&config)
+            .stderr(std::fs::File::create(dir.0.join("lode.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let q = Query::new("www.m.test.", 1, 1).to_wire();
+    wait_for("the zones to answer", Duration::from_secs(20), || {
+        udp_exchange(dns, &q, Duration::from_millis(300)).is_some_and(|a| a[3] & 0x0F == 0)
+    });
+    let nsupdate = |zone: &str| {
+        let mut child = Command::new("nsupdate")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        write!(
+            child.stdin.take().unwrap(),
+            "server 127.0.0.1 {}\nzone {zone}\nupdate add new.{zone} 300 A 192.0.2.9\nsend\n",
+            dns.port()
+        )
+        .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    assert!(nsupdate("m.test.").status.success(), "the allowed update");
+    assert!(!nsupdate("o.test.").status.success(), "no ACL: refused");
+    let axfr = Command::new("dig")
+        .args([
+            "@127.0.0.1",
+            "-p",
+            &dns.port().to_string(),
+            "m.test.",
+            "AXFR",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&axfr.stdout).contains("Transfer failed"));
+    let stats = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["stats", "--control"])
+        .arg(&control)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(stats.stdout).unwrap();
+    let value = |series: &str| stats_value(&text, series);
+    assert_eq!(
+        value("lode_updates_total{result=\"applied\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value("lode_updates_total{result=\"refused\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(value("lode_journal_commits_total"), Some(1.0), "{text}");
+    assert_eq!(
+        value("lode_transfers_out_total{type=\"refused\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value("lode_zone_serial{zone=\"m.test.\"}"),
+        Some(8.0),
+        "{text}"
+    );
+    assert_eq!(
+        value("lode_requests_total{transport=\"tcp\",kind=\"axfr\"}"),
+        Some(1.0),
+        "{text}"
+    );
+}
