@@ -77,10 +77,13 @@ use serde::Deserialize;
 
 mod dnstap;
 mod guard;
+mod metrics;
 mod replication;
 
 pub use dnstap::DnstapEntry;
 pub use guard::{default_version, host_name, CookieSettings, CookiesEntry, Identity, RrlEntry};
+use metrics::metrics_listen;
+pub use metrics::DEFAULT_METRICS_PORT;
 
 pub use replication::{parse_remote_address, Remote, RemoteEntry, TemplateEntry, TimerBounds};
 use replication::{resolve_catalogs, resolve_remotes, resolve_templates};
@@ -987,30 +990,6 @@ impl Config {
                 .transpose()?,
             rrl: file.rrl.as_ref().map(RrlEntry::resolve).transpose()?,
         })
-    }
-}
-
-/// The default port of `metrics-listen` given as a bare address (CoreDNS's
-/// Prometheus port; Knot's exporter uses 9433).
-pub const DEFAULT_METRICS_PORT: u16 = 9153;
-
-/// `metrics-listen`: "ADDR:PORT", "ADDR" (port 9153) or "" (none).
-fn metrics_listen(value: Option<&str>) -> Result<Option<SocketAddr>, ConfigError> {
-    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
-        return Ok(None);
-    };
-    if let Ok(a) = v.parse::<SocketAddr>() {
-        return Ok(Some(a));
-    }
-    match v
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse::<std::net::IpAddr>()
-    {
-        Ok(ip) => Ok(Some(SocketAddr::new(ip, DEFAULT_METRICS_PORT))),
-        Err(_) => Err(ConfigError::Value(format!(
-            "metrics-listen = {v:?}: expected ADDR:PORT (e.g. \"127.0.0.1:9153\") or an address"
-        ))),
     }
 }
 
