@@ -703,17 +703,9 @@ mod tests {
         let zones = vec![("1.e164.arpa.".to_owned(), PathBuf::from("/z/1.zone"))];
         for kind in Kind::SERVERS {
             let l = Launch {
-                kind,
-                port: 15899,
                 workers: 2,
                 zones: zones.clone(),
-                dir: dir.join(kind.name()),
-                log: dir.join("x.log"),
-                cpu: 0,
-                lode: PathBuf::from("/usr/bin/lode"),
-                update_key: None,
-                guard: Guard::default(),
-                metrics: LodeMetrics::default(),
+                ..test_launch(&dir, kind, 15899)
             };
             let cmd = l.command().expect("command").join(" ");
             assert!(!cmd.is_empty());
