@@ -22,6 +22,7 @@ pub mod e164;
 pub mod echo;
 pub mod fleet;
 pub mod gen;
+mod interrupt;
 pub mod pacing;
 pub mod query;
 pub mod rate;

@@ -344,30 +344,15 @@ pub struct AttackResult {
     pub wall_secs: f64,
 }
 
-/// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and the threads it starts;
-/// servers get a clean mask from `Command`) and starts a thread that waits for
-/// them and sets [`STOP`].
+/// Sets [`STOP`] on SIGINT, SIGTERM or SIGHUP (see [`crate::interrupt`]).
+/// Call before starting any thread.
 fn catch_signals() -> Result<(), AttackError> {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    set.add(Signal::SIGINT);
-    set.add(Signal::SIGTERM);
-    set.add(Signal::SIGHUP);
-    set.thread_block()
-        .map_err(|e| AttackError::Config(format!("blocking signals: {e}")))?;
-    std::thread::Builder::new()
-        .name("attack-signals".into())
-        .spawn(move || {
-            while let Ok(sig) = set.wait() {
-                if !STOP.swap(true, Ordering::SeqCst) {
-                    say(&format!(
-                        "{sig}: stopping after this step; servers are stopped"
-                    ));
-                }
-            }
-        })
-        .map_err(|e| AttackError::Config(format!("signal thread: {e}")))?;
-    Ok(())
+    crate::interrupt::catch(
+        &STOP,
+        "attack-signals",
+        "stopping after this step; servers are stopped",
+    )
+    .map_err(AttackError::Config)
 }
 
 /// Fails with [`AttackError::Interrupted`] once a signal came.

@@ -45,6 +45,8 @@ use crate::update::{during_updates, UpdateConfig, UpdatePlan};
 use net::{Net, Plan};
 use servers::{Node, Role};
 
+pub(crate) use crate::compare::say;
+
 /// Set by the signal thread on SIGINT, SIGTERM or SIGHUP.
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -174,33 +176,15 @@ pub struct FleetConfig {
     pub probe_interval: Duration,
 }
 
-/// Prints progress to stderr.
-pub(crate) fn say(msg: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{msg}");
-}
-
-/// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and the threads it starts;
-/// the servers get a clean mask from `Command`) and starts a thread that waits for
-/// them and sets [`STOP`]. Call before starting any thread.
+/// Sets [`STOP`] on SIGINT, SIGTERM or SIGHUP (see [`crate::interrupt`]).
+/// Call before starting any thread.
 fn catch_signals() -> Result<(), FleetError> {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    set.add(Signal::SIGINT);
-    set.add(Signal::SIGTERM);
-    set.add(Signal::SIGHUP);
-    set.thread_block()
-        .map_err(|e| FleetError::Config(format!("blocking signals: {e}")))?;
-    std::thread::Builder::new()
-        .name("fleet-signals".into())
-        .spawn(move || {
-            while let Ok(sig) = set.wait() {
-                if !STOP.swap(true, Ordering::SeqCst) {
-                    say(&format!("{sig}: stopping; removing servers and namespaces"));
-                }
-            }
-        })
-        .map_err(|e| FleetError::Config(format!("signal thread: {e}")))?;
-    Ok(())
+    crate::interrupt::catch(
+        &STOP,
+        "fleet-signals",
+        "stopping; removing servers and namespaces",
+    )
+    .map_err(FleetError::Config)
 }
 
 /// Fails with [`FleetError::Interrupted`] once a signal came.
