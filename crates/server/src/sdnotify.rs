@@ -9,7 +9,7 @@
 //!
 //! Twenty lines of std instead of a crate: the protocol is one `sendto` on a
 //! datagram socket, and std's `UnixDatagram` already reaches abstract names
-//! (`@name`), so nothing here needs `unsafe` or a dependency. Without
+//! (`@name`), so this needs no FFI and no dependency. Without
 //! `$NOTIFY_SOCKET` (not started by systemd) every call does nothing.
 
 use std::os::unix::net::{SocketAddr, UnixDatagram};
