@@ -379,6 +379,9 @@ async fn accept_loop<H: StreamHandler>(
         idle: config.idle_timeout,
         io: (!config.io_timeout.is_zero()).then_some(config.io_timeout),
     };
+    // A connection's local address is the listener's, but on a wildcard
+    // bind (asked of the connection then: one getsockname per connection).
+    let bound = listener.local_addr().ok();
     loop {
         match listener.accept().await {
             Ok((stream, peer)) => {
@@ -393,7 +396,10 @@ async fn accept_loop<H: StreamHandler>(
                 };
                 tokio::spawn(async move {
                     let r = &registered;
-                    let local = stream.local_addr().ok();
+                    let local = match bound {
+                        Some(b) if b.ip().is_unspecified() => stream.local_addr().ok(),
+                        b => b,
+                    };
                     let end = serve_connection(stream, peer, local, handler, limits, r).await;
                     let counters = r.registry.counters();
                     match end {
