@@ -127,8 +127,6 @@ pub struct Server {
     control: Option<control::ControlServer>,
     /// Cookies and rate limiting (for the status counters).
     guard: Arc<guard::Guard>,
-    /// What the metrics read.
-    scrape: metrics::Scrape,
     /// The Prometheus endpoint, when `metrics-listen` is set.
     metrics_server: Option<metrics::http::MetricsServer>,
     /// Start time, addresses, zone loads (for `status` and `zone-status`).
@@ -361,24 +359,12 @@ impl Server {
             writers,
             control,
             guard: server_guard,
-            scrape,
             metrics_server,
             facts,
             stopper,
         })
     }
 
-    /// The Prometheus endpoint's bound address, when `metrics-listen` is set.
-    pub fn metrics_addr(&self) -> Option<SocketAddr> {
-        self.metrics_server
-            .as_ref()
-            .map(metrics::http::MetricsServer::local_addr)
-    }
-
-    /// Every counter now (what `lode stats` and the endpoint show).
-    pub fn metrics(&self) -> Vec<metrics::Family> {
-        self.scrape.families()
-    }
 
     /// The configuration the server started with.
     pub fn config(&self) -> &Config {
