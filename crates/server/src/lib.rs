@@ -365,7 +365,6 @@ impl Server {
         })
     }
 
-
     /// The configuration the server started with.
     pub fn config(&self) -> &Config {
         &self.config

@@ -223,7 +223,7 @@ impl Scrape {
     }
 
     fn requests(&self, out: &mut Vec<Family>) {
-        use worker::{QTYPES, RCODES, REQUESTS, TRANSPORTS, ZONE_RCODES, ZONE_SLOTS};
+        use worker::{QTYPES, RCODES, REQUESTS, TRANSPORTS, ZONE_RCODES};
         let workers = self.metrics.workers();
         let sum = |f: &dyn Fn(&Worker) -> u64| workers.iter().map(|w| f(w)).sum::<u64>();
         let mut requests = Family::new(
@@ -308,18 +308,27 @@ impl Scrape {
             "Responses from each zone served now, by RCODE class (NOERROR, NXDOMAIN, SERVFAIL, other).",
             Kind::Counter,
         );
+        // One pass over every thread's slots, then one lookup per zone (a
+        // catalog may serve thousands).
+        let mut by_key: std::collections::HashMap<u64, [u64; 4]> = std::collections::HashMap::new();
+        for w in &workers {
+            for slot in &w.zones {
+                let key = slot.key.load(Ordering::Relaxed);
+                if key != 0 {
+                    let counts = by_key.entry(key).or_default();
+                    for (c, cell) in counts.iter_mut().zip(&slot.rcodes) {
+                        *c += cell.get();
+                    }
+                }
+            }
+        }
         for z in set.iter() {
-            let key = worker::zone_key(z.origin().as_wire());
+            let counts = by_key
+                .get(&worker::zone_key(z.origin().as_wire()))
+                .copied()
+                .unwrap_or_default();
             let name = z.origin().to_string();
-            for (c, class) in ZONE_RCODES.iter().enumerate() {
-                let v = sum(&|w| {
-                    w.zones
-                        .iter()
-                        .take(ZONE_SLOTS)
-                        .filter(|s| s.key.load(Ordering::Relaxed) == key)
-                        .map(|s| s.rcodes[c].get())
-                        .sum()
-                });
+            for (class, v) in ZONE_RCODES.iter().zip(counts) {
                 zones.push(&[("zone", &name), ("rcode", class)], Value::Int(v));
             }
         }
