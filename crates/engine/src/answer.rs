@@ -5,7 +5,7 @@ use lode_wire::message::{
     self, flags, Edns, Full, MessageWriter, ParseError, Query, Question, Section,
 };
 use lode_wire::{opcode, rcode, Class, NameRef, Rtype};
-use lode_zonedb::{NodeId, RRset, Zone, ZoneSet};
+use lode_zonedb::{NodeId, RRset, Zone, ZoneSet, ZoneSlot};
 
 use crate::dnssec::SigQueue;
 use crate::edns::OptPlan;
@@ -225,7 +225,7 @@ pub(crate) fn respond<'z, 'e>(
         }
         _ => return err(out, rcode::REFUSED, &[]),
     }
-    let apex_known = || zones.get(question.qname.as_ref()).is_some();
+    let apex_known = || zones.slot(question.qname.as_ref()).is_some();
     match q.opcode() {
         opcode::QUERY => {}
         opcode::NOTIFY => return badkey(out, apex_known()),
@@ -238,14 +238,17 @@ pub(crate) fn respond<'z, 'e>(
         (Rtype::AXFR, Transport::Tcp) | (Rtype::IXFR, _) => return badkey(out, apex_known()),
         _ => {}
     }
-    let Some(zone) = find_zone(zones, &question) else {
+    let Some(slot) = find_zone(zones, &question) else {
         return err(out, rcode::REFUSED, &EDE_NOT_AUTHORITATIVE);
     };
+    // The zone's current version, held while this query is answered.
+    let version = slot.load();
+    let zone: &Zone = &version;
     // A secondary's zone past its expiry (or never transferred): SERVFAIL,
     // as Knot answers for a zone without contents.
     if zone.is_expired() {
         let mut a = err(out, rcode::SERVFAIL, &[]);
-        a.zone = Some(zone);
+        a.zone = Some(slot);
         return a;
     }
     if q.tsig.is_some() {
@@ -260,7 +263,7 @@ pub(crate) fn respond<'z, 'e>(
     // octets, Knot DNS answers SERVFAIL.
     if transport == Transport::Tcp && len >= 4 && out[2] & 0x02 != 0 {
         let mut a = err(out, rcode::SERVFAIL, &[]);
-        a.zone = Some(zone);
+        a.zone = Some(slot);
         return a;
     }
     // Zone answers' RCODEs fit the header: no extended bits in the OPT.
@@ -269,7 +272,7 @@ pub(crate) fn respond<'z, 'e>(
         len,
         rcode,
         kind: if len == 0 { AnswerKind::Dropped } else { kind },
-        zone: Some(zone),
+        zone: Some(slot),
         wildcard,
     }
 }
@@ -290,7 +293,7 @@ fn error<'z>(len: usize, code: u16) -> Answered<'z> {
 
 /// The zone that answers: the most specific one, except that DS is answered
 /// from the parent side of a cut, so the zone of the parent name comes first.
-fn find_zone<'a>(zones: &'a ZoneSet, question: &Question) -> Option<&'a Zone> {
+fn find_zone<'a>(zones: &'a ZoneSet, question: &Question) -> Option<&'a ZoneSlot> {
     let qname = question.qname.as_ref();
     if question.qtype == Rtype::DS {
         if let Some(parent) = qname.parent() {

@@ -134,7 +134,7 @@ pub struct Answered<'z> {
     /// What kind of answer it is.
     pub kind: AnswerKind,
     /// The zone that answered, if one did.
-    pub zone: Option<&'z lode_zonedb::Zone>,
+    pub zone: Option<&'z lode_zonedb::ZoneSlot>,
     /// The answer was synthesised from a wildcard (RFC 4592).
     pub wildcard: bool,
 }

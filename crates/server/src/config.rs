@@ -407,7 +407,7 @@ pub struct Config {
     /// TSIG keys.
     pub keys: Vec<KeyEntry>,
     /// Per-zone update settings, for zones that have any.
-    pub zone_options: Vec<(Name, ZoneOptions)>,
+    pub zone_options: std::collections::HashMap<Name, ZoneOptions>,
     /// The global `zonefile-sync` (zones without their own).
     pub zonefile_sync: ZonefileSync,
     /// Concurrent outgoing zone transfers.
@@ -538,9 +538,8 @@ impl Config {
     /// A zone's options (defaults when it has none configured).
     pub fn zone_options(&self, zone: &Name) -> ZoneOptions {
         self.zone_options
-            .iter()
-            .find(|(n, _)| n == zone)
-            .map(|(_, o)| o.clone())
+            .get(zone)
+            .cloned()
             .unwrap_or_else(|| ZoneOptions {
                 acl: Vec::new(),
                 serial_policy: "increment".into(),
@@ -683,7 +682,7 @@ impl Config {
             Some(s) => ZonefileSync::from_seconds(s).map_err(ConfigError::Value)?,
             None => ZonefileSync::Default,
         };
-        let mut zone_options = Vec::new();
+        let mut zone_options = std::collections::HashMap::new();
         for z in &file.zones {
             let mut rules = Vec::new();
             for id in &z.acl {
@@ -807,7 +806,7 @@ impl Config {
                     z.name
                 )));
             }
-            zone_options.push((
+            zone_options.insert(
                 parse_origin(&z.name)?,
                 ZoneOptions {
                     acl: rules,
@@ -830,7 +829,7 @@ impl Config {
                         ],
                     )?,
                 },
-            ));
+            );
         }
         for k in &file.keys {
             parse_origin(&k.id).map_err(|e| ConfigError::Value(format!("key {:?}: {e}", k.id)))?;

@@ -88,7 +88,7 @@ struct Consumer {
 impl Consumer {
     /// Brings the members of `catalog` in line with its published version.
     fn sync(&mut self, catalog: &Name) {
-        let Some(zone) = self.publisher.set.load().get(catalog.as_ref()).cloned() else {
+        let Some(zone) = self.publisher.get(catalog) else {
             return;
         };
         if zone.is_expired() {

@@ -74,10 +74,10 @@ impl Notifies {
             .targets
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        names.retain(|n| *n != zone);
+        names.remove(&zone);
         targets.remove(&zone);
         if let Some(t) = targets_of(options, keys) {
-            names.push(zone.clone());
+            names.insert(zone.clone());
             targets.insert(zone, t);
         }
     }

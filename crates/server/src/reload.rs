@@ -135,10 +135,12 @@ impl Reloader {
     pub(crate) fn load(&mut self, config: &Config, initial: bool) -> ReloadReport {
         let mut report = ReloadReport::default();
         let mut next: Vec<Served> = Vec::with_capacity(config.zones.len());
+        let served: std::collections::HashMap<&lode_wire::Name, &Served> =
+            self.served.iter().map(|s| (&s.spec.name, s)).collect();
         let olds: Vec<Option<&Served>> = config
             .zones
             .iter()
-            .map(|spec| self.served.iter().find(|s| s.spec.name == spec.name))
+            .map(|spec| served.get(&spec.name).copied())
             .collect();
         let to_load: Vec<&ZoneSpec> = config
             .zones
@@ -149,7 +151,8 @@ impl Reloader {
             })
             .map(|(spec, _)| spec)
             .collect();
-        let mut through_writer: Vec<lode_wire::Name> = Vec::new();
+        let mut through_writer: std::collections::HashSet<lode_wire::Name> =
+            std::collections::HashSet::new();
         let mut results = zones::load_all(&to_load, config.snapshot_dir.as_deref()).into_iter();
         for (spec, old) in config.zones.iter().zip(olds) {
             let name = spec.name.to_string();
@@ -177,13 +180,15 @@ impl Reloader {
             let settled = self.settle(spec, old, result, snapshot_dir, &mut report);
             if let Some((served, via_writer)) = settled {
                 if via_writer {
-                    through_writer.push(spec.name.clone());
+                    through_writer.insert(spec.name.clone());
                 }
                 next.push(served);
             }
         }
+        let kept: std::collections::HashSet<&lode_wire::Name> =
+            next.iter().map(|n| &n.spec.name).collect();
         for old in &self.served {
-            if !next.iter().any(|n| n.spec.name == old.spec.name) {
+            if !kept.contains(&old.spec.name) {
                 tracing::info!("zone {}: no longer configured, removed", old.spec.name);
                 self.loads.remove(&old.spec.name);
                 report.removed.push(old.spec.name.to_string());
@@ -202,9 +207,11 @@ impl Reloader {
         // Zones kept as they were stay as published (updates may have
         // changed them since they were loaded); only loaded zones and
         // removed ones change in the set.
+        let loaded: std::collections::HashSet<&str> =
+            report.loaded.iter().map(String::as_str).collect();
         self.publisher.update(|set| {
             for s in &next {
-                if report.loaded.iter().any(|n| *n == s.spec.name.to_string())
+                if loaded.contains(s.spec.name.to_string().as_str())
                     && !through_writer.contains(&s.spec.name)
                 {
                     if let Some(z) = &s.zone {
@@ -447,7 +454,7 @@ impl Reloader {
         if !via_writer {
             if let Some(z) = &served.zone {
                 let z = z.clone();
-                self.publisher.update(|set| set.insert(z));
+                self.publisher.publish(z);
             }
         }
         served.zone = None;

@@ -349,7 +349,7 @@ fn prepare(
     }
     let timers = crate::update::journal_path(dir, origin).with_extension("timers");
     let (saved_next, saved_expire) = read_timers(&timers);
-    let served = publisher.set.load().get(origin.as_ref()).cloned();
+    let served = publisher.get(origin);
     let has_data = served.as_ref().is_some_and(|z| !is_placeholder(z));
     let mut next = Instant::now();
     if has_data {
@@ -447,14 +447,11 @@ pub(crate) fn start(
 
 /// Marks the served version of `origin` expired (or not).
 fn set_expired(publisher: &Publisher, origin: &Name, expired: bool) {
-    publisher.update(|set| {
-        if let Some(z) = set.get(origin.as_ref()) {
-            if z.is_expired() != expired {
-                let z = Arc::new(z.with_expired(expired));
-                set.insert(z);
-            }
+    if let Some(z) = publisher.get(origin) {
+        if z.is_expired() != expired {
+            publisher.publish(Arc::new(z.with_expired(expired)));
         }
-    });
+    }
 }
 
 /// The saved next refresh and expiry (Unix seconds), if any.
@@ -518,12 +515,7 @@ impl Scheduler {
                 let Some(z) = self.zones.get_mut(&zone) else {
                     return;
                 };
-                let served = self
-                    .publisher
-                    .set
-                    .load()
-                    .get(zone.as_ref())
-                    .map(|v| v.serial());
+                let served = self.publisher.get(&zone).map(|v| v.serial());
                 if let (Some(s), Some(ours)) = (serial, served) {
                     if !z.axfr_next
                         && !matches!(lode_wire::serial::serial_cmp(s, ours), SerialOrder::Greater)
@@ -701,13 +693,7 @@ impl Refresh {
             }
             Err(e) => return Err(e.to_string()),
         };
-        let served = self
-            .publisher
-            .set
-            .load()
-            .get(origin.as_ref())
-            .cloned()
-            .filter(|z| !is_placeholder(z));
+        let served = self.publisher.get(origin).filter(|z| !is_placeholder(z));
         let has_data = served.is_some();
         let mut axfr = self.axfr || !has_data;
         if let (false, Some(z), Some(soa)) = (axfr, &served, &soa) {

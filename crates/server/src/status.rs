@@ -56,7 +56,7 @@ pub(crate) fn status_text(
     facts: &Facts,
 ) -> String {
     let set = published.load_full();
-    let mut zones: Vec<&Arc<Zone>> = set.iter().collect();
+    let mut zones: Vec<Arc<Zone>> = set.iter().collect();
     zones.sort_by_key(|z| z.origin().to_name());
     let mut s = summary(&set, facts);
     s.push('\n');
@@ -322,7 +322,7 @@ fn zone_status(
         let z = set.get(name.as_ref());
         let _ = write!(text, "{name}");
         match z {
-            Some(z) if crate::secondary::is_placeholder(z) => {
+            Some(z) if crate::secondary::is_placeholder(&z) => {
                 let _ = write!(text, " no contents yet (SERVFAIL)");
             }
             Some(z) => {

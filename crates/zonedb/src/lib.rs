@@ -46,7 +46,7 @@ pub use blob::{RRset, RRsets, Rdatas};
 pub use build::{Problem, Severity, ZoneBuilder};
 pub use changeset::{soa_serial, ApplyError, Changeset};
 pub use snapshot::SnapshotError;
-pub use zoneset::ZoneSet;
+pub use zoneset::{ZoneGuard, ZoneSet, ZoneSlot};
 
 use lode_wire::name::KeyBuf;
 use lode_wire::{Class, Name, NameBuf, NameRef, Rtype};

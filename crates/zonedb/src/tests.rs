@@ -188,6 +188,47 @@ fn zoneset_most_specific() {
     assert_eq!(find("."), None);
 }
 
+#[test]
+fn zoneset_publish_is_shared_insert_is_not() {
+    let (parent, _) = base().build().unwrap();
+    let mut set = ZoneSet::new();
+    set.insert(Arc::new(parent));
+    let before = set.clone();
+    let current = |s: &ZoneSet| s.get(name("example.").as_ref()).unwrap();
+    let first = current(&set);
+    // A new version published in the slot: every set sharing it sees it.
+    let next = Arc::new(base().build().unwrap().0);
+    let old = set.publish(next.clone()).expect("zone is in the set");
+    assert!(Arc::ptr_eq(&old, &first));
+    assert!(Arc::ptr_eq(&current(&set), &next));
+    assert!(Arc::ptr_eq(&current(&before), &next));
+    // A zone not in the set is given back.
+    let mut b = ZoneBuilder::new(name("other."));
+    b.add(rec("other.", Rtype::SOA, 60, soa(60)), 0);
+    b.add(rec("other.", Rtype::NS, 60, ns("ns.example.")), 1);
+    let (other, _) = b.build().unwrap();
+    let other = set.publish(Arc::new(other)).expect_err("not in the set");
+    // Inserted into a copy: the set copied from does not see it.
+    let mut grown = set.clone();
+    grown.insert(other);
+    assert!(grown.find_zone(name("x.other.").as_ref()).is_some());
+    assert!(set.find_zone(name("x.other.").as_ref()).is_none());
+    // Removing the deepest origin narrows the suffix walk again.
+    let mut b = ZoneBuilder::new(name("a.b.c.example."));
+    b.add(rec("a.b.c.example.", Rtype::SOA, 60, soa(60)), 0);
+    b.add(rec("a.b.c.example.", Rtype::NS, 60, ns("ns.example.")), 1);
+    grown.insert(Arc::new(b.build().unwrap().0));
+    assert!(grown.find_zone(name("x.a.b.c.example.").as_ref()).is_some());
+    grown.remove(&name("a.b.c.example."));
+    assert_eq!(
+        grown
+            .find_zone(name("x.a.b.c.example.").as_ref())
+            .map(|z| z.origin().to_string()),
+        Some("example.".into())
+    );
+    assert_eq!(grown.len(), 2);
+}
+
 use std::sync::Arc;
 
 /// A deterministic pseudo-random sequence (xorshift), for generated names.

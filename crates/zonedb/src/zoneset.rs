@@ -1,22 +1,90 @@
 //! The set of zones a server answers for.
+//!
+//! ```text
+//!  ZoneSet (immutable once published; replaced whole only when zones come or go)
+//!    origin ─▶ Arc<ZoneSlot> ─▶ ArcSwap<Zone>   (one zone's current version)
+//! ```
+//!
+//! A new version of a zone is published by one atomic swap of that zone's
+//! slot ([`ZoneSlot::publish`]), in O(1) whatever the number of zones: sets
+//! cloned before share the slot and see it too. Adding or removing a zone
+//! builds a new set ([`ZoneSet::insert`] on a clone, O(zones)); a set cloned
+//! before keeps the slot it had. Readers load a slot's version without a lock
+//! and without allocating.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use lode_wire::{Name, NameBuf, NameRef};
 
 use crate::Zone;
 
+/// The most labels a name can have (255 octets, one-octet labels).
+const MAX_LABELS: usize = 128;
+
+/// One zone's place in a [`ZoneSet`]: its origin and its current version.
+#[derive(Debug)]
+pub struct ZoneSlot {
+    origin: Name,
+    current: ArcSwap<Zone>,
+}
+
+/// A loaded zone version, held for as long as a reader needs it.
+pub type ZoneGuard = arc_swap::Guard<Arc<Zone>>;
+
+impl ZoneSlot {
+    /// A slot holding `zone`.
+    pub fn new(zone: Arc<Zone>) -> ZoneSlot {
+        ZoneSlot {
+            origin: zone.origin().to_name(),
+            current: ArcSwap::new(zone),
+        }
+    }
+    /// The zone's origin (as it was first loaded; the case of later versions
+    /// may differ).
+    pub fn origin(&self) -> &Name {
+        &self.origin
+    }
+    /// The current version, for a reader (no lock, no allocation).
+    pub fn load(&self) -> ZoneGuard {
+        self.current.load()
+    }
+    /// The current version, to keep.
+    pub fn load_full(&self) -> Arc<Zone> {
+        self.current.load_full()
+    }
+    /// Publishes `zone` as the current version; returns the one it replaced.
+    /// The caller serialises publications of one zone (its writer).
+    pub fn publish(&self, zone: Arc<Zone>) -> Arc<Zone> {
+        self.current.swap(zone)
+    }
+}
+
 /// Zones by origin; finds the most specific zone for a name.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct ZoneSet {
     /// Keyed by the lower-cased wire form of the origin.
     /// Hashed with [`crate::mix`]: origins are configured, not chosen by
     /// clients, and every query hashes a few suffixes of its name.
-    zones: HashMap<Box<[u8]>, Arc<Zone>, crate::mix::BuildMixHasher>,
-    /// Fewest and most labels among the origins (bounds the suffix walk).
+    zones: HashMap<Box<[u8]>, Arc<ZoneSlot>, crate::mix::BuildMixHasher>,
+    /// How many origins have each number of labels (bounds the suffix walk
+    /// in O(1) per insert or removal).
+    label_counts: Box<[u32; MAX_LABELS + 1]>,
+    /// Fewest and most labels among the origins.
     min_labels: usize,
     max_labels: usize,
+}
+
+impl Default for ZoneSet {
+    fn default() -> Self {
+        ZoneSet {
+            zones: HashMap::default(),
+            label_counts: Box::new([0; MAX_LABELS + 1]),
+            min_labels: 0,
+            max_labels: 0,
+        }
+    }
 }
 
 impl ZoneSet {
@@ -25,37 +93,66 @@ impl ZoneSet {
         Self::default()
     }
 
-    /// Adds or replaces the zone at its origin.
+    /// Adds the zone at its origin in a new slot, or replaces the slot
+    /// there: sets cloned before keep the slot they had.
     pub fn insert(&mut self, zone: Arc<Zone>) {
         let key: Box<[u8]> = zone.origin().as_wire().to_ascii_lowercase().into();
-        self.zones.insert(key, zone);
-        self.recount();
+        let labels = zone.origin().label_count().min(MAX_LABELS);
+        if self
+            .zones
+            .insert(key, Arc::new(ZoneSlot::new(zone)))
+            .is_none()
+        {
+            self.label_counts[labels] += 1;
+            self.rebound();
+        }
+    }
+
+    /// Publishes `zone` in the slot at its origin (seen by every set that
+    /// shares the slot); returns the version it replaced, or gives `zone`
+    /// back when no zone is at that origin.
+    pub fn publish(&self, zone: Arc<Zone>) -> Result<Arc<Zone>, Arc<Zone>> {
+        match self.slot(zone.origin()) {
+            Some(slot) => Ok(slot.publish(zone)),
+            None => Err(zone),
+        }
     }
 
     /// Removes the zone at `origin`.
     pub fn remove(&mut self, origin: &Name) -> Option<Arc<Zone>> {
         let key = origin.as_wire().to_ascii_lowercase();
-        let z = self.zones.remove(&key[..]);
-        self.recount();
-        z
+        let slot = self.zones.remove(&key[..])?;
+        self.label_counts[slot.origin.as_ref().label_count().min(MAX_LABELS)] -= 1;
+        self.rebound();
+        Some(slot.load_full())
     }
 
-    fn recount(&mut self) {
-        let counts = self.zones.values().map(|z| z.origin().label_count());
-        self.min_labels = counts.clone().min().unwrap_or(0);
-        self.max_labels = counts.max().unwrap_or(0);
+    fn rebound(&mut self) {
+        let mut used = self
+            .label_counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, _)| i);
+        self.min_labels = used.next().unwrap_or(0);
+        self.max_labels = used.next_back().unwrap_or(self.min_labels);
     }
 
-    /// The zone at exactly this origin.
-    pub fn get(&self, origin: NameRef<'_>) -> Option<&Arc<Zone>> {
+    /// The slot of the zone at exactly this origin.
+    pub fn slot(&self, origin: NameRef<'_>) -> Option<&Arc<ZoneSlot>> {
         let mut buf = NameBuf::new();
         buf.set(origin);
         let lower = lowercase(&buf);
         self.zones.get(&lower.0[..lower.1])
     }
 
+    /// The current version of the zone at exactly this origin.
+    pub fn get(&self, origin: NameRef<'_>) -> Option<Arc<Zone>> {
+        self.slot(origin).map(|s| s.load_full())
+    }
+
     /// The most specific zone containing `name` (no allocation).
-    pub fn find_zone(&self, name: NameRef<'_>) -> Option<&Zone> {
+    pub fn find_zone(&self, name: NameRef<'_>) -> Option<&ZoneSlot> {
         if self.zones.is_empty() {
             return None;
         }
@@ -73,7 +170,7 @@ impl ZoneSet {
         }
         loop {
             if let Some(z) = self.zones.get(&lower[pos..]) {
-                return Some(z);
+                return Some(&**z);
             }
             if remaining == 0 || remaining <= self.min_labels {
                 return None;
@@ -93,8 +190,13 @@ impl ZoneSet {
         self.zones.is_empty()
     }
 
-    /// All zones (no particular order).
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<Zone>> {
+    /// The current version of every zone (no particular order).
+    pub fn iter(&self) -> impl Iterator<Item = Arc<Zone>> + '_ {
+        self.zones.values().map(|s| s.load_full())
+    }
+
+    /// Every zone's slot (no particular order).
+    pub fn slots(&self) -> impl Iterator<Item = &Arc<ZoneSlot>> {
         self.zones.values()
     }
 }

@@ -51,9 +51,12 @@ pub(crate) fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Publishes zone versions: readers load the set without a lock; writers
-/// (the reloader and the zone writers) take `lock` to replace one zone in a
-/// copy of the current set.
+/// Publishes zone versions: readers load the set, then a zone's slot,
+/// without a lock. A zone's new version is one swap of its slot
+/// ([`Publisher::publish`], O(1) whatever the number of zones); zones that
+/// come or go replace the set ([`Publisher::update`], O(zones)). Both take
+/// `lock`, so that a slot swapped is never one a concurrent set replacement
+/// is about to drop.
 #[derive(Debug, Default)]
 pub(crate) struct Publisher {
     pub(crate) set: Arc<ArcSwap<ZoneSet>>,
@@ -79,7 +82,34 @@ impl Publisher {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push((zones, tx));
     }
-    /// Changes a copy of the current set and publishes it.
+    /// The published version of the zone at `origin`.
+    pub(crate) fn get(&self, origin: &Name) -> Option<Arc<Zone>> {
+        self.set.load().get(origin.as_ref())
+    }
+    /// Publishes a new version of one zone: one swap of its slot (a zone not
+    /// yet in the set is added to it).
+    pub(crate) fn publish(&self, zone: Arc<Zone>) {
+        let _guard = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let set = self.set.load();
+        match set.publish(zone.clone()) {
+            Ok(old) => {
+                if old.serial() != zone.serial() {
+                    self.tell(&zone);
+                }
+            }
+            Err(zone) => {
+                let mut next = (**set).clone();
+                next.insert(zone.clone());
+                self.set.store(Arc::new(next));
+                self.tell(&zone);
+            }
+        }
+    }
+    /// Changes a copy of the current set and publishes it (zones added,
+    /// removed or replaced in new slots).
     pub(crate) fn update(&self, f: impl FnOnce(&mut ZoneSet)) {
         // A writer that panicked while holding the lock left the set whole
         // (it is only replaced by `store`): go on.
@@ -107,19 +137,41 @@ impl Publisher {
                 if before.get(name.as_ref()).map(|z| z.serial()) == Some(now.serial()) {
                     continue;
                 }
-                let changed = crate::notify::Changed {
+                let _ = tx.send(crate::notify::Changed {
                     zone: name.clone(),
                     soa: now.soa_record(),
-                };
-                let _ = tx.send(changed);
+                });
+            }
+        }
+    }
+    /// Tells the watchers of `zone` of its new serial.
+    fn tell(&self, zone: &Zone) {
+        let watchers = self
+            .watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if watchers.is_empty() {
+            return;
+        }
+        let name = zone.origin().to_name().to_lowercase();
+        for (zones, tx) in watchers.iter() {
+            let watched = zones
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&name);
+            if watched {
+                let _ = tx.send(crate::notify::Changed {
+                    zone: name.clone(),
+                    soa: zone.soa_record(),
+                });
             }
         }
     }
 }
 
-/// The zones a watcher of the publisher follows (shared: zones made at
-/// run time join it).
-pub(crate) type Watched = Arc<Mutex<Vec<Name>>>;
+/// The zones a watcher of the publisher follows (lower-cased origins;
+/// shared: zones made at run time join it).
+pub(crate) type Watched = Arc<Mutex<std::collections::HashSet<Name>>>;
 
 /// What a zone's writer does: an UPDATE, the zone file read again (as the
 /// difference from the served version), or writing the zone file now.

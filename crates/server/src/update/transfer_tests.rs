@@ -83,7 +83,7 @@ fn transfers_in_apply_whole_or_not_at_all() {
         ZoneSet::new(),
     ))));
     let loaded = Arc::new(build(&zone_text(1, "www A 192.0.2.10\n")));
-    publisher.update(|set| set.insert(loaded));
+    publisher.publish(loaded);
     let updates = Updates::new(&config).unwrap();
     let spec = &config.zones[0];
     let options = config.zone_options(&spec.name);
@@ -92,14 +92,7 @@ fn transfers_in_apply_whole_or_not_at_all() {
         .writers()
         .remove(&spec.name.to_lowercase())
         .expect("its queue");
-    let served = || {
-        publisher
-            .set
-            .load()
-            .get(spec.name.as_ref())
-            .cloned()
-            .unwrap()
-    };
+    let served = || publisher.set.load().get(spec.name.as_ref()).unwrap();
 
     // Removing a record the zone does not have: refused, nothing changes.
     let bad = Changeset {

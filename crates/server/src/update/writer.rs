@@ -58,7 +58,7 @@ pub(crate) fn start_writer(
     let dir = config.journal_dir.as_ref()?;
     let origin = spec.name.to_lowercase();
     let secondary = spec.source == crate::ZoneSource::Transfer;
-    let zone = match publisher.set.load().get(origin.as_ref()).cloned() {
+    let zone = match publisher.get(&origin) {
         Some(z) => z,
         // A secondary with nothing transferred yet: SERVFAIL until then.
         None if secondary => Arc::new(crate::secondary::placeholder(&origin)),
@@ -161,7 +161,7 @@ pub(crate) fn start_writer(
             return None;
         }
     };
-    publisher.update(|set| set.insert(current.clone()));
+    publisher.publish(current.clone());
     // A file the writer wrote itself (zonefile-sync, zone-flush) is not
     // an edit, though the state may have taken in an older one.
     let ours = crate::flush::read_flushed_tags(&flushed).contains(&file_tag);
@@ -447,7 +447,7 @@ impl Writer {
 
     /// The published version.
     fn current(&self) -> Option<Arc<Zone>> {
-        self.publisher.set.load().get(self.origin.as_ref()).cloned()
+        self.publisher.get(&self.origin)
     }
 
     /// When the zone file is next to be written by `zonefile-sync`: None
@@ -513,7 +513,7 @@ impl Writer {
             .append(changes)
             .map_err(|e| format!("journal write failed: {e}"))?;
         let to = version.clone();
-        self.publisher.update(|set| set.insert(to));
+        self.publisher.publish(to);
         if let Some(c) = &mut self.compaction {
             c.since.extend(changes.iter().cloned());
         }
@@ -534,7 +534,7 @@ impl Writer {
             .clear()
             .map_err(|e| format!("journal not cleared: {e}"))?;
         let serial = zone.serial();
-        self.publisher.update(|set| set.insert(zone));
+        self.publisher.publish(zone);
         self.write_state_now(false)?;
         self.idle_since = None;
         self.maybe_flush();
@@ -627,10 +627,7 @@ impl Writer {
     fn apply_file(&mut self, file: &Zone, now: u64) -> Result<(), String> {
         let current = self
             .publisher
-            .set
-            .load()
-            .get(self.origin.as_ref())
-            .cloned()
+            .get(&self.origin)
             .ok_or("the zone is not served")?;
         let Some(cs) = difference(&current, file, self.policy, now) else {
             return Ok(());
@@ -647,7 +644,7 @@ impl Writer {
             cs.serial_from(),
             cs.serial_to()
         );
-        self.publisher.update(|set| set.insert(Arc::new(next)));
+        self.publisher.publish(Arc::new(next));
         Ok(())
     }
 
@@ -656,10 +653,7 @@ impl Writer {
     fn write_state_now(&mut self, keep_history: bool) -> Result<(), String> {
         let current = self
             .publisher
-            .set
-            .load()
-            .get(self.origin.as_ref())
-            .cloned()
+            .get(&self.origin)
             .ok_or("the zone is not served")?;
         let compacted = current.compact().map_err(|e| e.to_string())?;
         crate::snapshot::write_state(&self.state, &compacted, &self.file_tag)
@@ -671,7 +665,7 @@ impl Writer {
         }
         if compacted.delta_len() == 0 && current.delta_len() > 0 && self.compaction.is_none() {
             let z = Arc::new(compacted);
-            self.publisher.update(|set| set.insert(z));
+            self.publisher.publish(z);
         }
         Ok(())
     }
@@ -688,7 +682,7 @@ impl Writer {
         if self.compaction.is_some() || Instant::now() < self.retry_at {
             return;
         }
-        let Some(zone) = self.publisher.set.load().get(self.origin.as_ref()).cloned() else {
+        let Some(zone) = self.publisher.get(&self.origin) else {
             return;
         };
         let entries = zone.delta_len();
@@ -808,7 +802,7 @@ impl Writer {
         for (addr, len) in zone.memory_regions() {
             lode_io::mem::prefer_huge_pages(addr, len);
         }
-        self.publisher.update(|set| set.insert(zone.clone()));
+        self.publisher.publish(zone.clone());
         // The old base goes when its last reader leaves; what the delta's
         // small allocations leave behind in the heap goes back now, and
         // again a moment later for what readers held.
@@ -829,7 +823,7 @@ impl Writer {
     /// Returns false when the journal write failed (nothing was published).
     fn commit(&mut self, group: Vec<Work>, out: &mut [u8]) -> bool {
         let started = Instant::now();
-        let Some(base) = self.publisher.set.load().get(self.origin.as_ref()).cloned() else {
+        let Some(base) = self.publisher.get(&self.origin) else {
             for work in group {
                 work.fail(out, "the zone is not served");
             }
@@ -894,7 +888,7 @@ impl Writer {
             } else {
                 crate::metrics::EVENTS.journal_commits.bump();
                 let to = version.clone();
-                self.publisher.update(|set| set.insert(to));
+                self.publisher.publish(to);
                 if let Some(c) = &mut self.compaction {
                     c.since.extend(changes.iter().cloned());
                 }

@@ -186,7 +186,7 @@ impl Updates {
                 let limit =
                     udp_size_for(transport, q.edns.map_or(512, |e| e.udp_size.min(udp_size)))
                         .saturating_sub(room);
-                let n = lode_xfr::soa_only(zone, &request, out, limit).unwrap_or(0);
+                let n = lode_xfr::soa_only(&zone, &request, out, limit).unwrap_or(0);
                 return Admission::Answer(sign(out, n, signed.as_ref(), now));
             }
         }

@@ -46,9 +46,10 @@ pub fn zone_text(origin: &str, serial: u32, www: &str) -> String {
 /// The addresses of `name`'s A RRset in the published set, as text.
 pub fn a_records(zones: &ZoneSet, name: &str) -> Vec<String> {
     let name: Name = name.parse().unwrap();
-    let Some(zone) = zones.find_zone(name.as_ref()) else {
+    let Some(slot) = zones.find_zone(name.as_ref()) else {
         return Vec::new();
     };
+    let zone = slot.load();
     let Some(id) = zone.find(name.as_ref()) else {
         return Vec::new();
     };
