@@ -236,7 +236,8 @@ impl std::error::Error for JournalError {
 pub struct Recovery {
     /// The changesets to replay, oldest first.
     pub changesets: Vec<Changeset>,
-    /// The file did not exist and was created.
+    /// The file did not exist: it is created (with its folder) at the
+    /// first append, so that a zone that never changes writes nothing.
     pub created: bool,
     /// A record cut off by a crash was removed from the end.
     pub torn_tail: Option<TornTail>,
@@ -357,6 +358,10 @@ pub struct Journal {
     /// Frames of the append under way, reused.
     buf: Vec<u8>,
     broken: bool,
+    /// The file is on disk (else it is created at the first append).
+    exists: bool,
+    /// `file` is open (else it is opened again when needed).
+    open: bool,
 }
 
 impl fmt::Debug for Journal {
@@ -418,12 +423,14 @@ impl Journal {
             index: Vec::new(),
             buf: Vec::new(),
             broken: false,
+            exists: true,
+            open: false,
         };
         file::remove_stale_temps(path);
         let data = match std::fs::read(path) {
             Ok(d) => d,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                j.create()?;
+                j.exists = false;
                 let rec = Recovery {
                     created: true,
                     ..Recovery::default()
@@ -507,6 +514,7 @@ impl Journal {
             });
         };
         j.len = p as u64;
+        j.open = true;
         match stop {
             None => j.file = (j.wrap)(file::open_rw(path).map_err(io_err(path, "open"))?),
             Some(Stop::Torn) => {
@@ -554,7 +562,32 @@ impl Journal {
         self.file = (self.wrap)(f);
         self.header_len = header.len() as u64;
         self.len = self.header_len;
+        self.exists = true;
+        self.open = true;
         Ok(())
+    }
+
+    /// Makes `file` usable: opened again after [`Journal::release`], or
+    /// created at the first append.
+    fn ready(&mut self) -> Result<(), JournalError> {
+        if !self.exists {
+            return self.create();
+        }
+        if !self.open {
+            let f = file::open_rw(&self.path).map_err(io_err(&self.path, "open"))?;
+            self.file = (self.wrap)(f);
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    /// Closes the file until it is next needed (a quiet zone keeps no file
+    /// descriptor open).
+    pub fn release(&mut self) {
+        if self.open {
+            self.file = Box::new(NoFile);
+            self.open = false;
+        }
     }
 
     /// Appends `batch` (oldest first) with one write and one fdatasync; returns
@@ -584,6 +617,7 @@ impl Journal {
         if batch.is_empty() {
             return Ok(());
         }
+        self.ready()?;
         let old_depth = self.index.len();
         self.buf.clear();
         for cs in batch {
@@ -673,6 +707,10 @@ impl Journal {
 
     /// Replaces the file with one holding the changesets from `first` on.
     fn keep_from(&mut self, first: usize) -> Result<(), JournalError> {
+        if !self.exists {
+            return Ok(());
+        }
+        self.ready()?;
         let start = self.index.get(first).map_or(self.len, |e| e.offset);
         let mut header = Vec::new();
         format::encode_header(&self.origin, &mut header);
@@ -706,13 +744,14 @@ impl Journal {
     /// The changesets from serial `serial` to the last one, oldest first:
     /// empty if `serial` is the last serial, `None` if the history does not
     /// reach back to it.
-    pub fn changes_since(&self, serial: u32) -> Result<Option<Vec<Changeset>>, JournalError> {
+    pub fn changes_since(&mut self, serial: u32) -> Result<Option<Vec<Changeset>>, JournalError> {
         if self.last_serial() == Some(serial) {
             return Ok(Some(Vec::new()));
         }
         let Some(first) = self.index.iter().rposition(|e| e.from == serial) else {
             return Ok(None);
         };
+        self.ready()?;
         let start = self.index[first].offset;
         let mut data = vec![0; (self.len - start) as usize];
         self.file

@@ -128,17 +128,42 @@ fn file_len(path: &Path) -> u64 {
 }
 
 #[test]
-fn creates_missing_file_and_folder() {
+fn creates_missing_file_and_folder_at_the_first_append() {
     let d = tempdir("create");
     let path = d.join("sub/dir/example.com.journal");
-    let (j, rec) = open(&path);
+    let (mut j, rec) = open(&path);
     assert!(rec.created);
     assert!(rec.changesets.is_empty());
     assert_eq!(j.depth(), 0);
     assert_eq!(j.first_serial(), None);
+    // Nothing written until something is to be kept.
+    assert!(!path.exists() && !d.join("sub").exists());
+    assert_eq!(j.changes_since(1).unwrap(), None);
+    j.clear().unwrap();
+    assert!(!path.exists());
+    j.append(&chain(1)).unwrap();
     assert_eq!(j.usage_bytes(), file_len(&path));
     let (_, rec) = open(&path);
     assert!(!rec.created && rec.torn_tail.is_none() && rec.damage.is_none());
+    assert_eq!(rec.changesets.len(), 1);
+}
+
+#[test]
+fn a_released_journal_opens_its_file_again_when_needed() {
+    let d = tempdir("release");
+    let path = d.join("example.com.journal");
+    let (mut j, _) = open(&path);
+    j.append(&chain(2)).unwrap();
+    j.release();
+    assert_eq!(j.changes_since(1).unwrap().map(|c| c.len()), Some(2));
+    j.release();
+    j.append(&[cs(3, 4)]).unwrap();
+    j.release();
+    j.flushed_through(2).unwrap();
+    j.release();
+    assert_eq!(j.changes_since(2).unwrap().map(|c| c.len()), Some(2));
+    let (_, rec) = open(&path);
+    assert_eq!(rec.changesets.len(), 2);
 }
 
 #[test]

@@ -184,7 +184,7 @@ fn sigkill_during_appends_loses_nothing_acknowledged() {
         c.kill().unwrap(); // SIGKILL
         c.wait().unwrap();
         let acked = reader.join().unwrap();
-        let (j, rec) = Journal::open(&path, &origin(), Settings::default()).unwrap();
+        let (mut j, rec) = Journal::open(&path, &origin(), Settings::default()).unwrap();
         assert!(rec.damage.is_none(), "{:?}", rec.damage);
         if let Some(&last) = acked.last() {
             let have = j.last_serial().expect("acknowledged appends are there");

@@ -3,6 +3,7 @@
 //! ```toml
 //! listen = ["127.0.0.1:53", "[::1]:53"]   # default: 127.0.0.1:5300 and [::1]:5300
 //! workers = 4                             # UDP threads per address; default: one per CPU
+//! background-workers = 2                  # threads that apply every zone's changes; default: one per CPU
 //! max-udp-payload = 1232                  # largest UDP answer with EDNS (512..=4096)
 //! tcp-idle-timeout = 10                   # seconds
 //! tcp-max-clients = 1000                  # when full, the idlest connection makes room
@@ -112,6 +113,8 @@ pub struct ConfigFile {
     pub listen: Vec<String>,
     /// UDP worker threads per listen address.
     pub workers: Option<usize>,
+    /// Threads of the writer pool (Knot's `background-workers`).
+    pub background_workers: Option<usize>,
     /// Largest UDP answer with EDNS.
     pub max_udp_payload: Option<u16>,
     /// TCP idle timeout, seconds.
@@ -373,6 +376,9 @@ pub struct Config {
     pub demo: bool,
     /// UDP worker threads per address.
     pub workers: usize,
+    /// Threads of the writer pool that applies every zone's changes
+    /// (`None`: one per CPU).
+    pub background_workers: Option<usize>,
     /// Largest UDP answer with EDNS.
     pub max_udp_payload: u16,
     /// TCP idle timeout.
@@ -878,6 +884,11 @@ impl Config {
                 "workers = {workers}: must be between 1 and 1024"
             )));
         }
+        if let Some(n) = file.background_workers.filter(|n| !(1..=1024).contains(n)) {
+            return Err(ConfigError::Value(format!(
+                "background-workers = {n}: must be between 1 and 1024"
+            )));
+        }
         let max_udp_payload = file.max_udp_payload.unwrap_or(DEFAULT_MAX_UDP_PAYLOAD);
         if !(512..=4096).contains(&max_udp_payload) {
             return Err(ConfigError::Value(format!(
@@ -932,6 +943,7 @@ impl Config {
             zones,
             demo,
             workers,
+            background_workers: file.background_workers,
             max_udp_payload,
             tcp_idle_timeout: Duration::from_secs(idle),
             tcp_max_clients,

@@ -177,9 +177,9 @@ impl Consumer {
             &options,
             &self.publisher,
         );
-        let writer = self.updates.writers().remove(&name);
+        let writer = self.updates.writer(&name);
         match (started, writer, self.updates.secondaries()) {
-            (Some(_), Some(w), Some(s)) => {
+            (true, Some(w), Some(s)) => {
                 s.add(&name, &options, self.updates.keys(), w, &self.publisher);
                 if let Some(n) = &self.notifies {
                     n.set(&name, &options, self.updates.keys());

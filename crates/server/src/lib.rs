@@ -121,9 +121,8 @@ pub struct Server {
     tcp: Option<TcpServer>,
     reload_tx: Option<mpsc::Sender<ReloadRequest>>,
     reloader: Option<JoinHandle<()>>,
-    /// The zone writers: they end when the transports (which hold their
-    /// queues) stop, after answering what they hold.
-    writers: Vec<JoinHandle<()>>,
+    /// Admission of updates, and the writer pool behind it.
+    updates: Arc<update::Updates>,
     control: Option<control::ControlServer>,
     /// Cookies and rate limiting (for the status counters).
     guard: Arc<guard::Guard>,
@@ -193,7 +192,7 @@ impl Server {
         // Journals replayed onto the loaded zones before any socket opens.
         let updates = update::Updates::new(&config)
             .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
-        let writers = update::start_writers(&updates, &config, &publisher);
+        update::start_writers(&updates, &config, &publisher);
         let notifies = notify::start(&config, updates.keys(), &publisher);
         if let Some(s) = secondary::start(&config, updates.keys(), &updates.writers(), &publisher) {
             updates.set_secondaries(s);
@@ -356,7 +355,7 @@ impl Server {
             tcp: Some(tcp),
             reload_tx: Some(reload_tx),
             reloader: Some(reloader),
-            writers,
+            updates: updates.clone(),
             control,
             guard: server_guard,
             metrics_server,
@@ -461,8 +460,9 @@ impl Server {
         // finishes in the background and its result is discarded; the thread
         // then ends as its channel is closed.
         drop(self.reloader.take());
-        // Writers are not joined either: each ends once its queue closes.
-        self.writers.clear();
+        // The writer pool is not joined either: its threads end once the
+        // zones ready now have run.
+        self.updates.stop_writers();
     }
 }
 

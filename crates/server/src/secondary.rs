@@ -168,7 +168,7 @@ impl Secondaries {
         origin: &Name,
         options: &crate::config::ZoneOptions,
         keys: &Keys,
-        writer: mpsc::SyncSender<Work>,
+        writer: crate::update::WriterQueue,
         publisher: &Publisher,
     ) {
         let p = prepare(origin, options, keys, writer, &self.dir, publisher);
@@ -289,7 +289,7 @@ impl Secondaries {
 struct ZoneState {
     origin: Name,
     sources: Vec<Source>,
-    writer: mpsc::SyncSender<Work>,
+    writer: crate::update::WriterQueue,
     timers: PathBuf,
     next: Instant,
     expire_at: Option<u64>,
@@ -317,7 +317,7 @@ fn prepare(
     origin: &Name,
     options: &crate::config::ZoneOptions,
     keys: &Keys,
-    writer: mpsc::SyncSender<Work>,
+    writer: crate::update::WriterQueue,
     dir: &std::path::Path,
     publisher: &Publisher,
 ) -> Prepared {
@@ -397,7 +397,7 @@ fn prepare(
 pub(crate) fn start(
     config: &Config,
     keys: &Keys,
-    writers: &HashMap<Name, mpsc::SyncSender<Work>>,
+    writers: &HashMap<Name, crate::update::WriterQueue>,
     publisher: &Arc<Publisher>,
 ) -> Option<Secondaries> {
     let dir = config.journal_dir.as_ref()?;
@@ -658,7 +658,7 @@ impl Scheduler {
 struct Refresh {
     origin: Name,
     sources: Vec<Source>,
-    writer: mpsc::SyncSender<Work>,
+    writer: crate::update::WriterQueue,
     publisher: Arc<Publisher>,
     axfr: bool,
 }

@@ -14,6 +14,7 @@ use crate::acl::{self, Action};
 use crate::config::{Config, ZoneOptions};
 use crate::flush::{Flushed, Written};
 
+use super::pool::{WriterPool, WriterQueue};
 use super::{reply, unix_now, Job, Work};
 
 /// What the transports need to admit updates: keys, each zone's ACL, the
@@ -30,6 +31,8 @@ pub(crate) struct Updates {
     pub(crate) written: Arc<Written>,
     /// The secondary zones' refresh scheduler, once started.
     secondaries: std::sync::OnceLock<crate::secondary::Secondaries>,
+    /// The threads that run every zone's writer.
+    pub(super) pool: super::pool::WriterPool,
 }
 
 /// One zone's way in: its ACL and its writer's queue.
@@ -40,7 +43,7 @@ pub(super) struct ZoneDoor {
     takes_updates: bool,
     /// A secondary zone: its contents come from its primaries.
     secondary: bool,
-    pub(super) writer: Option<mpsc::SyncSender<Work>>,
+    pub(super) writer: Option<WriterQueue>,
 }
 
 /// A zone's door as its configuration makes it (no writer yet).
@@ -97,8 +100,14 @@ pub(crate) enum Admission {
 }
 
 impl Updates {
-    /// Keys and ACLs from the configuration; no writers yet.
+    /// Keys and ACLs from the configuration; the writer pool started, no
+    /// writers on it yet.
     pub(crate) fn new(config: &Config) -> Result<Updates, String> {
+        let threads = config.background_workers.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        let pool = WriterPool::start(threads)
+            .map_err(|e| format!("cannot start the writer threads: {e}"))?;
         let mut keys = Keys::new();
         for k in &config.keys {
             let alg = k
@@ -120,6 +129,7 @@ impl Updates {
             transfers: Arc::new(super::TransferSlots::new(config.transfers_out)),
             zones: arc_swap::ArcSwap::from_pointee(zones),
             written: Arc::default(),
+            pool,
         })
     }
 
@@ -161,24 +171,42 @@ impl Updates {
         });
     }
 
-    /// Hands a zone's door its writer's queue.
-    pub(super) fn set_writer(&self, origin: &Name, tx: mpsc::SyncSender<Work>) {
+    /// Hands zones' doors their writers' queues (all in one new map).
+    pub(super) fn set_writers(&self, writers: Vec<(Name, WriterQueue)>) {
+        if writers.is_empty() {
+            return;
+        }
         self.zones.rcu(|current| {
             let mut next = (**current).clone();
-            if let Some(d) = next.get_mut(origin) {
-                d.writer = Some(tx.clone());
+            for (origin, q) in &writers {
+                if let Some(d) = next.get_mut(origin) {
+                    d.writer = Some(q.clone());
+                }
             }
             next
         });
     }
 
     /// Each zone writer's queue.
-    pub(crate) fn writers(&self) -> HashMap<Name, mpsc::SyncSender<Work>> {
+    pub(crate) fn writers(&self) -> HashMap<Name, WriterQueue> {
         self.zones
             .load()
             .iter()
             .filter_map(|(n, d)| Some((n.clone(), d.writer.clone()?)))
             .collect()
+    }
+
+    /// One zone writer's queue.
+    pub(crate) fn writer(&self, origin: &Name) -> Option<WriterQueue> {
+        self.zones
+            .load()
+            .get(&origin.to_lowercase())
+            .and_then(|d| d.writer.clone())
+    }
+
+    /// Stops the writer pool's threads (once the zones ready now have run).
+    pub(crate) fn stop_writers(&self) {
+        self.pool.stop();
     }
 
     /// Hands NOTIFY and the control commands to the secondaries' scheduler.

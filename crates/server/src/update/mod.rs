@@ -21,12 +21,14 @@
 
 mod admit;
 mod forward;
+mod pool;
 #[cfg(test)]
 mod transfer_tests;
 mod writer;
 mod xfrout;
 
 pub(crate) use admit::{Admission, FlushError, Updates};
+pub(crate) use pool::WriterQueue;
 pub(crate) use writer::{start_writer, start_writers};
 pub(crate) use xfrout::TransferSlots;
 

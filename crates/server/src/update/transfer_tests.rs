@@ -52,7 +52,7 @@ fn a_record(owner: &str, last: u8) -> Record {
 }
 
 fn submit(
-    writer: &mpsc::SyncSender<Work>,
+    writer: &crate::update::WriterQueue,
     make: impl FnOnce(mpsc::Sender<Result<u32, String>>) -> Work,
 ) -> Result<u32, String> {
     let (done, rx) = mpsc::channel();
@@ -60,7 +60,7 @@ fn submit(
     rx.recv().unwrap()
 }
 
-fn history(writer: &mpsc::SyncSender<Work>, since: u32) -> History {
+fn history(writer: &crate::update::WriterQueue, since: u32) -> History {
     let (done, rx) = mpsc::channel();
     writer.send(Work::History { since, done }).unwrap();
     rx.recv().unwrap()
@@ -87,7 +87,10 @@ fn transfers_in_apply_whole_or_not_at_all() {
     let updates = Updates::new(&config).unwrap();
     let spec = &config.zones[0];
     let options = config.zone_options(&spec.name);
-    start_writer(&updates, &config, spec, &options, &publisher).expect("writer started");
+    assert!(
+        start_writer(&updates, &config, spec, &options, &publisher),
+        "writer started"
+    );
     let writer = updates
         .writers()
         .remove(&spec.name.to_lowercase())

@@ -13,48 +13,86 @@ use lode_zones::update::{self as ddns, SerialPolicy};
 use crate::config::{Config, ZonefileSync};
 use crate::flush::{Flushed, Written};
 
+use super::pool::WriterQueue;
 use super::{flushed_path, journal_path, reply, state_path, unix_now, Publisher, Updates, Work};
 
-/// Most updates taken into one group commit.
-const MAX_GROUP: usize = 4096;
 /// How long a zone must go without updates before a delta of any size is
 /// folded into a new base (memory as a fresh load once a bulk load is done).
 const IDLE_COMPACTION: std::time::Duration = std::time::Duration::from_secs(5);
+/// Zones with fewer names than this (base and delta) are compacted on the
+/// writer's own thread.
+const SMALL_ZONE_NODES: usize = 20_000;
 /// Wait after a failed compaction or journal flush before trying again.
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
-/// Updates waiting for a zone's writer before new ones get SERVFAIL.
-const QUEUE_LEN: usize = 65536;
 
 /// Opens the journals of the zones that take updates, replays them onto the
-/// published versions, and starts one writer per zone.
-pub(crate) fn start_writers(
-    updates: &Updates,
-    config: &Config,
-    publisher: &Arc<Publisher>,
-) -> Vec<std::thread::JoinHandle<()>> {
-    config
+/// published versions, and puts their writers on the pool (zones opened on
+/// every core; their doors get their queues in one go).
+pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<Publisher>) {
+    let live: Vec<(&crate::ZoneSpec, crate::config::ZoneOptions)> = config
         .zones
         .iter()
-        .filter_map(|spec| {
-            let options = config.zone_options(&spec.name);
-            if !options.is_live() {
-                return None;
-            }
-            start_writer(updates, config, spec, &options, publisher)
-        })
-        .collect()
+        .map(|spec| (spec, config.zone_options(&spec.name)))
+        .filter(|(_, options)| options.is_live())
+        .collect();
+    if live.is_empty() {
+        return;
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(live.len());
+    let chunk = live.len().div_ceil(threads);
+    let opened: Vec<(Name, WriterQueue)> = std::thread::scope(|s| {
+        let handles: Vec<_> = live
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .filter_map(|(spec, options)| {
+                            let q = open_writer(updates, config, spec, options, publisher)?;
+                            Some((spec.name.to_lowercase(), q))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    updates.set_writers(opened);
 }
 
-/// Starts one zone's writer (see [`start_writers`]): its journal replayed
-/// onto its state (or the loaded version, or, for a secondary with nothing
-/// yet, a placeholder), published, its queue handed to its door.
+/// Starts one zone's writer (see [`open_writer`]) and hands its queue to
+/// the zone's door; false when it could not start (logged).
 pub(crate) fn start_writer(
     updates: &Updates,
     config: &Config,
     spec: &crate::ZoneSpec,
     options: &crate::config::ZoneOptions,
     publisher: &Arc<Publisher>,
-) -> Option<std::thread::JoinHandle<()>> {
+) -> bool {
+    match open_writer(updates, config, spec, options, publisher) {
+        Some(q) => {
+            updates.set_writers(vec![(spec.name.to_lowercase(), q)]);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Opens one zone's writer: its journal replayed onto its state (or the
+/// loaded version, or, for a secondary with nothing yet, a placeholder),
+/// published, the writer put on the pool. None when the zone cannot take
+/// updates (why is logged).
+fn open_writer(
+    updates: &Updates,
+    config: &Config,
+    spec: &crate::ZoneSpec,
+    options: &crate::config::ZoneOptions,
+    publisher: &Arc<Publisher>,
+) -> Option<WriterQueue> {
     let dir = config.journal_dir.as_ref()?;
     let origin = spec.name.to_lowercase();
     let secondary = spec.source == crate::ZoneSource::Transfer;
@@ -120,6 +158,7 @@ pub(crate) fn start_writer(
         last_flush: Instant::now(),
         last_took: std::time::Duration::ZERO,
         written: updates.written.clone(),
+        state_pending: false,
     };
     // The zone's truth is its state snapshot plus the journal after it;
     // the zone file is the operator's input, applied as a difference
@@ -161,7 +200,12 @@ pub(crate) fn start_writer(
             return None;
         }
     };
-    publisher.publish(current.clone());
+    if publisher
+        .get(&origin)
+        .is_none_or(|z| !Arc::ptr_eq(&z, &current))
+    {
+        publisher.publish(current.clone());
+    }
     // A file the writer wrote itself (zonefile-sync, zone-flush) is not
     // an edit, though the state may have taken in an older one.
     let ours = crate::flush::read_flushed_tags(&flushed).contains(&file_tag);
@@ -172,35 +216,25 @@ pub(crate) fn start_writer(
             tracing::error!("zone {origin}: zone file not applied: {e}");
         }
     }
-    // (A secondary's state is written by its first transfer.)
-    if (state_tag.is_none() && !secondary) || edited {
+    // A zone's state is written when it is first needed: before its first
+    // change is journaled (a secondary's: by its first transfer), so that
+    // thousands of zones that take updates write nothing at start.
+    if edited {
         if let Err(e) = writer.write_state_now(true) {
             tracing::error!(
                 "zone {origin}: cannot write its state ({e}); updates to the zone get SERVFAIL"
             );
             return None;
         }
+    } else if state_tag.is_none() && !secondary {
+        writer.state_pending = true;
     }
-    let (tx, rx) = mpsc::sync_channel(QUEUE_LEN);
-    match std::thread::Builder::new()
-        .name(format!(
-            "lode-upd-{}",
-            origin.to_string().trim_end_matches('.')
-        ))
-        .spawn(move || {
-            // Queries come first on a busy CPU; updates wait a little.
-            lode_io::lower_thread_priority(5);
-            writer.run(rx)
-        }) {
-        Ok(t) => {
-            updates.set_writer(&origin, tx);
-            Some(t)
-        }
-        Err(e) => {
-            tracing::error!("zone {origin}: cannot start its writer: {e}");
-            None
-        }
-    }
+    // The journal was read whole: its file is opened again when needed.
+    writer.journal.release();
+    Some(updates.pool.add(
+        origin.to_string().trim_end_matches('.').to_owned(),
+        Box::new(writer),
+    ))
 }
 
 /// Applies the journal's changesets that continue `zone`'s serial.
@@ -269,6 +303,8 @@ struct Writer {
     last_took: std::time::Duration,
     /// Shared with the reloader: the files written.
     written: Arc<Written>,
+    /// No state written yet: it is, before the first change is journaled.
+    state_pending: bool,
 }
 
 /// A background compaction of one version.
@@ -338,113 +374,106 @@ fn worth_compacting(entries: usize, nodes: usize) -> bool {
 }
 
 impl Writer {
-    fn run(mut self, rx: mpsc::Receiver<Work>) {
-        let mut out = vec![0u8; 65535];
-        loop {
-            // Wake for a running compaction, and when the zone file is due.
-            let now = Instant::now();
-            let mut wake = self
-                .compaction
-                .as_ref()
-                .map(|_| now + std::time::Duration::from_millis(50));
-            if let Some(due) = self.flush_due() {
-                wake = Some(wake.map_or(due, |w| w.min(due)));
-            }
-            if let Some(at) = self.trim_at {
-                wake = Some(wake.map_or(at, |w| w.min(at)));
-            }
-            // A zone gone quiet with changes not folded in: compact it then.
-            if self.compaction.is_none() && self.idle_since.is_some() {
-                let due = now + IDLE_COMPACTION;
-                wake = Some(wake.map_or(due, |w| w.min(due)));
-            }
-            let first = match wake {
-                Some(at) => match rx.recv_timeout(at.saturating_duration_since(now)) {
-                    Ok(j) => Some(j),
-                    Err(mpsc::RecvTimeoutError::Timeout) => None,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                },
-                None => match rx.recv() {
-                    Ok(j) => Some(j),
-                    Err(_) => break,
-                },
-            };
-            self.finish_compaction();
-            if self.trim_at.is_some_and(|t| Instant::now() >= t) {
-                // The versions a compaction replaced are gone by now (their
-                // last readers have left): their memory goes back.
-                self.trim_at = None;
-                lode_io::mem::trim_heap();
-            }
-            let Some(first) = first else {
-                self.maybe_flush();
-                if self
-                    .idle_since
-                    .is_some_and(|t| t.elapsed() >= IDLE_COMPACTION)
-                {
-                    self.idle_since = None;
-                    self.maybe_compact_now(true);
-                }
-                continue;
-            };
-            self.idle_since = Some(Instant::now());
-            let mut group = vec![first];
-            while group.len() < MAX_GROUP {
-                match rx.try_recv() {
-                    Ok(j) => group.push(j),
-                    Err(_) => break,
-                }
-            }
-            // History for transfers out is given before the group's changes
-            // (the transfer then sends what was published when it asked);
-            // flush requests are answered after them.
-            let (history, group): (Vec<Work>, Vec<Work>) = group
-                .into_iter()
-                .partition(|w| matches!(w, Work::History { .. }));
-            self.answer_history(history);
-            // Transfers in, one at a time, before the group's updates.
-            let (transfers, group): (Vec<Work>, Vec<Work>) = group
-                .into_iter()
-                .partition(|w| matches!(w, Work::Incremental { .. } | Work::Replace { .. }));
-            for t in transfers {
-                self.take_transfer(t);
-            }
-            if group.is_empty() {
-                self.maybe_compact();
-                continue;
-            }
-            let (flushes, group): (Vec<Work>, Vec<Work>) = group
-                .into_iter()
-                .partition(|w| matches!(w, Work::Flush { .. }));
-            if group.is_empty() {
-                self.answer_flushes(flushes);
-                self.maybe_compact();
-                continue;
-            }
-            let file = group.iter().find_map(|w| match w {
-                Work::File { tag, .. } => Some(tag.clone()),
-                _ => None,
-            });
-            let durable = self.commit(group, &mut out);
-            let file = file.filter(|_| durable);
-            // A zone file taken in: the state records it at once, so a
-            // restart does not apply it again.
-            if let Some(tag) = file {
-                self.file_tag = tag;
-                // The journal keeps the change: it is IXFR history.
-                if let Err(e) = self.write_state_now(true) {
-                    tracing::error!(
-                        "zone {}: cannot write its state after the zone file ({e})",
-                        self.origin
-                    );
-                }
-            }
-            self.answer_flushes(flushes);
-            self.maybe_flush();
-            self.maybe_compact();
+    /// When the writer wants a tick without work: a compaction running,
+    /// the zone file due, a heap trim, or a zone gone quiet with changes
+    /// not folded in.
+    fn next_wake(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut wake = self
+            .compaction
+            .as_ref()
+            .map(|_| now + std::time::Duration::from_millis(50));
+        let mut at = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
+        if let Some(due) = self.flush_due() {
+            at(due);
         }
+        if let Some(t) = self.trim_at {
+            at(t);
+        }
+        if let Some(since) = self.idle_since {
+            if self.compaction.is_none() {
+                at(since + IDLE_COMPACTION);
+            }
+        }
+        wake
     }
+}
 
+impl super::pool::Step for Writer {
+    fn step(&mut self, group: Vec<Work>, out: &mut [u8]) -> Option<Instant> {
+        self.finish_compaction();
+        if self.trim_at.is_some_and(|t| Instant::now() >= t) {
+            // The versions a compaction replaced are gone by now (their
+            // last readers have left): their memory goes back.
+            self.trim_at = None;
+            lode_io::mem::trim_heap();
+        }
+        if group.is_empty() {
+            self.maybe_flush();
+            if self
+                .idle_since
+                .is_some_and(|t| t.elapsed() >= IDLE_COMPACTION)
+            {
+                self.idle_since = None;
+                self.maybe_compact_now(true);
+                // A quiet zone keeps no file open.
+                self.journal.release();
+            }
+            return self.next_wake();
+        }
+        self.idle_since = Some(Instant::now());
+        // History for transfers out is given before the group's changes
+        // (the transfer then sends what was published when it asked);
+        // flush requests are answered after them.
+        let (history, group): (Vec<Work>, Vec<Work>) = group
+            .into_iter()
+            .partition(|w| matches!(w, Work::History { .. }));
+        self.answer_history(history);
+        // Transfers in, one at a time, before the group's updates.
+        let (transfers, group): (Vec<Work>, Vec<Work>) = group
+            .into_iter()
+            .partition(|w| matches!(w, Work::Incremental { .. } | Work::Replace { .. }));
+        for t in transfers {
+            self.take_transfer(t);
+        }
+        if group.is_empty() {
+            self.maybe_compact();
+            return self.next_wake();
+        }
+        let (flushes, group): (Vec<Work>, Vec<Work>) = group
+            .into_iter()
+            .partition(|w| matches!(w, Work::Flush { .. }));
+        if group.is_empty() {
+            self.answer_flushes(flushes);
+            self.maybe_compact();
+            return self.next_wake();
+        }
+        let file = group.iter().find_map(|w| match w {
+            Work::File { tag, .. } => Some(tag.clone()),
+            _ => None,
+        });
+        let durable = self.commit(group, out);
+        let file = file.filter(|_| durable);
+        // A zone file taken in: the state records it at once, so a
+        // restart does not apply it again.
+        if let Some(tag) = file {
+            self.file_tag = tag;
+            // The journal keeps the change: it is IXFR history.
+            if let Err(e) = self.write_state_now(true) {
+                tracing::error!(
+                    "zone {}: cannot write its state after the zone file ({e})",
+                    self.origin
+                );
+            }
+        }
+        self.answer_flushes(flushes);
+        self.maybe_flush();
+        self.maybe_compact();
+        self.next_wake()
+    }
+}
+
+impl Writer {
     /// The published version.
     fn current(&self) -> Option<Arc<Zone>> {
         self.publisher.get(&self.origin)
@@ -658,6 +687,7 @@ impl Writer {
         let compacted = current.compact().map_err(|e| e.to_string())?;
         crate::snapshot::write_state(&self.state, &compacted, &self.file_tag)
             .map_err(|e| format!("{}: {e}", self.state.display()))?;
+        self.state_pending = false;
         if self.journal.last_serial().is_some() && !keep_history {
             self.journal
                 .flushed_through(compacted.serial())
@@ -699,9 +729,10 @@ impl Writer {
         let (tx, rx) = mpsc::channel();
         let name = format!("lode-cmp-{}", self.origin.to_string().trim_end_matches('.'));
         let state = flush.then(|| (self.state.clone(), self.file_tag.clone()));
-        let spawned = std::thread::Builder::new().name(name).spawn(move || {
-            // Background work: it runs when queries and updates leave room.
-            lode_io::lower_thread_priority(19);
+        // A small zone is compacted at once, on the writer's thread (a
+        // thread of its own would cost more than the work).
+        let small = zone.node_count().saturating_add(entries) < SMALL_ZONE_NODES;
+        let work = move || {
             let compacted = zone.compact();
             // The version compacted goes before the result is handed over,
             // so the writer's heap trim after publishing finds it freed.
@@ -712,19 +743,37 @@ impl Writer {
                 _ => None,
             };
             let _ = tx.send(Compacted { zone, state });
-        });
+        };
+        let spawned = if small {
+            work();
+            Ok(())
+        } else {
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(move || {
+                    // Background work: it runs when queries and updates leave room.
+                    lode_io::lower_thread_priority(19);
+                    work();
+                })
+                .map(drop)
+        };
         match spawned {
-            Ok(_) => {
-                tracing::info!(
-                    "zone {}: compacting {entries} changed names into a new base",
-                    self.origin
-                );
+            Ok(()) => {
+                if !small {
+                    tracing::info!(
+                        "zone {}: compacting {entries} changed names into a new base",
+                        self.origin
+                    );
+                }
                 self.compaction = Some(Compaction {
                     result: rx,
                     since: Vec::new(),
                     started: Instant::now(),
                     entries,
                 });
+                if small {
+                    self.finish_compaction();
+                }
             }
             Err(e) => tracing::warn!("zone {}: cannot start a compaction: {e}", self.origin),
         }
@@ -799,6 +848,11 @@ impl Writer {
             }
         }
         let zone = Arc::new(zone);
+        if zone.node_count() < SMALL_ZONE_NODES {
+            // Small: nothing worth a heap trim or a log line.
+            self.publisher.publish(zone);
+            return;
+        }
         for (addr, len) in zone.memory_regions() {
             lode_io::mem::prefer_huge_pages(addr, len);
         }
@@ -876,7 +930,19 @@ impl Writer {
             outcomes.push(outcome);
         }
         let mut durable = true;
-        if !changes.is_empty() {
+        // The zone's first change: its state goes first (the base the
+        // journal continues, and the zone file version it took in).
+        if self.state_pending && !changes.is_empty() {
+            if let Err(e) = self.write_state_now(true) {
+                durable = false;
+                tracing::error!(
+                    "zone {}: cannot write its state ({e}): {} updates answered SERVFAIL",
+                    self.origin,
+                    group.len()
+                );
+            }
+        }
+        if durable && !changes.is_empty() {
             if let Err(e) = self.journal.append(&changes) {
                 durable = false;
                 tracing::error!(

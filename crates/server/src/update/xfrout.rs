@@ -283,7 +283,7 @@ struct Transfer {
     signed: Option<(Key, MacBuf)>,
     /// The version published when the request came.
     pinned: Arc<Zone>,
-    writer: Option<mpsc::SyncSender<Work>>,
+    writer: Option<crate::update::WriterQueue>,
     later: lode_io::Later,
     _slot: Slot,
 }

@@ -1,0 +1,393 @@
+//! The writer pool: a few threads serve the writers of every zone.
+//!
+//! ```text
+//!  door (transports, reloader, secondaries)      pool threads (a few, shared by all zones)
+//!  ────────────────────────────────────────      ─────────────────────────────────────────
+//!  queue.push(work) ─ first in an idle queue? ─▶ ready ─▶ take the zone's whole queue (a group)
+//!                                                         writer.step(group) → next wake
+//!                     timers (per zone, the latest) ─▶ ready ─▶ writer.step([])  (a tick)
+//! ```
+//!
+//! A zone is in the ready list at most once (`scheduled`), so one thread at a
+//! time runs its writer and its changes stay in order; a zone with nothing
+//! queued and no timer costs no thread, only its [`Task`] (its writer's state
+//! and an empty queue). A zone whose queue is still not empty after its step
+//! goes to the back of the ready list: a busy zone does not starve the others.
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Instant;
+
+use super::Work;
+
+/// Most units of work taken into one step (one group commit).
+pub(super) const MAX_GROUP: usize = 4096;
+/// Updates waiting for a zone's writer before new ones get SERVFAIL.
+const QUEUE_LEN: usize = 65536;
+
+/// What a zone's writer does on the pool.
+pub(super) trait Step: Send {
+    /// Does `group` (empty: a timer's tick) and returns when to be woken
+    /// next without work (None: only by work).
+    fn step(&mut self, group: Vec<Work>, out: &mut [u8]) -> Option<Instant>;
+}
+
+/// The pool's threads and the zones ready to run.
+#[derive(Debug)]
+pub(crate) struct WriterPool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<PoolState>,
+    wake: Condvar,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner").finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct PoolState {
+    ready: VecDeque<Arc<Task>>,
+    timers: BinaryHeap<Timer>,
+    /// Ties between timers of the same instant, oldest first.
+    seq: u64,
+    stopping: bool,
+}
+
+/// A zone's wake-up; stale when the zone has set another since.
+struct Timer {
+    at: Instant,
+    seq: u64,
+    task: Weak<Task>,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timer {
+    /// Reversed: the heap's top is the earliest.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// One zone on the pool: its queue and its writer.
+pub(super) struct Task {
+    name: String,
+    queue: Mutex<VecDeque<Work>>,
+    /// In the ready list or running.
+    scheduled: AtomicBool,
+    /// The wake-up that counts (older timers in the heap are stale).
+    wake_at: Mutex<Option<Instant>>,
+    writer: Mutex<Box<dyn Step>>,
+    pool: Weak<Inner>,
+}
+
+impl std::fmt::Debug for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Task")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A zone writer's queue, as its door holds it: cloned freely; the writer
+/// goes when the last one does (and its running step, if any, is done).
+#[derive(Debug, Clone)]
+pub(crate) struct WriterQueue {
+    task: Arc<Task>,
+}
+
+/// Locks `m`, going on after a panic elsewhere (the data stays whole: every
+/// critical section here only moves items in and out).
+fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl WriterQueue {
+    /// Queues `work` unless the queue is full.
+    pub(crate) fn try_send(&self, work: Work) -> Result<(), mpsc::TrySendError<Work>> {
+        {
+            let mut q = lock(&self.task.queue);
+            if q.len() >= QUEUE_LEN {
+                return Err(mpsc::TrySendError::Full(work));
+            }
+            q.push_back(work);
+        }
+        self.task.schedule();
+        Ok(())
+    }
+    /// Queues `work` (control work: not bounded by the queue's length).
+    pub(crate) fn send(&self, work: Work) -> Result<(), mpsc::SendError<Work>> {
+        if self.task.pool.strong_count() == 0 {
+            return Err(mpsc::SendError(work));
+        }
+        lock(&self.task.queue).push_back(work);
+        self.task.schedule();
+        Ok(())
+    }
+}
+
+impl Task {
+    /// Puts the zone in the ready list unless it is there or running.
+    fn schedule(self: &Arc<Self>) {
+        if self.scheduled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(pool) = self.pool.upgrade() {
+            lock(&pool.state).ready.push_back(self.clone());
+            pool.wake.notify_one();
+        }
+    }
+    /// Runs one step of the zone's writer, then reschedules it if work came
+    /// meanwhile and sets its timer.
+    fn run(self: &Arc<Self>, pool: &Inner, out: &mut [u8]) {
+        let group: Vec<Work> = {
+            let mut q = lock(&self.queue);
+            let n = q.len().min(MAX_GROUP);
+            q.drain(..n).collect()
+        };
+        let wake = {
+            let mut writer = lock(&self.writer);
+            // A panic in one zone's writer must not take the pool thread
+            // (and every other zone) with it: the zone's work is dropped
+            // (its replies are never sent) and the zone goes on.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| writer.step(group, out)))
+            {
+                Ok(w) => w,
+                Err(_) => {
+                    tracing::error!("zone {}: its writer panicked; work dropped", self.name);
+                    None
+                }
+            }
+        };
+        {
+            let mut st = lock(&pool.state);
+            let mut current = lock(&self.wake_at);
+            if wake != *current {
+                *current = wake;
+                if let Some(at) = wake {
+                    st.seq += 1;
+                    let seq = st.seq;
+                    st.timers.push(Timer {
+                        at,
+                        seq,
+                        task: Arc::downgrade(self),
+                    });
+                    pool.wake.notify_one();
+                }
+            }
+        }
+        // More work came while the step ran: back of the line. Else the
+        // zone leaves the ready list — and comes back at once if work
+        // slipped in between the check and the flag.
+        if !lock(&self.queue).is_empty() {
+            lock(&pool.state).ready.push_back(self.clone());
+            pool.wake.notify_one();
+            return;
+        }
+        self.scheduled.store(false, Ordering::Release);
+        if !lock(&self.queue).is_empty() {
+            self.schedule();
+        }
+    }
+}
+
+impl WriterPool {
+    /// Starts `threads` pool threads (at least one).
+    pub(crate) fn start(threads: usize) -> std::io::Result<WriterPool> {
+        let inner = Arc::new(Inner {
+            state: Mutex::new(PoolState::default()),
+            wake: Condvar::new(),
+        });
+        for i in 0..threads.max(1) {
+            let inner = inner.clone();
+            std::thread::Builder::new()
+                .name(format!("lode-writer-{i}"))
+                .spawn(move || {
+                    // Queries come first on a busy CPU; updates wait a little.
+                    lode_io::lower_thread_priority(5);
+                    work(&inner);
+                })?;
+        }
+        Ok(WriterPool { inner })
+    }
+    /// Adds a zone's writer; its queue is its way in.
+    pub(super) fn add(&self, name: String, writer: Box<dyn Step>) -> WriterQueue {
+        WriterQueue {
+            task: Arc::new(Task {
+                name,
+                queue: Mutex::new(VecDeque::new()),
+                scheduled: AtomicBool::new(false),
+                wake_at: Mutex::new(None),
+                writer: Mutex::new(writer),
+                pool: Arc::downgrade(&self.inner),
+            }),
+        }
+    }
+    /// Asks the threads to stop once the zones ready now have run.
+    pub(crate) fn stop(&self) {
+        lock(&self.inner.state).stopping = true;
+        self.inner.wake.notify_all();
+    }
+}
+
+/// A pool thread: runs ready zones, fires due timers, sleeps until the next.
+fn work(pool: &Inner) {
+    let mut out = vec![0u8; 65535];
+    loop {
+        let task = {
+            let mut st = lock(&pool.state);
+            loop {
+                let now = Instant::now();
+                while st.timers.peek().is_some_and(|t| t.at <= now) {
+                    let Some(t) = st.timers.pop() else { break };
+                    let Some(task) = t.task.upgrade() else {
+                        continue;
+                    };
+                    let mut wake = lock(&task.wake_at);
+                    if *wake != Some(t.at) {
+                        continue; // stale: the zone set another since
+                    }
+                    *wake = None;
+                    drop(wake);
+                    if !task.scheduled.swap(true, Ordering::AcqRel) {
+                        st.ready.push_back(task);
+                    }
+                }
+                if let Some(task) = st.ready.pop_front() {
+                    break task;
+                }
+                if st.stopping {
+                    return;
+                }
+                st = match st.timers.peek().map(|t| t.at) {
+                    Some(at) => {
+                        pool.wake
+                            .wait_timeout(st, at.saturating_duration_since(now))
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0
+                    }
+                    None => pool.wake.wait(st).unwrap_or_else(PoisonError::into_inner),
+                };
+            }
+        };
+        task.run(pool, &mut out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    /// Counts the work it gets and checks that two steps never overlap.
+    struct Counter {
+        seen: Arc<AtomicUsize>,
+        running: Arc<AtomicBool>,
+        ticks: Arc<AtomicUsize>,
+        /// Asked for in every step until a tick came (a step states
+        /// its writer's next wake-up whole).
+        wake_once: Option<Instant>,
+    }
+
+    impl Step for Counter {
+        fn step(&mut self, group: Vec<Work>, _: &mut [u8]) -> Option<Instant> {
+            assert!(!self.running.swap(true, Ordering::SeqCst), "steps overlap");
+            if group.is_empty() {
+                self.ticks.fetch_add(1, Ordering::SeqCst);
+                self.wake_once = None;
+            }
+            self.seen.fetch_add(group.len(), Ordering::SeqCst);
+            std::thread::sleep(Duration::from_micros(50));
+            self.running.store(false, Ordering::SeqCst);
+            self.wake_once
+        }
+    }
+
+    fn flush_work() -> Work {
+        let (done, _) = mpsc::channel();
+        Work::Flush { done }
+    }
+
+    #[test]
+    fn every_zone_gets_all_its_work_one_step_at_a_time() {
+        let pool = WriterPool::start(3).unwrap();
+        let mut zones = Vec::new();
+        for i in 0..50 {
+            let seen = Arc::new(AtomicUsize::new(0));
+            let ticks = Arc::new(AtomicUsize::new(0));
+            let q = pool.add(
+                format!("z{i}"),
+                Box::new(Counter {
+                    seen: seen.clone(),
+                    running: Arc::default(),
+                    ticks: ticks.clone(),
+                    wake_once: Some(Instant::now() + Duration::from_millis(20)),
+                }),
+            );
+            zones.push((q, seen, ticks));
+        }
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let zones = &zones;
+                s.spawn(move || {
+                    for n in 0..200 {
+                        let (q, _, _) = &zones[(n * 7 + t) % zones.len()];
+                        q.try_send(flush_work()).unwrap();
+                    }
+                });
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let total: usize = zones.iter().map(|z| z.1.load(Ordering::SeqCst)).sum();
+            let ticked = zones.iter().all(|z| z.2.load(Ordering::SeqCst) >= 1);
+            if total == 800 && ticked {
+                break;
+            }
+            assert!(Instant::now() < deadline, "only {total} of 800 done");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        pool.stop();
+    }
+
+    #[test]
+    fn a_writer_goes_with_its_last_queue() {
+        let pool = WriterPool::start(1).unwrap();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let q = pool.add(
+            "z".into(),
+            Box::new(Counter {
+                seen: seen.clone(),
+                running: Arc::default(),
+                ticks: Arc::default(),
+                wake_once: None,
+            }),
+        );
+        let weak = Arc::downgrade(&q.task);
+        q.send(flush_work()).unwrap();
+        drop(q);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while weak.strong_count() > 0 {
+            assert!(Instant::now() < deadline, "the writer stayed");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        pool.stop();
+    }
+}
