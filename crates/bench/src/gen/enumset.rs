@@ -50,7 +50,7 @@ impl EnumSetSpec {
             zones,
             digits: 11,
             prefix: None,
-            apex: crate::e164::E164_ARPA.to_owned(),
+            apex: lode_wire::e164::E164_ARPA.to_owned(),
             sip_domain: "example.net".to_owned(),
             shared_naptr: None,
             queries: None,
@@ -71,7 +71,7 @@ pub struct EnumLayout {
 }
 
 /// Largest number of digits handled (so that 10^digits fits in u64 comfortably).
-const MAX_DIGITS: usize = crate::e164::MAX_DIGITS;
+const MAX_DIGITS: usize = lode_wire::e164::MAX_DIGITS;
 
 impl EnumLayout {
     /// Checks the spec and computes the layout.
