@@ -56,7 +56,7 @@ enum Command {
     Bench(bench::BenchWhat),
     /// Write the manual pages (lode-bench.1, lode-bench-rate.1, …) to a folder (for packaging).
     #[command(hide = true)]
-    Man(man::ManArgs),
+    Man(manpages::ManArgs),
 }
 
 /// The server binary the comparisons start, found only when one needs it.

@@ -70,7 +70,7 @@ enum Command {
     ZoneRetransfer(zonectl::ZoneRefreshArgs),
     /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging).
     #[command(hide = true)]
-    Man(man::ManArgs),
+    Man(manpages::ManArgs),
 }
 
 fn main() -> std::process::ExitCode {

@@ -8,25 +8,14 @@
 //! link). `lode bench` and `lode gen` only hand over to the lode-bench binary:
 //! they get no page here (lode-bench(1) and its pages come from `lode-bench man`).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use crate::manpages::{self, Manual};
-
-/// Arguments of `lode man`.
-#[derive(clap::Args, Debug)]
-pub struct ManArgs {
-    /// Folder to write the pages to (created if needed).
-    #[arg(long, value_name = "DIR")]
-    out: PathBuf,
-}
+use crate::manpages::{self, ManArgs, Manual};
 
 /// Runs the command.
 pub fn run(args: ManArgs) -> anyhow::Result<ExitCode> {
-    let mut cmd = crate::Cli::command().disable_help_subcommand(true);
-    cmd.build();
     let manual = Manual {
         // System administration commands, as knotd(8), nsd(8).
         section: "8",
@@ -35,10 +24,7 @@ pub fn run(args: ManArgs) -> anyhow::Result<ExitCode> {
         files: &FILES,
         see_also: "lode-bench(1), knotd(8), knotc(8), nsd(8), dig(1), kdig(1), systemd.service(5)",
     };
-    for path in manpages::write(&cmd, &args.out, &manual)? {
-        println!("{}", path.display());
-    }
-    Ok(ExitCode::SUCCESS)
+    manpages::run(crate::Cli::command(), &manual, args)
 }
 
 /// FILES of `lode(8)`: where the package puts things.

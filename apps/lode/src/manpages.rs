@@ -7,9 +7,28 @@
 //! with `#[path]` (both are binary crates: there is no library to put it in).
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap_mangen::roff::{bold, roman, Roff};
+
+/// Arguments of `lode man` and `lode-bench man`.
+#[derive(clap::Args, Debug)]
+pub struct ManArgs {
+    /// Folder to write the pages to (created if needed).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+/// Runs `man`: writes the pages of `cmd` and prints their paths.
+pub fn run(cmd: clap::Command, manual: &Manual, args: ManArgs) -> anyhow::Result<ExitCode> {
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    for path in write(&cmd, &args.out, manual)? {
+        println!("{}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 /// What every page of one binary shares.
 #[derive(Debug)]
@@ -28,7 +47,7 @@ pub struct Manual<'a> {
 
 /// Writes the pages of `cmd` (built, its help subcommand disabled) to `out`,
 /// created if needed; returns the paths written.
-pub fn write(cmd: &clap::Command, out: &Path, manual: &Manual) -> anyhow::Result<Vec<PathBuf>> {
+fn write(cmd: &clap::Command, out: &Path, manual: &Manual) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut written = Vec::new();
     write_pages(cmd, out, manual, true, &mut written)?;
