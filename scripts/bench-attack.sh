@@ -1,5 +1,5 @@
 #!/bin/sh
-# The "under attack" measurements of issue 10 in one command: `lode bench attack`
+# The "under attack" measurements of issue 10 in one command: `lode-bench attack`
 # with Lode, Knot DNS and NSD side by side on the 500k ENUM set, each server pinned
 # on CPU 0 with one worker, the tester (and the TCP abuse) on CPU 1:
 #   1. overload: per server and mix (good names; good + 4× and + 24× random
@@ -20,9 +20,10 @@
 # About 20-25 min with the defaults on the 2-core development machine; stopped after
 # LIMIT seconds (default 2700; the report written so far stays). Run as root (apt-get
 # installs knot, nsd and dnsperf if missing). Nothing else may run meanwhile.
-# Environment: LODE (binary; default: cargo build --release), WORK (scratch folder,
-# default a temp dir under /var/tmp, removed), LIMIT, EXTRA (more `lode bench attack`
-# arguments, e.g. `--tables 1` or `--servers lode,knot`).
+# Environment: BENCH (the lode-bench binary; default: cargo build --release), LODE (the
+# lode binary it starts; default: the one beside BENCH), WORK (scratch folder, default a
+# temp dir under /var/tmp, removed), LIMIT, EXTRA (more `lode-bench attack` arguments,
+# e.g. `--tables 1` or `--servers lode,knot`).
 set -eu
 
 mode=""
@@ -30,7 +31,7 @@ out=""
 for a in "$@"; do
     case "$a" in
         --quick|--smoke) mode="$a" ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         -*) echo "unknown option $a" >&2; exit 2 ;;
         *) out="$a" ;;
     esac
@@ -42,9 +43,9 @@ if [ "$(id -u)" != 0 ]; then
     echo "bench-attack: run as root (packages, pinning, 10,000 sockets)" >&2
     exit 2
 fi
-if pgrep -f "lode bench" >/dev/null; then
-    echo "bench-attack: another lode bench is running:" >&2
-    pgrep -af "lode bench" >&2
+if pgrep -f 'lode-bench( |$)' >/dev/null; then
+    echo "bench-attack: another lode-bench is running:" >&2
+    pgrep -af 'lode-bench( |$)' >&2
     exit 2
 fi
 need=""
@@ -57,10 +58,11 @@ if [ -n "$need" ]; then
     # shellcheck disable=SC2086 # one word per package
     DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -q $need >/dev/null
 fi
-if [ -z "${LODE:-}" ]; then
-    (cd "$root" && cargo build --release -q -p lode)
-    LODE=$root/target/release/lode
+if [ -z "${BENCH:-}" ]; then
+    (cd "$root" && cargo build --release -q --bin lode --bin lode-bench)
+    BENCH=$root/target/release/lode-bench
 fi
+LODE=${LODE:-$(dirname "$BENCH")/lode}
 temp_work=0
 if [ -z "${WORK:-}" ]; then
     WORK=$(mktemp -d /var/tmp/lode-attack.XXXXXX)
@@ -83,10 +85,10 @@ mkdir -p "$out"
 start=$(date +%s)
 echo "issue 10 attack measurements into $out (scratch $WORK, at most $limit s); progress: tail -f $out/progress.log"
 # shellcheck disable=SC2086 # mode and EXTRA are split on purpose
-timeout -k 30 "$limit" "$LODE" bench attack --out "$out" --work "$WORK" --no-install \
+timeout -k 30 "$limit" "$BENCH" --lode "$LODE" attack --out "$out" --work "$WORK" --no-install \
     --servers lode,knot,nsd $mode ${EXTRA:-} 2>"$out/progress.log" || {
     rc=$?
-    echo "lode bench attack stopped (exit $rc); see $out/progress.log" >&2
+    echo "lode-bench attack stopped (exit $rc); see $out/progress.log" >&2
     if [ -f "$out/attack.md" ]; then echo "the report so far: $out/attack.md" >&2; fi
     exit "$rc"
 }

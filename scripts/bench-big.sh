@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4's large-set figures, which `lode bench compare` does not take:
+# Issue 4's large-set figures, which `lode-bench compare` does not take:
 # target 5 (100 M records in one machine) and target 6 (zone text parse rate on
 # the cores, start of the 20 M set from snapshots).
 #
@@ -7,7 +7,7 @@
 #
 # Steps (each bounded in time; ~10 min here; needs ~10 GB of disk under WORK
 # and ~4 GB of memory):
-#   1. lode gen enum: 100 M numbers in 100 zones (1 M query lines per kind).
+#   1. lode-bench gen enum: 100 M numbers in 100 zones (1 M query lines per kind).
 #   2. lode serve on them (1 UDP worker, pinned to CPU 0): start → first answer
 #      for a name of the last zone, resident memory after the load (VmRSS) and
 #      its peak (VmHWM), then RFC 8219 zero-loss searches from CPU 1 for
@@ -17,17 +17,19 @@
 #   4. `lode snapshot` of the 20 M set, then `lode serve --snapshot-dir`:
 #      start → first answer in the last zone, three times.
 # Writes OUT/big.md (tables with the commands) and OUT/big.log.
-# Environment: LODE (binary; default: cargo build --release), WORK (scratch
-# folder, default a temp dir, removed at the end), RECORDS (default 100000000).
+# Environment: BENCH (the lode-bench binary; default: cargo build --release),
+# LODE (the lode binary; default: the one beside BENCH), WORK (scratch folder,
+# default a temp dir, removed at the end), RECORDS (default 100000000).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/results/big-$(date -u +%Y-%m-%d)}
 mkdir -p "$out"
-if [ -z "${LODE:-}" ]; then
-    (cd "$root" && cargo build --release -q -p lode)
-    LODE=$root/target/release/lode
+if [ -z "${BENCH:-}" ]; then
+    (cd "$root" && cargo build --release -q --bin lode --bin lode-bench)
+    BENCH=$root/target/release/lode-bench
 fi
+LODE=${LODE:-$(dirname "$BENCH")/lode}
 records=${RECORDS:-100000000}
 temp_work=0
 if [ -z "${WORK:-}" ]; then
@@ -85,7 +87,7 @@ stop() {
 }
 # rate SET PORT KIND EXPECT: median zero-loss rate of 3 searches.
 rate() {
-    taskset -c 1 "$LODE" bench rate --server 127.0.0.1:"$2" --queries "$1/queries-$3.txt" \
+    taskset -c 1 "$BENCH" rate --server 127.0.0.1:"$2" --queries "$1/queries-$3.txt" \
         --expect "$4" --duration 5 --repeat 3 --high 300000 --resolution 4000 2>>"$log" |
         tee -a "$log" | sed -n 's/^RFC 8219 result.*median \([0-9]*\) q\/s.*/\1/p'
 }
@@ -102,7 +104,7 @@ rate() {
 big=$WORK/enum-big
 say "generating $records numbers in $big"
 t0=$(now)
-"$LODE" gen enum --records "$records" --zones 100 --queries 1000000 --out "$big" >>"$log" 2>&1
+"$BENCH" gen enum --records "$records" --zones 100 --queries 1000000 --out "$big" >>"$log" 2>&1
 gen_s=$(secs "$t0" "$(now)")
 text_mb=$(du -sm --apparent-size "$big" | cut -f1)
 say "generated in $gen_s s ($text_mb MB)"
@@ -121,9 +123,9 @@ stop "$pid"
     echo
     echo "| step | command | result |"
     echo "|---|---|---|"
-    echo "| generate | \`lode gen enum --records $records --zones 100 --queries 1000000 --out DIR\` | $gen_s s, $text_mb MiB of zone text |"
+    echo "| generate | \`lode-bench gen enum --records $records --zones 100 --queries 1000000 --out DIR\` | $gen_s s, $text_mb MiB of zone text |"
     echo "| load and serve | \`taskset -c 0 lode serve --workers 1 -z ZONE=FILE ×100\` | first answer in the last zone after **$load_s s**; resident $(kib "$rss") MiB after the load (peak $(kib "$hwm") MiB); **$(awk -v k="$rss" -v n="$records" 'BEGIN { printf "%.1f", k * 1024 / n }') bytes/record** including the binary |"
-    echo "| zero-loss rate, existing | \`taskset -c 1 lode bench rate --queries DIR/queries-existing.txt --expect noerror --duration 5 --repeat 3\` | median **$exist q/s** |"
+    echo "| zero-loss rate, existing | \`taskset -c 1 lode-bench rate --queries DIR/queries-existing.txt --expect noerror --duration 5 --repeat 3\` | median **$exist q/s** |"
     echo "| zero-loss rate, NXDOMAIN | same with \`queries-nxdomain.txt --expect nxdomain\` | median **$nx q/s** |"
     echo
 } >>"$md"
@@ -131,7 +133,7 @@ rm -rf "$big"
 
 # 3. Parse rate on the 20 M set.
 set20=$WORK/enum20m
-"$LODE" gen enum --records 20000000 --zones 4 --prefix 131 --out "$set20" >>"$log" 2>&1
+"$BENCH" gen enum --records 20000000 --zones 4 --prefix 131 --out "$set20" >>"$log" 2>&1
 mb20=$(du -sm --apparent-size "$set20"/*.zone | awk '{ s += $1 } END { print s }')
 parse_rates=()
 build_rates=()

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The fleet measurements of issue 9 §5 in one command: `lode bench fleet` with a
+# The fleet measurements of issue 9 §5 in one command: `lode-bench fleet` with a
 # primary and secondaries each in its own network namespace (10.53.0.0/24 on bridge
 # lodefl0, made and removed by the benchmark; needs root), the same TSIG key for
 # updates, transfers and NOTIFYs:
@@ -19,15 +19,16 @@
 #
 # About 50 min on the 2-core development machine (propagation ~7 min, ixfr-load
 # ~25 min, axfr ~20 min with 20M records twice: ~2 GB of zone files in WORK and up
-# to ~10 GB of memory). Nothing else may run meanwhile (`pgrep -f "lode bench"`).
-# Environment: LODE (binary; default: cargo build --release), WORK (scratch folder,
+# to ~10 GB of memory). Nothing else may run meanwhile (`pgrep -f lode-bench`).
+# Environment: BENCH (the lode-bench binary; default: cargo build --release), LODE (the
+# lode binary it starts; default: the one beside BENCH), WORK (scratch folder,
 # default a temp dir under /var/tmp, removed), RECORDS (axfr size, default
-# 20000000), EXTRA (more `lode bench fleet` arguments for every run), SMOKE=1 (tiny
+# 20000000), EXTRA (more `lode-bench fleet` arguments for every run), SMOKE=1 (tiny
 # parameters to check the harness: 50 updates at 10/s, 100k records, 3 s steps; ~4 min).
 set -eu
 
 case "${1:-}" in
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/results/fleet-$(date -u +%Y-%m-%d)}
@@ -35,15 +36,16 @@ if [ "$(id -u)" != 0 ]; then
     echo "bench-fleet: network namespaces need root" >&2
     exit 2
 fi
-if pgrep -f "lode bench" >/dev/null; then
-    echo "bench-fleet: another lode bench is running:" >&2
-    pgrep -af "lode bench" >&2
+if pgrep -f 'lode-bench( |$)' >/dev/null; then
+    echo "bench-fleet: another lode-bench is running:" >&2
+    pgrep -af 'lode-bench( |$)' >&2
     exit 2
 fi
-if [ -z "${LODE:-}" ]; then
-    (cd "$root" && cargo build --release -q -p lode)
-    LODE=$root/target/release/lode
+if [ -z "${BENCH:-}" ]; then
+    (cd "$root" && cargo build --release -q --bin lode --bin lode-bench)
+    BENCH=$root/target/release/lode-bench
 fi
+LODE=${LODE:-$(dirname "$BENCH")/lode}
 temp_work=0
 if [ -z "${WORK:-}" ]; then
     WORK=$(mktemp -d /var/tmp/lode-fleet.XXXXXX)
@@ -57,13 +59,13 @@ mkdir -p "$out"
 log=$out/progress.log
 : >"$out/all.md"
 
-# run NAME ARGS...: one `lode bench fleet` into OUT/NAME, its scratch in WORK/NAME.
+# run NAME ARGS...: one `lode-bench fleet` into OUT/NAME, its scratch in WORK/NAME.
 run() {
     name=$1
     shift
-    echo "== $name: lode bench fleet $*" | tee -a "$log"
+    echo "== $name: lode-bench fleet $*" | tee -a "$log"
     # shellcheck disable=SC2086
-    "$LODE" bench fleet "$@" --out "$out/$name" --work "$WORK/$name" ${EXTRA:-} 2>&1 | tee -a "$log"
+    "$BENCH" --lode "$LODE" fleet "$@" --out "$out/$name" --work "$WORK/$name" ${EXTRA:-} 2>&1 | tee -a "$log"
     cat "$out/$name"/fleet-*.md >>"$out/all.md"
     echo >>"$out/all.md"
     rm -rf "${WORK:?}/$name"

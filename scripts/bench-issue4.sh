@@ -1,5 +1,5 @@
 #!/bin/sh
-# The measurements of issue 4 in one command: `lode bench compare` with the echo,
+# The measurements of issue 4 in one command: `lode-bench compare` with the echo,
 # Lode, Knot DNS and NSD interleaved on seed 000's 500k ENUM set (fixed-rate CPU
 # per answer for existing, NXDOMAIN and outside names; zero-loss rates), Lode on the
 # 20M set in the same rounds (flatness), load time and memory of Lode, Knot and NSD
@@ -14,9 +14,10 @@
 #
 # About 30 min on the 2-core machine with the defaults (3 rounds, 5 s steps); the
 # comparison is stopped after LIMIT seconds (default 2100, 2700 with --all) and
-# keeps its last complete round. Environment: LODE (binary; default: cargo build --release),
+# keeps its last complete round. Environment: BENCH (the lode-bench binary; default:
+# cargo build --release), LODE (the lode binary it starts; default: the one beside BENCH),
 # WORK (scratch folder, default a temp dir, removed), LIMIT, SHARED (K, default 100),
-# CPU_RATE (q/s, default 50000), EXTRA (more `lode bench compare` arguments).
+# CPU_RATE (q/s, default 50000), EXTRA (more `lode-bench compare` arguments).
 set -eu
 
 all=0
@@ -34,10 +35,11 @@ done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${out:-$root/results/issue4-$(date -u +%Y-%m-%d)}
-if [ -z "${LODE:-}" ]; then
-    (cd "$root" && cargo build --release -q -p lode)
-    LODE=$root/target/release/lode
+if [ -z "${BENCH:-}" ]; then
+    (cd "$root" && cargo build --release -q --bin lode --bin lode-bench)
+    BENCH=$root/target/release/lode-bench
 fi
+LODE=${LODE:-$(dirname "$BENCH")/lode}
 # ~30 min for the defaults; BIND and PowerDNS add ~10 min.
 limit=${LIMIT:-$((2100 + 600 * all))}
 temp_work=0
@@ -65,13 +67,13 @@ mkdir -p "$out"
 start=$(date +%s)
 echo "issue 4 measurements into $out (scratch $WORK, at most $limit s); progress: tail -f $out/progress.log"
 # shellcheck disable=SC2086 # EXTRA is split on purpose
-timeout -k 30 "$limit" "$LODE" bench compare --out "$out" --work "$WORK" \
+timeout -k 30 "$limit" "$BENCH" --lode "$LODE" compare --out "$out" --work "$WORK" \
     --servers "$servers" --records 500000 --no-clients \
     --cpu-rate "${CPU_RATE:-50000}" \
     --flat-servers lode --memory-servers lode,knot,nsd --shared-naptr "${SHARED:-100}" \
     "$@" ${EXTRA:-} 2>"$out/progress.log" || {
     rc=$?
-    echo "lode bench compare stopped (exit $rc); see $out/progress.log" >&2
+    echo "lode-bench compare stopped (exit $rc); see $out/progress.log" >&2
     if [ -f "$out/report.md" ]; then echo "the last complete round's report: $out/report.md" >&2; fi
     exit "$rc"
 }

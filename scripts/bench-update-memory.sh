@@ -5,7 +5,7 @@
 #
 #   bash scripts/bench-update-memory.sh [--records N] [--out DIR]
 #
-# One zone of N numbers (default 5,000,000) is generated with `lode gen enum`
+# One zone of N numbers (default 5,000,000) is generated with `lode-bench gen enum`
 # and served by a release `lode serve` with updates allowed (journal in the
 # run folder, zonefile-sync -1). `lode update` then sends, 500 records per
 # message over 2 pipelined connections: N/15 new numbers (adds), N/15 deletions,
@@ -36,13 +36,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo build --release -p lode >/dev/null 2>&1 || cargo build --release -p lode
+build=(cargo build --release --bin lode --bin lode-bench)
+"${build[@]}" >/dev/null 2>&1 || "${build[@]}"
 lode=target/release/lode
+bench=target/release/lode-bench
 zone=2.1.2.1.e164.arpa.
 port=15395
 
 echo "== generating $records numbers"
-timeout 600 $lode gen enum --records "$records" --zones 1 --out "$work/set" --queries 1000 >/dev/null
+timeout 600 $bench gen enum --records "$records" --zones 1 --out "$work/set" --queries 1000 >/dev/null
 zfile="$work/set/${zone}zone"
 key=$(head -c 32 /dev/urandom | base64)
 echo "hmac-sha256:k.:$key" >"$work/key"

@@ -49,6 +49,10 @@ step "building the package ($profile profile)"
 deb=$(bash scripts/deb.sh --profile "$profile" | tail -1)
 [ -f "$deb" ] || fail "no package built"
 dpkg-deb -I "$deb" | sed -n '/Package:/,/Depends:/p'
+# The measuring tools are the lode-bench binary's, packaged apart (issue 17 §4).
+if dpkg-deb -c "$deb" | grep -E 'bench|/lode-gen'; then
+    fail "the server package holds measuring tools (above)"
+fi
 
 unit=apps/lode/debian/lode.service
 step "systemd-analyze security --offline=yes $unit"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Debian package of Lode (target/debian/lode_*.deb) with cargo-deb:
 # the binary, the manual pages `lode man` writes from the CLI, the unit and
-# the default configuration (apps/lode/debian/).
+# the default configuration (apps/lode/debian/). The measuring tools are not
+# in it: they are the lode-bench binary (apps/lode-bench, which has cargo-deb
+# metadata of its own; this script does not build it).
 #
 #   bash scripts/deb.sh                # release build (minutes on 2 cores)
 #   bash scripts/deb.sh --profile dev  # the test build of scripts/test.sh

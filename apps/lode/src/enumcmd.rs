@@ -10,7 +10,7 @@ macro_rules! out {
 
 use std::process::ExitCode;
 
-use lode_bench::e164::{E164, E164_ARPA};
+use lode_wire::e164::{E164, E164_ARPA};
 
 /// Arguments of `lode enum`.
 #[derive(clap::Args, Debug)]

@@ -29,7 +29,7 @@ for each place a key goes:
 
   [[key]] block     Lode's configuration file
   alg:name:secret   the client's -y option: knsupdate -y, nsupdate -y, kdig -y,
-                    lode bench update --tsig; alone in a file, knsupdate -k, kdig -k
+                    lode-bench update --tsig; alone in a file, knsupdate -k, kdig -k
   key \"name\" {...}  BIND's named.conf, and a key file for BIND's nsupdate -k
   key: - id: ...    Knot DNS's knot.conf (commented out)
 
@@ -65,7 +65,7 @@ fn render(key: &Key) -> String {
          algorithm = \"{alg}\"\n\
          secret = \"{secret}\"\n\
          \n\
-         # Clients (knsupdate -y, nsupdate -y, kdig -y, lode bench update --tsig;\n\
+         # Clients (knsupdate -y, nsupdate -y, kdig -y, lode-bench update --tsig;\n\
          # alone in a file: knsupdate -k, kdig -k):\n\
          # {alg}:{name}:{secret}\n\
          \n\

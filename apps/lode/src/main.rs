@@ -1,13 +1,14 @@
-//! `lode`: the one binary — serve zones, check zone files, reload, generate data
-//! sets and benchmark DNS servers.
+//! `lode`: the server binary — serve zones, check zone files, reload, update and
+//! control a running server. The measuring tools are the lode-bench binary
+//! (apps/lode-bench); `lode bench` and `lode gen` hand over to it.
 #![forbid(unsafe_code)]
 
-mod bench;
 mod check;
 mod enumcmd;
-mod gen;
+mod handover;
 mod keygen;
 mod man;
+mod manpages;
 mod reload;
 mod serve;
 mod snapshot;
@@ -18,8 +19,7 @@ mod zoneflush;
 
 use clap::{Parser, Subcommand};
 
-/// Lode: an authoritative-only DNS server for very large zones (ENUM, TLDs),
-/// and the tools that measure it.
+/// Lode: an authoritative-only DNS server for very large zones (ENUM, TLDs).
 ///
 /// Start with `lode serve`: with no arguments it serves an embedded demo
 /// (a small ENUM zone and example.com) on 127.0.0.1:5300, so that
@@ -46,12 +46,12 @@ enum Command {
     Status(zonectl::StatusArgs),
     /// Stop a running server, as SIGTERM does, and wait until it has stopped (as `knotc stop`).
     Stop(zonectl::StopArgs),
-    /// Generate benchmark data sets (ENUM zones, dns64perf namespace) and query files.
-    Gen(gen::GenArgs),
+    /// Generate benchmark data sets: runs `lode-bench gen …` (the measuring tools' binary).
+    Gen(handover::HandOverArgs),
     /// Convert an E.164 number to its ENUM domain name (RFC 6116), or back.
     Enum(enumcmd::EnumArgs),
-    /// Measure DNS servers: RFC 8219 rate search, closed-loop clients, echo ceiling, comparisons.
-    Bench(bench::BenchArgs),
+    /// Measure DNS servers: runs `lode-bench …` (the measuring tools' binary).
+    Bench(handover::HandOverArgs),
     /// Make a TSIG key and print it for Lode, for nsupdate/knsupdate/kdig -y, and for Knot/BIND.
     Keygen(keygen::KeygenArgs),
     /// Provision records in bulk by RFC 2136 UPDATE (nsupdate scripts, zone fragments, ENUM CSV).
@@ -70,7 +70,7 @@ enum Command {
     ZoneRetransfer(zonectl::ZoneRefreshArgs),
     /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging).
     #[command(hide = true)]
-    Man(man::ManArgs),
+    Man(manpages::ManArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -83,9 +83,9 @@ fn main() -> std::process::ExitCode {
         Command::Status(a) => zonectl::server_status(a),
         Command::Stop(a) => zonectl::stop(a),
         Command::ZoneReload(a) => zonectl::zone_reload(a),
-        Command::Gen(a) => gen::run(a),
+        Command::Gen(a) => handover::run(&["gen"], a),
         Command::Enum(a) => enumcmd::run(a),
-        Command::Bench(a) => bench::run(a),
+        Command::Bench(a) => handover::run(&[], a),
         Command::Keygen(a) => keygen::run(a),
         Command::Update(a) => update::run(a),
         Command::ZoneFlush(a) => zoneflush::run(a),

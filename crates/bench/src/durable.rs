@@ -10,7 +10,7 @@
 //!
 //! Owners are ENUM-shaped: message `m` adds `batch` NAPTRs in zone `m mod Z` at
 //! consecutive numbers from `first + (m / Z) × batch`, written with `digits`
-//! digits, reversed, one label per digit (with `lode gen enum --prefix 1212` and
+//! digits, reversed, one label per digit (with `lode-bench gen enum --prefix 1212` and
 //! up to 500,000 numbers per zone, suffixes from 500000 are free). With
 //! one update in flight per client (`window` 1) a client is a closed loop: the
 //! next update leaves when the previous one is acknowledged, i.e. durable.
@@ -127,7 +127,7 @@ pub fn owner_of(apex: &Name, digits: usize, n: u64) -> Option<Name> {
     Name::from_wire(&wire).ok()
 }
 
-/// A NAPTR RDATA with a numbered SIP URI (as `lode gen` writes them).
+/// A NAPTR RDATA with a numbered SIP URI (as `lode-bench gen` writes them).
 fn naptr(n: u64) -> Vec<u8> {
     let regexp = format!("!^.*$!sip:new{n}@example.net!");
     let service = b"E2U+sip";

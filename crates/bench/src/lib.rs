@@ -18,7 +18,6 @@ pub mod attack;
 pub mod clients;
 pub mod compare;
 pub mod durable;
-pub mod e164;
 pub mod echo;
 pub mod fleet;
 pub mod gen;

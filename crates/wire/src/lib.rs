@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod e164;
 pub mod message;
 pub mod name;
 pub mod rdata;

@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use lode_bench::e164::E164;
+use lode_wire::e164::E164;
 use lode_wire::{Class, Name, Record, Rtype};
 
 /// Largest UPDATE we build: the TCP limit less room for a TSIG record.

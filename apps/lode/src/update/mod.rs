@@ -65,7 +65,7 @@ pub struct UpdateArgs {
     #[arg(long, value_name = "NAME")]
     origin: Option<String>,
     /// TTL of added records that have none: zone and enum-csv input (default
-    /// 3600, as `lode gen`); nsupdate input (like its `ttl` line; no default).
+    /// 3600, as `lode-bench gen`); nsupdate input (like its `ttl` line; no default).
     #[arg(long, value_name = "SECONDS")]
     ttl: Option<u32>,
     /// ENUM apex below which CSV numbers are written.
@@ -113,7 +113,7 @@ Input formats:
   zone       zone-file records ($ORIGIN, $TTL, relative names), added (--add) or
              deleted (--delete) --batch at a time.
   enum-csv   +E.164 number, URI[, order, preference, service] → one NAPTR at
-             the number's ENUM name, as `lode gen enum` writes them:
+             the number's ENUM name, as `lode-bench gen enum` writes them:
              100 10 \"u\" \"E2U+sip\" \"!^.*$!URI!\" .  (a header line is skipped)
 
 Each message is applied atomically by the server. When one fails (an RCODE

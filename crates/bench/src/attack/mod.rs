@@ -459,7 +459,7 @@ impl Bench<'_> {
         Ok(Arc::new(set))
     }
 
-    /// A zero-loss search (the RFC 8219 binary search of `lode bench rate`), every
+    /// A zero-loss search (the RFC 8219 binary search of `lode-bench rate`), every
     /// step logged; a signal stops it before the next step.
     fn search(
         &self,
@@ -740,7 +740,7 @@ fn settings(cfg: &AttackConfig, zones: u64) -> Vec<(String, String)> {
     vec![
         (
             "set".into(),
-            format!("{} ENUM records in {zones} zones (`lode gen enum`)", cfg.records),
+            format!("{} ENUM records in {zones} zones (`lode-bench gen enum`)", cfg.records),
         ),
         (
             "pinning".into(),

@@ -98,6 +98,8 @@ pub struct CompareConfig {
     pub work: PathBuf,
     /// The lode binary.
     pub lode: PathBuf,
+    /// The lode-bench binary, whose `echo` is the machine's ceiling.
+    pub bench: PathBuf,
     /// Servers compared, in run order.
     pub servers: Vec<Kind>,
     /// ENUM records of the data set.
@@ -706,7 +708,10 @@ impl Bench<'_> {
             dir: self.cfg.work.join(format!("{kind}-{tag}")),
             log: self.logs.join(format!("{kind}-{tag}.log")),
             cpu: self.cfg.server_cpu,
-            lode: self.cfg.lode.clone(),
+            lode: match kind {
+                Kind::Echo => self.cfg.bench.clone(),
+                _ => self.cfg.lode.clone(),
+            },
             update_key: None,
             guard: servers::Guard::default(),
             metrics: servers::LodeMetrics::default(),
@@ -1427,6 +1432,7 @@ mod tests {
             out: PathBuf::from("/nonexistent/out"),
             work: PathBuf::from("/nonexistent/work"),
             lode: PathBuf::from("/nonexistent/lode"),
+            bench: PathBuf::from("/nonexistent/lode-bench"),
             servers: vec![Kind::Echo, Kind::Lode, Kind::Knot],
             records: 500_000,
             zones: 10,

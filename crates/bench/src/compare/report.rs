@@ -391,7 +391,7 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
     );
     let _ = writeln!(
         m,
-        "Written by `lode bench compare`. Medians over runs; servers ran interleaved (A B C … A B C …), \
+        "Written by `lode-bench compare`. Medians over runs; servers ran interleaved (A B C … A B C …), \
          the server pinned to one CPU and the tester to another. A zero-loss rate is the highest \
          rate at which every query got a valid reply (QR, ID, question, expected RCODE) within the \
          timeout (RFC 8219 §9 binary search, short steps). Memory per record is (resident memory \
@@ -409,7 +409,7 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
         Some(e) => {
             let _ = writeln!(
                 m,
-                "Against `lode bench echo` (returns every query with QR set, on the server's CPU): \
+                "Against `lode-bench echo` (returns every query with QR set, on the server's CPU): \
                  our tester's zero-loss rate **{} q/s**{}{}.",
                 e.rate,
                 if e.hit_ceiling { " (the search's upper bound passed)" } else { "" },

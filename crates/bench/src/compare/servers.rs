@@ -28,7 +28,7 @@ pub enum Kind {
     Bind,
     /// PowerDNS Authoritative with the bind back end.
     Pdns,
-    /// `lode bench echo`: the machine's ceiling, not a DNS server.
+    /// `lode-bench echo`: the machine's ceiling, not a DNS server.
     Echo,
 }
 
@@ -91,7 +91,7 @@ pub struct Launch {
     pub log: PathBuf,
     /// CPU it is pinned to (`taskset -c`).
     pub cpu: usize,
-    /// The lode binary (for Lode and the echo).
+    /// The lode binary (for Lode), or the lode-bench binary (for the echo).
     pub lode: PathBuf,
     /// Accept RFC 2136 updates signed with this key in every zone, journal in `dir`
     /// (Lode, Knot DNS and BIND 9; BIND gets copies of the zone files, which it rewrites).
@@ -234,7 +234,6 @@ impl Launch {
         Ok(match self.kind {
             Kind::Echo => vec![
                 lode,
-                "bench".into(),
                 "echo".into(),
                 "--listen".into(),
                 format!("127.0.0.1:{port}"),
@@ -665,7 +664,7 @@ mod tests {
             guard: Guard::default(),
             metrics: LodeMetrics::default(),
         };
-        // `/bin/sleep bench echo …` fails at once (bad arguments).
+        // `/bin/sleep echo …` fails at once (bad arguments).
         let mut dying = launch("/bin/sleep", 15860).start().expect("start");
         let t = Instant::now();
         let e = dying

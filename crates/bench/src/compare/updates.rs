@@ -34,7 +34,7 @@ use lode_wire::Name;
 pub const DURABLE_FIRST: u64 = 500_000;
 /// First number of the bulk load (the closed-loop updates stop before it).
 pub const BULK_FIRST: u64 = 800_000;
-/// Digits of the numbers below a zone apex (`lode gen enum --prefix 1212`, 10 zones).
+/// Digits of the numbers below a zone apex (`lode-bench gen enum --prefix 1212`, 10 zones).
 pub const SUFFIX_DIGITS: usize = 6;
 
 /// Settings of an update comparison.

@@ -1,4 +1,4 @@
-//! `lode bench fleet`: a primary and N secondaries, each in its own network
+//! `lode-bench fleet`: a primary and N secondaries, each in its own network
 //! namespace on one bridge, measured (issue 9 §5).
 //!
 //! ```text
@@ -657,7 +657,7 @@ fn axfr_exp(
     let mut md = format!(
         "## AXFR of {} records from {}\n\nPrimary on CPU 0, the secondary on CPU 1, one at a time, \
          started empty; time = from its start to serving the primary's serial. First row: \
-         `lode bench`'s own TCP client on CPU 1 that only counts the records (the primary's \
+         `lode-bench`'s own TCP client on CPU 1 that only counts the records (the primary's \
          send rate without a secondary's work). Memory: the \
          primary's RSS before and its peak during the transfer (sampled every 20 ms), the \
          secondary's VmHWM.\n\n\

@@ -33,7 +33,7 @@ pub fn knotd() -> Option<PathBuf> {
 
 /// Starts knotd on 127.0.0.1:`port` with its state in `dir`. `sections` goes
 /// before the template (keys, ACLs), `template` inside the default template,
-/// `zones` is the zone list (as `lode gen` writes it).
+/// `zones` is the zone list (as `lode-bench gen` writes it).
 pub fn start_knot(
     knotd: &Path,
     dir: &Path,

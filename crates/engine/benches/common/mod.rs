@@ -2,7 +2,7 @@
 //! `examples/answer_loop.rs`, so the criterion times and the callgrind counts
 //! measure the same thing.
 //!
-//! The zone is what `lode gen enum --records 100000 --zones 1` writes: apex
+//! The zone is what `lode-bench gen enum --records 100000 --zones 1` writes: apex
 //! `0.2.1.2.1.e164.arpa.`, SOA, two NS with addresses, and one NAPTR per
 //! number `+12120` · six digits, suffixes `000000` … `099999`. The free
 //! suffixes `100000` … `999999` give names inside the zone that do not exist
@@ -94,7 +94,7 @@ pub fn apex() -> Name {
     enum_name(PREFIX).parse().unwrap()
 }
 
-/// The zone text, in the format of `lode gen enum`.
+/// The zone text, in the format of `lode-bench gen enum`.
 pub fn zone_text() -> String {
     let apex = enum_name(PREFIX);
     let mut text = format!(

@@ -128,7 +128,7 @@ fn tcp_verdicts() {
 #[test]
 fn report_has_three_tables_and_their_verdicts() {
     let r = AttackResult {
-        command: "lode bench attack --quick".into(),
+        command: "lode-bench attack --quick".into(),
         settings: vec![("set".into(), "100 records".into())],
         overload: vec![
             OverloadRow {
@@ -162,7 +162,7 @@ fn report_has_three_tables_and_their_verdicts() {
         wall_secs: 12.0,
     };
     let md = to_markdown(&r);
-    assert!(md.contains("lode bench attack --quick"));
+    assert!(md.contains("lode-bench attack --quick"));
     assert!(md.contains("## 1. Overload"));
     assert!(md.contains("## 2. CPU per answer"));
     assert!(md.contains("## 3. UDP under a TCP abuse mix"));

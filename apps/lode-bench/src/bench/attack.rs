@@ -1,20 +1,20 @@
-//! `lode bench attack`: issue 10's benchmarks under attack (crates/bench/src/attack/),
+//! `lode-bench attack`: issue 10's benchmarks under attack (crates/bench/src/attack/),
 //! its arguments and their checks.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 
 use super::{drop_scratch, parse_fraction, parse_servers, run_dirs, secs};
 
-/// Arguments of `lode bench attack`.
+/// Arguments of `lode-bench attack`.
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Tables: 1 overload (per server and mix: zero-loss rate R0, then fixed steps at 1.5 and 2 × R0, answered q/s and wrong RCODEs), 2 CPU per answer with RRL and cookies off / RRL / RRL + cookies (Lode and Knot, each restarted per configuration), 3 UDP zero-loss rate without and with a TCP abuse mix. Servers listen on 127.0.0.1 from --base-port (lode, knot, nsd), one worker each, pinned to --server-cpu; the tester and the abuse run on --tester-cpu. Installs knot, nsd and dnsperf with apt-get unless --no-install. --quick: 100000 records, 1 s steps, coarse searches, one round (~4-5 min with three servers). --smoke: 20000 records, 0.5 s steps, 2000 idle connections (~2.5 min; checks the harness only, its coarse searches make the ratios meaningless). Defaults: ~20-25 min."
 )]
-pub(super) struct AttackArgs {
+pub(crate) struct AttackArgs {
     /// Results folder (default results/attack-[quick-]DATE).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -126,7 +126,7 @@ fn command_line() -> String {
         .join(" ")
 }
 
-pub(super) fn run(a: AttackArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(a: AttackArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
     use lode_bench::attack::{self, mix::Mix, AttackConfig};
     let (q, s) = (a.quick, a.smoke);
     let pick = |full: f64, quick: f64, smoke: f64| {
@@ -156,7 +156,7 @@ pub(super) fn run(a: AttackArgs) -> anyhow::Result<ExitCode> {
     let cfg = AttackConfig {
         out: out.clone(),
         work: work.clone(),
-        lode: std::env::current_exe().context("finding the lode binary")?,
+        lode: lode.path()?,
         command: command_line(),
         servers,
         tables: a.tables.clone(),

@@ -1,4 +1,4 @@
-//! `lode gen`: benchmark data sets — ENUM zones (seed 000 §3.4) and the
+//! `lode-bench gen`: benchmark data sets — ENUM zones (seed 000 §3.4) and the
 //! dns64perf namespace (RFC 8219 self-test) — with query files in dnsperf format.
 
 /// Prints a line to stdout; a closed pipe (`| head`) ends the command with an error, not a panic.
@@ -16,7 +16,7 @@ use std::time::Instant;
 use lode_bench::gen::dns64perf::{self, AddrType, Ipv4Net};
 use lode_bench::gen::enumset::{self, EnumSetSpec};
 
-/// Arguments of `lode gen`.
+/// Arguments of `lode-bench gen`.
 #[derive(clap::Args, Debug)]
 pub struct GenArgs {
     #[command(subcommand)]
@@ -33,7 +33,7 @@ enum GenWhat {
     Dns64perf(Dns64perfArgs),
 }
 
-/// Arguments of `lode gen enum`.
+/// Arguments of `lode-bench gen enum`.
 #[derive(clap::Args, Debug)]
 struct EnumArgs {
     /// Numbers (one NAPTR each).
@@ -69,7 +69,7 @@ struct EnumArgs {
     threads: Option<usize>,
 }
 
-/// Arguments of `lode gen dns64perf`.
+/// Arguments of `lode-bench gen dns64perf`.
 #[derive(clap::Args, Debug)]
 struct Dns64perfArgs {
     /// The IPv4 network, `A.B.C.D/N`; `/N` alone means `10.0.0.0/N`.

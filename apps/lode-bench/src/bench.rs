@@ -1,4 +1,5 @@
-//! `lode bench`: the echo ceiling, the RFC 8219 rate search and closed-loop client ramps.
+//! The instruments of `lode-bench`: the echo ceiling, the RFC 8219 rate search,
+//! closed-loop client ramps and the side-by-side comparisons.
 
 /// Prints a line to stdout; a closed pipe (`| head`) ends the command with an error, not a panic.
 macro_rules! out {
@@ -25,16 +26,9 @@ use lode_wire::Rtype;
 mod attack;
 mod fleet;
 
-/// Arguments of `lode bench`.
-#[derive(clap::Args, Debug)]
-pub struct BenchArgs {
-    #[command(subcommand)]
-    what: BenchWhat,
-}
-
-/// The instruments.
+/// The instruments: the top-level commands of `lode-bench` besides `gen`.
 #[derive(clap::Subcommand, Debug)]
-enum BenchWhat {
+pub(crate) enum BenchWhat {
     /// A UDP responder that returns every query with QR set: the machine's ceiling.
     Echo(EchoArgs),
     /// RFC 8219 §9: constant-rate steps and a binary search for the highest rate with
@@ -65,9 +59,9 @@ enum BenchWhat {
     Attack(Box<attack::AttackArgs>),
 }
 
-/// Arguments of `lode bench fsync`.
+/// Arguments of `lode-bench fsync`.
 #[derive(clap::Args, Debug)]
-struct FsyncArgs {
+pub(crate) struct FsyncArgs {
     /// The folder (on the journal's disk).
     #[arg(long, default_value = ".")]
     dir: PathBuf,
@@ -76,12 +70,12 @@ struct FsyncArgs {
     secs: f64,
 }
 
-/// Arguments of `lode bench compare-updates`.
+/// Arguments of `lode-bench compare-updates`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Servers are started one at a time on 127.0.0.1:--port, pinned to --server-cpu, each in a fresh folder under --work holding its journal (the disk the fsync probe measures); the tester runs on --tester-cpu. The set is `lode gen enum` with 10 zones and prefix 1212; target 1 adds numbers from 500000, the bulk load from 800000 in every zone. --quick: 100000 records, 1 run, 5 s closed loop, 1 s steps, 100000 bulk numbers."
+    after_help = "Servers are started one at a time on 127.0.0.1:--port, pinned to --server-cpu, each in a fresh folder under --work holding its journal (the disk the fsync probe measures); the tester runs on --tester-cpu. The set is `lode-bench gen enum` with 10 zones and prefix 1212; target 1 adds numbers from 500000, the bulk load from 800000 in every zone. --quick: 100000 records, 1 run, 5 s closed loop, 1 s steps, 100000 bulk numbers."
 )]
-struct CompareUpdatesArgs {
+pub(crate) struct CompareUpdatesArgs {
     /// Results folder (default results/updates-[quick-]DATE).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -166,7 +160,7 @@ struct CompareUpdatesArgs {
 const BENCH_KEY: &str =
     "hmac-sha256:lode-bench-update.:bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=";
 
-fn compare_updates(a: CompareUpdatesArgs) -> anyhow::Result<ExitCode> {
+fn compare_updates(a: CompareUpdatesArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
     use lode_bench::compare::updates::{self, UpdCompareConfig};
     let q = a.quick;
     let servers = parse_servers(&a.servers, false)?;
@@ -182,7 +176,7 @@ fn compare_updates(a: CompareUpdatesArgs) -> anyhow::Result<ExitCode> {
     let cfg = UpdCompareConfig {
         out: out.clone(),
         work: work.clone(),
-        lode: std::env::current_exe().context("finding the lode binary")?,
+        lode: lode.path()?,
         servers,
         records: a.records.unwrap_or(if q { 100_000 } else { 5_000_000 }),
         runs: a.runs.unwrap_or(if q { 1 } else { 3 }),
@@ -226,7 +220,7 @@ fn fsync(a: FsyncArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Arguments of `lode bench compare`.
+/// Arguments of `lode-bench compare`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Installs missing packages (knot nsd bind9 pdns-server \
 pdns-backend-bind dnsperf fonts-dejavu-core) with apt-get unless --no-install. Servers listen on \
@@ -247,7 +241,7 @@ each run: start, warm-up step, one --cpu-step step per query kind at --cpu-rate.
 a section with the medians of server CPU per answer, on ÷ off and PASS (≤ 1.02) or MISS. \
 Example: --servers lode --quick --no-dnsperf --metrics-overhead --metrics-runs 8 \
 --cpu-step 5 --cpu-rate 20000.")]
-struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// Results folder (default results/compare-[quick-]DATE).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -319,7 +313,7 @@ struct CompareArgs {
     #[arg(long, value_delimiter = ',', default_value = "lode,knot,nsd")]
     memory_servers: Vec<String>,
     /// Also measure Lode's memory on the --memory-records set (or --records) generated
-    /// with this many shared NAPTR RRsets (`lode gen enum --shared-naptr`).
+    /// with this many shared NAPTR RRsets (`lode-bench gen enum --shared-naptr`).
     #[arg(long, value_name = "K")]
     shared_naptr: Option<u64>,
     /// Worker threads (processes for NSD) of every server.
@@ -391,7 +385,7 @@ fn parse_servers(
     Ok(servers)
 }
 
-fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
+fn compare(a: CompareArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
     use lode_bench::compare::{self, seed_layout, CompareConfig};
     let servers = parse_servers(&a.servers, true)?;
     if servers.is_empty() {
@@ -451,7 +445,8 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let cfg = CompareConfig {
         out: out.clone(),
         work: work.clone(),
-        lode: std::env::current_exe().context("finding the lode binary")?,
+        lode: lode.path()?,
+        bench: std::env::current_exe().context("finding the lode-bench binary")?,
         servers,
         records: a.records,
         zones: a.zones.unwrap_or(seed_zones),
@@ -514,9 +509,9 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Arguments of `lode bench update`.
+/// Arguments of `lode-bench update`.
 #[derive(clap::Args, Debug)]
-struct UpdateArgs {
+pub(crate) struct UpdateArgs {
     /// The server under test.
     #[arg(long)]
     server: SocketAddr,
@@ -584,9 +579,9 @@ struct UpdateArgs {
     fsync_dir: Option<PathBuf>,
 }
 
-/// Arguments of `lode bench echo`.
+/// Arguments of `lode-bench echo`.
 #[derive(clap::Args, Debug)]
-struct EchoArgs {
+pub(crate) struct EchoArgs {
     /// Address to listen on (repeatable).
     #[arg(long, required = true)]
     listen: Vec<SocketAddr>,
@@ -601,7 +596,7 @@ struct EchoArgs {
 /// Where queries come from (shared by `rate` and `clients`).
 #[derive(clap::Args, Debug)]
 struct QuerySource {
-    /// Query file in dnsperf format (`name TYPE` per line), e.g. from `lode gen`.
+    /// Query file in dnsperf format (`name TYPE` per line), e.g. from `lode-bench gen`.
     #[arg(long, conflicts_with = "dns64perf")]
     queries: Option<PathBuf>,
     /// Generate the dns64perf namespace of this IPv4 network instead (`10.0.0.0/16`, `/16`).
@@ -639,9 +634,9 @@ impl QuerySource {
     }
 }
 
-/// Arguments of `lode bench rate`.
+/// Arguments of `lode-bench rate`.
 #[derive(clap::Args, Debug)]
-struct RateArgs {
+pub(crate) struct RateArgs {
     /// The server under test.
     #[arg(long)]
     server: SocketAddr,
@@ -690,9 +685,9 @@ struct RateArgs {
     max_behind: String,
 }
 
-/// Arguments of `lode bench clients`.
+/// Arguments of `lode-bench clients`.
 #[derive(clap::Args, Debug)]
-struct ClientsArgs {
+pub(crate) struct ClientsArgs {
     /// The server under test.
     #[arg(long)]
     server: SocketAddr,
@@ -715,18 +710,18 @@ struct ClientsArgs {
     timeout: u64,
 }
 
-/// Runs the command.
-pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    match args.what {
+/// Runs the command; `lode` is the server binary the comparisons start (`--lode`).
+pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
+    match what {
         BenchWhat::Echo(a) => echo(a),
         BenchWhat::Rate(a) => rate(a),
         BenchWhat::Clients(a) => clients(a),
         BenchWhat::Update(a) => update(a),
-        BenchWhat::Compare(a) => compare(*a),
-        BenchWhat::CompareUpdates(a) => compare_updates(*a),
+        BenchWhat::Compare(a) => compare(*a, lode),
+        BenchWhat::CompareUpdates(a) => compare_updates(*a, lode),
         BenchWhat::Fsync(a) => fsync(a),
-        BenchWhat::Fleet(a) => fleet::run(*a),
-        BenchWhat::Attack(a) => attack::run(*a),
+        BenchWhat::Fleet(a) => fleet::run(*a, lode),
+        BenchWhat::Attack(a) => attack::run(*a, lode),
     }
 }
 
@@ -1221,7 +1216,7 @@ fn zone_names(args: &[String]) -> anyhow::Result<Vec<lode_wire::Name>> {
         .collect()
 }
 
-/// `lode bench update --clients N`: closed-loop TSIG updates over TCP for --duration.
+/// `lode-bench update --clients N`: closed-loop TSIG updates over TCP for --duration.
 fn closed_loop(a: &UpdateArgs, duration: Duration) -> anyhow::Result<ExitCode> {
     use lode_bench::durable::{self, DurableConfig};
     let key = a

@@ -1,4 +1,4 @@
-//! `lode bench fleet`: a primary and secondaries in network namespaces
+//! `lode-bench fleet`: a primary and secondaries in network namespaces
 //! (crates/bench/src/fleet/), its arguments and their checks.
 
 use std::path::PathBuf;
@@ -9,12 +9,12 @@ use anyhow::{bail, Context};
 
 use super::{drop_scratch, run_dirs, secs, BENCH_KEY};
 
-/// Arguments of `lode bench fleet`.
+/// Arguments of `lode-bench fleet`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Namespaces lodefl-p (primary, 10.53.0.1) and lodefl-s1.. (secondaries, 10.53.0.11..) on bridge lodefl0, the prober, update sender and rate tester in the root namespace at 10.53.0.200; servers listen on port 53 in their namespace. Everything is removed at the end, on errors and on Ctrl-C (a run killed with SIGKILL leaves them: the next run removes them first). The zone is `lode gen enum` with one zone of --records numbers. CPUs: propagation pins the primary to 0 and the secondaries to 1; ixfr-load runs everything on 0 but the secondary under test (moved to 1 for its searches); axfr pins the primary to 0 and the secondary to 1."
+    after_help = "Namespaces lodefl-p (primary, 10.53.0.1) and lodefl-s1.. (secondaries, 10.53.0.11..) on bridge lodefl0, the prober, update sender and rate tester in the root namespace at 10.53.0.200; servers listen on port 53 in their namespace. Everything is removed at the end, on errors and on Ctrl-C (a run killed with SIGKILL leaves them: the next run removes them first). The zone is `lode-bench gen enum` with one zone of --records numbers. CPUs: propagation pins the primary to 0 and the secondaries to 1; ixfr-load runs everything on 0 but the secondary under test (moved to 1 for its searches); axfr pins the primary to 0 and the secondary to 1."
 )]
-pub(super) struct FleetArgs {
+pub(crate) struct FleetArgs {
     /// The primary: lode or knot.
     #[arg(long, default_value = "lode")]
     primary: String,
@@ -68,7 +68,7 @@ pub(super) struct FleetArgs {
     load_limit: f64,
 }
 
-pub(super) fn run(a: FleetArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(a: FleetArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
     use lode_bench::compare::servers::Kind;
     use lode_bench::fleet::{self, Experiment, FleetConfig};
     let experiment = Experiment::parse(&a.experiment).with_context(|| {
@@ -118,7 +118,7 @@ pub(super) fn run(a: FleetArgs) -> anyhow::Result<ExitCode> {
         records,
         out,
         work: work.clone(),
-        lode: std::env::current_exe().context("the lode binary's path")?,
+        lode: lode.path()?,
         key,
         step: secs(a.step, "--step")?,
         high: a.high,
