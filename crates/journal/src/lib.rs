@@ -581,6 +581,11 @@ impl Journal {
         Ok(())
     }
 
+    /// True while the file is open (see [`Journal::release`]).
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
     /// Closes the file until it is next needed (a quiet zone keeps no file
     /// descriptor open).
     pub fn release(&mut self) {

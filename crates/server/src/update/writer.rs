@@ -22,6 +22,12 @@ const IDLE_COMPACTION: std::time::Duration = std::time::Duration::from_secs(5);
 /// Zones with fewer names than this (base and delta) are compacted on the
 /// writer's own thread.
 const SMALL_ZONE_NODES: usize = 20_000;
+/// Journal files the writers keep open between commits, all zones together;
+/// beyond it, a zone's journal is closed after each commit (a burst of
+/// updates to thousands of zones must not run out of file descriptors).
+const MAX_OPEN_JOURNALS: usize = 128;
+/// Journal files open now (see [`MAX_OPEN_JOURNALS`]).
+static OPEN_JOURNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Wait after a failed compaction or journal flush before trying again.
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -159,6 +165,7 @@ fn open_writer(
         last_took: std::time::Duration::ZERO,
         written: updates.written.clone(),
         state_pending: false,
+        holds_file: false,
     };
     // The zone's truth is its state snapshot plus the journal after it;
     // the zone file is the operator's input, applied as a difference
@@ -305,6 +312,14 @@ struct Writer {
     written: Arc<Written>,
     /// No state written yet: it is, before the first change is journaled.
     state_pending: bool,
+    /// The journal's file is open and counted in [`OPEN_JOURNALS`].
+    holds_file: bool,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.release_file();
+    }
 }
 
 /// A background compaction of one version.
@@ -417,10 +432,41 @@ impl super::pool::Step for Writer {
                 self.idle_since = None;
                 self.maybe_compact_now(true);
                 // A quiet zone keeps no file open.
-                self.journal.release();
+                self.release_file();
             }
             return self.next_wake();
         }
+        let wake = self.take(group, out);
+        self.count_file();
+        wake
+    }
+}
+
+impl Writer {
+    /// Closes the journal's file until it is next needed.
+    fn release_file(&mut self) {
+        self.journal.release();
+        if self.holds_file {
+            self.holds_file = false;
+            OPEN_JOURNALS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Counts the journal's file if the step opened it, and closes it at
+    /// once when too many are open.
+    fn count_file(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.journal.is_open() && !self.holds_file {
+            self.holds_file = true;
+            OPEN_JOURNALS.fetch_add(1, Relaxed);
+        }
+        if self.holds_file && OPEN_JOURNALS.load(Relaxed) > MAX_OPEN_JOURNALS {
+            self.release_file();
+        }
+    }
+
+    /// A step with work: transfers, updates, files, flushes.
+    fn take(&mut self, group: Vec<Work>, out: &mut [u8]) -> Option<Instant> {
         self.idle_since = Some(Instant::now());
         // History for transfers out is given before the group's changes
         // (the transfer then sends what was published when it asked);
