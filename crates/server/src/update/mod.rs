@@ -1,9 +1,11 @@
 //! Dynamic updates (RFC 2136): admission on the transport's thread, then one
 //! writer per zone that validates, journals, applies and publishes in groups.
+//! The writers run on a pool of a few threads shared by all zones
+//! (`pool.rs`): one step of one zone's writer at a time, in order.
 //!
 //! ```text
-//!  UDP worker / TCP task                      zone writer (one thread per zone)
-//!  ─────────────────────                      ─────────────────────────────────
+//!  UDP worker / TCP task                      zone writer (a step on the writer pool)
+//!  ─────────────────────                      ───────────────────────────────────────
 //!  parse (FORMERR / drop)                     take every queued job (a group)
 //!  zone served? (else the engine answers)     for each, in order: process against
 //!  TSIG (NOTAUTH + BADKEY/BADSIG/BADTIME)       the version the previous one made
