@@ -166,6 +166,7 @@ fn open_writer(
         written: updates.written.clone(),
         state_pending: false,
         holds_file: false,
+        file_write: None,
     };
     // The zone's truth is its state snapshot plus the journal after it;
     // the zone file is the operator's input, applied as a difference
@@ -314,6 +315,77 @@ struct Writer {
     state_pending: bool,
     /// The journal's file is open and counted in [`OPEN_JOURNALS`].
     holds_file: bool,
+    /// A zone-file write running in the background.
+    file_write: Option<FileWrite>,
+}
+
+/// A zone-file write in the background.
+struct FileWrite {
+    result: mpsc::Receiver<FileDone>,
+}
+
+/// Writing one version to the zone file, with what the writer's note of
+/// written files needs.
+struct FileJob {
+    path: PathBuf,
+    zone: Arc<Zone>,
+    flushed: PathBuf,
+    file_tag: Vec<u8>,
+    written: Arc<Written>,
+    origin: Name,
+}
+
+/// How a zone-file write went.
+struct FileDone {
+    result: Result<Flushed, String>,
+    /// The new file's tag (once it is in place).
+    tag: Option<Vec<u8>>,
+    took: std::time::Duration,
+}
+
+impl FileDone {
+    /// A background write that ended without a word (its thread died).
+    fn lost() -> FileDone {
+        FileDone {
+            result: Err("the zone-file writer stopped".into()),
+            tag: None,
+            took: std::time::Duration::ZERO,
+        }
+    }
+}
+
+impl FileJob {
+    /// Writes the file; before the rename, the note and the reloader learn
+    /// the new file (and keep the one in place): a crash or a reload on
+    /// either side of the rename finds a file the writer knows.
+    fn run(self) -> FileDone {
+        let started = Instant::now();
+        let mut tag = None;
+        let result = crate::flush::write_zone_file(&self.path, &self.zone, |stamp, new| {
+            crate::flush::write_flushed_tags(&self.flushed, &[self.file_tag.clone(), new.clone()])
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", self.flushed.display())))?;
+            self.written.add(&self.origin, stamp);
+            tag = Some(new);
+            Ok(())
+        })
+        .map_err(|e| format!("{}: {e}", self.path.display()));
+        let took = started.elapsed();
+        if let Ok(f) = &result {
+            tracing::info!(
+                zone = %self.origin,
+                serial = f.serial,
+                records = f.records,
+                file = %self.path.display(),
+                "zone {}: zone file written, {} records, serial {}, to {} in {:.1} ms",
+                self.origin,
+                f.records,
+                f.serial,
+                self.path.display(),
+                took.as_secs_f64() * 1000.0
+            );
+        }
+        FileDone { result, tag, took }
+    }
 }
 
 impl Drop for Writer {
@@ -394,10 +466,8 @@ impl Writer {
     /// not folded in.
     fn next_wake(&self) -> Option<Instant> {
         let now = Instant::now();
-        let mut wake = self
-            .compaction
-            .as_ref()
-            .map(|_| now + std::time::Duration::from_millis(50));
+        let mut wake = (self.compaction.is_some() || self.file_write.is_some())
+            .then(|| now + std::time::Duration::from_millis(50));
         let mut at = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
         if let Some(due) = self.flush_due() {
             at(due);
@@ -529,6 +599,9 @@ impl Writer {
     /// when it holds the published version, or is not to be written.
     fn flush_due(&self) -> Option<Instant> {
         self.zone_file.as_ref()?;
+        if self.file_write.is_some() {
+            return None; // one write at a time; its end is polled
+        }
         let zone = self.current()?;
         if zone.serial() == self.written_serial {
             return None;
@@ -539,18 +612,12 @@ impl Writer {
         Some(self.last_flush + interval.max(self.last_took))
     }
 
-    /// Writes the zone file when `zonefile-sync` says it is time.
+    /// Starts writing the zone file when `zonefile-sync` says it is time
+    /// (one write in flight at a time).
     fn maybe_flush(&mut self) {
-        if self.flush_due().is_some_and(|due| due <= Instant::now()) {
-            if let Err(e) = self.flush() {
-                tracing::error!(
-                    "zone {}: cannot write its zone file ({e}); trying again in {} s",
-                    self.origin,
-                    RETRY_AFTER.as_secs()
-                );
-                // Not before RETRY_AFTER, whatever the interval.
-                self.last_flush = Instant::now() + RETRY_AFTER;
-            }
+        self.finish_file_write();
+        if self.file_write.is_none() && self.flush_due().is_some_and(|due| due <= Instant::now()) {
+            self.start_file_write();
         }
     }
 
@@ -655,45 +722,100 @@ impl Writer {
         }
     }
 
-    /// Writes the published version to the zone file and notes the new
-    /// file's tag, so that neither a start nor a reload takes it for an edit.
+    /// Writes the published version to the zone file now (`zone-flush`),
+    /// after a background write in flight, and waits.
     fn flush(&mut self) -> Result<Flushed, String> {
-        let path = self
-            .zone_file
-            .clone()
-            .ok_or("the zone is built in: it has no zone file")?;
-        let zone = self.current().ok_or("the zone is not served")?;
-        let started = Instant::now();
-        // Before the rename, the note and the reloader learn the new file
-        // (and keep the one in place): a crash or a reload on either side of
-        // the rename finds a file the writer knows.
-        let mut new_tag = None;
-        let result = crate::flush::write_zone_file(&path, &zone, |stamp, tag| {
-            crate::flush::write_flushed_tags(&self.flushed, &[self.file_tag.clone(), tag.clone()])
-                .map_err(|e| std::io::Error::other(format!("{}: {e}", self.flushed.display())))?;
-            self.written.add(&self.origin, stamp);
-            new_tag = Some(tag);
-            Ok(())
-        });
+        if let Some(w) = self.file_write.take() {
+            let done = w.result.recv().unwrap_or_else(|_| FileDone::lost());
+            // Whatever it gave, the file is written again now.
+            let _ = self.file_written(done);
+        }
+        let job = self.file_job()?;
+        let done = job.run();
+        self.file_written(done)
+    }
+
+    /// What writing the published version to the zone file takes.
+    fn file_job(&self) -> Result<FileJob, String> {
+        Ok(FileJob {
+            path: self
+                .zone_file
+                .clone()
+                .ok_or("the zone is built in: it has no zone file")?,
+            zone: self.current().ok_or("the zone is not served")?,
+            flushed: self.flushed.clone(),
+            file_tag: self.file_tag.clone(),
+            written: self.written.clone(),
+            origin: self.origin.clone(),
+        })
+    }
+
+    /// Starts writing the zone file in the background (`zonefile-sync`):
+    /// commits, publications and transfers go on meanwhile.
+    fn start_file_write(&mut self) {
+        let job = match self.file_job() {
+            Ok(j) => j,
+            Err(e) => {
+                tracing::error!("zone {}: cannot write its zone file ({e})", self.origin);
+                self.last_flush = Instant::now() + RETRY_AFTER;
+                return;
+            }
+        };
+        let (tx, rx) = mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name(format!(
+                "lode-zf-{}",
+                self.origin.to_string().trim_end_matches('.')
+            ))
+            .spawn(move || {
+                // Background work: it runs when queries and updates leave room.
+                lode_io::lower_thread_priority(19);
+                let _ = tx.send(job.run());
+            });
+        match spawned {
+            Ok(_) => self.file_write = Some(FileWrite { result: rx }),
+            Err(e) => {
+                tracing::warn!(
+                    "zone {}: cannot start writing its zone file: {e}",
+                    self.origin
+                );
+                self.last_flush = Instant::now() + RETRY_AFTER;
+            }
+        }
+    }
+
+    /// Takes the outcome of a background zone-file write, if it is done.
+    fn finish_file_write(&mut self) {
+        let Some(w) = &self.file_write else {
+            return;
+        };
+        let done = match w.result.try_recv() {
+            Ok(d) => d,
+            Err(mpsc::TryRecvError::Empty) => return,
+            Err(mpsc::TryRecvError::Disconnected) => FileDone::lost(),
+        };
+        self.file_write = None;
+        if let Err(e) = self.file_written(done) {
+            tracing::error!(
+                "zone {}: cannot write its zone file ({e}); trying again in {} s",
+                self.origin,
+                RETRY_AFTER.as_secs()
+            );
+            // Not before RETRY_AFTER, whatever the interval.
+            self.last_flush = Instant::now() + RETRY_AFTER;
+        }
+    }
+
+    /// Notes a zone-file write: its serial, the new file's tag, how long it
+    /// took (`zonefile-sync` waits at least as long before the next one).
+    fn file_written(&mut self, done: FileDone) -> Result<Flushed, String> {
         self.last_flush = Instant::now();
-        self.last_took = started.elapsed();
-        let flushed = result.map_err(|e| format!("{}: {e}", path.display()))?;
+        self.last_took = done.took;
+        let flushed = done.result?;
         self.written_serial = flushed.serial;
-        if let Some(tag) = new_tag {
+        if let Some(tag) = done.tag {
             self.file_tag = tag;
         }
-        tracing::info!(
-            zone = %self.origin,
-            serial = flushed.serial,
-            records = flushed.records,
-            file = %path.display(),
-            "zone {}: zone file written, {} records, serial {}, to {} in {:.1} ms",
-            self.origin,
-            flushed.records,
-            flushed.serial,
-            path.display(),
-            started.elapsed().as_secs_f64() * 1000.0
-        );
         Ok(flushed)
     }
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# CPU per durable update (issue 17 §3): Lode serves a 500k-number ENUM set in
+# 10 zones that take TSIG-signed updates, pinned to CPU 0; `lode-bench update
+# --clients N` on CPU 1 adds single NAPTRs over TCP for DURATION seconds.
+# Prints updates/s, server CPU seconds (utime+stime from /proc) and µs of
+# server CPU per durable update, and the disk's fdatasync/s in the journal
+# folder (durable updates/s ÷ fdatasync/s).
+#
+#   bash scripts/bench-update-cpu.sh            # 64 clients, 10 s
+#   CLIENTS=16 DURATION=20 bash scripts/bench-update-cpu.sh
+#
+# Environment: WORK (scratch, default /var/tmp/lode-update-cpu), CLIENTS, DURATION,
+# ZONEFILE_SYNC (default -1, as the peer comparisons of lode-bench run Knot and Lode:
+# zone files not written back), PERF=1 (perf record of the server into WORK/perf.data).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${WORK:-/var/tmp/lode-update-cpu}
+clients=${CLIENTS:-64}
+duration=${DURATION:-10}
+port=15353
+cargo build --release --bin lode --bin lode-bench >/dev/null
+LODE=$PWD/target/release/lode
+BENCH=$PWD/target/release/lode-bench
+key_name=bench-update.
+secret=bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=
+mkdir -p "$work"
+if [ ! -f "$work/set/lode.toml" ]; then
+    "$BENCH" gen enum --records 500000 --zones 10 --out "$work/set" --prefix 16461 >/dev/null
+fi
+rm -rf "$work/journal"
+mkdir -p "$work/journal"
+{
+    echo "listen = [\"127.0.0.1:$port\"]"
+    echo "journal-dir = \"$work/journal\""
+    echo 'control = ""'
+    echo "zonefile-sync = ${ZONEFILE_SYNC:--1}"
+    echo "[[key]]"; echo "id = \"$key_name\""; echo 'algorithm = "hmac-sha256"'; echo "secret = \"$secret\""
+    echo "[[acl]]"; echo 'id = "upd"'; echo "key = [\"$key_name\"]"; echo 'action = ["update"]'
+    grep -v '^#' "$work/set/lode.toml" | sed 's/^file = .*/&\nacl = ["upd"]/'
+} > "$work/lode.toml"
+taskset -c 0 "$LODE" serve --config "$work/lode.toml" --workers 1 > "$work/serve.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 200); do
+    if dig +short +time=1 +tries=1 @127.0.0.1 -p $port 0.1.6.4.6.1.e164.arpa SOA | grep -q .; then break; fi
+    sleep 0.2
+done
+zones=()
+for z in $(grep '^name' "$work/set/lode.toml" | cut -d'"' -f2); do zones+=(--zone "$z"); done
+cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+tick=$(getconf CLK_TCK)
+before=$(cpu)
+if [ -n "${PERF:-}" ]; then
+    perf record -F 999 -g -p "$pid" -o "$work/perf.data" -- sleep "$duration" >/dev/null 2>&1 &
+fi
+taskset -c 1 "$BENCH" update --server 127.0.0.1:$port "${zones[@]}" --clients "$clients" \
+    --duration "$duration" --tsig "hmac-sha256:$key_name:$secret" --fsync-dir "$work/journal" \
+    | tee "$work/update.txt"
+after=$(cpu)
+updates=$(grep -oE 'acknowledged [0-9]+' "$work/update.txt" | head -1 | grep -oE '[0-9]+' || echo 0)
+cpu_s=$(echo "scale=3; ($after - $before) / $tick" | bc)
+echo "server CPU: ${cpu_s} s for ${updates} updates"
+if [ "${updates:-0}" -gt 0 ]; then
+    echo "server CPU per durable update: $(echo "scale=1; $cpu_s * 1000000 / $updates" | bc) µs"
+fi
