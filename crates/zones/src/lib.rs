@@ -1,5 +1,7 @@
-//! Changes to served zones. For now: dynamic updates (RFC 2136), processed
-//! the way Knot DNS 3.2 processes them.
+//! Changes to served zones: the zone-update stage every change passes
+//! ([`stage`]: updates, zone-file differences, transfers in, the journal at
+//! start), and dynamic updates (RFC 2136) processed the way Knot DNS 3.2
+//! processes them ([`update`]).
 //!
 //! ```text
 //!  UPDATE bytes ──parse_update──▶ UpdateRequest { zone, prerequisites, updates }
@@ -20,8 +22,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod stage;
 pub mod update;
 
+pub use stage::{difference, Change, Stage, StageError, Staged};
 pub use update::{
     encode_update, parse_update, process, read_record, serial_cmp, write_error, write_response,
     SerialOrder, SerialPolicy, UnknownSerialPolicy, UpdateError, UpdateRequest,

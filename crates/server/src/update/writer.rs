@@ -8,7 +8,8 @@ use std::time::Instant;
 use lode_journal::Journal;
 use lode_wire::{rcode, Name};
 use lode_zonedb::{Changeset, Zone};
-use lode_zones::update::{self as ddns, SerialPolicy};
+use lode_zones::update::{self as ddns};
+use lode_zones::{Change, Stage, StageError, Staged};
 
 use crate::config::{Config, ZonefileSync};
 use crate::flush::{Flushed, Written};
@@ -135,7 +136,7 @@ fn open_writer(
             path.display()
         );
     }
-    let policy: SerialPolicy = options.serial_policy.parse().unwrap_or_default();
+    let stage = Stage::new(options.serial_policy.parse().unwrap_or_default());
     let file_tag = spec.source.tag();
     let state = state_path(dir, &origin);
     let flushed = flushed_path(dir, &origin);
@@ -143,7 +144,7 @@ fn open_writer(
         origin: origin.clone(),
         journal,
         publisher: publisher.clone(),
-        policy,
+        stage,
         compaction: None,
         state: state.clone(),
         file_tag: file_tag.clone(),
@@ -188,7 +189,7 @@ fn open_writer(
             return None;
         }
     };
-    let current = match replay(&base, &recovery.changesets) {
+    let current = match replay(&stage, &base, &recovery.changesets) {
         Ok((z, n)) => {
             if n > 0 {
                 tracing::info!(
@@ -246,7 +247,11 @@ fn open_writer(
 }
 
 /// Applies the journal's changesets that continue `zone`'s serial.
-fn replay(zone: &Arc<Zone>, changesets: &[Changeset]) -> Result<(Arc<Zone>, usize), String> {
+fn replay(
+    stage: &Stage,
+    zone: &Arc<Zone>,
+    changesets: &[Changeset],
+) -> Result<(Arc<Zone>, usize), String> {
     let Some(start) = changesets
         .iter()
         .position(|c| c.serial_from() == zone.serial())
@@ -261,17 +266,12 @@ fn replay(zone: &Arc<Zone>, changesets: &[Changeset]) -> Result<(Arc<Zone>, usiz
             _ => Ok((zone.clone(), 0)),
         };
     };
-    let mut z = zone.clone();
-    for c in &changesets[start..] {
-        z = Arc::new(z.apply(c).map_err(|e| {
-            format!(
-                "changeset {} → {} does not apply: {e}",
-                c.serial_from(),
-                c.serial_to()
-            )
-        })?);
+    let replayed = &changesets[start..];
+    match stage.run(zone, Change::Changesets(replayed), unix_now()) {
+        Ok(Staged::Changed { version, .. }) => Ok((version, replayed.len())),
+        Ok(_) => Ok((zone.clone(), 0)),
+        Err(e) => Err(e.to_string()),
     }
-    Ok((z, changesets.len() - start))
 }
 
 /// One zone's writer: groups, journals, publishes, answers.
@@ -279,7 +279,8 @@ struct Writer {
     origin: Name,
     journal: Journal,
     publisher: Arc<Publisher>,
-    policy: SerialPolicy,
+    /// The zone-update stage every change passes (with the serial policy).
+    stage: Stage,
     /// A compaction running in the background, and the changesets
     /// committed since the version it compacts (applied again to its result).
     compaction: Option<Compaction>,
@@ -645,19 +646,17 @@ impl Writer {
     fn apply_incremental(&mut self, changes: &[Changeset]) -> Result<u32, String> {
         let started = Instant::now();
         let base = self.current().ok_or("the zone is not served")?;
-        if base.is_expired() {
-            return Err("the zone has no contents to apply changes to".into());
-        }
-        let mut version = base.clone();
-        for c in changes {
-            version = Arc::new(version.apply(c).map_err(|e| {
-                format!(
-                    "changeset {} → {} does not apply: {e}",
-                    c.serial_from(),
-                    c.serial_to()
-                )
-            })?);
-        }
+        let (version, changes) = match self
+            .stage
+            .run(&base, Change::Changesets(changes), unix_now())
+            .map_err(|e| e.to_string())?
+        {
+            Staged::Changed {
+                version, changes, ..
+            } => (version, changes),
+            _ => return Ok(base.serial()),
+        };
+        let changes = &changes[..];
         self.journal
             .append(changes)
             .map_err(|e| format!("journal write failed: {e}"))?;
@@ -675,6 +674,15 @@ impl Writer {
     }
 
     fn replace(&mut self, zone: Arc<Zone>) -> Result<u32, String> {
+        let current = self.current().ok_or("the zone is not served")?;
+        let zone = match self
+            .stage
+            .run(&current, Change::Replace(zone), unix_now())
+            .map_err(|e| e.to_string())?
+        {
+            Staged::Replaced { version } | Staged::Changed { version, .. } => version,
+            _ => return Ok(current.serial()),
+        };
         // A compaction of the old version is of no use any more.
         self.compaction = None;
         // History first: a crash after this serves the old state, never the
@@ -833,13 +841,36 @@ impl Writer {
             .publisher
             .get(&self.origin)
             .ok_or("the zone is not served")?;
-        let Some(cs) = difference(&current, file, self.policy, now) else {
-            return Ok(());
+        let (next, changes, raised) = match self
+            .stage
+            .run(&current, Change::Difference(file), now)
+            .map_err(|e| e.to_string())?
+        {
+            Staged::Changed {
+                version,
+                changes,
+                serial_raised,
+            } => (version, changes, serial_raised),
+            _ => return Ok(()),
         };
-        let next = current.apply(&cs).map_err(|e| e.to_string())?;
-        self.journal
-            .append(std::slice::from_ref(&cs))
-            .map_err(|e| e.to_string())?;
+        self.journal.append(&changes).map_err(|e| e.to_string())?;
+        for cs in &changes {
+            self.log_file_change(cs, raised);
+        }
+        self.publisher.publish(next);
+        Ok(())
+    }
+
+    /// Logs a zone file taken in as a change.
+    fn log_file_change(&self, cs: &Changeset, serial_raised: Option<u32>) {
+        if let Some(file) = serial_raised {
+            tracing::warn!(
+                "zone {}: the zone file's serial {file} is not newer than the served {}; the change gets serial {}",
+                self.origin,
+                cs.serial_from(),
+                cs.serial_to()
+            );
+        }
         tracing::info!(
             "zone {}: zone file applied as a change: {} records removed, {} added, serial {} → {}",
             self.origin,
@@ -848,8 +879,6 @@ impl Writer {
             cs.serial_from(),
             cs.serial_to()
         );
-        self.publisher.publish(Arc::new(next));
-        Ok(())
     }
 
     /// Writes the published version as the zone's state (compacting it
@@ -1063,44 +1092,54 @@ impl Writer {
         let mut changes: Vec<Changeset> = Vec::new();
         let mut outcomes: Vec<Result<String, u16>> = Vec::with_capacity(group.len());
         for work in &group {
-            let changeset = match work {
+            let staged = match work {
                 Work::Update(job) => ddns::parse_update(&job.msg)
-                    .and_then(|req| ddns::process(&version, &req, self.policy, now))
-                    .map_err(|e| {
-                        tracing::debug!("zone {}: update from {}: {e}", self.origin, job.peer);
-                        e.rcode().unwrap_or(rcode::SERVFAIL)
-                    }),
-                Work::File { zone, .. } => Ok(difference(&version, zone, self.policy, now)),
+                    .map_err(StageError::Update)
+                    .and_then(|req| self.stage.run(&version, Change::Update(&req), now)),
+                Work::File { zone, .. } => self.stage.run(&version, Change::Difference(zone), now),
                 Work::Flush { .. }
                 | Work::History { .. }
                 | Work::Incremental { .. }
-                | Work::Replace { .. } => Ok(None),
+                | Work::Replace { .. } => Ok(Staged::Unchanged),
             };
-            let outcome = match changeset {
-                Ok(None) => Ok(format!("no change, serial {}", version.serial())),
-                Ok(Some(cs)) => match version.apply(&cs) {
-                    Ok(next) => {
-                        let what = format!(
-                            "{} records removed, {} added, serial {} → {}",
-                            cs.removed.len(),
-                            cs.added.len(),
-                            cs.serial_from(),
-                            cs.serial_to()
-                        );
-                        version = Arc::new(next);
-                        changes.push(cs);
-                        Ok(what)
+            let outcome = match staged {
+                Ok(Staged::Changed {
+                    version: next,
+                    changes: made,
+                    serial_raised,
+                }) => {
+                    let (removed, added) = made.iter().fold((0, 0), |(r, a), cs| {
+                        (r + cs.removed.len(), a + cs.added.len())
+                    });
+                    let what = format!(
+                        "{removed} records removed, {added} added, serial {} → {}",
+                        version.serial(),
+                        next.serial()
+                    );
+                    if matches!(work, Work::File { .. }) {
+                        for cs in &made {
+                            self.log_file_change(cs, serial_raised);
+                        }
                     }
-                    Err(e) => {
-                        tracing::error!(
-                            "zone {}: {} made a changeset that does not apply ({e}), SERVFAIL",
-                            self.origin,
-                            work.source()
-                        );
-                        Err(rcode::SERVFAIL)
+                    version = next;
+                    changes.extend(made);
+                    Ok(what)
+                }
+                Ok(_) => Ok(format!("no change, serial {}", version.serial())),
+                Err(StageError::Update(e)) => {
+                    if let Work::Update(job) = work {
+                        tracing::debug!("zone {}: update from {}: {e}", self.origin, job.peer);
                     }
-                },
-                Err(code) => Err(code),
+                    Err(e.rcode().unwrap_or(rcode::SERVFAIL))
+                }
+                Err(e) => {
+                    tracing::error!(
+                        "zone {}: {} made a change that does not apply ({e}), SERVFAIL",
+                        self.origin,
+                        work.source()
+                    );
+                    Err(rcode::SERVFAIL)
+                }
             };
             outcomes.push(outcome);
         }
@@ -1187,75 +1226,6 @@ impl Writer {
         }
         durable
     }
-}
-
-/// The changeset that turns `current` into `target` (a zone file read
-/// again): every record not in both, the target's SOA — with a serial past
-/// the current one by the serial policy when the file's is not newer, as
-/// secondaries only follow a serial that grows. None when nothing differs.
-fn difference(current: &Zone, target: &Zone, policy: SerialPolicy, now: u64) -> Option<Changeset> {
-    use lode_wire::{Record, Rtype};
-    type Id = (Box<[u8]>, u16, Box<[u8]>, u32);
-    let index = |z: &Zone| -> Vec<(Id, Record)> {
-        let mut v: Vec<(Id, Record)> = z
-            .records()
-            .filter(|r| r.rtype != Rtype::SOA)
-            .map(|r| ((r.owner.key(), r.rtype.0, r.rdata.clone(), r.ttl), r))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
-    };
-    let (old, new) = (index(current), index(target));
-    let (mut removed, mut added) = (Vec::new(), Vec::new());
-    let (mut i, mut j) = (0, 0);
-    while i < old.len() || j < new.len() {
-        match (old.get(i), new.get(j)) {
-            (Some(a), Some(b)) if a.0 == b.0 => {
-                i += 1;
-                j += 1;
-            }
-            (Some(a), Some(b)) if a.0 < b.0 => {
-                removed.push(a.1.clone());
-                i += 1;
-            }
-            (Some(_), Some(b)) | (None, Some(b)) => {
-                added.push(b.1.clone());
-                j += 1;
-            }
-            (Some(a), None) => {
-                removed.push(a.1.clone());
-                i += 1;
-            }
-            (None, None) => break,
-        }
-    }
-    let soa_of = |z: &Zone| z.records().find(|r| r.rtype == Rtype::SOA);
-    let (soa_from, mut soa_to) = (soa_of(current)?, soa_of(target)?);
-    if removed.is_empty()
-        && added.is_empty()
-        && (soa_from == soa_to || !lode_journal::serial_lt(current.serial(), target.serial()))
-    {
-        return None;
-    }
-    if !lode_journal::serial_lt(current.serial(), target.serial()) {
-        let next = policy.next(current.serial(), now);
-        let mut rdata = soa_to.rdata.to_vec();
-        let n = rdata.len();
-        rdata[n - 20..n - 16].copy_from_slice(&next.to_be_bytes());
-        soa_to.rdata = rdata.into();
-        tracing::warn!(
-            "zone {}: the zone file's serial {} is not newer than the served {}; the change gets serial {next}",
-            current.origin(),
-            target.serial(),
-            current.serial()
-        );
-    }
-    Some(Changeset {
-        soa_from,
-        soa_to,
-        removed,
-        added,
-    })
 }
 
 #[cfg(test)]

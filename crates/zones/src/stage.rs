@@ -1,0 +1,345 @@
+//! The zone-update stage: every change to a zone passes here, whatever its
+//! source (as Knot's `zone-update`).
+//!
+//! ```text
+//!  published version + Change + now ──Stage::run──▶ Staged (next version + what to journal)
+//!
+//!  Change::Update(request)      RFC 2136: prerequisites, updates ─┐
+//!  Change::Difference(zone)     a zone file read again: its diff ─┤─▶ changeset
+//!  Change::Changesets(list)     IXFR in, journal replay ──────────┘   (serials as given)
+//!        └─▶ sign (a no-op until zones are signed) ─▶ apply ─▶ next version
+//!  Change::Replace(zone)        AXFR in, a first load: a whole new version
+//! ```
+//!
+//! No I/O and no clock: `now` is passed in. What is around it — queueing,
+//! group commit, the journal, publication, NOTIFY — is the caller's. The
+//! changesets returned are exactly what the version returned differs by
+//! from the one given, in order: journaled, they replay to the same version.
+
+use std::fmt;
+use std::sync::Arc;
+
+use lode_wire::{Record, Rtype};
+use lode_zonedb::{ApplyError, Changeset, Zone};
+
+use crate::update::{self, SerialPolicy, UpdateError, UpdateRequest};
+
+/// One change to a zone, as it reaches the stage.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Change<'a> {
+    /// A dynamic update (RFC 2136).
+    Update(&'a UpdateRequest),
+    /// The zone as its file now reads: the difference from the served
+    /// version is the change (Knot's `zonefile-load: difference`).
+    Difference(&'a Zone),
+    /// Changesets made elsewhere (IXFR in, the journal at start), applied in
+    /// order with the serials they carry.
+    Changesets(&'a [Changeset]),
+    /// A whole new version (AXFR in): the history starts afresh.
+    Replace(Arc<Zone>),
+}
+
+impl Change<'_> {
+    /// What the change is, for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Change::Update(_) => "an update",
+            Change::Difference(_) => "the zone file read again",
+            Change::Changesets(_) => "incoming changes",
+            Change::Replace(_) => "a whole new version",
+        }
+    }
+}
+
+/// What the stage made of a change.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Staged {
+    /// Nothing changes (the serial is kept).
+    Unchanged,
+    /// The next version, and the changesets that lead to it (to journal).
+    Changed {
+        /// The version to publish once the changesets are journaled.
+        version: Arc<Zone>,
+        /// Oldest first; each starts at the serial the previous one ended at.
+        changes: Vec<Changeset>,
+        /// The zone file's serial was not newer than the served one, so the
+        /// change got the serial policy's next (the file's serial, for logs).
+        serial_raised: Option<u32>,
+    },
+    /// A whole new version; the history before it no longer applies.
+    Replaced {
+        /// The version to publish once the history is cleared.
+        version: Arc<Zone>,
+    },
+}
+
+/// Why a change was not taken.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StageError {
+    /// The update is refused (its RCODE is the reply's).
+    Update(UpdateError),
+    /// A changeset does not apply to the version it follows.
+    Apply {
+        /// The changeset's serials.
+        from: u32,
+        /// (to)
+        to: u32,
+        /// Why.
+        error: ApplyError,
+    },
+    /// The zone has no contents to change (a secondary not yet transferred,
+    /// or expired).
+    NoContents,
+}
+
+impl fmt::Display for StageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StageError::Update(e) => write!(f, "{e}"),
+            StageError::Apply { from, to, error } => {
+                write!(f, "changeset {from} → {to} does not apply: {error}")
+            }
+            StageError::NoContents => f.write_str("the zone has no contents to apply changes to"),
+        }
+    }
+}
+
+impl std::error::Error for StageError {}
+
+/// The stage's settings for one zone.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stage {
+    /// How a serial moves when the change itself does not set it.
+    pub policy: SerialPolicy,
+}
+
+impl Stage {
+    /// The stage of a zone with this serial policy.
+    pub fn new(policy: SerialPolicy) -> Stage {
+        Stage { policy }
+    }
+
+    /// Runs `change` against `current`, the version it follows.
+    pub fn run(
+        &self,
+        current: &Arc<Zone>,
+        change: Change<'_>,
+        now: u64,
+    ) -> Result<Staged, StageError> {
+        let (changes, serial_raised) = match change {
+            Change::Replace(version) => return Ok(Staged::Replaced { version }),
+            Change::Update(req) => {
+                let cs =
+                    update::process(current, req, self.policy, now).map_err(StageError::Update)?;
+                (cs.into_iter().collect::<Vec<_>>(), None)
+            }
+            Change::Difference(target) => match difference(current, target, self.policy, now) {
+                Some((cs, raised)) => (vec![cs], raised),
+                None => (Vec::new(), None),
+            },
+            Change::Changesets(list) => {
+                if current.is_expired() {
+                    return Err(StageError::NoContents);
+                }
+                (list.to_vec(), None)
+            }
+        };
+        if changes.is_empty() {
+            return Ok(Staged::Unchanged);
+        }
+        let changes = self.sign(current, changes);
+        let mut version = current.clone();
+        for cs in &changes {
+            version = Arc::new(version.apply(cs).map_err(|error| StageError::Apply {
+                from: cs.serial_from(),
+                to: cs.serial_to(),
+                error,
+            })?);
+        }
+        Ok(Staged::Changed {
+            version,
+            changes,
+            serial_raised,
+        })
+    }
+
+    /// The signing step: the changesets as they are journaled and served.
+    /// Zones are not signed yet, so they pass as they are; this is where the
+    /// touched RRsets, the NSEC/NSEC3 chain and the SOA get their signatures.
+    fn sign(&self, _current: &Zone, changes: Vec<Changeset>) -> Vec<Changeset> {
+        changes
+    }
+}
+
+/// The changeset that turns `current` into `target` (a zone file read
+/// again): every record not in both, the target's SOA — with a serial past
+/// the current one by the serial policy when the file's is not newer, as
+/// secondaries only follow a serial that grows (then the file's serial is
+/// returned too). None when nothing differs.
+pub fn difference(
+    current: &Zone,
+    target: &Zone,
+    policy: SerialPolicy,
+    now: u64,
+) -> Option<(Changeset, Option<u32>)> {
+    type Id = (Box<[u8]>, u16, Box<[u8]>, u32);
+    let index = |z: &Zone| -> Vec<(Id, Record)> {
+        let mut v: Vec<(Id, Record)> = z
+            .records()
+            .filter(|r| r.rtype != Rtype::SOA)
+            .map(|r| ((r.owner.key(), r.rtype.0, r.rdata.clone(), r.ttl), r))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let (old, new) = (index(current), index(target));
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        match (old.get(i), new.get(j)) {
+            (Some(a), Some(b)) if a.0 == b.0 => {
+                i += 1;
+                j += 1;
+            }
+            (Some(a), Some(b)) if a.0 < b.0 => {
+                removed.push(a.1.clone());
+                i += 1;
+            }
+            (Some(_), Some(b)) | (None, Some(b)) => {
+                added.push(b.1.clone());
+                j += 1;
+            }
+            (Some(a), None) => {
+                removed.push(a.1.clone());
+                i += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    let soa_of = |z: &Zone| z.records().find(|r| r.rtype == Rtype::SOA);
+    let (soa_from, mut soa_to) = (soa_of(current)?, soa_of(target)?);
+    let newer = lode_wire::serial::serial_lt(current.serial(), target.serial());
+    if removed.is_empty() && added.is_empty() && (soa_from == soa_to || !newer) {
+        return None;
+    }
+    let mut raised = None;
+    if !newer {
+        let next = policy.next(current.serial(), now);
+        let mut rdata = soa_to.rdata.to_vec();
+        let n = rdata.len();
+        rdata[n - 20..n - 16].copy_from_slice(&next.to_be_bytes());
+        soa_to.rdata = rdata.into();
+        raised = Some(target.serial());
+    }
+    Some((
+        Changeset {
+            soa_from,
+            soa_to,
+            removed,
+            added,
+        },
+        raised,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lode_zonedb::ZoneBuilder;
+
+    fn zone(text: &str) -> Arc<Zone> {
+        let origin: lode_wire::Name = "example.".parse().unwrap();
+        let parsed = lode_zonefile::parse_str(text, "test", &origin).expect("zone text");
+        let mut b = ZoneBuilder::new(origin);
+        for r in parsed.records {
+            b.add(r, 0);
+        }
+        Arc::new(b.build().expect("zone").0)
+    }
+
+    const BASE: &str = "$TTL 300\n@ SOA ns host 10 3600 600 86400 300\n@ NS ns\nns A 192.0.2.1\n";
+
+    #[test]
+    fn a_file_difference_is_a_changeset_that_replays_to_the_file() {
+        let current = zone(BASE);
+        let file = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 11 "));
+        let Staged::Changed {
+            version,
+            changes,
+            serial_raised,
+        } = Stage::default()
+            .run(&current, Change::Difference(&file), 0)
+            .unwrap()
+        else {
+            panic!("a change");
+        };
+        assert_eq!(serial_raised, None);
+        assert_eq!(changes.len(), 1);
+        assert_eq!((changes[0].serial_from(), changes[0].serial_to()), (10, 11));
+        assert_eq!(changes[0].added.len(), 1);
+        // Replayed (as the journal would be at start), the same version.
+        let Staged::Changed { version: again, .. } = Stage::default()
+            .run(&current, Change::Changesets(&changes), 0)
+            .unwrap()
+        else {
+            panic!("a change");
+        };
+        let a: Vec<_> = version.records().collect();
+        let b: Vec<_> = again.records().collect();
+        assert_eq!(a, b);
+        // The same file again: nothing to do.
+        assert!(matches!(
+            Stage::default().run(&version, Change::Difference(&file), 0),
+            Ok(Staged::Unchanged)
+        ));
+    }
+
+    #[test]
+    fn a_file_whose_serial_is_not_newer_gets_the_policys_next() {
+        let current = zone(BASE);
+        let file = zone(&format!("{BASE}www A 192.0.2.80\n"));
+        let Ok(Staged::Changed {
+            changes,
+            serial_raised,
+            ..
+        }) = Stage::default().run(&current, Change::Difference(&file), 0)
+        else {
+            panic!("a change");
+        };
+        assert_eq!(serial_raised, Some(10));
+        assert_eq!(changes[0].serial_to(), 11);
+    }
+
+    #[test]
+    fn changesets_that_do_not_follow_are_refused_whole() {
+        let current = zone(BASE);
+        let file = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 11 "));
+        let Some((cs, _)) = difference(&current, &file, SerialPolicy::default(), 0) else {
+            panic!("a difference");
+        };
+        let Staged::Changed { version, .. } = Stage::default()
+            .run(&current, Change::Changesets(std::slice::from_ref(&cs)), 0)
+            .unwrap()
+        else {
+            panic!("a change");
+        };
+        // The same changeset again does not follow serial 11.
+        let err = Stage::default()
+            .run(&version, Change::Changesets(&[cs]), 0)
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StageError::Apply {
+                    from: 10,
+                    to: 11,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+}
