@@ -440,7 +440,9 @@ pub const DEFAULT_JOURNAL_MAX_DEPTH: usize = 20;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ZoneOptions {
     /// Its ACL rules, in order.
-    pub acl: Vec<crate::acl::Rule>,
+    /// Shared by every zone that names the same ACLs (a hosting server's
+    /// 10^5 zones hold one list, not 10^5 copies).
+    pub acl: std::sync::Arc<[crate::acl::Rule]>,
     /// "increment" (the default, as Knot), "unixtime" or "dateserial".
     pub serial_policy: String,
     /// When its zone file is written after updates.
@@ -547,7 +549,7 @@ impl Config {
             .get(zone)
             .cloned()
             .unwrap_or_else(|| ZoneOptions {
-                acl: Vec::new(),
+                acl: Vec::new().into(),
                 serial_policy: "increment".into(),
                 zonefile_sync: self.zonefile_sync,
                 notify: Vec::new(),
@@ -689,14 +691,29 @@ impl Config {
             None => ZonefileSync::Default,
         };
         let mut zone_options = std::collections::HashMap::new();
+        let mut shared_rules: std::collections::HashMap<
+            Vec<String>,
+            std::sync::Arc<[crate::acl::Rule]>,
+        > = std::collections::HashMap::new();
         for z in &file.zones {
-            let mut rules = Vec::new();
-            for id in &z.acl {
-                let rule = acls.iter().find(|r| r.id == *id).ok_or_else(|| {
-                    ConfigError::Value(format!("zone {}: acl {id:?} is not defined", z.name))
-                })?;
-                rules.push(rule.clone());
-            }
+            let rules = match shared_rules.get(&z.acl) {
+                Some(r) => std::sync::Arc::clone(r),
+                None => {
+                    let mut rules = Vec::new();
+                    for id in &z.acl {
+                        let rule = acls.iter().find(|r| r.id == *id).ok_or_else(|| {
+                            ConfigError::Value(format!(
+                                "zone {}: acl {id:?} is not defined",
+                                z.name
+                            ))
+                        })?;
+                        rules.push(rule.clone());
+                    }
+                    let rules: std::sync::Arc<[crate::acl::Rule]> = rules.into();
+                    shared_rules.insert(z.acl.clone(), rules.clone());
+                    rules
+                }
+            };
             let serial_policy = z
                 .serial_policy
                 .clone()

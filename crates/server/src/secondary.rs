@@ -326,7 +326,7 @@ fn prepare(
         k.as_ref().and_then(|n| keys.find(n.as_ref()).cloned())
     };
     let mut sources = Vec::new();
-    let mut rules = options.acl.clone();
+    let mut rules = options.acl.to_vec();
     for m in &options.masters {
         for a in &m.addresses {
             sources.push(Source {

@@ -208,7 +208,7 @@ pub(super) fn resolve_templates(
         out.push((
             t.id.clone(),
             ZoneOptions {
-                acl: pick(&t.acl, acls, |r| &r.id, &owner, "acl")?,
+                acl: pick(&t.acl, acls, |r| &r.id, &owner, "acl")?.into(),
                 serial_policy: "increment".into(),
                 zonefile_sync: ZonefileSync::Never,
                 notify: pick(&t.notify, remotes, |r| &r.id, &owner, "notify")?,

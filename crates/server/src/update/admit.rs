@@ -38,7 +38,7 @@ pub(crate) struct Updates {
 /// One zone's way in: its ACL and its writer's queue.
 #[derive(Debug, Clone)]
 pub(super) struct ZoneDoor {
-    pub(super) acl: Vec<acl::Rule>,
+    pub(super) acl: Arc<[acl::Rule]>,
     /// Its ACL allows updates.
     takes_updates: bool,
     /// A secondary zone: its contents come from its primaries.

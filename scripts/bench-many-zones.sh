@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Many small zones that take updates (issue 17 §5.1): N zones of 6 records,
+# each with a TSIG update ACL, served by Lode and by Knot DNS (Debian's knotd)
+# on the same machine, one after the other. For each: seconds from start
+# until every zone answers its SOA, resident memory, threads and open files
+# then, and durable updates/s of single-record updates to random zones
+# (nsupdate-free: `lode-bench update --clients 16` over the zones, Knot and
+# Lode alike) with the same count of journal syncs allowed.
+#
+#   bash scripts/bench-many-zones.sh               # 20,000 zones
+#   ZONES=100000 bash scripts/bench-many-zones.sh
+#
+# Environment: ZONES, WORK (scratch, default /var/tmp/lode-many-zones),
+# LIMIT (seconds a server may take to answer every zone, default 600).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/sbin"
+zones=${ZONES:-20000}
+work=${WORK:-/var/tmp/lode-many-zones}
+limit=${LIMIT:-600}
+port=15421
+cargo build --release --bin lode --bin lode-bench >/dev/null
+LODE=$PWD/target/release/lode
+BENCH=$PWD/target/release/lode-bench
+command -v knotd >/dev/null || { echo "knotd is needed (apt-get install knot)" >&2; exit 1; }
+key=many-zones.
+secret=bG9kZS1tYW55LXpvbmVzLWtleS0zMi1ieXRlcyEhISE=
+rm -rf "$work"; mkdir -p "$work/zones"
+python3 - "$zones" "$work" "$port" "$key" "$secret" <<'PY'
+import sys
+n, d, port, key, secret = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+lode = [f'listen = ["127.0.0.1:{port}"]', f'journal-dir = "{d}/lode-journal"', 'control = ""',
+        'zonefile-sync = -1', '[[key]]', f'id = "{key}"', 'algorithm = "hmac-sha256"', f'secret = "{secret}"',
+        '[[acl]]', 'id = "upd"', f'key = ["{key}"]', 'action = ["update"]']
+knot = ['server:', f'    rundir: "{d}/knot"', f'    listen: 127.0.0.1@{port}',
+        'database:', f'    storage: "{d}/knot"', 'key:', f'  - id: {key}', '    algorithm: hmac-sha256',
+        f'    secret: {secret}', 'acl:', '  - id: upd', f'    key: {key}', '    action: update',
+        'template:', '  - id: default', f'    storage: "{d}/zones"', '    zonefile-sync: -1',
+        '    journal-content: changes', '    acl: upd', 'zone:']
+with open(f"{d}/names.txt", "w") as names:
+    for i in range(n):
+        z = f"z{i}.many.test."
+        with open(f"{d}/zones/z{i}.zone", "w") as f:
+            f.write(f"$ORIGIN {z}\n$TTL 3600\n@ SOA ns1 host 1 3600 600 86400 300\n@ NS ns1\n@ NS ns2\n"
+                    "ns1 A 192.0.2.1\nns2 A 192.0.2.2\nwww A 192.0.2.80\n")
+        lode += ['[[zone]]', f'name = "{z}"', f'file = "{d}/zones/z{i}.zone"', 'acl = ["upd"]']
+        knot += [f'  - domain: "{z}"', f'    file: "z{i}.zone"']
+        names.write(z + "\n")
+open(f"{d}/lode.toml", "w").write("\n".join(lode) + "\n")
+open(f"{d}/knot.conf", "w").write("\n".join(knot) + "\n")
+PY
+mkdir -p "$work/knot" "$work/lode-journal"
+
+# Seconds until every zone answers its SOA: until the last zone configured
+# answers (both servers answer only once every zone is loaded), then a sample
+# of 200 zones spread over the set must answer too (not counted in the time).
+wait_all() {
+    local start=$1
+    local last="z$((zones - 1)).many.test."
+    while ! dig +short +time=1 +tries=1 @127.0.0.1 -p $port "$last" SOA | grep -q host; do
+        if [ $(( $(date +%s) - ${start%.*} )) -gt "$limit" ]; then echo "timeout"; return 1; fi
+        sleep 0.05
+    done
+    local took
+    took=$(echo "$(date +%s.%N) - $start" | bc)
+    local step=$(( zones / 200 > 0 ? zones / 200 : 1 ))
+    for i in $(seq 0 $step $((zones - 1))); do
+        if ! dig +short +time=2 +tries=3 @127.0.0.1 -p $port "z$i.many.test." SOA | grep -q host; then
+            echo "z$i.many.test. silent"; return 1
+        fi
+    done
+    printf '%.1f' "$took"
+}
+
+measure() {
+    local label=$1 pid=$2 start=$3
+    local took
+    took=$(wait_all "$start")
+    local rss threads fds
+    rss=$(awk '/VmRSS/ {print int($2/1024)}' "/proc/$pid/status")
+    threads=$(awk '/Threads/ {print $2}' "/proc/$pid/status")
+    fds=$(ls "/proc/$pid/fd" | wc -l)
+    local zargs=()
+    for i in $(seq 0 $(( zones / 1000 > 0 ? zones / 1000 : 1 )) $((zones - 1))); do zargs+=(--zone "z$i.many.test."); done
+    local upd
+    upd=$("$BENCH" update --server 127.0.0.1:$port "${zargs[@]}" --clients 16 --duration 10 \
+        --tsig "hmac-sha256:$key:$secret" --first 100000 2>&1 | grep -oE 'durable updates: [0-9]+/s' | grep -oE '[0-9]+' || echo "-")
+    printf '| %s | %s | %s s | %s MiB | %s | %s | %s |\n' "$label" "$zones" "$took" "$rss" "$threads" "$fds" "$upd"
+}
+
+echo "| server | zones | all answering after | resident | threads | open files | durable updates/s (16 clients, $(( zones / 1000 > 0 ? 1000 : zones )) zones) |"
+echo "|---|---|---|---|---|---|---|"
+start=$(date +%s.%N)
+"$LODE" serve --config "$work/lode.toml" > "$work/lode.log" 2>&1 &
+pid=$!
+measure "Lode $(git rev-parse --short HEAD)" $pid "$start" || true
+kill $pid; wait $pid 2>/dev/null || true
+start=$(date +%s.%N)
+knotd -c "$work/knot.conf" > "$work/knot.log" 2>&1 &
+pid=$!
+measure "Knot $(knotd -V | awk '{print $NF}')" $pid "$start" || true
+kill $pid; wait $pid 2>/dev/null || true
