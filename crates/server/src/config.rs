@@ -876,14 +876,19 @@ impl Config {
                     .iter()
                     .map(|(n, f)| (n.as_str(), ZoneSource::File(f.clone()))),
             );
+        // A zone named twice: the later entry (the command line's) wins.
+        let mut index: std::collections::HashMap<Name, usize> = std::collections::HashMap::new();
         for (name, source) in entries {
             let spec = ZoneSpec {
                 name: parse_origin(name)?,
                 source,
             };
-            match zones.iter_mut().find(|z| z.name == spec.name) {
-                Some(existing) => *existing = spec,
-                None => zones.push(spec),
+            match index.get(&spec.name) {
+                Some(&i) => zones[i] = spec,
+                None => {
+                    index.insert(spec.name.clone(), zones.len());
+                    zones.push(spec);
+                }
             }
         }
         // The demo is for `lode serve` with nothing else: a configuration
