@@ -104,24 +104,22 @@ impl Consumer {
                 return;
             }
         };
-        let configured: Vec<Name> = self
+        let configured: std::collections::HashSet<Name> = self
             .config
             .zones
             .iter()
             .map(|z| z.name.to_lowercase())
             .collect();
+        let listed: std::collections::HashSet<Name> =
+            members.iter().map(|m| m.name.to_lowercase()).collect();
         // Gone from this catalog: removed.
-        let gone: Vec<Name> = self
+        let mut gone: Vec<Name> = self
             .owned
             .iter()
-            .filter(|(n, (c, _))| {
-                c == catalog && !members.iter().any(|m| m.name.to_lowercase() == **n)
-            })
+            .filter(|(n, (c, _))| c == catalog && !listed.contains(*n))
             .map(|(n, _)| n.clone())
             .collect();
-        for n in gone {
-            self.remove(&n);
-        }
+        let mut added: Vec<Member> = Vec::new();
         for m in members {
             let name = m.name.to_lowercase();
             if configured.contains(&name) {
@@ -137,7 +135,7 @@ impl Consumer {
                         tracing::info!(
                             "catalog {catalog}: member {name} moves here from {c} (coo)"
                         );
-                        self.remove(&name);
+                        gone.push(name);
                     } else {
                         tracing::warn!(
                             "catalog {catalog}: member {name} belongs to catalog {c} (no coo there names this one); left alone"
@@ -147,81 +145,125 @@ impl Consumer {
                 }
                 None => {}
             }
-            self.add(catalog, m);
+            added.push(m);
         }
+        self.remove(&gone);
+        self.add(catalog, added);
     }
 
-    fn add(&mut self, catalog: &Name, m: Member) {
-        let name = m.name.to_lowercase();
+    /// Starts new members: doors, writers, refreshes and NOTIFY targets,
+    /// each kind put in place for all of them at once (a catalog of 10^5
+    /// members must not cost 10^5 copies of each map).
+    fn add(&mut self, catalog: &Name, members: Vec<Member>) {
         let Some(templates) = self.catalogs.get(catalog) else {
             return;
         };
-        let options = m
-            .group
-            .as_ref()
-            .and_then(|g| templates.iter().find(|(id, _)| id == g))
-            .or_else(|| templates.first())
-            .map(|(_, o)| o.clone());
-        let Some(options) = options else {
+        let mut zones: Vec<(crate::ZoneSpec, ZoneOptions)> = Vec::new();
+        let mut entries: Vec<Member> = Vec::new();
+        for m in members {
+            let options = m
+                .group
+                .as_ref()
+                .and_then(|g| templates.iter().find(|(id, _)| id == g))
+                .or_else(|| templates.first())
+                .map(|(_, o)| o.clone());
+            let Some(options) = options else {
+                continue;
+            };
+            let spec = crate::ZoneSpec {
+                name: m.name.to_lowercase(),
+                source: crate::ZoneSource::Transfer,
+            };
+            zones.push((spec, options));
+            entries.push(m);
+        }
+        if zones.is_empty() {
+            return;
+        }
+        let doors: Vec<(Name, ZoneOptions)> = zones
+            .iter()
+            .map(|(spec, o)| (spec.name.clone(), o.clone()))
+            .collect();
+        self.updates.insert_doors(&doors);
+        let started =
+            crate::update::start_writers_for(&self.updates, &self.config, &zones, &self.publisher);
+        let Some(secondaries) = self.updates.secondaries() else {
+            let names: Vec<Name> = doors.into_iter().map(|(n, _)| n).collect();
+            tracing::error!(
+                "catalog {catalog}: members cannot be refreshed (no secondaries' scheduler)"
+            );
+            self.updates.remove_doors(&names);
             return;
         };
-        self.updates.insert_door(&name, &options);
-        let spec = crate::ZoneSpec {
-            name: name.clone(),
-            source: crate::ZoneSource::Transfer,
-        };
-        let started = crate::update::start_writer(
-            &self.updates,
-            &self.config,
-            &spec,
-            &options,
-            &self.publisher,
-        );
-        let writer = self.updates.writer(&name);
-        match (started, writer, self.updates.secondaries()) {
-            (true, Some(w), Some(s)) => {
-                s.add(&name, &options, self.updates.keys(), w, &self.publisher);
-                if let Some(n) = &self.notifies {
-                    n.set(&name, &options, self.updates.keys());
+        let mut refreshed = Vec::new();
+        let mut failed = Vec::new();
+        for ((spec, options), m) in zones.into_iter().zip(entries) {
+            let name = spec.name;
+            match self
+                .updates
+                .writer(&name)
+                .filter(|_| started.contains(&name))
+            {
+                Some(w) => {
+                    if let Some(n) = &self.notifies {
+                        n.set(&name, &options, self.updates.keys());
+                    }
+                    tracing::info!(
+                        "catalog {catalog}: member {name} added{}",
+                        m.group
+                            .as_ref()
+                            .map_or(String::new(), |g| format!(" (group {g})"))
+                    );
+                    refreshed.push((name.clone(), options, w));
+                    self.owned.insert(name, (catalog.clone(), m));
                 }
-                tracing::info!(
-                    "catalog {catalog}: member {name} added{}",
-                    m.group
-                        .as_ref()
-                        .map_or(String::new(), |g| format!(" (group {g})"))
-                );
-                self.owned.insert(name, (catalog.clone(), m));
-            }
-            _ => {
-                tracing::error!(
-                    "catalog {catalog}: member {name} could not be started (see above)"
-                );
-                self.updates.remove_door(&name);
+                None => {
+                    tracing::error!(
+                        "catalog {catalog}: member {name} could not be started (see above)"
+                    );
+                    failed.push(name);
+                }
             }
         }
+        secondaries.add_many(refreshed, self.updates.keys(), &self.publisher);
+        self.updates.remove_doors(&failed);
     }
 
-    fn remove(&mut self, name: &Name) {
-        let Some((catalog, _)) = self.owned.remove(name) else {
-            return;
-        };
-        if let Some(s) = self.updates.secondaries() {
-            s.remove(name);
-        }
-        if let Some(n) = &self.notifies {
-            n.set(name, &ZoneOptions::default(), self.updates.keys());
-        }
-        // Its writer ends once its queue's last sender (the door) is gone.
-        self.updates.remove_door(name);
-        self.publisher.update(|set| {
-            set.remove(name);
-        });
-        if let Some(dir) = &self.config.journal_dir {
-            let jnl = crate::update::journal_path(dir, name);
-            for ext in ["jnl", "state", "flushed", "timers"] {
-                let _ = std::fs::remove_file(jnl.with_extension(ext));
+    /// Removes members: refreshes, NOTIFY targets, doors (their writers end
+    /// with them), published versions and files.
+    fn remove(&mut self, names: &[Name]) {
+        let mut removed = Vec::new();
+        for name in names {
+            let Some((catalog, _)) = self.owned.remove(name) else {
+                continue;
+            };
+            if let Some(n) = &self.notifies {
+                n.set(name, &ZoneOptions::default(), self.updates.keys());
             }
+            removed.push((name.clone(), catalog));
         }
-        tracing::info!("catalog {catalog}: member {name} removed (its data purged)");
+        if removed.is_empty() {
+            return;
+        }
+        let names: Vec<Name> = removed.iter().map(|(n, _)| n.clone()).collect();
+        if let Some(s) = self.updates.secondaries() {
+            s.remove_many(&names);
+        }
+        // Each writer ends once its queue's last sender (the door) is gone.
+        self.updates.remove_doors(&names);
+        self.publisher.update(|set| {
+            for name in &names {
+                set.remove(name);
+            }
+        });
+        for (name, catalog) in removed {
+            if let Some(dir) = &self.config.journal_dir {
+                let jnl = crate::update::journal_path(dir, &name);
+                for ext in ["jnl", "state", "flushed", "timers"] {
+                    let _ = std::fs::remove_file(jnl.with_extension(ext));
+                }
+            }
+            tracing::info!("catalog {catalog}: member {name} removed (its data purged)");
+        }
     }
 }

@@ -162,51 +162,74 @@ impl Secondaries {
         self.notify_acl.load().contains_key(zone)
     }
 
-    /// Adds a secondary zone (a catalog member): refreshed from now on.
-    pub(crate) fn add(
+    /// Starts refreshing zones made at run time (catalog members), their
+    /// ACLs and primaries put in place in one new map each.
+    pub(crate) fn add_many(
         &self,
-        origin: &Name,
-        options: &crate::config::ZoneOptions,
+        zones: Vec<(Name, crate::config::ZoneOptions, crate::update::WriterQueue)>,
         keys: &Keys,
-        writer: crate::update::WriterQueue,
         publisher: &Publisher,
     ) {
-        let p = prepare(origin, options, keys, writer, &self.dir, publisher);
+        if zones.is_empty() {
+            return;
+        }
+        let prepared: Vec<(Name, Prepared)> = zones
+            .into_iter()
+            .map(|(origin, options, writer)| {
+                let p = prepare(&origin, &options, keys, writer, &self.dir, publisher);
+                (origin, p)
+            })
+            .collect();
         self.notify_acl.rcu(|m| {
             let mut m = (**m).clone();
-            m.insert(origin.clone(), p.rules.clone());
+            for (origin, p) in &prepared {
+                m.insert(origin.clone(), p.rules.clone());
+            }
             m
         });
         self.primaries.rcu(|m| {
             let mut m = (**m).clone();
-            m.insert(origin.clone(), p.sources.clone());
+            for (origin, p) in &prepared {
+                m.insert(origin.clone(), p.sources.clone());
+            }
             m
         });
-        self.status
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(origin.clone(), p.status);
-        self.send(Event::Add(Box::new(p.state)));
+        for (origin, p) in prepared {
+            self.status
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(origin, p.status);
+            self.send(Event::Add(Box::new(p.state)));
+        }
     }
 
-    /// Stops refreshing a zone (a member gone from its catalog) and removes
-    /// its timers file.
-    pub(crate) fn remove(&self, origin: &Name) {
+    /// Stops refreshing zones (members gone from their catalog), in one
+    /// new map each.
+    pub(crate) fn remove_many(&self, origins: &[Name]) {
+        if origins.is_empty() {
+            return;
+        }
         self.notify_acl.rcu(|m| {
             let mut m = (**m).clone();
-            m.remove(origin);
+            for o in origins {
+                m.remove(o);
+            }
             m
         });
         self.primaries.rcu(|m| {
             let mut m = (**m).clone();
-            m.remove(origin);
+            for o in origins {
+                m.remove(o);
+            }
             m
         });
-        self.status
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(origin);
-        self.send(Event::Remove(origin.clone()));
+        for origin in origins {
+            self.status
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(origin);
+            self.send(Event::Remove(origin.clone()));
+        }
     }
 
     /// The transfer state of each secondary zone.

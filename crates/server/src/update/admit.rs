@@ -147,26 +147,40 @@ impl Updates {
         });
     }
 
-    /// Gives a zone made at run time (a catalog member) its door.
-    pub(crate) fn insert_door(&self, origin: &Name, options: &ZoneOptions) {
-        let door = ZoneDoor {
-            acl: options.acl.clone(),
-            takes_updates: options.allows(Action::Update),
-            secondary: !options.masters.is_empty(),
-            writer: None,
-        };
+    /// Gives zones made at run time (catalog members) their doors, all in
+    /// one new map.
+    pub(crate) fn insert_doors(&self, zones: &[(Name, ZoneOptions)]) {
+        if zones.is_empty() {
+            return;
+        }
         self.zones.rcu(|current| {
             let mut next = (**current).clone();
-            next.insert(origin.clone(), door.clone());
+            for (origin, options) in zones {
+                next.insert(
+                    origin.clone(),
+                    ZoneDoor {
+                        acl: options.acl.clone(),
+                        takes_updates: options.allows(Action::Update),
+                        secondary: !options.masters.is_empty(),
+                        writer: None,
+                    },
+                );
+            }
             next
         });
     }
 
-    /// Takes a zone's door away (its writer ends with its last queue sender).
-    pub(crate) fn remove_door(&self, origin: &Name) {
+    /// Takes zones' doors away (each writer ends with its last queue
+    /// sender), all in one new map.
+    pub(crate) fn remove_doors(&self, origins: &[Name]) {
+        if origins.is_empty() {
+            return;
+        }
         self.zones.rcu(|current| {
             let mut next = (**current).clone();
-            next.remove(origin);
+            for origin in origins {
+                next.remove(origin);
+            }
             next
         });
     }

@@ -31,7 +31,9 @@ mod xfrout;
 
 pub(crate) use admit::{Admission, FlushError, Updates};
 pub(crate) use pool::WriterQueue;
-pub(crate) use writer::{start_writer, start_writers};
+#[cfg(test)]
+pub(crate) use writer::start_writer;
+pub(crate) use writer::{start_writers, start_writers_for};
 pub(crate) use xfrout::TransferSlots;
 
 use std::net::SocketAddr;

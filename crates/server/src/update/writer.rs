@@ -33,24 +33,53 @@ static OPEN_JOURNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomic
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Opens the journals of the zones that take updates, replays them onto the
-/// published versions, and puts their writers on the pool (zones opened on
-/// every core; their doors get their queues in one go).
+/// published versions, and puts their writers on the pool.
 pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<Publisher>) {
-    let live: Vec<(&crate::ZoneSpec, crate::config::ZoneOptions)> = config
+    let live: Vec<(crate::ZoneSpec, crate::config::ZoneOptions)> = config
         .zones
         .iter()
-        .map(|spec| (spec, config.zone_options(&spec.name)))
+        .map(|spec| (spec.clone(), config.zone_options(&spec.name)))
         .filter(|(_, options)| options.is_live())
         .collect();
-    if live.is_empty() {
-        return;
+    start_writers_for(updates, config, &live, publisher);
+}
+
+/// Starts the writers of `zones` (opened on every core) and hands their
+/// queues to the zones' doors in one go; returns the zones whose writer
+/// started (the others' failures are logged). A zone not yet in the
+/// published set (a secondary with nothing transferred) gets its
+/// placeholder published first, all of them in one new set.
+pub(crate) fn start_writers_for(
+    updates: &Updates,
+    config: &Config,
+    zones: &[(crate::ZoneSpec, crate::config::ZoneOptions)],
+    publisher: &Arc<Publisher>,
+) -> std::collections::HashSet<Name> {
+    if zones.is_empty() || config.journal_dir.is_none() {
+        return std::collections::HashSet::new();
+    }
+    let missing: Vec<Name> = {
+        let set = publisher.set.load();
+        zones
+            .iter()
+            .filter(|(spec, _)| spec.source == crate::ZoneSource::Transfer)
+            .map(|(spec, _)| spec.name.to_lowercase())
+            .filter(|n| set.slot(n.as_ref()).is_none())
+            .collect()
+    };
+    if !missing.is_empty() {
+        publisher.update(|set| {
+            for n in &missing {
+                set.insert(Arc::new(crate::secondary::placeholder(n)));
+            }
+        });
     }
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(live.len());
-    let chunk = live.len().div_ceil(threads);
+        .min(zones.len());
+    let chunk = zones.len().div_ceil(threads);
     let opened: Vec<(Name, WriterQueue)> = std::thread::scope(|s| {
-        let handles: Vec<_> = live
+        let handles: Vec<_> = zones
             .chunks(chunk)
             .map(|part| {
                 s.spawn(move || {
@@ -68,11 +97,14 @@ pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    let started = opened.iter().map(|(n, _)| n.clone()).collect();
     updates.set_writers(opened);
+    started
 }
 
-/// Starts one zone's writer (see [`open_writer`]) and hands its queue to
-/// the zone's door; false when it could not start (logged).
+/// Starts one zone's writer (see [`start_writers_for`]); false when it
+/// could not start (logged).
+#[cfg(test)]
 pub(crate) fn start_writer(
     updates: &Updates,
     config: &Config,
@@ -80,13 +112,8 @@ pub(crate) fn start_writer(
     options: &crate::config::ZoneOptions,
     publisher: &Arc<Publisher>,
 ) -> bool {
-    match open_writer(updates, config, spec, options, publisher) {
-        Some(q) => {
-            updates.set_writers(vec![(spec.name.to_lowercase(), q)]);
-            true
-        }
-        None => false,
-    }
+    let zones = [(spec.clone(), options.clone())];
+    !start_writers_for(updates, config, &zones, publisher).is_empty()
 }
 
 /// Opens one zone's writer: its journal replayed onto its state (or the
