@@ -447,6 +447,7 @@ pub(crate) fn start(
     let (tx, rx) = mpsc::channel();
     let status = Arc::new(Mutex::new(status));
     let scheduler = Scheduler {
+        refreshing: 0,
         zones,
         tx: tx.clone(),
         publisher: publisher.clone(),
@@ -495,8 +496,14 @@ fn write_timers(path: &PathBuf, next: u64, expire: Option<u64>) {
     }
 }
 
+/// Refreshes (SOA query and transfer) running at once, all zones together:
+/// a catalog of 10^4 members due together must not start 10^4 threads.
+const MAX_REFRESHES: usize = 32;
+
 struct Scheduler {
     zones: HashMap<Name, ZoneState>,
+    /// Refreshes running now (at most [`MAX_REFRESHES`]).
+    refreshing: usize,
     tx: mpsc::Sender<Event>,
     publisher: Arc<Publisher>,
     status: Arc<Mutex<HashMap<Name, Status>>>,
@@ -506,13 +513,22 @@ impl Scheduler {
     fn run(mut self, rx: mpsc::Receiver<Event>) {
         loop {
             let now = Instant::now();
-            let due: Vec<Name> = self
-                .zones
-                .values()
-                .filter(|z| !z.running && z.next <= now)
-                .map(|z| z.origin.clone())
-                .collect();
-            for zone in due {
+            let room = MAX_REFRESHES.saturating_sub(self.refreshing);
+            let mut due: Vec<(Instant, Name)> = if room == 0 {
+                Vec::new()
+            } else {
+                self.zones
+                    .values()
+                    .filter(|z| !z.running && z.next <= now)
+                    .map(|z| (z.next, z.origin.clone()))
+                    .collect()
+            };
+            // The longest overdue first; the others when a refresh ends.
+            if due.len() > room {
+                due.select_nth_unstable_by_key(room, |d| d.0);
+                due.truncate(room);
+            }
+            for (_, zone) in due {
                 self.begin(&zone);
             }
             self.check_expiry();
@@ -525,7 +541,14 @@ impl Scheduler {
                 .unwrap_or(Duration::from_secs(60))
                 .min(Duration::from_secs(1));
             match rx.recv_timeout(wait) {
-                Ok(e) => self.event(e),
+                Ok(e) => {
+                    self.event(e);
+                    // What else came meanwhile, before the zones are looked
+                    // over again (one pass per batch, not per event).
+                    while let Ok(e) = rx.try_recv() {
+                        self.event(e);
+                    }
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
             }
@@ -583,6 +606,7 @@ impl Scheduler {
             return;
         };
         z.running = true;
+        self.refreshing += 1;
         let job = Refresh {
             origin: z.origin.clone(),
             sources: z.sources.clone(),
@@ -603,12 +627,17 @@ impl Scheduler {
             });
         if let Err(e) = spawned {
             tracing::error!("zone {zone}: cannot start a refresh thread: {e}");
+            self.refreshing -= 1;
+            let Some(z) = self.zones.get_mut(zone) else {
+                return;
+            };
             z.running = false;
             z.next = Instant::now() + Duration::from_secs(u64::from(RETRY_MIN));
         }
     }
 
     fn finished(&mut self, zone: &Name, outcome: Outcome) {
+        self.refreshing = self.refreshing.saturating_sub(1);
         let Some(z) = self.zones.get_mut(zone) else {
             return;
         };

@@ -55,8 +55,13 @@ pub(crate) fn start_writers_for(
     zones: &[(crate::ZoneSpec, crate::config::ZoneOptions)],
     publisher: &Arc<Publisher>,
 ) -> std::collections::HashSet<Name> {
-    if zones.is_empty() || config.journal_dir.is_none() {
+    let Some(dir) = config.journal_dir.as_deref().filter(|_| !zones.is_empty()) else {
         return std::collections::HashSet::new();
+    };
+    // Journals and states are created when first needed, but the folder is
+    // there from the start (secondaries keep their timers in it).
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        tracing::error!("journal-dir {}: {e}", dir.display());
     }
     let missing: Vec<Name> = {
         let set = publisher.set.load();
