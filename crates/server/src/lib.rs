@@ -115,7 +115,7 @@ impl std::error::Error for ServerError {}
 /// [`Server::stop`] or drop.
 #[derive(Debug)]
 pub struct Server {
-    config: Config,
+    config: Arc<Config>,
     published: Arc<ArcSwap<ZoneSet>>,
     udp: Option<UdpServer>,
     tcp: Option<TcpServer>,
@@ -140,7 +140,9 @@ impl Server {
         lode_io::mem::tune_allocator();
         lode_io::ignore_file_size_signal();
         let started = std::time::Instant::now();
-        let config = Config::resolve(&options).map_err(ServerError::Config)?;
+        // One copy of the configuration, shared by the server and its reloader
+        // (a copy holds every zone's options: 10^5 zones make it large).
+        let config = Arc::new(Config::resolve(&options).map_err(ServerError::Config)?);
         if config.demo {
             tracing::info!("no zone configured: serving the built-in demo zones");
         } else if config.zones.is_empty() {

@@ -113,7 +113,7 @@ pub(crate) struct ReloadRequest {
 /// Owns the served zones and the options; runs every (re)load.
 pub(crate) struct Reloader {
     pub(crate) options: Options,
-    pub(crate) running: Config,
+    pub(crate) running: Arc<Config>,
     pub(crate) served: Vec<Served>,
     pub(crate) publisher: Arc<crate::update::Publisher>,
     /// Zones changed by updates (they have a journal): their served version
@@ -127,7 +127,7 @@ pub(crate) struct Reloader {
     pub(crate) loads: Arc<ZoneLoads>,
     /// The configuration of the last (re)load (`running` stays the one
     /// started with): where `zone-reload` finds its zone.
-    pub(crate) loaded: Option<Config>,
+    pub(crate) loaded: Option<Arc<Config>>,
 }
 
 impl Reloader {
@@ -229,7 +229,11 @@ impl Reloader {
             s.zone = None;
         }
         self.served = next;
-        self.loaded = Some(config.clone());
+        self.loaded = Some(if initial {
+            self.running.clone()
+        } else {
+            Arc::new(config.clone())
+        });
         if !initial {
             tracing::info!(
                 reloaded = report.loaded.len(),
@@ -404,7 +408,7 @@ impl Reloader {
             refused: Some(why),
             ..ReloadReport::default()
         };
-        let config = self.loaded.as_ref().unwrap_or(&self.running);
+        let config: &Config = self.loaded.as_deref().unwrap_or(&self.running);
         let snapshot_dir = config.snapshot_dir.clone();
         let Some(spec) = config.zones.iter().find(|s| s.name == *name).cloned() else {
             let member = self
