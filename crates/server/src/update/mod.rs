@@ -22,6 +22,7 @@
 //! wait: they read the published set without a lock.
 
 mod admit;
+mod background;
 mod forward;
 mod pool;
 #[cfg(test)]

@@ -1,8 +1,9 @@
-//! The zone writers: start (state snapshot + journal replay), group
-//! commit, zone files taken in and written out, compaction and journal flushes.
+//! The zone writers: group commit through the zone-update stage, zone
+//! files taken in and written out, compaction and journal flushes; their
+//! start (state snapshot + journal replay) is in `start.rs`.
 
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Instant;
 
 use lode_journal::Journal;
@@ -11,11 +12,17 @@ use lode_zonedb::{Changeset, Zone};
 use lode_zones::update::{self as ddns};
 use lode_zones::{Change, Stage, StageError, Staged};
 
-use crate::config::{Config, ZonefileSync};
+use crate::config::ZonefileSync;
 use crate::flush::{Flushed, Written};
 
-use super::pool::WriterQueue;
-use super::{flushed_path, journal_path, reply, state_path, unix_now, Publisher, Updates, Work};
+use super::background::{Background, FileDone, FileJob};
+use super::{reply, unix_now, Publisher, Work};
+
+mod start;
+
+#[cfg(test)]
+pub(crate) use start::start_writer;
+pub(crate) use start::{start_writers, start_writers_for};
 
 /// How long a zone must go without updates before a delta of any size is
 /// folded into a new base (memory as a fresh load once a bulk load is done).
@@ -31,280 +38,6 @@ const MAX_OPEN_JOURNALS: usize = 128;
 static OPEN_JOURNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Wait after a failed compaction or journal flush before trying again.
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Opens the journals of the zones that take updates, replays them onto the
-/// published versions, and puts their writers on the pool.
-pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<Publisher>) {
-    let live: Vec<(crate::ZoneSpec, crate::config::ZoneOptions)> = config
-        .zones
-        .iter()
-        .map(|spec| (spec.clone(), config.zone_options(&spec.name)))
-        .filter(|(_, options)| options.is_live())
-        .collect();
-    start_writers_for(updates, config, &live, publisher);
-}
-
-/// Starts the writers of `zones` (opened on every core) and hands their
-/// queues to the zones' doors in one go; returns the zones whose writer
-/// started (the others' failures are logged). A zone not yet in the
-/// published set (a secondary with nothing transferred) gets its
-/// placeholder published first, all of them in one new set.
-pub(crate) fn start_writers_for(
-    updates: &Updates,
-    config: &Config,
-    zones: &[(crate::ZoneSpec, crate::config::ZoneOptions)],
-    publisher: &Arc<Publisher>,
-) -> std::collections::HashSet<Name> {
-    let Some(dir) = config.journal_dir.as_deref().filter(|_| !zones.is_empty()) else {
-        return std::collections::HashSet::new();
-    };
-    // Journals and states are created when first needed, but the folder is
-    // there from the start (secondaries keep their timers in it).
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        tracing::error!("journal-dir {}: {e}", dir.display());
-    }
-    let missing: Vec<Name> = {
-        let set = publisher.set.load();
-        zones
-            .iter()
-            .filter(|(spec, _)| spec.source == crate::ZoneSource::Transfer)
-            .map(|(spec, _)| spec.name.to_lowercase())
-            .filter(|n| set.slot(n.as_ref()).is_none())
-            .collect()
-    };
-    if !missing.is_empty() {
-        publisher.update(|set| {
-            for n in &missing {
-                set.insert(Arc::new(crate::secondary::placeholder(n)));
-            }
-        });
-    }
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(zones.len());
-    let chunk = zones.len().div_ceil(threads);
-    let opened: Vec<(Name, WriterQueue)> = std::thread::scope(|s| {
-        let handles: Vec<_> = zones
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .filter_map(|(spec, options)| {
-                            let q = open_writer(updates, config, spec, options, publisher)?;
-                            Some((spec.name.to_lowercase(), q))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    let started = opened.iter().map(|(n, _)| n.clone()).collect();
-    updates.set_writers(opened);
-    started
-}
-
-/// Starts one zone's writer (see [`start_writers_for`]); false when it
-/// could not start (logged).
-#[cfg(test)]
-pub(crate) fn start_writer(
-    updates: &Updates,
-    config: &Config,
-    spec: &crate::ZoneSpec,
-    options: &crate::config::ZoneOptions,
-    publisher: &Arc<Publisher>,
-) -> bool {
-    let zones = [(spec.clone(), options.clone())];
-    !start_writers_for(updates, config, &zones, publisher).is_empty()
-}
-
-/// Opens one zone's writer: its journal replayed onto its state (or the
-/// loaded version, or, for a secondary with nothing yet, a placeholder),
-/// published, the writer put on the pool. None when the zone cannot take
-/// updates (why is logged).
-fn open_writer(
-    updates: &Updates,
-    config: &Config,
-    spec: &crate::ZoneSpec,
-    options: &crate::config::ZoneOptions,
-    publisher: &Arc<Publisher>,
-) -> Option<WriterQueue> {
-    let dir = config.journal_dir.as_ref()?;
-    let origin = spec.name.to_lowercase();
-    let secondary = spec.source == crate::ZoneSource::Transfer;
-    let zone = match publisher.get(&origin) {
-        Some(z) => z,
-        // A secondary with nothing transferred yet: SERVFAIL until then.
-        None if secondary => Arc::new(crate::secondary::placeholder(&origin)),
-        None => return None, // not loaded: its failure was logged
-    };
-    let path = journal_path(dir, &origin);
-    let settings = lode_journal::Settings {
-        max_usage: config.journal_max_usage,
-        max_depth: config.journal_max_depth,
-    };
-    let (journal, recovery) = match Journal::open(&path, &origin, settings) {
-        Ok(j) => j,
-        Err(e) => {
-            tracing::error!(
-                "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
-                path.display()
-            );
-            return None;
-        }
-    };
-    if let Some(t) = &recovery.torn_tail {
-        tracing::warn!(
-            "zone {origin}: journal {}: a torn record at the end ({t:?}) was cut off (never acknowledged)",
-            path.display()
-        );
-    }
-    if let Some(d) = &recovery.damage {
-        tracing::error!(
-            "zone {origin}: journal {} damaged ({d:?}): replay stops there, the zone serves the last good state",
-            path.display()
-        );
-    }
-    let stage = Stage::new(options.serial_policy.parse().unwrap_or_default());
-    let file_tag = spec.source.tag();
-    let state = state_path(dir, &origin);
-    let flushed = flushed_path(dir, &origin);
-    let mut writer = Writer {
-        origin: origin.clone(),
-        journal,
-        publisher: publisher.clone(),
-        stage,
-        compaction: None,
-        state: state.clone(),
-        file_tag: file_tag.clone(),
-        retry_at: Instant::now(),
-        max_usage: config.journal_max_usage,
-        log: CommitLog::default(),
-        idle_since: None,
-        trim_at: None,
-        zone_file: match &spec.source {
-            crate::ZoneSource::File(p) => Some(p.clone()),
-            crate::ZoneSource::Embedded { .. }
-            | crate::ZoneSource::Transfer
-            | crate::ZoneSource::Catalog(_) => None,
-        },
-        flushed: flushed.clone(),
-        sync: options.zonefile_sync,
-        written_serial: zone.serial(),
-        last_flush: Instant::now(),
-        last_took: std::time::Duration::ZERO,
-        written: updates.written.clone(),
-        state_pending: false,
-        holds_file: false,
-        file_write: None,
-    };
-    // The zone's truth is its state snapshot plus the journal after it;
-    // the zone file is the operator's input, applied as a difference
-    // when it was edited since the state took it in.
-    let (base, state_tag) = match crate::snapshot::read_state(&state, &origin) {
-        Ok(Some((s, tag))) => {
-            tracing::info!(
-                "zone {origin}: state at serial {} read from {}",
-                s.serial(),
-                state.display()
-            );
-            (Arc::new(s), Some(tag))
-        }
-        // First start with updates (or a journal from before states):
-        // the journal continues the zone file.
-        Ok(None) => (zone.clone(), None),
-        Err(e) => {
-            tracing::error!("zone {origin}: {e}; updates to the zone get SERVFAIL");
-            return None;
-        }
-    };
-    let current = match replay(&stage, &base, &recovery.changesets) {
-        Ok((z, n)) => {
-            if n > 0 {
-                tracing::info!(
-                    "zone {origin}: {n} changesets replayed from {}, serial {} → {}",
-                    path.display(),
-                    base.serial(),
-                    z.serial()
-                );
-            }
-            z
-        }
-        Err(e) => {
-            tracing::error!(
-                "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
-                path.display()
-            );
-            return None;
-        }
-    };
-    if publisher
-        .get(&origin)
-        .is_none_or(|z| !Arc::ptr_eq(&z, &current))
-    {
-        publisher.publish(current.clone());
-    }
-    // A file the writer wrote itself (zonefile-sync, zone-flush) is not
-    // an edit, though the state may have taken in an older one.
-    let ours = crate::flush::read_flushed_tags(&flushed).contains(&file_tag);
-    let edited = !secondary && !ours && state_tag.as_ref().is_some_and(|t| *t != file_tag);
-    if edited {
-        tracing::info!("zone {origin}: the zone file changed since the zone's state took it in");
-        if let Err(e) = writer.apply_file(&zone, unix_now()) {
-            tracing::error!("zone {origin}: zone file not applied: {e}");
-        }
-    }
-    // A zone's state is written when it is first needed: before its first
-    // change is journaled (a secondary's: by its first transfer), so that
-    // thousands of zones that take updates write nothing at start.
-    if edited {
-        if let Err(e) = writer.write_state_now(true) {
-            tracing::error!(
-                "zone {origin}: cannot write its state ({e}); updates to the zone get SERVFAIL"
-            );
-            return None;
-        }
-    } else if state_tag.is_none() && !secondary {
-        writer.state_pending = true;
-    }
-    // The journal was read whole: its file is opened again when needed.
-    writer.journal.release();
-    Some(updates.pool.add(
-        origin.to_string().trim_end_matches('.').to_owned(),
-        Box::new(writer),
-    ))
-}
-
-/// Applies the journal's changesets that continue `zone`'s serial.
-fn replay(
-    stage: &Stage,
-    zone: &Arc<Zone>,
-    changesets: &[Changeset],
-) -> Result<(Arc<Zone>, usize), String> {
-    let Some(start) = changesets
-        .iter()
-        .position(|c| c.serial_from() == zone.serial())
-    else {
-        return match changesets.last() {
-            Some(last) if last.serial_to() != zone.serial() => Err(format!(
-                "the journal holds serials {} to {} and does not continue the loaded serial {}",
-                changesets[0].serial_from(),
-                last.serial_to(),
-                zone.serial()
-            )),
-            _ => Ok((zone.clone(), 0)),
-        };
-    };
-    let replayed = &changesets[start..];
-    match stage.run(zone, Change::Changesets(replayed), unix_now()) {
-        Ok(Staged::Changed { version, .. }) => Ok((version, replayed.len())),
-        Ok(_) => Ok((zone.clone(), 0)),
-        Err(e) => Err(e.to_string()),
-    }
-}
 
 /// One zone's writer: groups, journals, publishes, answers.
 struct Writer {
@@ -349,76 +82,7 @@ struct Writer {
     /// The journal's file is open and counted in [`OPEN_JOURNALS`].
     holds_file: bool,
     /// A zone-file write running in the background.
-    file_write: Option<FileWrite>,
-}
-
-/// A zone-file write in the background.
-struct FileWrite {
-    result: mpsc::Receiver<FileDone>,
-}
-
-/// Writing one version to the zone file, with what the writer's note of
-/// written files needs.
-struct FileJob {
-    path: PathBuf,
-    zone: Arc<Zone>,
-    flushed: PathBuf,
-    file_tag: Vec<u8>,
-    written: Arc<Written>,
-    origin: Name,
-}
-
-/// How a zone-file write went.
-struct FileDone {
-    result: Result<Flushed, String>,
-    /// The new file's tag (once it is in place).
-    tag: Option<Vec<u8>>,
-    took: std::time::Duration,
-}
-
-impl FileDone {
-    /// A background write that ended without a word (its thread died).
-    fn lost() -> FileDone {
-        FileDone {
-            result: Err("the zone-file writer stopped".into()),
-            tag: None,
-            took: std::time::Duration::ZERO,
-        }
-    }
-}
-
-impl FileJob {
-    /// Writes the file; before the rename, the note and the reloader learn
-    /// the new file (and keep the one in place): a crash or a reload on
-    /// either side of the rename finds a file the writer knows.
-    fn run(self) -> FileDone {
-        let started = Instant::now();
-        let mut tag = None;
-        let result = crate::flush::write_zone_file(&self.path, &self.zone, |stamp, new| {
-            crate::flush::write_flushed_tags(&self.flushed, &[self.file_tag.clone(), new.clone()])
-                .map_err(|e| std::io::Error::other(format!("{}: {e}", self.flushed.display())))?;
-            self.written.add(&self.origin, stamp);
-            tag = Some(new);
-            Ok(())
-        })
-        .map_err(|e| format!("{}: {e}", self.path.display()));
-        let took = started.elapsed();
-        if let Ok(f) = &result {
-            tracing::info!(
-                zone = %self.origin,
-                serial = f.serial,
-                records = f.records,
-                file = %self.path.display(),
-                "zone {}: zone file written, {} records, serial {}, to {} in {:.1} ms",
-                self.origin,
-                f.records,
-                f.serial,
-                self.path.display(),
-                took.as_secs_f64() * 1000.0
-            );
-        }
-        FileDone { result, tag, took }
-    }
+    file_write: Option<Background<FileDone>>,
 }
 
 impl Drop for Writer {
@@ -429,7 +93,7 @@ impl Drop for Writer {
 
 /// A background compaction of one version.
 struct Compaction {
-    result: mpsc::Receiver<Compacted>,
+    result: Background<Compacted>,
     since: Vec<Changeset>,
     started: Instant,
     entries: usize,
@@ -773,7 +437,7 @@ impl Writer {
     /// after a background write in flight, and waits.
     fn flush(&mut self) -> Result<Flushed, String> {
         if let Some(w) = self.file_write.take() {
-            let done = w.result.recv().unwrap_or_else(|_| FileDone::lost());
+            let done = w.wait().unwrap_or_else(FileDone::lost);
             // Whatever it gave, the file is written again now.
             let _ = self.file_written(done);
         }
@@ -808,19 +472,9 @@ impl Writer {
                 return;
             }
         };
-        let (tx, rx) = mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name(format!(
-                "lode-zf-{}",
-                self.origin.to_string().trim_end_matches('.')
-            ))
-            .spawn(move || {
-                // Background work: it runs when queries and updates leave room.
-                lode_io::lower_thread_priority(19);
-                let _ = tx.send(job.run());
-            });
-        match spawned {
-            Ok(_) => self.file_write = Some(FileWrite { result: rx }),
+        let name = format!("lode-zf-{}", self.origin.to_string().trim_end_matches('.'));
+        match Background::spawn(name, move || job.run()) {
+            Ok(w) => self.file_write = Some(w),
             Err(e) => {
                 tracing::warn!(
                     "zone {}: cannot start writing its zone file: {e}",
@@ -836,11 +490,10 @@ impl Writer {
         let Some(w) = &self.file_write else {
             return;
         };
-        let done = match w.result.try_recv() {
-            Ok(d) => d,
-            Err(mpsc::TryRecvError::Empty) => return,
-            Err(mpsc::TryRecvError::Disconnected) => FileDone::lost(),
+        let Some(done) = w.poll() else {
+            return;
         };
+        let done = done.unwrap_or_else(FileDone::lost);
         self.file_write = None;
         if let Err(e) = self.file_written(done) {
             tracing::error!(
@@ -962,7 +615,6 @@ impl Writer {
         if !worth {
             return;
         }
-        let (tx, rx) = mpsc::channel();
         let name = format!("lode-cmp-{}", self.origin.to_string().trim_end_matches('.'));
         let state = flush.then(|| (self.state.clone(), self.file_tag.clone()));
         // A small zone is compacted at once, on the writer's thread (a
@@ -978,23 +630,15 @@ impl Writer {
                 (Ok(z), Some((path, tag))) => Some(crate::snapshot::write_state(&path, z, &tag)),
                 _ => None,
             };
-            let _ = tx.send(Compacted { zone, state });
+            Compacted { zone, state }
         };
         let spawned = if small {
-            work();
-            Ok(())
+            Ok(Background::done(work()))
         } else {
-            std::thread::Builder::new()
-                .name(name)
-                .spawn(move || {
-                    // Background work: it runs when queries and updates leave room.
-                    lode_io::lower_thread_priority(19);
-                    work();
-                })
-                .map(drop)
+            Background::spawn(name, work)
         };
         match spawned {
-            Ok(()) => {
+            Ok(result) => {
                 if !small {
                     tracing::info!(
                         "zone {}: compacting {entries} changed names into a new base",
@@ -1002,7 +646,7 @@ impl Writer {
                     );
                 }
                 self.compaction = Some(Compaction {
-                    result: rx,
+                    result,
                     since: Vec::new(),
                     started: Instant::now(),
                     entries,
@@ -1021,14 +665,13 @@ impl Writer {
         let Some(c) = &self.compaction else {
             return;
         };
-        let result = match c.result.try_recv() {
-            Ok(r) => r,
-            Err(mpsc::TryRecvError::Empty) => return,
-            Err(mpsc::TryRecvError::Disconnected) => Compacted {
-                zone: Err(lode_zonedb::ApplyError::Invalid(Vec::new())),
-                state: None,
-            },
+        let Some(result) = c.result.poll() else {
+            return;
         };
+        let result = result.unwrap_or(Compacted {
+            zone: Err(lode_zonedb::ApplyError::Invalid(Vec::new())),
+            state: None,
+        });
         let Some(c) = self.compaction.take() else {
             return;
         };

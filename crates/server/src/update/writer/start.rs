@@ -1,0 +1,292 @@
+//! Starting zone writers: a zone's state snapshot read, its journal
+//! replayed through the zone-update stage, the version published, the
+//! writer put on the pool and its queue handed to the zone's door — for
+//! the configured zones at start (on every core) and for catalog members.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use lode_journal::Journal;
+use lode_wire::Name;
+use lode_zonedb::{Changeset, Zone};
+use lode_zones::{Change, Stage, Staged};
+
+use crate::config::Config;
+
+use super::super::pool::WriterQueue;
+use super::super::{flushed_path, journal_path, state_path, unix_now, Publisher, Updates};
+use super::{CommitLog, Writer};
+
+/// Opens the journals of the zones that take updates, replays them onto the
+/// published versions, and puts their writers on the pool.
+pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<Publisher>) {
+    let live: Vec<(crate::ZoneSpec, crate::config::ZoneOptions)> = config
+        .zones
+        .iter()
+        .map(|spec| (spec.clone(), config.zone_options(&spec.name)))
+        .filter(|(_, options)| options.is_live())
+        .collect();
+    start_writers_for(updates, config, &live, publisher);
+}
+
+/// Starts the writers of `zones` (opened on every core) and hands their
+/// queues to the zones' doors in one go; returns the zones whose writer
+/// started (the others' failures are logged). A zone not yet in the
+/// published set (a secondary with nothing transferred) gets its
+/// placeholder published first, all of them in one new set.
+pub(crate) fn start_writers_for(
+    updates: &Updates,
+    config: &Config,
+    zones: &[(crate::ZoneSpec, crate::config::ZoneOptions)],
+    publisher: &Arc<Publisher>,
+) -> std::collections::HashSet<Name> {
+    let Some(dir) = config.journal_dir.as_deref().filter(|_| !zones.is_empty()) else {
+        return std::collections::HashSet::new();
+    };
+    // Journals and states are created when first needed, but the folder is
+    // there from the start (secondaries keep their timers in it).
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        tracing::error!("journal-dir {}: {e}", dir.display());
+    }
+    let missing: Vec<Name> = {
+        let set = publisher.set.load();
+        zones
+            .iter()
+            .filter(|(spec, _)| spec.source == crate::ZoneSource::Transfer)
+            .map(|(spec, _)| spec.name.to_lowercase())
+            .filter(|n| set.slot(n.as_ref()).is_none())
+            .collect()
+    };
+    if !missing.is_empty() {
+        publisher.update(|set| {
+            for n in &missing {
+                set.insert(Arc::new(crate::secondary::placeholder(n)));
+            }
+        });
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(zones.len());
+    let chunk = zones.len().div_ceil(threads);
+    let opened: Vec<(Name, WriterQueue)> = std::thread::scope(|s| {
+        let handles: Vec<_> = zones
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .filter_map(|(spec, options)| {
+                            let q = open_writer(updates, config, spec, options, publisher)?;
+                            Some((spec.name.to_lowercase(), q))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let started = opened.iter().map(|(n, _)| n.clone()).collect();
+    updates.set_writers(opened);
+    started
+}
+
+/// Starts one zone's writer (see [`start_writers_for`]); false when it
+/// could not start (logged).
+#[cfg(test)]
+pub(crate) fn start_writer(
+    updates: &Updates,
+    config: &Config,
+    spec: &crate::ZoneSpec,
+    options: &crate::config::ZoneOptions,
+    publisher: &Arc<Publisher>,
+) -> bool {
+    let zones = [(spec.clone(), options.clone())];
+    !start_writers_for(updates, config, &zones, publisher).is_empty()
+}
+
+/// Opens one zone's writer: its journal replayed onto its state (or the
+/// loaded version, or, for a secondary with nothing yet, a placeholder),
+/// published, the writer put on the pool. None when the zone cannot take
+/// updates (why is logged).
+fn open_writer(
+    updates: &Updates,
+    config: &Config,
+    spec: &crate::ZoneSpec,
+    options: &crate::config::ZoneOptions,
+    publisher: &Arc<Publisher>,
+) -> Option<WriterQueue> {
+    let dir = config.journal_dir.as_ref()?;
+    let origin = spec.name.to_lowercase();
+    let secondary = spec.source == crate::ZoneSource::Transfer;
+    let zone = match publisher.get(&origin) {
+        Some(z) => z,
+        // A secondary with nothing transferred yet: SERVFAIL until then.
+        None if secondary => Arc::new(crate::secondary::placeholder(&origin)),
+        None => return None, // not loaded: its failure was logged
+    };
+    let path = journal_path(dir, &origin);
+    let settings = lode_journal::Settings {
+        max_usage: config.journal_max_usage,
+        max_depth: config.journal_max_depth,
+    };
+    let (journal, recovery) = match Journal::open(&path, &origin, settings) {
+        Ok(j) => j,
+        Err(e) => {
+            tracing::error!(
+                "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
+                path.display()
+            );
+            return None;
+        }
+    };
+    if let Some(t) = &recovery.torn_tail {
+        tracing::warn!(
+            "zone {origin}: journal {}: a torn record at the end ({t:?}) was cut off (never acknowledged)",
+            path.display()
+        );
+    }
+    if let Some(d) = &recovery.damage {
+        tracing::error!(
+            "zone {origin}: journal {} damaged ({d:?}): replay stops there, the zone serves the last good state",
+            path.display()
+        );
+    }
+    let stage = Stage::new(options.serial_policy.parse().unwrap_or_default());
+    let file_tag = spec.source.tag();
+    let state = state_path(dir, &origin);
+    let flushed = flushed_path(dir, &origin);
+    let mut writer = Writer {
+        origin: origin.clone(),
+        journal,
+        publisher: publisher.clone(),
+        stage,
+        compaction: None,
+        state: state.clone(),
+        file_tag: file_tag.clone(),
+        retry_at: Instant::now(),
+        max_usage: config.journal_max_usage,
+        log: CommitLog::default(),
+        idle_since: None,
+        trim_at: None,
+        zone_file: match &spec.source {
+            crate::ZoneSource::File(p) => Some(p.clone()),
+            crate::ZoneSource::Embedded { .. }
+            | crate::ZoneSource::Transfer
+            | crate::ZoneSource::Catalog(_) => None,
+        },
+        flushed: flushed.clone(),
+        sync: options.zonefile_sync,
+        written_serial: zone.serial(),
+        last_flush: Instant::now(),
+        last_took: std::time::Duration::ZERO,
+        written: updates.written.clone(),
+        state_pending: false,
+        holds_file: false,
+        file_write: None,
+    };
+    // The zone's truth is its state snapshot plus the journal after it;
+    // the zone file is the operator's input, applied as a difference
+    // when it was edited since the state took it in.
+    let (base, state_tag) = match crate::snapshot::read_state(&state, &origin) {
+        Ok(Some((s, tag))) => {
+            tracing::info!(
+                "zone {origin}: state at serial {} read from {}",
+                s.serial(),
+                state.display()
+            );
+            (Arc::new(s), Some(tag))
+        }
+        // First start with updates (or a journal from before states):
+        // the journal continues the zone file.
+        Ok(None) => (zone.clone(), None),
+        Err(e) => {
+            tracing::error!("zone {origin}: {e}; updates to the zone get SERVFAIL");
+            return None;
+        }
+    };
+    let current = match replay(&stage, &base, &recovery.changesets) {
+        Ok((z, n)) => {
+            if n > 0 {
+                tracing::info!(
+                    "zone {origin}: {n} changesets replayed from {}, serial {} → {}",
+                    path.display(),
+                    base.serial(),
+                    z.serial()
+                );
+            }
+            z
+        }
+        Err(e) => {
+            tracing::error!(
+                "zone {origin}: journal {}: {e}; updates to the zone get SERVFAIL",
+                path.display()
+            );
+            return None;
+        }
+    };
+    if publisher
+        .get(&origin)
+        .is_none_or(|z| !Arc::ptr_eq(&z, &current))
+    {
+        publisher.publish(current.clone());
+    }
+    // A file the writer wrote itself (zonefile-sync, zone-flush) is not
+    // an edit, though the state may have taken in an older one.
+    let ours = crate::flush::read_flushed_tags(&flushed).contains(&file_tag);
+    let edited = !secondary && !ours && state_tag.as_ref().is_some_and(|t| *t != file_tag);
+    if edited {
+        tracing::info!("zone {origin}: the zone file changed since the zone's state took it in");
+        if let Err(e) = writer.apply_file(&zone, unix_now()) {
+            tracing::error!("zone {origin}: zone file not applied: {e}");
+        }
+    }
+    // A zone's state is written when it is first needed: before its first
+    // change is journaled (a secondary's: by its first transfer), so that
+    // thousands of zones that take updates write nothing at start.
+    if edited {
+        if let Err(e) = writer.write_state_now(true) {
+            tracing::error!(
+                "zone {origin}: cannot write its state ({e}); updates to the zone get SERVFAIL"
+            );
+            return None;
+        }
+    } else if state_tag.is_none() && !secondary {
+        writer.state_pending = true;
+    }
+    // The journal was read whole: its file is opened again when needed.
+    writer.journal.release();
+    Some(updates.pool.add(
+        origin.to_string().trim_end_matches('.').to_owned(),
+        Box::new(writer),
+    ))
+}
+
+/// Applies the journal's changesets that continue `zone`'s serial.
+fn replay(
+    stage: &Stage,
+    zone: &Arc<Zone>,
+    changesets: &[Changeset],
+) -> Result<(Arc<Zone>, usize), String> {
+    let Some(start) = changesets
+        .iter()
+        .position(|c| c.serial_from() == zone.serial())
+    else {
+        return match changesets.last() {
+            Some(last) if last.serial_to() != zone.serial() => Err(format!(
+                "the journal holds serials {} to {} and does not continue the loaded serial {}",
+                changesets[0].serial_from(),
+                last.serial_to(),
+                zone.serial()
+            )),
+            _ => Ok((zone.clone(), 0)),
+        };
+    };
+    let replayed = &changesets[start..];
+    match stage.run(zone, Change::Changesets(replayed), unix_now()) {
+        Ok(Staged::Changed { version, .. }) => Ok((version, replayed.len())),
+        Ok(_) => Ok((zone.clone(), 0)),
+        Err(e) => Err(e.to_string()),
+    }
+}
