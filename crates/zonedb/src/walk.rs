@@ -1,4 +1,5 @@
-//! Walking a zone in canonical order, for NSEC proofs in the answer engine.
+//! Walking a zone in canonical order, for NSEC proofs in the answer engine
+//! and the NSEC chain of the signer.
 
 use crate::{Node, NodeId, Zone};
 
@@ -19,6 +20,14 @@ impl Zone {
         }
         let start = id.0.min(self.last_id().0);
         (0..=start).rev().map(NodeId).find(|&i| f(&self.node(i)))
+    }
+
+    /// The node just before `id` in canonical order (none before the apex).
+    pub fn node_before(&self, id: NodeId) -> Option<NodeId> {
+        if !self.delta.is_empty() {
+            return self.prev_id(id);
+        }
+        id.0.checked_sub(1).map(NodeId)
     }
 
     /// The last node in canonical order.
