@@ -195,13 +195,21 @@ impl Signer {
     /// The zone signed whole: what the zone-update stage publishes for a
     /// new zone (a first load, AXFR in) or when the keys or the due
     /// signatures call for it. Signatures, NSEC and DNSKEY records in
-    /// `zone` are replaced by the signer's.
-    pub fn sign_zone(&self, zone: &Zone, now: u64) -> Result<Zone, SignError> {
+    /// `zone` are replaced by the signer's; `serial`: a new SOA serial.
+    pub fn sign_zone(&self, zone: &Zone, serial: Option<u32>, now: u64) -> Result<Zone, SignError> {
         // The zone without DNSSEC records, and the keys' DNSKEYs.
         let mut b = ZoneBuilder::new(zone.origin().to_name())
             .class(zone.class())
             .changed();
-        for r in zone.records().filter(|r| !is_signer_type(r.rtype)) {
+        for mut r in zone.records().filter(|r| !is_signer_type(r.rtype)) {
+            if let (Some(serial), Rtype::SOA) = (serial, r.rtype) {
+                let mut rdata = r.rdata.to_vec();
+                let n = rdata.len();
+                if n >= 20 {
+                    rdata[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
+                }
+                r.rdata = rdata.into();
+            }
             b.add(r, 0);
         }
         for r in self.dnskeys(zone) {
@@ -441,11 +449,15 @@ impl Signer {
                 .iter()
                 .find(|r| r.rtype == Rtype::NSEC && r.owner.key() == *key)
                 .cloned();
+            let nsec_gone = nsec_changed.contains(key) && new_nsec.is_none();
             let mut resign: Vec<Job> = Vec::new();
             let mut keep_types: HashSet<Rtype> = HashSet::new();
             for set in node.rrsets() {
                 let t = set.rtype();
-                if t == Rtype::RRSIG || !nsec::is_signed(&next, id, t) {
+                if t == Rtype::RRSIG
+                    || !nsec::is_signed(&next, id, t)
+                    || (t == Rtype::NSEC && nsec_gone)
+                {
                     continue;
                 }
                 let changed = every
@@ -477,7 +489,6 @@ impl Signer {
                     resign.push(job(&node, Rtype::NSEC, n.ttl, vec![n.rdata.clone()]));
                 }
             }
-            let nsec_gone = nsec_changed.contains(key) && new_nsec.is_none();
             for r in &old_sigs {
                 let covered = rrsig_info(r).map(|i| i.covered);
                 let keep = covered.is_some_and(|c| keep_types.contains(&c))

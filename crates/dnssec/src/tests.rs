@@ -167,7 +167,7 @@ fn a_zone_signed_whole_verifies() {
     let z = zone(ZONE);
     for (alg, csk) in [(Algorithm::EcdsaP256, false), (Algorithm::Ed25519, true)] {
         let s = signer(alg, csk);
-        let signed = s.sign_zone(&z, NOW).unwrap();
+        let signed = s.sign_zone(&z, None, NOW).unwrap();
         verify(&signed, &s).unwrap();
         assert!(s.is_current(&signed, NOW));
         assert!(!s.is_current(&z, NOW));
@@ -189,7 +189,7 @@ fn a_zone_signed_whole_verifies() {
             .collect();
         assert!(covered.contains(&Rtype::DS) && !covered.contains(&Rtype::NS));
         // Signing again a signed zone gives the same names and types.
-        let again = s.sign_zone(&signed, NOW).unwrap();
+        let again = s.sign_zone(&signed, None, NOW).unwrap();
         assert_eq!(again.record_count(), signed.record_count());
     }
 }
@@ -218,7 +218,7 @@ fn soa(zone: &Zone, serial: u32) -> Record {
 #[test]
 fn every_change_of_a_random_sequence_leaves_the_zone_verified() {
     let s = signer(Algorithm::EcdsaP256, false);
-    let mut current = Arc::new(s.sign_zone(&zone(ZONE), NOW).unwrap());
+    let mut current = Arc::new(s.sign_zone(&zone(ZONE), None, NOW).unwrap());
     let origin: Name = "example.".parse().unwrap();
     let names = [
         "www",
@@ -242,7 +242,8 @@ fn every_change_of_a_random_sequence_leaves_the_zone_verified() {
     ];
     let mut dice = Dice(0x9e37_79b9_7f4a_7c15);
     let mut applied = 0;
-    for step in 0..300 {
+    let mut removals = 0;
+    for step in 0..600 {
         let name: Name = Name::parse(names[dice.next(names.len())], Some(&origin)).unwrap();
         let kind = dice.next(10);
         let (rtype, rdata): (Rtype, Vec<u8>) = match kind {
@@ -255,8 +256,8 @@ fn every_change_of_a_random_sequence_leaves_the_zone_verified() {
                 "example.org.".parse::<Name>().unwrap().as_wire().to_vec(),
             ),
             2 => (Rtype::DS, vec![0x30, 0x39, 13, 2, 1, 2, 3, 4]),
-            3 | 4 => (Rtype::TXT, vec![3, b'a' + dice.next(3) as u8, b'b', b'c']),
-            _ => (Rtype::A, vec![192, 0, 2, dice.next(4) as u8]),
+            3 | 4 => (Rtype::TXT, vec![3, b'a' + dice.next(2) as u8, b'b', b'c']),
+            _ => (Rtype::A, vec![192, 0, 2, dice.next(2) as u8]),
         };
         let node = current.find(name.as_ref()).map(|id| current.node(id));
         let exists = node
@@ -298,7 +299,53 @@ fn every_change_of_a_random_sequence_leaves_the_zone_verified() {
         assert_eq!(a, b, "step {step}");
         current = Arc::new(next);
         applied += 1;
+        removals += usize::from(exists);
     }
     // Most changes apply (the rest are refused as the zone builder refuses them).
-    assert!(applied > 200, "{applied} of 300 applied");
+    assert!(applied > 400, "{applied} of 600 applied");
+    assert!(removals > 100, "{removals} removals");
+}
+
+fn change(current: &Zone, removed: Vec<Record>, added: Vec<Record>) -> Changeset {
+    Changeset {
+        soa_from: current.soa_record(),
+        soa_to: soa(current, current.serial() + 1),
+        removed,
+        added,
+    }
+}
+
+fn txt(owner: &str, text: &str) -> Record {
+    let mut rdata = vec![text.len() as u8];
+    rdata.extend_from_slice(text.as_bytes());
+    Record {
+        owner: owner.parse().unwrap(),
+        class: lode_wire::Class::IN,
+        rtype: Rtype::TXT,
+        ttl: 300,
+        rdata: rdata.into(),
+    }
+}
+
+#[test]
+fn a_name_added_then_taken_away_leaves_no_signature_behind() {
+    let s = signer(Algorithm::EcdsaP256, false);
+    let z0 = s.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    let r = txt("x.y.z.example.", "hello");
+    let (z1, _) = s
+        .sign_change(&z0, &change(&z0, vec![], vec![r.clone()]), NOW)
+        .unwrap();
+    verify(&z1, &s).unwrap();
+    let (z2, cs) = s
+        .sign_change(&z1, &change(&z1, vec![r], vec![]), NOW)
+        .unwrap();
+    verify(&z2, &s).unwrap();
+    assert!(z2
+        .find("x.y.z.example.".parse::<Name>().unwrap().as_ref())
+        .is_none());
+    // The change carries the name's NSEC and signatures away, and mends the
+    // NSEC before it.
+    assert!(cs.removed.iter().any(|r| r.rtype == Rtype::NSEC));
+    assert!(cs.added.iter().any(|r| r.rtype == Rtype::NSEC));
+    assert_eq!(z2.record_count(), z0.record_count());
 }

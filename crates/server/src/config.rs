@@ -76,11 +76,13 @@ use std::time::Duration;
 use lode_wire::Name;
 use serde::Deserialize;
 
+mod dnssec;
 mod dnstap;
 mod guard;
 mod metrics;
 mod replication;
 
+pub use dnssec::{PolicyEntry, Signing};
 pub use dnstap::DnstapEntry;
 pub use guard::{default_version, host_name, CookieSettings, CookiesEntry, Identity, RrlEntry};
 use metrics::metrics_listen;
@@ -178,6 +180,11 @@ pub struct ConfigFile {
     pub rrl: Option<RrlEntry>,
     /// dnstap query logging (absent: off).
     pub dnstap: Option<DnstapEntry>,
+    /// Folder of the signing keys (Knot's name; default: `keys` in journal-dir).
+    pub kasp_db: Option<PathBuf>,
+    /// Signing policies (Knot's `policy` section).
+    #[serde(default, rename = "policy")]
+    pub policies: Vec<PolicyEntry>,
 }
 
 /// One `[[key]]` table: a TSIG key.
@@ -259,6 +266,10 @@ pub struct ZoneEntry {
     pub notify: Vec<String>,
     /// Seconds to wait before notifying (changes meanwhile share one NOTIFY).
     pub notify_delay: Option<u64>,
+    /// Sign the zone (Knot's automatic signing).
+    pub dnssec_signing: Option<bool>,
+    /// The `[[policy]]` it is signed by (default: Knot's default policy).
+    pub dnssec_policy: Option<String>,
 }
 
 impl ConfigFile {
@@ -426,6 +437,8 @@ pub struct Config {
     pub rrl: Option<lode_rrl::Config>,
     /// dnstap query logging (`None`: off).
     pub dnstap: Option<lode_dnstap::Config>,
+    /// Folder of the signing keys (a folder per zone in it).
+    pub kasp_db: Option<PathBuf>,
 }
 
 /// Default limit of concurrent outgoing transfers (BIND's `transfers-out`).
@@ -460,6 +473,8 @@ pub struct ZoneOptions {
     pub interpret: Vec<(String, ZoneOptions)>,
     /// Bounds on a secondary's SOA timers.
     pub timers: TimerBounds,
+    /// How the zone is signed (`None`: not signed here).
+    pub signing: Option<Signing>,
 }
 
 impl ZoneOptions {
@@ -479,6 +494,7 @@ impl ZoneOptions {
             || !self.notify.is_empty()
             || !self.masters.is_empty()
             || self.catalog
+            || self.signing.is_some()
     }
 }
 
@@ -558,6 +574,7 @@ impl Config {
                 catalog: false,
                 interpret: Vec::new(),
                 timers: TimerBounds::default(),
+                signing: None,
             })
     }
 }
@@ -686,6 +703,7 @@ impl Config {
         let acls = resolve_acls(file)?;
         let remotes = resolve_remotes(file)?;
         let templates = resolve_templates(file, &acls, &remotes)?;
+        let policies = dnssec::resolve_policies(&file.policies)?;
         let global_sync = match file.zonefile_sync {
             Some(s) => ZonefileSync::from_seconds(s).map_err(ConfigError::Value)?,
             None => ZonefileSync::Default,
@@ -822,6 +840,33 @@ impl Config {
                     z.name
                 )));
             }
+            let signing = match z.dnssec_signing {
+                Some(true) => {
+                    let id = z.dnssec_policy.as_deref().unwrap_or("default");
+                    let p = policies.iter().find(|p| p.policy_id == id).ok_or_else(|| {
+                        ConfigError::Value(format!(
+                            "zone {}: dnssec-policy {id:?} is not a [[policy]] id",
+                            z.name
+                        ))
+                    })?;
+                    if file.journal_dir.is_none() {
+                        return Err(ConfigError::Value(format!(
+                            "zone {}: dnssec-signing needs journal-dir (the signed zone and its changes live there)",
+                            z.name
+                        )));
+                    }
+                    Some(p.clone())
+                }
+                _ => {
+                    if let Some(id) = &z.dnssec_policy {
+                        tracing::warn!(
+                            "zone {}: dnssec-policy {id:?} without dnssec-signing = true: not signed",
+                            z.name
+                        );
+                    }
+                    None
+                }
+            };
             let notify_delay = z.notify_delay.unwrap_or(0);
             if notify_delay > 3600 {
                 return Err(ConfigError::Value(format!(
@@ -840,6 +885,7 @@ impl Config {
                     masters,
                     catalog: generates,
                     interpret,
+                    signing,
                     timers: TimerBounds::from_settings(
                         &format!("zone {}", z.name),
                         [
@@ -996,6 +1042,11 @@ impl Config {
                 .clone()
                 .or_else(|| file.snapshot_dir.as_ref().map(|d| base.join(d))),
             journal_dir: file.journal_dir.as_ref().map(|d| base.join(d)),
+            kasp_db: file
+                .kasp_db
+                .as_ref()
+                .map(|d| base.join(d))
+                .or_else(|| file.journal_dir.as_ref().map(|d| base.join(d).join("keys"))),
             journal_max_usage: file.journal_max_usage.unwrap_or(DEFAULT_JOURNAL_MAX_USAGE),
             journal_max_depth: file.journal_max_depth.unwrap_or(DEFAULT_JOURNAL_MAX_DEPTH),
             keys: file.keys.clone(),

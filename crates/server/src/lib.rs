@@ -58,6 +58,7 @@ mod reload;
 pub mod sdnotify;
 mod secondary;
 mod signed;
+mod signing;
 pub mod snapshot;
 mod status;
 mod update;
@@ -159,6 +160,7 @@ impl Server {
         let writable: Vec<(&str, &std::path::Path)> = [
             ("journal-dir", config.journal_dir.as_deref()),
             ("snapshot-dir", config.snapshot_dir.as_deref()),
+            ("kasp-db", config.kasp_db.as_deref().filter(|d| d.exists())),
         ]
         .into_iter()
         .filter_map(|(what, dir)| Some((what, dir?)))

@@ -6,10 +6,17 @@
 //!
 //!  Change::Update(request)      RFC 2136: prerequisites, updates ─┐
 //!  Change::Difference(zone)     a zone file read again: its diff ─┤─▶ changeset
-//!  Change::Changesets(list)     IXFR in, journal replay ──────────┘   (serials as given)
-//!        └─▶ sign (a no-op until zones are signed) ─▶ apply ─▶ next version
-//!  Change::Replace(zone)        AXFR in, a first load: a whole new version
+//!  Change::Changesets(list)     IXFR in ──────────────────────────┘   (serials as given)
+//!        └─▶ apply ─▶ sign (a signed zone: the touched RRsets, NSEC, SOA) ─▶ next version
+//!  Change::Journal(list)        the journal at start: signed already, applied as it is
+//!  Change::Replace(zone)        AXFR in, a first load: a whole new version (signed
+//!                               whole when the zone is signed and it is not yet)
+//!  Change::Resign               the zone signed whole again (keys changed, signatures due)
 //! ```
+//!
+//! A signed zone's changes lose their own DNSSEC records (RRSIG, NSEC,
+//! NSEC3, NSEC3PARAM, DNSKEY: the signer makes them), and a zone file read
+//! again is compared without them.
 //!
 //! No I/O and no clock: `now` is passed in. What is around it — queueing,
 //! group commit, the journal, publication, NOTIFY — is the caller's. The
@@ -19,6 +26,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use lode_dnssec::{is_signer_type, Signer};
 use lode_wire::{Record, Rtype};
 use lode_zonedb::{ApplyError, Changeset, Zone};
 
@@ -33,9 +41,13 @@ pub enum Change<'a> {
     /// The zone as its file now reads: the difference from the served
     /// version is the change (Knot's `zonefile-load: difference`).
     Difference(&'a Zone),
-    /// Changesets made elsewhere (IXFR in, the journal at start), applied in
-    /// order with the serials they carry.
+    /// Changesets made elsewhere (IXFR in), applied in order with the
+    /// serials they carry.
     Changesets(&'a [Changeset]),
+    /// The journal at start: changesets this stage made (signed already).
+    Journal(&'a [Changeset]),
+    /// The zone signed whole again, with the next serial.
+    Resign,
     /// A whole new version (AXFR in): the history starts afresh.
     Replace(Arc<Zone>),
 }
@@ -47,6 +59,8 @@ impl Change<'_> {
             Change::Update(_) => "an update",
             Change::Difference(_) => "the zone file read again",
             Change::Changesets(_) => "incoming changes",
+            Change::Journal(_) => "the journal",
+            Change::Resign => "signing the zone again",
             Change::Replace(_) => "a whole new version",
         }
     }
@@ -93,6 +107,8 @@ pub enum StageError {
     /// The zone has no contents to change (a secondary not yet transferred,
     /// or expired).
     NoContents,
+    /// The zone could not be signed.
+    Sign(lode_dnssec::SignError),
 }
 
 impl fmt::Display for StageError {
@@ -103,6 +119,7 @@ impl fmt::Display for StageError {
                 write!(f, "changeset {from} → {to} does not apply: {error}")
             }
             StageError::NoContents => f.write_str("the zone has no contents to apply changes to"),
+            StageError::Sign(e) => write!(f, "signing: {e}"),
         }
     }
 }
@@ -110,16 +127,54 @@ impl fmt::Display for StageError {
 impl std::error::Error for StageError {}
 
 /// The stage's settings for one zone.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Stage {
     /// How a serial moves when the change itself does not set it.
     pub policy: SerialPolicy,
+    /// The zone's signer, when it is signed here.
+    pub signer: Option<Arc<Signer>>,
 }
 
 impl Stage {
-    /// The stage of a zone with this serial policy.
+    /// The stage of an unsigned zone with this serial policy.
     pub fn new(policy: SerialPolicy) -> Stage {
-        Stage { policy }
+        Stage {
+            policy,
+            signer: None,
+        }
+    }
+
+    /// The stage of a zone signed by `signer`.
+    pub fn signed(policy: SerialPolicy, signer: Arc<Signer>) -> Stage {
+        Stage {
+            policy,
+            signer: Some(signer),
+        }
+    }
+
+    /// A whole new version of the zone as it is served: signed whole when
+    /// the zone is signed here and `zone` is not signed by its keys (with
+    /// signatures not yet due); `zone` as it is otherwise. When it is
+    /// signed here and its serial is not past the served version's
+    /// (`current`), it gets the serial policy's next: secondaries that
+    /// hold the unsigned version at that serial must see a newer one.
+    pub fn prepare(
+        &self,
+        zone: Arc<Zone>,
+        current: &Zone,
+        now: u64,
+    ) -> Result<Arc<Zone>, StageError> {
+        match &self.signer {
+            Some(s) if !zone.is_expired() && !s.is_current(&zone, now) => {
+                let newer = current.is_expired()
+                    || lode_wire::serial::serial_lt(current.serial(), zone.serial());
+                let serial = (!newer).then(|| self.policy.next(current.serial(), now));
+                s.sign_zone(&zone, serial, now)
+                    .map(Arc::new)
+                    .map_err(StageError::Sign)
+            }
+            _ => Ok(zone),
+        }
     }
 
     /// Runs `change` against `current`, the version it follows.
@@ -130,16 +185,52 @@ impl Stage {
         now: u64,
     ) -> Result<Staged, StageError> {
         let (changes, serial_raised) = match change {
-            Change::Replace(version) => return Ok(Staged::Replaced { version }),
+            Change::Replace(version) => {
+                return Ok(Staged::Replaced {
+                    version: self.prepare(version, current, now)?,
+                })
+            }
+            Change::Resign => {
+                let Some(signer) = &self.signer else {
+                    return Ok(Staged::Unchanged);
+                };
+                if current.is_expired() {
+                    return Err(StageError::NoContents);
+                }
+                let next = self.policy.next(current.serial(), now);
+                let version = signer
+                    .sign_zone(current, Some(next), now)
+                    .map_err(StageError::Sign)?;
+                return Ok(Staged::Replaced {
+                    version: Arc::new(version),
+                });
+            }
+            Change::Journal(list) => {
+                let mut version = current.clone();
+                for cs in list {
+                    version = Arc::new(version.apply(cs).map_err(|error| StageError::Apply {
+                        from: cs.serial_from(),
+                        to: cs.serial_to(),
+                        error,
+                    })?);
+                }
+                return Ok(Staged::Changed {
+                    version,
+                    changes: list.to_vec(),
+                    serial_raised: None,
+                });
+            }
             Change::Update(req) => {
                 let cs =
                     update::process(current, req, self.policy, now).map_err(StageError::Update)?;
                 (cs.into_iter().collect::<Vec<_>>(), None)
             }
-            Change::Difference(target) => match difference(current, target, self.policy, now) {
-                Some((cs, raised)) => (vec![cs], raised),
-                None => (Vec::new(), None),
-            },
+            Change::Difference(target) => {
+                match difference(current, target, self.policy, now, self.signer.is_some()) {
+                    Some((cs, raised)) => (vec![cs], raised),
+                    None => (Vec::new(), None),
+                }
+            }
             Change::Changesets(list) => {
                 if current.is_expired() {
                     return Err(StageError::NoContents);
@@ -150,27 +241,45 @@ impl Stage {
         if changes.is_empty() {
             return Ok(Staged::Unchanged);
         }
-        let changes = self.sign(current, changes);
         let mut version = current.clone();
-        for cs in &changes {
-            version = Arc::new(version.apply(cs).map_err(|error| StageError::Apply {
-                from: cs.serial_from(),
-                to: cs.serial_to(),
-                error,
-            })?);
+        let mut signed = Vec::with_capacity(changes.len());
+        for cs in changes {
+            let (next, cs) = self.sign(&version, cs, now)?;
+            version = next;
+            signed.push(cs);
         }
         Ok(Staged::Changed {
             version,
-            changes,
+            changes: signed,
             serial_raised,
         })
     }
 
-    /// The signing step: the changesets as they are journaled and served.
-    /// Zones are not signed yet, so they pass as they are; this is where the
-    /// touched RRsets, the NSEC/NSEC3 chain and the SOA get their signatures.
-    fn sign(&self, _current: &Zone, changes: Vec<Changeset>) -> Vec<Changeset> {
-        changes
+    /// The signing step: one changeset applied, and signed when the zone
+    /// is signed here; the version it leads to and the changeset as it is
+    /// journaled and served.
+    fn sign(
+        &self,
+        version: &Arc<Zone>,
+        cs: Changeset,
+        now: u64,
+    ) -> Result<(Arc<Zone>, Changeset), StageError> {
+        let apply_error = |cs: &Changeset, error| StageError::Apply {
+            from: cs.serial_from(),
+            to: cs.serial_to(),
+            error,
+        };
+        match &self.signer {
+            None => {
+                let next = version.apply(&cs).map_err(|e| apply_error(&cs, e))?;
+                Ok((Arc::new(next), cs))
+            }
+            Some(s) => match s.sign_change(version, &cs, now) {
+                Ok((next, signed)) => Ok((Arc::new(next), signed)),
+                Err(lode_dnssec::SignError::Apply(e)) => Err(apply_error(&cs, e)),
+                Err(e) => Err(StageError::Sign(e)),
+            },
+        }
     }
 }
 
@@ -178,18 +287,20 @@ impl Stage {
 /// again): every record not in both, the target's SOA — with a serial past
 /// the current one by the serial policy when the file's is not newer, as
 /// secondaries only follow a serial that grows (then the file's serial is
-/// returned too). None when nothing differs.
+/// returned too). None when nothing differs. `signed`: the zone is signed
+/// here, so its DNSSEC records (the signer's) are left out on both sides.
 pub fn difference(
     current: &Zone,
     target: &Zone,
     policy: SerialPolicy,
     now: u64,
+    signed: bool,
 ) -> Option<(Changeset, Option<u32>)> {
     type Id = (Box<[u8]>, u16, Box<[u8]>, u32);
     let index = |z: &Zone| -> Vec<(Id, Record)> {
         let mut v: Vec<(Id, Record)> = z
             .records()
-            .filter(|r| r.rtype != Rtype::SOA)
+            .filter(|r| r.rtype != Rtype::SOA && !(signed && is_signer_type(r.rtype)))
             .map(|r| ((r.owner.key(), r.rtype.0, r.rdata.clone(), r.ttl), r))
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
@@ -317,7 +428,7 @@ mod tests {
     fn changesets_that_do_not_follow_are_refused_whole() {
         let current = zone(BASE);
         let file = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 11 "));
-        let Some((cs, _)) = difference(&current, &file, SerialPolicy::default(), 0) else {
+        let Some((cs, _)) = difference(&current, &file, SerialPolicy::default(), 0, false) else {
             panic!("a difference");
         };
         let Staged::Changed { version, .. } = Stage::default()

@@ -216,6 +216,7 @@ pub(super) fn resolve_templates(
                 masters,
                 catalog: false,
                 interpret: Vec::new(),
+                signing: None,
                 timers: TimerBounds::from_settings(
                     &owner,
                     [

@@ -153,7 +153,21 @@ fn open_writer(
             path.display()
         );
     }
-    let stage = Stage::new(options.serial_policy.parse().unwrap_or_default());
+    let serial_policy = options.serial_policy.parse().unwrap_or_default();
+    let stage = match (&options.signing, &config.kasp_db) {
+        (Some(signing), Some(kasp_db)) => {
+            match crate::signing::signer(kasp_db, &origin, signing, unix_now()) {
+                Ok(signer) => Stage::signed(serial_policy, Arc::new(signer)),
+                Err(e) => {
+                    tracing::error!(
+                        "zone {origin}: DNSSEC keys: {e}; the zone is not signed and takes no changes"
+                    );
+                    return None;
+                }
+            }
+        }
+        _ => Stage::new(serial_policy),
+    };
     let file_tag = spec.source.tag();
     let state = state_path(dir, &origin);
     let flushed = flushed_path(dir, &origin);
@@ -206,7 +220,7 @@ fn open_writer(
             return None;
         }
     };
-    let current = match replay(&stage, &base, &recovery.changesets) {
+    let current = match replay(&writer.stage, &base, &recovery.changesets) {
         Ok((z, n)) => {
             if n > 0 {
                 tracing::info!(
@@ -231,6 +245,29 @@ fn open_writer(
         .is_none_or(|z| !Arc::ptr_eq(&z, &current))
     {
         publisher.publish(current.clone());
+    }
+    // A signed zone not signed by its keys yet (a first load, keys
+    // changed) or with signatures due is signed whole before it serves.
+    if writer
+        .stage
+        .signer
+        .as_ref()
+        .is_some_and(|s| !s.is_current(&current, unix_now()))
+    {
+        let started = Instant::now();
+        match writer.replace(current.clone()) {
+            Ok(serial) => tracing::info!(
+                "zone {origin}: DNSSEC, signed whole in {:.1} s, serial {} → {serial}",
+                started.elapsed().as_secs_f64(),
+                current.serial()
+            ),
+            Err(e) => {
+                tracing::error!(
+                    "zone {origin}: DNSSEC, signing failed: {e}; the zone takes no changes"
+                );
+                return None;
+            }
+        }
     }
     // A file the writer wrote itself (zonefile-sync, zone-flush) is not
     // an edit, though the state may have taken in an older one.
@@ -284,7 +321,7 @@ fn replay(
         };
     };
     let replayed = &changesets[start..];
-    match stage.run(zone, Change::Changesets(replayed), unix_now()) {
+    match stage.run(zone, Change::Journal(replayed), unix_now()) {
         Ok(Staged::Changed { version, .. }) => Ok((version, replayed.len())),
         Ok(_) => Ok((zone.clone(), 0)),
         Err(e) => Err(e.to_string()),

@@ -1,0 +1,178 @@
+//! Signing settings: `[[policy]]` tables (Knot DNS's `policy` section: its
+//! names and defaults), `dnssec-signing`/`dnssec-policy` per zone, and the
+//! key folder `kasp-db`.
+//!
+//! ```toml
+//! kasp-db = "/var/lib/lode/keys"          # default: "keys" in journal-dir
+//!
+//! [[policy]]
+//! id = "default"
+//! algorithm = "ecdsap256sha256"           # or 13, 14 ecdsap384sha384, 15 ed25519
+//! single-type-signing = false             # true: one key (CSK) signs everything
+//! dnskey-ttl = 3600                       # default: the SOA's TTL
+//! rrsig-lifetime = 1209600                # 14 days
+//! rrsig-refresh = 604800                  # 7 days before expiry, signed again
+//! signing-threads = 2                     # whole-zone signing; default: one per CPU
+//! nsec3 = false                           # NSEC3 is not signed yet (refused)
+//! manual = false                          # keys are not rolled yet either way
+//!
+//! [[zone]]
+//! name = "example."
+//! dnssec-signing = true
+//! dnssec-policy = "default"               # default: Knot's default policy
+//! ```
+
+use serde::Deserialize;
+
+use super::ConfigError;
+
+/// One `[[policy]]` table.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PolicyEntry {
+    /// The policy's name, referred to by zones.
+    pub id: String,
+    /// Signing algorithm (name or number).
+    pub algorithm: Option<String>,
+    /// KSK size in bits (RSA; the curve fixes it for the others).
+    pub ksk_size: Option<u32>,
+    /// ZSK size in bits.
+    pub zsk_size: Option<u32>,
+    /// One combined signing key.
+    pub single_type_signing: Option<bool>,
+    /// DNSKEY TTL.
+    pub dnskey_ttl: Option<u32>,
+    /// The largest TTL in the zone (rollover timing; kept for the next issue).
+    pub zone_max_ttl: Option<u32>,
+    /// Propagation delay (rollover timing).
+    pub propagation_delay: Option<u32>,
+    /// Signature validity, seconds.
+    pub rrsig_lifetime: Option<u32>,
+    /// Seconds before expiry when a signature is made again.
+    pub rrsig_refresh: Option<u32>,
+    /// Knot's rrsig-pre-refresh (accepted; signatures are refreshed in batches anyway).
+    pub rrsig_pre_refresh: Option<u32>,
+    /// NSEC3 instead of NSEC.
+    pub nsec3: Option<bool>,
+    /// NSEC3 iterations.
+    pub nsec3_iterations: Option<u16>,
+    /// NSEC3 salt length.
+    pub nsec3_salt_length: Option<u8>,
+    /// NSEC3 opt-out.
+    pub nsec3_opt_out: Option<bool>,
+    /// Threads for whole-zone signing.
+    pub signing_threads: Option<usize>,
+    /// Keys are managed by hand (no automatic key events).
+    pub manual: Option<bool>,
+}
+
+/// How one zone is signed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signing {
+    /// The policy's id ("default" for Knot's built-in one).
+    pub policy_id: String,
+    /// Algorithm of the keys the policy makes.
+    pub algorithm: lode_dnssec::Algorithm,
+    /// One combined signing key instead of a KSK and a ZSK.
+    pub single_type: bool,
+    /// The signer's settings.
+    pub policy: lode_dnssec::Policy,
+}
+
+/// The policies by id, checked; Knot's `default` is there unless redefined.
+pub(super) fn resolve_policies(entries: &[PolicyEntry]) -> Result<Vec<Signing>, ConfigError> {
+    let mut out: Vec<Signing> = Vec::new();
+    for p in entries {
+        if out.iter().any(|s| s.policy_id == p.id) {
+            return Err(ConfigError::Value(format!(
+                "policy {:?} is defined twice",
+                p.id
+            )));
+        }
+        out.push(resolve(p)?);
+    }
+    if !out.iter().any(|s| s.policy_id == "default") {
+        out.push(resolve(&PolicyEntry {
+            id: "default".into(),
+            ..PolicyEntry::default()
+        })?);
+    }
+    Ok(out)
+}
+
+fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
+    let bad = |what: String| ConfigError::Value(format!("policy {:?}: {what}", p.id));
+    let algorithm = match &p.algorithm {
+        None => lode_dnssec::Algorithm::EcdsaP256,
+        Some(a) => lode_dnssec::Algorithm::parse(a).ok_or_else(|| {
+            bad(format!(
+                "algorithm {a:?}: ecdsap256sha256 (13), ecdsap384sha384 (14), ed25519 (15) or rsasha256 (8)"
+            ))
+        })?,
+    };
+    if p.nsec3 == Some(true) {
+        return Err(bad(
+            "nsec3 = true: Lode signs with NSEC only so far (NSEC3 is the signing issue's next step)"
+                .into(),
+        ));
+    }
+    let mut policy = lode_dnssec::Policy {
+        dnskey_ttl: p.dnskey_ttl,
+        ..lode_dnssec::Policy::default()
+    };
+    if let Some(l) = p.rrsig_lifetime {
+        policy.rrsig_lifetime = l;
+    }
+    if let Some(r) = p.rrsig_refresh {
+        policy.rrsig_refresh = r;
+    }
+    if policy.rrsig_refresh >= policy.rrsig_lifetime {
+        return Err(bad(format!(
+            "rrsig-refresh ({}) must be shorter than rrsig-lifetime ({})",
+            policy.rrsig_refresh, policy.rrsig_lifetime
+        )));
+    }
+    if policy.rrsig_lifetime < 3 * 3600 {
+        return Err(bad(format!(
+            "rrsig-lifetime = {}: at least 3 hours (signatures start 90 minutes in the past)",
+            policy.rrsig_lifetime
+        )));
+    }
+    if let Some(t) = p.signing_threads {
+        if t == 0 {
+            return Err(bad("signing-threads = 0: at least 1".into()));
+        }
+        policy.signing_threads = t;
+    }
+    Ok(Signing {
+        policy_id: p.id.clone(),
+        algorithm,
+        single_type: p.single_type_signing.unwrap_or(false),
+        policy,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knots_default_policy_is_there_and_checks_are_made() {
+        let all = resolve_policies(&[]).unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].algorithm, lode_dnssec::Algorithm::EcdsaP256);
+        assert_eq!(all[0].policy.rrsig_lifetime, 14 * 86400);
+        let p = |f: fn(&mut PolicyEntry)| {
+            let mut e = PolicyEntry {
+                id: "p".into(),
+                ..PolicyEntry::default()
+            };
+            f(&mut e);
+            resolve_policies(&[e])
+        };
+        assert!(p(|e| e.algorithm = Some("ed25519".into())).is_ok());
+        assert!(p(|e| e.algorithm = Some("rsasha1".into())).is_err());
+        assert!(p(|e| e.rrsig_refresh = Some(20 * 86400)).is_err());
+        assert!(p(|e| e.nsec3 = Some(true)).is_err());
+    }
+}
