@@ -40,6 +40,11 @@ have dig || need_apt+=(dnsutils)
 # fstrm_capture (the Frame Streams reference receiver).
 have dnstap-read || need_apt+=(bind9-dnsutils)
 have fstrm_capture || need_apt+=(fstrm-bin)
+# The signing test (apps/lode/tests/signing.rs): two zone verifiers
+# (ldns-verify-zone, BIND's dnssec-verify) and a validating resolver.
+have ldns-verify-zone || need_apt+=(ldnsutils)
+have dnssec-verify || need_apt+=(bind9-utils)
+have unbound || need_apt+=(unbound)
 if [ ${#need_apt[@]} -gt 0 ]; then
     step "installing ${need_apt[*]}"
     if [ "$(id -u)" -ne 0 ]; then
@@ -106,6 +111,7 @@ done
 
 export LODE_REQUIRE_KNOT=1
 export LODE_REQUIRE_DNSTAP_TOOLS=1
+export LODE_REQUIRE_DNSSEC_TOOLS=1
 # The dev profile (opt-level 1 in the workspace) builds faster on 2 cores than
 # release, and the tests run fast enough with it. CARGO_PROFILE_ARG=--release
 # tests the optimised build instead.
