@@ -247,7 +247,7 @@ fn a_signed_zone_verifies_after_every_change_restart_and_kill9_and_validates() {
     let dir = TempDir::new("signing");
     let conf = config(&dir.0);
     let port = pick_port_in(16820, 16849);
-    let mut server = start_lode_config(&conf, port, &dir.0.join("lode-0.log"), &["example."])
+    let server = start_lode_config(&conf, port, &dir.0.join("lode-0.log"), &["example."])
         .unwrap_or_else(|e| panic!("lode did not start: {e}"));
     let log = server.log();
     assert!(log.contains("signed whole"), "{log}");
