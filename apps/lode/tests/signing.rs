@@ -135,6 +135,11 @@ fn update(port: u16, lines: &str) -> bool {
 }
 
 fn config(dir: &Path) -> std::path::PathBuf {
+    config_with(dir, "")
+}
+
+/// The configuration, `policy` added to the `[[policy]]` table.
+fn config_with(dir: &Path, policy: &str) -> std::path::PathBuf {
     std::fs::write(dir.join("example.zone"), ZONE).unwrap();
     let secret = KEY.rsplit(':').next().unwrap();
     let conf = format!(
@@ -142,7 +147,7 @@ fn config(dir: &Path) -> std::path::PathBuf {
          [[key]]\nid = \"sign-key.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{secret}\"\n\
          [[acl]]\nid = \"upd\"\nkey = [\"sign-key.\"]\naction = [\"update\"]\n\
          [[acl]]\nid = \"xfr\"\naction = [\"transfer\"]\n\
-         [[policy]]\nid = \"fast\"\nsigning-threads = 2\n\
+         [[policy]]\nid = \"fast\"\nsigning-threads = 2\n{policy}\
          [[zone]]\nname = \"example.\"\nfile = \"example.zone\"\nacl = [\"upd\", \"xfr\"]\n\
          dnssec-signing = true\ndnssec-policy = \"fast\"\n"
     );
@@ -338,4 +343,41 @@ fn a_signed_zone_verifies_after_every_change_restart_and_kill9_and_validates() {
         );
     }
     validated(&unbound, "k4.example.", "A", "NOERROR");
+}
+
+/// The signature expirations in an AXFR text, and the serial.
+fn expirations(text: &str) -> Vec<u64> {
+    text.lines()
+        .filter(|l| l.split_whitespace().nth(3) == Some("RRSIG"))
+        .filter_map(|l| l.split_whitespace().nth(8)?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn signatures_are_made_again_before_they_expire() {
+    if !tools_present() {
+        return;
+    }
+    // Signatures valid 20 s, made again 15 s before they expire: due 5 s
+    // after they were made.
+    let dir = TempDir::new("resign");
+    let conf = config_with(&dir.0, "rrsig-lifetime = 20\nrrsig-refresh = 15\n");
+    let port = pick_port_in(16820, 16849);
+    let _server = start_lode_config(&conf, port, &dir.0.join("lode.log"), &["example."])
+        .unwrap_or_else(|e| panic!("lode did not start: {e}"));
+    let first = verify(&dir.0, port, "first load");
+    let signed_at = expirations(&std::fs::read_to_string(dir.0.join("axfr.txt")).unwrap());
+    assert!(!signed_at.is_empty());
+    // Past the first signatures' expiry: every signature was made again,
+    // through the journal (the serial moved), and the zone verifies (the
+    // verifiers check validity against the clock).
+    std::thread::sleep(Duration::from_secs(22));
+    let later = verify(&dir.0, port, "22 s later");
+    assert!(later > first, "serial {first} → {later}");
+    let again = expirations(&std::fs::read_to_string(dir.0.join("axfr.txt")).unwrap());
+    let oldest_then = signed_at.iter().max().unwrap();
+    assert!(
+        again.iter().all(|e| e > oldest_then),
+        "signatures not made again: {again:?} vs {signed_at:?}"
+    );
 }

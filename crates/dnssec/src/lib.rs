@@ -25,10 +25,12 @@
 
 pub mod key;
 pub mod nsec;
+pub mod refresh;
 pub mod rrsig;
 pub mod signer;
 
 pub use key::{Algorithm, KeyError, SigningKey, KSK_FLAGS, ZSK_FLAGS};
+pub use refresh::Due;
 pub use signer::{is_signer_type, Policy, SignError, Signer};
 
 #[cfg(test)]

@@ -150,8 +150,10 @@ impl Signer {
     }
 
     /// True when `zone` is signed by this signer as of `now`: its DNSKEY
-    /// RRset is this signer's and its SOA signatures are fresh. A zone
-    /// that is not gets signed whole.
+    /// RRset is this signer's, its SOA is signed, and no signature expires
+    /// within a quarter of the refresh window (those due sooner are made
+    /// again in batches; see `refresh.rs`). A zone that is not gets signed
+    /// whole.
     pub fn is_current(&self, zone: &Zone, now: u64) -> bool {
         let mut want: Vec<Vec<u8>> = self.keys.iter().map(|k| k.dnskey_rdata()).collect();
         want.sort();
@@ -164,17 +166,20 @@ impl Signer {
             return false;
         }
         let node = zone.node(zone.apex_id());
-        let sigs = node.rrset(Rtype::RRSIG);
-        let fresh = sigs.is_some_and(|s| {
+        let signed = node.rrset(Rtype::RRSIG).is_some_and(|s| {
             s.rdatas()
                 .filter_map(rrsig_info)
-                .any(|i| i.covered == Rtype::SOA && !self.due(i.expiration, now))
+                .any(|i| i.covered == Rtype::SOA)
         });
-        fresh && self.earliest_expiry(zone).is_none_or(|e| !self.due(e, now))
+        let margin = now + u64::from(self.policy.rrsig_refresh) / 4;
+        signed
+            && self
+                .earliest_expiry(zone)
+                .is_none_or(|e| u64::from(e) > margin)
     }
 
     /// True when a signature expiring at `expiration` is to be made again.
-    fn due(&self, expiration: u32, now: u64) -> bool {
+    pub(crate) fn is_due(&self, expiration: u32, now: u64) -> bool {
         u64::from(expiration) < now + u64::from(self.policy.rrsig_refresh)
     }
 
@@ -331,6 +336,18 @@ impl Signer {
         change: &Changeset,
         now: u64,
     ) -> Result<(Zone, Changeset), SignError> {
+        self.sign_change_at(current, change, &[], now)
+    }
+
+    /// [`Signer::sign_change`], the names in `also` looked at too (their
+    /// signatures that are due made again).
+    pub(crate) fn sign_change_at(
+        &self,
+        current: &Zone,
+        change: &Changeset,
+        also: &[Name],
+        now: u64,
+    ) -> Result<(Zone, Changeset), SignError> {
         let mut change = change.clone();
         change.removed.retain(|r| !is_signer_type(r.rtype));
         change.added.retain(|r| !is_signer_type(r.rtype));
@@ -352,6 +369,11 @@ impl Signer {
             .or_insert_with(|| (next.origin().to_name(), HashSet::new()))
             .1
             .insert(Rtype::SOA);
+        for owner in also {
+            touched
+                .entry(owner.key())
+                .or_insert_with(|| (owner.clone(), HashSet::new()));
+        }
         // A cut made or taken away changes what is signed below it: every
         // name there is looked at again, all its types.
         let mut all_types: HashSet<Box<[u8]>> = HashSet::new();
@@ -466,7 +488,7 @@ impl Signer {
                 let fresh = old_sigs
                     .iter()
                     .filter_map(|r| rrsig_info(r))
-                    .any(|i| i.covered == t && !self.due(i.expiration, now));
+                    .any(|i| i.covered == t && !self.is_due(i.expiration, now));
                 if changed || !fresh {
                     if t == Rtype::NSEC {
                         if let Some(n) = &new_nsec {

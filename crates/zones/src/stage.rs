@@ -12,6 +12,7 @@
 //!  Change::Replace(zone)        AXFR in, a first load: a whole new version (signed
 //!                               whole when the zone is signed and it is not yet)
 //!  Change::Resign               the zone signed whole again (keys changed, signatures due)
+//!  Change::Refresh(names)       the due signatures of a batch of names made again
 //! ```
 //!
 //! A signed zone's changes lose their own DNSSEC records (RRSIG, NSEC,
@@ -48,6 +49,9 @@ pub enum Change<'a> {
     Journal(&'a [Changeset]),
     /// The zone signed whole again, with the next serial.
     Resign,
+    /// The due signatures of these names made again, with the next serial
+    /// (see `lode_dnssec::refresh`).
+    Refresh(&'a [lode_wire::Name]),
     /// A whole new version (AXFR in): the history starts afresh.
     Replace(Arc<Zone>),
 }
@@ -61,6 +65,7 @@ impl Change<'_> {
             Change::Changesets(_) => "incoming changes",
             Change::Journal(_) => "the journal",
             Change::Resign => "signing the zone again",
+            Change::Refresh(_) => "signatures made again before they expire",
             Change::Replace(_) => "a whole new version",
         }
     }
@@ -203,6 +208,28 @@ impl Stage {
                     .map_err(StageError::Sign)?;
                 return Ok(Staged::Replaced {
                     version: Arc::new(version),
+                });
+            }
+            Change::Refresh(owners) => {
+                let Some(signer) = &self.signer else {
+                    return Ok(Staged::Unchanged);
+                };
+                if current.is_expired() || owners.is_empty() {
+                    return Ok(Staged::Unchanged);
+                }
+                let mut soa_to = current.soa_record();
+                let n = soa_to.rdata.len();
+                let mut rdata = soa_to.rdata.to_vec();
+                let next = self.policy.next(current.serial(), now);
+                rdata[n - 20..n - 16].copy_from_slice(&next.to_be_bytes());
+                soa_to.rdata = rdata.into();
+                let (version, cs) = signer
+                    .refresh(current, owners, soa_to, now)
+                    .map_err(StageError::Sign)?;
+                return Ok(Staged::Changed {
+                    version: Arc::new(version),
+                    changes: vec![cs],
+                    serial_raised: None,
                 });
             }
             Change::Journal(list) => {

@@ -142,6 +142,25 @@ impl WriterQueue {
 }
 
 impl Task {
+    /// Sets the zone's wake-up (the latest one counts).
+    fn set_wake(self: &Arc<Task>, pool: &Inner, wake: Option<Instant>) {
+        let mut st = lock(&pool.state);
+        let mut current = lock(&self.wake_at);
+        if wake != *current {
+            *current = wake;
+            if let Some(at) = wake {
+                st.seq += 1;
+                let seq = st.seq;
+                st.timers.push(Timer {
+                    at,
+                    seq,
+                    task: Arc::downgrade(self),
+                });
+                pool.wake.notify_one();
+            }
+        }
+    }
+
     /// Puts the zone in the ready list unless it is there or running.
     fn schedule(self: &Arc<Self>) {
         if self.scheduled.swap(true, Ordering::AcqRel) {
@@ -174,23 +193,7 @@ impl Task {
                 }
             }
         };
-        {
-            let mut st = lock(&pool.state);
-            let mut current = lock(&self.wake_at);
-            if wake != *current {
-                *current = wake;
-                if let Some(at) = wake {
-                    st.seq += 1;
-                    let seq = st.seq;
-                    st.timers.push(Timer {
-                        at,
-                        seq,
-                        task: Arc::downgrade(self),
-                    });
-                    pool.wake.notify_one();
-                }
-            }
-        }
+        self.set_wake(pool, wake);
         // More work came while the step ran: back of the line. Else the
         // zone leaves the ready list — and comes back at once if work
         // slipped in between the check and the flag.
@@ -225,18 +228,26 @@ impl WriterPool {
         }
         Ok(WriterPool { inner })
     }
-    /// Adds a zone's writer; its queue is its way in.
-    pub(super) fn add(&self, name: String, writer: Box<dyn Step>) -> WriterQueue {
-        WriterQueue {
-            task: Arc::new(Task {
-                name,
-                queue: Mutex::new(VecDeque::new()),
-                scheduled: AtomicBool::new(false),
-                wake_at: Mutex::new(None),
-                writer: Mutex::new(writer),
-                pool: Arc::downgrade(&self.inner),
-            }),
+    /// Adds a zone's writer, to be woken at `first` (if any); its queue
+    /// is its way in.
+    pub(super) fn add(
+        &self,
+        name: String,
+        writer: Box<dyn Step>,
+        first: Option<Instant>,
+    ) -> WriterQueue {
+        let task = Arc::new(Task {
+            name,
+            queue: Mutex::new(VecDeque::new()),
+            scheduled: AtomicBool::new(false),
+            wake_at: Mutex::new(None),
+            writer: Mutex::new(writer),
+            pool: Arc::downgrade(&self.inner),
+        });
+        if first.is_some() {
+            task.set_wake(&self.inner, first);
         }
+        WriterQueue { task }
     }
     /// Asks the threads to stop once the zones ready now have run.
     pub(crate) fn stop(&self) {
@@ -339,6 +350,7 @@ mod tests {
                     ticks: ticks.clone(),
                     wake_once: Some(Instant::now() + Duration::from_millis(20)),
                 }),
+                None,
             );
             zones.push((q, seen, ticks));
         }
@@ -367,6 +379,28 @@ mod tests {
     }
 
     #[test]
+    fn a_writer_added_with_a_first_wake_is_ticked_without_work() {
+        let pool = WriterPool::start(1).unwrap();
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let _q = pool.add(
+            "z".into(),
+            Box::new(Counter {
+                seen: Arc::default(),
+                running: Arc::default(),
+                ticks: ticks.clone(),
+                wake_once: None,
+            }),
+            Some(Instant::now() + Duration::from_millis(10)),
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while ticks.load(Ordering::SeqCst) == 0 {
+            assert!(Instant::now() < deadline, "never ticked");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        pool.stop();
+    }
+
+    #[test]
     fn a_writer_goes_with_its_last_queue() {
         let pool = WriterPool::start(1).unwrap();
         let seen = Arc::new(AtomicUsize::new(0));
@@ -378,6 +412,7 @@ mod tests {
                 ticks: Arc::default(),
                 wake_once: None,
             }),
+            None,
         );
         let weak = Arc::downgrade(&q.task);
         q.send(flush_work()).unwrap();

@@ -18,6 +18,7 @@ use crate::flush::{Flushed, Written};
 use super::background::{Background, FileDone, FileJob};
 use super::{reply, unix_now, Publisher, Work};
 
+mod resign;
 mod start;
 
 #[cfg(test)]
@@ -83,6 +84,11 @@ struct Writer {
     holds_file: bool,
     /// A zone-file write running in the background.
     file_write: Option<Background<FileDone>>,
+    /// A signed zone: when its next signatures fall due (see resign.rs).
+    resign_at: Option<Instant>,
+    /// The last name whose signatures were made again (the next batch
+    /// starts after it).
+    resign_after: Option<Name>,
 }
 
 impl Drop for Writer {
@@ -184,6 +190,9 @@ impl Writer {
                 at(since + IDLE_COMPACTION);
             }
         }
+        if let Some(t) = self.resign_at {
+            at(t);
+        }
         wake
     }
 }
@@ -191,6 +200,9 @@ impl Writer {
 impl super::pool::Step for Writer {
     fn step(&mut self, group: Vec<Work>, out: &mut [u8]) -> Option<Instant> {
         self.finish_compaction();
+        if self.resign_at.is_some_and(|t| Instant::now() >= t) {
+            self.refresh_signatures();
+        }
         if self.trim_at.is_some_and(|t| Instant::now() >= t) {
             // The versions a compaction replaced are gone by now (their
             // last readers have left): their memory goes back.
@@ -340,11 +352,17 @@ impl Writer {
     }
 
     fn apply_incremental(&mut self, changes: &[Changeset]) -> Result<u32, String> {
+        self.run_stage(Change::Changesets(changes))
+    }
+
+    /// A change that is no one's request (IXFR in, signatures due) through
+    /// the stage, the journal and publication; the serial it leads to.
+    fn run_stage(&mut self, change: Change<'_>) -> Result<u32, String> {
         let started = Instant::now();
         let base = self.current().ok_or("the zone is not served")?;
         let (version, changes) = match self
             .stage
-            .run(&base, Change::Changesets(changes), unix_now())
+            .run(&base, change, unix_now())
             .map_err(|e| e.to_string())?
         {
             Staged::Changed {
@@ -352,6 +370,9 @@ impl Writer {
             } => (version, changes),
             _ => return Ok(base.serial()),
         };
+        if self.state_pending {
+            self.write_state_now(true)?;
+        }
         let changes = &changes[..];
         self.journal
             .append(changes)

@@ -199,6 +199,8 @@ fn open_writer(
         state_pending: false,
         holds_file: false,
         file_write: None,
+        resign_at: None,
+        resign_after: None,
     };
     // The zone's truth is its state snapshot plus the journal after it;
     // the zone file is the operator's input, applied as a difference
@@ -248,12 +250,13 @@ fn open_writer(
     }
     // A signed zone not signed by its keys yet (a first load, keys
     // changed) or with signatures due is signed whole before it serves.
-    if writer
+    let signed = writer.stage.signer.is_some();
+    let signed_whole = writer
         .stage
         .signer
         .as_ref()
-        .is_some_and(|s| !s.is_current(&current, unix_now()))
-    {
+        .is_some_and(|s| !s.is_current(&current, unix_now()));
+    if signed_whole {
         let started = Instant::now();
         match writer.replace(current.clone()) {
             Ok(serial) => tracing::info!(
@@ -289,14 +292,18 @@ fn open_writer(
             );
             return None;
         }
-    } else if state_tag.is_none() && !secondary {
+    } else if state_tag.is_none() && !secondary && !signed_whole {
         writer.state_pending = true;
     }
     // The journal was read whole: its file is opened again when needed.
     writer.journal.release();
+    // A signed zone looks for due signatures at once (then when they fall due).
+    let first = signed.then(Instant::now);
+    writer.resign_at = first;
     Some(updates.pool.add(
         origin.to_string().trim_end_matches('.').to_owned(),
         Box::new(writer),
+        first,
     ))
 }
 

@@ -1,0 +1,101 @@
+//! Signatures made again before they expire, a few names at a time.
+//!
+//! A signature is due `rrsig-refresh` before it expires. The writer asks
+//! [`Signer::due`] for the next names with due signatures from where its last
+//! batch ended (in canonical order, wrapping around), at most a batch of
+//! them, and gets back when the next signature falls due; the batch goes
+//! through the zone-update stage ([`Signer::refresh`]) as one change with the
+//! next serial, journaled and served like any other. A zone signed whole at
+//! once (all its signatures due together) is so signed again in batches
+//! spread over half the refresh window, not in one burst, and after that
+//! its signatures stay spread.
+
+use lode_wire::{Name, Record, Rtype};
+use lode_zonedb::{Changeset, Zone};
+
+use crate::rrsig::rrsig_info;
+use crate::signer::{SignError, Signer};
+
+/// What [`Signer::due`] found.
+#[derive(Debug, Default)]
+pub struct Due {
+    /// Names with signatures due, in canonical order (at most the batch).
+    pub owners: Vec<Name>,
+    /// When the earliest signature not in `owners` falls due (Unix
+    /// seconds); now when the batch was full (more may be due).
+    pub next: Option<u64>,
+}
+
+impl Signer {
+    /// Up to `limit` names with signatures due at `now`, from the name
+    /// after `after` (the start when None) on, wrapping around once.
+    pub fn due(&self, zone: &Zone, after: Option<&Name>, now: u64, limit: usize) -> Due {
+        let start = after.map(|n| match zone.lookup(n.as_ref()) {
+            lode_zonedb::Lookup::Found(id) => id,
+            lode_zonedb::Lookup::NotFound { predecessor, .. } => predecessor,
+        });
+        let ids: Box<dyn Iterator<Item = lode_zonedb::NodeId>> = match start {
+            Some(id) => Box::new(
+                zone.node_ids_after(id).chain(
+                    zone.node_ids()
+                        .take_while(move |&i| i != id)
+                        .chain(std::iter::once(id)),
+                ),
+            ),
+            None => Box::new(zone.node_ids()),
+        };
+        let mut out = Due::default();
+        let mut earliest: Option<u32> = None;
+        for id in ids {
+            let node = zone.node(id);
+            let Some(sigs) = node.rrset(Rtype::RRSIG) else {
+                continue;
+            };
+            let mut due = false;
+            for info in sigs.rdatas().filter_map(rrsig_info) {
+                if self.is_due(info.expiration, now) {
+                    due = true;
+                } else {
+                    earliest = Some(earliest.map_or(info.expiration, |e| e.min(info.expiration)));
+                }
+            }
+            if due {
+                if out.owners.len() == limit {
+                    out.next = Some(now);
+                    return out;
+                }
+                out.owners.push(node.owner().to_name());
+            }
+        }
+        let refresh = u64::from(self.policy().rrsig_refresh);
+        out.next = earliest.map(|e| u64::from(e).saturating_sub(refresh).max(now));
+        out
+    }
+
+    /// The signatures of `owners` that are due made again, as one change
+    /// to `soa_to` (the next serial), signed like any other.
+    pub fn refresh(
+        &self,
+        zone: &Zone,
+        owners: &[Name],
+        soa_to: Record,
+        now: u64,
+    ) -> Result<(Zone, Changeset), SignError> {
+        let change = Changeset {
+            soa_from: zone.soa_record(),
+            soa_to,
+            removed: Vec::new(),
+            added: Vec::new(),
+        };
+        self.sign_change_at(zone, &change, owners, now)
+    }
+
+    /// How many names a batch holds so that a zone whose signatures all
+    /// fall due at once is signed again within half the refresh window,
+    /// one batch every `every` seconds (at least 100 names a batch).
+    pub fn batch(&self, zone: &Zone, every: u64) -> usize {
+        let half = (u64::from(self.policy().rrsig_refresh) / 2).max(1);
+        let names = zone.node_count() as u64;
+        (names * every).div_ceil(half).max(100) as usize
+    }
+}

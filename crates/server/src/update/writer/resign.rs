@@ -1,0 +1,66 @@
+//! A signed zone's signatures made again before they expire: a batch of
+//! names every [`EVERY`] while signatures are due, through the zone-update
+//! stage and the journal like any change (schedule: `lode_dnssec::refresh`).
+
+use std::time::{Duration, Instant};
+
+use lode_zones::Change;
+
+use super::super::unix_now;
+use super::Writer;
+
+/// The pause between two batches while signatures are due.
+const EVERY: Duration = Duration::from_secs(1);
+
+impl Writer {
+    /// Makes the next batch of due signatures again, and sets when the
+    /// next falls due.
+    pub(super) fn refresh_signatures(&mut self) {
+        self.resign_at = None;
+        let Some(signer) = self.stage.signer.clone() else {
+            return;
+        };
+        let Some(zone) = self.current() else {
+            return;
+        };
+        let now = unix_now();
+        let batch = signer.batch(&zone, EVERY.as_secs());
+        let due = signer.due(&zone, self.resign_after.as_ref(), now, batch);
+        if !due.owners.is_empty() {
+            let from = zone.serial();
+            match self.run_stage(Change::Refresh(&due.owners)) {
+                Ok(serial) => {
+                    tracing::debug!(
+                        "zone {}: DNSSEC, signatures of {} names made again, serial {from} → {serial}",
+                        self.origin,
+                        due.owners.len()
+                    );
+                    self.resign_after = due.owners.last().cloned();
+                }
+                Err(e) => {
+                    tracing::error!(
+                        "zone {}: DNSSEC, signatures due not made again: {e}; trying again in {} s",
+                        self.origin,
+                        super::RETRY_AFTER.as_secs()
+                    );
+                    self.resign_at = Some(Instant::now() + super::RETRY_AFTER);
+                    return;
+                }
+            }
+        }
+        self.resign_at = due.next.map(|t| {
+            if t <= now {
+                Instant::now() + EVERY
+            } else {
+                Instant::now() + Duration::from_secs(t - now)
+            }
+        });
+        if let Some(t) = due.next.filter(|&t| t > now) {
+            tracing::debug!(
+                "zone {}: DNSSEC, next signatures due in {} s",
+                self.origin,
+                t - now
+            );
+        }
+    }
+}
