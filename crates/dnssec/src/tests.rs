@@ -52,6 +52,11 @@ const NOW: u64 = 1_764_000_000;
 /// to be signed (by each key of its role, valid), no others, and the NSEC
 /// chain exactly the one the zone's names call for.
 fn verify(zone: &Zone, signer: &Signer) -> Result<(), String> {
+    verify_at(zone, signer, NOW)
+}
+
+/// [`verify`], signatures valid at `at`.
+fn verify_at(zone: &Zone, signer: &Signer, at: u64) -> Result<(), String> {
     let keys: Vec<_> = signer.keys().to_vec();
     let dnskeys: Vec<Vec<u8>> = zone
         .apex_rrset(Rtype::DNSKEY)
@@ -116,7 +121,7 @@ fn verify(zone: &Zone, signer: &Signer) -> Result<(), String> {
                     .find(|s| rrsig_info(s).is_some_and(|i| i.key_tag == k.tag()))
                     .ok_or_else(|| format!("{owner} {t}: no signature by key {}", k.tag()))?;
                 let info = rrsig_info(sig).unwrap();
-                if !(info.inception as u64 <= NOW && NOW < info.expiration as u64) {
+                if !(info.inception as u64 <= at && at < info.expiration as u64) {
                     return Err(format!("{owner} {t}: signature not valid now"));
                 }
                 let (_, rest) =
@@ -348,4 +353,40 @@ fn a_name_added_then_taken_away_leaves_no_signature_behind() {
     assert!(cs.removed.iter().any(|r| r.rtype == Rtype::NSEC));
     assert!(cs.added.iter().any(|r| r.rtype == Rtype::NSEC));
     assert_eq!(z2.record_count(), z0.record_count());
+}
+
+#[test]
+fn due_signatures_are_made_again_in_batches_that_cover_the_zone() {
+    let s = signer(Algorithm::EcdsaP256, false);
+    let mut z = s.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    let policy = s.policy().clone();
+    // Not due yet: nothing, and the time they fall due.
+    let due = s.due(&z, None, NOW, 3);
+    assert!(due.owners.is_empty());
+    let falls_due = NOW + u64::from(policy.rrsig_lifetime - policy.rrsig_refresh);
+    assert_eq!(due.next, Some(falls_due));
+    // All due: batches of 3 names from where the last ended, each verified
+    // (at a time every signature, old or new, is valid), until none is due.
+    let later = falls_due + 10;
+    let mut after = None;
+    let mut batches = 0;
+    loop {
+        let due = s.due(&z, after.as_ref(), later, 3);
+        if due.owners.is_empty() {
+            assert!(due.next.unwrap() > later);
+            break;
+        }
+        assert!(due.owners.len() <= 3);
+        let serial = z.serial() + 1;
+        let (next, cs) = s.refresh(&z, &due.owners, soa(&z, serial), later).unwrap();
+        assert_eq!(cs.serial_to(), serial);
+        verify_at(&next, &s, later).unwrap();
+        after = due.owners.last().cloned();
+        z = next;
+        batches += 1;
+        assert!(batches < 50, "the batches never end");
+    }
+    assert!(batches >= 3, "{batches} batches");
+    // Every signature now outlives the first ones' expiry.
+    verify_at(&z, &s, NOW + u64::from(policy.rrsig_lifetime) + 5).unwrap();
 }
