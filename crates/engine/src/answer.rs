@@ -93,7 +93,7 @@ pub(crate) struct Responder<'z, 'b> {
     /// NSEC proofs possible (signed, not NSEC3).
     pub nsec: bool,
     /// NSEC3 parameters when the zone is signed with NSEC3.
-    pub nsec3: Option<crate::nsec3::Nsec3Params<'z>>,
+    pub nsec3: Option<lode_wire::nsec3::Nsec3Params<'z>>,
     pub sigs: SigQueue,
     pub sources: [Option<AdditionalSource>; MAX_ADDITIONAL_SOURCES],
     pub nsources: usize,
@@ -388,7 +388,7 @@ fn answer_zone(
     } else {
         let dnssec = q.edns.is_some_and(|e| e.dnssec_ok()) && zone_is_signed(zone);
         let param = dnssec.then(|| zone.apex_rrset(Rtype::NSEC3PARAM)).flatten();
-        let nsec3 = param.and_then(|p| crate::nsec3::Nsec3Params::parse(p.first()));
+        let nsec3 = param.and_then(|p| lode_wire::nsec3::Nsec3Params::parse(p.first()));
         let nsec = dnssec && param.is_none();
         let mut r = Responder {
             zone,

@@ -1,143 +1,14 @@
 //! NSEC3 proofs (RFC 5155 §7.2) for zones signed with NSEC3, in the order
 //! Knot DNS 3.2 writes them. Owner names are hashed on the query path with
-//! the zone's NSEC3PARAM (SHA-1, iterations, salt), without allocation.
+//! the zone's NSEC3PARAM (SHA-1, iterations, salt; `lode_wire::nsec3`),
+//! without allocation.
 
 use lode_wire::message::Full;
+use lode_wire::nsec3::hashed_owner;
 use lode_wire::{NameBuf, NameRef, Rtype};
 use lode_zonedb::{Lookup, NodeId};
 
 use crate::answer::Responder;
-
-/// The hash parameters of the zone's NSEC3PARAM (algorithm 1, SHA-1).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Nsec3Params<'z> {
-    iterations: u16,
-    salt: &'z [u8],
-}
-
-impl<'z> Nsec3Params<'z> {
-    /// Reads NSEC3PARAM RDATA; None for an unknown algorithm or bad RDATA.
-    pub(crate) fn parse(rdata: &'z [u8]) -> Option<Self> {
-        let (&alg, rest) = rdata.split_first()?;
-        if alg != 1 || rest.len() < 4 {
-            return None;
-        }
-        let iterations = u16::from_be_bytes([rest[1], rest[2]]);
-        let salt_len = rest[3] as usize;
-        let salt = rest.get(4..4 + salt_len)?;
-        Some(Nsec3Params { iterations, salt })
-    }
-
-    /// The NSEC3 hash of `name` (RFC 5155 §5), lower-cased first.
-    pub(crate) fn hash(&self, name: NameRef<'_>) -> [u8; 20] {
-        let w = name.as_wire();
-        let mut low = [0u8; lode_wire::name::MAX_NAME_LEN];
-        for (o, b) in low.iter_mut().zip(w) {
-            *o = b.to_ascii_lowercase();
-        }
-        let mut h = sha1(&[&low[..w.len()], self.salt]);
-        for _ in 0..self.iterations {
-            h = sha1(&[&h, self.salt]);
-        }
-        h
-    }
-}
-
-/// SHA-1 (FIPS 180-4) of the concatenation of `parts`.
-fn sha1(parts: &[&[u8]]) -> [u8; 20] {
-    let mut h: [u32; 5] = [
-        0x6745_2301,
-        0xEFCD_AB89,
-        0x98BA_DCFE,
-        0x1032_5476,
-        0xC3D2_E1F0,
-    ];
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    let mut block = [0u8; 64];
-    let mut fill = 0usize;
-    let compress = |block: &[u8; 64], h: &mut [u32; 5]| {
-        let mut w = [0u32; 80];
-        for (i, c) in block.chunks_exact(4).enumerate() {
-            w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = *h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
-                20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
-                _ => (b ^ c ^ d, 0xCA62_C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    };
-    for p in parts {
-        for &byte in *p {
-            block[fill] = byte;
-            fill += 1;
-            if fill == 64 {
-                compress(&block, &mut h);
-                fill = 0;
-            }
-        }
-    }
-    block[fill] = 0x80;
-    fill += 1;
-    if fill > 56 {
-        block[fill..].fill(0);
-        compress(&block, &mut h);
-        fill = 0;
-    }
-    block[fill..56].fill(0);
-    block[56..].copy_from_slice(&((total as u64) * 8).to_be_bytes());
-    compress(&block, &mut h);
-    let mut out = [0u8; 20];
-    for (o, x) in out.chunks_exact_mut(4).zip(h) {
-        o.copy_from_slice(&x.to_be_bytes());
-    }
-    out
-}
-
-/// `<base32hex(hash)>.<origin>`, if it fits.
-fn hashed_owner(hash: &[u8; 20], origin: NameRef<'_>) -> Option<NameBuf> {
-    const ALPHABET: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
-    let o = origin.as_wire();
-    if 33 + o.len() > lode_wire::name::MAX_NAME_LEN {
-        return None;
-    }
-    let mut wire = [0u8; lode_wire::name::MAX_NAME_LEN];
-    wire[0] = 32;
-    // 20 bytes = 160 bits = 32 groups of 5 bits.
-    for i in 0..32 {
-        let bit = i * 5;
-        let byte = bit / 8;
-        let shift = bit % 8;
-        let two = ((hash[byte] as u16) << 8) | *hash.get(byte + 1).unwrap_or(&0) as u16;
-        let v = (two >> (11 - shift)) & 0x1F;
-        wire[1 + i] = ALPHABET[v as usize];
-    }
-    wire[33..33 + o.len()].copy_from_slice(o);
-    let r = NameRef::from_wire(&wire[..33 + o.len()]).ok()?;
-    let mut buf = NameBuf::new();
-    buf.set(r);
-    Some(buf)
-}
 
 /// `name` cut down to its last `labels` labels.
 fn suffix_of(name: NameRef<'_>, labels: usize) -> Option<NameBuf> {
@@ -286,52 +157,5 @@ impl<'z> Responder<'z, '_> {
             self.put_nsec3(c)?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn hex(b: &[u8]) -> String {
-        b.iter().map(|x| format!("{x:02x}")).collect()
-    }
-
-    #[test]
-    fn sha1_known_answers() {
-        assert_eq!(
-            hex(&sha1(&[b""])),
-            "da39a3ee5e6b4b0d3255bfef95601890afd80709"
-        );
-        assert_eq!(
-            hex(&sha1(&[b"ab", b"c"])),
-            "a9993e364706816aba3e25717850c26c9cd0d89d"
-        );
-        assert_eq!(
-            hex(&sha1(&[
-                b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"
-            ])),
-            "84983e441c3bd26ebaae4aa1f95129e5e54670f1"
-        );
-    }
-
-    #[test]
-    fn rfc5155_appendix_a_hashes() {
-        // RFC 5155 Appendix A: salt aabbccdd, 12 iterations.
-        let salt = [0xaa, 0xbb, 0xcc, 0xdd];
-        let p = Nsec3Params {
-            iterations: 12,
-            salt: &salt,
-        };
-        let origin: lode_wire::Name = "example.".parse().unwrap();
-        let check = |name: &str, expect: &str| {
-            let n: lode_wire::Name = name.parse().unwrap();
-            let owner = hashed_owner(&p.hash(n.as_ref()), origin.as_ref()).unwrap();
-            assert_eq!(owner.as_ref().to_string(), format!("{expect}.example."));
-        };
-        check("example.", "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom");
-        check("a.example.", "35mthgpgcu1qg68fab165klnsnk3dpvl");
-        check("ns1.example.", "2t7b4g4vsa5smi47k61mv5bv1a22bojr");
-        check("*.w.example.", "r53bq7cc2uvmubfu5ocmm6pers9tk9en");
     }
 }

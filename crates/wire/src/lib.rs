@@ -13,6 +13,7 @@
 pub mod e164;
 pub mod message;
 pub mod name;
+pub mod nsec3;
 pub mod rdata;
 pub mod record;
 pub mod serial;
