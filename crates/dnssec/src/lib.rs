@@ -23,13 +23,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod change;
 pub mod key;
 pub mod nsec;
+pub mod nsec3;
 pub mod refresh;
 pub mod rrsig;
 pub mod signer;
 
 pub use key::{Algorithm, KeyError, SigningKey, KSK_FLAGS, ZSK_FLAGS};
+pub use nsec3::{Nsec3, Nsec3Policy};
 pub use refresh::Due;
 pub use signer::{is_signer_type, Policy, SignError, Signer};
 

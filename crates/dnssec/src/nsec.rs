@@ -1,8 +1,10 @@
 //! The NSEC chain (RFC 4034 §4, RFC 4035 §2.3): which names own an NSEC
 //! record, their type bitmaps and the next name.
 
-use lode_wire::{Record, Rtype};
-use lode_zonedb::{Node, NodeId, Zone};
+use std::collections::BTreeMap;
+
+use lode_wire::{Name, Record, Rtype};
+use lode_zonedb::{Lookup, Node, NodeId, Zone};
 
 /// True if the node owns an NSEC in a signed zone: it is authoritative or a
 /// delegation point (not occluded: glue, or below a DNAME) and owns data
@@ -105,6 +107,64 @@ pub fn nsec_record(zone: &Zone, id: NodeId, next: NodeId) -> Record {
         rtype: Rtype::NSEC,
         ttl: zone.negative_ttl(),
         rdata: rdata.into(),
+    }
+}
+
+/// Mends the NSEC chain of `zone` (a version with the change applied and
+/// the old chain still in) at the names in `names` and at the NSEC owner
+/// before each (whose next name may change): records to remove and to add
+/// pushed onto `removed` and `added`.
+pub fn mend(
+    zone: &Zone,
+    names: &BTreeMap<Box<[u8]>, Name>,
+    removed: &mut Vec<Record>,
+    added: &mut Vec<Record>,
+) {
+    let mut at: BTreeMap<Box<[u8]>, Name> = BTreeMap::new();
+    for (key, owner) in names {
+        at.insert(key.clone(), owner.clone());
+        let before = match zone.find(owner.as_ref()) {
+            Some(id) => prev_owner(zone, id),
+            None => match zone.lookup(owner.as_ref()) {
+                Lookup::NotFound { predecessor, .. } => zone
+                    .rfind_from(predecessor, |n| has_nsec(zone, n.id()))
+                    .unwrap_or(zone.apex_id()),
+                Lookup::Found(id) => id,
+            },
+        };
+        let p = zone.node(before).owner().to_name();
+        at.insert(p.key(), p);
+    }
+    for owner in at.values() {
+        let id = zone.find(owner.as_ref());
+        let old: Vec<Record> = id
+            .and_then(|id| {
+                let node = zone.node(id);
+                let set = node.rrset(Rtype::NSEC)?;
+                Some(
+                    set.rdatas()
+                        .map(|r| Record {
+                            owner: node.owner().to_name(),
+                            class: zone.class(),
+                            rtype: Rtype::NSEC,
+                            ttl: set.ttl(),
+                            rdata: r.into(),
+                        })
+                        .collect(),
+                )
+            })
+            .unwrap_or_default();
+        let new = id
+            .filter(|&id| has_nsec(zone, id))
+            .map(|id| nsec_record(zone, id, next_owner(zone, id)));
+        let same = match &new {
+            Some(n) => old.len() == 1 && old[0].rdata == n.rdata && old[0].ttl == n.ttl,
+            None => old.is_empty(),
+        };
+        if !same {
+            removed.extend(old);
+            added.extend(new);
+        }
     }
 }
 

@@ -2,14 +2,14 @@
 //! one changeset at a time (what the zone-update stage calls for every
 //! change of a signed zone).
 
-use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use lode_wire::{Name, Record, Rtype};
-use lode_zonedb::{ApplyError, Changeset, NodeId, Zone, ZoneBuilder};
+use lode_zonedb::{ApplyError, NodeId, Zone, ZoneBuilder};
 
 use crate::key::SigningKey;
 use crate::nsec;
+use crate::nsec3::{Nsec3, Nsec3Policy};
 use crate::rrsig::{rrsig_info, sign_rrset, RRsetRef, Validity};
 
 /// Signatures start this long before they are made (clocks of validators
@@ -27,6 +27,8 @@ pub struct Policy {
     pub rrsig_refresh: u32,
     /// Threads for whole-zone signing.
     pub signing_threads: usize,
+    /// NSEC3 instead of NSEC (None: NSEC).
+    pub nsec3: Option<Nsec3Policy>,
 }
 
 impl Default for Policy {
@@ -36,6 +38,7 @@ impl Default for Policy {
             rrsig_lifetime: 14 * 86400,
             rrsig_refresh: 7 * 86400,
             signing_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            nsec3: None,
         }
     }
 }
@@ -78,11 +81,11 @@ pub fn is_signer_type(t: Rtype) -> bool {
 
 /// One RRset to sign, owned.
 #[derive(Debug)]
-struct Job {
-    owner: Name,
-    rtype: Rtype,
-    ttl: u32,
-    rdatas: Vec<Box<[u8]>>,
+pub(crate) struct Job {
+    pub(crate) owner: Name,
+    pub(crate) rtype: Rtype,
+    pub(crate) ttl: u32,
+    pub(crate) rdatas: Vec<Box<[u8]>>,
 }
 
 /// A zone's signer: its keys and policy.
@@ -127,7 +130,7 @@ impl Signer {
             .filter(move |k| k.is_ksk() == by_ksk || !any_zsk)
     }
 
-    fn validity(&self, now: u64) -> Validity {
+    pub(crate) fn validity(&self, now: u64) -> Validity {
         Validity {
             inception: now.saturating_sub(INCEPTION_OFFSET) as u32,
             expiration: (now + u64::from(self.policy.rrsig_lifetime)) as u32,
@@ -163,6 +166,20 @@ impl Signer {
             .unwrap_or_default();
         have.sort();
         if want != have {
+            return false;
+        }
+        // The chain the policy asks for (NSEC3: its iterations and salt
+        // length, and opt-out).
+        let chain_fits = match (&self.policy.nsec3, Nsec3::of_zone(zone)) {
+            (None, None) => true,
+            (Some(p), Some(z)) => {
+                z.iterations == p.iterations
+                    && z.salt.len() == usize::from(p.salt_length)
+                    && z.opt_out == p.opt_out
+            }
+            _ => false,
+        };
+        if !chain_fits {
             return false;
         }
         let node = zone.node(zone.apex_id());
@@ -220,20 +237,30 @@ impl Signer {
         for r in self.dnskeys(zone) {
             b.add(r, 0);
         }
+        let nsec3 = self.policy.nsec3.as_ref().map(|p| Nsec3::for_zone(zone, p));
+        if let Some(n) = &nsec3 {
+            b.add(n.param_record(zone), 0);
+        }
         let bare = b
             .build()
             .map_err(|p| SignError::Apply(ApplyError::Invalid(p)))?
             .0;
-        // The NSEC chain, and every RRset to sign.
-        let owners: Vec<NodeId> = bare
-            .node_ids()
-            .filter(|&id| nsec::has_nsec(&bare, id))
-            .collect();
-        let mut nsecs = Vec::with_capacity(owners.len());
-        for (i, &id) in owners.iter().enumerate() {
-            let next = owners.get(i + 1).copied().unwrap_or(bare.apex_id());
-            nsecs.push(nsec::nsec_record(&bare, id, next));
-        }
+        // The chain, and every RRset to sign.
+        let chain = match &nsec3 {
+            Some(n) => n.chain(&bare),
+            None => {
+                let owners: Vec<NodeId> = bare
+                    .node_ids()
+                    .filter(|&id| nsec::has_nsec(&bare, id))
+                    .collect();
+                let mut nsecs = Vec::with_capacity(owners.len());
+                for (i, &id) in owners.iter().enumerate() {
+                    let next = owners.get(i + 1).copied().unwrap_or(bare.apex_id());
+                    nsecs.push(nsec::nsec_record(&bare, id, next));
+                }
+                nsecs
+            }
+        };
         let mut jobs: Vec<Job> = Vec::new();
         for id in bare.node_ids() {
             if bare.shadow(id).is_some() {
@@ -251,10 +278,10 @@ impl Signer {
                 }
             }
         }
-        for r in &nsecs {
+        for r in &chain {
             jobs.push(Job {
                 owner: r.owner.clone(),
-                rtype: Rtype::NSEC,
+                rtype: r.rtype,
                 ttl: r.ttl,
                 rdatas: vec![r.rdata.clone()],
             });
@@ -264,7 +291,7 @@ impl Signer {
         let mut b = ZoneBuilder::new(zone.origin().to_name())
             .class(zone.class())
             .changed();
-        for r in bare.records().chain(nsecs).chain(sigs) {
+        for r in bare.records().chain(chain).chain(sigs) {
             b.add(r, 0);
         }
         Ok(b.build()
@@ -299,7 +326,7 @@ impl Signer {
     }
 
     /// The signatures of one RRset, by each key of its role, into `out`.
-    fn sign_job(
+    pub(crate) fn sign_job(
         &self,
         job: &Job,
         class: lode_wire::Class,
@@ -323,230 +350,5 @@ impl Signer {
                 scratch,
             ));
         }
-    }
-
-    /// One change of a signed zone, signed: `change` (its DNSSEC records
-    /// left out: the signer makes them) applied to `current`, the RRSIGs of
-    /// every RRset it touched made again, the NSEC chain mended around the
-    /// names it touched, the SOA signed. Returns the signed version and the
-    /// changeset that leads to it from `current` (what is journaled).
-    pub fn sign_change(
-        &self,
-        current: &Zone,
-        change: &Changeset,
-        now: u64,
-    ) -> Result<(Zone, Changeset), SignError> {
-        self.sign_change_at(current, change, &[], now)
-    }
-
-    /// [`Signer::sign_change`], the names in `also` looked at too (their
-    /// signatures that are due made again).
-    pub(crate) fn sign_change_at(
-        &self,
-        current: &Zone,
-        change: &Changeset,
-        also: &[Name],
-        now: u64,
-    ) -> Result<(Zone, Changeset), SignError> {
-        let mut change = change.clone();
-        change.removed.retain(|r| !is_signer_type(r.rtype));
-        change.added.retain(|r| !is_signer_type(r.rtype));
-        let next = current.apply(&change)?;
-        // What changed, by owner (canonical key) and type.
-        let mut touched: BTreeMap<Box<[u8]>, (Name, HashSet<Rtype>)> = BTreeMap::new();
-        let mut cuts = Vec::new();
-        for r in change.removed.iter().chain(&change.added) {
-            let e = touched
-                .entry(r.owner.key())
-                .or_insert_with(|| (r.owner.clone(), HashSet::new()));
-            e.1.insert(r.rtype);
-            if matches!(r.rtype, Rtype::NS | Rtype::DNAME) && r.owner.as_ref() != next.origin() {
-                cuts.push(r.owner.clone());
-            }
-        }
-        touched
-            .entry(next.origin().key())
-            .or_insert_with(|| (next.origin().to_name(), HashSet::new()))
-            .1
-            .insert(Rtype::SOA);
-        for owner in also {
-            touched
-                .entry(owner.key())
-                .or_insert_with(|| (owner.clone(), HashSet::new()));
-        }
-        // A cut made or taken away changes what is signed below it: every
-        // name there is looked at again, all its types.
-        let mut all_types: HashSet<Box<[u8]>> = HashSet::new();
-        for cut in &cuts {
-            all_types.insert(cut.key());
-            if let Some(id) = next.find(cut.as_ref()) {
-                for d in next
-                    .node_ids_after(id)
-                    .take_while(|&d| next.node(d).owner().is_strictly_below(&cut.as_ref()))
-                {
-                    let owner = next.node(d).owner().to_name();
-                    all_types.insert(owner.key());
-                    touched
-                        .entry(owner.key())
-                        .or_insert_with(|| (owner, HashSet::new()));
-                }
-            }
-        }
-        // NSEC records to mend: at each touched name and at the NSEC owner
-        // before it (whose next name may change).
-        let mut nsec_at: BTreeMap<Box<[u8]>, Name> = BTreeMap::new();
-        for (key, (owner, _)) in &touched {
-            nsec_at.insert(key.clone(), owner.clone());
-            let before = match next.find(owner.as_ref()) {
-                Some(id) => nsec::prev_owner(&next, id),
-                None => match next.lookup(owner.as_ref()) {
-                    lode_zonedb::Lookup::NotFound { predecessor, .. } => next
-                        .rfind_from(predecessor, |n| nsec::has_nsec(&next, n.id()))
-                        .unwrap_or(next.apex_id()),
-                    lode_zonedb::Lookup::Found(id) => id,
-                },
-            };
-            let p = next.node(before).owner().to_name();
-            nsec_at.insert(p.key(), p);
-        }
-        let (mut removed, mut added) = (Vec::new(), Vec::new());
-        let mut nsec_changed: HashSet<Box<[u8]>> = HashSet::new();
-        for (key, owner) in &nsec_at {
-            let id = next.find(owner.as_ref());
-            let old = id.and_then(|id| {
-                let node = next.node(id);
-                let set = node.rrset(Rtype::NSEC)?;
-                let ttl = set.ttl();
-                Some(
-                    set.rdatas()
-                        .map(|r| Record {
-                            owner: node.owner().to_name(),
-                            class: next.class(),
-                            rtype: Rtype::NSEC,
-                            ttl,
-                            rdata: r.into(),
-                        })
-                        .collect::<Vec<_>>(),
-                )
-            });
-            let new = id
-                .filter(|&id| nsec::has_nsec(&next, id))
-                .map(|id| nsec::nsec_record(&next, id, nsec::next_owner(&next, id)));
-            let old = old.unwrap_or_default();
-            let same = match &new {
-                Some(n) => old.len() == 1 && old[0].rdata == n.rdata && old[0].ttl == n.ttl,
-                None => old.is_empty(),
-            };
-            if !same {
-                removed.extend(old);
-                added.extend(new);
-                nsec_changed.insert(key.clone());
-            }
-        }
-        // Signatures: of every touched RRset, of changed NSECs, and any
-        // found due; those of RRsets no longer signed go.
-        let validity = self.validity(now);
-        let mut scratch = Vec::new();
-        let mut keys: Vec<&Box<[u8]>> = touched.keys().chain(nsec_changed.iter()).collect();
-        keys.sort();
-        keys.dedup();
-        for key in keys {
-            let owner = match touched.get(key) {
-                Some((o, _)) => o.clone(),
-                None => nsec_at[key].clone(),
-            };
-            let Some(id) = next.find(owner.as_ref()) else {
-                continue; // the name is gone, and its signatures with it
-            };
-            let node = next.node(id);
-            let every = all_types.contains(key);
-            let types = touched.get(key).map(|t| &t.1);
-            let (sig_ttl_owner, old_sigs) = match node.rrset(Rtype::RRSIG) {
-                Some(s) => (s.ttl(), s.rdatas().map(|r| r.to_vec()).collect::<Vec<_>>()),
-                None => (0, Vec::new()),
-            };
-            // Types whose RRset is (re)signed; the signatures kept are the
-            // rest's, if still due later than the refresh.
-            let new_nsec = added
-                .iter()
-                .find(|r| r.rtype == Rtype::NSEC && r.owner.key() == *key)
-                .cloned();
-            let nsec_gone = nsec_changed.contains(key) && new_nsec.is_none();
-            let mut resign: Vec<Job> = Vec::new();
-            let mut keep_types: HashSet<Rtype> = HashSet::new();
-            for set in node.rrsets() {
-                let t = set.rtype();
-                if t == Rtype::RRSIG
-                    || !nsec::is_signed(&next, id, t)
-                    || (t == Rtype::NSEC && nsec_gone)
-                {
-                    continue;
-                }
-                let changed = every
-                    || types.is_some_and(|ts| ts.contains(&t))
-                    || (t == Rtype::NSEC && nsec_changed.contains(key));
-                let fresh = old_sigs
-                    .iter()
-                    .filter_map(|r| rrsig_info(r))
-                    .any(|i| i.covered == t && !self.is_due(i.expiration, now));
-                if changed || !fresh {
-                    if t == Rtype::NSEC {
-                        if let Some(n) = &new_nsec {
-                            resign.push(job(&node, t, n.ttl, vec![n.rdata.clone()]));
-                            continue;
-                        }
-                    }
-                    resign.push(job(
-                        &node,
-                        t,
-                        set.ttl(),
-                        set.rdatas().map(Box::from).collect(),
-                    ));
-                } else {
-                    keep_types.insert(t);
-                }
-            }
-            if let Some(n) = &new_nsec {
-                if node.rrset(Rtype::NSEC).is_none() {
-                    resign.push(job(&node, Rtype::NSEC, n.ttl, vec![n.rdata.clone()]));
-                }
-            }
-            for r in &old_sigs {
-                let covered = rrsig_info(r).map(|i| i.covered);
-                let keep = covered.is_some_and(|c| keep_types.contains(&c))
-                    && !(nsec_gone && covered == Some(Rtype::NSEC));
-                if !keep {
-                    removed.push(Record {
-                        owner: node.owner().to_name(),
-                        class: next.class(),
-                        rtype: Rtype::RRSIG,
-                        ttl: sig_ttl_owner,
-                        rdata: r.clone().into(),
-                    });
-                }
-            }
-            for j in &resign {
-                self.sign_job(j, next.class(), validity, &mut scratch, &mut added);
-            }
-        }
-        let signing = Changeset {
-            soa_from: change.soa_to.clone(),
-            soa_to: change.soa_to.clone(),
-            removed,
-            added,
-        };
-        let version = next.apply(&signing)?;
-        change.removed.extend(signing.removed);
-        change.added.extend(signing.added);
-        Ok((version, change))
-    }
-}
-
-fn job(node: &lode_zonedb::Node<'_>, rtype: Rtype, ttl: u32, rdatas: Vec<Box<[u8]>>) -> Job {
-    Job {
-        owner: node.owner().to_name(),
-        rtype,
-        ttl,
-        rdatas,
     }
 }

@@ -9,7 +9,9 @@ use lode_zonedb::{Changeset, Zone, ZoneBuilder};
 use ring::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_FIXED, ED25519};
 
 use crate::rrsig::{rrsig_info, signed_data, RRsetRef};
-use crate::{nsec, Algorithm, Policy, Signer, SigningKey, KSK_FLAGS, ZSK_FLAGS};
+use crate::{
+    nsec, Algorithm, Nsec3, Nsec3Policy, Policy, Signer, SigningKey, KSK_FLAGS, ZSK_FLAGS,
+};
 
 const ZONE: &str = "$TTL 300
 @ SOA ns host 1 3600 600 86400 60
@@ -38,15 +40,33 @@ fn zone(text: &str) -> Zone {
 }
 
 fn signer(alg: Algorithm, csk: bool) -> Signer {
+    signer_with(alg, csk, Policy::default())
+}
+
+fn nsec3_policy(salt_length: u8, opt_out: bool) -> Policy {
+    Policy {
+        nsec3: Some(Nsec3Policy {
+            iterations: 0,
+            salt_length,
+            opt_out,
+        }),
+        ..Policy::default()
+    }
+}
+
+fn signer_with(alg: Algorithm, csk: bool, policy: Policy) -> Signer {
     let origin: Name = "example.".parse().unwrap();
     let mut keys = vec![SigningKey::generate(&origin, alg, KSK_FLAGS, 0).unwrap()];
     if !csk {
         keys.push(SigningKey::generate(&origin, alg, ZSK_FLAGS, 0).unwrap());
     }
-    Signer::new(&origin, keys, Policy::default()).unwrap()
+    Signer::new(&origin, keys, policy).unwrap()
 }
 
 const NOW: u64 = 1_764_000_000;
+
+/// (owner's canonical key, RDATA)
+type KeyedRdata = (Box<[u8]>, Box<[u8]>);
 
 /// Every fact of a signed zone checked: the signatures of each RRset that is
 /// to be signed (by each key of its role, valid), no others, and the NSEC
@@ -69,9 +89,34 @@ fn verify_at(zone: &Zone, signer: &Signer, at: u64) -> Result<(), String> {
             return Err(format!("DNSKEY of key {} missing", k.tag()));
         }
     }
+    // NSEC3: the records exactly those of the chain made from scratch.
+    let nsec3 = Nsec3::of_zone(zone);
+    if let Some(n) = &nsec3 {
+        let mut want: Vec<KeyedRdata> = n
+            .chain(zone)
+            .into_iter()
+            .map(|r| (r.owner.key(), r.rdata))
+            .collect();
+        let mut have: Vec<KeyedRdata> = zone
+            .records()
+            .filter(|r| r.rtype == Rtype::NSEC3)
+            .map(|r| (r.owner.key(), r.rdata))
+            .collect();
+        want.sort();
+        have.sort();
+        if want != have {
+            let extra: Vec<_> = have.iter().filter(|h| !want.contains(h)).collect();
+            let missing: Vec<_> = want.iter().filter(|w| !have.contains(w)).collect();
+            return Err(format!(
+                "NSEC3 chain: {} records, {} expected; extra {extra:?}, missing {missing:?}",
+                have.len(),
+                want.len(),
+            ));
+        }
+    }
     let owners: Vec<_> = zone
         .node_ids()
-        .filter(|&id| nsec::has_nsec(zone, id))
+        .filter(|&id| nsec3.is_none() && nsec::has_nsec(zone, id))
         .collect();
     let mut data = Vec::new();
     for id in zone.node_ids() {
@@ -222,8 +267,57 @@ fn soa(zone: &Zone, serial: u32) -> Record {
 
 #[test]
 fn every_change_of_a_random_sequence_leaves_the_zone_verified() {
-    let s = signer(Algorithm::EcdsaP256, false);
+    random_sequence(&signer(Algorithm::EcdsaP256, false));
+}
+
+#[test]
+fn every_change_of_a_random_sequence_leaves_an_nsec3_zone_verified() {
+    random_sequence(&signer_with(
+        Algorithm::EcdsaP256,
+        false,
+        nsec3_policy(8, false),
+    ));
+}
+
+#[test]
+fn every_change_of_a_random_sequence_leaves_an_nsec3_opt_out_zone_verified() {
+    random_sequence(&signer_with(
+        Algorithm::Ed25519,
+        true,
+        nsec3_policy(0, true),
+    ));
+}
+
+#[test]
+fn nsec3_zones_signed_whole_verify() {
+    let z = zone(ZONE);
+    for opt_out in [false, true] {
+        let s = signer_with(Algorithm::EcdsaP256, false, nsec3_policy(4, opt_out));
+        let signed = s.sign_zone(&z, None, NOW).unwrap();
+        verify(&signed, &s).unwrap();
+        assert!(s.is_current(&signed, NOW));
+        let n = Nsec3::of_zone(&signed).unwrap();
+        assert_eq!(n.salt.len(), 4);
+        assert_eq!(n.opt_out, opt_out);
+        let nsec3s = signed.records().filter(|r| r.rtype == Rtype::NSEC3).count();
+        // Names: apex, ns, www, a.b.c, b.c, c (ENTs), *, sub, ns.sub is
+        // glue, unsigned (insecure: out with opt-out), d.
+        assert_eq!(nsec3s, if opt_out { 9 } else { 10 });
+        assert_eq!(
+            signed.records().filter(|r| r.rtype == Rtype::NSEC).count(),
+            0
+        );
+        // Signed again, the salt stays (a new salt is a new chain).
+        let again = s.sign_zone(&signed, None, NOW).unwrap();
+        assert_eq!(Nsec3::of_zone(&again).unwrap().salt, n.salt);
+        // An NSEC signer does not take it as current.
+        assert!(!signer(Algorithm::EcdsaP256, false).is_current(&signed, NOW));
+    }
+}
+
+fn random_sequence(s: &Signer) {
     let mut current = Arc::new(s.sign_zone(&zone(ZONE), None, NOW).unwrap());
+    verify(&current, s).unwrap();
     let origin: Name = "example.".parse().unwrap();
     let names = [
         "www",
@@ -290,7 +384,7 @@ fn every_change_of_a_random_sequence_leaves_the_zone_verified() {
             Err(crate::SignError::Apply(_)) => continue,
             Err(e) => panic!("step {step}: {e}"),
         };
-        if let Err(e) = verify(&next, &s) {
+        if let Err(e) = verify(&next, s) {
             panic!(
                 "step {step}: {} {rtype} {}: {e}",
                 if exists { "-" } else { "+" },

@@ -31,14 +31,13 @@ impl<'z> Responder<'z, '_> {
     fn nsec3_cover(&self, name: NameRef<'_>) -> Option<NodeId> {
         let params = self.nsec3?;
         let owner = hashed_owner(&params.hash(name), self.zone.origin())?;
-        let has = |n: &lode_zonedb::Node<'_>| n.rrset(Rtype::NSEC3).is_some();
+        // NSEC3 owners are the apex's children: the walk back steps over
+        // the other children's subtrees whole.
         match self.zone.lookup(owner.as_ref()) {
-            Lookup::Found(id) if has(&self.zone.node(id)) => Some(id),
-            Lookup::Found(id) => self.zone.rfind_from(id, has),
-            Lookup::NotFound { predecessor, .. } => self
-                .zone
-                .rfind_from(predecessor, has)
-                .or_else(|| self.zone.rfind_from(self.zone.last_id(), has)),
+            Lookup::Found(id)
+            | Lookup::NotFound {
+                predecessor: id, ..
+            } => self.zone.nsec3_at_or_before(id),
         }
     }
 

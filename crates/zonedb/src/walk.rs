@@ -37,4 +37,112 @@ impl Zone {
         }
         NodeId(self.store.len.saturating_sub(1))
     }
+
+    /// True when the node holds an NSEC3 RRset.
+    fn is_nsec3(&self, id: NodeId) -> bool {
+        self.node(id).rrset(lode_wire::Rtype::NSEC3).is_some()
+    }
+
+    /// The child of the apex that `id` lies at or below (None for the apex).
+    fn top(&self, id: NodeId) -> Option<NodeId> {
+        let node = self.node(id);
+        let below = self.origin.as_ref().label_count() + 1;
+        let owner = node.owner();
+        if owner.label_count() < below {
+            return None;
+        }
+        if owner.label_count() == below {
+            return Some(id);
+        }
+        self.find(owner.suffix(below)?)
+    }
+
+    /// The NSEC3 node at or before `id` in canonical order, wrapping
+    /// around (None when there is none). NSEC3 owners are children of the
+    /// apex, so the subtrees of its other children are stepped over whole:
+    /// the walk costs the number of the apex's children passed, not of
+    /// every name below them (an ENUM zone's millions of names under a few
+    /// digits).
+    pub fn nsec3_at_or_before(&self, id: NodeId) -> Option<NodeId> {
+        // On the stack: the answer engine walks here for NSEC3 proofs.
+        let mut start = lode_wire::NameBuf::new();
+        start.set(self.node(id).owner());
+        let mut c = id;
+        let mut wrapped = false;
+        loop {
+            if wrapped && self.node(c).owner().canonical_cmp(&start.as_ref()).is_le() {
+                return None;
+            }
+            if self.is_nsec3(c) {
+                return Some(c);
+            }
+            // The child of the apex above `c`, then the node before it (the
+            // last of the previous child's subtree, or that child).
+            let top = self.top(c).unwrap_or(c);
+            c = match self.node_before(top) {
+                Some(p) => p,
+                None if wrapped => return None,
+                None => {
+                    wrapped = true;
+                    self.last_id()
+                }
+            };
+        }
+    }
+
+    /// The NSEC3 node after `id` in canonical order, wrapping around (None
+    /// when there is none but `id`); subtrees stepped over as in
+    /// [`Zone::nsec3_at_or_before`].
+    pub fn nsec3_after(&self, id: NodeId) -> Option<NodeId> {
+        let origin_labels = self.origin.as_ref().label_count();
+        let start = self.node(id).owner().to_name();
+        let mut c = id;
+        let mut wrapped = false;
+        loop {
+            let n = match self.node_ids_after(c).next() {
+                Some(n) => n,
+                None if wrapped => return None,
+                None => {
+                    wrapped = true;
+                    c = NodeId::APEX;
+                    continue;
+                }
+            };
+            let node = self.node(n);
+            let owner = node.owner();
+            if wrapped && owner.canonical_cmp(&start.as_ref()).is_ge() {
+                return None;
+            }
+            if self.is_nsec3(n) {
+                return Some(n);
+            }
+            c = n;
+            // Inside a child's subtree: on from the subtree's last name.
+            if owner.label_count() > origin_labels + 1 {
+                let label = owner
+                    .suffix(origin_labels + 1)
+                    .and_then(|t| t.labels().next());
+                if let Some(last) = label.and_then(|l| self.after_subtree(l)) {
+                    if self.node(last).owner().canonical_cmp(&owner).is_gt() {
+                        c = last;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The last node of the subtree of the apex's child `label` (found by
+    /// looking up the name just after the subtree: `label` + a zero byte).
+    fn after_subtree(&self, label: &[u8]) -> Option<NodeId> {
+        if label.len() >= 63 {
+            return None;
+        }
+        let mut next = label.to_vec();
+        next.push(0);
+        let name = self.origin.prepend(&next).ok()?;
+        match self.lookup(name.as_ref()) {
+            crate::Lookup::NotFound { predecessor, .. } => Some(predecessor),
+            crate::Lookup::Found(id) => self.node_before(id),
+        }
+    }
 }

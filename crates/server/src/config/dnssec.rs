@@ -13,7 +13,10 @@
 //! rrsig-lifetime = 1209600                # 14 days
 //! rrsig-refresh = 604800                  # 7 days before expiry, signed again
 //! signing-threads = 2                     # whole-zone signing; default: one per CPU
-//! nsec3 = false                           # NSEC3 is not signed yet (refused)
+//! nsec3 = false                           # true: NSEC3 (RFC 5155) instead of NSEC
+//! nsec3-iterations = 0                    # extra hash iterations (RFC 9276: 0)
+//! nsec3-salt-length = 0                   # bytes of random salt (kept until the policy changes)
+//! nsec3-opt-out = false                   # insecure delegations get no NSEC3
 //! manual = false                          # keys are not rolled yet either way
 //!
 //! [[zone]]
@@ -110,14 +113,30 @@ fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
             ))
         })?,
     };
-    if p.nsec3 == Some(true) {
+    let nsec3 = (p.nsec3 == Some(true)).then(|| lode_dnssec::Nsec3Policy {
+        iterations: p.nsec3_iterations.unwrap_or(0),
+        salt_length: p.nsec3_salt_length.unwrap_or(0),
+        opt_out: p.nsec3_opt_out.unwrap_or(false),
+    });
+    if nsec3.is_none()
+        && (p.nsec3_iterations.is_some()
+            || p.nsec3_salt_length.is_some()
+            || p.nsec3_opt_out.is_some())
+    {
+        tracing::warn!(
+            "policy {:?}: nsec3-* settings without nsec3 = true: the zone is signed with NSEC",
+            p.id
+        );
+    }
+    if nsec3.as_ref().is_some_and(|n| n.iterations > 500) {
         return Err(bad(
-            "nsec3 = true: Lode signs with NSEC only so far (NSEC3 is the signing issue's next step)"
+            "nsec3-iterations above 500: validators treat such zones as insecure (RFC 9276 recommends 0)"
                 .into(),
         ));
     }
     let mut policy = lode_dnssec::Policy {
         dnskey_ttl: p.dnskey_ttl,
+        nsec3,
         ..lode_dnssec::Policy::default()
     };
     if let Some(l) = p.rrsig_lifetime {
@@ -173,6 +192,18 @@ mod tests {
         assert!(p(|e| e.algorithm = Some("ed25519".into())).is_ok());
         assert!(p(|e| e.algorithm = Some("rsasha1".into())).is_err());
         assert!(p(|e| e.rrsig_refresh = Some(20 * 86400)).is_err());
-        assert!(p(|e| e.nsec3 = Some(true)).is_err());
+        let n = p(|e| {
+            e.nsec3 = Some(true);
+            e.nsec3_opt_out = Some(true);
+        })
+        .unwrap();
+        assert!(n
+            .iter()
+            .any(|s| s.policy.nsec3.as_ref().is_some_and(|n| n.opt_out)));
+        assert!(p(|e| {
+            e.nsec3 = Some(true);
+            e.nsec3_iterations = Some(2500);
+        })
+        .is_err());
     }
 }
