@@ -40,10 +40,12 @@ have dig || need_apt+=(dnsutils)
 # fstrm_capture (the Frame Streams reference receiver).
 have dnstap-read || need_apt+=(bind9-dnsutils)
 have fstrm_capture || need_apt+=(fstrm-bin)
-# The signing test (apps/lode/tests/signing.rs): two zone verifiers
-# (ldns-verify-zone, BIND's dnssec-verify) and a validating resolver.
+# The signing tests (apps/lode/tests/signing*.rs): three zone verifiers
+# (ldns-verify-zone, BIND's dnssec-verify, Knot's kzonecheck), BIND's
+# dnssec-keygen and a validating resolver.
 have ldns-verify-zone || need_apt+=(ldnsutils)
 have dnssec-verify || need_apt+=(bind9-utils)
+have kzonecheck || need_apt+=(knot-dnssecutils)
 have unbound || need_apt+=(unbound)
 if [ ${#need_apt[@]} -gt 0 ]; then
     step "installing ${need_apt[*]}"

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod dnssec;
 mod enumcmd;
 mod handover;
 mod keygen;
@@ -52,6 +53,8 @@ enum Command {
     Enum(enumcmd::EnumArgs),
     /// Measure DNS servers: runs `lode-bench …` (the measuring tools' binary).
     Bench(handover::HandOverArgs),
+    /// The signing keys of zones Lode signs: list, generate, import (BIND, PEM), print DS (as keymgr).
+    Dnssec(dnssec::DnssecArgs),
     /// Make a TSIG key and print it for Lode, for nsupdate/knsupdate/kdig -y, and for Knot/BIND.
     Keygen(keygen::KeygenArgs),
     /// Provision records in bulk by RFC 2136 UPDATE (nsupdate scripts, zone fragments, ENUM CSV).
@@ -87,6 +90,7 @@ fn main() -> std::process::ExitCode {
         Command::Enum(a) => enumcmd::run(a),
         Command::Bench(a) => handover::run(&[], a),
         Command::Keygen(a) => keygen::run(a),
+        Command::Dnssec(a) => dnssec::run(a),
         Command::Update(a) => update::run(a),
         Command::ZoneFlush(a) => zoneflush::run(a),
         Command::Stats(a) => stats::run(a),

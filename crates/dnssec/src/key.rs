@@ -263,6 +263,21 @@ impl SigningKey {
         r.extend_from_slice(digest.as_ref());
         r
     }
+    /// The DNSKEY RDATA in presentation form (`257 3 13 BASE64`).
+    pub fn dnskey_text(&self) -> String {
+        format!(
+            "{} 3 {} {}",
+            self.flags,
+            self.algorithm.number(),
+            base64::engine::general_purpose::STANDARD.encode(&self.public)
+        )
+    }
+    /// The DS RDATA (digest type 2) in presentation form (`TAG 13 2 HEX`).
+    pub fn ds_text(&self) -> String {
+        let rdata = self.ds_rdata(2);
+        let hex: String = rdata[4..].iter().map(|b| format!("{b:02X}")).collect();
+        format!("{} {} {} {hex}", self.tag, rdata[2], rdata[3])
+    }
     /// Signs `data` (an RRSIG's signed data) as the RRSIG's signature field.
     pub fn sign(&self, data: &[u8]) -> Vec<u8> {
         match &self.pair {

@@ -59,6 +59,7 @@ pub mod sdnotify;
 mod secondary;
 mod signed;
 mod signing;
+pub use signing::key_dir;
 pub mod snapshot;
 mod status;
 mod update;

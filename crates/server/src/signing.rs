@@ -16,7 +16,7 @@ use lode_wire::Name;
 use crate::config::Signing;
 
 /// The folder of a zone's keys.
-pub(crate) fn key_dir(kasp_db: &Path, zone: &Name) -> PathBuf {
+pub fn key_dir(kasp_db: &Path, zone: &Name) -> PathBuf {
     let name = zone.to_lowercase().to_string();
     let name = name.trim_end_matches('.');
     kasp_db.join(if name.is_empty() { "root" } else { name })
@@ -55,7 +55,7 @@ pub(crate) fn signer(
             if key.is_ksk() {
                 tracing::info!(
                     "zone {zone}: DNSSEC, DS for the parent: {zone} DS {}",
-                    ds_text(&key)
+                    key.ds_text()
                 );
             }
             keys.push(key);
@@ -67,16 +67,4 @@ pub(crate) fn signer(
         .collect();
     tracing::debug!("zone {zone}: DNSSEC, keys {}", tags.join(", "));
     Signer::new(zone, keys, signing.policy.clone()).map_err(|e| e.to_string())
-}
-
-/// A key's DS record's RDATA in presentation form (digest type 2).
-pub(crate) fn ds_text(key: &SigningKey) -> String {
-    let rdata = key.ds_rdata(2);
-    let hex: String = rdata[4..].iter().map(|b| format!("{b:02X}")).collect();
-    format!(
-        "{} {} {} {hex}",
-        u16::from_be_bytes([rdata[0], rdata[1]]),
-        rdata[2],
-        rdata[3]
-    )
 }

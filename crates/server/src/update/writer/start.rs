@@ -258,7 +258,18 @@ fn open_writer(
         .is_some_and(|s| !s.is_current(&current, unix_now()));
     if signed_whole {
         let started = Instant::now();
-        match writer.replace(current.clone()) {
+        // A zone served before (it has a state) gets a serial past the one
+        // its secondaries hold; a first load keeps the file's (as Knot).
+        let served_before = if state_tag.is_some() {
+            current.clone()
+        } else {
+            Arc::new(current.with_expired(true))
+        };
+        let signed = writer
+            .stage
+            .prepare(current.clone(), &served_before, unix_now())
+            .map_err(|e| e.to_string());
+        match signed.and_then(|z| writer.replace(z)) {
             Ok(serial) => tracing::info!(
                 "zone {origin}: DNSSEC, signed whole in {:.1} s, serial {} → {serial}",
                 started.elapsed().as_secs_f64(),

@@ -1,0 +1,231 @@
+//! `lode dnssec`: the signing keys of zones Lode signs (as Knot's `keymgr`):
+//! list them, make one, import BIND or PEM keys, print DNSKEY/DS/CDS.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Context};
+use lode_dnssec::{import, Algorithm, SigningKey, KSK_FLAGS, ZSK_FLAGS};
+use lode_wire::Name;
+
+/// `println!` that stops quietly when the reader has gone (`| head`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout(), $($arg)*).is_err() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }};
+}
+
+/// Arguments of `lode dnssec`.
+#[derive(clap::Args, Debug)]
+#[command(after_long_help = HELP)]
+pub struct DnssecArgs {
+    #[command(subcommand)]
+    command: DnssecCommand,
+    /// The key folder (the configuration's `kasp-db`).
+    #[arg(long, global = true, value_name = "DIR")]
+    kasp_db: Option<PathBuf>,
+    /// Take the key folder from this configuration file (`kasp-db`, else
+    /// `keys` in its `journal-dir`).
+    #[arg(long, short = 'c', global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum DnssecCommand {
+    /// List a zone's keys: tag, algorithm, role, created, file.
+    List {
+        /// The zone.
+        zone: String,
+    },
+    /// Make a key for a zone.
+    Generate {
+        /// The zone.
+        zone: String,
+        /// ecdsap256sha256 (13), ecdsap384sha384 (14) or ed25519 (15).
+        #[arg(long, short = 'a', default_value = "ecdsap256sha256")]
+        algorithm: String,
+        /// A zone signing key (default: a key signing key, the KSK).
+        #[arg(long)]
+        zsk: bool,
+    },
+    /// Import a BIND key pair (the .private file; its .key file next to it).
+    ImportBind {
+        /// The zone.
+        zone: String,
+        /// `K<zone>+<alg>+<tag>.private` (or its .key).
+        file: PathBuf,
+    },
+    /// Import a PKCS #8 private key in PEM.
+    ImportPem {
+        /// The zone.
+        zone: String,
+        /// The PEM file (`-----BEGIN PRIVATE KEY-----`).
+        file: PathBuf,
+        /// Its algorithm.
+        #[arg(long, short = 'a', default_value = "ecdsap256sha256")]
+        algorithm: String,
+        /// A zone signing key (default: a KSK).
+        #[arg(long)]
+        zsk: bool,
+    },
+    /// Print the zone's DNSKEY records, and the DS, CDS and CDNSKEY of its KSKs.
+    Ds {
+        /// The zone.
+        zone: String,
+    },
+}
+
+const HELP: &str = "\
+A zone with `dnssec-signing = true` is signed with the keys in its folder of
+the key folder (`kasp-db`): KASP_DB/<zone>/K<zone>+<alg>+<tag>.key, one text
+file per key, mode 0600 (format: crates/dnssec/src/key.rs). When a signed zone
+first loads and has no keys, the server makes them by its policy: a KSK and a
+ZSK (or one CSK with single-type-signing). Keys added or removed here are
+taken in when the server next starts: the zone is then signed again whole.
+
+Examples:
+  lode dnssec list example.com -c /etc/lode/lode.toml
+  lode dnssec ds example.com -c /etc/lode/lode.toml       # give the DS to the parent
+  lode dnssec generate example.com --kasp-db keys -a ed25519
+  lode dnssec import-bind example.com Kexample.com.+013+12345.private -c lode.toml";
+
+/// Runs the command.
+pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
+    let kasp_db = kasp_db(&args)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    match args.command {
+        DnssecCommand::List { zone } => {
+            let zone = zone_name(&zone)?;
+            let dir = key_dir(&kasp_db, &zone);
+            let keys = SigningKey::read_all(&dir, zone.as_ref())?;
+            if keys.is_empty() {
+                outln!("{zone}: no keys in {}", dir.display());
+            }
+            for k in &keys {
+                outln!(
+                    "{zone} tag {:5} {} ({:2}) {} created {} {}",
+                    k.tag(),
+                    k.algorithm,
+                    k.algorithm.number(),
+                    if k.is_ksk() { "KSK" } else { "ZSK" },
+                    k.created,
+                    dir.join(k.file_name()).display()
+                );
+            }
+        }
+        DnssecCommand::Generate {
+            zone,
+            algorithm,
+            zsk,
+        } => {
+            let zone = zone_name(&zone)?;
+            let algorithm = parse_algorithm(&algorithm)?;
+            let flags = if zsk { ZSK_FLAGS } else { KSK_FLAGS };
+            let key = SigningKey::generate(&zone, algorithm, flags, now)?;
+            save(&kasp_db, &zone, &key)?;
+        }
+        DnssecCommand::ImportBind { zone, file } => {
+            let zone = zone_name(&zone)?;
+            let private = file.with_extension("private");
+            let public = file.with_extension("key");
+            let read = |p: &Path| {
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+            };
+            let key = import::from_bind(&zone, &read(&public)?, &read(&private)?, now)?;
+            save(&kasp_db, &zone, &key)?;
+        }
+        DnssecCommand::ImportPem {
+            zone,
+            file,
+            algorithm,
+            zsk,
+        } => {
+            let zone = zone_name(&zone)?;
+            let pem = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let flags = if zsk { ZSK_FLAGS } else { KSK_FLAGS };
+            let key = import::from_pem(&zone, parse_algorithm(&algorithm)?, flags, &pem, now)?;
+            save(&kasp_db, &zone, &key)?;
+        }
+        DnssecCommand::Ds { zone } => {
+            let zone = zone_name(&zone)?;
+            let dir = key_dir(&kasp_db, &zone);
+            let keys = SigningKey::read_all(&dir, zone.as_ref())?;
+            if keys.is_empty() {
+                bail!("{zone}: no keys in {}", dir.display());
+            }
+            for k in &keys {
+                outln!("{zone} DNSKEY {}", k.dnskey_text());
+            }
+            for k in keys.iter().filter(|k| k.is_ksk()) {
+                let ds = k.ds_text();
+                outln!("{zone} DS {ds}");
+                outln!("{zone} CDS {ds}");
+                outln!("{zone} CDNSKEY {}", k.dnskey_text());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a key and says so.
+fn save(kasp_db: &Path, zone: &Name, key: &SigningKey) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let path = key.write(&key_dir(kasp_db, zone))?;
+    let _ = writeln!(
+        std::io::stdout(),
+        "{zone}: {} tag {} ({}) written to {}",
+        if key.is_ksk() { "KSK" } else { "ZSK" },
+        key.tag(),
+        key.algorithm,
+        path.display()
+    );
+    if key.is_ksk() {
+        let _ = writeln!(std::io::stdout(), "{zone} DS {}", key.ds_text());
+    }
+    Ok(())
+}
+
+fn parse_algorithm(text: &str) -> anyhow::Result<Algorithm> {
+    Algorithm::parse(text).ok_or_else(|| {
+        anyhow!("algorithm {text:?}: ecdsap256sha256 (13), ecdsap384sha384 (14), ed25519 (15) or rsasha256 (8)")
+    })
+}
+
+fn zone_name(text: &str) -> anyhow::Result<Name> {
+    Name::parse(text, Some(&Name::root()))
+        .map(|n| n.to_lowercase())
+        .map_err(|e| anyhow!("zone {text:?}: {e}"))
+}
+
+/// The key folder of a zone (as the server names it).
+fn key_dir(kasp_db: &Path, zone: &Name) -> PathBuf {
+    lode_server::key_dir(kasp_db, zone)
+}
+
+/// The key folder from the options.
+fn kasp_db(args: &DnssecArgs) -> anyhow::Result<PathBuf> {
+    if let Some(d) = &args.kasp_db {
+        return Ok(d.clone());
+    }
+    let Some(conf) = &args.config else {
+        bail!("say where the keys are: --kasp-db DIR or --config FILE");
+    };
+    let file = lode_server::config::ConfigFile::read(conf)?;
+    let base = conf.parent().unwrap_or(Path::new("."));
+    if let Some(d) = &file.kasp_db {
+        return Ok(base.join(d));
+    }
+    match &file.journal_dir {
+        Some(j) => Ok(base.join(j).join("keys")),
+        None => bail!(
+            "{}: neither kasp-db nor journal-dir is set (signed zones need journal-dir)",
+            conf.display()
+        ),
+    }
+}

@@ -1,0 +1,308 @@
+//! Lode and Knot DNS sign the same zone with the same keys (issue 18):
+//! the same records covered, the same NSEC or NSEC3 chain, the same DNSKEY
+//! RRset, and DO=1 answers identical in everything but signature bytes and
+//! validity times.
+//!
+//! Two keys made by BIND's `dnssec-keygen` are imported into both servers
+//! (`lode dnssec import-bind`, Knot's `keymgr import-bind`); Knot signs with
+//! a manual policy (keys as they are), Lode with the same algorithm. The
+//! NSEC3 case uses a salt-less chain (a random salt could not be the same).
+//! `LODE_REQUIRE_KNOT=1` and `LODE_REQUIRE_DNSSEC_TOOLS=1` turn missing
+//! tools into failures.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const ZONE: &str = "$ORIGIN example.
+$TTL 300
+@ SOA ns host 1 3600 600 86400 60
+@ NS ns
+ns A 192.0.2.1
+www A 192.0.2.80
+www AAAA 2001:db8::80
+a.b.c TXT \"ent above\"
+* TXT wild
+sub NS ns.sub
+sub DS 12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF
+ns.sub A 192.0.2.53
+unsigned NS ns.elsewhere.
+d DNAME example.net.
+mail MX 10 www
+";
+
+/// Queries answered by both (name, type).
+const QUERIES: &[(&str, &str)] = &[
+    ("example.", "SOA"),
+    ("example.", "DNSKEY"),
+    ("example.", "NS"),
+    ("www.example.", "A"),
+    ("www.example.", "TXT"),
+    ("nothing.example.", "A"),
+    ("anything.example.", "TXT"),
+    ("x.a.b.c.example.", "A"),
+    ("b.c.example.", "A"),
+    ("sub.example.", "NS"),
+    ("host.sub.example.", "A"),
+    ("sub.example.", "DS"),
+    ("unsigned.example.", "DS"),
+    ("in.unsigned.example.", "A"),
+    ("x.d.example.", "A"),
+    ("mail.example.", "MX"),
+    ("zzz.example.", "AAAA"),
+];
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn tools_present() -> bool {
+    let dnssec = have("dnssec-keygen");
+    let knot = knot_available() && have("keymgr") && have("kdig");
+    if !dnssec {
+        assert!(
+            std::env::var_os("LODE_REQUIRE_DNSSEC_TOOLS").is_none(),
+            "dnssec-keygen (bind9-utils) is required"
+        );
+    }
+    if !knot {
+        assert!(
+            std::env::var_os("LODE_REQUIRE_KNOT").is_none(),
+            "knotd and keymgr are required"
+        );
+    }
+    if !(dnssec && knot) {
+        eprintln!("SKIP: needs knot, knot-dnsutils and bind9-utils");
+    }
+    dnssec && knot
+}
+
+/// Makes a KSK and a ZSK with dnssec-keygen in `dir`; their file stems.
+fn bind_keys(dir: &Path) -> Vec<String> {
+    ["-fKSK", ""]
+        .iter()
+        .map(|flag| {
+            let mut cmd = Command::new("dnssec-keygen");
+            cmd.current_dir(dir).args(["-q", "-a", "ECDSAP256SHA256"]);
+            if !flag.is_empty() {
+                cmd.arg(flag);
+            }
+            let out = cmd.arg("example.").output().expect("dnssec-keygen");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        })
+        .collect()
+}
+
+fn start_knot_signer(dir: &Path, port: u16, keys: &[String], nsec3: bool) -> Server {
+    let zone = dir.join("example.zone");
+    std::fs::write(&zone, ZONE).unwrap();
+    let d = dir.display();
+    let conf = dir.join("knot.conf");
+    let chain = if nsec3 {
+        "    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n"
+    } else {
+        "    nsec3: off\n"
+    };
+    std::fs::write(
+        &conf,
+        format!(
+            "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    udp-max-payload: 1232\n\
+             database:\n    storage: \"{d}\"\n\
+             log:\n  - target: stderr\n    any: info\n\
+             policy:\n  - id: same\n    manual: on\n    algorithm: ecdsap256sha256\n{chain}\
+             template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: none\n\
+             zone:\n  - domain: example.\n    file: \"{}\"\n    dnssec-signing: on\n    dnssec-policy: same\n",
+            zone.display()
+        ),
+    )
+    .unwrap();
+    for k in keys {
+        let out = Command::new(knot_tool("keymgr"))
+            .arg("-c")
+            .arg(&conf)
+            .args(["example.", "import-bind"])
+            .arg(dir.join("bind").join(format!("{k}.private")))
+            .output()
+            .expect("keymgr");
+        assert!(
+            out.status.success(),
+            "keymgr import-bind: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let log = dir.join("knotd.log");
+    let logf = std::fs::File::create(&log).unwrap();
+    let child = Command::new(knotd())
+        .arg("-c")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().unwrap())
+        .stderr(logf)
+        .spawn()
+        .expect("knotd");
+    let server = Server::adopt(format!("knotd@{port}"), port, child, log);
+    wait_signed(&server, port);
+    server
+}
+
+/// knotd lives in /usr/sbin with its tools.
+fn knot_tool(name: &str) -> String {
+    let sbin = format!("/usr/sbin/{name}");
+    if Path::new(&sbin).exists() {
+        sbin
+    } else {
+        name.to_string()
+    }
+}
+
+/// Waits until the server answers the zone's DNSKEY (signed).
+fn wait_signed(server: &Server, port: u16) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if dig(port, "example.", "DNSKEY").contains("DNSKEY\t257") {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!(
+        "{} did not serve a signed zone:\n{}",
+        server.label,
+        server.log_tail(30)
+    );
+}
+
+fn dig(port: u16, name: &str, rtype: &str) -> String {
+    let out = Command::new("kdig")
+        .args(["@127.0.0.1", "-p", &port.to_string(), name, rtype])
+        .args([
+            "+dnssec",
+            "+norecurse",
+            "+nocomments",
+            "+noquestion",
+            "+nostats",
+        ])
+        .args(["+timeout=2", "+retry=1"])
+        .output()
+        .expect("kdig");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// A record line with what differs between two signers of the same keys
+/// taken out: the RRSIG's validity times and signature bytes.
+fn normalized(line: &str) -> String {
+    let w: Vec<&str> = line.split_whitespace().collect();
+    if w.get(3) == Some(&"RRSIG") && w.len() >= 12 {
+        // owner ttl class RRSIG covered alg labels ttl exp inc tag signer sig
+        return format!(
+            "{} {} {} RRSIG {} {} {} {} {} {}",
+            w[0], w[1], w[2], w[4], w[5], w[6], w[7], w[10], w[11]
+        );
+    }
+    w.join(" ")
+}
+
+/// The records of an answer (or transfer), normalized, in order.
+fn records(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(normalized)
+        .collect()
+}
+
+fn compare(nsec3: bool) {
+    if !tools_present() {
+        return;
+    }
+    let tag = if nsec3 { "knot-nsec3" } else { "knot-nsec" };
+    let dir = TempDir::new(&format!("signing-{tag}"));
+    let bind = dir.0.join("bind");
+    std::fs::create_dir_all(&bind).unwrap();
+    let keys = bind_keys(&bind);
+    // Lode: the keys imported, a policy that matches.
+    let lode_dir = dir.0.join("lode");
+    std::fs::create_dir_all(&lode_dir).unwrap();
+    for k in &keys {
+        let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+            .args(["dnssec", "import-bind", "example."])
+            .arg(bind.join(format!("{k}.private")))
+            .arg("--kasp-db")
+            .arg(lode_dir.join("keys"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::fs::write(lode_dir.join("example.zone"), ZONE).unwrap();
+    let chain = if nsec3 { "nsec3 = true\n" } else { "" };
+    std::fs::write(
+        lode_dir.join("lode.toml"),
+        format!(
+            "journal-dir = \"journal\"\nkasp-db = \"keys\"\ncontrol = \"\"\nzonefile-sync = -1\n\
+             [[acl]]\nid = \"xfr\"\naction = [\"transfer\"]\n\
+             [[policy]]\nid = \"same\"\n{chain}\
+             [[zone]]\nname = \"example.\"\nfile = \"example.zone\"\nacl = [\"xfr\"]\n\
+             dnssec-signing = true\ndnssec-policy = \"same\"\n"
+        ),
+    )
+    .unwrap();
+    let lode_port = pick_port_in(16870, 16884);
+    let _lode = start_lode_config(
+        &lode_dir.join("lode.toml"),
+        lode_port,
+        &lode_dir.join("lode.log"),
+        &["example."],
+    )
+    .unwrap_or_else(|e| panic!("lode: {e}"));
+    let knot_dir = dir.0.join("knot");
+    std::fs::create_dir_all(&knot_dir).unwrap();
+    std::fs::rename(&bind, knot_dir.join("bind")).unwrap();
+    let knot_port = pick_port_in(16885, 16899);
+    let _knot = start_knot_signer(&knot_dir, knot_port, &keys, nsec3);
+
+    // Every answer the same but for signature bytes and times.
+    let mut differences = Vec::new();
+    for (name, rtype) in QUERIES {
+        let (l, k) = (dig(lode_port, name, rtype), dig(knot_port, name, rtype));
+        let (lr, kr) = (records(&l), records(&k));
+        if lr != kr {
+            differences.push(format!(
+                "{name} {rtype}\n--- lode\n{}\n--- knot\n{}",
+                lr.join("\n"),
+                kr.join("\n")
+            ));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "{} of {} answers differ:\n{}",
+        differences.len(),
+        QUERIES.len(),
+        differences.join("\n\n")
+    );
+}
+
+#[test]
+fn lode_and_knot_sign_the_same_zone_with_the_same_keys_alike_nsec() {
+    compare(false);
+}
+
+#[test]
+fn lode_and_knot_sign_the_same_zone_with_the_same_keys_alike_nsec3() {
+    compare(true);
+}
