@@ -11,7 +11,8 @@
 #
 # Environment: WORK (scratch, default /var/tmp/lode-update-cpu), CLIENTS, DURATION,
 # ZONEFILE_SYNC (default -1, as the peer comparisons of lode-bench run Knot and Lode:
-# zone files not written back), PERF=1 (perf record of the server into WORK/perf.data).
+# zone files not written back), PERF=1 (perf record of the server into WORK/perf.data),
+# SIGNED=true (the zones signed by Lode: dnssec-signing, Knot's default policy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${WORK:-/var/tmp/lode-update-cpu}
@@ -36,7 +37,9 @@ mkdir -p "$work/journal"
     echo "zonefile-sync = ${ZONEFILE_SYNC:--1}"
     echo "[[key]]"; echo "id = \"$key_name\""; echo 'algorithm = "hmac-sha256"'; echo "secret = \"$secret\""
     echo "[[acl]]"; echo 'id = "upd"'; echo "key = [\"$key_name\"]"; echo 'action = ["update"]'
-    grep -v '^#' "$work/set/lode.toml" | sed 's/^file = .*/&\nacl = ["upd"]/'
+    signing=""
+    [ "${SIGNED:-false}" = true ] && signing='\ndnssec-signing = true'
+    grep -v '^#' "$work/set/lode.toml" | sed "s/^file = .*/&\nacl = [\"upd\"]$signing/"
 } > "$work/lode.toml"
 taskset -c 0 "$LODE" serve --config "$work/lode.toml" --workers 1 > "$work/serve.log" 2>&1 &
 pid=$!

@@ -261,33 +261,14 @@ impl Signer {
                 nsecs
             }
         };
-        let mut jobs: Vec<Job> = Vec::new();
-        for id in bare.node_ids() {
-            if bare.shadow(id).is_some() {
-                continue;
-            }
-            let node = bare.node(id);
-            for set in node.rrsets() {
-                if nsec::is_signed(&bare, id, set.rtype()) {
-                    jobs.push(Job {
-                        owner: node.owner().to_name(),
-                        rtype: set.rtype(),
-                        ttl: set.ttl(),
-                        rdatas: set.rdatas().map(Box::from).collect(),
-                    });
-                }
-            }
-        }
-        for r in &chain {
-            jobs.push(Job {
-                owner: r.owner.clone(),
-                rtype: r.rtype,
-                ttl: r.ttl,
-                rdatas: vec![r.rdata.clone()],
-            });
-        }
-        let sigs = self.sign_jobs(&jobs, zone.class(), now);
-        drop(jobs);
+        // Signed straight from the zone on the policy's threads (no copy
+        // of the RRsets): each thread a run of names, then the chain.
+        let ids: Vec<NodeId> = bare
+            .node_ids()
+            .filter(|&id| bare.shadow(id).is_none())
+            .collect();
+        let sigs = self.sign_nodes(&bare, &ids, &chain, now);
+        drop(ids);
         let mut b = ZoneBuilder::new(zone.origin().to_name())
             .class(zone.class())
             .changed();
@@ -299,20 +280,50 @@ impl Signer {
             .0)
     }
 
-    /// Signs RRsets on the policy's threads.
-    fn sign_jobs(&self, jobs: &[Job], class: lode_wire::Class, now: u64) -> Vec<Record> {
+    /// Signs the RRsets of the nodes `ids` of `zone` and the `chain`
+    /// records on the policy's threads.
+    fn sign_nodes(&self, zone: &Zone, ids: &[NodeId], chain: &[Record], now: u64) -> Vec<Record> {
         let validity = self.validity(now);
+        let class = zone.class();
         let threads = self.policy.signing_threads.clamp(1, 64);
-        let chunk = jobs.len().div_ceil(threads).max(1);
+        let chunk = ids.len().div_ceil(threads).max(1);
+        let chain_chunk = chain.len().div_ceil(threads).max(1);
         std::thread::scope(|s| {
-            let handles: Vec<_> = jobs
-                .chunks(chunk)
-                .map(|part| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let ids = ids
+                        .get(t * chunk..((t + 1) * chunk).min(ids.len()))
+                        .unwrap_or(&[]);
+                    let chain = chain
+                        .get(t * chain_chunk..((t + 1) * chain_chunk).min(chain.len()))
+                        .unwrap_or(&[]);
                     s.spawn(move || {
                         let mut scratch = Vec::new();
-                        let mut out = Vec::with_capacity(part.len());
-                        for job in part {
-                            self.sign_job(job, class, validity, &mut scratch, &mut out);
+                        let mut out = Vec::with_capacity(ids.len() * 2 + chain.len());
+                        for &id in ids {
+                            let node = zone.node(id);
+                            for set in node.rrsets() {
+                                if !nsec::is_signed(zone, id, set.rtype()) {
+                                    continue;
+                                }
+                                let rdatas: Vec<&[u8]> = set.rdatas().collect();
+                                let target = RRsetRef {
+                                    owner: node.owner(),
+                                    rtype: set.rtype(),
+                                    class,
+                                    ttl: set.ttl(),
+                                };
+                                self.sign_set(&target, &rdatas, validity, &mut scratch, &mut out);
+                            }
+                        }
+                        for r in chain {
+                            let target = RRsetRef {
+                                owner: r.owner.as_ref(),
+                                rtype: r.rtype,
+                                class,
+                                ttl: r.ttl,
+                            };
+                            self.sign_set(&target, &[&r.rdata], validity, &mut scratch, &mut out);
                         }
                         out
                     })
@@ -326,6 +337,27 @@ impl Signer {
     }
 
     /// The signatures of one RRset, by each key of its role, into `out`.
+    fn sign_set(
+        &self,
+        set: &RRsetRef<'_>,
+        rdatas: &[&[u8]],
+        validity: Validity,
+        scratch: &mut Vec<u8>,
+        out: &mut Vec<Record>,
+    ) {
+        for key in self.keys_for(set.rtype) {
+            out.push(sign_rrset(
+                set,
+                rdatas.iter().copied(),
+                key,
+                self.origin.as_ref(),
+                validity,
+                scratch,
+            ));
+        }
+    }
+
+    /// The signatures of one owned RRset, by each key of its role, into `out`.
     pub(crate) fn sign_job(
         &self,
         job: &Job,
@@ -340,15 +372,7 @@ impl Signer {
             class,
             ttl: job.ttl,
         };
-        for key in self.keys_for(job.rtype) {
-            out.push(sign_rrset(
-                &set,
-                job.rdatas.iter().map(|r| &**r),
-                key,
-                self.origin.as_ref(),
-                validity,
-                scratch,
-            ));
-        }
+        let rdatas: Vec<&[u8]> = job.rdatas.iter().map(|r| &**r).collect();
+        self.sign_set(&set, &rdatas, validity, scratch, out);
     }
 }

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Signing (issue 18 §4), side by side on this machine, algorithm 13:
+#
+# 1. Full signing of one ENUM zone of RECORDS NAPTR records (default 500,000:
+#    one zone of the 5 M set), NSEC and NSEC3: wall time, signatures/s and
+#    peak memory of Lode (`lode serve` with dnssec-signing, time from start to
+#    "signed whole"), Knot's kzonesign (signing-threads 2), BIND's
+#    dnssec-signzone -n 2 and ldns-signzone (NSEC only for the last two), and
+#    the machine's crypto ceiling (`openssl speed -multi 2 ecdsap256`).
+# 2. Durable signed single-RR updates/s (64 TCP clients, TSIG, 10 zones of
+#    the 500 k set): Lode signing vs Lode unsigned.
+#
+#   bash scripts/bench-signing.sh                 # both parts
+#   PART=1 RECORDS=100000 bash scripts/bench-signing.sh
+#
+# Environment: WORK (scratch, default /var/tmp/lode-signing), RECORDS, PART
+# (1, 2 or both), DURATION (part 2, seconds, default 10), CLIENTS (64),
+# PEERS=0 (part 1: Lode alone, without the peers and the crypto ceiling).
+# Needs knot-dnssecutils (kzonesign), bind9-utils, ldnsutils, openssl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${WORK:-/var/tmp/lode-signing}
+records=${RECORDS:-500000}
+part=${PART:-both}
+port=15393
+export PATH="$PATH:/usr/sbin"
+cargo build --release --bin lode --bin lode-bench >/dev/null
+LODE=$PWD/target/release/lode
+BENCH=$PWD/target/release/lode-bench
+mkdir -p "$work"
+
+# Signature records in zone text on stdin (type field RRSIG, not a bitmap's).
+count_sigs() {
+    awk '$3 == "RRSIG" || $4 == "RRSIG" { n++ } END { print n + 0 }'
+}
+
+# Peak resident memory (MiB) and wall seconds of a command: "WALL PEAK".
+measure() {
+    /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" > "$work/cmd.log" 2>&1 || {
+        echo "failed: $*" >&2
+        tail -5 "$work/cmd.log" >&2
+        return 1
+    }
+    awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$work/time.txt"
+}
+
+if [ "$part" = 1 ] || [ "$part" = both ]; then
+    set_dir="$work/set-$records"
+    if [ ! -f "$set_dir/lode.toml" ]; then
+        "$BENCH" gen enum --records "$records" --zones 1 --out "$set_dir" --prefix 16461 >/dev/null
+    fi
+    zone=$(grep '^name' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
+    file=$(grep '^file' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
+    case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
+    names=$(grep -cv '^\s*[;$]' "$file" || true)
+    echo "zone $zone: $(wc -l < "$file") lines in $file"
+    [ "${PEERS:-1}" = 0 ] || echo "crypto ceiling: $(openssl speed -multi 2 -seconds 3 ecdsap256 2>/dev/null | awk '/256 bits ecdsa/ {print $(NF-1) " signatures/s (openssl, 2 processes)"}' | tail -1)"
+    printf '%-34s %9s %10s %12s %9s\n' "signer" "wall s" "signatures" "sig/s" "peak MiB"
+
+    # Lode: the time from start to the "signed whole" line, peak from /proc.
+    for chain in nsec nsec3; do
+        rm -rf "$work/lode-$chain"
+        mkdir -p "$work/lode-$chain"
+        nsec3=false
+        [ "$chain" = nsec3 ] && nsec3=true
+        cat > "$work/lode-$chain/lode.toml" <<EOF
+listen = ["127.0.0.1:$port"]
+journal-dir = "$work/lode-$chain/journal"
+control = ""
+zonefile-sync = -1
+[[acl]]
+id = "xfr"
+action = ["transfer"]
+[[policy]]
+id = "bench"
+signing-threads = 2
+nsec3 = $nsec3
+[[zone]]
+name = "$zone"
+file = "$file"
+acl = ["xfr"]
+dnssec-signing = true
+dnssec-policy = "bench"
+EOF
+        start=$(date +%s.%N)
+        "$LODE" serve --config "$work/lode-$chain/lode.toml" --workers 1 > "$work/lode-$chain/serve.log" 2>&1 &
+        pid=$!
+        for _ in $(seq 1 3000); do
+            grep -q "signed whole" "$work/lode-$chain/serve.log" && break
+            kill -0 $pid 2>/dev/null || break
+            sleep 0.1
+        done
+        end=$(date +%s.%N)
+        peak=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' /proc/$pid/status)
+        sigs=$(kdig @127.0.0.1 -p $port "$zone" AXFR +nocomments 2>/dev/null | count_sigs)
+        kill $pid; wait $pid 2>/dev/null || true
+        took=$(grep -oE 'signed whole in [0-9.]+ s' "$work/lode-$chain/serve.log" | grep -oE '[0-9.]+' | head -1)
+        wall=$(echo "$end - $start" | bc)
+        printf '%-34s %9.1f %10s %12.0f %9s   (signing alone %s s: %.0f sig/s)\n' "lode ($chain, 2 threads, from start)" "$wall" "$sigs" "$(echo "$sigs / $wall" | bc -l)" "$peak" "$took" "$(echo "$sigs / $took" | bc -l)"
+    done
+
+    if [ "${PEERS:-1}" = 0 ]; then
+        exit 0
+    fi
+    # Knot 3.2: kzonesign with a policy of 2 signing threads.
+    for chain in nsec nsec3; do
+        k="$work/knot-$chain"
+        rm -rf "$k"
+        mkdir -p "$k/out"
+        nsec3=off
+        [ "$chain" = nsec3 ] && nsec3=on
+        cat > "$k/knot.conf" <<EOF
+database:
+    storage: "$k"
+policy:
+  - id: bench
+    algorithm: ecdsap256sha256
+    signing-threads: 2
+    nsec3: $nsec3
+    nsec3-iterations: 0
+    nsec3-salt-length: 0
+zone:
+  - domain: $zone
+    file: "$file"
+    dnssec-signing: on
+    dnssec-policy: bench
+EOF
+        read -r wall peak < <(measure kzonesign -c "$k/knot.conf" -o "$k/out" "$zone")
+        sigs=$(cat "$k/out/"* | count_sigs)
+        printf '%-34s %9.1f %10s %12.0f %9s\n' "knot kzonesign ($chain, 2 threads)" "$wall" "$sigs" "$(echo "$sigs / $wall" | bc -l)" "$peak"
+    done
+
+    # BIND 9.18: dnssec-signzone -n 2, NSEC.
+    b="$work/bind"
+    rm -rf "$b"
+    mkdir -p "$b"
+    (cd "$b" && dnssec-keygen -q -a ECDSAP256SHA256 -f KSK "$zone" >/dev/null && dnssec-keygen -q -a ECDSAP256SHA256 "$zone" >/dev/null)
+    cp "$file" "$b/zone"
+    read -r wall peak < <(measure dnssec-signzone -O full -n 2 -S -K "$b" -o "$zone" -f "$b/zone.signed" "$b/zone")
+    sigs=$(count_sigs < "$b/zone.signed")
+    printf '%-34s %9.1f %10s %12.0f %9s\n' "bind dnssec-signzone (nsec, -n 2)" "$wall" "$sigs" "$(echo "$sigs / $wall" | bc -l)" "$peak"
+
+    # ldns-signzone: one thread, NSEC.
+    l="$work/ldns"
+    rm -rf "$l"
+    mkdir -p "$l"
+    (cd "$l" && ldns-keygen -a ECDSAP256SHA256 -k "$zone" > ksk && ldns-keygen -a ECDSAP256SHA256 "$zone" > zsk)
+    cp "$file" "$l/zone"
+    read -r wall peak < <(measure ldns-signzone -f "$l/zone.signed" "$l/zone" "$l/$(cat "$l/ksk")" "$l/$(cat "$l/zsk")")
+    sigs=$(count_sigs < "$l/zone.signed")
+    printf '%-34s %9.1f %10s %12.0f %9s\n' "ldns-signzone (nsec, 1 thread)" "$wall" "$sigs" "$(echo "$sigs / $wall" | bc -l)" "$peak"
+    echo "($names names in the zone file)"
+fi
+
+if [ "$part" = 2 ] || [ "$part" = both ]; then
+    # Part 2: the update benchmark of scripts/bench-update-cpu.sh with and
+    # without signing.
+    for signed in false true; do
+        echo "== durable single-RR updates, dnssec-signing = $signed"
+        SIGNED=$signed WORK="$work/update-$signed" bash scripts/bench-update-cpu.sh 2>&1 | grep -E "updates/s|per durable|acknowledged|fdatasync" || true
+    done
+fi
