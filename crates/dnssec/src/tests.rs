@@ -484,3 +484,47 @@ fn due_signatures_are_made_again_in_batches_that_cover_the_zone() {
     // Every signature now outlives the first ones' expiry.
     verify_at(&z, &s, NOW + u64::from(policy.rrsig_lifetime) + 5).unwrap();
 }
+
+#[test]
+fn a_group_of_changes_merged_and_signed_in_one_pass_verifies() {
+    for s in [
+        signer(Algorithm::EcdsaP256, false),
+        signer_with(Algorithm::EcdsaP256, false, nsec3_policy(0, false)),
+    ] {
+        let mut current = s.sign_zone(&zone(ZONE), None, NOW).unwrap();
+        let mut dice = Dice(42);
+        for round in 0..20 {
+            // Five changes, each made on the version before (unsigned), as a
+            // writer stages a group; then one signing pass over their merge.
+            let mut version = current.clone();
+            let mut group = Vec::new();
+            for i in 0..5 {
+                let name = format!("n{}.g{}.example.", dice.next(4), dice.next(2));
+                let r = txt(&name, if i % 2 == 0 { "x" } else { "y" });
+                let exists = version
+                    .find(r.owner.as_ref())
+                    .and_then(|id| {
+                        version
+                            .node(id)
+                            .rrset(Rtype::TXT)
+                            .map(|s| s.rdatas().any(|d| *d == *r.rdata))
+                    })
+                    .unwrap_or(false);
+                let cs = if exists {
+                    change(&version, vec![r], vec![])
+                } else {
+                    change(&version, vec![], vec![r])
+                };
+                version = version.apply(&cs).unwrap();
+                group.push(cs);
+            }
+            let merged = Changeset::merge(group).unwrap();
+            let (next, signed) = s.sign_change(&current, &merged, NOW).unwrap();
+            verify(&next, &s).unwrap_or_else(|e| panic!("round {round}: {e}"));
+            assert_eq!(next.serial(), current.serial() + 5);
+            let replayed: Vec<_> = current.apply(&signed).unwrap().records().collect();
+            assert_eq!(replayed, next.records().collect::<Vec<_>>());
+            current = next;
+        }
+    }
+}

@@ -44,6 +44,66 @@ impl Changeset {
     pub fn is_empty(&self) -> bool {
         self.removed.is_empty() && self.added.is_empty()
     }
+
+    /// Changesets that follow one another as one: from the first one's SOA
+    /// to the last one's; a record added then removed (or removed then
+    /// added back as it was) is in neither list. None for an empty list.
+    pub fn merge(list: Vec<Changeset>) -> Option<Changeset> {
+        type Key = ((Box<[u8]>, Rtype, u16, Box<[u8]>), u32);
+        let key = |r: &Record| -> Key { (identity(r), r.ttl) };
+        /// Records in order, with the place of each by key.
+        #[derive(Default)]
+        struct Side {
+            records: Vec<Option<Record>>,
+            at: std::collections::HashMap<Key, usize>,
+        }
+        impl Side {
+            fn push(&mut self, k: Key, r: Record) {
+                self.at.insert(k, self.records.len());
+                self.records.push(Some(r));
+            }
+            fn take(&mut self, k: &Key) -> bool {
+                match self.at.remove(k) {
+                    Some(i) => self.records[i].take().is_some(),
+                    None => false,
+                }
+            }
+            fn into_vec(self) -> Vec<Record> {
+                self.records.into_iter().flatten().collect()
+            }
+        }
+        let mut iter = list.into_iter();
+        let first = iter.next()?;
+        let (mut removed, mut added) = (Side::default(), Side::default());
+        for r in first.removed {
+            removed.push(key(&r), r);
+        }
+        for r in first.added {
+            added.push(key(&r), r);
+        }
+        let mut soa_to = first.soa_to;
+        for cs in iter {
+            for r in cs.removed {
+                let k = key(&r);
+                if !added.take(&k) {
+                    removed.push(k, r);
+                }
+            }
+            for r in cs.added {
+                let k = key(&r);
+                if !removed.take(&k) {
+                    added.push(k, r);
+                }
+            }
+            soa_to = cs.soa_to;
+        }
+        Some(Changeset {
+            soa_from: first.soa_from,
+            soa_to,
+            removed: removed.into_vec(),
+            added: added.into_vec(),
+        })
+    }
 }
 
 /// Why a changeset could not be applied.
@@ -159,5 +219,69 @@ impl Zone {
             b.add(r, 0);
         }
         b.build().map(|(z, _)| z).map_err(ApplyError::Invalid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(owner: &str, ttl: u32, last: u8) -> Record {
+        Record {
+            owner: owner.parse().unwrap(),
+            class: lode_wire::Class::IN,
+            rtype: Rtype::A,
+            ttl,
+            rdata: vec![192, 0, 2, last].into(),
+        }
+    }
+
+    fn soa(serial: u32) -> Record {
+        let mut rdata = b"\x02ns\x00\x04host\x00".to_vec();
+        rdata.extend_from_slice(&serial.to_be_bytes());
+        rdata.extend_from_slice(&[0; 16]);
+        Record {
+            owner: "example.".parse().unwrap(),
+            class: lode_wire::Class::IN,
+            rtype: Rtype::SOA,
+            ttl: 300,
+            rdata: rdata.into(),
+        }
+    }
+
+    fn cs(from: u32, removed: Vec<Record>, added: Vec<Record>) -> Changeset {
+        Changeset {
+            soa_from: soa(from),
+            soa_to: soa(from + 1),
+            removed,
+            added,
+        }
+    }
+
+    #[test]
+    fn merged_changesets_cancel_what_comes_and_goes() {
+        let merged = Changeset::merge(vec![
+            cs(
+                1,
+                vec![rec("a.example.", 300, 1)],
+                vec![rec("b.example.", 300, 2)],
+            ),
+            cs(
+                2,
+                vec![rec("b.example.", 300, 2)],
+                vec![rec("a.example.", 300, 1)],
+            ),
+            // A TTL change stays a removal and an addition.
+            cs(
+                3,
+                vec![rec("c.example.", 300, 3)],
+                vec![rec("c.example.", 60, 3)],
+            ),
+        ])
+        .unwrap();
+        assert_eq!((merged.serial_from(), merged.serial_to()), (1, 4));
+        assert_eq!(merged.removed, vec![rec("c.example.", 300, 3)]);
+        assert_eq!(merged.added, vec![rec("c.example.", 60, 3)]);
+        assert!(Changeset::merge(Vec::new()).is_none());
     }
 }

@@ -138,6 +138,9 @@ pub struct Stage {
     pub policy: SerialPolicy,
     /// The zone's signer, when it is signed here.
     pub signer: Option<Arc<Signer>>,
+    /// The zone is signed here, though this stage does not sign (see
+    /// [`Stage::unsigned`]): zone-file differences leave DNSSEC records out.
+    signed_zone: bool,
 }
 
 impl Stage {
@@ -146,6 +149,7 @@ impl Stage {
         Stage {
             policy,
             signer: None,
+            signed_zone: false,
         }
     }
 
@@ -154,6 +158,53 @@ impl Stage {
         Stage {
             policy,
             signer: Some(signer),
+            signed_zone: true,
+        }
+    }
+
+    /// The same stage without its signer: the changes of a group are
+    /// staged with it one by one, then signed together ([`Stage::sign_group`]).
+    pub fn unsigned(&self) -> Stage {
+        Stage {
+            policy: self.policy,
+            signer: None,
+            signed_zone: self.signed_zone,
+        }
+    }
+
+    /// The changes of one group (each staged unsigned, in order, from
+    /// `current`) as one changeset, signed in one pass: the SOA and every
+    /// NSEC touched twice in the group signed once (Knot signs a batch of
+    /// updates as one). Returns the version and the changeset to journal;
+    /// for a zone not signed here, the changes as they are.
+    pub fn sign_group(
+        &self,
+        current: &Arc<Zone>,
+        changes: Vec<Changeset>,
+        now: u64,
+    ) -> Result<(Arc<Zone>, Vec<Changeset>), StageError> {
+        let Some(signer) = &self.signer else {
+            let mut version = current.clone();
+            for cs in &changes {
+                version = Arc::new(version.apply(cs).map_err(|error| StageError::Apply {
+                    from: cs.serial_from(),
+                    to: cs.serial_to(),
+                    error,
+                })?);
+            }
+            return Ok((version, changes));
+        };
+        let Some(merged) = Changeset::merge(changes) else {
+            return Ok((current.clone(), Vec::new()));
+        };
+        match signer.sign_change(current, &merged, now) {
+            Ok((version, signed)) => Ok((Arc::new(version), vec![signed])),
+            Err(lode_dnssec::SignError::Apply(error)) => Err(StageError::Apply {
+                from: merged.serial_from(),
+                to: merged.serial_to(),
+                error,
+            }),
+            Err(e) => Err(StageError::Sign(e)),
         }
     }
 

@@ -787,12 +787,15 @@ impl Writer {
         let mut version = base.clone();
         let mut changes: Vec<Changeset> = Vec::new();
         let mut outcomes: Vec<Result<String, u16>> = Vec::with_capacity(group.len());
+        // A signed zone: each change staged unsigned, the group signed in
+        // one pass after (see `Stage::sign_group`).
+        let stage = self.stage.unsigned();
         for work in &group {
             let staged = match work {
                 Work::Update(job) => ddns::parse_update(&job.msg)
                     .map_err(StageError::Update)
-                    .and_then(|req| self.stage.run(&version, Change::Update(&req), now)),
-                Work::File { zone, .. } => self.stage.run(&version, Change::Difference(zone), now),
+                    .and_then(|req| stage.run(&version, Change::Update(&req), now)),
+                Work::File { zone, .. } => stage.run(&version, Change::Difference(zone), now),
                 Work::Flush { .. }
                 | Work::History { .. }
                 | Work::Incremental { .. }
@@ -840,9 +843,28 @@ impl Writer {
             outcomes.push(outcome);
         }
         let mut durable = true;
+        if self.stage.signer.is_some() && !changes.is_empty() {
+            match self
+                .stage
+                .sign_group(&base, std::mem::take(&mut changes), now)
+            {
+                Ok((signed, cs)) => {
+                    version = signed;
+                    changes = cs;
+                }
+                Err(e) => {
+                    durable = false;
+                    tracing::error!(
+                        "zone {}: the group's changes could not be signed ({e}): {} updates answered SERVFAIL",
+                        self.origin,
+                        group.len()
+                    );
+                }
+            }
+        }
         // The zone's first change: its state goes first (the base the
         // journal continues, and the zone file version it took in).
-        if self.state_pending && !changes.is_empty() {
+        if durable && self.state_pending && !changes.is_empty() {
             if let Err(e) = self.write_state_now(true) {
                 durable = false;
                 tracing::error!(
