@@ -10,11 +10,14 @@
 # 2. Durable signed single-RR updates/s (64 TCP clients, TSIG, 10 zones of
 #    the 500 k set): Lode signing vs Lode unsigned.
 #
-#   bash scripts/bench-signing.sh                 # both parts
+# 3. The same updates to Knot 3.2 signing the same zones (PART=3; Knot's
+#    default policy, zonefile-sync -1, journal-content changes).
+#
+#   bash scripts/bench-signing.sh                 # parts 1 and 2
 #   PART=1 RECORDS=100000 bash scripts/bench-signing.sh
 #
 # Environment: WORK (scratch, default /var/tmp/lode-signing), RECORDS, PART
-# (1, 2 or both), DURATION (part 2, seconds, default 10), CLIENTS (64),
+# (1, 2, 3 or both = 1 and 2), DURATION (part 2, seconds, default 10), CLIENTS (64),
 # PEERS=0 (part 1: Lode alone, without the peers and the crypto ceiling).
 # Needs knot-dnssecutils (kzonesign), bind9-utils, ldnsutils, openssl.
 set -euo pipefail
@@ -159,4 +162,64 @@ if [ "$part" = 2 ] || [ "$part" = both ]; then
         echo "== durable single-RR updates, dnssec-signing = $signed"
         SIGNED=$signed WORK="$work/update-$signed" bash scripts/bench-update-cpu.sh 2>&1 | grep -E "updates/s|per durable|acknowledged|fdatasync" || true
     done
+fi
+
+if [ "$part" = 3 ]; then
+    k="$work/knot-update"
+    rm -rf "$k"
+    mkdir -p "$k"
+    set_dir="$work/update-true/set"
+    if [ ! -f "$set_dir/lode.toml" ]; then
+        "$BENCH" gen enum --records 500000 --zones 10 --out "$set_dir" --prefix 16461 >/dev/null
+    fi
+    key_name=bench-update.
+    secret=bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=
+    {
+        echo "server:"
+        echo "    rundir: \"$k\""
+        echo "    listen: 127.0.0.1@$port"
+        echo "    background-workers: 2"
+        echo "key:"
+        echo "  - id: $key_name"
+        echo "    algorithm: hmac-sha256"
+        echo "    secret: $secret"
+        echo "acl:"
+        echo "  - id: upd"
+        echo "    key: $key_name"
+        echo "    action: update"
+        echo "database:"
+        echo "    storage: \"$k\""
+        echo "template:"
+        echo "  - id: default"
+        echo "    storage: \"$k\""
+        echo "    zonefile-sync: -1"
+        echo "    zonefile-load: whole"
+        echo "    journal-content: changes"
+        echo "    dnssec-signing: on"
+        echo "    acl: upd"
+        echo "zone:"
+        paste -d' ' <(grep '^name' "$set_dir/lode.toml" | cut -d'"' -f2) <(grep '^file' "$set_dir/lode.toml" | cut -d'"' -f2) |
+            while read -r name file; do
+                case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
+                echo "  - domain: $name"
+                echo "    file: \"$file\""
+            done
+    } > "$k/knot.conf"
+    taskset -c 0 knotd -c "$k/knot.conf" > "$k/knotd.log" 2>&1 &
+    kpid=$!
+    trap 'kill $kpid 2>/dev/null || true' EXIT
+    first=$(grep '^name' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
+    last=$(grep '^name' "$set_dir/lode.toml" | tail -1 | cut -d'"' -f2)
+    for _ in $(seq 1 600); do
+        if kdig +short +time=1 +retry=0 @127.0.0.1 -p $port "$last" DNSKEY | grep -q . &&
+            kdig +short +time=1 +retry=0 @127.0.0.1 -p $port "$first" DNSKEY | grep -q .; then break; fi
+        sleep 0.5
+    done
+    zones=()
+    for z in $(grep '^name' "$set_dir/lode.toml" | cut -d'"' -f2); do zones+=(--zone "$z"); done
+    echo "== durable single-RR updates, Knot 3.2 signing"
+    taskset -c 1 "$BENCH" update --server 127.0.0.1:$port "${zones[@]}" --clients "${CLIENTS:-64}" \
+        --duration "${DURATION:-10}" --tsig "hmac-sha256:$key_name:$secret" --fsync-dir "$k" |
+        grep -E "updates/s|acknowledged|fdatasync" || true
+    kill $kpid
 fi

@@ -42,6 +42,10 @@
 //! nsid = "ns1"                            # RFC 5001 NSID (text or 0x-hex); "" none; default: host name
 //! edns-padding = true                     # pad TCP answers to padded queries (RFC 7830)
 //!
+//! kasp-db = "/var/lib/lode/keys"          # signing keys; default: "keys" in journal-dir
+//! [[policy]]                              # signing policies, Knot's names (config/dnssec.rs)
+//! id = "default"
+//!
 //! [dnstap]                                # query logging, off when absent (config/dnstap.rs)
 //! sink = "unix:/run/dnstap.sock"          # or a file path
 //!
@@ -60,6 +64,8 @@
 //! zonefile-sync = 60                      # overrides the global value
 //! catalog-zone = "catalog.example."       # a member of that generated catalog
 //! catalog-group = "enum"                  # its group there (optional)
+//! dnssec-signing = true                   # Lode signs the zone (needs journal-dir)
+//! dnssec-policy = "default"               # a [[policy]] id
 //!
 //! [[zone]]                                # a catalog zone (RFC 9432) made from its members
 //! name = "catalog.example."
