@@ -35,6 +35,7 @@ pub mod signer;
 pub use key::{Algorithm, KeyError, SigningKey, KSK_FLAGS, ZSK_FLAGS};
 pub use nsec3::{Nsec3, Nsec3Policy};
 pub use refresh::Due;
+pub use rrsig::signatures_made;
 pub use signer::{is_signer_type, Policy, SignError, Signer};
 
 #[cfg(test)]

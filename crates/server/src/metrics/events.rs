@@ -91,6 +91,14 @@ pub(super) fn families(out: &mut Vec<Family>) {
     );
     out.push(
         Family::new(
+            "lode_dnssec_signatures",
+            "RRSIGs made for the zones Lode signs (whole zones, changes, signatures made again before they expire).",
+            Kind::Counter,
+        )
+        .with(&[], Value::Int(lode_dnssec::signatures_made())),
+    );
+    out.push(
+        Family::new(
             "lode_journal_commits",
             "Journal writes made durable (one fdatasync for a group of updates).",
             Kind::Counter,

@@ -1,0 +1,200 @@
+//! The configuration: parsing and merging.
+
+use super::*;
+
+fn opts() -> Options {
+    Options::default()
+}
+
+#[test]
+fn secondaries_take_their_primaries_and_timer_bounds() {
+    let text = r#"
+        journal-dir = "j"
+        [[remote]]
+        id = "p"
+        address = ["192.0.2.1@5353", "2001:db8::1"]
+        [[zone]]
+        name = "s.example."
+        master = ["p"]
+        refresh-min-interval = 10
+        expire-max-interval = 100
+    "#;
+    let c = Config::merge(&ConfigFile::parse(text).unwrap(), Path::new("/x"), &opts()).unwrap();
+    let o = c.zone_options(&"s.example.".parse().unwrap());
+    assert_eq!(o.masters[0].addresses[0], "192.0.2.1:5353".parse().unwrap());
+    assert_eq!(
+        o.masters[0].addresses[1],
+        "[2001:db8::1]:53".parse().unwrap()
+    );
+    assert_eq!(o.timers.apply(1, 1, 1_000_000), (10, 2, 100));
+    assert_eq!(c.zones[0].source, ZoneSource::Transfer);
+    // Bounds that contradict each other, a file on a secondary, no journal.
+    for bad in [
+        text.replace(
+            "refresh-min-interval = 10",
+            "refresh-min-interval = 10\nrefresh-max-interval = 5",
+        ),
+        text.replace("master = [\"p\"]", "master = [\"p\"]\nfile = \"z\""),
+        text.replace("journal-dir = \"j\"", ""),
+        text.replace("master = [\"p\"]", "master = [\"q\"]"),
+    ] {
+        let f = ConfigFile::parse(&bad).unwrap();
+        assert!(
+            Config::merge(&f, Path::new("/x"), &opts()).is_err(),
+            "accepted: {bad}"
+        );
+    }
+}
+
+#[test]
+fn full_file_parses() {
+    let text = r#"
+        listen = ["127.0.0.1:15430", "[::1]:15430", "192.0.2.1", "::1", "[2001:db8::1]"]
+        workers = 3
+        max-udp-payload = 1400
+        tcp-idle-timeout = 5
+        tcp-max-clients = 50
+        control = "/tmp/x.sock"
+        log-level = "debug"
+
+        [[zone]]
+        name = "e164.arpa"
+        file = "e164.zone"
+
+        [[zone]]
+        name = "Example.COM."
+        file = "/abs/example.zone"
+    "#;
+    let file = ConfigFile::parse(text).unwrap();
+    let c = Config::merge(&file, Path::new("/etc/lode"), &opts()).unwrap();
+    assert_eq!(
+        c.listen,
+        vec![
+            "127.0.0.1:15430".parse().unwrap(),
+            "[::1]:15430".parse().unwrap(),
+            "192.0.2.1:53".parse().unwrap(),
+            "[::1]:53".parse().unwrap(),
+            "[2001:db8::1]:53".parse().unwrap(),
+        ]
+    );
+    assert_eq!(c.workers, 3);
+    assert_eq!(c.max_udp_payload, 1400);
+    assert_eq!(c.tcp_idle_timeout, Duration::from_secs(5));
+    assert_eq!(c.tcp_max_clients, 50);
+    assert_eq!(c.control, Some(PathBuf::from("/tmp/x.sock")));
+    assert_eq!(c.log_level, "debug");
+    assert!(!c.demo);
+    assert_eq!(c.zones.len(), 2);
+    assert_eq!(c.zones[0].name, "e164.arpa.".parse::<Name>().unwrap());
+    assert_eq!(
+        c.zones[0].source,
+        ZoneSource::File(PathBuf::from("/etc/lode/e164.zone"))
+    );
+    assert_eq!(
+        c.zones[1].source,
+        ZoneSource::File(PathBuf::from("/abs/example.zone"))
+    );
+}
+
+#[test]
+fn a_file_without_zones_serves_nothing_not_the_demo() {
+    let o = Options {
+        config: Some("/etc/lode/lode.toml".into()),
+        ..Options::default()
+    };
+    let c = Config::merge(&ConfigFile::default(), Path::new("/etc/lode"), &o).unwrap();
+    assert!(!c.demo);
+    assert!(c.zones.is_empty());
+    let file = ConfigFile::parse("log-format = \"json\"\nuser = \"0\"\n").unwrap();
+    let c = Config::merge(&file, Path::new("/etc/lode"), &o).unwrap();
+    assert_eq!(c.log_format, "json");
+    assert_eq!(c.user.map(|u| u.uid), Some(0));
+    let file = ConfigFile::parse("log-format = \"xml\"\n").unwrap();
+    assert!(Config::merge(&file, Path::new(""), &o).is_err());
+}
+
+#[test]
+fn empty_file_gives_demo_defaults() {
+    let c = Config::merge(&ConfigFile::default(), Path::new(""), &opts()).unwrap();
+    assert!(c.demo);
+    assert_eq!(c.zones.len(), crate::demo::zones().len());
+    assert_eq!(c.listen[0], "127.0.0.1:5300".parse().unwrap());
+    assert_eq!(c.max_udp_payload, DEFAULT_MAX_UDP_PAYLOAD);
+    assert_eq!(
+        c.tcp_idle_timeout,
+        Duration::from_secs(DEFAULT_TCP_IDLE_SECS)
+    );
+    assert_eq!(c.tcp_max_clients, DEFAULT_TCP_MAX_CLIENTS);
+    assert!(c.workers >= 1);
+    assert_eq!(c.control, Some(default_control_path()));
+    let none = ConfigFile::parse("control = \"\"").unwrap();
+    let c = Config::merge(&none, Path::new(""), &opts()).unwrap();
+    assert_eq!(c.control, None);
+}
+
+#[test]
+fn command_line_overrides_and_adds() {
+    let file = ConfigFile::parse(
+        "listen = [\"127.0.0.1:1\"]\nworkers = 2\n[[zone]]\nname = \"a.\"\nfile = \"a.zone\"\n[[zone]]\nname = \"b.\"\nfile = \"b.zone\"\n",
+    )
+    .unwrap();
+    let o = Options {
+        listen: vec!["127.0.0.1:15431".into()],
+        zones: vec![
+            ("B".into(), "/new/b.zone".into()),
+            ("c.".into(), "c.zone".into()),
+        ],
+        workers: Some(5),
+        control: Some("/tmp/c.sock".into()),
+        ..Options::default()
+    };
+    let c = Config::merge(&file, Path::new("/cfg"), &o).unwrap();
+    assert_eq!(c.listen, vec!["127.0.0.1:15431".parse().unwrap()]);
+    assert_eq!(c.workers, 5);
+    assert_eq!(c.control, Some(PathBuf::from("/tmp/c.sock")));
+    let z: Vec<String> = c
+        .zones
+        .iter()
+        .map(|z| format!("{} {}", z.name, z.source))
+        .collect();
+    assert_eq!(z, vec!["a. /cfg/a.zone", "B. /new/b.zone", "c. c.zone"]);
+}
+
+#[test]
+fn bad_values_are_refused_with_their_key() {
+    for (text, key) in [
+        ("workers = 0", "workers"),
+        ("max-udp-payload = 100", "max-udp-payload"),
+        ("max-udp-payload = 65000", "max-udp-payload"),
+        ("tcp-idle-timeout = 0", "tcp-idle-timeout"),
+        ("tcp-max-clients = 0", "tcp-max-clients"),
+        ("log-level = \"loud\"", "log-level"),
+        ("listen = [\"localhost:53\"]", "localhost:53"),
+        ("listen = [\"127.0.0.1:99999\"]", "127.0.0.1:99999"),
+        ("[[zone]]\nname = \"a..b\"\nfile = \"x\"", "a..b"),
+    ] {
+        let file = ConfigFile::parse(text).unwrap();
+        let e = Config::merge(&file, Path::new(""), &opts()).unwrap_err();
+        assert!(e.to_string().contains(key), "{text}: {e}");
+    }
+}
+
+#[test]
+fn unknown_keys_and_bad_syntax_are_refused() {
+    let e = ConfigFile::parse("listne = [\"127.0.0.1:53\"]").unwrap_err();
+    assert!(e.to_string().contains("listne"), "{e}");
+    let e = ConfigFile::parse("[[zone]]\nname = \"a.\"\nfiel = \"x\"").unwrap_err();
+    assert!(e.to_string().contains("fiel"), "{e}");
+    let e = ConfigFile::parse("workers = ").unwrap_err();
+    assert!(e.to_string().contains("line 1"), "{e}");
+}
+
+#[test]
+fn missing_file_names_the_path() {
+    let o = Options {
+        config: Some("/nonexistent/lode.toml".into()),
+        ..Options::default()
+    };
+    let e = Config::resolve(&o).unwrap_err();
+    assert!(e.to_string().starts_with("/nonexistent/lode.toml: "), "{e}");
+}
