@@ -369,6 +369,34 @@ fn scenario(tag: &str, policy: &str) {
     assert!(axfr.contains("from-file.example."), "{axfr}");
     validated(&unbound, "from-file.example.", "A", "NOERROR");
 
+    // The operator's unsigned file back, one name more, and a reload
+    // (SIGHUP): the difference leaves the signer's records alone — the
+    // zone is the file's names, signed, with a serial past the served one.
+    std::fs::write(
+        &file,
+        format!("{ZONE}from-reload.example. 300 IN A 192.0.2.124\n"),
+    )
+    .unwrap();
+    let hup = Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let serial = verify(&dir.0, port, "reloaded");
+        let axfr = std::fs::read_to_string(dir.0.join("axfr.txt")).unwrap();
+        if axfr.contains("from-reload.example.") {
+            assert!(serial > after_file, "serial {after_file} → {serial}");
+            assert!(!axfr.contains("fresh.example."), "the file is the truth\n{axfr}");
+            assert!(axfr.contains("RRSIG\tDNSKEY"), "{axfr}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the reload was not taken\n{}", server.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    validated(&unbound, "from-reload.example.", "A", "NOERROR");
+
     // Acknowledged updates survive kill -9, signed.
     for i in 0..5 {
         assert!(update(
