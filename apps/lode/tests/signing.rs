@@ -388,11 +388,18 @@ fn scenario(tag: &str, policy: &str) {
         let axfr = std::fs::read_to_string(dir.0.join("axfr.txt")).unwrap();
         if axfr.contains("from-reload.example.") {
             assert!(serial > after_file, "serial {after_file} → {serial}");
-            assert!(!axfr.contains("fresh.example."), "the file is the truth\n{axfr}");
+            assert!(
+                !axfr.contains("fresh.example."),
+                "the file is the truth\n{axfr}"
+            );
             assert!(axfr.contains("RRSIG\tDNSKEY"), "{axfr}");
             break;
         }
-        assert!(Instant::now() < deadline, "the reload was not taken\n{}", server.log());
+        assert!(
+            Instant::now() < deadline,
+            "the reload was not taken\n{}",
+            server.log()
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     validated(&unbound, "from-reload.example.", "A", "NOERROR");

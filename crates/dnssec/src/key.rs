@@ -126,6 +126,10 @@ enum Pair {
     Ecdsa(EcdsaKeyPair),
     Ed25519(Ed25519KeyPair),
     Rsa(signature::RsaKeyPair),
+    /// ECDSA with RFC 6979 nonces (reproducible-signing).
+    P256(p256::ecdsa::SigningKey),
+    /// ECDSA P-384 with RFC 6979 nonces.
+    P384(p384::ecdsa::SigningKey),
 }
 
 /// One key: its DNSKEY facts and its private half.
@@ -228,6 +232,24 @@ impl SigningKey {
         Ok(key)
     }
 
+    /// The key signing with deterministic nonces (RFC 6979), so that the
+    /// same data signed twice gives the same signature (Knot's
+    /// `reproducible-signing`). Ed25519 and RSA signatures are so already.
+    pub fn reproducible(mut self) -> Result<SigningKey, KeyError> {
+        use p256::pkcs8::DecodePrivateKey as _;
+        let bad = |e: &dyn fmt::Display| KeyError::BadKey(e.to_string());
+        self.pair = match (&self.pair, self.algorithm) {
+            (Pair::Ecdsa(_), Algorithm::EcdsaP256) => Pair::P256(
+                p256::ecdsa::SigningKey::from_pkcs8_der(&self.pkcs8).map_err(|e| bad(&e))?,
+            ),
+            (Pair::Ecdsa(_), Algorithm::EcdsaP384) => Pair::P384(
+                p384::ecdsa::SigningKey::from_pkcs8_der(&self.pkcs8).map_err(|e| bad(&e))?,
+            ),
+            _ => return Ok(self),
+        };
+        Ok(self)
+    }
+
     /// The key tag.
     pub fn tag(&self) -> u16 {
         self.tag
@@ -292,6 +314,16 @@ impl SigningKey {
                     Ok(()) => sig,
                     Err(_) => Vec::new(),
                 }
+            }
+            Pair::P256(k) => {
+                use p256::ecdsa::signature::Signer as _;
+                let sig: p256::ecdsa::Signature = k.sign(data);
+                sig.to_bytes().to_vec()
+            }
+            Pair::P384(k) => {
+                use p384::ecdsa::signature::Signer as _;
+                let sig: p384::ecdsa::Signature = k.sign(data);
+                sig.to_bytes().to_vec()
             }
         }
     }

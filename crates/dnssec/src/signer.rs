@@ -29,6 +29,9 @@ pub struct Policy {
     pub signing_threads: usize,
     /// NSEC3 instead of NSEC (None: NSEC).
     pub nsec3: Option<Nsec3Policy>,
+    /// ECDSA signatures with RFC 6979 nonces: the same data signed again
+    /// gives the same signature (Knot's reproducible-signing; slower).
+    pub reproducible_signing: bool,
 }
 
 impl Default for Policy {
@@ -39,6 +42,7 @@ impl Default for Policy {
             rrsig_refresh: 7 * 86400,
             signing_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             nsec3: None,
+            reproducible_signing: false,
         }
     }
 }
@@ -52,6 +56,8 @@ pub enum SignError {
     /// The signed changes do not apply (a bug, or a change that did not
     /// apply in the first place).
     Apply(ApplyError),
+    /// A key cannot be used as the policy asks.
+    Key(crate::KeyError),
 }
 
 impl std::fmt::Display for SignError {
@@ -59,6 +65,7 @@ impl std::fmt::Display for SignError {
         match self {
             SignError::NoKeys => f.write_str("no signing keys"),
             SignError::Apply(e) => write!(f, "signed changes do not apply: {e}"),
+            SignError::Key(e) => write!(f, "{e}"),
         }
     }
 }
@@ -102,6 +109,14 @@ impl Signer {
         if keys.is_empty() {
             return Err(SignError::NoKeys);
         }
+        let keys = if policy.reproducible_signing {
+            keys.into_iter()
+                .map(SigningKey::reproducible)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(SignError::Key)?
+        } else {
+            keys
+        };
         Ok(Signer {
             origin: origin.to_lowercase(),
             keys: keys.into_iter().map(Arc::new).collect(),

@@ -528,3 +528,32 @@ fn a_group_of_changes_merged_and_signed_in_one_pass_verifies() {
         }
     }
 }
+
+#[test]
+fn reproducible_signing_gives_the_same_signatures_twice() {
+    let origin: Name = "example.".parse().unwrap();
+    let ksk = SigningKey::generate(&origin, Algorithm::EcdsaP256, KSK_FLAGS, 0).unwrap();
+    let pkcs8_text = ksk.to_file_text();
+    let dir = std::env::temp_dir().join(format!("lode-repro-{}", std::process::id()));
+    let path = ksk.write(&dir).unwrap();
+    let again = || SigningKey::read(&path).unwrap();
+    let policy = Policy {
+        reproducible_signing: true,
+        ..Policy::default()
+    };
+    let a = Signer::new(&origin, vec![again()], policy.clone()).unwrap();
+    let b = Signer::new(&origin, vec![again()], policy).unwrap();
+    let za = a.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    let zb = b.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    verify(&za, &a).unwrap();
+    let sigs =
+        |z: &Zone| -> Vec<Record> { z.records().filter(|r| r.rtype == Rtype::RRSIG).collect() };
+    assert_eq!(sigs(&za), sigs(&zb));
+    // Without it, ECDSA signatures differ from one signing to the next.
+    let c = Signer::new(&origin, vec![again()], Policy::default()).unwrap();
+    let zc = c.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    verify(&zc, &c).unwrap();
+    assert_ne!(sigs(&za), sigs(&zc));
+    assert!(pkcs8_text.contains("pkcs8:"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -18,6 +18,7 @@
 //! nsec3-salt-length = 0                   # bytes of random salt (kept until the policy changes)
 //! nsec3-opt-out = false                   # insecure delegations get no NSEC3
 //! manual = false                          # keys are not rolled yet either way
+//! reproducible-signing = false            # RFC 6979 ECDSA: the same data, the same signature
 //!
 //! [[zone]]
 //! name = "example."
@@ -67,6 +68,8 @@ pub struct PolicyEntry {
     pub signing_threads: Option<usize>,
     /// Keys are managed by hand (no automatic key events).
     pub manual: Option<bool>,
+    /// ECDSA signatures with RFC 6979 nonces (the same data, the same signature).
+    pub reproducible_signing: Option<bool>,
 }
 
 /// How one zone is signed.
@@ -137,6 +140,7 @@ fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
     let mut policy = lode_dnssec::Policy {
         dnskey_ttl: p.dnskey_ttl,
         nsec3,
+        reproducible_signing: p.reproducible_signing.unwrap_or(false),
         ..lode_dnssec::Policy::default()
     };
     if let Some(l) = p.rrsig_lifetime {
