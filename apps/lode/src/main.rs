@@ -67,6 +67,8 @@ enum Command {
     ZoneReload(zonectl::ZoneReloadArgs),
     /// Show each zone's serial, size, source, last load and, for a secondary, its transfer state (as `knotc zone-status`).
     ZoneStatus(zonectl::ZoneStatusArgs),
+    /// Sign a signed zone whole again now, with the next serial (as `knotc zone-sign`).
+    ZoneSign(zonectl::ZoneSignArgs),
     /// Make a secondary zone check its primaries now and transfer what is new (as `knotc zone-refresh`).
     ZoneRefresh(zonectl::ZoneRefreshArgs),
     /// Make a secondary zone transfer the whole zone again (AXFR, as `knotc zone-retransfer`).
@@ -95,6 +97,7 @@ fn main() -> std::process::ExitCode {
         Command::ZoneFlush(a) => zoneflush::run(a),
         Command::Stats(a) => stats::run(a),
         Command::ZoneStatus(a) => zonectl::status(a),
+        Command::ZoneSign(a) => zonectl::zone_sign(a),
         Command::ZoneRefresh(a) => zonectl::refresh(a, false),
         Command::ZoneRetransfer(a) => zonectl::refresh(a, true),
         Command::Man(a) => man::run(a),

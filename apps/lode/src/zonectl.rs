@@ -63,6 +63,35 @@ pub struct ZoneReloadArgs {
     timeout: u64,
 }
 
+/// Arguments of `lode zone-sign`.
+///
+/// The zone's writer signs the zone whole again with its keys (after the
+/// updates queued before): every signature made anew, the serial raised
+/// by the zone's serial-policy, the journal's history before it dropped
+/// (secondaries asking IXFR from older serials get AXFR). As `knotc
+/// zone-sign`. Exit status: 0 when signed, 1 when not (unknown zone, not
+/// signed here), 2 when the server could not be reached.
+#[derive(clap::Args, Debug)]
+pub struct ZoneSignArgs {
+    /// The zone.
+    #[arg(value_name = "NAME")]
+    zone: String,
+    #[command(flatten)]
+    control: ControlArgs,
+    /// Seconds to wait for the signing.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    timeout: u64,
+}
+
+/// Runs `lode zone-sign`.
+pub fn zone_sign(args: ZoneSignArgs) -> anyhow::Result<ExitCode> {
+    send(
+        &args.control,
+        &format!("zone-sign {}", args.zone.trim()),
+        Duration::from_secs(args.timeout),
+    )
+}
+
 /// Arguments of `lode zone-status`.
 #[derive(clap::Args, Debug)]
 #[command(

@@ -149,8 +149,9 @@ fn update(port: u16, lines: &str) -> bool {
 fn config_with(dir: &Path, policy: &str) -> std::path::PathBuf {
     std::fs::write(dir.join("example.zone"), ZONE).unwrap();
     let secret = KEY.rsplit(':').next().unwrap();
+    let control = dir.join("lode.sock").display().to_string();
     let conf = format!(
-        "journal-dir = \"journal\"\ncontrol = \"\"\n\
+        "journal-dir = \"journal\"\ncontrol = \"{control}\"\n\
          [[key]]\nid = \"sign-key.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{secret}\"\n\
          [[acl]]\nid = \"upd\"\nkey = [\"sign-key.\"]\naction = [\"update\"]\n\
          [[acl]]\nid = \"xfr\"\naction = [\"transfer\"]\n\
@@ -403,6 +404,27 @@ fn scenario(tag: &str, policy: &str) {
         std::thread::sleep(Duration::from_millis(200));
     }
     validated(&unbound, "from-reload.example.", "A", "NOERROR");
+
+    // `lode zone-sign`: every signature made anew, the next serial.
+    let before = verify(&dir.0, port, "before zone-sign");
+    std::thread::sleep(Duration::from_millis(1100)); // new validity times
+    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["zone-sign", "example.", "--control"])
+        .arg(dir.0.join("lode.sock"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && said.contains("signed whole"),
+        "{said}"
+    );
+    let old_sigs = expirations(&std::fs::read_to_string(dir.0.join("axfr.txt")).unwrap());
+    let resigned = verify(&dir.0, port, "after zone-sign");
+    assert!(resigned > before, "serial {before} → {resigned}");
+    let new_sigs = expirations(&std::fs::read_to_string(dir.0.join("axfr.txt")).unwrap());
+    let newest_old = old_sigs.iter().max().unwrap();
+    assert!(new_sigs.iter().all(|e| e > newest_old), "{said}");
+    validated(&unbound, "www.example.", "A", "NOERROR");
 
     // Acknowledged updates survive kill -9, signed.
     for i in 0..5 {

@@ -202,7 +202,7 @@ fn gone(e: &io::Error) -> bool {
 /// The commands, for the answer to an unknown one.
 const COMMANDS: &str =
     "status, stats [--json], stop, reload, zone-reload NAME, zone-status [NAME], \
-     zone-flush [NAME], zone-refresh NAME, zone-retransfer NAME";
+     zone-flush [NAME], zone-refresh NAME, zone-retransfer NAME, zone-sign NAME";
 
 fn handle(stream: UnixStream, dispatch: &Dispatch, stopper: &Stopper) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;

@@ -198,6 +198,25 @@ pub(crate) fn make_dispatch(
             ok: true,
             text: crate::metrics::to_json(&scrape.families()),
         }),
+        c if c.starts_with("zone-sign ") => {
+            let arg = c["zone-sign".len()..].trim();
+            Some(match arg.parse::<Name>() {
+                Ok(name) => match updates.sign(&name) {
+                    Ok(text) => Reply {
+                        ok: true,
+                        text: format!("zone {name}: {text}\n"),
+                    },
+                    Err(e) => Reply {
+                        ok: false,
+                        text: format!("zone {name}: {e}\n"),
+                    },
+                },
+                Err(e) => Reply {
+                    ok: false,
+                    text: format!("zone-sign: {arg:?} is not a zone name: {e}"),
+                },
+            })
+        }
         c if c == "zone-flush" || c.starts_with("zone-flush ") => Some(zone_flush(
             &updates,
             &published,

@@ -271,6 +271,26 @@ impl Updates {
             .map_err(FlushError::Failed)
     }
 
+    /// Signs a signed zone whole again now, through its writer (after the
+    /// updates queued before), and waits: what was done, or why not.
+    pub(crate) fn sign(&self, origin: &Name) -> Result<String, String> {
+        let doors = self.zones.load();
+        let door = doors
+            .get(&origin.to_lowercase())
+            .ok_or_else(|| "no such zone is served".to_string())?;
+        let writer = door
+            .writer
+            .as_ref()
+            .ok_or_else(|| "the zone is not signed here (no dnssec-signing)".to_string())?;
+        let (done, result) = mpsc::channel();
+        writer
+            .send(Work::Sign { done })
+            .map_err(|_| "the zone's writer stopped".to_string())?;
+        result
+            .recv()
+            .map_err(|_| "the zone's writer stopped".to_string())?
+    }
+
     /// The zones configured at start, in canonical order, and whether each
     /// takes updates.
     pub(crate) fn zone_names(&self) -> Vec<(Name, bool)> {

@@ -194,6 +194,11 @@ pub(crate) enum Work {
     Flush {
         done: mpsc::Sender<Result<Flushed, String>>,
     },
+    /// A signed zone signed whole again (`lode zone-sign`): answered with
+    /// what was done.
+    Sign {
+        done: mpsc::Sender<Result<String, String>>,
+    },
     /// Changesets transferred in (IXFR): applied in order, journaled,
     /// published; answered with the new serial or why they do not apply.
     Incremental {
@@ -229,6 +234,7 @@ impl Work {
             Work::Update(j) => format!("update from {}", j.peer),
             Work::File { .. } => "the zone file read again".into(),
             Work::Flush { .. } => "zone-flush".into(),
+            Work::Sign { .. } => "zone-sign".into(),
             Work::History { .. } => "an outgoing IXFR".into(),
             Work::Incremental { .. } => "an incoming IXFR".into(),
             Work::Replace { .. } => "an incoming AXFR".into(),
@@ -245,6 +251,9 @@ impl Work {
                 let _ = done.send(Err(why.to_string()));
             }
             Work::Flush { done } => {
+                let _ = done.send(Err(why.to_string()));
+            }
+            Work::Sign { done } => {
                 let _ = done.send(Err(why.to_string()));
             }
             // The transfer falls back to what it can do without history.

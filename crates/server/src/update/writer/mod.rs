@@ -262,9 +262,12 @@ impl Writer {
             .partition(|w| matches!(w, Work::History { .. }));
         self.answer_history(history);
         // Transfers in, one at a time, before the group's updates.
-        let (transfers, group): (Vec<Work>, Vec<Work>) = group
-            .into_iter()
-            .partition(|w| matches!(w, Work::Incremental { .. } | Work::Replace { .. }));
+        let (transfers, group): (Vec<Work>, Vec<Work>) = group.into_iter().partition(|w| {
+            matches!(
+                w,
+                Work::Incremental { .. } | Work::Replace { .. } | Work::Sign { .. }
+            )
+        });
         for t in transfers {
             self.take_transfer(t);
         }
@@ -346,6 +349,9 @@ impl Writer {
             }
             Work::Replace { zone, done } => {
                 let _ = done.send(self.replace(zone));
+            }
+            Work::Sign { done } => {
+                let _ = done.send(self.sign_whole());
             }
             _ => {}
         }
@@ -797,6 +803,7 @@ impl Writer {
                     .and_then(|req| stage.run(&version, Change::Update(&req), now)),
                 Work::File { zone, .. } => stage.run(&version, Change::Difference(zone), now),
                 Work::Flush { .. }
+                | Work::Sign { .. }
                 | Work::History { .. }
                 | Work::Incremental { .. }
                 | Work::Replace { .. } => Ok(Staged::Unchanged),
@@ -935,6 +942,9 @@ impl Writer {
                 }
                 (Work::Flush { done }, _) => {
                     let _ = done.send(Err("not written".into()));
+                }
+                (Work::Sign { done }, _) => {
+                    let _ = done.send(Err("not signed".into()));
                 }
                 (Work::History { .. }, _) => {}
                 (Work::Incremental { done, .. } | Work::Replace { done, .. }, _) => {

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use lode_zones::Change;
+use lode_zones::{Change, Staged};
 
 use super::super::unix_now;
 use super::Writer;
@@ -13,6 +13,36 @@ use super::Writer;
 const EVERY: Duration = Duration::from_secs(1);
 
 impl Writer {
+    /// Signs the zone whole again, with the next serial (`lode zone-sign`,
+    /// as `knotc zone-sign`): every signature made anew, the history
+    /// before it dropped (IXFR from older serials becomes AXFR).
+    pub(super) fn sign_whole(&mut self) -> Result<String, String> {
+        if self.stage.signer.is_none() {
+            return Err("the zone is not signed here (no dnssec-signing)".into());
+        }
+        let current = self.current().ok_or("the zone is not served")?;
+        let started = Instant::now();
+        let made = lode_dnssec::signatures_made();
+        let version = match self
+            .stage
+            .run(&current, Change::Resign, unix_now())
+            .map_err(|e| e.to_string())?
+        {
+            Staged::Replaced { version } => version,
+            _ => return Err("the zone is not signed here".into()),
+        };
+        let serial = self.replace(version)?;
+        self.resign_after = None;
+        let text = format!(
+            "signed whole: {} signatures in {:.1} s, serial {} → {serial}",
+            lode_dnssec::signatures_made().saturating_sub(made),
+            started.elapsed().as_secs_f64(),
+            current.serial()
+        );
+        tracing::info!("zone {}: DNSSEC, {text} (zone-sign)", self.origin);
+        Ok(text)
+    }
+
     /// Makes the next batch of due signatures again, and sets when the
     /// next falls due.
     pub(super) fn refresh_signatures(&mut self) {
