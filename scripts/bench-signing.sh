@@ -13,6 +13,10 @@
 # 3. The same updates to Knot 3.2 signing the same zones (PART=3; Knot's
 #    default policy, zonefile-sync -1, journal-content changes).
 #
+# 4. Memory of a signed zone (PART=4): the NSEC3-signed 500 k zone (signed
+#    by Lode, taken by AXFR) loaded pre-signed by Lode and by Knot: resident
+#    memory above an empty server, bytes per record.
+#
 #   bash scripts/bench-signing.sh                 # parts 1 and 2
 #   PART=1 RECORDS=100000 bash scripts/bench-signing.sh
 #
@@ -222,4 +226,62 @@ if [ "$part" = 3 ]; then
         --duration "${DURATION:-10}" --tsig "hmac-sha256:$key_name:$secret" --fsync-dir "$k" |
         grep -E "updates/s|acknowledged|fdatasync" || true
     kill $kpid
+fi
+
+if [ "$part" = 4 ]; then
+    set_dir="$work/set-$records"
+    if [ ! -f "$set_dir/lode.toml" ]; then
+        "$BENCH" gen enum --records "$records" --zones 1 --out "$set_dir" --prefix 16461 >/dev/null
+    fi
+    zone=$(grep '^name' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
+    file=$(grep '^file' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
+    case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
+    m="$work/memory"
+    rm -rf "$m"
+    mkdir -p "$m"
+    printf '%s\n' "listen = [\"127.0.0.1:$port\"]" "journal-dir = \"$m/journal\"" 'control = ""' \
+        'zonefile-sync = -1' '[[acl]]' 'id = "xfr"' 'action = ["transfer"]' '[[policy]]' \
+        'id = "bench"' 'nsec3 = true' '[[zone]]' "name = \"$zone\"" "file = \"$file\"" \
+        'acl = ["xfr"]' 'dnssec-signing = true' 'dnssec-policy = "bench"' > "$m/sign.toml"
+    "$LODE" serve --config "$m/sign.toml" --workers 1 > "$m/sign.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 3000); do grep -q "signed whole" "$m/sign.log" && break; sleep 0.1; done
+    kdig @127.0.0.1 -p $port "$zone" AXFR +nocomments 2>/dev/null | grep -v '^;' | grep . > "$m/signed.zone"
+    kill $pid; wait $pid 2>/dev/null || true
+    n=$(grep -c . "$m/signed.zone")
+    echo "signed zone: $n records ($(du -m "$m/signed.zone" | cut -f1) MB of text)"
+    printf '$ORIGIN %s\n@ 3600 SOA ns host 1 3600 600 86400 300\n@ 3600 NS ns\nns 3600 A 192.0.2.1\n' "$zone" > "$m/empty.zone"
+    rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+    wait_answer() {
+        for _ in $(seq 1 600); do
+            kdig +short +time=1 +retry=0 @127.0.0.1 -p $port "$zone" SOA 2>/dev/null | grep -q . && return 0
+            sleep 0.5
+        done
+        return 1
+    }
+    declare -A kib
+    for what in signed empty; do
+        zf="$m/$what.zone"
+        "$LODE" serve --zone "$zone=$zf" --listen 127.0.0.1:$port --workers 1 --control "" > "$m/lode-$what.log" 2>&1 &
+        pid=$!
+        wait_answer
+        sleep 1
+        kib[lode-$what]=$(rss $pid)
+        kill $pid; wait $pid 2>/dev/null || true
+        k="$m/knot-$what"
+        mkdir -p "$k"
+        printf 'server:\n    rundir: "%s"\n    listen: 127.0.0.1@%s\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\ndatabase:\n    storage: "%s"\ntemplate:\n  - id: default\n    storage: "%s"\n    zonefile-sync: -1\n    journal-content: none\nzone:\n  - domain: %s\n    file: "%s"\n' \
+            "$k" "$port" "$k" "$k" "$zone" "$zf" > "$k/knot.conf"
+        knotd -c "$k/knot.conf" > "$k/knotd.log" 2>&1 &
+        pid=$!
+        wait_answer
+        sleep 1
+        kib[knot-$what]=$(rss $pid)
+        kill $pid; wait $pid 2>/dev/null || true
+    done
+    printf '%-6s %12s %12s %14s\n' server "RSS KiB" "empty KiB" "bytes/record"
+    for s in lode knot; do
+        printf '%-6s %12s %12s %14.1f\n' "$s" "${kib[$s-signed]}" "${kib[$s-empty]}" \
+            "$(echo "(${kib[$s-signed]} - ${kib[$s-empty]}) * 1024 / $n" | bc -l)"
+    done
 fi
