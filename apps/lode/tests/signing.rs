@@ -425,6 +425,23 @@ fn scenario(tag: &str, policy: &str) {
     let newest_old = old_sigs.iter().max().unwrap();
     assert!(new_sigs.iter().all(|e| e > newest_old), "{said}");
     validated(&unbound, "www.example.", "A", "NOERROR");
+    let status = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["zone-status", "example.", "--control"])
+        .arg(dir.0.join("lode.sock"))
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    let chain_name = if policy.contains("nsec3") {
+        "NSEC3"
+    } else {
+        "NSEC"
+    };
+    assert!(
+        status.contains(&format!("dnssec: signed, {chain_name}"))
+            && status.contains("KSK")
+            && status.contains("SOA signature expires in"),
+        "{status}"
+    );
 
     // Acknowledged updates survive kill -9, signed.
     for i in 0..5 {

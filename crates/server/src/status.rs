@@ -299,6 +299,52 @@ fn zone_refresh(updates: &Updates, zone: &str, axfr: bool) -> Reply {
     }
 }
 
+/// A signed zone's DNSSEC facts, read from its apex: its keys (tags and
+/// roles), its chain, when its SOA signature expires.
+fn dnssec_line(zone: &lode_zonedb::Zone, now: u64) -> Option<String> {
+    use lode_wire::Rtype;
+    let keys = zone.apex_rrset(Rtype::DNSKEY)?;
+    let sigs = zone.apex_rrset(Rtype::RRSIG)?;
+    let tags: Vec<String> = keys
+        .rdatas()
+        .map(|r| {
+            let role = if r.get(1).is_some_and(|f| f & 1 == 1) {
+                "KSK"
+            } else {
+                "ZSK"
+            };
+            let alg = r.get(3).copied().unwrap_or(0);
+            format!("{role} {} alg {alg}", lode_dnssec::key::key_tag(r))
+        })
+        .collect();
+    let chain = match zone
+        .apex_rrset(Rtype::NSEC3PARAM)
+        .and_then(|p| lode_wire::nsec3::Nsec3Params::parse(p.first()))
+    {
+        Some(p) => format!(
+            "NSEC3 (iterations {}, salt length {})",
+            p.iterations,
+            p.salt.len()
+        ),
+        None => "NSEC".into(),
+    };
+    let soa_expires = sigs
+        .rdatas()
+        .filter_map(lode_dnssec::rrsig::rrsig_info)
+        .filter(|i| i.covered == Rtype::SOA)
+        .map(|i| u64::from(i.expiration))
+        .max();
+    let expires = match soa_expires {
+        Some(t) if t >= now => format!("in {} s", t - now),
+        Some(t) => format!("{} s ago (EXPIRED)", now - t),
+        None => "-".into(),
+    };
+    Some(format!(
+        "\n  dnssec: signed, {chain}, keys {}; SOA signature expires {expires}",
+        tags.join(", ")
+    ))
+}
+
 /// `zone-status [NAME]`: serial, records, memory, source, last load (and
 /// the errors of a failed one), and a secondary's transfer state, per zone.
 fn zone_status(
@@ -340,7 +386,7 @@ fn zone_status(
         found = true;
         let z = set.get(name.as_ref());
         let _ = write!(text, "{name}");
-        match z {
+        match z.clone() {
             Some(z) if crate::secondary::is_placeholder(&z) => {
                 let _ = write!(text, " no contents yet (SERVFAIL)");
             }
@@ -384,6 +430,9 @@ fn zone_status(
         }
         if let Some(r) = &record {
             text.push_str(&r.to_lines(now));
+        }
+        if let Some(line) = z.as_deref().and_then(|z| dnssec_line(z, now)) {
+            text.push_str(&line);
         }
         if let Some(t) = transfer.get(&name) {
             let _ = write!(
