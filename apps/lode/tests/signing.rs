@@ -164,6 +164,20 @@ fn config_with(dir: &Path, policy: &str) -> std::path::PathBuf {
     path
 }
 
+/// `lode COMMAND example.` against the server's control socket in `dir`:
+/// whether it succeeded, and what it printed.
+fn control(dir: &Path, command: &str) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args([command, "example.", "--control"])
+        .arg(dir.join("lode.sock"))
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
 /// The DS of the zone's KSK, as `lode` logged it.
 fn ds_from_log(log: &str) -> String {
     log.lines()
@@ -408,16 +422,8 @@ fn scenario(tag: &str, policy: &str) {
     // `lode zone-sign`: every signature made anew, the next serial.
     let before = verify(&dir.0, port, "before zone-sign");
     std::thread::sleep(Duration::from_millis(1100)); // new validity times
-    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
-        .args(["zone-sign", "example.", "--control"])
-        .arg(dir.0.join("lode.sock"))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success() && said.contains("signed whole"),
-        "{said}"
-    );
+    let (ok, said) = control(&dir.0, "zone-sign");
+    assert!(ok && said.contains("signed whole"), "{said}");
     let old_sigs = expirations(&std::fs::read_to_string(dir.0.join("axfr.txt")).unwrap());
     let resigned = verify(&dir.0, port, "after zone-sign");
     assert!(resigned > before, "serial {before} → {resigned}");
@@ -425,12 +431,7 @@ fn scenario(tag: &str, policy: &str) {
     let newest_old = old_sigs.iter().max().unwrap();
     assert!(new_sigs.iter().all(|e| e > newest_old), "{said}");
     validated(&unbound, "www.example.", "A", "NOERROR");
-    let status = Command::new(env!("CARGO_BIN_EXE_lode"))
-        .args(["zone-status", "example.", "--control"])
-        .arg(dir.0.join("lode.sock"))
-        .output()
-        .unwrap();
-    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    let (_, status) = control(&dir.0, "zone-status");
     let chain_name = if policy.contains("nsec3") {
         "NSEC3"
     } else {
