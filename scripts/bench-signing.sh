@@ -17,6 +17,10 @@
 #    by Lode, taken by AXFR) loaded pre-signed by Lode and by Knot: resident
 #    memory above an empty server, bytes per record.
 #
+# 5. Server CPU per answer with DO=1 (PART=5, after PART=4): dnsperf -D at
+#    RATE q/s, existing names and NXDOMAIN, signed (NSEC3) and unsigned, Lode
+#    and Knot, each server pinned to CPU 0.
+#
 #   bash scripts/bench-signing.sh                 # parts 1 and 2
 #   PART=1 RECORDS=100000 bash scripts/bench-signing.sh
 #
@@ -283,5 +287,61 @@ if [ "$part" = 4 ]; then
     for s in lode knot; do
         printf '%-6s %12s %12s %14.1f\n' "$s" "${kib[$s-signed]}" "${kib[$s-empty]}" \
             "$(echo "(${kib[$s-signed]} - ${kib[$s-empty]}) * 1024 / $n" | bc -l)"
+    done
+fi
+
+if [ "$part" = 5 ]; then
+    # 5. Server CPU per answer with DO=1 (RATE q/s for SECS s by dnsperf, the
+    #    server pinned to CPU 0, dnsperf on CPU 1): existing names and
+    #    NXDOMAIN, on the NSEC3-signed zone of part 4 (run it first) and on
+    #    the unsigned zone, Lode and Knot.
+    m="$work/memory"
+    [ -f "$m/signed.zone" ] || { echo "run PART=4 first (it makes $m/signed.zone)" >&2; exit 1; }
+    set_dir="$work/set-$records"
+    zone=$(grep '^name' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
+    file=$(grep '^file' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
+    case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
+    rate=${RATE:-20000}
+    secs=${SECS:-10}
+    q="$work/queries"
+    mkdir -p "$q"
+    awk '$4 == "NAPTR" { print $1, "NAPTR" }' "$m/signed.zone" | sort -u | shuf -n 20000 --random-source=<(yes) > "$q/exist.txt"
+    sed 's/^/nx-/' "$q/exist.txt" | awk '{ print $1, "NAPTR" }' > "$q/nx.txt"
+    cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+    tick=$(getconf CLK_TCK)
+    wait_answer() {
+        for _ in $(seq 1 600); do
+            kdig +short +time=1 +retry=0 @127.0.0.1 -p $port "$zone" SOA 2>/dev/null | grep -q . && return 0
+            sleep 0.5
+        done
+        return 1
+    }
+    printf '%-6s %-9s %-6s %9s %12s %14s\n' server zone kind answered "cpu s" "µs per answer"
+    for server in lode knot; do
+        for z in signed unsigned; do
+            zf="$m/signed.zone"
+            [ $z = unsigned ] && zf="$file"
+            if [ $server = lode ]; then
+                taskset -c 0 "$LODE" serve --zone "$zone=$zf" --listen 127.0.0.1:$port --workers 1 --control "" > "$q/$server-$z.log" 2>&1 &
+            else
+                k="$q/knot-$z"
+                mkdir -p "$k"
+                printf 'server:\n    rundir: "%s"\n    listen: 127.0.0.1@%s\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\ndatabase:\n    storage: "%s"\ntemplate:\n  - id: default\n    storage: "%s"\n    zonefile-sync: -1\n    journal-content: none\nzone:\n  - domain: %s\n    file: "%s"\n' \
+                    "$k" "$port" "$k" "$k" "$zone" "$zf" > "$k/knot.conf"
+                taskset -c 0 knotd -c "$k/knot.conf" > "$k/knotd.log" 2>&1 &
+            fi
+            pid=$!
+            wait_answer
+            for kind in exist nx; do
+                before=$(cpu $pid)
+                taskset -c 1 dnsperf -s 127.0.0.1 -p $port -d "$q/$kind.txt" -D -l "$secs" -Q "$rate" -c 4 > "$q/$server-$z-$kind.txt" 2>&1 || true
+                after=$(cpu $pid)
+                answered=$(awk '/Queries completed/ { print $3 }' "$q/$server-$z-$kind.txt")
+                cpu_s=$(echo "scale=3; ($after - $before) / $tick" | bc)
+                printf '%-6s %-9s %-6s %9s %12s %14.2f\n' "$server" "$z" "$kind" "$answered" "$cpu_s" \
+                    "$(echo "$cpu_s * 1000000 / ${answered:-1}" | bc -l)"
+            done
+            kill $pid; wait $pid 2>/dev/null || true
+        done
     done
 fi

@@ -38,23 +38,25 @@ impl Zone {
         NodeId(self.store.len.saturating_sub(1))
     }
 
-    /// True when the node holds an NSEC3 RRset.
+    /// True when the node is an NSEC3 owner (it holds NSEC3 and signatures
+    /// only): read from its flags, without decoding it.
     fn is_nsec3(&self, id: NodeId) -> bool {
-        self.node(id).rrset(lode_wire::Rtype::NSEC3).is_some()
+        self.info(id).0.contains(crate::NodeFlags::NSEC3_ONLY)
     }
 
-    /// The child of the apex that `id` lies at or below (None for the apex).
+    /// The child of the apex that `id` lies at or below (None for the
+    /// apex), found from the node's key: its first label after the origin.
     fn top(&self, id: NodeId) -> Option<NodeId> {
-        let node = self.node(id);
-        let below = self.origin.as_ref().label_count() + 1;
-        let owner = node.owner();
-        if owner.label_count() < below {
-            return None;
-        }
-        if owner.label_count() == below {
+        let mut key = [0u8; lode_wire::name::MAX_KEY_LEN];
+        let o = self.origin_key.len();
+        key[..o].copy_from_slice(&self.origin_key);
+        let n = self.node(id).key.write(&mut key[o..])?;
+        // Relative keys are labels from the top, each ended by a zero byte.
+        let end = key[o..o + n].iter().position(|&b| b == 0)?;
+        if end + 1 == n {
             return Some(id);
         }
-        self.find(owner.suffix(below)?)
+        self.find_key(&key[..o + end + 1])
     }
 
     /// The NSEC3 node at or before `id` in canonical order, wrapping
