@@ -40,6 +40,15 @@ LODE=$PWD/target/release/lode
 BENCH=$PWD/target/release/lode-bench
 mkdir -p "$work"
 
+# Waits until a server on $port answers $zone's SOA.
+wait_answer() {
+    for _ in $(seq 1 600); do
+        kdig +short +time=1 +retry=0 @127.0.0.1 -p $port "$zone" SOA 2>/dev/null | grep -q . && return 0
+        sleep 0.5
+    done
+    return 1
+}
+
 # Signature records in zone text on stdin (type field RRSIG, not a bitmap's).
 count_sigs() {
     awk '$3 == "RRSIG" || $4 == "RRSIG" { n++ } END { print n + 0 }'
@@ -256,13 +265,6 @@ if [ "$part" = 4 ]; then
     echo "signed zone: $n records ($(du -m "$m/signed.zone" | cut -f1) MB of text)"
     printf '$ORIGIN %s\n@ 3600 SOA ns host 1 3600 600 86400 300\n@ 3600 NS ns\nns 3600 A 192.0.2.1\n' "$zone" > "$m/empty.zone"
     rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-    wait_answer() {
-        for _ in $(seq 1 600); do
-            kdig +short +time=1 +retry=0 @127.0.0.1 -p $port "$zone" SOA 2>/dev/null | grep -q . && return 0
-            sleep 0.5
-        done
-        return 1
-    }
     declare -A kib
     for what in signed empty; do
         zf="$m/$what.zone"
@@ -309,13 +311,6 @@ if [ "$part" = 5 ]; then
     sed 's/^/nx-/' "$q/exist.txt" | awk '{ print $1, "NAPTR" }' > "$q/nx.txt"
     cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
     tick=$(getconf CLK_TCK)
-    wait_answer() {
-        for _ in $(seq 1 600); do
-            kdig +short +time=1 +retry=0 @127.0.0.1 -p $port "$zone" SOA 2>/dev/null | grep -q . && return 0
-            sleep 0.5
-        done
-        return 1
-    }
     printf '%-6s %-9s %-6s %9s %12s %14s\n' server zone kind answered "cpu s" "µs per answer"
     for server in lode knot; do
         for z in signed unsigned; do
