@@ -276,6 +276,19 @@ impl Reloader {
         if config.dnstap != r.dnstap {
             tracing::warn!("reload: [dnstap] changes take effect at restart");
         }
+        // A zone's signer (its keys and policy) is made when its writer
+        // starts: signing settings that change, or a signed zone added
+        // now, take effect at restart (until then the zone is served as
+        // it was, or unsigned).
+        for (name, options) in &config.zone_options {
+            let before = r.zone_options.get(name).map(|o| &o.signing);
+            if before != Some(&options.signing) && (options.signing.is_some() || before.is_some()) {
+                tracing::warn!(
+                    "reload: zone {name}: dnssec-signing/dnssec-policy changes take effect at restart{}",
+                    if before.is_none() { " (served unsigned until then)" } else { "" }
+                );
+            }
+        }
         self.load(&config, false)
     }
 }
