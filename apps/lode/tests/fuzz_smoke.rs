@@ -7,7 +7,8 @@
 //! Likewise the zone-file target's body (fuzz/fuzz_targets/zonefile_body.rs)
 //! over 20,000 mutations of the scenario zone files' lines, and the UPDATE
 //! target's body (fuzz/fuzz_targets/update_body.rs) over 20,000 mutations
-//! of valid UPDATE messages.
+//! of valid UPDATE messages, and the signer target's body
+//! (fuzz/fuzz_targets/signer_body.rs) over 300 random change sequences.
 
 mod common;
 
@@ -19,6 +20,9 @@ mod zonefile_body;
 
 #[path = "../../../fuzz/fuzz_targets/update_body.rs"]
 mod update_body;
+
+#[path = "../../../fuzz/fuzz_targets/signer_body.rs"]
+mod signer_body;
 
 use common::*;
 use std::path::Path;
@@ -414,4 +418,22 @@ fn update_survives_a_deterministic_corpus() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn the_signer_survives_a_deterministic_corpus() {
+    let signed = signer_body::signed();
+    let n: usize = std::env::var("LODE_FUZZ_SMOKE_N")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .map_or(300, |n| (n / 300).max(1));
+    let mut rng = Rng::new(0x5167_0018);
+    for i in 0..n {
+        // One byte picks the chain, then 10 to 40 changes of 3 bytes.
+        let len = 1 + 3 * (10 + rng.below(31));
+        let data: Vec<u8> = (0..len).map(|_| rng.byte()).collect();
+        if let Err(e) = signer_body::check(&signed, &data) {
+            panic!("input {i} ({data:?}): {e}");
+        }
+    }
 }

@@ -25,21 +25,8 @@ use std::time::{Duration, Instant};
 
 const KEY: &str = "hmac-sha256:sign-key.:c2lnbmluZy10ZXN0LWtleS0zMi1ieXRlcy0tLS0tLQ==";
 
-const ZONE: &str = "$ORIGIN example.
-$TTL 300
-@ SOA ns host 1 3600 600 86400 60
-@ NS ns
-ns A 192.0.2.1
-www A 192.0.2.80
-www AAAA 2001:db8::80
-a.b.c TXT \"ent above\"
-* TXT wild
-sub NS ns.sub
-sub DS 12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF
-ns.sub A 192.0.2.53
-unsigned NS ns.elsewhere.
-d DNAME example.net.
-";
+/// The test zone (also the signer fuzz target's and the Knot comparison's).
+const ZONE: &str = include_str!("../../../tests/dnssec/example.zone");
 
 fn tools_present() -> bool {
     let have = |t: &str| {

@@ -64,7 +64,10 @@ impl Signer {
                 .entry(r.owner.key())
                 .or_insert_with(|| (r.owner.clone(), HashSet::new()));
             e.1.insert(r.rtype);
-            if matches!(r.rtype, Rtype::NS | Rtype::DNAME) && r.owner.as_ref() != next.origin() {
+            // NS makes a cut below the apex; DNAME occludes what is below
+            // it anywhere, the apex too.
+            let apex = r.owner.as_ref() == next.origin();
+            if r.rtype == Rtype::DNAME || (r.rtype == Rtype::NS && !apex) {
                 cuts.push(r.owner.clone());
             }
         }

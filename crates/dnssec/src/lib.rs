@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod change;
+pub mod check;
 pub mod import;
 pub mod key;
 pub mod nsec;
