@@ -40,6 +40,18 @@ LODE=$PWD/target/release/lode
 BENCH=$PWD/target/release/lode-bench
 mkdir -p "$work"
 
+# The one-zone ENUM set of $records records (made the first time): sets
+# set_dir, zone and file.
+one_zone_set() {
+    set_dir="$work/set-$records"
+    if [ ! -f "$set_dir/lode.toml" ]; then
+        "$BENCH" gen enum --records "$records" --zones 1 --out "$set_dir" --prefix 16461 >/dev/null
+    fi
+    zone=$(grep '^name' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
+    file=$(grep '^file' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
+    case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
+}
+
 # Waits until a server on $port answers $zone's SOA.
 wait_answer() {
     for _ in $(seq 1 600); do
@@ -65,13 +77,7 @@ measure() {
 }
 
 if [ "$part" = 1 ] || [ "$part" = both ]; then
-    set_dir="$work/set-$records"
-    if [ ! -f "$set_dir/lode.toml" ]; then
-        "$BENCH" gen enum --records "$records" --zones 1 --out "$set_dir" --prefix 16461 >/dev/null
-    fi
-    zone=$(grep '^name' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
-    file=$(grep '^file' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
-    case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
+    one_zone_set
     names=$(grep -cv '^\s*[;$]' "$file" || true)
     echo "zone $zone: $(wc -l < "$file") lines in $file"
     [ "${PEERS:-1}" = 0 ] || echo "crypto ceiling: $(openssl speed -multi 2 -seconds 3 ecdsap256 2>/dev/null | awk '/256 bits ecdsa/ {print $(NF-1) " signatures/s (openssl, 2 processes)"}' | tail -1)"
@@ -242,13 +248,7 @@ if [ "$part" = 3 ]; then
 fi
 
 if [ "$part" = 4 ]; then
-    set_dir="$work/set-$records"
-    if [ ! -f "$set_dir/lode.toml" ]; then
-        "$BENCH" gen enum --records "$records" --zones 1 --out "$set_dir" --prefix 16461 >/dev/null
-    fi
-    zone=$(grep '^name' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
-    file=$(grep '^file' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
-    case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
+    one_zone_set
     m="$work/memory"
     rm -rf "$m"
     mkdir -p "$m"
@@ -299,10 +299,7 @@ if [ "$part" = 5 ]; then
     #    the unsigned zone, Lode and Knot.
     m="$work/memory"
     [ -f "$m/signed.zone" ] || { echo "run PART=4 first (it makes $m/signed.zone)" >&2; exit 1; }
-    set_dir="$work/set-$records"
-    zone=$(grep '^name' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
-    file=$(grep '^file' "$set_dir/lode.toml" | head -1 | cut -d'"' -f2)
-    case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
+    one_zone_set
     rate=${RATE:-20000}
     secs=${SECS:-10}
     q="$work/queries"

@@ -110,6 +110,23 @@ pub fn nsec_record(zone: &Zone, id: NodeId, next: NodeId) -> Record {
     }
 }
 
+/// The records of type `rtype` at node `id`, one `Record` each.
+pub(crate) fn records_of(zone: &Zone, id: NodeId, rtype: Rtype) -> Vec<Record> {
+    let node = zone.node(id);
+    let Some(set) = node.rrset(rtype) else {
+        return Vec::new();
+    };
+    set.rdatas()
+        .map(|r| Record {
+            owner: node.owner().to_name(),
+            class: zone.class(),
+            rtype,
+            ttl: set.ttl(),
+            rdata: r.into(),
+        })
+        .collect()
+}
+
 /// Mends the NSEC chain of `zone` (a version with the change applied and
 /// the old chain still in) at the names in `names` and at the NSEC owner
 /// before each (whose next name may change): records to remove and to add
@@ -137,23 +154,7 @@ pub fn mend(
     }
     for owner in at.values() {
         let id = zone.find(owner.as_ref());
-        let old: Vec<Record> = id
-            .and_then(|id| {
-                let node = zone.node(id);
-                let set = node.rrset(Rtype::NSEC)?;
-                Some(
-                    set.rdatas()
-                        .map(|r| Record {
-                            owner: node.owner().to_name(),
-                            class: zone.class(),
-                            rtype: Rtype::NSEC,
-                            ttl: set.ttl(),
-                            rdata: r.into(),
-                        })
-                        .collect(),
-                )
-            })
-            .unwrap_or_default();
+        let old = id.map_or_else(Vec::new, |id| records_of(zone, id, Rtype::NSEC));
         let new = id
             .filter(|&id| has_nsec(zone, id))
             .map(|id| nsec_record(zone, id, next_owner(zone, id)));

@@ -303,19 +303,8 @@ impl Nsec3 {
     fn existing(&self, zone: &Zone, h: &[u8; 20]) -> Option<Vec<Record>> {
         let owner = hashed_owner(h, zone.origin())?;
         let id = zone.find(owner.as_ref())?;
-        let node = zone.node(id);
-        let set = node.rrset(Rtype::NSEC3)?;
-        Some(
-            set.rdatas()
-                .map(|r| Record {
-                    owner: node.owner().to_name(),
-                    class: zone.class(),
-                    rtype: Rtype::NSEC3,
-                    ttl: set.ttl(),
-                    rdata: r.into(),
-                })
-                .collect(),
-        )
+        let records = nsec::records_of(zone, id, Rtype::NSEC3);
+        (!records.is_empty()).then_some(records)
     }
 
     /// The hash of the first existing NSEC3 owner after `h` (not in `gone`), wrapping.
@@ -326,25 +315,13 @@ impl Nsec3 {
         gone: &BTreeSet<[u8; 20]>,
     ) -> Option<[u8; 20]> {
         let owner = hashed_owner(h, zone.origin())?;
-        let mut at = match zone.lookup(owner.as_ref()) {
+        let at = match zone.lookup(owner.as_ref()) {
             Lookup::Found(id)
             | Lookup::NotFound {
                 predecessor: id, ..
             } => id,
         };
-        let mut seen: Option<[u8; 20]> = None;
-        loop {
-            let n = zone.nsec3_after(at)?;
-            let hash = owner_hash(zone.node(n).owner())?;
-            if seen == Some(hash) {
-                return None; // around the whole chain
-            }
-            seen.get_or_insert(hash);
-            if !gone.contains(&hash) {
-                return Some(hash);
-            }
-            at = n;
-        }
+        first_kept(zone, at, h, gone, |z, n| z.nsec3_after(n), |_, n| n)
     }
 
     /// The hash of the last existing NSEC3 owner before `h` (not in `gone`), wrapping.
@@ -355,23 +332,44 @@ impl Nsec3 {
         gone: &BTreeSet<[u8; 20]>,
     ) -> Option<[u8; 20]> {
         let owner = hashed_owner(h, zone.origin())?;
-        let mut at = match zone.lookup(owner.as_ref()) {
+        let at = match zone.lookup(owner.as_ref()) {
             Lookup::Found(id) => zone.node_before(id)?,
             Lookup::NotFound { predecessor, .. } => predecessor,
         };
-        let mut seen: Option<[u8; 20]> = None;
-        loop {
-            let n = zone.nsec3_at_or_before(at)?;
-            let hash = owner_hash(zone.node(n).owner())?;
-            if seen == Some(hash) {
-                return None;
-            }
-            seen.get_or_insert(hash);
-            if !gone.contains(&hash) && &hash != h {
-                return Some(hash);
-            }
-            at = zone.node_before(n).unwrap_or(zone.last_id());
+        first_kept(
+            zone,
+            at,
+            h,
+            gone,
+            |z, n| z.nsec3_at_or_before(n),
+            |z, n| z.node_before(n).unwrap_or(z.last_id()),
+        )
+    }
+}
+
+/// Walks the NSEC3 owners from `at` (`step` finds the next one, `on` where
+/// to go on from it) to the first whose hash is neither `h` nor in `gone`;
+/// None when the walk comes round to where it began.
+fn first_kept(
+    zone: &Zone,
+    mut at: NodeId,
+    h: &[u8; 20],
+    gone: &BTreeSet<[u8; 20]>,
+    step: impl Fn(&Zone, NodeId) -> Option<NodeId>,
+    on: impl Fn(&Zone, NodeId) -> NodeId,
+) -> Option<[u8; 20]> {
+    let mut seen: Option<[u8; 20]> = None;
+    loop {
+        let n = step(zone, at)?;
+        let hash = owner_hash(zone.node(n).owner())?;
+        if seen == Some(hash) {
+            return None; // around the whole chain
         }
+        seen.get_or_insert(hash);
+        if !gone.contains(&hash) && &hash != h {
+            return Some(hash);
+        }
+        at = on(zone, n);
     }
 }
 
