@@ -18,6 +18,7 @@
 
 mod common;
 
+use common::dnssec::{tools_present, verify_axfr};
 use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -28,87 +29,10 @@ const KEY: &str = "hmac-sha256:sign-key.:c2lnbmluZy10ZXN0LWtleS0zMi1ieXRlcy0tLS0
 /// The test zone (also the signer fuzz target's and the Knot comparison's).
 const ZONE: &str = include_str!("../../../tests/dnssec/example.zone");
 
-fn tools_present() -> bool {
-    let have = |t: &str| {
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {t}"))
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    let all = [
-        "ldns-verify-zone",
-        "dnssec-verify",
-        "unbound",
-        "knsupdate",
-        "kdig",
-    ]
-    .iter()
-    .all(|t| have(t));
-    if !all {
-        assert!(
-            std::env::var_os("LODE_REQUIRE_DNSSEC_TOOLS").is_none(),
-            "ldns-verify-zone, dnssec-verify, kzonecheck, unbound, kdig and knsupdate are required (LODE_REQUIRE_DNSSEC_TOOLS)"
-        );
-        eprintln!("SKIP: install ldnsutils bind9-utils knot-dnssecutils unbound knot-dnsutils");
-    }
-    all
-}
-
-/// The zone by AXFR into `dir/axfr.txt`, checked by both verifiers; its serial.
+/// The zone by AXFR into `dir/axfr.txt`, checked by the three verifiers; its serial.
 fn verify(dir: &Path, port: u16, when: &str) -> u32 {
-    let out = Command::new("kdig")
-        .args([
-            "@127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "example.",
-            "AXFR",
-            "+nocomments",
-        ])
-        .output()
-        .expect("kdig");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let path = dir.join("axfr.txt");
-    std::fs::write(&path, &text).unwrap();
-    let ldns = Command::new("ldns-verify-zone")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        ldns.status.success(),
-        "{when}: ldns-verify-zone: {}{}\n{text}",
-        String::from_utf8_lossy(&ldns.stdout),
-        String::from_utf8_lossy(&ldns.stderr)
-    );
-    let bind = Command::new("dnssec-verify")
-        .args(["-q", "-o", "example."])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        bind.status.success(),
-        "{when}: dnssec-verify: {}{}\n{text}",
-        String::from_utf8_lossy(&bind.stdout),
-        String::from_utf8_lossy(&bind.stderr)
-    );
-    let knot = Command::new("kzonecheck")
-        .args(["-o", "example.", "-d", "on"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        knot.status.success(),
-        "{when}: kzonecheck: {}{}\n{text}",
-        String::from_utf8_lossy(&knot.stdout),
-        String::from_utf8_lossy(&knot.stderr)
-    );
-    let soa = text
-        .lines()
-        .find(|l| l.split_whitespace().nth(3) == Some("SOA"))
-        .expect("an SOA in the transfer");
-    soa.split_whitespace().nth(6).unwrap().parse().unwrap()
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    verify_axfr(dir, addr, "example.", None, when)
 }
 
 /// Sends one update (knsupdate lines between `zone` and `send`); true if it

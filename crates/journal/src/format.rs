@@ -91,13 +91,31 @@ pub(crate) enum EncodeError {
     TooLarge,
 }
 
+/// The first byte of a payload's trailer: the primary's serial follows.
+const UPSTREAM: u8 = b'U';
+
 /// Appends one frame holding `cs` to `out`; on error `out` is as it was.
+#[cfg(test)]
 pub(crate) fn encode_frame(cs: &Changeset, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    encode_frame_marked(cs, None, out)
+}
+
+/// [`encode_frame`] with the primary's serial the changeset brought the
+/// zone to (a zone signed here, see [`crate::Journal::append_marked`]).
+pub(crate) fn encode_frame_marked(
+    cs: &Changeset,
+    upstream: Option<u32>,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
     let start = out.len();
     out.extend_from_slice(&[0; FRAME_HEADER]);
     if let Err(e) = encode_changeset(cs, out) {
         out.truncate(start);
         return Err(e);
+    }
+    if let Some(u) = upstream {
+        out.push(UPSTREAM);
+        out.extend_from_slice(&u.to_be_bytes());
     }
     let Ok(len) = u32::try_from(out.len() - start - FRAME_HEADER) else {
         out.truncate(start);
@@ -188,20 +206,30 @@ pub(crate) fn find_frame(data: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Reads a changeset from a frame's payload (all of it must be used).
-pub(crate) fn decode_changeset(mut data: &[u8]) -> Result<Changeset, &'static str> {
+pub(crate) fn decode_changeset(data: &[u8]) -> Result<Changeset, &'static str> {
+    decode_changeset_marked(data).map(|(cs, _)| cs)
+}
+
+/// [`decode_changeset`] and the primary's serial in the trailer, if any.
+pub(crate) fn decode_changeset_marked(
+    mut data: &[u8],
+) -> Result<(Changeset, Option<u32>), &'static str> {
     let soa_from = decode_record(&mut data)?;
     let soa_to = decode_record(&mut data)?;
     let removed = decode_list(&mut data)?;
     let added = decode_list(&mut data)?;
-    if !data.is_empty() {
-        return Err("bytes after the last record");
-    }
-    Ok(Changeset {
+    let upstream = match data {
+        [] => None,
+        [UPSTREAM, a, b, c, d] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
+        _ => return Err("bytes after the last record"),
+    };
+    let cs = Changeset {
         soa_from,
         soa_to,
         removed,
         added,
-    })
+    };
+    Ok((cs, upstream))
 }
 
 /// Reads a record count and that many records.

@@ -10,7 +10,13 @@
 //!          soa_from RR | soa_to RR | n_removed u32be | RR* | n_added u32be | RR*
 //!  RR      = owner (uncompressed wire name) | type u16be | class u16be
 //!            | ttl u32be | rdlength u16be | rdata (bytes as they are)
+//!  trailer (optional) = "U" | upstream serial u32be
 //! ```
+//!
+//! The trailer marks a changeset of a zone signed here from a primary's
+//! unsigned versions: the primary's serial it brought the zone to (this
+//! zone's own serials differ). The newest mark is found again at replay
+//! ([`Recovery::upstream_serial`]), so the next IXFR asks from it.
 //!
 //! One record holds one changeset, not one batch: a group commit is still one
 //! write and one fdatasync (all frames are built in one buffer first), while
@@ -243,6 +249,9 @@ pub struct Recovery {
     pub torn_tail: Option<TornTail>,
     /// Damage stopped the replay; the good prefix was kept.
     pub damage: Option<Damage>,
+    /// The primary's serial marked on the newest replayed changeset that
+    /// has one (see [`Journal::append_marked`]).
+    pub upstream_serial: Option<u32>,
 }
 
 /// A record cut off by a crash, removed from the end of the file.
@@ -477,9 +486,9 @@ impl Journal {
                 break None;
             }
             let reason = match format::check_frame(&data[p..]) {
-                Frame::Whole(payload, total) => match format::decode_changeset(payload) {
+                Frame::Whole(payload, total) => match format::decode_changeset_marked(payload) {
                     Err(why) => break Some(Stop::Damage(DamageReason::Undecodable(why))),
-                    Ok(cs) => {
+                    Ok((cs, upstream)) => {
                         let (from, to) = (cs.serial_from(), cs.serial_to());
                         if let Some(expected) = prev_to.filter(|&e| e != from) {
                             break Some(Stop::Damage(DamageReason::ContinuityBreak {
@@ -499,6 +508,7 @@ impl Journal {
                             to,
                         });
                         rec.changesets.push(cs);
+                        rec.upstream_serial = upstream.or(rec.upstream_serial);
                         prev_to = Some(to);
                         p += total;
                         continue;
@@ -600,6 +610,17 @@ impl Journal {
     /// kept and the journal stays usable, unless the rollback itself failed:
     /// then every later append fails until the journal is reopened.
     pub fn append(&mut self, batch: &[Changeset]) -> Result<(), JournalError> {
+        self.append_marked(batch, None)
+    }
+
+    /// [`Journal::append`], the last changeset marked with `upstream`: the
+    /// primary's serial it brought the zone to, for a zone signed here
+    /// whose serials are its own (found again by [`Journal::open`]).
+    pub fn append_marked(
+        &mut self,
+        batch: &[Changeset],
+        upstream: Option<u32>,
+    ) -> Result<(), JournalError> {
         if self.broken {
             return Err(JournalError::Broken {
                 path: self.path.clone(),
@@ -625,9 +646,10 @@ impl Journal {
         self.ready()?;
         let old_depth = self.index.len();
         self.buf.clear();
-        for cs in batch {
+        for (i, cs) in batch.iter().enumerate() {
             let offset = self.len + self.buf.len() as u64;
-            if let Err(e) = format::encode_frame(cs, &mut self.buf) {
+            let mark = upstream.filter(|_| i + 1 == batch.len());
+            if let Err(e) = format::encode_frame_marked(cs, mark, &mut self.buf) {
                 self.index.truncate(old_depth);
                 return Err(JournalError::TooLarge {
                     what: match e {

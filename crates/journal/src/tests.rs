@@ -167,6 +167,26 @@ fn a_released_journal_opens_its_file_again_when_needed() {
 }
 
 #[test]
+fn the_newest_upstream_mark_is_found_again_and_served_history_has_none() {
+    let d = tempdir("mark");
+    let path = d.join("example.com.journal");
+    let (mut j, _) = open(&path);
+    j.append_marked(&chain(2), Some(1000)).unwrap();
+    // A change made here (signatures due) carries no mark.
+    j.append(&[cs(3, 4)]).unwrap();
+    let (mut j, rec) = open(&path);
+    assert_eq!(rec.upstream_serial, Some(1000));
+    assert_eq!(rec.changesets, chain(3));
+    // The history served by IXFR is the changesets as they were.
+    assert_eq!(j.changes_since(1).unwrap(), Some(chain(3)));
+    j.append_marked(&[cs(4, 5)], Some(1007)).unwrap();
+    j.flushed_through(4).unwrap();
+    let (_, rec) = open(&path);
+    assert_eq!(rec.upstream_serial, Some(1007));
+    assert_eq!(rec.changesets.len(), 1);
+}
+
+#[test]
 fn round_trip_every_kind_of_record() {
     let d = tempdir("roundtrip");
     let path = d.join("j");

@@ -561,7 +561,8 @@ impl Scheduler {
                 let Some(z) = self.zones.get_mut(&zone) else {
                     return;
                 };
-                let served = self.publisher.get(&zone).map(|v| v.serial());
+                let served = self.publisher.soa_for_primary(&zone);
+                let served = served.map(|soa| lode_zonedb::soa_serial(&soa));
                 if let (Some(s), Some(ours)) = (serial, served) {
                     if !z.axfr_next
                         && !matches!(lode_wire::serial::serial_cmp(s, ours), SerialOrder::Greater)
@@ -745,20 +746,25 @@ impl Refresh {
             }
             Err(e) => return Err(e.to_string()),
         };
-        let served = self.publisher.get(origin).filter(|z| !is_placeholder(z));
-        let has_data = served.is_some();
-        let mut axfr = self.axfr || !has_data;
-        if let (false, Some(z), Some(soa)) = (axfr, &served, &soa) {
-            let theirs = lode_zonedb::soa_serial(soa);
+        // Ours in the primary's numbering (a zone signed here numbers its
+        // versions itself; not knowing the primary's, it transfers whole).
+        let served = self
+            .publisher
+            .get(origin)
+            .filter(|z| !is_placeholder(z))
+            .and_then(|_| self.publisher.soa_for_primary(origin));
+        let mut axfr = self.axfr || served.is_none();
+        if let (false, Some(ours), Some(soa)) = (axfr, &served, &soa) {
+            let (theirs, ours) = (lode_zonedb::soa_serial(soa), lode_zonedb::soa_serial(ours));
             if !matches!(
-                lode_wire::serial::serial_cmp(theirs, z.serial()),
+                lode_wire::serial::serial_cmp(theirs, ours),
                 SerialOrder::Greater
             ) {
                 tracing::debug!(
                     "zone {origin}: serial {} at {} is not newer than {}: up to date",
                     theirs,
                     src.addr,
-                    z.serial()
+                    ours
                 );
                 return Ok(Outcome::Current {
                     soa: soa.clone(),
@@ -767,11 +773,7 @@ impl Refresh {
             }
         }
         loop {
-            let current = if axfr {
-                None
-            } else {
-                served.as_ref().map(|z| z.soa_record())
-            };
+            let current = if axfr { None } else { served.clone() };
             match self.transfer(src, current.as_ref()) {
                 Ok(o) => return Ok(o),
                 // An IXFR that cannot be applied here: a whole transfer.

@@ -31,6 +31,18 @@ pub fn soa_serial(soa: &Record) -> u32 {
     u32::from_be_bytes([f[0], f[1], f[2], f[3]])
 }
 
+/// `soa` with its serial set to `serial` (unchanged if the RDATA is too
+/// short to be an SOA's).
+pub fn set_soa_serial(soa: &mut Record, serial: u32) {
+    let n = soa.rdata.len();
+    if n < 20 {
+        return;
+    }
+    let mut rdata = soa.rdata.to_vec();
+    rdata[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
+    soa.rdata = rdata.into();
+}
+
 impl Changeset {
     /// The serial the change applies to.
     pub fn serial_from(&self) -> u32 {

@@ -44,7 +44,7 @@ mod zoneset;
 
 pub use blob::{RRset, RRsets, Rdatas};
 pub use build::{Problem, Severity, ZoneBuilder};
-pub use changeset::{soa_serial, ApplyError, Changeset};
+pub use changeset::{set_soa_serial, soa_serial, ApplyError, Changeset};
 pub use snapshot::SnapshotError;
 pub use zoneset::{ZoneGuard, ZoneSet, ZoneSlot};
 

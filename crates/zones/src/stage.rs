@@ -6,7 +6,8 @@
 //!
 //!  Change::Update(request)      RFC 2136: prerequisites, updates ─┐
 //!  Change::Difference(zone)     a zone file read again: its diff ─┤─▶ changeset
-//!  Change::Changesets(list)     IXFR in ──────────────────────────┘   (serials as given)
+//!  Change::Changesets(list)     IXFR in ──────────────────────────┤   (serials as given;
+//!  Change::Transfer(zone)       AXFR in, the zone signed here: ───┘    signed here: ours)
 //!        └─▶ apply ─▶ sign (a signed zone: the touched RRsets, NSEC, SOA) ─▶ next version
 //!  Change::Journal(list)        the journal at start: signed already, applied as it is
 //!  Change::Replace(zone)        AXFR in, a first load: a whole new version (signed
@@ -19,6 +20,14 @@
 //! NSEC3, NSEC3PARAM, DNSKEY: the signer makes them), and a zone file read
 //! again is compared without them.
 //!
+//! A secondary signed here (Knot's signing of a transferred zone) numbers
+//! its versions itself: the primary's changesets (IXFR in) become one
+//! changeset from the served serial to the serial policy's next, and a
+//! whole transfer (AXFR in) of a zone that has contents becomes its
+//! difference from the served version the same way, so that the zone's
+//! own secondaries keep taking IXFR. Which primary serial the served
+//! version stands for is the caller's to keep (the journal marks it).
+//!
 //! No I/O and no clock: `now` is passed in. What is around it — queueing,
 //! group commit, the journal, publication, NOTIFY — is the caller's. The
 //! changesets returned are exactly what the version returned differs by
@@ -29,7 +38,7 @@ use std::sync::Arc;
 
 use lode_dnssec::{is_signer_type, Signer};
 use lode_wire::{Record, Rtype};
-use lode_zonedb::{ApplyError, Changeset, Zone};
+use lode_zonedb::{set_soa_serial, ApplyError, Changeset, Zone};
 
 use crate::update::{self, SerialPolicy, UpdateError, UpdateRequest};
 
@@ -54,6 +63,10 @@ pub enum Change<'a> {
     Refresh(&'a [lode_wire::Name]),
     /// A whole new version (AXFR in): the history starts afresh.
     Replace(Arc<Zone>),
+    /// A whole zone transferred in from the primary of a zone signed here
+    /// that has contents: its difference from the served version, signed,
+    /// with the next serial (a zone not signed here: as `Replace`).
+    Transfer(Arc<Zone>),
 }
 
 impl Change<'_> {
@@ -67,6 +80,7 @@ impl Change<'_> {
             Change::Resign => "signing the zone again",
             Change::Refresh(_) => "signatures made again before they expire",
             Change::Replace(_) => "a whole new version",
+            Change::Transfer(_) => "a whole transfer",
         }
     }
 }
@@ -269,11 +283,7 @@ impl Stage {
                     return Ok(Staged::Unchanged);
                 }
                 let mut soa_to = current.soa_record();
-                let n = soa_to.rdata.len();
-                let mut rdata = soa_to.rdata.to_vec();
-                let next = self.policy.next(current.serial(), now);
-                rdata[n - 20..n - 16].copy_from_slice(&next.to_be_bytes());
-                soa_to.rdata = rdata.into();
+                set_soa_serial(&mut soa_to, self.policy.next(current.serial(), now));
                 let (version, cs) = signer
                     .refresh(current, owners, soa_to, now)
                     .map_err(StageError::Sign)?;
@@ -313,7 +323,31 @@ impl Stage {
                 if current.is_expired() {
                     return Err(StageError::NoContents);
                 }
-                (list.to_vec(), None)
+                match &self.signer {
+                    // The primary's changes as one, in our serials.
+                    Some(_) => match Changeset::merge(list.to_vec()) {
+                        Some(cs) => (vec![self.own_serials(current, cs, now)], None),
+                        None => (Vec::new(), None),
+                    },
+                    None => (list.to_vec(), None),
+                }
+            }
+            Change::Transfer(target) => {
+                if self.signer.is_none() {
+                    return self.run(current, Change::Replace(target), now);
+                }
+                let cs = match difference(current, &target, self.policy, now, true) {
+                    Some((cs, _)) => cs,
+                    // Nothing but the primary's serial moved: still a new
+                    // version here, so that the serial it stands for is kept.
+                    None => Changeset {
+                        soa_from: current.soa_record(),
+                        soa_to: target.soa_record(),
+                        removed: Vec::new(),
+                        added: Vec::new(),
+                    },
+                };
+                (vec![self.own_serials(current, cs, now)], None)
             }
         };
         if changes.is_empty() {
@@ -331,6 +365,14 @@ impl Stage {
             changes: signed,
             serial_raised,
         })
+    }
+
+    /// `cs` (the primary's SOAs) from the served serial to the serial
+    /// policy's next: a zone signed here numbers its versions itself.
+    fn own_serials(&self, current: &Zone, mut cs: Changeset, now: u64) -> Changeset {
+        cs.soa_from = current.soa_record();
+        set_soa_serial(&mut cs.soa_to, self.policy.next(current.serial(), now));
+        cs
     }
 
     /// The signing step: one changeset applied, and signed when the zone
@@ -416,11 +458,7 @@ pub fn difference(
     }
     let mut raised = None;
     if !newer {
-        let next = policy.next(current.serial(), now);
-        let mut rdata = soa_to.rdata.to_vec();
-        let n = rdata.len();
-        rdata[n - 20..n - 16].copy_from_slice(&next.to_be_bytes());
-        soa_to.rdata = rdata.into();
+        set_soa_serial(&mut soa_to, policy.next(current.serial(), now));
         raised = Some(target.serial());
     }
     Some((

@@ -309,14 +309,34 @@ impl Peer {
         port: u16,
         tap_port: u16,
     ) -> Result<Peer, String> {
+        Peer::start_kind(kind, zone, primary, key, port, tap_port, &[], "")
+    }
+
+    /// Starts a secondary of `kind` (its tap on `tap_port`), NOTIFYing
+    /// `notify` (Lode only) and `extra` added to its configuration: a Lode
+    /// zone's TOML lines (then whole tables, e.g. a `[[policy]]`), a Knot
+    /// zone entry's YAML lines (indented four spaces).
+    #[allow(clippy::too_many_arguments)]
+    fn start_kind(
+        kind: SecondaryKind,
+        zone: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+        tap_port: u16,
+        notify: &[SocketAddr],
+        extra: &str,
+    ) -> Result<Peer, String> {
         let zone = absolute(zone);
         let tap = XfrTap::start(primary, tap_port)?;
         let dir = TempDir::new(&format!("xfr-{}", kind.label()));
         let (cmd, log) = match kind {
-            SecondaryKind::Knot => knot_secondary(&dir.0, &zone, tap.addr, key, port)?,
+            SecondaryKind::Knot => knot_secondary(&dir.0, &zone, tap.addr, key, port, extra)?,
             SecondaryKind::Nsd => nsd_secondary(&dir.0, &zone, tap.addr, key, port)?,
             SecondaryKind::Bind => bind_secondary(&dir.0, &zone, tap.addr, key, port)?,
-            SecondaryKind::Lode => lode_secondary(&dir.0, &zone, tap.addr, key, port, &[])?,
+            SecondaryKind::Lode => {
+                lode_secondary(&dir.0, &zone, tap.addr, key, port, notify, extra)?
+            }
         };
         let daemon = Daemon::launch(
             format!("{}@{port}", kind.label()),
@@ -347,19 +367,37 @@ impl Peer {
         tap_port: u16,
         notify: &[SocketAddr],
     ) -> Result<Peer, String> {
-        let zone = absolute(zone);
-        let tap = XfrTap::start(primary, tap_port)?;
-        let dir = TempDir::new("xfr-lode");
-        let (cmd, log) = lode_secondary(&dir.0, &zone, tap.addr, key, port, notify)?;
-        let daemon = Daemon::launch(format!("lode@{port}"), port, cmd, log, dir, &zone)?;
-        Ok(Peer {
-            kind: SecondaryKind::Lode,
-            addr: daemon.addr,
-            zone,
-            primary,
-            tap,
-            daemon,
-        })
+        Peer::start_lode_with(zone, primary, key, port, tap_port, notify, "")
+    }
+
+    /// [`Peer::start_lode`], `extra` added to the configuration (TOML lines
+    /// of the zone's table, then whole tables, e.g. a `[[policy]]`).
+    pub fn start_lode_with(
+        zone: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+        tap_port: u16,
+        notify: &[SocketAddr],
+        extra: &str,
+    ) -> Result<Peer, String> {
+        let kind = SecondaryKind::Lode;
+        Peer::start_kind(kind, zone, primary, key, port, tap_port, notify, extra)
+    }
+
+    /// Starts knotd as a secondary of `primary`, `extra` added to its zone
+    /// entry (YAML lines indented four spaces, e.g.
+    /// `    dnssec-validation: on\n`).
+    pub fn start_knot_with(
+        zone: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+        extra: &str,
+    ) -> Result<Peer, String> {
+        let tap_port = distinct_ports(1, &[port, primary.port()])[0];
+        let kind = SecondaryKind::Knot;
+        Peer::start_kind(kind, zone, primary, key, port, tap_port, &[], extra)
     }
 
     /// Starts knotd as a catalog consumer (RFC 9432, `catalog-role:
@@ -646,6 +684,7 @@ fn lode_secondary(
     key: &TsigKey,
     port: u16,
     notify: &[SocketAddr],
+    extra: &str,
 ) -> Result<(Command, PathBuf), String> {
     let mut conf = format!(
         "journal-dir = \"journal\"\ncontrol = \"{}\"\nlog-level = \"debug\"\n\n\
@@ -664,7 +703,7 @@ fn lode_secondary(
     let ids = lode_remotes(&mut conf, "downstream", notify, key);
     let _ = write!(
         conf,
-        "[[zone]]\nname = \"{zone}\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\nnotify = [{}]\n",
+        "[[zone]]\nname = \"{zone}\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\nnotify = [{}]\n{extra}",
         ids.join(", ")
     );
     let path = dir.join("lode.toml");
@@ -678,13 +717,14 @@ fn knot_secondary(
     primary: SocketAddr,
     key: &TsigKey,
     port: u16,
+    extra: &str,
 ) -> Result<(Command, PathBuf), String> {
     let d = dir.display();
     let conf = format!(
         "{}{}remote:\n  - id: primary\n    address: {}@{}\n    key: {}\n\
          acl:\n  - id: notify-in\n    address: {}\n    key: {}\n    action: notify\n\
          \x20 - id: xfr-out\n    key: {}\n    action: transfer\n\
-         zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    file: \"{d}/secondary.zone\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    journal-content: changes\n    zonefile-sync: -1\n    zonefile-load: none\n    semantic-checks: off\n",
+         zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    file: \"{d}/secondary.zone\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    journal-content: changes\n    zonefile-sync: -1\n    zonefile-load: none\n    semantic-checks: off\n{extra}",
         knot_server_sections(dir, port),
         knot_key_section(key),
         primary.ip(),

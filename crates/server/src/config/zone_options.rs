@@ -177,14 +177,6 @@ pub(super) fn resolve_zone_options(
                 None
             }
         };
-        if signing.is_some() && !masters.is_empty() {
-            return Err(ConfigError::Value(format!(
-                "zone {}: dnssec-signing of a secondary zone (master = …) is not supported yet: \
-                 its own serial across incoming IXFRs is the signing issue's next step; \
-                 sign on the primary, or transfer the signed zone",
-                z.name
-            )));
-        }
         let notify_delay = z.notify_delay.unwrap_or(0);
         if notify_delay > 3600 {
             return Err(ConfigError::Value(format!(

@@ -70,6 +70,10 @@ pub(crate) struct Publisher {
     lock: Mutex<()>,
     /// Zones whose serial changes are told to the NOTIFY thread.
     watch: Mutex<Vec<(Watched, mpsc::Sender<crate::notify::Changed>)>>,
+    /// Secondaries signed here (their serials are their own): the
+    /// primary's serial the served version stands for (None: not known,
+    /// the next transfer is whole).
+    upstream: Mutex<std::collections::HashMap<Name, Option<u32>>>,
 }
 
 impl Publisher {
@@ -79,6 +83,36 @@ impl Publisher {
             set,
             lock: Mutex::new(()),
             watch: Mutex::new(Vec::new()),
+            upstream: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+    /// Notes that the served version of `origin`, a secondary signed here,
+    /// stands for the primary's serial `serial` (None: not known).
+    pub(crate) fn set_upstream(&self, origin: &Name, serial: Option<u32>) {
+        self.upstream
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(origin.clone(), serial);
+    }
+    /// The SOA to compare with the primary's and to ask an IXFR from: the
+    /// served version's, with the primary's serial when the zone is signed
+    /// here. None: nothing served, or a zone signed here whose primary
+    /// serial is not known (a whole transfer is needed).
+    pub(crate) fn soa_for_primary(&self, origin: &Name) -> Option<lode_wire::Record> {
+        let mut soa = self.get(origin)?.soa_record();
+        let upstream = self
+            .upstream
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(origin)
+            .copied();
+        match upstream {
+            None => Some(soa),
+            Some(None) => None,
+            Some(Some(serial)) => {
+                lode_zonedb::set_soa_serial(&mut soa, serial);
+                Some(soa)
+            }
         }
     }
     /// Tells `tx` of every published change of a serial of the `zones`

@@ -89,6 +89,10 @@ struct Writer {
     /// The last name whose signatures were made again (the next batch
     /// starts after it).
     resign_after: Option<Name>,
+    /// A secondary signed here: its versions are numbered here, and the
+    /// primary's serial the served one stands for is kept (journal marks,
+    /// the state's tag, the publisher for the refresh).
+    signs_transfers: bool,
 }
 
 impl Drop for Writer {
@@ -348,7 +352,16 @@ impl Writer {
                 let _ = done.send(self.apply_incremental(&changes));
             }
             Work::Replace { zone, done } => {
-                let _ = done.send(self.replace(zone));
+                let placeholder = self
+                    .current()
+                    .is_none_or(|z| crate::secondary::is_placeholder(&z));
+                let upstream = Some(zone.serial()).filter(|_| self.signs_transfers);
+                let result = if self.signs_transfers && !placeholder {
+                    self.run_stage(Change::Transfer(zone), upstream)
+                } else {
+                    self.replace(zone, upstream)
+                };
+                let _ = done.send(result);
             }
             Work::Sign { done } => {
                 let _ = done.send(self.sign_whole());
@@ -358,12 +371,42 @@ impl Writer {
     }
 
     fn apply_incremental(&mut self, changes: &[Changeset]) -> Result<u32, String> {
-        self.run_stage(Change::Changesets(changes))
+        if !self.signs_transfers {
+            return self.run_stage(Change::Changesets(changes), None);
+        }
+        // The primary's changesets must follow the primary serial the
+        // served version stands for, and one another.
+        let mut at = self.upstream();
+        for cs in changes {
+            if at != Some(cs.serial_from()) {
+                return Err(format!(
+                    "the changeset from the primary's serial {} does not follow {}",
+                    cs.serial_from(),
+                    at.map_or("an unknown serial".into(), |s| format!("serial {s}"))
+                ));
+            }
+            at = Some(cs.serial_to());
+        }
+        self.run_stage(Change::Changesets(changes), at)
+    }
+
+    /// The primary's serial the served version stands for (a secondary
+    /// signed here), kept in the state's tag.
+    fn upstream(&self) -> Option<u32> {
+        parse_upstream_tag(&self.file_tag)
+    }
+
+    /// Notes the primary's serial the served version stands for.
+    fn set_upstream(&mut self, serial: u32) {
+        self.file_tag = upstream_tag(serial);
+        self.publisher.set_upstream(&self.origin, Some(serial));
     }
 
     /// A change that is no one's request (IXFR in, signatures due) through
     /// the stage, the journal and publication; the serial it leads to.
-    fn run_stage(&mut self, change: Change<'_>) -> Result<u32, String> {
+    /// `upstream`: the primary's serial it brings a zone signed here to
+    /// (marked on the journaled changeset).
+    fn run_stage(&mut self, change: Change<'_>, upstream: Option<u32>) -> Result<u32, String> {
         let started = Instant::now();
         let base = self.current().ok_or("the zone is not served")?;
         let (version, changes) = match self
@@ -381,8 +424,11 @@ impl Writer {
         }
         let changes = &changes[..];
         self.journal
-            .append(changes)
+            .append_marked(changes, upstream)
             .map_err(|e| format!("journal write failed: {e}"))?;
+        if let Some(u) = upstream {
+            self.set_upstream(u);
+        }
         let to = version.clone();
         self.publisher.publish(to);
         if let Some(c) = &mut self.compaction {
@@ -396,7 +442,9 @@ impl Writer {
         Ok(version.serial())
     }
 
-    fn replace(&mut self, zone: Arc<Zone>) -> Result<u32, String> {
+    /// A whole new version: the history cleared, the state written.
+    /// `upstream`: the primary's serial it stands for (a zone signed here).
+    fn replace(&mut self, zone: Arc<Zone>, upstream: Option<u32>) -> Result<u32, String> {
         let current = self.current().ok_or("the zone is not served")?;
         let zone = match self
             .stage
@@ -415,6 +463,9 @@ impl Writer {
             .map_err(|e| format!("journal not cleared: {e}"))?;
         let serial = zone.serial();
         self.publisher.publish(zone);
+        if let Some(u) = upstream {
+            self.set_upstream(u);
+        }
         self.write_state_now(false)?;
         self.idle_since = None;
         self.maybe_flush();
@@ -954,6 +1005,20 @@ impl Writer {
         }
         durable
     }
+}
+
+/// The state's tag of a secondary signed here: the primary's serial its
+/// version stands for (a secondary has no zone file to name).
+fn upstream_tag(serial: u32) -> Vec<u8> {
+    format!("upstream {serial}").into_bytes()
+}
+
+/// The primary's serial in a tag made by [`upstream_tag`].
+fn parse_upstream_tag(tag: &[u8]) -> Option<u32> {
+    std::str::from_utf8(tag.strip_prefix(b"upstream ")?)
+        .ok()?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ impl Writer {
             Staged::Replaced { version } => version,
             _ => return Err("the zone is not signed here".into()),
         };
-        let serial = self.replace(version)?;
+        let serial = self.replace(version, None)?;
         self.resign_after = None;
         let text = format!(
             "signed whole: {} signatures in {:.1} s, serial {} → {serial}",
@@ -58,7 +58,7 @@ impl Writer {
         let due = signer.due(&zone, self.resign_after.as_ref(), now, batch);
         if !due.owners.is_empty() {
             let from = zone.serial();
-            match self.run_stage(Change::Refresh(&due.owners)) {
+            match self.run_stage(Change::Refresh(&due.owners), None) {
                 Ok(serial) => {
                     tracing::debug!(
                         "zone {}: DNSSEC, signatures of {} names made again, serial {from} → {serial}",

@@ -201,6 +201,7 @@ fn open_writer(
         file_write: None,
         resign_at: None,
         resign_after: None,
+        signs_transfers: false,
     };
     // The zone's truth is its state snapshot plus the journal after it;
     // the zone file is the operator's input, applied as a difference
@@ -222,6 +223,19 @@ fn open_writer(
             return None;
         }
     };
+    // A secondary signed here: the primary's serial its version stands
+    // for, from the newest journal mark, else the state's tag (unknown:
+    // the first refresh transfers the zone whole).
+    if secondary && writer.stage.signer.is_some() {
+        writer.signs_transfers = true;
+        let upstream = recovery
+            .upstream_serial
+            .or_else(|| state_tag.as_deref().and_then(super::parse_upstream_tag));
+        match upstream {
+            Some(u) => writer.set_upstream(u),
+            None => publisher.set_upstream(&origin, None),
+        }
+    }
     let current = match replay(&writer.stage, &base, &recovery.changesets) {
         Ok((z, n)) => {
             if n > 0 {
@@ -251,11 +265,12 @@ fn open_writer(
     // A signed zone not signed by its keys yet (a first load, keys
     // changed) or with signatures due is signed whole before it serves.
     let signed = writer.stage.signer.is_some();
-    let signed_whole = writer
-        .stage
-        .signer
-        .as_ref()
-        .is_some_and(|s| !s.is_current(&current, unix_now()));
+    let signed_whole = !crate::secondary::is_placeholder(&current)
+        && writer
+            .stage
+            .signer
+            .as_ref()
+            .is_some_and(|s| !s.is_current(&current, unix_now()));
     if signed_whole {
         let started = Instant::now();
         // A zone served before (it has a state) gets a serial past the one
@@ -269,7 +284,7 @@ fn open_writer(
             .stage
             .prepare(current.clone(), &served_before, unix_now())
             .map_err(|e| e.to_string());
-        match signed.and_then(|z| writer.replace(z)) {
+        match signed.and_then(|z| writer.replace(z, None)) {
             Ok(serial) => tracing::info!(
                 "zone {origin}: DNSSEC, signed whole in {:.1} s, serial {} → {serial}",
                 started.elapsed().as_secs_f64(),
