@@ -32,12 +32,14 @@ pub mod nsec3;
 pub mod refresh;
 pub mod rrsig;
 pub mod signer;
+pub mod validate;
 
 pub use key::{Algorithm, KeyError, SigningKey, KSK_FLAGS, ZSK_FLAGS};
 pub use nsec3::{Nsec3, Nsec3Policy};
 pub use refresh::Due;
 pub use rrsig::signatures_made;
 pub use signer::{is_signer_type, Policy, SignError, Signer};
+pub use validate::validate;
 
 #[cfg(test)]
 mod tests;

@@ -67,8 +67,12 @@ fn verify(zone: &Zone, signer: &Signer) -> Result<(), String> {
     verify_at(zone, signer, NOW)
 }
 
+/// The zone checked whole at `at` by the signer's verifier, and by the
+/// validator of zones signed elsewhere (`dnssec-validation`): both must
+/// take every version the signer makes.
 fn verify_at(zone: &Zone, signer: &Signer, at: u64) -> Result<(), String> {
-    crate::check::verify(zone, signer, at)
+    crate::check::verify(zone, signer, at)?;
+    crate::validate(zone, at, None).map_err(|e| format!("validate: {e}"))
 }
 
 #[test]
@@ -415,4 +419,60 @@ fn reproducible_signing_gives_the_same_signatures_twice() {
     assert_ne!(sigs(&za), sigs(&zc));
     assert!(pkcs8_text.contains("pkcs8:"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_validator_finds_what_is_wrong_with_a_signed_zone() {
+    let z = zone(ZONE);
+    let www: Name = "www.example.".parse().unwrap();
+    for policy in [
+        Policy::default(),
+        nsec3_policy(8, false),
+        nsec3_policy(0, true),
+    ] {
+        let s = signer_with(Algorithm::EcdsaP256, false, policy);
+        let signed = s.sign_zone(&z, None, NOW).unwrap();
+        crate::validate(&signed, NOW, None).unwrap();
+        crate::validate(&signed, NOW, Some(std::slice::from_ref(&www))).unwrap();
+        // Signatures past their expiration, or not yet valid.
+        assert!(crate::validate(&signed, NOW + 30 * 86400, None).is_err());
+        assert!(crate::validate(&signed, NOW - 86400, None).is_err());
+        // A record changed without signing: its RRset's signature fails
+        // (found by the whole check and by the check of the name).
+        let mut a = txt("www.example.", "x");
+        a.rtype = Rtype::A;
+        a.rdata = vec![192, 0, 2, 81].into();
+        let mut b = a.clone();
+        b.rdata = vec![192, 0, 2, 80].into();
+        // (the SOA kept as it is, signed)
+        let same_soa = |removed, added| Changeset {
+            soa_from: signed.soa_record(),
+            soa_to: signed.soa_record(),
+            removed,
+            added,
+        };
+        let tampered = signed.apply(&same_soa(vec![b], vec![a])).unwrap();
+        let e = crate::validate(&tampered, NOW, None).unwrap_err();
+        assert!(e.contains("www.example. A"), "{e}");
+        assert!(crate::validate(&tampered, NOW, Some(std::slice::from_ref(&www))).is_err());
+        // A chain record taken away.
+        let chain = if s.policy().nsec3.is_some() {
+            Rtype::NSEC3
+        } else {
+            Rtype::NSEC
+        };
+        let gone = signed
+            .records()
+            .find(|r| r.rtype == chain && r.owner.as_ref() != signed.origin())
+            .unwrap();
+        let broken = signed.apply(&same_soa(vec![gone], vec![])).unwrap();
+        let e = crate::validate(&broken, NOW, None).unwrap_err();
+        assert!(e.contains("NSEC"), "{e}");
+        // A name added without its chain record or signature.
+        let added = signed
+            .apply(&same_soa(vec![], vec![txt("new.example.", "n")]))
+            .unwrap();
+        let e = crate::validate(&added, NOW, None).unwrap_err();
+        assert!(e.contains("new.example.") || e.contains("NSEC"), "{e}");
+    }
 }

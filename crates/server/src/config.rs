@@ -277,6 +277,9 @@ pub struct ZoneEntry {
     pub dnssec_signing: Option<bool>,
     /// The `[[policy]]` it is signed by (default: Knot's default policy).
     pub dnssec_policy: Option<String>,
+    /// Knot's `dnssec-validation`: every new version of the zone (signed
+    /// elsewhere) is checked before it is served.
+    pub dnssec_validation: Option<bool>,
 }
 
 impl ConfigFile {
@@ -482,6 +485,9 @@ pub struct ZoneOptions {
     pub timers: TimerBounds,
     /// How the zone is signed (`None`: not signed here).
     pub signing: Option<Signing>,
+    /// `dnssec-validation`: each new version (signed elsewhere) checked
+    /// before it is served.
+    pub validation: bool,
 }
 
 impl ZoneOptions {
@@ -582,6 +588,7 @@ impl Config {
                 interpret: Vec::new(),
                 timers: TimerBounds::default(),
                 signing: None,
+                validation: false,
             })
     }
 }

@@ -119,6 +119,8 @@ pub(crate) struct Reloader {
     /// Zones changed by updates (they have a journal): their served version
     /// is newer than their file, so an edited file is not read over it.
     pub(crate) live: Vec<lode_wire::Name>,
+    /// Zones with `dnssec-validation`: each version loaded is checked.
+    pub(crate) validating: Vec<lode_wire::Name>,
     /// The zone writers, for zones in `live`.
     pub(crate) updates: Option<Arc<crate::update::Updates>>,
     /// The zones' NOTIFY targets (a reload may add and change them).
@@ -134,6 +136,12 @@ impl Reloader {
     /// Loads the configured zones, reusing unchanged ones, and publishes the set.
     pub(crate) fn load(&mut self, config: &Config, initial: bool) -> ReloadReport {
         let mut report = ReloadReport::default();
+        self.validating = config
+            .zones
+            .iter()
+            .filter(|z| config.zone_options(&z.name).validation)
+            .map(|z| z.name.clone())
+            .collect();
         let mut next: Vec<Served> = Vec::with_capacity(config.zones.len());
         let served: std::collections::HashMap<&lode_wire::Name, &Served> =
             self.served.iter().map(|s| (&s.spec.name, s)).collect();
@@ -314,6 +322,16 @@ impl Reloader {
                 return old.map(|o| (o.clone(), false));
             }
         };
+        // dnssec-validation: a version that fails is not served (the
+        // previous one stays, as Knot).
+        if self.validating.contains(&spec.name) {
+            let now = crate::update::unix_now();
+            if let Err(e) = lode_dnssec::validate(&l.zone, now, None) {
+                let e = format!("{}: DNSSEC validation failed: {e}", spec.source);
+                self.failed(spec, old, vec![e], report);
+                return old.map(|o| (o.clone(), false));
+            }
+        }
         let z = &l.zone;
         tracing::info!(
             zone = %name,

@@ -128,6 +128,9 @@ pub enum StageError {
     NoContents,
     /// The zone could not be signed.
     Sign(lode_dnssec::SignError),
+    /// The version the change leads to fails DNSSEC validation
+    /// (`dnssec-validation`).
+    Invalid(String),
 }
 
 impl fmt::Display for StageError {
@@ -139,6 +142,7 @@ impl fmt::Display for StageError {
             }
             StageError::NoContents => f.write_str("the zone has no contents to apply changes to"),
             StageError::Sign(e) => write!(f, "signing: {e}"),
+            StageError::Invalid(e) => write!(f, "DNSSEC validation failed: {e}"),
         }
     }
 }
@@ -155,6 +159,11 @@ pub struct Stage {
     /// The zone is signed here, though this stage does not sign (see
     /// [`Stage::unsigned`]): zone-file differences leave DNSSEC records out.
     signed_zone: bool,
+    /// Knot's `dnssec-validation`: each new version of a zone signed
+    /// elsewhere is checked (`lode_dnssec::validate`) before it is
+    /// returned — whole after a replacement, the names a change touched
+    /// (and the chain whole) after a change; a version that fails is refused.
+    pub validate: bool,
 }
 
 impl Stage {
@@ -164,6 +173,7 @@ impl Stage {
             policy,
             signer: None,
             signed_zone: false,
+            validate: false,
         }
     }
 
@@ -173,6 +183,7 @@ impl Stage {
             policy,
             signer: Some(signer),
             signed_zone: true,
+            validate: false,
         }
     }
 
@@ -183,6 +194,7 @@ impl Stage {
             policy: self.policy,
             signer: None,
             signed_zone: self.signed_zone,
+            validate: self.validate,
         }
     }
 
@@ -256,9 +268,9 @@ impl Stage {
     ) -> Result<Staged, StageError> {
         let (changes, serial_raised) = match change {
             Change::Replace(version) => {
-                return Ok(Staged::Replaced {
-                    version: self.prepare(version, current, now)?,
-                })
+                let version = self.prepare(version, current, now)?;
+                self.check(&version, None, now)?;
+                return Ok(Staged::Replaced { version });
             }
             Change::Resign => {
                 let Some(signer) = &self.signer else {
@@ -360,11 +372,33 @@ impl Stage {
             version = next;
             signed.push(cs);
         }
+        if self.validate && self.signer.is_none() {
+            let touched: Vec<lode_wire::Name> = signed
+                .iter()
+                .flat_map(|cs| cs.removed.iter().chain(&cs.added))
+                .map(|r| r.owner.clone())
+                .collect();
+            self.check(&version, Some(&touched), now)?;
+        }
         Ok(Staged::Changed {
             version,
             changes: signed,
             serial_raised,
         })
+    }
+
+    /// The validation step (`dnssec-validation`, a zone not signed here):
+    /// `version` whole, or the names in `only` and the chain.
+    fn check(
+        &self,
+        version: &Zone,
+        only: Option<&[lode_wire::Name]>,
+        now: u64,
+    ) -> Result<(), StageError> {
+        if !self.validate || self.signer.is_some() || version.is_expired() {
+            return Ok(());
+        }
+        lode_dnssec::validate(version, now, only).map_err(StageError::Invalid)
     }
 
     /// `cs` (the primary's SOAs) from the served serial to the serial

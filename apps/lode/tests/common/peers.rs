@@ -1032,6 +1032,11 @@ impl Primary {
         self.daemon.stop();
     }
 
+    /// Its own directory (configuration, zone file `primary.zone`, logs).
+    pub fn dir(&self) -> &Path {
+        &self.daemon.dir.0
+    }
+
     /// Runs `knotc` on this knotd's control socket, e.g. `["zone-purge",
     /// "-f", "example.com.", "+journal"]` to drop its IXFR history (then
     /// secondaries must fall back to AXFR); returns its output.

@@ -24,6 +24,11 @@
 //! name = "example."
 //! dnssec-signing = true
 //! dnssec-policy = "default"               # default: Knot's default policy
+//!
+//! [[zone]]
+//! name = "signed-elsewhere."
+//! dnssec-validation = true                # each new version checked before it is
+//!                                         # served (not with dnssec-signing)
 //! ```
 
 use serde::Deserialize;

@@ -217,6 +217,7 @@ pub(super) fn resolve_templates(
                 catalog: false,
                 interpret: Vec::new(),
                 signing: None,
+                validation: false,
                 timers: TimerBounds::from_settings(
                     &owner,
                     [

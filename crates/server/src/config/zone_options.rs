@@ -177,6 +177,14 @@ pub(super) fn resolve_zone_options(
                 None
             }
         };
+        let validation = z.dnssec_validation.unwrap_or(false);
+        if validation && signing.is_some() {
+            return Err(ConfigError::Value(format!(
+                "zone {}: dnssec-validation checks a zone signed elsewhere; with dnssec-signing \
+                 the zone is signed here (as Knot, the two do not go together)",
+                z.name
+            )));
+        }
         let notify_delay = z.notify_delay.unwrap_or(0);
         if notify_delay > 3600 {
             return Err(ConfigError::Value(format!(
@@ -196,6 +204,7 @@ pub(super) fn resolve_zone_options(
                 catalog: generates,
                 interpret,
                 signing,
+                validation,
                 timers: TimerBounds::from_settings(
                     &format!("zone {}", z.name),
                     [

@@ -168,6 +168,8 @@ fn open_writer(
         }
         _ => Stage::new(serial_policy),
     };
+    let mut stage = stage;
+    stage.validate = options.validation;
     let file_tag = spec.source.tag();
     let state = state_path(dir, &origin);
     let flushed = flushed_path(dir, &origin);
