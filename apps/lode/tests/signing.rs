@@ -227,7 +227,10 @@ fn scenario(tag: &str, policy: &str) {
         "\tNSEC\t"
     };
     assert!(axfr.contains(chain), "{chain} expected\n{axfr}");
-    assert_eq!(first, 1, "a first load keeps the file's serial (as Knot)");
+    assert_eq!(
+        first, 2,
+        "a first load signs with the next serial (as Knot with its journal)"
+    );
     let key_dir = dir.0.join("journal/keys/example");
     for entry in std::fs::read_dir(&key_dir).unwrap() {
         use std::os::unix::fs::PermissionsExt as _;

@@ -112,7 +112,7 @@ fn start_knot_signer(dir: &Path, port: u16, keys: &[String], nsec3: bool) -> Ser
              database:\n    storage: \"{d}\"\n\
              log:\n  - target: stderr\n    any: info\n\
              policy:\n  - id: same\n    manual: on\n    algorithm: ecdsap256sha256\n{chain}\
-             template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: none\n\
+             template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: changes\n\
              zone:\n  - domain: example.\n    file: \"{}\"\n    dnssec-signing: on\n    dnssec-policy: same\n",
             zone.display()
         ),

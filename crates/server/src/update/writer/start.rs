@@ -275,16 +275,13 @@ fn open_writer(
             .is_some_and(|s| !s.is_current(&current, unix_now()));
     if signed_whole {
         let started = Instant::now();
-        // A zone served before (it has a state) gets a serial past the one
-        // its secondaries hold; a first load keeps the file's (as Knot).
-        let served_before = if state_tag.is_some() {
-            current.clone()
-        } else {
-            Arc::new(current.with_expired(true))
-        };
+        // The signed version gets the serial policy's next, also at a
+        // first load (Knot with its journal, `journal-content: changes`,
+        // its default: "serial none -> 1 -> 2"): whatever holds the
+        // unsigned version at the file's serial sees a newer one.
         let signed = writer
             .stage
-            .prepare(current.clone(), &served_before, unix_now())
+            .prepare(current.clone(), &current, unix_now())
             .map_err(|e| e.to_string());
         match signed.and_then(|z| writer.replace(z, None)) {
             Ok(serial) => tracing::info!(
