@@ -207,6 +207,11 @@ fn an_nsec3_opt_out_zone_verifies_after_every_change_restart_and_kill9_and_valid
     scenario("optout", "nsec3 = true\nnsec3-opt-out = true\n");
 }
 
+#[test]
+fn an_rsa_zone_with_keys_made_here_verifies_after_every_change_restart_and_kill9_and_validates() {
+    scenario("rsa", "algorithm = \"rsasha256\"\nksk-size = 3072\n");
+}
+
 /// The whole life of a signed zone under `policy` (lines of `[[policy]]`).
 fn scenario(tag: &str, policy: &str) {
     if !tools_present() {

@@ -422,6 +422,23 @@ fn reproducible_signing_gives_the_same_signatures_twice() {
 }
 
 #[test]
+fn a_zone_signed_with_generated_rsa_keys_validates() {
+    let z = zone(ZONE);
+    let s = signer(Algorithm::RsaSha256, false);
+    assert!(s.keys().iter().all(|k| k.algorithm == Algorithm::RsaSha256));
+    let signed = s.sign_zone(&z, None, NOW).unwrap();
+    // (check::verify sees RSA signatures present; validate verifies them.)
+    verify(&signed, &s).unwrap();
+    let origin: Name = "example.".parse().unwrap();
+    for bits in [1024, 8192] {
+        let e = SigningKey::generate_sized(&origin, Algorithm::RsaSha256, ZSK_FLAGS, Some(bits), 0);
+        assert!(e.is_err(), "{bits} bits refused");
+    }
+    let e = SigningKey::generate_sized(&origin, Algorithm::EcdsaP256, ZSK_FLAGS, Some(384), 0);
+    assert!(e.is_err(), "a P-256 key is 256 bits");
+}
+
+#[test]
 fn the_validator_finds_what_is_wrong_with_a_signed_zone() {
     let z = zone(ZONE);
     let www: Name = "www.example.".parse().unwrap();

@@ -38,7 +38,12 @@ pub(crate) fn signer(
             &[KSK_FLAGS, ZSK_FLAGS]
         };
         for &flags in roles {
-            let key = SigningKey::generate(zone, signing.algorithm, flags, now)
+            let bits = if flags == KSK_FLAGS {
+                signing.ksk_size
+            } else {
+                signing.zsk_size
+            };
+            let key = SigningKey::generate_sized(zone, signing.algorithm, flags, bits, now)
                 .map_err(|e| e.to_string())?;
             let path = key.write(&dir).map_err(|e| e.to_string())?;
             let role = match (flags, signing.single_type) {

@@ -86,6 +86,10 @@ pub struct Signing {
     pub algorithm: lode_dnssec::Algorithm,
     /// One combined signing key instead of a KSK and a ZSK.
     pub single_type: bool,
+    /// Bits of a new KSK (or CSK), and of a new ZSK (RSA; None: the default).
+    pub ksk_size: Option<u32>,
+    /// (see `ksk_size`)
+    pub zsk_size: Option<u32>,
     /// The signer's settings.
     pub policy: lode_dnssec::Policy,
 }
@@ -121,6 +125,13 @@ fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
             ))
         })?,
     };
+    for (what, bits) in [("ksk-size", p.ksk_size), ("zsk-size", p.zsk_size)] {
+        if bits.is_some() {
+            algorithm
+                .key_bits(bits)
+                .map_err(|e| bad(format!("{what}: {e}")))?;
+        }
+    }
     let nsec3 = (p.nsec3 == Some(true)).then(|| lode_dnssec::Nsec3Policy {
         iterations: p.nsec3_iterations.unwrap_or(0),
         salt_length: p.nsec3_salt_length.unwrap_or(0),
@@ -176,6 +187,8 @@ fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
         policy_id: p.id.clone(),
         algorithm,
         single_type: p.single_type_signing.unwrap_or(false),
+        ksk_size: p.ksk_size,
+        zsk_size: p.zsk_size,
         policy,
     })
 }
@@ -201,6 +214,19 @@ mod tests {
         assert!(p(|e| e.algorithm = Some("ed25519".into())).is_ok());
         assert!(p(|e| e.algorithm = Some("rsasha1".into())).is_err());
         assert!(p(|e| e.rrsig_refresh = Some(20 * 86400)).is_err());
+        // Key sizes: RSA 2048 to 4096; the curve's own for the others.
+        assert!(p(|e| {
+            e.algorithm = Some("rsasha256".into());
+            e.zsk_size = Some(4096);
+        })
+        .is_ok());
+        assert!(p(|e| {
+            e.algorithm = Some("rsasha256".into());
+            e.zsk_size = Some(1024);
+        })
+        .is_err());
+        assert!(p(|e| e.ksk_size = Some(2048)).is_err());
+        assert!(p(|e| e.ksk_size = Some(256)).is_ok());
         let n = p(|e| {
             e.nsec3 = Some(true);
             e.nsec3_opt_out = Some(true);
