@@ -38,7 +38,7 @@ pub use key::{Algorithm, KeyError, SigningKey, KSK_FLAGS, ZSK_FLAGS};
 pub use nsec3::{Nsec3, Nsec3Policy};
 pub use refresh::Due;
 pub use rrsig::signatures_made;
-pub use signer::{is_signer_type, Policy, SignError, Signer};
+pub use signer::{is_signer_type, Policy, Progress, SignError, Signer};
 pub use validate::validate;
 
 #[cfg(test)]

@@ -95,12 +95,55 @@ pub(crate) struct Job {
     pub(crate) rdatas: Vec<Box<[u8]>>,
 }
 
+/// How far a whole-zone signing is, read from other threads (status,
+/// progress lines) while [`Signer::sign_zone`] runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    running: std::sync::atomic::AtomicBool,
+    /// Names and chain records to sign.
+    total: std::sync::atomic::AtomicU64,
+    /// Of them, signed.
+    done: std::sync::atomic::AtomicU64,
+}
+
+/// Items signed between two updates of [`Progress::done`].
+const PROGRESS_STEP: u64 = 4096;
+
+impl Progress {
+    /// (signed, to sign) of the whole-zone signing under way, if one is.
+    pub fn get(&self) -> Option<(u64, u64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.running
+            .load(Relaxed)
+            .then(|| (self.done.load(Relaxed), self.total.load(Relaxed)))
+    }
+    /// (signed, to sign) of the last whole-zone signing, running or not.
+    pub fn counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.done.load(Relaxed), self.total.load(Relaxed))
+    }
+    fn start(&self, total: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.done.store(0, Relaxed);
+        self.total.store(total, Relaxed);
+        self.running.store(true, Relaxed);
+    }
+    fn add(&self, n: u64) {
+        self.done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn stop(&self) {
+        self.running
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// A zone's signer: its keys and policy.
 #[derive(Debug)]
 pub struct Signer {
     origin: Name,
     keys: Vec<Arc<SigningKey>>,
     policy: Policy,
+    progress: Arc<Progress>,
 }
 
 impl Signer {
@@ -121,7 +164,13 @@ impl Signer {
             origin: origin.to_lowercase(),
             keys: keys.into_iter().map(Arc::new).collect(),
             policy,
+            progress: Arc::default(),
         })
+    }
+
+    /// The progress of its whole-zone signing (see [`Progress`]).
+    pub fn progress(&self) -> Arc<Progress> {
+        self.progress.clone()
     }
 
     /// The keys.
@@ -282,7 +331,9 @@ impl Signer {
             .node_ids()
             .filter(|&id| bare.shadow(id).is_none())
             .collect();
+        self.progress.start((ids.len() + chain.len()) as u64);
         let sigs = self.sign_nodes(&bare, &ids, &chain, now);
+        self.progress.stop();
         drop(ids);
         let mut b = ZoneBuilder::new(zone.origin().to_name())
             .class(zone.class())
@@ -315,7 +366,16 @@ impl Signer {
                     s.spawn(move || {
                         let mut scratch = Vec::new();
                         let mut out = Vec::with_capacity(ids.len() * 2 + chain.len());
+                        let mut counted = 0u64;
+                        let count = |n: &mut u64| {
+                            *n += 1;
+                            if *n == PROGRESS_STEP {
+                                self.progress.add(*n);
+                                *n = 0;
+                            }
+                        };
                         for &id in ids {
+                            count(&mut counted);
                             let node = zone.node(id);
                             for set in node.rrsets() {
                                 if !nsec::is_signed(zone, id, set.rtype()) {
@@ -332,6 +392,7 @@ impl Signer {
                             }
                         }
                         for r in chain {
+                            count(&mut counted);
                             let target = RRsetRef {
                                 owner: r.owner.as_ref(),
                                 rtype: r.rtype,
@@ -340,6 +401,7 @@ impl Signer {
                             };
                             self.sign_set(&target, &[&r.rdata], validity, &mut scratch, &mut out);
                         }
+                        self.progress.add(counted);
                         out
                     })
                 })

@@ -422,6 +422,27 @@ fn reproducible_signing_gives_the_same_signatures_twice() {
 }
 
 #[test]
+fn whole_signing_counts_its_progress_to_the_end() {
+    let z = zone(ZONE);
+    let s = signer_with(
+        Algorithm::EcdsaP256,
+        false,
+        Policy {
+            signing_threads: 3,
+            ..nsec3_policy(0, false)
+        },
+    );
+    let p = s.progress();
+    assert_eq!(p.get(), None);
+    let signed = s.sign_zone(&z, None, NOW).unwrap();
+    assert_eq!(p.get(), None, "not running once done");
+    let (done, total) = p.counts();
+    let chain = signed.records().filter(|r| r.rtype == Rtype::NSEC3).count() as u64;
+    assert!(total > chain, "names and chain records: {total}");
+    assert_eq!(done, total);
+}
+
+#[test]
 fn a_zone_signed_with_generated_rsa_keys_validates() {
     let z = zone(ZONE);
     let s = signer(Algorithm::RsaSha256, false);

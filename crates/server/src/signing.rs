@@ -73,3 +73,75 @@ pub(crate) fn signer(
     tracing::debug!("zone {zone}: DNSSEC, keys {}", tags.join(", "));
     Signer::new(zone, keys, signing.policy.clone()).map_err(|e| e.to_string())
 }
+
+/// The whole-zone signing progress of each signed zone (by origin), for
+/// `zone-status` and the progress lines (see [`watch`]).
+static PROGRESS: std::sync::Mutex<Vec<(Name, std::sync::Arc<lode_dnssec::Progress>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// How long a whole signing runs before its progress is logged, and how
+/// often after that.
+const PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Watches the whole signings of `zone`'s signer: `zone-status` shows how
+/// far one is, and one running longer than 5 s is logged every 10 s
+/// ("signing whole: 45 % …") by one reporter thread for all zones.
+pub(crate) fn watch(zone: &Name, signer: &Signer) {
+    let mut all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|(n, _)| n != zone);
+    all.push((zone.clone(), signer.progress()));
+    static REPORTER: std::sync::Once = std::sync::Once::new();
+    REPORTER.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("lode-sign-progress".into())
+            .spawn(report);
+        if let Err(e) = spawned {
+            tracing::warn!("DNSSEC signing progress will not be logged: {e}");
+        }
+    });
+}
+
+/// (signed, to sign) of `zone`'s whole signing under way, if one is.
+pub(crate) fn progress(zone: &Name) -> Option<(u64, u64)> {
+    let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+    all.iter().find(|(n, _)| n == zone)?.1.get()
+}
+
+/// The reporter: once a second, a line for each whole signing due one.
+fn report() {
+    use std::time::Instant;
+    // Zone → (seen running since, last logged).
+    let mut running: std::collections::HashMap<Name, (Instant, Option<Instant>)> =
+        std::collections::HashMap::new();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let now = Instant::now();
+        let all: Vec<(Name, Option<(u64, u64)>)> = {
+            let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+            all.iter().map(|(n, p)| (n.clone(), p.get())).collect()
+        };
+        for (zone, p) in all {
+            let Some((done, total)) = p else {
+                running.remove(&zone);
+                continue;
+            };
+            let (since, last) = running.entry(zone.clone()).or_insert((now, None));
+            let due = now.duration_since(*since) >= PROGRESS_AFTER
+                && last.is_none_or(|l| now.duration_since(l) >= PROGRESS_EVERY);
+            if due {
+                *last = Some(now);
+                tracing::info!(
+                    "zone {zone}: DNSSEC, signing whole: {} ({done} of {total} names and chain records), {} s",
+                    percent(done, total),
+                    now.duration_since(*since).as_secs()
+                );
+            }
+        }
+    }
+}
+
+/// `done` of `total` as a percentage, for people.
+pub(crate) fn percent(done: u64, total: u64) -> String {
+    format!("{:.0} %", done as f64 * 100.0 / total.max(1) as f64)
+}

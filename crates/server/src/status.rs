@@ -431,7 +431,13 @@ fn zone_status(
         if let Some(r) = &record {
             text.push_str(&r.to_lines(now));
         }
-        if let Some(line) = z.as_deref().and_then(|z| dnssec_line(z, now)) {
+        if let Some((done, total)) = crate::signing::progress(&name) {
+            let _ = write!(
+                text,
+                "\n  dnssec: signing whole, {} ({done} of {total} names and chain records)",
+                crate::signing::percent(done, total)
+            );
+        } else if let Some(line) = z.as_deref().and_then(|z| dnssec_line(z, now)) {
             text.push_str(&line);
         }
         if let Some(t) = transfer.get(&name) {

@@ -157,7 +157,10 @@ fn open_writer(
     let stage = match (&options.signing, &config.kasp_db) {
         (Some(signing), Some(kasp_db)) => {
             match crate::signing::signer(kasp_db, &origin, signing, unix_now()) {
-                Ok(signer) => Stage::signed(serial_policy, Arc::new(signer)),
+                Ok(signer) => {
+                    crate::signing::watch(&origin, &signer);
+                    Stage::signed(serial_policy, Arc::new(signer))
+                }
                 Err(e) => {
                     tracing::error!(
                         "zone {origin}: DNSSEC keys: {e}; the zone is not signed and takes no changes"
