@@ -62,18 +62,36 @@ pub fn validate(zone: &Zone, now: u64, only: Option<&[Name]>) -> Result<(), Stri
         Some(n) => nsec3_chain(zone, &n)?,
         None => nsec_chain(zone)?,
     }
-    let mut data = Vec::new();
-    let mut check = |id: NodeId| signatures(zone, id, &keys, now, &mut data);
-    match only {
-        None => zone.node_ids().try_for_each(&mut check),
-        Some(names) => {
-            check(zone.apex_id())?;
-            names
-                .iter()
-                .filter_map(|n| zone.find(n.as_ref()))
-                .try_for_each(&mut check)
-        }
-    }
+    let ids: Vec<NodeId> = match only {
+        None => zone.node_ids().collect(),
+        Some(names) => std::iter::once(zone.apex_id())
+            .chain(names.iter().filter_map(|n| zone.find(n.as_ref())))
+            .collect(),
+    };
+    // The signatures on every core (a whole zone is millions of them).
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(ids.len().div_ceil(1024))
+        .max(1);
+    let chunk = ids.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ids
+            .chunks(chunk)
+            .map(|part| {
+                let keys = &keys;
+                s.spawn(move || {
+                    let mut data = Vec::new();
+                    part.iter()
+                        .try_for_each(|&id| signatures(zone, id, keys, now, &mut data))
+                })
+            })
+            .collect();
+        // The first problem in zone order.
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("validation thread panicked".into()))
+        })
+    })
 }
 
 /// Every RRset of the node that is to be signed has a signature that
