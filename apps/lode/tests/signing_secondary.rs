@@ -223,3 +223,54 @@ fn lode_signs_between_a_hidden_primary_and_a_validating_secondary() {
         public.log()
     );
 }
+
+/// A hosting company's catalog, signed here: the members of a catalog Knot
+/// generates become secondaries of Knot that Lode signs, by the catalog
+/// template's `dnssec-signing` (each verified whole).
+#[test]
+fn catalog_members_are_signed_by_their_template() {
+    if !tools_present() || !missing_programs(&[SecondaryKind::Knot]).is_empty() {
+        assert!(std::env::var_os("LODE_REQUIRE_XFR_PEERS").is_none());
+        return;
+    }
+    let key = TsigKey::test_key();
+    let dir = TempDir::new("signing-catalog");
+    let ports = distinct_ports(3, &[]);
+    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], ports[1]));
+    let names = ["m1.example.", "m2.example."];
+    let text = |m: &str| {
+        format!(
+            "$ORIGIN {m}\n$TTL 300\n@ SOA ns hostmaster 7 5 2 604800 300\n@ NS ns\n\
+             ns A 192.0.2.53\nwww A 192.0.2.7\nsub NS ns.sub\nns.sub A 192.0.2.8\n"
+        )
+    };
+    let knot = Primary::start_knot_catalog_of(
+        &dir.0,
+        "catalog.example.",
+        &names,
+        text,
+        &key,
+        consumer_addr,
+        ports[0],
+    )
+    .unwrap_or_else(|e| panic!("knot producer: {e}"));
+    let consumer = Peer::start_lode_catalog_consumer_with(
+        "catalog.example.",
+        knot.addr,
+        &key,
+        ports[1],
+        ports[2],
+        "dnssec-signing = true\n",
+    )
+    .unwrap_or_else(|e| panic!("lode consumer: {e}"));
+    let y = key.y_arg();
+    for m in names {
+        // A member's first version keeps the primary's serial.
+        wait_serial(consumer.addr, m, 7, FOLLOW)
+            .unwrap_or_else(|e| panic!("lode serves {m}: {e}\n{}", consumer.log_tail(30)));
+        let serial = verify_axfr(&dir.0, consumer.addr, m, Some(&y), &format!("member {m}"));
+        assert_eq!(serial, 7);
+        let text = std::fs::read_to_string(dir.0.join("axfr.txt")).unwrap();
+        assert!(text.contains("DNSKEY") && text.contains("RRSIG"), "{text}");
+    }
+}

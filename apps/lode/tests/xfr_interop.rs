@@ -646,26 +646,19 @@ fn knot_catalog_producer_to_lode_consumer() {
     let ports = distinct_ports(3, &[]);
     let consumer_addr = SocketAddr::from(([127, 0, 0, 1], ports[1]));
     let names = ["k1.example.", "k2.example."];
-    let files: Vec<std::path::PathBuf> = names
-        .iter()
-        .map(|m| {
-            let f = dir.0.join(format!("{m}zone"));
-            std::fs::write(
-                &f,
-                format!("$ORIGIN {m}\n$TTL 300\n@ SOA ns hostmaster 7 5 2 604800 300\n@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.7\n"),
-            )
-            .unwrap();
-            f
-        })
-        .collect();
-    let members: Vec<(&str, &Path)> = names
-        .iter()
-        .zip(&files)
-        .map(|(n, f)| (*n, f.as_path()))
-        .collect();
-    let knot =
-        Primary::start_knot_catalog("catalog.example.", &members, &key, consumer_addr, ports[0])
-            .unwrap_or_else(|e| panic!("knot producer: {e}"));
+    let text = |m: &str| {
+        format!("$ORIGIN {m}\n$TTL 300\n@ SOA ns hostmaster 7 5 2 604800 300\n@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.7\n")
+    };
+    let knot = Primary::start_knot_catalog_of(
+        &dir.0,
+        "catalog.example.",
+        &names,
+        text,
+        &key,
+        consumer_addr,
+        ports[0],
+    )
+    .unwrap_or_else(|e| panic!("knot producer: {e}"));
     let consumer =
         Peer::start_lode_catalog_consumer("catalog.example.", knot.addr, &key, ports[1], ports[2])
             .unwrap_or_else(|e| panic!("lode consumer: {e}"));

@@ -716,8 +716,8 @@ impl Config {
         }
         let acls = resolve_acls(file)?;
         let remotes = resolve_remotes(file)?;
-        let templates = resolve_templates(file, &acls, &remotes)?;
         let policies = dnssec::resolve_policies(&file.policies)?;
+        let templates = resolve_templates(file, &acls, &remotes, &policies)?;
         let global_sync = match file.zonefile_sync {
             Some(s) => ZonefileSync::from_seconds(s).map_err(ConfigError::Value)?,
             None => ZonefileSync::Default,

@@ -450,6 +450,19 @@ impl Peer {
         port: u16,
         tap_port: u16,
     ) -> Result<Peer, String> {
+        Peer::start_lode_catalog_consumer_with(catalog, primary, key, port, tap_port, "")
+    }
+
+    /// [`Peer::start_lode_catalog_consumer`], `template` added to the
+    /// members' `[[template]]` (TOML lines, e.g. `dnssec-signing = true`).
+    pub fn start_lode_catalog_consumer_with(
+        catalog: &str,
+        primary: SocketAddr,
+        key: &TsigKey,
+        port: u16,
+        tap_port: u16,
+        template: &str,
+    ) -> Result<Peer, String> {
         let zone = absolute(catalog);
         let tap = XfrTap::start(primary, tap_port)?;
         let dir = TempDir::new("xfr-lode-catalog");
@@ -458,7 +471,7 @@ impl Peer {
              [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
              [[acl]]\nid = \"xfr-out\"\nkey = [\"{}\"]\naction = [\"transfer\"]\n\n\
              [[remote]]\nid = \"primary\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n\
-             [[template]]\nid = \"members\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\n\n\
+             [[template]]\nid = \"members\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\n{template}\n\
              [[zone]]\nname = \"{zone}\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\ncatalog-role = \"interpret\"\ncatalog-template = [\"members\"]\n",
             dir.0.join("ctl.sock").display(),
             key.name,
@@ -908,6 +921,29 @@ impl Primary {
                 .map_err(|e| format!("{e}\n{}", primary.log_tail(30)))?;
         }
         Ok(primary)
+    }
+
+    /// [`Primary::start_knot_catalog`] of members `names`, each zone file
+    /// (`text` of the member's name) written into `dir` first.
+    pub fn start_knot_catalog_of(
+        dir: &Path,
+        catalog: &str,
+        names: &[&str],
+        text: impl Fn(&str) -> String,
+        key: &TsigKey,
+        notify: SocketAddr,
+        port: u16,
+    ) -> Result<Primary, String> {
+        let files: Vec<PathBuf> = names.iter().map(|m| dir.join(format!("{m}zone"))).collect();
+        for (m, f) in names.iter().zip(&files) {
+            write(f, &text(m))?;
+        }
+        let members: Vec<(&str, &Path)> = names
+            .iter()
+            .zip(&files)
+            .map(|(n, f)| (*n, f.as_path()))
+            .collect();
+        Primary::start_knot_catalog(catalog, &members, key, notify, port)
     }
 
     /// Starts knotd as a catalog producer (`catalog-role: generate`) of

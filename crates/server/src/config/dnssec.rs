@@ -193,6 +193,50 @@ fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
     })
 }
 
+/// How a zone (or a template's members) is signed, from its
+/// `[dnssec-signing, dnssec-validation]`, `dnssec-policy` and whether a
+/// journal folder is configured; `owner` names it in errors.
+pub(super) fn zone_signing(
+    owner: &str,
+    [signing, validation]: [Option<bool>; 2],
+    policy: Option<&str>,
+    policies: &[Signing],
+    journal_dir: bool,
+) -> Result<(Option<Signing>, bool), ConfigError> {
+    let signing = match signing {
+        Some(true) => {
+            let id = policy.unwrap_or("default");
+            let p = policies.iter().find(|p| p.policy_id == id).ok_or_else(|| {
+                ConfigError::Value(format!(
+                    "{owner}: dnssec-policy {id:?} is not a [[policy]] id"
+                ))
+            })?;
+            if !journal_dir {
+                return Err(ConfigError::Value(format!(
+                    "{owner}: dnssec-signing needs journal-dir (the signed zone and its changes live there)"
+                )));
+            }
+            Some(p.clone())
+        }
+        _ => {
+            if let Some(id) = policy {
+                tracing::warn!(
+                    "{owner}: dnssec-policy {id:?} without dnssec-signing = true: not signed"
+                );
+            }
+            None
+        }
+    };
+    let validation = validation.unwrap_or(false);
+    if validation && signing.is_some() {
+        return Err(ConfigError::Value(format!(
+            "{owner}: dnssec-validation checks a zone signed elsewhere; with dnssec-signing \
+             the zone is signed here (as Knot, the two do not go together)"
+        )));
+    }
+    Ok((signing, validation))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,6 +41,12 @@ pub struct TemplateEntry {
     pub expire_min_interval: Option<u32>,
     /// See `refresh_min_interval`.
     pub expire_max_interval: Option<u32>,
+    /// The members are signed here (as a zone's `dnssec-signing`).
+    pub dnssec_signing: Option<bool>,
+    /// The `[[policy]]` they are signed by.
+    pub dnssec_policy: Option<String>,
+    /// Each new version of a member (signed elsewhere) checked first.
+    pub dnssec_validation: Option<bool>,
 }
 
 /// One `[[remote]]` table: another server, as Knot's `remote`.
@@ -192,6 +198,7 @@ pub(super) fn resolve_templates(
     file: &ConfigFile,
     acls: &[crate::acl::Rule],
     remotes: &[Remote],
+    policies: &[super::Signing],
 ) -> Result<Vec<(String, ZoneOptions)>, ConfigError> {
     let mut out: Vec<(String, ZoneOptions)> = Vec::new();
     for t in &file.templates {
@@ -205,6 +212,13 @@ pub(super) fn resolve_templates(
                 "{owner}: master = [\"…\"] is required (catalog members are secondaries)"
             )));
         }
+        let (signing, validation) = super::dnssec::zone_signing(
+            &owner,
+            [t.dnssec_signing, t.dnssec_validation],
+            t.dnssec_policy.as_deref(),
+            policies,
+            file.journal_dir.is_some(),
+        )?;
         out.push((
             t.id.clone(),
             ZoneOptions {
@@ -216,8 +230,8 @@ pub(super) fn resolve_templates(
                 masters,
                 catalog: false,
                 interpret: Vec::new(),
-                signing: None,
-                validation: false,
+                signing,
+                validation,
                 timers: TimerBounds::from_settings(
                     &owner,
                     [

@@ -150,41 +150,13 @@ pub(super) fn resolve_zone_options(
                 z.name
             )));
         }
-        let signing = match z.dnssec_signing {
-            Some(true) => {
-                let id = z.dnssec_policy.as_deref().unwrap_or("default");
-                let p = policies.iter().find(|p| p.policy_id == id).ok_or_else(|| {
-                    ConfigError::Value(format!(
-                        "zone {}: dnssec-policy {id:?} is not a [[policy]] id",
-                        z.name
-                    ))
-                })?;
-                if file.journal_dir.is_none() {
-                    return Err(ConfigError::Value(format!(
-                        "zone {}: dnssec-signing needs journal-dir (the signed zone and its changes live there)",
-                        z.name
-                    )));
-                }
-                Some(p.clone())
-            }
-            _ => {
-                if let Some(id) = &z.dnssec_policy {
-                    tracing::warn!(
-                        "zone {}: dnssec-policy {id:?} without dnssec-signing = true: not signed",
-                        z.name
-                    );
-                }
-                None
-            }
-        };
-        let validation = z.dnssec_validation.unwrap_or(false);
-        if validation && signing.is_some() {
-            return Err(ConfigError::Value(format!(
-                "zone {}: dnssec-validation checks a zone signed elsewhere; with dnssec-signing \
-                 the zone is signed here (as Knot, the two do not go together)",
-                z.name
-            )));
-        }
+        let (signing, validation) = super::dnssec::zone_signing(
+            &format!("zone {}", z.name),
+            [z.dnssec_signing, z.dnssec_validation],
+            z.dnssec_policy.as_deref(),
+            policies,
+            file.journal_dir.is_some(),
+        )?;
         let notify_delay = z.notify_delay.unwrap_or(0);
         if notify_delay > 3600 {
             return Err(ConfigError::Value(format!(
