@@ -20,10 +20,12 @@ use super::{reply, unix_now, Publisher, Work};
 
 mod resign;
 mod start;
+mod upstream;
 
 #[cfg(test)]
 pub(crate) use start::start_writer;
 pub(crate) use start::{start_writers, start_writers_for};
+use upstream::parse_upstream_tag;
 
 /// How long a zone must go without updates before a delta of any size is
 /// folded into a new base (memory as a fresh load once a bulk load is done).
@@ -352,54 +354,13 @@ impl Writer {
                 let _ = done.send(self.apply_incremental(&changes));
             }
             Work::Replace { zone, done } => {
-                let placeholder = self
-                    .current()
-                    .is_none_or(|z| crate::secondary::is_placeholder(&z));
-                let upstream = Some(zone.serial()).filter(|_| self.signs_transfers);
-                let result = if self.signs_transfers && !placeholder {
-                    self.run_stage(Change::Transfer(zone), upstream)
-                } else {
-                    self.replace(zone, upstream)
-                };
-                let _ = done.send(result);
+                let _ = done.send(self.take_whole(zone));
             }
             Work::Sign { done } => {
                 let _ = done.send(self.sign_whole());
             }
             _ => {}
         }
-    }
-
-    fn apply_incremental(&mut self, changes: &[Changeset]) -> Result<u32, String> {
-        if !self.signs_transfers {
-            return self.run_stage(Change::Changesets(changes), None);
-        }
-        // The primary's changesets must follow the primary serial the
-        // served version stands for, and one another.
-        let mut at = self.upstream();
-        for cs in changes {
-            if at != Some(cs.serial_from()) {
-                return Err(format!(
-                    "the changeset from the primary's serial {} does not follow {}",
-                    cs.serial_from(),
-                    at.map_or("an unknown serial".into(), |s| format!("serial {s}"))
-                ));
-            }
-            at = Some(cs.serial_to());
-        }
-        self.run_stage(Change::Changesets(changes), at)
-    }
-
-    /// The primary's serial the served version stands for (a secondary
-    /// signed here), kept in the state's tag.
-    fn upstream(&self) -> Option<u32> {
-        parse_upstream_tag(&self.file_tag)
-    }
-
-    /// Notes the primary's serial the served version stands for.
-    fn set_upstream(&mut self, serial: u32) {
-        self.file_tag = upstream_tag(serial);
-        self.publisher.set_upstream(&self.origin, Some(serial));
     }
 
     /// A change that is no one's request (IXFR in, signatures due) through
@@ -1005,20 +966,6 @@ impl Writer {
         }
         durable
     }
-}
-
-/// The state's tag of a secondary signed here: the primary's serial its
-/// version stands for (a secondary has no zone file to name).
-fn upstream_tag(serial: u32) -> Vec<u8> {
-    format!("upstream {serial}").into_bytes()
-}
-
-/// The primary's serial in a tag made by [`upstream_tag`].
-fn parse_upstream_tag(tag: &[u8]) -> Option<u32> {
-    std::str::from_utf8(tag.strip_prefix(b"upstream ")?)
-        .ok()?
-        .parse()
-        .ok()
 }
 
 #[cfg(test)]
