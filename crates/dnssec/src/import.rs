@@ -163,14 +163,23 @@ fn ed25519_pkcs8(seed: &[u8]) -> Vec<u8> {
 }
 
 fn ecdsa_pkcs8(algorithm: Algorithm, d: &[u8], public: &[u8]) -> Vec<u8> {
-    let curve = if algorithm == Algorithm::EcdsaP384 {
-        OID_P384
+    let (curve, size) = if algorithm == Algorithm::EcdsaP384 {
+        (OID_P384, 48usize)
     } else {
-        OID_P256
+        (OID_P256, 32)
     };
+    // RFC 5915: the scalar in the curve's size. BIND writes it as an integer
+    // (OpenSSL's BN_bn2bin): one key in 256 has a shorter one, which ring
+    // refuses ("InvalidComponent") unless the leading zeros are put back.
+    let mut scalar = vec![0u8; size.saturating_sub(d.len())];
+    scalar.extend_from_slice(d);
     let mut point = vec![0x00, 0x04];
     point.extend_from_slice(public);
-    let ec_private = seq(&[der_uint(&[1]), der(0x04, d), der(0xa1, &der(0x03, &point))]);
+    let ec_private = seq(&[
+        der_uint(&[1]),
+        der(0x04, &scalar),
+        der(0xa1, &der(0x03, &point)),
+    ]);
     seq(&[
         der_uint(&[0]),
         seq(&[der(0x06, OID_EC_PUBLIC_KEY), der(0x06, curve)]),
@@ -187,4 +196,46 @@ fn rsa_pkcs8(parts: &[Vec<u8>]) -> Vec<u8> {
         seq(&[der(0x06, OID_RSA), der(0x05, &[])]),
         der(0x04, &rsa_private),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::KSK_FLAGS;
+    use ring::signature::EcdsaKeyPair;
+
+    /// A BIND key pair whose private scalar BIND wrote without its leading
+    /// zero byte (one key in 256) imports, and is the same key.
+    #[test]
+    fn a_bind_ecdsa_key_with_a_short_scalar_imports() {
+        let zone: Name = "example.".parse().unwrap();
+        let rng = ring::rand::SystemRandom::new();
+        let alg = &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        // The scalar sits after "02 01 01 04 20" in ring's PKCS #8.
+        let marker = [0x02, 0x01, 0x01, 0x04, 0x20];
+        let (pkcs8, d) = (0..20_000)
+            .find_map(|_| {
+                let p = EcdsaKeyPair::generate_pkcs8(alg, &rng)
+                    .ok()?
+                    .as_ref()
+                    .to_vec();
+                let at = p.windows(5).position(|w| w == marker)? + 5;
+                let d = p.get(at..at + 32)?.to_vec();
+                (d[0] == 0).then_some((p, d))
+            })
+            .expect("a scalar with a leading zero in 20,000 keys");
+        let key = SigningKey::from_pkcs8(&zone, Algorithm::EcdsaP256, KSK_FLAGS, 0, pkcs8).unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let rdata = key.dnskey_rdata();
+        let public = format!("example. IN DNSKEY 257 3 13 {}\n", b64.encode(&rdata[4..]));
+        let private = format!(
+            "Private-key-format: v1.3\nAlgorithm: 13 (ECDSAP256SHA256)\nPrivateKey: {}\n",
+            b64.encode(&d[1..])
+        );
+        let imported = from_bind(&zone, &public, &private, 0).unwrap();
+        assert_eq!(imported.tag(), key.tag());
+        // And the padding is exactly the leading zero put back.
+        let short = ecdsa_pkcs8(Algorithm::EcdsaP256, &d[1..], &rdata[4..]);
+        assert_eq!(short, ecdsa_pkcs8(Algorithm::EcdsaP256, &d, &rdata[4..]));
+    }
 }
