@@ -171,7 +171,7 @@ EOF
     mkdir -p "$b"
     (cd "$b" && dnssec-keygen -q -a ECDSAP256SHA256 -f KSK "$zone" >/dev/null && dnssec-keygen -q -a ECDSAP256SHA256 "$zone" >/dev/null)
     cp "$file" "$b/zone"
-    read -r wall peak < <(measure dnssec-signzone -O full -n 2 -S -K "$b" -o "$zone" -f "$b/zone.signed" "$b/zone")
+    read -r wall peak < <(measure dnssec-signzone -O full -n 2 -S -K "$b" -d "$b" -o "$zone" -f "$b/zone.signed" "$b/zone")
     sigs=$(count_sigs < "$b/zone.signed")
     printf '%-34s %9.1f %10s %12.0f %9s\n' "bind dnssec-signzone (nsec, -n 2)" "$wall" "$sigs" "$(echo "$sigs / $wall" | bc -l)" "$peak"
 

@@ -66,6 +66,9 @@ fn sign_bind(keys: &Path, origin: &str, text: &str, out: &Path) {
     run(Command::new("dnssec-signzone")
         .args(["-q", "-S", "-K"])
         .arg(keys)
+        // (its dsset- file there too, not in the test's working folder)
+        .arg("-d")
+        .arg(keys)
         .args(["-3", "a1b2c3d4", "-o", origin, "-f"])
         .arg(out)
         .arg(&input));
