@@ -177,7 +177,7 @@ impl Server {
             served: Vec::new(),
             publisher: publisher.clone(),
             live: Vec::new(),
-            validating: Vec::new(),
+            validating: std::collections::HashSet::new(),
             updates: None,
             notifies: None,
             loads: loads.clone(),

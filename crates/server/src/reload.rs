@@ -120,7 +120,7 @@ pub(crate) struct Reloader {
     /// is newer than their file, so an edited file is not read over it.
     pub(crate) live: Vec<lode_wire::Name>,
     /// Zones with `dnssec-validation`: each version loaded is checked.
-    pub(crate) validating: Vec<lode_wire::Name>,
+    pub(crate) validating: std::collections::HashSet<lode_wire::Name>,
     /// The zone writers, for zones in `live`.
     pub(crate) updates: Option<Arc<crate::update::Updates>>,
     /// The zones' NOTIFY targets (a reload may add and change them).
@@ -137,10 +137,10 @@ impl Reloader {
     pub(crate) fn load(&mut self, config: &Config, initial: bool) -> ReloadReport {
         let mut report = ReloadReport::default();
         self.validating = config
-            .zones
+            .zone_options
             .iter()
-            .filter(|z| config.zone_options(&z.name).validation)
-            .map(|z| z.name.clone())
+            .filter(|(_, o)| o.validation)
+            .map(|(name, _)| name.clone())
             .collect();
         let mut next: Vec<Served> = Vec::with_capacity(config.zones.len());
         let served: std::collections::HashMap<&lode_wire::Name, &Served> =

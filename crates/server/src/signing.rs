@@ -75,9 +75,10 @@ pub(crate) fn signer(
 }
 
 /// The whole-zone signing progress of each signed zone (by origin), for
-/// `zone-status` and the progress lines (see [`watch`]).
-static PROGRESS: std::sync::Mutex<Vec<(Name, std::sync::Arc<lode_dnssec::Progress>)>> =
-    std::sync::Mutex::new(Vec::new());
+/// `zone-status` and the progress lines (see [`watch`]): one entry per
+/// signed zone, looked up by name (10^5 zones start in linear time).
+type Watched = std::collections::HashMap<Name, std::sync::Arc<lode_dnssec::Progress>>;
+static PROGRESS: std::sync::Mutex<Option<Watched>> = std::sync::Mutex::new(None);
 
 /// How long a whole signing runs before its progress is logged, and how
 /// often after that.
@@ -88,9 +89,11 @@ const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 /// far one is, and one running longer than 5 s is logged every 10 s
 /// ("signing whole: 45 % …") by one reporter thread for all zones.
 pub(crate) fn watch(zone: &Name, signer: &Signer) {
-    let mut all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-    all.retain(|(n, _)| n != zone);
-    all.push((zone.clone(), signer.progress()));
+    PROGRESS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(Watched::new)
+        .insert(zone.clone(), signer.progress());
     static REPORTER: std::sync::Once = std::sync::Once::new();
     REPORTER.call_once(|| {
         let spawned = std::thread::Builder::new()
@@ -105,10 +108,12 @@ pub(crate) fn watch(zone: &Name, signer: &Signer) {
 /// (signed, to sign) of `zone`'s whole signing under way, if one is.
 pub(crate) fn progress(zone: &Name) -> Option<(u64, u64)> {
     let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-    all.iter().find(|(n, _)| n == zone)?.1.get()
+    all.as_ref()?.get(zone)?.get()
 }
 
-/// The reporter: once a second, a line for each whole signing due one.
+/// The reporter: once a second, a line for each whole signing due one
+/// (a pass over the atomics of every signed zone; names are copied only
+/// for the signings running).
 fn report() {
     use std::time::Instant;
     // Zone → (seen running since, last logged).
@@ -117,15 +122,15 @@ fn report() {
     loop {
         std::thread::sleep(std::time::Duration::from_secs(1));
         let now = Instant::now();
-        let all: Vec<(Name, Option<(u64, u64)>)> = {
+        let busy: Vec<(Name, (u64, u64))> = {
             let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-            all.iter().map(|(n, p)| (n.clone(), p.get())).collect()
+            all.iter()
+                .flatten()
+                .filter_map(|(n, p)| Some((n.clone(), p.get()?)))
+                .collect()
         };
-        for (zone, p) in all {
-            let Some((done, total)) = p else {
-                running.remove(&zone);
-                continue;
-            };
+        running.retain(|zone, _| busy.iter().any(|(n, _)| n == zone));
+        for (zone, (done, total)) in busy {
             let (since, last) = running.entry(zone.clone()).or_insert((now, None));
             let due = now.duration_since(*since) >= PROGRESS_AFTER
                 && last.is_none_or(|l| now.duration_since(l) >= PROGRESS_EVERY);

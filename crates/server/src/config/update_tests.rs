@@ -2,6 +2,16 @@
 
 use super::*;
 
+/// The configuration `text` (folder "/"), which must be good.
+fn merged(text: &str) -> Config {
+    Config::merge(
+        &ConfigFile::parse(text).unwrap(),
+        Path::new("/"),
+        &Options::default(),
+    )
+    .unwrap()
+}
+
 #[test]
 fn keys_acls_and_zone_options() {
     let text = r#"
@@ -48,12 +58,7 @@ fn keys_acls_and_zone_options() {
         None
     );
     let t = format!("zonefile-sync = -1\n{text}");
-    let c = Config::merge(
-        &ConfigFile::parse(&t).unwrap(),
-        Path::new("/"),
-        &Options::default(),
-    )
-    .unwrap();
+    let c = merged(&t);
     let o = c.zone_options(&"example.".parse().unwrap());
     assert_eq!(o.zonefile_sync.interval(10), None);
     let other = c.zone_options(&"other.".parse().unwrap());
@@ -62,12 +67,7 @@ fn keys_acls_and_zone_options() {
         "zonefile-sync = -1\n{}",
         text.replace("serial-policy", "zonefile-sync = 30\nserial-policy")
     );
-    let c = Config::merge(
-        &ConfigFile::parse(&t).unwrap(),
-        Path::new("/"),
-        &Options::default(),
-    )
-    .unwrap();
+    let c = merged(&t);
     let o = c.zone_options(&"example.".parse().unwrap());
     assert_eq!(
         o.zonefile_sync.interval(1 << 40),
