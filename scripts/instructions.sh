@@ -2,7 +2,7 @@
 # Instructions per answer() call, counted by callgrind: a figure that does not
 # move with the load on a shared machine, unlike times.
 #
-#   scripts/instructions.sh [N] [edns]
+#   scripts/instructions.sh [N] [edns|dnssec]
 #
 # Builds crates/engine/examples/answer_loop.rs in release and, for each kind
 # of query (existing NAPTR, NXDOMAIN inside the zone, outside every zone: see
@@ -10,18 +10,19 @@
 # `valgrind --tool=callgrind` twice: with 0 queries (setup only: the same
 # 100,000-record ENUM zone and the same pre-built queries) and with N queries
 # (default 100000). Prints (Ir(N) - Ir(0)) / N, the instructions of one query.
-# With `edns`, the queries carry an OPT record.
+# With `edns`, the queries carry an OPT record; with `dnssec`, the zone is
+# signed with NSEC3 (dummy signature bytes) and the queries set DO.
 set -euo pipefail
 
 n=${1:-100000}
 edns=${2:-}
 case "$n" in '' | *[!0-9]* | 0)
-    echo "usage: $0 [N > 0] [edns]" >&2
+    echo "usage: $0 [N > 0] [edns|dnssec]" >&2
     exit 2
     ;;
 esac
-if [ -n "$edns" ] && [ "$edns" != edns ]; then
-    echo "usage: $0 [N > 0] [edns]" >&2
+if [ -n "$edns" ] && [ "$edns" != edns ] && [ "$edns" != dnssec ]; then
+    echo "usage: $0 [N > 0] [edns|dnssec]" >&2
     exit 2
 fi
 command -v valgrind >/dev/null || {

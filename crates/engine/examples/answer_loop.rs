@@ -2,8 +2,11 @@
 //! records, see `benches/common/mod.rs`), for instruction counts:
 //!
 //! ```text
-//! answer_loop <existing|nxdomain|outside> <N> [edns]
+//! answer_loop <existing|nxdomain|outside> <N> [edns|dnssec]
 //! ```
+//!
+//! `dnssec`: the zone signed with NSEC3 (`load_signed_zones`) and queries
+//! with the DO bit, so NXDOMAIN answers carry the NSEC3 proof.
 //!
 //! The setup (zone and all 100,000 queries of the kind) is the same whatever
 //! N is, so under `valgrind --tool=callgrind` the difference between N and 0
@@ -24,17 +27,24 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let kind = args.first().and_then(|k| Kind::parse(k));
     let count = args.get(1).and_then(|n| n.parse::<u64>().ok());
-    let edns = match args.get(2).map(String::as_str) {
-        None => Some(false),
-        Some("edns") => Some(true),
+    let mode = match args.get(2).map(String::as_str) {
+        None => Some(""),
+        Some("edns") => Some(", edns"),
+        Some("dnssec") => Some(", dnssec"),
         Some(_) => None,
     };
-    let (Some(kind), Some(count), Some(edns), true) = (kind, count, edns, args.len() <= 3) else {
-        eprintln!("usage: answer_loop <existing|nxdomain|outside> <N> [edns]");
+    let (Some(kind), Some(count), Some(mode), true) = (kind, count, mode, args.len() <= 3) else {
+        eprintln!("usage: answer_loop <existing|nxdomain|outside> <N> [edns|dnssec]");
         return ExitCode::from(2);
     };
-    let zones = common::load_zones();
-    let queries = common::queries(kind, edns);
+    let (zones, queries) = if mode == ", dnssec" {
+        (common::load_signed_zones(), common::dnssec_queries(kind))
+    } else {
+        (
+            common::load_zones(),
+            common::queries(kind, mode == ", edns"),
+        )
+    };
     let settings = Settings::default();
     let mut out = vec![0u8; 65535];
     let (mut answered, mut expected) = (0u64, 0u64);
@@ -45,10 +55,9 @@ fn main() -> ExitCode {
         expected += u64::from(common::rcode(&out[..n]) == Some(kind.expected_rcode()));
     }
     println!(
-        "{} queries ({}{}): {answered} answered, {expected} with the expected rcode",
+        "{} queries ({}{mode}): {answered} answered, {expected} with the expected rcode",
         count,
         kind.label(),
-        if edns { ", edns" } else { "" }
     );
     if expected == count {
         ExitCode::SUCCESS

@@ -62,8 +62,15 @@ impl<'z> Responder<'z, '_> {
                     let Some(set) = node.rrset(t) else {
                         continue;
                     };
-                    match self.put_rrset(Section::Additional, id, owner, hint, set, set.ttl(), None)
-                    {
+                    match self.put_rrset(
+                        Section::Additional,
+                        &node,
+                        owner,
+                        hint,
+                        set,
+                        set.ttl(),
+                        None,
+                    ) {
                         Ok(h) => hint = h.owner,
                         Err(_) if mandatory => self.w.set_flags(flags::TC),
                         Err(_) => {}

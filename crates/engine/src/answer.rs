@@ -5,7 +5,7 @@ use lode_wire::message::{
     self, flags, Edns, Full, MessageWriter, ParseError, Query, Question, Section,
 };
 use lode_wire::{opcode, rcode, Class, NameRef, Rtype};
-use lode_zonedb::{NodeId, RRset, Zone, ZoneSet, ZoneSlot};
+use lode_zonedb::{Node, NodeId, RRset, Zone, ZoneSet, ZoneSlot};
 
 use crate::dnssec::SigQueue;
 use crate::edns::OptPlan;
@@ -450,7 +450,7 @@ impl<'z> Responder<'z, '_> {
     pub(crate) fn put_rrset(
         &mut self,
         section: Section,
-        node: NodeId,
+        node: &Node<'_>,
         owner: NameRef<'_>,
         owner_hint: u16,
         rrset: RRset<'_>,
@@ -466,10 +466,10 @@ impl<'z> Responder<'z, '_> {
             ttl,
             rrset.rdatas(),
         )?;
+        let id = node.id();
         if self.dnssec && rrset.rtype() != Rtype::RRSIG {
-            let n = self.zone.node(node);
-            if let Some(sigs) = n.rrset(Rtype::RRSIG) {
-                self.sigs.push(node, sigs, rrset.rtype(), ttl, hints);
+            if let Some(sigs) = node.rrset(Rtype::RRSIG) {
+                self.sigs.push(id, sigs, rrset.rtype(), ttl, hints);
             }
         }
         if section != Section::Additional
@@ -477,7 +477,7 @@ impl<'z> Responder<'z, '_> {
             && self.nsources < MAX_ADDITIONAL_SOURCES
         {
             self.sources[self.nsources] = Some(AdditionalSource {
-                node,
+                node: id,
                 rtype: rrset.rtype(),
                 hints,
                 cut,
@@ -493,7 +493,7 @@ impl<'z> Responder<'z, '_> {
         let ttl = zone.negative_ttl();
         self.put_rrset(
             Section::Authority,
-            zone.apex_id(),
+            &zone.node(zone.apex_id()),
             zone.origin(),
             0,
             zone.soa(),

@@ -119,7 +119,7 @@ impl<'z> Responder<'z, '_> {
         };
         self.put_rrset(
             Section::Authority,
-            id,
+            &node,
             node.owner(),
             0,
             nsec,

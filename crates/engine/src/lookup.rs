@@ -229,7 +229,7 @@ impl<'z> Responder<'z, '_> {
                         hint = 0;
                         self.put_rrset(
                             Section::Answer,
-                            d,
+                            &node,
                             node.owner(),
                             0,
                             dname,
@@ -270,8 +270,15 @@ impl<'z> Responder<'z, '_> {
                     }
                     chain += 1;
                     let owner = owner_to_write(&node, name.as_ref(), synthesized, hint);
-                    let h =
-                        self.put_rrset(Section::Answer, id, owner, hint, cname, cname.ttl(), None)?;
+                    let h = self.put_rrset(
+                        Section::Answer,
+                        &node,
+                        owner,
+                        hint,
+                        cname,
+                        cname.ttl(),
+                        None,
+                    )?;
                     hint = h.rdata[0];
                     if (synthesized && self.was_visited(id)) || !self.visit(id) {
                         return Ok(Outcome::Stop);
@@ -345,7 +352,7 @@ impl<'z> Responder<'z, '_> {
                 rrset.rdatas().take(1),
             )?;
         } else {
-            self.put_rrset(Section::Answer, id, owner, hint, rrset, rrset.ttl(), None)?;
+            self.put_rrset(Section::Answer, node, owner, hint, rrset, rrset.ttl(), None)?;
         }
         Ok(Outcome::Answered)
     }
@@ -360,7 +367,7 @@ impl<'z> Responder<'z, '_> {
         };
         self.put_rrset(
             Section::Authority,
-            cut,
+            &node,
             node.owner(),
             0,
             ns,
@@ -370,7 +377,15 @@ impl<'z> Responder<'z, '_> {
         if self.dnssec {
             match node.rrset(Rtype::DS) {
                 Some(ds) => {
-                    self.put_rrset(Section::Authority, cut, node.owner(), 0, ds, ds.ttl(), None)?;
+                    self.put_rrset(
+                        Section::Authority,
+                        &node,
+                        node.owner(),
+                        0,
+                        ds,
+                        ds.ttl(),
+                        None,
+                    )?;
                 }
                 None if self.nsec => self.put_nsec(cut)?,
                 None if self.nsec3.is_some() => self.nsec3_no_ds(cut)?,

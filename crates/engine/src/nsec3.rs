@@ -1,12 +1,11 @@
 //! NSEC3 proofs (RFC 5155 §7.2) for zones signed with NSEC3, in the order
 //! Knot DNS 3.2 writes them. Owner names are hashed on the query path with
 //! the zone's NSEC3PARAM (SHA-1, iterations, salt; `lode_wire::nsec3`),
-//! without allocation.
+//! and found in the zone's NSEC3 index (hash order), without allocation.
 
 use lode_wire::message::Full;
-use lode_wire::nsec3::hashed_owner;
 use lode_wire::{NameBuf, NameRef, Rtype};
-use lode_zonedb::{Lookup, NodeId};
+use lode_zonedb::{nsec3_key, NodeId, Nsec3Key};
 
 use crate::answer::Responder;
 
@@ -19,26 +18,20 @@ fn suffix_of(name: NameRef<'_>, labels: usize) -> Option<NameBuf> {
 }
 
 impl<'z> Responder<'z, '_> {
-    /// The NSEC3 node whose owner hashes `name`, if the zone has it.
-    fn nsec3_match(&self, name: NameRef<'_>) -> Option<NodeId> {
-        let params = self.nsec3?;
-        let owner = hashed_owner(&params.hash(name), self.zone.origin())?;
-        let id = self.zone.find(owner.as_ref())?;
-        self.zone.node(id).rrset(Rtype::NSEC3).map(|_| id)
+    /// The key of the hashed owner of `name`.
+    fn nsec3_key(&self, name: NameRef<'_>) -> Option<Nsec3Key> {
+        Some(nsec3_key(&self.nsec3?.hash(name)))
     }
 
-    /// The NSEC3 node covering the hash of `name` (wrapping around).
+    /// The NSEC3 node whose owner hashes `name`, if the zone has it.
+    fn nsec3_match(&self, name: NameRef<'_>) -> Option<NodeId> {
+        self.zone.nsec3_match(&self.nsec3_key(name)?)
+    }
+
+    /// The NSEC3 node covering the hash of `name` (wrapping around), or
+    /// matching it: one search of the zone's NSEC3 index.
     fn nsec3_cover(&self, name: NameRef<'_>) -> Option<NodeId> {
-        let params = self.nsec3?;
-        let owner = hashed_owner(&params.hash(name), self.zone.origin())?;
-        // NSEC3 owners are the apex's children: the walk back steps over
-        // the other children's subtrees whole.
-        match self.zone.lookup(owner.as_ref()) {
-            Lookup::Found(id)
-            | Lookup::NotFound {
-                predecessor: id, ..
-            } => self.zone.nsec3_at_or_before(id),
-        }
+        self.zone.nsec3_covering(&self.nsec3_key(name)?)
     }
 
     /// Puts the NSEC3 RRset of `id` in the authority section, once.
@@ -55,7 +48,7 @@ impl<'z> Responder<'z, '_> {
         };
         self.put_rrset(
             lode_wire::message::Section::Authority,
-            id,
+            &node,
             node.owner(),
             0,
             set,

@@ -640,6 +640,20 @@ impl NameBuf {
             let label = &rel_key[start..ends[j] as usize];
             let at = len;
             len += 1;
+            if !label.contains(&1) {
+                // No escaped octet (the common case): the label as it is.
+                let end = len + label.len();
+                if end > MAX_NAME_LEN {
+                    return Err(NameError::NameTooLong);
+                }
+                if label.is_empty() || label.len() > MAX_LABEL_LEN {
+                    return Err(NameError::LabelTooLong);
+                }
+                self.buf[len..end].copy_from_slice(label);
+                self.buf[at] = label.len() as u8;
+                len = end;
+                continue;
+            }
             let mut i = 0;
             while i < label.len() {
                 let mut b = label[i];
@@ -818,6 +832,17 @@ mod tests {
         assert_eq!(buf.as_ref(), n("x.").as_ref());
         assert!(buf.set_from_key(&[0], NameRef::root()).is_err());
         assert!(buf.set_from_key(&[1, 7, 0], NameRef::root()).is_err());
+        // Labels of 63 octets fit, 64 do not; nor do names past 255 octets.
+        let mut key = vec![b'a'; 63];
+        key.push(0);
+        assert!(buf.set_from_key(&key, NameRef::root()).is_ok());
+        key.insert(0, b'a');
+        assert!(buf.set_from_key(&key, NameRef::root()).is_err());
+        let long: Vec<u8> = (0..5)
+            .flat_map(|_| [b'b'; 60].into_iter().chain([0]))
+            .collect();
+        assert!(buf.set_from_key(&long[..61 * 4], NameRef::root()).is_ok());
+        assert!(buf.set_from_key(&long, NameRef::root()).is_err());
     }
 
     #[test]

@@ -37,6 +37,8 @@ use crate::{ApplyError, Changeset, Lookup, Node, NodeFlags, NodeId, Problem, Sev
 pub(crate) struct Delta {
     nodes: CowMap<Arc<[u8]>>,
     gone: CowMap<()>,
+    /// The keys of the hashed owners among `nodes` (`nsec3.rs`).
+    nsec3: CowMap<()>,
     /// Names added minus names removed, against the base.
     node_diff: i64,
 }
@@ -63,7 +65,17 @@ impl Delta {
     }
     /// Bytes of memory the delta holds.
     pub fn heap_bytes(&self) -> usize {
-        self.nodes.heap_bytes(|b| b.len()) + self.gone.heap_bytes(|_| 0)
+        self.nodes.heap_bytes(|b| b.len())
+            + self.gone.heap_bytes(|_| 0)
+            + self.nsec3.heap_bytes(|_| 0)
+    }
+    /// The key of the last hashed owner at or before `key`.
+    pub fn nsec3_at_or_before(&self, key: &[u8]) -> Option<&[u8]> {
+        let p = match self.nsec3.get(key) {
+            Some((p, _)) => p,
+            None => self.nsec3.before(key)?,
+        };
+        self.nsec3.at(p).map(|(k, _)| k)
     }
 }
 
@@ -143,17 +155,17 @@ impl Zone {
     }
 
     /// A base node's key, written into `buf`.
-    fn base_key<'b>(&self, id: u32, buf: &'b mut [u8; MAX_KEY_LEN]) -> &'b [u8] {
+    pub(crate) fn base_key<'b>(&self, id: u32, buf: &'b mut [u8; MAX_KEY_LEN]) -> &'b [u8] {
         let n = self
             .store
-            .entry(id)
-            .and_then(|(k, _)| k.write(&mut buf[..]))
+            .entry_key(id)
+            .and_then(|k| k.write(&mut buf[..]))
             .unwrap_or(0);
         &buf[..n]
     }
 
     /// Any node's key (relative), written into `buf`.
-    fn key_of<'b>(&self, id: NodeId, buf: &'b mut [u8; MAX_KEY_LEN]) -> &'b [u8] {
+    pub(crate) fn key_of<'b>(&self, id: NodeId, buf: &'b mut [u8; MAX_KEY_LEN]) -> &'b [u8] {
         match self.delta_entry(id) {
             Some((k, _)) => {
                 let n = k.len().min(MAX_KEY_LEN);
@@ -165,7 +177,7 @@ impl Zone {
     }
 
     /// True when the base node `id` is neither removed nor changed.
-    fn base_current(&self, id: u32) -> bool {
+    pub(crate) fn base_current(&self, id: u32) -> bool {
         let mut buf = [0u8; MAX_KEY_LEN];
         let k = self.base_key(id, &mut buf);
         self.delta.gone.get(k).is_none() && self.delta.nodes.get(k).is_none()
@@ -722,6 +734,11 @@ impl Zone {
         if !self.delta.gone.is_empty() {
             self.delta.gone.remove(rel);
         }
+        if crate::nsec3::is_hashed_owner(rel, &blob) {
+            self.delta.nsec3.insert(rel.into(), ());
+        } else if !self.delta.nsec3.is_empty() {
+            self.delta.nsec3.remove(rel);
+        }
         self.delta.nodes.insert(rel.into(), blob.into());
         if !existed {
             self.delta.node_diff += 1;
@@ -734,6 +751,9 @@ impl Zone {
             return;
         }
         self.delta.nodes.remove(rel);
+        if !self.delta.nsec3.is_empty() {
+            self.delta.nsec3.remove(rel);
+        }
         if matches!(self.store.search(rel), Search::Found(_)) {
             self.delta.gone.insert(rel.into(), ());
         }

@@ -59,10 +59,42 @@ const OWNERS: &[&str] = &[
     "m.example.",
     "n.m.example.",
     "ns.example.",
+    // Hashed owners (NSEC3, `nsec3.rs`); the last two tie on the index's
+    // 12-digit prefix.
+    "0123456789abcdefghijklmnopqrstuv.example.",
+    "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv.example.",
+    "aaaaaaaaaaaa00000000000000000000.example.",
+    "aaaaaaaaaaaa0000000000000000000v.example.",
 ];
 
-/// A random record for an owner: A, TXT, MX, NS (making cuts) or DNAME.
+/// Keys the NSEC3 index is asked about (hashed owners' and between them).
+const NSEC3_PROBES: &[&str] = &[
+    "00000000000000000000000000000000",
+    "0123456789abcdefghijklmnopqrstuv",
+    "0123456789abcdefghijklmnopqrstv0",
+    "5555555555555555555555555555555u",
+    "aaaaaaaaaaaa00000000000000000000",
+    "aaaaaaaaaaaa0000000000000000000g",
+    "aaaaaaaaaaaa0000000000000000000v",
+    "aaaaaaaaaaaa1000000000000000000v",
+    "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvu",
+    "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv",
+];
+
+/// An NSEC3 record's RDATA (SHA-1, no salt, A in the bitmap).
+fn nsec3_rdata(rng: &mut Rng) -> Vec<u8> {
+    let mut r = vec![1, 0, 0, 0, 0, 20];
+    r.extend((0..20).map(|_| rng.next() as u8));
+    r.extend_from_slice(&[0, 1, 0x40]);
+    r
+}
+
+/// A random record for an owner: A, TXT, MX, NS (making cuts) or DNAME;
+/// mostly NSEC3 at a hashed owner.
 fn random_record(rng: &mut Rng, owner: &str) -> Record {
+    if owner.len() == 41 && !rng.next().is_multiple_of(4) {
+        return rec(owner, Rtype::NSEC3, 300, nsec3_rdata(rng));
+    }
     match rng.next() % 10 {
         0..=3 => rec(
             owner,
@@ -217,6 +249,32 @@ fn facts(z: &Zone) -> Vec<String> {
             ),
         };
         out.push(format!("{p}: {l} find {:?}", z.find(n.as_ref()).map(show)));
+    }
+    // The NSEC3 index against a walk of every node.
+    let hashed: Vec<(String, NodeId)> = z
+        .node_ids()
+        .filter(|&id| z.info(id).0.contains(NodeFlags::NSEC3_ONLY))
+        .map(|id| (show(id), id))
+        .filter(|(o, _)| o.len() == 41)
+        .collect();
+    for p in NSEC3_PROBES {
+        let mut key = [0u8; 33];
+        key[..32].copy_from_slice(p.as_bytes());
+        let owner = format!("{p}.example.");
+        let want_cover = hashed
+            .iter()
+            .rev()
+            .find(|(o, _)| o.as_str() <= owner.as_str())
+            .or(hashed.last())
+            .map(|x| x.1);
+        let want_match = hashed.iter().find(|(o, _)| *o == owner).map(|x| x.1);
+        assert_eq!(z.nsec3_covering(&key), want_cover, "cover {p}");
+        assert_eq!(z.nsec3_match(&key), want_match, "match {p}");
+        out.push(format!(
+            "nsec3 {p}: cover {:?} match {:?}",
+            want_cover.map(show),
+            want_match.map(show)
+        ));
     }
     let last = z.last_id();
     out.push(format!("last {}", show(last)));

@@ -37,6 +37,7 @@ mod changeset;
 mod cowmap;
 mod delta;
 mod mix;
+mod nsec3;
 mod snapshot;
 mod store;
 mod walk;
@@ -45,6 +46,7 @@ mod zoneset;
 pub use blob::{RRset, RRsets, Rdatas};
 pub use build::{Problem, Severity, ZoneBuilder};
 pub use changeset::{set_soa_serial, soa_serial, ApplyError, Changeset};
+pub use nsec3::{nsec3_key, Nsec3Key};
 pub use snapshot::SnapshotError;
 pub use zoneset::{ZoneGuard, ZoneSet, ZoneSlot};
 

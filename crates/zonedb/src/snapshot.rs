@@ -227,6 +227,8 @@ impl Zone {
             data,
             raw,
             len,
+            nsec3: Vec::new(),
+            nsec3_ids: Vec::new(),
         };
         if len == 0 {
             return Err(bad("no apex"));
@@ -235,6 +237,7 @@ impl Zone {
         store
             .validate(blob::is_valid)
             .map_err(SnapshotError::Invalid)?;
+        store.index_nsec3();
         let mut okey = lode_wire::name::KeyBuf::new();
         origin.as_ref().write_key(&mut okey);
         let zone = Zone {

@@ -107,6 +107,10 @@ pub(crate) struct Store {
     pub data: Vec<u8>,
     pub raw: Vec<u8>,
     pub len: u32,
+    /// The NSEC3 index (`nsec3.rs`): hashed owners' key prefixes, ascending,
+    /// and their ids (derived, not stored).
+    pub nsec3: Vec<u64>,
+    pub nsec3_ids: Vec<u32>,
 }
 
 fn head_of(key: &[u8]) -> u128 {
@@ -352,6 +356,27 @@ impl Store {
         Some((k, read_value(bl.body, &mut pos)?, base))
     }
 
+    /// The key of entry `id`.
+    #[inline]
+    pub fn entry_key(&self, id: u32) -> Option<EntryKey<'_>> {
+        if id >= self.len {
+            return None;
+        }
+        let bl = self.block(id as usize / BLOCK)?;
+        let at = id as usize % BLOCK;
+        if at == 0 {
+            return Some(EntryKey {
+                prefix: bl.key0,
+                suffix: &[],
+            });
+        }
+        let (p, suffix, _) = bl.key(at)?;
+        Some(EntryKey {
+            prefix: &bl.key0[..p],
+            suffix,
+        })
+    }
+
     /// The key and blob of entry `id`.
     #[inline]
     pub fn entry(&self, id: u32) -> Option<(EntryKey<'_>, BlobRef<'_>)> {
@@ -412,6 +437,8 @@ impl Store {
             + self.offs.capacity() * 8
             + self.data.capacity()
             + self.raw.capacity()
+            + self.nsec3.capacity() * 8
+            + self.nsec3_ids.capacity() * 4
     }
 
     /// Checks the whole structure: every entry decodes, keys ascend, heads
@@ -642,6 +669,7 @@ impl StoreBuilder {
         s.data.shrink_to_fit();
         s.raw.shrink_to_fit();
         s.index_top();
+        s.index_nsec3();
         self.store
     }
 }

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use lode_wire::{Name, Rtype};
+use lode_wire::{Name, Record, Rtype};
 use lode_zonedb::{ZoneBuilder, ZoneSet};
 
 /// NAPTR records in the zone (one per number), and distinct names per query set.
@@ -115,6 +115,13 @@ pub fn zone_text() -> String {
 
 /// Parses and builds the zone into a set of one; panics on any error (fixed input).
 pub fn load_zones() -> ZoneSet {
+    let mut set = ZoneSet::new();
+    set.insert(Arc::new(unsigned_zone()));
+    set
+}
+
+/// Parses and builds the zone; panics on any error (fixed input).
+fn unsigned_zone() -> lode_zonedb::Zone {
     let apex = apex();
     let parsed = lode_zonefile::parse_str(&zone_text(), "enum bench zone", &apex)
         .unwrap_or_else(|e| panic!("enum bench zone: {e:?}"));
@@ -125,14 +132,87 @@ pub fn load_zones() -> ZoneSet {
     let (zone, _warnings) = b
         .build()
         .unwrap_or_else(|e| panic!("enum bench zone: {e:?}"));
+    zone
+}
+
+/// The zone as a signer leaves it, for DO=1 answers: an NSEC3 chain (no
+/// salt, no extra iterations, as RFC 9276 asks), the NSEC3PARAM, and one
+/// RRSIG of algorithm 13's size on every RRset. The signature bytes are
+/// dummies: `answer()` never checks them, and real ones would make the
+/// setup too slow under callgrind.
+pub fn load_signed_zones() -> ZoneSet {
+    let zone = unsigned_zone();
+    let nsec3 = lode_dnssec::Nsec3::for_zone(&zone, &lode_dnssec::Nsec3Policy::default());
+    let mut records: Vec<Record> = Vec::new();
+    for id in zone.node_ids() {
+        let node = zone.node(id);
+        let owner = node.owner().to_name();
+        for set in node.rrsets() {
+            for rdata in set.rdatas() {
+                records.push(Record {
+                    owner: owner.clone(),
+                    class: zone.class(),
+                    rtype: set.rtype(),
+                    ttl: set.ttl(),
+                    rdata: rdata.into(),
+                });
+            }
+        }
+    }
+    records.push(nsec3.param_record(&zone));
+    records.extend(nsec3.chain(&zone));
+    let sigs: Vec<Record> = records
+        .chunk_by(|a, b| a.owner == b.owner && a.rtype == b.rtype)
+        .map(|set| dummy_rrsig(&zone, &set[0]))
+        .collect();
+    records.extend(sigs);
+    let mut b = ZoneBuilder::new(zone.origin().to_name());
+    for (i, r) in records.into_iter().enumerate() {
+        b.add(r, i as u32);
+    }
+    let (signed, _warnings) = b.build().unwrap_or_else(|e| panic!("signed zone: {e:?}"));
     let mut set = ZoneSet::new();
-    set.insert(Arc::new(zone));
+    set.insert(Arc::new(signed));
     set
+}
+
+/// An RRSIG over the RRset of `r` with algorithm 13's sizes (64 bytes of
+/// signature) and dummy signature bytes.
+fn dummy_rrsig(zone: &lode_zonedb::Zone, r: &Record) -> Record {
+    let mut rdata = Vec::with_capacity(100);
+    rdata.extend_from_slice(&r.rtype.0.to_be_bytes());
+    rdata.push(13);
+    rdata.push(r.owner.as_ref().label_count() as u8);
+    rdata.extend_from_slice(&r.ttl.to_be_bytes());
+    rdata.extend_from_slice(&2_000_000_000u32.to_be_bytes());
+    rdata.extend_from_slice(&1_700_000_000u32.to_be_bytes());
+    rdata.extend_from_slice(&12345u16.to_be_bytes());
+    rdata.extend_from_slice(zone.origin().as_wire());
+    rdata.extend((0..64u8).map(|i| i.wrapping_mul(37)));
+    Record {
+        owner: r.owner.clone(),
+        class: r.class,
+        rtype: Rtype::RRSIG,
+        ttl: r.ttl,
+        rdata: rdata.into(),
+    }
 }
 
 /// `RECORDS` distinct NAPTR queries of `kind` as wire bytes, in scattered
 /// order; with an OPT record (4096 bytes, version 0, no DO) if `edns`.
 pub fn queries(kind: Kind, edns: bool) -> Vec<Vec<u8>> {
+    queries_with(kind, edns.then_some(false))
+}
+
+/// As [`queries`], with an OPT record whose DO bit is set (for the signed zone).
+pub fn dnssec_queries(kind: Kind) -> Vec<Vec<u8>> {
+    queries_with(kind, Some(true))
+}
+
+/// Queries with an OPT record (DO bit as given) or without (`None`).
+fn queries_with(kind: Kind, opt: Option<bool>) -> Vec<Vec<u8>> {
+    let edns = opt.is_some();
+    let flags = if opt == Some(true) { 0x80 } else { 0 };
     (0..u64::from(RECORDS))
         .map(|i| {
             let k = (i * SCATTER % u64::from(RECORDS)) as u32;
@@ -142,7 +222,7 @@ pub fn queries(kind: Kind, edns: bool) -> Vec<Vec<u8>> {
             q.extend_from_slice(&Rtype::NAPTR.0.to_be_bytes());
             q.extend_from_slice(&[0, 1]); // class IN
             if edns {
-                q.extend_from_slice(&[0, 0, 41, 0x10, 0x00, 0, 0, 0, 0, 0, 0]);
+                q.extend_from_slice(&[0, 0, 41, 0x10, 0x00, 0, 0, flags, 0, 0, 0]);
             }
             q
         })
