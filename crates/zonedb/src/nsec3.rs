@@ -8,6 +8,9 @@
 //!  base:  Store::nsec3      [u64]  first 12 base32hex digits of each hashed owner, ascending
 //!         Store::nsec3_ids  [u32]  the owner's node id      (12 bytes per NSEC3 owner, derived
 //!                                  from the store when it is built or read: not in snapshots)
+//!         Store::nsec3_buckets [u32]  where the prefixes with each value of their top bits
+//!                                  start (one per ~4 entries): a search reads a bucket and
+//!                                  a cache line of prefixes, not log2(n) far-apart ones
 //!  delta: Delta::nsec3      keys of the delta's NSEC3 owners (kept by `Zone::apply`)
 //!  at or before(key) = max(base entry ≤ key that the delta neither removed nor changed,
 //!                          delta entry ≤ key)
@@ -21,6 +24,9 @@ use lode_wire::name::MAX_KEY_LEN;
 
 use crate::store::Store;
 use crate::{NodeFlags, NodeId, Zone};
+
+/// Bits of an index prefix (12 base32hex digits).
+const PREFIX_BITS: u32 = 60;
 
 /// Characters of a hashed owner's label (SHA-1: 160 bits in base32hex).
 const LABEL: usize = 32;
@@ -94,14 +100,40 @@ impl Store {
         }
         prefixes.shrink_to_fit();
         ids.shrink_to_fit();
+        // Buckets by the prefixes' top bits, about four entries each.
+        let bits = (usize::BITS - (prefixes.len() / 4).leading_zeros()).min(30);
+        let shift = PREFIX_BITS - bits;
+        let mut buckets = Vec::with_capacity((1 << bits) + 1);
+        let mut at = 0;
+        for b in 0..=(1u64 << bits) {
+            while at < prefixes.len() && prefixes[at] >> shift < b {
+                at += 1;
+            }
+            buckets.push(at as u32);
+        }
+        self.nsec3_buckets = buckets;
+        self.nsec3_shift = shift;
         self.nsec3 = prefixes;
         self.nsec3_ids = ids;
+    }
+
+    /// The number of index entries whose prefix is ≤ `prefix`: the entries
+    /// whose prefixes share its top bits are the bucket's (SHA-1 hashes
+    /// spread evenly: a cache line or two), those before it are less.
+    fn nsec3_count_le(&self, prefix: u64) -> usize {
+        let b = (prefix >> self.nsec3_shift) as usize;
+        let (Some(&lo), Some(&hi)) = (self.nsec3_buckets.get(b), self.nsec3_buckets.get(b + 1))
+        else {
+            return 0;
+        };
+        let (lo, hi) = (lo as usize, hi as usize);
+        lo + self.nsec3[lo..hi].partition_point(|&p| p <= prefix)
     }
 
     /// The position in the NSEC3 index of the last hashed owner whose key
     /// is ≤ `key` (a hashed owner's key with index prefix `prefix`).
     fn nsec3_at_or_before(&self, key: &[u8], prefix: u64) -> Option<usize> {
-        let mut j = self.nsec3.partition_point(|&p| p <= prefix);
+        let mut j = self.nsec3_count_le(prefix);
         let mut buf = [0u8; MAX_KEY_LEN];
         while j > 0 && self.nsec3[j - 1] == prefix {
             let n = self
@@ -166,4 +198,129 @@ pub(crate) fn is_hashed_owner(rel: &[u8], blob: &[u8]) -> bool {
     key_prefix(rel).is_some()
         && crate::blob::flags_and_shadow(blob)
             .is_some_and(|(f, _)| f.contains(NodeFlags::NSEC3_ONLY))
+}
+
+/// The hashed owners of `zone` by a walk of every node, as (key, id), and
+/// what a match and a cover of `key` give among them: what the tests hold
+/// the index to.
+#[cfg(test)]
+pub(crate) fn walk_nsec3(zone: &Zone, key: &Nsec3Key) -> (Option<NodeId>, Option<NodeId>) {
+    let mut buf = [0u8; MAX_KEY_LEN];
+    let hashed: Vec<(Vec<u8>, NodeId)> = zone
+        .node_ids()
+        .map(|id| (zone.key_of(id, &mut buf).to_vec(), id))
+        .filter(|(k, id)| {
+            key_prefix(k).is_some() && zone.info(*id).0.contains(NodeFlags::NSEC3_ONLY)
+        })
+        .collect();
+    let exact = hashed.iter().find(|(k, _)| k == key).map(|x| x.1);
+    let cover = hashed
+        .iter()
+        .rev()
+        .find(|(k, _)| k.as_slice() <= key.as_slice())
+        .or(hashed.last())
+        .map(|x| x.1);
+    (exact, cover)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lode_wire::{Class, Name, Record, Rtype};
+
+    fn rec(owner: &Name, rtype: Rtype, rdata: Vec<u8>) -> Record {
+        Record {
+            owner: owner.clone(),
+            class: Class::IN,
+            rtype,
+            ttl: 300,
+            rdata: rdata.into(),
+        }
+    }
+
+    /// Hashed owners in numbers that fill many 64-entry steps of the
+    /// search, some sharing their 12-digit prefix, among other children of
+    /// the apex: every match and cover as a walk of all of them finds it.
+    #[test]
+    fn index_finds_what_a_walk_finds() {
+        let origin: Name = "example.".parse().unwrap();
+        let mut b = crate::ZoneBuilder::new(origin.clone());
+        let mut soa = Name::from_wire(b"\x02ns\x07example\x00")
+            .unwrap()
+            .as_wire()
+            .to_vec();
+        soa.extend_from_slice(soa.clone().as_slice());
+        soa.extend_from_slice(&[0; 20]);
+        b.add(rec(&origin, Rtype::SOA, soa), 0);
+        let ns: Name = "ns.example.".parse().unwrap();
+        b.add(rec(&origin, Rtype::NS, ns.as_wire().to_vec()), 0);
+        b.add(rec(&ns, Rtype::A, vec![192, 0, 2, 1]), 0);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut labels: Vec<[u8; 32]> = Vec::new();
+        for i in 0..1500 {
+            let mut h = [0u8; 20];
+            for c in h.chunks_mut(8) {
+                let v = next().to_be_bytes();
+                c.copy_from_slice(&v[..c.len()]);
+            }
+            if i % 10 == 1 {
+                // The previous owner's first 12 digits (60 bits).
+                let prev = labels[labels.len() - 1];
+                let mut l = lode_wire::nsec3::base32hex(&h);
+                l[..12].copy_from_slice(&prev[..12]);
+                labels.push(l);
+            } else {
+                labels.push(lode_wire::nsec3::base32hex(&h));
+            }
+        }
+        for (i, l) in labels.iter().enumerate() {
+            let owner: Name = format!("{}.example.", std::str::from_utf8(l).unwrap())
+                .parse()
+                .unwrap();
+            let mut rdata = vec![1, 0, 0, 0, 0, 20];
+            rdata.extend_from_slice(&[0; 20]);
+            // Every 7th one holds more than NSEC3: not a hashed owner.
+            b.add(rec(&owner, Rtype::NSEC3, rdata), 0);
+            if i % 7 == 3 {
+                b.add(rec(&owner, Rtype::A, vec![192, 0, 2, 2]), 0);
+            }
+            // Other children of the apex with subtrees, between them.
+            if i % 5 == 0 {
+                let other: Name = format!("x.{}.example.", &std::str::from_utf8(l).unwrap()[..5])
+                    .parse()
+                    .unwrap();
+                b.add(rec(&other, Rtype::A, vec![192, 0, 2, 3]), 0);
+            }
+        }
+        let (zone, _) = b.build().unwrap();
+        let mut probes: Vec<Nsec3Key> = Vec::new();
+        let mut buf = [0u8; MAX_KEY_LEN];
+        for id in zone.node_ids() {
+            if let Ok(k) = zone.key_of(id, &mut buf).try_into() {
+                probes.push(k);
+            }
+        }
+        assert!(zone.store.nsec3.len() > 1200, "{}", zone.store.nsec3.len());
+        for _ in 0..3000 {
+            let mut h = [0u8; 20];
+            for c in h.chunks_mut(8) {
+                let v = next().to_be_bytes();
+                c.copy_from_slice(&v[..c.len()]);
+            }
+            probes.push(nsec3_key(&h));
+        }
+        probes.push(nsec3_key(&[0; 20]));
+        probes.push(LAST_KEY);
+        for p in &probes {
+            let (exact, cover) = walk_nsec3(&zone, p);
+            assert_eq!(zone.nsec3_covering(p), cover);
+            assert_eq!(zone.nsec3_match(p), exact);
+        }
+    }
 }

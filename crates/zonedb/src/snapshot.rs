@@ -229,6 +229,8 @@ impl Zone {
             len,
             nsec3: Vec::new(),
             nsec3_ids: Vec::new(),
+            nsec3_buckets: Vec::new(),
+            nsec3_shift: 0,
         };
         if len == 0 {
             return Err(bad("no apex"));

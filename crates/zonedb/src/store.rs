@@ -111,6 +111,10 @@ pub(crate) struct Store {
     /// and their ids (derived, not stored).
     pub nsec3: Vec<u64>,
     pub nsec3_ids: Vec<u32>,
+    /// Where the entries of `nsec3` with each value of their top bits
+    /// start, and the shift that leaves those bits.
+    pub nsec3_buckets: Vec<u32>,
+    pub nsec3_shift: u32,
 }
 
 fn head_of(key: &[u8]) -> u128 {
@@ -439,6 +443,7 @@ impl Store {
             + self.raw.capacity()
             + self.nsec3.capacity() * 8
             + self.nsec3_ids.capacity() * 4
+            + self.nsec3_buckets.capacity() * 4
     }
 
     /// Checks the whole structure: every entry decodes, keys ascend, heads
