@@ -384,6 +384,16 @@ fn scenario(tag: &str, policy: &str) {
     validated(&unbound, "k4.example.", "A", "NOERROR");
 }
 
+/// Unix seconds of a time written YYYYMMDDHHmmSS (RFC 4034 §3.2, UTC).
+fn unix_time(t: u64) -> u64 {
+    let (date, time) = (t / 1_000_000, t % 1_000_000);
+    let (y, m, d) = (date / 10_000, date / 100 % 100, date % 100);
+    // Days from 1970-01-01 of a civil date (March-based years).
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let days = 365 * y + y / 4 - y / 100 + y / 400 + (153 * m + 2) / 5 + d - 1 - 719_468;
+    days * 86_400 + time / 10_000 * 3_600 + time / 100 % 100 * 60 + time % 100
+}
+
 /// The signature expirations in an AXFR text, and the serial.
 fn expirations(text: &str) -> Vec<u64> {
     text.lines()
@@ -418,5 +428,43 @@ fn signatures_are_made_again_before_they_expire() {
     assert!(
         again.iter().all(|e| e > oldest_then),
         "signatures not made again: {again:?} vs {signed_at:?}"
+    );
+    // The schedule as zone-status and the metrics show it: signatures made,
+    // the next refresh ahead, the earliest expiry at or before the
+    // earliest one served (a pass may have read older ones).
+    let (_, status) = control(&dir.0, "zone-status");
+    assert!(
+        status.contains("signatures made since start; next made again in "),
+        "{status}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["stats", "--control"])
+        .arg(dir.0.join("lode.sock"))
+        .output()
+        .unwrap();
+    let stats = String::from_utf8_lossy(&out.stdout).to_string();
+    let metric = |name: &str| -> u64 {
+        let line = stats
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}{{zone=\"example.\"}}")))
+            .unwrap_or_else(|| panic!("no {name}\n{stats}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let made = metric("lode_zone_dnssec_signatures_total");
+    assert!(made as usize >= signed_at.len() * 2, "{made} made\n{stats}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let next = metric("lode_zone_dnssec_next_refresh_timestamp_seconds");
+    assert!(
+        next + 2 >= now && next <= now + 20,
+        "next {next}, now {now}"
+    );
+    let earliest = metric("lode_zone_dnssec_earliest_expiry_timestamp_seconds");
+    let served = unix_time(*again.iter().min().unwrap());
+    assert!(
+        earliest <= served && earliest + 40 >= served,
+        "earliest {earliest}, served {served}"
     );
 }

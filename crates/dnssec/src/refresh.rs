@@ -24,6 +24,10 @@ pub struct Due {
     /// When the earliest signature not in `owners` falls due (Unix
     /// seconds); now when the batch was full (more may be due).
     pub next: Option<u64>,
+    /// The earliest expiry of any signature once those of `owners` are
+    /// made again (Unix seconds), when the pass read them all (none when
+    /// the batch filled first).
+    pub earliest_expiry: Option<u64>,
 }
 
 impl Signer {
@@ -67,8 +71,16 @@ impl Signer {
                 out.owners.push(node.owner().to_name());
             }
         }
+        // The batch's signatures, made again, expire with the new
+        // validity: without them a zone whose every signature fell due in
+        // one batch had no next time, and its signatures ran out.
+        if !out.owners.is_empty() {
+            let renewed = self.validity(now).expiration;
+            earliest = Some(earliest.map_or(renewed, |e| e.min(renewed)));
+        }
         let refresh = u64::from(self.policy().rrsig_refresh);
         out.next = earliest.map(|e| u64::from(e).saturating_sub(refresh).max(now));
+        out.earliest_expiry = earliest.map(u64::from);
         out
     }
 

@@ -95,8 +95,9 @@ pub(crate) struct Job {
     pub(crate) rdatas: Vec<Box<[u8]>>,
 }
 
-/// How far a whole-zone signing is, read from other threads (status,
-/// progress lines) while [`Signer::sign_zone`] runs.
+/// A signer's counters, read from other threads (status, progress lines,
+/// metrics): how far a whole-zone signing is while [`Signer::sign_zone`]
+/// runs, the signatures made, and the re-signing schedule its owner sets.
 #[derive(Debug, Default)]
 pub struct Progress {
     running: std::sync::atomic::AtomicBool,
@@ -104,6 +105,13 @@ pub struct Progress {
     total: std::sync::atomic::AtomicU64,
     /// Of them, signed.
     done: std::sync::atomic::AtomicU64,
+    /// Signatures made (whole signings, changes, refreshes).
+    made: std::sync::atomic::AtomicU64,
+    /// When signatures are next made again (Unix seconds; 0: not known).
+    next_refresh: std::sync::atomic::AtomicU64,
+    /// The earliest expiry seen by the last pass over every signature
+    /// (Unix seconds; 0: no such pass yet).
+    earliest_expiry: std::sync::atomic::AtomicU64,
 }
 
 /// Items signed between two updates of [`Progress::done`].
@@ -121,6 +129,31 @@ impl Progress {
     pub fn counts(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
         (self.done.load(Relaxed), self.total.load(Relaxed))
+    }
+    /// Signatures this signer made.
+    pub fn made(&self) -> u64 {
+        self.made.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    /// (when signatures are next made again, the earliest signature expiry
+    /// the last pass over the whole zone found), in Unix seconds. The
+    /// expiry is a lower bound until the next such pass: signatures made
+    /// since only expire later.
+    pub fn schedule(&self) -> (Option<u64>, Option<u64>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let some = |v: u64| (v != 0).then_some(v);
+        (
+            some(self.next_refresh.load(Relaxed)),
+            some(self.earliest_expiry.load(Relaxed)),
+        )
+    }
+    /// Sets the schedule from a [`crate::Due`]: its next time, and its
+    /// earliest expiry when it read every signature (kept otherwise).
+    pub fn set_schedule(&self, due: &crate::Due) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.next_refresh.store(due.next.unwrap_or(0), Relaxed);
+        if let Some(e) = due.earliest_expiry {
+            self.earliest_expiry.store(e, Relaxed);
+        }
     }
     fn start(&self, total: u64) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -423,6 +456,9 @@ impl Signer {
         out: &mut Vec<Record>,
     ) {
         for key in self.keys_for(set.rtype) {
+            self.progress
+                .made
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             out.push(sign_rrset(
                 set,
                 rdatas.iter().copied(),

@@ -349,6 +349,31 @@ fn due_signatures_are_made_again_in_batches_that_cover_the_zone() {
 }
 
 #[test]
+fn a_batch_that_takes_every_due_signature_still_has_a_next_time() {
+    // A small zone: all its signatures fall due at once and fit one batch.
+    // The next time is when the signatures made by that batch fall due
+    // (there was none, and the zone's signatures ran out after the first
+    // refresh).
+    let s = signer(Algorithm::EcdsaP256, false);
+    let z = s.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    let policy = s.policy().clone();
+    let later = NOW + u64::from(policy.rrsig_lifetime);
+    let due = s.due(&z, None, later, 1000);
+    assert!(!due.owners.is_empty());
+    let renewed = later + u64::from(policy.rrsig_lifetime);
+    assert_eq!(due.earliest_expiry, Some(renewed));
+    assert_eq!(due.next, Some(renewed - u64::from(policy.rrsig_refresh)));
+    // Nothing due: the earliest expiry is that of the zone's signatures.
+    let due = s.due(&z, None, NOW, 1000);
+    assert!(due.owners.is_empty());
+    assert_eq!(
+        due.earliest_expiry,
+        s.earliest_expiry(&z).map(u64::from),
+        "{due:?}"
+    );
+}
+
+#[test]
 fn a_group_of_changes_merged_and_signed_in_one_pass_verifies() {
     for s in [
         signer(Algorithm::EcdsaP256, false),

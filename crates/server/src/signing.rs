@@ -111,6 +111,40 @@ pub(crate) fn progress(zone: &Name) -> Option<(u64, u64)> {
     all.as_ref()?.get(zone)?.get()
 }
 
+/// A signed zone's counters for metrics and `zone-status`: signatures
+/// made, when the next are made again, the earliest expiry (see
+/// [`lode_dnssec::Progress::schedule`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Schedule {
+    pub made: u64,
+    pub next_refresh: Option<u64>,
+    pub earliest_expiry: Option<u64>,
+}
+
+fn schedule_of(p: &lode_dnssec::Progress) -> Schedule {
+    let (next_refresh, earliest_expiry) = p.schedule();
+    Schedule {
+        made: p.made(),
+        next_refresh,
+        earliest_expiry,
+    }
+}
+
+/// The schedule of `zone`, if it is signed here.
+pub(crate) fn schedule(zone: &Name) -> Option<Schedule> {
+    let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+    all.as_ref()?.get(zone).map(|p| schedule_of(p))
+}
+
+/// The schedules of every zone signed here (one pass under the lock).
+pub(crate) fn schedules() -> std::collections::HashMap<Name, Schedule> {
+    let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+    all.iter()
+        .flatten()
+        .map(|(n, p)| (n.clone(), schedule_of(p)))
+        .collect()
+}
+
 /// The reporter: once a second, a line for each whole signing due one
 /// (a pass over the atomics of every signed zone; names are copied only
 /// for the signings running).

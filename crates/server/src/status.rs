@@ -439,6 +439,15 @@ fn zone_status(
             );
         } else if let Some(line) = z.as_deref().and_then(|z| dnssec_line(z, now)) {
             text.push_str(&line);
+            if let Some(s) = crate::signing::schedule(&name) {
+                let _ = write!(
+                    text,
+                    "\n  dnssec: {} signatures made since start; next made again {}; earliest expiry {}",
+                    s.made,
+                    when(s.next_refresh),
+                    when(s.earliest_expiry)
+                );
+            }
         }
         if let Some(t) = transfer.get(&name) {
             let _ = write!(

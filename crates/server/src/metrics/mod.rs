@@ -454,9 +454,32 @@ impl Scrape {
             "lode_zone_load_failed",
             "1 when the zone's last (re)load failed (the previous version, if any, still served).",
         );
+        let mut signatures = Family::new(
+            "lode_zone_dnssec_signatures",
+            "RRSIGs made for the zone since start (whole signings, changes, signatures made again before they expire).",
+            Kind::Counter,
+        );
+        let mut next_refresh = g(
+            "lode_zone_dnssec_next_refresh_timestamp_seconds",
+            "When the zone's next signatures are made again before they expire (Unix time).",
+        );
+        let mut earliest_expiry = g(
+            "lode_zone_dnssec_earliest_expiry_timestamp_seconds",
+            "The earliest expiry of any of the zone's signatures, as the last pass over all of them found (Unix time; a lower bound until the next pass).",
+        );
+        let signed = crate::signing::schedules();
         for z in zones {
             let name = z.origin().to_string();
             let l = [("zone", name.as_str())];
+            if let Some(s) = signed.get(&z.origin().to_name()) {
+                signatures.push(&l, Value::Int(s.made));
+                if let Some(t) = s.next_refresh {
+                    next_refresh.push(&l, Value::Int(t));
+                }
+                if let Some(t) = s.earliest_expiry {
+                    earliest_expiry.push(&l, Value::Int(t));
+                }
+            }
             serial.push(&l, Value::Int(u64::from(z.serial())));
             records.push(&l, Value::Int(z.record_count()));
             memory.push(&l, Value::Int(z.heap_bytes() as u64));
@@ -472,7 +495,16 @@ impl Scrape {
         }
         out.push(g("lode_zones", "Zones served.").with(&[], Value::Int(set.len() as u64)));
         out.extend([
-            serial, records, memory, expired, load_secs, loaded_at, failed,
+            serial,
+            records,
+            memory,
+            expired,
+            load_secs,
+            loaded_at,
+            failed,
+            signatures,
+            next_refresh,
+            earliest_expiry,
         ]);
     }
 }

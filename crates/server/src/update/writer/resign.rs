@@ -78,6 +78,7 @@ impl Writer {
                 }
             }
         }
+        signer.progress().set_schedule(&due);
         self.resign_at = due.next.map(|t| {
             if t <= now {
                 Instant::now() + EVERY
