@@ -408,6 +408,7 @@ impl SigningKey {
             let p = p.to_path_buf();
             move |e| KeyError::Io(p, e)
         };
+        let new_dir = !dir.is_dir();
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let path = dir.join(self.file_name());
         let tmp = dir.join(format!(".{}.tmp", self.file_name()));
@@ -422,8 +423,19 @@ impl SigningKey {
             .and_then(|()| f.sync_all())
             .map_err(io(&tmp))?;
         std::fs::rename(&tmp, &path).map_err(io(&path))?;
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
+        // The file's name in its folder, and a new folder's in its parent:
+        // a key is on disk before anything signed with it is.
+        let parent = dir.parent().filter(|_| new_dir).map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        });
+        for d in std::iter::once(dir).chain(parent) {
+            if let Ok(f) = std::fs::File::open(d) {
+                let _ = f.sync_all();
+            }
         }
         Ok(path)
     }

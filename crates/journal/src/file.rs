@@ -131,24 +131,30 @@ fn temp_name(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Removes the `<name>.tmp.*` files a crash in [`replace`] left beside `path`
-/// (they were never renamed into place, so they hold nothing acknowledged).
-pub(crate) fn remove_stale_temps(path: &Path) {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return;
+/// Removes from `dir` the `<name>.tmp.<pid>` files that a process other
+/// than this one left (a crash in [`replace`] or in a snapshot's write:
+/// never renamed into place, so they hold nothing acknowledged); this
+/// process's own are writes under way. Returns how many went.
+pub(crate) fn remove_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
     };
-    let prefix = format!("{name}.tmp.");
-    let Ok(entries) = std::fs::read_dir(parent(path)) else {
-        return;
-    };
+    let ours = std::process::id().to_string();
+    let mut removed = 0;
     for e in entries.flatten() {
-        if e.file_name()
+        let name = e.file_name();
+        let Some(pid) = name
             .to_str()
-            .is_some_and(|n| n.starts_with(&prefix))
-        {
-            let _ = std::fs::remove_file(e.path());
+            .and_then(|n| n.rsplit_once(".tmp."))
+            .map(|(_, p)| p)
+        else {
+            continue;
+        };
+        if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && pid != ours {
+            removed += usize::from(std::fs::remove_file(e.path()).is_ok());
         }
     }
+    removed
 }
 
 /// Keeps the file at `path` aside as `<name>.damaged.<unix-time>` (a hard link,

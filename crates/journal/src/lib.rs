@@ -402,6 +402,15 @@ enum Stop {
     Damage(DamageReason),
 }
 
+/// Removes the temporary files (`<name>.tmp.<pid>`) that a crash of an
+/// earlier process left in the journal folder `dir`: one pass over the
+/// folder, made once at start rather than at each journal's opening (a
+/// pass per zone over a folder of 10^5 zones' files was quadratic).
+/// Returns how many were removed.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    file::remove_stale_temps(dir)
+}
+
 impl Journal {
     /// Opens the journal of zone `origin` at `path` (created, with its folder,
     /// if missing) and returns it with the changesets to replay. A torn tail is
@@ -435,7 +444,6 @@ impl Journal {
             exists: true,
             open: false,
         };
-        file::remove_stale_temps(path);
         let data = match std::fs::read(path) {
             Ok(d) => d,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -668,6 +668,11 @@ fn clear_drops_everything_and_stale_temps_go() {
     drop(j);
     // A crash in the middle of a rewrite leaves a temporary file behind.
     std::fs::write(d.join("j.tmp.12345"), b"half a journal").unwrap();
+    // This process's own temporary files are writes under way: kept.
+    let ours = d.join(format!("j.tmp.{}", std::process::id()));
+    std::fs::write(&ours, b"being written").unwrap();
+    assert_eq!(crate::remove_stale_temps(&d), 1);
+    std::fs::remove_file(&ours).unwrap();
     let (_, rec) = open(&path);
     assert_eq!(rec.changesets, [cs(100, 101)]);
     let names: Vec<_> = std::fs::read_dir(&d).unwrap().collect();

@@ -26,6 +26,17 @@ pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<
         .map(|spec| (spec.clone(), config.zone_options(&spec.name)))
         .filter(|(_, options)| options.is_live())
         .collect();
+    // What a crash of the last run left half written (never renamed into
+    // place): one pass over the folder for all zones.
+    if let Some(dir) = config.journal_dir.as_deref() {
+        let removed = lode_journal::remove_stale_temps(dir);
+        if removed > 0 {
+            tracing::info!(
+                "journal-dir {}: {removed} temporary file(s) a crash left removed",
+                dir.display()
+            );
+        }
+    }
     start_writers_for(updates, config, &live, publisher);
 }
 
