@@ -74,7 +74,8 @@ pub(crate) fn key_prefix(key: &[u8]) -> Option<u64> {
 }
 
 impl Store {
-    /// Derives the NSEC3 index from the entries (after building or reading).
+    /// Derives the NSEC3 index from the entries (after reading a snapshot;
+    /// a build collects them as it goes, [`Store::nsec3_entry`]).
     pub(crate) fn index_nsec3(&mut self) {
         let (mut prefixes, mut ids) = (Vec::new(), Vec::new());
         let mut buf = [0u8; MAX_KEY_LEN];
@@ -86,18 +87,18 @@ impl Store {
                 continue;
             }
             let n = k.write(&mut buf).unwrap_or(0);
-            let Some(p) = key_prefix(&buf[..n]) else {
-                continue;
-            };
-            let nsec3 = self
-                .blob_prefix(id)
-                .and_then(|(b, n)| crate::blob::flags_and_shadow(&b[..n]))
-                .is_some_and(|(f, _)| f.contains(NodeFlags::NSEC3_ONLY));
-            if nsec3 {
+            let blob = self.blob_prefix(id);
+            let flags = blob.as_ref().map_or(&[][..], |(b, n)| &b[..*n]);
+            if let Some(p) = nsec3_entry(&buf[..n], flags) {
                 prefixes.push(p);
                 ids.push(id);
             }
         }
+        self.set_nsec3(prefixes, ids);
+    }
+
+    /// Sets the NSEC3 index from its entries (ascending) and buckets them.
+    pub(crate) fn set_nsec3(&mut self, mut prefixes: Vec<u64>, mut ids: Vec<u32>) {
         prefixes.shrink_to_fit();
         ids.shrink_to_fit();
         // Buckets by the prefixes' top bits, about four entries each.
@@ -193,11 +194,22 @@ impl Zone {
     }
 }
 
+/// The index prefix of a node of relative key `rel` whose blob starts
+/// with `blob` when it is a hashed owner (one 32-digit label, NSEC3 and
+/// signatures only).
+pub(crate) fn nsec3_entry(rel: &[u8], blob: &[u8]) -> Option<u64> {
+    if rel.len() != LABEL + 1 {
+        return None;
+    }
+    let p = key_prefix(rel)?;
+    crate::blob::flags_and_shadow(blob)
+        .is_some_and(|(f, _)| f.contains(NodeFlags::NSEC3_ONLY))
+        .then_some(p)
+}
+
 /// True when a delta node of `rel` with `blob` is a hashed owner.
 pub(crate) fn is_hashed_owner(rel: &[u8], blob: &[u8]) -> bool {
-    key_prefix(rel).is_some()
-        && crate::blob::flags_and_shadow(blob)
-            .is_some_and(|(f, _)| f.contains(NodeFlags::NSEC3_ONLY))
+    nsec3_entry(rel, blob).is_some()
 }
 
 /// The hashed owners of `zone` by a walk of every node, as (key, id), and
@@ -317,6 +329,13 @@ mod tests {
         }
         probes.push(nsec3_key(&[0; 20]));
         probes.push(LAST_KEY);
+        // Read back from a snapshot, the index is derived again alike.
+        let mut snap = Vec::new();
+        zone.write_snapshot(b"t", &mut snap).unwrap();
+        let (read, _) = Zone::read_snapshot(&mut snap.as_slice(), snap.len() as u64).unwrap();
+        assert_eq!(read.store.nsec3, zone.store.nsec3);
+        assert_eq!(read.store.nsec3_ids, zone.store.nsec3_ids);
+        assert_eq!(read.store.nsec3_buckets, zone.store.nsec3_buckets);
         for p in &probes {
             let (exact, cover) = walk_nsec3(&zone, p);
             assert_eq!(zone.nsec3_covering(p), cover);

@@ -516,6 +516,9 @@ pub(crate) struct StoreBuilder {
     /// The current block: entry offsets and entries.
     at: Vec<u8>,
     body: Vec<u8>,
+    /// The NSEC3 index's entries, collected as entries are pushed.
+    nsec3: Vec<u64>,
+    nsec3_ids: Vec<u32>,
 }
 
 /// A map keyed by fingerprints, which are already well mixed: no rehashing.
@@ -557,6 +560,8 @@ impl StoreBuilder {
             base: Vec::new(),
             at: Vec::new(),
             body: Vec::new(),
+            nsec3: Vec::new(),
+            nsec3_ids: Vec::new(),
         }
     }
 
@@ -593,6 +598,10 @@ impl StoreBuilder {
 
     /// Appends the next entry; keys must ascend.
     pub fn push(&mut self, key: &[u8], blob: &[u8]) {
+        if let Some(p) = crate::nsec3::nsec3_entry(key, blob) {
+            self.nsec3.push(p);
+            self.nsec3_ids.push(self.store.len);
+        }
         let at = self.store.len as usize % BLOCK;
         if at == 0 {
             self.flush_block();
@@ -674,7 +683,11 @@ impl StoreBuilder {
         s.data.shrink_to_fit();
         s.raw.shrink_to_fit();
         s.index_top();
-        s.index_nsec3();
+        let (prefixes, ids) = (
+            std::mem::take(&mut self.nsec3),
+            std::mem::take(&mut self.nsec3_ids),
+        );
+        self.store.set_nsec3(prefixes, ids);
         self.store
     }
 }
