@@ -6,8 +6,9 @@
 //!
 //! ```text
 //!  base:  Store::nsec3      [u64]  first 12 base32hex digits of each hashed owner, ascending
-//!         Store::nsec3_ids  [u32]  the owner's node id      (12 bytes per NSEC3 owner, derived
-//!                                  from the store when it is built or read: not in snapshots)
+//!         Store::nsec3_ids  [u32]  the owner's node id      (12 bytes per NSEC3 owner, collected
+//!                                  as a store is built, or as a snapshot's is checked on
+//!                                  reading: not in snapshots)
 //!         Store::nsec3_buckets [u32]  where the prefixes with each value of their top bits
 //!                                  start (one per ~4 entries): a search reads a bucket and
 //!                                  a cache line of prefixes, not log2(n) far-apart ones
@@ -74,29 +75,6 @@ pub(crate) fn key_prefix(key: &[u8]) -> Option<u64> {
 }
 
 impl Store {
-    /// Derives the NSEC3 index from the entries (after reading a snapshot;
-    /// a build collects them as it goes, [`Store::nsec3_entry`]).
-    pub(crate) fn index_nsec3(&mut self) {
-        let (mut prefixes, mut ids) = (Vec::new(), Vec::new());
-        let mut buf = [0u8; MAX_KEY_LEN];
-        for id in 0..self.len {
-            let Some(k) = self.entry_key(id) else {
-                continue;
-            };
-            if k.len() != LABEL + 1 {
-                continue;
-            }
-            let n = k.write(&mut buf).unwrap_or(0);
-            let blob = self.blob_prefix(id);
-            let flags = blob.as_ref().map_or(&[][..], |(b, n)| &b[..*n]);
-            if let Some(p) = nsec3_entry(&buf[..n], flags) {
-                prefixes.push(p);
-                ids.push(id);
-            }
-        }
-        self.set_nsec3(prefixes, ids);
-    }
-
     /// Sets the NSEC3 index from its entries (ascending) and buckets them.
     pub(crate) fn set_nsec3(&mut self, mut prefixes: Vec<u64>, mut ids: Vec<u32>) {
         prefixes.shrink_to_fit();

@@ -236,10 +236,10 @@ impl Zone {
             return Err(bad("no apex"));
         }
         store.index_top();
-        store
+        let (nsec3, nsec3_ids) = store
             .validate(blob::is_valid)
             .map_err(SnapshotError::Invalid)?;
-        store.index_nsec3();
+        store.set_nsec3(nsec3, nsec3_ids);
         let mut okey = lode_wire::name::KeyBuf::new();
         origin.as_ref().write_key(&mut okey);
         let zone = Zone {

@@ -448,7 +448,11 @@ impl Store {
 
     /// Checks the whole structure: every entry decodes, keys ascend, heads
     /// match. Used on data read from a snapshot.
-    pub fn validate(&self, blob_ok: impl Fn(&[u8]) -> bool) -> Result<(), String> {
+    /// Returns the NSEC3 index's entries found on the way (prefixes, ids).
+    pub fn validate(
+        &self,
+        blob_ok: impl Fn(&[u8]) -> bool,
+    ) -> Result<(Vec<u64>, Vec<u32>), String> {
         let blocks = (self.len as usize).div_ceil(BLOCK);
         if self.heads.len() != blocks || self.offs.len() != blocks {
             return Err(format!(
@@ -461,6 +465,7 @@ impl Store {
         let mut prev = [0u8; MAX_KEY_LEN];
         let mut prev_len = 0;
         let mut cur = [0u8; MAX_KEY_LEN];
+        let (mut nsec3, mut nsec3_ids) = (Vec::new(), Vec::new());
         for id in 0..self.len {
             if id as usize & (BLOCK - 1) == 0 {
                 let b = id as usize / BLOCK;
@@ -483,10 +488,14 @@ impl Store {
             if id == 0 && len != 0 {
                 return Err("the first entry is not the apex".into());
             }
+            if let Some(p) = crate::nsec3::nsec3_entry(&cur[..len], blob.bytes()) {
+                nsec3.push(p);
+                nsec3_ids.push(id);
+            }
             prev[..len].copy_from_slice(&cur[..len]);
             prev_len = len;
         }
-        Ok(())
+        Ok((nsec3, nsec3_ids))
     }
 }
 
