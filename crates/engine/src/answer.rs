@@ -457,6 +457,28 @@ impl<'z> Responder<'z, '_> {
         ttl: u32,
         cut: Option<NodeId>,
     ) -> Result<message::RrsetHints, Full> {
+        let sigs = if self.dnssec {
+            node.rrset(Rtype::RRSIG)
+        } else {
+            None
+        };
+        self.put_rrset_with(section, node.id(), sigs, owner, owner_hint, rrset, ttl, cut)
+    }
+
+    /// [`Responder::put_rrset`] with the node's RRSIG RRset given (none
+    /// without DNSSEC): for a caller without the node decoded.
+    #[allow(clippy::too_many_arguments)]
+    fn put_rrset_with(
+        &mut self,
+        section: Section,
+        id: NodeId,
+        sigs: Option<RRset<'_>>,
+        owner: NameRef<'_>,
+        owner_hint: u16,
+        rrset: RRset<'_>,
+        ttl: u32,
+        cut: Option<NodeId>,
+    ) -> Result<message::RrsetHints, Full> {
         let hints = self.w.put_rrset(
             section,
             owner,
@@ -466,11 +488,8 @@ impl<'z> Responder<'z, '_> {
             ttl,
             rrset.rdatas(),
         )?;
-        let id = node.id();
-        if self.dnssec && rrset.rtype() != Rtype::RRSIG {
-            if let Some(sigs) = node.rrset(Rtype::RRSIG) {
-                self.sigs.push(id, sigs, rrset.rtype(), ttl, hints);
-            }
+        if let Some(sigs) = sigs.filter(|_| rrset.rtype() != Rtype::RRSIG) {
+            self.sigs.push(id, sigs, rrset.rtype(), ttl, hints);
         }
         if section != Section::Additional
             && lode_wire::rdata::needs_additional(rrset.rtype())
@@ -491,9 +510,17 @@ impl<'z> Responder<'z, '_> {
     pub(crate) fn put_negative_soa(&mut self) -> Result<(), Full> {
         let zone = self.zone;
         let ttl = zone.negative_ttl();
-        self.put_rrset(
+        // The apex's signatures without decoding the apex (every negative
+        // answer comes here, with DNSSEC or not).
+        let sigs = if self.dnssec {
+            zone.apex_rrset(Rtype::RRSIG)
+        } else {
+            None
+        };
+        self.put_rrset_with(
             Section::Authority,
-            &zone.node(zone.apex_id()),
+            zone.apex_id(),
+            sigs,
             zone.origin(),
             0,
             zone.soa(),

@@ -37,8 +37,9 @@ use crate::{ApplyError, Changeset, Lookup, Node, NodeFlags, NodeId, Problem, Sev
 pub(crate) struct Delta {
     nodes: CowMap<Arc<[u8]>>,
     gone: CowMap<()>,
-    /// The keys of the hashed owners among `nodes` (`nsec3.rs`).
-    nsec3: CowMap<()>,
+    /// The keys of the hashed owners among `nodes` (`nsec3.rs`); made by
+    /// the first (an empty map allocates: none for most zones).
+    nsec3: Option<CowMap<()>>,
     /// Names added minus names removed, against the base.
     node_diff: i64,
 }
@@ -67,15 +68,16 @@ impl Delta {
     pub fn heap_bytes(&self) -> usize {
         self.nodes.heap_bytes(|b| b.len())
             + self.gone.heap_bytes(|_| 0)
-            + self.nsec3.heap_bytes(|_| 0)
+            + self.nsec3.as_ref().map_or(0, |m| m.heap_bytes(|_| 0))
     }
     /// The key of the last hashed owner at or before `key`.
     pub fn nsec3_at_or_before(&self, key: &[u8]) -> Option<&[u8]> {
-        let p = match self.nsec3.get(key) {
+        let map = self.nsec3.as_ref()?;
+        let p = match map.get(key) {
             Some((p, _)) => p,
-            None => self.nsec3.before(key)?,
+            None => map.before(key)?,
         };
-        self.nsec3.at(p).map(|(k, _)| k)
+        map.at(p).map(|(k, _)| k)
     }
 }
 
@@ -735,9 +737,12 @@ impl Zone {
             self.delta.gone.remove(rel);
         }
         if crate::nsec3::is_hashed_owner(rel, &blob) {
-            self.delta.nsec3.insert(rel.into(), ());
-        } else if !self.delta.nsec3.is_empty() {
-            self.delta.nsec3.remove(rel);
+            self.delta
+                .nsec3
+                .get_or_insert_with(CowMap::default)
+                .insert(rel.into(), ());
+        } else if let Some(m) = &mut self.delta.nsec3 {
+            m.remove(rel);
         }
         self.delta.nodes.insert(rel.into(), blob.into());
         if !existed {
@@ -751,8 +756,8 @@ impl Zone {
             return;
         }
         self.delta.nodes.remove(rel);
-        if !self.delta.nsec3.is_empty() {
-            self.delta.nsec3.remove(rel);
+        if let Some(m) = &mut self.delta.nsec3 {
+            m.remove(rel);
         }
         if matches!(self.store.search(rel), Search::Found(_)) {
             self.delta.gone.insert(rel.into(), ());

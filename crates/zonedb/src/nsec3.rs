@@ -5,11 +5,12 @@
 //! subtrees, so the covering NSEC3 was a search plus a walk back over them.
 //!
 //! ```text
-//!  base:  Store::nsec3      [u64]  first 12 base32hex digits of each hashed owner, ascending
-//!         Store::nsec3_ids  [u32]  the owner's node id      (12 bytes per NSEC3 owner, collected
+//!  base:  Store::nsec3 (none without hashed owners):
+//!         prefixes [u64]  first 12 base32hex digits of each hashed owner, ascending
+//!         ids      [u32]  the owner's node id      (12 bytes per NSEC3 owner, collected
 //!                                  as a store is built, or as a snapshot's is checked on
 //!                                  reading: not in snapshots)
-//!         Store::nsec3_buckets [u32]  where the prefixes with each value of their top bits
+//!         buckets  [u32]  where the prefixes with each value of their top bits
 //!                                  start (one per ~4 entries): a search reads a bucket and
 //!                                  a cache line of prefixes, not log2(n) far-apart ones
 //!  delta: Delta::nsec3      keys of the delta's NSEC3 owners (kept by `Zone::apply`)
@@ -74,9 +75,27 @@ pub(crate) fn key_prefix(key: &[u8]) -> Option<u64> {
     Some(p)
 }
 
-impl Store {
-    /// Sets the NSEC3 index from its entries (ascending) and buckets them.
-    pub(crate) fn set_nsec3(&mut self, mut prefixes: Vec<u64>, mut ids: Vec<u32>) {
+/// A base's NSEC3 index (see the module note); a store without hashed
+/// owners has none (a pointer's worth per zone).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Nsec3Index {
+    /// The entries' prefixes, ascending.
+    prefixes: Vec<u64>,
+    /// Their node ids.
+    ids: Vec<u32>,
+    /// Where the entries with each value of the prefixes' top bits start.
+    buckets: Vec<u32>,
+    /// The shift that leaves those bits.
+    shift: u32,
+}
+
+impl Nsec3Index {
+    /// The index of these entries (ascending), buckets made; none when
+    /// there are none.
+    pub(crate) fn new(mut prefixes: Vec<u64>, mut ids: Vec<u32>) -> Option<Box<Nsec3Index>> {
+        if prefixes.is_empty() {
+            return None;
+        }
         prefixes.shrink_to_fit();
         ids.shrink_to_fit();
         // Buckets by the prefixes' top bits, about four entries each.
@@ -90,33 +109,49 @@ impl Store {
             }
             buckets.push(at as u32);
         }
-        self.nsec3_buckets = buckets;
-        self.nsec3_shift = shift;
-        self.nsec3 = prefixes;
-        self.nsec3_ids = ids;
+        Some(Box::new(Nsec3Index {
+            prefixes,
+            ids,
+            buckets,
+            shift,
+        }))
     }
 
-    /// The number of index entries whose prefix is ≤ `prefix`: the entries
-    /// whose prefixes share its top bits are the bucket's (SHA-1 hashes
-    /// spread evenly: a cache line or two), those before it are less.
-    fn nsec3_count_le(&self, prefix: u64) -> usize {
-        let b = (prefix >> self.nsec3_shift) as usize;
-        let (Some(&lo), Some(&hi)) = (self.nsec3_buckets.get(b), self.nsec3_buckets.get(b + 1))
-        else {
+    /// Bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.prefixes.capacity() * 8
+            + (self.ids.capacity() + self.buckets.capacity()) * 4
+    }
+
+    /// The number of entries whose prefix is ≤ `prefix`: the entries whose
+    /// prefixes share its top bits are the bucket's (SHA-1 hashes spread
+    /// evenly: a cache line or two), those before it are less.
+    fn count_le(&self, prefix: u64) -> usize {
+        let b = (prefix >> self.shift) as usize;
+        let (Some(&lo), Some(&hi)) = (self.buckets.get(b), self.buckets.get(b + 1)) else {
             return 0;
         };
         let (lo, hi) = (lo as usize, hi as usize);
-        lo + self.nsec3[lo..hi].partition_point(|&p| p <= prefix)
+        lo + self.prefixes[lo..hi].partition_point(|&p| p <= prefix)
     }
+}
 
-    /// The position in the NSEC3 index of the last hashed owner whose key
-    /// is ≤ `key` (a hashed owner's key with index prefix `prefix`).
-    fn nsec3_at_or_before(&self, key: &[u8], prefix: u64) -> Option<usize> {
-        let mut j = self.nsec3_count_le(prefix);
+impl Store {
+    /// The node id of the last hashed owner in the index whose key is ≤
+    /// `key` (a hashed owner's key with index prefix `prefix`), and the
+    /// ids before it, nearest first.
+    fn nsec3_at_or_before(&self, key: &[u8], prefix: u64) -> impl Iterator<Item = u32> + '_ {
+        let ids = self.nsec3.as_deref().map_or(&[][..], |x| &x.ids[..]);
+        let mut j = self.nsec3.as_deref().map_or(0, |x| x.count_le(prefix));
         let mut buf = [0u8; MAX_KEY_LEN];
-        while j > 0 && self.nsec3[j - 1] == prefix {
+        while let Some(x) = self
+            .nsec3
+            .as_deref()
+            .filter(|x| j > 0 && x.prefixes[j - 1] == prefix)
+        {
             let n = self
-                .entry_key(self.nsec3_ids[j - 1])
+                .entry_key(x.ids[j - 1])
                 .and_then(|k| k.write(&mut buf))
                 .unwrap_or(0);
             if &buf[..n] <= key {
@@ -124,7 +159,7 @@ impl Store {
             }
             j -= 1;
         }
-        j.checked_sub(1)
+        ids[..j].iter().rev().copied()
     }
 }
 
@@ -150,15 +185,14 @@ impl Zone {
         let prefix = key_prefix(key)?;
         let mut base = self.store.nsec3_at_or_before(key, prefix);
         if self.delta.is_empty() {
-            return base.map(|j| NodeId(self.store.nsec3_ids[j]));
+            return base.next().map(NodeId);
         }
         // The delta's last hashed owner at or before `key`; a base entry
         // after it counts when the delta neither removed nor changed it (a
         // changed one that still holds NSEC3 is a delta entry).
         let delta = self.delta.nsec3_at_or_before(key);
         let mut buf = [0u8; MAX_KEY_LEN];
-        while let Some(j) = base {
-            let id = self.store.nsec3_ids[j];
+        for id in base {
             let bk = self.base_key(id, &mut buf);
             if delta.is_some_and(|d| d >= bk) {
                 break;
@@ -166,7 +200,6 @@ impl Zone {
             if self.base_current(id) {
                 return Some(NodeId(id));
             }
-            base = j.checked_sub(1);
         }
         self.find_rel(delta?)
     }
@@ -190,19 +223,25 @@ pub(crate) fn is_hashed_owner(rel: &[u8], blob: &[u8]) -> bool {
     nsec3_entry(rel, blob).is_some()
 }
 
-/// The hashed owners of `zone` by a walk of every node, as (key, id), and
-/// what a match and a cover of `key` give among them: what the tests hold
-/// the index to.
+/// The hashed owners of `zone` by a walk of every node, as (key, id): what
+/// the tests hold the index to (see [`walk_nsec3`]).
 #[cfg(test)]
-pub(crate) fn walk_nsec3(zone: &Zone, key: &Nsec3Key) -> (Option<NodeId>, Option<NodeId>) {
+pub(crate) fn walked_owners(zone: &Zone) -> Vec<(Vec<u8>, NodeId)> {
     let mut buf = [0u8; MAX_KEY_LEN];
-    let hashed: Vec<(Vec<u8>, NodeId)> = zone
-        .node_ids()
+    zone.node_ids()
         .map(|id| (zone.key_of(id, &mut buf).to_vec(), id))
         .filter(|(k, id)| {
             key_prefix(k).is_some() && zone.info(*id).0.contains(NodeFlags::NSEC3_ONLY)
         })
-        .collect();
+        .collect()
+}
+
+/// What a match and a cover of `key` give among `hashed` (in key order).
+#[cfg(test)]
+pub(crate) fn walk_nsec3(
+    hashed: &[(Vec<u8>, NodeId)],
+    key: &Nsec3Key,
+) -> (Option<NodeId>, Option<NodeId>) {
     let exact = hashed.iter().find(|(k, _)| k == key).map(|x| x.1);
     let cover = hashed
         .iter()
@@ -296,7 +335,8 @@ mod tests {
                 probes.push(k);
             }
         }
-        assert!(zone.store.nsec3.len() > 1200, "{}", zone.store.nsec3.len());
+        let n = zone.store.nsec3.as_ref().map_or(0, |x| x.ids.len());
+        assert!(n > 1200, "{n} hashed owners");
         for _ in 0..3000 {
             let mut h = [0u8; 20];
             for c in h.chunks_mut(8) {
@@ -312,12 +352,55 @@ mod tests {
         zone.write_snapshot(b"t", &mut snap).unwrap();
         let (read, _) = Zone::read_snapshot(&mut snap.as_slice(), snap.len() as u64).unwrap();
         assert_eq!(read.store.nsec3, zone.store.nsec3);
-        assert_eq!(read.store.nsec3_ids, zone.store.nsec3_ids);
-        assert_eq!(read.store.nsec3_buckets, zone.store.nsec3_buckets);
-        for p in &probes {
-            let (exact, cover) = walk_nsec3(&zone, p);
-            assert_eq!(zone.nsec3_covering(p), cover);
-            assert_eq!(zone.nsec3_match(p), exact);
+        let check = |z: &Zone, probes: &[Nsec3Key]| {
+            let hashed = walked_owners(z);
+            for p in probes {
+                let (exact, cover) = walk_nsec3(&hashed, p);
+                assert_eq!(z.nsec3_covering(p), cover);
+                assert_eq!(z.nsec3_match(p), exact);
+            }
+        };
+        check(&zone, &probes);
+        // A delta over that base: hashed owners removed (runs of them, so a
+        // search steps back over several), made more than NSEC3 (no longer
+        // hashed owners), and new ones.
+        let soa_from = zone.soa_record();
+        let mut soa_to = soa_from.clone();
+        crate::set_soa_serial(&mut soa_to, 1);
+        let mut change = crate::Changeset {
+            soa_from,
+            soa_to,
+            removed: Vec::new(),
+            added: Vec::new(),
+        };
+        let nsec3s: Vec<Record> = zone.records().filter(|r| r.rtype == Rtype::NSEC3).collect();
+        for (i, r) in nsec3s.iter().enumerate() {
+            match i % 10 {
+                0..=2 => change.removed.push(r.clone()),
+                3 => change.added.push(rec(&r.owner, Rtype::TXT, vec![1, b'x'])),
+                _ => {}
+            }
         }
+        for _ in 0..200 {
+            let mut h = [0u8; 20];
+            for c in h.chunks_mut(8) {
+                let v = next().to_be_bytes();
+                c.copy_from_slice(&v[..c.len()]);
+            }
+            let owner: Name = format!(
+                "{}.example.",
+                std::str::from_utf8(&lode_wire::nsec3::base32hex(&h)).unwrap()
+            )
+            .parse()
+            .unwrap();
+            let mut rdata = vec![1, 0, 0, 0, 0, 20];
+            rdata.extend_from_slice(&[0; 20]);
+            change.added.push(rec(&owner, Rtype::NSEC3, rdata));
+            probes.push(nsec3_key(&h));
+        }
+        let changed = zone.apply(&change).unwrap();
+        assert!(changed.delta_len() > 0);
+        check(&changed, &probes);
+        check(&changed.compact().unwrap(), &probes);
     }
 }

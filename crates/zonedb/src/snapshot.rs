@@ -227,10 +227,7 @@ impl Zone {
             data,
             raw,
             len,
-            nsec3: Vec::new(),
-            nsec3_ids: Vec::new(),
-            nsec3_buckets: Vec::new(),
-            nsec3_shift: 0,
+            nsec3: None,
         };
         if len == 0 {
             return Err(bad("no apex"));
@@ -239,7 +236,7 @@ impl Zone {
         let (nsec3, nsec3_ids) = store
             .validate(blob::is_valid)
             .map_err(SnapshotError::Invalid)?;
-        store.set_nsec3(nsec3, nsec3_ids);
+        store.nsec3 = crate::nsec3::Nsec3Index::new(nsec3, nsec3_ids);
         let mut okey = lode_wire::name::KeyBuf::new();
         origin.as_ref().write_key(&mut okey);
         let zone = Zone {

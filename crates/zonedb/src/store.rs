@@ -107,14 +107,8 @@ pub(crate) struct Store {
     pub data: Vec<u8>,
     pub raw: Vec<u8>,
     pub len: u32,
-    /// The NSEC3 index (`nsec3.rs`): hashed owners' key prefixes, ascending,
-    /// and their ids (derived, not stored).
-    pub nsec3: Vec<u64>,
-    pub nsec3_ids: Vec<u32>,
-    /// Where the entries of `nsec3` with each value of their top bits
-    /// start, and the shift that leaves those bits.
-    pub nsec3_buckets: Vec<u32>,
-    pub nsec3_shift: u32,
+    /// The NSEC3 index (`nsec3.rs`; derived, not stored).
+    pub nsec3: Option<Box<crate::nsec3::Nsec3Index>>,
 }
 
 fn head_of(key: &[u8]) -> u128 {
@@ -190,6 +184,24 @@ impl<'a> Block<'a> {
     fn start(&self, i: usize) -> Option<usize> {
         let b = self.at.get(2 * i..2 * i + 2)?;
         Some(usize::from(u16::from_le_bytes([b[0], b[1]])))
+    }
+    /// Entry `at`'s key and where its value starts in `body` (entry 0's
+    /// value is the block's base blob).
+    #[inline]
+    fn entry_key(&self, at: usize) -> Option<(EntryKey<'a>, usize)> {
+        if at == 0 {
+            let k = EntryKey {
+                prefix: self.key0,
+                suffix: &[],
+            };
+            return Some((k, self.value0));
+        }
+        let (p, suffix, pos) = self.key(at)?;
+        let k = EntryKey {
+            prefix: &self.key0[..p],
+            suffix,
+        };
+        Some((k, pos))
     }
     /// Key parts of entry `i > 0` and the offset of its value.
     #[inline]
@@ -345,18 +357,10 @@ impl Store {
             Value::Inline(blob) => blob,
             Value::Diff { .. } => return None,
         };
+        let (k, mut pos) = bl.entry_key(at)?;
         if at == 0 {
-            let k = EntryKey {
-                prefix: bl.key0,
-                suffix: &[],
-            };
             return Some((k, Value::Inline(base), base));
         }
-        let (p, suffix, mut pos) = bl.key(at)?;
-        let k = EntryKey {
-            prefix: &bl.key0[..p],
-            suffix,
-        };
         Some((k, read_value(bl.body, &mut pos)?, base))
     }
 
@@ -367,18 +371,7 @@ impl Store {
             return None;
         }
         let bl = self.block(id as usize / BLOCK)?;
-        let at = id as usize % BLOCK;
-        if at == 0 {
-            return Some(EntryKey {
-                prefix: bl.key0,
-                suffix: &[],
-            });
-        }
-        let (p, suffix, _) = bl.key(at)?;
-        Some(EntryKey {
-            prefix: &bl.key0[..p],
-            suffix,
-        })
+        bl.entry_key(id as usize % BLOCK).map(|(k, _)| k)
     }
 
     /// The key and blob of entry `id`.
@@ -441,9 +434,7 @@ impl Store {
             + self.offs.capacity() * 8
             + self.data.capacity()
             + self.raw.capacity()
-            + self.nsec3.capacity() * 8
-            + self.nsec3_ids.capacity() * 4
-            + self.nsec3_buckets.capacity() * 4
+            + self.nsec3.as_ref().map_or(0, |x| x.heap_bytes())
     }
 
     /// Checks the whole structure: every entry decodes, keys ascend, heads
@@ -696,7 +687,7 @@ impl StoreBuilder {
             std::mem::take(&mut self.nsec3),
             std::mem::take(&mut self.nsec3_ids),
         );
-        self.store.set_nsec3(prefixes, ids);
+        self.store.nsec3 = crate::nsec3::Nsec3Index::new(prefixes, ids);
         self.store
     }
 }
