@@ -35,8 +35,13 @@ use lode_zonefile::{ParseCounters, ParsedZone};
 )]
 pub struct CheckArgs {
     /// The zone files to check.
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required_unless_present = "config", value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Check a whole configuration instead (as `knotc conf-check` / `named-checkconf -z`):
+    /// every setting, key, ACL, policy and certificate it names, then every zone file of its
+    /// primary zones, without starting a server. Zone files given beside it are checked too.
+    #[arg(long, short = 'c', value_name = "CONFIG", conflicts_with = "origin")]
+    pub config: Option<PathBuf>,
     /// The zone's origin (apex), e.g. `example.com.`, for a single file; default: from the
     /// file name (see below).
     #[arg(long, short = 'o')]
@@ -92,7 +97,10 @@ struct Outcome {
 }
 
 /// Runs the command.
-pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = args.config.clone() {
+        return run_config(&path, &mut args);
+    }
     if args.origin.is_some() && args.files.len() > 1 {
         anyhow::bail!(
             "--origin applies to one file; with several, each origin comes from its file name"
@@ -113,6 +121,71 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("bad origin {origin_text:?}: {e}"))?;
         origins.push(origin);
     }
+    check_files(&args, &origins)
+}
+
+/// `lode check --config FILE`: the configuration as `lode serve` would take it
+/// (without binding, loading or writing anything), then the zone files it names.
+fn run_config(path: &Path, args: &mut CheckArgs) -> anyhow::Result<ExitCode> {
+    let options = lode_server::Options {
+        config: Some(path.to_owned()),
+        ..lode_server::Options::default()
+    };
+    let config = match lode_server::check_config(&options) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("{}: configuration refused", path.display());
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let mut origins: Vec<Name> = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let (mut secondaries, mut generated) = (0usize, 0usize);
+    for z in &config.zones {
+        match &z.source {
+            lode_server::ZoneSource::File(f) => {
+                files.push(f.clone());
+                origins.push(z.name.clone());
+            }
+            lode_server::ZoneSource::Transfer => secondaries += 1,
+            _ => generated += 1,
+        }
+    }
+    if !args.quiet {
+        println!(
+            "{}: configuration OK: {} zone(s) ({} from zone files, {secondaries} by transfer, \
+             {generated} generated), {} TSIG key(s), listening on {}",
+            path.display(),
+            config.zones.len(),
+            files.len(),
+            config.keys.len(),
+            config
+                .listen
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    // Zone files given on the command line too: origins from their names.
+    for f in std::mem::take(&mut args.files) {
+        let origin_text = origin_from_file_name(&f)
+            .with_context(|| format!("cannot derive an origin from {}", f.display()))?;
+        let origin = Name::parse(&origin_text, Some(&Name::root()))
+            .map_err(|e| anyhow::anyhow!("bad origin {origin_text:?}: {e}"))?;
+        files.push(f);
+        origins.push(origin);
+    }
+    if files.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    args.files = files;
+    check_files(args, &origins)
+}
+
+/// Checks `args.files` (each as the zone of the same index in `origins`) and reports.
+fn check_files(args: &CheckArgs, origins: &[Name]) -> anyhow::Result<ExitCode> {
     let sizes: Vec<u64> = args
         .files
         .iter()

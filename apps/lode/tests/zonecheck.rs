@@ -116,3 +116,64 @@ fn a_disagreeing_origin_is_pointed_out() {
     assert!(ok, "{text}");
     assert!(!text.contains("hint:"), "{text}");
 }
+
+fn check_config(config: &Path) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .arg("check")
+        .arg("--config")
+        .arg(config)
+        .output()
+        .expect("run lode check --config");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// `lode check --config`: the packaged configuration passes (it tells the
+/// operator to run exactly this); a configuration's zone files are checked
+/// with their configured origins; an unknown key and a broken zone file are
+/// refused with file:line.
+#[test]
+fn a_whole_configuration_is_checked() {
+    let (code, text) = check_config(&repo_root().join("apps/lode/debian/lode.toml"));
+    assert_eq!(code, 0, "packaged configuration refused:\n{text}");
+    assert!(text.contains("configuration OK"), "{text}");
+
+    let dir = std::env::temp_dir().join(format!("lode-check-config-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // The origin comes from the configuration, not the file name.
+    let zone = dir.join("zone.txt");
+    std::fs::write(
+        &zone,
+        "$TTL 300\n@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    let config = dir.join("lode.toml");
+    std::fs::write(
+        &config,
+        "listen = [\"127.0.0.1:53\"]\n[[zone]]\nname = \"example.net.\"\nfile = \"zone.txt\"\n",
+    )
+    .unwrap();
+    let (code, text) = check_config(&config);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("zone example.net. OK"), "{text}");
+
+    std::fs::write(
+        &zone,
+        "$TTL 300\n@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nbad A 1.2.3\n",
+    )
+    .unwrap();
+    let (code, text) = check_config(&config);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("zone.txt:5:"), "{text}");
+
+    std::fs::write(&config, "listen = [\"127.0.0.1:53\"]\nbogus = 1\n").unwrap();
+    let (code, text) = check_config(&config);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("line 2") && text.contains("bogus"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

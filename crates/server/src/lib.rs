@@ -498,3 +498,16 @@ fn serving_status(set: &ZoneSet, addrs: &[SocketAddr]) -> String {
 pub fn default_control_path() -> PathBuf {
     config::default_control_path()
 }
+
+/// Checks a configuration as [`Server::start`] would take it, without
+/// binding, loading or writing anything (`lode check --config`): the file
+/// and command line merged ([`Config::resolve`]: syntax, keys, ACLs,
+/// remotes, policies, templates, zones) and the settings checked only when
+/// a server starts (response-rate limiting). Zone files are not read here.
+pub fn check_config(options: &Options) -> Result<Config, String> {
+    let config = Config::resolve(options).map_err(|e| e.to_string())?;
+    if let Some(rrl) = config.rrl.as_ref().filter(|c| c.rate > 0) {
+        lode_rrl::Limiter::new(rrl).map_err(|e| format!("[rrl] {e}"))?;
+    }
+    Ok(config)
+}
