@@ -208,7 +208,7 @@ fn check_files(args: &CheckArgs, origins: &[Name]) -> anyhow::Result<ExitCode> {
     let progress = LoadProgress::start(what, sizes.iter().sum(), args.files.len(), display);
     let outcomes = largest_first(&sizes, threads, |i| {
         let o = check_one(
-            &args,
+            args,
             &args.files[i],
             &origins[i],
             sizes[i],
