@@ -47,6 +47,8 @@ have ldns-verify-zone || need_apt+=(ldnsutils)
 have dnssec-verify || need_apt+=(bind9-utils)
 have kzonecheck || need_apt+=(knot-dnssecutils)
 have unbound || need_apt+=(unbound)
+# The DNS-over-TLS tests (apps/lode/tests/dot.rs) make their certificates with openssl.
+have openssl || need_apt+=(openssl)
 if [ ${#need_apt[@]} -gt 0 ]; then
     step "installing ${need_apt[*]}"
     if [ "$(id -u)" -ne 0 ]; then

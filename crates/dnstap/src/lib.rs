@@ -148,6 +148,8 @@ pub enum Protocol {
     Udp,
     /// TCP.
     Tcp,
+    /// DNS over TLS.
+    Dot,
 }
 
 /// One query and what was done with it, as the query path hands it over.
@@ -487,6 +489,7 @@ impl Encoder {
         m.socket_protocol = Some(match e.protocol {
             Protocol::Udp => proto::SocketProtocol::Udp as i32,
             Protocol::Tcp => proto::SocketProtocol::Tcp as i32,
+            Protocol::Dot => proto::SocketProtocol::Dot as i32,
         });
         proto::set_addresses(m, e.peer, e.local);
         let query = e.bytes.get(..e.query_len)?;

@@ -51,6 +51,8 @@ pub enum SocketProtocol {
     Udp = 1,
     /// DNS over TCP.
     Tcp = 2,
+    /// DNS over TLS (RFC 7858).
+    Dot = 3,
 }
 
 /// `Message.Type` (the two an authoritative server writes).

@@ -31,6 +31,8 @@ pub struct Client<'a> {
     local: Option<SocketAddr>,
     via: Via<'a>,
     deferred: bool,
+    /// Came over TLS (or QUIC).
+    encrypted: bool,
 }
 
 #[derive(Debug)]
@@ -63,14 +65,21 @@ impl<'a> Client<'a> {
             local,
             via: Via::Udp(socket),
             deferred: false,
+            encrypted: false,
         }
     }
-    pub(crate) fn tcp(addr: SocketAddr, local: Option<SocketAddr>, queue: &'a LateQueue) -> Self {
+    pub(crate) fn tcp(
+        addr: SocketAddr,
+        local: Option<SocketAddr>,
+        queue: &'a LateQueue,
+        encrypted: bool,
+    ) -> Self {
         Client {
             addr,
             local,
             via: Via::Tcp(queue),
             deferred: false,
+            encrypted,
         }
     }
     /// A client that cannot be answered later ([`Client::defer`] gives a
@@ -81,6 +90,7 @@ impl<'a> Client<'a> {
             local: None,
             via: Via::None,
             deferred: false,
+            encrypted: false,
         }
     }
     /// The sender's address.
@@ -92,6 +102,10 @@ impl<'a> Client<'a> {
     /// when unknown.
     pub fn local(&self) -> Option<SocketAddr> {
         self.local
+    }
+    /// True when the message came over an encrypted transport (TLS).
+    pub fn is_encrypted(&self) -> bool {
+        self.encrypted
     }
     /// Promises a reply later: the handler then returns 0 (nothing now) and
     /// the transport keeps a stream connection open until the [`Later`] is

@@ -29,6 +29,7 @@ mod later;
 pub mod mem;
 mod sys;
 pub mod tcp;
+pub mod tls;
 pub mod udp;
 
 use std::fmt;

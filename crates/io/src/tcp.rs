@@ -65,7 +65,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout, timeout_at, Instant};
 
@@ -88,6 +88,9 @@ const WRITE_CHUNK: usize = MAX_MESSAGE + 2;
 const SMALL_BUFFER: usize = 4096;
 /// How often the sweeper looks for crowding and flushes the log summary.
 const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Default time for a TLS handshake to complete.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Settings of the TCP transport.
 #[derive(Debug, Clone)]
@@ -116,6 +119,12 @@ pub struct TcpConfig {
     pub nice: i32,
     /// Listen backlog.
     pub backlog: i32,
+    /// TLS on every connection (DNS over TLS, RFC 7858): the handshake
+    /// first, then the same framing, limits and handler as plain TCP.
+    pub tls: Option<crate::tls::TlsServer>,
+    /// Time for a TLS handshake to complete from the connection's accept;
+    /// a connection still in its handshake counts as idle for eviction.
+    pub handshake_timeout: Duration,
 }
 
 impl Default for TcpConfig {
@@ -129,6 +138,8 @@ impl Default for TcpConfig {
             threads: 1,
             nice: 0,
             backlog: 1024,
+            tls: None,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
         }
     }
 }
@@ -169,6 +180,11 @@ pub struct TcpStats {
     /// Connections closed because their replies were not read within the
     /// I/O timeout.
     pub write_timeout: u64,
+    /// TLS handshakes that failed (bad client hello, no common version or
+    /// ALPN, reset).
+    pub handshake_failed: u64,
+    /// TLS handshakes not complete within the handshake timeout.
+    pub handshake_timeout: u64,
     /// Connections open now.
     pub open: u64,
     /// Messages received.
@@ -190,6 +206,8 @@ struct Counters {
     idle_timeout: AtomicU64,
     io_timeout: AtomicU64,
     write_timeout: AtomicU64,
+    handshake_failed: AtomicU64,
+    handshake_timeout: AtomicU64,
     open: AtomicUsize,
     /// Messages, counted per event-loop thread.
     messages: Shards,
@@ -249,6 +267,8 @@ impl TcpCounters {
             idle_timeout: get(&c.idle_timeout),
             io_timeout: get(&c.io_timeout),
             write_timeout: get(&c.write_timeout),
+            handshake_failed: get(&c.handshake_failed),
+            handshake_timeout: get(&c.handshake_timeout),
             open: c.open.load(Ordering::Relaxed) as u64,
             queries: c.messages.sum(|s| &s.queries),
             responses: c.messages.sum(|s| &s.responses),
@@ -298,8 +318,9 @@ impl TcpServer {
                     .map_err(|e| IoError::Bind { addr, source: e })?
             };
             tracing::info!(
-                "tcp {local}: idle timeout {:?} ({:?} when crowded), I/O timeout {:?}, \
+                "{} {local}: idle timeout {:?} ({:?} when crowded), I/O timeout {:?}, \
                  at most {} clients, {} per source",
+                if config.tls.is_some() { "tls" } else { "tcp" },
                 config.idle_timeout,
                 config.pressure_idle_timeout,
                 config.io_timeout,
@@ -379,6 +400,8 @@ async fn accept_loop<H: StreamHandler>(
         idle: config.idle_timeout,
         io: (!config.io_timeout.is_zero()).then_some(config.io_timeout),
     };
+    let tls = config.tls.as_ref().map(crate::tls::TlsServer::acceptor);
+    let handshake = config.handshake_timeout;
     // A connection's local address is the listener's, but on a wildcard
     // bind (asked of the connection then: one getsockname per connection).
     let bound = listener.local_addr().ok();
@@ -394,13 +417,27 @@ async fn accept_loop<H: StreamHandler>(
                     registry: registry.clone(),
                     conn,
                 };
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let r = &registered;
                     let local = match bound {
                         Some(b) if b.ip().is_unspecified() => stream.local_addr().ok(),
                         b => b,
                     };
-                    let end = serve_connection(stream, peer, local, handler, limits, r).await;
+                    // Small answers dominate; send each batch at once.
+                    let _ = stream.set_nodelay(true);
+                    let end = match tls {
+                        None => {
+                            serve_connection(stream, peer, local, handler, limits, r, false).await
+                        }
+                        Some(acceptor) => match tls_handshake(acceptor, stream, handshake, r).await
+                        {
+                            Ok(s) => {
+                                serve_connection(s, peer, local, handler, limits, r, true).await
+                            }
+                            Err(e) => Err(e),
+                        },
+                    };
                     let counters = r.registry.counters();
                     match end {
                         Ok(()) | Err(ConnEnd::Evicted) => {}
@@ -415,6 +452,14 @@ async fn accept_loop<H: StreamHandler>(
                             r.registry.closed(Reason::WriteTimeout, peer, 0)
                         }
                         Err(ConnEnd::Io(e)) => tracing::debug!("tcp {peer}: {e}"),
+                        Err(ConnEnd::Handshake(e)) => {
+                            counters.handshake_failed.fetch_add(1, Ordering::Relaxed);
+                            tracing::debug!("tls {peer}: handshake failed: {e}");
+                        }
+                        Err(ConnEnd::HandshakeTimeout) => {
+                            counters.handshake_timeout.fetch_add(1, Ordering::Relaxed);
+                            tracing::debug!("tls {peer}: handshake not complete in {handshake:?}");
+                        }
                     }
                 });
             }
@@ -461,7 +506,29 @@ enum ConnEnd {
     WriteTimeout,
     /// Closed by the registry (counted and logged there).
     Evicted,
+    /// The TLS handshake failed.
+    Handshake(io::Error),
+    /// The TLS handshake did not complete in time.
+    HandshakeTimeout,
     Io(io::Error),
+}
+
+/// The server side of a TLS handshake, within `limit`; the registry may
+/// close the connection meanwhile (it counts as idle since its accept).
+async fn tls_handshake(
+    acceptor: tokio_rustls::TlsAcceptor,
+    stream: TcpStream,
+    limit: Duration,
+    registered: &Registered,
+) -> Result<tokio_rustls::server::TlsStream<TcpStream>, ConnEnd> {
+    tokio::select! {
+        _ = registered.conn.cancel.notified() => Err(ConnEnd::Evicted),
+        done = timeout(limit, acceptor.accept(stream)) => match done {
+            Ok(Ok(s)) => Ok(s),
+            Ok(Err(e)) => Err(ConnEnd::Handshake(e)),
+            Err(_) => Err(ConnEnd::HandshakeTimeout),
+        },
+    }
 }
 
 /// True when `buf` holds a whole message.
@@ -469,10 +536,19 @@ fn has_frame(buf: &[u8]) -> bool {
     buf.len() >= 2 && buf.len() >= 2 + u16::from_be_bytes([buf[0], buf[1]]) as usize
 }
 
-/// Writes `data`, each [`WRITE_CHUNK`] within `limit`.
-async fn write_out(stream: &mut TcpStream, data: &[u8], limit: Duration) -> Result<(), ConnEnd> {
+/// Writes `data`, each [`WRITE_CHUNK`] within `limit` (flushed: TLS holds
+/// what the socket did not take).
+async fn write_out<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    data: &[u8],
+    limit: Duration,
+) -> Result<(), ConnEnd> {
     for chunk in data.chunks(WRITE_CHUNK) {
-        match timeout(limit, stream.write_all(chunk)).await {
+        let write = async {
+            stream.write_all(chunk).await?;
+            stream.flush().await
+        };
+        match timeout(limit, write).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(ConnEnd::Io(e)),
             Err(_) => return Err(ConnEnd::WriteTimeout),
@@ -481,19 +557,18 @@ async fn write_out(stream: &mut TcpStream, data: &[u8], limit: Duration) -> Resu
     Ok(())
 }
 
-async fn serve_connection<H: StreamHandler>(
-    mut stream: TcpStream,
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin, H: StreamHandler>(
+    mut stream: S,
     peer: SocketAddr,
     local: Option<SocketAddr>,
     mut handler: H,
     limits: Limits,
     registered: &Registered,
+    encrypted: bool,
 ) -> Result<(), ConnEnd> {
     let registry: &Registry = &registered.registry;
     let conn: &Conn = &registered.conn;
     let counters = registry.counters();
-    // Small answers dominate; send each batch at once.
-    let _ = stream.set_nodelay(true);
     let write_limit = limits.io.unwrap_or(limits.idle);
     let mut buf: Vec<u8> = vec![0; SMALL_BUFFER];
     let (mut start, mut end) = (0usize, 0usize);
@@ -530,7 +605,7 @@ async fn serve_connection<H: StreamHandler>(
                 queries += 1;
                 SCRATCH.with(|s| {
                     let mut out = s.borrow_mut();
-                    let mut client = Client::tcp(peer, local, &late_tx);
+                    let mut client = Client::tcp(peer, local, &late_tx, encrypted);
                     let reply = handler(query, &mut out[..], &mut client);
                     close = reply.close;
                     let n = reply.len.min(MAX_MESSAGE);

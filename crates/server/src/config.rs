@@ -9,6 +9,9 @@
 //! tcp-max-clients = 1000                  # when full, the idlest connection makes room
 //! tcp-max-clients-per-source = 128        # per address (IPv6 /64); default max(limit/10, 128)
 //! tcp-io-timeout = 500                    # ms for a begun query to arrive whole (Knot's)
+//! listen-tls = ["127.0.0.1@853"]          # DNS over TLS (config/tls.rs); default: none
+//! cert-file = "tls/cert.pem"              # its certificate; default: a one-time certificate
+//! key-file = "tls/key.pem"                #   over the key kept in kasp-db/tls_key.pem
 //! control = "/run/lode/lode.sock"         # default: see `default_control_path`
 //! metrics-listen = "127.0.0.1:9153"       # Prometheus endpoint (GET /metrics); default: none
 //! query-counters = true                   # count each request by type, RCODE, zone (default)
@@ -87,6 +90,7 @@ mod dnstap;
 mod guard;
 mod metrics;
 mod replication;
+mod tls;
 mod zone_options;
 
 pub use dnssec::{PolicyEntry, Signing};
@@ -97,6 +101,7 @@ pub use metrics::DEFAULT_METRICS_PORT;
 
 pub use replication::{parse_remote_address, Remote, RemoteEntry, TemplateEntry, TimerBounds};
 use replication::{resolve_catalogs, resolve_remotes, resolve_templates};
+pub use tls::{TlsCertificate, TlsSettings, DEFAULT_TLS_PORT, SELF_SIGNED_KEY_FILE};
 
 /// Default TCP idle timeout (RFC 7766 §6.2.3 suggests seconds, not minutes).
 pub const DEFAULT_TCP_IDLE_SECS: u64 = 10;
@@ -134,6 +139,21 @@ pub struct ConfigFile {
     pub tcp_max_clients_per_source: Option<usize>,
     /// Time for a TCP query to arrive whole, milliseconds (Knot's tcp-io-timeout).
     pub tcp_io_timeout: Option<u64>,
+    /// DNS over TLS listen addresses (config/tls.rs).
+    #[serde(default)]
+    pub listen_tls: Vec<String>,
+    /// TLS certificate chain, PEM (Knot's name).
+    #[serde(alias = "tls-cert")]
+    pub cert_file: Option<PathBuf>,
+    /// TLS private key, PEM (Knot's name).
+    #[serde(alias = "tls-key")]
+    pub key_file: Option<PathBuf>,
+    /// Lowest TLS version: "1.3" or "1.2".
+    pub tls_min_version: Option<String>,
+    /// Time for a TLS handshake, milliseconds.
+    pub tls_handshake_timeout: Option<u64>,
+    /// Concurrent TLS clients (default: tcp-max-clients).
+    pub tls_max_clients: Option<usize>,
     /// Control socket path.
     pub control: Option<PathBuf>,
     /// The Prometheus endpoint's address ("ADDR:PORT", or ADDR for port 9153; "" none).
@@ -411,6 +431,8 @@ pub struct Config {
     pub tcp_max_clients_per_source: Option<usize>,
     /// Time for a TCP query to arrive whole (zero: no limit).
     pub tcp_io_timeout: Duration,
+    /// DNS over TLS.
+    pub tls: TlsSettings,
     /// Control socket path (`None`: no control socket).
     pub control: Option<PathBuf>,
     /// Where the Prometheus endpoint listens (`None`: no endpoint).
@@ -836,6 +858,12 @@ impl Config {
             file.nsid.as_deref(),
             file.edns_padding,
         )?;
+        let kasp_db = file
+            .kasp_db
+            .as_ref()
+            .map(|d| base.join(d))
+            .or_else(|| file.journal_dir.as_ref().map(|d| base.join(d).join("keys")));
+        let tls = tls::resolve_tls(file, base, kasp_db.as_deref(), tcp_max_clients)?;
         Ok(Config {
             listen,
             zones,
@@ -856,6 +884,7 @@ impl Config {
             tcp_io_timeout: Duration::from_millis(
                 file.tcp_io_timeout.unwrap_or(DEFAULT_TCP_IO_TIMEOUT_MS),
             ),
+            tls,
             control: Some(control).filter(|p| !p.as_os_str().is_empty()),
             metrics_listen: metrics_listen(
                 options
@@ -872,11 +901,7 @@ impl Config {
                 .clone()
                 .or_else(|| file.snapshot_dir.as_ref().map(|d| base.join(d))),
             journal_dir: file.journal_dir.as_ref().map(|d| base.join(d)),
-            kasp_db: file
-                .kasp_db
-                .as_ref()
-                .map(|d| base.join(d))
-                .or_else(|| file.journal_dir.as_ref().map(|d| base.join(d).join("keys"))),
+            kasp_db,
             journal_max_usage: file.journal_max_usage.unwrap_or(DEFAULT_JOURNAL_MAX_USAGE),
             journal_max_depth: file.journal_max_depth.unwrap_or(DEFAULT_JOURNAL_MAX_DEPTH),
             keys: file.keys.clone(),

@@ -26,6 +26,9 @@ pub(crate) struct Handler {
     pub(crate) updates: Arc<update::Updates>,
     pub(crate) guard: Arc<guard::Guard>,
     pub(crate) settings: Settings,
+    /// The settings of encrypted transports: responses to padded queries
+    /// padded (RFC 8467 §4.1), whatever `edns-padding` says for plain TCP.
+    pub(crate) tls_settings: Settings,
     pub(crate) metrics: Arc<metrics::Metrics>,
 }
 
@@ -70,6 +73,7 @@ impl Handler {
         self.metrics.record(&metrics::Observed {
             transport: match transport {
                 Transport::Udp => 0,
+                _ if client.is_encrypted() => 2,
                 _ => 1,
             },
             request: match request {
@@ -100,7 +104,12 @@ impl Handler {
         client: &mut Client<'_>,
         transport: Transport,
     ) -> Outcome {
-        let (updates, settings) = (&self.updates, &self.settings);
+        let settings = if client.is_encrypted() {
+            &self.tls_settings
+        } else {
+            &self.settings
+        };
+        let updates = &self.updates;
         let set = self.zones.load();
         let admission = match request {
             Request::Update => updates.admit(q, &set, out, client, settings.max_udp_payload),

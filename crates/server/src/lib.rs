@@ -62,6 +62,7 @@ mod signing;
 pub use signing::key_dir;
 pub mod snapshot;
 mod status;
+mod tls;
 mod update;
 pub mod zones;
 
@@ -121,6 +122,8 @@ pub struct Server {
     published: Arc<ArcSwap<ZoneSet>>,
     udp: Option<UdpServer>,
     tcp: Option<TcpServer>,
+    /// DNS over TLS, when `listen-tls` is set.
+    dot: Option<TcpServer>,
     reload_tx: Option<mpsc::Sender<ReloadRequest>>,
     reloader: Option<JoinHandle<()>>,
     /// Admission of updates, and the writer pool behind it.
@@ -182,6 +185,7 @@ impl Server {
             notifies: None,
             loads: loads.clone(),
             loaded: None,
+            tls: None,
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {
@@ -242,13 +246,27 @@ impl Server {
             guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         let server_guard = guard.clone();
         let metrics = metrics::Metrics::with_counting(config.query_counters);
+        let tls_settings = Settings {
+            padding: true,
+            ..settings.clone()
+        };
         let handler = Arc::new(handler::Handler {
             zones: published.clone(),
             updates: updates.clone(),
             guard,
             settings,
+            tls_settings,
             metrics: metrics.clone(),
         });
+        // Read as the service user (as a reload reads them again).
+        let dot_tls = if config.tls.listen.is_empty() {
+            None
+        } else {
+            Some(
+                tls::dot_server(&config.tls)
+                    .map_err(|e| ServerError::Config(ConfigError::Value(format!("tls: {e}"))))?,
+            )
+        };
         let for_tcp = handler.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
             let len = for_tcp.handle(q, out, client, Transport::Tcp);
@@ -259,6 +277,22 @@ impl Server {
             StreamReply { len, close }
         };
         privdrop::regain(&pending).map_err(ServerError::User)?;
+        reloader.tls = dot_tls.clone();
+        let dot = match dot_tls {
+            Some(tls) => {
+                let dot_config = TcpConfig {
+                    max_clients: config.tls.max_clients,
+                    handshake_timeout: config.tls.handshake_timeout,
+                    tls: Some(tls),
+                    ..tcp_config.clone()
+                };
+                Some(
+                    TcpServer::start(&config.tls.listen, &dot_config, tcp_handler.clone())
+                        .map_err(ServerError::Io)?,
+                )
+            }
+            None => None,
+        };
         let tcp =
             TcpServer::start(&config.listen, &tcp_config, tcp_handler).map_err(ServerError::Io)?;
         let udp_config = UdpConfig {
@@ -299,6 +333,7 @@ impl Server {
             published: published.clone(),
             udp: udp.counters(),
             tcp: tcp.counters(),
+            tls: dot.as_ref().map(TcpServer::counters),
             guard: server_guard.clone(),
             loads: loads.clone(),
         };
@@ -354,11 +389,16 @@ impl Server {
             "{}",
             serving_status(&published.load(), udp.local_addrs())
         );
+        if let Some(d) = &dot {
+            let addrs: Vec<String> = d.local_addrs().iter().map(ToString::to_string).collect();
+            tracing::info!("DNS over TLS on {}", addrs.join(", "));
+        }
         Ok(Server {
             config,
             published,
             udp: Some(udp),
             tcp: Some(tcp),
+            dot,
             reload_tx: Some(reload_tx),
             reloader: Some(reloader),
             updates: updates.clone(),
@@ -380,6 +420,14 @@ impl Server {
         self.udp
             .as_ref()
             .map(|u| u.local_addrs().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// The bound DNS-over-TLS addresses (ports resolved); empty without `listen-tls`.
+    pub fn tls_addrs(&self) -> Vec<SocketAddr> {
+        self.dot
+            .as_ref()
+            .map(|t| t.local_addrs().to_vec())
             .unwrap_or_default()
     }
 
@@ -457,6 +505,9 @@ impl Server {
         if let Some(t) = self.tcp.take() {
             t.stop();
         }
+        if let Some(t) = self.dot.take() {
+            t.stop();
+        }
         // The queries answered are in the dnstap stream before it ends.
         if let Some(tap) = self.guard.dnstap() {
             tap.close();
@@ -508,6 +559,13 @@ pub fn check_config(options: &Options) -> Result<Config, String> {
     let config = Config::resolve(options).map_err(|e| e.to_string())?;
     if let Some(rrl) = config.rrl.as_ref().filter(|c| c.rate > 0) {
         lode_rrl::Limiter::new(rrl).map_err(|e| format!("[rrl] {e}"))?;
+    }
+    // The certificate files are read; a one-time certificate's key is not made.
+    if let config::TlsCertificate::Files { cert, key } = &config.tls.certificate {
+        if !config.tls.listen.is_empty() {
+            lode_io::tls::Credentials::from_pem_files(cert, key)
+                .map_err(|e| format!("tls: {e}"))?;
+        }
     }
     Ok(config)
 }

@@ -130,6 +130,8 @@ pub(crate) struct Reloader {
     /// The configuration of the last (re)load (`running` stays the one
     /// started with): where `zone-reload` finds its zone.
     pub(crate) loaded: Option<Arc<Config>>,
+    /// The DNS-over-TLS server side, whose certificate a reload replaces.
+    pub(crate) tls: Option<lode_io::tls::TlsServer>,
 }
 
 impl Reloader {
@@ -283,6 +285,33 @@ impl Reloader {
         }
         if config.dnstap != r.dnstap {
             tracing::warn!("reload: [dnstap] changes take effect at restart");
+        }
+        // The certificate first: one that cannot be read refuses the whole
+        // reload, before anything else changed.
+        if let Some(server) = &self.tls {
+            match crate::tls::credentials(&config.tls) {
+                Ok(creds) => {
+                    server.replace(&creds);
+                    crate::tls::log_credentials(&creds);
+                }
+                Err(e) => {
+                    tracing::error!("reload: tls: {e}; nothing changed");
+                    return ReloadReport {
+                        config_error: Some(format!("tls: {e}")),
+                        ..ReloadReport::default()
+                    };
+                }
+            }
+        }
+        if config.tls.listen != r.tls.listen
+            || config.tls.max_clients != r.tls.max_clients
+            || config.tls.handshake_timeout != r.tls.handshake_timeout
+            || config.tls.allow_tls12 != r.tls.allow_tls12
+        {
+            tracing::warn!(
+                "reload: listen-tls, tls-max-clients, tls-handshake-timeout and tls-min-version \
+                 changes take effect at restart"
+            );
         }
         // A zone's signer (its keys and policy) is made when its writer
         // starts: signing settings that change, or a signed zone added

@@ -166,6 +166,88 @@ impl Family {
     }
 }
 
+/// The names and help of a stream transport's families.
+struct StreamNames {
+    connections: (&'static str, &'static str),
+    open: (&'static str, &'static str),
+    closed: (&'static str, &'static str),
+    received: (&'static str, &'static str),
+    sent: (&'static str, &'static str),
+    unanswered: (&'static str, &'static str),
+}
+
+const TCP_NAMES: StreamNames = StreamNames {
+    connections: ("lode_tcp_connections", "TCP connections accepted."),
+    open: ("lode_tcp_connections_open", "TCP connections open now."),
+    closed: (
+        "lode_tcp_connections_closed",
+        "TCP connections closed by the server, by reason.",
+    ),
+    received: ("lode_tcp_received", "TCP messages received."),
+    sent: ("lode_tcp_sent", "TCP messages sent."),
+    unanswered: (
+        "lode_tcp_unanswered",
+        "TCP messages received and not answered.",
+    ),
+};
+
+const TLS_NAMES: StreamNames = StreamNames {
+    connections: (
+        "lode_tls_connections",
+        "DNS-over-TLS connections accepted (before their handshake).",
+    ),
+    open: (
+        "lode_tls_connections_open",
+        "DNS-over-TLS connections open now.",
+    ),
+    closed: (
+        "lode_tls_connections_closed",
+        "DNS-over-TLS connections closed by the server, by reason (handshakes that failed or timed out included).",
+    ),
+    received: ("lode_tls_received", "DNS-over-TLS messages received."),
+    sent: ("lode_tls_sent", "DNS-over-TLS messages sent."),
+    unanswered: (
+        "lode_tls_unanswered",
+        "DNS-over-TLS messages received and not answered.",
+    ),
+};
+
+/// The families of a stream transport (TCP, or DNS over TLS).
+fn stream_families(out: &mut Vec<Family>, n: &StreamNames, t: &lode_io::TcpStats) {
+    let c = |(name, help): (&'static str, &'static str), v| {
+        Family::new(name, help, Kind::Counter).with(&[], Value::Int(v))
+    };
+    out.push(c(n.connections, t.connections));
+    out.push(Family::new(n.open.0, n.open.1, Kind::Gauge).with(&[], Value::Int(t.open)));
+    let mut closed = Family::new(n.closed.0, n.closed.1, Kind::Counter);
+    for (reason, v) in [
+        ("refused-full", t.refused),
+        ("refused-per-source", t.refused_per_source),
+        ("idle-for-new", t.closed_idle_for_new),
+        ("idle-same-source", t.closed_idle_same_source),
+        ("idle-crowded", t.closed_idle_pressure),
+        ("idle-timeout", t.idle_timeout),
+        ("io-timeout", t.io_timeout),
+        ("write-timeout", t.write_timeout),
+    ] {
+        closed.push(&[("reason", reason)], Value::Int(v));
+    }
+    if std::ptr::eq(n, &TLS_NAMES) {
+        closed.push(
+            &[("reason", "handshake-failed")],
+            Value::Int(t.handshake_failed),
+        );
+        closed.push(
+            &[("reason", "handshake-timeout")],
+            Value::Int(t.handshake_timeout),
+        );
+    }
+    out.push(closed);
+    out.push(c(n.received, t.queries));
+    out.push(c(n.sent, t.responses));
+    out.push(c(n.unanswered, t.dropped));
+}
+
 /// Everything a scrape reads.
 #[derive(Debug, Clone)]
 pub struct Scrape {
@@ -173,6 +255,8 @@ pub struct Scrape {
     pub(crate) published: Arc<ArcSwap<ZoneSet>>,
     pub(crate) udp: UdpCounters,
     pub(crate) tcp: TcpCounters,
+    /// DNS over TLS, when listening.
+    pub(crate) tls: Option<TcpCounters>,
     pub(crate) guard: Arc<crate::guard::Guard>,
     pub(crate) loads: Arc<crate::loads::ZoneLoads>,
 }
@@ -380,54 +464,10 @@ impl Scrape {
                 e,
             ));
         }
-        let t = self.tcp.read();
-        out.push(c(
-            "lode_tcp_connections",
-            "TCP connections accepted.",
-            t.connections,
-        ));
-        out.push(
-            Family::new(
-                "lode_tcp_connections_open",
-                "TCP connections open now.",
-                Kind::Gauge,
-            )
-            .with(&[], Value::Int(t.open)),
-        );
-        out.push(
-            Family::new(
-                "lode_tcp_connections_closed",
-                "TCP connections closed by the server, by reason.",
-                Kind::Counter,
-            )
-            .with(&[("reason", "refused-full")], Value::Int(t.refused))
-            .with(
-                &[("reason", "refused-per-source")],
-                Value::Int(t.refused_per_source),
-            )
-            .with(
-                &[("reason", "idle-for-new")],
-                Value::Int(t.closed_idle_for_new),
-            )
-            .with(
-                &[("reason", "idle-same-source")],
-                Value::Int(t.closed_idle_same_source),
-            )
-            .with(
-                &[("reason", "idle-crowded")],
-                Value::Int(t.closed_idle_pressure),
-            )
-            .with(&[("reason", "idle-timeout")], Value::Int(t.idle_timeout))
-            .with(&[("reason", "io-timeout")], Value::Int(t.io_timeout))
-            .with(&[("reason", "write-timeout")], Value::Int(t.write_timeout)),
-        );
-        out.push(c("lode_tcp_received", "TCP messages received.", t.queries));
-        out.push(c("lode_tcp_sent", "TCP messages sent.", t.responses));
-        out.push(c(
-            "lode_tcp_unanswered",
-            "TCP messages received and not answered.",
-            t.dropped,
-        ));
+        stream_families(out, &TCP_NAMES, &self.tcp.read());
+        if let Some(tls) = &self.tls {
+            stream_families(out, &TLS_NAMES, &tls.read());
+        }
     }
 
     fn zones(&self, out: &mut Vec<Family>) {

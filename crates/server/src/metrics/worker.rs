@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Transports, as indexes: UDP, TCP.
-pub const TRANSPORTS: [&str; 2] = ["udp", "tcp"];
+pub const TRANSPORTS: [&str; 3] = ["udp", "tcp", "tls"];
 
 /// Request kinds counted: a standard query, AXFR, IXFR, UPDATE, NOTIFY, other.
 pub const REQUESTS: [&str; 6] = ["query", "axfr", "ixfr", "update", "notify", "other"];
@@ -110,19 +110,19 @@ pub struct Worker {
     /// The [`Metrics`](super::Metrics) it belongs to.
     pub(crate) owner: u64,
     /// Requests by transport and [`REQUESTS`] kind.
-    pub requests: [[Cell; REQUESTS.len()]; 2],
+    pub requests: [[Cell; REQUESTS.len()]; TRANSPORTS.len()],
     /// Requests by transport and [`QTYPES`] (the last: other).
-    pub qtypes: [[Cell; QTYPES.len() + 1]; 2],
+    pub qtypes: [[Cell; QTYPES.len() + 1]; TRANSPORTS.len()],
     /// Responses by transport and [`RCODES`] (the last: other).
-    pub rcodes: [[Cell; RCODES.len() + 1]; 2],
+    pub rcodes: [[Cell; RCODES.len() + 1]; TRANSPORTS.len()],
     /// Requests with an OPT record, by transport.
-    pub edns: [Cell; 2],
+    pub edns: [Cell; TRANSPORTS.len()],
     /// Requests with the DO bit, by transport.
-    pub dnssec_ok: [Cell; 2],
+    pub dnssec_ok: [Cell; TRANSPORTS.len()],
     /// Responses with TC set, by transport.
-    pub truncated: [Cell; 2],
+    pub truncated: [Cell; TRANSPORTS.len()],
     /// Requests not answered (dropped as malformed, rate-limited, or answered later: UPDATE, transfers).
-    pub unanswered: [Cell; 2],
+    pub unanswered: [Cell; TRANSPORTS.len()],
     /// Answers per zone.
     pub zones: [ZoneCell; ZONE_SLOTS],
     /// Answers for a zone that found no free slot.

@@ -1,0 +1,316 @@
+//! DNS over TLS (RFC 7858) end to end: `lode serve` with `listen-tls`.
+//!
+//! ```text
+//!  tests/differential/{zones,queries.txt} ─▶ lode serve (UDP/TCP 16900-16919, TLS 16920-16939)
+//!     every query (plain, DO=1, padded) over one TCP and one TLS connection ─▶ same bytes
+//!     kdig +tls / dig +tls (the clients operators use) ─▶ same answers as kdig +tcp
+//!     certificate files replaced + SIGHUP ─▶ the open TLS connection goes on, new ones get
+//!                                            the new certificate (by pin); a bad file refused
+//! ```
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use lode_io::tls::{ClientStream, Credentials, ServerAuth, TlsClient, ALPN_DOT};
+
+/// Writes a certificate for `ns.example` and its key to `dir/{cert,key}.pem`;
+/// returns the key's pin.
+fn write_certificate(dir: &Path, cert_name: &str, key_name: &str) -> String {
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", "/CN=ns.example"])
+        .arg("-keyout")
+        .arg(dir.join(key_name))
+        .arg("-out")
+        .arg(dir.join(cert_name))
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Credentials::from_pem_files(&dir.join(cert_name), &dir.join(key_name))
+        .unwrap()
+        .pin()
+        .to_string()
+}
+
+fn tls_connect(addr: SocketAddr, pin: &str) -> std::io::Result<ClientStream> {
+    let client = TlsClient::new(ServerAuth::Pins(vec![pin.to_string()]), &[ALPN_DOT], None)
+        .expect("client config");
+    let tcp = TcpStream::connect(addr)?;
+    tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
+    client.connect(tcp, "ns.example")
+}
+
+fn exchange(s: &mut (impl Read + Write), q: &[u8]) -> Vec<u8> {
+    let mut m = (q.len() as u16).to_be_bytes().to_vec();
+    m.extend_from_slice(q);
+    s.write_all(&m).unwrap();
+    s.flush().unwrap();
+    let mut len = [0u8; 2];
+    s.read_exact(&mut len).unwrap();
+    let mut out = vec![0; u16::from_be_bytes(len) as usize];
+    s.read_exact(&mut out).unwrap();
+    out
+}
+
+/// (name, type) of each line of the differential suite's queries.
+fn suite_questions() -> Vec<(String, u16)> {
+    let text = std::fs::read_to_string(repo_root().join("tests/differential/queries.txt")).unwrap();
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?;
+            let qtype = type_from_str(w.next()?)?;
+            // Relative names are made absolute, as the suite does.
+            let name = if name.ends_with('.') {
+                name.to_string()
+            } else {
+                format!("{name}.")
+            };
+            Some((name, qtype))
+        })
+        .collect()
+}
+
+struct Setup {
+    dir: TempDir,
+    server: Server,
+    tls: SocketAddr,
+    pin: String,
+}
+
+fn start() -> Setup {
+    let dir = TempDir::new("dot");
+    let pin = write_certificate(&dir.0, "cert.pem", "key.pem");
+    let zones = zones_in(&repo_root().join("tests/differential/zones"));
+    let port = pick_port_in(16900, 16919);
+    let tls_port = pick_port_in(16920, 16939);
+    let mut conf = format!(
+        "listen-tls = [\"127.0.0.1@{tls_port}\"]\ncert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n\
+         identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n"
+    );
+    for z in &zones {
+        conf.push_str(&format!(
+            "[[zone]]\nname = \"{}\"\nfile = \"{}\"\n",
+            z.origin,
+            z.file.display()
+        ));
+    }
+    std::fs::write(dir.0.join("lode.toml"), conf).unwrap();
+    let origins: Vec<&str> = zones.iter().map(|z| z.origin.as_str()).collect();
+    let server = start_lode_config(
+        &dir.0.join("lode.toml"),
+        port,
+        &dir.0.join("lode.log"),
+        &origins,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tls = SocketAddr::from(([127, 0, 0, 1], tls_port));
+    Setup {
+        dir,
+        server,
+        tls,
+        pin,
+    }
+}
+
+/// Every query of the suite, plain, with DO=1 and padded, gets the same
+/// bytes over TLS as over TCP (both pad padded queries: `edns-padding`'s
+/// default, and always on TLS).
+#[test]
+fn tls_answers_are_the_tcp_answers() {
+    let s = start();
+    let mut tcp = TcpStream::connect(s.server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut tls = tls_connect(s.tls, &s.pin).unwrap_or_else(|e| panic!("{e}"));
+    let questions = suite_questions();
+    assert!(questions.len() > 300, "{}", questions.len());
+    let (mut compared, mut padded) = (0, 0);
+    for (i, (name, qtype)) in questions.iter().enumerate() {
+        let Ok(wire_name) = name_to_wire(name) else {
+            continue;
+        };
+        for variant in 0..3 {
+            let mut q = Query::new(".", *qtype, 1);
+            q.qname = wire_name.clone();
+            q.id = i as u16;
+            if variant > 0 {
+                q.edns = Some(Edns {
+                    size: 1232,
+                    flags: 0x8000,
+                    options: if variant == 2 {
+                        vec![(12, vec![0; 8])]
+                    } else {
+                        vec![]
+                    },
+                    ..Edns::default()
+                });
+            }
+            let wire = q.to_wire();
+            let over_tcp = exchange(&mut tcp, &wire);
+            let over_tls = exchange(&mut tls, &wire);
+            assert_eq!(
+                over_tcp,
+                over_tls,
+                "{name} {} variant {variant}: TLS answer differs from TCP's\nTCP {:?}\nTLS {:?}",
+                type_to_string(*qtype),
+                Message::parse(&over_tcp),
+                Message::parse(&over_tls)
+            );
+            // Transfers (refused here) are answered outside the engine, unpadded.
+            if variant == 2 && over_tls.len() < 65000 && *qtype != 251 && *qtype != 252 {
+                assert_eq!(
+                    over_tls.len() % 468,
+                    0,
+                    "{name}: padded to 468-byte blocks: {:?}",
+                    Message::parse(&over_tls)
+                );
+                padded += 1;
+            }
+            compared += 1;
+        }
+    }
+    assert!(
+        compared > 900 && padded > 300,
+        "{compared} compared, {padded} padded"
+    );
+    let metrics = s.server.log();
+    assert!(metrics.contains(&s.pin), "the pin is logged:\n{metrics}");
+}
+
+/// kdig and dig, over TLS: the answers kdig gets over TCP.
+#[test]
+fn kdig_and_dig_over_tls() {
+    let kdig_ok = Command::new("kdig").arg("-v").output().is_ok();
+    let dig_ok = Command::new("dig").arg("-v").output().is_ok();
+    if !(kdig_ok && dig_ok) {
+        assert!(
+            std::env::var_os("LODE_REQUIRE_KNOT").is_none(),
+            "kdig or dig missing"
+        );
+        eprintln!("skipped: kdig or dig missing");
+        return;
+    }
+    let s = start();
+    let questions: Vec<(String, u16)> = suite_questions().into_iter().step_by(7).collect();
+    let mut args: Vec<String> = Vec::new();
+    for (name, qtype) in &questions {
+        args.push(name.clone());
+        args.push(type_to_string(*qtype));
+    }
+    // Answers only: kdig prints each message's sections; ids and times differ.
+    let answers = |extra: &[String], port: u16| -> String {
+        let out = Command::new("kdig")
+            .arg("@127.0.0.1")
+            .arg("-p")
+            .arg(port.to_string())
+            .args(extra)
+            .args([
+                "+keepopen",
+                "+nocomments",
+                "+noquestion",
+                "+nostats",
+                "+noedns",
+            ])
+            .args(&args)
+            .output()
+            .expect("kdig");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.lines()
+            .filter(|l| !l.starts_with(";;") && !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let over_tcp = answers(&["+tcp".into()], s.server.addr.port());
+    let over_tls = answers(&[format!("+tls-pin={}", s.pin)], s.tls.port());
+    assert!(over_tcp.lines().count() > 50, "{over_tcp}");
+    assert_eq!(over_tcp, over_tls, "kdig +tls differs from kdig +tcp");
+
+    for (name, qtype) in questions.iter().take(20) {
+        let dig = |transport: &str, port: u16| {
+            let out = Command::new("dig")
+                .arg("@127.0.0.1")
+                .arg("-p")
+                .arg(port.to_string())
+                .arg(transport)
+                .args(["+norec", "+noall", "+answer", "+authority"])
+                .arg(name)
+                .arg(type_to_string(*qtype))
+                .output()
+                .expect("dig");
+            String::from_utf8_lossy(&out.stdout).to_string()
+        };
+        assert_eq!(
+            dig("+tcp", s.server.addr.port()),
+            dig("+tls", s.tls.port()),
+            "dig {name}"
+        );
+    }
+}
+
+/// New certificate files and SIGHUP: the open connection keeps answering,
+/// new handshakes get the new certificate; a broken file refuses the reload
+/// and the certificate in use stays.
+#[test]
+fn certificate_rotated_by_reload() {
+    let mut s = start();
+    let q = Query::new("example.com.", 6, 1).to_wire();
+    let mut kept = tls_connect(s.tls, &s.pin).unwrap();
+    assert!(!exchange(&mut kept, &q).is_empty());
+    let new_pin = write_certificate(&s.dir.0, "cert.new", "key.new");
+    std::fs::rename(s.dir.0.join("key.new"), s.dir.0.join("key.pem")).unwrap();
+    std::fs::rename(s.dir.0.join("cert.new"), s.dir.0.join("cert.pem")).unwrap();
+    let hup = |pid: u32| {
+        assert!(Command::new("kill")
+            .args(["-HUP", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success());
+    };
+    hup(s.server.pid());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !s.server.log().contains(&new_pin) {
+        assert!(
+            Instant::now() < deadline,
+            "no reload:\n{}",
+            s.server.log_tail(20)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        tls_connect(s.tls, &s.pin).is_err(),
+        "old certificate still served"
+    );
+    let mut fresh = tls_connect(s.tls, &new_pin).unwrap();
+    assert_eq!(exchange(&mut fresh, &q), exchange(&mut kept, &q));
+
+    // A key file that is not the certificate's: refused, the last one stays.
+    write_certificate(&s.dir.0, "cert.other", "key.pem");
+    hup(s.server.pid());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !s.server.log().contains("reload: tls:") {
+        assert!(Instant::now() < deadline, "{}", s.server.log_tail(20));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut again = tls_connect(s.tls, &new_pin).unwrap();
+    assert!(!exchange(&mut again, &q).is_empty());
+    assert!(s.server.alive());
+}
