@@ -22,6 +22,30 @@ pub(crate) struct LateQueue {
     pub(crate) queued: Arc<AtomicUsize>,
 }
 
+/// The protocol a message came over (what an ACL's `protocol` names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// Plain UDP.
+    Udp,
+    /// Plain TCP.
+    Tcp,
+    /// TLS over TCP (DNS over TLS, zone transfers over TLS).
+    Tls,
+    /// QUIC.
+    Quic,
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Protocol::Udp => "udp",
+            Protocol::Tcp => "tcp",
+            Protocol::Tls => "tls",
+            Protocol::Quic => "quic",
+        })
+    }
+}
+
 /// What a transport tells a handler about the message's sender, and the way
 /// to answer it later.
 #[derive(Debug)]
@@ -106,6 +130,14 @@ impl<'a> Client<'a> {
     /// True when the message came over an encrypted transport (TLS).
     pub fn is_encrypted(&self) -> bool {
         self.encrypted
+    }
+    /// The protocol the message came over (a detached client: TCP).
+    pub fn protocol(&self) -> Protocol {
+        match (&self.via, self.encrypted) {
+            (Via::Udp(_), _) => Protocol::Udp,
+            (_, true) => Protocol::Tls,
+            _ => Protocol::Tcp,
+        }
     }
     /// Promises a reply later: the handler then returns 0 (nothing now) and
     /// the transport keeps a stream connection open until the [`Later`] is

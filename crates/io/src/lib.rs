@@ -35,7 +35,7 @@ pub mod udp;
 use std::fmt;
 use std::net::SocketAddr;
 
-pub use later::{Client, Later, STREAM_QUEUE_BYTES};
+pub use later::{Client, Later, Protocol, STREAM_QUEUE_BYTES};
 pub use tcp::{TcpConfig, TcpCounters, TcpServer, TcpStats};
 pub use udp::{UdpConfig, UdpCounters, UdpServer, UdpStats};
 

@@ -8,6 +8,29 @@ use lode_wire::Name;
 
 use crate::acl::{self, Action, Rule};
 
+/// Where a request came from: the address and the protocol.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer {
+    pub(crate) addr: SocketAddr,
+    pub(crate) protocol: lode_io::Protocol,
+}
+
+impl Peer {
+    /// The sender of a message a transport handed over.
+    pub(crate) fn of(client: &lode_io::Client<'_>) -> Peer {
+        Peer {
+            addr: client.addr(),
+            protocol: client.protocol(),
+        }
+    }
+}
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.addr.fmt(f)
+    }
+}
+
 /// The outcome of [`check`].
 #[derive(Debug)]
 pub(crate) enum Access<'k> {
@@ -30,7 +53,7 @@ pub(crate) fn check<'k>(
     rules: &[Rule],
     action: Action,
     msg: &[u8],
-    peer: SocketAddr,
+    peer: Peer,
     now: u64,
     what: &dyn std::fmt::Display,
 ) -> Access<'k> {
@@ -52,10 +75,19 @@ pub(crate) fn check<'k>(
         (None, Some(f)) => Some(f.key_name.as_ref().to_name().to_lowercase()),
         (None, None) => None,
     };
-    if !acl::allows(rules, action, peer.ip(), claimed.as_ref()) {
+    let Peer {
+        addr: peer,
+        protocol,
+    } = peer;
+    let who = acl::Requester {
+        ip: peer.ip(),
+        key: claimed.as_ref(),
+        protocol,
+    };
+    if !acl::allows(rules, action, &who) {
         if crate::lograte::REFUSALS.allow(now) {
             tracing::info!(
-                "{what} from {peer}{}: denied by the zone's acl, NOTAUTH",
+                "{what} from {peer} over {protocol}{}: denied by the zone's acl, NOTAUTH",
                 claimed
                     .as_ref()
                     .map_or(String::new(), |k| format!(" key {k}"))

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
+use lode_io::Protocol;
 use lode_wire::Name;
 
 /// What a rule allows (or denies).
@@ -110,13 +111,41 @@ pub struct Rule {
     pub keys: Vec<Name>,
     /// Actions it applies to.
     pub actions: Vec<Action>,
+    /// Protocols it applies to (Knot's `protocol`); empty: any.
+    pub protocols: Vec<Protocol>,
     /// True: a match denies.
     pub deny: bool,
 }
 
+/// Parses an ACL's `protocol` value (Knot's: udp, tcp, tls, quic).
+pub fn parse_protocol(s: &str) -> Result<Protocol, String> {
+    match s {
+        "udp" => Ok(Protocol::Udp),
+        "tcp" => Ok(Protocol::Tcp),
+        "tls" => Ok(Protocol::Tls),
+        "quic" => Ok(Protocol::Quic),
+        _ => Err(format!(
+            "unknown acl protocol {s:?} (udp, tcp, tls or quic)"
+        )),
+    }
+}
+
+/// Who sent a request, as the rules see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Requester<'a> {
+    /// Its address.
+    pub ip: IpAddr,
+    /// The TSIG key it names, if any (lower case).
+    pub key: Option<&'a Name>,
+    /// The protocol it came over.
+    pub protocol: Protocol,
+}
+
 impl Rule {
-    fn matches(&self, action: Action, ip: IpAddr, key: Option<&Name>) -> bool {
+    fn matches(&self, action: Action, who: &Requester<'_>) -> bool {
+        let (ip, key) = (who.ip, who.key);
         self.actions.contains(&action)
+            && (self.protocols.is_empty() || self.protocols.contains(&who.protocol))
             && (self.addresses.is_empty() || self.addresses.iter().any(|p| p.contains(ip)))
             && match key {
                 None => self.keys.is_empty(),
@@ -126,10 +155,10 @@ impl Rule {
 }
 
 /// The first rule of `rules` that matches decides; none: denied.
-pub fn allows(rules: &[Rule], action: Action, ip: IpAddr, key: Option<&Name>) -> bool {
+pub fn allows(rules: &[Rule], action: Action, who: &Requester<'_>) -> bool {
     rules
         .iter()
-        .find(|r| r.matches(action, ip, key))
+        .find(|r| r.matches(action, who))
         .is_some_and(|r| !r.deny)
 }
 
@@ -143,8 +172,48 @@ mod tests {
             addresses: addresses.iter().map(|a| a.parse().unwrap()).collect(),
             keys: keys.iter().map(|k| k.parse().unwrap()).collect(),
             actions: vec![Action::Update],
+            protocols: Vec::new(),
             deny,
         }
+    }
+
+    fn allows(rules: &[Rule], action: Action, ip: IpAddr, key: Option<&Name>) -> bool {
+        allows_over(rules, action, ip, key, Protocol::Udp)
+    }
+
+    fn allows_over(
+        rules: &[Rule],
+        action: Action,
+        ip: IpAddr,
+        key: Option<&Name>,
+        protocol: Protocol,
+    ) -> bool {
+        super::allows(rules, action, &Requester { ip, key, protocol })
+    }
+
+    #[test]
+    fn protocols_narrow_a_rule() {
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let mut tls_only = rule(&[], &[], false);
+        tls_only.protocols = vec![Protocol::Tls];
+        let rules = vec![tls_only];
+        assert!(allows_over(&rules, Action::Update, ip, None, Protocol::Tls));
+        assert!(!allows_over(
+            &rules,
+            Action::Update,
+            ip,
+            None,
+            Protocol::Tcp
+        ));
+        assert!(!allows_over(
+            &rules,
+            Action::Update,
+            ip,
+            None,
+            Protocol::Udp
+        ));
+        assert_eq!(parse_protocol("tls"), Ok(Protocol::Tls));
+        assert!(parse_protocol("https").is_err());
     }
 
     #[test]

@@ -37,6 +37,7 @@
 //! address = ["127.0.0.1", "10.0.0.0/8"]   # empty or absent: any address
 //! key = ["update-key."]                   # absent: only unsigned requests match
 //! action = ["update"]
+//! protocol = ["tls"]                      # only over these (udp, tcp, tls); absent: any
 //! deny = false
 //!
 //! transfers-out = 10                      # concurrent outgoing zone transfers
@@ -241,6 +242,9 @@ pub struct AclEntry {
     /// Actions: update, transfer, notify.
     #[serde(default)]
     pub action: Vec<String>,
+    /// Protocols: udp, tcp, tls, quic (Knot's); absent: any.
+    #[serde(default)]
+    pub protocol: Vec<String>,
     /// A match denies.
     #[serde(default)]
     pub deny: bool,
@@ -961,11 +965,18 @@ fn resolve_acls(file: &ConfigFile) -> Result<Vec<crate::acl::Rule>, ConfigError>
             .map(|s| s.parse())
             .collect::<Result<Vec<_>, _>>()
             .map_err(bad)?;
+        let protocols = a
+            .protocol
+            .iter()
+            .map(|s| crate::acl::parse_protocol(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
         rules.push(crate::acl::Rule {
             id: a.id.clone(),
             addresses,
             keys,
             actions,
+            protocols,
             deny: a.deny,
         });
     }

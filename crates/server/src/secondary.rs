@@ -19,7 +19,6 @@
 //! ```
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
 
@@ -266,7 +265,7 @@ impl Secondaries {
         msg: &[u8],
         keys: &Keys,
         out: &mut [u8],
-        peer: SocketAddr,
+        peer: access::Peer,
     ) -> Admission {
         let Ok(n) = lode_xfr::parse_notify(msg) else {
             return Admission::Engine;
@@ -367,6 +366,7 @@ fn prepare(
                 .collect(),
             keys: m.key.iter().cloned().collect(),
             actions: vec![Action::Notify],
+            protocols: Vec::new(),
             deny: false,
         });
     }

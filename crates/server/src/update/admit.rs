@@ -241,7 +241,7 @@ impl Updates {
         client: &lode_io::Client<'_>,
     ) -> Admission {
         match self.secondaries.get() {
-            Some(s) => s.admit_notify(msg, &self.keys, out, client.addr()),
+            Some(s) => s.admit_notify(msg, &self.keys, out, access::Peer::of(client)),
             None => Admission::Engine,
         }
     }
@@ -381,22 +381,24 @@ impl Updates {
             _ => return Admission::Answer(query_error(rcode::REFUSED, out)),
         }
         let what = format_args!("update for {}", req.zone);
-        let signed =
-            match access::check(&self.keys, &door.acl, Action::Update, msg, peer, now, &what) {
-                Access::Allowed(signed) => signed,
-                Access::FormErr => {
-                    return Admission::Answer(ddns::write_response(msg, rcode::FORMERR, out));
-                }
-                Access::Refused(failure) => {
-                    let n = query_error(rcode::NOTAUTH, out);
-                    return Admission::Answer(access::finish_refusal(
-                        out,
-                        n,
-                        failure.as_ref(),
-                        now,
-                    ));
-                }
-            };
+        let signed = match access::check(
+            &self.keys,
+            &door.acl,
+            Action::Update,
+            msg,
+            access::Peer::of(client),
+            now,
+            &what,
+        ) {
+            Access::Allowed(signed) => signed,
+            Access::FormErr => {
+                return Admission::Answer(ddns::write_response(msg, rcode::FORMERR, out));
+            }
+            Access::Refused(failure) => {
+                let n = query_error(rcode::NOTAUTH, out);
+                return Admission::Answer(access::finish_refusal(out, n, failure.as_ref(), now));
+            }
+        };
         if door.secondary {
             // As Knot: an update the ACL allows is forwarded to the primary.
             let Some(src) = self.secondaries.get().and_then(|s| s.primary_of(&origin)) else {

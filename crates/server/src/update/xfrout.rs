@@ -147,7 +147,7 @@ impl Updates {
             &door.acl,
             Action::Transfer,
             msg,
-            peer,
+            access::Peer::of(client),
             now,
             &what,
         ) {
