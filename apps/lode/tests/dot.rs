@@ -13,41 +13,10 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lode_io::tls::{ClientStream, Credentials, ServerAuth, TlsClient, ALPN_DOT};
-
-/// Writes a certificate for `ns.example` and its key to `dir/{cert,key}.pem`;
-/// returns the key's pin.
-fn write_certificate(dir: &Path, cert_name: &str, key_name: &str) -> String {
-    let out = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-        ])
-        .args(["-nodes", "-days", "2", "-subj", "/CN=ns.example"])
-        .arg("-keyout")
-        .arg(dir.join(key_name))
-        .arg("-out")
-        .arg(dir.join(cert_name))
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Credentials::from_pem_files(&dir.join(cert_name), &dir.join(key_name))
-        .unwrap()
-        .pin()
-        .to_string()
-}
+use lode_io::tls::{ClientStream, ServerAuth, TlsClient, ALPN_DOT};
 
 fn tls_connect(addr: SocketAddr, pin: &str) -> std::io::Result<ClientStream> {
     let client = TlsClient::new(ServerAuth::Pins(vec![pin.to_string()]), &[ALPN_DOT], None)
@@ -104,7 +73,7 @@ fn start() -> Setup {
     let port = pick_port_in(16900, 16919);
     let tls_port = pick_port_in(16920, 16939);
     let mut conf = format!(
-        "listen-tls = [\"127.0.0.1@{tls_port}\"]\ncert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n\
+        "control = \"\"\nlisten-tls = [\"127.0.0.1@{tls_port}\"]\ncert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n\
          identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n"
     );
     for z in &zones {

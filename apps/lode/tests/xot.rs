@@ -52,7 +52,7 @@ fn bind_secondary_transfers_over_tls_only() {
     std::fs::write(
         d.join("lode.toml"),
         format!(
-            "listen-tls = [\"127.0.0.1@{tls_port}\"]\njournal-dir = \"journal\"\n\
+            "listen-tls = [\"127.0.0.1@{tls_port}\"]\njournal-dir = \"journal\"\ncontrol = \"\"\n\
              [[acl]]\nid = \"xot\"\naction = [\"transfer\"]\nprotocol = [\"tls\"]\n\
              [[remote]]\nid = \"bind\"\naddress = [\"127.0.0.1@{bind_port}\"]\n\
              [[zone]]\nname = \"{ZONE}\"\nfile = \"xot.zone\"\nacl = [\"xot\"]\nnotify = [\"bind\"]\n"
@@ -122,4 +122,164 @@ fn bind_secondary_transfers_over_tls_only() {
         .unwrap_or_else(|e| panic!("{e}\n{}\n{}", log(), lode.log_tail(20)));
     assert_eq!(soa_serial(lode.addr, ZONE), Some(2));
     drop(named);
+}
+
+/// Starts a Lode secondary of [`ZONE`] transferring from `remote` (TOML lines
+/// of its `[[remote]]` table, id "primary") on `port`.
+fn lode_secondary(dir: &std::path::Path, port: u16, remote: &str) -> Server {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("lode.toml"),
+        format!(
+            "journal-dir = \"journal\"\ncontrol = \"{}\"\n[[remote]]\nid = \"primary\"\n{remote}\n\
+             [[zone]]\nname = \"{ZONE}\"\nmaster = [\"primary\"]\n",
+            dir.join("ctl.sock").display()
+        ),
+    )
+    .unwrap();
+    // Not waiting for the zone: a secondary answers SERVFAIL until it has it.
+    start_lode_config(&dir.join("lode.toml"), port, &dir.join("lode.log"), &[])
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Lode → Lode over TLS: a secondary that pins the primary's certificate
+/// transfers (first AXFR, then IXFR after a change); one with a wrong pin
+/// gets nothing and says why.
+#[test]
+fn lode_secondary_pins_its_primary() {
+    let dir = TempDir::new("xot-pin");
+    let d = &dir.0;
+    let pin = write_certificate(d, "cert.pem", "key.pem");
+    let port = pick_port_in(16960, 16969);
+    let tls_port = pick_port_in(16970, 16979);
+    std::fs::write(d.join("xot.zone"), zone_text(1, "")).unwrap();
+    std::fs::write(
+        d.join("lode.toml"),
+        format!(
+            "listen-tls = [\"127.0.0.1@{tls_port}\"]\ncert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n\
+             journal-dir = \"journal\"\ncontrol = \"\"\n\
+             [[acl]]\nid = \"xot\"\naction = [\"transfer\"]\nprotocol = [\"tls\"]\n\
+             [[zone]]\nname = \"{ZONE}\"\nfile = \"xot.zone\"\nacl = [\"xot\"]\n"
+        ),
+    )
+    .unwrap();
+    let primary = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let good_port = pick_port_in(16980, 16989);
+    let good = lode_secondary(
+        &d.join("good"),
+        good_port,
+        &format!("address = [\"127.0.0.1@{tls_port}\"]\ncert-key = [\"{pin}\"]"),
+    );
+    wait_serial(good.addr, ZONE, 1, Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", good.log_tail(20), primary.log_tail(20)));
+
+    let wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let bad_port = pick_port_in(16980, 16989);
+    let bad = lode_secondary(
+        &d.join("bad"),
+        bad_port,
+        &format!("address = [\"127.0.0.1@{tls_port}\"]\ncert-key = [\"{wrong}\"]"),
+    );
+
+    // A change on the primary reaches the pinned secondary (SOA over TLS,
+    // then IXFR over TLS; no NOTIFY configured: the secondary's refresh).
+    std::fs::write(d.join("xot.zone"), zone_text(2, "new A 192.0.2.2\n")).unwrap();
+    assert!(Command::new("kill")
+        .args(["-HUP", &primary.pid().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let lode = env!("CARGO_BIN_EXE_lode");
+    let refresh = |dir: &std::path::Path| {
+        let _ = Command::new(lode)
+            .args(["zone-refresh", ZONE, "--config"])
+            .arg(dir.join("lode.toml"))
+            .output();
+    };
+    wait_serial(primary.addr, ZONE, 2, Duration::from_secs(20)).unwrap();
+    refresh(&d.join("good"));
+    wait_serial(good.addr, ZONE, 2, Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}\n{}", good.log_tail(20)));
+
+    // The wrongly pinned secondary has nothing, and its log says why.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !bad.log().contains("TLS handshake") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no TLS failure logged:\n{}",
+            bad.log_tail(20)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(soa_serial(bad.addr, ZONE), None);
+    // Nothing went to the primary in clear: its only transfers were over TLS.
+    assert!(
+        !primary.log().contains("over tcp: denied"),
+        "{}",
+        primary.log()
+    );
+}
+
+/// BIND 9.18 primary → Lode secondary over TLS (BIND's `listen-on … tls`).
+#[test]
+fn lode_secondary_of_a_bind_primary_over_tls() {
+    if !bind_present() {
+        return;
+    }
+    let dir = TempDir::new("xot-bind");
+    let d = &dir.0;
+    let b = d.join("bind");
+    std::fs::create_dir_all(&b).unwrap();
+    let pin = write_certificate(&b, "cert.pem", "key.pem");
+    std::fs::write(b.join("xot.zone"), zone_text(5, "")).unwrap();
+    let bind_port = pick_port_in(16980, 16989);
+    let bind_tls = pick_port_in(16970, 16979);
+    let bd = b.display();
+    std::fs::write(
+        b.join("named.conf"),
+        format!(
+            "options {{ directory \"{bd}\"; pid-file \"{bd}/named.pid\"; \
+             session-keyfile \"{bd}/s.key\"; managed-keys-directory \"{bd}\";\n\
+             listen-on port {bind_port} {{ 127.0.0.1; }};\n\
+             listen-on port {bind_tls} tls local {{ 127.0.0.1; }}; listen-on-v6 {{ none; }};\n\
+             recursion no; notify no; dnssec-validation no; }};\n\
+             controls {{ }};\n\
+             tls local {{ key-file \"{bd}/key.pem\"; cert-file \"{bd}/cert.pem\"; }};\n\
+             logging {{ channel f {{ file \"{bd}/named.log\"; severity debug 3; print-time yes; }};\n\
+             category default {{ f; }}; category xfer-out {{ f; }}; }};\n\
+             zone \"xot.example\" {{ type primary; file \"xot.zone\"; allow-transfer {{ any; }}; }};\n"
+        ),
+    )
+    .unwrap();
+    let named = Command::new(sbin("named"))
+        .args(["-f", "-4", "-n", "1", "-c"])
+        .arg(b.join("named.conf"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(b.join("stderr")).unwrap())
+        .spawn()
+        .expect("start named");
+    let named = Server::adopt("named".into(), bind_port, named, b.join("named.log"));
+    wait_serial(named.addr, ZONE, 5, Duration::from_secs(20)).unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}",
+            std::fs::read_to_string(b.join("stderr")).unwrap_or_default()
+        )
+    });
+    let port = pick_port_in(16960, 16969);
+    let secondary = lode_secondary(
+        &d.join("lode"),
+        port,
+        &format!("address = [\"127.0.0.1@{bind_tls}\"]\ncert-key = [\"{pin}\"]"),
+    );
+    wait_serial(secondary.addr, ZONE, 5, Duration::from_secs(30)).unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}\n{}",
+            secondary.log_tail(20),
+            std::fs::read_to_string(b.join("named.log")).unwrap_or_default()
+        )
+    });
+    let log = std::fs::read_to_string(b.join("named.log")).unwrap_or_default();
+    assert!(log.contains("transfer of 'xot.example/IN'"), "{log}");
 }

@@ -252,6 +252,13 @@ pub enum ServerAuth {
     Opportunistic,
 }
 
+/// True when `s` reads as a pin: the Base64 of 32 bytes.
+pub fn is_pin(s: &str) -> bool {
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .is_ok_and(|d| d.len() == 32)
+}
+
 /// The pin of a certificate's public key (see [`Credentials::pin`]).
 pub fn certificate_pin(cert: &CertificateDer<'_>) -> Result<String, String> {
     let ee = webpki::EndEntityCert::try_from(cert).map_err(|e| e.to_string())?;

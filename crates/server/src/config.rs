@@ -57,6 +57,8 @@
 //! id = "secondary1"
 //! address = ["192.0.2.53@53", "[2001:db8::53]:53"] # ADDR@PORT, ADDR:PORT or ADDR (53)
 //! key = "xfr-key."                        # TSIG key for what goes to it (optional)
+//! tls = true                              # SOA queries and transfers from it over TLS (RFC 9103)
+//! cert-key = ["BASE64PIN="]               # its certificate's pin(s); implies tls (else opportunistic)
 //!
 //! [[zone]]
 //! name = "e164.arpa."
@@ -100,7 +102,9 @@ pub use guard::{default_version, host_name, CookieSettings, CookiesEntry, Identi
 use metrics::metrics_listen;
 pub use metrics::DEFAULT_METRICS_PORT;
 
-pub use replication::{parse_remote_address, Remote, RemoteEntry, TemplateEntry, TimerBounds};
+pub use replication::{
+    parse_remote_address, Remote, RemoteEntry, RemoteTls, TemplateEntry, TimerBounds,
+};
 use replication::{resolve_catalogs, resolve_remotes, resolve_templates};
 pub use tls::{TlsCertificate, TlsSettings, DEFAULT_TLS_PORT, SELF_SIGNED_KEY_FILE};
 

@@ -53,6 +53,8 @@ pub(crate) struct Source {
     pub(crate) addr: SocketAddr,
     /// The key requests are signed with and answers checked against.
     pub(crate) key: Option<Key>,
+    /// TLS (RFC 9103) for everything asked of it: SOA queries and transfers.
+    pub(crate) tls: Option<lode_io::tls::TlsClient>,
 }
 
 /// The bounds of one transfer.
@@ -268,15 +270,18 @@ pub(crate) fn query_soa(
     };
     let deadline = Instant::now() + timeout;
     let write = |buf: &mut [u8], id| lode_xfr::soa_query(buf, id, zone.as_ref(), Some(EDNS));
-    let req = request(src.key.as_ref(), write).map_err(fail)?;
-    let answer = udp_exchange(src.addr, &req, deadline, timeout).map_err(fail)?;
-    match check_soa(&answer, &req, src.key.as_ref(), zone) {
-        Err(SoaError::Truncated) => {}
-        Err(SoaError::Fail(c)) => return Err(fail(c)),
-        Ok(soa) => return Ok(soa),
+    // Over TLS, not UDP: nothing asked of a TLS remote goes in clear.
+    if src.tls.is_none() {
+        let req = request(src.key.as_ref(), write).map_err(fail)?;
+        let answer = udp_exchange(src.addr, &req, deadline, timeout).map_err(fail)?;
+        match check_soa(&answer, &req, src.key.as_ref(), zone) {
+            Err(SoaError::Truncated) => {}
+            Err(SoaError::Fail(c)) => return Err(fail(c)),
+            Ok(soa) => return Ok(soa),
+        }
     }
     let req = request(src.key.as_ref(), write).map_err(fail)?;
-    let mut conn = Conn::connect(src.addr, deadline, timeout, timeout).map_err(fail)?;
+    let mut conn = Conn::connect(src, deadline, timeout, timeout).map_err(fail)?;
     conn.send(&req.msg).map_err(fail)?;
     let mut buf = vec![0u8; MAX_MESSAGE];
     let Some(n) = conn.recv(&mut buf).map_err(fail)? else {
@@ -519,7 +524,7 @@ pub(crate) fn transfer(
         (Some(k), Some(mac)) => Some(ResponseVerifier::new(k, mac.as_slice())),
         _ => None,
     };
-    let mut conn = Conn::connect(src.addr, deadline, limits.idle, limits.total).map_err(fail)?;
+    let mut conn = Conn::connect(src, deadline, limits.idle, limits.total).map_err(fail)?;
     conn.send(&req.msg).map_err(fail)?;
     let mut buf = vec![0u8; MAX_MESSAGE];
     let mut messages = 0u64;
@@ -599,7 +604,7 @@ pub(crate) fn exchange_tcp(
         ))));
     }
     let deadline = Instant::now() + timeout;
-    let mut conn = Conn::connect(src.addr, deadline, timeout, timeout).map_err(fail)?;
+    let mut conn = Conn::connect(src, deadline, timeout, timeout).map_err(fail)?;
     conn.send(msg).map_err(fail)?;
     let mut buf = vec![0u8; MAX_MESSAGE];
     let Some(n) = conn.recv(&mut buf).map_err(fail)? else {
@@ -638,24 +643,66 @@ fn is_timeout(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
-/// A TCP connection with a deadline for everything and an idle bound per wait.
+/// A TCP connection, in clear or under TLS.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<lode_io::tls::ClientStream>),
+}
+
+impl Stream {
+    /// The socket underneath (for its timeouts).
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(t) => &t.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(t) => t.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(t) => t.flush(),
+        }
+    }
+}
+
+/// A TCP (or TLS) connection with a deadline for everything and an idle
+/// bound per wait.
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     deadline: Instant,
     idle: Duration,
     total: Duration,
 }
 
 impl Conn {
-    /// Connects to `addr` within the idle bound and the deadline.
+    /// Connects to `src` (and completes its TLS handshake when it takes
+    /// TLS) within the idle bound and the deadline.
     fn connect(
-        addr: SocketAddr,
+        src: &Source,
         deadline: Instant,
         idle: Duration,
         total: Duration,
     ) -> Result<Conn, Cause> {
         let (wait, cause) = Self::wait(deadline, idle, total, "no connection")?;
-        let stream = TcpStream::connect_timeout(&addr, wait).map_err(|e| {
+        let stream = TcpStream::connect_timeout(&src.addr, wait).map_err(|e| {
             if is_timeout(&e) {
                 cause
             } else {
@@ -663,6 +710,22 @@ impl Conn {
             }
         })?;
         let _ = stream.set_nodelay(true);
+        let stream = match &src.tls {
+            None => Stream::Plain(stream),
+            Some(client) => {
+                let (wait, cause) = Self::wait(deadline, idle, total, "no TLS handshake")?;
+                let timeouts = stream
+                    .set_read_timeout(Some(wait))
+                    .and_then(|()| stream.set_write_timeout(Some(wait)));
+                timeouts.map_err(|e| Cause::Io(format!("socket: {e}")))?;
+                let name = src.addr.ip().to_string();
+                match client.connect(stream, &name) {
+                    Ok(t) => Stream::Tls(Box::new(t)),
+                    Err(e) if is_timeout(&e) => return Err(cause),
+                    Err(e) => return Err(Cause::Io(format!("TLS handshake: {e}"))),
+                }
+            }
+        };
         Ok(Conn {
             stream,
             deadline,
@@ -702,6 +765,7 @@ impl Conn {
         while sent < framed.len() {
             let (wait, cause) = Self::wait(self.deadline, self.idle, self.total, "not sent")?;
             self.stream
+                .socket()
                 .set_write_timeout(Some(wait))
                 .map_err(|e| Cause::Io(format!("socket: {e}")))?;
             match self.stream.write(&framed[sent..]) {
@@ -741,6 +805,7 @@ impl Conn {
         while got < buf.len() {
             let (wait, cause) = Self::wait(self.deadline, self.idle, self.total, "no data")?;
             self.stream
+                .socket()
                 .set_read_timeout(Some(wait))
                 .map_err(|e| Cause::Io(format!("socket: {e}")))?;
             match self.stream.read(&mut buf[got..]) {

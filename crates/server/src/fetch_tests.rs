@@ -117,6 +117,7 @@ impl Knot {
         let src = Source {
             addr: knot.addr,
             key: None,
+            tls: None,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while query_soa(&src, &zone(), Duration::from_millis(300)).is_err() {
@@ -140,6 +141,7 @@ impl Knot {
         Source {
             addr: self.addr,
             key: secret.map(key),
+            tls: None,
         }
     }
 
@@ -449,6 +451,7 @@ fn closed_mid_transfer_is_cut() {
     let src = Source {
         addr: local(16230),
         key: None,
+        tls: None,
     };
     let e = transfer(&src, &zone(), None, &limits(), &mut |_| {}).expect_err("cut");
     server.join().expect("server thread");
@@ -531,6 +534,7 @@ fn every_message_is_verified() {
     let src = |port| Source {
         addr: local(port),
         key: Some(key(SECRET)),
+        tls: None,
     };
     let server = signed_axfr_server(16234, Spoil::Tamper);
     let e = transfer(&src(16234), &zone(), None, &limits(), &mut |_| {}).expect_err("tamper");
@@ -561,6 +565,7 @@ fn silent_server_times_out() {
     let src = Source {
         addr: local(16231),
         key: None,
+        tls: None,
     };
     // The idle timeout first.
     let idle = Limits {
@@ -613,6 +618,7 @@ fn truncated_soa_answer_is_asked_again_over_tcp() {
     let src = Source {
         addr: local(16232),
         key: None,
+        tls: None,
     };
     let got = query_soa(&src, &zone(), Duration::from_secs(5)).expect("SOA over TCP");
     server.join().expect("server thread");
@@ -643,6 +649,7 @@ fn soa_answer_checks() {
     let src = Source {
         addr: local(16233),
         key: None,
+        tls: None,
     };
     let t = Duration::from_secs(5);
     let e = query_soa(&src, &zone(), t).expect_err("no AA");

@@ -354,6 +354,7 @@ fn prepare(
             sources.push(Source {
                 addr: *a,
                 key: key_of(&m.key),
+                tls: m.tls.as_ref().and_then(crate::tls::client),
             });
         }
         // A zone's primaries may NOTIFY it (BIND's and NSD's default).

@@ -3,7 +3,7 @@
 //! reload, which new handshakes take at once while established connections
 //! go on with theirs.
 
-use lode_io::tls::{Credentials, TlsServer, ALPN_DOT};
+use lode_io::tls::{Credentials, ServerAuth, TlsClient, TlsServer, ALPN_DOT};
 
 use crate::config::{TlsCertificate, TlsSettings};
 
@@ -43,4 +43,35 @@ pub(crate) fn log_credentials(creds: &Credentials) {
         creds.origin(),
         creds.pin()
     );
+}
+
+/// The TLS client toward remotes of these settings (ALPN `dot`, as RFC 9103
+/// asks of zone transfers): one per distinct pin set, shared by every zone
+/// that names such a remote (10^5 secondary zones make one, not 10^5).
+pub(crate) fn client(remote: &crate::config::RemoteTls) -> Option<TlsClient> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CLIENTS: OnceLock<Mutex<HashMap<Vec<String>, TlsClient>>> = OnceLock::new();
+    let mut clients = CLIENTS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(c) = clients.get(&remote.pins) {
+        return Some(c.clone());
+    }
+    let auth = if remote.pins.is_empty() {
+        ServerAuth::Opportunistic
+    } else {
+        ServerAuth::Pins(remote.pins.clone())
+    };
+    match TlsClient::new(auth, &[ALPN_DOT], None) {
+        Ok(c) => {
+            clients.insert(remote.pins.clone(), c.clone());
+            Some(c)
+        }
+        Err(e) => {
+            tracing::error!("tls: no client for transfers: {e}");
+            None
+        }
+    }
 }

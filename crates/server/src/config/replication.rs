@@ -59,6 +59,21 @@ pub struct RemoteEntry {
     pub address: Vec<String>,
     /// The TSIG key for messages to it.
     pub key: Option<String>,
+    /// Transfers (and SOA queries) to it over TLS (RFC 9103; Knot's `tls`).
+    #[serde(default)]
+    pub tls: bool,
+    /// Pins of its certificate's public key (Knot's `cert-key`: Base64 of
+    /// the SHA-256 of the SPKI); given, TLS is used and one must match.
+    #[serde(default, rename = "cert-key")]
+    pub cert_key: Vec<String>,
+}
+
+/// How the transfers from a remote are protected by TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteTls {
+    /// Pins one of which the remote's certificate must have; empty:
+    /// opportunistic (encrypted, the remote not authenticated).
+    pub pins: Vec<String>,
 }
 
 /// Another server, as the zones that name it see it.
@@ -70,6 +85,8 @@ pub struct Remote {
     pub addresses: Vec<SocketAddr>,
     /// The TSIG key (its name) for messages to it.
     pub key: Option<Name>,
+    /// Transfers from it over TLS, and how its certificate is checked.
+    pub tls: Option<RemoteTls>,
 }
 
 /// Bounds on the SOA refresh, retry and expire a secondary follows, in
@@ -279,10 +296,21 @@ pub(super) fn resolve_remotes(file: &ConfigFile) -> Result<Vec<Remote>, ConfigEr
             }
             None => None,
         };
+        for pin in &r.cert_key {
+            if !lode_io::tls::is_pin(pin) {
+                return Err(bad(format!(
+                    "cert-key {pin:?} is not a pin (Base64 of a SHA-256: 44 characters)"
+                )));
+            }
+        }
+        let tls = (r.tls || !r.cert_key.is_empty()).then(|| RemoteTls {
+            pins: r.cert_key.clone(),
+        });
         remotes.push(Remote {
             id: r.id.clone(),
             addresses,
             key,
+            tls,
         });
     }
     Ok(remotes)
