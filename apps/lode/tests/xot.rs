@@ -125,13 +125,14 @@ fn bind_secondary_transfers_over_tls_only() {
 }
 
 /// Starts a Lode secondary of [`ZONE`] transferring from `remote` (TOML lines
-/// of its `[[remote]]` table, id "primary") on `port`.
-fn lode_secondary(dir: &std::path::Path, port: u16, remote: &str) -> Server {
+/// of its `[[remote]]` table, id "primary") on `port`, `top` added to its
+/// configuration's top level.
+fn lode_secondary(dir: &std::path::Path, port: u16, top: &str, remote: &str) -> Server {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(
         dir.join("lode.toml"),
         format!(
-            "journal-dir = \"journal\"\ncontrol = \"{}\"\n[[remote]]\nid = \"primary\"\n{remote}\n\
+            "{top}journal-dir = \"journal\"\ncontrol = \"{}\"\n[[remote]]\nid = \"primary\"\n{remote}\n\
              [[zone]]\nname = \"{ZONE}\"\nmaster = [\"primary\"]\n",
             dir.join("ctl.sock").display()
         ),
@@ -142,14 +143,17 @@ fn lode_secondary(dir: &std::path::Path, port: u16, remote: &str) -> Server {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Lode → Lode over TLS: a secondary that pins the primary's certificate
-/// transfers (first AXFR, then IXFR after a change); one with a wrong pin
-/// gets nothing and says why.
+/// Lode → Lode over mutual TLS: a secondary that pins the primary's
+/// certificate and presents the one the primary's ACL pins transfers (first
+/// AXFR, then IXFR after a change); one with a wrong pin gets nothing and
+/// says why; one presenting another certificate is refused by the ACL.
 #[test]
 fn lode_secondary_pins_its_primary() {
     let dir = TempDir::new("xot-pin");
     let d = &dir.0;
     let pin = write_certificate(d, "cert.pem", "key.pem");
+    std::fs::create_dir_all(d.join("good")).unwrap();
+    let client_pin = write_certificate(&d.join("good"), "cert.pem", "key.pem");
     let port = pick_port_in(16960, 16969);
     let tls_port = pick_port_in(16970, 16979);
     std::fs::write(d.join("xot.zone"), zone_text(1, "")).unwrap();
@@ -159,6 +163,7 @@ fn lode_secondary_pins_its_primary() {
             "listen-tls = [\"127.0.0.1@{tls_port}\"]\ncert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n\
              journal-dir = \"journal\"\ncontrol = \"\"\n\
              [[acl]]\nid = \"xot\"\naction = [\"transfer\"]\nprotocol = [\"tls\"]\n\
+             cert-key = [\"{client_pin}\"]\n\
              [[zone]]\nname = \"{ZONE}\"\nfile = \"xot.zone\"\nacl = [\"xot\"]\n"
         ),
     )
@@ -170,6 +175,7 @@ fn lode_secondary_pins_its_primary() {
     let good = lode_secondary(
         &d.join("good"),
         good_port,
+        "cert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n",
         &format!("address = [\"127.0.0.1@{tls_port}\"]\ncert-key = [\"{pin}\"]"),
     );
     wait_serial(good.addr, ZONE, 1, Duration::from_secs(30))
@@ -180,6 +186,7 @@ fn lode_secondary_pins_its_primary() {
     let bad = lode_secondary(
         &d.join("bad"),
         bad_port,
+        "",
         &format!("address = [\"127.0.0.1@{tls_port}\"]\ncert-key = [\"{wrong}\"]"),
     );
 
@@ -271,6 +278,7 @@ fn lode_secondary_of_a_bind_primary_over_tls() {
     let secondary = lode_secondary(
         &d.join("lode"),
         port,
+        "",
         &format!("address = [\"127.0.0.1@{bind_tls}\"]\ncert-key = [\"{pin}\"]"),
     );
     wait_serial(secondary.addr, ZONE, 5, Duration::from_secs(30)).unwrap_or_else(|e| {

@@ -57,6 +57,8 @@ pub struct Client<'a> {
     deferred: bool,
     /// Came over TLS (or QUIC).
     encrypted: bool,
+    /// The pin of the client's TLS certificate, when it gave one.
+    pin: Option<&'a str>,
 }
 
 #[derive(Debug)]
@@ -90,20 +92,22 @@ impl<'a> Client<'a> {
             via: Via::Udp(socket),
             deferred: false,
             encrypted: false,
+            pin: None,
         }
     }
     pub(crate) fn tcp(
         addr: SocketAddr,
         local: Option<SocketAddr>,
         queue: &'a LateQueue,
-        encrypted: bool,
+        tls: Option<Option<&'a str>>,
     ) -> Self {
         Client {
             addr,
             local,
             via: Via::Tcp(queue),
             deferred: false,
-            encrypted,
+            encrypted: tls.is_some(),
+            pin: tls.flatten(),
         }
     }
     /// A client that cannot be answered later ([`Client::defer`] gives a
@@ -115,6 +119,7 @@ impl<'a> Client<'a> {
             via: Via::None,
             deferred: false,
             encrypted: false,
+            pin: None,
         }
     }
     /// The sender's address.
@@ -130,6 +135,12 @@ impl<'a> Client<'a> {
     /// True when the message came over an encrypted transport (TLS).
     pub fn is_encrypted(&self) -> bool {
         self.encrypted
+    }
+    /// The pin of the certificate the client presented over TLS (see
+    /// [`crate::tls::certificate_pin`]), when the server asked for one and
+    /// the client gave it.
+    pub fn certificate_pin(&self) -> Option<&'a str> {
+        self.pin
     }
     /// The protocol the message came over (a detached client: TCP).
     pub fn protocol(&self) -> Protocol {

@@ -428,12 +428,20 @@ async fn accept_loop<H: StreamHandler>(
                     let _ = stream.set_nodelay(true);
                     let end = match tls {
                         None => {
-                            serve_connection(stream, peer, local, handler, limits, r, false).await
+                            serve_connection(stream, peer, local, handler, limits, r, None).await
                         }
                         Some(acceptor) => match tls_handshake(acceptor, stream, handshake, r).await
                         {
                             Ok(s) => {
-                                serve_connection(s, peer, local, handler, limits, r, true).await
+                                // The client's certificate, when it gave one: its pin.
+                                let pin = s
+                                    .get_ref()
+                                    .1
+                                    .peer_certificates()
+                                    .and_then(|c| c.first())
+                                    .and_then(|c| crate::tls::certificate_pin(c).ok());
+                                let tls = Some(pin);
+                                serve_connection(s, peer, local, handler, limits, r, tls).await
                             }
                             Err(e) => Err(e),
                         },
@@ -564,7 +572,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin, H: StreamHandler>(
     mut handler: H,
     limits: Limits,
     registered: &Registered,
-    encrypted: bool,
+    tls: Option<Option<String>>,
 ) -> Result<(), ConnEnd> {
     let registry: &Registry = &registered.registry;
     let conn: &Conn = &registered.conn;
@@ -605,7 +613,8 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin, H: StreamHandler>(
                 queries += 1;
                 SCRATCH.with(|s| {
                     let mut out = s.borrow_mut();
-                    let mut client = Client::tcp(peer, local, &late_tx, encrypted);
+                    let mut client =
+                        Client::tcp(peer, local, &late_tx, tls.as_ref().map(Option::as_deref));
                     let reply = handler(query, &mut out[..], &mut client);
                     close = reply.close;
                     let n = reply.len.min(MAX_MESSAGE);

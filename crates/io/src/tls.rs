@@ -195,11 +195,15 @@ pub struct TlsServer {
 impl TlsServer {
     /// TLS 1.3 (and 1.2 when `allow_tls12`), ALPN `alpn`, session
     /// resumption by tickets (stateless: keys rotated every 6 hours, nothing
-    /// kept per client) and by a cache of 4,096 sessions.
+    /// kept per client) and by a cache of 4,096 sessions. With
+    /// `client_certificates`, clients are asked for a certificate (not
+    /// required: what one proves is left to the ACLs' pins, see
+    /// [`crate::Client::certificate_pin`]).
     pub fn new(
         credentials: &Credentials,
         alpn: &[&[u8]],
         allow_tls12: bool,
+        client_certificates: bool,
     ) -> Result<TlsServer, String> {
         let versions: &[&rustls::SupportedProtocolVersion] = if allow_tls12 {
             &[&rustls::version::TLS13, &rustls::version::TLS12]
@@ -207,11 +211,16 @@ impl TlsServer {
             &[&rustls::version::TLS13]
         };
         let resolver = Arc::new(Resolver(RwLock::new(credentials.key.clone())));
-        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        let provider = provider();
+        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(versions)
-            .map_err(|e| e.to_string())?
-            .with_no_client_auth()
-            .with_cert_resolver(resolver.clone());
+            .map_err(|e| e.to_string())?;
+        let builder = if client_certificates {
+            builder.with_client_cert_verifier(Arc::new(AnyClientCertificate { provider }))
+        } else {
+            builder.with_no_client_auth()
+        };
+        let mut config = builder.with_cert_resolver(resolver.clone());
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(|e| e.to_string())?;
         config.session_storage = rustls::server::ServerSessionMemoryCache::new(4096);
@@ -299,6 +308,70 @@ impl rustls::client::danger::ServerCertVerifier for PinVerifier {
                 rustls::CertificateError::ApplicationVerificationFailure,
             ))
         }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// Asks clients for a certificate and takes any whose handshake signature
+/// holds: the ACL decides what its key may do (by pin).
+#[derive(Debug)]
+struct AnyClientCertificate {
+    provider: Arc<CryptoProvider>,
+}
+
+impl rustls::server::danger::ClientCertVerifier for AnyClientCertificate {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
     }
 
     fn verify_tls12_signature(

@@ -53,7 +53,7 @@ fn dot_answers_pins_and_rotates() {
     let names = vec!["ns.example".to_string()];
     let first = Credentials::ephemeral(&names).unwrap();
     let second = Credentials::ephemeral(&names).unwrap();
-    let tls = TlsServer::new(&first, &[ALPN_DOT], false).unwrap();
+    let tls = TlsServer::new(&first, &[ALPN_DOT], false, false).unwrap();
     let addr: SocketAddr = "127.0.0.1:15431".parse().unwrap();
     let config = TcpConfig {
         threads: 1,
@@ -107,7 +107,7 @@ fn a_stalled_handshake_is_closed() {
     let addr: SocketAddr = "127.0.0.1:15432".parse().unwrap();
     let config = TcpConfig {
         threads: 1,
-        tls: Some(TlsServer::new(&creds, &[ALPN_DOT], false).unwrap()),
+        tls: Some(TlsServer::new(&creds, &[ALPN_DOT], false, false).unwrap()),
         handshake_timeout: Duration::from_millis(200),
         ..TcpConfig::default()
     };

@@ -8,24 +8,27 @@ use lode_wire::Name;
 
 use crate::acl::{self, Action, Rule};
 
-/// Where a request came from: the address and the protocol.
+/// Where a request came from: the address, the protocol and, over TLS, the
+/// pin of the certificate it presented.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Peer {
+pub(crate) struct Peer<'a> {
     pub(crate) addr: SocketAddr,
     pub(crate) protocol: lode_io::Protocol,
+    pub(crate) pin: Option<&'a str>,
 }
 
-impl Peer {
+impl<'a> Peer<'a> {
     /// The sender of a message a transport handed over.
-    pub(crate) fn of(client: &lode_io::Client<'_>) -> Peer {
+    pub(crate) fn of(client: &lode_io::Client<'a>) -> Peer<'a> {
         Peer {
             addr: client.addr(),
             protocol: client.protocol(),
+            pin: client.certificate_pin(),
         }
     }
 }
 
-impl std::fmt::Display for Peer {
+impl std::fmt::Display for Peer<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.addr.fmt(f)
     }
@@ -53,7 +56,7 @@ pub(crate) fn check<'k>(
     rules: &[Rule],
     action: Action,
     msg: &[u8],
-    peer: Peer,
+    peer: Peer<'_>,
     now: u64,
     what: &dyn std::fmt::Display,
 ) -> Access<'k> {
@@ -78,11 +81,13 @@ pub(crate) fn check<'k>(
     let Peer {
         addr: peer,
         protocol,
+        pin,
     } = peer;
     let who = acl::Requester {
         ip: peer.ip(),
         key: claimed.as_ref(),
         protocol,
+        pin,
     };
     if !acl::allows(rules, action, &who) {
         if crate::lograte::REFUSALS.allow(now) {

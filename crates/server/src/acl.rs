@@ -113,6 +113,10 @@ pub struct Rule {
     pub actions: Vec<Action>,
     /// Protocols it applies to (Knot's `protocol`); empty: any.
     pub protocols: Vec<Protocol>,
+    /// Pins of client certificates it applies to (Knot's `cert-key`): one
+    /// must be the key of the certificate the client presented over TLS;
+    /// empty: any client.
+    pub cert_keys: Vec<String>,
     /// True: a match denies.
     pub deny: bool,
 }
@@ -139,6 +143,8 @@ pub struct Requester<'a> {
     pub key: Option<&'a Name>,
     /// The protocol it came over.
     pub protocol: Protocol,
+    /// The pin of the certificate it presented over TLS, if any.
+    pub pin: Option<&'a str>,
 }
 
 impl Rule {
@@ -146,6 +152,10 @@ impl Rule {
         let (ip, key) = (who.ip, who.key);
         self.actions.contains(&action)
             && (self.protocols.is_empty() || self.protocols.contains(&who.protocol))
+            && (self.cert_keys.is_empty()
+                || who
+                    .pin
+                    .is_some_and(|p| self.cert_keys.iter().any(|k| k == p)))
             && (self.addresses.is_empty() || self.addresses.iter().any(|p| p.contains(ip)))
             && match key {
                 None => self.keys.is_empty(),
@@ -173,6 +183,7 @@ mod tests {
             keys: keys.iter().map(|k| k.parse().unwrap()).collect(),
             actions: vec![Action::Update],
             protocols: Vec::new(),
+            cert_keys: Vec::new(),
             deny,
         }
     }
@@ -188,7 +199,16 @@ mod tests {
         key: Option<&Name>,
         protocol: Protocol,
     ) -> bool {
-        super::allows(rules, action, &Requester { ip, key, protocol })
+        super::allows(
+            rules,
+            action,
+            &Requester {
+                ip,
+                key,
+                protocol,
+                pin: None,
+            },
+        )
     }
 
     #[test]
@@ -213,6 +233,25 @@ mod tests {
             Protocol::Udp
         ));
         assert_eq!(parse_protocol("tls"), Ok(Protocol::Tls));
+        let mut pinned = rule(&[], &[], false);
+        pinned.cert_keys = vec!["PIN".into()];
+        let who = |pin| Requester {
+            ip,
+            key: None,
+            protocol: Protocol::Tls,
+            pin,
+        };
+        assert!(super::allows(
+            &[pinned.clone()],
+            Action::Update,
+            &who(Some("PIN"))
+        ));
+        assert!(!super::allows(
+            &[pinned.clone()],
+            Action::Update,
+            &who(Some("OTHER"))
+        ));
+        assert!(!super::allows(&[pinned], Action::Update, &who(None)));
         assert!(parse_protocol("https").is_err());
     }
 

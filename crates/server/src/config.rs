@@ -38,6 +38,7 @@
 //! key = ["update-key."]                   # absent: only unsigned requests match
 //! action = ["update"]
 //! protocol = ["tls"]                      # only over these (udp, tcp, tls); absent: any
+//! cert-key = ["BASE64PIN="]               # only clients presenting a certificate with this key
 //! deny = false
 //!
 //! transfers-out = 10                      # concurrent outgoing zone transfers
@@ -249,6 +250,9 @@ pub struct AclEntry {
     /// Protocols: udp, tcp, tls, quic (Knot's); absent: any.
     #[serde(default)]
     pub protocol: Vec<String>,
+    /// Pins of the client certificates it takes (Knot's `cert-key`).
+    #[serde(default, rename = "cert-key")]
+    pub cert_key: Vec<String>,
     /// A match denies.
     #[serde(default)]
     pub deny: bool,
@@ -975,12 +979,18 @@ fn resolve_acls(file: &ConfigFile) -> Result<Vec<crate::acl::Rule>, ConfigError>
             .map(|s| crate::acl::parse_protocol(s))
             .collect::<Result<Vec<_>, _>>()
             .map_err(bad)?;
+        if let Some(p) = a.cert_key.iter().find(|p| !lode_io::tls::is_pin(p)) {
+            return Err(bad(format!(
+                "cert-key {p:?} is not a pin (Base64 of a SHA-256: 44 characters)"
+            )));
+        }
         rules.push(crate::acl::Rule {
             id: a.id.clone(),
             addresses,
             keys,
             actions,
             protocols,
+            cert_keys: a.cert_key.clone(),
             deny: a.deny,
         });
     }

@@ -199,6 +199,24 @@ impl Server {
             );
         }
 
+        // TLS credentials (read as the service user, as a reload reads them
+        // again): the DNS-over-TLS certificate, also presented to primaries
+        // asked over TLS that want a client certificate.
+        let tls_client = config
+            .zone_options
+            .values()
+            .any(|o| o.masters.iter().any(|m| m.tls.is_some()));
+        let tls_creds = if config.tls.listen.is_empty() && !tls_client {
+            None
+        } else {
+            let creds = tls::credentials(&config.tls)
+                .map_err(|e| ServerError::Config(ConfigError::Value(format!("tls: {e}"))))?;
+            tls::log_credentials(&creds);
+            if tls_client {
+                tls::set_client_credentials(creds.clone());
+            }
+            Some(creds)
+        };
         // Journals replayed onto the loaded zones before any socket opens.
         let updates = update::Updates::new(&config)
             .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
@@ -258,14 +276,19 @@ impl Server {
             tls_settings,
             metrics: metrics.clone(),
         });
-        // Read as the service user (as a reload reads them again).
-        let dot_tls = if config.tls.listen.is_empty() {
-            None
-        } else {
-            Some(
-                tls::dot_server(&config.tls)
-                    .map_err(|e| ServerError::Config(ConfigError::Value(format!("tls: {e}"))))?,
-            )
+        let dot_tls = match tls_creds.as_ref().filter(|_| !config.tls.listen.is_empty()) {
+            None => None,
+            Some(creds) => {
+                let pinned_clients = config
+                    .zone_options
+                    .values()
+                    .any(|o| o.acl.iter().any(|r| !r.cert_keys.is_empty()));
+                Some(
+                    tls::dot_server(&config.tls, creds, pinned_clients).map_err(|e| {
+                        ServerError::Config(ConfigError::Value(format!("tls: {e}")))
+                    })?,
+                )
+            }
         };
         let for_tcp = handler.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {

@@ -265,7 +265,7 @@ impl Secondaries {
         msg: &[u8],
         keys: &Keys,
         out: &mut [u8],
-        peer: access::Peer,
+        peer: access::Peer<'_>,
     ) -> Admission {
         let Ok(n) = lode_xfr::parse_notify(msg) else {
             return Admission::Engine;
@@ -368,6 +368,7 @@ fn prepare(
             keys: m.key.iter().cloned().collect(),
             actions: vec![Action::Notify],
             protocols: Vec::new(),
+            cert_keys: Vec::new(),
             deny: false,
         });
     }

@@ -27,12 +27,28 @@ pub(crate) fn credentials(settings: &TlsSettings) -> Result<Credentials, String>
     }
 }
 
-/// The DNS-over-TLS server side for these settings (ALPN `dot`), with its
-/// credentials logged by pin.
-pub(crate) fn dot_server(settings: &TlsSettings) -> Result<TlsServer, String> {
-    let creds = credentials(settings)?;
-    log_credentials(&creds);
-    TlsServer::new(&creds, &[ALPN_DOT], settings.allow_tls12)
+/// The DNS-over-TLS server side for these settings (ALPN `dot`); clients
+/// are asked for a certificate when an ACL takes them by pin.
+pub(crate) fn dot_server(
+    settings: &TlsSettings,
+    creds: &Credentials,
+    client_certificates: bool,
+) -> Result<TlsServer, String> {
+    TlsServer::new(
+        creds,
+        &[ALPN_DOT],
+        settings.allow_tls12,
+        client_certificates,
+    )
+}
+
+/// The certificate presented to primaries that ask for one (mutual TLS):
+/// the server's own, set once at start.
+static CLIENT_CREDENTIALS: std::sync::OnceLock<Credentials> = std::sync::OnceLock::new();
+
+/// Sets the certificate [`client`] presents (first call wins).
+pub(crate) fn set_client_credentials(creds: Credentials) {
+    let _ = CLIENT_CREDENTIALS.set(creds);
 }
 
 /// Logs where the credentials came from and their pin (Knot logs the pin too:
@@ -46,8 +62,9 @@ pub(crate) fn log_credentials(creds: &Credentials) {
 }
 
 /// The TLS client toward remotes of these settings (ALPN `dot`, as RFC 9103
-/// asks of zone transfers): one per distinct pin set, shared by every zone
-/// that names such a remote (10^5 secondary zones make one, not 10^5).
+/// asks of zone transfers), presenting the server's certificate when asked:
+/// one per distinct pin set, shared by every zone that names such a remote
+/// (10^5 secondary zones make one, not 10^5).
 pub(crate) fn client(remote: &crate::config::RemoteTls) -> Option<TlsClient> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
@@ -64,7 +81,7 @@ pub(crate) fn client(remote: &crate::config::RemoteTls) -> Option<TlsClient> {
     } else {
         ServerAuth::Pins(remote.pins.clone())
     };
-    match TlsClient::new(auth, &[ALPN_DOT], None) {
+    match TlsClient::new(auth, &[ALPN_DOT], CLIENT_CREDENTIALS.get()) {
         Ok(c) => {
             clients.insert(remote.pins.clone(), c.clone());
             Some(c)
