@@ -206,7 +206,7 @@ impl Consumer {
             {
                 Some(w) => {
                     if let Some(n) = &self.notifies {
-                        n.set(&name, &options, self.updates.keys());
+                        n.set(&name, &options, &self.updates.keys());
                     }
                     tracing::info!(
                         "catalog {catalog}: member {name} added{}",
@@ -225,7 +225,7 @@ impl Consumer {
                 }
             }
         }
-        secondaries.add_many(refreshed, self.updates.keys(), &self.publisher);
+        secondaries.add_many(refreshed, &self.updates.keys(), &self.publisher);
         self.updates.remove_doors(&failed);
     }
 
@@ -238,7 +238,7 @@ impl Consumer {
                 continue;
             };
             if let Some(n) = &self.notifies {
-                n.set(name, &ZoneOptions::default(), self.updates.keys());
+                n.set(name, &ZoneOptions::default(), &self.updates.keys());
             }
             removed.push((name.clone(), catalog));
         }

@@ -134,7 +134,7 @@ impl Handler {
         // checked and answered signed here (unsigned queries pay one comparison).
         if answered.kind == lode_engine::AnswerKind::Signed && !updates.keys().is_empty() {
             if let signed::Signed::Answer(n) =
-                signed::answer(&set, updates.keys(), q, out, transport, settings)
+                signed::answer(&set, &updates.keys(), q, out, transport, settings)
             {
                 return Outcome {
                     zone,

@@ -221,8 +221,9 @@ impl Server {
         let updates = update::Updates::new(&config)
             .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         update::start_writers(&updates, &config, &publisher);
-        let notifies = notify::start(&config, updates.keys(), &publisher);
-        if let Some(s) = secondary::start(&config, updates.keys(), &updates.writers(), &publisher) {
+        let notifies = notify::start(&config, &updates.keys(), &publisher);
+        if let Some(s) = secondary::start(&config, &updates.keys(), &updates.writers(), &publisher)
+        {
             updates.set_secondaries(s);
         }
         reloader.live = config

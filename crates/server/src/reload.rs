@@ -207,10 +207,11 @@ impl Reloader {
         // New zones get their ACL (transfers out) before they are served,
         // and every zone the NOTIFY targets the configuration now gives it.
         if let Some(u) = &self.updates {
-            u.add_doors(config);
+            u.refresh_doors(config);
             if let Some(n) = &self.notifies {
+                let keys = u.keys();
                 for spec in &config.zones {
-                    n.set(&spec.name, &config.zone_options(&spec.name), u.keys());
+                    n.set(&spec.name, &config.zone_options(&spec.name), &keys);
                 }
             }
         }
@@ -286,21 +287,38 @@ impl Reloader {
         if config.dnstap != r.dnstap {
             tracing::warn!("reload: [dnstap] changes take effect at restart");
         }
-        // The certificate first: one that cannot be read refuses the whole
-        // reload, before anything else changed.
-        if let Some(server) = &self.tls {
-            match crate::tls::credentials(&config.tls) {
-                Ok(creds) => {
-                    server.replace(&creds);
-                    crate::tls::log_credentials(&creds);
-                }
-                Err(e) => {
-                    tracing::error!("reload: tls: {e}; nothing changed");
-                    return ReloadReport {
-                        config_error: Some(format!("tls: {e}")),
-                        ..ReloadReport::default()
-                    };
-                }
+        // What can fail is read before anything changes: a certificate that
+        // cannot be read or a key that cannot be used refuses the whole
+        // reload, and the running configuration stays.
+        let creds = match self
+            .tls
+            .as_ref()
+            .map(|_| crate::tls::credentials(&config.tls))
+        {
+            Some(Err(e)) => return refused(format!("tls: {e}")),
+            Some(Ok(c)) => Some(c),
+            None => None,
+        };
+        let keys = match crate::update::keys_of(&config) {
+            Ok(k) => k,
+            Err(e) => return refused(e),
+        };
+        if let (Some(server), Some(creds)) = (&self.tls, &creds) {
+            server.replace(creds);
+            crate::tls::log_credentials(creds);
+        }
+        // TSIG keys: requests from now on are checked against the new ones,
+        // and secondary zones ask their primaries as now configured.
+        if let Some(u) = &self.updates {
+            u.set_keys(keys);
+            if let Some(s) = u.secondaries() {
+                let options_of = |z: &lode_wire::Name| {
+                    config
+                        .zone_options
+                        .contains_key(z)
+                        .then(|| config.zone_options(z))
+                };
+                s.reconfigure(options_of, &u.keys());
             }
         }
         if config.tls.listen != r.tls.listen
@@ -327,6 +345,15 @@ impl Reloader {
             }
         }
         self.load(&config, false)
+    }
+}
+
+/// A reload refused whole: logged, reported, nothing changed.
+fn refused(reason: String) -> ReloadReport {
+    tracing::error!("reload: {reason}; nothing changed");
+    ReloadReport {
+        config_error: Some(reason),
+        ..ReloadReport::default()
     }
 }
 

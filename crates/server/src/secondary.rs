@@ -120,6 +120,8 @@ enum Event {
     Add(Box<ZoneState>),
     /// A zone no longer a secondary here.
     Remove(Name),
+    /// A reload changed a zone's primaries (addresses, keys, TLS).
+    Sources { zone: Name, sources: Vec<Source> },
 }
 
 /// How a refresh ended.
@@ -199,6 +201,45 @@ impl Secondaries {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .insert(origin, p.status);
             self.send(Event::Add(Box::new(p.state)));
+        }
+    }
+
+    /// Applies a reload to the secondary zones already here: their NOTIFY
+    /// ACLs and primaries (addresses, keys, TLS) as `options_of` gives them
+    /// now, with `keys`; the next refresh asks the new primaries.
+    pub(crate) fn reconfigure(
+        &self,
+        options_of: impl Fn(&Name) -> Option<crate::config::ZoneOptions>,
+        keys: &Keys,
+    ) {
+        let zones: Vec<Name> = self.notify_acl.load().keys().cloned().collect();
+        let fresh: Vec<(Name, Vec<Source>, Vec<Rule>)> = zones
+            .into_iter()
+            .filter_map(|z| {
+                let options = options_of(&z)?;
+                let (sources, rules) = sources_and_rules(&options, keys);
+                Some((z, sources, rules))
+            })
+            .collect();
+        if fresh.is_empty() {
+            return;
+        }
+        self.notify_acl.rcu(|m| {
+            let mut m = (**m).clone();
+            for (origin, _, rules) in &fresh {
+                m.insert(origin.clone(), rules.clone());
+            }
+            m
+        });
+        self.primaries.rcu(|m| {
+            let mut m = (**m).clone();
+            for (origin, sources, _) in &fresh {
+                m.insert(origin.clone(), sources.clone());
+            }
+            m
+        });
+        for (zone, sources, _) in fresh {
+            self.send(Event::Sources { zone, sources });
         }
     }
 
@@ -332,18 +373,12 @@ struct Prepared {
     status: Status,
 }
 
-/// Makes a secondary zone's scheduler state: its primaries' addresses and
-/// keys, its NOTIFY ACL (its own rules, then its primaries), its timers as
-/// saved (an expiry passed while down marks it expired now).
-fn prepare(
-    origin: &Name,
+/// A secondary zone's primaries to ask (address, key, TLS) and its NOTIFY
+/// ACL (its own rules, then its primaries).
+fn sources_and_rules(
     options: &crate::config::ZoneOptions,
     keys: &Keys,
-    writer: crate::update::WriterQueue,
-    dir: &std::path::Path,
-    publisher: &Publisher,
-) -> Prepared {
-    let now_unix = unix_now();
+) -> (Vec<Source>, Vec<Rule>) {
     let key_of = |k: &Option<Name>| -> Option<Key> {
         k.as_ref().and_then(|n| keys.find(n.as_ref()).cloned())
     };
@@ -372,6 +407,22 @@ fn prepare(
             deny: false,
         });
     }
+    (sources, rules)
+}
+
+/// Makes a secondary zone's scheduler state: its primaries' addresses and
+/// keys, its NOTIFY ACL (its own rules, then its primaries), its timers as
+/// saved (an expiry passed while down marks it expired now).
+fn prepare(
+    origin: &Name,
+    options: &crate::config::ZoneOptions,
+    keys: &Keys,
+    writer: crate::update::WriterQueue,
+    dir: &std::path::Path,
+    publisher: &Publisher,
+) -> Prepared {
+    let now_unix = unix_now();
+    let (sources, rules) = sources_and_rules(options, keys);
     let timers = crate::update::journal_path(dir, origin).with_extension("timers");
     let (saved_next, saved_expire) = read_timers(&timers);
     let served = publisher.get(origin);
@@ -599,6 +650,11 @@ impl Scheduler {
             Event::Remove(zone) => {
                 if let Some(z) = self.zones.remove(&zone) {
                     let _ = std::fs::remove_file(&z.timers);
+                }
+            }
+            Event::Sources { zone, sources } => {
+                if let Some(z) = self.zones.get_mut(&zone) {
+                    z.sources = sources;
                 }
             }
         }

@@ -21,7 +21,8 @@ use super::{reply, unix_now, Job, Work};
 /// writers' queues. Built at start.
 #[derive(Debug)]
 pub(crate) struct Updates {
-    pub(super) keys: Keys,
+    /// The TSIG keys; replaced whole by a reload.
+    pub(super) keys: arc_swap::ArcSwap<Keys>,
     /// Outgoing transfers running, and their limit.
     pub(super) transfers: Arc<super::TransferSlots>,
     /// Each zone's door; replaced whole when a reload adds zones (read
@@ -44,6 +45,21 @@ pub(super) struct ZoneDoor {
     /// A secondary zone: its contents come from its primaries.
     secondary: bool,
     pub(super) writer: Option<WriterQueue>,
+}
+
+/// The TSIG keys a configuration defines.
+pub(crate) fn keys_of(config: &Config) -> Result<Keys, String> {
+    let mut keys = Keys::new();
+    for k in &config.keys {
+        let alg = k
+            .algorithm
+            .parse()
+            .map_err(|e| format!("key {}: {e}", k.id))?;
+        let key =
+            Key::from_text(&k.id, alg, &k.secret).map_err(|e| format!("key {}: {e}", k.id))?;
+        keys.insert(key).map_err(|e| format!("key {}: {e}", k.id))?;
+    }
+    Ok(keys)
 }
 
 /// A zone's door as its configuration makes it (no writer yet).
@@ -108,16 +124,7 @@ impl Updates {
         });
         let pool = WriterPool::start(threads)
             .map_err(|e| format!("cannot start the writer threads: {e}"))?;
-        let mut keys = Keys::new();
-        for k in &config.keys {
-            let alg = k
-                .algorithm
-                .parse()
-                .map_err(|e| format!("key {}: {e}", k.id))?;
-            let key =
-                Key::from_text(&k.id, alg, &k.secret).map_err(|e| format!("key {}: {e}", k.id))?;
-            keys.insert(key).map_err(|e| format!("key {}: {e}", k.id))?;
-        }
+        let keys = keys_of(config)?;
         let zones = config
             .zones
             .iter()
@@ -125,7 +132,7 @@ impl Updates {
             .collect();
         Ok(Updates {
             secondaries: std::sync::OnceLock::new(),
-            keys,
+            keys: arc_swap::ArcSwap::from_pointee(keys),
             transfers: Arc::new(super::TransferSlots::new(config.transfers_out)),
             zones: arc_swap::ArcSwap::from_pointee(zones),
             written: Arc::default(),
@@ -133,18 +140,34 @@ impl Updates {
         })
     }
 
-    /// Gives the zones a reload added a door (ACL as configured, no writer:
-    /// they are transferred out and answer, but take no updates until a
-    /// restart); zones kept keep theirs.
-    pub(crate) fn add_doors(&self, config: &Config) {
+    /// Applies a reloaded configuration's ACLs: zones kept take their new
+    /// ACL at once (and keep their writer); zones a reload added get a
+    /// door (no writer: they are transferred out and answer, but take no
+    /// updates until a restart). Zones made at run time keep theirs.
+    pub(crate) fn refresh_doors(&self, config: &Config) {
         self.zones.rcu(|current| {
             let mut next = (**current).clone();
             for spec in &config.zones {
-                next.entry(spec.name.to_lowercase())
-                    .or_insert_with(|| door_of(config, &spec.name));
+                let fresh = door_of(config, &spec.name);
+                match next.get_mut(&spec.name.to_lowercase()) {
+                    Some(door) => {
+                        door.acl = fresh.acl;
+                        door.takes_updates = fresh.takes_updates;
+                        door.secondary = fresh.secondary;
+                    }
+                    None => {
+                        next.insert(spec.name.to_lowercase(), fresh);
+                    }
+                }
             }
             next
         });
+    }
+
+    /// Replaces the TSIG keys (a reload): requests from now on are checked
+    /// against these.
+    pub(crate) fn set_keys(&self, keys: Keys) {
+        self.keys.store(Arc::new(keys));
     }
 
     /// Gives zones made at run time (catalog members) their doors, all in
@@ -241,14 +264,14 @@ impl Updates {
         client: &lode_io::Client<'_>,
     ) -> Admission {
         match self.secondaries.get() {
-            Some(s) => s.admit_notify(msg, &self.keys, out, access::Peer::of(client)),
+            Some(s) => s.admit_notify(msg, &self.keys.load(), out, access::Peer::of(client)),
             None => Admission::Engine,
         }
     }
 
-    /// The TSIG keys of the configuration.
-    pub(crate) fn keys(&self) -> &Keys {
-        &self.keys
+    /// The TSIG keys in force.
+    pub(crate) fn keys(&self) -> Arc<Keys> {
+        self.keys.load_full()
     }
 
     /// Writes a zone's file now, through its writer (after the updates
@@ -381,8 +404,9 @@ impl Updates {
             _ => return Admission::Answer(query_error(rcode::REFUSED, out)),
         }
         let what = format_args!("update for {}", req.zone);
+        let keys = self.keys.load();
         let signed = match access::check(
-            &self.keys,
+            &keys,
             &door.acl,
             Action::Update,
             msg,

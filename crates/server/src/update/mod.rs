@@ -30,7 +30,7 @@ mod transfer_tests;
 mod writer;
 mod xfrout;
 
-pub(crate) use admit::{Admission, FlushError, Updates};
+pub(crate) use admit::{keys_of, Admission, FlushError, Updates};
 pub(crate) use pool::WriterQueue;
 #[cfg(test)]
 pub(crate) use writer::start_writer;

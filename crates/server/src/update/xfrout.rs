@@ -142,8 +142,9 @@ impl Updates {
             };
             ddns::write_error(msg, &e, udp_size, out).unwrap_or(0)
         };
+        let keys = self.keys.load();
         let signed = match access::check(
-            &self.keys,
+            &keys,
             &door.acl,
             Action::Transfer,
             msg,
