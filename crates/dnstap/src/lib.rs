@@ -150,6 +150,8 @@ pub enum Protocol {
     Tcp,
     /// DNS over TLS.
     Dot,
+    /// DNS over QUIC.
+    Doq,
 }
 
 /// One query and what was done with it, as the query path hands it over.
@@ -490,6 +492,7 @@ impl Encoder {
             Protocol::Udp => proto::SocketProtocol::Udp as i32,
             Protocol::Tcp => proto::SocketProtocol::Tcp as i32,
             Protocol::Dot => proto::SocketProtocol::Dot as i32,
+            Protocol::Doq => proto::SocketProtocol::Doq as i32,
         });
         proto::set_addresses(m, e.peer, e.local);
         let query = e.bytes.get(..e.query_len)?;

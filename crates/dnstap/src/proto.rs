@@ -53,6 +53,8 @@ pub enum SocketProtocol {
     Tcp = 2,
     /// DNS over TLS (RFC 7858).
     Dot = 3,
+    /// DNS over QUIC (RFC 9250).
+    Doq = 7,
 }
 
 /// `Message.Type` (the two an authoritative server writes).

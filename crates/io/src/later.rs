@@ -55,8 +55,10 @@ pub struct Client<'a> {
     local: Option<SocketAddr>,
     via: Via<'a>,
     deferred: bool,
-    /// Came over TLS (or QUIC).
+    /// Came over TLS or QUIC.
     encrypted: bool,
+    /// Came over QUIC.
+    quic: bool,
     /// The pin of the client's TLS certificate, when it gave one.
     pin: Option<&'a str>,
 }
@@ -92,6 +94,7 @@ impl<'a> Client<'a> {
             via: Via::Udp(socket),
             deferred: false,
             encrypted: false,
+            quic: false,
             pin: None,
         }
     }
@@ -107,7 +110,19 @@ impl<'a> Client<'a> {
             via: Via::Tcp(queue),
             deferred: false,
             encrypted: tls.is_some(),
+            quic: false,
             pin: tls.flatten(),
+        }
+    }
+    pub(crate) fn quic(addr: SocketAddr, local: Option<SocketAddr>, queue: &'a LateQueue) -> Self {
+        Client {
+            addr,
+            local,
+            via: Via::Tcp(queue),
+            deferred: false,
+            encrypted: true,
+            quic: true,
+            pin: None,
         }
     }
     /// A client that cannot be answered later ([`Client::defer`] gives a
@@ -119,6 +134,7 @@ impl<'a> Client<'a> {
             via: Via::None,
             deferred: false,
             encrypted: false,
+            quic: false,
             pin: None,
         }
     }
@@ -145,6 +161,7 @@ impl<'a> Client<'a> {
     /// The protocol the message came over (a detached client: TCP).
     pub fn protocol(&self) -> Protocol {
         match (&self.via, self.encrypted) {
+            _ if self.quic => Protocol::Quic,
             (Via::Udp(_), _) => Protocol::Udp,
             (_, true) => Protocol::Tls,
             _ => Protocol::Tcp,

@@ -27,6 +27,7 @@
 pub mod creds;
 mod later;
 pub mod mem;
+pub mod quic;
 mod sys;
 pub mod tcp;
 pub mod tls;
@@ -36,6 +37,7 @@ use std::fmt;
 use std::net::SocketAddr;
 
 pub use later::{Client, Later, Protocol, STREAM_QUEUE_BYTES};
+pub use quic::{QuicConfig, QuicCounters, QuicServer, QuicStats};
 pub use tcp::{TcpConfig, TcpCounters, TcpServer, TcpStats};
 pub use udp::{UdpConfig, UdpCounters, UdpServer, UdpStats};
 

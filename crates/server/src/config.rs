@@ -12,6 +12,7 @@
 //! listen-tls = ["127.0.0.1@853"]          # DNS over TLS (config/tls.rs); default: none
 //! cert-file = "tls/cert.pem"              # its certificate; default: a one-time certificate
 //! key-file = "tls/key.pem"                #   over the key kept in kasp-db/tls_key.pem
+//! listen-quic = ["127.0.0.1@853"]         # DNS over QUIC, the same certificate; default: none
 //! control = "/run/lode/lode.sock"         # default: see `default_control_path`
 //! metrics-listen = "127.0.0.1:9153"       # Prometheus endpoint (GET /metrics); default: none
 //! query-counters = true                   # count each request by type, RCODE, zone (default)
@@ -160,6 +161,13 @@ pub struct ConfigFile {
     pub tls_handshake_timeout: Option<u64>,
     /// Concurrent TLS clients (default: tcp-max-clients).
     pub tls_max_clients: Option<usize>,
+    /// DNS over QUIC listen addresses (config/tls.rs).
+    #[serde(default)]
+    pub listen_quic: Vec<String>,
+    /// Concurrent QUIC clients (Knot's name).
+    pub quic_max_clients: Option<usize>,
+    /// Idle time before a QUIC connection is closed, seconds (Knot's name).
+    pub quic_idle_close_timeout: Option<u64>,
     /// Control socket path.
     pub control: Option<PathBuf>,
     /// The Prometheus endpoint's address ("ADDR:PORT", or ADDR for port 9153; "" none).

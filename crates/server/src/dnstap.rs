@@ -50,6 +50,7 @@ pub(crate) fn logged(
         local: client.local(),
         protocol: match transport {
             Transport::Udp => Protocol::Udp,
+            Transport::Tcp if client.protocol() == lode_io::Protocol::Quic => Protocol::Doq,
             Transport::Tcp if client.is_encrypted() => Protocol::Dot,
             Transport::Tcp => Protocol::Tcp,
         },

@@ -73,6 +73,7 @@ impl Handler {
         self.metrics.record(&metrics::Observed {
             transport: match transport {
                 Transport::Udp => 0,
+                _ if client.protocol() == lode_io::Protocol::Quic => 3,
                 _ if client.is_encrypted() => 2,
                 _ => 1,
             },

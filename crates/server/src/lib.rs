@@ -124,6 +124,8 @@ pub struct Server {
     tcp: Option<TcpServer>,
     /// DNS over TLS, when `listen-tls` is set.
     dot: Option<TcpServer>,
+    /// DNS over QUIC, when `listen-quic` is set.
+    doq: Option<lode_io::QuicServer>,
     reload_tx: Option<mpsc::Sender<ReloadRequest>>,
     reloader: Option<JoinHandle<()>>,
     /// Admission of updates, and the writer pool behind it.
@@ -185,7 +187,7 @@ impl Server {
             notifies: None,
             loads: loads.clone(),
             loaded: None,
-            tls: None,
+            tls: Vec::new(),
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {
@@ -206,7 +208,7 @@ impl Server {
             .zone_options
             .values()
             .any(|o| o.masters.iter().any(|m| m.tls.is_some()));
-        let tls_creds = if config.tls.listen.is_empty() && !tls_client {
+        let tls_creds = if !config.tls.serves() && !tls_client {
             None
         } else {
             let creds = tls::credentials(&config.tls)
@@ -277,19 +279,27 @@ impl Server {
             tls_settings,
             metrics: metrics.clone(),
         });
+        let pinned_clients = config
+            .zone_options
+            .values()
+            .any(|o| o.acl.iter().any(|r| !r.cert_keys.is_empty()));
+        let tls_error = |e: String| ServerError::Config(ConfigError::Value(format!("tls: {e}")));
         let dot_tls = match tls_creds.as_ref().filter(|_| !config.tls.listen.is_empty()) {
             None => None,
-            Some(creds) => {
-                let pinned_clients = config
-                    .zone_options
-                    .values()
-                    .any(|o| o.acl.iter().any(|r| !r.cert_keys.is_empty()));
-                Some(
-                    tls::dot_server(&config.tls, creds, pinned_clients).map_err(|e| {
-                        ServerError::Config(ConfigError::Value(format!("tls: {e}")))
-                    })?,
-                )
-            }
+            Some(creds) => Some(
+                tls::server(&config.tls, creds, lode_io::tls::ALPN_DOT, pinned_clients)
+                    .map_err(tls_error)?,
+            ),
+        };
+        let doq_tls = match tls_creds
+            .as_ref()
+            .filter(|_| !config.tls.listen_quic.is_empty())
+        {
+            None => None,
+            Some(creds) => Some(
+                tls::server(&config.tls, creds, lode_io::quic::ALPN_DOQ, pinned_clients)
+                    .map_err(tls_error)?,
+            ),
         };
         let for_tcp = handler.clone();
         let tcp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
@@ -301,7 +311,30 @@ impl Server {
             StreamReply { len, close }
         };
         privdrop::regain(&pending).map_err(ServerError::User)?;
-        reloader.tls = dot_tls.clone();
+        reloader.tls = dot_tls.iter().chain(&doq_tls).cloned().collect();
+        let doq = match doq_tls {
+            Some(tls) => {
+                let quic_config = lode_io::QuicConfig {
+                    max_clients: config.tls.quic_max_clients,
+                    max_streams: 100,
+                    idle_timeout: config.tls.quic_idle_timeout,
+                    io_timeout: config
+                        .tcp_io_timeout
+                        .max(std::time::Duration::from_millis(500)),
+                    threads: config.workers.div_ceil(2),
+                    tls,
+                };
+                Some(
+                    lode_io::QuicServer::start(
+                        &config.tls.listen_quic,
+                        &quic_config,
+                        tcp_handler.clone(),
+                    )
+                    .map_err(ServerError::Io)?,
+                )
+            }
+            None => None,
+        };
         let dot = match dot_tls {
             Some(tls) => {
                 let dot_config = TcpConfig {
@@ -358,6 +391,7 @@ impl Server {
             udp: udp.counters(),
             tcp: tcp.counters(),
             tls: dot.as_ref().map(TcpServer::counters),
+            quic: doq.as_ref().map(lode_io::QuicServer::counters),
             guard: server_guard.clone(),
             loads: loads.clone(),
         };
@@ -417,12 +451,17 @@ impl Server {
             let addrs: Vec<String> = d.local_addrs().iter().map(ToString::to_string).collect();
             tracing::info!("DNS over TLS on {}", addrs.join(", "));
         }
+        if let Some(q) = &doq {
+            let addrs: Vec<String> = q.local_addrs().iter().map(ToString::to_string).collect();
+            tracing::info!("DNS over QUIC on {}", addrs.join(", "));
+        }
         Ok(Server {
             config,
             published,
             udp: Some(udp),
             tcp: Some(tcp),
             dot,
+            doq,
             reload_tx: Some(reload_tx),
             reloader: Some(reloader),
             updates: updates.clone(),
@@ -452,6 +491,14 @@ impl Server {
         self.dot
             .as_ref()
             .map(|t| t.local_addrs().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// The bound DNS-over-QUIC addresses; empty without `listen-quic`.
+    pub fn quic_addrs(&self) -> Vec<SocketAddr> {
+        self.doq
+            .as_ref()
+            .map(|q| q.local_addrs().to_vec())
             .unwrap_or_default()
     }
 
@@ -531,6 +578,9 @@ impl Server {
         }
         if let Some(t) = self.dot.take() {
             t.stop();
+        }
+        if let Some(q) = self.doq.take() {
+            q.stop();
         }
         // The queries answered are in the dnstap stream before it ends.
         if let Some(tap) = self.guard.dnstap() {

@@ -131,7 +131,7 @@ pub(crate) struct Reloader {
     /// started with): where `zone-reload` finds its zone.
     pub(crate) loaded: Option<Arc<Config>>,
     /// The DNS-over-TLS server side, whose certificate a reload replaces.
-    pub(crate) tls: Option<lode_io::tls::TlsServer>,
+    pub(crate) tls: Vec<lode_io::tls::TlsServer>,
 }
 
 impl Reloader {
@@ -290,21 +290,22 @@ impl Reloader {
         // What can fail is read before anything changes: a certificate that
         // cannot be read or a key that cannot be used refuses the whole
         // reload, and the running configuration stays.
-        let creds = match self
-            .tls
-            .as_ref()
-            .map(|_| crate::tls::credentials(&config.tls))
-        {
-            Some(Err(e)) => return refused(format!("tls: {e}")),
-            Some(Ok(c)) => Some(c),
-            None => None,
+        let creds = if self.tls.is_empty() {
+            None
+        } else {
+            match crate::tls::credentials(&config.tls) {
+                Ok(c) => Some(c),
+                Err(e) => return refused(format!("tls: {e}")),
+            }
         };
         let keys = match crate::update::keys_of(&config) {
             Ok(k) => k,
             Err(e) => return refused(e),
         };
-        if let (Some(server), Some(creds)) = (&self.tls, &creds) {
-            server.replace(creds);
+        if let Some(creds) = &creds {
+            for server in &self.tls {
+                server.replace(creds);
+            }
             crate::tls::log_credentials(creds);
         }
         // TSIG keys: requests from now on are checked against the new ones,
@@ -320,6 +321,15 @@ impl Reloader {
                 };
                 s.reconfigure(options_of, &u.keys());
             }
+        }
+        if config.tls.listen_quic != r.tls.listen_quic
+            || config.tls.quic_max_clients != r.tls.quic_max_clients
+            || config.tls.quic_idle_timeout != r.tls.quic_idle_timeout
+        {
+            tracing::warn!(
+                "reload: listen-quic, quic-max-clients and quic-idle-close-timeout changes take \
+                 effect at restart"
+            );
         }
         if config.tls.listen != r.tls.listen
             || config.tls.max_clients != r.tls.max_clients

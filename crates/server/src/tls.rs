@@ -27,19 +27,17 @@ pub(crate) fn credentials(settings: &TlsSettings) -> Result<Credentials, String>
     }
 }
 
-/// The DNS-over-TLS server side for these settings (ALPN `dot`); clients
-/// are asked for a certificate when an ACL takes them by pin.
-pub(crate) fn dot_server(
+/// The TLS server side of one kind of listener (ALPN `dot` or `doq`; QUIC
+/// is TLS 1.3 only); clients are asked for a certificate when an ACL takes
+/// them by pin.
+pub(crate) fn server(
     settings: &TlsSettings,
     creds: &Credentials,
+    alpn: &[u8],
     client_certificates: bool,
 ) -> Result<TlsServer, String> {
-    TlsServer::new(
-        creds,
-        &[ALPN_DOT],
-        settings.allow_tls12,
-        client_certificates,
-    )
+    let tls12 = settings.allow_tls12 && alpn != lode_io::quic::ALPN_DOQ;
+    TlsServer::new(creds, &[alpn], tls12, client_certificates)
 }
 
 /// The certificate presented to primaries that ask for one (mutual TLS):

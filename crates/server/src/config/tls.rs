@@ -8,6 +8,9 @@
 //! tls-min-version = "1.3"                     # or "1.2"
 //! tls-handshake-timeout = 3000                # ms from accept to a finished handshake
 //! tls-max-clients = 1000                      # TLS connections at once (idlest closed when full)
+//! listen-quic = ["127.0.0.1@853"]             # DNS over QUIC (UDP), same forms; default none
+//! quic-max-clients = 10000                    # QUIC connections at once (Knot's default)
+//! quic-idle-close-timeout = 4                 # seconds (Knot's default)
 //! ```
 //!
 //! Without `cert-file`, as Knot: a one-time self-signed certificate over a key
@@ -25,6 +28,11 @@ use super::{parse_remote_address, ConfigError, ConfigFile};
 pub const DEFAULT_TLS_PORT: u16 = 853;
 /// Default time from accept to a finished TLS handshake.
 pub const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS: u64 = 3000;
+/// Default QUIC connections at once (Knot's `quic-max-clients`).
+pub const DEFAULT_QUIC_MAX_CLIENTS: usize = 10_000;
+/// Default idle time before a QUIC connection is closed, seconds (Knot's).
+pub const DEFAULT_QUIC_IDLE_SECS: u64 = 4;
+
 /// The key of the one-time certificate, in `kasp-db`.
 pub const SELF_SIGNED_KEY_FILE: &str = "tls_key.pem";
 
@@ -56,6 +64,19 @@ pub struct TlsSettings {
     pub handshake_timeout: Duration,
     /// TLS connections at once.
     pub max_clients: usize,
+    /// DNS over QUIC addresses (none: no DoQ).
+    pub listen_quic: Vec<SocketAddr>,
+    /// QUIC connections at once.
+    pub quic_max_clients: usize,
+    /// Idle time before a QUIC connection is closed.
+    pub quic_idle_timeout: Duration,
+}
+
+impl TlsSettings {
+    /// Whether the server listens for DNS over TLS or QUIC.
+    pub fn serves(&self) -> bool {
+        !self.listen.is_empty() || !self.listen_quic.is_empty()
+    }
 }
 
 /// A DoT listen address: "ADDR@PORT", "ADDR:PORT" or "ADDR" (port 853).
@@ -78,6 +99,14 @@ pub(super) fn resolve_tls(
         .listen_tls
         .iter()
         .map(|s| parse_tls_listen(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let listen_quic = file
+        .listen_quic
+        .iter()
+        .map(|s| {
+            parse_tls_listen(s)
+                .map_err(|e| ConfigError::Value(e.to_string().replace("listen-tls", "listen-quic")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let certificate = match (&file.cert_file, &file.key_file) {
         (Some(c), Some(k)) => TlsCertificate::Files {
@@ -126,6 +155,21 @@ pub(super) fn resolve_tls(
                 .max(1),
         ),
         max_clients,
+        listen_quic,
+        quic_max_clients: match file.quic_max_clients {
+            Some(n) if n < 1 => {
+                return Err(ConfigError::Value(
+                    "quic-max-clients = 0: must be at least 1".into(),
+                ))
+            }
+            Some(n) => n,
+            None => DEFAULT_QUIC_MAX_CLIENTS,
+        },
+        quic_idle_timeout: Duration::from_secs(
+            file.quic_idle_close_timeout
+                .unwrap_or(DEFAULT_QUIC_IDLE_SECS)
+                .max(1),
+        ),
     })
 }
 

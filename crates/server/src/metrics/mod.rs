@@ -248,6 +248,53 @@ fn stream_families(out: &mut Vec<Family>, n: &StreamNames, t: &lode_io::TcpStats
     out.push(c(n.unanswered, t.dropped));
 }
 
+/// The families of DNS over QUIC.
+fn quic_families(out: &mut Vec<Family>, q: &lode_io::QuicStats) {
+    let c = |name, help, v| Family::new(name, help, Kind::Counter).with(&[], Value::Int(v));
+    out.push(c(
+        "lode_quic_connections",
+        "DNS-over-QUIC connections established.",
+        q.connections,
+    ));
+    out.push(
+        Family::new(
+            "lode_quic_connections_open",
+            "DNS-over-QUIC connections open now (handshakes included).",
+            Kind::Gauge,
+        )
+        .with(&[], Value::Int(q.open)),
+    );
+    out.push(
+        Family::new(
+            "lode_quic_connections_closed",
+            "DNS-over-QUIC connections refused or failed, by reason.",
+            Kind::Counter,
+        )
+        .with(&[("reason", "refused-full")], Value::Int(q.refused))
+        .with(&[("reason", "failed")], Value::Int(q.failed)),
+    );
+    out.push(c(
+        "lode_quic_retries",
+        "QUIC Retry packets sent (address validation while over half full).",
+        q.retries,
+    ));
+    out.push(c(
+        "lode_quic_received",
+        "DNS-over-QUIC messages received.",
+        q.queries,
+    ));
+    out.push(c(
+        "lode_quic_sent",
+        "DNS-over-QUIC messages sent.",
+        q.responses,
+    ));
+    out.push(c(
+        "lode_quic_unanswered",
+        "DNS-over-QUIC messages received and not answered.",
+        q.dropped,
+    ));
+}
+
 /// Everything a scrape reads.
 #[derive(Debug, Clone)]
 pub struct Scrape {
@@ -257,6 +304,8 @@ pub struct Scrape {
     pub(crate) tcp: TcpCounters,
     /// DNS over TLS, when listening.
     pub(crate) tls: Option<TcpCounters>,
+    /// DNS over QUIC, when listening.
+    pub(crate) quic: Option<lode_io::QuicCounters>,
     pub(crate) guard: Arc<crate::guard::Guard>,
     pub(crate) loads: Arc<crate::loads::ZoneLoads>,
 }
@@ -467,6 +516,9 @@ impl Scrape {
         stream_families(out, &TCP_NAMES, &self.tcp.read());
         if let Some(tls) = &self.tls {
             stream_families(out, &TLS_NAMES, &tls.read());
+        }
+        if let Some(quic) = &self.quic {
+            quic_families(out, &quic.read());
         }
     }
 

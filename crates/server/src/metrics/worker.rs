@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Transports, as indexes: UDP, TCP.
-pub const TRANSPORTS: [&str; 3] = ["udp", "tcp", "tls"];
+pub const TRANSPORTS: [&str; 4] = ["udp", "tcp", "tls", "quic"];
 
 /// Request kinds counted: a standard query, AXFR, IXFR, UPDATE, NOTIFY, other.
 pub const REQUESTS: [&str; 6] = ["query", "axfr", "ixfr", "update", "notify", "other"];

@@ -1,0 +1,134 @@
+//! DNS over QUIC (RFC 9250) end to end: `lode serve` with `listen-quic`,
+//! asked by `kdig +quic` (Knot's client, as an operator would).
+//!
+//! ```text
+//!  tests/differential/{zones,queries.txt} ─▶ lode serve (UDP/TCP 17000-17019, QUIC 17020-17039)
+//!     kdig +quic (one connection, many streams) ─▶ the answers kdig +tcp gets
+//!     kdig +quic with a wrong pin ─▶ no answer (+tls-pin must come before +quic)
+//! ```
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+fn kdig_present() -> bool {
+    let ok = Command::new("kdig")
+        .arg("-h")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("+[no]quic"));
+    if !ok {
+        assert!(
+            std::env::var_os("LODE_REQUIRE_KNOT").is_none(),
+            "kdig with +quic missing"
+        );
+        eprintln!("skipped: kdig with +quic missing");
+    }
+    ok
+}
+
+#[test]
+fn quic_answers_are_the_tcp_answers() {
+    if !kdig_present() {
+        return;
+    }
+    let dir = TempDir::new("doq");
+    let pin = write_certificate(&dir.0, "cert.pem", "key.pem");
+    let zones = zones_in(&repo_root().join("tests/differential/zones"));
+    let port = pick_port_in(17000, 17019);
+    let quic_port = pick_port_in(17020, 17039);
+    let mut conf = format!(
+        "control = \"\"\nlisten-quic = [\"127.0.0.1@{quic_port}\"]\n\
+         cert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n\
+         identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n"
+    );
+    for z in &zones {
+        conf.push_str(&format!(
+            "[[zone]]\nname = \"{}\"\nfile = \"{}\"\n",
+            z.origin,
+            z.file.display()
+        ));
+    }
+    std::fs::write(dir.0.join("lode.toml"), conf).unwrap();
+    let origins: Vec<&str> = zones.iter().map(|z| z.origin.as_str()).collect();
+    let server = start_lode_config(
+        &dir.0.join("lode.toml"),
+        port,
+        &dir.0.join("lode.log"),
+        &origins,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    let text = std::fs::read_to_string(repo_root().join("tests/differential/queries.txt")).unwrap();
+    let mut args: Vec<String> = Vec::new();
+    for line in text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .step_by(7)
+    {
+        let mut w = line.split_whitespace();
+        let (Some(name), Some(qtype)) = (w.next(), w.next()) else {
+            continue;
+        };
+        if type_from_str(qtype).is_none() || qtype == "AXFR" || qtype == "IXFR" {
+            continue;
+        }
+        args.push(name.to_string());
+        args.push(qtype.to_string());
+    }
+    let answers = |extra: &[String], port: u16| -> (String, String) {
+        let out = Command::new("kdig")
+            .arg("@127.0.0.1")
+            .arg("-p")
+            .arg(port.to_string())
+            .args(extra)
+            .args([
+                "+keepopen",
+                "+nocomments",
+                "+noquestion",
+                "+nostats",
+                "+noedns",
+            ])
+            .args(&args)
+            .output()
+            .expect("kdig");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let kept = text
+            .lines()
+            .filter(|l| !l.starts_with(";;") && !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        (kept, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (over_tcp, _) = answers(&["+tcp".into()], server.addr.port());
+    let (over_quic, err) = answers(&[format!("+tls-pin={pin}"), "+quic".into()], quic_port);
+    assert!(over_tcp.lines().count() > 50, "{over_tcp}");
+    assert_eq!(
+        over_tcp,
+        over_quic,
+        "kdig +quic differs from kdig +tcp\n{err}\n{}",
+        server.log_tail(10)
+    );
+
+    // A wrong pin: no answer at all.
+    let wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let out = Command::new("kdig")
+        .arg("@127.0.0.1")
+        .arg("-p")
+        .arg(quic_port.to_string())
+        .args([
+            &format!("+tls-pin={wrong}"),
+            "+quic",
+            "+short",
+            "example.com.",
+            "SOA",
+        ])
+        .output()
+        .expect("kdig");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).trim().is_empty(),
+        "answered despite a wrong pin: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
