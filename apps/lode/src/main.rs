@@ -73,8 +73,7 @@ enum Command {
     ZoneRefresh(zonectl::ZoneRefreshArgs),
     /// Make a secondary zone transfer the whole zone again (AXFR, as `knotc zone-retransfer`).
     ZoneRetransfer(zonectl::ZoneRefreshArgs),
-    /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging).
-    #[command(hide = true)]
+    /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging, or to read with `man -l`).
     Man(manpages::ManArgs),
 }
 

@@ -1,4 +1,4 @@
-//! `lode man --out DIR` (hidden): writes the server's manual pages, generated
+//! `lode man --out DIR`: writes the server's manual pages, generated
 //! from the command-line definitions (src/manpages.rs).
 //!
 //! `lode.8` lists every subcommand, and `lode-serve.8`, `lode-update.8`, … give

@@ -302,6 +302,12 @@ master = ["nowhere"]
     let o = lode(&["zone-status", "s.test."], &control);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("  source transfer from "), "{out}");
+    let o = lode(&["zone-flush", "s.test."], &control);
+    assert!(
+        text(&o).contains("a secondary has no zone file to write"),
+        "{}",
+        text(&o)
+    );
 
     // A zone added by `lode reload` can be reloaded alone too.
     let added = dir.0.join("a.zone");

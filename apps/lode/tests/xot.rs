@@ -209,6 +209,27 @@ fn lode_secondary_pins_its_primary() {
     refresh(&d.join("good"));
     wait_serial(good.addr, ZONE, 2, Duration::from_secs(30))
         .unwrap_or_else(|e| panic!("{e}\n{}", good.log_tail(20)));
+    // Restarted, the secondary shows the refresh times it kept.
+    drop(good);
+    let good = lode_secondary(
+        &d.join("good"),
+        good_port,
+        "cert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n",
+        &format!("address = [\"127.0.0.1@{tls_port}\"]\ncert-key = [\"{pin}\"]"),
+    );
+    wait_serial(good.addr, ZONE, 2, Duration::from_secs(30)).unwrap();
+    let status = Command::new(lode)
+        .args(["zone-status", ZONE, "--control"])
+        .arg(d.join("good").join("ctl.sock"))
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(
+        status.contains("next refresh in ")
+            && !status.contains("last refresh -")
+            && !status.contains("last refresh in"),
+        "times not restored: {status}"
+    );
 
     // The wrongly pinned secondary has nothing, and its log says why.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);

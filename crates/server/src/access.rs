@@ -91,12 +91,18 @@ pub(crate) fn check<'k>(
     };
     if !acl::allows(rules, action, &who) {
         if crate::lograte::REFUSALS.allow(now) {
-            tracing::info!(
-                "{what} from {peer} over {protocol}{}: denied by the zone's acl, NOTAUTH",
-                claimed
-                    .as_ref()
-                    .map_or(String::new(), |k| format!(" key {k}"))
-            );
+            match (&failure, &claimed) {
+                // A key this server does not know: no ACL could take it.
+                (Some(f), Some(k)) if f.error == TsigError::BadKey => tracing::info!(
+                    "{what} from {peer} over {protocol}: unknown key {k} (no key of that name and algorithm here), NOTAUTH (BADKEY)"
+                ),
+                _ => tracing::info!(
+                    "{what} from {peer} over {protocol}{}: denied by the zone's acl, NOTAUTH",
+                    claimed
+                        .as_ref()
+                        .map_or(String::new(), |k| format!(" key {k}"))
+                ),
+            }
         }
         // A request naming a key the ACL does not accept: BADKEY,
         // unsigned, echoing the request's key and algorithm names.

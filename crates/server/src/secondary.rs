@@ -424,7 +424,7 @@ fn prepare(
     let now_unix = unix_now();
     let (sources, rules) = sources_and_rules(options, keys);
     let timers = crate::update::journal_path(dir, origin).with_extension("timers");
-    let (saved_next, saved_expire) = read_timers(&timers);
+    let (saved_next, saved_expire, saved_last) = read_timers(&timers);
     let served = publisher.get(origin);
     let has_data = served.as_ref().is_some_and(|z| !is_placeholder(z));
     let mut next = Instant::now();
@@ -446,6 +446,9 @@ fn prepare(
             .collect::<Vec<_>>()
             .join(", "),
         expires: saved_expire.filter(|_| has_data),
+        // What the zone's timers say after a restart (zone-status shows them).
+        next_refresh: saved_next.filter(|_| has_data).map(|t| t.max(now_unix)),
+        last_refresh: saved_last.filter(|_| has_data),
         ..Status::default()
     };
     Prepared {
@@ -532,18 +535,24 @@ fn set_expired(publisher: &Publisher, origin: &Name, expired: bool) {
 }
 
 /// The saved next refresh and expiry (Unix seconds), if any.
-fn read_timers(path: &PathBuf) -> (Option<u64>, Option<u64>) {
+/// The saved timers: next refresh, expiry, last successful refresh (Unix
+/// times; the last is missing in files written before it was kept).
+fn read_timers(path: &PathBuf) -> (Option<u64>, Option<u64>, Option<u64>) {
     let Ok(text) = std::fs::read_to_string(path) else {
-        return (None, None);
+        return (None, None, None);
     };
     let mut it = text.split_whitespace().map(|w| w.parse::<u64>().ok());
-    (it.next().flatten(), it.next().flatten())
+    let next = it.next().flatten();
+    let expire = it.next().flatten();
+    let last = it.next().flatten().filter(|&t| t > 0);
+    (next, expire, last)
 }
 
-/// Saves the next refresh and the expiry (a temporary file renamed over).
-fn write_timers(path: &PathBuf, next: u64, expire: Option<u64>) {
+/// Saves the next refresh, the expiry and the last successful refresh (a
+/// temporary file renamed over).
+fn write_timers(path: &PathBuf, next: u64, expire: Option<u64>, last: Option<u64>) {
     let tmp = path.with_extension("timers.tmp");
-    let text = format!("{next} {}\n", expire.unwrap_or(0));
+    let text = format!("{next} {} {}\n", expire.unwrap_or(0), last.unwrap_or(0));
     if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)) {
         tracing::warn!("{}: timers not saved: {e}", path.display());
     }
@@ -722,7 +731,7 @@ impl Scheduler {
                 if transfer.is_some() {
                     st.last_transfer = transfer;
                 }
-                write_timers(&z.timers, now + u64::from(refresh), z.expire_at);
+                write_timers(&z.timers, now + u64::from(refresh), z.expire_at, Some(now));
             }
             Outcome::Failed(why) => {
                 tracing::warn!(
@@ -732,7 +741,12 @@ impl Scheduler {
                 z.next = Instant::now() + Duration::from_secs(u64::from(z.retry));
                 st.next_refresh = Some(now + u64::from(z.retry));
                 st.last_error = Some(why);
-                write_timers(&z.timers, now + u64::from(z.retry), z.expire_at);
+                write_timers(
+                    &z.timers,
+                    now + u64::from(z.retry),
+                    z.expire_at,
+                    st.last_refresh,
+                );
             }
         }
         if let Some(axfr) = z.again.take() {

@@ -373,7 +373,8 @@ fn zone_status(
         .unwrap_or_default();
     let now = crate::update::unix_now();
     let when = |t: Option<u64>| match t {
-        Some(t) if t >= now => format!("in {} s", t - now),
+        Some(t) if t > now => format!("in {} s", t - now),
+        Some(t) if t == now => "now".into(),
         Some(t) => format!("{} s ago", now - t),
         None => "-".into(),
     };
@@ -467,7 +468,8 @@ fn zone_status(
         }
         text.push('\n');
     }
-    if !found {
+    // No name given and no zone: nothing to list (as knotc), not an error.
+    if !found && wanted.is_some() {
         return Reply {
             ok: false,
             text: format!("{zone}: no such zone\n"),

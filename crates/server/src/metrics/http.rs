@@ -174,11 +174,6 @@ fn respond<B>(req: &Request<B>, scrape: &Scrape) -> Response<Full<Bytes>> {
     }
     match req.uri().path() {
         "/metrics" => reply(StatusCode::OK, CONTENT_TYPE, render(scrape)),
-        "/" => reply(
-            StatusCode::OK,
-            "text/plain; charset=utf-8",
-            "Lode: the metrics are at /metrics\n".into(),
-        ),
         _ => reply(
             StatusCode::NOT_FOUND,
             "text/plain",

@@ -82,6 +82,8 @@ pub(crate) enum FlushError {
     NoZone,
     /// The zone does not take updates: its zone file is its source.
     Static,
+    /// A secondary: its contents come from its primaries, it has no zone file.
+    Secondary,
     /// The zone takes updates but has no writer (its journal failed at start).
     NoWriter,
     /// The writer could not write the file.
@@ -94,6 +96,10 @@ impl std::fmt::Display for FlushError {
             FlushError::NoZone => f.write_str("no such zone"),
             FlushError::Static => f.write_str(
                 "the zone does not take updates: its zone file is already its source, nothing to write",
+            ),
+            FlushError::Secondary => f.write_str(
+                "a secondary has no zone file to write: its contents come from its primaries \
+                 and are kept in journal-dir",
             ),
             FlushError::NoWriter => f.write_str(
                 "the zone takes updates but has no writer (its journal failed at start, see the log)",
@@ -281,6 +287,9 @@ impl Updates {
         let door = doors
             .get(&origin.to_lowercase())
             .ok_or(FlushError::NoZone)?;
+        if door.secondary {
+            return Err(FlushError::Secondary);
+        }
         if !door.takes_updates {
             return Err(FlushError::Static);
         }

@@ -123,6 +123,8 @@ struct Compacted {
 struct CommitLog {
     /// When the last line was written (none yet: the next commit is logged).
     last: Option<Instant>,
+    /// The serial after the last commit counted.
+    serial: u32,
     groups: usize,
     updates: usize,
     changed: usize,
@@ -140,6 +142,13 @@ impl CommitLog {
     fn due(&self) -> bool {
         self.last
             .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1))
+    }
+    /// When the counted commits are to be logged (none counted: never).
+    fn due_at(&self) -> Option<Instant> {
+        (self.groups > 0).then(|| {
+            self.last
+                .map_or_else(Instant::now, |t| t + std::time::Duration::from_secs(1))
+        })
     }
     /// The counts to log, and a fresh start from now.
     fn take(&mut self) -> CommitLog {
@@ -191,6 +200,9 @@ impl Writer {
         if let Some(t) = self.trim_at {
             at(t);
         }
+        if let Some(t) = self.log.due_at() {
+            at(t);
+        }
         if let Some(since) = self.idle_since {
             if self.compaction.is_none() {
                 at(since + IDLE_COMPACTION);
@@ -206,6 +218,9 @@ impl Writer {
 impl super::pool::Step for Writer {
     fn step(&mut self, group: Vec<Work>, out: &mut [u8]) -> Option<Instant> {
         self.finish_compaction();
+        if self.log.due_at().is_some_and(|t| Instant::now() >= t) {
+            self.write_commit_log();
+        }
         if self.resign_at.is_some_and(|t| Instant::now() >= t) {
             self.refresh_signatures();
         }
@@ -235,6 +250,45 @@ impl super::pool::Step for Writer {
 }
 
 impl Writer {
+    /// Logs the commits counted since the last line: one group as itself,
+    /// several as their sum.
+    fn write_commit_log(&mut self) {
+        let serial = self.log.serial;
+        let l = self.log.take();
+        self.log.serial = serial;
+        if l.groups == 0 {
+            return;
+        }
+        let ms = l.busy.as_secs_f64() * 1000.0 / l.groups as f64;
+        if l.groups == 1 {
+            tracing::info!(
+                zone = %self.origin,
+                serial,
+                updates = l.updates,
+                changed = l.changed,
+                "zone {}: {} update{} committed ({} changed the zone), serial now {serial}, {ms:.1} ms",
+                self.origin,
+                l.updates,
+                if l.updates == 1 { "" } else { "s" },
+                l.changed,
+            );
+        } else {
+            tracing::info!(
+                zone = %self.origin,
+                serial,
+                updates = l.updates,
+                groups = l.groups,
+                changed = l.changed,
+                "zone {}: {} updates in {} groups ({} changed the zone), serial now {serial}, \
+                 {ms:.1} ms per group on average",
+                self.origin,
+                l.updates,
+                l.groups,
+                l.changed,
+            );
+        }
+    }
+
     /// Closes the journal's file until it is next needed.
     fn release_file(&mut self) {
         self.journal.release();
@@ -845,10 +899,18 @@ impl Writer {
                 }
                 Ok(_) => Ok(format!("no change, serial {}", version.serial())),
                 Err(StageError::Update(e)) => {
+                    let code = e.rcode().unwrap_or(rcode::SERVFAIL);
                     if let Work::Update(job) = work {
-                        tracing::debug!("zone {}: update from {}: {e}", self.origin, job.peer);
+                        if crate::lograte::REFUSALS.allow(crate::update::unix_now()) {
+                            tracing::info!(
+                                "zone {}: update from {} refused, {}: {e}",
+                                self.origin,
+                                job.peer,
+                                lode_wire::rcode::name(code)
+                            );
+                        }
                     }
-                    Err(e.rcode().unwrap_or(rcode::SERVFAIL))
+                    Err(code)
                 }
                 Err(e) => {
                     tracing::error!(
@@ -910,23 +972,13 @@ impl Writer {
                     c.since.extend(changes.iter().cloned());
                 }
                 self.log.add(group.len(), changes.len(), started.elapsed());
+                self.log.serial = version.serial();
+                // A group is logged when it commits, unless a line was
+                // written less than a second ago: then it is counted, and
+                // the writer's next tick writes the summary (the last
+                // updates before a quiet period are logged too).
                 if self.log.due() {
-                    let l = self.log.take();
-                    tracing::info!(
-                        zone = %self.origin,
-                        serial = version.serial(),
-                        updates = l.updates,
-                        groups = l.groups,
-                        changed = l.changed,
-                        "zone {}: {} updates in {} groups ({} changed the zone), serial now {}, \
-                         {:.1} ms per group on average",
-                        self.origin,
-                        l.updates,
-                        l.groups,
-                        l.changed,
-                        version.serial(),
-                        l.busy.as_secs_f64() * 1000.0 / l.groups.max(1) as f64
-                    );
+                    self.write_commit_log();
                 }
             }
         }
