@@ -46,7 +46,7 @@ step() { printf '\n--> %s (%ds)\n' "$*" $((SECONDS - started)); }
 # build would take minutes more); LODE_DEB_PROFILE=release packages that.
 profile=${LODE_DEB_PROFILE:-dev}
 step "building the package ($profile profile)"
-deb=$(bash scripts/deb.sh --profile "$profile" | tail -1)
+deb=$(LODE_DEB_REUSE_TEST_BUILD=1 bash scripts/deb.sh --profile "$profile" | tail -1)
 [ -f "$deb" ] || fail "no package built"
 dpkg-deb -I "$deb" | sed -n '/Package:/,/Depends:/p'
 # The measuring tools are the lode-bench binary's, packaged apart (issue 17 §4).

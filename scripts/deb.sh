@@ -26,7 +26,17 @@ if ! cargo deb --version >/dev/null 2>&1; then
     cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked
 fi
 
-cargo build -p lode --profile "$profile"
+# LODE_DEB_REUSE_TEST_BUILD=1 (scripts/deb-test.sh, after scripts/test.sh's
+# `cargo test --workspace`): the binary that test run built, checked fresh by
+# the same cargo command (`cargo build -p lode` would unify features apart
+# from the test run's and rebuild a dozen crates for the same code).
+if [ "${LODE_DEB_REUSE_TEST_BUILD:-}" = 1 ]; then
+    release=()
+    [ "$profile" = release ] && release=(--release)
+    cargo test --workspace --no-run "${release[@]}"
+else
+    cargo build -p lode --profile "$profile"
+fi
 rm -rf target/man
 "target/$dir/lode" man --out target/man >/dev/null
 # --strip: the dev build carries full debug information (hundreds of MB).
