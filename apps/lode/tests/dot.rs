@@ -283,3 +283,90 @@ fn certificate_rotated_by_reload() {
     assert!(!exchange(&mut again, &q).is_empty());
     assert!(s.server.alive());
 }
+
+/// Resident memory of a process, KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Abuse: 1,500 idle TLS connections (five times `tls-max-clients`) and 500
+/// connections that never finish a handshake leave an established TLS client
+/// and UDP served, and the server's memory bounded.
+#[test]
+fn idle_and_stalled_tls_connections_leave_others_served() {
+    let dir = TempDir::new("dot-abuse");
+    let pin = write_certificate(&dir.0, "cert.pem", "key.pem");
+    let port = pick_port_in(16900, 16919);
+    let tls_port = pick_port_in(16920, 16939);
+    std::fs::write(
+        dir.0.join("zone"),
+        "$ORIGIN abuse.example.\n$TTL 300\n@ SOA ns hm 1 60 10 600 60\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.0.join("lode.toml"),
+        format!(
+            "control = \"\"\nlisten-tls = [\"127.0.0.1@{tls_port}\"]\n\
+             cert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n\
+             tls-max-clients = 300\ntls-handshake-timeout = 1000\n\
+             [[zone]]\nname = \"abuse.example.\"\nfile = \"zone\"\n"
+        ),
+    )
+    .unwrap();
+    let server = start_lode_config(
+        &dir.0.join("lode.toml"),
+        port,
+        &dir.0.join("lode.log"),
+        &["abuse.example."],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tls = SocketAddr::from(([127, 0, 0, 1], tls_port));
+    let q = Query::new("abuse.example.", 6, 1).to_wire();
+    let mut kept = tls_connect(tls, &pin).unwrap();
+    let first = exchange(&mut kept, &q);
+    let baseline = rss_kib(server.pid());
+    let check = |kept: &mut ClientStream, when: &str| {
+        assert_eq!(exchange(kept, &q), first, "established client, {when}");
+        let udp = udp_exchange(server.addr, &q, Duration::from_secs(2));
+        assert!(udp.is_some(), "UDP, {when}");
+    };
+    // Idle TLS connections, at most 400 held by this process at once.
+    let mut held = std::collections::VecDeque::new();
+    for i in 0..1500 {
+        if let Ok(c) = tls_connect(tls, &pin) {
+            held.push_back(c);
+        }
+        if held.len() > 400 {
+            held.pop_front();
+        }
+        if i % 100 == 99 {
+            check(&mut kept, &format!("after {} idle TLS connections", i + 1));
+        }
+    }
+    let after_idle = rss_kib(server.pid());
+    drop(held);
+    // Connections that never finish their handshake.
+    let mut stalled = Vec::new();
+    for i in 0..500 {
+        if let Ok(mut s) = TcpStream::connect(tls) {
+            let _ = s.write_all(&[0x16, 0x03, 0x01]);
+            stalled.push(s);
+        }
+        if i % 100 == 99 {
+            check(&mut kept, &format!("after {} stalled handshakes", i + 1));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    check(&mut kept, "after the handshake timeout");
+    drop(stalled);
+    let grown = after_idle.saturating_sub(baseline);
+    assert!(
+        grown < 64 * 1024,
+        "memory grew by {grown} KiB under 1,500 idle TLS connections (limit 300)"
+    );
+}
