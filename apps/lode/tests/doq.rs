@@ -34,30 +34,13 @@ fn quic_answers_are_the_tcp_answers() {
     }
     let dir = TempDir::new("doq");
     let pin = write_certificate(&dir.0, "cert.pem", "key.pem");
-    let zones = zones_in(&repo_root().join("tests/differential/zones"));
     let port = pick_port_in(17000, 17019);
     let quic_port = pick_port_in(17020, 17039);
-    let mut conf = format!(
-        "control = \"\"\nlisten-quic = [\"127.0.0.1@{quic_port}\"]\n\
-         cert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n\
-         identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n"
-    );
-    for z in &zones {
-        conf.push_str(&format!(
-            "[[zone]]\nname = \"{}\"\nfile = \"{}\"\n",
-            z.origin,
-            z.file.display()
-        ));
-    }
-    std::fs::write(dir.0.join("lode.toml"), conf).unwrap();
-    let origins: Vec<&str> = zones.iter().map(|z| z.origin.as_str()).collect();
-    let server = start_lode_config(
-        &dir.0.join("lode.toml"),
+    let server = start_lode_with_suite(
+        &dir.0,
         port,
-        &dir.0.join("lode.log"),
-        &origins,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+        &format!("listen-quic = [\"127.0.0.1@{quic_port}\"]\ncert-file = \"cert.pem\"\nkey-file = \"key.pem\""),
+    );
 
     let text = std::fs::read_to_string(repo_root().join("tests/differential/queries.txt")).unwrap();
     let mut args: Vec<String> = Vec::new();

@@ -26,6 +26,19 @@ fn zone_text(serial: u32, extra: &str) -> String {
     )
 }
 
+/// Starts named on `b/named.conf` (one worker, IPv4, in the foreground),
+/// its log in `b/named.log`; killed when dropped.
+fn start_named(b: &std::path::Path, port: u16) -> Server {
+    let named = Command::new(sbin("named"))
+        .args(["-f", "-4", "-n", "1", "-c"])
+        .arg(b.join("named.conf"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(b.join("stderr")).unwrap())
+        .spawn()
+        .expect("start named");
+    Server::adopt("named".into(), port, named, b.join("named.log"))
+}
+
 fn bind_present() -> bool {
     let ok = sbin("named").is_file() && Command::new("kdig").arg("-V").output().is_ok();
     if !ok {
@@ -80,14 +93,7 @@ fn bind_secondary_transfers_over_tls_only() {
         ),
     )
     .unwrap();
-    let named = Command::new(sbin("named"))
-        .args(["-f", "-4", "-n", "1", "-c"])
-        .arg(b.join("named.conf"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(b.join("stderr")).unwrap())
-        .spawn()
-        .expect("start named");
-    let named = Server::adopt("named".into(), bind_port, named, b.join("named.log"));
+    let named = start_named(&b, bind_port);
     let bind_addr = SocketAddr::from(([127, 0, 0, 1], bind_port));
     let log = || std::fs::read_to_string(b.join("named.log")).unwrap_or_default();
     wait_serial(bind_addr, ZONE, 1, Duration::from_secs(30))
@@ -281,14 +287,7 @@ fn lode_secondary_of_a_bind_primary_over_tls() {
         ),
     )
     .unwrap();
-    let named = Command::new(sbin("named"))
-        .args(["-f", "-4", "-n", "1", "-c"])
-        .arg(b.join("named.conf"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(b.join("stderr")).unwrap())
-        .spawn()
-        .expect("start named");
-    let named = Server::adopt("named".into(), bind_port, named, b.join("named.log"));
+    let named = start_named(&b, bind_port);
     wait_serial(named.addr, ZONE, 5, Duration::from_secs(20)).unwrap_or_else(|e| {
         panic!(
             "{e}\n{}",

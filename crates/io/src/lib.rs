@@ -110,6 +110,44 @@ impl std::error::Error for IoError {
     }
 }
 
+/// A multi-threaded tokio runtime for one transport, shut down (waiting at
+/// most a second for its tasks) when dropped.
+#[derive(Debug)]
+pub(crate) struct EventLoop(Option<tokio::runtime::Runtime>);
+
+impl EventLoop {
+    /// `threads` event-loop threads named `name`, at scheduling priority
+    /// `nice` (0: unchanged).
+    pub(crate) fn start(threads: usize, name: &str, nice: i32) -> Result<EventLoop, IoError> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .thread_name(name)
+            .on_thread_start(move || {
+                if nice > 0 {
+                    lower_thread_priority(nice);
+                }
+            })
+            .enable_io()
+            .enable_time()
+            .build()
+            .map(|rt| EventLoop(Some(rt)))
+            .map_err(|e| IoError::Thread(e.to_string()))
+    }
+
+    /// The runtime (present until shut down).
+    pub(crate) fn handle(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("the event loop runs until dropped")
+    }
+}
+
+impl Drop for EventLoop {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_timeout(std::time::Duration::from_secs(1));
+        }
+    }
+}
+
 /// Ignores SIGXFSZ, so a file grown past RLIMIT_FSIZE fails its write with
 /// EFBIG (which the journal answers with SERVFAIL and rolls back) instead of
 /// killing the process.

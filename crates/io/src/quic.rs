@@ -117,7 +117,7 @@ impl QuicCounters {
 /// A running QUIC transport on its own event loop; stops on `stop` or drop.
 #[derive(Debug)]
 pub struct QuicServer {
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: crate::EventLoop,
     counters: Arc<Counters>,
     local_addrs: Vec<SocketAddr>,
 }
@@ -130,13 +130,8 @@ impl QuicServer {
         config: &QuicConfig,
         handler: H,
     ) -> Result<QuicServer, IoError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.threads.max(1))
-            .thread_name("lode-quic")
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(|e| IoError::Thread(e.to_string()))?;
+        let event_loop = crate::EventLoop::start(config.threads, "lode-quic", 0)?;
+        let runtime = event_loop.handle();
         let server_config = server_config(config).map_err(IoError::Thread)?;
         let counters = Arc::new(Counters::default());
         let mut local_addrs = Vec::new();
@@ -162,7 +157,7 @@ impl QuicServer {
             local_addrs.push(local);
         }
         Ok(QuicServer {
-            runtime: Some(runtime),
+            runtime: event_loop,
             counters,
             local_addrs,
         })
@@ -184,20 +179,8 @@ impl QuicServer {
     }
 
     /// Closes the endpoints and every connection.
-    pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(1));
-        }
-    }
-}
-
-impl Drop for QuicServer {
-    fn drop(&mut self) {
-        self.shutdown();
+    pub fn stop(self) {
+        drop(self.runtime);
     }
 }
 

@@ -280,7 +280,7 @@ impl TcpCounters {
 /// A running TCP transport on its own event loop; stops on `stop` or drop.
 #[derive(Debug)]
 pub struct TcpServer {
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: crate::EventLoop,
     counters: Arc<Counters>,
     local_addrs: Vec<SocketAddr>,
 }
@@ -294,18 +294,8 @@ impl TcpServer {
         handler: H,
     ) -> Result<TcpServer, IoError> {
         let nice = config.nice;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.threads.max(1))
-            .thread_name("lode-tcp")
-            .on_thread_start(move || {
-                if nice > 0 {
-                    crate::lower_thread_priority(nice);
-                }
-            })
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(|e| IoError::Thread(e.to_string()))?;
+        let event_loop = crate::EventLoop::start(config.threads, "lode-tcp", nice)?;
+        let runtime = event_loop.handle();
         let counters = Arc::new(Counters::default());
         let registry = Arc::new(Registry::new(config, counters.clone()));
         let mut local_addrs = Vec::new();
@@ -337,7 +327,7 @@ impl TcpServer {
         }
         runtime.spawn(sweeper(registry));
         Ok(TcpServer {
-            runtime: Some(runtime),
+            runtime: event_loop,
             counters,
             local_addrs,
         })
@@ -359,20 +349,8 @@ impl TcpServer {
     }
 
     /// Closes the listeners and every connection.
-    pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(1));
-        }
-    }
-}
-
-impl Drop for TcpServer {
-    fn drop(&mut self) {
-        self.shutdown();
+    pub fn stop(self) {
+        drop(self.runtime);
     }
 }
 

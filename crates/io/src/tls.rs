@@ -316,12 +316,7 @@ impl rustls::client::danger::ServerCertVerifier for PinVerifier {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        signatures(&self.provider).tls12(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -330,18 +325,45 @@ impl rustls::client::danger::ServerCertVerifier for PinVerifier {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        signatures(&self.provider).tls13(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        signatures(&self.provider).schemes()
+    }
+}
+
+/// The handshake signature checks both verifiers make with the provider's
+/// algorithms (what a certificate proves is theirs to decide).
+struct Signatures<'a>(&'a rustls::crypto::WebPkiSupportedAlgorithms);
+
+fn signatures(provider: &CryptoProvider) -> Signatures<'_> {
+    Signatures(&provider.signature_verification_algorithms)
+}
+
+type SignatureCheck = Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error>;
+
+impl Signatures<'_> {
+    fn tls12(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> SignatureCheck {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, self.0)
+    }
+
+    fn tls13(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> SignatureCheck {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, self.0)
+    }
+
+    fn schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_schemes()
     }
 }
 
@@ -380,12 +402,7 @@ impl rustls::server::danger::ClientCertVerifier for AnyClientCertificate {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        signatures(&self.provider).tls12(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -394,18 +411,11 @@ impl rustls::server::danger::ClientCertVerifier for AnyClientCertificate {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        signatures(&self.provider).tls13(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        signatures(&self.provider).schemes()
     }
 }
 

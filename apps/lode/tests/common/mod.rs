@@ -1528,3 +1528,30 @@ pub fn write_certificate(dir: &Path, cert_name: &str, key_name: &str) -> String 
         .pin()
         .to_string()
 }
+
+/// Starts `lode serve` on 127.0.0.1:`port` with the differential suite's
+/// zones (tests/differential/zones) and the suite's identity, `top` added to
+/// the configuration's top level (e.g. `listen-tls`), all in `dir`; waits
+/// until every zone answers.
+pub fn start_lode_with_suite(dir: &Path, port: u16, top: &str) -> Server {
+    let zones = zones_in(&repo_root().join("tests/differential/zones"));
+    let mut conf = format!(
+        "control = \"\"\n{top}\nidentity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n"
+    );
+    for z in &zones {
+        conf.push_str(&format!(
+            "[[zone]]\nname = \"{}\"\nfile = \"{}\"\n",
+            z.origin,
+            z.file.display()
+        ));
+    }
+    std::fs::write(dir.join("lode.toml"), conf).unwrap();
+    let origins: Vec<&str> = zones.iter().map(|z| z.origin.as_str()).collect();
+    start_lode_config(
+        &dir.join("lode.toml"),
+        port,
+        &dir.join("lode.log"),
+        &origins,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
