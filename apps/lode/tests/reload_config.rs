@@ -118,9 +118,16 @@ fn keys_and_acls_change_by_reload() {
         .unwrap_or_else(|e| panic!("{e}\n{}", server.log_tail(20)));
     assert_ne!(axfr(server.addr, &new), "NOERROR");
 
-    // Transfers allowed again by a good configuration.
-    std::fs::write(d.join("lode.toml"), config(d, port, NEW, true)).unwrap();
+    // Transfers allowed again by a good configuration; a setting that needs a
+    // restart is named in the report.
+    let mut conf = config(d, port, NEW, true);
+    conf.push_str("[rrl]\nrate-limit = 20\n");
+    std::fs::write(d.join("lode.toml"), conf).unwrap();
     let (ok, text) = reload(d);
     assert!(ok, "{text}");
+    assert!(
+        text.contains("take effect at restart (not now): [rrl]"),
+        "{text}"
+    );
     assert_eq!(axfr(server.addr, &new), "NOERROR");
 }

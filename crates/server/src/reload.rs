@@ -55,6 +55,8 @@ pub struct ReloadReport {
     /// Per loaded zone, what was loaded ("serial 7, 12 records, read in
     /// 1.2 ms"; for a zone that takes updates, the change its writer made).
     pub notes: Vec<(String, String)>,
+    /// Changed settings that take effect only at a restart.
+    pub restart_needed: Vec<String>,
 }
 
 impl ReloadReport {
@@ -83,6 +85,12 @@ impl ReloadReport {
         }
         for z in &self.removed {
             s.push_str(&format!("zone {z}: removed\n"));
+        }
+        if !self.restart_needed.is_empty() {
+            s.push_str(&format!(
+                "take effect at restart (not now): {}\n",
+                self.restart_needed.join(", ")
+            ));
         }
         for f in &self.failed {
             let what = if f.kept_old {
@@ -271,21 +279,12 @@ impl Reloader {
                 };
             }
         };
-        let r = &self.running;
-        if config.listen != r.listen
-            || config.workers != r.workers
-            || config.max_udp_payload != r.max_udp_payload
-            || config.tcp_idle_timeout != r.tcp_idle_timeout
-            || config.tcp_max_clients != r.tcp_max_clients
-            || config.control != r.control
-            || config.log_level != r.log_level
-        {
+        let restart = restart_needed(&self.running, &config);
+        if !restart.is_empty() {
             tracing::warn!(
-                "reload: listen, workers, max-udp-payload, tcp-*, control and log-level changes take effect at restart"
+                "reload: these changes take effect at restart: {}",
+                restart.join(", ")
             );
-        }
-        if config.dnstap != r.dnstap {
-            tracing::warn!("reload: [dnstap] changes take effect at restart");
         }
         // What can fail is read before anything changes: a certificate that
         // cannot be read or a key that cannot be used refuses the whole
@@ -322,40 +321,84 @@ impl Reloader {
                 s.reconfigure(options_of, &u.keys());
             }
         }
-        if config.tls.listen_quic != r.tls.listen_quic
-            || config.tls.quic_max_clients != r.tls.quic_max_clients
-            || config.tls.quic_idle_timeout != r.tls.quic_idle_timeout
-        {
-            tracing::warn!(
-                "reload: listen-quic, quic-max-clients and quic-idle-close-timeout changes take \
-                 effect at restart"
-            );
-        }
-        if config.tls.listen != r.tls.listen
-            || config.tls.max_clients != r.tls.max_clients
-            || config.tls.handshake_timeout != r.tls.handshake_timeout
-            || config.tls.allow_tls12 != r.tls.allow_tls12
-        {
-            tracing::warn!(
-                "reload: listen-tls, tls-max-clients, tls-handshake-timeout and tls-min-version \
-                 changes take effect at restart"
-            );
-        }
-        // A zone's signer (its keys and policy) is made when its writer
-        // starts: signing settings that change, or a signed zone added
-        // now, take effect at restart (until then the zone is served as
-        // it was, or unsigned).
-        for (name, options) in &config.zone_options {
-            let before = r.zone_options.get(name).map(|o| &o.signing);
-            if before != Some(&options.signing) && (options.signing.is_some() || before.is_some()) {
-                tracing::warn!(
-                    "reload: zone {name}: dnssec-signing/dnssec-policy changes take effect at restart{}",
-                    if before.is_none() { " (served unsigned until then)" } else { "" }
-                );
-            }
-        }
-        self.load(&config, false)
+        let mut report = self.load(&config, false);
+        report.restart_needed = restart;
+        report
     }
+}
+
+/// The settings of `config` that differ from those the server started with
+/// (`running`) and take effect only at a restart: sockets, threads, the
+/// query path's policies, signing set up at start.
+fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
+    let mut v: Vec<String> = [
+        (c.listen != r.listen, "listen"),
+        (c.workers != r.workers, "workers"),
+        (
+            c.background_workers != r.background_workers,
+            "background-workers",
+        ),
+        (c.max_udp_payload != r.max_udp_payload, "max-udp-payload"),
+        (c.tcp_idle_timeout != r.tcp_idle_timeout, "tcp-idle-timeout"),
+        (c.tcp_max_clients != r.tcp_max_clients, "tcp-max-clients"),
+        (
+            c.tcp_max_clients_per_source != r.tcp_max_clients_per_source,
+            "tcp-max-clients-per-source",
+        ),
+        (c.tcp_io_timeout != r.tcp_io_timeout, "tcp-io-timeout"),
+        (c.control != r.control, "control"),
+        (c.metrics_listen != r.metrics_listen, "metrics-listen"),
+        (c.log_level != r.log_level, "log-level"),
+        (c.log_format != r.log_format, "log-format"),
+        (c.user != r.user, "user"),
+        (c.journal_dir != r.journal_dir, "journal-dir"),
+        (
+            c.identity != r.identity,
+            "identity/version/nsid/edns-padding",
+        ),
+        (c.cookies != r.cookies, "[cookies]"),
+        (c.rrl != r.rrl, "[rrl]"),
+        (c.dnstap != r.dnstap, "[dnstap]"),
+        (c.tls.listen != r.tls.listen, "listen-tls"),
+        (c.tls.max_clients != r.tls.max_clients, "tls-max-clients"),
+        (
+            c.tls.handshake_timeout != r.tls.handshake_timeout,
+            "tls-handshake-timeout",
+        ),
+        (c.tls.allow_tls12 != r.tls.allow_tls12, "tls-min-version"),
+        (c.tls.listen_quic != r.tls.listen_quic, "listen-quic"),
+        (
+            c.tls.quic_max_clients != r.tls.quic_max_clients,
+            "quic-max-clients",
+        ),
+        (
+            c.tls.quic_idle_timeout != r.tls.quic_idle_timeout,
+            "quic-idle-close-timeout",
+        ),
+    ]
+    .into_iter()
+    .filter(|(changed, _)| *changed)
+    .map(|(_, name)| name.to_string())
+    .collect();
+    // A zone's signer (its keys and policy) is made when its writer starts:
+    // signing settings that change, or a signed zone added now, take effect
+    // at restart (until then the zone is served as it was, or unsigned).
+    let mut zones: Vec<_> = c.zone_options.iter().collect();
+    zones.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, options) in zones {
+        let before = r.zone_options.get(name).map(|o| &o.signing);
+        if before != Some(&options.signing) && (options.signing.is_some() || before.is_some()) {
+            v.push(format!(
+                "zone {name}: dnssec-signing/dnssec-policy{}",
+                if before.is_none() {
+                    " (served unsigned until then)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    v
 }
 
 /// A reload refused whole: logged, reported, nothing changed.
