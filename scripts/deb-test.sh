@@ -92,9 +92,11 @@ if grep -rqs 'path-exclude[= ]/usr/share/man' /etc/dpkg/dpkg.cfg.d/; then
     echo "(dpkg excludes /usr/share/man here: the pages are checked in the package)"
     dpkg-deb -c "$deb" | grep -q 'usr/share/man/man8/lode.8.gz' || fail "no lode.8 in the package"
     dpkg-deb -c "$deb" | grep -q 'usr/share/man/man8/lode-serve.8.gz' || fail "no lode-serve.8"
+    dpkg-deb -c "$deb" | grep -q 'usr/share/man/man5/lode.toml.5.gz' || fail "no lode.toml.5"
 else
     man -w lode || fail "man -w lode"
     man -w lode-serve || fail "man -w lode-serve"
+    man -w lode.toml || fail "man -w lode.toml"
 fi
 
 step "systemd-analyze verify (installed unit)"

@@ -22,8 +22,17 @@ pub fn run(args: ManArgs) -> anyhow::Result<ExitCode> {
         title: "Lode DNS server",
         skip: &crate::handover::COMMANDS,
         files: &FILES,
-        see_also: "lode-bench(1), knotd(8), knotc(8), nsd(8), dig(1), kdig(1), systemd.service(5)",
+        see_also: "lode.toml(5), lode-bench(1), knotd(8), knotc(8), nsd(8), dig(1), kdig(1), systemd.service(5)",
     };
+    // lode.toml(5): every configuration key, from the table the parser is
+    // tested against (lode_server::config::reference).
+    std::fs::create_dir_all(&args.out)?;
+    let page = args.out.join("lode.toml.5");
+    std::fs::write(
+        &page,
+        lode_server::config::reference::manual_page(env!("CARGO_PKG_VERSION")),
+    )?;
+    println!("{}", page.display());
     manpages::run(crate::Cli::command(), &manual, args)
 }
 
@@ -31,7 +40,7 @@ pub fn run(args: ManArgs) -> anyhow::Result<ExitCode> {
 const FILES: [(&str, &str); 4] = [
     (
         "/etc/lode/lode.toml",
-        "The configuration (TOML; `lode serve --help` lists its keys). The packaged one serves nothing until [[zone]] tables are added.",
+        "The configuration (TOML; lode.toml(5) gives every key, `lode check --config` checks it). The packaged one serves nothing until [[zone]] tables are added.",
     ),
     (
         "/var/lib/lode",

@@ -17,7 +17,7 @@ use clap_mangen::roff::{bold, roman, Roff};
 pub struct ManArgs {
     /// Folder to write the pages to (created if needed).
     #[arg(long, value_name = "DIR")]
-    out: PathBuf,
+    pub out: PathBuf,
 }
 
 /// Runs `man`: writes the pages of `cmd` and prints their paths.

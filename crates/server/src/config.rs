@@ -94,6 +94,7 @@ mod dnssec;
 mod dnstap;
 mod guard;
 mod metrics;
+pub mod reference;
 mod replication;
 mod tls;
 mod zone_options;
