@@ -311,3 +311,124 @@ fn lode_secondary_of_a_bind_primary_over_tls() {
     let log = std::fs::read_to_string(b.join("named.log")).unwrap_or_default();
     assert!(log.contains("transfer of 'xot.example/IN'"), "{log}");
 }
+
+/// Writes a CA (`ca.pem`) and a certificate it issued for `ns.example`
+/// (`cert.pem`, `key.pem`) in `dir`, with openssl.
+fn write_ca_and_certificate(dir: &std::path::Path) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    run(&[
+        &["req", "-x509"][..],
+        &ec,
+        &["-days", "2", "-subj", "/CN=Test CA"],
+        &[
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign",
+        ],
+        &["-keyout", "ca.key", "-out", "ca.pem"],
+    ]
+    .concat());
+    run(&[
+        &["req"][..],
+        &ec,
+        &[
+            "-subj",
+            "/CN=ns.example",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "leaf.csr",
+        ],
+    ]
+    .concat());
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=DNS:ns.example\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        "cert.pem",
+    ]);
+}
+
+/// A primary authenticated by a CA and a name (Knot's `ca-file` and
+/// `cert-hostname`): the right name transfers, another gets nothing.
+#[test]
+fn lode_secondary_checks_its_primary_by_ca_and_name() {
+    let dir = TempDir::new("xot-ca");
+    let d = &dir.0;
+    write_ca_and_certificate(d);
+    let port = pick_port_in(16960, 16969);
+    let tls_port = pick_port_in(16970, 16979);
+    std::fs::write(d.join("xot.zone"), zone_text(1, "")).unwrap();
+    std::fs::write(
+        d.join("lode.toml"),
+        format!(
+            "listen-tls = [\"127.0.0.1@{tls_port}\"]\ncert-file = \"cert.pem\"\nkey-file = \"key.pem\"\n\
+             control = \"\"\n\
+             [[acl]]\nid = \"xot\"\naction = [\"transfer\"]\nprotocol = [\"tls\"]\n\
+             [[zone]]\nname = \"{ZONE}\"\nfile = \"xot.zone\"\nacl = [\"xot\"]\n"
+        ),
+    )
+    .unwrap();
+    let primary = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ca = format!("ca-file = [\"{}\"]\n", d.join("ca.pem").display());
+    let good = lode_secondary(
+        &d.join("good"),
+        pick_port_in(16980, 16989),
+        &ca,
+        &format!("address = [\"127.0.0.1@{tls_port}\"]\ncert-hostname = [\"ns.example\"]"),
+    );
+    wait_serial(good.addr, ZONE, 1, Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", good.log_tail(20), primary.log_tail(20)));
+    let bad = lode_secondary(
+        &d.join("bad"),
+        pick_port_in(16980, 16989),
+        &ca,
+        &format!("address = [\"127.0.0.1@{tls_port}\"]\ncert-hostname = [\"other.example\"]"),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !bad.log().contains("TLS handshake") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no TLS failure logged:\n{}",
+            bad.log_tail(20)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(soa_serial(bad.addr, ZONE), None);
+}

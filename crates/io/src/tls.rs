@@ -259,6 +259,14 @@ pub enum ServerAuth {
     /// Any certificate: encryption without authentication (RFC 9103's
     /// opportunistic TLS; Knot's `tls: on` with neither pin nor host name).
     Opportunistic,
+    /// A certificate chaining to one of these CAs (PEM files) for one of
+    /// these names (Knot's `ca-file` and `cert-hostname`).
+    Names {
+        /// The CA certificates' files.
+        ca_files: Vec<std::path::PathBuf>,
+        /// The names, one of which the certificate must have.
+        names: Vec<String>,
+    },
 }
 
 /// True when `s` reads as a pin: the Base64 of 32 bytes.
@@ -281,6 +289,11 @@ pub fn certificate_pin(cert: &CertificateDer<'_>) -> Result<String, String> {
 struct PinVerifier {
     auth: ServerAuth,
     provider: Arc<CryptoProvider>,
+    /// With [`ServerAuth::Names`]: the chain check, and the names.
+    webpki: Option<(
+        Arc<rustls::client::WebPkiServerVerifier>,
+        Vec<rustls::pki_types::ServerName<'static>>,
+    )>,
 }
 
 impl rustls::client::danger::ServerCertVerifier for PinVerifier {
@@ -292,8 +305,26 @@ impl rustls::client::danger::ServerCertVerifier for PinVerifier {
         _ocsp_response: &[u8],
         _now: rustls::pki_types::UnixTime,
     ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if let Some((webpki, names)) = &self.webpki {
+            let mut last = None;
+            for name in names {
+                match webpki.verify_server_cert(
+                    end_entity,
+                    _intermediates,
+                    name,
+                    _ocsp_response,
+                    _now,
+                ) {
+                    Ok(v) => return Ok(v),
+                    Err(e) => last = Some(e),
+                }
+            }
+            return Err(last.unwrap_or(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName,
+            )));
+        }
         let ok = match &self.auth {
-            ServerAuth::Opportunistic => true,
+            ServerAuth::Opportunistic | ServerAuth::Names { .. } => true,
             ServerAuth::Pins(pins) => {
                 let pin = certificate_pin(end_entity).map_err(|_| {
                     rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding)
@@ -439,9 +470,43 @@ impl TlsClient {
         client: Option<&Credentials>,
     ) -> Result<TlsClient, String> {
         let provider = provider();
+        let webpki = match &auth {
+            ServerAuth::Names { ca_files, names } => {
+                let mut roots = rustls::RootCertStore::empty();
+                for f in ca_files {
+                    for cert in CertificateDer::pem_file_iter(f)
+                        .map_err(|e| format!("{}: {e}", f.display()))?
+                    {
+                        let cert = cert.map_err(|e| format!("{}: {e}", f.display()))?;
+                        roots
+                            .add(cert)
+                            .map_err(|e| format!("{}: {e}", f.display()))?;
+                    }
+                }
+                if roots.is_empty() {
+                    return Err("no CA certificate in ca-file".into());
+                }
+                let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider.clone(),
+                )
+                .build()
+                .map_err(|e| e.to_string())?;
+                let names = names
+                    .iter()
+                    .map(|n| {
+                        rustls::pki_types::ServerName::try_from(n.clone())
+                            .map_err(|e| format!("cert-hostname {n:?}: {e}"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Some((verifier, names))
+            }
+            _ => None,
+        };
         let verifier = Arc::new(PinVerifier {
             auth,
             provider: provider.clone(),
+            webpki,
         });
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()

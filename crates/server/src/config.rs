@@ -61,6 +61,7 @@
 //! key = "xfr-key."                        # TSIG key for what goes to it (optional)
 //! tls = true                              # SOA queries and transfers from it over TLS (RFC 9103)
 //! cert-key = ["BASE64PIN="]               # its certificate's pin(s); implies tls (else opportunistic)
+//! cert-hostname = ["ns1.example.net"]     # or: a name its certificate (from a ca-file CA) has
 //!
 //! [[zone]]
 //! name = "e164.arpa."
@@ -162,6 +163,9 @@ pub struct ConfigFile {
     pub tls_handshake_timeout: Option<u64>,
     /// Concurrent TLS clients (default: tcp-max-clients).
     pub tls_max_clients: Option<usize>,
+    /// CA certificates (PEM files) remotes' `cert-hostname` are checked with (Knot's name).
+    #[serde(default)]
+    pub ca_file: Vec<PathBuf>,
     /// DNS over QUIC listen addresses (config/tls.rs).
     #[serde(default)]
     pub listen_quic: Vec<String>,
@@ -758,7 +762,7 @@ impl Config {
             }
         }
         let acls = resolve_acls(file)?;
-        let remotes = resolve_remotes(file)?;
+        let remotes = resolve_remotes(file, base)?;
         let policies = dnssec::resolve_policies(&file.policies)?;
         let templates = resolve_templates(file, &acls, &remotes, &policies)?;
         let global_sync = match file.zonefile_sync {

@@ -385,11 +385,17 @@ fn sources_and_rules(
     let mut sources = Vec::new();
     let mut rules = options.acl.to_vec();
     for m in &options.masters {
+        // A remote asked over TLS whose client cannot be made is not asked
+        // at all (never in clear instead); the reason is logged.
+        let tls = m.tls.as_ref().map(crate::tls::client);
+        if matches!(tls, Some(None)) {
+            continue;
+        }
         for a in &m.addresses {
             sources.push(Source {
                 addr: *a,
                 key: key_of(&m.key),
-                tls: m.tls.as_ref().and_then(crate::tls::client),
+                tls: tls.clone().flatten(),
             });
         }
         // A zone's primaries may NOTIFY it (BIND's and NSD's default).

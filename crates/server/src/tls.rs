@@ -66,22 +66,27 @@ pub(crate) fn log_credentials(creds: &Credentials) {
 pub(crate) fn client(remote: &crate::config::RemoteTls) -> Option<TlsClient> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
-    static CLIENTS: OnceLock<Mutex<HashMap<Vec<String>, TlsClient>>> = OnceLock::new();
+    static CLIENTS: OnceLock<Mutex<HashMap<crate::config::RemoteTls, TlsClient>>> = OnceLock::new();
     let mut clients = CLIENTS
         .get_or_init(Mutex::default)
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(c) = clients.get(&remote.pins) {
+    if let Some(c) = clients.get(remote) {
         return Some(c.clone());
     }
-    let auth = if remote.pins.is_empty() {
-        ServerAuth::Opportunistic
-    } else {
+    let auth = if !remote.pins.is_empty() {
         ServerAuth::Pins(remote.pins.clone())
+    } else if !remote.hostnames.is_empty() {
+        ServerAuth::Names {
+            ca_files: remote.ca_files.clone(),
+            names: remote.hostnames.clone(),
+        }
+    } else {
+        ServerAuth::Opportunistic
     };
     match TlsClient::new(auth, &[ALPN_DOT], CLIENT_CREDENTIALS.get()) {
         Ok(c) => {
-            clients.insert(remote.pins.clone(), c.clone());
+            clients.insert(remote.clone(), c.clone());
             Some(c)
         }
         Err(e) => {

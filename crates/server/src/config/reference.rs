@@ -101,6 +101,7 @@ pub const KEYS: &[Key] = &[
     k("", "tls-handshake-timeout", "MILLISECONDS", "3000", "Time from accept to a finished TLS handshake."),
     k("", "tls-max-clients", "N", "tcp-max-clients", "TLS connections at once (the idlest closed when full)."),
     k("", "listen-quic", "[\"ADDR@PORT\", …]", "none", "DNS over QUIC (RFC 9250) addresses, UDP; a bare ADDR means port 853."),
+    k("", "ca-file", "[\"PATH\", …]", "none", "CA certificates (PEM) the `cert-hostname` of remotes are checked with."),
     k("", "quic-max-clients", "N", "10000", "QUIC connections at once; a new one past it is refused."),
     k("", "quic-idle-close-timeout", "SECONDS", "4", "An idle QUIC connection is closed after this long."),
     k("", "control", "PATH", "/run/lode/lode.sock (root), else /tmp/lode-UID.sock", "The control socket of lode reload, zone-status, …; \"\" for none."),
@@ -169,7 +170,8 @@ pub const KEYS: &[Key] = &[
     k("[[remote]]", "address", "[\"ADDR@PORT\" | \"ADDR:PORT\" | \"ADDR\", …]", "", "Its addresses (port 53 by default; required)."),
     k("[[remote]]", "key", "KEY-ID", "none", "The TSIG key for what goes to it."),
     k("[[remote]]", "tls", "true | false", "false", "SOA queries and transfers from it over TLS (RFC 9103)."),
-    k("[[remote]]", "cert-key", "[\"PIN\", …]", "none", "Pins of its certificate's key; implies tls (without: opportunistic TLS)."),
+    k("[[remote]]", "cert-key", "[\"PIN\", …]", "none", "Pins of its certificate's key; implies tls (without pins or names: opportunistic TLS)."),
+    k("[[remote]]", "cert-hostname", "[\"NAME\", …]", "none", "Names one of which its certificate, issued by a CA of ca-file, must have; implies tls."),
     // --- [[template]]
     k("[[template]]", "id", "TEXT", "", "The template's name: the catalog group it serves (required)."),
     k("[[template]]", "master", "[\"REMOTE-ID\", …]", "the catalog's", "The members' primaries; also `primary`."),

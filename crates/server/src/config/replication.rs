@@ -66,14 +66,23 @@ pub struct RemoteEntry {
     /// the SHA-256 of the SPKI); given, TLS is used and one must match.
     #[serde(default, rename = "cert-key")]
     pub cert_key: Vec<String>,
+    /// Host names one of which its certificate must name, checked against
+    /// the CAs of `ca-file` (Knot's `cert-hostname`); given, TLS is used.
+    #[serde(default, rename = "cert-hostname")]
+    pub cert_hostname: Vec<String>,
 }
 
 /// How the transfers from a remote are protected by TLS.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RemoteTls {
-    /// Pins one of which the remote's certificate must have; empty:
-    /// opportunistic (encrypted, the remote not authenticated).
+    /// Pins one of which the remote's certificate must have.
     pub pins: Vec<String>,
+    /// Host names one of which its certificate (issued by a CA of
+    /// `ca_files`) must name. Neither pins nor names: opportunistic
+    /// (encrypted, the remote not authenticated).
+    pub hostnames: Vec<String>,
+    /// The CA certificates (PEM files, Knot's `ca-file`) names are checked with.
+    pub ca_files: Vec<std::path::PathBuf>,
 }
 
 /// Another server, as the zones that name it see it.
@@ -267,7 +276,10 @@ pub(super) fn resolve_templates(
 }
 
 /// The `[[remote]]` tables (addresses parsed, key names checked against `[[key]]`).
-pub(super) fn resolve_remotes(file: &ConfigFile) -> Result<Vec<Remote>, ConfigError> {
+pub(super) fn resolve_remotes(
+    file: &ConfigFile,
+    base: &std::path::Path,
+) -> Result<Vec<Remote>, ConfigError> {
     let mut remotes: Vec<Remote> = Vec::new();
     for r in &file.remotes {
         let bad = |why: String| ConfigError::Value(format!("remote {:?}: {why}", r.id));
@@ -303,9 +315,30 @@ pub(super) fn resolve_remotes(file: &ConfigFile) -> Result<Vec<Remote>, ConfigEr
                 )));
             }
         }
-        let tls = (r.tls || !r.cert_key.is_empty()).then(|| RemoteTls {
-            pins: r.cert_key.clone(),
-        });
+        if !r.cert_hostname.is_empty() && file.ca_file.is_empty() {
+            return Err(bad(
+                "cert-hostname needs ca-file (the CA certificates the names are checked with)"
+                    .into(),
+            ));
+        }
+        if !r.cert_key.is_empty() && !r.cert_hostname.is_empty() {
+            return Err(bad("give cert-key or cert-hostname, not both".into()));
+        }
+        let tls =
+            (r.tls || !r.cert_key.is_empty() || !r.cert_hostname.is_empty()).then(|| RemoteTls {
+                pins: r.cert_key.clone(),
+                hostnames: r.cert_hostname.clone(),
+                ca_files: file.ca_file.iter().map(|f| base.join(f)).collect(),
+            });
+        // The CA files and names are read now: a bad one refuses the
+        // configuration (never a transfer in clear instead).
+        if let Some(t) = tls.as_ref().filter(|t| !t.hostnames.is_empty()) {
+            let auth = lode_io::tls::ServerAuth::Names {
+                ca_files: t.ca_files.clone(),
+                names: t.hostnames.clone(),
+            };
+            lode_io::tls::TlsClient::new(auth, &[], None).map_err(bad)?;
+        }
         remotes.push(Remote {
             id: r.id.clone(),
             addresses,
