@@ -1,85 +1,28 @@
 //! Configuration: the TOML file, command-line overrides, and the merged result.
 //!
+//! Every key, its value, default and meaning: [`reference::KEYS`], written
+//! as `lode.toml(5)` by `lode man` and tested against this parser. A small
+//! example:
+//!
 //! ```toml
-//! listen = ["127.0.0.1:53", "[::1]:53"]   # default: 127.0.0.1:5300 and [::1]:5300
-//! workers = 4                             # UDP threads per address; default: one per CPU
-//! background-workers = 2                  # threads that apply every zone's changes; default: one per CPU
-//! max-udp-payload = 1232                  # largest UDP answer with EDNS (512..=4096)
-//! tcp-idle-timeout = 10                   # seconds
-//! tcp-max-clients = 1000                  # when full, the idlest connection makes room
-//! tcp-max-clients-per-source = 128        # per address (IPv6 /64); default max(limit/10, 128)
-//! tcp-io-timeout = 500                    # ms for a begun query to arrive whole (Knot's)
-//! listen-tls = ["127.0.0.1@853"]          # DNS over TLS (config/tls.rs); default: none
-//! cert-file = "tls/cert.pem"              # its certificate; default: a one-time certificate
-//! key-file = "tls/key.pem"                #   over the key kept in kasp-db/tls_key.pem
-//! listen-quic = ["127.0.0.1@853"]         # DNS over QUIC, the same certificate; default: none
-//! control = "/run/lode/lode.sock"         # default: see `default_control_path`
-//! metrics-listen = "127.0.0.1:9153"       # Prometheus endpoint (GET /metrics); default: none
-//! query-counters = true                   # count each request by type, RCODE, zone (default)
-//! log-level = "info"                      # error, warn, info, debug, trace
-//! log-format = "text"                     # or "json": one JSON object per line
-//! user = "lode"                           # started as root: bind, then run as this user
-//! snapshot-dir = "/var/lib/lode/snapshots" # start from snapshots of unchanged zone files
+//! listen = ["127.0.0.1:53", "[::1]:53"]
+//! journal-dir = "/var/lib/lode/journal"
 //!
-//! journal-dir = "/var/lib/lode/journal"  # required when a zone takes updates
-//! journal-max-usage = 104857600           # bytes per zone journal (Knot's default)
-//! journal-max-depth = 20                  # changesets per zone journal (Knot's default)
-//! zonefile-sync = 0                       # write updated zones to their files: -1 never,
-//!                                         # 0 after each change, N at most every N s;
-//!                                         # default 0, or -1 above 100,000 records
-//!
-//! [[key]]                                 # TSIG keys (`lode keygen NAME` prints one)
+//! [[key]]
 //! id = "update-key."
 //! algorithm = "hmac-sha256"
 //! secret = "BASE64"
 //!
-//! [[acl]]                                 # as Knot's acl: first match decides, default deny
+//! [[acl]]
 //! id = "updaters"
-//! address = ["127.0.0.1", "10.0.0.0/8"]   # empty or absent: any address
-//! key = ["update-key."]                   # absent: only unsigned requests match
+//! address = ["10.0.0.0/8"]
+//! key = ["update-key."]
 //! action = ["update"]
-//! protocol = ["tls"]                      # only over these (udp, tcp, tls); absent: any
-//! cert-key = ["BASE64PIN="]               # only clients presenting a certificate with this key
-//! deny = false
-//!
-//! transfers-out = 10                      # concurrent outgoing zone transfers
-//! identity = "ns1.example."               # CH TXT id.server; "" none; default: host name
-//! version = "Lode 0.1.0"                  # CH TXT version.bind; "" none; default: this
-//! nsid = "ns1"                            # RFC 5001 NSID (text or 0x-hex); "" none; default: host name
-//! edns-padding = true                     # pad TCP answers to padded queries (RFC 7830)
-//!
-//! kasp-db = "/var/lib/lode/keys"          # signing keys; default: "keys" in journal-dir
-//! [[policy]]                              # signing policies, Knot's names (config/dnssec.rs)
-//! id = "default"
-//!
-//! [dnstap]                                # query logging, off when absent (config/dnstap.rs)
-//! sink = "unix:/run/dnstap.sock"          # or a file path
-//!
-//! [[remote]]                              # another server: a secondary to notify
-//! id = "secondary1"
-//! address = ["192.0.2.53@53", "[2001:db8::53]:53"] # ADDR@PORT, ADDR:PORT or ADDR (53)
-//! key = "xfr-key."                        # TSIG key for what goes to it (optional)
-//! tls = true                              # SOA queries and transfers from it over TLS (RFC 9103)
-//! cert-key = ["BASE64PIN="]               # its certificate's pin(s); implies tls (else opportunistic)
-//! cert-hostname = ["ns1.example.net"]     # or: a name its certificate (from a ca-file CA) has
 //!
 //! [[zone]]
 //! name = "e164.arpa."
-//! file = "zones/e164.arpa.zone"           # relative to the configuration file's folder
-//! acl = ["updaters"]                      # with action "transfer" for AXFR/IXFR out
-//! notify = ["secondary1"]                 # NOTIFY these remotes after each change
-//! notify-delay = 0                        # seconds to wait (and coalesce) before notifying
-//! serial-policy = "increment"             # or "unixtime", "dateserial"
-//! zonefile-sync = 60                      # overrides the global value
-//! catalog-zone = "catalog.example."       # a member of that generated catalog
-//! catalog-group = "enum"                  # its group there (optional)
-//! dnssec-signing = true                   # Lode signs the zone (needs journal-dir)
-//! dnssec-policy = "default"               # a [[policy]] id
-//!
-//! [[zone]]                                # a catalog zone (RFC 9432) made from its members
-//! name = "catalog.example."
-//! catalog-role = "generate"
-//! acl = ["secondaries"]
+//! file = "zones/e164.arpa.zone"
+//! acl = ["updaters"]
 //! ```
 
 use std::fmt;

@@ -18,10 +18,12 @@ use crate::flush::{Flushed, Written};
 use super::background::{Background, FileDone, FileJob};
 use super::{reply, unix_now, Publisher, Work};
 
+mod commit_log;
 mod resign;
 mod start;
 mod upstream;
 
+use commit_log::CommitLog;
 #[cfg(test)]
 pub(crate) use start::start_writer;
 pub(crate) use start::{start_writers, start_writers_for};
@@ -118,50 +120,6 @@ struct Compacted {
     state: Option<std::io::Result<()>>,
 }
 
-/// Commits counted between two log lines.
-#[derive(Debug, Default)]
-struct CommitLog {
-    /// When the last line was written (none yet: the next commit is logged).
-    last: Option<Instant>,
-    /// The serial after the last commit counted.
-    serial: u32,
-    groups: usize,
-    updates: usize,
-    changed: usize,
-    busy: std::time::Duration,
-}
-
-impl CommitLog {
-    fn add(&mut self, updates: usize, changed: usize, took: std::time::Duration) {
-        self.groups += 1;
-        self.updates += updates;
-        self.changed += changed;
-        self.busy += took;
-    }
-    /// True when a second has passed since the last line.
-    fn due(&self) -> bool {
-        self.last
-            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1))
-    }
-    /// When the counted commits are to be logged (none counted: never).
-    fn due_at(&self) -> Option<Instant> {
-        (self.groups > 0).then(|| {
-            self.last
-                .map_or_else(Instant::now, |t| t + std::time::Duration::from_secs(1))
-        })
-    }
-    /// The counts to log, and a fresh start from now.
-    fn take(&mut self) -> CommitLog {
-        std::mem::replace(
-            self,
-            CommitLog {
-                last: Some(Instant::now()),
-                ..CommitLog::default()
-            },
-        )
-    }
-}
-
 /// Whether the journal is to be flushed now: it is over one of its bounds,
 /// and either over its size bound or holding at least the zone's size — a
 /// flush compacts and writes the whole zone, so a depth bound reached by
@@ -219,7 +177,7 @@ impl super::pool::Step for Writer {
     fn step(&mut self, group: Vec<Work>, out: &mut [u8]) -> Option<Instant> {
         self.finish_compaction();
         if self.log.due_at().is_some_and(|t| Instant::now() >= t) {
-            self.write_commit_log();
+            self.log.write(&self.origin);
         }
         if self.resign_at.is_some_and(|t| Instant::now() >= t) {
             self.refresh_signatures();
@@ -250,45 +208,6 @@ impl super::pool::Step for Writer {
 }
 
 impl Writer {
-    /// Logs the commits counted since the last line: one group as itself,
-    /// several as their sum.
-    fn write_commit_log(&mut self) {
-        let serial = self.log.serial;
-        let l = self.log.take();
-        self.log.serial = serial;
-        if l.groups == 0 {
-            return;
-        }
-        let ms = l.busy.as_secs_f64() * 1000.0 / l.groups as f64;
-        if l.groups == 1 {
-            tracing::info!(
-                zone = %self.origin,
-                serial,
-                updates = l.updates,
-                changed = l.changed,
-                "zone {}: {} update{} committed ({} changed the zone), serial now {serial}, {ms:.1} ms",
-                self.origin,
-                l.updates,
-                if l.updates == 1 { "" } else { "s" },
-                l.changed,
-            );
-        } else {
-            tracing::info!(
-                zone = %self.origin,
-                serial,
-                updates = l.updates,
-                groups = l.groups,
-                changed = l.changed,
-                "zone {}: {} updates in {} groups ({} changed the zone), serial now {serial}, \
-                 {ms:.1} ms per group on average",
-                self.origin,
-                l.updates,
-                l.groups,
-                l.changed,
-            );
-        }
-    }
-
     /// Closes the journal's file until it is next needed.
     fn release_file(&mut self) {
         self.journal.release();
@@ -450,8 +369,12 @@ impl Writer {
             c.since.extend(changes.iter().cloned());
         }
         self.idle_since = Some(Instant::now());
-        self.log
-            .add(changes.len(), changes.len(), started.elapsed());
+        self.log.add(
+            changes.len(),
+            changes.len(),
+            started.elapsed(),
+            version.serial(),
+        );
         self.maybe_flush();
         self.maybe_compact();
         Ok(version.serial())
@@ -971,14 +894,18 @@ impl Writer {
                 if let Some(c) = &mut self.compaction {
                     c.since.extend(changes.iter().cloned());
                 }
-                self.log.add(group.len(), changes.len(), started.elapsed());
-                self.log.serial = version.serial();
+                self.log.add(
+                    group.len(),
+                    changes.len(),
+                    started.elapsed(),
+                    version.serial(),
+                );
                 // A group is logged when it commits, unless a line was
                 // written less than a second ago: then it is counted, and
                 // the writer's next tick writes the summary (the last
                 // updates before a quiet period are logged too).
                 if self.log.due() {
-                    self.write_commit_log();
+                    self.log.write(&self.origin);
                 }
             }
         }
