@@ -60,30 +60,7 @@ fn quic_answers_are_the_tcp_answers() {
         args.push(name.to_string());
         args.push(qtype.to_string());
     }
-    let answers = |extra: &[String], port: u16| -> (String, String) {
-        let out = Command::new("kdig")
-            .arg("@127.0.0.1")
-            .arg("-p")
-            .arg(port.to_string())
-            .args(extra)
-            .args([
-                "+keepopen",
-                "+nocomments",
-                "+noquestion",
-                "+nostats",
-                "+noedns",
-            ])
-            .args(&args)
-            .output()
-            .expect("kdig");
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let kept = text
-            .lines()
-            .filter(|l| !l.starts_with(";;") && !l.trim().is_empty())
-            .collect::<Vec<_>>()
-            .join("\n");
-        (kept, String::from_utf8_lossy(&out.stderr).to_string())
-    };
+    let answers = |extra: &[String], port: u16| kdig_answers(port, extra, &args);
     let (over_tcp, _) = answers(&["+tcp".into()], server.addr.port());
     let (over_quic, err) = answers(&[format!("+tls-pin={pin}"), "+quic".into()], quic_port);
     assert!(over_tcp.lines().count() > 50, "{over_tcp}");

@@ -170,28 +170,7 @@ fn kdig_and_dig_over_tls() {
         args.push(type_to_string(*qtype));
     }
     // Answers only: kdig prints each message's sections; ids and times differ.
-    let answers = |extra: &[String], port: u16| -> String {
-        let out = Command::new("kdig")
-            .arg("@127.0.0.1")
-            .arg("-p")
-            .arg(port.to_string())
-            .args(extra)
-            .args([
-                "+keepopen",
-                "+nocomments",
-                "+noquestion",
-                "+nostats",
-                "+noedns",
-            ])
-            .args(&args)
-            .output()
-            .expect("kdig");
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        text.lines()
-            .filter(|l| !l.starts_with(";;") && !l.trim().is_empty())
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let answers = |extra: &[String], port: u16| kdig_answers(port, extra, &args).0;
     let over_tcp = answers(&["+tcp".into()], s.server.addr.port());
     let over_tls = answers(&[format!("+tls-pin={}", s.pin)], s.tls.port());
     assert!(over_tcp.lines().count() > 50, "{over_tcp}");

@@ -1555,3 +1555,31 @@ pub fn start_lode_with_suite(dir: &Path, port: u16, top: &str) -> Server {
     )
     .unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// The records kdig prints for the questions `args` (NAME TYPE pairs) asked
+/// of 127.0.0.1:`port` over one connection with `extra` options (+tcp,
+/// +tls-pin=…, +quic …), without comments, ids or times; and its stderr.
+pub fn kdig_answers(port: u16, extra: &[String], args: &[String]) -> (String, String) {
+    let out = Command::new("kdig")
+        .arg("@127.0.0.1")
+        .arg("-p")
+        .arg(port.to_string())
+        .args(extra)
+        .args([
+            "+keepopen",
+            "+nocomments",
+            "+noquestion",
+            "+nostats",
+            "+noedns",
+        ])
+        .args(args)
+        .output()
+        .expect("kdig");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let kept = text
+        .lines()
+        .filter(|l| !l.starts_with(";;") && !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (kept, String::from_utf8_lossy(&out.stderr).to_string())
+}
