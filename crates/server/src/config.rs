@@ -53,7 +53,7 @@ pub use replication::{
     parse_remote_address, Remote, RemoteEntry, RemoteTls, TemplateEntry, TimerBounds,
 };
 use replication::{resolve_catalogs, resolve_remotes, resolve_templates};
-pub use tls::{TlsCertificate, TlsSettings, DEFAULT_TLS_PORT, SELF_SIGNED_KEY_FILE};
+pub use tls::{TlsCertificate, TlsSettings};
 
 /// Default TCP idle timeout (RFC 7766 §6.2.3 suggests seconds, not minutes).
 pub const DEFAULT_TCP_IDLE_SECS: u64 = 10;

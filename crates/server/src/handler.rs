@@ -133,9 +133,10 @@ impl Handler {
             .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));
         // A TSIG-signed query for one of our zones: with keys configured it is
         // checked and answered signed here (unsigned queries pay one comparison).
-        if answered.kind == lode_engine::AnswerKind::Signed && !updates.keys().is_empty() {
+        let keys = (answered.kind == lode_engine::AnswerKind::Signed).then(|| updates.keys());
+        if let Some(keys) = keys.filter(|k| !k.is_empty()) {
             if let signed::Signed::Answer(n) =
-                signed::answer(&set, &updates.keys(), q, out, transport, settings)
+                signed::answer(&set, &keys, q, out, transport, settings)
             {
                 return Outcome {
                     zone,

@@ -486,22 +486,6 @@ impl Server {
             .unwrap_or_default()
     }
 
-    /// The bound DNS-over-TLS addresses (ports resolved); empty without `listen-tls`.
-    pub fn tls_addrs(&self) -> Vec<SocketAddr> {
-        self.dot
-            .as_ref()
-            .map(|t| t.local_addrs().to_vec())
-            .unwrap_or_default()
-    }
-
-    /// The bound DNS-over-QUIC addresses; empty without `listen-quic`.
-    pub fn quic_addrs(&self) -> Vec<SocketAddr> {
-        self.doq
-            .as_ref()
-            .map(|q| q.local_addrs().to_vec())
-            .unwrap_or_default()
-    }
-
     /// The zone set published now.
     pub fn zones(&self) -> Arc<ZoneSet> {
         self.published.load_full()

@@ -275,9 +275,10 @@ impl Updates {
         }
     }
 
-    /// The TSIG keys in force.
-    pub(crate) fn keys(&self) -> Arc<Keys> {
-        self.keys.load_full()
+    /// The TSIG keys in force (a guard: no reference count taken on the
+    /// query path, where signed queries read them).
+    pub(crate) fn keys(&self) -> arc_swap::Guard<Arc<Keys>> {
+        self.keys.load()
     }
 
     /// Writes a zone's file now, through its writer (after the updates
