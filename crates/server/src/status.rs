@@ -372,10 +372,15 @@ fn zone_status(
         .map(|s| s.status())
         .unwrap_or_default();
     let now = crate::update::unix_now();
+    // Times to come read "in N s" (due this second: "in 0 s"); a time
+    // past (a last refresh, even of this second) "N s ago".
     let when = |t: Option<u64>| match t {
-        Some(t) if t > now => format!("in {} s", t - now),
-        Some(t) if t == now => "now".into(),
+        Some(t) if t >= now => format!("in {} s", t - now),
         Some(t) => format!("{} s ago", now - t),
+        None => "-".into(),
+    };
+    let ago = |t: Option<u64>| match t {
+        Some(t) => format!("{} s ago", now.saturating_sub(t)),
         None => "-".into(),
     };
     let mut text = String::new();
@@ -455,7 +460,7 @@ fn zone_status(
                 text,
                 "\n  secondary of {}; last refresh {}, next refresh {}, expires {}",
                 t.primaries,
-                when(t.last_refresh),
+                ago(t.last_refresh),
                 when(t.next_refresh),
                 when(t.expires)
             );
