@@ -11,8 +11,10 @@
 #
 # Environment: WORK (scratch, default /var/tmp/lode-update-cpu), CLIENTS, DURATION,
 # ZONEFILE_SYNC (default -1, as the peer comparisons of lode-bench run Knot and Lode:
-# zone files not written back), PERF=1 (perf record of the server into WORK/perf.data),
+# zone files not written back), PERF=1 (perf record of the server into WORK/perf.data;
+# PERF_CALLGRAPH=dwarf for call graphs through Rust frames),
 # SIGNED=true (the zones signed by Lode: dnssec-signing, Knot's default policy).
+# LODE_BIN (another build of lode to measure, e.g. an older commit's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${WORK:-/var/tmp/lode-update-cpu}
@@ -20,7 +22,7 @@ clients=${CLIENTS:-64}
 duration=${DURATION:-10}
 port=15353
 cargo build --release --bin lode --bin lode-bench >/dev/null
-LODE=$PWD/target/release/lode
+LODE=${LODE_BIN:-$PWD/target/release/lode}
 BENCH=$PWD/target/release/lode-bench
 key_name=bench-update.
 secret=bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=
@@ -35,6 +37,7 @@ mkdir -p "$work/journal"
     echo "journal-dir = \"$work/journal\""
     echo 'control = ""'
     echo "zonefile-sync = ${ZONEFILE_SYNC:--1}"
+    [ -n "${WORKERS:-}" ] && echo "background-workers = $WORKERS"
     echo "[[key]]"; echo "id = \"$key_name\""; echo 'algorithm = "hmac-sha256"'; echo "secret = \"$secret\""
     echo "[[acl]]"; echo 'id = "upd"'; echo "key = [\"$key_name\"]"; echo 'action = ["update"]'
     signing=""
@@ -54,7 +57,7 @@ cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 tick=$(getconf CLK_TCK)
 before=$(cpu)
 if [ -n "${PERF:-}" ]; then
-    perf record -F 999 -g -p "$pid" -o "$work/perf.data" -- sleep "$duration" >/dev/null 2>&1 &
+    perf record -F 999 --call-graph "${PERF_CALLGRAPH:-fp}" -p "$pid" -o "$work/perf.data" -- sleep "$duration" >/dev/null 2>&1 &
 fi
 taskset -c 1 "$BENCH" update --server 127.0.0.1:$port "${zones[@]}" --clients "$clients" \
     --duration "$duration" --tsig "hmac-sha256:$key_name:$secret" --fsync-dir "$work/journal" \

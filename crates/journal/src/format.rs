@@ -6,8 +6,8 @@ use lode_zonedb::Changeset;
 
 /// The first eight bytes of every journal file.
 pub(crate) const MAGIC: [u8; 8] = *b"LODEJRNL";
-/// The format version this code writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// The format version this code writes (it reads 1 too: no file id).
+pub(crate) const VERSION: u32 = 2;
 /// Bytes in front of each record's payload: length, payload CRC, header CRC.
 pub(crate) const FRAME_HEADER: usize = 12;
 /// The smallest encoded record: root owner (1) + type, class, TTL, RDLENGTH (10).
@@ -26,8 +26,9 @@ fn header_crc(len: u32, pcrc: u32) -> u32 {
     h.finalize()
 }
 
-/// Appends the file header for a journal of `origin` to `out`.
-pub(crate) fn encode_header(origin: &Name, out: &mut Vec<u8>) {
+/// Appends the file header for a journal of `origin` to `out`; `id` names
+/// this file's incarnation (a new one at each rewrite, see `wal.rs`).
+pub(crate) fn encode_header(origin: &Name, id: u64, out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
@@ -35,6 +36,7 @@ pub(crate) fn encode_header(origin: &Name, out: &mut Vec<u8>) {
     // A wire-form name is at most 255 bytes, so its length fits a byte.
     out.push(wire.len() as u8);
     out.extend_from_slice(wire);
+    out.extend_from_slice(&id.to_le_bytes());
     let c = crc(&out[start..]);
     out.extend_from_slice(&c.to_le_bytes());
 }
@@ -54,8 +56,19 @@ pub(crate) enum HeaderError {
     Origin,
 }
 
-/// Reads the file header: the origin and the header's length.
-pub(crate) fn decode_header(data: &[u8]) -> Result<(Name, usize), HeaderError> {
+/// What a file header says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Header {
+    /// The zone.
+    pub origin: Name,
+    /// The file's incarnation (0: a version 1 file, which has none).
+    pub id: u64,
+    /// The header's length in bytes.
+    pub len: usize,
+}
+
+/// Reads the file header.
+pub(crate) fn decode_header(data: &[u8]) -> Result<Header, HeaderError> {
     if data.len() < MAGIC.len() || data[..MAGIC.len()] != MAGIC {
         return Err(if MAGIC.starts_with(data) {
             HeaderError::Short
@@ -64,17 +77,28 @@ pub(crate) fn decode_header(data: &[u8]) -> Result<(Name, usize), HeaderError> {
         });
     }
     let version = u32::from_le_bytes(le4(data, 8).ok_or(HeaderError::Short)?);
-    if version != VERSION {
+    if version != VERSION && version != 1 {
         return Err(HeaderError::Version(version));
     }
     let olen = *data.get(12).ok_or(HeaderError::Short)? as usize;
-    let end = 13 + olen;
+    let name_end = 13 + olen;
+    let end = if version == 1 { name_end } else { name_end + 8 };
     let stored = le4(data, end).ok_or(HeaderError::Short)?;
     if crc(&data[..end]) != u32::from_le_bytes(stored) {
         return Err(HeaderError::Checksum);
     }
-    let origin = Name::from_wire(&data[13..end]).map_err(|_| HeaderError::Origin)?;
-    Ok((origin, end + 4))
+    let origin = Name::from_wire(&data[13..name_end]).map_err(|_| HeaderError::Origin)?;
+    let id = match data.get(name_end..end) {
+        Some(b) if b.len() == 8 => {
+            u64::from_le_bytes(b.try_into().map_err(|_| HeaderError::Short)?)
+        }
+        _ => 0,
+    };
+    Ok(Header {
+        origin,
+        id,
+        len: end + 4,
+    })
 }
 
 /// Four bytes at `at`, if the slice has them.
@@ -117,6 +141,12 @@ pub(crate) fn encode_frame_marked(
         out.push(UPSTREAM);
         out.extend_from_slice(&u.to_be_bytes());
     }
+    close_frame(out, start)
+}
+
+/// Fills in the header of the frame begun at `start` (its payload is the
+/// rest of `out`); on error the frame is taken off again.
+fn close_frame(out: &mut Vec<u8>, start: usize) -> Result<(), EncodeError> {
     let Ok(len) = u32::try_from(out.len() - start - FRAME_HEADER) else {
         out.truncate(start);
         return Err(EncodeError::TooLarge);
@@ -127,6 +157,14 @@ pub(crate) fn encode_frame_marked(
     out[start + 4..start + 8].copy_from_slice(&pcrc.to_le_bytes());
     out[start + 8..start + 12].copy_from_slice(&hcrc.to_le_bytes());
     Ok(())
+}
+
+/// Appends one frame holding `payload` as it is (the commit log's records).
+pub(crate) fn encode_raw_frame(payload: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER]);
+    out.extend_from_slice(payload);
+    close_frame(out, start)
 }
 
 /// Appends the payload of a frame: both SOAs, then the removed and added records.
@@ -293,10 +331,22 @@ mod tests {
     fn header_round_trip_and_errors() {
         let origin = Name::parse("example.com.", None).unwrap();
         let mut h = Vec::new();
-        encode_header(&origin, &mut h);
-        let (o, n) = decode_header(&h).unwrap();
-        assert_eq!(o, origin);
+        encode_header(&origin, 0x1122_3344_5566_7788, &mut h);
+        let hd = decode_header(&h).unwrap();
+        let n = hd.len;
+        assert_eq!(hd.origin, origin);
+        assert_eq!(hd.id, 0x1122_3344_5566_7788);
         assert_eq!(n, h.len());
+        // Version 1 (no file id) is still read.
+        let mut v1 = Vec::new();
+        v1.extend_from_slice(&MAGIC);
+        v1.extend_from_slice(&1u32.to_le_bytes());
+        v1.push(origin.as_wire().len() as u8);
+        v1.extend_from_slice(origin.as_wire());
+        let c = crc(&v1);
+        v1.extend_from_slice(&c.to_le_bytes());
+        let old = decode_header(&v1).unwrap();
+        assert_eq!((old.origin, old.id, old.len), (origin.clone(), 0, v1.len()));
         assert_eq!(decode_header(&h[..5]), Err(HeaderError::Short));
         assert_eq!(decode_header(&h[..n - 1]), Err(HeaderError::Short));
         assert_eq!(decode_header(b"GARBAGE!xx"), Err(HeaderError::Magic));

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  file  = header record*
-//!  header: "LODEJRNL" | version u32le (=1) | origin len u8 | origin (wire) | crc32 u32le
+//!  header: "LODEJRNL" | version u32le (=2) | origin len u8 | origin (wire)
+//!          | file id u64le (version 2; new at each rewrite) | crc32 u32le
 //!  record: len u32le | pcrc u32le | hcrc u32le | payload (len bytes)
 //!          pcrc = crc32(payload)   hcrc = crc32(len ‖ pcrc)
 //!  payload = one Changeset:
@@ -12,6 +13,11 @@
 //!            | ttl u32be | rdlength u16be | rdata (bytes as they are)
 //!  trailer (optional) = "U" | upstream serial u32be
 //! ```
+//!
+//! A version 1 file (no id, written by earlier builds) is read as it is and
+//! rewritten with an id before its first [`Journal::append_deferred`].
+//! Appends are synced here ([`Journal::append`]), or left to the commit log
+//! shared by all zones ([`wal`]: one fdatasync for many zones' groups).
 //!
 //! The trailer marks a changeset of a zone signed here from a primary's
 //! unsigned versions: the primary's serial it brought the zone to (this
@@ -55,6 +61,7 @@
 mod file;
 mod format;
 pub mod serial;
+pub mod wal;
 
 use std::fmt;
 use std::io;
@@ -349,6 +356,40 @@ struct Entry {
     to: u32,
 }
 
+/// A batch written by [`Journal::append_deferred`], not yet durable: the
+/// commit-log record that makes it so, and how to take it back without it.
+#[derive(Debug)]
+pub struct Deferred {
+    /// What the commit log is to make durable.
+    pub record: wal::Record,
+    /// For [`Journal::undo`].
+    pub undo: Undo,
+}
+
+/// Where a journal was before a deferred batch (see [`Journal::undo`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Undo {
+    depth: usize,
+    len: u64,
+}
+
+/// A new file id: never 0, and never the same twice for one file in
+/// practice (time in nanoseconds, the process and a counter, mixed).
+fn new_id() -> u64 {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut x =
+        nanos ^ (u64::from(std::process::id()) << 40) ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // splitmix64's finaliser: nearby inputs give far-apart ids.
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    x.max(1)
+}
+
 /// Buffers larger than this are given back after an append.
 const KEEP_BUFFER: usize = 8 << 20;
 
@@ -361,7 +402,10 @@ pub struct Journal {
     wrap: Wrap,
     /// Length of the header.
     header_len: u64,
-    /// Length of the file: every byte before it is synced and good.
+    /// The file's incarnation, from its header (0: a version 1 file).
+    id: u64,
+    /// Length of the file: every byte before it is good, and synced — or,
+    /// after [`Journal::append_deferred`], in a commit-log record (`wal.rs`).
     len: u64,
     index: Vec<Entry>,
     /// Frames of the append under way, reused.
@@ -437,6 +481,7 @@ impl Journal {
             file: Box::new(NoFile),
             wrap,
             header_len: 0,
+            id: 0,
             len: 0,
             index: Vec::new(),
             buf: Vec::new(),
@@ -456,7 +501,7 @@ impl Journal {
             }
             Err(e) => return Err(io_err(path, "read")(e)),
         };
-        let (found, header_len) = format::decode_header(&data).map_err(|e| match e {
+        let header = format::decode_header(&data).map_err(|e| match e {
             HeaderError::Magic => JournalError::NotAJournal {
                 path: path.to_owned(),
             },
@@ -477,14 +522,16 @@ impl Journal {
                 reason: "origin is not a valid name",
             },
         })?;
-        if found != *origin {
+        if header.origin != *origin {
             return Err(JournalError::WrongOrigin {
                 path: path.to_owned(),
                 expected: origin.clone(),
-                found,
+                found: header.origin,
             });
         }
+        let header_len = header.len;
         j.header_len = header_len as u64;
+        j.id = header.id;
 
         let mut rec = Recovery::default();
         let mut p = header_len;
@@ -573,11 +620,13 @@ impl Journal {
         let dir = file::parent(&path);
         file::create_dirs(dir).map_err(io_err(dir, "create folder"))?;
         let mut header = Vec::new();
-        format::encode_header(&self.origin, &mut header);
+        let id = new_id();
+        format::encode_header(&self.origin, id, &mut header);
         let f = file::replace(&path, &[&header]).map_err(|e| match e {
             ReplaceError::Before(e) | ReplaceError::After(_, e) => io_err(&path, "create")(e),
         })?;
         self.file = (self.wrap)(f);
+        self.id = id;
         self.header_len = header.len() as u64;
         self.len = self.header_len;
         self.exists = true;
@@ -629,6 +678,106 @@ impl Journal {
         batch: &[Changeset],
         upstream: Option<u32>,
     ) -> Result<(), JournalError> {
+        let Some(old_depth) = self.encode_batch(batch, upstream)? else {
+            return Ok(());
+        };
+        let written = self
+            .file
+            .write_all_at(&self.buf, self.len)
+            .map_err(io_err(&self.path, "write"))
+            .and_then(|()| {
+                self.file
+                    .sync_data()
+                    .map_err(io_err(&self.path, "fdatasync"))
+            });
+        let added = self.buf.len() as u64;
+        if self.buf.capacity() > KEEP_BUFFER {
+            self.buf = Vec::new();
+        }
+        match written {
+            Ok(()) => {
+                self.len += added;
+                Ok(())
+            }
+            Err(e) => {
+                self.roll_back(old_depth, self.len);
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Journal::append_marked`] without the fdatasync: the frames are
+    /// written to the file, and what is returned is what the commit log
+    /// ([`wal::CommitLog`]) must make durable before the batch counts as
+    /// stored — then nothing more is to be done; if the commit log fails,
+    /// [`Journal::undo`] takes the batch back. Until one of the two, no
+    /// other change is to be made to the journal. A version 1 file is first
+    /// rewritten with a file id (synced), which the commit log's records name.
+    pub fn append_deferred(
+        &mut self,
+        batch: &[Changeset],
+        upstream: Option<u32>,
+    ) -> Result<Option<Deferred>, JournalError> {
+        if self.exists && self.id == 0 && !self.broken {
+            self.keep_from(0)?;
+        }
+        let Some(old_depth) = self.encode_batch(batch, upstream)? else {
+            return Ok(None);
+        };
+        let offset = self.len;
+        let frames = std::mem::take(&mut self.buf);
+        match self.file.write_all_at(&frames, offset) {
+            Ok(()) => {
+                self.len += frames.len() as u64;
+                Ok(Some(Deferred {
+                    record: wal::Record {
+                        path: self.path.clone(),
+                        id: self.id,
+                        offset,
+                        frames,
+                    },
+                    undo: Undo {
+                        depth: old_depth,
+                        len: offset,
+                    },
+                }))
+            }
+            Err(e) => {
+                self.roll_back(old_depth, offset);
+                Err(io_err(&self.path, "write")(e))
+            }
+        }
+    }
+
+    /// Takes back a batch of [`Journal::append_deferred`] whose commit-log
+    /// record could not be made durable.
+    pub fn undo(&mut self, undo: Undo) {
+        self.roll_back(undo.depth, undo.len);
+    }
+
+    /// Cuts the index back to `depth` and the file back to `len` (synced,
+    /// so that no frame of a batch answered as failed comes back after a
+    /// crash); if that fails, the journal is broken until reopened.
+    fn roll_back(&mut self, depth: usize, len: u64) {
+        self.index.truncate(depth);
+        self.len = len;
+        let rolled_back = self
+            .file
+            .set_len(self.len)
+            .and_then(|()| self.file.sync_all());
+        if rolled_back.is_err() {
+            self.broken = true;
+        }
+    }
+
+    /// Checks that `batch` continues the journal, encodes its frames into
+    /// `buf` and adds them to the index (the file opened or created first).
+    /// Returns the index's depth before, or None for an empty batch.
+    fn encode_batch(
+        &mut self,
+        batch: &[Changeset],
+        upstream: Option<u32>,
+    ) -> Result<Option<usize>, JournalError> {
         if self.broken {
             return Err(JournalError::Broken {
                 path: self.path.clone(),
@@ -649,7 +798,7 @@ impl Journal {
             expect = Some(to);
         }
         if batch.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         self.ready()?;
         let old_depth = self.index.len();
@@ -672,36 +821,7 @@ impl Journal {
                 to: cs.serial_to(),
             });
         }
-        let written = self
-            .file
-            .write_all_at(&self.buf, self.len)
-            .map_err(io_err(&self.path, "write"))
-            .and_then(|()| {
-                self.file
-                    .sync_data()
-                    .map_err(io_err(&self.path, "fdatasync"))
-            });
-        let added = self.buf.len() as u64;
-        if self.buf.capacity() > KEEP_BUFFER {
-            self.buf = Vec::new();
-        }
-        match written {
-            Ok(()) => {
-                self.len += added;
-                Ok(())
-            }
-            Err(e) => {
-                self.index.truncate(old_depth);
-                let rolled_back = self
-                    .file
-                    .set_len(self.len)
-                    .and_then(|()| self.file.sync_all());
-                if rolled_back.is_err() {
-                    self.broken = true;
-                }
-                Err(e)
-            }
-        }
+        Ok(Some(old_depth))
     }
 
     /// True when the journal is over its size or depth bound: the server should
@@ -748,7 +868,8 @@ impl Journal {
         self.ready()?;
         let start = self.index.get(first).map_or(self.len, |e| e.offset);
         let mut header = Vec::new();
-        format::encode_header(&self.origin, &mut header);
+        let id = new_id();
+        format::encode_header(&self.origin, id, &mut header);
         let mut tail = vec![0; (self.len - start) as usize];
         self.file
             .read_exact_at(&mut tail, start)
@@ -766,10 +887,12 @@ impl Journal {
             }
         };
         self.file = (self.wrap)(f);
-        let shift = start - header.len() as u64;
+        self.id = id;
+        // The kept records move from `start` to just after the new header
+        // (which may be longer than the old one: a version 1 file's).
         self.index.drain(..first);
         for e in &mut self.index {
-            e.offset -= shift;
+            e.offset = e.offset - start + header.len() as u64;
         }
         self.header_len = header.len() as u64;
         self.len = self.header_len + tail.len() as u64;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A fresh empty folder for one test.
-fn tempdir(tag: &str) -> PathBuf {
+pub(crate) fn tempdir(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let d = std::env::temp_dir().join(format!(
         "lode-journal-{tag}-{}-{}",
@@ -330,11 +330,11 @@ fn wrong_origin_version_and_magic_are_clear_errors() {
     assert!(Journal::open(&path, &upper, Settings::default()).is_ok());
 
     let mut data = std::fs::read(&path).unwrap();
-    data[8] = 2;
+    data[8] = 3;
     std::fs::write(&path, &data).unwrap();
     let e = Journal::open(&path, &origin(), Settings::default()).unwrap_err();
     assert!(
-        matches!(e, JournalError::UnsupportedVersion { version: 2, .. }),
+        matches!(e, JournalError::UnsupportedVersion { version: 3, .. }),
         "{e}"
     );
     std::fs::write(&path, b"$ORIGIN example.com.\n").unwrap();

@@ -279,6 +279,11 @@ impl Zone {
     pub fn heap_bytes(&self) -> usize {
         self.store.heap_bytes() + self.delta.heap_bytes()
     }
+    /// Bytes of memory the compact base holds: a lower bound of
+    /// [`Zone::heap_bytes`] without its walk over the delta.
+    pub fn base_heap_bytes(&self) -> usize {
+        self.store.heap_bytes()
+    }
     /// Where the zone's large buffers lie, as (address, length in bytes):
     /// for a caller that gives memory hints (e.g. huge pages) to the system.
     pub fn memory_regions(&self) -> [(usize, usize); 4] {

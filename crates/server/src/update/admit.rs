@@ -34,6 +34,19 @@ pub(crate) struct Updates {
     secondaries: std::sync::OnceLock<crate::secondary::Secondaries>,
     /// The threads that run every zone's writer.
     pub(super) pool: super::pool::WriterPool,
+    /// The commit log every zone's journal shares (`lode_journal::wal`):
+    /// set once at start, after the last run's is read back.
+    commit_log: std::sync::OnceLock<CommitLogState>,
+}
+
+/// How the commit log started (see [`Updates::start_commit_log`]).
+#[derive(Debug)]
+enum CommitLogState {
+    Running(Arc<lode_journal::wal::CommitLog>),
+    /// Could not be started: journal appends are synced one by one.
+    Off,
+    /// The last run's could not be read back: no writer starts.
+    Unreadable,
 }
 
 /// One zone's way in: its ACL and its writer's queue.
@@ -143,7 +156,65 @@ impl Updates {
             zones: arc_swap::ArcSwap::from_pointee(zones),
             written: Arc::default(),
             pool,
+            commit_log: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The commit log the writers share, if it was started.
+    pub(super) fn commit_log(&self) -> Option<Arc<lode_journal::wal::CommitLog>> {
+        match self.commit_log.get() {
+            Some(CommitLogState::Running(log)) => Some(log.clone()),
+            _ => None,
+        }
+    }
+
+    /// Reads back what the last run's commit log holds into the zones'
+    /// journals in `dir` and starts this run's (once; later calls say how
+    /// that went). False when it could not be read back: the journals may
+    /// miss acknowledged changes, so no writer is to start.
+    pub(super) fn start_commit_log(&self, dir: &std::path::Path) -> bool {
+        let state = self.commit_log.get_or_init(|| {
+            let recovered = match lode_journal::wal::recover(dir) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(
+                        "journal-dir {}: the commit log cannot be read back ({e}); no zone takes changes (restart once it is readable)",
+                        dir.display()
+                    );
+                    return CommitLogState::Unreadable;
+                }
+            };
+            if recovered.applied > 0 || recovered.torn_bytes > 0 {
+                tracing::info!(
+                    "journal-dir {}: commit log read back: {} records written back into their journals, {} already there or superseded, {} bytes of a cut-off write ignored (never acknowledged)",
+                    dir.display(),
+                    recovered.applied,
+                    recovered.skipped,
+                    recovered.torn_bytes
+                );
+            }
+            let busy = Box::new(self.pool.busy_probe());
+            match lode_journal::wal::CommitLog::start(dir, recovered, Some(busy)) {
+                Ok(log) => {
+                    let log = Arc::new(log);
+                    let nudged = Arc::downgrade(&log);
+                    self.pool.on_idle(move || {
+                        if let Some(l) = nudged.upgrade() {
+                            l.nudge();
+                        }
+                    });
+                    CommitLogState::Running(log)
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "journal-dir {}: cannot start the commit log ({e}); each zone's journal writes are synced on their own",
+                        dir.display()
+                    );
+                    CommitLogState::Off
+                }
+            }
+        });
+        !matches!(state, CommitLogState::Unreadable)
     }
 
     /// Applies a reloaded configuration's ACLs: zones kept take their new

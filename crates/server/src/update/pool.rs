@@ -29,8 +29,64 @@ const QUEUE_LEN: usize = 65536;
 /// What a zone's writer does on the pool.
 pub(super) trait Step: Send {
     /// Does `group` (empty: a timer's tick) and returns when to be woken
-    /// next without work (None: only by work).
-    fn step(&mut self, group: Vec<Work>, out: &mut [u8]) -> Option<Instant>;
+    /// next without work (None: only by work). `me` queues work for this
+    /// same zone later (what a step waits for, e.g. the commit log).
+    fn step(&mut self, group: Vec<Work>, out: &mut [u8], me: &WeakQueue) -> Option<Instant>;
+
+    /// The commit log's word on the group the writer waits for (called on
+    /// the commit log's thread, see [`WeakQueue::committed`]); returns when
+    /// the writer wants its next step (now: work waited meanwhile).
+    fn committed(
+        &mut self,
+        result: Result<(), String>,
+        out: &mut [u8],
+        me: &WeakQueue,
+    ) -> Option<Instant> {
+        let _ = (result, out, me);
+        None
+    }
+}
+
+/// A zone's queue as its own writer holds it: it does not keep the zone
+/// on the pool (the writer would never go).
+#[derive(Debug, Clone)]
+pub(crate) struct WeakQueue {
+    task: Weak<Task>,
+}
+
+impl WeakQueue {
+    /// Hands the commit log's word on the zone's pending group to its
+    /// writer, on the calling thread (no pool step, no wake-up: the
+    /// group is published and answered at once), then puts the zone on the
+    /// ready list if work waited meanwhile.
+    pub(crate) fn committed(&self, result: Result<(), String>) {
+        let Some(task) = self.task.upgrade() else {
+            return;
+        };
+        thread_local! {
+            static OUT: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 65535]);
+        }
+        let wake = OUT.with(|out| {
+            let mut out = out.borrow_mut();
+            let mut writer = lock(&task.writer);
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                writer.committed(result, &mut out, self)
+            }))
+            .unwrap_or_else(|_| {
+                tracing::error!("zone {}: its writer panicked; work dropped", task.name);
+                None
+            })
+        });
+        match wake {
+            Some(at) if at <= Instant::now() => task.schedule(),
+            Some(at) => {
+                if let Some(pool) = task.pool.upgrade() {
+                    task.wake_by(&pool, at);
+                }
+            }
+            None => {}
+        }
+    }
 }
 
 /// The pool's threads and the zones ready to run.
@@ -42,6 +98,10 @@ pub(crate) struct WriterPool {
 struct Inner {
     state: Mutex<PoolState>,
     wake: Condvar,
+    /// Steps running now.
+    running: std::sync::atomic::AtomicUsize,
+    /// Called when the last running step ends (the commit log's nudge).
+    idle: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -57,6 +117,18 @@ struct PoolState {
     /// Ties between timers of the same instant, oldest first.
     seq: u64,
     stopping: bool,
+    /// Pool threads waiting on `wake` (a notification to none is a system
+    /// call for nothing: one per update otherwise).
+    sleepers: usize,
+}
+
+impl PoolState {
+    /// Wakes one sleeping pool thread, if any sleeps.
+    fn notify(&self, pool: &Inner) {
+        if self.sleepers > 0 {
+            pool.wake.notify_one();
+        }
+    }
 }
 
 /// A zone's wake-up; stale when the zone has set another since.
@@ -151,13 +223,28 @@ impl Task {
             if let Some(at) = wake {
                 st.seq += 1;
                 let seq = st.seq;
+                // A sleeping thread wakes by itself for a timer later than
+                // the earliest one it waits for.
+                let earlier = st.timers.peek().is_none_or(|t| at < t.at);
                 st.timers.push(Timer {
                     at,
                     seq,
                     task: Arc::downgrade(self),
                 });
-                pool.wake.notify_one();
+                if earlier {
+                    st.notify(pool);
+                }
             }
+        }
+    }
+
+    /// Sets the zone's wake-up to `at` unless one at or before it is set
+    /// (that step sets the next): a stream of commits does not push a
+    /// timer (and wake a pool thread) for each.
+    fn wake_by(self: &Arc<Task>, pool: &Inner, at: Instant) {
+        let current = *lock(&self.wake_at);
+        if current.is_none_or(|c| c > at) {
+            self.set_wake(pool, Some(at));
         }
     }
 
@@ -167,8 +254,9 @@ impl Task {
             return;
         }
         if let Some(pool) = self.pool.upgrade() {
-            lock(&pool.state).ready.push_back(self.clone());
-            pool.wake.notify_one();
+            let mut st = lock(&pool.state);
+            st.ready.push_back(self.clone());
+            st.notify(&pool);
         }
     }
     /// Runs one step of the zone's writer, then reschedules it if work came
@@ -179,13 +267,17 @@ impl Task {
             let n = q.len().min(MAX_GROUP);
             q.drain(..n).collect()
         };
+        let me = WeakQueue {
+            task: Arc::downgrade(self),
+        };
         let wake = {
             let mut writer = lock(&self.writer);
             // A panic in one zone's writer must not take the pool thread
             // (and every other zone) with it: the zone's work is dropped
             // (its replies are never sent) and the zone goes on.
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| writer.step(group, out)))
-            {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                writer.step(group, out, &me)
+            })) {
                 Ok(w) => w,
                 Err(_) => {
                     tracing::error!("zone {}: its writer panicked; work dropped", self.name);
@@ -198,8 +290,9 @@ impl Task {
         // zone leaves the ready list — and comes back at once if work
         // slipped in between the check and the flag.
         if !lock(&self.queue).is_empty() {
-            lock(&pool.state).ready.push_back(self.clone());
-            pool.wake.notify_one();
+            let mut st = lock(&pool.state);
+            st.ready.push_back(self.clone());
+            st.notify(pool);
             return;
         }
         self.scheduled.store(false, Ordering::Release);
@@ -215,6 +308,8 @@ impl WriterPool {
         let inner = Arc::new(Inner {
             state: Mutex::new(PoolState::default()),
             wake: Condvar::new(),
+            running: std::sync::atomic::AtomicUsize::new(0),
+            idle: std::sync::OnceLock::new(),
         });
         for i in 0..threads.max(1) {
             let inner = inner.clone();
@@ -249,6 +344,24 @@ impl WriterPool {
         }
         WriterQueue { task }
     }
+    /// A probe that tells whether zones are being run or are ready to run
+    /// (their groups may soon go to the commit log, which then waits a
+    /// little for them: one fdatasync for more groups).
+    pub(crate) fn busy_probe(&self) -> impl Fn() -> bool + Send + 'static {
+        let inner = Arc::downgrade(&self.inner);
+        move || {
+            inner.upgrade().is_some_and(|p| {
+                p.running.load(Ordering::Acquire) > 0
+                    || p.state.try_lock().map_or(true, |st| !st.ready.is_empty())
+            })
+        }
+    }
+
+    /// Sets what is called when the pool's last running step ends (once).
+    pub(crate) fn on_idle(&self, f: impl Fn() + Send + Sync + 'static) {
+        let _ = self.inner.idle.set(Box::new(f));
+    }
+
     /// Asks the threads to stop once the zones ready now have run.
     pub(crate) fn stop(&self) {
         lock(&self.inner.state).stopping = true;
@@ -285,6 +398,7 @@ fn work(pool: &Inner) {
                 if st.stopping {
                     return;
                 }
+                st.sleepers += 1;
                 st = match st.timers.peek().map(|t| t.at) {
                     Some(at) => {
                         pool.wake
@@ -294,9 +408,16 @@ fn work(pool: &Inner) {
                     }
                     None => pool.wake.wait(st).unwrap_or_else(PoisonError::into_inner),
                 };
+                st.sleepers -= 1;
             }
         };
+        pool.running.fetch_add(1, Ordering::AcqRel);
         task.run(pool, &mut out);
+        if pool.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(idle) = pool.idle.get() {
+                idle();
+            }
+        }
     }
 }
 
@@ -317,7 +438,7 @@ mod tests {
     }
 
     impl Step for Counter {
-        fn step(&mut self, group: Vec<Work>, _: &mut [u8]) -> Option<Instant> {
+        fn step(&mut self, group: Vec<Work>, _: &mut [u8], _: &WeakQueue) -> Option<Instant> {
             assert!(!self.running.swap(true, Ordering::SeqCst), "steps overlap");
             if group.is_empty() {
                 self.ticks.fetch_add(1, Ordering::SeqCst);

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use lode_journal::wal;
 use lode_journal::Journal;
 use lode_wire::{rcode, Name};
 use lode_zonedb::{Changeset, Zone};
@@ -16,6 +17,7 @@ use crate::config::ZonefileSync;
 use crate::flush::{Flushed, Written};
 
 use super::background::{Background, FileDone, FileJob};
+use super::pool::WeakQueue;
 use super::{reply, unix_now, Publisher, Work};
 
 mod commit_log;
@@ -97,6 +99,25 @@ struct Writer {
     /// primary's serial the served one stands for is kept (journal marks,
     /// the state's tag, the publisher for the refresh).
     signs_transfers: bool,
+    /// The commit log shared by every zone (None: each journal append is
+    /// synced on its own).
+    commit_log: Option<Arc<wal::CommitLog>>,
+    /// A group written to the journal, waiting for the commit log.
+    pending: Option<Pending>,
+    /// Work that came while a group was pending, in order.
+    waiting: Vec<Work>,
+}
+
+/// A group of updates journaled but not yet durable: what to publish and
+/// answer once the commit log has synced it (or to take back if not).
+struct Pending {
+    group: Vec<Work>,
+    outcomes: Vec<Result<String, u16>>,
+    version: Arc<Zone>,
+    changes: Vec<Changeset>,
+    undo: lode_journal::Undo,
+    started: Instant,
+    base_serial: u32,
 }
 
 impl Drop for Writer {
@@ -174,7 +195,20 @@ impl Writer {
 }
 
 impl super::pool::Step for Writer {
-    fn step(&mut self, group: Vec<Work>, out: &mut [u8]) -> Option<Instant> {
+    fn step(&mut self, group: Vec<Work>, out: &mut [u8], me: &WeakQueue) -> Option<Instant> {
+        // While a group waits for the commit log, nothing else is done
+        // (the journal is not to change under it) and new work waits, in
+        // order, for the step `committed` asks for.
+        let mut group = group;
+        if self.pending.is_some() {
+            self.waiting.append(&mut group);
+            return None;
+        }
+        if !self.waiting.is_empty() {
+            let mut all = std::mem::take(&mut self.waiting);
+            all.append(&mut group);
+            group = all;
+        }
         self.finish_compaction();
         if self.log.due_at().is_some_and(|t| Instant::now() >= t) {
             self.log.write(&self.origin);
@@ -201,13 +235,59 @@ impl super::pool::Step for Writer {
             }
             return self.next_wake();
         }
-        let wake = self.take(group, out);
+        let wake = self.take(group, out, me);
         self.count_file();
         wake
+    }
+
+    fn committed(
+        &mut self,
+        result: Result<(), String>,
+        out: &mut [u8],
+        me: &WeakQueue,
+    ) -> Option<Instant> {
+        self.finish_pending(result, out);
+        if self.waiting.is_empty() {
+            // Compaction, the zone file and the rest at the next step.
+            return self.next_wake().or(Some(Instant::now() + IDLE_COMPACTION));
+        }
+        // Updates that waited go to the commit log's next write at once,
+        // from here (no pool thread woken for them), unless other work
+        // waits or upkeep is due: then a step takes them.
+        let updates_only = self.waiting.iter().all(|w| matches!(w, Work::Update(_)));
+        if updates_only && self.upkeep_waits() {
+            let group = std::mem::take(&mut self.waiting);
+            self.idle_since = Some(Instant::now());
+            self.commit(group, out, me);
+            if self.pending.is_some() {
+                return None;
+            }
+        }
+        Some(Instant::now())
     }
 }
 
 impl Writer {
+    /// True when no upkeep is due that a step would do before the next
+    /// group (a compaction to start or finish, the zone file, a log line,
+    /// signatures): cheap checks only.
+    fn upkeep_waits(&self) -> bool {
+        let now = Instant::now();
+        let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
+        let worth = self.publisher.get(&self.origin).is_some_and(|z| {
+            worth_compacting(z.delta_len(), z.node_count()) || self.journal.needs_flush()
+        });
+        // A signed zone's group is signed: not on the commit log's thread.
+        self.stage.signer.is_none()
+            && self.compaction.is_none()
+            && self.file_write.is_none()
+            && !worth
+            && !due(self.flush_due())
+            && !due(self.log.due_at())
+            && !due(self.resign_at)
+            && !due(self.trim_at)
+    }
+
     /// Closes the journal's file until it is next needed.
     fn release_file(&mut self) {
         self.journal.release();
@@ -231,7 +311,7 @@ impl Writer {
     }
 
     /// A step with work: transfers, updates, files, flushes.
-    fn take(&mut self, group: Vec<Work>, out: &mut [u8]) -> Option<Instant> {
+    fn take(&mut self, group: Vec<Work>, out: &mut [u8], me: &WeakQueue) -> Option<Instant> {
         self.idle_since = Some(Instant::now());
         // History for transfers out is given before the group's changes
         // (the transfer then sends what was published when it asked);
@@ -266,7 +346,18 @@ impl Writer {
             Work::File { tag, .. } => Some(tag.clone()),
             _ => None,
         });
-        let durable = self.commit(group, out);
+        // Compaction and the zone file are looked at before the group
+        // too: a group may stay pending to the end of the step.
+        if self.commit_log.is_some() {
+            self.maybe_flush();
+            self.maybe_compact();
+        }
+        let durable = self.commit(group, out, me);
+        if self.pending.is_some() {
+            // zone-flush requests are answered once the group is published.
+            self.waiting.extend(flushes);
+            return None;
+        }
         let file = file.filter(|_| durable);
         // A zone file taken in: the state records it at once, so a
         // restart does not apply it again.
@@ -621,12 +712,12 @@ impl Writer {
             return;
         };
         let entries = zone.delta_len();
-        let flush = worth_flushing(
-            self.journal.needs_flush(),
-            self.journal.usage_bytes(),
-            self.max_usage,
-            zone.heap_bytes(),
-        );
+        // The zone's size is a walk over its delta: only when the history
+        // is past its base's size (a lower bound) does it count.
+        let usage = self.journal.usage_bytes();
+        let flush = self.journal.needs_flush()
+            && (usage >= self.max_usage || usage >= zone.base_heap_bytes() as u64)
+            && worth_flushing(true, usage, self.max_usage, zone.heap_bytes());
         let worth = flush || worth_compacting(entries, zone.node_count()) || (idle && entries > 0);
         if !worth {
             return;
@@ -770,7 +861,10 @@ impl Writer {
     /// Processes one group: every job against the version before it, one
     /// journal write for all the changes, one publication, then the replies.
     /// Returns false when the journal write failed (nothing was published).
-    fn commit(&mut self, group: Vec<Work>, out: &mut [u8]) -> bool {
+    /// A group of updates only, with a commit log: the journal write is not
+    /// synced here; the group waits for the commit log (`self.pending`) and
+    /// is published and answered in [`Writer::committed`].
+    fn commit(&mut self, group: Vec<Work>, out: &mut [u8], me: &WeakQueue) -> bool {
         let started = Instant::now();
         let Some(base) = self.publisher.get(&self.origin) else {
             for work in group {
@@ -878,8 +972,30 @@ impl Writer {
                 );
             }
         }
+        let only_updates = group.iter().all(|w| matches!(w, Work::Update(_)));
         if durable && !changes.is_empty() {
-            if let Err(e) = self.journal.append(&changes) {
+            let appended = match &self.commit_log {
+                Some(log) if only_updates => match self.journal.append_deferred(&changes, None) {
+                    Ok(Some(d)) => {
+                        let me = me.clone();
+                        log.submit(d.record, Box::new(move |r| me.committed(r)));
+                        self.pending = Some(Pending {
+                            group,
+                            outcomes,
+                            version,
+                            changes,
+                            undo: d.undo,
+                            started,
+                            base_serial: base.serial(),
+                        });
+                        return true;
+                    }
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(e),
+                },
+                _ => self.journal.append(&changes),
+            };
+            if let Err(e) = appended {
                 durable = false;
                 tracing::error!(
                     "zone {}: journal write failed ({e}): {} updates answered SERVFAIL, serial stays {}",
@@ -888,27 +1004,73 @@ impl Writer {
                     base.serial()
                 );
             } else {
-                crate::metrics::EVENTS.journal_commits.bump();
-                let to = version.clone();
-                self.publisher.publish(to);
-                if let Some(c) = &mut self.compaction {
-                    c.since.extend(changes.iter().cloned());
-                }
-                self.log.add(
-                    group.len(),
-                    changes.len(),
-                    started.elapsed(),
-                    version.serial(),
-                );
-                // A group is logged when it commits, unless a line was
-                // written less than a second ago: then it is counted, and
-                // the writer's next tick writes the summary (the last
-                // updates before a quiet period are logged too).
-                if self.log.due() {
-                    self.log.write(&self.origin);
-                }
+                self.publish_group(&version, &changes, group.len(), started);
             }
         }
+        self.answer(group, outcomes, durable, out);
+        durable
+    }
+
+    /// The commit log's word on the pending group: published and answered,
+    /// or taken back out of the journal and answered SERVFAIL (on the
+    /// commit log's thread: compaction and the rest wait for a step).
+    fn finish_pending(&mut self, result: Result<(), String>, out: &mut [u8]) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        let durable = match result {
+            Ok(()) => {
+                self.publish_group(&p.version, &p.changes, p.group.len(), p.started);
+                true
+            }
+            Err(e) => {
+                self.journal.undo(p.undo);
+                tracing::error!(
+                    "zone {}: journal write failed ({e}): {} updates answered SERVFAIL, serial stays {}",
+                    self.origin,
+                    p.group.len(),
+                    p.base_serial
+                );
+                false
+            }
+        };
+        self.answer(p.group, p.outcomes, durable, out);
+    }
+
+    /// Publishes a group's version once its changes are durable, and counts
+    /// and logs the commit.
+    fn publish_group(
+        &mut self,
+        version: &Arc<Zone>,
+        changes: &[Changeset],
+        jobs: usize,
+        started: Instant,
+    ) {
+        crate::metrics::EVENTS.journal_commits.bump();
+        self.publisher.publish(version.clone());
+        if let Some(c) = &mut self.compaction {
+            c.since.extend(changes.iter().cloned());
+        }
+        self.log
+            .add(jobs, changes.len(), started.elapsed(), version.serial());
+        // A group is logged when it commits, unless a line was written
+        // less than a second ago: then it is counted, and the writer's next
+        // tick writes the summary (the last updates before a quiet period
+        // are logged too).
+        if self.log.due() {
+            self.log.write(&self.origin);
+        }
+    }
+
+    /// Answers every job of a group with its outcome (SERVFAIL for all
+    /// when the group is not durable).
+    fn answer(
+        &mut self,
+        group: Vec<Work>,
+        outcomes: Vec<Result<String, u16>>,
+        durable: bool,
+        out: &mut [u8],
+    ) {
         for (work, outcome) in group.into_iter().zip(outcomes) {
             let outcome = if durable {
                 outcome
@@ -943,7 +1105,6 @@ impl Writer {
                 }
             }
         }
-        durable
     }
 }
 

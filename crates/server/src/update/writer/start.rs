@@ -54,6 +54,11 @@ pub(crate) fn start_writers_for(
     let Some(dir) = config.journal_dir.as_deref().filter(|_| !zones.is_empty()) else {
         return std::collections::HashSet::new();
     };
+    // The last run's commit log goes back into the journals before any is
+    // opened (once: zones started later find it running).
+    if !updates.start_commit_log(dir) {
+        return std::collections::HashSet::new();
+    }
     // Journals and states are created when first needed, but the folder is
     // there from the start (secondaries keep their timers in it).
     if let Err(e) = std::fs::create_dir_all(dir) {
@@ -218,6 +223,9 @@ fn open_writer(
         resign_at: None,
         resign_after: None,
         signs_transfers: false,
+        commit_log: updates.commit_log(),
+        pending: None,
+        waiting: Vec::new(),
     };
     // The zone's truth is its state snapshot plus the journal after it;
     // the zone file is the operator's input, applied as a difference
