@@ -424,7 +424,8 @@ pub struct Config {
     /// TSIG keys.
     pub keys: Vec<KeyEntry>,
     /// Per-zone update settings, for zones that have any.
-    pub zone_options: std::collections::HashMap<Name, ZoneOptions>,
+    /// Shared between zones configured alike.
+    pub zone_options: std::collections::HashMap<Name, std::sync::Arc<ZoneOptions>>,
     /// The global `zonefile-sync` (zones without their own).
     pub zonefile_sync: ZonefileSync,
     /// Concurrent outgoing zone transfers.
@@ -566,7 +567,7 @@ impl Config {
     pub fn zone_options(&self, zone: &Name) -> ZoneOptions {
         self.zone_options
             .get(zone)
-            .cloned()
+            .map(|o| (**o).clone())
             .unwrap_or_else(|| ZoneOptions {
                 acl: Vec::new().into(),
                 serial_policy: "increment".into(),

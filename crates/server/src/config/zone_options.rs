@@ -20,8 +20,13 @@ pub(super) fn resolve_zone_options(
     templates: &[(String, ZoneOptions)],
     policies: &[Signing],
     global_sync: ZonefileSync,
-) -> Result<HashMap<Name, ZoneOptions>, ConfigError> {
+) -> Result<HashMap<Name, std::sync::Arc<ZoneOptions>>, ConfigError> {
     let mut zone_options = std::collections::HashMap::new();
+    // Zones with the same options share one copy (a hosting server's 10^5
+    // zones hold a few, not 10^5): the last few distinct ones are looked
+    // at, which finds zones configured alike, written one after the other.
+    let mut recent: std::collections::VecDeque<std::sync::Arc<ZoneOptions>> =
+        std::collections::VecDeque::new();
     let mut shared_rules: std::collections::HashMap<
         Vec<String>,
         std::sync::Arc<[crate::acl::Rule]>,
@@ -164,32 +169,41 @@ pub(super) fn resolve_zone_options(
                 z.name
             )));
         }
-        zone_options.insert(
-            parse_origin(&z.name)?,
-            ZoneOptions {
-                acl: rules,
-                serial_policy,
-                zonefile_sync,
-                notify,
-                notify_delay: Duration::from_secs(notify_delay),
-                masters,
-                catalog: generates,
-                interpret,
-                signing,
-                validation,
-                timers: TimerBounds::from_settings(
-                    &format!("zone {}", z.name),
-                    [
-                        z.refresh_min_interval,
-                        z.refresh_max_interval,
-                        z.retry_min_interval,
-                        z.retry_max_interval,
-                        z.expire_min_interval,
-                        z.expire_max_interval,
-                    ],
-                )?,
-            },
-        );
+        let options = ZoneOptions {
+            acl: rules,
+            serial_policy,
+            zonefile_sync,
+            notify,
+            notify_delay: Duration::from_secs(notify_delay),
+            masters,
+            catalog: generates,
+            interpret,
+            signing,
+            validation,
+            timers: TimerBounds::from_settings(
+                &format!("zone {}", z.name),
+                [
+                    z.refresh_min_interval,
+                    z.refresh_max_interval,
+                    z.retry_min_interval,
+                    z.retry_max_interval,
+                    z.expire_min_interval,
+                    z.expire_max_interval,
+                ],
+            )?,
+        };
+        let shared = match recent.iter().position(|o| **o == options) {
+            Some(i) => recent[i].clone(),
+            None => {
+                let o = std::sync::Arc::new(options);
+                if recent.len() == 8 {
+                    recent.pop_back();
+                }
+                recent.push_front(o.clone());
+                o
+            }
+        };
+        zone_options.insert(parse_origin(&z.name)?, shared);
     }
     Ok(zone_options)
 }

@@ -55,9 +55,7 @@ struct Writer {
     stage: Stage,
     /// A compaction running in the background, and the changesets
     /// committed since the version it compacts (applied again to its result).
-    compaction: Option<Compaction>,
-    /// Where the state snapshot goes when the journal is flushed.
-    state: PathBuf,
+    compaction: Option<Box<Compaction>>,
     /// The zone file version the state includes (see `snapshot::source_tag`).
     file_tag: Vec<u8>,
     /// No new compaction before this (after a failed one).
@@ -72,8 +70,6 @@ struct Writer {
     trim_at: Option<Instant>,
     /// The zone file (None for a built-in zone: never written).
     zone_file: Option<PathBuf>,
-    /// The note naming the file version written last.
-    flushed: PathBuf,
     /// When the zone file is written after a change.
     sync: ZonefileSync,
     /// The serial of the zone file's contents (as read or written).
@@ -103,7 +99,7 @@ struct Writer {
     /// synced on its own).
     commit_log: Option<Arc<wal::CommitLog>>,
     /// A group written to the journal, waiting for the commit log.
-    pending: Option<Pending>,
+    pending: Option<Box<Pending>>,
     /// Work that came while a group was pending, in order.
     waiting: Vec<Work>,
 }
@@ -259,6 +255,7 @@ impl super::pool::Step for Writer {
             let group = std::mem::take(&mut self.waiting);
             self.idle_since = Some(Instant::now());
             self.commit(group, out, me);
+            self.count_file();
             if self.pending.is_some() {
                 return None;
             }
@@ -268,6 +265,12 @@ impl super::pool::Step for Writer {
 }
 
 impl Writer {
+    /// Where the zone's state snapshot goes (beside its journal, as
+    /// `update::state_path` names it; derived, not kept: 10^5 writers).
+    fn state_path(&self) -> PathBuf {
+        self.journal.path().with_extension("state")
+    }
+
     /// True when no upkeep is due that a step would do before the next
     /// group (a compaction to start or finish, the zone file, a log line,
     /// signatures): cheap checks only.
@@ -561,7 +564,7 @@ impl Writer {
                 .clone()
                 .ok_or("the zone is built in: it has no zone file")?,
             zone: self.current().ok_or("the zone is not served")?,
-            flushed: self.flushed.clone(),
+            flushed: self.journal.path().with_extension("flushed"),
             file_tag: self.file_tag.clone(),
             written: self.written.clone(),
             origin: self.origin.clone(),
@@ -681,8 +684,9 @@ impl Writer {
             .get(&self.origin)
             .ok_or("the zone is not served")?;
         let compacted = current.compact().map_err(|e| e.to_string())?;
-        crate::snapshot::write_state(&self.state, &compacted, &self.file_tag)
-            .map_err(|e| format!("{}: {e}", self.state.display()))?;
+        let state = self.state_path();
+        crate::snapshot::write_state(&state, &compacted, &self.file_tag)
+            .map_err(|e| format!("{}: {e}", state.display()))?;
         self.state_pending = false;
         if self.journal.last_serial().is_some() && !keep_history {
             self.journal
@@ -723,7 +727,7 @@ impl Writer {
             return;
         }
         let name = format!("lode-cmp-{}", self.origin.to_string().trim_end_matches('.'));
-        let state = flush.then(|| (self.state.clone(), self.file_tag.clone()));
+        let state = flush.then(|| (self.state_path(), self.file_tag.clone()));
         // A small zone is compacted at once, on the writer's thread (a
         // thread of its own would cost more than the work).
         let small = zone.node_count().saturating_add(entries) < SMALL_ZONE_NODES;
@@ -752,12 +756,12 @@ impl Writer {
                         self.origin
                     );
                 }
-                self.compaction = Some(Compaction {
+                self.compaction = Some(Box::new(Compaction {
                     result,
                     since: Vec::new(),
                     started: Instant::now(),
                     entries,
-                });
+                }));
                 if small {
                     self.finish_compaction();
                 }
@@ -789,7 +793,7 @@ impl Writer {
                         "zone {}: state at serial {} written to {}, journal history up to it dropped ({} changesets kept)",
                         self.origin,
                         z.serial(),
-                        self.state.display(),
+                        self.state_path().display(),
                         self.journal.depth()
                     ),
                     Err(e) => {
@@ -805,7 +809,7 @@ impl Writer {
                     tracing::warn!(
                         "zone {}: cannot write the state snapshot {} ({e}); the journal keeps its history",
                         self.origin,
-                        self.state.display()
+                        self.state_path().display()
                     )
                 }
             }
@@ -979,7 +983,7 @@ impl Writer {
                     Ok(Some(d)) => {
                         let me = me.clone();
                         log.submit(d.record, Box::new(move |r| me.committed(r)));
-                        self.pending = Some(Pending {
+                        self.pending = Some(Box::new(Pending {
                             group,
                             outcomes,
                             version,
@@ -987,7 +991,7 @@ impl Writer {
                             undo: d.undo,
                             started,
                             base_serial: base.serial(),
-                        });
+                        }));
                         return true;
                     }
                     Ok(None) => Ok(()),

@@ -198,7 +198,6 @@ fn open_writer(
         publisher: publisher.clone(),
         stage,
         compaction: None,
-        state: state.clone(),
         file_tag: file_tag.clone(),
         retry_at: Instant::now(),
         max_usage: config.journal_max_usage,
@@ -211,7 +210,6 @@ fn open_writer(
             | crate::ZoneSource::Transfer
             | crate::ZoneSource::Catalog(_) => None,
         },
-        flushed: flushed.clone(),
         sync: options.zonefile_sync,
         written_serial: zone.serial(),
         last_flush: Instant::now(),
