@@ -496,6 +496,8 @@ fn updates_and_refusals_are_counted() {
         "{text}"
     );
     assert_eq!(value("lode_journal_commits_total"), Some(1.0), "{text}");
+    // The update's group was made durable by the commit log's one sync.
+    assert_eq!(value("lode_commit_log_syncs_total"), Some(1.0), "{text}");
     assert_eq!(
         value("lode_transfers_out_total{type=\"refused\"}"),
         Some(1.0),

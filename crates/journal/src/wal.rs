@@ -75,6 +75,15 @@ pub type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// is busy would otherwise sync many small groups).
 pub type MoreComing = Box<dyn Fn() -> bool + Send>;
 
+/// Commit-log fdatasyncs that succeeded, all commit logs of the process.
+static SYNCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Commit-log fdatasyncs that succeeded so far (each made the groups of
+/// any number of zones durable; for the server's metrics).
+pub fn syncs() -> u64 {
+    SYNCS.load(Ordering::Relaxed)
+}
+
 /// The longest the commit log waits for records that are about to come.
 pub const MAX_GATHER: std::time::Duration = std::time::Duration::from_micros(500);
 
@@ -474,6 +483,7 @@ impl Committer {
         }
         match written {
             Ok(()) => {
+                SYNCS.fetch_add(1, Ordering::Relaxed);
                 seg.len += added;
                 for (r, _) in group {
                     if !self.dirty.contains(&r.path) {

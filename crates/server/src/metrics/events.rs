@@ -100,10 +100,18 @@ pub(super) fn families(out: &mut Vec<Family>) {
     out.push(
         Family::new(
             "lode_journal_commits",
-            "Journal writes made durable (one fdatasync for a group of updates).",
+            "Groups of updates to one zone made durable (journaled, then synced on their own or by the commit log).",
             Kind::Counter,
         )
         .with(&[], v(&e.journal_commits)),
+    );
+    out.push(
+        Family::new(
+            "lode_commit_log_syncs",
+            "fdatasyncs of the commit log shared by all zones' journals (each makes the groups written meanwhile durable, whatever their zones).",
+            Kind::Counter,
+        )
+        .with(&[], Value::Int(lode_journal::wal::syncs())),
     );
     out.push(
         Family::new(
