@@ -9,9 +9,10 @@
 //!    to the zone's own file, not synced          one write + one fdatasync of the
 //!  submit(record: path, file id, offset,        segment, then each record's `done`
 //!         the frames) ───────────────────────▶  (the writer publishes and answers)
-//!  (failure: Journal::undo)                     segment over SEGMENT_BYTES: a new one;
-//!                                               the old one goes once every journal
-//!                                               it names is fdatasync'ed (checkpoint)
+//!  (failure: Journal::undo)                     segment over SEGMENT_BYTES: a new one,
+//!                                               none for IDLE_CLOSE: closed; the old
+//!                                               one goes once every journal it names
+//!                                               is fdatasync'ed (checkpoint)
 //! ```
 //!
 //! A zone's journal file stays what it was (its own history, read by
@@ -83,6 +84,9 @@ static SYNCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0
 pub fn syncs() -> u64 {
     SYNCS.load(Ordering::Relaxed)
 }
+
+/// A segment that got no record for this long is closed and checkpointed.
+pub const IDLE_CLOSE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The longest the commit log waits for records that are about to come.
 pub const MAX_GATHER: std::time::Duration = std::time::Duration::from_micros(500);
@@ -229,8 +233,11 @@ pub fn recover(dir: &Path) -> io::Result<Recovered> {
     let mut rec = Recovered::default();
     let found = segments(dir)?;
     rec.next = found.last().map_or(1, |(s, _)| s + 1);
-    let mut touched: std::collections::HashMap<PathBuf, Option<(File, u64)>> =
-        std::collections::HashMap::new();
+    // Each journal's id, read once; files are opened per record and closed
+    // again (a segment may name 10^5 journals: more than a process may
+    // keep open), and synced one by one at the end.
+    let mut ids: std::collections::HashMap<PathBuf, Option<u64>> = std::collections::HashMap::new();
+    let mut written: Vec<PathBuf> = Vec::new();
     for (_, seg) in &found {
         rec.segments.push(seg.clone());
         let data = std::fs::read(seg)?;
@@ -247,23 +254,26 @@ pub fn recover(dir: &Path) -> io::Result<Recovered> {
             let Some(r) = decode_record(payload) else {
                 break;
             };
-            let target = touched.entry(r.path.clone()).or_insert_with(|| {
-                let f = file::open_rw(&r.path).ok()?;
-                let id = file_id(&f)?;
-                Some((f, id))
+            let id = *ids.entry(r.path.clone()).or_insert_with(|| {
+                let f = File::open(&r.path).ok()?;
+                file_id(&f)
             });
-            match target {
-                Some((f, id)) if *id == r.id => {
-                    f.write_all_at(&r.frames, r.offset)?;
-                    rec.applied += 1;
-                }
-                _ => rec.skipped += 1,
+            if id != Some(r.id) {
+                rec.skipped += 1;
+                continue;
             }
+            file::open_rw(&r.path)?.write_all_at(&r.frames, r.offset)?;
+            if written.last() != Some(&r.path) {
+                written.push(r.path);
+            }
+            rec.applied += 1;
         }
         rec.torn_bytes += (data.len() - p) as u64;
     }
-    for (f, _) in touched.values().flatten() {
-        f.sync_data()?;
+    written.sort();
+    written.dedup();
+    for path in &written {
+        File::open(path)?.sync_data()?;
     }
     Ok(rec)
 }
@@ -278,14 +288,15 @@ impl CommitLog {
         recovered: Recovered,
         more_coming: Option<MoreComing>,
     ) -> io::Result<CommitLog> {
-        Self::start_with(dir, recovered, SEGMENT_BYTES, more_coming)
+        Self::start_with(dir, recovered, (SEGMENT_BYTES, IDLE_CLOSE), more_coming)
     }
 
-    /// [`CommitLog::start`] with segments of `segment_bytes` (tests).
+    /// [`CommitLog::start`] with segments of `segment_bytes`, closed after
+    /// `idle_close` without records (tests make both small).
     fn start_with(
         dir: &Path,
         recovered: Recovered,
-        segment_bytes: u64,
+        (segment_bytes, idle_close): (u64, std::time::Duration),
         more_coming: Option<MoreComing>,
     ) -> io::Result<CommitLog> {
         let seq = recovered.next.max(1);
@@ -313,6 +324,7 @@ impl CommitLog {
             checkpoints,
             buf: Vec::new(),
             segment_bytes,
+            idle_close,
             more_coming,
         };
         std::thread::Builder::new()
@@ -394,6 +406,7 @@ struct Committer {
     checkpoints: mpsc::Sender<(PathBuf, HashSet<PathBuf>)>,
     buf: Vec<u8>,
     segment_bytes: u64,
+    idle_close: std::time::Duration,
     more_coming: Option<MoreComing>,
 }
 
@@ -406,17 +419,38 @@ impl Committer {
                     .queue
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
+                let mut idle = false;
                 while q.records.is_empty() && !q.stopping {
                     // Set under the queue's lock: a record queued after it
                     // wakes the thread; one queued while it writes or
                     // gathers does not need to.
                     q.sleeping = true;
-                    q = self
-                        .shared
-                        .wake
-                        .wait(q)
-                        .unwrap_or_else(PoisonError::into_inner);
+                    if self.seg.is_some() {
+                        let (g, waited) = self
+                            .shared
+                            .wake
+                            .wait_timeout(q, self.idle_close)
+                            .unwrap_or_else(PoisonError::into_inner);
+                        q = g;
+                        idle = waited.timed_out() && q.records.is_empty();
+                    } else {
+                        q = self
+                            .shared
+                            .wake
+                            .wait(q)
+                            .unwrap_or_else(PoisonError::into_inner);
+                    }
                     q.sleeping = false;
+                    if idle {
+                        break;
+                    }
+                }
+                if idle {
+                    drop(q);
+                    // Quiet: the segment is closed and checkpointed, so a
+                    // server at rest has nothing to read back at start.
+                    self.close();
+                    continue;
                 }
                 if q.records.is_empty() {
                     return;
@@ -501,6 +535,15 @@ impl Committer {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// Closes the open segment (checkpointed in the background) without
+    /// beginning another: the next group does.
+    fn close(&mut self) {
+        if let Some(old) = self.seg.take() {
+            let journals = std::mem::take(&mut self.dirty);
+            let _ = self.checkpoints.send((old.path, journals));
         }
     }
 

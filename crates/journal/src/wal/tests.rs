@@ -184,7 +184,13 @@ fn an_undone_append_leaves_the_journal_as_before() {
 #[test]
 fn full_segments_are_checkpointed_and_removed() {
     let dir = tempdir("rotate");
-    let log = CommitLog::start_with(&dir, recover(&dir).unwrap(), 512, None).unwrap();
+    let log = CommitLog::start_with(
+        &dir,
+        recover(&dir).unwrap(),
+        (512, std::time::Duration::from_secs(600)),
+        None,
+    )
+    .unwrap();
     let o = origin(4);
     let path = dir.join("z4.jnl");
     let (mut j, _) = Journal::open(&path, &o, Settings::default()).unwrap();
@@ -202,4 +208,37 @@ fn full_segments_are_checkpointed_and_removed() {
     drop(log);
     drop(j);
     assert_eq!(serials(&path, &o), (2..=41).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_quiet_log_is_closed_and_leaves_nothing_to_read_back() {
+    let dir = tempdir("idle");
+    let log = CommitLog::start_with(
+        &dir,
+        recover(&dir).unwrap(),
+        (SEGMENT_BYTES, std::time::Duration::from_millis(100)),
+        None,
+    )
+    .unwrap();
+    let o = origin(5);
+    let path = dir.join("z5.jnl");
+    let (mut j, _) = Journal::open(&path, &o, Settings::default()).unwrap();
+    let d = j.append_deferred(&[cs(&o, 1)], None).unwrap().unwrap();
+    commit(&log, d.record).unwrap();
+    assert_eq!(segments(&dir).unwrap().len(), 1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !segments(&dir).unwrap().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        segments(&dir).unwrap().is_empty(),
+        "the quiet segment stayed"
+    );
+    // The next record begins a new one.
+    let d = j.append_deferred(&[cs(&o, 2)], None).unwrap().unwrap();
+    commit(&log, d.record).unwrap();
+    assert_eq!(segments(&dir).unwrap().len(), 1);
+    drop(log);
+    drop(j);
+    assert_eq!(serials(&path, &o), vec![2, 3]);
 }
