@@ -39,11 +39,19 @@ pub(super) trait Step: Send {
     fn committed(
         &mut self,
         result: Result<(), String>,
+        queued: Vec<Work>,
         out: &mut [u8],
         me: &WeakQueue,
     ) -> Option<Instant> {
-        let _ = (result, out, me);
+        let _ = (result, queued, out, me);
         None
+    }
+
+    /// True while the writer waits for the commit log: new work stays in
+    /// the zone's queue (no step, no pool thread woken for it) and is
+    /// handed to [`Step::committed`].
+    fn parked(&self) -> bool {
+        false
     }
 }
 
@@ -66,17 +74,30 @@ impl WeakQueue {
         thread_local! {
             static OUT: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 65535]);
         }
-        let wake = OUT.with(|out| {
+        let (wake, parked) = OUT.with(|out| {
             let mut out = out.borrow_mut();
             let mut writer = lock(&task.writer);
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                writer.committed(result, &mut out, self)
+            // What came while the writer was parked goes to it now.
+            let queued: Vec<Work> = lock(&task.queue).drain(..).collect();
+            let wake = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                writer.committed(result, queued, &mut out, self)
             }))
             .unwrap_or_else(|_| {
                 tracing::error!("zone {}: its writer panicked; work dropped", task.name);
                 None
-            })
+            });
+            // Set under the writer's lock, as `Task::run` sets it.
+            let parked = writer.parked();
+            task.parked.store(parked, Ordering::SeqCst);
+            (wake, parked)
         });
+        if parked {
+            return; // the next word from the commit log goes on
+        }
+        // Work queued between the drain and the flag found the zone parked.
+        if !lock(&task.queue).is_empty() {
+            task.schedule();
+        }
         match wake {
             Some(at) if at <= Instant::now() => task.schedule(),
             Some(at) => {
@@ -162,6 +183,8 @@ pub(super) struct Task {
     queue: Mutex<VecDeque<Work>>,
     /// In the ready list or running.
     scheduled: AtomicBool,
+    /// Its writer waits for the commit log (see [`Step::parked`]).
+    parked: AtomicBool,
     /// The wake-up that counts (older timers in the heap are stale).
     wake_at: Mutex<Option<Instant>>,
     writer: Mutex<Box<dyn Step>>,
@@ -250,7 +273,7 @@ impl Task {
 
     /// Puts the zone in the ready list unless it is there or running.
     fn schedule(self: &Arc<Self>) {
-        if self.scheduled.swap(true, Ordering::AcqRel) {
+        if self.parked.load(Ordering::SeqCst) || self.scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
         if let Some(pool) = self.pool.upgrade() {
@@ -270,12 +293,12 @@ impl Task {
         let me = WeakQueue {
             task: Arc::downgrade(self),
         };
-        let wake = {
+        let (wake, parked) = {
             let mut writer = lock(&self.writer);
             // A panic in one zone's writer must not take the pool thread
             // (and every other zone) with it: the zone's work is dropped
             // (its replies are never sent) and the zone goes on.
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let wake = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 writer.step(group, out, &me)
             })) {
                 Ok(w) => w,
@@ -283,9 +306,22 @@ impl Task {
                     tracing::error!("zone {}: its writer panicked; work dropped", self.name);
                     None
                 }
-            }
+            };
+            let parked = writer.parked();
+            self.parked.store(parked, Ordering::SeqCst);
+            (wake, parked)
         };
         self.set_wake(pool, wake);
+        if parked {
+            // Its queue waits for the commit log's word (`WeakQueue::
+            // committed`), which may have come already and found the zone
+            // still scheduled: then it is scheduled again here.
+            self.scheduled.store(false, Ordering::SeqCst);
+            if !self.parked.load(Ordering::SeqCst) {
+                self.schedule();
+            }
+            return;
+        }
         // More work came while the step ran: back of the line. Else the
         // zone leaves the ready list — and comes back at once if work
         // slipped in between the check and the flag.
@@ -335,6 +371,7 @@ impl WriterPool {
             name,
             queue: Mutex::new(VecDeque::new()),
             scheduled: AtomicBool::new(false),
+            parked: AtomicBool::new(false),
             wake_at: Mutex::new(None),
             writer: Mutex::new(writer),
             pool: Arc::downgrade(&self.inner),

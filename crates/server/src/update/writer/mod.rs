@@ -239,9 +239,11 @@ impl super::pool::Step for Writer {
     fn committed(
         &mut self,
         result: Result<(), String>,
+        queued: Vec<Work>,
         out: &mut [u8],
         me: &WeakQueue,
     ) -> Option<Instant> {
+        self.waiting.extend(queued);
         self.finish_pending(result, out);
         if self.waiting.is_empty() {
             // Compaction, the zone file and the rest at the next step.
@@ -261,6 +263,10 @@ impl super::pool::Step for Writer {
             }
         }
         Some(Instant::now())
+    }
+
+    fn parked(&self) -> bool {
+        self.pending.is_some()
     }
 }
 
