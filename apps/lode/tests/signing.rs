@@ -433,8 +433,18 @@ fn signatures_are_made_again_before_they_expire() {
     // the next refresh ahead, the earliest expiry at or before the
     // earliest one served (a pass may have read older ones).
     let (_, status) = control(&dir.0, "zone-status");
+    // The next pass is ahead, or due a moment ago on a loaded machine
+    // (the pool runs it late, never skips it).
+    let next = status
+        .split("signatures made since start; next made again ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no signing schedule: {status}"));
+    let overdue = next
+        .split(" s ago")
+        .next()
+        .and_then(|n| n.parse::<u64>().ok());
     assert!(
-        status.contains("signatures made since start; next made again in "),
+        next.starts_with("in ") || overdue.is_some_and(|n| n <= 5),
         "{status}"
     );
     let out = Command::new(env!("CARGO_BIN_EXE_lode"))
