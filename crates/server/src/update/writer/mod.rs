@@ -1,6 +1,7 @@
-//! The zone writers: group commit through the zone-update stage, zone
-//! files taken in and written out, compaction and journal flushes; their
-//! start (state snapshot + journal replay) is in `start.rs`.
+//! The zone writers: zone files taken in and written out, transfers in,
+//! compaction and journal flushes, and the steps the pool runs; a group of
+//! updates through the stage to the journal (or the commit log) is in
+//! `group.rs`, their start (state snapshot + journal replay) in `start.rs`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,19 +9,19 @@ use std::time::Instant;
 
 use lode_journal::wal;
 use lode_journal::Journal;
-use lode_wire::{rcode, Name};
+use lode_wire::Name;
 use lode_zonedb::{Changeset, Zone};
-use lode_zones::update::{self as ddns};
-use lode_zones::{Change, Stage, StageError, Staged};
+use lode_zones::{Change, Stage, Staged};
 
 use crate::config::ZonefileSync;
 use crate::flush::{Flushed, Written};
 
 use super::background::{Background, FileDone, FileJob};
 use super::pool::WeakQueue;
-use super::{reply, unix_now, Publisher, Work};
+use super::{unix_now, Publisher, Work};
 
 mod commit_log;
+mod group;
 mod resign;
 mod start;
 mod upstream;
@@ -99,21 +100,9 @@ struct Writer {
     /// synced on its own).
     commit_log: Option<Arc<wal::CommitLog>>,
     /// A group written to the journal, waiting for the commit log.
-    pending: Option<Box<Pending>>,
+    pending: Option<Box<group::Pending>>,
     /// Work that came while a group was pending, in order.
     waiting: Vec<Work>,
-}
-
-/// A group of updates journaled but not yet durable: what to publish and
-/// answer once the commit log has synced it (or to take back if not).
-struct Pending {
-    group: Vec<Work>,
-    outcomes: Vec<Result<String, u16>>,
-    version: Arc<Zone>,
-    changes: Vec<Changeset>,
-    undo: lode_journal::Undo,
-    started: Instant,
-    base_serial: u32,
 }
 
 impl Drop for Writer {
@@ -866,255 +855,6 @@ impl Writer {
             c.since.len(),
             zone.serial()
         );
-    }
-
-    /// Processes one group: every job against the version before it, one
-    /// journal write for all the changes, one publication, then the replies.
-    /// Returns false when the journal write failed (nothing was published).
-    /// A group of updates only, with a commit log: the journal write is not
-    /// synced here; the group waits for the commit log (`self.pending`) and
-    /// is published and answered in [`Writer::committed`].
-    fn commit(&mut self, group: Vec<Work>, out: &mut [u8], me: &WeakQueue) -> bool {
-        let started = Instant::now();
-        let Some(base) = self.publisher.get(&self.origin) else {
-            for work in group {
-                work.fail(out, "the zone is not served");
-            }
-            return false;
-        };
-        let now = unix_now();
-        let mut version = base.clone();
-        let mut changes: Vec<Changeset> = Vec::new();
-        let mut outcomes: Vec<Result<String, u16>> = Vec::with_capacity(group.len());
-        // A signed zone: each change staged unsigned, the group signed in
-        // one pass after (see `Stage::sign_group`).
-        let stage = self.stage.unsigned();
-        for work in &group {
-            let staged = match work {
-                Work::Update(job) => ddns::parse_update(&job.msg)
-                    .map_err(StageError::Update)
-                    .and_then(|req| stage.run(&version, Change::Update(&req), now)),
-                Work::File { zone, .. } => stage.run(&version, Change::Difference(zone), now),
-                Work::Flush { .. }
-                | Work::Sign { .. }
-                | Work::History { .. }
-                | Work::Incremental { .. }
-                | Work::Replace { .. } => Ok(Staged::Unchanged),
-            };
-            let outcome = match staged {
-                Ok(Staged::Changed {
-                    version: next,
-                    changes: made,
-                    serial_raised,
-                }) => {
-                    let (removed, added) = made.iter().fold((0, 0), |(r, a), cs| {
-                        (r + cs.removed.len(), a + cs.added.len())
-                    });
-                    let what = format!(
-                        "{removed} records removed, {added} added, serial {} → {}",
-                        version.serial(),
-                        next.serial()
-                    );
-                    if matches!(work, Work::File { .. }) {
-                        for cs in &made {
-                            self.log_file_change(cs, serial_raised);
-                        }
-                    }
-                    version = next;
-                    changes.extend(made);
-                    Ok(what)
-                }
-                Ok(_) => Ok(format!("no change, serial {}", version.serial())),
-                Err(StageError::Update(e)) => {
-                    let code = e.rcode().unwrap_or(rcode::SERVFAIL);
-                    if let Work::Update(job) = work {
-                        if crate::lograte::REFUSALS.allow(crate::update::unix_now()) {
-                            tracing::info!(
-                                "zone {}: update from {} refused, {}: {e}",
-                                self.origin,
-                                job.peer,
-                                lode_wire::rcode::name(code)
-                            );
-                        }
-                    }
-                    Err(code)
-                }
-                Err(e) => {
-                    tracing::error!(
-                        "zone {}: {} made a change that does not apply ({e}), SERVFAIL",
-                        self.origin,
-                        work.source()
-                    );
-                    Err(rcode::SERVFAIL)
-                }
-            };
-            outcomes.push(outcome);
-        }
-        let mut durable = true;
-        if self.stage.signer.is_some() && !changes.is_empty() {
-            match self
-                .stage
-                .sign_group(&base, std::mem::take(&mut changes), now)
-            {
-                Ok((signed, cs)) => {
-                    version = signed;
-                    changes = cs;
-                }
-                Err(e) => {
-                    durable = false;
-                    tracing::error!(
-                        "zone {}: the group's changes could not be signed ({e}): {} updates answered SERVFAIL",
-                        self.origin,
-                        group.len()
-                    );
-                }
-            }
-        }
-        // The zone's first change: its state goes first (the base the
-        // journal continues, and the zone file version it took in).
-        if durable && self.state_pending && !changes.is_empty() {
-            if let Err(e) = self.write_state_now(true) {
-                durable = false;
-                tracing::error!(
-                    "zone {}: cannot write its state ({e}): {} updates answered SERVFAIL",
-                    self.origin,
-                    group.len()
-                );
-            }
-        }
-        let only_updates = group.iter().all(|w| matches!(w, Work::Update(_)));
-        if durable && !changes.is_empty() {
-            let appended = match &self.commit_log {
-                Some(log) if only_updates => match self.journal.append_deferred(&changes, None) {
-                    Ok(Some(d)) => {
-                        let me = me.clone();
-                        log.submit(d.record, Box::new(move |r| me.committed(r)));
-                        self.pending = Some(Box::new(Pending {
-                            group,
-                            outcomes,
-                            version,
-                            changes,
-                            undo: d.undo,
-                            started,
-                            base_serial: base.serial(),
-                        }));
-                        return true;
-                    }
-                    Ok(None) => Ok(()),
-                    Err(e) => Err(e),
-                },
-                _ => self.journal.append(&changes),
-            };
-            if let Err(e) = appended {
-                durable = false;
-                tracing::error!(
-                    "zone {}: journal write failed ({e}): {} updates answered SERVFAIL, serial stays {}",
-                    self.origin,
-                    group.len(),
-                    base.serial()
-                );
-            } else {
-                self.publish_group(&version, &changes, group.len(), started);
-            }
-        }
-        self.answer(group, outcomes, durable, out);
-        durable
-    }
-
-    /// The commit log's word on the pending group: published and answered,
-    /// or taken back out of the journal and answered SERVFAIL (on the
-    /// commit log's thread: compaction and the rest wait for a step).
-    fn finish_pending(&mut self, result: Result<(), String>, out: &mut [u8]) {
-        let Some(p) = self.pending.take() else {
-            return;
-        };
-        let durable = match result {
-            Ok(()) => {
-                self.publish_group(&p.version, &p.changes, p.group.len(), p.started);
-                true
-            }
-            Err(e) => {
-                self.journal.undo(p.undo);
-                tracing::error!(
-                    "zone {}: journal write failed ({e}): {} updates answered SERVFAIL, serial stays {}",
-                    self.origin,
-                    p.group.len(),
-                    p.base_serial
-                );
-                false
-            }
-        };
-        self.answer(p.group, p.outcomes, durable, out);
-    }
-
-    /// Publishes a group's version once its changes are durable, and counts
-    /// and logs the commit.
-    fn publish_group(
-        &mut self,
-        version: &Arc<Zone>,
-        changes: &[Changeset],
-        jobs: usize,
-        started: Instant,
-    ) {
-        crate::metrics::EVENTS.journal_commits.bump();
-        self.publisher.publish(version.clone());
-        if let Some(c) = &mut self.compaction {
-            c.since.extend(changes.iter().cloned());
-        }
-        self.log
-            .add(jobs, changes.len(), started.elapsed(), version.serial());
-        // A group is logged when it commits, unless a line was written
-        // less than a second ago: then it is counted, and the writer's next
-        // tick writes the summary (the last updates before a quiet period
-        // are logged too).
-        if self.log.due() {
-            self.log.write(&self.origin);
-        }
-    }
-
-    /// Answers every job of a group with its outcome (SERVFAIL for all
-    /// when the group is not durable).
-    fn answer(
-        &mut self,
-        group: Vec<Work>,
-        outcomes: Vec<Result<String, u16>>,
-        durable: bool,
-        out: &mut [u8],
-    ) {
-        for (work, outcome) in group.into_iter().zip(outcomes) {
-            let outcome = if durable {
-                outcome
-            } else {
-                Err(rcode::SERVFAIL)
-            };
-            match (work, outcome) {
-                (Work::Update(job), outcome) => {
-                    let code = outcome.map_or_else(|c| c, |_| rcode::NOERROR);
-                    if code == rcode::NOERROR {
-                        crate::metrics::EVENTS.updates_applied.bump();
-                    } else {
-                        crate::metrics::EVENTS.updates_failed.bump();
-                    }
-                    let n = reply(&job.msg, code, job.signed.as_ref(), out);
-                    job.reply.send(&out[..n]);
-                }
-                (Work::File { done, .. }, outcome) => {
-                    let _ = done.send(
-                        outcome.map_err(|c| format!("not applied ({})", lode_wire::rcode::name(c))),
-                    );
-                }
-                (Work::Flush { done }, _) => {
-                    let _ = done.send(Err("not written".into()));
-                }
-                (Work::Sign { done }, _) => {
-                    let _ = done.send(Err("not signed".into()));
-                }
-                (Work::History { .. }, _) => {}
-                (Work::Incremental { done, .. } | Work::Replace { done, .. }, _) => {
-                    let _ = done.send(Err("not taken".into()));
-                }
-            }
-        }
     }
 }
 
