@@ -18,6 +18,9 @@
 //!   outcome ─▶ scheduler: next refresh (SOA refresh, or retry), expiry, timers file
 //! ```
 
+mod notify_asks;
+use notify_asks::{notify_asks, NotifyAsks};
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
@@ -631,14 +634,18 @@ impl Scheduler {
                 };
                 let served = self.publisher.soa_for_primary(&zone);
                 let served = served.map(|soa| lode_zonedb::soa_serial(&soa));
-                if let (Some(s), Some(ours)) = (serial, served) {
-                    if !z.axfr_next
-                        && !matches!(lode_wire::serial::serial_cmp(s, ours), SerialOrder::Greater)
-                    {
-                        tracing::debug!(
-                            "zone {zone}: NOTIFY of serial {s}, serving {ours}: nothing to do"
-                        );
-                        return;
+                if let (Some(s), Some(ours), false) = (serial, served, z.axfr_next) {
+                    match notify_asks(s, ours) {
+                        NotifyAsks::Nothing => {
+                            tracing::debug!(
+                                "zone {zone}: NOTIFY of serial {s}, serving {ours}: nothing to do"
+                            );
+                            return;
+                        }
+                        NotifyAsks::Refresh => {}
+                        NotifyAsks::Older => tracing::warn!(
+                            "zone {zone}: NOTIFY of serial {s}, older than the served {ours}: asking the primaries (has their serial gone backwards?)"
+                        ),
                     }
                 }
                 if z.running {
@@ -838,12 +845,17 @@ impl Refresh {
                 lode_wire::serial::serial_cmp(theirs, ours),
                 SerialOrder::Greater
             ) {
-                tracing::debug!(
-                    "zone {origin}: serial {} at {} is not newer than {}: up to date",
-                    theirs,
-                    src.addr,
-                    ours
-                );
+                if notify_asks(theirs, ours) == NotifyAsks::Older {
+                    tracing::warn!(
+                        "zone {origin}: the primary {} serves serial {theirs}, older than ours ({ours}): its serial went backwards; ours is kept (RFC 1982: a secondary follows only a newer serial)",
+                        src.addr
+                    );
+                } else {
+                    tracing::debug!(
+                        "zone {origin}: serial {theirs} at {} is the one served: up to date",
+                        src.addr
+                    );
+                }
                 return Ok(Outcome::Current {
                     soa: soa.clone(),
                     transfer: None,
