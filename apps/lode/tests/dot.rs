@@ -14,7 +14,7 @@ use common::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lode_io::tls::{ClientStream, ServerAuth, TlsClient, ALPN_DOT};
 
@@ -218,15 +218,7 @@ fn certificate_rotated_by_reload() {
             .success());
     };
     hup(s.server.pid());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !s.server.log().contains(&new_pin) {
-        assert!(
-            Instant::now() < deadline,
-            "no reload:\n{}",
-            s.server.log_tail(20)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.server.wait_log(&new_pin, "no reload");
     assert!(
         tls_connect(s.tls, &s.pin).is_err(),
         "old certificate still served"
@@ -237,11 +229,8 @@ fn certificate_rotated_by_reload() {
     // A key file that is not the certificate's: refused, the last one stays.
     write_certificate(&s.dir.0, "cert.other", "key.pem");
     hup(s.server.pid());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !s.server.log().contains("reload: tls:") {
-        assert!(Instant::now() < deadline, "{}", s.server.log_tail(20));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.server
+        .wait_log("reload: tls:", "the bad key file not refused");
     let mut again = tls_connect(s.tls, &new_pin).unwrap();
     assert!(!exchange(&mut again, &q).is_empty());
     assert!(s.server.alive());

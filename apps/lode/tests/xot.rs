@@ -238,15 +238,7 @@ fn lode_secondary_pins_its_primary() {
     );
 
     // The wrongly pinned secondary has nothing, and its log says why.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !bad.log().contains("TLS handshake") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no TLS failure logged:\n{}",
-            bad.log_tail(20)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    bad.wait_log("TLS handshake", "no TLS failure logged");
     assert_eq!(soa_serial(bad.addr, ZONE), None);
     // Nothing went to the primary in clear: its only transfers were over TLS.
     assert!(
@@ -421,14 +413,6 @@ fn lode_secondary_checks_its_primary_by_ca_and_name() {
         &ca,
         &format!("address = [\"127.0.0.1@{tls_port}\"]\ncert-hostname = [\"other.example\"]"),
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !bad.log().contains("TLS handshake") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no TLS failure logged:\n{}",
-            bad.log_tail(20)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    bad.wait_log("TLS handshake", "no TLS failure logged");
     assert_eq!(soa_serial(bad.addr, ZONE), None);
 }

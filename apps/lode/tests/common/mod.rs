@@ -214,6 +214,16 @@ impl Server {
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
+    /// Waits until the log holds `needle` (panics with `what` and the
+    /// log's tail after 20 s).
+    #[allow(dead_code)]
+    pub fn wait_log(&self, needle: &str, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.log().contains(needle) {
+            assert!(Instant::now() < deadline, "{what}:\n{}", self.log_tail(20));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Server {
