@@ -44,6 +44,12 @@ const SMALL_ZONE_NODES: usize = 20_000;
 const MAX_OPEN_JOURNALS: usize = 128;
 /// Journal files open now (see [`MAX_OPEN_JOURNALS`]).
 static OPEN_JOURNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Zone files written in the background at once, all zones together.
+const MAX_FILE_WRITES: usize = 4;
+/// Zone-file writes running now (see [`MAX_FILE_WRITES`]).
+static FILE_WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// How long a zone waits to try again when [`MAX_FILE_WRITES`] are running.
+const FILE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 /// Wait after a failed compaction or journal flush before trying again.
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -87,6 +93,9 @@ struct Writer {
     holds_file: bool,
     /// A zone-file write running in the background.
     file_write: Option<Background<FileDone>>,
+    /// No zone-file write before this (others were running, see
+    /// [`MAX_FILE_WRITES`]).
+    file_wait: Option<Instant>,
     /// A signed zone: when its next signatures fall due (see resign.rs).
     resign_at: Option<Instant>,
     /// The last name whose signatures were made again (the next batch
@@ -270,20 +279,25 @@ impl Writer {
     /// group (a compaction to start or finish, the zone file, a log line,
     /// signatures): cheap checks only.
     fn upkeep_waits(&self) -> bool {
-        let now = Instant::now();
-        let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
         let worth = self.publisher.get(&self.origin).is_some_and(|z| {
-            worth_compacting(z.delta_len(), z.node_count()) || self.journal.needs_flush()
+            worth_compacting(z.delta_len(), z.node_count()) || self.flush_worth(&z)
         });
         // A signed zone's group is signed: not on the commit log's thread.
         self.stage.signer.is_none()
             && self.compaction.is_none()
             && self.file_write.is_none()
             && !worth
-            && !due(self.flush_due())
-            && !due(self.log.due_at())
-            && !due(self.resign_at)
-            && !due(self.trim_at)
+            && self.next_wake().is_none_or(|t| t > Instant::now())
+    }
+
+    /// Whether the journal is to be flushed now (see [`worth_flushing`]).
+    /// The zone's size is a walk over its delta: it is asked only when the
+    /// history is past its base's size (a lower bound).
+    fn flush_worth(&self, zone: &Zone) -> bool {
+        let usage = self.journal.usage_bytes();
+        self.journal.needs_flush()
+            && (usage >= self.max_usage || usage >= zone.base_heap_bytes() as u64)
+            && worth_flushing(true, usage, self.max_usage, zone.heap_bytes())
     }
 
     /// Closes the journal's file until it is next needed.
@@ -396,7 +410,9 @@ impl Writer {
         let interval = self.sync.interval(zone.record_count())?;
         // Writing the file takes at most half the writer's time (for
         // zonefile-sync = 0 under a stream of updates).
-        Some(self.last_flush + interval.max(self.last_took))
+        let due = self.last_flush + interval.max(self.last_took);
+        // Not before the other zones' writes leave room (see FILE_WRITES).
+        Some(self.file_wait.map_or(due, |w| w.max(due)))
     }
 
     /// Starts writing the zone file when `zonefile-sync` says it is time
@@ -577,10 +593,24 @@ impl Writer {
                 return;
             }
         };
+        // A thread per write, but few at once across zones: updates to
+        // thousands of zones must not make thousands of threads.
+        if FILE_WRITES.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= MAX_FILE_WRITES {
+            FILE_WRITES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            self.file_wait = Some(Instant::now() + FILE_WAIT);
+            return;
+        }
+        self.file_wait = None;
         let name = format!("lode-zf-{}", self.origin.to_string().trim_end_matches('.'));
-        match Background::spawn(name, move || job.run()) {
+        let spawned = Background::spawn(name, move || {
+            let done = job.run();
+            FILE_WRITES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            done
+        });
+        match spawned {
             Ok(w) => self.file_write = Some(w),
             Err(e) => {
+                FILE_WRITES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                 tracing::warn!(
                     "zone {}: cannot start writing its zone file: {e}",
                     self.origin
@@ -711,12 +741,7 @@ impl Writer {
             return;
         };
         let entries = zone.delta_len();
-        // The zone's size is a walk over its delta: only when the history
-        // is past its base's size (a lower bound) does it count.
-        let usage = self.journal.usage_bytes();
-        let flush = self.journal.needs_flush()
-            && (usage >= self.max_usage || usage >= zone.base_heap_bytes() as u64)
-            && worth_flushing(true, usage, self.max_usage, zone.heap_bytes());
+        let flush = self.flush_worth(&zone);
         let worth = flush || worth_compacting(entries, zone.node_count()) || (idle && entries > 0);
         if !worth {
             return;

@@ -218,6 +218,7 @@ fn open_writer(
         state_pending: false,
         holds_file: false,
         file_write: None,
+        file_wait: None,
         resign_at: None,
         resign_after: None,
         signs_transfers: false,
