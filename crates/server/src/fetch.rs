@@ -299,6 +299,20 @@ pub(crate) fn query_soa(
     }
 }
 
+/// The serial of `zone` in `answer`, an unsigned SOA query's answer with
+/// message ID `id`, when it passes [`query_soa`]'s checks (the NOTIFY pacing's
+/// probe of a secondary: has it taken the serial it was told of yet?).
+pub(crate) fn served_serial(answer: &[u8], id: u16, zone: &Name) -> Option<u32> {
+    let req = Request {
+        msg: Vec::new(),
+        id,
+        mac: None,
+    };
+    check_soa(answer, &req, None, zone)
+        .ok()
+        .map(|soa| soa_serial(&soa))
+}
+
 /// Sends `req` over UDP and returns the first datagram from `addr` that
 /// answers it (same ID, QR set); others are ignored.
 fn udp_exchange(

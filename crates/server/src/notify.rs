@@ -2,13 +2,32 @@
 //! its `notify` remotes gets a NOTIFY (the new SOA in the answer section, as
 //! Knot sends it; TSIG-signed when the remote has a key), retried until it
 //! answers. One thread for all zones; a newer serial replaces a NOTIFY not
-//! yet answered for the same zone and remote.
+//! yet sent, and is sent next when one is awaiting its answer.
+//!
+//! **Pacing.** A secondary that is told of a change transfers it and then
+//! loads it; told of the next one before it serves the first, some fall
+//! over (NSD 4.6 fails the reload whose transfer landed meanwhile and
+//! starts again with a full AXFR: "soa serial N update failed, restarting
+//! transfer"). So after a secondary acknowledged the NOTIFY of serial S,
+//! newer serials wait until it serves S (or a serial of its own: neither
+//! what it served when told nor one between that and S), and then as long
+//! again as that took (it may still be busy loading: NSD's transfer daemon
+//! hears of the reload some 20-30 ms after the new serial is served). Its
+//! SOA is asked over UDP, 2 ms after the acknowledgement and then at
+//! doubling gaps up to 100 ms, until it does. An idle
+//! secondary is told at once; a busy one about once per transfer it
+//! completes. Bounds: 5 s without reaching S (its transfer failed: tell it
+//! anyway), 1 s when its SOA cannot be asked (refused, not authoritative).
 //!
 //! ```text
 //!  Publisher (a swap changed a watched zone's serial) ──▶ channel ──▶ notify thread
 //!     pending per (zone, remote address): due time, tries, message id
-//!     send when due (after notify-delay), resend after 1, 2, 4, 8 s, give up after 5 tries;
+//!     send when due (after notify-delay) and not held, with an SOA question (what it serves
+//!     before); resend after 1, 2, 4, 8 s (the newest serial), give up after 5 tries;
 //!     an answer with the message's id ends it (its RCODE logged when not NOERROR)
+//!     NOERROR ──▶ catching up (zone, address): serial S, what it served before
+//!         a newer serial is held while catching up; SOA asked at 2, 4, 8 … 100 ms gaps
+//!         serves S, newer, or a serial of its own after T ──▶ settled at 2T: the held serial is sent
 //! ```
 
 use std::collections::HashMap;
@@ -25,6 +44,19 @@ use crate::update::Publisher;
 /// Sends on the first try, then after 1, 2, 4 and 8 seconds.
 const TRIES: u32 = 5;
 const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The first SOA question to a secondary catching up, after its
+/// acknowledgement; the gaps then double up to [`LONGEST_GAP`].
+const FIRST_PROBE: Duration = Duration::from_millis(2);
+const LONGEST_GAP: Duration = Duration::from_millis(100);
+/// How long a secondary may take to serve what it was told of before the
+/// next change is sent to it anyway.
+const CATCH_UP_LIMIT: Duration = Duration::from_secs(5);
+/// How long newer serials wait when the secondary's SOA cannot be asked
+/// (Knot DNS 3.2 NOTIFYs about once a second while a zone changes).
+const BLIND_HOLD: Duration = Duration::from_secs(1);
+/// How long the thread sleeps at most while answers are awaited (they are
+/// read between waits).
+const ANSWER_POLL: Duration = Duration::from_millis(2);
 
 /// A change of a watched zone's serial.
 #[derive(Debug)]
@@ -45,13 +77,85 @@ struct Targets {
 /// One NOTIFY on its way to one address.
 #[derive(Debug)]
 struct Pending {
+    /// The SOA sent (or to send).
     soa: Record,
+    /// A newer SOA that came while `soa` awaited its answer: sent next.
+    newer: Option<Record>,
     key: Option<Key>,
     remote: String,
     id: u16,
     tries: u32,
     due: Instant,
     sent_at: Option<Instant>,
+    /// The SOA question sent with it: what the secondary served before.
+    before: Probe,
+}
+
+/// An SOA question to a secondary and what it answered.
+#[derive(Debug, Clone, Copy, Default)]
+struct Probe {
+    /// The message ID of the question awaiting its answer.
+    id: Option<u16>,
+    /// The serial it answered.
+    serial: Option<u32>,
+}
+
+/// A secondary that acknowledged the NOTIFY of `serial` and is expected to
+/// transfer and serve it; newer serials wait (see the module's pacing).
+#[derive(Debug)]
+struct CatchingUp {
+    serial: u32,
+    /// What it served when it was told (a secondary that signs, or has a
+    /// serial policy of its own, serves a serial other than the primary's).
+    before: Probe,
+    /// When it acknowledged.
+    since: Instant,
+    /// The question about its progress.
+    now: Probe,
+    next_probe: Instant,
+    probes: u32,
+    /// Its SOA cannot be asked: newer serials wait [`BLIND_HOLD`].
+    blind: bool,
+    /// It serves what it was told of; newer serials wait until then (it
+    /// may still be busy: NSD's transfer daemon learns of its reload
+    /// ~20-30 ms after the new serial is served, and a transfer landing
+    /// meanwhile fails the same way).
+    settled: Option<Instant>,
+}
+
+impl CatchingUp {
+    /// Whether serving `served` means it took what it was told of: that
+    /// serial or a newer one, or one unrelated to ours (neither what it
+    /// served before nor between that and ours: a serial of its own).
+    fn reached(&self, served: u32) -> bool {
+        use lode_wire::serial::serial_lt;
+        if served == self.serial || serial_lt(self.serial, served) {
+            return true;
+        }
+        self.before.serial.is_some_and(|b| {
+            let on_the_way = serial_lt(b, served) && serial_lt(served, self.serial);
+            b != served && !on_the_way
+        })
+    }
+
+    /// Whether its SOA is still to be asked.
+    fn asking(&self) -> bool {
+        !self.blind && self.settled.is_none()
+    }
+
+    /// When newer serials are sent even if it has not caught up (or, once
+    /// it has, when it has had as long again to settle).
+    fn limit(&self) -> Instant {
+        if let Some(t) = self.settled {
+            return t;
+        }
+        self.since
+            + if self.blind {
+                BLIND_HOLD
+            } else {
+                CATCH_UP_LIMIT
+            }
+    }
 }
 
 /// The NOTIFY targets of each zone, shared with the NOTIFY thread: zones
@@ -127,6 +231,7 @@ pub(crate) fn start(config: &Config, keys: &Keys, publisher: &Publisher) -> Opti
 struct Notifier {
     targets: Arc<Mutex<HashMap<Name, Targets>>>,
     pending: HashMap<(Name, SocketAddr), Pending>,
+    catching: HashMap<(Name, SocketAddr), CatchingUp>,
     v4: Option<UdpSocket>,
     v6: Option<UdpSocket>,
     next_id: u16,
@@ -142,6 +247,7 @@ impl Notifier {
         Notifier {
             targets,
             pending: HashMap::new(),
+            catching: HashMap::new(),
             v4: bind("0.0.0.0:0"),
             v6: bind("[::]:0"),
             next_id: rand_id(),
@@ -151,17 +257,7 @@ impl Notifier {
     fn run(mut self, rx: mpsc::Receiver<Changed>) {
         let mut buf = vec![0u8; 4096];
         loop {
-            // Sleep until the next NOTIFY is due, for at most 20 ms while
-            // answers are awaited (they are read between waits).
-            let now = Instant::now();
-            let waiting = self.pending.values().any(|p| p.sent_at.is_some());
-            let next_due = self.pending.values().map(|p| p.due).min();
-            let mut wait = next_due.map(|d| d.saturating_duration_since(now));
-            if waiting {
-                let cap = Duration::from_millis(20);
-                wait = Some(wait.map_or(cap, |w| w.min(cap)));
-            }
-            let event = match wait {
+            let event = match self.next_wake() {
                 Some(w) => match rx.recv_timeout(w) {
                     Ok(e) => Some(e),
                     Err(mpsc::RecvTimeoutError::Timeout) => None,
@@ -178,8 +274,37 @@ impl Notifier {
                 next = rx.try_recv().ok();
             }
             self.read_answers(&mut buf);
+            self.release(Instant::now());
             self.send_due(&mut buf);
+            self.probe_due(&mut buf);
         }
+    }
+
+    /// How long to sleep: until the next NOTIFY or SOA question is due or
+    /// a hold ends, at most [`ANSWER_POLL`] while answers are awaited; None
+    /// when nothing is going on.
+    fn next_wake(&self) -> Option<Duration> {
+        let now = Instant::now();
+        let awaiting = self.pending.values().any(|p| p.sent_at.is_some())
+            || self.catching.values().any(|c| c.now.id.is_some());
+        let sends = self
+            .pending
+            .iter()
+            .filter(|(k, _)| !self.catching.contains_key(*k))
+            .map(|(_, p)| p.due);
+        let holds = self.catching.values().map(|c| {
+            if c.asking() {
+                c.next_probe.min(c.limit())
+            } else {
+                c.limit()
+            }
+        });
+        let next = sends.chain(holds).min();
+        let mut wait = next.map(|d| d.saturating_duration_since(now));
+        if awaiting {
+            wait = Some(wait.map_or(ANSWER_POLL, |w| w.min(ANSWER_POLL)));
+        }
+        wait
     }
 
     /// Queues a NOTIFY of the new serial to each of the zone's targets.
@@ -192,32 +317,31 @@ impl Notifier {
             return;
         };
         drop(targets);
-        let due = Instant::now() + t.delay;
+        let now = Instant::now();
+        let due = now + t.delay;
         for (addr, key, remote) in &t.remotes {
-            match self.pending.get_mut(&(e.zone.clone(), *addr)) {
-                // Not sent yet (waiting out notify-delay): it sends the newest.
+            let k = (e.zone.clone(), *addr);
+            match self.pending.get_mut(&k) {
+                // Not sent yet (waiting out notify-delay or held): it sends the newest.
                 Some(p) if p.sent_at.is_none() => p.soa = e.soa.clone(),
-                // Sent and not answered yet: the newer serial starts again.
-                Some(p) => {
-                    p.soa = e.soa.clone();
-                    p.tries = 0;
-                    p.sent_at = None;
-                    p.due = due;
-                }
+                // Awaiting its answer: the newer serial goes next.
+                Some(p) => p.newer = Some(e.soa.clone()),
                 None => {
-                    self.pending.insert(
-                        (e.zone.clone(), *addr),
-                        Pending {
-                            soa: e.soa.clone(),
-                            key: key.clone(),
-                            remote: remote.clone(),
-                            id: 0,
-                            tries: 0,
-                            due,
-                            sent_at: None,
-                        },
-                    );
+                    self.pending
+                        .insert(k.clone(), Pending::new(e.soa.clone(), key, remote, due));
                 }
+            }
+            if let Some(c) = self.catching.get_mut(&k) {
+                crate::metrics::EVENTS.notify_held.bump();
+                c.next_probe = c.next_probe.max(c.since + FIRST_PROBE);
+                tracing::debug!(
+                    "zone {}: NOTIFY of serial {} to {} ({}) held until it serves serial {}",
+                    k.0,
+                    lode_zonedb::soa_serial(&e.soa),
+                    k.1,
+                    remote,
+                    c.serial
+                );
             }
         }
     }
@@ -230,16 +354,51 @@ impl Notifier {
         }
     }
 
+    fn next_id(&mut self) -> u16 {
+        self.next_id = self.next_id.wrapping_add(1);
+        self.next_id
+    }
+
+    /// Asks `addr` for the SOA of `zone` (unsigned, over UDP); returns the
+    /// message ID, or None when it could not be sent.
+    fn ask_soa(&mut self, zone: &Name, addr: SocketAddr, buf: &mut [u8]) -> Option<u16> {
+        let id = self.next_id();
+        let n = lode_xfr::soa_query(buf, id, zone.as_ref(), None);
+        let sent = self.socket(addr)?.send_to(&buf[..n], addr).is_ok();
+        sent.then_some(id)
+    }
+
+    /// Ends the holds of secondaries past their limit (a held serial is
+    /// then sent).
+    fn release(&mut self, now: Instant) {
+        let pending = &self.pending;
+        self.catching.retain(|k, c| {
+            if now < c.limit() {
+                return true;
+            }
+            if c.asking() && pending.contains_key(k) {
+                tracing::debug!(
+                    "zone {}: {} not seen serving serial {} after {:.1} s: notified anyway",
+                    k.0,
+                    k.1,
+                    c.serial,
+                    c.since.elapsed().as_secs_f64()
+                );
+            }
+            false
+        });
+    }
+
     fn send_due(&mut self, buf: &mut [u8]) {
         let now = Instant::now();
         let due: Vec<(Name, SocketAddr)> = self
             .pending
             .iter()
-            .filter(|(_, p)| p.due <= now)
+            .filter(|(k, p)| p.due <= now && !self.catching.contains_key(*k))
             .map(|(k, _)| k.clone())
             .collect();
         for k in due {
-            let Some(p) = self.pending.get(&k) else {
+            let Some(p) = self.pending.get_mut(&k) else {
                 continue;
             };
             if p.tries >= TRIES {
@@ -254,8 +413,24 @@ impl Notifier {
                 self.pending.remove(&k);
                 continue;
             }
-            self.next_id = self.next_id.wrapping_add(1);
-            let id = self.next_id;
+            if let Some(newer) = p.newer.take() {
+                p.soa = newer;
+            }
+            let before = if p.tries == 0 {
+                self.ask_soa(&k.0, k.1, buf)
+            } else {
+                None
+            };
+            let id = self.next_id();
+            let Some(p) = self.pending.get_mut(&k) else {
+                continue;
+            };
+            if before.is_some() {
+                p.before = Probe {
+                    id: before,
+                    serial: None,
+                };
+            }
             let n = lode_xfr::notify(buf, id, k.0.as_ref(), Some(&p.soa), None);
             let n = match &p.key {
                 Some(key) => {
@@ -282,6 +457,29 @@ impl Notifier {
             p.tries += 1;
             p.sent_at = Some(now);
             p.due = now + FIRST_RETRY * (1 << (p.tries - 1));
+        }
+    }
+
+    /// Asks the secondaries catching up whether they serve what they were
+    /// told of yet (also when no newer serial waits: how long they took is
+    /// how long the next one waits after they did).
+    fn probe_due(&mut self, buf: &mut [u8]) {
+        let now = Instant::now();
+        let due: Vec<(Name, SocketAddr)> = self
+            .catching
+            .iter()
+            .filter(|(_, c)| c.asking() && c.next_probe <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in due {
+            let id = self.ask_soa(&k.0, k.1, buf);
+            let Some(c) = self.catching.get_mut(&k) else {
+                continue;
+            };
+            c.now.id = id;
+            c.probes += 1;
+            let gap = FIRST_PROBE * (1 << c.probes.min(6));
+            c.next_probe = now + gap.min(LONGEST_GAP);
         }
     }
 
@@ -314,6 +512,10 @@ impl Notifier {
                 .map_or(from, |ip| SocketAddr::new(ip.into(), v6.port())),
             v4 => v4,
         };
+        if (msg[2] >> 3) & 0xF == lode_wire::opcode::QUERY {
+            self.soa_answered(msg, id, from);
+            return;
+        }
         let Some(k) = self
             .pending
             .iter()
@@ -337,6 +539,20 @@ impl Notifier {
                 p.sent_at
                     .map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0)
             );
+            let now = Instant::now();
+            self.catching.insert(
+                k.clone(),
+                CatchingUp {
+                    serial,
+                    before: p.before,
+                    since: now,
+                    now: Probe::default(),
+                    next_probe: now + FIRST_PROBE,
+                    probes: 0,
+                    blind: false,
+                    settled: None,
+                },
+            );
         } else {
             crate::metrics::EVENTS.notify_failed.bump();
             tracing::warn!(
@@ -347,6 +563,78 @@ impl Notifier {
                 lode_wire::rcode::name(code)
             );
         }
+        if let Some(newer) = p.newer {
+            let next = Pending::new(newer, &p.key, &p.remote, Instant::now());
+            self.pending.insert(k, next);
+        }
+    }
+
+    /// An answer to one of the SOA questions: what the secondary served
+    /// before it was told, or whether it caught up.
+    fn soa_answered(&mut self, msg: &[u8], id: u16, from: SocketAddr) {
+        let asked = |k: &(Name, SocketAddr), probe: &Probe| k.1 == from && probe.id == Some(id);
+        if let Some((k, p)) = self.pending.iter_mut().find(|(k, p)| asked(k, &p.before)) {
+            p.before.id = None;
+            p.before.serial = crate::fetch::served_serial(msg, id, &k.0);
+            return;
+        }
+        let Some((k, c)) = self
+            .catching
+            .iter_mut()
+            .find(|(k, c)| asked(k, &c.before) || asked(k, &c.now))
+        else {
+            return;
+        };
+        let served = crate::fetch::served_serial(msg, id, &k.0);
+        if c.before.id == Some(id) {
+            c.before = Probe {
+                id: None,
+                serial: served,
+            };
+            return;
+        }
+        c.now.id = None;
+        let Some(served) = served else {
+            // Refused, not authoritative, no SOA: it cannot be asked.
+            c.blind = true;
+            return;
+        };
+        if c.reached(served) {
+            let took = c.since.elapsed();
+            tracing::debug!(
+                "zone {}: {} serves serial {served} ({:.1} ms after its NOTIFY of {} was answered)",
+                k.0,
+                k.1,
+                took.as_secs_f64() * 1000.0,
+                c.serial
+            );
+            c.settled = Some(Instant::now() + took);
+            // What waited may be what it took: nothing to tell it then.
+            let k = k.clone();
+            if self
+                .pending
+                .get(&k)
+                .is_some_and(|p| p.sent_at.is_none() && lode_zonedb::soa_serial(&p.soa) == served)
+            {
+                self.pending.remove(&k);
+            }
+        }
+    }
+}
+
+impl Pending {
+    fn new(soa: Record, key: &Option<Key>, remote: &str, due: Instant) -> Pending {
+        Pending {
+            soa,
+            newer: None,
+            key: key.clone(),
+            remote: remote.to_owned(),
+            id: 0,
+            tries: 0,
+            due,
+            sent_at: None,
+            before: Probe::default(),
+        }
     }
 }
 
@@ -356,4 +644,56 @@ fn rand_id() -> u16 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     (t ^ std::process::id()) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn told(serial: u32, before: Option<u32>) -> CatchingUp {
+        let now = Instant::now();
+        CatchingUp {
+            serial,
+            before: Probe {
+                id: None,
+                serial: before,
+            },
+            since: now,
+            now: Probe::default(),
+            next_probe: now,
+            probes: 0,
+            blind: false,
+            settled: None,
+        }
+    }
+
+    #[test]
+    fn caught_up_at_the_serial_told_or_newer() {
+        let c = told(100, Some(90));
+        assert!(c.reached(100));
+        assert!(c.reached(105));
+        assert!(!c.reached(90), "what it served before");
+        assert!(!c.reached(95), "a transfer started before it was told");
+        // A serial of its own (a signer's serial policy), either side of ours.
+        assert!(c.reached(7));
+        assert!(!told(2_000_000_000, Some(1_764_000_000)).reached(1_764_000_050));
+        assert!(told(100, Some(1_764_000_000)).reached(1_764_000_050));
+        // Across the wrap of serial arithmetic (RFC 1982).
+        assert!(told(u32::MAX, Some(u32::MAX - 5)).reached(3));
+        assert!(!told(3, Some(u32::MAX - 5)).reached(u32::MAX));
+        // Nothing known of before: only ours or newer.
+        assert!(!told(100, None).reached(7));
+    }
+
+    #[test]
+    fn holds_end() {
+        let mut c = told(100, None);
+        assert_eq!(c.limit(), c.since + CATCH_UP_LIMIT);
+        c.blind = true;
+        assert_eq!(c.limit(), c.since + BLIND_HOLD);
+        assert!(!c.asking());
+        let t = c.since + Duration::from_millis(7);
+        c.settled = Some(t);
+        assert_eq!(c.limit(), t);
+    }
 }

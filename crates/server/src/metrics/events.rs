@@ -57,6 +57,9 @@ pub struct Events {
     pub notify_sent: Event,
     /// NOTIFY messages that got no acknowledgement after every retry.
     pub notify_failed: Event,
+    /// Changes not notified at once to a secondary that was still taking
+    /// the previous one (sent when it serves it: the pacing of notify.rs).
+    pub notify_held: Event,
 }
 
 /// The counters of this process.
@@ -74,6 +77,7 @@ pub static EVENTS: Events = Events {
     notify_refused: Event::new(),
     notify_sent: Event::new(),
     notify_failed: Event::new(),
+    notify_held: Event::new(),
 };
 
 pub(super) fn families(out: &mut Vec<Family>) {
@@ -153,6 +157,10 @@ pub(super) fn families(out: &mut Vec<Family>) {
         .with(
             &[("direction", "out"), ("result", "failed")],
             v(&e.notify_failed),
+        )
+        .with(
+            &[("direction", "out"), ("result", "held")],
+            v(&e.notify_held),
         ),
     );
 }
