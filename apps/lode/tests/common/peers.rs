@@ -1003,13 +1003,26 @@ impl Primary {
         notify: &[SocketAddr],
         port: u16,
     ) -> Result<Primary, String> {
+        Primary::start_lode_with(zone, zone_file, key, notify, port, "")
+    }
+
+    /// [`Primary::start_lode`] with `global` (top-level TOML lines, e.g.
+    /// `journal-max-depth = 1000`) in its configuration.
+    pub fn start_lode_with(
+        zone: &str,
+        zone_file: &Path,
+        key: &TsigKey,
+        notify: &[SocketAddr],
+        port: u16,
+        global: &str,
+    ) -> Result<Primary, String> {
         let zone = absolute(zone);
         let dir = TempDir::new("xfr-lode-primary");
         let file = dir.0.join("primary.zone");
         std::fs::copy(zone_file, &file)
             .map_err(|e| format!("copy {}: {e}", zone_file.display()))?;
         let mut conf = format!(
-            "journal-dir = \"journal\"\ncontrol = \"\"\nlog-level = \"debug\"\n\n\
+            "journal-dir = \"journal\"\ncontrol = \"\"\nlog-level = \"debug\"\n{global}\n\
              [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
              [[acl]]\nid = \"xfr-update\"\naddress = [\"127.0.0.1\"]\nkey = [\"{}\"]\naction = [\"transfer\", \"update\"]\n\n",
             key.name, key.algorithm, key.secret, key.name
@@ -1102,7 +1115,34 @@ impl Primary {
 /// ...`, one `send` per UPDATE message; a final `send` is added when the
 /// text does not end with one). Fails unless every UPDATE got NOERROR.
 pub fn nsupdate(addr: SocketAddr, zone: &str, key: &TsigKey, commands: &str) -> Result<(), String> {
-    let mut script = format!(
+    let mut script = knsupdate_header(addr, zone, key);
+    script.push_str(commands);
+    if !commands.trim_end().ends_with("send") {
+        script.push_str("\nsend\n");
+    }
+    script.push_str("\nquit\n");
+    let mut child = spawn_knsupdate()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|e| format!("knsupdate stdin: {e}"))?;
+    }
+    knsupdate_result(child, addr)
+}
+
+/// `knsupdate` with its stdin, stdout and stderr piped.
+fn spawn_knsupdate() -> Result<Child, String> {
+    Command::new(sbin("knsupdate"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawn knsupdate: {e}"))
+}
+
+/// The `server`, `key`, `zone`, `origin` and `ttl` lines of a knsupdate script.
+fn knsupdate_header(addr: SocketAddr, zone: &str, key: &TsigKey) -> String {
+    format!(
         "server {} {}\nkey {}:{} {}\nzone {}\norigin {}\nttl 300\n",
         addr.ip(),
         addr.port(),
@@ -1111,23 +1151,12 @@ pub fn nsupdate(addr: SocketAddr, zone: &str, key: &TsigKey, commands: &str) -> 
         key.secret,
         absolute(zone),
         absolute(zone)
-    );
-    script.push_str(commands);
-    if !commands.trim_end().ends_with("send") {
-        script.push_str("\nsend\n");
-    }
-    script.push_str("\nquit\n");
-    let mut child = Command::new(sbin("knsupdate"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("spawn knsupdate: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(script.as_bytes())
-            .map_err(|e| format!("knsupdate stdin: {e}"))?;
-    }
+    )
+}
+
+/// Waits for a knsupdate fed its whole script; fails unless every UPDATE
+/// got NOERROR.
+fn knsupdate_result(child: Child, addr: SocketAddr) -> Result<(), String> {
     let out = child
         .wait_with_output()
         .map_err(|e| format!("knsupdate: {e}"))?;
@@ -1140,6 +1169,41 @@ pub fn nsupdate(addr: SocketAddr, zone: &str, key: &TsigKey, commands: &str) -> 
         ));
     }
     Ok(())
+}
+
+/// Sends one UPDATE per entry of `changes` (knsupdate script text without
+/// the `send`) to `addr` through one `knsupdate`, starting one every `gap`
+/// (back to back when zero; each waits for its answer); returns how long
+/// they took. Fails unless every UPDATE got NOERROR.
+pub fn paced_updates(
+    addr: SocketAddr,
+    zone: &str,
+    key: &TsigKey,
+    changes: &[String],
+    gap: Duration,
+) -> Result<Duration, String> {
+    let mut child = spawn_knsupdate()?;
+    let mut stdin = child.stdin.take().ok_or("knsupdate stdin")?;
+    let header = knsupdate_header(addr, zone, key);
+    let begun = Instant::now();
+    let mut write = |text: &str| {
+        stdin
+            .write_all(text.as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("knsupdate stdin: {e}"))
+    };
+    write(&header)?;
+    for (i, c) in changes.iter().enumerate() {
+        let slot = begun + gap * i as u32;
+        if let Some(wait) = slot.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        write(&format!("{}\nsend\n", c.trim_end()))?;
+    }
+    write("quit\n")?;
+    drop(stdin);
+    knsupdate_result(child, addr)?;
+    Ok(begun.elapsed())
 }
 
 /// The SOA serial `addr` serves for `zone` (one UDP query, 300 ms), if it
