@@ -440,7 +440,7 @@ fn propagation_exp(
         "## Propagation: primary {} → {} (update acknowledged → answered, ms)\n\n\
          Primary pinned to CPU 0, secondaries to CPU 1, sender and probers unpinned; probers ask \
          for the oldest {} unseen names every {} µs.\n\n\
-         | rate/s | secondary | updates seen | missing | p50 | p99 | max |\n|---:|---|---:|---:|---:|---:|---:|\n",
+         | rate/s | secondary | updates seen | missing | p50 | p99 | max | full transfers |\n|---:|---|---:|---:|---:|---:|---:|---:|\n",
         cfg.primary,
         cfg.secondaries.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
         cfg.probe_window,
@@ -475,8 +475,18 @@ fn propagation_exp(
             cfg.updates,
             cfg.updates as f64 / rate
         ));
+        let full_before: Vec<usize> = secs
+            .iter()
+            .map(|n| full_transfers(&primary, ip4(n.addr)))
+            .collect();
         let res = propagation::run(&pc, &STOP)?;
         check_stop()?;
+        // What the primary logged of the run (the secondaries are caught up).
+        let full: Vec<usize> = secs
+            .iter()
+            .zip(&full_before)
+            .map(|(n, b)| full_transfers(&primary, ip4(n.addr)).saturating_sub(*b))
+            .collect();
         let [u50, u99, _] = res.update_ms.map_or([None; 3], |m| m.map(Some));
         say(&format!(
             "  sent {}, acknowledged {}, update latency p50 {} ms p99 {} ms",
@@ -486,29 +496,54 @@ fn propagation_exp(
             f1(u99)
         ));
         let mut per = Vec::new();
-        for l in &res.secondaries {
+        for (i, l) in res.secondaries.iter().enumerate() {
             let [a, b, c] = l.ms.map_or([None; 3], |m| m.map(Some));
+            let full = full.get(i).copied();
             md.push_str(&format!(
-                "| {rate} | {} | {} | {} | {} | {} | {} |\n",
+                "| {rate} | {} | {} | {} | {} | {} | {} | {} |\n",
                 l.label,
                 l.seen,
                 l.missing,
                 f1(a),
                 f1(b),
-                f1(c)
+                f1(c),
+                full.map_or("".into(), |n| n.to_string())
             ));
             per.push(
                 json!({"secondary": l.label, "seen": l.seen, "missing": l.missing,
-                "p50_ms": a, "p99_ms": b, "max_ms": c}),
+                "p50_ms": a, "p99_ms": b, "max_ms": c, "full_transfers": full}),
             );
         }
         runs.push(json!({"rate": rate, "sent": res.sent, "acked": res.acked,
             "update_ms": res.update_ms, "secs": res.secs, "secondaries": per}));
     }
-    md.push_str("\n`all`: per update, the slowest secondary. Goal (issue 9): p99 ≤ 50 ms with Lode everywhere.\n");
+    md.push_str(
+        "\n`all`: per update, the slowest secondary. Goal (issue 9): p99 ≤ 50 ms with Lode everywhere. \
+         `full transfers`: AXFRs and IXFRs answered with the whole zone that the primary logged to \
+         that secondary during the run (a secondary that falls back to AXFR; goal, issue 20: 0).\n",
+    );
     drop(secs);
     drop(primary);
     Ok((md, json!(runs)))
+}
+
+/// Full transfers (AXFR, or IXFR answered with the whole zone) to `to` in
+/// the primary's log so far: Lode's "AXFR of …" / "IXFR (whole zone) of …",
+/// Knot's "AXFR, outgoing … started" (also after its IXFR "fallback to AXFR").
+fn full_transfers(primary: &Node, to: std::net::Ipv4Addr) -> usize {
+    let (file, marks): (&str, &[&str]) = match primary.kind {
+        Kind::Lode => ("stdio.log", &["AXFR of ", "IXFR (whole zone) of "]),
+        Kind::Knot => ("knot.log", &["AXFR, outgoing"]),
+        _ => return 0,
+    };
+    let text = std::fs::read_to_string(primary.dir.join(file)).unwrap_or_default();
+    let (lode_peer, knot_peer) = (format!(" {to}:"), format!(" {to}@"));
+    let counted = |l: &&str| {
+        let knot_start = primary.kind != Kind::Knot || l.contains("started");
+        let peer = l.contains(&lode_peer) || l.contains(&knot_peer);
+        peer && marks.iter().any(|m| l.contains(m)) && knot_start
+    };
+    text.lines().filter(counted).count()
 }
 
 /// The IPv4 address of a fleet socket address.

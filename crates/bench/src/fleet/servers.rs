@@ -80,11 +80,13 @@ impl Role {
             super::net::NET[1],
             super::net::NET[2]
         );
+        // LODE_FLEET_LOG=debug: the Lode servers' NOTIFY and transfer decisions.
+        let log_level = std::env::var("LODE_FLEET_LOG").unwrap_or_else(|_| "info".into());
         Ok(match (self.kind, &self.zone_file) {
             (Kind::Lode, file) => {
                 let mut c = format!(
                     "journal-dir = \"{}\"\njournal-max-depth = {JOURNAL_DEPTH}\ncontrol = \"{}\"\n\
-                     log-level = \"info\"\nzonefile-sync = -1\n\n\
+                     log-level = \"{log_level}\"\nzonefile-sync = -1\n\n\
                      [[key]]\nid = \"{kname}\"\nalgorithm = \"{alg}\"\nsecret = \"{secret}\"\n\n\
                      [[acl]]\nid = \"fleet\"\naddress = [\"{net}\"]\nkey = [\"{kname}\"]\n\
                      action = [\"transfer\", \"update\"]\n\n",
