@@ -13,8 +13,8 @@
 //! what it served when told nor one between that and S), and then as long
 //! again as that took (it may still be busy loading: NSD's transfer daemon
 //! hears of the reload some 20-30 ms after the new serial is served). Its
-//! SOA is asked over UDP, 2 ms after the acknowledgement and then at
-//! doubling gaps up to 100 ms, until it does. An idle
+//! SOA is asked over UDP, 2 ms after the acknowledgement and then every
+//! 4 ms (every 25 ms after the first 100 ms), until it does. An idle
 //! secondary is told at once; a busy one about once per transfer it
 //! completes. Bounds: 5 s without reaching S (its transfer failed: tell it
 //! anyway), 1 s when its SOA cannot be asked (refused, not authoritative).
@@ -26,7 +26,7 @@
 //!     before); resend after 1, 2, 4, 8 s (the newest serial), give up after 5 tries;
 //!     an answer with the message's id ends it (its RCODE logged when not NOERROR)
 //!     NOERROR ──▶ catching up (zone, address): serial S, what it served before
-//!         a newer serial is held while catching up; SOA asked at 2, 4, 8 … 100 ms gaps
+//!         a newer serial is held while catching up; SOA asked at 2 ms, then every 4 (later 25) ms
 //!         serves S, newer, or a serial of its own after T ──▶ settled at 2T: the held serial is sent
 //! ```
 
@@ -45,9 +45,13 @@ use crate::update::Publisher;
 const TRIES: u32 = 5;
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// The first SOA question to a secondary catching up, after its
-/// acknowledgement; the gaps then double up to [`LONGEST_GAP`].
+/// acknowledgement; then one every [`PROBE_GAP`] for [`CLOSE_WATCH`]
+/// (how long it took is how long the next serial waits after: measured to
+/// a few ms), then every [`LATE_PROBE_GAP`].
 const FIRST_PROBE: Duration = Duration::from_millis(2);
-const LONGEST_GAP: Duration = Duration::from_millis(100);
+const PROBE_GAP: Duration = Duration::from_millis(4);
+const CLOSE_WATCH: Duration = Duration::from_millis(100);
+const LATE_PROBE_GAP: Duration = Duration::from_millis(25);
 /// How long a secondary may take to serve what it was told of before the
 /// next change is sent to it anyway.
 const CATCH_UP_LIMIT: Duration = Duration::from_secs(5);
@@ -113,7 +117,6 @@ struct CatchingUp {
     /// The question about its progress.
     now: Probe,
     next_probe: Instant,
-    probes: u32,
     /// Its SOA cannot be asked: newer serials wait [`BLIND_HOLD`].
     blind: bool,
     /// It serves what it was told of; newer serials wait until then (it
@@ -333,7 +336,6 @@ impl Notifier {
             }
             if let Some(c) = self.catching.get_mut(&k) {
                 crate::metrics::EVENTS.notify_held.bump();
-                c.next_probe = c.next_probe.max(c.since + FIRST_PROBE);
                 tracing::debug!(
                     "zone {}: NOTIFY of serial {} to {} ({}) held until it serves serial {}",
                     k.0,
@@ -477,9 +479,8 @@ impl Notifier {
                 continue;
             };
             c.now.id = id;
-            c.probes += 1;
-            let gap = FIRST_PROBE * (1 << c.probes.min(6));
-            c.next_probe = now + gap.min(LONGEST_GAP);
+            let close = now.saturating_duration_since(c.since) < CLOSE_WATCH;
+            c.next_probe = now + if close { PROBE_GAP } else { LATE_PROBE_GAP };
         }
     }
 
@@ -548,7 +549,6 @@ impl Notifier {
                     since: now,
                     now: Probe::default(),
                     next_probe: now + FIRST_PROBE,
-                    probes: 0,
                     blind: false,
                     settled: None,
                 },
@@ -661,7 +661,6 @@ mod tests {
             since: now,
             now: Probe::default(),
             next_probe: now,
-            probes: 0,
             blind: false,
             settled: None,
         }
