@@ -4,6 +4,7 @@
 # and the peak while it ran.
 #
 #   bash scripts/bench-update-memory.sh [--records N] [--out DIR]
+#   LODE_BIN=path/to/lode bash scripts/bench-update-memory.sh …   (another build)
 #
 # One zone of N numbers (default 5,000,000) is generated with `lode-bench gen enum`
 # and served by a release `lode serve` with updates allowed (journal in the
@@ -38,7 +39,8 @@ trap cleanup EXIT
 
 build=(cargo build --release --bin lode --bin lode-bench)
 "${build[@]}" >/dev/null 2>&1 || "${build[@]}"
-lode=target/release/lode
+# LODE_BIN: another lode binary (an older commit, an allocator trial build).
+lode=${LODE_BIN:-target/release/lode}
 bench=target/release/lode-bench
 zone=2.1.2.1.e164.arpa.
 port=15395
@@ -151,7 +153,7 @@ per() { echo "scale=2; $1 * 1024 / $final_records" | bc; }
 {
     echo "# Memory after $((3 * third)) updates of ${records} records (issue 8 §4)"
     echo
-    echo "Command: \`bash scripts/bench-update-memory.sh --records $records\` ($(date -u +%FT%TZ), $(nproc) cores)"
+    echo "Command: \`${LODE_BIN:+LODE_BIN=$LODE_BIN }bash scripts/bench-update-memory.sh --records $records\` ($(date -u +%FT%TZ), $(nproc) cores)"
     echo
     echo "| | resident KiB | bytes per record |"
     echo "|---|---:|---:|"
