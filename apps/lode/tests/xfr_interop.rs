@@ -36,8 +36,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::peers::{
-    axfr_records, distinct_ports, ixfr_count, missing_programs, nsupdate, paced_updates,
-    received_ixfr, soa_serial, wait_serial, Peer, Primary, PrimaryKind, SecondaryKind, TsigKey,
+    axfr_records, distinct_ports, ixfr_count, missing_programs, normalise_record, nsupdate,
+    paced_updates, received_ixfr, soa_serial, wait_serial, Peer, Primary, PrimaryKind,
+    SecondaryKind, TsigKey,
 };
 use common::TempDir;
 
@@ -389,6 +390,34 @@ fn lode_primary_notify_paced_for_busy_secondaries() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The records of a zone file written by Lode (one record a line, an
+/// owner on each, relative to `$ORIGIN`), normalised as [`axfr_records`]
+/// gives them: absolute owners, class IN, sorted.
+fn zone_file_records(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut origin = String::new();
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        if let Some(o) = line.strip_prefix("$ORIGIN ") {
+            origin = o.trim().to_string();
+            continue;
+        }
+        if line.trim().is_empty() || line.starts_with(';') {
+            continue;
+        }
+        let (owner, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let owner = match owner {
+            "@" => origin.clone(),
+            o if o.ends_with('.') => o.to_string(),
+            o => format!("{o}.{origin}"),
+        };
+        let (ttl, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+        lines.push(normalise_record(&format!("{owner} {ttl} IN {rest}")));
+    }
+    lines.sort();
+    lines
+}
+
 /// The NOTIFYs in an NSD log (verbosity 2) that came before NSD had loaded
 /// the serial of the previous NOTIFY ("received update to serial M" with M
 /// at least that serial, then or earlier); a repeated serial (a retry) is
@@ -512,7 +541,10 @@ fn knot_primary_to_lode_secondary_chain() {
         .unwrap_or_else(|e| panic!("primary: {e}"));
     let mut a = Peer::start_lode(ZONE, primary.addr, &key, ports[1], ports[2], &[b_addr])
         .unwrap_or_else(|e| panic!("lode secondary A: {e}"));
-    let b = Peer::start_lode(ZONE, a_addr, &key, ports[3], ports[4], &[])
+    // B also writes its zone file after each transfer (Knot's secondary
+    // `file` with zonefile-sync 0).
+    let b_file = "file = \"b.zone\"\nzonefile-sync = 0\n";
+    let b = Peer::start_lode_with(ZONE, a_addr, &key, ports[3], ports[4], &[], b_file)
         .unwrap_or_else(|e| panic!("lode secondary B: {e}"));
     let serial0 = soa_serial(primary.addr, ZONE).expect("primary serves the zone");
     let want = axfr_records(primary.addr, ZONE, &key).expect("AXFR from the primary");
@@ -544,6 +576,21 @@ fn knot_primary_to_lode_secondary_chain() {
             p.log_tail(30)
         );
     }
+    // B's zone file follows: the same records as the primary serves.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let written = loop {
+        let got = zone_file_records(&b.dir().join("b.zone"));
+        if got == want || Instant::now() > deadline {
+            break got;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        written,
+        want,
+        "B's zone file at serial {serial}:\n{}",
+        b.log_tail(20)
+    );
 
     // A cut connection: A's served version stays, the failure is logged,
     // and A catches up once the tap forwards again.

@@ -428,6 +428,10 @@ pub struct Config {
     pub zone_options: std::collections::HashMap<Name, std::sync::Arc<ZoneOptions>>,
     /// The global `zonefile-sync` (zones without their own).
     pub zonefile_sync: ZonefileSync,
+    /// The zone files of secondary zones that name one: written from what
+    /// they transferred, per `zonefile-sync` (as Knot's), never read (the
+    /// secondary restarts from its state and journal).
+    pub secondary_files: std::collections::HashMap<Name, PathBuf>,
     /// Concurrent outgoing zone transfers.
     pub transfers_out: usize,
     /// Identity, version, NSID and padding.
@@ -726,12 +730,26 @@ impl Config {
         }
         let mut zones: Vec<ZoneSpec> = Vec::new();
         let catalogs = resolve_catalogs(file)?;
+        let mut secondary_files = std::collections::HashMap::new();
+        let secondary = |name: &str| {
+            parse_origin(name)
+                .ok()
+                .and_then(|n| zone_options.get(&n))
+                .is_some_and(|o| !o.masters.is_empty())
+        };
+        for z in &file.zones {
+            if let (Some(f), true) = (&z.file, secondary(&z.name)) {
+                secondary_files.insert(parse_origin(&z.name)?, base.join(f));
+            }
+        }
         let entries = file
             .zones
             .iter()
             .map(|z| {
-                let source = match (&z.file, catalogs.iter().find(|(n, _)| n.as_str() == z.name)) {
+                let catalog = catalogs.iter().find(|(n, _)| n.as_str() == z.name);
+                let source = match (&z.file, catalog) {
                     (_, Some((_, members))) => ZoneSource::Catalog(members.clone()),
+                    (Some(_), None) if secondary(&z.name) => ZoneSource::Transfer,
                     (Some(f), None) => ZoneSource::File(base.join(f)),
                     (None, None) => ZoneSource::Transfer,
                 };
@@ -876,6 +894,7 @@ impl Config {
             keys: file.keys.clone(),
             zone_options,
             zonefile_sync: global_sync,
+            secondary_files,
             transfers_out: match file.transfers_out {
                 Some(0) => {
                     return Err(ConfigError::Value(

@@ -132,7 +132,7 @@ pub const KEYS: &[Key] = &[
     k("", "policy", "[[policy]] tables", "", "Signing policies (below)."),
     // --- [[zone]]
     k("[[zone]]", "name", "NAME", "", "The zone's origin (required)."),
-    k("[[zone]]", "file", "PATH", "none (a secondary)", "Its zone file, relative to the configuration's folder."),
+    k("[[zone]]", "file", "PATH", "none (a secondary)", "Its zone file, relative to the configuration's folder; a secondary's (with master) is written from its transfers per zonefile-sync, never read."),
     k("[[zone]]", "master", "[\"REMOTE-ID\", …]", "none", "Its primaries: the zone is a secondary, transferred from them; also `primary`."),
     k("[[zone]]", "primary", "[\"REMOTE-ID\", …]", "", "The same as master."),
     k("[[zone]]", "catalog-role", "generate | interpret", "none", "A catalog zone (RFC 9432) made from the zones that name it, or read from a primary to serve its members."),

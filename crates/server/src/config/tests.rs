@@ -28,13 +28,26 @@ fn secondaries_take_their_primaries_and_timer_bounds() {
     );
     assert_eq!(o.timers.apply(1, 1, 1_000_000), (10, 2, 100));
     assert_eq!(c.zones[0].source, ZoneSource::Transfer);
-    // Bounds that contradict each other, a file on a secondary, no journal.
+    assert!(c.secondary_files.is_empty());
+    // A secondary's file is written, not read: it stays a transfer.
+    let with_file = text.replace("master = [\"p\"]", "master = [\"p\"]\nfile = \"z\"");
+    let c = Config::merge(
+        &ConfigFile::parse(&with_file).unwrap(),
+        Path::new("/x"),
+        &opts(),
+    )
+    .unwrap();
+    assert_eq!(c.zones[0].source, ZoneSource::Transfer);
+    assert_eq!(
+        c.secondary_files.get(&"s.example.".parse().unwrap()),
+        Some(&PathBuf::from("/x/z"))
+    );
+    // Bounds that contradict each other, no journal, an unknown primary.
     for bad in [
         text.replace(
             "refresh-min-interval = 10",
             "refresh-min-interval = 10\nrefresh-max-interval = 5",
         ),
-        text.replace("master = [\"p\"]", "master = [\"p\"]\nfile = \"z\""),
         text.replace("journal-dir = \"j\"", ""),
         text.replace("master = [\"p\"]", "master = [\"q\"]"),
     ] {

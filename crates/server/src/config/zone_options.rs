@@ -149,9 +149,9 @@ pub(super) fn resolve_zone_options(
                 z.name
             )));
         }
-        if z.file.is_some() && !masters.is_empty() {
+        if z.file.is_some() && !masters.is_empty() && file.journal_dir.is_none() {
             return Err(ConfigError::Value(format!(
-                "zone {}: a secondary (master = …) takes its contents from its primaries: remove `file`",
+                "zone {}: a secondary's `file` is written from its journal: set journal-dir",
                 z.name
             )));
         }

@@ -206,9 +206,8 @@ fn open_writer(
         trim_at: None,
         zone_file: match &spec.source {
             crate::ZoneSource::File(p) => Some(p.clone()),
-            crate::ZoneSource::Embedded { .. }
-            | crate::ZoneSource::Transfer
-            | crate::ZoneSource::Catalog(_) => None,
+            crate::ZoneSource::Transfer => config.secondary_files.get(&origin).cloned(),
+            crate::ZoneSource::Embedded { .. } | crate::ZoneSource::Catalog(_) => None,
         },
         sync: options.zonefile_sync,
         written_serial: zone.serial(),
