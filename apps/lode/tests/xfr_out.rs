@@ -94,6 +94,7 @@ action = ["transfer", "update"]
 id = "listener"
 address = ["127.0.0.1@{notify_port}"]
 key = "{KEY_NAME}"
+via = ["127.0.0.3"]
 
 [[zone]]
 name = "{ZONE}"
@@ -395,6 +396,11 @@ fn lode_as_a_primary() {
     let (msg, from, s, _) = next_notify(&notify_sock, Instant::now() + Duration::from_secs(5))
         .expect("NOTIFY after the last update");
     assert_eq!(s, serial + 1);
+    assert_eq!(
+        from.ip(),
+        std::net::IpAddr::from([127, 0, 0, 3]),
+        "NOTIFY sent from the remote's via address"
+    );
     let mut reply = msg.clone();
     reply[2] |= 0x80;
     notify_sock.send_to(&reply[..], from).unwrap();
@@ -466,4 +472,96 @@ fn lode_as_a_primary() {
     );
     let (r, _) = kdig(addr, &signed_args(&good, &["AXFR", "added.test."]));
     assert_eq!(r.len(), 4, "AXFR of the added zone: {r:?}");
+}
+
+/// Knot's `via`: a secondary's SOA queries and transfers leave from the
+/// address its remote names, which is all the primary's ACL allows.
+#[test]
+fn transfers_leave_from_the_via_address() {
+    let dir = TempDir::new("xfr-via");
+    std::fs::write(dir.0.join("xfr.zone"), zone_text()).unwrap();
+    let primary_port = pick_port_in(15540, 15549);
+    let primary_conf = dir.0.join("primary.toml");
+    std::fs::write(
+        &primary_conf,
+        format!(
+            "control = \"\"\n\
+             [[acl]]\nid = \"only-via\"\naddress = [\"127.0.0.4\"]\naction = [\"transfer\"]\n\
+             [[zone]]\nname = \"{ZONE}\"\nfile = \"xfr.zone\"\nacl = [\"only-via\"]\n"
+        ),
+    )
+    .unwrap();
+    let primary = start_lode_config(&primary_conf, primary_port, &dir.0.join("p.log"), &[ZONE])
+        .unwrap_or_else(|e| panic!("primary: {e}"));
+    let serial = Message::parse(
+        &udp_exchange(
+            primary.addr,
+            &Query::new(ZONE, 6, 1).to_wire(),
+            Duration::from_secs(1),
+        )
+        .expect("the primary answers"),
+    )
+    .answer[0]
+        .rdata
+        .split_whitespace()
+        .nth(2)
+        .map(str::to_string)
+        .expect("a serial");
+    let secondary_port = pick_port_in(15550, 15559);
+    let with_via = |run: usize, via: &str| {
+        format!(
+            "journal-dir = \"journal-{run}\"\ncontrol = \"\"\n\
+             [[remote]]\nid = \"primary\"\naddress = [\"127.0.0.1@{primary_port}\"]\n{via}\n\
+             [[zone]]\nname = \"{ZONE}\"\nmaster = [\"primary\"]\n"
+        )
+    };
+    let soa_of = |addr: SocketAddr| {
+        udp_exchange(
+            addr,
+            &Query::new(ZONE, 6, 1).to_wire(),
+            Duration::from_millis(300),
+        )
+        .map(|m| Message::parse(&m))
+        .filter(|m| m.rcode() == 0 && !m.answer.is_empty())
+        .map(|m| {
+            m.answer[0]
+                .rdata
+                .split_whitespace()
+                .nth(2)
+                .map(str::to_string)
+        })
+    };
+    for (run, (via, takes)) in [("", false), ("via = [\"127.0.0.4\"]", true)]
+        .into_iter()
+        .enumerate()
+    {
+        let conf = dir.0.join("secondary.toml");
+        std::fs::write(&conf, with_via(run, via)).unwrap();
+        let log = dir.0.join("s.log");
+        let secondary = start_lode_config(&conf, secondary_port, &log, &[])
+            .unwrap_or_else(|e| panic!("secondary: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(if takes { 10 } else { 3 });
+        let mut got = None;
+        while Instant::now() < deadline && got.is_none() {
+            got = soa_of(secondary.addr).flatten();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if takes {
+            assert_eq!(
+                got.as_ref(),
+                Some(&serial),
+                "transferred from 127.0.0.4:\n{}",
+                secondary.log_tail(20)
+            );
+        } else {
+            assert_eq!(
+                got,
+                None,
+                "refused without via:\n{}",
+                secondary.log_tail(20)
+            );
+        }
+        drop(secondary);
+    }
+    drop(primary);
 }

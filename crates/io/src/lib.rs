@@ -27,6 +27,7 @@
 pub mod creds;
 mod later;
 pub mod mem;
+pub mod net;
 pub mod quic;
 mod sys;
 pub mod tcp;

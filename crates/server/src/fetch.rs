@@ -55,6 +55,8 @@ pub(crate) struct Source {
     pub(crate) key: Option<Key>,
     /// TLS (RFC 9103) for everything asked of it: SOA queries and transfers.
     pub(crate) tls: Option<lode_io::tls::TlsClient>,
+    /// The local address requests leave from (Knot's `via`; None: any).
+    pub(crate) via: Option<SocketAddr>,
 }
 
 /// The bounds of one transfer.
@@ -273,7 +275,7 @@ pub(crate) fn query_soa(
     // Over TLS, not UDP: nothing asked of a TLS remote goes in clear.
     if src.tls.is_none() {
         let req = request(src.key.as_ref(), write).map_err(fail)?;
-        let answer = udp_exchange(src.addr, &req, deadline, timeout).map_err(fail)?;
+        let answer = udp_exchange(src, &req, deadline, timeout).map_err(fail)?;
         match check_soa(&answer, &req, src.key.as_ref(), zone) {
             Err(SoaError::Truncated) => {}
             Err(SoaError::Fail(c)) => return Err(fail(c)),
@@ -316,16 +318,17 @@ pub(crate) fn served_serial(answer: &[u8], id: u16, zone: &Name) -> Option<u32> 
 /// Sends `req` over UDP and returns the first datagram from `addr` that
 /// answers it (same ID, QR set); others are ignored.
 fn udp_exchange(
-    addr: SocketAddr,
+    src: &Source,
     req: &Request,
     deadline: Instant,
     timeout: Duration,
 ) -> Result<Vec<u8>, Cause> {
-    let local: SocketAddr = if addr.is_ipv4() {
+    let addr = src.addr;
+    let local: SocketAddr = src.via.unwrap_or(if addr.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {
         ([0u16; 8], 0).into()
-    };
+    });
     let io = |what: &str, e: std::io::Error| Cause::Io(format!("{what}: {e}"));
     let sock = UdpSocket::bind(local).map_err(|e| io("UDP socket", e))?;
     sock.connect(addr).map_err(|e| io("UDP connect", e))?;
@@ -716,7 +719,11 @@ impl Conn {
         total: Duration,
     ) -> Result<Conn, Cause> {
         let (wait, cause) = Self::wait(deadline, idle, total, "no connection")?;
-        let stream = TcpStream::connect_timeout(&src.addr, wait).map_err(|e| {
+        let connected = match src.via {
+            None => TcpStream::connect_timeout(&src.addr, wait),
+            Some(via) => lode_io::net::connect_from(via, src.addr, wait),
+        };
+        let stream = connected.map_err(|e| {
             if is_timeout(&e) {
                 cause
             } else {

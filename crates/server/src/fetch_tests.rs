@@ -118,6 +118,7 @@ impl Knot {
             addr: knot.addr,
             key: None,
             tls: None,
+            via: None,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while query_soa(&src, &zone(), Duration::from_millis(300)).is_err() {
@@ -142,6 +143,7 @@ impl Knot {
             addr: self.addr,
             key: secret.map(key),
             tls: None,
+            via: None,
         }
     }
 
@@ -452,6 +454,7 @@ fn closed_mid_transfer_is_cut() {
         addr: local(16230),
         key: None,
         tls: None,
+        via: None,
     };
     let e = transfer(&src, &zone(), None, &limits(), &mut |_| {}).expect_err("cut");
     server.join().expect("server thread");
@@ -535,6 +538,7 @@ fn every_message_is_verified() {
         addr: local(port),
         key: Some(key(SECRET)),
         tls: None,
+        via: None,
     };
     let server = signed_axfr_server(16234, Spoil::Tamper);
     let e = transfer(&src(16234), &zone(), None, &limits(), &mut |_| {}).expect_err("tamper");
@@ -566,6 +570,7 @@ fn silent_server_times_out() {
         addr: local(16231),
         key: None,
         tls: None,
+        via: None,
     };
     // The idle timeout first.
     let idle = Limits {
@@ -619,6 +624,7 @@ fn truncated_soa_answer_is_asked_again_over_tcp() {
         addr: local(16232),
         key: None,
         tls: None,
+        via: None,
     };
     let got = query_soa(&src, &zone(), Duration::from_secs(5)).expect("SOA over TCP");
     server.join().expect("server thread");
@@ -650,6 +656,7 @@ fn soa_answer_checks() {
         addr: local(16233),
         key: None,
         tls: None,
+        via: None,
     };
     let t = Duration::from_secs(5);
     let e = query_soa(&src, &zone(), t).expect_err("no AA");

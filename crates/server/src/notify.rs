@@ -17,7 +17,8 @@
 //! 4 ms (every 25 ms after the first 100 ms), until it does. An idle
 //! secondary is told at once; a busy one about once per transfer it
 //! completes. Bounds: 5 s without reaching S (its transfer failed: tell it
-//! anyway), 1 s when its SOA cannot be asked (refused, not authoritative).
+//! anyway), 1 s when its SOA cannot be asked (refused, not authoritative,
+//! or no answer at all for 100 ms).
 //!
 //! ```text
 //!  Publisher (a swap changed a watched zone's serial) ──▶ channel ──▶ notify thread
@@ -74,7 +75,8 @@ pub(crate) struct Changed {
 /// One zone's NOTIFY targets.
 #[derive(Debug, Clone)]
 struct Targets {
-    remotes: Vec<(SocketAddr, Option<Key>, String)>,
+    /// Address, key, remote id, local address to send from (`via`).
+    remotes: Vec<(SocketAddr, Option<Key>, String, Option<SocketAddr>)>,
     delay: Duration,
 }
 
@@ -117,8 +119,11 @@ struct CatchingUp {
     /// The question about its progress.
     now: Probe,
     next_probe: Instant,
-    /// Its SOA cannot be asked: newer serials wait [`BLIND_HOLD`].
+    /// Its SOA cannot be asked (an unusable answer, or none to any
+    /// question for [`CLOSE_WATCH`]): newer serials wait [`BLIND_HOLD`].
     blind: bool,
+    /// It answered one of the questions.
+    answered: bool,
     /// It serves what it was told of; newer serials wait until then (it
     /// may still be busy: NSD's transfer daemon learns of its reload
     /// ~20-30 ms after the new serial is served, and a transfer landing
@@ -199,7 +204,7 @@ fn targets_of(options: &ZoneOptions, keys: &Keys) -> Option<Targets> {
     for r in &options.notify {
         let key = r.key.as_ref().and_then(|k| keys.find(k.as_ref()).cloned());
         for a in &r.addresses {
-            remotes.push((*a, key.clone(), r.id.clone()));
+            remotes.push((*a, key.clone(), r.id.clone(), r.via_for(*a)));
         }
     }
     Some(Targets {
@@ -235,24 +240,28 @@ struct Notifier {
     targets: Arc<Mutex<HashMap<Name, Targets>>>,
     pending: HashMap<(Name, SocketAddr), Pending>,
     catching: HashMap<(Name, SocketAddr), CatchingUp>,
-    v4: Option<UdpSocket>,
-    v6: Option<UdpSocket>,
+    /// Sockets by local address: the unspecified ones of each family,
+    /// and one per `via` address used.
+    sockets: HashMap<SocketAddr, UdpSocket>,
+    /// The `via` of each target that has one.
+    vias: HashMap<SocketAddr, SocketAddr>,
     next_id: u16,
 }
 
 impl Notifier {
     fn new(targets: Arc<Mutex<HashMap<Name, Targets>>>) -> Notifier {
-        let bind = |a: &str| {
-            let s = UdpSocket::bind(a).ok()?;
-            s.set_nonblocking(true).ok()?;
-            Some(s)
-        };
+        let mut sockets = HashMap::new();
+        for any in [any_v4(), any_v6()] {
+            if let Ok(s) = bind(any) {
+                sockets.insert(any, s);
+            }
+        }
         Notifier {
             targets,
             pending: HashMap::new(),
             catching: HashMap::new(),
-            v4: bind("0.0.0.0:0"),
-            v6: bind("[::]:0"),
+            sockets,
+            vias: HashMap::new(),
             next_id: rand_id(),
         }
     }
@@ -322,7 +331,11 @@ impl Notifier {
         drop(targets);
         let now = Instant::now();
         let due = now + t.delay;
-        for (addr, key, remote) in &t.remotes {
+        for (addr, key, remote, via) in &t.remotes {
+            match via {
+                Some(v) => self.vias.insert(*addr, *v),
+                None => self.vias.remove(addr),
+            };
             let k = (e.zone.clone(), *addr);
             match self.pending.get_mut(&k) {
                 // Not sent yet (waiting out notify-delay or held): it sends the newest.
@@ -348,11 +361,23 @@ impl Notifier {
         }
     }
 
-    fn socket(&self, addr: SocketAddr) -> Option<&UdpSocket> {
-        if addr.is_ipv4() {
-            self.v4.as_ref()
-        } else {
-            self.v6.as_ref()
+    /// The socket to send to `addr` from: its target's `via` (bound the
+    /// first time), else the unspecified address of its family.
+    fn socket(&mut self, addr: SocketAddr) -> Option<&UdpSocket> {
+        let local = match self.vias.get(&addr) {
+            Some(v) => *v,
+            None if addr.is_ipv4() => any_v4(),
+            None => any_v6(),
+        };
+        match self.sockets.entry(local) {
+            std::collections::hash_map::Entry::Occupied(o) => Some(o.into_mut()),
+            std::collections::hash_map::Entry::Vacant(v) => match bind(local) {
+                Ok(s) => Some(v.insert(s)),
+                Err(e) => {
+                    tracing::warn!("NOTIFY to {addr}: cannot send from {local} (via): {e}");
+                    None
+                }
+            },
         }
     }
 
@@ -478,6 +503,11 @@ impl Notifier {
             let Some(c) = self.catching.get_mut(&k) else {
                 continue;
             };
+            // No answer to any question for a while: it cannot be asked.
+            if !c.answered && now.saturating_duration_since(c.since) >= CLOSE_WATCH {
+                c.blind = true;
+                continue;
+            }
             c.now.id = id;
             let close = now.saturating_duration_since(c.since) < CLOSE_WATCH;
             c.next_probe = now + if close { PROBE_GAP } else { LATE_PROBE_GAP };
@@ -485,17 +515,9 @@ impl Notifier {
     }
 
     fn read_answers(&mut self, buf: &mut [u8]) {
-        for v6 in [false, true] {
-            loop {
-                let sock = if v6 {
-                    self.v6.as_ref()
-                } else {
-                    self.v4.as_ref()
-                };
-                let Some(sock) = sock else { break };
-                let Ok((n, from)) = sock.recv_from(buf) else {
-                    break;
-                };
+        let locals: Vec<SocketAddr> = self.sockets.keys().copied().collect();
+        for local in locals {
+            while let Some(Ok((n, from))) = self.sockets.get(&local).map(|s| s.recv_from(buf)) {
                 self.answered(&buf[..n], from);
             }
         }
@@ -550,6 +572,7 @@ impl Notifier {
                     now: Probe::default(),
                     next_probe: now + FIRST_PROBE,
                     blind: false,
+                    answered: false,
                     settled: None,
                 },
             );
@@ -586,6 +609,7 @@ impl Notifier {
             return;
         };
         let served = crate::fetch::served_serial(msg, id, &k.0);
+        c.answered = true;
         if c.before.id == Some(id) {
             c.before = Probe {
                 id: None,
@@ -638,6 +662,21 @@ impl Pending {
     }
 }
 
+/// A non-blocking UDP socket bound to `local`.
+fn bind(local: SocketAddr) -> std::io::Result<UdpSocket> {
+    let s = UdpSocket::bind(local)?;
+    s.set_nonblocking(true)?;
+    Ok(s)
+}
+
+fn any_v4() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], 0))
+}
+
+fn any_v6() -> SocketAddr {
+    SocketAddr::from(([0u16; 8], 0))
+}
+
 /// A message ID start that differs between runs.
 fn rand_id() -> u16 {
     let t = std::time::SystemTime::now()
@@ -662,6 +701,7 @@ mod tests {
             now: Probe::default(),
             next_probe: now,
             blind: false,
+            answered: false,
             settled: None,
         }
     }

@@ -399,6 +399,7 @@ fn sources_and_rules(
                 addr: *a,
                 key: key_of(&m.key),
                 tls: tls.clone().flatten(),
+                via: m.via_for(*a),
             });
         }
         // A zone's primaries may NOTIFY it (BIND's and NSD's default).

@@ -70,6 +70,10 @@ pub struct RemoteEntry {
     /// the CAs of `ca-file` (Knot's `cert-hostname`); given, TLS is used.
     #[serde(default, rename = "cert-hostname")]
     pub cert_hostname: Vec<String>,
+    /// Local addresses to send from (Knot's `via`): "ADDR" or "ADDR@PORT";
+    /// the first of the remote address's family is used.
+    #[serde(default)]
+    pub via: Vec<String>,
 }
 
 /// How the transfers from a remote are protected by TLS.
@@ -96,6 +100,20 @@ pub struct Remote {
     pub key: Option<Name>,
     /// Transfers from it over TLS, and how its certificate is checked.
     pub tls: Option<RemoteTls>,
+    /// Local addresses transfers, SOA queries, NOTIFY and forwarded
+    /// UPDATEs to it leave from (Knot's `via`; port 0: any).
+    pub via: Vec<SocketAddr>,
+}
+
+impl Remote {
+    /// The local address to send to `to` from: the first `via` of its
+    /// family (None: the system's choice).
+    pub fn via_for(&self, to: SocketAddr) -> Option<SocketAddr> {
+        self.via
+            .iter()
+            .copied()
+            .find(|v| v.is_ipv4() == to.is_ipv4())
+    }
 }
 
 /// Bounds on the SOA refresh, retry and expire a secondary follows, in
@@ -339,7 +357,28 @@ pub(super) fn resolve_remotes(
             };
             lode_io::tls::TlsClient::new(auth, &[], None).map_err(bad)?;
         }
+        let via = r
+            .via
+            .iter()
+            .map(|v| {
+                let a = match v.split_once('@') {
+                    Some(_) => parse_remote_address(v),
+                    None => v
+                        .parse::<IpAddr>()
+                        .map(|ip| SocketAddr::new(ip, 0))
+                        .map_err(|_| ConfigError::Value(format!("{v:?} is not an address"))),
+                };
+                a.map_err(|e| bad(format!("via: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(a) = addresses
+            .iter()
+            .find(|a| !via.is_empty() && !via.iter().any(|v| v.is_ipv4() == a.is_ipv4()))
+        {
+            return Err(bad(format!("via has no address of {a}'s family")));
+        }
         remotes.push(Remote {
+            via,
             id: r.id.clone(),
             addresses,
             key,

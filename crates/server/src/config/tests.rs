@@ -211,3 +211,39 @@ fn missing_file_names_the_path() {
     let e = Config::resolve(&o).unwrap_err();
     assert!(e.to_string().starts_with("/nonexistent/lode.toml: "), "{e}");
 }
+
+#[test]
+fn a_remote_sends_from_its_via_of_the_same_family() {
+    let text = r#"
+        journal-dir = "j"
+        [[remote]]
+        id = "p"
+        address = ["192.0.2.1@5353", "2001:db8::1"]
+        via = ["2001:db8::9", "198.51.100.9", "198.51.100.10@5300"]
+        [[zone]]
+        name = "s.example."
+        master = ["p"]
+    "#;
+    let c = Config::merge(&ConfigFile::parse(text).unwrap(), Path::new("/x"), &opts()).unwrap();
+    let o = c.zone_options(&"s.example.".parse().unwrap());
+    let p = &o.masters[0];
+    assert_eq!(
+        p.via_for(p.addresses[0]),
+        Some("198.51.100.9:0".parse().unwrap())
+    );
+    assert_eq!(
+        p.via_for(p.addresses[1]),
+        Some("[2001:db8::9]:0".parse().unwrap())
+    );
+    // No via of an address's family, or not an address: refused.
+    for bad in [
+        text.replace("via = [\"2001:db8::9\", ", "via = ["),
+        text.replace("\"198.51.100.9\"", "\"host.example\""),
+    ] {
+        let f = ConfigFile::parse(&bad).unwrap();
+        assert!(
+            Config::merge(&f, Path::new("/x"), &opts()).is_err(),
+            "accepted: {bad}"
+        );
+    }
+}
