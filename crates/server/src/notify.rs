@@ -59,6 +59,9 @@ const CATCH_UP_LIMIT: Duration = Duration::from_secs(5);
 /// How long newer serials wait when the secondary's SOA cannot be asked
 /// (Knot DNS 3.2 NOTIFYs about once a second while a zone changes).
 const BLIND_HOLD: Duration = Duration::from_secs(1);
+/// SOA questions sent at most per round; when more were due, the next
+/// round waits [`ANSWER_POLL`] (≤ 32,000 questions a second).
+const PROBES_PER_ROUND: usize = 64;
 /// How long the thread sleeps at most while answers are awaited (they are
 /// read between waits).
 const ANSWER_POLL: Duration = Duration::from_millis(2);
@@ -245,6 +248,8 @@ struct Notifier {
     sockets: HashMap<SocketAddr, UdpSocket>,
     /// The `via` of each target that has one.
     vias: HashMap<SocketAddr, SocketAddr>,
+    /// No SOA questions before then (the last round was capped).
+    next_round: Instant,
     next_id: u16,
 }
 
@@ -262,6 +267,7 @@ impl Notifier {
             catching: HashMap::new(),
             sockets,
             vias: HashMap::new(),
+            next_round: Instant::now(),
             next_id: rand_id(),
         }
     }
@@ -306,7 +312,7 @@ impl Notifier {
             .map(|(_, p)| p.due);
         let holds = self.catching.values().map(|c| {
             if c.asking() {
-                c.next_probe.min(c.limit())
+                c.next_probe.max(self.next_round).min(c.limit())
             } else {
                 c.limit()
             }
@@ -492,13 +498,24 @@ impl Notifier {
     /// how long the next one waits after they did).
     fn probe_due(&mut self, buf: &mut [u8]) {
         let now = Instant::now();
-        let due: Vec<(Name, SocketAddr)> = self
+        if now < self.next_round {
+            return;
+        }
+        let mut due: Vec<(Instant, (Name, SocketAddr))> = self
             .catching
             .iter()
             .filter(|(_, c)| c.asking() && c.next_probe <= now)
-            .map(|(k, _)| k.clone())
+            .map(|(k, c)| (c.next_probe, k.clone()))
             .collect();
-        for k in due {
+        // The longest waiting first, and a bounded number a round: a change
+        // of 10^5 zones must not become millions of questions a second (the
+        // pacing then slows down instead: later answers, longer settles).
+        if due.len() > PROBES_PER_ROUND {
+            due.select_nth_unstable_by_key(PROBES_PER_ROUND, |(t, _)| *t);
+            due.truncate(PROBES_PER_ROUND);
+            self.next_round = now + ANSWER_POLL;
+        }
+        for (_, k) in due {
             let id = self.ask_soa(&k.0, k.1, buf);
             let Some(c) = self.catching.get_mut(&k) else {
                 continue;
