@@ -404,7 +404,9 @@ impl Writer {
             return None; // one write at a time; its end is polled
         }
         let zone = self.current()?;
-        if zone.serial() == self.written_serial {
+        // An expired secondary (or one with nothing yet) leaves its file as
+        // the last version it had.
+        if zone.serial() == self.written_serial || zone.is_expired() {
             return None;
         }
         let interval = self.sync.interval(zone.record_count())?;
