@@ -169,7 +169,7 @@ pub const KEYS: &[Key] = &[
     k("[[remote]]", "id", "TEXT", "", "The remote's name (required)."),
     k("[[remote]]", "address", "[\"ADDR@PORT\" | \"ADDR:PORT\" | \"ADDR\", …]", "", "Its addresses (port 53 by default; required)."),
     k("[[remote]]", "key", "KEY-ID", "none", "The TSIG key for what goes to it."),
-    k("[[remote]]", "via", "[\"ADDR\" | \"ADDR@PORT\", …]", "none", "Local addresses SOA queries, transfers, NOTIFY and forwarded UPDATEs to it leave from: the first of its address's family (Knot's via)."),
+    k("[[remote]]", "via", "[\"ADDR\", …]", "none", "Local addresses SOA queries, transfers, NOTIFY and forwarded UPDATEs to it leave from: the first of its address's family (Knot's via)."),
     k("[[remote]]", "tls", "true | false", "false", "SOA queries and transfers from it over TLS (RFC 9103)."),
     k("[[remote]]", "cert-key", "[\"PIN\", …]", "none", "Pins of its certificate's key; implies tls (without pins or names: opportunistic TLS)."),
     k("[[remote]]", "cert-hostname", "[\"NAME\", …]", "none", "Names one of which its certificate, issued by a CA of ca-file, must have; implies tls."),

@@ -70,8 +70,8 @@ pub struct RemoteEntry {
     /// the CAs of `ca-file` (Knot's `cert-hostname`); given, TLS is used.
     #[serde(default, rename = "cert-hostname")]
     pub cert_hostname: Vec<String>,
-    /// Local addresses to send from (Knot's `via`): "ADDR" or "ADDR@PORT";
-    /// the first of the remote address's family is used.
+    /// Local addresses to send from (Knot's `via`, without its optional
+    /// port); the first of the remote address's family is used.
     #[serde(default)]
     pub via: Vec<String>,
 }
@@ -101,7 +101,7 @@ pub struct Remote {
     /// Transfers from it over TLS, and how its certificate is checked.
     pub tls: Option<RemoteTls>,
     /// Local addresses transfers, SOA queries, NOTIFY and forwarded
-    /// UPDATEs to it leave from (Knot's `via`; port 0: any).
+    /// UPDATEs to it leave from (Knot's `via`; port 0: one per request).
     pub via: Vec<SocketAddr>,
 }
 
@@ -361,14 +361,11 @@ pub(super) fn resolve_remotes(
             .via
             .iter()
             .map(|v| {
-                let a = match v.split_once('@') {
-                    Some(_) => parse_remote_address(v),
-                    None => v
-                        .parse::<IpAddr>()
-                        .map(|ip| SocketAddr::new(ip, 0))
-                        .map_err(|_| ConfigError::Value(format!("{v:?} is not an address"))),
-                };
-                a.map_err(|e| bad(format!("via: {e}")))
+                // An address only: a fixed port would make concurrent
+                // requests to the remote fail to bind.
+                v.parse::<IpAddr>()
+                    .map(|ip| SocketAddr::new(ip, 0))
+                    .map_err(|_| bad(format!("via {v:?}: an address (no port: one per request)")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         if let Some(a) = addresses

@@ -219,7 +219,7 @@ fn a_remote_sends_from_its_via_of_the_same_family() {
         [[remote]]
         id = "p"
         address = ["192.0.2.1@5353", "2001:db8::1"]
-        via = ["2001:db8::9", "198.51.100.9", "198.51.100.10@5300"]
+        via = ["2001:db8::9", "198.51.100.9", "198.51.100.10"]
         [[zone]]
         name = "s.example."
         master = ["p"]
@@ -235,10 +235,11 @@ fn a_remote_sends_from_its_via_of_the_same_family() {
         p.via_for(p.addresses[1]),
         Some("[2001:db8::9]:0".parse().unwrap())
     );
-    // No via of an address's family, or not an address: refused.
+    // No via of an address's family, not an address, a port: refused.
     for bad in [
         text.replace("via = [\"2001:db8::9\", ", "via = ["),
         text.replace("\"198.51.100.9\"", "\"host.example\""),
+        text.replace("\"198.51.100.10\"", "\"198.51.100.10@5300\""),
     ] {
         let f = ConfigFile::parse(&bad).unwrap();
         assert!(
