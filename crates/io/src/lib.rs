@@ -18,9 +18,9 @@
 //! query was sent to (`IP_PKTINFO` / `IPV6_PKTINFO`), as multi-homed hosts need.
 //!
 //! This is the only crate of the server allowed `unsafe` (the test-only
-//! `lode-testalloc` has its `GlobalAlloc` impl); all of it is in
-//! `sys.rs` (the `recvmmsg`/`sendmmsg` batches, `setresuid` and friends for
-//! `creds`), each block with its reason.
+//! `lode-testalloc` has its `GlobalAlloc` impl): in `sys.rs` (the
+//! `recvmmsg`/`sendmmsg` batches, `setresuid` and friends for `creds`) and
+//! `mem.rs` (glibc's `mallopt` and `malloc_trim`), each block with its reason.
 #![allow(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -398,6 +398,19 @@ fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
             ));
         }
     }
+    // A secondary's zone file is its writer's, set when the writer starts.
+    let mut files: Vec<&lode_wire::Name> = c
+        .secondary_files
+        .keys()
+        .chain(r.secondary_files.keys())
+        .filter(|n| r.zone_options.contains_key(*n) && c.zone_options.contains_key(*n))
+        .filter(|n| c.secondary_files.get(*n) != r.secondary_files.get(*n))
+        .collect();
+    files.sort();
+    files.dedup();
+    for name in files {
+        v.push(format!("zone {name}: file (a secondary's)"));
+    }
     v
 }
 
@@ -730,4 +743,27 @@ fn request(
 /// A duration in milliseconds, to 0.1 ms (the `duration_ms` log field).
 pub(crate) fn millis(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 10_000.0).round() / 10.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConfigFile, Options};
+
+    fn merged(text: &str) -> Config {
+        let file = ConfigFile::parse(text).unwrap();
+        Config::merge(&file, std::path::Path::new("/x"), &Options::default()).unwrap()
+    }
+
+    #[test]
+    fn a_secondary_file_changed_takes_effect_at_restart() {
+        let text = "journal-dir = \"j\"\n[[remote]]\nid = \"p\"\naddress = [\"192.0.2.1\"]\n\
+                    [[zone]]\nname = \"s.example.\"\nmaster = [\"p\"]\n";
+        let running = merged(text);
+        let with_file = merged(&format!("{text}file = \"s.zone\"\n"));
+        let want = vec!["zone s.example.: file (a secondary's)".to_string()];
+        assert_eq!(restart_needed(&running, &with_file), want);
+        assert_eq!(restart_needed(&with_file, &running), want);
+        assert!(restart_needed(&with_file, &with_file).is_empty());
+    }
 }
