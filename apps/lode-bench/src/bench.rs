@@ -24,6 +24,7 @@ use lode_bench::stats::Summary;
 use lode_wire::Rtype;
 
 mod attack;
+mod axfr;
 mod fleet;
 
 /// The instruments: the top-level commands of `lode-bench` besides `gen`.
@@ -57,6 +58,9 @@ pub(crate) enum BenchWhat {
     /// under 1.5 and 2 × the zero-loss rate with random NXDOMAIN mixes, CPU per answer
     /// with RRL and cookies, UDP rate under a TCP abuse mix; attack.md and attack.json.
     Attack(Box<attack::AttackArgs>),
+    /// A primary's AXFR send rate: TSIG-signed AXFRs drained by a client that only
+    /// counts the records; records/s and, with --pid, records per server CPU-second.
+    Axfr(axfr::AxfrArgs),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -722,6 +726,7 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::Fsync(a) => fsync(a),
         BenchWhat::Fleet(a) => fleet::run(*a, lode),
         BenchWhat::Attack(a) => attack::run(*a, lode),
+        BenchWhat::Axfr(a) => axfr::run(a),
     }
 }
 

@@ -1,0 +1,79 @@
+//! `lode-bench axfr`: a primary's AXFR send rate against a client that only
+//! drains (crates/bench/src/fleet/probe.rs `axfr_drain`), and the server CPU it took.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::{secs, BENCH_KEY};
+
+/// Arguments of `lode-bench axfr`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Each round opens one TCP connection, sends a TSIG-signed AXFR and counts the records up to the closing SOA without parsing them further. With --pid (the server's main PID, e.g. `pgrep -x knotd`), the server's CPU time over the round is read from /proc/PID/stat (utime + stime, threads that ended included; 10 ms ticks): records per server CPU-second is the figure a shared, noisy machine moves least. Example: lode-bench axfr --server 127.0.0.1:5300 --zone 2.1.2.1.e164.arpa. --rounds 5 --pid $(pgrep -x knotd)"
+)]
+pub(crate) struct AxfrArgs {
+    /// The primary, ADDR:PORT.
+    #[arg(long)]
+    server: SocketAddr,
+    /// The zone to transfer.
+    #[arg(long)]
+    zone: String,
+    /// TSIG key `[alg:]name:base64secret` (default: lode-bench's fixed hmac-sha256 key).
+    #[arg(long)]
+    tsig: Option<String>,
+    /// Transfers, one after the other.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// The server's PID, to count its CPU time per round.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Seconds one transfer may take.
+    #[arg(long, default_value_t = 600.0)]
+    limit: f64,
+}
+
+pub(crate) fn run(a: AxfrArgs) -> anyhow::Result<ExitCode> {
+    let key =
+        lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(BENCH_KEY)).context("--tsig")?;
+    let limit: Duration = secs(a.limit, "--limit")?;
+    let mut rates = Vec::new();
+    let mut per_cpu = Vec::new();
+    for round in 1..=a.rounds.max(1) {
+        let cpu0 = a.pid.map(lode_bench::compare::sys::pid_cpu);
+        let d = lode_bench::fleet::probe::axfr_drain(a.server, &a.zone, &key, limit)?;
+        let rps = d.records as f64 / d.secs;
+        rates.push(rps);
+        let mut line = format!(
+            "round {round}: {} records, {} messages, {} bytes, {:.3} s, {rps:.0} records/s",
+            d.records, d.messages, d.bytes, d.secs
+        );
+        if let (Some(p), Some(c0)) = (a.pid, cpu0) {
+            let ticks = lode_bench::compare::sys::pid_cpu(p).saturating_sub(c0);
+            let cpu = ticks as f64 / lode_bench::compare::sys::TICKS;
+            if cpu > 0.0 {
+                let r = d.records as f64 / cpu;
+                per_cpu.push(r);
+                line.push_str(&format!(
+                    ", server CPU {cpu:.3} s, {r:.0} records per CPU-second"
+                ));
+            }
+        }
+        out!("{line}");
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let mut summary = format!("median: {:.0} records/s", median(&mut rates));
+    if !per_cpu.is_empty() {
+        summary.push_str(&format!(
+            ", {:.0} records per server CPU-second",
+            median(&mut per_cpu)
+        ));
+    }
+    out!("{summary}");
+    Ok(ExitCode::SUCCESS)
+}
