@@ -402,7 +402,7 @@ pub struct Full;
 pub struct Mark {
     pos: usize,
     counts: [u16; 4],
-    suffix: (u16, u8),
+    suffix: (u16, u8, u8),
 }
 
 /// Largest offset a compression pointer can reach.
@@ -437,10 +437,11 @@ pub struct MessageWriter<'a> {
     pos: usize,
     limit: usize,
     counts: [u16; 4],
-    /// Compression reference: offset and label count (label count 0: none).
-    suffix: (u16, u8),
+    /// Compression reference: offset, label count (0: none) and, when the
+    /// name lies there without a pointer, its length (else 0).
+    suffix: (u16, u8, u8),
     /// The QNAME as reference: every RRset starts from it again.
-    qname_suffix: (u16, u8),
+    qname_suffix: (u16, u8, u8),
 }
 
 impl<'a> MessageWriter<'a> {
@@ -457,8 +458,8 @@ impl<'a> MessageWriter<'a> {
             pos: HEADER_LEN,
             limit,
             counts: [0; 4],
-            suffix: (0, 0),
-            qname_suffix: (0, 0),
+            suffix: (0, 0, 0),
+            qname_suffix: (0, 0, 0),
         })
     }
 
@@ -576,7 +577,8 @@ impl<'a> MessageWriter<'a> {
         }
         self.counts[0] += 1;
         if !q.qname.as_ref().is_root() {
-            self.suffix = (at as u16, q.qname.as_ref().label_count() as u8);
+            let qname = q.qname.as_ref();
+            self.suffix = (at as u16, qname.label_count() as u8, qname.wire_len() as u8);
             self.qname_suffix = self.suffix;
         }
         Ok(())
@@ -610,6 +612,21 @@ impl<'a> MessageWriter<'a> {
         self.buf.get(pos + 1..pos + 1 + len).unwrap_or(&[])
     }
 
+    /// Lower-cases the literal labels of the name written at `at` (up to
+    /// its end or its first pointer, which refers to a name written before).
+    fn lower_literal_labels(&mut self, at: usize) {
+        let mut p = at;
+        while p < self.pos {
+            let len = self.buf[p] as usize;
+            if len == 0 || len & 0xC0 != 0 {
+                return;
+            }
+            let end = (p + 1 + len).min(self.pos);
+            self.buf[p + 1..end].make_ascii_lowercase();
+            p = end;
+        }
+    }
+
     /// Writes a name without compression.
     pub fn put_name_plain(&mut self, name: NameRef<'_>) -> Result<(), Full> {
         self.put(name.as_wire())
@@ -631,13 +648,29 @@ impl<'a> MessageWriter<'a> {
             spos = self.next_label(spos);
             slabels -= 1;
         }
+        // The labels the reference has no counterpart for, written at once.
         let mut d = 0usize;
-        let mut nl = name_labels;
-        while nl > slabels {
-            let end = d + 1 + wire[d] as usize;
-            self.put(&wire[d..end])?;
-            d = end;
-            nl -= 1;
+        for _ in slabels..name_labels {
+            d += 1 + wire[d] as usize;
+        }
+        self.put(&wire[..d])?;
+        // A reference without pointers whose labels all match: one compare.
+        let lit = self.suffix.2 as usize;
+        if lit != 0 && slabels == self.suffix.1 as usize && wire.len() - d == lit {
+            let tail = &wire[d..];
+            if self
+                .buf
+                .get(spos..spos + lit)
+                .is_some_and(|r| r.eq_ignore_ascii_case(tail))
+            {
+                if spos > PTR_MAX {
+                    self.put(tail)?;
+                } else {
+                    self.put_pointer(spos)?;
+                }
+                self.written_reference(start, wire.len(), name_labels);
+                return Ok(start);
+            }
         }
         let mut match_begin = d;
         let mut compr_ptr = spos;
@@ -660,11 +693,19 @@ impl<'a> MessageWriter<'a> {
         } else {
             self.put_pointer(compr_ptr)?;
         }
+        self.written_reference(start, wire.len(), name_labels);
+        Ok(start)
+    }
+
+    /// After a name of `len` bytes and `labels` labels was written at
+    /// `start`: it becomes the reference unless it is a bare pointer or
+    /// beyond the pointers' reach.
+    fn written_reference(&mut self, start: usize, len: usize, labels: usize) {
         let written = self.pos - start;
         if written > 2 && start + written < PTR_MAX {
-            self.suffix = (start as u16, name_labels as u8);
+            let literal = if written == len { len as u8 } else { 0 };
+            self.suffix = (start as u16, labels as u8, literal);
         }
-        Ok(start)
     }
 
     /// Where later names can point to find the name just written at `start`:
@@ -694,7 +735,7 @@ impl<'a> MessageWriter<'a> {
     ) -> Result<RrsetHints, Full> {
         let mark = self.mark();
         self.suffix = if owner_hint != 0 && !owner.is_root() {
-            (owner_hint, owner.label_count() as u8)
+            (owner_hint, owner.label_count() as u8, 0)
         } else {
             self.qname_suffix
         };
@@ -721,6 +762,11 @@ impl<'a> MessageWriter<'a> {
             ..RrsetHints::default()
         };
         let layout = rdata::layout(rtype);
+        // TYPE, CLASS, TTL and a zero RDLENGTH, the same for every record.
+        let mut fixed = [0u8; 10];
+        fixed[..2].copy_from_slice(&rtype.0.to_be_bytes());
+        fixed[2..4].copy_from_slice(&class.0.to_be_bytes());
+        fixed[4..8].copy_from_slice(&ttl.to_be_bytes());
         for (i, rd) in rdatas.enumerate() {
             let at = self.pos;
             if i == 0 {
@@ -735,11 +781,8 @@ impl<'a> MessageWriter<'a> {
                     hints.owner = h as u16;
                 }
             }
-            self.put_u16(rtype.0)?;
-            self.put_u16(class.0)?;
-            self.put(&ttl.to_be_bytes())?;
-            let len_at = self.pos;
-            self.put_u16(0)?;
+            self.put(&fixed)?;
+            let len_at = self.pos - 2;
             let target = self.put_rdata(layout, rd)?;
             if let Some(t) = target {
                 if i < RDATA_HINTS && t < PTR_MAX {
@@ -812,19 +855,6 @@ impl<'a> MessageWriter<'a> {
                         return Ok(None);
                     };
                     pos = rd.len() - rest.len();
-                    let mut low = [0u8; crate::name::MAX_NAME_LEN];
-                    let name = if lower {
-                        let w = name.as_wire();
-                        for (o, b) in low.iter_mut().zip(w) {
-                            *o = b.to_ascii_lowercase();
-                        }
-                        match NameRef::from_wire(&low[..w.len()]) {
-                            Ok(n) => n,
-                            Err(_) => return Ok(None),
-                        }
-                    } else {
-                        name
-                    };
                     let at = if compress {
                         self.put_name(name)?
                     } else {
@@ -832,6 +862,11 @@ impl<'a> MessageWriter<'a> {
                         self.put_name_plain(name)?;
                         at
                     };
+                    if lower {
+                        // Compression compares without case, so lowering
+                        // what was written equals writing it lowered.
+                        self.lower_literal_labels(at);
+                    }
                     if hint && first_name.is_none() {
                         first_name = Some(self.hint_for(at));
                     }
@@ -1024,6 +1059,57 @@ mod tests {
             parse_query(&query_bytes("a.", &[], 1)),
             Err(ParseError::FormErr { .. })
         ));
+    }
+
+    /// The one-compare path for a reference without pointers writes what
+    /// the label-by-label walk writes, for names above, below, beside and
+    /// equal to the reference, in any case, and past the pointers' reach.
+    #[test]
+    fn literal_reference_compresses_as_the_label_walk() {
+        let names = [
+            "example.com.",
+            "EXAMPLE.com.",
+            "a.example.com.",
+            "b.a.Example.COM.",
+            "com.",
+            "org.",
+            "x.example.org.",
+            "example.net.",
+            "7.6.5.4.3.2.1.e164.arpa.",
+            "8.6.5.4.3.2.1.e164.arpa.",
+            "e164.arpa.",
+            "a.b.c.d.e.f.g.",
+        ];
+        let mut st = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..200 {
+            let mut fast = vec![0u8; 65535];
+            let mut slow = vec![0u8; 65535];
+            let mut a = MessageWriter::new(&mut fast, 65535).unwrap();
+            let mut b = MessageWriter::new(&mut slow, 65535).unwrap();
+            let qn = names[round % names.len()];
+            a.put_question(&q(qn, Rtype::AXFR)).unwrap();
+            b.put_question(&q(qn, Rtype::AXFR)).unwrap();
+            for _ in 0..3000 {
+                st ^= st << 13;
+                st ^= st >> 7;
+                st ^= st << 17;
+                let n: Name = names[(st % names.len() as u64) as usize].parse().unwrap();
+                if st & 0x300 == 0 {
+                    // Back to the QNAME, as each RRset without a hint does.
+                    a.suffix = a.qname_suffix;
+                    b.suffix = b.qname_suffix;
+                }
+                b.suffix.2 = 0;
+                let (x, y) = (a.put_name(n.as_ref()), b.put_name(n.as_ref()));
+                assert_eq!(x, y);
+                if x.is_err() {
+                    break;
+                }
+                assert_eq!((a.suffix.0, a.suffix.1), (b.suffix.0, b.suffix.1));
+            }
+            assert!(a.len() > PTR_MAX, "runs past the pointers' reach");
+            assert_eq!(a.written(), b.written(), "round {round}");
+        }
     }
 
     #[test]

@@ -144,6 +144,15 @@ impl<'a> NameRef<'a> {
         Ok(NameRef { wire })
     }
 
+    /// Borrows `wire` as a name without checking it again: for bytes the
+    /// caller spelled itself as one uncompressed absolute name (checked in
+    /// debug builds). Other bytes give wrong results, never undefined
+    /// behaviour.
+    pub fn from_spelled(wire: &'a [u8]) -> Self {
+        debug_assert!(validate_wire(wire).is_ok(), "not a name: {wire:?}");
+        NameRef { wire }
+    }
+
     /// Reads an uncompressed name at the start of `data`; returns it and the bytes after it.
     pub fn split_from(data: &'a [u8]) -> Result<(Self, &'a [u8]), NameError> {
         let mut pos = 0;
