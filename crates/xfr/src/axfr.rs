@@ -4,7 +4,7 @@ use std::fmt;
 
 use lode_wire::message::{MessageWriter, Section};
 use lode_wire::Rtype;
-use lode_zonedb::{NodeFlags, NodeId, Zone};
+use lode_zonedb::{NodeCursor, NodeFlags, Zone};
 
 use crate::response::{owner_hint, Request, PTR_MAX};
 
@@ -50,10 +50,11 @@ enum NodeEnd {
 pub struct AxfrWriter<'z> {
     zone: &'z Zone,
     request: Request,
-    ids: Box<dyn Iterator<Item = NodeId> + 'z>,
+    /// The walk; its current node is the one being written.
+    cursor: NodeCursor<'z>,
     phase: Phase,
-    /// The node being written, its next RRset and next RDATA.
-    node: Option<NodeId>,
+    /// A node is being written: its next RRset and next RDATA.
+    in_node: bool,
     rrset: usize,
     rdata: usize,
     /// NSEC3-only nodes were skipped in the first walk.
@@ -81,9 +82,9 @@ impl<'z> AxfrWriter<'z> {
         AxfrWriter {
             zone,
             request,
-            ids: Box::new(zone.node_ids()),
+            cursor: zone.cursor(),
             phase: Phase::FirstSoa,
-            node: None,
+            in_node: false,
             rrset: 0,
             rdata: 0,
             nsec3_seen: false,
@@ -145,19 +146,15 @@ impl<'z> AxfrWriter<'z> {
                     self.phase = Phase::Nodes;
                 }
                 Phase::Nodes | Phase::Nsec3 => {
-                    let id = match self.node {
-                        Some(id) => id,
-                        None => match self.next_id() {
-                            Some(id) => {
-                                self.node = Some(id);
-                                (self.rrset, self.rdata) = (0, 0);
-                                id
-                            }
-                            None => continue,
-                        },
-                    };
-                    match self.put_node(w, id) {
-                        NodeEnd::Done => self.node = None,
+                    if !self.in_node {
+                        if !self.next_node() {
+                            continue;
+                        }
+                        self.in_node = true;
+                        (self.rrset, self.rdata) = (0, 0);
+                    }
+                    match self.put_node(w) {
+                        NodeEnd::Done => self.in_node = false,
                         NodeEnd::Full => return,
                         NodeEnd::TooBig => {
                             self.phase = Phase::Failed;
@@ -170,24 +167,26 @@ impl<'z> AxfrWriter<'z> {
         }
     }
 
-    /// The next node of the current walk; moves to the next phase when the
-    /// walk is over.
-    fn next_id(&mut self) -> Option<NodeId> {
+    /// Moves the cursor to the next node of the current walk (true), or to
+    /// the next phase when the walk is over (false).
+    fn next_node(&mut self) -> bool {
         let nsec3 = self.phase == Phase::Nsec3;
-        for id in self.ids.by_ref() {
-            let only = self.zone.info(id).0.contains(NodeFlags::NSEC3_ONLY);
-            if only == nsec3 {
-                return Some(id);
-            }
-            self.nsec3_seen |= only;
+        let seen = &mut self.nsec3_seen;
+        let found = self.cursor.advance(|f| {
+            let only = f.contains(NodeFlags::NSEC3_ONLY);
+            *seen |= only;
+            only == nsec3
+        });
+        if found.is_some() {
+            return true;
         }
         if self.phase == Phase::Nodes && self.nsec3_seen {
             self.phase = Phase::Nsec3;
-            self.ids = Box::new(self.zone.node_ids());
+            self.cursor.restart();
         } else {
             self.phase = Phase::LastSoa;
         }
-        None
+        false
     }
 
     fn put_soa(&mut self, w: &mut MessageWriter<'_>) -> bool {
@@ -211,11 +210,10 @@ impl<'z> AxfrWriter<'z> {
         ok
     }
 
-    fn put_node(&mut self, w: &mut MessageWriter<'_>, id: NodeId) -> NodeEnd {
-        let node = self.zone.node(id);
-        let owner = node.owner();
+    fn put_node(&mut self, w: &mut MessageWriter<'_>) -> NodeEnd {
+        let owner = self.cursor.owner();
         let class = self.zone.class();
-        for (i, set) in node.rrsets().enumerate().skip(self.rrset) {
+        for (i, set) in self.cursor.rrsets().enumerate().skip(self.rrset) {
             if set.rtype() == Rtype::SOA {
                 self.rrset = i + 1;
                 continue;

@@ -202,6 +202,7 @@ fn rng_owner(rng: &mut Rng) -> &'static str {
 
 /// Every fact a reader can ask, spelled by owner names.
 fn facts(z: &Zone) -> Vec<String> {
+    crate::tests::cursor_agrees(z);
     let mut out = Vec::new();
     let show = |id: NodeId| z.node(id).owner().to_string().to_ascii_lowercase();
     for id in z.node_ids() {

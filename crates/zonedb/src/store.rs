@@ -86,6 +86,34 @@ impl BlobRef<'_> {
     }
 }
 
+/// A blob as [`Store::entry_into`] found it: in the store, or rebuilt into
+/// the caller's buffer (its length).
+#[derive(Clone, Copy)]
+pub(crate) enum Blob<'a> {
+    Stored(&'a [u8]),
+    Built(usize),
+}
+
+/// Rebuilds a blob stored as a difference: `base[..p] ++ middle ++
+/// base[len - s..]` into `out`; its length, or None if it cannot be.
+#[inline]
+fn rebuild(
+    base: &[u8],
+    p: usize,
+    s: usize,
+    middle: &[u8],
+    out: &mut [u8; INLINE],
+) -> Option<usize> {
+    let len = p.checked_add(s)?.checked_add(middle.len())?;
+    if p + s > base.len() || len > INLINE {
+        return None;
+    }
+    out[..p].copy_from_slice(&base[..p]);
+    out[p..p + middle.len()].copy_from_slice(middle);
+    out[p + middle.len()..len].copy_from_slice(&base[base.len() - s..]);
+    Some(len)
+}
+
 /// Where a search ended.
 pub(crate) enum Search {
     Found(u32),
@@ -382,16 +410,24 @@ impl Store {
             Value::Ref(off) => BlobRef::Stored(stored(&self.raw, off)?),
             Value::Inline(blob) => BlobRef::Stored(blob),
             Value::Diff { p, s, middle } => {
-                let len = p.checked_add(s)?.checked_add(middle.len())?;
-                if p + s > base.len() || len > INLINE {
-                    return None;
-                }
                 let mut buf = [0u8; INLINE];
-                buf[..p].copy_from_slice(&base[..p]);
-                buf[p..p + middle.len()].copy_from_slice(middle);
-                buf[p + middle.len()..len].copy_from_slice(&base[base.len() - s..]);
+                let len = rebuild(base, p, s, middle, &mut buf)?;
                 BlobRef::Inline(buf, len as u16)
             }
+        };
+        Some((key, blob))
+    }
+
+    /// [`Store::entry`] for a caller that keeps a buffer: a blob stored as a
+    /// difference is rebuilt into `buf` (`Blob::Built`), not into a value
+    /// returned on the stack.
+    #[inline]
+    pub fn entry_into(&self, id: u32, buf: &mut [u8; INLINE]) -> Option<(EntryKey<'_>, Blob<'_>)> {
+        let (key, value, base) = self.parts(id)?;
+        let blob = match value {
+            Value::Ref(off) => Blob::Stored(stored(&self.raw, off)?),
+            Value::Inline(blob) => Blob::Stored(blob),
+            Value::Diff { p, s, middle } => Blob::Built(rebuild(base, p, s, middle, buf)?),
         };
         Some((key, blob))
     }
