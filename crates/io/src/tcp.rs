@@ -719,6 +719,12 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin, H: StreamHandler>(
                         }
                         Late::Done => outstanding = outstanding.saturating_sub(1),
                     }
+                    // A stream's messages go out a batch at a time: the
+                    // buffer stays below the size glibc maps and unmaps
+                    // (and below the shrink above), not ~1 MiB per round.
+                    if pending.len() >= OUT_BATCH {
+                        break;
+                    }
                     next = late_rx.try_recv().ok();
                 }
                 if outstanding == 0 {
