@@ -11,11 +11,12 @@
 //! are written.
 
 use lode_wire::name::{MAX_KEY_LEN, MAX_LABEL_LEN, MAX_NAME_LEN};
+use lode_wire::short::{common_prefix, copy};
 use lode_wire::{NameBuf, NameRef};
 
 use crate::blob::{self, RRsets};
 use crate::delta::NodeIds;
-use crate::store::{Blob, EntryKey, INLINE};
+use crate::store::{Blob, BlockAt, EntryKey, INLINE};
 use crate::{NodeFlags, NodeId, Zone};
 
 /// Where the current node's blob is.
@@ -34,6 +35,8 @@ pub struct NodeCursor<'z> {
     id: Option<NodeId>,
     src: Src<'z>,
     buf: [u8; INLINE],
+    /// The store's block the last node came from.
+    block: Option<BlockAt<'z>>,
     /// The current blob's head: flags, the owner's range if it holds one,
     /// where its RRsets start.
     flags: NodeFlags,
@@ -71,6 +74,7 @@ impl Zone {
             id: None,
             src: Src::Stored(&[]),
             buf: [0; INLINE],
+            block: None,
             flags: NodeFlags::default(),
             owner: None,
             rrsets: 0,
@@ -163,7 +167,9 @@ impl<'z> NodeCursor<'z> {
                 suffix: &[],
             });
         }
-        let (key, blob) = zone.store.entry_into(id.0, &mut self.buf)?;
+        let (key, blob) = zone
+            .store
+            .entry_into(id.0, &mut self.block, &mut self.buf)?;
         self.src = match blob {
             Blob::Stored(b) => Src::Stored(b),
             Blob::Built(n) => Src::Built(n),
@@ -189,14 +195,13 @@ impl<'z> NodeCursor<'z> {
         // Only the bytes after the shared prefix change.
         let (p, s) = (key.prefix, key.suffix);
         if common < p.len() {
-            self.key[common..p.len()].copy_from_slice(&p[common..]);
-            self.key[p.len()..n].copy_from_slice(s);
+            copy(&mut self.key[common..], &p[common..]);
+            copy(&mut self.key[p.len()..], s);
         } else {
-            self.key[common..n].copy_from_slice(&s[common - p.len()..]);
+            copy(&mut self.key[common..], &s[common - p.len()..]);
         }
         let rel = &self.key[..n];
-        let mut plain =
-            n <= origin && rel.last().is_none_or(|&b| b == 0) && !rel[common..].contains(&1);
+        let mut plain = n <= origin && rel.last().is_none_or(|&b| b == 0);
         // Each key label `bytes 0` is the wire label `len bytes`, the same
         // length: key[..k] spells name[origin - k..origin].
         let mut from = common;
@@ -205,6 +210,8 @@ impl<'z> NodeCursor<'z> {
                 break;
             }
             if b != 0 {
+                // 1 starts an escaped octet: spelled the general way.
+                plain &= b != 1;
                 continue;
             }
             let len = i - from;
@@ -214,7 +221,7 @@ impl<'z> NodeCursor<'z> {
             }
             let at = origin - i - 1;
             self.name[at] = len as u8;
-            self.name[at + 1..at + 1 + len].copy_from_slice(&rel[from..i]);
+            copy(&mut self.name[at + 1..], &rel[from..i]);
             from = i + 1;
         }
         if plain {
@@ -241,10 +248,9 @@ impl<'z> NodeCursor<'z> {
 
 /// The length of the common prefix of `a` and the key in two parts.
 fn lcp_parts(a: &[u8], key: EntryKey<'_>) -> usize {
-    let lcp = |x: &[u8], y: &[u8]| x.iter().zip(y).take_while(|(p, q)| p == q).count();
-    let c = lcp(a, key.prefix);
+    let c = common_prefix(a, key.prefix);
     if c < key.prefix.len() {
         return c;
     }
-    c + lcp(&a[c..], key.suffix)
+    c + common_prefix(&a[c..], key.suffix)
 }

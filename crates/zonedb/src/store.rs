@@ -86,6 +86,15 @@ impl BlobRef<'_> {
     }
 }
 
+/// A block as a walk through its entries keeps it: decoded once.
+#[derive(Clone, Copy)]
+pub(crate) struct BlockAt<'a> {
+    index: usize,
+    block: Block<'a>,
+    /// The block's base blob (entry 0's).
+    base: &'a [u8],
+}
+
 /// A blob as [`Store::entry_into`] found it: in the store, or rebuilt into
 /// the caller's buffer (its length).
 #[derive(Clone, Copy)]
@@ -108,9 +117,10 @@ fn rebuild(
     if p + s > base.len() || len > INLINE {
         return None;
     }
-    out[..p].copy_from_slice(&base[..p]);
-    out[p..p + middle.len()].copy_from_slice(middle);
-    out[p + middle.len()..len].copy_from_slice(&base[base.len() - s..]);
+    use lode_wire::short::copy;
+    copy(out, &base[..p]);
+    copy(&mut out[p..], middle);
+    copy(&mut out[p + middle.len()..], &base[base.len() - s..]);
     Some(len)
 }
 
@@ -196,6 +206,7 @@ fn read_value<'a>(data: &'a [u8], pos: &mut usize) -> Option<Value<'a>> {
 const TOP_EVERY: usize = 64;
 
 /// A block's parts.
+#[derive(Clone, Copy)]
 struct Block<'a> {
     /// Entry offsets, two bytes each.
     at: &'a [u8],
@@ -372,24 +383,46 @@ impl Store {
     /// The key, value and block base blob of entry `id`.
     #[inline]
     fn parts(&self, id: u32) -> Option<(EntryKey<'_>, Value<'_>, &[u8])> {
+        self.parts_in(id, &mut None)
+    }
+
+    /// [`Store::parts`] through a block decoded before (`at`, kept for the
+    /// next entry: a walk decodes each block's head once).
+    #[inline]
+    fn parts_in<'s>(
+        &'s self,
+        id: u32,
+        at: &mut Option<BlockAt<'s>>,
+    ) -> Option<(EntryKey<'s>, Value<'s>, &'s [u8])> {
         if id >= self.len {
             return None;
         }
         let b = id as usize / BLOCK;
-        let at = id as usize % BLOCK;
-        let bl = self.block(b)?;
-        let mut pos = bl.value0;
-        let v0 = read_value(bl.body, &mut pos)?;
-        let base = match v0 {
-            Value::Ref(off) => stored(&self.raw, off)?,
-            Value::Inline(blob) => blob,
-            Value::Diff { .. } => return None,
+        let i = id as usize % BLOCK;
+        let cur = match at {
+            Some(c) if c.index == b => *c,
+            _ => {
+                let block = self.block(b)?;
+                let mut pos = block.value0;
+                let base = match read_value(block.body, &mut pos)? {
+                    Value::Ref(off) => stored(&self.raw, off)?,
+                    Value::Inline(blob) => blob,
+                    Value::Diff { .. } => return None,
+                };
+                let c = BlockAt {
+                    index: b,
+                    block,
+                    base,
+                };
+                *at = Some(c);
+                c
+            }
         };
-        let (k, mut pos) = bl.entry_key(at)?;
-        if at == 0 {
-            return Some((k, Value::Inline(base), base));
+        let (k, mut pos) = cur.block.entry_key(i)?;
+        if i == 0 {
+            return Some((k, Value::Inline(cur.base), cur.base));
         }
-        Some((k, read_value(bl.body, &mut pos)?, base))
+        Some((k, read_value(cur.block.body, &mut pos)?, cur.base))
     }
 
     /// The key of entry `id`.
@@ -422,8 +455,13 @@ impl Store {
     /// difference is rebuilt into `buf` (`Blob::Built`), not into a value
     /// returned on the stack.
     #[inline]
-    pub fn entry_into(&self, id: u32, buf: &mut [u8; INLINE]) -> Option<(EntryKey<'_>, Blob<'_>)> {
-        let (key, value, base) = self.parts(id)?;
+    pub fn entry_into<'s>(
+        &'s self,
+        id: u32,
+        at: &mut Option<BlockAt<'s>>,
+        buf: &mut [u8; INLINE],
+    ) -> Option<(EntryKey<'s>, Blob<'s>)> {
+        let (key, value, base) = self.parts_in(id, at)?;
         let blob = match value {
             Value::Ref(off) => Blob::Stored(stored(&self.raw, off)?),
             Value::Inline(blob) => Blob::Stored(blob),
