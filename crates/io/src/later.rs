@@ -76,8 +76,9 @@ enum Via<'a> {
 /// One message for a stream connection, or the end of a deferred reply.
 #[derive(Debug)]
 pub(crate) enum Late {
-    /// A whole DNS message (without the TCP length prefix).
-    Message(Vec<u8>),
+    /// A whole DNS message after its 2-octet length prefix (RFC 1035
+    /// §4.2.2; RFC 9250 §4.2 frames DoQ the same way): written as it is.
+    Framed(Vec<u8>),
     /// The deferred reply is complete (sent or abandoned).
     Done,
 }
@@ -229,8 +230,11 @@ impl Later {
         match &self.to {
             Some(To::Udp(s, peer)) => s.send_to(msg, peer).is_ok(),
             Some(To::Tcp(q)) => {
+                let mut framed = Vec::with_capacity(msg.len() + 2);
+                framed.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+                framed.extend_from_slice(msg);
                 q.queued.fetch_add(msg.len(), Ordering::AcqRel);
-                q.tx.send(Late::Message(msg.to_vec())).is_ok()
+                q.tx.send(Late::Framed(framed)).is_ok()
             }
             Some(To::Nowhere) | None => false,
         }

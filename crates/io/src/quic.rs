@@ -343,11 +343,10 @@ async fn serve_stream<H: StreamHandler>(
         // this stream until the handler's side says it is done.
         while let Some(late) = late_rx.recv().await {
             match late {
-                Late::Message(m) => {
-                    let mut framed = Vec::with_capacity(m.len() + 2);
-                    framed.extend_from_slice(&(m.len() as u16).to_be_bytes());
-                    framed.extend_from_slice(&m);
-                    queue.queued.fetch_sub(m.len(), Ordering::AcqRel);
+                Late::Framed(framed) => {
+                    queue
+                        .queued
+                        .fetch_sub(framed.len().saturating_sub(2), Ordering::AcqRel);
                     if send.write_all(&framed).await.is_err() {
                         return;
                     }

@@ -711,10 +711,14 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin, H: StreamHandler>(
                 let mut next = late;
                 while let Some(l) = next {
                     match l {
-                        Late::Message(m) => {
-                            pending.extend_from_slice(&(m.len() as u16).to_be_bytes());
-                            pending.extend_from_slice(&m);
-                            late_bytes += m.len();
+                        Late::Framed(m) => {
+                            late_bytes += m.len().saturating_sub(2);
+                            if pending.is_empty() {
+                                // Written from the buffer it came in.
+                                pending = m;
+                            } else {
+                                pending.extend_from_slice(&m);
+                            }
                             counters.messages.here().responses.fetch_add(1, Ordering::Relaxed);
                         }
                         Late::Done => outstanding = outstanding.saturating_sub(1),
