@@ -17,6 +17,7 @@ pub mod nsec3;
 pub mod rdata;
 pub mod record;
 pub mod serial;
+pub mod short;
 pub mod types;
 
 pub use name::{KeyBuf, Name, NameBuf, NameError, NameRef};

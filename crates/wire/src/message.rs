@@ -549,7 +549,7 @@ impl<'a> MessageWriter<'a> {
         if end > self.limit {
             return Err(Full);
         }
-        self.buf[self.pos..end].copy_from_slice(bytes);
+        crate::short::copy(&mut self.buf[self.pos..end], bytes);
         self.pos = end;
         Ok(())
     }
