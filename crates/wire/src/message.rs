@@ -804,6 +804,12 @@ impl<'a> MessageWriter<'a> {
             self.put(rd)?;
             return Ok(None);
         }
+        if !layout.compresses() {
+            // Nothing to compress: one copy, names lowered where they lie.
+            let at = self.pos;
+            self.put(rd)?;
+            return Ok(self.names_in_place(layout, rd, at));
+        }
         let mark = self.mark();
         match self.put_rdata_fields(layout, rd) {
             Ok(Some(r)) => Ok(r),
@@ -814,6 +820,46 @@ impl<'a> MessageWriter<'a> {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// For `rd` just written verbatim at `at` (a layout without compressed
+    /// names): lower-cases the names the layout lowers and returns where the
+    /// first hint name lies, as [`MessageWriter::put_rdata_fields`] would
+    /// have written them; RDATA that does not match its layout stays as
+    /// written, without a hint (as the general path writes it).
+    fn names_in_place(&mut self, layout: rdata::Layout, rd: &[u8], at: usize) -> Option<usize> {
+        let mut names = [(0usize, false); 4];
+        let mut count = 0;
+        let mut first = None;
+        let mut pos = 0usize;
+        for f in layout.fields {
+            match *f {
+                rdata::Field::Fixed(n) => pos = pos.checked_add(n).filter(|&e| e <= rd.len())?,
+                rdata::Field::Strings(k) => {
+                    for _ in 0..k {
+                        pos = pos.checked_add(1 + *rd.get(pos)? as usize)?;
+                    }
+                    if pos > rd.len() {
+                        return None;
+                    }
+                }
+                rdata::Field::Name { lower, hint, .. } => {
+                    let (name, _) = NameRef::split_from(rd.get(pos..)?).ok()?;
+                    if hint && first.is_none() {
+                        first = Some(at + pos);
+                    }
+                    *names.get_mut(count)? = (pos, lower);
+                    count += 1;
+                    pos += name.wire_len();
+                }
+            }
+        }
+        for &(p, lower) in &names[..count] {
+            if lower {
+                self.lower_literal_labels(at + p);
+            }
+        }
+        first
     }
 
     /// Ok(None) when the RDATA does not match the layout.
@@ -1109,6 +1155,77 @@ mod tests {
             }
             assert!(a.len() > PTR_MAX, "runs past the pointers' reach");
             assert_eq!(a.written(), b.written(), "round {round}");
+        }
+    }
+
+    /// RDATA of types whose names are never compressed, written in one
+    /// copy and lowered in place, comes out as the field-by-field path
+    /// writes it: names lowered, hints, and malformed RDATA verbatim.
+    #[test]
+    fn uncompressed_rdata_in_place_as_field_by_field() {
+        let name = |s: &str| s.parse::<Name>().unwrap().as_wire().to_vec();
+        let cat = |parts: &[&[u8]]| parts.concat();
+        let samples: Vec<(Rtype, Vec<u8>)> = vec![
+            (
+                Rtype::SRV,
+                cat(&[&[0, 1, 0, 2, 0, 53], &name("Sip.Example.COM.")]),
+            ),
+            (Rtype::SRV, cat(&[&[0, 1, 0, 2, 0, 53], &name(".")])),
+            (Rtype::SRV, vec![0, 1, 0]),
+            (
+                Rtype::SRV,
+                cat(&[&[0, 1, 0, 2, 0, 53], &name("a."), &[7, 7]]),
+            ),
+            (
+                Rtype::NAPTR,
+                cat(&[
+                    &[0, 10, 0, 100, 1, b'U', 7],
+                    b"E2U+sip",
+                    &[4],
+                    b"!X!Y",
+                    &name("Rep.Lace."),
+                ]),
+            ),
+            (
+                Rtype::NAPTR,
+                cat(&[&[0, 10, 0, 100, 1, b'U', 7], b"E2U+sip", &[0], &name(".")]),
+            ),
+            (Rtype::NAPTR, cat(&[&[0, 10, 0, 100, 1, b'U', 9], b"E2U"])),
+            (
+                Rtype::PX,
+                cat(&[&[0, 5], &name("MAP822.Example."), &name("MapX400.Example.")]),
+            ),
+            (Rtype::PX, cat(&[&[0, 5], &name("a.b."), &[3, b'x']])),
+            (
+                Rtype::RRSIG,
+                cat(&[&[0; 18], &name("Signer.Example."), &[1, 2, 3]]),
+            ),
+            (
+                Rtype::SVCB,
+                cat(&[&[0, 1], &name("Svc.Example."), &[0, 1, 0, 0]]),
+            ),
+            (Rtype::MX, cat(&[&[0, 10], &name("Mail.Example.")])),
+        ];
+        for (rtype, rd) in &samples {
+            let layout = rdata::layout(*rtype);
+            let mut a_buf = [0u8; 512];
+            let mut b_buf = [0u8; 512];
+            let mut a = MessageWriter::new(&mut a_buf, 512).unwrap();
+            let mut b = MessageWriter::new(&mut b_buf, 512).unwrap();
+            a.put_question(&q("Example.", Rtype::A)).unwrap();
+            b.put_question(&q("Example.", Rtype::A)).unwrap();
+            let ha = a.put_rdata(layout, rd).unwrap();
+            let mark = b.mark();
+            let hb = match b.put_rdata_fields(layout, rd).unwrap() {
+                Some(h) => h,
+                None => {
+                    b.rollback(mark);
+                    b.put(rd).unwrap();
+                    None
+                }
+            };
+            assert_eq!(ha, hb, "{rtype} {rd:?}");
+            assert_eq!(a.written(), b.written(), "{rtype} {rd:?}");
         }
     }
 

@@ -761,7 +761,7 @@ pub fn equals_at(msg: &[u8], pos: usize, name: NameRef<'_>) -> bool {
             0x00 => {
                 let n = usize::from(b) + 1;
                 match (msg.get(cur..cur + n), want.get(at..at + n)) {
-                    (Some(have), Some(w)) if have == w => {}
+                    (Some(have), Some(w)) if crate::short::common_prefix(have, w) == n => {}
                     _ => return false,
                 }
                 if b == 0 {

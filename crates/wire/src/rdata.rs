@@ -47,6 +47,13 @@ impl Layout {
     pub fn is_opaque(&self) -> bool {
         self.fields.is_empty()
     }
+
+    /// True if a name in it may be compressed.
+    pub fn compresses(&self) -> bool {
+        self.fields
+            .iter()
+            .any(|f| matches!(f, Field::Name { compress: true, .. }))
+    }
 }
 
 /// The layout of `rtype`'s RDATA.
