@@ -269,6 +269,7 @@ impl Reloader {
     /// Re-reads the configuration and reloads the zones.
     pub(crate) fn reload(&mut self) -> ReloadReport {
         tracing::info!("reloading");
+        lode_zonefile::forget_folders();
         let config = match Config::resolve(&self.options) {
             Ok(c) => c,
             Err(e) => {

@@ -35,7 +35,7 @@ pub fn path_for(dir: &Path, origin: &Name) -> PathBuf {
 /// The identity of a zone file: absolute path, size and modification time.
 pub fn source_tag(zone_file: &Path) -> Option<Vec<u8>> {
     let stamp = FileStamp::of(zone_file)?;
-    let abs = std::fs::canonicalize(zone_file).ok()?;
+    let abs = lode_zonefile::canonical(zone_file).ok()?;
     tag_of(&abs, stamp)
 }
 

@@ -39,6 +39,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod canonical;
 mod generate;
 mod lexer;
 mod rdata_text;
@@ -54,6 +55,7 @@ use std::sync::Arc;
 
 use lode_wire::{Name, Record, Rtype};
 
+pub use canonical::{canonical, forget_folders};
 pub use zone::{MAX_ERRORS, MAX_INCLUDE_DEPTH};
 
 /// Where a record or an error comes from.

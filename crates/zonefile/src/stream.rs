@@ -71,7 +71,7 @@ pub(crate) fn read_in_blocks(
         return None;
     }
     let shown: Arc<Path> = Arc::from(path);
-    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let canonical = crate::canonical(path).unwrap_or_else(|_| path.to_path_buf());
     let mut reader = Reader::new(default_ttl, counters);
     let mut origin = origin.clone();
     let mut line: u32 = 1;

@@ -177,7 +177,7 @@ impl<'c> Reader<'c> {
             self.error(&err_file, err_line, msg);
             return;
         }
-        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let canonical = crate::canonical(path).unwrap_or_else(|_| path.to_path_buf());
         if self.stack.contains(&canonical) {
             self.error(
                 &err_file,
