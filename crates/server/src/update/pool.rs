@@ -187,6 +187,11 @@ pub(super) struct Task {
     parked: AtomicBool,
     /// The wake-up that counts (older timers in the heap are stale).
     wake_at: Mutex<Option<Instant>>,
+    /// Its timer fired while it was in the ready list or running: a step
+    /// follows the running one (else a wake-up set by a step and due before
+    /// the step let go of the zone was lost, and the zone slept until new
+    /// work came).
+    fired: AtomicBool,
     writer: Mutex<Box<dyn Step>>,
     pool: Weak<Inner>,
 }
@@ -285,6 +290,8 @@ impl Task {
     /// Runs one step of the zone's writer, then reschedules it if work came
     /// meanwhile and sets its timer.
     fn run(self: &Arc<Self>, pool: &Inner, out: &mut [u8]) {
+        // This step serves a timer that fired before it.
+        self.fired.store(false, Ordering::SeqCst);
         let group: Vec<Work> = {
             let mut q = lock(&self.queue);
             let n = q.len().min(MAX_GROUP);
@@ -331,8 +338,8 @@ impl Task {
             st.notify(pool);
             return;
         }
-        self.scheduled.store(false, Ordering::Release);
-        if !lock(&self.queue).is_empty() {
+        self.scheduled.store(false, Ordering::SeqCst);
+        if !lock(&self.queue).is_empty() || self.fired.swap(false, Ordering::SeqCst) {
             self.schedule();
         }
     }
@@ -373,6 +380,7 @@ impl WriterPool {
             scheduled: AtomicBool::new(false),
             parked: AtomicBool::new(false),
             wake_at: Mutex::new(None),
+            fired: AtomicBool::new(false),
             writer: Mutex::new(writer),
             pool: Arc::downgrade(&self.inner),
         });
@@ -427,6 +435,8 @@ fn work(pool: &Inner) {
                     drop(wake);
                     if !task.scheduled.swap(true, Ordering::AcqRel) {
                         st.ready.push_back(task);
+                    } else {
+                        task.fired.store(true, Ordering::SeqCst);
                     }
                 }
                 if let Some(task) = st.ready.pop_front() {
@@ -581,6 +591,59 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
         }
         assert_eq!(seen.load(Ordering::SeqCst), 1);
+        pool.stop();
+    }
+
+    /// Asks to be woken at once, `left` more times.
+    struct Eager {
+        left: usize,
+        steps: Arc<AtomicUsize>,
+    }
+
+    impl Step for Eager {
+        fn step(&mut self, _: Vec<Work>, _: &mut [u8], _: &WeakQueue) -> Option<Instant> {
+            self.steps.fetch_add(1, Ordering::SeqCst);
+            self.left = self.left.saturating_sub(1);
+            (self.left > 0).then(Instant::now)
+        }
+    }
+
+    #[test]
+    fn a_wake_up_due_before_its_step_ends_is_not_lost() {
+        // Each zone's step asks for the next at once: the timer is due as
+        // soon as it is set, and another pool thread fires it while the
+        // zone is still running; that must lead to a step all the same.
+        let pool = WriterPool::start(4).unwrap();
+        let zones: Vec<_> = (0..100)
+            .map(|i| {
+                let steps = Arc::new(AtomicUsize::new(0));
+                let q = pool.add(
+                    format!("z{i}"),
+                    Box::new(Eager {
+                        left: 200,
+                        steps: steps.clone(),
+                    }),
+                    Some(Instant::now()),
+                );
+                (q, steps)
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let done = zones
+                .iter()
+                .filter(|z| z.1.load(Ordering::SeqCst) >= 200)
+                .count();
+            if done == zones.len() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{done} of {} zones got every step",
+                zones.len()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         pool.stop();
     }
 }
