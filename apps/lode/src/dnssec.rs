@@ -35,7 +35,7 @@ pub struct DnssecArgs {
 
 #[derive(clap::Subcommand, Debug)]
 enum DnssecCommand {
-    /// List a zone's keys: tag, algorithm, role, created, file.
+    /// List a zone's keys: tag, algorithm, role, state now, its timers, file.
     List {
         /// The zone.
         zone: String,
@@ -84,10 +84,16 @@ enum DnssecCommand {
 const HELP: &str = "\
 A zone with `dnssec-signing = true` is signed with the keys in its folder of
 the key folder (`kasp-db`): KASP_DB/<zone>/K<zone>+<alg>+<tag>.key, one text
-file per key, mode 0600 (format: crates/dnssec/src/key.rs). When a signed zone
-first loads and has no keys, the server makes them by its policy: a KSK and a
-ZSK (or one CSK with single-type-signing). Keys added or removed here are
-taken in when the server next starts: the zone is then signed again whole.
+file per key, mode 0600 (format: crates/dnssec/src/key.rs), with the key's
+role and timers. When a signed zone first loads and has no keys, the server
+makes them by its policy: a KSK and a ZSK (or one CSK with
+single-type-signing); the KSK is \"ready\" (its CDS published, its DS in the
+log) until `lode zone-ksk-submitted`. The server then rolls keys by the
+policy's timers (zsk-lifetime, ksk-lifetime, algorithm; `lode
+zone-key-rollover` starts one now) and writes their files; `list` shows
+each key's state and timers. Keys added or removed here (made active at
+once) are taken in when the server next starts: the DNSKEY RRset is changed
+and signatures by keys that no longer sign are replaced a batch at a time.
 
 Examples:
   lode dnssec list example.com -c /etc/lode/lode.toml
@@ -110,13 +116,23 @@ pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
                 outln!("{zone}: no keys in {}", dir.display());
             }
             for k in &keys {
+                let timers: Vec<String> = k
+                    .timing
+                    .fields()
+                    .into_iter()
+                    .filter_map(|(name, at)| {
+                        at.map(|t| format!("{name} {}", lode_zonefile::utc_text(t)))
+                    })
+                    .collect();
                 outln!(
-                    "{zone} tag {:5} {} ({:2}) {} created {} {}",
+                    "{zone} tag {:5} {} ({:2}) {} {} created {}\n    {}\n    {}",
                     k.tag(),
                     k.algorithm,
                     k.algorithm.number(),
-                    if k.is_ksk() { "KSK" } else { "ZSK" },
-                    k.created,
+                    k.role,
+                    k.timing.state(now),
+                    lode_zonefile::utc_text(k.created),
+                    timers.join(", "),
                     dir.join(k.file_name()).display()
                 );
             }

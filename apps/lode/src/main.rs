@@ -69,6 +69,10 @@ enum Command {
     ZoneStatus(zonectl::ZoneStatusArgs),
     /// Sign a signed zone whole again now, with the next serial (as `knotc zone-sign`).
     ZoneSign(zonectl::ZoneSignArgs),
+    /// Start a KSK or ZSK rollover of a signed zone now (as `knotc zone-key-rollover`).
+    ZoneKeyRollover(zonectl::ZoneKeyRolloverArgs),
+    /// Confirm that the parent serves the ready KSK's DS (as `knotc zone-ksk-submitted`).
+    ZoneKskSubmitted(zonectl::ZoneKskSubmittedArgs),
     /// Make a secondary zone check its primaries now and transfer what is new (as `knotc zone-refresh`).
     ZoneRefresh(zonectl::ZoneRefreshArgs),
     /// Make a secondary zone transfer the whole zone again (AXFR, as `knotc zone-retransfer`).
@@ -105,6 +109,8 @@ fn main() -> std::process::ExitCode {
         Command::Stats(a) => stats::run(a),
         Command::ZoneStatus(a) => zonectl::status(a),
         Command::ZoneSign(a) => zonectl::zone_sign(a),
+        Command::ZoneKeyRollover(a) => zonectl::key_rollover(a),
+        Command::ZoneKskSubmitted(a) => zonectl::ksk_submitted(a),
         Command::ZoneRefresh(a) => zonectl::refresh(a, false),
         Command::ZoneRetransfer(a) => zonectl::refresh(a, true),
         Command::Man(a) => man::run(a),

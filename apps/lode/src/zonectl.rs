@@ -92,6 +92,71 @@ pub fn zone_sign(args: ZoneSignArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
+/// Arguments of `lode zone-key-rollover`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Starts a rollover of the zone's KSK or ZSK now, whatever the \
+    policy's lifetimes say (as `knotc zone-key-rollover`); a single-type-signing policy rolls \
+    its CSK either way. The rollover then runs by the policy's timers: a new ZSK is published, \
+    signs after propagation-delay + the DNSKEY TTL, and the old one leaves once every signature \
+    is replaced (a batch a second, about 10 minutes for any zone size) + propagation-delay + the \
+    largest TTL. A new KSK is published and signs the DNSKEY RRset at once; after \
+    propagation-delay + the DNSKEY TTL it is ready: its CDS/CDNSKEY are published and the log \
+    gives its DS for the parent; it becomes active at `lode zone-ksk-submitted`. Refused while \
+    another rollover of the zone runs. Each step is logged with the next one's time.\n\n\
+    Exit status: 0 when started, 1 when not, 2 when no server answers on the control socket."
+)]
+pub struct ZoneKeyRolloverArgs {
+    /// The zone.
+    #[arg(value_name = "NAME")]
+    zone: String,
+    /// Which key: ksk or zsk.
+    #[arg(value_name = "KIND", value_parser = ["ksk", "zsk"])]
+    kind: String,
+    #[command(flatten)]
+    control: ControlArgs,
+}
+
+/// Runs `lode zone-key-rollover`.
+pub fn key_rollover(args: ZoneKeyRolloverArgs) -> anyhow::Result<ExitCode> {
+    send(
+        &args.control,
+        &format!("zone-key-rollover {} {}", args.zone.trim(), args.kind),
+        Duration::from_secs(600),
+    )
+}
+
+/// Arguments of `lode zone-ksk-submitted`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Tells the server that the parent serves the DS of the zone's ready KSK \
+    (the one the log and `lode dnssec list` show as ready, whose CDS is published): it becomes \
+    the active KSK, and the old one leaves the DNSKEY RRset after --ds-ttl seconds (the TTL of the \
+    parent's old DS, so that resolvers holding it still find its key). As `knotc \
+    zone-ksk-submitted`.\n\n\
+    Exit status: 0 when confirmed, 1 when no KSK is ready or the zone is unknown, 2 when no \
+    server answers on the control socket."
+)]
+pub struct ZoneKskSubmittedArgs {
+    /// The zone.
+    #[arg(value_name = "NAME")]
+    zone: String,
+    /// The TTL of the parent's DS RRset: the old KSK stays published this long.
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    ds_ttl: u64,
+    #[command(flatten)]
+    control: ControlArgs,
+}
+
+/// Runs `lode zone-ksk-submitted`.
+pub fn ksk_submitted(args: ZoneKskSubmittedArgs) -> anyhow::Result<ExitCode> {
+    send(
+        &args.control,
+        &format!("zone-ksk-submitted {} {}", args.zone.trim(), args.ds_ttl),
+        Duration::from_secs(600),
+    )
+}
+
 /// Arguments of `lode zone-status`.
 #[derive(clap::Args, Debug)]
 #[command(

@@ -18,10 +18,10 @@
 
 mod common;
 
-use common::dnssec::{tools_present, verify_axfr};
+use common::dnssec::{ask as ask_port, tools_present, validated_as, verify_axfr, Unbound};
 use common::*;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const KEY: &str = "hmac-sha256:sign-key.:c2lnbmluZy10ZXN0LWtleS0zMi1ieXRlcy0tLS0tLQ==";
@@ -38,22 +38,7 @@ fn verify(dir: &Path, port: u16, when: &str) -> u32 {
 /// Sends one update (knsupdate lines between `zone` and `send`); true if it
 /// was taken.
 fn update(port: u16, lines: &str) -> bool {
-    let mut child = Command::new("knsupdate")
-        .args(["-y", KEY])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("knsupdate");
-    use std::io::Write as _;
-    let script = format!("server 127.0.0.1 {port}\nzone example.\n{lines}\nsend\nquit\n");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    child.wait().unwrap().success()
+    common::dnssec::knsupdate(port, KEY, "example.", lines).is_ok()
 }
 
 /// The configuration, `policy` added to the `[[policy]]` table.
@@ -98,69 +83,18 @@ fn ds_from_log(log: &str) -> String {
         .to_string()
 }
 
-struct Unbound {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Drop for Unbound {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_unbound(dir: &Path, lode_port: u16, ds: &str) -> Unbound {
-    let port = pick_port_in(16850, 16869);
-    let conf = dir.join("unbound.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "server:\n  interface: 127.0.0.1\n  port: {port}\n  do-not-query-localhost: no\n\
-             \x20 username: \"\"\n  chroot: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound.pid\"\n\
-             \x20 use-syslog: no\n  logfile: \"{d}/unbound.log\"\n  verbosity: 1\n\
-             \x20 module-config: \"validator iterator\"\n  trust-anchor: \"{ds}\"\n\
-             \x20 val-log-level: 2\n  harden-dnssec-stripped: yes\n\
-             stub-zone:\n  name: \"example.\"\n  stub-addr: 127.0.0.1@{lode_port}\n",
-            d = dir.display()
-        ),
+    common::dnssec::start_unbound(
+        dir,
+        (16850, 16869),
+        ds,
+        &[("example.", lode_port)],
+        |port| ask_port(port, "ns.example.", "A").contains("status"),
     )
-    .unwrap();
-    let child = Command::new("unbound")
-        .args(["-d", "-c"])
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("unbound");
-    let u = Unbound { child, port };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if ask(&u, "ns.example.", "A").contains("status") {
-            return u;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!(
-        "unbound did not answer: {}",
-        std::fs::read_to_string(dir.join("unbound.log")).unwrap_or_default()
-    );
 }
 
 fn ask(u: &Unbound, name: &str, rtype: &str) -> String {
-    let out = Command::new("kdig")
-        .args([
-            "@127.0.0.1",
-            "-p",
-            &u.port.to_string(),
-            name,
-            rtype,
-            "+dnssec",
-        ])
-        .args(["+timeout=3", "+retry=1"])
-        .output()
-        .expect("kdig");
-    String::from_utf8_lossy(&out.stdout).to_string()
+    ask_port(u.port, name, rtype)
 }
 
 /// The resolver validates: AD and the expected status. (An NXDOMAIN from
@@ -168,13 +102,8 @@ fn ask(u: &Unbound, name: &str, rtype: &str) -> String {
 /// 5155 §9.2; see [`covered`].)
 fn validated(u: &Unbound, name: &str, rtype: &str, status: &str) {
     let text = ask(u, name, rtype);
-    let header = text
-        .lines()
-        .filter(|l| l.contains("status:") || l.contains("Flags:"))
-        .collect::<Vec<_>>()
-        .join(" ");
     assert!(
-        header.contains(&format!("status: {status}")) && header.contains(" ad"),
+        validated_as(&text, status),
         "{name} {rtype}: expected {status} with AD\n{text}"
     );
 }

@@ -40,21 +40,35 @@ impl Signer {
         change: &Changeset,
         now: u64,
     ) -> Result<(Zone, Changeset), SignError> {
-        self.sign_change_at(current, change, &[], now)
+        self.sign_change_at(current, change, &[], false, now)
+    }
+
+    /// [`Signer::sign_change`] of a change of the apex's key records made
+    /// by the signer itself (its DNSKEY records kept: see `keyrecords.rs`).
+    pub(crate) fn sign_change_keys(
+        &self,
+        current: &Zone,
+        change: &Changeset,
+        now: u64,
+    ) -> Result<(Zone, Changeset), SignError> {
+        self.sign_change_at(current, change, &[], true, now)
     }
 
     /// [`Signer::sign_change`], the names in `also` looked at too (their
-    /// signatures that are due made again).
+    /// signatures that are due, or not by the keys of the moment, made
+    /// again); `own_keys`: the change's DNSKEY records are the signer's.
     pub(crate) fn sign_change_at(
         &self,
         current: &Zone,
         change: &Changeset,
         also: &[Name],
+        own_keys: bool,
         now: u64,
     ) -> Result<(Zone, Changeset), SignError> {
         let mut change = change.clone();
-        change.removed.retain(|r| !is_signer_type(r.rtype));
-        change.added.retain(|r| !is_signer_type(r.rtype));
+        let taken = |r: &Record| !is_signer_type(r.rtype) || (own_keys && r.rtype == Rtype::DNSKEY);
+        change.removed.retain(taken);
+        change.added.retain(taken);
         let next = current.apply(&change)?;
         // What changed, by owner (canonical key) and type.
         let mut touched: BTreeMap<Box<[u8]>, (Name, HashSet<Rtype>)> = BTreeMap::new();
@@ -191,10 +205,7 @@ impl Signer {
                 let changed = every
                     || types.is_some_and(|ts| ts.contains(&t))
                     || (is_chain(t) && chain_changed);
-                let fresh = old_sigs
-                    .iter()
-                    .filter_map(|r| rrsig_info(r))
-                    .any(|i| i.covered == t && !self.is_due(i.expiration, now));
+                let fresh = self.sigs_fit(old_sigs.iter().map(|r| &r[..]), t, now);
                 if changed || !fresh {
                     self.sign_job(set, next.class(), validity, &mut scratch, &mut sigs_in);
                 } else {

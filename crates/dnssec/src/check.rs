@@ -20,14 +20,13 @@ type KeyedRdata = (Box<[u8]>, Box<[u8]>);
 
 /// Checks `zone` as signed by `signer`, signatures valid at `at`.
 pub fn verify(zone: &Zone, signer: &Signer, at: u64) -> Result<(), String> {
-    let keys: Vec<_> = signer.keys().to_vec();
     let dnskeys: Vec<Vec<u8>> = zone
         .apex_rrset(Rtype::DNSKEY)
         .ok_or("no DNSKEY")?
         .rdatas()
         .map(|r| r.to_vec())
         .collect();
-    for k in &keys {
+    for k in signer.published() {
         if !dnskeys.contains(&k.dnskey_rdata()) {
             return Err(format!("DNSKEY of key {} missing", k.tag()));
         }
@@ -101,9 +100,7 @@ pub fn verify(zone: &Zone, signer: &Signer, at: u64) -> Result<(), String> {
                 }
                 continue;
             }
-            let by_ksk = t == Rtype::DNSKEY;
-            let any_zsk = keys.iter().any(|k| !k.is_ksk());
-            for k in keys.iter().filter(|k| k.is_ksk() == by_ksk || !any_zsk) {
+            for k in signer.signers_of(t) {
                 let sig = covering
                     .iter()
                     .find(|s| rrsig_info(s).is_some_and(|i| i.key_tag == k.tag()))
@@ -140,12 +137,7 @@ pub fn verify(zone: &Zone, signer: &Signer, at: u64) -> Result<(), String> {
                 };
                 verified.map_err(|_| format!("{owner} {t}: bad signature by {}", k.tag()))?;
             }
-            if covering.len()
-                != keys
-                    .iter()
-                    .filter(|k| k.is_ksk() == by_ksk || !any_zsk)
-                    .count()
-            {
+            if covering.len() != signer.signers_of(t).count() {
                 return Err(format!("{owner} {t}: {} signatures", covering.len()));
             }
         }

@@ -10,8 +10,15 @@
 //! flags: 257                 # 257 KSK (or CSK), 256 ZSK
 //! tag: 12345
 //! created: 1764140000        # Unix seconds
+//! role: ksk                  # ksk, zsk or csk (single-type signing)
+//! publish: 1764140000        # the key's timers (crate::timing), Unix seconds;
+//! ready: 1764147200          #   those not set never come
 //! pkcs8: MIGHAgEAMBMGByqGSM49…  # the private key, PKCS #8 DER in Base64
 //! ```
+//!
+//! A file without timers is from before them: the key is published and
+//! signs since `created`. Without `role`, flags 256 is a ZSK, and 257 a KSK
+//! when its zone has a ZSK, else a CSK.
 //!
 //! Files are written whole (a temporary file, fsync, rename) with mode 0600.
 
@@ -20,6 +27,8 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use lode_wire::{Name, NameRef};
+
+use crate::timing::{Role, Timing};
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _};
 
@@ -169,6 +178,10 @@ pub struct SigningKey {
     pub flags: u16,
     /// When it was made (Unix seconds).
     pub created: u64,
+    /// What it signs.
+    pub role: Role,
+    /// Its events (publish, active, …).
+    pub timing: Timing,
     /// The public key as DNSKEY carries it.
     public: Vec<u8>,
     /// The key tag (RFC 4034 Appendix B).
@@ -176,6 +189,8 @@ pub struct SigningKey {
     pkcs8: Vec<u8>,
     pair: Pair,
     rng: SystemRandom,
+    /// Its file named the role (else it was guessed from the flags).
+    role_given: bool,
 }
 
 impl fmt::Debug for SigningKey {
@@ -271,11 +286,14 @@ impl SigningKey {
             algorithm,
             flags,
             created,
+            role: if flags & 1 == 1 { Role::Ksk } else { Role::Zsk },
+            timing: Timing::since(created),
             public,
             tag: 0,
             pkcs8,
             pair,
             rng,
+            role_given: false,
         };
         key.tag = key_tag(&key.dnskey_rdata());
         Ok(key)
@@ -297,6 +315,21 @@ impl SigningKey {
             _ => return Ok(self),
         };
         Ok(self)
+    }
+
+    /// Another copy of the key (its private key loaded again).
+    pub fn try_clone(&self) -> Result<SigningKey, KeyError> {
+        let mut k = SigningKey::from_pkcs8(
+            &self.zone,
+            self.algorithm,
+            self.flags,
+            self.created,
+            self.pkcs8.clone(),
+        )?;
+        k.role = self.role;
+        k.timing = self.timing;
+        k.role_given = self.role_given;
+        Ok(k)
     }
 
     /// The key tag.
@@ -389,15 +422,38 @@ impl SigningKey {
 
     /// The key file's text.
     pub fn to_file_text(&self) -> String {
-        format!(
-            "# Lode DNSSEC key\nzone: {}\nalgorithm: {}\nflags: {}\ntag: {}\ncreated: {}\npkcs8: {}\n",
+        use std::fmt::Write as _;
+        let mut text = format!(
+            "# Lode DNSSEC key\nzone: {}\nalgorithm: {}\nflags: {}\ntag: {}\ncreated: {}\nrole: {}\n",
             self.zone,
             self.algorithm.number(),
             self.flags,
             self.tag,
             self.created,
+            self.role.name().to_ascii_lowercase(),
+        );
+        for (name, at) in self.timing.fields() {
+            if let Some(at) = at {
+                let _ = writeln!(text, "{name}: {at}");
+            }
+        }
+        let _ = writeln!(
+            text,
+            "pkcs8: {}",
             base64::engine::general_purpose::STANDARD.encode(&self.pkcs8)
-        )
+        );
+        text
+    }
+
+    /// The key in `role` (the DNSKEY flags follow: 257 for a KSK or CSK).
+    pub fn with_role(mut self, role: Role) -> SigningKey {
+        self.role = role;
+        let flags = if role.is_ksk() { KSK_FLAGS } else { ZSK_FLAGS };
+        if flags != self.flags {
+            self.flags = flags;
+            self.tag = key_tag(&self.dnskey_rdata());
+        }
+        self
     }
 
     /// Writes the key file into `dir` (made if missing), whole, mode 0600.
@@ -445,6 +501,7 @@ impl SigningKey {
         let text = std::fs::read_to_string(path).map_err(|e| KeyError::Io(path.into(), e))?;
         let fail = |line: usize, why: String| KeyError::Format(path.into(), line, why);
         let (mut zone, mut alg, mut flags, mut created, mut pkcs8) = (None, None, None, 0, None);
+        let (mut role, mut timing, mut timed) = (None, Timing::default(), false);
         for (i, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
@@ -478,6 +535,11 @@ impl SigningKey {
                         .map_err(|e| fail(i + 1, format!("created: {e}")))?
                 }
                 "tag" => {}
+                "role" => {
+                    role = Some(
+                        Role::parse(v).ok_or_else(|| fail(i + 1, format!("unknown role {v:?}")))?,
+                    )
+                }
                 "pkcs8" => {
                     pkcs8 = Some(
                         base64::engine::general_purpose::STANDARD
@@ -485,18 +547,38 @@ impl SigningKey {
                             .map_err(|e| fail(i + 1, format!("pkcs8: {e}")))?,
                     )
                 }
-                other => return Err(fail(i + 1, format!("unknown field {other:?}"))),
+                other => match timing.field_mut(other) {
+                    Some(field) => {
+                        *field = Some(
+                            v.parse::<u64>()
+                                .map_err(|e| fail(i + 1, format!("{other}: {e}")))?,
+                        );
+                        timed = true;
+                    }
+                    None => return Err(fail(i + 1, format!("unknown field {other:?}"))),
+                },
             }
         }
         let missing = |what: &str| fail(0, format!("no {what} line"));
-        SigningKey::from_pkcs8(
+        let mut key = SigningKey::from_pkcs8(
             &zone.ok_or_else(|| missing("zone"))?,
             alg.ok_or_else(|| missing("algorithm"))?,
             flags.ok_or_else(|| missing("flags"))?,
             created,
             pkcs8.ok_or_else(|| missing("pkcs8"))?,
         )
-        .map_err(|e| fail(0, e.to_string()))
+        .map_err(|e| fail(0, e.to_string()))?;
+        if let Some(role) = role {
+            if role.is_ksk() != key.is_ksk() {
+                return Err(fail(0, format!("role {role} with flags {}", key.flags)));
+            }
+            key.role = role;
+        }
+        if timed {
+            key.timing = timing;
+        }
+        key.role_given = role.is_some();
+        Ok(key)
     }
 
     /// Every key file of `zone` in `dir` (none if the folder is missing).
@@ -519,6 +601,12 @@ impl SigningKey {
             let key = SigningKey::read(&path)?;
             if key.zone.as_ref() == zone {
                 keys.push(key);
+            }
+        }
+        // Files from before roles: a lone key signing key is a CSK.
+        if !keys.iter().any(|k| k.role.is_zsk()) {
+            for k in keys.iter_mut().filter(|k| !k.role_given) {
+                k.role = Role::Csk;
             }
         }
         keys.sort_by_key(|k| (std::cmp::Reverse(k.flags), k.created, k.tag));

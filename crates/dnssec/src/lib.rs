@@ -27,19 +27,26 @@ mod change;
 pub mod check;
 pub mod import;
 pub mod key;
+mod keyrecords;
 pub mod nsec;
 pub mod nsec3;
 pub mod refresh;
+pub mod rollover;
 pub mod rrsig;
 pub mod signer;
+pub mod timing;
 pub mod validate;
 
 pub use key::{Algorithm, KeyError, SigningKey, KSK_FLAGS, ZSK_FLAGS};
 pub use nsec3::{Nsec3, Nsec3Policy};
 pub use refresh::Due;
+pub use rollover::{KeyPolicy, Plan, Trigger, Ttls};
 pub use rrsig::signatures_made;
-pub use signer::{is_signer_type, Policy, Progress, SignError, Signer};
+pub use signer::{is_signer_type, CdsPublish, KeyFacts, Policy, Progress, SignError, Signer};
+pub use timing::{KeyState, Role, Timing, Usage};
 pub use validate::validate;
 
+#[cfg(test)]
+mod rollover_tests;
 #[cfg(test)]
 mod tests;

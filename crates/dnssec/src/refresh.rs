@@ -56,12 +56,34 @@ impl Signer {
                 continue;
             };
             let mut due = false;
+            // Signatures per type covered, to be one by each key of the
+            // moment (after a key event, those of other keys are replaced).
+            let mut counts: [(Rtype, usize); 16] = [(Rtype(0), 0); 16];
+            let mut types = 0;
             for info in sigs.rdatas().filter_map(rrsig_info) {
                 if self.is_due(info.expiration, now) {
                     due = true;
                 } else {
                     earliest = Some(earliest.map_or(info.expiration, |e| e.min(info.expiration)));
                 }
+                let want = self.signer_tags(info.covered);
+                if !want.contains(&(info.key_tag, info.algorithm)) {
+                    due = true;
+                }
+                match counts[..types].iter().position(|(t, _)| *t == info.covered) {
+                    Some(i) => counts[i].1 += 1,
+                    None if types < counts.len() => {
+                        counts[types] = (info.covered, 1);
+                        types += 1;
+                    }
+                    None => due = true,
+                }
+            }
+            if counts[..types]
+                .iter()
+                .any(|&(t, n)| n != self.signer_tags(t).len())
+            {
+                due = true;
             }
             if due {
                 if out.owners.len() == limit {
@@ -99,7 +121,7 @@ impl Signer {
             removed: Vec::new(),
             added: Vec::new(),
         };
-        self.sign_change_at(zone, &change, owners, now)
+        self.sign_change_at(zone, &change, owners, false, now)
     }
 
     /// How many names a batch holds so that a zone whose signatures all

@@ -8,9 +8,11 @@ use lode_wire::{Name, Record, Rtype};
 use lode_zonedb::{ApplyError, NodeId, Zone, ZoneBuilder};
 
 use crate::key::SigningKey;
+use crate::keyrecords::is_own_cds;
 use crate::nsec;
 use crate::nsec3::{Nsec3, Nsec3Policy};
 use crate::rrsig::{rrsig_info, sign_rrset, RRsetRef, Validity};
+use crate::timing::{usage, Usage};
 
 /// Signatures start this long before they are made (clocks of validators
 /// running behind; Knot's 90 minutes).
@@ -32,6 +34,42 @@ pub struct Policy {
     /// ECDSA signatures with RFC 6979 nonces: the same data signed again
     /// gives the same signature (Knot's reproducible-signing; slower).
     pub reproducible_signing: bool,
+    /// Which CDS and CDNSKEY records the apex carries (Knot's
+    /// `cds-cdnskey-publish`).
+    pub cds: CdsPublish,
+    /// The CDS digest type: 2 (SHA-256, Knot's default) or 4 (SHA-384).
+    pub cds_digest: u8,
+}
+
+/// Knot's `cds-cdnskey-publish`: when the apex carries CDS and CDNSKEY
+/// records (RFC 7344, RFC 8078) for the parent to take the DS from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CdsPublish {
+    /// Never.
+    None,
+    /// The records that ask the parent to remove the DS (RFC 8078 §4).
+    DeleteDnssec,
+    /// For a KSK waiting for its DS (a rollover's submission; the default).
+    #[default]
+    Rollover,
+    /// For the ready KSK, else the active one.
+    Always,
+    /// For the ready and the active KSK.
+    DoubleDs,
+}
+
+impl CdsPublish {
+    /// Parses Knot's names.
+    pub fn parse(text: &str) -> Option<CdsPublish> {
+        Some(match text {
+            "none" => CdsPublish::None,
+            "delete-dnssec" => CdsPublish::DeleteDnssec,
+            "rollover" => CdsPublish::Rollover,
+            "always" => CdsPublish::Always,
+            "double-ds" => CdsPublish::DoubleDs,
+            _ => return None,
+        })
+    }
 }
 
 impl Default for Policy {
@@ -43,6 +81,8 @@ impl Default for Policy {
             signing_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             nsec3: None,
             reproducible_signing: false,
+            cds: CdsPublish::default(),
+            cds_digest: 2,
         }
     }
 }
@@ -112,6 +152,19 @@ pub struct Progress {
     /// The earliest expiry seen by the last pass over every signature
     /// (Unix seconds; 0: no such pass yet).
     earliest_expiry: std::sync::atomic::AtomicU64,
+    /// The keys' side, as their owner last planned it.
+    keys: std::sync::Mutex<KeyFacts>,
+}
+
+/// A signed zone's key facts for status and metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyFacts {
+    /// The next key action: (when, Unix seconds; what).
+    pub next: Option<(u64, String)>,
+    /// The tag of a KSK waiting for its DS at the parent.
+    pub waiting_ds: Option<u16>,
+    /// Key events done since start (keys made, published, replaced, removed…).
+    pub events: u64,
 }
 
 /// Items signed between two updates of [`Progress::done`].
@@ -155,6 +208,18 @@ impl Progress {
             self.earliest_expiry.store(e, Relaxed);
         }
     }
+    /// Sets the key facts: the next action, the KSK waiting for its DS,
+    /// and `events` more done.
+    pub fn set_keys(&self, next: Option<(u64, String)>, waiting_ds: Option<u16>, events: u64) {
+        let mut k = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        k.next = next;
+        k.waiting_ds = waiting_ds;
+        k.events += events;
+    }
+    /// The key facts.
+    pub fn keys(&self) -> KeyFacts {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
     fn start(&self, total: u64) {
         use std::sync::atomic::Ordering::Relaxed;
         self.done.store(0, Relaxed);
@@ -170,19 +235,82 @@ impl Progress {
     }
 }
 
-/// A zone's signer: its keys and policy.
+/// A zone's signer: its keys, what each does, and the policy.
 #[derive(Debug)]
 pub struct Signer {
     origin: Name,
     keys: Vec<Arc<SigningKey>>,
+    /// What each key does (same order as `keys`).
+    usage: Vec<Usage>,
+    /// (tag, algorithm) of the keys signing the key RRsets, and the rest.
+    key_signers: Vec<(u16, u8)>,
+    zone_signers: Vec<(u16, u8)>,
     policy: Policy,
     progress: Arc<Progress>,
 }
 
 impl Signer {
-    /// The signer of `origin` with these keys (at least one).
+    /// The signer of `origin` with these keys (at least one), each doing
+    /// what its role says whatever its timers (keys made by hand, tests).
     pub fn new(origin: &Name, keys: Vec<SigningKey>, policy: Policy) -> Result<Signer, SignError> {
+        let usage = keys
+            .iter()
+            .map(|k| Usage {
+                public: true,
+                signs_keys: k.role.is_ksk(),
+                signs_zone: k.role.is_zsk(),
+                ready: false,
+                active_ksk: k.role.is_ksk(),
+            })
+            .collect();
+        Signer::with_usage(origin, keys, usage, policy)
+    }
+
+    /// The signer of `origin` at `now`: each key doing what its timers
+    /// say then (see [`crate::timing`]); removed keys left out.
+    pub fn at(
+        origin: &Name,
+        keys: Vec<SigningKey>,
+        policy: Policy,
+        now: u64,
+    ) -> Result<Signer, SignError> {
+        let facts: Vec<_> = keys
+            .iter()
+            .map(|k| (k.role, k.algorithm.number(), k.timing))
+            .collect();
+        let (keys, usage): (Vec<_>, Vec<_>) = keys
+            .into_iter()
+            .zip(usage(&facts, now))
+            .filter(|(_, u)| u.public || u.signs_keys || u.signs_zone)
+            .unzip();
+        Signer::with_usage(origin, keys, usage, policy)
+    }
+
+    fn with_usage(
+        origin: &Name,
+        keys: Vec<SigningKey>,
+        mut usage: Vec<Usage>,
+        policy: Policy,
+    ) -> Result<Signer, SignError> {
         if keys.is_empty() {
+            return Err(SignError::NoKeys);
+        }
+        // Keys from before roles: a lone key signing key signs it all.
+        if !keys.iter().any(|k| k.role.is_zsk()) {
+            for u in usage.iter_mut() {
+                u.signs_zone = u.signs_keys;
+            }
+        }
+        let tags = |f: fn(&Usage) -> bool| -> Vec<(u16, u8)> {
+            keys.iter()
+                .zip(&usage)
+                .filter(|(_, u)| f(u))
+                .map(|(k, _)| (k.tag(), k.algorithm.number()))
+                .collect()
+        };
+        let key_signers = tags(|u| u.signs_keys);
+        let zone_signers = tags(|u| u.signs_zone);
+        if key_signers.is_empty() || zone_signers.is_empty() {
             return Err(SignError::NoKeys);
         }
         let keys = if policy.reproducible_signing {
@@ -196,9 +324,19 @@ impl Signer {
         Ok(Signer {
             origin: origin.to_lowercase(),
             keys: keys.into_iter().map(Arc::new).collect(),
+            usage,
+            key_signers,
+            zone_signers,
             policy,
             progress: Arc::default(),
         })
+    }
+
+    /// The same keys and usage with another progress record (a signer
+    /// rebuilt keeps the zone's counters).
+    pub fn with_progress(mut self, progress: Arc<Progress>) -> Signer {
+        self.progress = progress;
+        self
     }
 
     /// The progress of its whole-zone signing (see [`Progress`]).
@@ -206,9 +344,69 @@ impl Signer {
         self.progress.clone()
     }
 
-    /// The keys.
+    /// The keys (published, signing, or both).
     pub fn keys(&self) -> &[Arc<SigningKey>] {
         &self.keys
+    }
+
+    /// Each key and what it does.
+    pub fn keys_and_usage(&self) -> impl Iterator<Item = (&SigningKey, &Usage)> {
+        self.keys.iter().map(|k| &**k).zip(&self.usage)
+    }
+
+    /// The keys in the DNSKEY RRset.
+    pub fn published(&self) -> impl Iterator<Item = &SigningKey> {
+        self.keys
+            .iter()
+            .zip(&self.usage)
+            .filter(|(_, u)| u.public)
+            .map(|(k, _)| &**k)
+    }
+
+    /// The keys that sign `rtype` (see [`Signer::keys_for`]).
+    pub fn signers_of(&self, rtype: Rtype) -> impl Iterator<Item = &SigningKey> {
+        self.keys_for(rtype)
+    }
+
+    /// (tag, algorithm) of the keys that sign `rtype`.
+    pub(crate) fn signer_tags(&self, rtype: Rtype) -> &[(u16, u8)] {
+        if matches!(rtype, Rtype::DNSKEY | Rtype::CDS | Rtype::CDNSKEY) {
+            &self.key_signers
+        } else {
+            &self.zone_signers
+        }
+    }
+
+    /// True when `other` signs every RRset with the same keys (a signer
+    /// rebuilt after a key event that changed no signer).
+    pub fn signs_like(&self, other: &Signer) -> bool {
+        let sorted = |v: &[(u16, u8)]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v
+        };
+        sorted(&self.key_signers) == sorted(&other.key_signers)
+            && sorted(&self.zone_signers) == sorted(&other.zone_signers)
+    }
+
+    /// True when the signatures `sigs` (RRSIG RDATA of one owner) of
+    /// `rtype` are what this signer makes: one by each of its keys for the
+    /// type, none by another, none due at `now`.
+    pub(crate) fn sigs_fit<'a>(
+        &self,
+        sigs: impl Iterator<Item = &'a [u8]>,
+        rtype: Rtype,
+        now: u64,
+    ) -> bool {
+        let want = self.signer_tags(rtype);
+        let mut seen = 0;
+        for i in sigs.filter_map(rrsig_info).filter(|i| i.covered == rtype) {
+            if self.is_due(i.expiration, now) || !want.contains(&(i.key_tag, i.algorithm)) {
+                return false;
+            }
+            seen += 1;
+        }
+        seen == want.len()
     }
 
     /// The policy.
@@ -217,14 +415,15 @@ impl Signer {
     }
 
     /// The keys that sign `rtype`: the DNSKEY (and CDS/CDNSKEY) RRset by
-    /// the KSKs, the rest by the ZSKs (by the KSKs when there is none: a CSK).
+    /// the key signing keys of the moment, the rest by the zone signing
+    /// keys (a CSK is both).
     fn keys_for(&self, rtype: Rtype) -> impl Iterator<Item = &SigningKey> {
         let by_ksk = matches!(rtype, Rtype::DNSKEY | Rtype::CDS | Rtype::CDNSKEY);
-        let any_zsk = self.keys.iter().any(|k| !k.is_ksk());
         self.keys
             .iter()
-            .map(|k| &**k)
-            .filter(move |k| k.is_ksk() == by_ksk || !any_zsk)
+            .zip(&self.usage)
+            .filter(move |(_, u)| if by_ksk { u.signs_keys } else { u.signs_zone })
+            .map(|(k, _)| &**k)
     }
 
     pub(crate) fn validity(&self, now: u64) -> Validity {
@@ -234,19 +433,9 @@ impl Signer {
         }
     }
 
-    /// The DNSKEY records the zone publishes.
-    fn dnskeys(&self, zone: &Zone) -> Vec<Record> {
-        let ttl = self.policy.dnskey_ttl.unwrap_or(zone.soa().ttl());
-        self.keys
-            .iter()
-            .map(|k| Record {
-                owner: zone.origin().to_name(),
-                class: zone.class(),
-                rtype: Rtype::DNSKEY,
-                ttl,
-                rdata: k.dnskey_rdata().into(),
-            })
-            .collect()
+    /// The DNSKEY TTL of `zone`.
+    pub fn dnskey_ttl(&self, zone: &Zone) -> u32 {
+        self.policy.dnskey_ttl.unwrap_or(zone.soa().ttl())
     }
 
     /// True when `zone` is signed by this signer as of `now`: its DNSKEY
@@ -255,14 +444,14 @@ impl Signer {
     /// again in batches; see `refresh.rs`). A zone that is not gets signed
     /// whole.
     pub fn is_current(&self, zone: &Zone, now: u64) -> bool {
-        let mut want: Vec<Vec<u8>> = self.keys.iter().map(|k| k.dnskey_rdata()).collect();
-        want.sort();
-        let mut have: Vec<Vec<u8>> = zone
+        // Signed by one of these keys before: what differs in the key
+        // records is mended by a change ([`Signer::rekey`]), signatures by
+        // other keys replaced in batches (refresh).
+        let ours: Vec<Vec<u8>> = self.keys.iter().map(|k| k.dnskey_rdata()).collect();
+        let known = zone
             .apex_rrset(Rtype::DNSKEY)
-            .map(|s| s.rdatas().map(|r| r.to_vec()).collect())
-            .unwrap_or_default();
-        have.sort();
-        if want != have {
+            .is_some_and(|s| s.rdatas().any(|r| ours.iter().any(|o| o[..] == *r)));
+        if !known {
             return false;
         }
         // The chain the policy asks for (NSEC3: its iterations and salt
@@ -320,7 +509,11 @@ impl Signer {
         let mut b = ZoneBuilder::new(zone.origin().to_name())
             .class(zone.class())
             .changed();
-        for mut r in zone.records().filter(|r| !is_signer_type(r.rtype)) {
+        let own = self.own_cds_rdatas();
+        for mut r in zone
+            .records()
+            .filter(|r| !is_signer_type(r.rtype) && !is_own_cds(r, &own))
+        {
             if let (Some(serial), Rtype::SOA) = (serial, r.rtype) {
                 let mut rdata = r.rdata.to_vec();
                 let n = rdata.len();
@@ -331,7 +524,7 @@ impl Signer {
             }
             b.add(r, 0);
         }
-        for r in self.dnskeys(zone) {
+        for r in self.key_records(zone) {
             b.add(r, 0);
         }
         let nsec3 = self.policy.nsec3.as_ref().map(|p| Nsec3::for_zone(zone, p));

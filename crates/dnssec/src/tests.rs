@@ -10,7 +10,7 @@ use lode_zonedb::{Changeset, Zone, ZoneBuilder};
 use crate::rrsig::rrsig_info;
 use crate::{Algorithm, Nsec3, Nsec3Policy, Policy, Signer, SigningKey, KSK_FLAGS, ZSK_FLAGS};
 
-const ZONE: &str = "$TTL 300
+pub(crate) const ZONE: &str = "$TTL 300
 @ SOA ns host 1 3600 600 86400 60
 @ NS ns
 ns A 192.0.2.1
@@ -26,7 +26,7 @@ unsigned NS ns.elsewhere.
 d DNAME example.net.
 ";
 
-fn zone(text: &str) -> Zone {
+pub(crate) fn zone(text: &str) -> Zone {
     let origin: Name = "example.".parse().unwrap();
     let parsed = lode_zonefile::parse_str(text, "test", &origin).expect("zone text");
     let mut b = ZoneBuilder::new(origin);
@@ -70,7 +70,7 @@ fn verify(zone: &Zone, signer: &Signer) -> Result<(), String> {
 /// The zone checked whole at `at` by the signer's verifier, and by the
 /// validator of zones signed elsewhere (`dnssec-validation`): both must
 /// take every version the signer makes.
-fn verify_at(zone: &Zone, signer: &Signer, at: u64) -> Result<(), String> {
+pub(crate) fn verify_at(zone: &Zone, signer: &Signer, at: u64) -> Result<(), String> {
     crate::check::verify(zone, signer, at)?;
     crate::validate(zone, at, None).map_err(|e| format!("validate: {e}"))
 }

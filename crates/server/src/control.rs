@@ -202,7 +202,8 @@ fn gone(e: &io::Error) -> bool {
 /// The commands, for the answer to an unknown one.
 const COMMANDS: &str =
     "status, stats [--json], stop, reload, zone-reload NAME, zone-status [NAME], \
-     zone-flush [NAME], zone-refresh NAME, zone-retransfer NAME, zone-sign NAME";
+     zone-flush [NAME], zone-refresh NAME, zone-retransfer NAME, zone-sign NAME, \
+     zone-key-rollover NAME ksk|zsk, zone-ksk-submitted NAME [DS-TTL]";
 
 fn handle(stream: UnixStream, dispatch: &Dispatch, stopper: &Stopper) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;

@@ -10,8 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-use lode_dnssec::{Signer, SigningKey, KSK_FLAGS, ZSK_FLAGS};
+use lode_dnssec::{Role, Signer, SigningKey, Trigger, Ttls, KSK_FLAGS, ZSK_FLAGS};
 use lode_wire::Name;
+use lode_zonedb::Zone;
 
 use crate::config::Signing;
 
@@ -22,56 +23,166 @@ pub fn key_dir(kasp_db: &Path, zone: &Name) -> PathBuf {
     kasp_db.join(if name.is_empty() { "root" } else { name })
 }
 
-/// The signer of `zone`: its keys, made first when it has none.
-pub(crate) fn signer(
+/// What a zone's key events left: the signer of the moment and when the
+/// next event is due.
+pub(crate) struct KeyEvents {
+    pub signer: Signer,
+    /// When the keys next change (an action or a timer), Unix seconds.
+    pub next: Option<u64>,
+    /// The next key action: (when, what), for the log.
+    pub action: Option<(u64, String)>,
+    /// Why a command's trigger was not followed.
+    pub refused: Option<String>,
+}
+
+/// The TTLs a zone's rollover steps wait for: the DNSKEY TTL and the
+/// largest TTL in the zone (the policy's `zone-max-ttl`, else the zone's).
+pub(crate) fn ttls(signing: &Signing, zone: &Zone) -> Ttls {
+    let soa = u64::from(zone.soa().ttl());
+    let max = match signing.zone_max_ttl {
+        Some(m) => u64::from(m),
+        None => zone
+            .node_ids()
+            .filter_map(|id| zone.node(id).rrsets().map(|s| s.ttl()).max())
+            .max()
+            .map_or(soa, u64::from),
+    };
+    Ttls {
+        dnskey: signing.policy.dnskey_ttl.map_or(soa, u64::from),
+        max,
+    }
+}
+
+/// Runs `zone`'s key events due at `now` (and what `trigger` asks for) on
+/// the keys in its folder — the first keys made when there are none (as
+/// Knot does when a signed zone first loads) — writes the keys that
+/// changed before anything signed with them is, logs each event, and
+/// builds the signer of the moment. `progress`: the zone's counters, kept
+/// across signers.
+pub(crate) fn key_events(
     kasp_db: &Path,
     zone: &Name,
     signing: &Signing,
+    ttls: Ttls,
     now: u64,
-) -> Result<Signer, String> {
+    trigger: Trigger,
+    progress: Option<std::sync::Arc<lode_dnssec::Progress>>,
+) -> Result<(KeyEvents, Vec<String>), String> {
     let dir = key_dir(kasp_db, zone);
     let mut keys = SigningKey::read_all(&dir, zone.as_ref()).map_err(|e| e.to_string())?;
-    if keys.is_empty() {
-        let roles: &[u16] = if signing.single_type {
-            &[KSK_FLAGS]
+    let p = &signing.keys;
+    let mut gen = |role: Role| {
+        let (flags, bits) = if role.is_ksk() {
+            (KSK_FLAGS, p.ksk_size)
         } else {
-            &[KSK_FLAGS, ZSK_FLAGS]
+            (ZSK_FLAGS, p.zsk_size)
         };
-        for &flags in roles {
-            let bits = if flags == KSK_FLAGS {
-                signing.ksk_size
-            } else {
-                signing.zsk_size
-            };
-            let key = SigningKey::generate_sized(zone, signing.algorithm, flags, bits, now)
-                .map_err(|e| e.to_string())?;
-            let path = key.write(&dir).map_err(|e| e.to_string())?;
-            let role = match (flags, signing.single_type) {
-                (_, true) => "CSK",
-                (KSK_FLAGS, _) => "KSK",
-                _ => "ZSK",
-            };
-            tracing::info!(
-                "zone {zone}: DNSSEC, new {role}, tag {}, algorithm {}, in {}",
-                key.tag(),
-                signing.algorithm,
+        SigningKey::generate_sized(zone, p.algorithm, flags, bits, now)
+    };
+    let plan = lode_dnssec::rollover::plan(&mut keys, p, ttls, now, trigger, &mut gen)
+        .map_err(|e| e.to_string())?;
+    for &i in &plan.changed {
+        let key = &keys[i];
+        let path = key.write(&dir).map_err(|e| e.to_string())?;
+        tracing::debug!(
+            "zone {zone}: DNSSEC, {} tag {} written to {}",
+            key.role,
+            key.tag(),
+            path.display()
+        );
+    }
+    for key in &plan.deleted {
+        let path = dir.join(key.file_name());
+        if let Err(e) = std::fs::remove_file(&path) {
+            tracing::warn!(
+                "zone {zone}: DNSSEC, key file {} not deleted: {e}",
                 path.display()
             );
-            if key.is_ksk() {
-                tracing::info!(
-                    "zone {zone}: DNSSEC, DS for the parent: {zone} DS {}",
-                    key.ds_text()
-                );
-            }
-            keys.push(key);
         }
     }
-    let tags: Vec<String> = keys
-        .iter()
-        .map(|k| format!("{} {}", if k.is_ksk() { "KSK" } else { "ZSK" }, k.tag()))
+    for line in &plan.log {
+        tracing::info!("zone {zone}: DNSSEC, {line}");
+    }
+    let changed = !plan.changed.is_empty() || !plan.deleted.is_empty();
+    if changed {
+        if let Some(tag) = plan.waiting_ds {
+            if let Some(k) = keys.iter().find(|k| k.tag() == tag) {
+                tracing::info!(
+                    "zone {zone}: DNSSEC, KSK submission, waiting for confirmation \
+                     (`lode zone-ksk-submitted {zone}` once the parent serves it); \
+                     DS for the parent: {zone} DS {}",
+                    k.ds_text()
+                );
+            }
+        }
+    }
+    let timers = keys.iter().filter_map(|k| k.timing.next_after(now)).min();
+    let next = [plan.next.as_ref().map(|n| n.0), timers]
+        .into_iter()
+        .flatten()
+        .min();
+    let signer = Signer::at(zone, keys, signing.policy.clone(), now).map_err(|e| e.to_string())?;
+    let signer = match progress {
+        Some(p) => signer.with_progress(p),
+        None => signer,
+    };
+    signer
+        .progress()
+        .set_keys(plan.next.clone(), plan.waiting_ds, plan.log.len() as u64);
+    let tags: Vec<String> = signer
+        .keys_and_usage()
+        .map(|(k, u)| {
+            format!(
+                "{} {}{}{}",
+                k.role,
+                k.tag(),
+                if u.public { "" } else { " (unpublished)" },
+                if u.signs_keys || u.signs_zone {
+                    ""
+                } else {
+                    " (not signing)"
+                }
+            )
+        })
         .collect();
     tracing::debug!("zone {zone}: DNSSEC, keys {}", tags.join(", "));
-    Signer::new(zone, keys, signing.policy.clone()).map_err(|e| e.to_string())
+    Ok((
+        KeyEvents {
+            signer,
+            next,
+            action: plan.next,
+            refused: plan.refused,
+        },
+        plan.log,
+    ))
+}
+
+/// Logs a zone's next key action (when it is not the one logged last,
+/// `announced`, which it becomes); at debug level when `quiet` (a start:
+/// one line per signed zone is too many with 10^5 zones).
+pub(crate) fn announce(
+    zone: &Name,
+    action: Option<(u64, String)>,
+    announced: &mut Option<(u64, String)>,
+    quiet: bool,
+) {
+    if action == *announced {
+        return;
+    }
+    if let Some((at, what)) = &action {
+        let now = crate::update::unix_now();
+        let line = format!(
+            "zone {zone}: DNSSEC, next key action, {what}, at {} (in {} s)",
+            lode_zonefile::utc_text(*at),
+            at.saturating_sub(now)
+        );
+        if quiet {
+            tracing::debug!("{line}");
+        } else {
+            tracing::info!("{line}");
+        }
+    }
+    *announced = action;
 }
 
 /// The whole-zone signing progress of each signed zone (by origin), for
@@ -114,11 +225,13 @@ pub(crate) fn progress(zone: &Name) -> Option<(u64, u64)> {
 /// A signed zone's counters for metrics and `zone-status`: signatures
 /// made, when the next are made again, the earliest expiry (see
 /// [`lode_dnssec::Progress::schedule`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Schedule {
     pub made: u64,
     pub next_refresh: Option<u64>,
     pub earliest_expiry: Option<u64>,
+    /// The next key action, the KSK waiting for its DS, key events done.
+    pub keys: lode_dnssec::KeyFacts,
 }
 
 fn schedule_of(p: &lode_dnssec::Progress) -> Schedule {
@@ -127,6 +240,7 @@ fn schedule_of(p: &lode_dnssec::Progress) -> Schedule {
         made: p.made(),
         next_refresh,
         earliest_expiry,
+        keys: p.keys(),
     }
 }
 

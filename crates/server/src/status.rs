@@ -198,24 +198,11 @@ pub(crate) fn make_dispatch(
             ok: true,
             text: crate::metrics::to_json(&scrape.families()),
         }),
-        c if c.starts_with("zone-sign ") => {
-            let arg = c["zone-sign".len()..].trim();
-            Some(match arg.parse::<Name>() {
-                Ok(name) => match updates.sign(&name) {
-                    Ok(text) => Reply {
-                        ok: true,
-                        text: format!("zone {name}: {text}\n"),
-                    },
-                    Err(e) => Reply {
-                        ok: false,
-                        text: format!("zone {name}: {e}\n"),
-                    },
-                },
-                Err(e) => Reply {
-                    ok: false,
-                    text: format!("zone-sign: {arg:?} is not a zone name: {e}"),
-                },
-            })
+        c if c.starts_with("zone-sign ")
+            || c.starts_with("zone-key-rollover ")
+            || c.starts_with("zone-ksk-submitted ") =>
+        {
+            Some(sign_command(&updates, c))
         }
         c if c == "zone-flush" || c.starts_with("zone-flush ") => Some(zone_flush(
             &updates,
@@ -255,6 +242,56 @@ pub(crate) fn make_dispatch(
         }
         _ => None,
     })
+}
+
+/// `zone-sign NAME`, `zone-key-rollover NAME ksk|zsk`, `zone-ksk-submitted
+/// NAME [DS-TTL]`: through the zone's writer; what was done.
+fn sign_command(updates: &Updates, command: &str) -> Reply {
+    use crate::update::SignWork;
+    let fail = |text: String| Reply { ok: false, text };
+    let mut words = command.split_whitespace();
+    let cmd = words.next().unwrap_or_default();
+    let Some(arg) = words.next() else {
+        return fail(format!("{cmd}: which zone?\n"));
+    };
+    let name = match arg.parse::<Name>() {
+        Ok(n) => n,
+        Err(e) => return fail(format!("{cmd}: {arg:?} is not a zone name: {e}\n")),
+    };
+    let rest = words.next();
+    let what = match (cmd, rest) {
+        ("zone-sign", None) => SignWork::Whole,
+        ("zone-key-rollover", Some(kind)) => match kind.to_ascii_lowercase().as_str() {
+            "ksk" => SignWork::Roll(lode_dnssec::Role::Ksk),
+            "zsk" => SignWork::Roll(lode_dnssec::Role::Zsk),
+            _ => return fail(format!("{cmd} {name}: {kind:?}: ksk or zsk\n")),
+        },
+        ("zone-key-rollover", None) => {
+            return fail(format!("{cmd} {name}: which key, ksk or zsk?\n"))
+        }
+        ("zone-ksk-submitted", None) => SignWork::Submitted(0),
+        ("zone-ksk-submitted", Some(ttl)) => match ttl.parse::<u64>() {
+            Ok(t) => SignWork::Submitted(t),
+            Err(_) => {
+                return fail(format!(
+                    "{cmd} {name}: {ttl:?}: the parent's DS TTL in seconds\n"
+                ))
+            }
+        },
+        _ => {
+            return fail(format!(
+                "{cmd}: unexpected {:?}\n",
+                rest.unwrap_or_default()
+            ))
+        }
+    };
+    match updates.sign(&name, what) {
+        Ok(text) => Reply {
+            ok: true,
+            text: format!("zone {name}: {text}\n"),
+        },
+        Err(e) => fail(format!("zone {name}: {e}\n")),
+    }
 }
 
 /// `zone-reload NAME`: that zone read again now, on the reloader thread.
@@ -453,6 +490,17 @@ fn zone_status(
                     when(s.next_refresh),
                     when(s.earliest_expiry)
                 );
+                let next = match &s.keys.next {
+                    Some((t, what)) => format!("{what} {}", when(Some(*t))),
+                    None => "none planned".into(),
+                };
+                let _ = write!(text, "\n  dnssec: next key event: {next}");
+                if let Some(tag) = s.keys.waiting_ds {
+                    let _ = write!(
+                        text,
+                        "; KSK {tag} waits for its DS at the parent (lode zone-ksk-submitted)"
+                    );
+                }
             }
         }
         if let Some(t) = transfer.get(&name) {

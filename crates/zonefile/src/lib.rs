@@ -56,6 +56,7 @@ use std::sync::Arc;
 use lode_wire::{Name, Record, Rtype};
 
 pub use canonical::{canonical, forget_folders};
+pub use text::utc_text;
 pub use zone::{MAX_ERRORS, MAX_INCLUDE_DEPTH};
 
 /// Where a record or an error comes from.

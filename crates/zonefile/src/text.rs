@@ -455,6 +455,18 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// A Unix time as a UTC date and time for people (`2026-11-27 03:10:00 UTC`).
+pub fn utc_text(t: u64) -> String {
+    let (y, m, d) = civil_from_days((t / 86_400) as i64);
+    let s = t % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
 /// Civil date of a day count since 1970-01-01.
 fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;

@@ -61,6 +61,9 @@ pub enum Change<'a> {
     /// The due signatures of these names made again, with the next serial
     /// (see `lode_dnssec::refresh`).
     Refresh(&'a [lode_wire::Name]),
+    /// The apex's key records (DNSKEY, CDS, CDNSKEY) brought to what the
+    /// signer's keys call for after a key event, with the next serial.
+    Rekey,
     /// A whole new version (AXFR in): the history starts afresh.
     Replace(Arc<Zone>),
     /// A whole zone transferred in from the primary of a zone signed here
@@ -79,6 +82,7 @@ impl Change<'_> {
             Change::Journal(_) => "the journal",
             Change::Resign => "signing the zone again",
             Change::Refresh(_) => "signatures made again before they expire",
+            Change::Rekey => "a key event",
             Change::Replace(_) => "a whole new version",
             Change::Transfer(_) => "a whole transfer",
         }
@@ -304,6 +308,29 @@ impl Stage {
                     changes: vec![cs],
                     serial_raised: None,
                 });
+            }
+            Change::Rekey => {
+                let Some(signer) = &self.signer else {
+                    return Ok(Staged::Unchanged);
+                };
+                if current.is_expired() {
+                    return Ok(Staged::Unchanged);
+                }
+                let mut soa_to = current.soa_record();
+                set_soa_serial(&mut soa_to, self.policy.next(current.serial(), now));
+                return Ok(
+                    match signer
+                        .rekey(current, soa_to, now)
+                        .map_err(StageError::Sign)?
+                    {
+                        Some((version, cs)) => Staged::Changed {
+                            version: Arc::new(version),
+                            changes: vec![cs],
+                            serial_raised: None,
+                        },
+                        None => Staged::Unchanged,
+                    },
+                );
             }
             Change::Journal(list) => {
                 let mut version = current.clone();

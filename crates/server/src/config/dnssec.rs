@@ -17,7 +17,14 @@
 //! nsec3-iterations = 0                    # extra hash iterations (RFC 9276: 0)
 //! nsec3-salt-length = 0                   # bytes of random salt (kept until the policy changes)
 //! nsec3-opt-out = false                   # insecure delegations get no NSEC3
-//! manual = false                          # keys are not rolled yet either way
+//! manual = false                          # true: keys are left as they are (no rollovers)
+//! zsk-lifetime = 2592000                  # 30 days from a ZSK's activation to its rollover (0: never)
+//! ksk-lifetime = 0                        # from a KSK's creation to its rollover (0: never)
+//! propagation-delay = 3600                # added to each rollover step
+//! zone-max-ttl = 86400                    # default: the largest TTL in the zone
+//! delete-delay = 0                        # a removed key's file is deleted this long after
+//! cds-cdnskey-publish = "rollover"        # none, delete-dnssec, rollover, always, double-ds
+//! cds-digest-type = "sha256"              # or sha384
 //! reproducible-signing = false            # RFC 6979 ECDSA: the same data, the same signature
 //!
 //! [[zone]]
@@ -51,7 +58,7 @@ pub struct PolicyEntry {
     pub single_type_signing: Option<bool>,
     /// DNSKEY TTL.
     pub dnskey_ttl: Option<u32>,
-    /// The largest TTL in the zone (rollover timing; kept for the next issue).
+    /// The largest TTL in the zone (rollover timing; default: computed).
     pub zone_max_ttl: Option<u32>,
     /// Propagation delay (rollover timing).
     pub propagation_delay: Option<u32>,
@@ -73,6 +80,16 @@ pub struct PolicyEntry {
     pub signing_threads: Option<usize>,
     /// Keys are managed by hand (no automatic key events).
     pub manual: Option<bool>,
+    /// From a ZSK's activation to its rollover (0: never).
+    pub zsk_lifetime: Option<u64>,
+    /// From a KSK's creation to its rollover (0: never).
+    pub ksk_lifetime: Option<u64>,
+    /// A removed key's file is deleted this long after.
+    pub delete_delay: Option<u64>,
+    /// When CDS/CDNSKEY are published.
+    pub cds_cdnskey_publish: Option<String>,
+    /// CDS digest: sha256 or sha384.
+    pub cds_digest_type: Option<String>,
     /// ECDSA signatures with RFC 6979 nonces (the same data, the same signature).
     pub reproducible_signing: Option<bool>,
 }
@@ -82,14 +99,10 @@ pub struct PolicyEntry {
 pub struct Signing {
     /// The policy's id ("default" for Knot's built-in one).
     pub policy_id: String,
-    /// Algorithm of the keys the policy makes.
-    pub algorithm: lode_dnssec::Algorithm,
-    /// One combined signing key instead of a KSK and a ZSK.
-    pub single_type: bool,
-    /// Bits of a new KSK (or CSK), and of a new ZSK (RSA; None: the default).
-    pub ksk_size: Option<u32>,
-    /// (see `ksk_size`)
-    pub zsk_size: Option<u32>,
+    /// The keys: their algorithm, sizes, scheme and rollover timers.
+    pub keys: lode_dnssec::KeyPolicy,
+    /// The largest TTL in the zone for rollover timing (None: computed).
+    pub zone_max_ttl: Option<u32>,
     /// The signer's settings.
     pub policy: lode_dnssec::Policy,
 }
@@ -153,10 +166,25 @@ fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
                 .into(),
         ));
     }
+    let cds = match p.cds_cdnskey_publish.as_deref() {
+        None => lode_dnssec::CdsPublish::default(),
+        Some(c) => lode_dnssec::CdsPublish::parse(c).ok_or_else(|| {
+            bad(format!(
+                "cds-cdnskey-publish {c:?}: none, delete-dnssec, rollover, always or double-ds"
+            ))
+        })?,
+    };
+    let cds_digest = match p.cds_digest_type.as_deref() {
+        None | Some("sha256") => 2,
+        Some("sha384") => 4,
+        Some(d) => return Err(bad(format!("cds-digest-type {d:?}: sha256 or sha384"))),
+    };
     let mut policy = lode_dnssec::Policy {
         dnskey_ttl: p.dnskey_ttl,
         nsec3,
         reproducible_signing: p.reproducible_signing.unwrap_or(false),
+        cds,
+        cds_digest,
         ..lode_dnssec::Policy::default()
     };
     if let Some(l) = p.rrsig_lifetime {
@@ -183,12 +211,25 @@ fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
         }
         policy.signing_threads = t;
     }
-    Ok(Signing {
-        policy_id: p.id.clone(),
-        algorithm,
+    let defaults = lode_dnssec::KeyPolicy::default();
+    let keys = lode_dnssec::KeyPolicy {
+        manual: p.manual.unwrap_or(false),
         single_type: p.single_type_signing.unwrap_or(false),
+        algorithm,
         ksk_size: p.ksk_size,
         zsk_size: p.zsk_size,
+        propagation_delay: p
+            .propagation_delay
+            .map_or(defaults.propagation_delay, u64::from),
+        zsk_lifetime: p.zsk_lifetime.unwrap_or(defaults.zsk_lifetime),
+        ksk_lifetime: p.ksk_lifetime.unwrap_or(defaults.ksk_lifetime),
+        delete_delay: p.delete_delay.unwrap_or(defaults.delete_delay),
+        submission_timeout: 0,
+    };
+    Ok(Signing {
+        policy_id: p.id.clone(),
+        keys,
+        zone_max_ttl: p.zone_max_ttl,
         policy,
     })
 }
@@ -245,7 +286,9 @@ mod tests {
     fn knots_default_policy_is_there_and_checks_are_made() {
         let all = resolve_policies(&[]).unwrap();
         assert_eq!(all.len(), 1);
-        assert_eq!(all[0].algorithm, lode_dnssec::Algorithm::EcdsaP256);
+        assert_eq!(all[0].keys.algorithm, lode_dnssec::Algorithm::EcdsaP256);
+        assert_eq!(all[0].keys.zsk_lifetime, 30 * 86400);
+        assert_eq!(all[0].policy.cds, lode_dnssec::CdsPublish::Rollover);
         assert_eq!(all[0].policy.rrsig_lifetime, 14 * 86400);
         let p = |f: fn(&mut PolicyEntry)| {
             let mut e = PolicyEntry {
@@ -257,6 +300,8 @@ mod tests {
         };
         assert!(p(|e| e.algorithm = Some("ed25519".into())).is_ok());
         assert!(p(|e| e.algorithm = Some("rsasha1".into())).is_err());
+        assert!(p(|e| e.cds_cdnskey_publish = Some("sometimes".into())).is_err());
+        assert!(p(|e| e.cds_digest_type = Some("sha384".into())).is_ok());
         assert!(p(|e| e.rrsig_refresh = Some(20 * 86400)).is_err());
         // Key sizes: RSA 2048 to 4096; the curve's own for the others.
         assert!(p(|e| {

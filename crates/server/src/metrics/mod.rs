@@ -559,6 +559,19 @@ impl Scrape {
             "lode_zone_dnssec_earliest_expiry_timestamp_seconds",
             "The earliest expiry of any of the zone's signatures, as the last pass over all of them found (Unix time; a lower bound until the next pass).",
         );
+        let mut next_key_event = g(
+            "lode_zone_dnssec_next_key_event_timestamp_seconds",
+            "When the zone's next key action is due (Unix time; a KSK waiting for its DS has none until it is confirmed).",
+        );
+        let mut waiting_ds = g(
+            "lode_zone_dnssec_ksk_waiting_for_ds",
+            "1 while a KSK of the zone waits for its DS at the parent (CDS published; `lode zone-ksk-submitted`).",
+        );
+        let mut key_events = Family::new(
+            "lode_zone_dnssec_key_events",
+            "Key events of the zone since start (keys made, published, ready, replaced, retired, removed, deleted).",
+            Kind::Counter,
+        );
         let signed = crate::signing::schedules();
         for z in zones {
             let name = z.origin().to_string();
@@ -571,6 +584,11 @@ impl Scrape {
                 if let Some(t) = s.earliest_expiry {
                     earliest_expiry.push(&l, Value::Int(t));
                 }
+                if let Some((t, _)) = &s.keys.next {
+                    next_key_event.push(&l, Value::Int(*t));
+                }
+                waiting_ds.push(&l, Value::Int(u64::from(s.keys.waiting_ds.is_some())));
+                key_events.push(&l, Value::Int(s.keys.events));
             }
             serial.push(&l, Value::Int(u64::from(z.serial())));
             records.push(&l, Value::Int(z.record_count()));
@@ -597,6 +615,9 @@ impl Scrape {
             signatures,
             next_refresh,
             earliest_expiry,
+            next_key_event,
+            waiting_ds,
+            key_events,
         ]);
     }
 }

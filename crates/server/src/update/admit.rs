@@ -375,9 +375,10 @@ impl Updates {
             .map_err(FlushError::Failed)
     }
 
-    /// Signs a signed zone whole again now, through its writer (after the
-    /// updates queued before), and waits: what was done, or why not.
-    pub(crate) fn sign(&self, origin: &Name) -> Result<String, String> {
+    /// Signs a signed zone whole again now, starts a key rollover or
+    /// confirms a KSK's DS (`what`), through its writer (after the updates
+    /// queued before), and waits: what was done, or why not.
+    pub(crate) fn sign(&self, origin: &Name, what: super::SignWork) -> Result<String, String> {
         let doors = self.zones.load();
         let door = doors
             .get(&origin.to_lowercase())
@@ -388,7 +389,7 @@ impl Updates {
             .ok_or_else(|| "the zone is not signed here (no dnssec-signing)".to_string())?;
         let (done, result) = mpsc::channel();
         writer
-            .send(Work::Sign { done })
+            .send(Work::Sign { what, done })
             .map_err(|_| "the zone's writer stopped".to_string())?;
         result
             .recv()

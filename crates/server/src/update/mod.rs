@@ -228,9 +228,10 @@ pub(crate) enum Work {
     Flush {
         done: mpsc::Sender<Result<Flushed, String>>,
     },
-    /// A signed zone signed whole again (`lode zone-sign`): answered with
-    /// what was done.
+    /// A signed zone signed whole again (`lode zone-sign`), a key rollover
+    /// started, a KSK's DS confirmed: answered with what was done.
     Sign {
+        what: SignWork,
         done: mpsc::Sender<Result<String, String>>,
     },
     /// Changesets transferred in (IXFR): applied in order, journaled,
@@ -253,6 +254,28 @@ pub(crate) enum Work {
     },
 }
 
+/// What a `Work::Sign` asks of a signed zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SignWork {
+    /// `zone-sign`: every signature made again now.
+    Whole,
+    /// `zone-key-rollover`: a rollover of this kind started now.
+    Roll(lode_dnssec::Role),
+    /// `zone-ksk-submitted`: the ready KSK's DS is at the parent (its TTL).
+    Submitted(u64),
+}
+
+impl SignWork {
+    /// The command's name.
+    pub(crate) fn command(self) -> &'static str {
+        match self {
+            SignWork::Whole => "zone-sign",
+            SignWork::Roll(_) => "zone-key-rollover",
+            SignWork::Submitted(_) => "zone-ksk-submitted",
+        }
+    }
+}
+
 /// A zone version and the changesets that lead to it from an older serial
 /// (`None`: the journal does not reach back that far).
 #[derive(Debug)]
@@ -268,7 +291,7 @@ impl Work {
             Work::Update(j) => format!("update from {}", j.peer),
             Work::File { .. } => "the zone file read again".into(),
             Work::Flush { .. } => "zone-flush".into(),
-            Work::Sign { .. } => "zone-sign".into(),
+            Work::Sign { what, .. } => what.command().into(),
             Work::History { .. } => "an outgoing IXFR".into(),
             Work::Incremental { .. } => "an incoming IXFR".into(),
             Work::Replace { .. } => "an incoming AXFR".into(),
@@ -287,7 +310,7 @@ impl Work {
             Work::Flush { done } => {
                 let _ = done.send(Err(why.to_string()));
             }
-            Work::Sign { done } => {
+            Work::Sign { done, .. } => {
                 let _ = done.send(Err(why.to_string()));
             }
             // The transfer falls back to what it can do without history.

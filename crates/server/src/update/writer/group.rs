@@ -267,7 +267,7 @@ impl Writer {
                 (Work::Flush { done }, _) => {
                     let _ = done.send(Err("not written".into()));
                 }
-                (Work::Sign { done }, _) => {
+                (Work::Sign { done, .. }, _) => {
                     let _ = done.send(Err("not signed".into()));
                 }
                 (Work::History { .. }, _) => {}

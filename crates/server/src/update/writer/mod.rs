@@ -18,10 +18,12 @@ use crate::flush::{Flushed, Written};
 
 use super::background::{Background, FileDone, FileJob};
 use super::pool::WeakQueue;
-use super::{unix_now, Publisher, Work};
+use super::{unix_now, Publisher, SignWork, Work};
+use lode_dnssec::Trigger;
 
 mod commit_log;
 mod group;
+mod keys;
 mod resign;
 mod start;
 mod upstream;
@@ -101,6 +103,9 @@ struct Writer {
     /// The last name whose signatures were made again (the next batch
     /// starts after it).
     resign_after: Option<Name>,
+    /// A zone signed here: its keys' policy and folder, and when their
+    /// next event is due (see keys.rs).
+    keys: Option<Box<keys::KeyRoll>>,
     /// A secondary signed here: its versions are numbered here, and the
     /// primary's serial the served one stands for is kept (journal marks,
     /// the state's tag, the publisher for the refresh).
@@ -184,6 +189,9 @@ impl Writer {
         if let Some(t) = self.resign_at {
             at(t);
         }
+        if let Some(t) = self.keys.as_ref().and_then(|k| k.at) {
+            at(t);
+        }
         wake
     }
 }
@@ -206,6 +214,16 @@ impl super::pool::Step for Writer {
         self.finish_compaction();
         if self.log.due_at().is_some_and(|t| Instant::now() >= t) {
             self.log.write(&self.origin);
+        }
+        if self
+            .keys
+            .as_ref()
+            .and_then(|k| k.at)
+            .is_some_and(|t| Instant::now() >= t)
+        {
+            if let Err(e) = self.key_event(Trigger::Timers) {
+                tracing::error!("zone {}: DNSSEC, key event: {e}", self.origin);
+            }
         }
         if self.resign_at.is_some_and(|t| Instant::now() >= t) {
             self.refresh_signatures();
@@ -436,8 +454,12 @@ impl Writer {
             Work::Replace { zone, done } => {
                 let _ = done.send(self.take_whole(zone));
             }
-            Work::Sign { done } => {
-                let _ = done.send(self.sign_whole());
+            Work::Sign { what, done } => {
+                let _ = done.send(match what {
+                    SignWork::Whole => self.sign_whole(),
+                    SignWork::Roll(role) => self.key_event(Trigger::Roll(role)),
+                    SignWork::Submitted(ds_ttl) => self.key_event(Trigger::Submitted { ds_ttl }),
+                });
             }
             _ => {}
         }

@@ -54,8 +54,15 @@ impl Writer {
             return;
         };
         let now = unix_now();
-        let batch = signer.batch(&zone, EVERY.as_secs());
+        let mut batch = signer.batch(&zone, EVERY.as_secs());
+        if self.keys.as_ref().is_some_and(|k| k.rekeying) {
+            // After a key event: the zone's signatures replaced within
+            // about RESIGN_SPREAD.
+            let spread = super::keys::RESIGN_SPREAD.as_secs() / EVERY.as_secs();
+            batch = batch.max(zone.node_count().div_ceil(spread as usize).max(1000));
+        }
         let due = signer.due(&zone, self.resign_after.as_ref(), now, batch);
+        let whole_pass = due.owners.len() < batch;
         if !due.owners.is_empty() {
             let from = zone.serial();
             match self.run_stage(Change::Refresh(&due.owners), None) {
@@ -77,6 +84,10 @@ impl Writer {
                     return;
                 }
             }
+        }
+        if whole_pass {
+            // Every signature is by the keys of the moment now.
+            self.keys_settled();
         }
         signer.progress().set_schedule(&due);
         self.resign_at = due.next.map(|t| {

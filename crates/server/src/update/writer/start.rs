@@ -170,12 +170,34 @@ fn open_writer(
         );
     }
     let serial_policy = options.serial_policy.parse().unwrap_or_default();
+    let mut key_roll = None;
     let stage = match (&options.signing, &config.kasp_db) {
         (Some(signing), Some(kasp_db)) => {
-            match crate::signing::signer(kasp_db, &origin, signing, unix_now()) {
-                Ok(signer) => {
-                    crate::signing::watch(&origin, &signer);
-                    Stage::signed(serial_policy, Arc::new(signer))
+            let now = unix_now();
+            let ttls = crate::signing::ttls(signing, &zone);
+            let events = crate::signing::key_events(
+                kasp_db,
+                &origin,
+                signing,
+                ttls,
+                now,
+                lode_dnssec::Trigger::Timers,
+                None,
+            );
+            match events {
+                Ok((events, _)) => {
+                    crate::signing::watch(&origin, &events.signer);
+                    let mut announced = None;
+                    crate::signing::announce(&origin, events.action, &mut announced, true);
+                    key_roll = Some(Box::new(super::keys::KeyRoll {
+                        kasp_db: kasp_db.clone(),
+                        signing: signing.clone(),
+                        at: events.next.map(|t| super::keys::instant_of(t, now)),
+                        // The first refresh pass settles what waits for one.
+                        rekeying: true,
+                        announced,
+                    }));
+                    Stage::signed(serial_policy, Arc::new(events.signer))
                 }
                 Err(e) => {
                     tracing::error!(
@@ -220,6 +242,7 @@ fn open_writer(
         file_wait: None,
         resign_at: None,
         resign_after: None,
+        keys: key_roll,
         signs_transfers: false,
         commit_log: updates.commit_log(),
         pending: None,
@@ -315,6 +338,14 @@ fn open_writer(
                 );
                 return None;
             }
+        }
+    }
+    // A signed zone's key records as its keys of the moment call for (a key
+    // event while it was down, or a crash between a key file and the
+    // journal).
+    if signed && !signed_whole && !crate::secondary::is_placeholder(&current) {
+        if let Err(e) = writer.run_stage(Change::Rekey, None) {
+            tracing::error!("zone {origin}: DNSSEC, key records not brought up to date: {e}");
         }
     }
     // A file the writer wrote itself (zonefile-sync, zone-flush) is not

@@ -1,0 +1,443 @@
+//! Key rollovers run by themselves from the policy (issue 19), watched by a
+//! validating resolver that must never see SERVFAIL or a bogus answer.
+//!
+//! A parent zone `test.` (a Lode signing it, its KSK the resolver's trust
+//! anchor) delegates `example.test.` to a second Lode that signs it with
+//! timers shortened to seconds (propagation-delay 2, TTLs 3). The test plays
+//! the parent's operator: when the child logs a KSK waiting for its DS, the
+//! DS goes into the parent by RFC 2136 UPDATE and the child is told
+//! (`lode zone-ksk-submitted`). unbound (cache on, TTLs honoured) asks for a
+//! name, a name that does not exist and the DNSKEY RRset several times a
+//! second through:
+//!
+//! - a ZSK rollover (pre-publish), the child killed with `kill -9` in the
+//!   middle of it and started again: the rollover goes on where it was;
+//! - a KSK rollover (double signature) with the parent's DS replaced;
+//! - a CSK rollover, then an algorithm rollover (13 → 15) started by a
+//!   changed policy.
+//!
+//! After each rollover the child zone, taken by AXFR, passes
+//! `ldns-verify-zone`, `dnssec-verify` and `kzonecheck`.
+
+mod common;
+
+use common::dnssec::{ask, tools_present, validated_as, verify_axfr, Unbound};
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const KEY: &str = "hmac-sha256:roll-key.:cm9sbG92ZXItdGVzdC1rZXktMzItYnl0ZXMtLS0tLQ==";
+
+const PARENT: &str = "$TTL 3
+@ SOA ns host 1 3600 600 86400 3
+@ NS ns
+ns A 127.0.0.1
+example NS ns.example
+ns.example A 127.0.0.1
+";
+
+const CHILD: &str = "$TTL 3
+@ SOA ns host 1 3600 600 86400 3
+@ NS ns
+ns A 127.0.0.1
+www A 192.0.2.80
+www AAAA 2001:db8::80
+mail MX 10 www
+";
+
+struct Setup {
+    dir: TempDir,
+    parent: Server,
+    child: Server,
+    child_port: u16,
+    child_starts: usize,
+}
+
+/// `lode serve` of one side: `name` ("parent" or "child") in its folder.
+fn write_side(dir: &Path, name: &str, origin: &str, zone: &str, policy: &str) -> PathBuf {
+    let side = dir.join(name);
+    std::fs::create_dir_all(&side).unwrap();
+    std::fs::write(side.join("zone.db"), zone).unwrap();
+    let secret = KEY.rsplit(':').next().unwrap();
+    let conf = format!(
+        "journal-dir = \"journal\"\ncontrol = \"{control}\"\n\
+         [[key]]\nid = \"roll-key.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{secret}\"\n\
+         [[acl]]\nid = \"upd\"\nkey = [\"roll-key.\"]\naction = [\"update\"]\n\
+         [[acl]]\nid = \"xfr\"\naction = [\"transfer\"]\n\
+         [[policy]]\nid = \"quick\"\npropagation-delay = 2\ndnskey-ttl = 3\nzsk-lifetime = 0\n\
+         rrsig-lifetime = 7200\nrrsig-refresh = 3600\n{policy}\n\
+         [[zone]]\nname = \"{origin}\"\nfile = \"zone.db\"\nacl = [\"upd\", \"xfr\"]\n\
+         dnssec-signing = true\ndnssec-policy = \"quick\"\n",
+        control = side.join("lode.sock").display()
+    );
+    let path = side.join("lode.toml");
+    std::fs::write(&path, conf).unwrap();
+    path
+}
+
+impl Setup {
+    fn start(tag: &str, ports: (u16, u16), child_policy: &str) -> Setup {
+        let dir = TempDir::new(&format!("rollover-{tag}"));
+        let pconf = write_side(&dir.0, "parent", "test.", PARENT, "");
+        let cconf = write_side(&dir.0, "child", "example.test.", CHILD, child_policy);
+        let parent_port = pick_port_in(ports.0, ports.0 + 4);
+        let child_port = pick_port_in(ports.0 + 5, ports.1);
+        let parent = start_lode_config(&pconf, parent_port, &dir.0.join("parent.log"), &["test."])
+            .unwrap_or_else(|e| panic!("parent: {e}"));
+        let child = start_lode_config(
+            &cconf,
+            child_port,
+            &dir.0.join("child-0.log"),
+            &["example.test."],
+        )
+        .unwrap_or_else(|e| panic!("child: {e}"));
+        let s = Setup {
+            dir,
+            parent,
+            child,
+            child_port,
+            child_starts: 1,
+        };
+        // The child's first KSK waits for its DS: the parent gets it.
+        let ds = s.wait_ds(1);
+        s.parent_update(&format!("update add {ds}"));
+        s.submitted(3);
+        s
+    }
+
+    /// Starts the child again (after a kill or a stop), with `policy`
+    /// replacing the child's policy lines when given.
+    fn restart_child(&mut self, policy: Option<&str>) {
+        if let Some(p) = policy {
+            write_side(&self.dir.0, "child", "example.test.", CHILD, p);
+        }
+        let log = self.dir.0.join(format!("child-{}.log", self.child_starts));
+        self.child_starts += 1;
+        let conf = self.dir.0.join("child/lode.toml");
+        self.child = start_lode_config(&conf, self.child_port, &log, &["example.test."])
+            .unwrap_or_else(|e| panic!("child again: {e}"));
+    }
+
+    /// Every child log so far.
+    fn child_log(&self) -> String {
+        (0..self.child_starts)
+            .map(|i| {
+                std::fs::read_to_string(self.dir.0.join(format!("child-{i}.log")))
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// The DS the child logged `nth` (1: the first) as waiting for the
+    /// parent, once it has.
+    fn wait_ds(&self, nth: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let log = self.child_log();
+            let all: Vec<String> = log
+                .lines()
+                .filter_map(|l| l.split("DS for the parent: ").nth(1))
+                .map(|d| d.trim().to_string())
+                .collect();
+            if let Some(ds) = all.get(nth - 1) {
+                // "example.test. DS …" with the TTL an update needs.
+                let (owner, rest) = ds.split_once(' ').unwrap();
+                return format!("{owner} 3 {rest}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no KSK #{nth} waiting for its DS:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// One update of the parent zone (knsupdate lines).
+    fn parent_update(&self, lines: &str) {
+        common::dnssec::knsupdate(self.parent.addr.port(), KEY, "test.", lines)
+            .unwrap_or_else(|e| panic!("parent update {lines:?}: {e}"));
+    }
+
+    /// `lode ARGS… --control child/lode.sock`: its output (must succeed).
+    fn control(&self, args: &[&str]) -> String {
+        let (ok, text) = self.try_control(args);
+        assert!(ok, "lode {args:?}: {text}");
+        text
+    }
+
+    /// `lode ARGS… --control child/lode.sock`: (succeeded, output).
+    fn try_control(&self, args: &[&str]) -> (bool, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+            .args(args)
+            .arg("--control")
+            .arg(self.dir.0.join("child/lode.sock"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    }
+
+    /// `zone-ksk-submitted` with the parent's DS TTL.
+    fn submitted(&self, ds_ttl: u64) {
+        let ttl = ds_ttl.to_string();
+        self.control(&["zone-ksk-submitted", "example.test.", "--ds-ttl", &ttl]);
+    }
+
+    /// The child's keys as `lode dnssec list` prints them: (role, state, tag).
+    fn keys(&self) -> Vec<(String, String, String)> {
+        let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+            .args(["dnssec", "list", "example.test.", "--kasp-db"])
+            .arg(self.dir.0.join("child/journal/keys"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("example.test. tag"))
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                // example.test. tag TAG ALG (N) ROLE STATE created …
+                (w[5].to_string(), w[6].to_string(), w[2].to_string())
+            })
+            .collect()
+    }
+
+    /// Waits (up to a minute) until the child's keys are `want`
+    /// (role, state) pairs, in any order.
+    fn wait_keys(&self, want: &[(&str, &str)], what: &str) -> Vec<(String, String, String)> {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let keys = self.keys();
+            let mut have: Vec<(String, String)> = keys
+                .iter()
+                .map(|(r, s, _)| (r.clone(), s.clone()))
+                .collect();
+            let mut want: Vec<(String, String)> = want
+                .iter()
+                .map(|(r, s)| (r.to_string(), s.to_string()))
+                .collect();
+            have.sort();
+            want.sort();
+            if have == want {
+                return keys;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: keys {have:?}, expected {want:?}\n{}",
+                self.child_log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    fn verify(&self, when: &str) -> u32 {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.child_port));
+        verify_axfr(&self.dir.0, addr, "example.test.", None, when)
+    }
+}
+
+/// unbound with the parent's KSK as its trust anchor, both zones as stubs.
+fn start_unbound(s: &Setup, ports: (u16, u16)) -> Unbound {
+    let anchor = std::fs::read_to_string(s.dir.0.join("parent.log"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.split("DS for the parent: ").nth(1))
+        .expect("the parent's DS in its log")
+        .trim()
+        .to_string();
+    let d = s.dir.0.join("unbound");
+    std::fs::create_dir_all(&d).unwrap();
+    let stubs = [
+        ("test.", s.parent.addr.port()),
+        ("example.test.", s.child_port),
+    ];
+    common::dnssec::start_unbound(&d, ports, &anchor, &stubs, |port| {
+        check(port, "www.example.test.", "A", "NOERROR").is_ok()
+    })
+}
+
+/// One question to the resolver: Ok when the answer has `status` and AD.
+fn check(port: u16, name: &str, rtype: &str, status: &str) -> Result<(), String> {
+    let text = ask(port, name, rtype);
+    if validated_as(&text, status) {
+        Ok(())
+    } else {
+        Err(format!("{name} {rtype}: {status} with AD expected\n{text}"))
+    }
+}
+
+/// Asks the resolver four questions every 300 ms until stopped; every
+/// answer that is not validated is kept.
+struct Watcher {
+    stop: Arc<AtomicBool>,
+    failures: Arc<Mutex<Vec<String>>>,
+    asked: Arc<std::sync::atomic::AtomicUsize>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watcher {
+    fn start(port: u16) -> Watcher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (s, f, a) = (stop.clone(), failures.clone(), asked.clone());
+        let started = Instant::now();
+        let thread = std::thread::spawn(move || {
+            // Bounded: at most 20 minutes of questions.
+            while !s.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(1200) {
+                for (name, rtype, status) in [
+                    ("www.example.test.", "A", "NOERROR"),
+                    ("nothing.example.test.", "A", "NXDOMAIN"),
+                    ("example.test.", "DNSKEY", "NOERROR"),
+                    ("mail.example.test.", "TXT", "NOERROR"),
+                ] {
+                    a.fetch_add(1, Ordering::Relaxed);
+                    if let Err(e) = check(port, name, rtype, status) {
+                        f.lock()
+                            .unwrap()
+                            .push(format!("+{:.1} s: {e}", started.elapsed().as_secs_f64()));
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        });
+        Watcher {
+            stop,
+            failures,
+            asked,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops it; (questions asked, failures).
+    fn finish(mut self) -> (usize, Vec<String>) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let f = self.failures.lock().unwrap().clone();
+        (self.asked.load(Ordering::Relaxed), f)
+    }
+}
+
+fn assert_watched(w: Watcher, s: &Setup, what: &str) {
+    let (asked, failures) = w.finish();
+    assert!(asked > 40, "{what}: only {asked} questions asked");
+    assert!(
+        failures.is_empty(),
+        "{what}: {} of {asked} answers not validated:\n{}\n--- child log:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n"),
+        s.child_log()
+    );
+}
+
+#[test]
+fn zsk_and_ksk_rollovers_with_kill9_validate_throughout() {
+    if !tools_present() {
+        return;
+    }
+    let mut s = Setup::start("zk", (17100, 17109), "");
+    let keys = s.wait_keys(&[("KSK", "active"), ("ZSK", "active")], "first keys");
+    let old_zsk = keys.iter().find(|k| k.0 == "ZSK").unwrap().2.clone();
+    let unbound = start_unbound(&s, (17120, 17124));
+    let watcher = Watcher::start(unbound.port);
+    std::thread::sleep(Duration::from_secs(2));
+
+    // ZSK: a new one published; killed before it signs; it goes on.
+    let out = s.control(&["zone-key-rollover", "example.test.", "zsk"]);
+    assert!(out.contains("ZSK rollover started"), "{out}");
+    let (ok, out) = s.try_control(&["zone-key-rollover", "example.test.", "ksk"]);
+    assert!(
+        !ok && out.contains("under way"),
+        "one rollover at a time: {out}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    s.child.kill9();
+    s.restart_child(None);
+    let keys = s.wait_keys(&[("KSK", "active"), ("ZSK", "active")], "ZSK rollover");
+    let new_zsk = keys.iter().find(|k| k.0 == "ZSK").unwrap().2.clone();
+    assert_ne!(old_zsk, new_zsk, "the ZSK was replaced");
+    s.verify("after the ZSK rollover");
+
+    // KSK: published (signs the DNSKEY RRset), ready, its DS to the
+    // parent, submitted; the old one goes after the DS TTL.
+    let old_ds = s.wait_ds(1);
+    s.control(&["zone-key-rollover", "example.test.", "ksk"]);
+    let new_ds = s.wait_ds(2);
+    assert_ne!(old_ds, new_ds);
+    s.parent_update(&format!("update add {new_ds}"));
+    std::thread::sleep(Duration::from_secs(4)); // the parent's DS TTL
+    s.submitted(4);
+    s.parent_update(&format!("update delete {old_ds}"));
+    s.wait_keys(&[("KSK", "active"), ("ZSK", "active")], "KSK rollover");
+    std::thread::sleep(Duration::from_secs(6)); // caches of the old records
+    s.verify("after the KSK rollover");
+    assert_watched(watcher, &s, "ZSK and KSK rollovers");
+    let log = s.child_log();
+    assert!(
+        log.contains("next key action") && log.contains("deleted"),
+        "each step logged:\n{log}"
+    );
+}
+
+#[test]
+fn csk_and_algorithm_rollovers_validate_throughout() {
+    if !tools_present() {
+        return;
+    }
+    let mut s = Setup::start("csk", (17110, 17119), "single-type-signing = true\n");
+    s.wait_keys(&[("CSK", "active")], "first CSK");
+    let unbound = start_unbound(&s, (17125, 17129));
+    let watcher = Watcher::start(unbound.port);
+    std::thread::sleep(Duration::from_secs(2));
+
+    // CSK rollover.
+    let old_ds = s.wait_ds(1);
+    s.control(&["zone-key-rollover", "example.test.", "ksk"]);
+    let new_ds = s.wait_ds(2);
+    s.parent_update(&format!("update add {new_ds}"));
+    std::thread::sleep(Duration::from_secs(4));
+    s.submitted(4);
+    s.parent_update(&format!("update delete {old_ds}"));
+    s.wait_keys(&[("CSK", "active")], "CSK rollover");
+    s.verify("after the CSK rollover");
+
+    // Algorithm rollover: the policy says Ed25519 now.
+    s.child.kill9();
+    s.restart_child(Some(
+        "single-type-signing = true\nalgorithm = \"ed25519\"\n",
+    ));
+    let ed_ds = s.wait_ds(3);
+    assert!(ed_ds.contains(" 15 2 "), "an Ed25519 KSK's DS: {ed_ds}");
+    s.parent_update(&format!("update add {ed_ds}"));
+    std::thread::sleep(Duration::from_secs(4));
+    s.submitted(4);
+    s.parent_update(&format!("update delete {new_ds}"));
+    s.wait_keys(&[("CSK", "active")], "algorithm rollover");
+    std::thread::sleep(Duration::from_secs(6));
+    let axfr_serial = s.verify("after the algorithm rollover");
+    assert!(axfr_serial > 2);
+    let axfr = std::fs::read_to_string(s.dir.0.join("axfr.txt")).unwrap();
+    // owner TTL IN RRSIG covered algorithm …
+    let algorithms: Vec<&str> = axfr
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.get(3) == Some(&"RRSIG") || w.get(3) == Some(&"DNSKEY"))
+        .filter_map(|w| w.get(if w[3] == "RRSIG" { 5 } else { 6 }).copied())
+        .collect();
+    assert!(!algorithms.is_empty());
+    assert!(
+        algorithms.iter().all(|&a| a == "15"),
+        "only algorithm 15 left: {algorithms:?}\n{axfr}"
+    );
+    assert_watched(watcher, &s, "CSK and algorithm rollovers");
+}

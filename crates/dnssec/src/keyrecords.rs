@@ -1,0 +1,154 @@
+//! The key records at the apex: the DNSKEY RRset (the published keys) and
+//! the CDS and CDNSKEY RRsets (RFC 7344, RFC 8078) per the policy's
+//! `cds-cdnskey-publish`, and the change that brings a zone's to what the
+//! keys of the moment call for ([`Signer::rekey`]), signed like any other.
+//!
+//! CDS and CDNSKEY records the signer did not make (of keys it does not
+//! know) are left alone, as Knot leaves them.
+
+use lode_wire::{Record, Rtype};
+use lode_zonedb::{Changeset, Zone};
+
+use crate::signer::{CdsPublish, SignError, Signer};
+use crate::timing::Usage;
+use crate::SigningKey;
+
+/// CDNSKEY and CDS RDATA asking the parent to remove the DS (RFC 8078 §4).
+const DELETE_CDNSKEY: [u8; 5] = [0, 0, 3, 0, 0];
+const DELETE_CDS: [u8; 5] = [0, 0, 0, 0, 0];
+
+/// True for a CDS or CDNSKEY record the signer owns (`own`: see
+/// [`Signer::own_cds_rdatas`]).
+pub(crate) fn is_own_cds(r: &Record, own: &[(Rtype, Vec<u8>)]) -> bool {
+    matches!(r.rtype, Rtype::CDS | Rtype::CDNSKEY)
+        && own
+            .iter()
+            .any(|(t, d)| *t == r.rtype && d[..] == r.rdata[..])
+}
+
+impl Signer {
+    /// The KSKs whose CDS and CDNSKEY the apex carries (Knot's
+    /// `knot_zone_sign_get_cdnskeys`).
+    fn cds_keys(&self) -> Vec<&SigningKey> {
+        let policy = self.policy().cds;
+        let both: Vec<(&SigningKey, &Usage)> = self.keys_and_usage().collect();
+        let mut out: Vec<&SigningKey> = Vec::new();
+        if matches!(
+            policy,
+            CdsPublish::Rollover | CdsPublish::Always | CdsPublish::DoubleDs
+        ) {
+            out.extend(both.iter().filter(|(_, u)| u.ready).map(|(k, _)| *k));
+            let ready_alg = out.first().map(|k| k.algorithm);
+            if (policy == CdsPublish::Always && out.is_empty()) || policy == CdsPublish::DoubleDs {
+                let active = both.iter().filter(|(k, u)| {
+                    u.active_ksk && !u.ready && ready_alg.is_none_or(|a| a == k.algorithm)
+                });
+                out.extend(active.map(|(k, _)| *k));
+            }
+        }
+        out
+    }
+
+    /// Every CDS and CDNSKEY RDATA this signer could have made (of any of
+    /// its keys, both digest types, and the delete records).
+    pub(crate) fn own_cds_rdatas(&self) -> Vec<(Rtype, Vec<u8>)> {
+        let mut own = vec![
+            (Rtype::CDNSKEY, DELETE_CDNSKEY.to_vec()),
+            (Rtype::CDS, DELETE_CDS.to_vec()),
+        ];
+        for k in self.keys() {
+            own.push((Rtype::CDNSKEY, k.dnskey_rdata()));
+            own.push((Rtype::CDS, k.ds_rdata(2)));
+            own.push((Rtype::CDS, k.ds_rdata(4)));
+        }
+        own
+    }
+
+    /// The key records the apex carries now: DNSKEY of each published
+    /// key, CDS and CDNSKEY per the policy; all with the DNSKEY TTL.
+    pub(crate) fn key_records(&self, zone: &Zone) -> Vec<Record> {
+        let ttl = self.dnskey_ttl(zone);
+        let record = |rtype, rdata: Vec<u8>| Record {
+            owner: zone.origin().to_name(),
+            class: zone.class(),
+            rtype,
+            ttl,
+            rdata: rdata.into(),
+        };
+        let mut out: Vec<Record> = self
+            .published()
+            .map(|k| record(Rtype::DNSKEY, k.dnskey_rdata()))
+            .collect();
+        if self.policy().cds == CdsPublish::DeleteDnssec {
+            out.push(record(Rtype::CDNSKEY, DELETE_CDNSKEY.to_vec()));
+            out.push(record(Rtype::CDS, DELETE_CDS.to_vec()));
+        }
+        for k in self.cds_keys() {
+            out.push(record(Rtype::CDNSKEY, k.dnskey_rdata()));
+            out.push(record(Rtype::CDS, k.ds_rdata(self.policy().cds_digest)));
+        }
+        out
+    }
+
+    /// The change of the apex's key records from what `zone` has to what
+    /// the keys call for: (removed, added); both empty when they agree.
+    pub fn key_records_change(&self, zone: &Zone) -> (Vec<Record>, Vec<Record>) {
+        let want = self.key_records(zone);
+        let own = self.own_cds_rdatas();
+        let (mut removed, mut added) = (Vec::new(), Vec::new());
+        for rtype in [Rtype::DNSKEY, Rtype::CDNSKEY, Rtype::CDS] {
+            let Some(set) = zone.apex_rrset(rtype) else {
+                added.extend(want.iter().filter(|r| r.rtype == rtype).cloned());
+                continue;
+            };
+            let have: Vec<Record> = set
+                .rdatas()
+                .map(|rdata| Record {
+                    owner: zone.origin().to_name(),
+                    class: zone.class(),
+                    rtype,
+                    ttl: set.ttl(),
+                    rdata: rdata.into(),
+                })
+                .collect();
+            let wanted: Vec<&Record> = want.iter().filter(|r| r.rtype == rtype).collect();
+            // A TTL that changed: the whole RRset again.
+            let ttl_moved = wanted.first().is_some_and(|w| w.ttl != set.ttl());
+            for h in &have {
+                let ours = rtype == Rtype::DNSKEY || is_own_cds(h, &own);
+                let kept = wanted.iter().any(|w| w.rdata == h.rdata);
+                if (ours && !kept) || (ttl_moved && kept) {
+                    removed.push(h.clone());
+                }
+            }
+            for w in wanted {
+                if ttl_moved || !have.iter().any(|h| h.rdata == w.rdata) {
+                    added.push(w.clone());
+                }
+            }
+        }
+        (removed, added)
+    }
+
+    /// The zone's key records brought to what the keys call for (a key
+    /// event: a key published or removed, a KSK ready or active), as one
+    /// change to `soa_to`, signed; None when they agree already.
+    pub fn rekey(
+        &self,
+        zone: &Zone,
+        soa_to: Record,
+        now: u64,
+    ) -> Result<Option<(Zone, Changeset)>, SignError> {
+        let (removed, added) = self.key_records_change(zone);
+        if removed.is_empty() && added.is_empty() {
+            return Ok(None);
+        }
+        let change = Changeset {
+            soa_from: zone.soa_record(),
+            soa_to,
+            removed,
+            added,
+        };
+        self.sign_change_keys(zone, &change, now).map(Some)
+    }
+}
