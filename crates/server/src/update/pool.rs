@@ -187,11 +187,6 @@ pub(super) struct Task {
     parked: AtomicBool,
     /// The wake-up that counts (older timers in the heap are stale).
     wake_at: Mutex<Option<Instant>>,
-    /// Its timer fired while it was in the ready list or running: a step
-    /// follows the running one (else a wake-up set by a step and due before
-    /// the step let go of the zone was lost, and the zone slept until new
-    /// work came).
-    fired: AtomicBool,
     writer: Mutex<Box<dyn Step>>,
     pool: Weak<Inner>,
 }
@@ -245,6 +240,11 @@ impl Task {
     /// Sets the zone's wake-up (the latest one counts).
     fn set_wake(self: &Arc<Task>, pool: &Inner, wake: Option<Instant>) {
         let mut st = lock(&pool.state);
+        self.set_wake_locked(&mut st, pool, wake);
+    }
+
+    /// [`Task::set_wake`] with the pool's state locked.
+    fn set_wake_locked(self: &Arc<Task>, st: &mut PoolState, pool: &Inner, wake: Option<Instant>) {
         let mut current = lock(&self.wake_at);
         if wake != *current {
             *current = wake;
@@ -290,8 +290,6 @@ impl Task {
     /// Runs one step of the zone's writer, then reschedules it if work came
     /// meanwhile and sets its timer.
     fn run(self: &Arc<Self>, pool: &Inner, out: &mut [u8]) {
-        // This step serves a timer that fired before it.
-        self.fired.store(false, Ordering::SeqCst);
         let group: Vec<Work> = {
             let mut q = lock(&self.queue);
             let n = q.len().min(MAX_GROUP);
@@ -318,12 +316,19 @@ impl Task {
             self.parked.store(parked, Ordering::SeqCst);
             (wake, parked)
         };
-        self.set_wake(pool, wake);
+        // The wake-up is set and the zone let go under the pool's lock, which
+        // timers fire under: a wake-up due at once (or soon) fires after the
+        // zone is let go, and schedules it again. (Set first and let go
+        // after, a timer firing in between found the zone still running
+        // and was lost: the zone slept until new work came.)
+        let mut st = lock(&pool.state);
+        self.set_wake_locked(&mut st, pool, wake);
         if parked {
             // Its queue waits for the commit log's word (`WeakQueue::
             // committed`), which may have come already and found the zone
             // still scheduled: then it is scheduled again here.
             self.scheduled.store(false, Ordering::SeqCst);
+            drop(st);
             if !self.parked.load(Ordering::SeqCst) {
                 self.schedule();
             }
@@ -333,13 +338,13 @@ impl Task {
         // zone leaves the ready list — and comes back at once if work
         // slipped in between the check and the flag.
         if !lock(&self.queue).is_empty() {
-            let mut st = lock(&pool.state);
             st.ready.push_back(self.clone());
             st.notify(pool);
             return;
         }
         self.scheduled.store(false, Ordering::SeqCst);
-        if !lock(&self.queue).is_empty() || self.fired.swap(false, Ordering::SeqCst) {
+        drop(st);
+        if !lock(&self.queue).is_empty() {
             self.schedule();
         }
     }
@@ -380,7 +385,6 @@ impl WriterPool {
             scheduled: AtomicBool::new(false),
             parked: AtomicBool::new(false),
             wake_at: Mutex::new(None),
-            fired: AtomicBool::new(false),
             writer: Mutex::new(writer),
             pool: Arc::downgrade(&self.inner),
         });
@@ -433,10 +437,11 @@ fn work(pool: &Inner) {
                     }
                     *wake = None;
                     drop(wake);
+                    // A zone running now set its next wake-up under this
+                    // lock after its step (see `Task::run`): this timer is
+                    // one its running step has served.
                     if !task.scheduled.swap(true, Ordering::AcqRel) {
                         st.ready.push_back(task);
-                    } else {
-                        task.fired.store(true, Ordering::SeqCst);
                     }
                 }
                 if let Some(task) = st.ready.pop_front() {
