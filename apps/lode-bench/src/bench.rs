@@ -815,7 +815,7 @@ fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
     out!(
         "  rate {:>9}  sent {:>10}  valid {:>10}  lost {:>8}  late {:>6}  wrong {:>6}  \
          unmatched {:>6}  achieved {:>10.0} q/s  answered {:>10.0} q/s  behind {:>5.2}%  \
-         latency p50 {} p99 {} max {} µs  {}{}",
+         latency p50 {} p99 {} p99.9 {} max {} µs  {}{}",
         r.rate,
         r.sent,
         r.valid,
@@ -828,6 +828,7 @@ fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
         r.behind * 100.0,
         r.latency_us[0],
         r.latency_us[1],
+        r.latency_p999_us,
         r.latency_us[2],
         if ok { "PASS" } else { "FAIL" },
         if tester_ok {
@@ -851,7 +852,7 @@ fn print_overload(r: &StepResult, max_behind: f64) -> anyhow::Result<()> {
     out!(
         "  overload {:>9} q/s  offered {:>10.0} q/s  answered {:>10.0} q/s ({:.1} % of sent)  \
          sent {:>10}  valid {:>10}  lost {:>9} ({:.1} %: unanswered {}, late {}, wrong {})  \
-         latency p50 {} p99 {} µs{}",
+         latency p50 {} p99 {} p99.9 {} µs{}",
         r.rate,
         r.achieved_rate,
         r.answered_qps(),
@@ -865,6 +866,7 @@ fn print_overload(r: &StepResult, max_behind: f64) -> anyhow::Result<()> {
         r.wrong,
         r.latency_us[0],
         r.latency_us[1],
+        r.latency_p999_us,
         if r.tester_ok(max_behind) {
             String::new()
         } else {
