@@ -3,8 +3,9 @@
 //! `zone-ksk-submitted`), the key files written, the signer of the moment
 //! put in the stage, the apex's key records changed through the stage and
 //! the journal like any change, and the signatures of keys that stopped
-//! signing replaced a batch at a time (resign.rs) — whole in about
-//! [`RESIGN_SPREAD`], not in one burst.
+//! signing replaced a batch a second (resign.rs) — whole in about
+//! [`RESIGN_SPREAD`], between [`RESIGN_MIN`] and [`RESIGN_MAX`] names a
+//! batch, not in one burst.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,8 +19,16 @@ use super::Writer;
 use crate::config::Signing;
 
 /// After a key event that changed which keys sign, the zone's signatures
-/// are replaced within about this long (batches every second).
+/// are replaced within about this long (batches every second)…
 pub(super) const RESIGN_SPREAD: Duration = Duration::from_secs(600);
+/// …at least this many names a batch (a small zone is done in seconds)…
+pub(super) const RESIGN_MIN: usize = 1000;
+/// …and at most this many: ~5,000 signatures a second, about a quarter of
+/// a core of this machine's batches (18,000 signatures per CPU-second
+/// measured, results/issue19-2026-11-27), so that a zone of millions of
+/// names takes longer rather than a core from the queries (5 M names:
+/// ~33 minutes).
+pub(super) const RESIGN_MAX: usize = 2500;
 
 /// A signed zone's keys as its writer keeps them.
 #[derive(Debug)]

@@ -57,9 +57,11 @@ impl Writer {
         let mut batch = signer.batch(&zone, EVERY.as_secs());
         if self.keys.as_ref().is_some_and(|k| k.rekeying) {
             // After a key event: the zone's signatures replaced within
-            // about RESIGN_SPREAD.
-            let spread = super::keys::RESIGN_SPREAD.as_secs() / EVERY.as_secs();
-            batch = batch.max(zone.node_count().div_ceil(spread as usize).max(1000));
+            // about RESIGN_SPREAD, at a bounded pace (see keys.rs).
+            use super::keys::{RESIGN_MAX, RESIGN_MIN, RESIGN_SPREAD};
+            let spread = (RESIGN_SPREAD.as_secs() / EVERY.as_secs()) as usize;
+            let pace = zone.node_count().div_ceil(spread).clamp(RESIGN_MIN, RESIGN_MAX);
+            batch = batch.max(pace);
         }
         let due = signer.due(&zone, self.resign_after.as_ref(), now, batch);
         let whole_pass = due.owners.len() < batch;
