@@ -103,8 +103,23 @@ impl Setup {
         };
         // The child's first KSK waits for its DS: the parent gets it.
         let ds = s.wait_ds(1);
+        let status = s.control(&["zone-status", "example.test."]);
+        assert!(
+            status.contains("waits for its DS") && status.contains("next key event"),
+            "{status}"
+        );
+        let stats = s.control(&["stats"]);
+        assert!(
+            stats.contains("lode_zone_dnssec_ksk_waiting_for_ds{zone=\"example.test.\"} 1"),
+            "{stats}"
+        );
         s.parent_update(&format!("update add {ds}"));
         s.submitted(3);
+        let stats = s.control(&["stats"]);
+        assert!(
+            stats.contains("lode_zone_dnssec_ksk_waiting_for_ds{zone=\"example.test.\"} 0"),
+            "{stats}"
+        );
         s
     }
 

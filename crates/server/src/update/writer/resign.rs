@@ -60,7 +60,10 @@ impl Writer {
             // about RESIGN_SPREAD, at a bounded pace (see keys.rs).
             use super::keys::{RESIGN_MAX, RESIGN_MIN, RESIGN_SPREAD};
             let spread = (RESIGN_SPREAD.as_secs() / EVERY.as_secs()) as usize;
-            let pace = zone.node_count().div_ceil(spread).clamp(RESIGN_MIN, RESIGN_MAX);
+            let pace = zone
+                .node_count()
+                .div_ceil(spread)
+                .clamp(RESIGN_MIN, RESIGN_MAX);
             batch = batch.max(pace);
         }
         let due = signer.due(&zone, self.resign_after.as_ref(), now, batch);
