@@ -5,8 +5,9 @@
 //! anchor) delegates `example.test.` to a second Lode that signs it with
 //! timers shortened to seconds (propagation-delay 2, TTLs 3). The test plays
 //! the parent's operator: when the child logs a KSK waiting for its DS, the
-//! DS goes into the parent by RFC 2136 UPDATE and the child is told
-//! (`lode zone-ksk-submitted`). unbound (cache on, TTLs honoured) asks for a
+//! DS goes into the parent by RFC 2136 UPDATE, and the child finds it there
+//! (`ksk-submission`, asking the parent every second) or is told (`lode
+//! zone-ksk-submitted`). unbound (cache on, TTLs honoured) asks for a
 //! name, a name that does not exist and the DNSKEY RRset several times a
 //! second through:
 //!
@@ -54,10 +55,21 @@ struct Setup {
     child: Server,
     child_port: u16,
     child_starts: usize,
+    /// The child checks the parent for its DS itself.
+    auto: bool,
+    child_extra: String,
 }
 
-/// `lode serve` of one side: `name` ("parent" or "child") in its folder.
-fn write_side(dir: &Path, name: &str, origin: &str, zone: &str, policy: &str) -> PathBuf {
+/// `lode serve` of one side: `name` ("parent" or "child") in its folder;
+/// `policy` lines go into its `[[policy]]`, `extra` tables at the end.
+fn write_side(
+    dir: &Path,
+    name: &str,
+    origin: &str,
+    zone: &str,
+    policy: &str,
+    extra: &str,
+) -> PathBuf {
     let side = dir.join(name);
     std::fs::create_dir_all(&side).unwrap();
     std::fs::write(side.join("zone.db"), zone).unwrap();
@@ -70,7 +82,7 @@ fn write_side(dir: &Path, name: &str, origin: &str, zone: &str, policy: &str) ->
          [[policy]]\nid = \"quick\"\npropagation-delay = 2\ndnskey-ttl = 3\nzsk-lifetime = 0\n\
          rrsig-lifetime = 7200\nrrsig-refresh = 3600\n{policy}\n\
          [[zone]]\nname = \"{origin}\"\nfile = \"zone.db\"\nacl = [\"upd\", \"xfr\"]\n\
-         dnssec-signing = true\ndnssec-policy = \"quick\"\n",
+         dnssec-signing = true\ndnssec-policy = \"quick\"\n{extra}",
         control = side.join("lode.sock").display()
     );
     let path = side.join("lode.toml");
@@ -79,12 +91,26 @@ fn write_side(dir: &Path, name: &str, origin: &str, zone: &str, policy: &str) ->
 }
 
 impl Setup {
-    fn start(tag: &str, ports: (u16, u16), child_policy: &str) -> Setup {
+    /// The parent and the child; with `auto`, the child asks the parent
+    /// for its KSKs' DS itself (`ksk-submission`, every second) instead of
+    /// being told (`zone-ksk-submitted`).
+    fn start(tag: &str, ports: (u16, u16), child_policy: &str, auto: bool) -> Setup {
         let dir = TempDir::new(&format!("rollover-{tag}"));
-        let pconf = write_side(&dir.0, "parent", "test.", PARENT, "");
-        let cconf = write_side(&dir.0, "child", "example.test.", CHILD, child_policy);
         let parent_port = pick_port_in(ports.0, ports.0 + 4);
         let child_port = pick_port_in(ports.0 + 5, ports.1);
+        let (policy, extra) = if auto {
+            (
+                format!("{child_policy}ksk-submission = \"parent\"\n"),
+                format!(
+                    "[[remote]]\nid = \"parent\"\naddress = [\"127.0.0.1@{parent_port}\"]\n\
+                     [[submission]]\nid = \"parent\"\nparent = [\"parent\"]\ncheck-interval = 1\n"
+                ),
+            )
+        } else {
+            (child_policy.to_string(), String::new())
+        };
+        let pconf = write_side(&dir.0, "parent", "test.", PARENT, "", "");
+        let cconf = write_side(&dir.0, "child", "example.test.", CHILD, &policy, &extra);
         let parent = start_lode_config(&pconf, parent_port, &dir.0.join("parent.log"), &["test."])
             .unwrap_or_else(|e| panic!("parent: {e}"));
         let child = start_lode_config(
@@ -100,6 +126,8 @@ impl Setup {
             child,
             child_port,
             child_starts: 1,
+            auto,
+            child_extra: extra,
         };
         // The child's first KSK waits for its DS: the parent gets it.
         let ds = s.wait_ds(1);
@@ -114,7 +142,7 @@ impl Setup {
             "{stats}"
         );
         s.parent_update(&format!("update add {ds}"));
-        s.submitted(3);
+        s.confirm(3, 1);
         let stats = s.control(&["stats"]);
         assert!(
             stats.contains("lode_zone_dnssec_ksk_waiting_for_ds{zone=\"example.test.\"} 0"),
@@ -127,7 +155,14 @@ impl Setup {
     /// replacing the child's policy lines when given.
     fn restart_child(&mut self, policy: Option<&str>) {
         if let Some(p) = policy {
-            write_side(&self.dir.0, "child", "example.test.", CHILD, p);
+            write_side(
+                &self.dir.0,
+                "child",
+                "example.test.",
+                CHILD,
+                p,
+                &self.child_extra,
+            );
         }
         let log = self.dir.0.join(format!("child-{}.log", self.child_starts));
         self.child_starts += 1;
@@ -200,6 +235,34 @@ impl Setup {
     fn submitted(&self, ds_ttl: u64) {
         let ttl = ds_ttl.to_string();
         self.control(&["zone-ksk-submitted", "example.test.", "--ds-ttl", &ttl]);
+    }
+
+    /// The `nth` KSK's DS is at the parent: the child is told, or (auto)
+    /// finds it by itself.
+    fn confirm(&self, ds_ttl: u64, nth: usize) {
+        if !self.auto {
+            return self.submitted(ds_ttl);
+        }
+        let needle = "every parent's server serves the DS";
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child_log().matches(needle).count() < nth {
+            assert!(
+                Instant::now() < deadline,
+                "the child did not find its DS #{nth} at the parent:\n{}",
+                self.child_log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // The confirmation reaches the writer just after the log line.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child_log().matches("KSK submission of tag").count() < nth {
+            assert!(
+                Instant::now() < deadline,
+                "not confirmed:\n{}",
+                self.child_log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The child's keys as `lode dnssec list` prints them: (role, state, tag).
@@ -360,7 +423,7 @@ fn zsk_and_ksk_rollovers_with_kill9_validate_throughout() {
     if !tools_present() {
         return;
     }
-    let mut s = Setup::start("zk", (17100, 17109), "");
+    let mut s = Setup::start("zk", (17100, 17109), "", true);
     let keys = s.wait_keys(&[("KSK", "active"), ("ZSK", "active")], "first keys");
     let old_zsk = keys.iter().find(|k| k.0 == "ZSK").unwrap().2.clone();
     let unbound = start_unbound(&s, (17120, 17124));
@@ -384,14 +447,14 @@ fn zsk_and_ksk_rollovers_with_kill9_validate_throughout() {
     s.verify("after the ZSK rollover");
 
     // KSK: published (signs the DNSKEY RRset), ready, its DS to the
-    // parent, submitted; the old one goes after the DS TTL.
+    // parent, which the child finds there itself (ksk-submission); the
+    // old one goes after the DS TTL.
     let old_ds = s.wait_ds(1);
     s.control(&["zone-key-rollover", "example.test.", "ksk"]);
     let new_ds = s.wait_ds(2);
     assert_ne!(old_ds, new_ds);
     s.parent_update(&format!("update add {new_ds}"));
-    std::thread::sleep(Duration::from_secs(4)); // the parent's DS TTL
-    s.submitted(4);
+    s.confirm(4, 2);
     s.parent_update(&format!("update delete {old_ds}"));
     s.wait_keys(&[("KSK", "active"), ("ZSK", "active")], "KSK rollover");
     std::thread::sleep(Duration::from_secs(6)); // caches of the old records
@@ -409,7 +472,7 @@ fn csk_and_algorithm_rollovers_validate_throughout() {
     if !tools_present() {
         return;
     }
-    let mut s = Setup::start("csk", (17110, 17119), "single-type-signing = true\n");
+    let mut s = Setup::start("csk", (17110, 17119), "single-type-signing = true\n", false);
     s.wait_keys(&[("CSK", "active")], "first CSK");
     let unbound = start_unbound(&s, (17125, 17129));
     let watcher = Watcher::start(unbound.port);

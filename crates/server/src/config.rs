@@ -174,6 +174,9 @@ pub struct ConfigFile {
     /// Signing policies (Knot's `policy` section).
     #[serde(default, rename = "policy")]
     pub policies: Vec<PolicyEntry>,
+    /// KSK submission checks (Knot's `submission` section).
+    #[serde(default, rename = "submission")]
+    pub submissions: Vec<dnssec::SubmissionEntry>,
 }
 
 /// One `[[key]]` table: a TSIG key.
@@ -711,7 +714,7 @@ impl Config {
         }
         let acls = resolve_acls(file)?;
         let remotes = resolve_remotes(file, base)?;
-        let policies = dnssec::resolve_policies(&file.policies)?;
+        let policies = dnssec::resolve_policies(&file.policies, &file.submissions, &remotes)?;
         let templates = resolve_templates(file, &acls, &remotes, &policies)?;
         let global_sync = match file.zonefile_sync {
             Some(s) => ZonefileSync::from_seconds(s).map_err(ConfigError::Value)?,

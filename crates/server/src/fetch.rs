@@ -86,6 +86,8 @@ impl Default for Limits {
 pub(crate) enum Op {
     /// The SOA query of a refresh.
     Soa,
+    /// A query of a parent's DS (a KSK's submission check).
+    Ds,
     /// A full transfer.
     Axfr,
     /// An incremental transfer (answered incrementally or AXFR-style).
@@ -144,6 +146,7 @@ impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Op::Soa => "SOA query to",
+            Op::Ds => "DS query to",
             Op::Axfr => "AXFR from",
             Op::Ixfr => "IXFR from",
             Op::Update => "UPDATE forwarded to",
@@ -265,21 +268,50 @@ pub(crate) fn query_soa(
     zone: &Name,
     timeout: Duration,
 ) -> Result<Record, FetchError> {
-    let fail = |cause| FetchError {
+    let records = query_rrset(src, Op::Soa, zone, Rtype::SOA, timeout)?;
+    records.into_iter().next().ok_or_else(|| FetchError {
         op: Op::Soa,
+        peer: src.addr,
+        cause: Cause::Malformed(format!("no SOA of {zone} in the answer")),
+    })
+}
+
+/// Asks `src` for the DS RRset of `zone` (a parent's servers, for a KSK's
+/// submission), as [`query_soa`] asks for the SOA: the records (none when
+/// the parent has no DS for it).
+pub(crate) fn query_ds(
+    src: &Source,
+    zone: &Name,
+    timeout: Duration,
+) -> Result<Vec<Record>, FetchError> {
+    query_rrset(src, Op::Ds, zone, Rtype::DS, timeout)
+}
+
+/// One query for `name` `rtype` to `src` (UDP, then TCP when truncated;
+/// TLS alone for a TLS remote), the answer checked; the records of that
+/// name and type in the answer.
+fn query_rrset(
+    src: &Source,
+    op: Op,
+    name: &Name,
+    rtype: Rtype,
+    timeout: Duration,
+) -> Result<Vec<Record>, FetchError> {
+    let fail = |cause| FetchError {
+        op,
         peer: src.addr,
         cause,
     };
     let deadline = Instant::now() + timeout;
-    let write = |buf: &mut [u8], id| lode_xfr::soa_query(buf, id, zone.as_ref(), Some(EDNS));
+    let write = |buf: &mut [u8], id| lode_xfr::query(buf, id, name.as_ref(), rtype, Some(EDNS));
     // Over TLS, not UDP: nothing asked of a TLS remote goes in clear.
     if src.tls.is_none() {
         let req = request(src.key.as_ref(), write).map_err(fail)?;
         let answer = udp_exchange(src, &req, deadline, timeout).map_err(fail)?;
-        match check_soa(&answer, &req, src.key.as_ref(), zone) {
+        match check_answer(&answer, &req, src.key.as_ref(), name, rtype) {
             Err(SoaError::Truncated) => {}
             Err(SoaError::Fail(c)) => return Err(fail(c)),
-            Ok(soa) => return Ok(soa),
+            Ok(records) => return Ok(records),
         }
     }
     let req = request(src.key.as_ref(), write).map_err(fail)?;
@@ -292,8 +324,8 @@ pub(crate) fn query_soa(
             records: 0,
         }));
     };
-    match check_soa(&buf[..n], &req, src.key.as_ref(), zone) {
-        Ok(soa) => Ok(soa),
+    match check_answer(&buf[..n], &req, src.key.as_ref(), name, rtype) {
+        Ok(records) => Ok(records),
         Err(SoaError::Truncated) => Err(fail(Cause::Malformed(
             "truncated (TC flag) over TCP".into(),
         ))),
@@ -375,6 +407,21 @@ fn check_soa(
     key: Option<&Key>,
     zone: &Name,
 ) -> Result<Record, SoaError> {
+    check_answer(answer, req, key, zone, Rtype::SOA)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| SoaError::Fail(Cause::Malformed(format!("no SOA of {zone} in the answer"))))
+}
+
+/// The records of `name` `rtype` in `answer`, once it passes the checks
+/// of a query's answer (ID, QR, TC, TSIG, OPCODE, RCODE, question, AA).
+fn check_answer(
+    answer: &[u8],
+    req: &Request,
+    key: Option<&Key>,
+    name: &Name,
+    rtype: Rtype,
+) -> Result<Vec<Record>, SoaError> {
     let fail = |c| SoaError::Fail(c);
     if answer.len() < HEADER_LEN {
         return Err(fail(Cause::Malformed("shorter than a header".into())));
@@ -412,10 +459,10 @@ fn check_soa(
         return Err(fail(Cause::Rcode(m.rcode)));
     }
     match &m.question {
-        Some((name, t, c)) if name == zone && *t == Rtype::SOA && *c == Class::IN => {}
-        Some((name, t, c)) => {
+        Some((q, t, c)) if q == name && *t == rtype && *c == Class::IN => {}
+        Some((q, t, c)) => {
             return Err(fail(Cause::Malformed(format!(
-                "question {name} {c} {t}, asked {zone} IN SOA"
+                "question {q} {c} {t}, asked {name} IN {rtype}"
             ))))
         }
         None => return Err(fail(Cause::Malformed("no question".into()))),
@@ -425,10 +472,10 @@ fn check_soa(
             "not authoritative (AA flag clear)".into(),
         )));
     }
-    m.answers
+    Ok(m.answers
         .into_iter()
-        .find(|r| r.rtype == Rtype::SOA && r.owner == *zone && r.class == Class::IN)
-        .ok_or_else(|| fail(Cause::Malformed(format!("no SOA of {zone} in the answer"))))
+        .filter(|r| r.rtype == rtype && r.owner == *name && r.class == Class::IN)
+        .collect())
 }
 
 /// The parts of an SOA answer read.

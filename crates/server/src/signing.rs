@@ -33,6 +33,8 @@ pub(crate) struct KeyEvents {
     pub action: Option<(u64, String)>,
     /// Why a command's trigger was not followed.
     pub refused: Option<String>,
+    /// A KSK waiting for its DS: its DS RDATA (digest types 2 and 4).
+    pub waiting_ds: Option<Vec<Vec<u8>>>,
 }
 
 /// The TTLs a zone's rollover steps wait for: the DNSKEY TTL and the
@@ -117,6 +119,10 @@ pub(crate) fn key_events(
         }
     }
     let timers = keys.iter().filter_map(|k| k.timing.next_after(now)).min();
+    let waiting_ds = plan
+        .waiting_ds
+        .and_then(|tag| keys.iter().find(|k| k.tag() == tag))
+        .map(|k| vec![k.ds_rdata(2), k.ds_rdata(4)]);
     let next = [plan.next.as_ref().map(|n| n.0), timers]
         .into_iter()
         .flatten()
@@ -152,6 +158,7 @@ pub(crate) fn key_events(
             next,
             action: plan.next,
             refused: plan.refused,
+            waiting_ds,
         },
         plan.log,
     ))

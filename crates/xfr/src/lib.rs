@@ -38,7 +38,9 @@ mod response;
 pub use axfr::AxfrWriter;
 pub use error::XfrError;
 pub use ixfr::{condense, ixfr_size, soa_only, IxfrWriter};
-pub use query::{axfr_query, ixfr_query, notify, parse_notify, soa_query, Notify, QueryEdns};
+pub use query::{
+    axfr_query, ixfr_query, notify, parse_notify, query, soa_query, Notify, QueryEdns,
+};
 pub use reader::{Progress, Transfer, XfrReader};
 pub use response::Request;
 

@@ -85,6 +85,18 @@ pub fn soa_query(buf: &mut [u8], id: u16, zone: NameRef<'_>, edns: Option<QueryE
     request(buf, id, opcode::QUERY, 0, zone, Rtype::SOA, None, edns)
 }
 
+/// Writes a plain query: question `name` IN `rtype`, RD clear (a DS query
+/// to a parent's servers); the length (0 if `buf` is too small).
+pub fn query(
+    buf: &mut [u8],
+    id: u16,
+    name: NameRef<'_>,
+    rtype: Rtype,
+    edns: Option<QueryEdns>,
+) -> usize {
+    request(buf, id, opcode::QUERY, 0, name, rtype, None, edns)
+}
+
 /// Writes an AXFR request (refresh.c `transfer_produce`): question `zone`
 /// IN AXFR; the length (0 if `buf` is too small).
 pub fn axfr_query(buf: &mut [u8], id: u16, zone: NameRef<'_>, edns: Option<QueryEdns>) -> usize {

@@ -25,6 +25,14 @@
 //! delete-delay = 0                        # a removed key's file is deleted this long after
 //! cds-cdnskey-publish = "rollover"        # none, delete-dnssec, rollover, always, double-ds
 //! cds-digest-type = "sha256"              # or sha384
+//! ksk-submission = "parent"               # a [[submission]]: the parent is asked for the DS
+//!
+//! [[submission]]
+//! id = "parent"
+//! parent = ["parent-ns"]                  # [[remote]] ids: the parent's servers
+//! check-interval = 3600                   # how often they are asked while a KSK waits
+//! timeout = 0                             # the KSK becomes active after this anyway (0: never)
+//! parent-delay = 0                        # waited after every parent serves the DS
 //! reproducible-signing = false            # RFC 6979 ECDSA: the same data, the same signature
 //!
 //! [[zone]]
@@ -92,6 +100,36 @@ pub struct PolicyEntry {
     pub cds_digest_type: Option<String>,
     /// ECDSA signatures with RFC 6979 nonces (the same data, the same signature).
     pub reproducible_signing: Option<bool>,
+    /// The `[[submission]]` whose parents are asked for a ready KSK's DS.
+    pub ksk_submission: Option<String>,
+}
+
+/// One `[[submission]]` table (Knot's `submission` section).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SubmissionEntry {
+    /// Its name, referred to by policies.
+    pub id: String,
+    /// `[[remote]]` ids of the parent's servers.
+    #[serde(default)]
+    pub parent: Vec<String>,
+    /// Seconds between two rounds of DS queries (Knot's default 1 hour).
+    pub check_interval: Option<u64>,
+    /// A ready KSK becomes active this long after anyway (0: only when confirmed).
+    pub timeout: Option<u64>,
+    /// Seconds waited after every parent serves the DS.
+    pub parent_delay: Option<u64>,
+}
+
+/// A KSK submission check: the parent's servers asked for the DS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submission {
+    /// The parent's servers.
+    pub parents: Vec<super::Remote>,
+    /// Between two rounds of queries.
+    pub check_interval: u64,
+    /// Waited after every parent serves the DS (on top of the DS TTL).
+    pub parent_delay: u64,
 }
 
 /// How one zone is signed.
@@ -103,12 +141,18 @@ pub struct Signing {
     pub keys: lode_dnssec::KeyPolicy,
     /// The largest TTL in the zone for rollover timing (None: computed).
     pub zone_max_ttl: Option<u32>,
+    /// The parent's servers asked for a ready KSK's DS (`ksk-submission`).
+    pub submission: Option<Submission>,
     /// The signer's settings.
     pub policy: lode_dnssec::Policy,
 }
 
 /// The policies by id, checked; Knot's `default` is there unless redefined.
-pub(super) fn resolve_policies(entries: &[PolicyEntry]) -> Result<Vec<Signing>, ConfigError> {
+pub(super) fn resolve_policies(
+    entries: &[PolicyEntry],
+    submissions: &[SubmissionEntry],
+    remotes: &[super::Remote],
+) -> Result<Vec<Signing>, ConfigError> {
     let mut out: Vec<Signing> = Vec::new();
     for p in entries {
         if out.iter().any(|s| s.policy_id == p.id) {
@@ -117,18 +161,62 @@ pub(super) fn resolve_policies(entries: &[PolicyEntry]) -> Result<Vec<Signing>, 
                 p.id
             )));
         }
-        out.push(resolve(p)?);
+        out.push(resolve(p, submissions, remotes)?);
     }
     if !out.iter().any(|s| s.policy_id == "default") {
-        out.push(resolve(&PolicyEntry {
-            id: "default".into(),
-            ..PolicyEntry::default()
-        })?);
+        out.push(resolve(
+            &PolicyEntry {
+                id: "default".into(),
+                ..PolicyEntry::default()
+            },
+            submissions,
+            remotes,
+        )?);
     }
     Ok(out)
 }
 
-fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
+/// The `[[submission]]` named `id`, its parents resolved.
+fn resolve_submission(
+    id: &str,
+    submissions: &[SubmissionEntry],
+    remotes: &[super::Remote],
+) -> Result<(Submission, u64), String> {
+    let s = submissions
+        .iter()
+        .find(|s| s.id == id)
+        .ok_or_else(|| format!("ksk-submission {id:?} is not a [[submission]] id"))?;
+    if s.parent.is_empty() {
+        return Err(format!("submission {id:?}: no parent ([[remote]] ids)"));
+    }
+    let parents =
+        s.parent
+            .iter()
+            .map(|r| {
+                remotes.iter().find(|x| x.id == *r).cloned().ok_or_else(|| {
+                    format!("submission {id:?}: parent {r:?} is not a [[remote]] id")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+    let check_interval = s.check_interval.unwrap_or(3600);
+    if check_interval == 0 {
+        return Err(format!("submission {id:?}: check-interval = 0: at least 1"));
+    }
+    Ok((
+        Submission {
+            parents,
+            check_interval,
+            parent_delay: s.parent_delay.unwrap_or(0),
+        },
+        s.timeout.unwrap_or(0),
+    ))
+}
+
+fn resolve(
+    p: &PolicyEntry,
+    submissions: &[SubmissionEntry],
+    remotes: &[super::Remote],
+) -> Result<Signing, ConfigError> {
     let bad = |what: String| ConfigError::Value(format!("policy {:?}: {what}", p.id));
     let algorithm = match &p.algorithm {
         None => lode_dnssec::Algorithm::EcdsaP256,
@@ -226,10 +314,20 @@ fn resolve(p: &PolicyEntry) -> Result<Signing, ConfigError> {
         delete_delay: p.delete_delay.unwrap_or(defaults.delete_delay),
         submission_timeout: 0,
     };
+    let mut keys = keys;
+    let submission = match &p.ksk_submission {
+        None => None,
+        Some(id) => {
+            let (s, timeout) = resolve_submission(id, submissions, remotes).map_err(bad)?;
+            keys.submission_timeout = timeout;
+            Some(s)
+        }
+    };
     Ok(Signing {
         policy_id: p.id.clone(),
         keys,
         zone_max_ttl: p.zone_max_ttl,
+        submission,
         policy,
     })
 }
@@ -284,7 +382,7 @@ mod tests {
 
     #[test]
     fn knots_default_policy_is_there_and_checks_are_made() {
-        let all = resolve_policies(&[]).unwrap();
+        let all = resolve_policies(&[], &[], &[]).unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].keys.algorithm, lode_dnssec::Algorithm::EcdsaP256);
         assert_eq!(all[0].keys.zsk_lifetime, 30 * 86400);
@@ -296,11 +394,41 @@ mod tests {
                 ..PolicyEntry::default()
             };
             f(&mut e);
-            resolve_policies(&[e])
+            resolve_policies(&[e], &[], &[])
         };
         assert!(p(|e| e.algorithm = Some("ed25519".into())).is_ok());
         assert!(p(|e| e.algorithm = Some("rsasha1".into())).is_err());
         assert!(p(|e| e.cds_cdnskey_publish = Some("sometimes".into())).is_err());
+        // ksk-submission names a [[submission]] whose parents are remotes.
+        assert!(p(|e| e.ksk_submission = Some("nope".into())).is_err());
+        let remote = crate::config::Remote {
+            id: "parent-ns".into(),
+            addresses: vec!["127.0.0.1:53".parse().unwrap()],
+            key: None,
+            tls: None,
+            via: Vec::new(),
+        };
+        let sub = |parent: &str| SubmissionEntry {
+            id: "parent".into(),
+            parent: vec![parent.into()],
+            timeout: Some(600),
+            ..SubmissionEntry::default()
+        };
+        let entry = PolicyEntry {
+            id: "p".into(),
+            ksk_submission: Some("parent".into()),
+            ..PolicyEntry::default()
+        };
+        let all = resolve_policies(
+            std::slice::from_ref(&entry),
+            &[sub("parent-ns")],
+            std::slice::from_ref(&remote),
+        )
+        .unwrap();
+        let s = all[0].submission.as_ref().unwrap();
+        assert_eq!((s.parents.len(), s.check_interval), (1, 3600));
+        assert_eq!(all[0].keys.submission_timeout, 600);
+        assert!(resolve_policies(&[entry], &[sub("unknown")], &[remote]).is_err());
         assert!(p(|e| e.cds_digest_type = Some("sha384".into())).is_ok());
         assert!(p(|e| e.rrsig_refresh = Some(20 * 86400)).is_err());
         // Key sizes: RSA 2048 to 4096; the curve's own for the others.

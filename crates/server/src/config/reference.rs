@@ -66,6 +66,10 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "Signing policies, Knot's `policy` section (its names and defaults).",
     ),
     (
+        "[[submission]]",
+        "KSK submission checks, Knot's `submission`: the parent's servers asked for a new KSK's DS.",
+    ),
+    (
         "[rrl]",
         "Response-rate limiting of UDP answers (Knot's mod-rrl); absent: off.",
     ),
@@ -130,6 +134,7 @@ pub const KEYS: &[Key] = &[
     k("", "dnstap", "[dnstap] table", "", "Query logging (below)."),
     k("", "kasp-db", "PATH", "journal-dir/keys", "The signing keys (one folder per zone) and the TLS key."),
     k("", "policy", "[[policy]] tables", "", "Signing policies (below)."),
+    k("", "submission", "[[submission]] tables", "", "KSK submission checks (below)."),
     // --- [[zone]]
     k("[[zone]]", "name", "NAME", "", "The zone's origin (required)."),
     k("[[zone]]", "file", "PATH", "none (a secondary)", "Its zone file, relative to the configuration's folder; a secondary's (with master) is written from its transfers per zonefile-sync, never read."),
@@ -202,6 +207,13 @@ pub const KEYS: &[Key] = &[
     k("[[policy]]", "delete-delay", "SECONDS", "0", "A key removed from the zone has its file deleted this long after."),
     k("[[policy]]", "cds-cdnskey-publish", "none | delete-dnssec | rollover | always | double-ds", "rollover", "CDS/CDNSKEY at the apex (rollover: for a KSK waiting for its DS)."),
     k("[[policy]]", "cds-digest-type", "sha256 | sha384", "sha256", "The digest of published CDS records."),
+    k("[[policy]]", "ksk-submission", "SUBMISSION-ID", "", "A [[submission]]: a ready KSK becomes active once every parent server serves its DS (else `lode zone-ksk-submitted`)."),
+    // --- [[submission]]
+    k("[[submission]]", "id", "TEXT", "", "The submission's name, referred to by policies (required)."),
+    k("[[submission]]", "parent", "[REMOTE-ID, ...]", "", "The parent's servers ([[remote]] ids; each address asked, with its key and TLS)."),
+    k("[[submission]]", "check-interval", "SECONDS", "3600", "How often they are asked while a KSK waits for its DS."),
+    k("[[submission]]", "timeout", "SECONDS", "0", "The KSK becomes active this long after it is ready anyway (0: never)."),
+    k("[[submission]]", "parent-delay", "SECONDS", "0", "Added to the DS TTL before the old KSK leaves."),
     k("[[policy]]", "rrsig-lifetime", "SECONDS", "1209600", "Validity of a new signature (14 days)."),
     k("[[policy]]", "rrsig-refresh", "SECONDS", "604800", "A signature is made again this long before it expires (7 days)."),
     k("[[policy]]", "rrsig-pre-refresh", "SECONDS", "3600", "Accepted (signatures are refreshed in spread batches anyway)."),

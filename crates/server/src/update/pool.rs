@@ -63,6 +63,15 @@ pub(crate) struct WeakQueue {
 }
 
 impl WeakQueue {
+    /// Queues `work` for the zone's writer (from a thread of its own, such
+    /// as a DS check); dropped when the zone is gone.
+    pub(crate) fn send(&self, work: Work) {
+        if let Some(task) = self.task.upgrade() {
+            lock(&task.queue).push_back(work);
+            task.schedule();
+        }
+    }
+
     /// Hands the commit log's word on the zone's pending group to its
     /// writer, on the calling thread (no pool step, no wake-up: the
     /// group is published and answered at once), then puts the zone on the

@@ -45,6 +45,49 @@ pub(crate) struct KeyRoll {
     pub(super) rekeying: bool,
     /// The next key action as last logged.
     pub(super) announced: Option<(u64, String)>,
+    /// `ksk-submission`: the parent's servers asked for a ready KSK's DS.
+    pub(super) parents: Vec<crate::fetch::Source>,
+    /// A KSK waiting for its DS: its DS RDATA (digest types 2 and 4), and
+    /// when the parents are asked next.
+    pub(super) waiting: Option<(Vec<Vec<u8>>, Instant)>,
+    /// A round of DS queries running.
+    pub(super) checking: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long one DS query may take.
+const DS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The parents' servers `parents` asked for `zone`'s DS: Some(the largest
+/// DS TTL) when every one serves one of `want` (a KSK's DS RDATA), None
+/// when one does not (or does not answer), with the reason logged.
+pub(super) fn parents_serve(
+    zone: &lode_wire::Name,
+    parents: &[crate::fetch::Source],
+    want: &[Vec<u8>],
+) -> Option<u64> {
+    let mut ttl = 0u64;
+    for p in parents {
+        match crate::fetch::query_ds(p, zone, DS_TIMEOUT) {
+            Ok(records) => {
+                if !records
+                    .iter()
+                    .any(|r| want.iter().any(|w| w[..] == r.rdata[..]))
+                {
+                    tracing::info!(
+                        "zone {zone}: DNSSEC, KSK submission, the parent's server {} does not serve the DS yet",
+                        p.addr
+                    );
+                    return None;
+                }
+                ttl = ttl.max(records.iter().map(|r| u64::from(r.ttl)).max().unwrap_or(0));
+            }
+            Err(e) => {
+                tracing::warn!("zone {zone}: DNSSEC, KSK submission check: {e}");
+                return None;
+            }
+        }
+    }
+    Some(ttl)
 }
 
 /// The instant of a Unix time (now when it is past).
@@ -53,6 +96,49 @@ pub(super) fn instant_of(t: u64, now: u64) -> Instant {
 }
 
 impl Writer {
+    /// `ksk-submission`: while a KSK waits for its DS, every check-interval
+    /// a thread asks the parent's servers; when each serves it, the writer
+    /// is told as by `zone-ksk-submitted`, the old KSK going after the
+    /// largest DS TTL + parent-delay.
+    pub(super) fn check_submission(&mut self, me: &super::super::pool::WeakQueue) {
+        let Some(roll) = self.keys.as_mut() else {
+            return;
+        };
+        let Some(submission) = roll.signing.submission.as_ref() else {
+            return;
+        };
+        if roll.checking.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        let Some((want, at)) = roll.waiting.as_mut() else {
+            return;
+        };
+        if Instant::now() < *at {
+            return;
+        }
+        *at = Instant::now() + Duration::from_secs(submission.check_interval);
+        let (want, parents, delay) = (want.clone(), roll.parents.clone(), submission.parent_delay);
+        let (zone, me) = (self.origin.clone(), me.clone());
+        let spawned = std::thread::Builder::new()
+            .name("lode-ds-check".into())
+            .spawn(move || {
+                if let Some(ttl) = parents_serve(&zone, &parents, &want) {
+                    tracing::info!(
+                        "zone {zone}: DNSSEC, KSK submission, every parent's server serves the DS"
+                    );
+                    let (done, _) = std::sync::mpsc::channel();
+                    me.send(super::super::Work::Sign {
+                        what: super::super::SignWork::Submitted(ttl + delay),
+                        done,
+                    });
+                }
+            });
+        match spawned {
+            Ok(t) => roll.checking = Some(t),
+            Err(e) => tracing::warn!("zone {}: DNSSEC, DS check not started: {e}", self.origin),
+        }
+    }
+
     /// Runs the zone's key events due now (and `trigger`'s), puts the
     /// signer of the moment in the stage and brings the apex's key records
     /// to it (one journaled change); what was done.
@@ -94,6 +180,7 @@ impl Writer {
                 roll.rekeying = true;
             }
             crate::signing::announce(&self.origin, events.action, &mut roll.announced, false);
+            roll.waiting = events.waiting_ds.map(|ds| (ds, Instant::now()));
         }
         let from = current.serial();
         // A secondary with nothing transferred yet has no key records to

@@ -192,6 +192,15 @@ impl Writer {
         if let Some(t) = self.keys.as_ref().and_then(|k| k.at) {
             at(t);
         }
+        if let Some(k) = self
+            .keys
+            .as_ref()
+            .filter(|k| k.signing.submission.is_some())
+        {
+            if let Some((_, t)) = &k.waiting {
+                at(*t);
+            }
+        }
         wake
     }
 }
@@ -228,6 +237,7 @@ impl super::pool::Step for Writer {
         if self.resign_at.is_some_and(|t| Instant::now() >= t) {
             self.refresh_signatures();
         }
+        self.check_submission(me);
         if self.trim_at.is_some_and(|t| Instant::now() >= t) {
             // The versions a compaction replaced are gone by now (their
             // last readers have left): their memory goes back.

@@ -196,6 +196,9 @@ fn open_writer(
                         // The first refresh pass settles what waits for one.
                         rekeying: true,
                         announced,
+                        parents: submission_sources(signing, updates),
+                        waiting: events.waiting_ds.map(|ds| (ds, Instant::now())),
+                        checking: None,
                     }));
                     Stage::signed(serial_policy, Arc::new(events.signer))
                 }
@@ -381,6 +384,37 @@ fn open_writer(
         Box::new(writer),
         first,
     ))
+}
+
+/// The parent's servers a policy's `ksk-submission` asks (each address of
+/// each remote, with its TSIG key and TLS).
+fn submission_sources(
+    signing: &crate::config::Signing,
+    updates: &Updates,
+) -> Vec<crate::fetch::Source> {
+    let Some(s) = &signing.submission else {
+        return Vec::new();
+    };
+    let keys = updates.keys();
+    let mut out = Vec::new();
+    for r in &s.parents {
+        let tls = match &r.tls {
+            Some(t) => match crate::tls::client(t) {
+                Some(c) => Some(c),
+                None => continue, // never in clear instead; the reason is logged
+            },
+            None => None,
+        };
+        for a in &r.addresses {
+            out.push(crate::fetch::Source {
+                addr: *a,
+                key: r.key.as_ref().and_then(|n| keys.find(n.as_ref()).cloned()),
+                tls: tls.clone(),
+                via: r.via_for(*a),
+            });
+        }
+    }
+    out
 }
 
 /// Applies the journal's changesets that continue `zone`'s serial.
