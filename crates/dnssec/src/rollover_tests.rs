@@ -278,3 +278,26 @@ fn a_csk_rollover_and_an_algorithm_rollover_run_to_the_end() {
     );
     assert_eq!(sim.keys.len(), 2);
 }
+
+#[test]
+fn a_ready_ksk_becomes_active_after_the_submission_timeout() {
+    let mut sim = Sim::new(
+        KeyPolicy {
+            submission_timeout: 100,
+            ..quick()
+        },
+        Policy::default(),
+    );
+    // The first KSK: ready, then active by itself 100 s later.
+    assert_eq!(sim.states()[0], (Role::Ksk, KeyState::Ready));
+    sim.run(90);
+    assert_eq!(sim.states()[0], (Role::Ksk, KeyState::Ready));
+    sim.run(20);
+    assert_eq!(
+        sim.states()[0],
+        (Role::Ksk, KeyState::Active),
+        "{:?}",
+        sim.log
+    );
+    assert_eq!(sim.cds_count(), 0);
+}
