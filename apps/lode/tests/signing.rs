@@ -213,7 +213,11 @@ fn scenario(tag: &str, policy: &str) {
     covered(&unbound, "nope.fresh.example.", "A", "NXDOMAIN", opt_out);
 
     // The zone file edited (a record added, the serial as it was): the
-    // difference is signed; nothing else changes.
+    // difference is signed; nothing else changes. The server's own write
+    // of the file after the last update is waited for first (zone-flush),
+    // else it could land after the edit and undo it.
+    let (flushed, out) = control(&dir.0, "zone-flush");
+    assert!(flushed, "zone-flush: {out}");
     let file = dir.0.join("example.zone");
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("from-file.example. 300 IN A 192.0.2.123\n");
