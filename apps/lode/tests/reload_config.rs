@@ -1,7 +1,8 @@
 //! A configuration that reloads whole: a TSIG key rotated (same name, new
 //! secret) and ACLs changed take effect at once for UPDATE and AXFR on
 //! `lode reload`; a configuration with a bad key is refused whole and the
-//! running keys stay.
+//! running keys stay. The query policy — identity, NSID, cookies, rate
+//! limiting, dnstap — changes by reload too, while queries go on.
 //!
 //! ```text
 //!  lode serve (16990-16999) ◀── knsupdate -y / kdig -y AXFR, before and after `lode reload`
@@ -71,23 +72,31 @@ fn axfr(addr: std::net::SocketAddr, key: &TsigKey) -> String {
     }
 }
 
-#[test]
-fn keys_and_acls_change_by_reload() {
+/// A folder `tag` with the zone's file in it, and a port; None when kdig
+/// is missing (and may be).
+fn setup(tag: &str) -> Option<(TempDir, u16)> {
     if Command::new("kdig").arg("-V").output().is_err() {
         assert!(
             std::env::var_os("LODE_REQUIRE_KNOT").is_none(),
             "kdig missing"
         );
-        return;
+        return None;
     }
-    let dir = TempDir::new("reload-config");
-    let d = &dir.0;
-    let port = pick_port_in(16990, 16999);
+    let dir = TempDir::new(tag);
     std::fs::write(
-        d.join("zone"),
+        dir.0.join("zone"),
         format!("$ORIGIN {ZONE}\n$TTL 300\n@ SOA ns hm 1 60 10 600 60\n@ NS ns\nns A 192.0.2.1\n"),
     )
     .unwrap();
+    Some((dir, pick_port_in(16990, 16999)))
+}
+
+#[test]
+fn keys_and_acls_change_by_reload() {
+    let Some((dir, port)) = setup("reload-config") else {
+        return;
+    };
+    let d = &dir.0;
     std::fs::write(d.join("lode.toml"), config(d, port, OLD, true)).unwrap();
     let server = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
         .unwrap_or_else(|e| panic!("{e}"));
@@ -120,14 +129,132 @@ fn keys_and_acls_change_by_reload() {
 
     // Transfers allowed again by a good configuration; a setting that needs a
     // restart is named in the report.
-    let mut conf = config(d, port, NEW, true);
-    conf.push_str("[rrl]\nrate-limit = 20\n");
+    let conf =
+        config(d, port, NEW, true).replacen("journal-dir", "tcp-idle-timeout = 7\njournal-dir", 1);
     std::fs::write(d.join("lode.toml"), conf).unwrap();
     let (ok, text) = reload(d);
     assert!(ok, "{text}");
     assert!(
-        text.contains("take effect at restart (not now): [rrl]"),
+        text.contains("take effect at restart (not now): tcp-idle-timeout"),
         "{text}"
     );
     assert_eq!(axfr(server.addr, &new), "NOERROR");
+}
+
+/// kdig's output for `args` asked of `addr` over UDP.
+fn kdig(addr: std::net::SocketAddr, args: &[&str]) -> String {
+    let out = Command::new("kdig")
+        .arg(format!("@{}", addr.ip()))
+        .arg("-p")
+        .arg(addr.port().to_string())
+        .args(args)
+        .output()
+        .expect("kdig");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// True when kdig printed a COOKIE option with a server cookie (more than
+/// the 8-byte client cookie: 16 hex digits).
+fn server_cookie(kdig: &str) -> bool {
+    kdig.lines()
+        .filter_map(|l| l.strip_prefix(";; COOKIE: "))
+        .any(|c| c.trim().len() > 16)
+}
+
+/// Of `count` queries sent at once from one socket, how many got a full
+/// (not truncated) answer within a short wait.
+fn burst(addr: std::net::SocketAddr, count: u16) -> usize {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_millis(300)))
+        .unwrap();
+    for id in 0..count {
+        let mut q = Query::new(&format!("ns.{ZONE}"), 1, 1);
+        q.id = id;
+        sock.send_to(&q.to_wire(), addr).unwrap();
+    }
+    let mut full = 0;
+    let mut buf = [0u8; 1500];
+    while let Ok(n) = sock.recv(&mut buf) {
+        if n >= 12 && buf[2] & 0x02 == 0 {
+            full += 1;
+        }
+    }
+    full
+}
+
+#[test]
+fn the_query_policy_changes_by_reload() {
+    let Some((dir, port)) = setup("reload-policy") else {
+        return;
+    };
+    let d = &dir.0;
+    let base = format!(
+        "listen = [\"127.0.0.1:{port}\"]\ncontrol = \"{}\"\n",
+        d.join("ctl.sock").display()
+    );
+    let zone = format!("[[zone]]\nname = \"{ZONE}\"\nfile = \"zone\"\n");
+    std::fs::write(
+        d.join("lode.toml"),
+        format!("{base}identity = \"before\"\n{zone}"),
+    )
+    .unwrap();
+    let server = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let a = server.addr;
+    assert!(kdig(a, &["CH", "TXT", "id.server", "+short"]).contains("\"before\""));
+    assert!(!kdig(a, &["+nsid", &format!("ns.{ZONE}")]).contains("reloaded"));
+    assert!(!server_cookie(&kdig(
+        a,
+        &["+cookie", &format!("ns.{ZONE}")]
+    )));
+    assert_eq!(burst(a, 100), 100, "answers limited before [rrl] is on");
+
+    // Identity, NSID, cookies, RRL and dnstap on by one reload.
+    let tap = d.join("tap.fstrm");
+    std::fs::write(
+        d.join("lode.toml"),
+        format!(
+            "{base}identity = \"after\"\nnsid = \"reloaded\"\n{zone}\
+             [cookies]\nsecret = \"000102030405060708090a0b0c0d0e0f\"\n\
+             [rrl]\nrate-limit = 5\nslip = 0\n\
+             [dnstap]\nsink = \"{}\"\n",
+            tap.display()
+        ),
+    )
+    .unwrap();
+    let (ok, text) = reload(d);
+    assert!(ok, "{text}\n{}", server.log_tail(20));
+    assert!(!text.contains("take effect at restart"), "{text}");
+    assert!(kdig(a, &["CH", "TXT", "id.server", "+short"]).contains("\"after\""));
+    let nsid = kdig(a, &["+nsid", &format!("ns.{ZONE}")]);
+    assert!(nsid.contains("reloaded"), "{nsid}");
+    let cookie = kdig(a, &["+cookie", &format!("ns.{ZONE}")]);
+    assert!(server_cookie(&cookie), "{cookie}");
+    let limited = burst(a, 100);
+    assert!(limited < 50, "{limited} of 100 answered with rate-limit 5");
+    let log = std::fs::read_to_string(d.join("lode.log")).unwrap_or_default();
+    assert!(
+        log.contains(
+            "reload: applied identity/version/nsid/edns-padding, [cookies], [rrl], [dnstap]"
+        ),
+        "{}",
+        server.log_tail(20)
+    );
+
+    // Off again: the dnstap stream ends (the file holds what was logged),
+    // and answers are no longer limited.
+    std::fs::write(d.join("lode.toml"), format!("{base}{zone}")).unwrap();
+    let (ok, text) = reload(d);
+    assert!(ok, "{text}");
+    assert_eq!(burst(a, 100), 100, "answers limited after [rrl] is off");
+    let logged = std::fs::metadata(&tap).map_or(0, |m| m.len());
+    assert!(logged > 200, "dnstap file of {logged} bytes");
+    if let Ok(out) = Command::new("dnstap-read").arg(&tap).output() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let queries = text.lines().filter(|l| l.contains(" AQ ")).count();
+        assert!(
+            queries >= 100,
+            "{queries} queries in the dnstap file:\n{text}"
+        );
+    }
 }

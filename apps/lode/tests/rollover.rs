@@ -15,7 +15,7 @@
 //!   middle of it and started again: the rollover goes on where it was;
 //! - a KSK rollover (double signature) with the parent's DS replaced;
 //! - a CSK rollover, then an algorithm rollover (13 → 15) started by a
-//!   changed policy.
+//!   policy changed by `lode reload`, then NSEC → NSEC3 by another reload.
 //!
 //! After each rollover the child zone, taken by AXFR, passes
 //! `ldns-verify-zone`, `dnssec-verify` and `kzonecheck`.
@@ -60,7 +60,8 @@ struct Setup {
     child_extra: String,
 }
 
-/// `lode serve` of one side: `name` ("parent" or "child") in its folder;
+/// The configuration (and at first the zone file) of one side: `name`
+/// ("parent" or "child") in its folder;
 /// `policy` lines go into its `[[policy]]`, `extra` tables at the end.
 fn write_side(
     dir: &Path,
@@ -72,7 +73,10 @@ fn write_side(
 ) -> PathBuf {
     let side = dir.join(name);
     std::fs::create_dir_all(&side).unwrap();
-    std::fs::write(side.join("zone.db"), zone).unwrap();
+    // Written once: later calls change the configuration alone.
+    if !side.join("zone.db").exists() {
+        std::fs::write(side.join("zone.db"), zone).unwrap();
+    }
     let secret = KEY.rsplit(':').next().unwrap();
     let conf = format!(
         "journal-dir = \"journal\"\ncontrol = \"{control}\"\n\
@@ -169,6 +173,24 @@ impl Setup {
         let conf = self.dir.0.join("child/lode.toml");
         self.child = start_lode_config(&conf, self.child_port, &log, &["example.test."])
             .unwrap_or_else(|e| panic!("child again: {e}"));
+    }
+
+    /// The child's policy lines replaced, and `lode reload`: the running
+    /// child takes the new policy.
+    fn reload_child(&self, policy: &str) {
+        write_side(
+            &self.dir.0,
+            "child",
+            "example.test.",
+            CHILD,
+            policy,
+            &self.child_extra,
+        );
+        let text = self.control(&["reload"]);
+        assert!(
+            text.contains("zone example.test.: new signing policy handed to its writer"),
+            "{text}"
+        );
     }
 
     /// Every child log so far.
@@ -472,7 +494,7 @@ fn csk_and_algorithm_rollovers_validate_throughout() {
     if !tools_present() {
         return;
     }
-    let mut s = Setup::start("csk", (17110, 17119), "single-type-signing = true\n", false);
+    let s = Setup::start("csk", (17110, 17119), "single-type-signing = true\n", false);
     s.wait_keys(&[("CSK", "active")], "first CSK");
     let unbound = start_unbound(&s, (17125, 17129));
     let watcher = Watcher::start(unbound.port);
@@ -489,11 +511,8 @@ fn csk_and_algorithm_rollovers_validate_throughout() {
     s.wait_keys(&[("CSK", "active")], "CSK rollover");
     s.verify("after the CSK rollover");
 
-    // Algorithm rollover: the policy says Ed25519 now.
-    s.child.kill9();
-    s.restart_child(Some(
-        "single-type-signing = true\nalgorithm = \"ed25519\"\n",
-    ));
+    // Algorithm rollover: the policy says Ed25519 now (by reload).
+    s.reload_child("single-type-signing = true\nalgorithm = \"ed25519\"\n");
     let ed_ds = s.wait_ds(3);
     assert!(ed_ds.contains(" 15 2 "), "an Ed25519 KSK's DS: {ed_ds}");
     s.parent_update(&format!("update add {ed_ds}"));
@@ -517,5 +536,25 @@ fn csk_and_algorithm_rollovers_validate_throughout() {
         algorithms.iter().all(|&a| a == "15"),
         "only algorithm 15 left: {algorithms:?}\n{axfr}"
     );
-    assert_watched(watcher, &s, "CSK and algorithm rollovers");
+
+    // NSEC → NSEC3 (by reload): the zone is signed whole with the new
+    // chain in one version; the resolver keeps validating.
+    s.reload_child("single-type-signing = true\nalgorithm = \"ed25519\"\nnsec3 = true\n");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.child_log().contains("(policy changed)") {
+        assert!(
+            Instant::now() < deadline,
+            "not signed whole:\n{}",
+            s.child_log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(6));
+    s.verify("after NSEC → NSEC3");
+    let axfr = std::fs::read_to_string(s.dir.0.join("axfr.txt")).unwrap();
+    assert!(
+        axfr.contains("NSEC3PARAM") && !axfr.contains("\tNSEC\t"),
+        "{axfr}"
+    );
+    assert_watched(watcher, &s, "CSK and algorithm rollovers, NSEC → NSEC3");
 }

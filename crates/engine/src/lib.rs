@@ -56,7 +56,7 @@ pub enum Transport {
 }
 
 /// Server-wide answer settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// Largest UDP response with EDNS (default 1232, never below 512); also the
     /// payload size advertised in our OPT record, as Knot DNS does.

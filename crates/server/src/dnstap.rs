@@ -13,13 +13,8 @@ use lode_dnstap::{Dnstap, Event, Protocol};
 use lode_engine::Transport;
 use lode_io::Client;
 
-use crate::config::Config;
-
-/// The logger `config` asks for (`None`: off), started.
-pub(crate) fn start(config: &Config) -> Result<Option<Dnstap>, String> {
-    let Some(c) = &config.dnstap else {
-        return Ok(None);
-    };
+/// The logger of `c`, started.
+pub(crate) fn start(c: &lode_dnstap::Config) -> Result<Dnstap, String> {
     let tap = Dnstap::start(c).map_err(|e| e.to_string())?;
     let what = match (c.log_queries, c.log_responses) {
         (true, true) => "queries and responses",
@@ -28,7 +23,7 @@ pub(crate) fn start(config: &Config) -> Result<Option<Dnstap>, String> {
         (false, false) => "nothing (log-queries and log-responses are off)",
     };
     tracing::info!("dnstap: logging {what} to {}, 1 in {}", c.sink, c.sample);
-    Ok(Some(tap))
+    Ok(tap)
 }
 
 /// Answers with `respond` and logs the request and its answer (none when

@@ -25,89 +25,181 @@ use crate::config::{Config, CookieSettings};
 /// The COOKIE option as written in a response: code, length, 24 bytes.
 const COOKIE_OPTION_LEN: usize = 4 + lode_cookie::RESPONSE_LEN;
 
-/// Cookies and rate limiting for one server; shared by every worker.
+/// The policy plain queries are answered under — the answer settings
+/// (identity, NSID, padding), cookies, rate limiting and dnstap — shared by
+/// every worker and replaced whole by a reload (see [`Guard::next`]).
 #[derive(Debug)]
 pub struct Guard {
-    cookies: Option<Arc<lode_cookie::Cookies>>,
-    rrl: Option<lode_rrl::Limiter>,
-    /// The limiter's rate (for its log lines).
-    rate: u32,
+    /// What the engine writes into answers.
+    settings: Settings,
+    /// The same for encrypted transports: responses to padded queries are
+    /// padded (RFC 8467 §4.1), whatever `edns-padding` says for plain TCP.
+    tls_settings: Settings,
+    cookies: Option<Arc<CookieState>>,
+    rrl: Option<Arc<Rrl>>,
+    /// dnstap query logging (see dnstap.rs), when on.
+    dnstap: Option<Arc<Tap>>,
+}
+
+/// The cookie checker with the settings it was made from; dropping the
+/// last holder stops the secret rotation thread.
+#[derive(Debug)]
+struct CookieState {
+    settings: CookieSettings,
+    cookies: Arc<lode_cookie::Cookies>,
+    _rotation: Option<mpsc::Sender<()>>,
+}
+
+/// The rate limiter with its configuration and clock.
+#[derive(Debug)]
+struct Rrl {
+    config: lode_rrl::Config,
+    limiter: lode_rrl::Limiter,
     /// Start of the limiter's monotonic milliseconds.
     epoch: Instant,
-    /// Dropping it stops the secret rotation thread.
-    _rotation: Option<mpsc::Sender<()>>,
-    /// dnstap query logging (see dnstap.rs), when on.
-    dnstap: Option<lode_dnstap::Dnstap>,
+}
+
+/// A running dnstap logger with its configuration.
+#[derive(Debug)]
+struct Tap {
+    config: lode_dnstap::Config,
+    tap: lode_dnstap::Dnstap,
 }
 
 impl Guard {
-    /// The policy `config` asks for (nothing: answers go out as the engine
-    /// writes them).
-    pub fn new(config: &Config) -> Result<Arc<Guard>, String> {
-        let mut guard = Guard::build(config.cookies.as_ref(), config.rrl.as_ref())?;
-        guard.dnstap = crate::dnstap::start(config)?;
-        Ok(Arc::new(guard))
+    /// The policy `config` asks for at start.
+    pub fn new(config: &Config) -> Result<Guard, String> {
+        Guard::next(None, config)
     }
 
-    /// The policy of these cookie and rate-limit settings (`None`: off).
+    /// The policy `config` asks for, keeping from `prev` (the running one)
+    /// what it does not change: the cookie secrets, the limiter's buckets
+    /// and the dnstap stream go on when their settings are the same. The
+    /// largest UDP payload stays `prev`'s (the UDP buffers are sized for it
+    /// at start). Nothing of `prev` is stopped here but a dnstap stream to
+    /// the same file, which a new one would overwrite; see [`Guard::retire`].
+    pub fn next(prev: Option<&Guard>, config: &Config) -> Result<Guard, String> {
+        let settings = Settings {
+            max_udp_payload: prev.map_or(config.max_udp_payload, |p| p.settings.max_udp_payload),
+            nsid: config.identity.nsid.clone(),
+            identity: config.identity.identity.clone(),
+            version: config.identity.version.clone(),
+            padding: config.identity.padding,
+        };
+        let tls_settings = Settings {
+            padding: true,
+            ..settings.clone()
+        };
+        let cookies = match (&config.cookies, prev.and_then(|p| p.cookies.as_ref())) {
+            (None, _) => None,
+            (Some(c), Some(old)) if old.settings == *c => Some(old.clone()),
+            (Some(c), _) => Some(Arc::new(start_cookies(c)?)),
+        };
+        let rrl = match (config.rrl.as_ref(), prev.and_then(|p| p.rrl.as_ref())) {
+            (Some(c), _) if c.rate == 0 => None,
+            (None, _) => None,
+            (Some(c), Some(old)) if old.config == *c => Some(old.clone()),
+            (Some(c), _) => Some(Arc::new(start_rrl(c)?)),
+        };
+        let dnstap = match (&config.dnstap, prev.and_then(|p| p.dnstap.as_ref())) {
+            (None, _) => None,
+            (Some(c), Some(old)) if old.config == *c => Some(old.clone()),
+            (Some(c), old) => {
+                // A new stream to the file the running one writes: that one
+                // ends first (what is queued is written), then the file is
+                // made anew.
+                if let Some(old) = old.filter(|o| o.config.sink == c.sink) {
+                    old.tap.close();
+                }
+                Some(Arc::new(Tap {
+                    config: c.clone(),
+                    tap: crate::dnstap::start(c)?,
+                }))
+            }
+        };
+        Ok(Guard {
+            settings,
+            tls_settings,
+            cookies,
+            rrl,
+            dnstap,
+        })
+    }
+
+    /// A policy of these cookie and rate-limit settings alone (`None`:
+    /// off), with default answer settings and no dnstap (the fuzz targets').
     pub fn from_parts(
         cookies: Option<&CookieSettings>,
         rrl: Option<&lode_rrl::Config>,
     ) -> Result<Arc<Guard>, String> {
-        Guard::build(cookies, rrl).map(Arc::new)
+        let settings = Settings::default();
+        Ok(Arc::new(Guard {
+            tls_settings: Settings {
+                padding: true,
+                ..settings.clone()
+            },
+            settings,
+            cookies: cookies.map(start_cookies).transpose()?.map(Arc::new),
+            rrl: rrl
+                .filter(|c| c.rate > 0)
+                .map(start_rrl)
+                .transpose()?
+                .map(Arc::new),
+            dnstap: None,
+        }))
     }
 
-    fn build(
-        cookies: Option<&CookieSettings>,
-        rrl: Option<&lode_rrl::Config>,
-    ) -> Result<Guard, String> {
-        let (cookies, rotation) = match cookies {
-            Some(c) => {
-                let (cookies, rotation) = start_cookies(c)?;
-                (Some(cookies), rotation)
+    /// Ends what the running policy `self` has that its successor `next`
+    /// does not share (a dnstap stream replaced or turned off: what is
+    /// queued is written and the stream ends), once `next` is in place.
+    pub fn retire(&self, next: &Guard) {
+        if let Some(old) = &self.dnstap {
+            if !next.dnstap.as_ref().is_some_and(|n| Arc::ptr_eq(n, old)) {
+                old.tap.close();
             }
-            None => (None, None),
-        };
-        let rate = rrl.map_or(0, |c| c.rate);
-        let rrl = match rrl {
-            Some(c) if c.rate > 0 => {
-                let l = lode_rrl::Limiter::new(c).map_err(|e| format!("[rrl] {e}"))?;
-                tracing::info!(
-                    "response-rate limiting on: {} answers/s per /{} (IPv4) or /{} (IPv6) and answer, slip {}{}, {} KiB table",
-                    c.rate,
-                    c.ipv4_prefix,
-                    c.ipv6_prefix,
-                    c.slip,
-                    if c.log_only { ", log only" } else { "" },
-                    l.memory() >> 10
-                );
-                Some(l)
-            }
-            _ => None,
-        };
-        Ok(Guard {
-            cookies,
-            rrl,
-            rate,
-            epoch: Instant::now(),
-            _rotation: rotation,
-            dnstap: None,
-        })
+        }
+    }
+
+    /// The names of the parts `next` changes (for the reload's log line).
+    pub fn changes(&self, next: &Guard) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.settings != next.settings {
+            v.push("identity/version/nsid/edns-padding");
+        }
+        if !same(self.cookies.as_ref(), next.cookies.as_ref()) {
+            v.push("[cookies]");
+        }
+        if !same(self.rrl.as_ref(), next.rrl.as_ref()) {
+            v.push("[rrl]");
+        }
+        if !same(self.dnstap.as_ref(), next.dnstap.as_ref()) {
+            v.push("[dnstap]");
+        }
+        v
+    }
+
+    /// The answer settings for plain (`false`) or encrypted transports.
+    pub fn settings(&self, encrypted: bool) -> &Settings {
+        if encrypted {
+            &self.tls_settings
+        } else {
+            &self.settings
+        }
     }
 
     /// The dnstap logger, when query logging is on.
     pub fn dnstap(&self) -> Option<&lode_dnstap::Dnstap> {
-        self.dnstap.as_ref()
+        self.dnstap.as_deref().map(|t| &t.tap)
     }
 
     /// The dnstap counters, when query logging is on.
     pub fn dnstap_stats(&self) -> Option<lode_dnstap::Stats> {
-        self.dnstap.as_ref().map(lode_dnstap::Dnstap::stats)
+        self.dnstap().map(lode_dnstap::Dnstap::stats)
     }
 
     /// The rate limiter's counters, when it is on.
     pub fn rrl_stats(&self) -> Option<lode_rrl::Stats> {
-        self.rrl.as_ref().map(lode_rrl::Limiter::stats)
+        self.rrl.as_deref().map(|r| r.limiter.stats())
     }
 
     /// Answers a plain query from `peer` under the policy: the engine's
@@ -126,7 +218,7 @@ impl Guard {
         let mut option = [0u8; COOKIE_OPTION_LEN];
         let mut option_len = 0usize;
         let mut seen = CookieSeen::Absent;
-        let mut answered = match &self.cookies {
+        let mut answered = match self.cookies.as_deref().map(|c| &*c.cookies) {
             None => lode_engine::answer(set, q, out, transport, settings),
             Some(cookies) => {
                 let (buf, len, what) = (&mut option, &mut option_len, &mut seen);
@@ -139,7 +231,7 @@ impl Guard {
             }
         };
         let valid = seen == CookieSeen::Valid;
-        if let (Some(rrl), Transport::Udp, false) = (&self.rrl, transport, valid) {
+        if let (Some(rrl), Transport::Udp, false) = (self.rrl.as_deref(), transport, valid) {
             if answered.len > 0 {
                 let extra = Extra {
                     options: &option[..option_len],
@@ -161,7 +253,7 @@ impl Guard {
     #[allow(clippy::too_many_arguments)]
     fn limit(
         &self,
-        rrl: &lode_rrl::Limiter,
+        rrl: &Rrl,
         answered: &Answered<'_>,
         q: &[u8],
         out: &mut [u8],
@@ -197,12 +289,12 @@ impl Guard {
         } else {
             &name[..qname_len]
         };
-        let now = self.epoch.elapsed().as_millis() as u64;
-        let verdict = rrl.check(peer, class, key, now);
+        let now = rrl.epoch.elapsed().as_millis() as u64;
+        let verdict = rrl.limiter.check(peer, class, key, now);
         if verdict == lode_rrl::Verdict::Send {
             return len;
         }
-        if let Some(prefix) = rrl.log_due(peer, now) {
+        if let Some(prefix) = rrl.limiter.log_due(peer, now) {
             let what = match verdict {
                 lode_rrl::Verdict::WouldLimit => "would be limited (log-only)",
                 _ => "limited",
@@ -210,7 +302,7 @@ impl Guard {
             tracing::info!(
                 "rrl: answers to {prefix} {what} ({} answers, {} per second)",
                 class.as_str(),
-                self.rate
+                rrl.config.rate
             );
         }
         match verdict {
@@ -345,12 +437,38 @@ fn unix_now() -> u32 {
         .map_or(0, |d| d.as_secs() as u32)
 }
 
+/// True when both are none or both the same shared value.
+fn same<T>(a: Option<&Arc<T>>, b: Option<&Arc<T>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
+}
+
+/// The rate limiter of `c` (its rate above 0), logged.
+fn start_rrl(c: &lode_rrl::Config) -> Result<Rrl, String> {
+    let limiter = lode_rrl::Limiter::new(c).map_err(|e| format!("[rrl] {e}"))?;
+    tracing::info!(
+        "response-rate limiting on: {} answers/s per /{} (IPv4) or /{} (IPv6) and answer, slip {}{}, {} KiB table",
+        c.rate,
+        c.ipv4_prefix,
+        c.ipv6_prefix,
+        c.slip,
+        if c.log_only { ", log only" } else { "" },
+        limiter.memory() >> 10
+    );
+    Ok(Rrl {
+        config: c.clone(),
+        limiter,
+        epoch: Instant::now(),
+    })
+}
+
 /// The cookie checker, and with a random secret the thread that rotates it
 /// every `secret-lifetime` (keeping the previous one, so cookies in flight
 /// stay valid: RFC 9018 §4.4).
-fn start_cookies(
-    c: &CookieSettings,
-) -> Result<(Arc<lode_cookie::Cookies>, Option<mpsc::Sender<()>>), String> {
+fn start_cookies(c: &CookieSettings) -> Result<CookieState, String> {
     let secrets = match c.secret {
         Some(s) => lode_cookie::Secrets::new(s),
         None => lode_cookie::Secrets::random().map_err(|e| format!("cookie secret: {e}"))?,
@@ -362,7 +480,11 @@ fn start_cookies(
     ));
     if c.secret.is_some() {
         tracing::info!("DNS cookies on (configured secret)");
-        return Ok((cookies, None));
+        return Ok(CookieState {
+            settings: c.clone(),
+            cookies,
+            _rotation: None,
+        });
     }
     let (tx, rx) = mpsc::channel::<()>();
     let shared = cookies.clone();
@@ -382,5 +504,9 @@ fn start_cookies(
         "DNS cookies on (random secret, rotated every {} s)",
         lifetime.as_secs()
     );
-    Ok((cookies, Some(tx)))
+    Ok(CookieState {
+        settings: c.clone(),
+        cookies,
+        _rotation: Some(tx),
+    })
 }

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use lode_engine::{Request, Settings, Transport};
+use lode_engine::{Request, Transport};
 use lode_io::Client;
 use lode_wire::rcode;
 use lode_zonedb::ZoneSet;
@@ -24,11 +24,9 @@ use crate::{dnstap, guard, metrics, signed, update};
 pub(crate) struct Handler {
     pub(crate) zones: Arc<ArcSwap<ZoneSet>>,
     pub(crate) updates: Arc<update::Updates>,
-    pub(crate) guard: Arc<guard::Guard>,
-    pub(crate) settings: Settings,
-    /// The settings of encrypted transports: responses to padded queries
-    /// padded (RFC 8467 §4.1), whatever `edns-padding` says for plain TCP.
-    pub(crate) tls_settings: Settings,
+    /// The query policy (answer settings, cookies, RRL, dnstap): one
+    /// lock-free load per request; a reload swaps it whole.
+    pub(crate) guard: Arc<ArcSwap<guard::Guard>>,
     pub(crate) metrics: Arc<metrics::Metrics>,
 }
 
@@ -43,10 +41,11 @@ impl Handler {
         client: &mut Client<'_>,
         transport: Transport,
     ) -> usize {
-        match self.guard.dnstap() {
-            None => self.counted(q, out, client, transport),
+        let guard = self.guard.load();
+        match guard.dnstap() {
+            None => self.counted(&guard, q, out, client, transport),
             Some(tap) => dnstap::logged(tap, q, out, client, transport, |out, client| {
-                self.counted(q, out, client, transport)
+                self.counted(&guard, q, out, client, transport)
             }),
         }
     }
@@ -55,6 +54,7 @@ impl Handler {
     /// this thread's block of the metrics.
     fn counted(
         &self,
+        guard: &guard::Guard,
         q: &[u8],
         out: &mut [u8],
         client: &mut Client<'_>,
@@ -66,7 +66,7 @@ impl Handler {
             rcode,
             zone,
             cookie,
-        } = self.respond(request, q, out, client, transport);
+        } = self.respond(guard, request, q, out, client, transport);
         if request != Request::Query && len >= 4 {
             count_refusal(request, out[3] & 0x0F);
         }
@@ -99,17 +99,14 @@ impl Handler {
     /// now and what the counters need (see [`Outcome`]).
     fn respond(
         &self,
+        guard: &guard::Guard,
         request: Request,
         q: &[u8],
         out: &mut [u8],
         client: &mut Client<'_>,
         transport: Transport,
     ) -> Outcome {
-        let settings = if client.is_encrypted() {
-            &self.tls_settings
-        } else {
-            &self.settings
-        };
+        let settings = guard.settings(client.is_encrypted());
         let updates = &self.updates;
         let set = self.zones.load();
         let admission = match request {
@@ -126,8 +123,7 @@ impl Handler {
             update::Admission::Engine => {}
         }
         let (answered, cookie) =
-            self.guard
-                .answer(&set, q, out, transport, settings, client.addr().ip());
+            guard.answer(&set, q, out, transport, settings, client.addr().ip());
         let zone = answered
             .zone
             .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));

@@ -74,7 +74,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
-use lode_engine::{Settings, Transport};
+use lode_engine::Transport;
 use lode_io::{Client, StreamReply, TcpConfig, TcpServer, UdpConfig, UdpServer};
 use lode_wire::rcode;
 use lode_zonedb::ZoneSet;
@@ -131,8 +131,9 @@ pub struct Server {
     /// Admission of updates, and the writer pool behind it.
     updates: Arc<update::Updates>,
     control: Option<control::ControlServer>,
-    /// Cookies and rate limiting (for the status counters).
-    guard: Arc<guard::Guard>,
+    /// The query policy: cookies, rate limiting, dnstap (for the status
+    /// counters, and to end the dnstap stream at stop).
+    guard: Arc<ArcSwap<guard::Guard>>,
     /// The Prometheus endpoint, when `metrics-listen` is set.
     metrics_server: Option<metrics::http::MetricsServer>,
     /// Start time, addresses, zone loads (for `status` and `zone-status`).
@@ -188,6 +189,7 @@ impl Server {
             loads: loads.clone(),
             loaded: None,
             tls: Vec::new(),
+            guard: None,
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {
@@ -240,13 +242,6 @@ impl Server {
         // Catalog members become zones before the sockets open.
         consumer::start(&config, &updates, &publisher, notifies);
 
-        let settings = Settings {
-            max_udp_payload: config.max_udp_payload,
-            nsid: config.identity.nsid.clone(),
-            identity: config.identity.identity.clone(),
-            version: config.identity.version.clone(),
-            padding: config.identity.padding,
-        };
         // TCP first: its bind fails when another server holds the port, before
         // UDP (SO_REUSEPORT) could share the port with it.
         let tcp_config = TcpConfig {
@@ -265,18 +260,13 @@ impl Server {
         };
         let guard =
             guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
-        let server_guard = guard.clone();
+        let server_guard = Arc::new(ArcSwap::from_pointee(guard));
+        reloader.guard = Some(server_guard.clone());
         let metrics = metrics::Metrics::with_counting(config.query_counters);
-        let tls_settings = Settings {
-            padding: true,
-            ..settings.clone()
-        };
         let handler = Arc::new(handler::Handler {
             zones: published.clone(),
             updates: updates.clone(),
-            guard,
-            settings,
-            tls_settings,
+            guard: server_guard.clone(),
             metrics: metrics.clone(),
         });
         let pinned_clients = config
@@ -508,7 +498,7 @@ impl Server {
                 &self.published,
                 &u.counters(),
                 &t.counters(),
-                &self.guard,
+                &self.guard.load(),
                 &self.facts,
             ),
             _ => String::new(),
@@ -567,7 +557,7 @@ impl Server {
             q.stop();
         }
         // The queries answered are in the dnstap stream before it ends.
-        if let Some(tap) = self.guard.dnstap() {
+        if let Some(tap) = self.guard.load().dnstap() {
             tap.close();
         }
         drop(self.reload_tx.take());

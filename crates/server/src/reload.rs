@@ -57,6 +57,8 @@ pub struct ReloadReport {
     pub notes: Vec<(String, String)>,
     /// Changed settings that take effect only at a restart.
     pub restart_needed: Vec<String>,
+    /// Signed zones whose signing policy changed, and what became of it.
+    pub policies: Vec<(String, String)>,
 }
 
 impl ReloadReport {
@@ -85,6 +87,9 @@ impl ReloadReport {
         }
         for z in &self.removed {
             s.push_str(&format!("zone {z}: removed\n"));
+        }
+        for (z, what) in &self.policies {
+            s.push_str(&format!("zone {z}: {what}\n"));
         }
         if !self.restart_needed.is_empty() {
             s.push_str(&format!(
@@ -140,6 +145,9 @@ pub(crate) struct Reloader {
     pub(crate) loaded: Option<Arc<Config>>,
     /// The DNS-over-TLS server side, whose certificate a reload replaces.
     pub(crate) tls: Vec<lode_io::tls::TlsServer>,
+    /// The query policy (identity, cookies, RRL, dnstap) a reload replaces;
+    /// none until the server has made it.
+    pub(crate) guard: Option<Arc<arc_swap::ArcSwap<crate::guard::Guard>>>,
 }
 
 impl Reloader {
@@ -302,6 +310,22 @@ impl Reloader {
             Ok(k) => k,
             Err(e) => return refused(e),
         };
+        // Last of what can fail: a new dnstap stream or rate limiter.
+        let guard = match &self.guard {
+            Some(g) => match crate::guard::Guard::next(Some(&g.load()), &config) {
+                Ok(next) => Some((g, next)),
+                Err(e) => return refused(e),
+            },
+            None => None,
+        };
+        if let Some((shared, next)) = guard {
+            let changed = shared.load().changes(&next);
+            let old = shared.swap(Arc::new(next));
+            old.retire(&shared.load());
+            if !changed.is_empty() {
+                tracing::info!("reload: applied {}", changed.join(", "));
+            }
+        }
         if let Some(creds) = &creds {
             for server in &self.tls {
                 server.replace(creds);
@@ -322,10 +346,44 @@ impl Reloader {
                 s.reconfigure(options_of, &u.keys());
             }
         }
+        let previous = self.loaded.clone().unwrap_or_else(|| self.running.clone());
         let mut report = self.load(&config, false);
         report.restart_needed = restart;
+        // Signed zones whose policy changed: their writers take the new one
+        // (the planner at once; a chain changed is signed whole there, in
+        // the background, logged when done).
+        if let Some(u) = &self.updates {
+            for (name, signing) in policy_changes(&previous, &config) {
+                let parents = crate::update::submission_sources(&signing, u);
+                let what = crate::update::SignWork::Policy(Box::new((signing, parents)));
+                let note = match u.sign_work(&name, what) {
+                    Ok(_) => "new signing policy handed to its writer (its log says what it did)",
+                    Err(e) => {
+                        tracing::warn!("zone {name}: new signing policy not applied: {e}");
+                        "new signing policy not applied (see the log)"
+                    }
+                };
+                report.policies.push((name.to_string(), note.to_string()));
+            }
+        }
         report
     }
+}
+
+/// The zones signed before and after whose signing settings (`dnssec-policy`
+/// or the policy's values) differ, with their new settings.
+fn policy_changes(r: &Config, c: &Config) -> Vec<(lode_wire::Name, crate::config::Signing)> {
+    let mut v: Vec<_> = c
+        .zone_options
+        .iter()
+        .filter_map(|(name, o)| {
+            let before = r.zone_options.get(name)?.signing.as_ref()?;
+            let after = o.signing.as_ref()?;
+            (before != after).then(|| (name.clone(), after.clone()))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
 }
 
 /// The settings of `config` that differ from those the server started with
@@ -353,13 +411,6 @@ fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
         (c.log_format != r.log_format, "log-format"),
         (c.user != r.user, "user"),
         (c.journal_dir != r.journal_dir, "journal-dir"),
-        (
-            c.identity != r.identity,
-            "identity/version/nsid/edns-padding",
-        ),
-        (c.cookies != r.cookies, "[cookies]"),
-        (c.rrl != r.rrl, "[rrl]"),
-        (c.dnstap != r.dnstap, "[dnstap]"),
         (c.tls.listen != r.tls.listen, "listen-tls"),
         (c.tls.max_clients != r.tls.max_clients, "tls-max-clients"),
         (
@@ -381,14 +432,17 @@ fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
     .filter(|(changed, _)| *changed)
     .map(|(_, name)| name.to_string())
     .collect();
-    // A zone's signer (its keys and policy) is made when its writer starts:
-    // signing settings that change, or a signed zone added now, take effect
-    // at restart (until then the zone is served as it was, or unsigned).
+    // A zone's signer is made when its writer starts: a zone signed now
+    // and not before (or the other way round), or a signed zone added, takes
+    // effect at restart (until then the zone is served as it was, or
+    // unsigned). A signed zone's policy changed is applied now (see
+    // `policy_changes`).
     let mut zones: Vec<_> = c.zone_options.iter().collect();
     zones.sort_by(|a, b| a.0.cmp(b.0));
     for (name, options) in zones {
         let before = r.zone_options.get(name).map(|o| &o.signing);
-        if before != Some(&options.signing) && (options.signing.is_some() || before.is_some()) {
+        let signed_before = before.is_some_and(Option::is_some);
+        if before != Some(&options.signing) && options.signing.is_some() != signed_before {
             v.push(format!(
                 "zone {name}: dnssec-signing/dnssec-policy{}",
                 if before.is_none() {
@@ -766,5 +820,31 @@ mod tests {
         assert_eq!(restart_needed(&running, &with_file), want);
         assert_eq!(restart_needed(&with_file, &running), want);
         assert!(restart_needed(&with_file, &with_file).is_empty());
+    }
+
+    #[test]
+    fn a_signed_zone_takes_a_new_policy_now_and_signing_turned_on_at_restart() {
+        let zone = |signing: &str, policy: &str| {
+            merged(&format!(
+                "journal-dir = \"j\"\n[[policy]]\nid = \"p\"\n{policy}\n\
+                 [[zone]]\nname = \"s.example.\"\nfile = \"s.zone\"\n{signing}"
+            ))
+        };
+        let signed = "dnssec-signing = true\ndnssec-policy = \"p\"\n";
+        let unsigned = zone("", "");
+        let p13 = zone(signed, "");
+        let p15 = zone(signed, "algorithm = \"ed25519\"\n");
+        let changes = policy_changes(&p13, &p15);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].0.to_string(), "s.example.");
+        assert!(restart_needed(&p13, &p15).is_empty());
+        assert!(policy_changes(&p13, &p13).is_empty());
+        // Signed now and not before, or the other way round: at restart.
+        for (a, b) in [(&unsigned, &p13), (&p13, &unsigned)] {
+            assert!(policy_changes(a, b).is_empty());
+            let named = restart_needed(a, b);
+            assert_eq!(named.len(), 1, "{named:?}");
+            assert!(named[0].starts_with("zone s.example.: dnssec-signing"));
+        }
     }
 }

@@ -221,7 +221,13 @@ pub(crate) fn make_dispatch(
         }),
         "status" => Some(Reply {
             ok: true,
-            text: status_text(&published, &scrape.udp, &scrape.tcp, &scrape.guard, &facts),
+            text: status_text(
+                &published,
+                &scrape.udp,
+                &scrape.tcp,
+                &scrape.guard.load(),
+                &facts,
+            ),
         }),
         c if c == "zone-status" || c.starts_with("zone-status ") => Some(zone_status(
             &updates,

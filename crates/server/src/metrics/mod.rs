@@ -306,7 +306,7 @@ pub struct Scrape {
     pub(crate) tls: Option<TcpCounters>,
     /// DNS over QUIC, when listening.
     pub(crate) quic: Option<lode_io::QuicCounters>,
-    pub(crate) guard: Arc<crate::guard::Guard>,
+    pub(crate) guard: Arc<ArcSwap<crate::guard::Guard>>,
     pub(crate) loads: Arc<crate::loads::ZoneLoads>,
 }
 
@@ -320,7 +320,8 @@ impl Scrape {
         self.transports(&mut out);
         self.zones(&mut out);
         events::families(&mut out);
-        if let Some(r) = self.guard.rrl_stats() {
+        let guard = self.guard.load();
+        if let Some(r) = guard.rrl_stats() {
             out.push(
                 Family::new(
                     "lode_rrl_responses",
@@ -332,7 +333,7 @@ impl Scrape {
                 .with(&[("action", "would-limit")], Value::Int(r.would_limit)),
             );
         }
-        if let Some(d) = self.guard.dnstap_stats() {
+        if let Some(d) = guard.dnstap_stats() {
             out.push(
                 Family::new(
                     "lode_dnstap_messages",
@@ -466,7 +467,7 @@ impl Scrape {
             }
         }
         out.push(zones);
-        if self.guard.cookies_on() {
+        if self.guard.load().cookies_on() {
             let mut cookies = Family::new(
                 "lode_cookies",
                 "Queries with a COOKIE option, by what the check made of them (fresh: answered with a new server cookie).",

@@ -379,6 +379,18 @@ impl Updates {
     /// confirms a KSK's DS (`what`), through its writer (after the updates
     /// queued before), and waits: what was done, or why not.
     pub(crate) fn sign(&self, origin: &Name, what: super::SignWork) -> Result<String, String> {
+        self.sign_work(origin, what)?
+            .recv()
+            .map_err(|_| "the zone's writer stopped".to_string())?
+    }
+
+    /// Hands `what` to the zone's writer; its answer comes on the receiver
+    /// returned (dropping it does not stop the work).
+    pub(crate) fn sign_work(
+        &self,
+        origin: &Name,
+        what: super::SignWork,
+    ) -> Result<mpsc::Receiver<Result<String, String>>, String> {
         let doors = self.zones.load();
         let door = doors
             .get(&origin.to_lowercase())
@@ -391,9 +403,7 @@ impl Updates {
         writer
             .send(Work::Sign { what, done })
             .map_err(|_| "the zone's writer stopped".to_string())?;
-        result
-            .recv()
-            .map_err(|_| "the zone's writer stopped".to_string())?
+        Ok(result)
     }
 
     /// The zones configured at start, in canonical order, and whether each

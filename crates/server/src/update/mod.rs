@@ -34,7 +34,7 @@ pub(crate) use admit::{keys_of, Admission, FlushError, Updates};
 pub(crate) use pool::WriterQueue;
 #[cfg(test)]
 pub(crate) use writer::start_writer;
-pub(crate) use writer::{start_writers, start_writers_for};
+pub(crate) use writer::{start_writers, start_writers_for, submission_sources};
 pub(crate) use xfrout::TransferSlots;
 
 use std::net::SocketAddr;
@@ -255,7 +255,7 @@ pub(crate) enum Work {
 }
 
 /// What a `Work::Sign` asks of a signed zone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) enum SignWork {
     /// `zone-sign`: every signature made again now.
     Whole,
@@ -263,15 +263,19 @@ pub(crate) enum SignWork {
     Roll(lode_dnssec::Role),
     /// `zone-ksk-submitted`: the ready KSK's DS is at the parent (its TTL).
     Submitted(u64),
+    /// A reload changed the zone's signing policy: the new one, and the
+    /// parent's servers its `ksk-submission` asks.
+    Policy(Box<(crate::config::Signing, Vec<crate::fetch::Source>)>),
 }
 
 impl SignWork {
     /// The command's name.
-    pub(crate) fn command(self) -> &'static str {
+    pub(crate) fn command(&self) -> &'static str {
         match self {
             SignWork::Whole => "zone-sign",
             SignWork::Roll(_) => "zone-key-rollover",
             SignWork::Submitted(_) => "zone-ksk-submitted",
+            SignWork::Policy(_) => "reload",
         }
     }
 }

@@ -143,6 +143,13 @@ impl Writer {
     /// signer of the moment in the stage and brings the apex's key records
     /// to it (one journaled change); what was done.
     pub(super) fn key_event(&mut self, trigger: Trigger) -> Result<String, String> {
+        self.plan_keys(trigger, false)
+    }
+
+    /// [`Writer::key_event`]; with `chain_check`, a signer whose chain
+    /// differs from the zone's signs it whole instead of changing its key
+    /// records alone.
+    fn plan_keys(&mut self, trigger: Trigger, chain_check: bool) -> Result<String, String> {
         let Some(roll) = self.keys.as_ref() else {
             return Err("the zone is not signed here (no dnssec-signing)".into());
         };
@@ -185,8 +192,17 @@ impl Writer {
         let from = current.serial();
         // A secondary with nothing transferred yet has no key records to
         // change: its first transfer is signed whole with these keys.
+        let whole = chain_check
+            && self
+                .stage
+                .signer
+                .as_ref()
+                .is_some_and(|s| !s.is_current(&current, now));
         let serial = if crate::secondary::is_placeholder(&current) {
             from
+        } else if whole {
+            self.sign_whole("policy changed")?;
+            self.current().map_or(from, |z| z.serial())
         } else {
             self.run_stage(Change::Rekey, None)?
         };
@@ -209,6 +225,26 @@ impl Writer {
             text.push_str(&format!(", key records changed, serial {from} → {serial}"));
         }
         Ok(text)
+    }
+
+    /// A reload's new policy for the zone (its algorithm, lifetimes, chain,
+    /// CDS, submission): the planner runs with it at once — an algorithm
+    /// changed starts an algorithm rollover, new lifetimes move the next
+    /// events — and a chain of another kind or parameters (NSEC ↔ NSEC3,
+    /// iterations, salt length, opt-out) is made whole in one new version,
+    /// as at a start, so that no version mixes the two.
+    pub(super) fn new_policy(
+        &mut self,
+        signing: Signing,
+        parents: Vec<crate::fetch::Source>,
+    ) -> Result<String, String> {
+        let Some(roll) = self.keys.as_mut() else {
+            return Err("the zone is not signed here (no dnssec-signing)".into());
+        };
+        roll.signing = signing;
+        roll.parents = parents;
+        roll.waiting = None;
+        self.plan_keys(Trigger::Timers, true)
     }
 
     /// After a pass of the signature refresh that found every signature

@@ -31,7 +31,7 @@ mod upstream;
 use commit_log::CommitLog;
 #[cfg(test)]
 pub(crate) use start::start_writer;
-pub(crate) use start::{start_writers, start_writers_for};
+pub(crate) use start::{start_writers, start_writers_for, submission_sources};
 use upstream::parse_upstream_tag;
 
 /// How long a zone must go without updates before a delta of any size is
@@ -466,9 +466,22 @@ impl Writer {
             }
             Work::Sign { what, done } => {
                 let _ = done.send(match what {
-                    SignWork::Whole => self.sign_whole(),
+                    SignWork::Whole => self.sign_whole("zone-sign"),
                     SignWork::Roll(role) => self.key_event(Trigger::Roll(role)),
                     SignWork::Submitted(ds_ttl) => self.key_event(Trigger::Submitted { ds_ttl }),
+                    SignWork::Policy(p) => {
+                        let (signing, parents) = *p;
+                        let done = self.new_policy(signing, parents);
+                        match &done {
+                            Ok(t) => {
+                                tracing::info!("zone {}: DNSSEC, new policy: {t}", self.origin)
+                            }
+                            Err(e) => {
+                                tracing::error!("zone {}: DNSSEC, new policy: {e}", self.origin)
+                            }
+                        }
+                        done
+                    }
                 });
             }
             _ => {}

@@ -16,7 +16,7 @@ impl Writer {
     /// Signs the zone whole again, with the next serial (`lode zone-sign`,
     /// as `knotc zone-sign`): every signature made anew, the history
     /// before it dropped (IXFR from older serials becomes AXFR).
-    pub(super) fn sign_whole(&mut self) -> Result<String, String> {
+    pub(super) fn sign_whole(&mut self, why: &str) -> Result<String, String> {
         if self.stage.signer.is_none() {
             return Err("the zone is not signed here (no dnssec-signing)".into());
         }
@@ -39,7 +39,7 @@ impl Writer {
             started.elapsed().as_secs_f64(),
             current.serial()
         );
-        tracing::info!("zone {}: DNSSEC, {text} (zone-sign)", self.origin);
+        tracing::info!("zone {}: DNSSEC, {text} ({why})", self.origin);
         Ok(text)
     }
 

@@ -388,7 +388,7 @@ fn open_writer(
 
 /// The parent's servers a policy's `ksk-submission` asks (each address of
 /// each remote, with its TSIG key and TLS).
-fn submission_sources(
+pub(crate) fn submission_sources(
     signing: &crate::config::Signing,
     updates: &Updates,
 ) -> Vec<crate::fetch::Source> {
