@@ -7,11 +7,16 @@
 #   N=5000000 DUR=20 bash scripts/bench-encrypted.sh
 #
 # Prints, per server: DoT answers/s (dnsperf -m dot, CLIENTS connections), plain-TCP
-# answers/s (dnsperf -m tcp) and their ratio; Lode's memory per idle DoT
-# connection (IDLE connections opened and held by a Python client, resident
-# memory before and after); and kdig +quic's time for Lode's DoQ (no peer here
-# serves DoQ). Results go to $OUT (default: a temporary folder) and stdout.
-# Every run is bounded (dnsperf -l DUR); servers are stopped by their PID.
+# answers/s (dnsperf -m tcp) and their ratio; new DoT handshakes/s with one query
+# each (lode-bench handshakes: full handshakes, no resumption) and the server's CPU
+# per handshake. For Lode also: memory per idle DoT connection (IDLE connections
+# opened and held by a Python client, resident memory before and after); DoQ
+# handshakes/s and DoQ answers/s over persistent connections (lode-bench
+# handshakes --quic, lode-bench doq; no peer here serves DoQ); the zone's AXFR over
+# plain TCP and over TLS (lode-bench axfr [--tls], median of 3); and a BIND 9.18
+# secondary taking the zone from Lode over TLS, timed. Results go to $OUT (default:
+# a temporary folder) and stdout. Every run is bounded (dnsperf -l DUR, lode-bench
+# --duration, waits with a limit); servers are stopped by their PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +28,8 @@ OUT=${OUT:-$(mktemp -d /tmp/lode-bench-encrypted.XXXX)}
 PORT=17100
 TLS=17101
 QUIC=17102
+BIND2=17103
+KEY_SECRET=bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=   # lode-bench's fixed key
 export PATH="$PATH:/usr/sbin"
 
 for p in dnsperf nsd named openssl kdig python3; do
@@ -72,6 +79,16 @@ run() {
         tee -a "$OUT/summary.txt"
 }
 
+# New DoT (or, with --quic, DoQ) connections, a full handshake and a query each;
+# $2: the serving process (NSD serves from a child).
+handshakes() {
+    local label=$1 pid=$2
+    shift 2
+    printf '%-6s ' "$label" | tee -a "$OUT/summary.txt"
+    taskset -c 1 target/release/lode-bench handshakes --queries "$queries" --duration "$DUR" \
+        --pid "$pid" "$@" | tee -a "$OUT/summary.txt"
+}
+
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 # --- Lode
@@ -84,14 +101,67 @@ key-file = "$OUT/key.pem"
 control = ""
 workers = 1
 tcp-max-clients = 10000
+[[key]]
+id = "lode-bench-update."
+algorithm = "hmac-sha256"
+secret = "$KEY_SECRET"
+[[acl]]
+id = "xfr"
+key = ["lode-bench-update."]
+action = ["transfer"]
 [[zone]]
 name = "$zone"
 file = "$zone_file"
+acl = ["xfr"]
 EOF
 taskset -c 0 target/release/lode serve --config "$OUT/lode.toml" >"$OUT/lode.log" 2>&1 &
 lode=$!
 pids+=("$lode")
 run lode
+handshakes lode "$lode" --server "127.0.0.1:$TLS"
+handshakes lode "$lode" --server "127.0.0.1:$QUIC" --quic
+printf 'lode   ' | tee -a "$OUT/summary.txt"
+taskset -c 1 target/release/lode-bench doq --server "127.0.0.1:$QUIC" --queries "$queries" \
+    --connections "$CLIENTS" --duration "$DUR" --pid "$lode" | tee -a "$OUT/summary.txt"
+for how in tcp tls; do
+    port=$PORT
+    flag=()
+    if [ "$how" = tls ]; then port=$TLS; flag=(--tls); fi
+    printf 'lode   AXFR over %s: ' "$how" | tee -a "$OUT/summary.txt"
+    taskset -c 1 target/release/lode-bench axfr --server "127.0.0.1:$port" --zone "$zone" \
+        --rounds 3 --pid "$lode" "${flag[@]}" | tail -1 | tee -a "$OUT/summary.txt"
+done
+# A BIND 9.18 secondary takes the zone from Lode over TLS (XoT), timed until it serves it.
+mkdir -p "$OUT/bind2"
+cat >"$OUT/bind2/named.conf" <<EOF
+options {
+    directory "$OUT/bind2";
+    pid-file "$OUT/bind2/named.pid";
+    listen-on port $BIND2 { 127.0.0.1; };
+    listen-on-v6 { none; };
+    recursion no; notify no; dnssec-validation no;
+};
+controls { };
+key "lode-bench-update." { algorithm hmac-sha256; secret "$KEY_SECRET"; };
+tls opportunistic { };
+zone "$zone" { type secondary; file "sec.db";
+    primaries { 127.0.0.1 port $TLS key "lode-bench-update." tls opportunistic; }; };
+EOF
+t0=$(date +%s.%N)
+taskset -c 1 named -f -4 -n 1 -c "$OUT/bind2/named.conf" >"$OUT/bind2.log" 2>&1 &
+named2=$!
+pids+=("$named2")
+took=""
+for _ in $(seq 1 3000); do
+    if dig @127.0.0.1 -p "$BIND2" +short +norec "$zone" SOA 2>/dev/null | grep -q .; then
+        took=$(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+        break
+    fi
+    sleep 0.2
+done
+echo "lode   -> BIND 9.18 secondary over TLS: ${took:-not done in 600} s (named start included)" |
+    tee -a "$OUT/summary.txt"
+stop "$named2"
 # Memory per idle DoT connection: IDLE handshakes, held open while measured.
 before=$(rss_kib "$lode")
 python3 - "$TLS" "$IDLE" "$lode" <<'EOF' | tee -a "$OUT/summary.txt"
@@ -156,6 +226,7 @@ taskset -c 0 nsd -d -c "$OUT/nsd/nsd.conf" >"$OUT/nsd.log" 2>&1 &
 nsd=$!
 pids+=("$nsd")
 run nsd
+handshakes nsd "$(pgrep -n -f "nsd -d -c $OUT/nsd/nsd.conf")" --server "127.0.0.1:$TLS"
 stop "$nsd"
 
 # --- BIND 9.18
@@ -178,6 +249,7 @@ taskset -c 0 named -f -4 -n 1 -c "$OUT/bind/named.conf" >"$OUT/bind.log" 2>&1 &
 named=$!
 pids+=("$named")
 run bind
+handshakes bind "$named" --server "127.0.0.1:$TLS"
 stop "$named"
 
 echo "==> $OUT/summary.txt"

@@ -25,6 +25,7 @@ use lode_wire::Rtype;
 
 mod attack;
 mod axfr;
+mod encrypted;
 mod fleet;
 
 /// The instruments: the top-level commands of `lode-bench` besides `gen`.
@@ -61,6 +62,11 @@ pub(crate) enum BenchWhat {
     /// A primary's AXFR send rate: TSIG-signed AXFRs drained by a client that only
     /// counts the records; records/s and, with --pid, records per server CPU-second.
     Axfr(axfr::AxfrArgs),
+    /// New DNS-over-TLS (or QUIC) connections per second, a full handshake and one
+    /// query each; with --pid, the server's CPU per handshake.
+    Handshakes(encrypted::HandshakesArgs),
+    /// DNS-over-QUIC answers per second over persistent connections, a stream per query.
+    Doq(encrypted::DoqArgs),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -727,6 +733,8 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::Fleet(a) => fleet::run(*a, lode),
         BenchWhat::Attack(a) => attack::run(*a, lode),
         BenchWhat::Axfr(a) => axfr::run(a),
+        BenchWhat::Handshakes(a) => encrypted::handshakes(a),
+        BenchWhat::Doq(a) => encrypted::doq(a),
     }
 }
 

@@ -19,6 +19,7 @@ pub mod clients;
 pub mod compare;
 pub mod durable;
 pub mod echo;
+pub mod encrypted;
 pub mod fleet;
 pub mod gen;
 mod interrupt;

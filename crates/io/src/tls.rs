@@ -543,6 +543,16 @@ impl TlsClient {
         Ok(rustls::StreamOwned::new(conn, stream))
     }
 
+    /// The same client without session resumption: every connection makes
+    /// a full handshake (what `lode-bench handshakes` measures).
+    pub fn without_resumption(&self) -> TlsClient {
+        let mut config = (*self.config).clone();
+        config.resumption = rustls::client::Resumption::disabled();
+        TlsClient {
+            config: Arc::new(config),
+        }
+    }
+
     /// The rustls configuration (for a QUIC client sharing it).
     pub fn config(&self) -> Arc<rustls::ClientConfig> {
         self.config.clone()

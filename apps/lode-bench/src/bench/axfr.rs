@@ -33,17 +33,38 @@ pub(crate) struct AxfrArgs {
     /// Seconds one transfer may take.
     #[arg(long, default_value_t = 600.0)]
     limit: f64,
+    /// Over TLS (RFC 9103 XoT; the server not authenticated): --server is then
+    /// the server's TLS port.
+    #[arg(long)]
+    tls: bool,
 }
 
 pub(crate) fn run(a: AxfrArgs) -> anyhow::Result<ExitCode> {
     let key =
         lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(BENCH_KEY)).context("--tsig")?;
     let limit: Duration = secs(a.limit, "--limit")?;
+    let tls = match a.tls {
+        true => Some(
+            lode_io::tls::TlsClient::new(
+                lode_io::tls::ServerAuth::Opportunistic,
+                &[lode_io::tls::ALPN_DOT],
+                None,
+            )
+            .map_err(anyhow::Error::msg)?,
+        ),
+        false => None,
+    };
     let mut rates = Vec::new();
     let mut per_cpu = Vec::new();
     for round in 1..=a.rounds.max(1) {
         let cpu0 = a.pid.map(lode_bench::compare::sys::pid_cpu);
-        let d = lode_bench::fleet::probe::axfr_drain(a.server, &a.zone, &key, limit)?;
+        let d = lode_bench::fleet::probe::axfr_drain_over(
+            a.server,
+            &a.zone,
+            &key,
+            limit,
+            tls.as_ref(),
+        )?;
         let rps = d.records as f64 / d.secs;
         rates.push(rps);
         let mut line = format!(

@@ -146,6 +146,18 @@ pub fn axfr_drain(
     key: &lode_tsig::Key,
     limit: Duration,
 ) -> Result<Drained, FleetError> {
+    axfr_drain_over(addr, zone, key, limit, None)
+}
+
+/// [`axfr_drain`], over TLS (RFC 9103) when `tls` is given; the handshake
+/// counts in the time.
+pub fn axfr_drain_over(
+    addr: SocketAddr,
+    zone: &str,
+    key: &lode_tsig::Key,
+    limit: Duration,
+    tls: Option<&lode_io::tls::TlsClient>,
+) -> Result<Drained, FleetError> {
     use std::io::{Read, Write};
     let mut q = query(zone, Rtype::AXFR, 0x5a5a)?;
     let now = std::time::SystemTime::now()
@@ -160,8 +172,18 @@ pub fn axfr_drain(
         .map_err(FleetError::socket)?;
     let mut framed = (q.len() as u16).to_be_bytes().to_vec();
     framed.extend_from_slice(&q);
-    s.write_all(&framed).map_err(FleetError::socket)?;
-    let mut r = std::io::BufReader::with_capacity(1 << 20, s);
+    let mut stream: Box<dyn Read> = match tls {
+        None => {
+            s.write_all(&framed).map_err(FleetError::socket)?;
+            Box::new(s)
+        }
+        Some(c) => {
+            let mut t = c.connect(s, "lode-bench").map_err(FleetError::socket)?;
+            t.write_all(&framed).map_err(FleetError::socket)?;
+            Box::new(t)
+        }
+    };
+    let mut r = std::io::BufReader::with_capacity(1 << 20, &mut stream);
     let mut d = Drained {
         records: 0,
         messages: 0,
