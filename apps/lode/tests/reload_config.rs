@@ -139,6 +139,25 @@ fn keys_and_acls_change_by_reload() {
         "{text}"
     );
     assert_eq!(axfr(server.addr, &new), "NOERROR");
+
+    // The zone's serial policy changed by reload: the next update's serial
+    // is the time (Knot's `unixtime`), not the old one plus one.
+    let before = query_serial(server.addr, ZONE).expect("serial");
+    assert!(before < 1000, "serial {before}");
+    let conf = format!(
+        "{}serial-policy = \"unixtime\"\n",
+        config(d, port, NEW, true)
+    );
+    std::fs::write(d.join("lode.toml"), conf).unwrap();
+    let (ok, text) = reload(d);
+    assert!(ok, "{text}");
+    nsupdate(server.addr, ZONE, &new, "update add f 300 A 192.0.2.15\n")
+        .unwrap_or_else(|e| panic!("{e}\n{}", server.log_tail(20)));
+    let after = query_serial(server.addr, ZONE).expect("serial");
+    assert!(
+        after > 1_700_000_000,
+        "serial {before} → {after} with unixtime"
+    );
 }
 
 /// kdig's output for `args` asked of `addr` over UDP.

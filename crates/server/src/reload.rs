@@ -349,6 +349,18 @@ impl Reloader {
         let previous = self.loaded.clone().unwrap_or_else(|| self.running.clone());
         let mut report = self.load(&config, false);
         report.restart_needed = restart;
+        // Zones with a writer whose serial policy, zonefile-sync or
+        // validation changed: their writers take the new settings.
+        if let Some(u) = &self.updates {
+            for (name, settings) in settings_changes(&previous, &config) {
+                if u.has_writer(&name) {
+                    let work = crate::update::Work::Settings(Box::new(settings));
+                    if let Err(e) = u.to_writer(&name, work) {
+                        tracing::warn!("zone {name}: new settings not applied: {e}");
+                    }
+                }
+            }
+        }
         // Signed zones whose policy changed: their writers take the new one
         // (the planner at once; a chain changed is signed whole there, in
         // the background, logged when done).
@@ -368,6 +380,23 @@ impl Reloader {
         }
         report
     }
+}
+
+/// The zones configured before and after whose writer settings differ,
+/// with their new settings.
+fn settings_changes(r: &Config, c: &Config) -> Vec<(lode_wire::Name, crate::update::ZoneSettings)> {
+    use crate::update::ZoneSettings;
+    let mut v: Vec<_> = c
+        .zone_options
+        .iter()
+        .filter_map(|(name, o)| {
+            let before = ZoneSettings::of(r.zone_options.get(name)?);
+            let after = ZoneSettings::of(o);
+            (before != after).then(|| (name.clone(), after))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
 }
 
 /// The zones signed before and after whose signing settings (`dnssec-policy`

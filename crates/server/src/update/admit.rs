@@ -391,6 +391,14 @@ impl Updates {
         origin: &Name,
         what: super::SignWork,
     ) -> Result<mpsc::Receiver<Result<String, String>>, String> {
+        let (done, result) = mpsc::channel();
+        self.to_writer(origin, Work::Sign { what, done })
+            .map_err(|e| e.replace("has no writer", "is not signed here (no dnssec-signing)"))?;
+        Ok(result)
+    }
+
+    /// Hands `work` to the zone's writer.
+    pub(crate) fn to_writer(&self, origin: &Name, work: Work) -> Result<(), String> {
         let doors = self.zones.load();
         let door = doors
             .get(&origin.to_lowercase())
@@ -398,12 +406,10 @@ impl Updates {
         let writer = door
             .writer
             .as_ref()
-            .ok_or_else(|| "the zone is not signed here (no dnssec-signing)".to_string())?;
-        let (done, result) = mpsc::channel();
+            .ok_or_else(|| "the zone has no writer".to_string())?;
         writer
-            .send(Work::Sign { what, done })
-            .map_err(|_| "the zone's writer stopped".to_string())?;
-        Ok(result)
+            .send(work)
+            .map_err(|_| "the zone's writer stopped".to_string())
     }
 
     /// The zones configured at start, in canonical order, and whether each

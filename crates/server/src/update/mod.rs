@@ -234,6 +234,8 @@ pub(crate) enum Work {
         what: SignWork,
         done: mpsc::Sender<Result<String, String>>,
     },
+    /// A reload changed the zone's writer settings: taken from now on.
+    Settings(Box<ZoneSettings>),
     /// Changesets transferred in (IXFR): applied in order, journaled,
     /// published; answered with the new serial or why they do not apply.
     Incremental {
@@ -280,6 +282,27 @@ impl SignWork {
     }
 }
 
+/// The settings a zone's writer takes from its configuration, which a
+/// reload may change (`serial-policy`, `zonefile-sync`,
+/// `dnssec-validation`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ZoneSettings {
+    pub(crate) serial_policy: lode_zones::SerialPolicy,
+    pub(crate) zonefile_sync: crate::config::ZonefileSync,
+    pub(crate) validation: bool,
+}
+
+impl ZoneSettings {
+    /// The settings `options` give.
+    pub(crate) fn of(options: &crate::config::ZoneOptions) -> ZoneSettings {
+        ZoneSettings {
+            serial_policy: options.serial_policy.parse().unwrap_or_default(),
+            zonefile_sync: options.zonefile_sync,
+            validation: options.validation,
+        }
+    }
+}
+
 /// A zone version and the changesets that lead to it from an older serial
 /// (`None`: the journal does not reach back that far).
 #[derive(Debug)]
@@ -296,6 +319,7 @@ impl Work {
             Work::File { .. } => "the zone file read again".into(),
             Work::Flush { .. } => "zone-flush".into(),
             Work::Sign { what, .. } => what.command().into(),
+            Work::Settings(_) => "reload".into(),
             Work::History { .. } => "an outgoing IXFR".into(),
             Work::Incremental { .. } => "an incoming IXFR".into(),
             Work::Replace { .. } => "an incoming AXFR".into(),
@@ -318,7 +342,7 @@ impl Work {
                 let _ = done.send(Err(why.to_string()));
             }
             // The transfer falls back to what it can do without history.
-            Work::History { .. } => {}
+            Work::History { .. } | Work::Settings(_) => {}
             Work::Incremental { done, .. } | Work::Replace { done, .. } => {
                 let _ = done.send(Err(why.to_string()));
             }

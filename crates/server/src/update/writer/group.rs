@@ -58,6 +58,7 @@ impl Writer {
                 Work::File { zone, .. } => stage.run(&version, Change::Difference(zone), now),
                 Work::Flush { .. }
                 | Work::Sign { .. }
+                | Work::Settings(_)
                 | Work::History { .. }
                 | Work::Incremental { .. }
                 | Work::Replace { .. } => Ok(Staged::Unchanged),
@@ -270,7 +271,7 @@ impl Writer {
                 (Work::Sign { done, .. }, _) => {
                     let _ = done.send(Err("not signed".into()));
                 }
-                (Work::History { .. }, _) => {}
+                (Work::History { .. } | Work::Settings(_), _) => {}
                 (Work::Incremental { done, .. } | Work::Replace { done, .. }, _) => {
                     let _ = done.send(Err("not taken".into()));
                 }

@@ -364,7 +364,10 @@ impl Writer {
         let (transfers, group): (Vec<Work>, Vec<Work>) = group.into_iter().partition(|w| {
             matches!(
                 w,
-                Work::Incremental { .. } | Work::Replace { .. } | Work::Sign { .. }
+                Work::Incremental { .. }
+                    | Work::Replace { .. }
+                    | Work::Sign { .. }
+                    | Work::Settings(_)
             )
         });
         for t in transfers {
@@ -463,6 +466,19 @@ impl Writer {
             }
             Work::Replace { zone, done } => {
                 let _ = done.send(self.take_whole(zone));
+            }
+            Work::Settings(s) => {
+                let s = *s;
+                tracing::info!(
+                    "zone {}: from the reload: serial-policy {:?}, zonefile-sync {}, dnssec-validation {}",
+                    self.origin,
+                    s.serial_policy,
+                    s.zonefile_sync,
+                    s.validation
+                );
+                self.stage.policy = s.serial_policy;
+                self.sync = s.zonefile_sync;
+                self.stage.validate = s.validation;
             }
             Work::Sign { what, done } => {
                 let _ = done.send(match what {
