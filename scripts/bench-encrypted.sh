@@ -12,7 +12,8 @@
 # per handshake. For Lode also: memory per idle DoT connection (IDLE connections
 # opened and held by a Python client, resident memory before and after); DoQ
 # handshakes/s and DoQ answers/s over persistent connections (lode-bench
-# handshakes --quic, lode-bench doq; no peer here serves DoQ); the zone's AXFR over
+# handshakes --quic, lode-bench doq; no peer here serves DoQ) and memory per idle DoQ
+# connection (lode-bench doq --idle); the zone's AXFR over
 # plain TCP and over TLS (lode-bench axfr [--tls], median of 3); and a BIND 9.18
 # secondary taking the zone from Lode over TLS, timed. Results go to $OUT (default:
 # a temporary folder) and stdout. Every run is bounded (dnsperf -l DUR, lode-bench
@@ -123,6 +124,10 @@ handshakes lode "$lode" --server "127.0.0.1:$QUIC" --quic
 printf 'lode   ' | tee -a "$OUT/summary.txt"
 taskset -c 1 target/release/lode-bench doq --server "127.0.0.1:$QUIC" --queries "$queries" \
     --connections "$CLIENTS" --duration "$DUR" --pid "$lode" | tee -a "$OUT/summary.txt"
+# Memory per idle DoQ connection (held open by keep-alives after one query each).
+printf 'lode   ' | tee -a "$OUT/summary.txt"
+taskset -c 1 target/release/lode-bench doq --idle --server "127.0.0.1:$QUIC" --queries "$queries" \
+    --connections "$IDLE" --pid "$lode" | tee -a "$OUT/summary.txt"
 for how in tcp tls; do
     port=$PORT
     flag=()

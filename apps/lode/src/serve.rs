@@ -124,26 +124,41 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let filter = tracing_subscriber::EnvFilter::try_new(&level)
         .with_context(|| format!("log level {level:?}"))?;
+    // The filter can be replaced by a reload (`log-level` in the file; a
+    // `--log-level` given on the command line stays).
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     match format.as_str() {
-        "text" => tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .with_target(false)
-            .with_ansi(std::io::stderr().is_terminal())
+        "text" => tracing_subscriber::registry()
+            .with(filter)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_target(false)
+                    .with_ansi(std::io::stderr().is_terminal()),
+            )
             .init(),
         // One object per line: timestamp, level, fields (message included)
         // at the top level, for journald/Loki/jq.
-        "json" => tracing_subscriber::fmt()
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(false)
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .with_target(false)
+        "json" => tracing_subscriber::registry()
+            .with(filter)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .flatten_event(true)
+                    .with_current_span(false)
+                    .with_span_list(false)
+                    .with_writer(std::io::stderr)
+                    .with_target(false),
+            )
             .init(),
         other => anyhow::bail!("log format {other:?}: must be text or json"),
     }
+    lode_server::on_log_level_change(move |level| {
+        let filter = tracing_subscriber::EnvFilter::try_new(level).map_err(|e| e.to_string())?;
+        handle.reload(filter).map_err(|e| e.to_string())
+    });
     let options = Options {
         config: args.config,
         listen: args.listen,

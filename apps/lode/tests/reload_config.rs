@@ -129,13 +129,16 @@ fn keys_and_acls_change_by_reload() {
 
     // Transfers allowed again by a good configuration; a setting that needs a
     // restart is named in the report.
-    let conf =
-        config(d, port, NEW, true).replacen("journal-dir", "tcp-idle-timeout = 7\njournal-dir", 1);
+    let conf = config(d, port, NEW, true).replacen(
+        "journal-dir",
+        "max-udp-payload = 1400\njournal-dir",
+        1,
+    );
     std::fs::write(d.join("lode.toml"), conf).unwrap();
     let (ok, text) = reload(d);
     assert!(ok, "{text}");
     assert!(
-        text.contains("take effect at restart (not now): tcp-idle-timeout"),
+        text.contains("take effect at restart (not now): max-udp-payload"),
         "{text}"
     );
     assert_eq!(axfr(server.addr, &new), "NOERROR");
@@ -233,7 +236,8 @@ fn the_query_policy_changes_by_reload() {
     std::fs::write(
         d.join("lode.toml"),
         format!(
-            "{base}identity = \"after\"\nnsid = \"reloaded\"\n{zone}\
+            "{base}identity = \"after\"\nnsid = \"reloaded\"\n\
+             log-level = \"debug\"\ntcp-idle-timeout = 1\n{zone}\
              [cookies]\nsecret = \"000102030405060708090a0b0c0d0e0f\"\n\
              [rrl]\nrate-limit = 5\nslip = 0\n\
              [dnstap]\nsink = \"{}\"\n",
@@ -258,6 +262,23 @@ fn the_query_policy_changes_by_reload() {
         ),
         "{}",
         server.log_tail(20)
+    );
+    // The TCP idle timeout (1 s now, 10 s before) for a new connection, and
+    // the log level: its closing is logged at debug level.
+    let mut idle = std::net::TcpStream::connect(a).unwrap();
+    idle.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut byte = [0u8; 1];
+    let closed = std::io::Read::read(&mut idle, &mut byte);
+    let took = started.elapsed();
+    assert!(
+        took.as_secs() < 4 && !matches!(closed, Ok(n) if n > 0),
+        "{closed:?} after {took:?}"
+    );
+    server.wait_log(
+        "idle timeout, closed",
+        "the idle close logged at debug level",
     );
 
     // Off again: the dnstap stream ends (the file holds what was logged),

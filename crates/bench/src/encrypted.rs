@@ -196,6 +196,9 @@ fn quic_endpoint(addr: SocketAddr) -> Result<quinn::Endpoint, String> {
     transport.max_idle_timeout(Some(
         quinn::IdleTimeout::try_from(TIMEOUT).expect("idle timeout"),
     ));
+    // Idle connections held open (`doq_hold`) stay alive past the server's
+    // idle timeout.
+    transport.keep_alive_interval(Some(Duration::from_secs(1)));
     config.transport_config(Arc::new(transport));
     endpoint.set_default_client_config(config);
     Ok(endpoint)
@@ -304,4 +307,48 @@ pub fn doq_rate(
         Ok::<(), String>(())
     })?;
     Ok(counts.tally(started))
+}
+
+/// `connections` DoQ connections to `addr`, each held idle (QUIC
+/// keep-alives only) after one query; once all are open and a second has
+/// passed, `at_peak` is called with how many are, then every one is
+/// closed. Returns that number.
+pub fn doq_hold(
+    addr: SocketAddr,
+    set: &QuerySet,
+    connections: usize,
+    at_peak: impl FnOnce(usize),
+) -> Result<usize, String> {
+    if set.is_empty() {
+        return Err("no query".into());
+    }
+    let counts = Counts::default();
+    let rt = runtime()?;
+    rt.block_on(async {
+        let endpoint = quic_endpoint(addr)?;
+        let mut held = Vec::with_capacity(connections);
+        for i in 0..connections {
+            let connected = async {
+                let connecting = endpoint.connect(addr, "lode-bench").ok()?;
+                tokio::time::timeout(TIMEOUT, connecting).await.ok()?.ok()
+            }
+            .await;
+            if let Some(conn) = connected {
+                if doq_query(&conn, set, i % set.len()).await {
+                    held.push(conn);
+                }
+            }
+        }
+        counts
+            .handshakes
+            .store(held.len() as u64, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        at_peak(held.len());
+        for c in &held {
+            c.close(quinn::VarInt::from_u32(0), b"");
+        }
+        endpoint.wait_idle().await;
+        Ok::<(), String>(())
+    })?;
+    Ok(counts.handshakes.load(Ordering::Relaxed) as usize)
 }

@@ -39,7 +39,7 @@ use std::net::SocketAddr;
 
 pub use later::{Client, Later, Protocol, STREAM_QUEUE_BYTES};
 pub use quic::{QuicConfig, QuicCounters, QuicServer, QuicStats};
-pub use tcp::{TcpConfig, TcpCounters, TcpServer, TcpStats};
+pub use tcp::{TcpConfig, TcpCounters, TcpLimits, TcpServer, TcpStats};
 pub use udp::{UdpConfig, UdpCounters, UdpServer, UdpStats};
 
 /// What a transport calls for each message: `(query, out, client) -> response

@@ -145,6 +145,20 @@ impl Default for TcpConfig {
 }
 
 impl TcpConfig {
+    /// "tcp: idle timeout …, at most N clients, M per source" (for the logs).
+    fn limits_text(&self) -> String {
+        format!(
+            "{}: idle timeout {:?} ({:?} when crowded), I/O timeout {:?}, at most {} clients, \
+             {} per source",
+            if self.tls.is_some() { "tls" } else { "tcp" },
+            self.idle_timeout,
+            self.pressure_idle_timeout,
+            self.io_timeout,
+            self.max_clients,
+            self.per_source_limit()
+        )
+    }
+
     /// The per-source limit in force: the one set, or `max(max_clients / 10,
     /// 128)`, never above `max_clients` nor below 1.
     pub fn per_source_limit(&self) -> usize {
@@ -283,6 +297,22 @@ pub struct TcpServer {
     runtime: crate::EventLoop,
     counters: Arc<Counters>,
     local_addrs: Vec<SocketAddr>,
+    registry: Arc<Registry>,
+}
+
+/// A handle that changes a running [`TcpServer`]'s limits (a reload).
+#[derive(Debug, Clone)]
+pub struct TcpLimits(Arc<Registry>);
+
+impl TcpLimits {
+    /// Takes `config`'s idle, I/O and handshake timeouts and client limits
+    /// for what comes next: connections accepted from now on get the new
+    /// timeouts; open ones keep theirs and are closed, idlest first, only
+    /// as new ones need room.
+    pub fn set(&self, config: &TcpConfig) {
+        self.0.set_limits(config);
+        tracing::info!("{} (from now on)", config.limits_text());
+    }
 }
 
 impl TcpServer {
@@ -307,16 +337,7 @@ impl TcpServer {
                 TcpListener::from_std(std_listener)
                     .map_err(|e| IoError::Bind { addr, source: e })?
             };
-            tracing::info!(
-                "{} {local}: idle timeout {:?} ({:?} when crowded), I/O timeout {:?}, \
-                 at most {} clients, {} per source",
-                if config.tls.is_some() { "tls" } else { "tcp" },
-                config.idle_timeout,
-                config.pressure_idle_timeout,
-                config.io_timeout,
-                config.max_clients,
-                config.per_source_limit()
-            );
+            tracing::info!("{local}: {}", config.limits_text());
             runtime.spawn(accept_loop(
                 listener,
                 config.clone(),
@@ -325,17 +346,23 @@ impl TcpServer {
             ));
             local_addrs.push(local);
         }
-        runtime.spawn(sweeper(registry));
+        runtime.spawn(sweeper(registry.clone()));
         Ok(TcpServer {
             runtime: event_loop,
             counters,
             local_addrs,
+            registry,
         })
     }
 
     /// The bound addresses (with ports resolved).
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
+    }
+
+    /// A handle that changes the limits while serving.
+    pub fn limits(&self) -> TcpLimits {
+        TcpLimits(self.registry.clone())
     }
 
     /// Current totals.
@@ -374,12 +401,7 @@ async fn accept_loop<H: StreamHandler>(
     handler: H,
     registry: Arc<Registry>,
 ) {
-    let limits = Limits {
-        idle: config.idle_timeout,
-        io: (!config.io_timeout.is_zero()).then_some(config.io_timeout),
-    };
     let tls = config.tls.as_ref().map(crate::tls::TlsServer::acceptor);
-    let handshake = config.handshake_timeout;
     // A connection's local address is the listener's, but on a wildcard
     // bind (asked of the connection then: one getsockname per connection).
     let bound = listener.local_addr().ok();
@@ -390,6 +412,8 @@ async fn accept_loop<H: StreamHandler>(
                 let Admission::Open(conn) = registry.admit(peer) else {
                     continue;
                 };
+                let (idle, io, handshake) = registry.timeouts();
+                let limits = Limits { idle, io };
                 let handler = handler.clone();
                 let registered = Registered {
                     registry: registry.clone(),

@@ -190,6 +190,7 @@ impl Server {
             loaded: None,
             tls: Vec::new(),
             guard: None,
+            limits: None,
         };
         let report = reloader.load(&config, true);
         if reloader.served.is_empty() && !config.zones.is_empty() {
@@ -244,20 +245,7 @@ impl Server {
 
         // TCP first: its bind fails when another server holds the port, before
         // UDP (SO_REUSEPORT) could share the port with it.
-        let tcp_config = TcpConfig {
-            idle_timeout: config.tcp_idle_timeout,
-            max_clients: config.tcp_max_clients,
-            max_clients_per_source: config.tcp_max_clients_per_source,
-            io_timeout: config.tcp_io_timeout,
-            threads: config.workers.div_ceil(2),
-            // A TCP flood must not take the CPU from UDP, which answers
-            // nearly every query: with `lode bench attack --quick --tables 3
-            // --servers lode` (Lode pinned to one CPU) the UDP zero-loss rate
-            // under the TCP abuse mix went from 0.50 × its rate without to
-            // 1.13 × (one coarse run; full runs: 0.83–0.84, results/issue10-*).
-            nice: TCP_NICE,
-            ..TcpConfig::default()
-        };
+        let tcp_config = tcp_config(&config);
         let guard =
             guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         let server_guard = Arc::new(ArcSwap::from_pointee(guard));
@@ -328,10 +316,8 @@ impl Server {
         let dot = match dot_tls {
             Some(tls) => {
                 let dot_config = TcpConfig {
-                    max_clients: config.tls.max_clients,
-                    handshake_timeout: config.tls.handshake_timeout,
                     tls: Some(tls),
-                    ..tcp_config.clone()
+                    ..dot_config(&config)
                 };
                 Some(
                     TcpServer::start(&config.tls.listen, &dot_config, tcp_handler.clone())
@@ -352,6 +338,10 @@ impl Server {
         };
         let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler)
             .map_err(ServerError::Io)?;
+        reloader.limits = Some(reload::Limits {
+            tcp: tcp.limits(),
+            dot: dot.as_ref().map(TcpServer::limits),
+        });
         let (reload_tx, reload_rx) = mpsc::channel::<ReloadRequest>();
         let reload_addrs = udp.local_addrs().to_vec();
         let reload_set = published.clone();
@@ -577,8 +567,63 @@ impl Drop for Server {
     }
 }
 
+/// Changes the process's log level (the binary's logger, which the server
+/// does not own); set once by `lode serve`.
+type LogLevelHook = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+static LOG_LEVEL_HOOK: std::sync::OnceLock<LogLevelHook> = std::sync::OnceLock::new();
+
+/// Lets a reload change the log level: `set` is called with the new level
+/// (error, warn, info, debug or trace). Without it, `log-level` takes
+/// effect at restart. The first call wins.
+pub fn on_log_level_change(set: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static) {
+    let _ = LOG_LEVEL_HOOK.set(Box::new(set));
+}
+
+/// Sets the log level through the hook; false when there is none.
+pub(crate) fn change_log_level(level: &str) -> Result<bool, String> {
+    match LOG_LEVEL_HOOK.get() {
+        Some(set) => set(level).map(|()| true),
+        None => Ok(false),
+    }
+}
+
+/// True when a reload can change the log level.
+pub(crate) fn change_log_level_possible() -> bool {
+    LOG_LEVEL_HOOK.get().is_some()
+}
+
 /// Scheduling priority (nice) of the TCP event-loop threads.
 const TCP_NICE: i32 = 10;
+
+/// The TCP transport's settings in `config` (a reload changes its limits
+/// and timeouts, not its threads).
+pub(crate) fn tcp_config(config: &Config) -> TcpConfig {
+    TcpConfig {
+        idle_timeout: config.tcp_idle_timeout,
+        max_clients: config.tcp_max_clients,
+        max_clients_per_source: config.tcp_max_clients_per_source,
+        io_timeout: config.tcp_io_timeout,
+        threads: config.workers.div_ceil(2),
+        // A TCP flood must not take the CPU from UDP, which answers
+        // nearly every query: with `lode bench attack --quick --tables 3
+        // --servers lode` (Lode pinned to one CPU) the UDP zero-loss rate
+        // under the TCP abuse mix went from 0.50 × its rate without to
+        // 1.13 × (one coarse run; full runs: 0.83–0.84, results/issue10-*).
+        nice: TCP_NICE,
+        ..TcpConfig::default()
+    }
+}
+
+/// DNS over TLS's settings: TCP's, with its own client limit and the
+/// handshake timeout (the TLS server itself is added at start).
+pub(crate) fn dot_config(config: &Config) -> TcpConfig {
+    TcpConfig {
+        max_clients: config.tls.max_clients,
+        handshake_timeout: config.tls.handshake_timeout,
+        ..tcp_config(config)
+    }
+}
 
 /// "serving N zones on ADDR, … (UDP and TCP)": the start line and systemd's STATUS.
 fn serving_status(set: &ZoneSet, addrs: &[SocketAddr]) -> String {

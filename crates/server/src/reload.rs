@@ -148,6 +148,16 @@ pub(crate) struct Reloader {
     /// The query policy (identity, cookies, RRL, dnstap) a reload replaces;
     /// none until the server has made it.
     pub(crate) guard: Option<Arc<arc_swap::ArcSwap<crate::guard::Guard>>>,
+    /// The TCP and DoT transports' limits a reload changes; none until
+    /// they run.
+    pub(crate) limits: Option<Limits>,
+}
+
+/// Handles on the running transports' limits.
+#[derive(Debug)]
+pub(crate) struct Limits {
+    pub(crate) tcp: lode_io::TcpLimits,
+    pub(crate) dot: Option<lode_io::TcpLimits>,
 }
 
 impl Reloader {
@@ -288,7 +298,24 @@ impl Reloader {
                 };
             }
         };
-        let restart = restart_needed(&self.running, &config);
+        let mut restart = restart_needed(&self.running, &config);
+        // The log level, when the binary lets it change.
+        let previous_level = self
+            .loaded
+            .as_ref()
+            .unwrap_or(&self.running)
+            .log_level
+            .clone();
+        if config.log_level != previous_level {
+            match crate::change_log_level(&config.log_level) {
+                Ok(true) => tracing::info!("reload: log level {}", config.log_level),
+                Ok(false) => {}
+                Err(e) => tracing::warn!("reload: log level not changed: {e}"),
+            }
+        }
+        if crate::change_log_level_possible() {
+            restart.retain(|s| s != "log-level");
+        }
         if !restart.is_empty() {
             tracing::warn!(
                 "reload: these changes take effect at restart: {}",
@@ -347,6 +374,30 @@ impl Reloader {
             }
         }
         let previous = self.loaded.clone().unwrap_or_else(|| self.running.clone());
+        // TCP and DoT limits and timeouts, for connections from now on.
+        if let Some(l) = &self.limits {
+            let same = |a: &lode_io::TcpConfig, b: &lode_io::TcpConfig| {
+                (
+                    a.idle_timeout,
+                    a.io_timeout,
+                    a.max_clients,
+                    a.per_source_limit(),
+                ) == (
+                    b.idle_timeout,
+                    b.io_timeout,
+                    b.max_clients,
+                    b.per_source_limit(),
+                ) && a.handshake_timeout == b.handshake_timeout
+            };
+            let (tcp, was) = (crate::tcp_config(&config), crate::tcp_config(&previous));
+            if !same(&tcp, &was) {
+                l.tcp.set(&tcp);
+            }
+            let (dot, was) = (crate::dot_config(&config), crate::dot_config(&previous));
+            if let Some(d) = l.dot.as_ref().filter(|_| !same(&dot, &was)) {
+                d.set(&dot);
+            }
+        }
         let mut report = self.load(&config, false);
         report.restart_needed = restart;
         // Zones with a writer whose serial policy, zonefile-sync or
@@ -427,13 +478,6 @@ fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
             "background-workers",
         ),
         (c.max_udp_payload != r.max_udp_payload, "max-udp-payload"),
-        (c.tcp_idle_timeout != r.tcp_idle_timeout, "tcp-idle-timeout"),
-        (c.tcp_max_clients != r.tcp_max_clients, "tcp-max-clients"),
-        (
-            c.tcp_max_clients_per_source != r.tcp_max_clients_per_source,
-            "tcp-max-clients-per-source",
-        ),
-        (c.tcp_io_timeout != r.tcp_io_timeout, "tcp-io-timeout"),
         (c.control != r.control, "control"),
         (c.metrics_listen != r.metrics_listen, "metrics-listen"),
         (c.log_level != r.log_level, "log-level"),
@@ -441,11 +485,6 @@ fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
         (c.user != r.user, "user"),
         (c.journal_dir != r.journal_dir, "journal-dir"),
         (c.tls.listen != r.tls.listen, "listen-tls"),
-        (c.tls.max_clients != r.tls.max_clients, "tls-max-clients"),
-        (
-            c.tls.handshake_timeout != r.tls.handshake_timeout,
-            "tls-handshake-timeout",
-        ),
         (c.tls.allow_tls12 != r.tls.allow_tls12, "tls-min-version"),
         (c.tls.listen_quic != r.tls.listen_quic, "listen-quic"),
         (

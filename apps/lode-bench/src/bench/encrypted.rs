@@ -59,9 +59,24 @@ pub(crate) struct DoqArgs {
     /// Seconds to run.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
-    /// The server's PID, to count its CPU time.
+    /// The server's PID, to count its CPU time (and with --idle its memory).
     #[arg(long)]
     pid: Option<u32>,
+    /// Memory per idle connection instead: CONNECTIONS connections, each after
+    /// one query held idle (QUIC keep-alives only); with --pid the server's
+    /// resident memory before and with them open.
+    #[arg(long)]
+    idle: bool,
+}
+
+/// A process's resident memory, KiB (0 when it cannot be read).
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The server's CPU seconds since `before` (ticks), when a PID was given.
@@ -117,6 +132,23 @@ pub(crate) fn handshakes(a: HandshakesArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) fn doq(a: DoqArgs) -> anyhow::Result<ExitCode> {
     let set = queries(&a.queries)?;
+    if a.idle {
+        let before = a.pid.map_or(0, rss_kib);
+        let mut peak = 0;
+        let held = lode_bench::encrypted::doq_hold(a.server, &set, a.connections, |_| {
+            peak = a.pid.map_or(0, rss_kib);
+        })
+        .map_err(anyhow::Error::msg)?;
+        let mut text = format!("DoQ: {held} idle connections held");
+        if a.pid.is_some() && held > 0 {
+            text.push_str(&format!(
+                ": server RSS {before} -> {peak} KiB, {} bytes each",
+                peak.saturating_sub(before) * 1024 / held as u64
+            ));
+        }
+        out!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let cpu0 = a.pid.map(lode_bench::compare::sys::pid_cpu);
     let t = lode_bench::encrypted::doq_rate(
         a.server,

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -213,14 +213,44 @@ pub(super) struct Registry {
     counters: Arc<Counters>,
     log: CloseLog,
     epoch: Instant,
-    max_clients: usize,
-    per_source: usize,
+    /// The limits, which a reload may change ([`Registry::set_limits`]):
+    /// new connections are admitted and set up under the limits of the
+    /// moment.
+    bounds: Bounds,
+}
+
+/// [`Registry`]'s limits, each read on its own (a reload changing them
+/// while a connection is admitted may mix old and new for that one).
+#[derive(Debug, Default)]
+struct Bounds {
+    max_clients: AtomicUsize,
+    per_source: AtomicUsize,
     /// Open connections above which the short idle timeout applies.
-    pressure_open: usize,
-    pressure_idle_ms: u64,
+    pressure_open: AtomicUsize,
+    pressure_idle_ms: AtomicU64,
     /// Connections closed at once when full, to amortise the scan.
-    evict_batch: usize,
-    io_timeout: Duration,
+    evict_batch: AtomicUsize,
+    io_timeout_ms: AtomicU64,
+    idle_timeout_ms: AtomicU64,
+    handshake_timeout_ms: AtomicU64,
+}
+
+impl Bounds {
+    fn set(&self, config: &TcpConfig) {
+        let max_clients = config.max_clients.max(1);
+        let ms = |d: Duration| d.as_millis() as u64;
+        let o = Ordering::Relaxed;
+        self.max_clients.store(max_clients, o);
+        self.per_source.store(config.per_source_limit(), o);
+        self.pressure_open.store(max_clients * 3 / 4, o);
+        self.pressure_idle_ms
+            .store(ms(config.pressure_idle_timeout), o);
+        self.evict_batch.store((max_clients / 1024).max(1), o);
+        self.io_timeout_ms.store(ms(config.io_timeout), o);
+        self.idle_timeout_ms.store(ms(config.idle_timeout), o);
+        self.handshake_timeout_ms
+            .store(ms(config.handshake_timeout), o);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -247,19 +277,48 @@ fn source_key(ip: IpAddr) -> IpAddr {
 
 impl Registry {
     pub(super) fn new(config: &TcpConfig, counters: Arc<Counters>) -> Self {
-        let max_clients = config.max_clients.max(1);
+        let bounds = Bounds::default();
+        bounds.set(config);
         Registry {
             slab: Mutex::new(Slab::default()),
             counters,
             log: CloseLog::new(),
             epoch: Instant::now(),
-            max_clients,
-            per_source: config.per_source_limit(),
-            pressure_open: max_clients * 3 / 4,
-            pressure_idle_ms: config.pressure_idle_timeout.as_millis() as u64,
-            evict_batch: (max_clients / 1024).max(1),
-            io_timeout: config.io_timeout,
+            bounds,
         }
+    }
+
+    /// Takes `config`'s limits for what comes next (a reload): connections
+    /// admitted from now on, the crowding checks, the I/O, idle and
+    /// handshake timeouts of new connections. Open connections are not
+    /// closed when the limit falls below their number; the idlest go as
+    /// new ones come.
+    pub(super) fn set_limits(&self, config: &TcpConfig) {
+        self.bounds.set(config);
+    }
+
+    fn max_clients(&self) -> usize {
+        self.bounds.max_clients.load(Ordering::Relaxed)
+    }
+
+    fn per_source(&self) -> usize {
+        self.bounds.per_source.load(Ordering::Relaxed)
+    }
+
+    fn io_timeout(&self) -> Duration {
+        Duration::from_millis(self.bounds.io_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// The idle timeout, the I/O timeout (`None`: none) and the TLS
+    /// handshake timeout for a connection accepted now.
+    pub(super) fn timeouts(&self) -> (Duration, Option<Duration>, Duration) {
+        let o = Ordering::Relaxed;
+        let io = self.io_timeout();
+        (
+            Duration::from_millis(self.bounds.idle_timeout_ms.load(o)),
+            (!io.is_zero()).then_some(io),
+            Duration::from_millis(self.bounds.handshake_timeout_ms.load(o)),
+        )
     }
 
     /// The server's counters.
@@ -282,15 +341,17 @@ impl Registry {
         let admission = {
             let mut slab = lock(&self.slab);
             let count = |slab: &Slab| slab.per_source.get(&source).copied().unwrap_or(0);
-            if count(&slab) >= self.per_source {
+            let (max_clients, per_source) = (self.max_clients(), self.per_source());
+            if count(&slab) >= per_source {
                 self.evict_idlest(&mut slab, Some(source), 1, now, &mut evicted_same_source);
             }
-            if slab.open >= self.max_clients {
-                self.evict_idlest(&mut slab, None, self.evict_batch, now, &mut evicted);
+            if slab.open >= max_clients {
+                let batch = self.bounds.evict_batch.load(Ordering::Relaxed);
+                self.evict_idlest(&mut slab, None, batch, now, &mut evicted);
             }
-            if count(&slab) >= self.per_source {
+            if count(&slab) >= per_source {
                 Admission::PerSource(count(&slab))
-            } else if slab.open >= self.max_clients {
+            } else if slab.open >= max_clients {
                 Admission::Full
             } else {
                 let slot = slab.free.pop().unwrap_or(slab.slots.len());
@@ -373,10 +434,12 @@ impl Registry {
     /// 3/4 of the slots are taken. Run by the sweeper.
     pub(super) fn sweep(&self) {
         self.log.flush();
-        if self.counters.open.load(Ordering::Relaxed) <= self.pressure_open {
+        let pressure_open = self.bounds.pressure_open.load(Ordering::Relaxed);
+        if self.counters.open.load(Ordering::Relaxed) <= pressure_open {
             return;
         }
         let now = self.ms(Instant::now());
+        let pressure_idle_ms = self.bounds.pressure_idle_ms.load(Ordering::Relaxed);
         let mut evicted = Vec::new();
         {
             let mut slab = lock(&self.slab);
@@ -386,7 +449,7 @@ impl Registry {
                     None => continue,
                 };
                 if idle_since & (BUSY | EVICTED) == 0
-                    && now.saturating_sub(idle_since >> FLAG_BITS) >= self.pressure_idle_ms
+                    && now.saturating_sub(idle_since >> FLAG_BITS) >= pressure_idle_ms
                 {
                     self.evict(&mut slab, i, now, &mut evicted);
                 }
@@ -443,7 +506,7 @@ impl Registry {
         if !self.log.allow(reason) {
             return;
         }
-        let max = self.max_clients;
+        let max = self.max_clients();
         match reason {
             Reason::IdleForNew => tracing::info!(
                 "tcp {peer}: closed after {detail} ms idle to accept a new client ({max} open)"
@@ -451,7 +514,7 @@ impl Registry {
             Reason::IdleSameSource => tracing::info!(
                 "tcp {peer}: closed after {detail} ms idle to accept a new client from the same \
                  source ({} open from it)",
-                self.per_source
+                self.per_source()
             ),
             Reason::IdlePressure => tracing::info!(
                 "tcp {peer}: closed after {detail} ms idle, over 3/4 of {max} connections open"
@@ -459,18 +522,18 @@ impl Registry {
             Reason::PerSource => tracing::warn!(
                 "tcp {peer}: refused, {detail} connections from this source open, none idle \
                  (limit {})",
-                self.per_source
+                self.per_source()
             ),
             Reason::Full => {
                 tracing::warn!("tcp {peer}: refused, {max} connections open and none idle")
             }
             Reason::ReadTimeout => tracing::info!(
                 "tcp {peer}: closed, a message took longer than {:?} to arrive",
-                self.io_timeout
+                self.io_timeout()
             ),
             Reason::WriteTimeout => tracing::info!(
                 "tcp {peer}: closed, its replies went unread for {:?}",
-                self.io_timeout
+                self.io_timeout()
             ),
         }
     }
