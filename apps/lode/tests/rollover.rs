@@ -18,11 +18,15 @@
 //!   policy changed by `lode reload`, then NSEC → NSEC3 by another reload.
 //!
 //! After each rollover the child zone, taken by AXFR, passes
-//! `ldns-verify-zone`, `dnssec-verify` and `kzonecheck`.
+//! `ldns-verify-zone`, `dnssec-verify` and `kzonecheck`; a Knot secondary
+//! with `dnssec-validation: on`, told of each change by NOTIFY, follows the
+//! child by IXFR through the ZSK and KSK rollovers and refuses no version
+//! (not through CSK rollovers: see `Setup::start`).
 
 mod common;
 
 use common::dnssec::{ask, tools_present, validated_as, verify_axfr, Unbound};
+use common::peers::{distinct_ports, missing_programs, wait_serial, Peer, SecondaryKind, TsigKey};
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,6 +62,9 @@ struct Setup {
     /// The child checks the parent for its DS itself.
     auto: bool,
     child_extra: String,
+    /// Knot 3.2 with `dnssec-validation: on`, the child's secondary (when
+    /// knotd is here).
+    knot: Option<Peer>,
 }
 
 /// The configuration (and at first the zone file) of one side: `name`
@@ -83,9 +90,10 @@ fn write_side(
          [[key]]\nid = \"roll-key.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{secret}\"\n\
          [[acl]]\nid = \"upd\"\nkey = [\"roll-key.\"]\naction = [\"update\"]\n\
          [[acl]]\nid = \"xfr\"\naction = [\"transfer\"]\n\
+         [[acl]]\nid = \"xfr-key\"\nkey = [\"roll-key.\"]\naction = [\"transfer\"]\n\
          [[policy]]\nid = \"quick\"\npropagation-delay = 2\ndnskey-ttl = 3\nzsk-lifetime = 0\n\
          rrsig-lifetime = 7200\nrrsig-refresh = 3600\n{policy}\n\
-         [[zone]]\nname = \"{origin}\"\nfile = \"zone.db\"\nacl = [\"upd\", \"xfr\"]\n\
+         [[zone]]\nname = \"{origin}\"\nfile = \"zone.db\"\nacl = [\"upd\", \"xfr\", \"xfr-key\"]\n\
          dnssec-signing = true\ndnssec-policy = \"quick\"\n{extra}",
         control = side.join("lode.sock").display()
     );
@@ -102,7 +110,7 @@ impl Setup {
         let dir = TempDir::new(&format!("rollover-{tag}"));
         let parent_port = pick_port_in(ports.0, ports.0 + 4);
         let child_port = pick_port_in(ports.0 + 5, ports.1);
-        let (policy, extra) = if auto {
+        let (policy, mut extra) = if auto {
             (
                 format!("{child_policy}ksk-submission = \"parent\"\n"),
                 format!(
@@ -113,6 +121,20 @@ impl Setup {
         } else {
             (child_policy.to_string(), String::new())
         };
+        // The Knot secondary: NOTIFY to it (signed), transfers by it signed
+        // with the same key. Not for CSKs: Knot 3.2's validator takes two
+        // keys of flags 257 as two KSKs and no ZSK, and refuses every
+        // version of a CSK rollover (Knot's own too; fixed in Knot 3.4.0,
+        // "dnssec/validation: fix validation of two CSKs", 4647ac1f5).
+        let csk = child_policy.contains("single-type-signing = true");
+        let knot_port = (!csk && missing_programs(&[SecondaryKind::Knot]).is_empty())
+            .then(|| distinct_ports(1, &[])[0]);
+        if let Some(kp) = knot_port {
+            extra = format!(
+                "notify = [\"knot\"]\n\
+                 [[remote]]\nid = \"knot\"\naddress = [\"127.0.0.1@{kp}\"]\nkey = \"roll-key.\"\n{extra}"
+            );
+        }
         let pconf = write_side(&dir.0, "parent", "test.", PARENT, "", "");
         let cconf = write_side(&dir.0, "child", "example.test.", CHILD, &policy, &extra);
         let parent = start_lode_config(&pconf, parent_port, &dir.0.join("parent.log"), &["test."])
@@ -124,6 +146,17 @@ impl Setup {
             &["example.test."],
         )
         .unwrap_or_else(|e| panic!("child: {e}"));
+        let knot = knot_port.map(|kp| {
+            let child_addr = std::net::SocketAddr::from(([127, 0, 0, 1], child_port));
+            Peer::start_knot_with(
+                "example.test.",
+                child_addr,
+                &roll_key(),
+                kp,
+                "    dnssec-validation: on\n",
+            )
+            .unwrap_or_else(|e| panic!("Knot secondary: {e}"))
+        });
         let s = Setup {
             dir,
             parent,
@@ -132,6 +165,7 @@ impl Setup {
             child_starts: 1,
             auto,
             child_extra: extra,
+            knot,
         };
         // The child's first KSK waits for its DS: the parent gets it.
         let ds = s.wait_ds(1);
@@ -335,7 +369,37 @@ impl Setup {
 
     fn verify(&self, when: &str) -> u32 {
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.child_port));
-        verify_axfr(&self.dir.0, addr, "example.test.", None, when)
+        let serial = verify_axfr(&self.dir.0, addr, "example.test.", None, when);
+        // The validating Knot secondary has (or gets) this version: it
+        // validated it.
+        if let Some(k) = &self.knot {
+            wait_serial(k.addr, "example.test.", serial, Duration::from_secs(30)).unwrap_or_else(
+                |e| {
+                    panic!(
+                        "{when}: the validating Knot secondary: {e}\n{}",
+                        k.log_tail(30)
+                    )
+                },
+            );
+            // And it refused no version on the way.
+            let log = k.log_tail(100_000);
+            assert!(
+                !log.contains("validation failed"),
+                "{when}: the Knot secondary refused a version:\n{log}"
+            );
+        }
+        serial
+    }
+}
+
+/// The TSIG key of the test (the child's updates, NOTIFY to Knot, Knot's
+/// transfers).
+fn roll_key() -> TsigKey {
+    let mut parts = KEY.splitn(3, ':');
+    TsigKey {
+        algorithm: parts.next().unwrap().into(),
+        name: parts.next().unwrap().into(),
+        secret: parts.next().unwrap().into(),
     }
 }
 
