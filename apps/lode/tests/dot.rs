@@ -246,14 +246,14 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// The open-file limit of this process (soft), from /proc.
+/// The open-file limit of this process, raised first to its hard limit
+/// (the server started next inherits it).
 fn open_file_limit() -> usize {
-    std::fs::read_to_string("/proc/self/limits")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Max open files"))
-        .and_then(|l| l.split_whitespace().nth(3)?.parse().ok())
-        .unwrap_or(1024)
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+    getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft.min(1 << 20) as usize)
 }
 
 /// A TLS connection to `addr` from the address `source` (other 127.0.0.0/8
@@ -275,7 +275,9 @@ fn tls_connect_from(
 /// addresses), 500 more past `tls-max-clients` (the idlest closed for
 /// them), then 2,000 connections that never finish a handshake: an
 /// established TLS client and UDP stay served throughout, and the server's
-/// memory per idle connection stays under 24 KiB.
+/// memory per idle connection stays under 24 KiB. The open-file limit is
+/// raised to its hard limit first; where that is below ~11,000 the test
+/// holds fewer (and says so), as many as the limit allows.
 #[test]
 fn idle_and_stalled_tls_connections_leave_others_served() {
     let dir = TempDir::new("dot-abuse");
@@ -289,17 +291,10 @@ fn idle_and_stalled_tls_connections_leave_others_served() {
     .unwrap();
     // The test holds IDLE + 500 connections, the server as many (its own
     // limit is inherited): both need that many descriptors.
-    let idle = (open_file_limit().saturating_sub(1000)).min(10_000);
-    assert!(
-        idle >= 1000,
-        "open-file limit {} too low",
-        open_file_limit()
-    );
+    let limit = open_file_limit();
+    let idle = limit.saturating_sub(1000).clamp(200, 10_000);
     if idle < 10_000 {
-        eprintln!(
-            "open-file limit {}: {idle} idle connections, not 10,000",
-            open_file_limit()
-        );
+        eprintln!("open-file limit {limit}: {idle} idle connections, not 10,000");
     }
     std::fs::write(
         dir.0.join("lode.toml"),
@@ -331,13 +326,16 @@ fn idle_and_stalled_tls_connections_leave_others_served() {
     let client = TlsClient::new(ServerAuth::Pins(vec![pin.clone()]), &[ALPN_DOT], None)
         .expect("client config");
     // Idle TLS connections, all held; then 500 past the limit.
+    let every = (idle / 50).clamp(10, 200);
     let mut held = Vec::with_capacity(idle + 500);
     for i in 0..idle + 500 {
         let source = std::net::Ipv4Addr::new(127, 0, 1, 2 + (i % 20) as u8);
         if let Ok(c) = tls_connect_from(&client, tls, source) {
             held.push(c);
         }
-        if i % 200 == 199 {
+        // The established client is active more often than the limit's
+        // worth of new connections come (the idlest are closed for new ones).
+        if i % every == every - 1 {
             check(&mut kept, &format!("after {} idle TLS connections", i + 1));
         }
         if i + 1 == idle {
@@ -358,7 +356,7 @@ fn idle_and_stalled_tls_connections_leave_others_served() {
     drop(held);
     // Connections that never finish their handshake.
     let mut stalled = Vec::new();
-    for i in 0..2000 {
+    for i in 0..2000.min(limit.saturating_sub(200)) {
         let source = std::net::Ipv4Addr::new(127, 0, 2, 2 + (i % 20) as u8);
         let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None);
         let connected = sock.and_then(|s| {
