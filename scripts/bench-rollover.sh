@@ -107,12 +107,7 @@ EOF
     local during
     during=$(latency)
     wait_log "$d/log" "every signature is by the keys of the moment" 3600
-    local took cpu
-    took=$(echo "$(date +%s.%N) - $start" | bc)
-    cpu=$(echo "$(cpu_of $pid) - $cpu0" | bc)
-    kill $pid
-    wait $pid 2>/dev/null || true
-    report lode "$static" "$during" "$took" "$cpu"
+    finish lode
 }
 
 run_knot() {
@@ -173,12 +168,18 @@ EOF
         [ "$(grep -c "DNSSEC, successfully signed" "$d/log")" -ge $((signed_before + 2)) ] && break
         sleep 0.1
     done
+    finish knot
+}
+
+# Stops the server $pid and reports the rollover of $1 (the caller's start,
+# cpu0, static and during are read here: bash's locals are dynamic).
+finish() {
     local took cpu
     took=$(echo "$(date +%s.%N) - $start" | bc)
     cpu=$(echo "$(cpu_of $pid) - $cpu0" | bc)
     kill $pid
     wait $pid 2>/dev/null || true
-    report knot "$static" "$during" "$took" "$cpu"
+    report "$1" "$static" "$during" "$took" "$cpu"
 }
 
 report() {
