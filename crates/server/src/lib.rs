@@ -145,12 +145,18 @@ pub struct Server {
 impl Server {
     /// Resolves the configuration, loads the zones, binds the sockets and starts serving.
     pub fn start(options: Options) -> Result<Server, ServerError> {
+        Server::start_read(options, None)
+    }
+
+    /// [`Server::start`] with the configuration file `options` names
+    /// already parsed (not read again).
+    pub fn start_read(options: Options, file: Option<ConfigFile>) -> Result<Server, ServerError> {
         lode_io::mem::tune_allocator();
         lode_io::ignore_file_size_signal();
         let started = std::time::Instant::now();
         // One copy of the configuration, shared by the server and its reloader
         // (a copy holds every zone's options: 10^5 zones make it large).
-        let config = Arc::new(Config::resolve(&options).map_err(ServerError::Config)?);
+        let config = Arc::new(Config::resolve_read(&options, file).map_err(ServerError::Config)?);
         if config.demo {
             tracing::info!("no zone configured: serving the built-in demo zones");
         } else if config.zones.is_empty() {
