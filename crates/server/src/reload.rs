@@ -153,6 +153,10 @@ pub(crate) struct Reloader {
     pub(crate) limits: Option<Limits>,
 }
 
+/// Up to how many zones read by one load or reload each gets its "zone
+/// loaded" line at info (more: at debug, with the load's summary line).
+const LOG_EACH_ZONE_UP_TO: usize = 1000;
+
 /// Handles on the running transports' limits.
 #[derive(Debug)]
 pub(crate) struct Limits {
@@ -189,6 +193,7 @@ impl Reloader {
             .collect();
         let mut through_writer: std::collections::HashSet<lode_wire::Name> =
             std::collections::HashSet::new();
+        let quiet = to_load.len() > LOG_EACH_ZONE_UP_TO;
         let mut results = zones::load_all(&to_load, config.snapshot_dir.as_deref()).into_iter();
         for (spec, old) in config.zones.iter().zip(olds) {
             let name = spec.name.to_string();
@@ -213,7 +218,7 @@ impl Reloader {
                 continue;
             };
             let snapshot_dir = config.snapshot_dir.as_deref();
-            let settled = self.settle(spec, old, result, snapshot_dir, &mut report);
+            let settled = self.settle(spec, old, result, snapshot_dir, &mut report, quiet);
             if let Some((served, via_writer)) = settled {
                 if via_writer {
                     through_writer.insert(spec.name.clone());
@@ -558,6 +563,7 @@ impl Reloader {
         result: zones::LoadResult,
         snapshot_dir: Option<&std::path::Path>,
         report: &mut ReloadReport,
+        quiet: bool,
     ) -> Option<(Served, bool)> {
         let name = spec.name.to_string();
         let l = match result {
@@ -578,16 +584,29 @@ impl Reloader {
             }
         }
         let z = &l.zone;
-        tracing::info!(
-            zone = %name,
-            serial = z.serial(),
-            records = z.record_count(),
-            names = z.node_count(),
-            duration_ms = millis(l.elapsed),
-            source = %spec.source,
-            "zone loaded in {}",
-            format_duration(l.elapsed),
-        );
+        macro_rules! loaded {
+            ($level:expr) => {
+                tracing::event!(
+                    $level,
+                    zone = %name,
+                    serial = z.serial(),
+                    records = z.record_count(),
+                    names = z.node_count(),
+                    duration_ms = millis(l.elapsed),
+                    source = %spec.source,
+                    "zone loaded in {}",
+                    format_duration(l.elapsed),
+                )
+            };
+        }
+        // Many zones at once (a hosting company's start: 10^6 lines, a
+        // second of logging per 10^5): each at debug, the load's summary
+        // line says how many.
+        if quiet {
+            loaded!(tracing::Level::DEBUG);
+        } else {
+            loaded!(tracing::Level::INFO);
+        }
         for w in &l.warnings {
             tracing::warn!("{w}");
         }
@@ -727,7 +746,14 @@ impl Reloader {
         let mut report = ReloadReport::default();
         let index = self.served.iter().position(|s| s.spec.name == *name);
         let old = index.map(|i| &self.served[i]);
-        let settled = self.settle(&spec, old, result, snapshot_dir.as_deref(), &mut report);
+        let settled = self.settle(
+            &spec,
+            old,
+            result,
+            snapshot_dir.as_deref(),
+            &mut report,
+            false,
+        );
         let Some((mut served, via_writer)) = settled else {
             return report;
         };
