@@ -467,14 +467,29 @@ impl Journal {
         Self::open_with(path.as_ref(), origin, settings, file::plain())
     }
 
-    /// [`Journal::open`] with the file wrapped by `wrap` (tests inject faults).
-    fn open_with(
-        path: &Path,
+    /// The journal at `path` known not to exist yet (its folder was listed):
+    /// what [`Journal::open`] gives then, without asking the file system.
+    pub fn absent(
+        path: impl AsRef<Path>,
         origin: &Name,
         settings: Settings,
-        wrap: Wrap,
-    ) -> Result<(Journal, Recovery), JournalError> {
-        let mut j = Journal {
+    ) -> (Journal, Recovery) {
+        Journal::closed(path.as_ref(), origin, settings, file::plain()).missing()
+    }
+
+    /// This journal, whose file does not exist (created when first written).
+    fn missing(mut self) -> (Journal, Recovery) {
+        self.exists = false;
+        let rec = Recovery {
+            created: true,
+            ..Recovery::default()
+        };
+        (self, rec)
+    }
+
+    /// A journal value for `path` with nothing read yet.
+    fn closed(path: &Path, origin: &Name, settings: Settings, wrap: Wrap) -> Journal {
+        Journal {
             path: path.to_owned(),
             origin: origin.clone(),
             settings,
@@ -488,17 +503,20 @@ impl Journal {
             broken: false,
             exists: true,
             open: false,
-        };
+        }
+    }
+
+    /// [`Journal::open`] with the file wrapped by `wrap` (tests inject faults).
+    fn open_with(
+        path: &Path,
+        origin: &Name,
+        settings: Settings,
+        wrap: Wrap,
+    ) -> Result<(Journal, Recovery), JournalError> {
+        let mut j = Journal::closed(path, origin, settings, wrap);
         let data = match std::fs::read(path) {
             Ok(d) => d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                j.exists = false;
-                let rec = Recovery {
-                    created: true,
-                    ..Recovery::default()
-                };
-                return Ok((j, rec));
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(j.missing()),
             Err(e) => return Err(io_err(path, "read")(e)),
         };
         let header = format::decode_header(&data).map_err(|e| match e {

@@ -80,6 +80,7 @@ pub(crate) fn start_writers_for(
             }
         });
     }
+    let present = &Present::list(dir, zones.len());
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(zones.len());
@@ -91,7 +92,8 @@ pub(crate) fn start_writers_for(
                 s.spawn(move || {
                     part.iter()
                         .filter_map(|(spec, options)| {
-                            let q = open_writer(updates, config, spec, options, publisher)?;
+                            let q =
+                                open_writer(updates, config, spec, options, publisher, present)?;
                             Some((spec.name.to_lowercase(), q))
                         })
                         .collect::<Vec<_>>()
@@ -132,6 +134,7 @@ fn open_writer(
     spec: &crate::ZoneSpec,
     options: &crate::config::ZoneOptions,
     publisher: &Arc<Publisher>,
+    present: &Present,
 ) -> Option<WriterQueue> {
     let dir = config.journal_dir.as_ref()?;
     let origin = spec.name.to_lowercase();
@@ -147,7 +150,12 @@ fn open_writer(
         max_usage: config.journal_max_usage,
         max_depth: config.journal_max_depth,
     };
-    let (journal, recovery) = match Journal::open(&path, &origin, settings) {
+    let opened = if present.may_hold(&path) {
+        Journal::open(&path, &origin, settings)
+    } else {
+        Ok(Journal::absent(&path, &origin, settings))
+    };
+    let (journal, recovery) = match opened {
         Ok(j) => j,
         Err(e) => {
             tracing::error!(
@@ -254,7 +262,12 @@ fn open_writer(
     // The zone's truth is its state snapshot plus the journal after it;
     // the zone file is the operator's input, applied as a difference
     // when it was edited since the state took it in.
-    let (base, state_tag) = match crate::snapshot::read_state(&state, &origin) {
+    let read = if present.may_hold(&state) {
+        crate::snapshot::read_state(&state, &origin)
+    } else {
+        Ok(None)
+    };
+    let (base, state_tag) = match read {
         Ok(Some((s, tag))) => {
             tracing::info!(
                 "zone {origin}: state at serial {} read from {}",
@@ -353,8 +366,10 @@ fn open_writer(
     }
     // A file the writer wrote itself (zonefile-sync, zone-flush) is not
     // an edit, though the state may have taken in an older one.
-    let ours = crate::flush::read_flushed_tags(&flushed).contains(&file_tag);
-    let edited = !secondary && !ours && state_tag.as_ref().is_some_and(|t| *t != file_tag);
+    let edited = !secondary
+        && state_tag.as_ref().is_some_and(|t| *t != file_tag)
+        && !(present.may_hold(&flushed)
+            && crate::flush::read_flushed_tags(&flushed).contains(&file_tag));
     if edited {
         tracing::info!("zone {origin}: the zone file changed since the zone's state took it in");
         if let Err(e) = writer.apply_file(&zone, unix_now()) {
@@ -442,5 +457,39 @@ fn replay(
         Ok(Staged::Changed { version, .. }) => Ok((version, replayed.len())),
         Ok(_) => Ok((zone.clone(), 0)),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What `journal-dir` holds, listed once when many writers start together
+/// (at 10^5 zones a probe per file costs three failing opens per zone;
+/// most zones have no journal, state or note yet). Few writers: no list,
+/// every file is probed.
+pub(crate) struct Present(Option<std::collections::HashSet<std::ffi::OsString>>);
+
+impl Present {
+    /// Zones started together from which the folder is listed.
+    const LIST_FROM: usize = 64;
+
+    fn list(dir: &std::path::Path, zones: usize) -> Present {
+        if zones < Self::LIST_FROM {
+            return Present(None);
+        }
+        match std::fs::read_dir(dir) {
+            Ok(entries) => Present(Some(
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.file_name()))
+                    .collect(),
+            )),
+            // Unreadable as a whole: each open says why.
+            Err(_) => Present(None),
+        }
+    }
+
+    /// False when `path` (in the folder) was not there when it was listed.
+    fn may_hold(&self, path: &std::path::Path) -> bool {
+        match (&self.0, path.file_name()) {
+            (Some(names), Some(name)) => names.contains(name),
+            _ => true,
+        }
     }
 }
