@@ -12,23 +12,6 @@ use crate::answer::{Outcome, Responder, WildcardProof, MAX_VISITED, MAX_WILDCARD
 /// the sixth is not put and the answer ends there.
 const CNAME_CHAIN_LIMIT: usize = 5;
 
-/// A lower-cased copy of a name.
-fn lowercase(name: NameRef<'_>) -> NameBuf {
-    let w = name.as_wire();
-    let mut low = [0u8; lode_wire::name::MAX_NAME_LEN];
-    for (o, b) in low.iter_mut().zip(w) {
-        *o = b.to_ascii_lowercase();
-    }
-    let mut buf = NameBuf::new();
-    // Lower-casing keeps a valid wire name valid.
-    if let Ok(n) = NameRef::from_wire(&low[..w.len()]) {
-        buf.set(n);
-    } else {
-        buf.set(name);
-    }
-    buf
-}
-
 /// The parent of an NSEC3 node (the apex, for a well-formed chain).
 fn nsec3_parent(zone: &lode_zonedb::Zone, id: NodeId) -> NodeId {
     zone.node(id)
@@ -187,7 +170,7 @@ impl<'z> Responder<'z, '_> {
     pub(crate) fn answer_section(&mut self) -> Result<Outcome, Full> {
         let zone = self.zone;
         // Knot works on the lower-cased QNAME: it shows in DNAME substitutions.
-        let mut name: NameBuf = lowercase(self.question.qname.as_ref());
+        let mut name: NameBuf = NameBuf::lowered(self.question.qname.as_ref());
 
         let mut chain = 0usize;
         // Owner of the next RRset: the QNAME, then the CNAME target in RDATA.

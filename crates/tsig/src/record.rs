@@ -162,12 +162,7 @@ fn read(
 
 /// Feeds a name in canonical form (lower case) without allocating.
 fn update_lower(h: &mut Keyed, name: NameRef<'_>) {
-    let mut buf = [0u8; lode_wire::name::MAX_NAME_LEN];
-    let w = name.as_wire();
-    let b = &mut buf[..w.len()];
-    b.copy_from_slice(w);
-    b.make_ascii_lowercase();
-    h.update(b);
+    h.update(lode_wire::name::NameBuf::lowered(name).as_ref().as_wire());
 }
 
 /// Feeds a prior MAC (the request MAC, or the previous message's) with its

@@ -306,11 +306,8 @@ pub fn append_error(
         _ => {
             // Knot DNS lower-cases the owner when it parses the request (not
             // the algorithm name): the key name is echoed in lower case.
-            let mut lower = [0u8; lode_wire::name::MAX_NAME_LEN];
-            let w = failure.key_name.as_ref().as_wire();
-            lower[..w.len()].copy_from_slice(w);
-            lower[..w.len()].make_ascii_lowercase();
-            let key_name = NameRef::from_wire(&lower[..w.len()]).unwrap_or(NameRef::root());
+            let lower = lode_wire::name::NameBuf::lowered(failure.key_name.as_ref());
+            let key_name = lower.as_ref();
             record::append(
                 buf,
                 len,

@@ -609,6 +609,17 @@ impl NameBuf {
         }
     }
 
+    /// `name` lower-cased, its canonical form for comparing and hashing
+    /// (RFC 4034 §6.2, RFC 4343: ASCII letters only; length octets are
+    /// below 64 and stay as they are). The one lower-casing of a name that
+    /// does not allocate; [`Name::to_lowercase`] is the owned one.
+    pub fn lowered(name: NameRef<'_>) -> NameBuf {
+        let mut b = NameBuf::new();
+        b.set(name);
+        b.buf[..b.len as usize].make_ascii_lowercase();
+        b
+    }
+
     /// Copies a name in.
     pub fn set(&mut self, name: NameRef<'_>) {
         let w = name.as_wire();
@@ -815,6 +826,25 @@ mod tests {
 
     fn n(s: &str) -> Name {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn lowered_is_to_lowercase_without_allocating() {
+        // ASCII letters only: an escaped 0xC1 ('Á' in Latin-1) and '@'/'['
+        // (around 'A'..'Z') stay; a 63-octet label's length octet too.
+        for text in [
+            "WwW.ExAmPlE.",
+            ".",
+            "\\193\\064\\091Z.a.",
+            &format!("{}.COM.", "Q".repeat(63)),
+        ] {
+            let name = n(text);
+            let low = NameBuf::lowered(name.as_ref());
+            assert_eq!(low.as_ref().as_wire(), &*name.to_lowercase().wire, "{text}");
+            assert!(low.as_ref() == name.as_ref(), "equal ignoring case: {text}");
+        }
+        let low = NameBuf::lowered(n("\\193\\064\\091Z.").as_ref());
+        assert_eq!(low.as_ref().as_wire(), b"\x04\xc1@[z\x00");
     }
 
     #[test]

@@ -28,12 +28,8 @@ impl<'z> Nsec3Params<'z> {
 
     /// The NSEC3 hash of `name` (RFC 5155 §5), lower-cased first.
     pub fn hash(&self, name: NameRef<'_>) -> [u8; 20] {
-        let w = name.as_wire();
-        let mut low = [0u8; crate::name::MAX_NAME_LEN];
-        for (o, b) in low.iter_mut().zip(w) {
-            *o = b.to_ascii_lowercase();
-        }
-        let mut h = sha1(&[&low[..w.len()], self.salt]);
+        let low = crate::name::NameBuf::lowered(name);
+        let mut h = sha1(&[low.as_ref().as_wire(), self.salt]);
         for _ in 0..self.iterations {
             h = sha1(&[&h, self.salt]);
         }

@@ -140,10 +140,7 @@ impl ZoneSet {
 
     /// The slot of the zone at exactly this origin.
     pub fn slot(&self, origin: NameRef<'_>) -> Option<&Arc<ZoneSlot>> {
-        let mut buf = NameBuf::new();
-        buf.set(origin);
-        let lower = lowercase(&buf);
-        self.zones.get(&lower.0[..lower.1])
+        self.zones.get(NameBuf::lowered(origin).as_ref().as_wire())
     }
 
     /// The current version of the zone at exactly this origin.
@@ -156,10 +153,8 @@ impl ZoneSet {
         if self.zones.is_empty() {
             return None;
         }
-        let mut buf = NameBuf::new();
-        buf.set(name);
-        let (lower, len) = lowercase(&buf);
-        let lower = &lower[..len];
+        let lowered = NameBuf::lowered(name);
+        let lower = lowered.as_ref().as_wire();
         let labels = name.label_count();
         // Skip labels until at most max_labels remain.
         let mut pos = 0;
@@ -199,13 +194,4 @@ impl ZoneSet {
     pub fn slots(&self) -> impl Iterator<Item = &Arc<ZoneSlot>> {
         self.zones.values()
     }
-}
-
-fn lowercase(buf: &NameBuf) -> ([u8; 255], usize) {
-    let w = buf.as_ref().as_wire();
-    let mut out = [0u8; 255];
-    for (o, b) in out.iter_mut().zip(w) {
-        *o = b.to_ascii_lowercase();
-    }
-    (out, w.len())
 }
