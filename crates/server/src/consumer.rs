@@ -23,7 +23,8 @@ use lode_wire::Name;
 
 use crate::catalog::{read_members, Member};
 use crate::config::{Config, ZoneOptions};
-use crate::update::{Publisher, Updates};
+use crate::publish::Publisher;
+use crate::update::Updates;
 
 /// Starts the consumer for the configured catalogs (None if none).
 pub(crate) fn start(

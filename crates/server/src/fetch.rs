@@ -35,7 +35,7 @@ use lode_wire::{opcode, rcode, Class, Name, NameBuf, Record, Rtype};
 use lode_xfr::{Progress, QueryEdns, Transfer, XfrError, XfrReader};
 use lode_zonedb::soa_serial;
 
-use crate::update::unix_now;
+use crate::clock::unix_now;
 
 /// The OPT of every request (Knot's `udp-max-payload` default, EDNS EXPIRE asked).
 const EDNS: QueryEdns = QueryEdns {

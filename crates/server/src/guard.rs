@@ -15,7 +15,7 @@
 use std::net::IpAddr;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use lode_engine::{AnswerKind, Answered, Extra, Settings, Transport, ZoneSet};
 use lode_wire::message::edns_option;
@@ -432,9 +432,7 @@ const BADCOOKIE: u16 = 23;
 
 /// Seconds since the epoch (cookie timestamps are 32-bit, RFC 9018 §4.3).
 fn unix_now() -> u32 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as u32)
+    crate::clock::unix_now() as u32
 }
 
 /// True when both are none or both the same shared value.

@@ -39,6 +39,7 @@
 mod access;
 pub mod acl;
 mod catalog;
+mod clock;
 pub mod config;
 mod consumer;
 pub mod control;
@@ -54,6 +55,7 @@ pub mod metrics;
 mod notify;
 pub mod privdrop;
 pub mod progress;
+mod publish;
 mod reload;
 pub mod sdnotify;
 mod secondary;
@@ -181,7 +183,7 @@ impl Server {
         let pending =
             privdrop::begin(config.user.as_ref(), &writable).map_err(ServerError::User)?;
         let published = Arc::new(ArcSwap::from_pointee(ZoneSet::new()));
-        let publisher = Arc::new(update::Publisher::new(published.clone()));
+        let publisher = Arc::new(publish::Publisher::new(published.clone()));
         let loads = Arc::new(loads::ZoneLoads::default());
         let mut reloader = Reloader {
             options,

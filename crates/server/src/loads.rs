@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use lode_wire::Name;
 
+use crate::clock::unix_now;
 use crate::reload::format_duration;
-use crate::update::unix_now;
 use crate::zones::LoadedZone;
 use crate::{ZoneSource, ZoneSpec};
 

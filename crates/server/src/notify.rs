@@ -40,7 +40,7 @@ use lode_tsig::{Key, Keys};
 use lode_wire::{Name, Record};
 
 use crate::config::{Config, ZoneOptions};
-use crate::update::Publisher;
+use crate::publish::{Changed, Publisher};
 
 /// Sends on the first try, then after 1, 2, 4 and 8 seconds.
 const TRIES: u32 = 5;
@@ -65,15 +65,6 @@ const PROBES_PER_ROUND: usize = 64;
 /// How long the thread sleeps at most while answers are awaited (they are
 /// read between waits).
 const ANSWER_POLL: Duration = Duration::from_millis(2);
-
-/// A change of a watched zone's serial.
-#[derive(Debug)]
-pub(crate) struct Changed {
-    /// The zone's origin (lower case).
-    pub(crate) zone: Name,
-    /// Its new SOA record.
-    pub(crate) soa: Record,
-}
 
 /// One zone's NOTIFY targets.
 #[derive(Debug, Clone)]
@@ -174,7 +165,7 @@ impl CatchingUp {
 #[derive(Debug, Clone)]
 pub(crate) struct Notifies {
     targets: Arc<Mutex<HashMap<Name, Targets>>>,
-    watched: crate::update::Watched,
+    watched: crate::publish::Watched,
 }
 
 impl Notifies {
@@ -468,7 +459,7 @@ impl Notifier {
             let n = match &p.key {
                 Some(key) => {
                     let len = n;
-                    match lode_tsig::sign_request(buf, len, key, crate::update::unix_now()) {
+                    match lode_tsig::sign_request(buf, len, key, crate::clock::unix_now()) {
                         Ok(a) => a.len,
                         Err(e) => {
                             tracing::error!("zone {}: NOTIFY to {} not signed ({e:?})", k.0, k.1);

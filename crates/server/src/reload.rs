@@ -128,7 +128,7 @@ pub(crate) struct Reloader {
     pub(crate) options: Options,
     pub(crate) running: Arc<Config>,
     pub(crate) served: Vec<Served>,
-    pub(crate) publisher: Arc<crate::update::Publisher>,
+    pub(crate) publisher: Arc<crate::publish::Publisher>,
     /// Zones changed by updates (they have a journal): their served version
     /// is newer than their file, so an edited file is not read over it.
     pub(crate) live: Vec<lode_wire::Name>,
@@ -576,7 +576,7 @@ impl Reloader {
         // dnssec-validation: a version that fails is not served (the
         // previous one stays, as Knot).
         if self.validating.contains(&spec.name) {
-            let now = crate::update::unix_now();
+            let now = crate::clock::unix_now();
             if let Err(e) = lode_dnssec::validate(&l.zone, now, None) {
                 let e = format!("{}: DNSSEC validation failed: {e}", spec.source);
                 self.failed(spec, old, vec![e], report);

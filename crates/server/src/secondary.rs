@@ -36,9 +36,11 @@ use lode_zones::update::{self as ddns};
 
 use crate::access::{self, Access};
 use crate::acl::{Action, Rule};
+use crate::clock::unix_now;
 use crate::config::{Config, TimerBounds};
 use crate::fetch::{self, Source};
-use crate::update::{unix_now, Admission, Publisher, Work};
+use crate::publish::Publisher;
+use crate::update::{Admission, Work};
 
 /// The first retry after a failure, before the SOA's retry is known.
 const RETRY_MIN: u32 = 2;

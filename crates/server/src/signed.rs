@@ -33,7 +33,7 @@ pub(crate) fn answer(
     if keys.is_empty() || q.len() < 12 || (q[10] == 0 && q[11] == 0) {
         return Signed::Unsigned;
     }
-    let now = crate::update::unix_now();
+    let now = crate::clock::unix_now();
     match lode_tsig::verify_request(q, keys, now) {
         Verified::Unsigned | Verified::FormErr => Signed::Unsigned,
         Verified::Failed(f) => {

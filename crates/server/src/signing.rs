@@ -177,7 +177,7 @@ pub(crate) fn announce(
         return;
     }
     if let Some((at, what)) = &action {
-        let now = crate::update::unix_now();
+        let now = crate::clock::unix_now();
         let line = format!(
             "zone {zone}: DNSSEC, next key action, {what}, at {} (in {} s)",
             lode_zonefile::utc_text(*at),

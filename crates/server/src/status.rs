@@ -414,7 +414,7 @@ fn zone_status(
         .secondaries()
         .map(|s| s.status())
         .unwrap_or_default();
-    let now = crate::update::unix_now();
+    let now = crate::clock::unix_now();
     // Times to come read "in N s" (due this second: "in 0 s"); a time
     // past (a last refresh, even of this second) "N s ago".
     let when = |t: Option<u64>| match t {

@@ -15,7 +15,8 @@ use crate::config::{Config, ZoneOptions};
 use crate::flush::{Flushed, Written};
 
 use super::pool::{WriterPool, WriterQueue};
-use super::{reply, unix_now, Job, Work};
+use super::{reply, Job, Work};
+use crate::clock::unix_now;
 
 /// What the transports need to admit updates: keys, each zone's ACL, the
 /// writers' queues. Built at start.

@@ -13,7 +13,8 @@ use lode_wire::{rcode, Name};
 
 use crate::fetch::{self, Source};
 
-use super::{reply, unix_now};
+use super::reply;
+use crate::clock::unix_now;
 
 /// How long the primary gets to answer a forwarded update.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(10);

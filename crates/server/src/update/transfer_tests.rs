@@ -10,8 +10,9 @@ use arc_swap::ArcSwap;
 use lode_wire::{Class, Name, Record, Rtype};
 use lode_zonedb::{Changeset, ZoneBuilder, ZoneSet};
 
-use super::{start_writer, History, Publisher, Updates, Work};
+use super::{start_writer, History, Updates, Work};
 use crate::config::{Config, ConfigFile, Options};
+use crate::publish::Publisher;
 
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("lode-xfr-writer-{tag}-{}", std::process::id()));

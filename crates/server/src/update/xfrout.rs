@@ -32,7 +32,8 @@ use lode_zones::update::{self as ddns, SerialOrder, UpdateError};
 use crate::access::{self, Access};
 use crate::acl::Action;
 
-use super::{unix_now, Admission, History, Updates, Work};
+use super::{Admission, History, Updates, Work};
+use crate::clock::unix_now;
 
 /// Outgoing transfers running now, and the most allowed.
 #[derive(Debug)]

@@ -13,8 +13,9 @@ use lode_zones::update::{self as ddns};
 use lode_zones::{Change, StageError, Staged};
 
 use super::super::pool::WeakQueue;
-use super::super::{reply, unix_now, Work};
+use super::super::{reply, Work};
 use super::Writer;
+use crate::clock::unix_now;
 
 /// A group of updates journaled but not yet durable: what to publish and
 /// answer once the commit log has synced it (or to take back if not).
@@ -90,7 +91,7 @@ impl Writer {
                 Err(StageError::Update(e)) => {
                     let code = e.rcode().unwrap_or(rcode::SERVFAIL);
                     if let Work::Update(job) = work {
-                        if crate::lograte::REFUSALS.allow(crate::update::unix_now()) {
+                        if crate::lograte::REFUSALS.allow(crate::clock::unix_now()) {
                             tracing::info!(
                                 "zone {}: update from {} refused, {}: {e}",
                                 self.origin,

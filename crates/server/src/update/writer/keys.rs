@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use lode_dnssec::{KeyState, SigningKey, Trigger};
 use lode_zones::Change;
 
-use super::super::unix_now;
 use super::Writer;
+use crate::clock::unix_now;
 use crate::config::Signing;
 
 /// After a key event that changed which keys sign, the zone's signatures

@@ -18,7 +18,9 @@ use crate::flush::{Flushed, Written};
 
 use super::background::{Background, FileDone, FileJob};
 use super::pool::WeakQueue;
-use super::{unix_now, Publisher, SignWork, Work};
+use super::{SignWork, Work};
+use crate::clock::unix_now;
+use crate::publish::Publisher;
 use lode_dnssec::Trigger;
 
 mod commit_log;

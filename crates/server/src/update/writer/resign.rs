@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use lode_zones::{Change, Staged};
 
-use super::super::unix_now;
 use super::Writer;
+use crate::clock::unix_now;
 
 /// The pause between two batches while signatures are due.
 const EVERY: Duration = Duration::from_secs(1);

@@ -14,8 +14,10 @@ use lode_zones::{Change, Stage, Staged};
 use crate::config::Config;
 
 use super::super::pool::WriterQueue;
-use super::super::{flushed_path, journal_path, state_path, unix_now, Publisher, Updates};
+use super::super::{flushed_path, journal_path, state_path, Updates};
 use super::{CommitLog, Writer};
+use crate::clock::unix_now;
+use crate::publish::Publisher;
 
 /// Opens the journals of the zones that take updates, replays them onto the
 /// published versions, and puts their writers on the pool.

@@ -1,0 +1,175 @@
+//! Publication: the served set of zones and each zone's current version,
+//! swapped in without a lock on the readers' side, and the watchers told
+//! of each new serial (the NOTIFY thread). Every writer, load and transfer
+//! publishes through here; nothing here depends on how a version was made.
+
+use std::sync::{mpsc, Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use lode_wire::{Name, Record};
+use lode_zonedb::{Zone, ZoneSet};
+
+/// A change of a watched zone's serial.
+#[derive(Debug)]
+pub(crate) struct Changed {
+    /// The zone's origin (lower case).
+    pub(crate) zone: Name,
+    /// Its new SOA record.
+    pub(crate) soa: Record,
+}
+
+/// Publishes zone versions: readers load the set, then a zone's slot,
+/// without a lock. A zone's new version is one swap of its slot
+/// ([`Publisher::publish`], O(1) whatever the number of zones); zones that
+/// come or go replace the set ([`Publisher::update`], O(zones)). Both take
+/// `lock`, so that a slot swapped is never one a concurrent set replacement
+/// is about to drop.
+#[derive(Debug, Default)]
+pub(crate) struct Publisher {
+    pub(crate) set: Arc<ArcSwap<ZoneSet>>,
+    lock: Mutex<()>,
+    /// Zones whose serial changes are told to the NOTIFY thread.
+    watch: Mutex<Vec<(Watched, mpsc::Sender<Changed>)>>,
+    /// Secondaries signed here (their serials are their own): the
+    /// primary's serial the served version stands for (None: not known,
+    /// the next transfer is whole).
+    upstream: Mutex<std::collections::HashMap<Name, Option<u32>>>,
+}
+
+impl Publisher {
+    /// A publisher of `set`.
+    pub(crate) fn new(set: Arc<ArcSwap<ZoneSet>>) -> Publisher {
+        Publisher {
+            set,
+            lock: Mutex::new(()),
+            watch: Mutex::new(Vec::new()),
+            upstream: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+    /// Notes that the served version of `origin`, a secondary signed here,
+    /// stands for the primary's serial `serial` (None: not known).
+    pub(crate) fn set_upstream(&self, origin: &Name, serial: Option<u32>) {
+        self.upstream
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(origin.clone(), serial);
+    }
+    /// The SOA to compare with the primary's and to ask an IXFR from: the
+    /// served version's, with the primary's serial when the zone is signed
+    /// here. None: nothing served, or a zone signed here whose primary
+    /// serial is not known (a whole transfer is needed).
+    pub(crate) fn soa_for_primary(&self, origin: &Name) -> Option<lode_wire::Record> {
+        let mut soa = self.get(origin)?.soa_record();
+        let upstream = self
+            .upstream
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(origin)
+            .copied();
+        match upstream {
+            None => Some(soa),
+            Some(None) => None,
+            Some(Some(serial)) => {
+                lode_zonedb::set_soa_serial(&mut soa, serial);
+                Some(soa)
+            }
+        }
+    }
+    /// Tells `tx` of every published change of a serial of the `zones`
+    /// (a list its owner may grow and shrink later).
+    pub(crate) fn watch(&self, zones: Watched, tx: mpsc::Sender<Changed>) {
+        self.watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((zones, tx));
+    }
+    /// The published version of the zone at `origin`.
+    pub(crate) fn get(&self, origin: &Name) -> Option<Arc<Zone>> {
+        self.set.load().get(origin.as_ref())
+    }
+    /// Publishes a new version of one zone: one swap of its slot (a zone not
+    /// yet in the set is added to it).
+    pub(crate) fn publish(&self, zone: Arc<Zone>) {
+        let _guard = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let set = self.set.load();
+        match set.publish(zone.clone()) {
+            Ok(old) => {
+                if old.serial() != zone.serial() {
+                    self.tell(&zone);
+                }
+            }
+            Err(zone) => {
+                let mut next = (**set).clone();
+                next.insert(zone.clone());
+                self.set.store(Arc::new(next));
+                self.tell(&zone);
+            }
+        }
+    }
+    /// Changes a copy of the current set and publishes it (zones added,
+    /// removed or replaced in new slots).
+    pub(crate) fn update(&self, f: impl FnOnce(&mut ZoneSet)) {
+        // A writer that panicked while holding the lock left the set whole
+        // (it is only replaced by `store`): go on.
+        let _guard = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = self.set.load_full();
+        let mut next = (*before).clone();
+        f(&mut next);
+        let next = Arc::new(next);
+        self.set.store(next.clone());
+        let watchers = self
+            .watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (zones, tx) in watchers.iter() {
+            let zones = zones
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for name in zones.iter() {
+                let Some(now) = next.get(name.as_ref()) else {
+                    continue;
+                };
+                if before.get(name.as_ref()).map(|z| z.serial()) == Some(now.serial()) {
+                    continue;
+                }
+                let _ = tx.send(Changed {
+                    zone: name.clone(),
+                    soa: now.soa_record(),
+                });
+            }
+        }
+    }
+    /// Tells the watchers of `zone` of its new serial.
+    fn tell(&self, zone: &Zone) {
+        let watchers = self
+            .watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if watchers.is_empty() {
+            return;
+        }
+        let name = zone.origin().to_name().to_lowercase();
+        for (zones, tx) in watchers.iter() {
+            let watched = zones
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&name);
+            if watched {
+                let _ = tx.send(Changed {
+                    zone: name.clone(),
+                    soa: zone.soa_record(),
+                });
+            }
+        }
+    }
+}
+
+/// The zones a watcher of the publisher follows (lower-cased origins;
+/// shared: zones made at run time join it).
+pub(crate) type Watched = Arc<Mutex<std::collections::HashSet<Name>>>;
