@@ -315,9 +315,10 @@ impl Eq for NameRef<'_> {}
 
 impl Hash for NameRef<'_> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        for b in self.wire {
-            state.write_u8(b.to_ascii_lowercase());
-        }
+        // The lower-cased name in one write (a wire name ends with its root
+        // octet: no length needed). A write per octet was a hasher call
+        // each: at 10^6 zones, seconds of a start spent in the name maps.
+        state.write(NameBuf::lowered(*self).as_ref().as_wire());
     }
 }
 
