@@ -145,7 +145,7 @@ fn run_config(path: &Path, args: &mut CheckArgs) -> anyhow::Result<ExitCode> {
     for z in &config.zones {
         match &z.source {
             lode_server::ZoneSource::File(f) => {
-                files.push(f.clone());
+                files.push(f.to_path_buf());
                 origins.push(z.name.clone());
             }
             lode_server::ZoneSource::Transfer => secondaries += 1,

@@ -49,7 +49,7 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let start = Instant::now();
-    let specs: Vec<_> = config.zones.iter().collect();
+    let specs: Vec<&lode_server::ZoneSpec> = config.zones.iter().map(|s| &**s).collect();
     let results = zones::load_all(&specs, Some(&args.out));
     let mut failed = 0;
     for (spec, r) in specs.iter().zip(results) {

@@ -343,8 +343,8 @@ pub type CatalogMembers = Vec<(Name, Option<String>)>;
 /// Where a zone's text comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ZoneSource {
-    /// A zone file on disk.
-    File(PathBuf),
+    /// A zone file on disk (the path shared by whatever names it).
+    File(std::sync::Arc<Path>),
     /// No file: a secondary zone, transferred from its primaries (its state
     /// lives in the journal folder).
     Transfer,
@@ -400,7 +400,7 @@ pub struct Config {
     /// Addresses to listen on (UDP and TCP).
     pub listen: Vec<SocketAddr>,
     /// Zones to serve.
-    pub zones: Vec<ZoneSpec>,
+    pub zones: Vec<std::sync::Arc<ZoneSpec>>,
     /// True when no zone was configured and the built-in demo zones are served.
     pub demo: bool,
     /// UDP worker threads per address.
@@ -783,7 +783,7 @@ impl Config {
                 let source = match (&z.file, catalog) {
                     (_, Some((_, members))) => ZoneSource::Catalog(members.clone()),
                     (Some(_), None) if secondary(&z.name) => ZoneSource::Transfer,
-                    (Some(f), None) => ZoneSource::File(base.join(f)),
+                    (Some(f), None) => ZoneSource::File(base.join(f).into()),
                     (None, None) => ZoneSource::Transfer,
                 };
                 (z.name.as_str(), source)
@@ -792,7 +792,7 @@ impl Config {
                 options
                     .zones
                     .iter()
-                    .map(|(n, f)| (n.as_str(), ZoneSource::File(f.clone()))),
+                    .map(|(n, f)| (n.as_str(), ZoneSource::File(f.as_path().into()))),
             );
         // A zone named twice: the later entry (the command line's) wins.
         let mut index: std::collections::HashMap<Name, usize> = std::collections::HashMap::new();
@@ -886,7 +886,7 @@ impl Config {
         let tls = tls::resolve_tls(file, base, kasp_db.as_deref(), tcp_max_clients)?;
         Ok(Config {
             listen,
-            zones,
+            zones: zones.into_iter().map(std::sync::Arc::new).collect(),
             demo,
             workers,
             background_workers: file.background_workers,

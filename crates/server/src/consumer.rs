@@ -159,7 +159,7 @@ impl Consumer {
         let Some(templates) = self.catalogs.get(catalog) else {
             return;
         };
-        let mut zones: Vec<(crate::ZoneSpec, ZoneOptions)> = Vec::new();
+        let mut zones: Vec<(Arc<crate::ZoneSpec>, ZoneOptions)> = Vec::new();
         let mut entries: Vec<Member> = Vec::new();
         for m in members {
             let options = m
@@ -175,7 +175,7 @@ impl Consumer {
                 name: m.name.to_lowercase(),
                 source: crate::ZoneSource::Transfer,
             };
-            zones.push((spec, options));
+            zones.push((Arc::new(spec), options));
             entries.push(m);
         }
         if zones.is_empty() {
@@ -199,7 +199,7 @@ impl Consumer {
         let mut refreshed = Vec::new();
         let mut failed = Vec::new();
         for ((spec, options), m) in zones.into_iter().zip(entries) {
-            let name = spec.name;
+            let name = spec.name.clone();
             match self
                 .updates
                 .writer(&name)

@@ -196,7 +196,7 @@ mod tests {
         let origin: Name = "example.".parse().unwrap();
         let spec = crate::config::ZoneSpec {
             name: origin.clone(),
-            source: crate::config::ZoneSource::File(path.clone()),
+            source: crate::config::ZoneSource::File(path.as_path().into()),
         };
         let loaded = crate::zones::load(&spec).unwrap();
         let mut seen = None;

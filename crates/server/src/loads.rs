@@ -26,13 +26,13 @@ pub(crate) const KEPT_ERRORS: usize = 5;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum LoadSource {
     /// Read from its zone file.
-    File(PathBuf),
+    File(std::sync::Arc<Path>),
     /// Read from the binary snapshot of its (unchanged) zone file.
     Snapshot {
         /// The snapshot read.
         snapshot: PathBuf,
         /// The zone file it stands for.
-        file: PathBuf,
+        file: std::sync::Arc<Path>,
     },
     /// Transferred from its primaries (a configured secondary).
     Transfer,
@@ -89,7 +89,7 @@ pub(crate) struct LoadRecord {
     /// The last load that worked.
     pub(crate) loaded: Option<LastLoad>,
     /// The last load, when it failed.
-    pub(crate) failure: Option<LastFailure>,
+    pub(crate) failure: Option<Box<LastFailure>>,
 }
 
 impl LoadRecord {
@@ -174,7 +174,7 @@ impl ZoneLoads {
             if !kept_old {
                 r.loaded = None;
             }
-            r.failure = Some(failure);
+            r.failure = Some(Box::new(failure));
         });
     }
 
@@ -236,13 +236,16 @@ mod tests {
         let loads = ZoneLoads::default();
         let spec = ZoneSpec {
             name: "Example.test.".parse().unwrap(),
-            source: ZoneSource::File("/z/example.test.zone".into()),
+            source: ZoneSource::File(Path::new("/z/example.test.zone").into()),
         };
         let errors: Vec<String> = (1..=7).map(|i| format!("z:{i}: bad")).collect();
         loads.failed(&spec, &errors, false);
         let name: Name = "example.TEST.".parse().unwrap();
         let r = loads.get(&name).unwrap();
-        assert_eq!(r.source, LoadSource::File("/z/example.test.zone".into()));
+        assert_eq!(
+            r.source,
+            LoadSource::File(Path::new("/z/example.test.zone").into())
+        );
         let f = r.failure.as_ref().unwrap();
         assert_eq!((f.errors.len(), f.count, f.kept_old), (5, 7, false));
         let text = r.to_lines(f.at);

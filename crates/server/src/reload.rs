@@ -3,7 +3,6 @@
 //! happened to each zone.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +15,9 @@ use crate::{zones, Config, Options, ZoneSource, ZoneSpec};
 /// A zone being served, with what it was loaded from.
 #[derive(Debug, Clone)]
 pub(crate) struct Served {
-    pub(crate) spec: ZoneSpec,
-    pub(crate) files: Vec<(PathBuf, Option<zones::FileStamp>)>,
+    /// The zone's entry in the configuration (shared with it).
+    pub(crate) spec: Arc<ZoneSpec>,
+    pub(crate) files: Vec<(Arc<std::path::Path>, Option<zones::FileStamp>)>,
     /// The version just loaded, until it is published; then none (the
     /// published set holds the served version, which updates replace: a
     /// version kept here would keep its whole base in memory).
@@ -189,7 +189,7 @@ impl Reloader {
             .filter(|(spec, old)| {
                 spec.source != ZoneSource::Transfer && !old.is_some_and(|o| self.keeps(o, spec))
             })
-            .map(|(spec, _)| spec)
+            .map(|(spec, _)| &**spec)
             .collect();
         let mut through_writer: std::collections::HashSet<lode_wire::Name> =
             std::collections::HashSet::new();
@@ -558,7 +558,7 @@ impl Reloader {
     /// whether the writer published it (else the caller publishes it).
     fn settle(
         &self,
-        spec: &ZoneSpec,
+        spec: &Arc<ZoneSpec>,
         old: Option<&Served>,
         result: zones::LoadResult,
         snapshot_dir: Option<&std::path::Path>,
@@ -740,7 +740,7 @@ impl Reloader {
         if let (ZoneSource::File(_), Some(dir)) = (&spec.source, &snapshot_dir) {
             let _ = std::fs::remove_file(crate::snapshot::path_for(dir, &spec.name));
         }
-        let result = zones::load_all(&[&spec], snapshot_dir.as_deref())
+        let result = zones::load_all(&[&*spec], snapshot_dir.as_deref())
             .pop()
             .unwrap_or_else(|| Err(vec![format!("zone {name}: not loaded")]));
         let mut report = ReloadReport::default();

@@ -171,7 +171,7 @@ mod tests {
         let origin: Name = "example.".parse().unwrap();
         let spec = crate::config::ZoneSpec {
             name: origin.clone(),
-            source: crate::config::ZoneSource::File(zone_file.clone()),
+            source: crate::config::ZoneSource::File(zone_file.as_path().into()),
         };
         let loaded = crate::zones::load(&spec).unwrap();
         let snap = path_for(&dir, &origin);
@@ -222,7 +222,7 @@ mod tests {
         let origin: Name = "example.".parse().unwrap();
         let spec = crate::config::ZoneSpec {
             name: origin.clone(),
-            source: crate::config::ZoneSource::File(zone_file.clone()),
+            source: crate::config::ZoneSource::File(zone_file.as_path().into()),
         };
         let load = || crate::zones::load_with(&spec, None, Some(&snaps)).unwrap();
         let first = load();

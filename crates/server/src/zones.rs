@@ -10,7 +10,7 @@
 //! A large zone file is read in 1 MiB blocks (`lode_zonefile::parse_file_counted`).
 
 use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -54,7 +54,7 @@ pub struct LoadedZone {
     /// The files read (the zone file first, then its `$INCLUDE`s that hold
     /// records) with their stamps; the zone file's is taken before reading
     /// it. Empty for a built-in zone.
-    pub files: Vec<(PathBuf, Option<FileStamp>)>,
+    pub files: Vec<(Arc<Path>, Option<FileStamp>)>,
     /// Warnings, each `file:line: warning: reason`.
     pub warnings: Vec<String>,
     /// Time spent reading and building.
@@ -227,7 +227,7 @@ pub fn load_with(
                 );
                 return Ok(LoadedZone {
                     zone: Arc::new(zone),
-                    files: vec![((*path).clone(), stamp)],
+                    files: vec![(Arc::clone(path), stamp)],
                     warnings: Vec::new(),
                     elapsed: start.elapsed(),
                     from_snapshot: true,
@@ -311,8 +311,8 @@ fn load_text(
                 continue;
             }
             last = Some(&p.file);
-            if !files.iter().any(|(f, _)| f.as_path() == &*p.file) {
-                files.push((p.file.to_path_buf(), FileStamp::of(&p.file)));
+            if !files.iter().any(|(f, _)| **f == *p.file) {
+                files.push((p.file.clone(), FileStamp::of(&p.file)));
             }
         }
     }
@@ -367,7 +367,7 @@ mod tests {
         std::fs::write(&file, text).unwrap();
         let spec = ZoneSpec {
             name: "wrong.example.".parse().unwrap(),
-            source: ZoneSource::File(file),
+            source: ZoneSource::File(file.into()),
         };
         let errors = match load_text(&spec, None, Instant::now()) {
             Ok(_) => panic!("loaded under the wrong origin"),

@@ -80,7 +80,7 @@ struct Writer {
     /// When to give the heap's free memory back after a compaction.
     trim_at: Option<Instant>,
     /// The zone file (None for a built-in zone: never written).
-    zone_file: Option<PathBuf>,
+    zone_file: Option<Arc<std::path::Path>>,
     /// When the zone file is written after a change.
     sync: ZonefileSync,
     /// The serial of the zone file's contents (as read or written).
@@ -637,7 +637,8 @@ impl Writer {
         Ok(FileJob {
             path: self
                 .zone_file
-                .clone()
+                .as_deref()
+                .map(std::path::Path::to_path_buf)
                 .ok_or("the zone is built in: it has no zone file")?,
             zone: self.current().ok_or("the zone is not served")?,
             flushed: self.journal.path().with_extension("flushed"),
