@@ -60,7 +60,6 @@
 
 mod file;
 mod format;
-pub mod serial;
 pub mod wal;
 
 use std::fmt;
@@ -72,7 +71,8 @@ use lode_zonedb::Changeset;
 
 use file::{Backing, ReplaceError, Wrap};
 use format::{EncodeError, Frame, HeaderError};
-pub use serial::serial_lt;
+/// Serial number order (RFC 1982), for the journal's users.
+pub use lode_wire::serial::serial_lt;
 
 /// The journal's bounds (like Knot's `journal-max-usage` and `journal-max-depth`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
