@@ -588,11 +588,9 @@ impl fmt::Display for ZonefileSync {
 
 impl Config {
     /// A zone's options (defaults when it has none configured).
-    pub fn zone_options(&self, zone: &Name) -> ZoneOptions {
-        self.zone_options
-            .get(zone)
-            .map(|o| (**o).clone())
-            .unwrap_or_else(|| ZoneOptions {
+    pub fn zone_options(&self, zone: &Name) -> std::sync::Arc<ZoneOptions> {
+        self.zone_options.get(zone).cloned().unwrap_or_else(|| {
+            std::sync::Arc::new(ZoneOptions {
                 acl: Vec::new().into(),
                 serial_policy: "increment".into(),
                 zonefile_sync: self.zonefile_sync,
@@ -605,6 +603,7 @@ impl Config {
                 signing: None,
                 validation: false,
             })
+        })
     }
 }
 

@@ -38,7 +38,7 @@ pub(crate) fn start(
         .iter()
         .filter_map(|spec| {
             let o = config.zone_options(&spec.name);
-            (!o.interpret.is_empty()).then(|| (spec.name.to_lowercase(), o.interpret))
+            (!o.interpret.is_empty()).then(|| (spec.name.to_lowercase(), o.interpret.clone()))
         })
         .collect();
     if catalogs.is_empty() {
@@ -159,7 +159,7 @@ impl Consumer {
         let Some(templates) = self.catalogs.get(catalog) else {
             return;
         };
-        let mut zones: Vec<(Arc<crate::ZoneSpec>, ZoneOptions)> = Vec::new();
+        let mut zones: Vec<(Arc<crate::ZoneSpec>, Arc<ZoneOptions>)> = Vec::new();
         let mut entries: Vec<Member> = Vec::new();
         for m in members {
             let options = m
@@ -175,7 +175,7 @@ impl Consumer {
                 name: m.name.to_lowercase(),
                 source: crate::ZoneSource::Transfer,
             };
-            zones.push((Arc::new(spec), options));
+            zones.push((Arc::new(spec), Arc::new(options)));
             entries.push(m);
         }
         if zones.is_empty() {
@@ -183,7 +183,7 @@ impl Consumer {
         }
         let doors: Vec<(Name, ZoneOptions)> = zones
             .iter()
-            .map(|(spec, o)| (spec.name.clone(), o.clone()))
+            .map(|(spec, o)| (spec.name.clone(), (**o).clone()))
             .collect();
         self.updates.insert_doors(&doors);
         let started =
@@ -215,7 +215,7 @@ impl Consumer {
                             .as_ref()
                             .map_or(String::new(), |g| format!(" (group {g})"))
                     );
-                    refreshed.push((name.clone(), options, w));
+                    refreshed.push((name.clone(), (*options).clone(), w));
                     self.owned.insert(name, (catalog.clone(), m));
                 }
                 None => {

@@ -373,7 +373,7 @@ impl Reloader {
                     config
                         .zone_options
                         .contains_key(z)
-                        .then(|| config.zone_options(z))
+                        .then(|| (*config.zone_options(z)).clone())
                 };
                 s.reconfigure(options_of, &u.keys());
             }

@@ -78,7 +78,8 @@ pub(crate) fn keys_of(config: &Config) -> Result<Keys, String> {
 
 /// A zone's door as its configuration makes it (no writer yet).
 fn door_of(config: &Config, zone: &Name) -> ZoneDoor {
-    let ZoneOptions { acl, masters, .. } = config.zone_options(zone);
+    let options = config.zone_options(zone);
+    let (acl, masters) = (options.acl.clone(), &options.masters);
     let takes_updates = acl.iter().any(|r| r.actions.contains(&Action::Update));
     ZoneDoor {
         acl,

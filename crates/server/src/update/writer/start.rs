@@ -22,7 +22,7 @@ use crate::publish::Publisher;
 /// Opens the journals of the zones that take updates, replays them onto the
 /// published versions, and puts their writers on the pool.
 pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<Publisher>) {
-    let live: Vec<(Arc<crate::ZoneSpec>, crate::config::ZoneOptions)> = config
+    let live: Vec<(Arc<crate::ZoneSpec>, Arc<crate::config::ZoneOptions>)> = config
         .zones
         .iter()
         .map(|spec| (spec.clone(), config.zone_options(&spec.name)))
@@ -50,7 +50,7 @@ pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<
 pub(crate) fn start_writers_for(
     updates: &Updates,
     config: &Config,
-    zones: &[(Arc<crate::ZoneSpec>, crate::config::ZoneOptions)],
+    zones: &[(Arc<crate::ZoneSpec>, Arc<crate::config::ZoneOptions>)],
     publisher: &Arc<Publisher>,
 ) -> std::collections::HashSet<Name> {
     let Some(dir) = config.journal_dir.as_deref().filter(|_| !zones.is_empty()) else {
@@ -122,7 +122,7 @@ pub(crate) fn start_writer(
     options: &crate::config::ZoneOptions,
     publisher: &Arc<Publisher>,
 ) -> bool {
-    let zones = [(Arc::new(spec.clone()), options.clone())];
+    let zones = [(Arc::new(spec.clone()), Arc::new(options.clone()))];
     !start_writers_for(updates, config, &zones, publisher).is_empty()
 }
 
