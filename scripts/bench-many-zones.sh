@@ -13,7 +13,8 @@
 #
 # Environment: ZONES, WORK (scratch, default /var/tmp/lode-many-zones),
 # LIMIT (seconds a server may take to answer every zone, default 600),
-# KNOT=0 (Lode only), SIGNED=1 (every zone signed by the server, Knot's default policy:
+# KNOT=0 (no Knot), NSD=1 (NSD 4.6 too: memory as PSS summed over its
+# processes, no updates), SIGNED=1 (every zone signed by the server, Knot's default policy:
 # ECDSA P-256 keys made at first load, NSEC; the sampled zones must then
 # answer their SOA with its RRSIG, and each update is signed).
 set -euo pipefail
@@ -89,6 +90,29 @@ measure() {
     local took
     took=$(wait_all "$start")
     local rss threads fds
+    case "$label" in
+    NSD*)
+        # NSD is a main process and forked children sharing its memory:
+        # summed over them, memory as PSS (shared pages counted once).
+        local procs="$pid" frontier="$pid" next p
+        while [ -n "$frontier" ]; do
+            next=""
+            for p in $frontier; do next="$next $(pgrep -P "$p" | tr '\n' ' ')"; done
+            frontier=$(echo $next)
+            procs="$procs $frontier"
+        done
+        rss=0 threads=0 fds=0
+        for p in $procs; do
+            rss=$(( rss + $(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup") ))
+            threads=$(( threads + $(awk '/Threads/ {print $2}' "/proc/$p/status") ))
+            fds=$(( fds + $(ls "/proc/$p/fd" | wc -l) ))
+        done
+        rss=$(( rss / 1024 ))
+        printf '| %s | %s | %s s | %s MiB (PSS, %s processes) | %s | %s | – (takes no updates) |\n' \
+            "$label" "$zones" "$took" "$rss" "$(echo $procs | wc -w)" "$threads" "$fds"
+        return
+        ;;
+    esac
     rss=$(awk '/VmRSS/ {print int($2/1024)}' "/proc/$pid/status")
     threads=$(awk '/Threads/ {print $2}' "/proc/$pid/status")
     fds=$(ls "/proc/$pid/fd" | wc -l)
@@ -108,9 +132,36 @@ start=$(date +%s.%N)
 pid=$!
 measure "Lode $(git rev-parse --short HEAD)" $pid "$start" || true
 kill $pid; wait $pid 2>/dev/null || true
-[ "${KNOT:-1}" = 1 ] || exit 0
-start=$(date +%s.%N)
-knotd -c "$work/knot.conf" > "$work/knot.log" 2>&1 &
-pid=$!
-measure "Knot $(knotd -V | awk '{print $NF}')" $pid "$start" || true
-kill $pid; wait $pid 2>/dev/null || true
+if [ "${KNOT:-1}" = 1 ]; then
+    start=$(date +%s.%N)
+    knotd -c "$work/knot.conf" > "$work/knot.log" 2>&1 &
+    pid=$!
+    measure "Knot $(knotd -V | awk '{print $NF}')" $pid "$start" || true
+    kill $pid; wait $pid 2>/dev/null || true
+fi
+# NSD beside (NSD=1; not signed zones): the same zone files, no nsd.db, not
+# dropping privileges; it takes no updates.
+if [ "${NSD:-0}" = 1 ] && [ "$signed" != 1 ] && command -v nsd >/dev/null; then
+    mkdir -p "$work/nsd"
+    {
+        echo "server:"
+        echo "    ip-address: 127.0.0.1@$port"
+        echo "    zonesdir: \"$work/zones\""
+        echo "    database: \"\""
+        echo "    username: \"\""
+        echo "    pidfile: \"$work/nsd/nsd.pid\""
+        echo "    zonelistfile: \"$work/nsd/zone.list\""
+        echo "    xfrdfile: \"$work/nsd/xfrd.state\""
+        echo "    xfrdir: \"$work/nsd\""
+        echo "remote-control:"
+        echo "    control-enable: no"
+        while read -r z; do
+            echo "zone:"; echo "    name: \"$z\""; echo "    zonefile: \"${z%%.*}.zone\""
+        done < "$work/names.txt"
+    } > "$work/nsd.conf"
+    start=$(date +%s.%N)
+    nsd -d -c "$work/nsd.conf" > "$work/nsd.log" 2>&1 &
+    pid=$!
+    measure "NSD $(nsd -v 2>&1 | awk 'NR==1 {print $NF}')" $pid "$start" || true
+    kill $pid; wait $pid 2>/dev/null || true
+fi
