@@ -215,7 +215,7 @@ impl Consumer {
                             .as_ref()
                             .map_or(String::new(), |g| format!(" (group {g})"))
                     );
-                    refreshed.push((name.clone(), (*options).clone(), w));
+                    refreshed.push((name.clone(), Arc::unwrap_or_clone(options), w));
                     self.owned.insert(name, (catalog.clone(), m));
                 }
                 None => {
