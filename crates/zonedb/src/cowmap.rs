@@ -76,6 +76,9 @@ impl<V> Chunk<V> {
 pub(crate) struct CowMap<V> {
     chunks: Arc<Vec<Arc<Chunk<V>>>>,
     len: usize,
+    /// The keys' bytes, kept as entries come and go (`heap_bytes` is asked
+    /// after every group of updates: no walk).
+    key_bytes: usize,
 }
 
 impl<V> Default for CowMap<V> {
@@ -83,6 +86,7 @@ impl<V> Default for CowMap<V> {
         CowMap {
             chunks: Arc::new(Vec::new()),
             len: 0,
+            key_bytes: 0,
         }
     }
 }
@@ -221,6 +225,7 @@ impl<V: Clone> CowMap<V> {
         let pk = prefix(&key);
         let chunks = Arc::make_mut(&mut self.chunks);
         if chunks.is_empty() {
+            self.key_bytes = key.len();
             chunks.push(Arc::new(Chunk {
                 keys: vec![key],
                 pfx: vec![pk],
@@ -237,6 +242,7 @@ impl<V: Clone> CowMap<V> {
         match ch.find(&key, pk) {
             Ok(i) => Some(std::mem::replace(&mut ch.vals[i], val)),
             Err(i) => {
+                self.key_bytes += key.len();
                 ch.keys.insert(i, key);
                 ch.pfx.insert(i, pk);
                 ch.vals.insert(i, val);
@@ -261,7 +267,8 @@ impl<V: Clone> CowMap<V> {
         let chunks = Arc::make_mut(&mut self.chunks);
         let ci = p.chunk as usize;
         let ch = Arc::make_mut(&mut chunks[ci]);
-        ch.keys.remove(p.at as usize);
+        let key = ch.keys.remove(p.at as usize);
+        self.key_bytes -= key.len();
         ch.pfx.remove(p.at as usize);
         let v = ch.vals.remove(p.at as usize);
         if ch.keys.is_empty() {
@@ -271,22 +278,18 @@ impl<V: Clone> CowMap<V> {
         Some(v)
     }
 
-    /// Every entry in order (not for the query path: it is an iterator over
-    /// chunks, which is fine, but callers there use positions).
+    /// Every entry in order (for tests: callers use positions).
+    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> + '_ {
         self.chunks
             .iter()
             .flat_map(|c| c.keys.iter().map(|k| &**k).zip(c.vals.iter()))
     }
 
-    /// Bytes of memory held (keys, values counted as `val_bytes` each, and
-    /// the chunk tables), shared chunks counted in full.
-    pub fn heap_bytes(&self, val_bytes: impl Fn(&V) -> usize) -> usize {
-        self.chunks.len() * 8
-            + self
-                .iter()
-                .map(|(k, v)| k.len() + 16 + 16 + val_bytes(v))
-                .sum::<usize>()
+    /// Bytes of memory held by the keys and the chunk tables (not what the
+    /// values point to), shared chunks counted in full; no walk.
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.len() * 8 + self.key_bytes + self.len * (16 + 16)
     }
 }
 
@@ -325,6 +328,7 @@ mod tests {
         versions.push((m.clone(), b.clone()));
         for (m, b) in &versions {
             assert_eq!(m.len(), b.len());
+            assert_eq!(m.key_bytes, b.keys().map(|k| k.len()).sum::<usize>());
             let all: Vec<(Vec<u8>, u32)> = m.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
             let want: Vec<(Vec<u8>, u32)> = b.iter().map(|(k, v)| (k.clone(), *v)).collect();
             assert_eq!(all, want);

@@ -42,6 +42,8 @@ pub(crate) struct Delta {
     nsec3: Option<CowMap<()>>,
     /// Names added minus names removed, against the base.
     node_diff: i64,
+    /// The bytes of the blobs in `nodes`, kept as they change.
+    blob_bytes: usize,
 }
 
 impl Delta {
@@ -66,9 +68,16 @@ impl Delta {
     }
     /// Bytes of memory the delta holds.
     pub fn heap_bytes(&self) -> usize {
-        self.nodes.heap_bytes(|b| b.len())
-            + self.gone.heap_bytes(|_| 0)
-            + self.nsec3.as_ref().map_or(0, |m| m.heap_bytes(|_| 0))
+        self.nodes.heap_bytes()
+            + self.blob_bytes
+            + self.gone.heap_bytes()
+            + self.nsec3.as_ref().map_or(0, |m| m.heap_bytes())
+    }
+    /// The blob bytes as kept, and as a walk over the delta finds them.
+    #[cfg(test)]
+    pub fn blob_bytes_kept_and_walked(&self) -> (usize, usize) {
+        let walked = self.nodes.iter().map(|(_, b)| b.len()).sum();
+        (self.blob_bytes, walked)
     }
     /// The key of the last hashed owner at or before `key`.
     pub fn nsec3_at_or_before(&self, key: &[u8]) -> Option<&[u8]> {
@@ -470,6 +479,16 @@ impl Zone {
     /// The next version: this one with `changes` applied, sharing the base
     /// and all untouched parts of the delta (see the module note).
     pub fn apply(&self, changes: &Changeset) -> Result<Zone, ApplyError> {
+        let mut z = self.clone();
+        z.apply_mut(changes)?;
+        Ok(z)
+    }
+
+    /// [`Zone::apply`] to this version itself: the delta's chunks it holds
+    /// alone are changed where they are (a group of updates copies each
+    /// chunk it touches once, not once per update). On error the version
+    /// is as it was: every check is made before the first change.
+    pub fn apply_mut(&mut self, changes: &Changeset) -> Result<(), ApplyError> {
         if changes.serial_from() != self.serial() {
             return Err(ApplyError::SerialMismatch {
                 zone: self.serial(),
@@ -515,33 +534,21 @@ impl Zone {
                 g.0.push(r);
             }
         }
-        let mut z = Zone {
-            origin: self.origin.clone(),
-            class: self.class,
-            origin_key: self.origin_key.clone(),
-            store: self.store.clone(),
-            delta: self.delta.clone(),
-            negative_ttl: self.negative_ttl,
-            serial: self.serial,
-            records: self.records,
-            rrsets: self.rrsets,
-            expired: self.expired,
-        };
-        // 2. New data per owner; names appear and disappear with it.
-        let mut recompute: BTreeSet<Vec<u8>> = BTreeSet::new();
-        let mut cut_changed: Vec<Vec<u8>> = Vec::new();
-        let mut appeared_or_gone: Vec<Vec<u8>> = Vec::new();
-        let cut = |f: NodeFlags| f.contains(NodeFlags::DELEGATION) || f.contains(NodeFlags::DNAME);
-        for (rel, (rem, add)) in &groups {
-            let found = z.find_rel(rel);
+        // 2. Each owner's new data, from the version as it is: an owner's
+        // change can only add or remove its ancestors, which come before it
+        // here, so what a later owner reads is what it would read after
+        // the earlier ones were changed. Everything that can fail is here.
+        let mut owners: Vec<Owned> = Vec::with_capacity(groups.len());
+        for (rel, (rem, add)) in groups {
+            let found = self.find_rel(&rel);
             let (mut sets, owner) = match found {
                 Some(id) => {
-                    let n = z.node(id);
+                    let n = self.node(id);
                     (read_sets(&n), Some(n.owner().to_name()))
                 }
                 None => (Vec::new(), None),
             };
-            let old_flags = own_flags(rel, &sets);
+            let old_flags = own_flags(&rel, &sets);
             let old_count = (
                 sets.len() as i64,
                 sets.iter().map(|s| s.rdatas.len() as i64).sum::<i64>(),
@@ -562,7 +569,7 @@ impl Zone {
                     sets.remove(si);
                 }
             }
-            for r in add {
+            for r in &add {
                 match sets.iter_mut().find(|s| s.rtype == r.rtype) {
                     Some(s) => {
                         if s.rdatas.iter().any(|d| **d == *r.rdata) {
@@ -588,26 +595,64 @@ impl Zone {
                 s.rdatas.sort_unstable();
             }
             sets.sort_by_key(|s| s.rtype);
+            if rel.is_empty() {
+                let soa = sets.iter().find(|s| s.rtype == Rtype::SOA);
+                if !soa.is_some_and(|s| s.rdatas.len() == 1 && s.rdatas[0].len() >= 22) {
+                    return Err(invalid(format!(
+                        "{}: the change leaves no single SOA at the apex",
+                        self.origin
+                    )));
+                }
+                if !sets.iter().any(|s| s.rtype == Rtype::NS) {
+                    return Err(invalid(format!(
+                        "{}: the change leaves no NS at the apex",
+                        self.origin
+                    )));
+                }
+            }
+            let owner = owner.or_else(|| add.first().map(|r| r.owner.clone()));
+            owners.push(Owned {
+                rel,
+                existed: found.is_some(),
+                owner,
+                sets,
+                old_flags,
+                old_count,
+            });
+        }
+        // 3. The new data in; names appear and disappear with it.
+        let z = self;
+        let mut recompute: BTreeSet<Vec<u8>> = BTreeSet::new();
+        let mut cut_changed: Vec<Vec<u8>> = Vec::new();
+        let mut appeared_or_gone: Vec<Vec<u8>> = Vec::new();
+        let cut = |f: NodeFlags| f.contains(NodeFlags::DELEGATION) || f.contains(NodeFlags::DNAME);
+        for Owned {
+            rel,
+            existed,
+            owner,
+            sets,
+            old_flags,
+            old_count,
+        } in owners
+        {
             let new_count = (
                 sets.len() as i64,
                 sets.iter().map(|s| s.rdatas.len() as i64).sum::<i64>(),
             );
             z.rrsets = (z.rrsets as i64 + new_count.0 - old_count.0) as u64;
             z.records = (z.records as i64 + new_count.1 - old_count.1) as u64;
-            if cut(old_flags) != cut(own_flags(rel, &sets)) {
+            if cut(old_flags) != cut(own_flags(&rel, &sets)) {
                 cut_changed.push(rel.clone());
             }
-            let owner = owner.or_else(|| add.first().map(|r| r.owner.clone()));
-            let existed = found.is_some();
             if !sets.is_empty() {
-                let blob = encode_node(&z, rel, NodeFlags::default(), 0, owner.as_ref(), &sets);
-                z.put(rel, blob, existed);
+                let blob = encode_node(z, &rel, NodeFlags::default(), 0, owner.as_ref(), &sets);
+                z.put(&rel, blob, existed);
                 if !existed {
                     appeared_or_gone.push(rel.clone());
                 }
                 // Missing ancestors, nearest first: above the first one
                 // that exists, all do (the tree holds every ancestor).
-                let mut up: Vec<&[u8]> = ancestors(rel).collect();
+                let mut up: Vec<&[u8]> = ancestors(&rel).collect();
                 up.reverse();
                 for a in up {
                     if z.find_rel(a).is_some() {
@@ -615,23 +660,23 @@ impl Zone {
                     }
                     z.put(
                         a,
-                        encode_node(&z, a, NodeFlags::default(), 0, None, &[]),
+                        encode_node(z, a, NodeFlags::default(), 0, None, &[]),
                         false,
                     );
                     appeared_or_gone.push(a.to_vec());
                     recompute.insert(a.to_vec());
                 }
-                recompute.insert(rel.clone());
+                recompute.insert(rel);
             } else if existed {
-                if rel.is_empty() || z.has_descendants(rel) {
-                    let blob = encode_node(&z, rel, NodeFlags::default(), 0, owner.as_ref(), &[]);
-                    z.put(rel, blob, true);
-                    recompute.insert(rel.clone());
+                if rel.is_empty() || z.has_descendants(&rel) {
+                    let blob = encode_node(z, &rel, NodeFlags::default(), 0, owner.as_ref(), &[]);
+                    z.put(&rel, blob, true);
+                    recompute.insert(rel);
                 } else {
-                    z.del(rel);
+                    z.del(&rel);
                     appeared_or_gone.push(rel.clone());
                     // Empty non-terminals left without descendants go too.
-                    let mut up: Vec<&[u8]> = ancestors(rel).collect();
+                    let mut up: Vec<&[u8]> = ancestors(&rel).collect();
                     up.reverse();
                     for a in up {
                         if a.is_empty() || z.has_descendants(a) {
@@ -649,7 +694,7 @@ impl Zone {
                 }
             }
         }
-        // 3. Who else changes: parents of wildcards that came or went (their
+        // 4. Who else changes: parents of wildcards that came or went (their
         // flag), and everything below a cut or DNAME that came or went (its
         // shadow).
         for k in &appeared_or_gone {
@@ -673,7 +718,7 @@ impl Zone {
                 recompute.insert(z.key_of(id, &mut buf).to_vec());
             }
         }
-        // 4. Flags and shadows, ancestors first (their flags are then current).
+        // 5. Flags and shadows, ancestors first (their flags are then current).
         for k in &recompute {
             let Some(id) = z.find_rel(k) else {
                 continue;
@@ -703,31 +748,19 @@ impl Zone {
                     };
                 }
             }
-            let blob = encode_node(&z, k, flags, shadow, Some(&owner), &sets);
+            let blob = encode_node(z, k, flags, shadow, Some(&owner), &sets);
             z.put(k, blob, true);
         }
-        // 5. The apex and the version's figures.
-        let soa = z
-            .apex_rrset(Rtype::SOA)
-            .filter(|s| s.len() == 1 && s.first().len() >= 22);
-        let Some(soa) = soa else {
-            return Err(invalid(format!(
-                "{}: the change leaves no single SOA at the apex",
-                self.origin
-            )));
-        };
-        if z.apex_rrset(Rtype::NS).is_none() {
-            return Err(invalid(format!(
-                "{}: the change leaves no NS at the apex",
-                self.origin
-            )));
+        // 6. The version's figures (the apex was checked in step 2).
+        let soa = z.apex_rrset(Rtype::SOA).map(|s| (s.ttl(), s.first()));
+        if let Some((ttl, soa)) = soa.filter(|(_, d)| d.len() >= 22) {
+            let f = &soa[soa.len() - 20..];
+            let serial = u32::from_be_bytes([f[0], f[1], f[2], f[3]]);
+            let minimum = u32::from_be_bytes([f[16], f[17], f[18], f[19]]);
+            z.negative_ttl = ttl.min(minimum);
+            z.serial = serial;
         }
-        let f = &soa.first()[soa.first().len() - 20..];
-        let serial = u32::from_be_bytes([f[0], f[1], f[2], f[3]]);
-        let minimum = u32::from_be_bytes([f[16], f[17], f[18], f[19]]);
-        z.negative_ttl = soa.ttl().min(minimum);
-        z.serial = serial;
-        Ok(z)
+        Ok(())
     }
 
     /// Sets the node of `rel` in the delta (`existed`: the name was there).
@@ -744,7 +777,10 @@ impl Zone {
         } else if let Some(m) = &mut self.delta.nsec3 {
             m.remove(rel);
         }
-        self.delta.nodes.insert(rel.into(), blob.into());
+        self.delta.blob_bytes += blob.len();
+        if let Some(old) = self.delta.nodes.insert(rel.into(), blob.into()) {
+            self.delta.blob_bytes -= old.len();
+        }
         if !existed {
             self.delta.node_diff += 1;
         }
@@ -755,7 +791,9 @@ impl Zone {
         if self.find_rel(rel).is_none() {
             return;
         }
-        self.delta.nodes.remove(rel);
+        if let Some(old) = self.delta.nodes.remove(rel) {
+            self.delta.blob_bytes -= old.len();
+        }
         if let Some(m) = &mut self.delta.nsec3 {
             m.remove(rel);
         }
@@ -847,6 +885,16 @@ impl Iterator for NodeIds<'_> {
 }
 
 /// An RRset while applying changes.
+/// One owner's change, checked, before it is made (`Zone::apply_mut`).
+struct Owned {
+    rel: Vec<u8>,
+    existed: bool,
+    owner: Option<lode_wire::Name>,
+    sets: Vec<Set>,
+    old_flags: NodeFlags,
+    old_count: (i64, i64),
+}
+
 struct Set {
     rtype: Rtype,
     ttl: u32,

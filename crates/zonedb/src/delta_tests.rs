@@ -291,10 +291,24 @@ fn base_plus_delta_reads_like_a_fresh_build() {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut merged = start();
         let mut rebuilt = start();
+        // The same changes made in place, one version throughout.
+        let mut in_place = start();
         for step in 0..120 {
             let cs = random_change(&mut rng, &merged);
             let a = merged.apply(&cs);
             let b = rebuilt.apply_rebuild(&cs);
+            match (&a, in_place.apply_mut(&cs)) {
+                (Ok(_), Ok(())) => {}
+                (Err(_), Err(_)) => assert_eq!(
+                    facts(&in_place),
+                    facts(&merged),
+                    "seed {seed} step {step}: a refused change left the version as it was"
+                ),
+                (a, c) => panic!(
+                    "seed {seed} step {step}: apply {:?}, in place {c:?}",
+                    a.as_ref().err()
+                ),
+            }
             match (a, b) {
                 (Ok(a), Ok(b)) => {
                     let (fa, fb) = (facts(&a), facts(&b));
@@ -325,6 +339,10 @@ fn base_plus_delta_reads_like_a_fresh_build() {
             }
         }
         assert!(merged.delta_len() > 0);
+        assert_eq!(facts(&in_place), facts(&merged), "seed {seed}: in place");
+        // The delta's size kept as it changed is the one a walk finds.
+        let (kept, walked) = merged.delta.blob_bytes_kept_and_walked();
+        assert_eq!(kept, walked, "seed {seed}");
         let compacted = merged.compact().unwrap();
         assert_eq!(compacted.delta_len(), 0);
         assert_eq!(

@@ -277,14 +277,10 @@ impl Zone {
     pub fn rrset_count(&self) -> u64 {
         self.rrsets
     }
-    /// Bytes of memory the zone's index and data take.
+    /// Bytes of memory the zone's index and data take (kept as the delta
+    /// changes: no walk).
     pub fn heap_bytes(&self) -> usize {
         self.store.heap_bytes() + self.delta.heap_bytes()
-    }
-    /// Bytes of memory the compact base holds: a lower bound of
-    /// [`Zone::heap_bytes`] without its walk over the delta.
-    pub fn base_heap_bytes(&self) -> usize {
-        self.store.heap_bytes()
     }
     /// Where the zone's large buffers lie, as (address, length in bytes):
     /// for a caller that gives memory hints (e.g. huge pages) to the system.

@@ -112,6 +112,36 @@ pub enum Staged {
     },
 }
 
+/// What [`Stage::run_mut`] made of a change (the version is the one it
+/// was given, advanced).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Step {
+    /// Nothing changes.
+    Unchanged,
+    /// The version advanced by these changesets (to journal).
+    Changed {
+        /// Oldest first.
+        changes: Vec<Changeset>,
+        /// As in [`Staged::Changed`].
+        serial_raised: Option<u32>,
+    },
+    /// A whole new version; the history before it no longer applies.
+    Replaced,
+}
+
+/// `cs` applied to `version` where it stands (a version shared with others
+/// is copied first: only the parts it changes); as it was on error.
+fn apply(version: &mut Arc<Zone>, cs: &Changeset) -> Result<(), StageError> {
+    Arc::make_mut(version)
+        .apply_mut(cs)
+        .map_err(|error| StageError::Apply {
+            from: cs.serial_from(),
+            to: cs.serial_to(),
+            error,
+        })
+}
+
 /// Why a change was not taken.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -216,11 +246,7 @@ impl Stage {
         let Some(signer) = &self.signer else {
             let mut version = current.clone();
             for cs in &changes {
-                version = Arc::new(version.apply(cs).map_err(|error| StageError::Apply {
-                    from: cs.serial_from(),
-                    to: cs.serial_to(),
-                    error,
-                })?);
+                apply(&mut version, cs)?;
             }
             return Ok((version, changes));
         };
@@ -270,79 +296,102 @@ impl Stage {
         change: Change<'_>,
         now: u64,
     ) -> Result<Staged, StageError> {
+        let mut version = current.clone();
+        Ok(match self.run_mut(&mut version, change, now)? {
+            Step::Unchanged => Staged::Unchanged,
+            Step::Changed {
+                changes,
+                serial_raised,
+            } => Staged::Changed {
+                version,
+                changes,
+                serial_raised,
+            },
+            Step::Replaced => Staged::Replaced { version },
+        })
+    }
+
+    /// [`Stage::run`] on a working version, advanced where it is: a group's
+    /// changes, staged one after another on the one version, copy each
+    /// part of the delta they touch once (see `Zone::apply_mut`), where
+    /// versions made one from another would copy it each time. On error
+    /// `version` is as it was.
+    pub fn run_mut(
+        &self,
+        version: &mut Arc<Zone>,
+        change: Change<'_>,
+        now: u64,
+    ) -> Result<Step, StageError> {
+        let current: &Arc<Zone> = version;
         let (changes, serial_raised) = match change {
-            Change::Replace(version) => {
-                let version = self.prepare(version, current, now)?;
-                self.check(&version, None, now)?;
-                return Ok(Staged::Replaced { version });
+            Change::Replace(zone) => {
+                let zone = self.prepare(zone, current, now)?;
+                self.check(&zone, None, now)?;
+                *version = zone;
+                return Ok(Step::Replaced);
             }
             Change::Resign => {
                 let Some(signer) = &self.signer else {
-                    return Ok(Staged::Unchanged);
+                    return Ok(Step::Unchanged);
                 };
                 if current.is_expired() {
                     return Err(StageError::NoContents);
                 }
                 let next = self.policy.next(current.serial(), now);
-                let version = signer
+                let signed = signer
                     .sign_zone(current, Some(next), now)
                     .map_err(StageError::Sign)?;
-                return Ok(Staged::Replaced {
-                    version: Arc::new(version),
-                });
+                *version = Arc::new(signed);
+                return Ok(Step::Replaced);
             }
             Change::Refresh(owners) => {
                 let Some(signer) = &self.signer else {
-                    return Ok(Staged::Unchanged);
+                    return Ok(Step::Unchanged);
                 };
                 if current.is_expired() || owners.is_empty() {
-                    return Ok(Staged::Unchanged);
+                    return Ok(Step::Unchanged);
                 }
                 let mut soa_to = current.soa_record();
                 set_soa_serial(&mut soa_to, self.policy.next(current.serial(), now));
-                let (version, cs) = signer
+                let (next, cs) = signer
                     .refresh(current, owners, soa_to, now)
                     .map_err(StageError::Sign)?;
-                return Ok(Staged::Changed {
-                    version: Arc::new(version),
+                *version = Arc::new(next);
+                return Ok(Step::Changed {
                     changes: vec![cs],
                     serial_raised: None,
                 });
             }
             Change::Rekey => {
                 let Some(signer) = &self.signer else {
-                    return Ok(Staged::Unchanged);
+                    return Ok(Step::Unchanged);
                 };
                 if current.is_expired() {
-                    return Ok(Staged::Unchanged);
+                    return Ok(Step::Unchanged);
                 }
                 let mut soa_to = current.soa_record();
                 set_soa_serial(&mut soa_to, self.policy.next(current.serial(), now));
-                return Ok(
-                    match signer
-                        .rekey(current, soa_to, now)
-                        .map_err(StageError::Sign)?
-                    {
-                        Some((version, cs)) => Staged::Changed {
-                            version: Arc::new(version),
+                let rekeyed = signer
+                    .rekey(current, soa_to, now)
+                    .map_err(StageError::Sign)?;
+                return Ok(match rekeyed {
+                    Some((next, cs)) => {
+                        *version = Arc::new(next);
+                        Step::Changed {
                             changes: vec![cs],
                             serial_raised: None,
-                        },
-                        None => Staged::Unchanged,
-                    },
-                );
+                        }
+                    }
+                    None => Step::Unchanged,
+                });
             }
             Change::Journal(list) => {
-                let mut version = current.clone();
+                let mut next = current.clone();
                 for cs in list {
-                    version = Arc::new(version.apply(cs).map_err(|error| StageError::Apply {
-                        from: cs.serial_from(),
-                        to: cs.serial_to(),
-                        error,
-                    })?);
+                    apply(&mut next, cs)?;
                 }
-                return Ok(Staged::Changed {
-                    version,
+                *version = next;
+                return Ok(Step::Changed {
                     changes: list.to_vec(),
                     serial_raised: None,
                 });
@@ -373,7 +422,7 @@ impl Stage {
             }
             Change::Transfer(target) => {
                 if self.signer.is_none() {
-                    return self.run(current, Change::Replace(target), now);
+                    return self.run_mut(version, Change::Replace(target), now);
                 }
                 let cs = match difference(current, &target, self.policy, now, true) {
                     Some((cs, _)) => cs,
@@ -390,28 +439,46 @@ impl Stage {
             }
         };
         if changes.is_empty() {
-            return Ok(Staged::Unchanged);
+            return Ok(Step::Unchanged);
         }
-        let mut version = current.clone();
+        // One changeset is applied whole or not at all; more, or a check
+        // after, may fail half-way: the version before is kept for that.
+        let validate = self.validate && self.signer.is_none();
+        let before = (validate || changes.len() > 1).then(|| version.clone());
+        let made = self.sign_all(version, changes, validate, now);
+        if made.is_err() {
+            if let Some(before) = before {
+                *version = before;
+            }
+        }
+        Ok(Step::Changed {
+            changes: made?,
+            serial_raised,
+        })
+    }
+
+    /// The signing step of each changeset in turn (see [`Stage::sign`]),
+    /// then the validation step when `validate`.
+    fn sign_all(
+        &self,
+        version: &mut Arc<Zone>,
+        changes: Vec<Changeset>,
+        validate: bool,
+        now: u64,
+    ) -> Result<Vec<Changeset>, StageError> {
         let mut signed = Vec::with_capacity(changes.len());
         for cs in changes {
-            let (next, cs) = self.sign(&version, cs, now)?;
-            version = next;
-            signed.push(cs);
+            signed.push(self.sign(version, cs, now)?);
         }
-        if self.validate && self.signer.is_none() {
+        if validate {
             let touched: Vec<lode_wire::Name> = signed
                 .iter()
                 .flat_map(|cs| cs.removed.iter().chain(&cs.added))
                 .map(|r| r.owner.clone())
                 .collect();
-            self.check(&version, Some(&touched), now)?;
+            self.check(version, Some(&touched), now)?;
         }
-        Ok(Staged::Changed {
-            version,
-            changes: signed,
-            serial_raised,
-        })
+        Ok(signed)
     }
 
     /// The validation step (`dnssec-validation`, a zone not signed here):
@@ -441,23 +508,25 @@ impl Stage {
     /// journaled and served.
     fn sign(
         &self,
-        version: &Arc<Zone>,
+        version: &mut Arc<Zone>,
         cs: Changeset,
         now: u64,
-    ) -> Result<(Arc<Zone>, Changeset), StageError> {
-        let apply_error = |cs: &Changeset, error| StageError::Apply {
-            from: cs.serial_from(),
-            to: cs.serial_to(),
-            error,
-        };
+    ) -> Result<Changeset, StageError> {
         match &self.signer {
             None => {
-                let next = version.apply(&cs).map_err(|e| apply_error(&cs, e))?;
-                Ok((Arc::new(next), cs))
+                apply(version, &cs)?;
+                Ok(cs)
             }
             Some(s) => match s.sign_change(version, &cs, now) {
-                Ok((next, signed)) => Ok((Arc::new(next), signed)),
-                Err(lode_dnssec::SignError::Apply(e)) => Err(apply_error(&cs, e)),
+                Ok((next, signed)) => {
+                    *version = Arc::new(next);
+                    Ok(signed)
+                }
+                Err(lode_dnssec::SignError::Apply(error)) => Err(StageError::Apply {
+                    from: cs.serial_from(),
+                    to: cs.serial_to(),
+                    error,
+                }),
                 Err(e) => Err(StageError::Sign(e)),
             },
         }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use lode_wire::rcode;
 use lode_zonedb::{Changeset, Zone};
 use lode_zones::update::{self as ddns};
-use lode_zones::{Change, StageError, Staged};
+use lode_zones::{Change, StageError, Step};
 
 use super::super::pool::WeakQueue;
 use super::super::{reply, Work};
@@ -48,45 +48,52 @@ impl Writer {
         let mut version = base.clone();
         let mut changes: Vec<Changeset> = Vec::new();
         let mut outcomes: Vec<Result<String, u16>> = Vec::with_capacity(group.len());
-        // A signed zone: each change staged unsigned, the group signed in
-        // one pass after (see `Stage::sign_group`).
+        // One working version for the group, advanced by each change where
+        // it stands (`Stage::run_mut`). A signed zone: each change staged
+        // unsigned, the group signed in one pass after (`Stage::sign_group`).
         let stage = self.stage.unsigned();
         for work in &group {
+            let from = version.serial();
             let staged = match work {
                 Work::Update(job) => ddns::parse_update(&job.msg)
                     .map_err(StageError::Update)
-                    .and_then(|req| stage.run(&version, Change::Update(&req), now)),
-                Work::File { zone, .. } => stage.run(&version, Change::Difference(zone), now),
+                    .and_then(|req| stage.run_mut(&mut version, Change::Update(&req), now)),
+                Work::File { zone, .. } => {
+                    stage.run_mut(&mut version, Change::Difference(zone), now)
+                }
                 Work::Flush { .. }
                 | Work::Sign { .. }
                 | Work::Settings(_)
                 | Work::History { .. }
                 | Work::Incremental { .. }
-                | Work::Replace { .. } => Ok(Staged::Unchanged),
+                | Work::Replace { .. } => Ok(Step::Unchanged),
             };
             let outcome = match staged {
-                Ok(Staged::Changed {
-                    version: next,
+                Ok(Step::Changed {
                     changes: made,
                     serial_raised,
                 }) => {
-                    let (removed, added) = made.iter().fold((0, 0), |(r, a), cs| {
-                        (r + cs.removed.len(), a + cs.added.len())
-                    });
-                    let what = format!(
-                        "{removed} records removed, {added} added, serial {} → {}",
-                        version.serial(),
-                        next.serial()
-                    );
-                    if matches!(work, Work::File { .. }) {
-                        for cs in &made {
-                            self.log_file_change(cs, serial_raised);
+                    // What a zone file's change did, for its caller (an
+                    // update's reply says no more than NOERROR).
+                    let what = match work {
+                        Work::File { .. } => {
+                            let (removed, added) = made.iter().fold((0, 0), |(r, a), cs| {
+                                (r + cs.removed.len(), a + cs.added.len())
+                            });
+                            for cs in &made {
+                                self.log_file_change(cs, serial_raised);
+                            }
+                            format!(
+                                "{removed} records removed, {added} added, serial {from} → {}",
+                                version.serial()
+                            )
                         }
-                    }
-                    version = next;
+                        _ => String::new(),
+                    };
                     changes.extend(made);
                     Ok(what)
                 }
+                // (An update or a file's difference never replaces the zone.)
                 Ok(_) => Ok(format!("no change, serial {}", version.serial())),
                 Err(StageError::Update(e)) => {
                     let code = e.rcode().unwrap_or(rcode::SERVFAIL);

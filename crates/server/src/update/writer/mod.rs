@@ -321,13 +321,9 @@ impl Writer {
     }
 
     /// Whether the journal is to be flushed now (see [`worth_flushing`]).
-    /// The zone's size is a walk over its delta: it is asked only when the
-    /// history is past its base's size (a lower bound).
     fn flush_worth(&self, zone: &Zone) -> bool {
         let usage = self.journal.usage_bytes();
-        self.journal.needs_flush()
-            && (usage >= self.max_usage || usage >= zone.base_heap_bytes() as u64)
-            && worth_flushing(true, usage, self.max_usage, zone.heap_bytes())
+        self.journal.needs_flush() && worth_flushing(true, usage, self.max_usage, zone.heap_bytes())
     }
 
     /// Closes the journal's file until it is next needed.
