@@ -154,6 +154,21 @@ impl<'z> Work<'z> {
         })
     }
 
+    /// True if `owner` holds an RRset of `rtype` now: its working node when
+    /// the update touched it, else the zone (no working node made for a
+    /// name only looked at, such as each ancestor of an added name).
+    fn has_type(&self, owner: NameRef<'_>, rtype: Rtype) -> bool {
+        let mut key = lode_wire::name::KeyBuf::new();
+        owner.write_key(&mut key);
+        match self.nodes.get(key.as_slice()) {
+            Some(n) => n.has(rtype),
+            None => self
+                .zone
+                .find(owner)
+                .is_some_and(|id| self.zone.node(id).rrset(rtype).is_some()),
+        }
+    }
+
     /// True if some name strictly below `owner` holds data now.
     fn has_descendants(&mut self, owner: NameRef<'_>) -> bool {
         let key = owner.key();
@@ -355,12 +370,13 @@ fn add(w: &mut Work<'_>, rr: &Record) -> Result<(), UpdateError> {
 
 /// No data below a DNAME, no DNAME above data (Knot's `sem_check`).
 fn sem_check(w: &mut Work<'_>, rr: &Record) -> Result<(), UpdateError> {
-    let origin = w.zone.origin().to_name();
+    let zone = w.zone;
+    let origin = zone.origin();
     let mut name = rr.owner.as_ref();
-    while name != origin.as_ref() {
+    while name != origin {
         let Some(parent) = name.parent() else { break };
         name = parent;
-        if w.node(name).has(Rtype::DNAME) {
+        if w.has_type(name, Rtype::DNAME) {
             return Err(UpdateError::update(
                 rcode::REFUSED,
                 format!(

@@ -424,6 +424,22 @@ fn dname_rules() {
         ],
     );
     assert!(has(&z4, "deep.example.com. 300 IN DNAME x.net."));
+    // The update's own changes count: a DNAME added earlier in it stops
+    // data below; one removed earlier in it no longer does.
+    let upd = [
+        "dn.example.com. 300 IN DNAME x.net.",
+        "y.dn.example.com. 300 IN A 1.1.1.1",
+    ];
+    assert_eq!(rc(run(&z, &[], &upd)), rcode::REFUSED);
+    let z5 = apply(
+        &z2,
+        &[],
+        &[
+            "d.example.com. 0 ANY DNAME",
+            "x.d.example.com. 300 IN A 1.1.1.1",
+        ],
+    );
+    assert!(has(&z5, "x.d.example.com. 300 IN A 1.1.1.1"));
     // REFUSED is returned before a later FORMERR, as Knot checks one by one.
     let upd = [
         "x.d.example.com. 300 IN A 1.1.1.1",
