@@ -10,6 +10,14 @@
 #   bash scripts/bench-many-zones.sh               # 20,000 zones
 #   ZONES=100000 bash scripts/bench-many-zones.sh
 #   SIGNED=1 ZONES=100000 bash scripts/bench-many-zones.sh
+#   CATALOG=1 ZONES=100000 bash scripts/bench-many-zones.sh
+#
+# CATALOG=1: the zones as members of a catalog (RFC 9432) instead: a Lode
+# producer (not measured) serves them and generates the catalog; Lode and
+# then Knot are started as consumers with only the catalog zone configured
+# (`catalog-role = interpret`, the members secondaries of the producer), and
+# timed until 200 members spread over the set and the last one answer (they
+# arrive one transfer at a time). No updates (the members are secondaries).
 #
 # Environment: ZONES, WORK (scratch, default /var/tmp/lode-many-zones),
 # LIMIT (seconds a server may take to answer every zone, default 600),
@@ -18,6 +26,7 @@
 # ECDSA P-256 keys made at first load, NSEC; the sampled zones must then
 # answer their SOA with its RRSIG, and each update is signed).
 set -euo pipefail
+catalog=${CATALOG:-0}
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin"
 zones=${ZONES:-20000}
@@ -85,10 +94,24 @@ wait_all() {
     printf '%.1f' "$took"
 }
 
+# Catalog members arrive one transfer at a time: seconds until the last
+# member and 200 spread over the set all answer.
+wait_members() {
+    local start=$1
+    local step=$(( zones / 200 > 0 ? zones / 200 : 1 ))
+    for i in $(seq 0 $step $((zones - 1))) $((zones - 1)); do
+        while ! dig +short +time=1 +tries=1 @127.0.0.1 -p $port "z$i.many.test." SOA | grep -q host; do
+            if [ $(( $(date +%s) - ${start%.*} )) -gt "$limit" ]; then echo "timeout at z$i"; return 1; fi
+            sleep 0.05
+        done
+    done
+    printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)"
+}
+
 measure() {
     local label=$1 pid=$2 start=$3
     local took
-    took=$(wait_all "$start")
+    if [ "$catalog" = 1 ]; then took=$(wait_members "$start"); else took=$(wait_all "$start"); fi
     local rss threads fds
     case "$label" in
     NSD*)
@@ -116,6 +139,10 @@ measure() {
     rss=$(awk '/VmRSS/ {print int($2/1024)}' "/proc/$pid/status")
     threads=$(awk '/Threads/ {print $2}' "/proc/$pid/status")
     fds=$(ls "/proc/$pid/fd" | wc -l)
+    if [ "$catalog" = 1 ]; then
+        printf '| %s (catalog consumer) | %s | %s s | %s MiB | %s | %s | – (secondaries) |\n' "$label" "$zones" "$took" "$rss" "$threads" "$fds"
+        return
+    fi
     local zargs=()
     for i in $(seq 0 $(( zones / 1000 > 0 ? zones / 1000 : 1 )) $((zones - 1))); do zargs+=(--zone "z$i.many.test."); done
     local upd
@@ -125,6 +152,86 @@ measure() {
 }
 
 [ "$signed" = 1 ] && echo "Every zone signed by the server (SIGNED=1)."
+if [ "$catalog" = 1 ]; then
+    # The producer: Lode on the next port with every zone and the catalog.
+    pport=$((port + 1))
+    {
+        echo "listen = [\"127.0.0.1:$pport\"]"
+        echo "journal-dir = \"$work/producer-journal\""
+        echo 'control = ""'
+        echo '[[key]]'; echo "id = \"$key\""; echo 'algorithm = "hmac-sha256"'; echo "secret = \"$secret\""
+        echo '[[acl]]'; echo 'id = "xfr"'; echo "key = [\"$key\"]"; echo 'action = ["transfer"]'
+        echo '[[zone]]'; echo 'name = "catalog.many.test."'; echo 'catalog-role = "generate"'; echo 'acl = ["xfr"]'
+        while read -r z; do
+            echo '[[zone]]'; echo "name = \"$z\""; echo "file = \"$work/zones/${z%%.*}.zone\""
+            echo 'acl = ["xfr"]'; echo 'catalog-zone = "catalog.many.test."'
+        done < "$work/names.txt"
+    } > "$work/producer.toml"
+    "$LODE" serve --config "$work/producer.toml" > "$work/producer.log" 2>&1 &
+    producer=$!
+    trap 'kill $producer 2>/dev/null || true' EXIT
+    pstart=$(date +%s)
+    until dig +short +time=1 +tries=1 @127.0.0.1 -p $pport catalog.many.test. SOA | grep -q .; do
+        [ $(( $(date +%s) - pstart )) -gt "$limit" ] && { echo "the producer did not start" >&2; exit 1; }
+        sleep 0.2
+    done
+    echo "Producer (Lode, port $pport) serving $zones zones and their catalog after $(( $(date +%s) - pstart )) s."
+    # The consumers: the catalog zone only.
+    cat > "$work/lode.toml" <<EOF
+listen = ["127.0.0.1:$port"]
+journal-dir = "$work/lode-journal"
+control = ""
+zonefile-sync = -1
+[[key]]
+id = "$key"
+algorithm = "hmac-sha256"
+secret = "$secret"
+[[remote]]
+id = "producer"
+address = ["127.0.0.1@$pport"]
+key = "$key"
+[[template]]
+id = "members"
+master = ["producer"]
+[[zone]]
+name = "catalog.many.test."
+master = ["producer"]
+catalog-role = "interpret"
+catalog-template = ["members"]
+EOF
+    cat > "$work/knot.conf" <<EOF
+server:
+    rundir: "$work/knot"
+    listen: 127.0.0.1@$port
+database:
+    storage: "$work/knot"
+key:
+  - id: $key
+    algorithm: hmac-sha256
+    secret: $secret
+remote:
+  - id: producer
+    address: 127.0.0.1@$pport
+    key: $key
+template:
+  - id: default
+    storage: "$work/knot"
+    zonefile-sync: -1
+    zonefile-load: none
+    journal-content: changes
+  - id: members
+    storage: "$work/knot"
+    master: producer
+    zonefile-sync: -1
+    zonefile-load: none
+    journal-content: changes
+zone:
+  - domain: catalog.many.test.
+    master: producer
+    catalog-role: interpret
+    catalog-template: members
+EOF
+fi
 echo "| server | zones | all answering after | resident | threads | open files | durable updates/s (16 clients, $(( zones / 1000 > 0 ? 1000 : zones )) zones) |"
 echo "|---|---|---|---|---|---|---|"
 start=$(date +%s.%N)

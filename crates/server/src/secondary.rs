@@ -22,6 +22,7 @@ mod notify_asks;
 use notify_asks::{notify_asks, NotifyAsks};
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
 
@@ -120,7 +121,12 @@ enum Event {
     /// `lode zone-refresh` (AXFR when `axfr`: `lode zone-retransfer`).
     Refresh { zone: Name, axfr: bool },
     /// A refresh thread finished.
-    Done { zone: Name, outcome: Outcome },
+    Done {
+        zone: Name,
+        outcome: Outcome,
+        /// The primary it counted against (see [`MAX_PER_PRIMARY`]).
+        primary: Option<SocketAddr>,
+    },
     /// A new secondary zone (a catalog member).
     Add(Box<ZoneState>),
     /// A zone no longer a secondary here.
@@ -516,6 +522,7 @@ pub(crate) fn start(
     let status = Arc::new(Mutex::new(status));
     let scheduler = Scheduler {
         refreshing: 0,
+        per_primary: HashMap::new(),
         zones,
         tx: tx.clone(),
         publisher: publisher.clone(),
@@ -574,10 +581,27 @@ fn write_timers(path: &PathBuf, next: u64, expire: Option<u64>, last: Option<u64
 /// a catalog of 10^4 members due together must not start 10^4 threads.
 const MAX_REFRESHES: usize = 32;
 
+/// Refreshes running at once from one primary (a zone's first): below the
+/// 10 transfers out at once that BIND (`transfers-out`) and Lode allow by
+/// default, past which they answer REFUSED — a catalog's members, all due
+/// together at start, would otherwise be refused and retried.
+const MAX_PER_PRIMARY: usize = 8;
+
+/// The scheduler looks over its zones at most this often while events come
+/// (a NOTIFY's refresh starts at most this much later).
+const SCAN_EVERY: Duration = Duration::from_millis(5);
+
+/// The primary a zone's refresh counts against: its first.
+fn primary_of(z: &ZoneState) -> Option<SocketAddr> {
+    z.sources.first().map(|s| s.addr)
+}
+
 struct Scheduler {
     zones: HashMap<Name, ZoneState>,
     /// Refreshes running now (at most [`MAX_REFRESHES`]).
     refreshing: usize,
+    /// Of them, by primary (at most [`MAX_PER_PRIMARY`] each).
+    per_primary: HashMap<SocketAddr, usize>,
     tx: mpsc::Sender<Event>,
     publisher: Arc<Publisher>,
     status: Arc<Mutex<HashMap<Name, Status>>>,
@@ -585,15 +609,16 @@ struct Scheduler {
 
 impl Scheduler {
     fn run(mut self, rx: mpsc::Receiver<Event>) {
+        let mut expiry_checked = Instant::now();
         loop {
-            let now = Instant::now();
+            let scanned = Instant::now();
             let room = MAX_REFRESHES.saturating_sub(self.refreshing);
             let mut due: Vec<(Instant, Name)> = if room == 0 {
                 Vec::new()
             } else {
                 self.zones
                     .values()
-                    .filter(|z| !z.running && z.next <= now)
+                    .filter(|z| !z.running && z.next <= scanned && self.has_room(z))
                     .map(|z| (z.next, z.origin.clone()))
                     .collect()
             };
@@ -605,7 +630,10 @@ impl Scheduler {
             for (_, zone) in due {
                 self.begin(&zone);
             }
-            self.check_expiry();
+            if expiry_checked.elapsed() >= Duration::from_secs(1) {
+                self.check_expiry();
+                expiry_checked = Instant::now();
+            }
             let wait = self
                 .zones
                 .values()
@@ -617,10 +645,18 @@ impl Scheduler {
             match rx.recv_timeout(wait) {
                 Ok(e) => {
                     self.event(e);
-                    // What else came meanwhile, before the zones are looked
-                    // over again (one pass per batch, not per event).
-                    while let Ok(e) = rx.try_recv() {
-                        self.event(e);
+                    // What else comes in the next few milliseconds, before
+                    // the zones are looked over again: a pass over them all
+                    // is per batch, not per event (10^5 catalog members
+                    // finishing refreshes hundreds a second).
+                    let until = scanned + SCAN_EVERY;
+                    loop {
+                        let left = until.saturating_duration_since(Instant::now());
+                        match rx.recv_timeout(left) {
+                            Ok(e) => self.event(e),
+                            Err(mpsc::RecvTimeoutError::Timeout) => break,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        }
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -668,7 +704,21 @@ impl Scheduler {
                     z.next = Instant::now();
                 }
             }
-            Event::Done { zone, outcome } => self.finished(&zone, outcome),
+            Event::Done {
+                zone,
+                outcome,
+                primary,
+            } => {
+                if let Some(a) = primary {
+                    if let Some(n) = self.per_primary.get_mut(&a) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.per_primary.remove(&a);
+                        }
+                    }
+                }
+                self.finished(&zone, outcome)
+            }
             Event::Add(state) => {
                 self.zones.insert(state.origin.clone(), *state);
             }
@@ -685,7 +735,28 @@ impl Scheduler {
         }
     }
 
+    /// True when the zone's primary has room for one more refresh.
+    fn has_room(&self, z: &ZoneState) -> bool {
+        primary_of(z).is_none_or(|a| {
+            self.per_primary
+                .get(&a)
+                .is_none_or(|&n| n < MAX_PER_PRIMARY)
+        })
+    }
+
     fn begin(&mut self, zone: &Name) {
+        let Some(z) = self.zones.get(zone) else {
+            return;
+        };
+        // (More of one primary's zones may have been picked than it has
+        // room for: the rest wait for the next pass.)
+        if !self.has_room(z) {
+            return;
+        }
+        let primary = primary_of(z);
+        if let Some(a) = primary {
+            *self.per_primary.entry(a).or_insert(0) += 1;
+        }
         let Some(z) = self.zones.get_mut(zone) else {
             return;
         };
@@ -707,11 +778,15 @@ impl Scheduler {
                 let _ = tx.send(Event::Done {
                     zone: origin,
                     outcome,
+                    primary,
                 });
             });
         if let Err(e) = spawned {
             tracing::error!("zone {zone}: cannot start a refresh thread: {e}");
             self.refreshing -= 1;
+            if let Some(n) = primary.and_then(|a| self.per_primary.get_mut(&a)) {
+                *n -= 1;
+            }
             let Some(z) = self.zones.get_mut(zone) else {
                 return;
             };
