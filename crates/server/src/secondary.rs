@@ -21,7 +21,8 @@
 mod notify_asks;
 use notify_asks::{notify_asks, NotifyAsks};
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
@@ -523,6 +524,7 @@ pub(crate) fn start(
     let scheduler = Scheduler {
         refreshing: 0,
         per_primary: HashMap::new(),
+        queues: HashMap::new(),
         zones,
         tx: tx.clone(),
         publisher: publisher.clone(),
@@ -530,7 +532,14 @@ pub(crate) fn start(
     };
     if let Err(e) = std::thread::Builder::new()
         .name("lode-refresh".into())
-        .spawn(move || scheduler.run(rx))
+        .spawn(move || {
+            let mut scheduler = scheduler;
+            let all: Vec<Name> = scheduler.zones.keys().cloned().collect();
+            for zone in &all {
+                scheduler.queue(zone);
+            }
+            scheduler.run(rx)
+        })
     {
         tracing::error!("cannot start the refresh thread ({e}): secondary zones are not refreshed");
         return None;
@@ -567,12 +576,29 @@ fn read_timers(path: &PathBuf) -> (Option<u64>, Option<u64>, Option<u64>) {
     (next, expire, last)
 }
 
-/// Saves the next refresh, the expiry and the last successful refresh (a
-/// temporary file renamed over).
+/// Saves the next refresh, the expiry and the last successful refresh:
+/// one line of fixed width written over the file's in place (a new file
+/// per refresh was an inode made and freed each time, 10^5 zones every
+/// refresh interval). The line is one sector; a line that does not read
+/// back (a torn write) only makes the zone refresh at once.
 fn write_timers(path: &PathBuf, next: u64, expire: Option<u64>, last: Option<u64>) {
-    let tmp = path.with_extension("timers.tmp");
-    let text = format!("{next} {} {}\n", expire.unwrap_or(0), last.unwrap_or(0));
-    if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)) {
+    use std::os::unix::fs::FileExt;
+    let text = format!(
+        "{next:020} {:020} {:020}\n",
+        expire.unwrap_or(0),
+        last.unwrap_or(0)
+    );
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .and_then(|f| {
+            f.write_all_at(text.as_bytes(), 0)?;
+            // A line written by an older version may have been longer.
+            f.set_len(text.len() as u64)
+        });
+    if let Err(e) = written {
         tracing::warn!("{}: timers not saved: {e}", path.display());
     }
 }
@@ -587,10 +613,6 @@ const MAX_REFRESHES: usize = 32;
 /// together at start, would otherwise be refused and retried.
 const MAX_PER_PRIMARY: usize = 8;
 
-/// The scheduler looks over its zones at most this often while events come
-/// (a NOTIFY's refresh starts at most this much later).
-const SCAN_EVERY: Duration = Duration::from_millis(5);
-
 /// The primary a zone's refresh counts against: its first.
 fn primary_of(z: &ZoneState) -> Option<SocketAddr> {
     z.sources.first().map(|s| s.addr)
@@ -602,6 +624,12 @@ struct Scheduler {
     refreshing: usize,
     /// Of them, by primary (at most [`MAX_PER_PRIMARY`] each).
     per_primary: HashMap<SocketAddr, usize>,
+    /// The zones not refreshing, by primary, soonest due first: (when,
+    /// zone). An entry is stale when the zone is gone, refreshing, due at
+    /// another time or has another primary now; stale entries are dropped
+    /// as they come up. A pass takes what is due without looking over every
+    /// zone (10^5 catalog members).
+    queues: HashMap<Option<SocketAddr>, BinaryHeap<Reverse<(Instant, Name)>>>,
     tx: mpsc::Sender<Event>,
     publisher: Arc<Publisher>,
     status: Arc<Mutex<HashMap<Name, Status>>>,
@@ -611,23 +639,7 @@ impl Scheduler {
     fn run(mut self, rx: mpsc::Receiver<Event>) {
         let mut expiry_checked = Instant::now();
         loop {
-            let scanned = Instant::now();
-            let room = MAX_REFRESHES.saturating_sub(self.refreshing);
-            let mut due: Vec<(Instant, Name)> = if room == 0 {
-                Vec::new()
-            } else {
-                self.zones
-                    .values()
-                    .filter(|z| !z.running && z.next <= scanned && self.has_room(z))
-                    .map(|z| (z.next, z.origin.clone()))
-                    .collect()
-            };
-            // The longest overdue first; the others when a refresh ends.
-            if due.len() > room {
-                due.select_nth_unstable_by_key(room, |d| d.0);
-                due.truncate(room);
-            }
-            for (_, zone) in due {
+            for zone in self.due(Instant::now()) {
                 self.begin(&zone);
             }
             if expiry_checked.elapsed() >= Duration::from_secs(1) {
@@ -635,28 +647,19 @@ impl Scheduler {
                 expiry_checked = Instant::now();
             }
             let wait = self
-                .zones
+                .queues
                 .values()
-                .filter(|z| !z.running)
-                .map(|z| z.next.saturating_duration_since(Instant::now()))
+                .filter_map(|q| q.peek())
+                .map(|Reverse((at, _))| at.saturating_duration_since(Instant::now()))
                 .min()
-                .unwrap_or(Duration::from_secs(60))
+                .unwrap_or(Duration::from_secs(1))
                 .min(Duration::from_secs(1));
             match rx.recv_timeout(wait) {
                 Ok(e) => {
                     self.event(e);
-                    // What else comes in the next few milliseconds, before
-                    // the zones are looked over again: a pass over them all
-                    // is per batch, not per event (10^5 catalog members
-                    // finishing refreshes hundreds a second).
-                    let until = scanned + SCAN_EVERY;
-                    loop {
-                        let left = until.saturating_duration_since(Instant::now());
-                        match rx.recv_timeout(left) {
-                            Ok(e) => self.event(e),
-                            Err(mpsc::RecvTimeoutError::Timeout) => break,
-                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                        }
+                    // What else came meanwhile, before the next pass.
+                    while let Ok(e) = rx.try_recv() {
+                        self.event(e);
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -691,6 +694,7 @@ impl Scheduler {
                     z.again = Some(z.again.unwrap_or(false));
                 } else {
                     z.next = Instant::now();
+                    self.queue(&zone);
                 }
             }
             Event::Refresh { zone, axfr } => {
@@ -702,6 +706,7 @@ impl Scheduler {
                 } else {
                     z.axfr_next |= axfr;
                     z.next = Instant::now();
+                    self.queue(&zone);
                 }
             }
             Event::Done {
@@ -720,7 +725,9 @@ impl Scheduler {
                 self.finished(&zone, outcome)
             }
             Event::Add(state) => {
-                self.zones.insert(state.origin.clone(), *state);
+                let zone = state.origin.clone();
+                self.zones.insert(zone.clone(), *state);
+                self.queue(&zone);
             }
             Event::Remove(zone) => {
                 if let Some(z) = self.zones.remove(&zone) {
@@ -731,8 +738,60 @@ impl Scheduler {
                 if let Some(z) = self.zones.get_mut(&zone) {
                     z.sources = sources;
                 }
+                // Queued again under its (new) first primary.
+                self.queue(&zone);
             }
         }
+    }
+
+    /// Puts the zone in its primary's queue at its next refresh (when it is
+    /// not refreshing).
+    fn queue(&mut self, zone: &Name) {
+        if let Some(z) = self.zones.get(zone).filter(|z| !z.running) {
+            self.queues
+                .entry(primary_of(z))
+                .or_default()
+                .push(Reverse((z.next, z.origin.clone())));
+        }
+    }
+
+    /// The zones to refresh now: due at `now`, the longest overdue of each
+    /// primary first, as many as there is room for (all together and per
+    /// primary); stale queue entries dropped on the way.
+    fn due(&mut self, now: Instant) -> Vec<Name> {
+        let mut room = MAX_REFRESHES.saturating_sub(self.refreshing);
+        let mut due = Vec::new();
+        let Scheduler {
+            queues,
+            zones,
+            per_primary,
+            ..
+        } = self;
+        for (primary, queue) in queues.iter_mut() {
+            let running = primary.and_then(|a| per_primary.get(&a).copied());
+            let mut left = match primary {
+                Some(_) => MAX_PER_PRIMARY.saturating_sub(running.unwrap_or(0)),
+                None => usize::MAX,
+            };
+            while room > 0 && left > 0 {
+                match queue.peek() {
+                    Some(Reverse((at, _))) if *at <= now => {}
+                    _ => break,
+                }
+                let Some(Reverse((at, zone))) = queue.pop() else {
+                    break;
+                };
+                let current = zones
+                    .get(&zone)
+                    .is_some_and(|z| !z.running && z.next == at && primary_of(z) == *primary);
+                if current && !due.contains(&zone) {
+                    due.push(zone);
+                    room -= 1;
+                    left -= 1;
+                }
+            }
+        }
+        due
     }
 
     /// True when the zone's primary has room for one more refresh.
@@ -748,9 +807,9 @@ impl Scheduler {
         let Some(z) = self.zones.get(zone) else {
             return;
         };
-        // (More of one primary's zones may have been picked than it has
-        // room for: the rest wait for the next pass.)
+        // (Picked with room for it: this is only a guard.)
         if !self.has_room(z) {
+            self.queue(zone);
             return;
         }
         let primary = primary_of(z);
@@ -792,6 +851,7 @@ impl Scheduler {
             };
             z.running = false;
             z.next = Instant::now() + Duration::from_secs(u64::from(RETRY_MIN));
+            self.queue(zone);
         }
     }
 
@@ -844,6 +904,8 @@ impl Scheduler {
             z.axfr_next |= axfr;
             z.next = Instant::now();
         }
+        drop(status);
+        self.queue(zone);
     }
 
     /// Zones whose expiry passed without a successful refresh: SERVFAIL.
@@ -1062,5 +1124,28 @@ impl Refresh {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_timers, write_timers};
+
+    #[test]
+    fn timers_written_in_place_read_back() {
+        let dir = std::env::temp_dir().join(format!("lode-timers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("z.timers");
+        // A line an older version wrote (variable width, longer than ours
+        // is not possible, shorter is): overwritten whole.
+        std::fs::write(&path, "1 2 3\n").unwrap();
+        write_timers(&path, 1_800_000_000, Some(1_900_000_000), None);
+        assert_eq!(
+            read_timers(&path),
+            (Some(1_800_000_000), Some(1_900_000_000), None)
+        );
+        write_timers(&path, 5, None, Some(7));
+        assert_eq!(read_timers(&path), (Some(5), Some(0), Some(7)));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
