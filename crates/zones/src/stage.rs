@@ -655,6 +655,52 @@ mod tests {
     }
 
     #[test]
+    fn a_working_version_advances_in_place_and_stays_on_a_refusal() {
+        let published = zone(BASE);
+        let mut working = published.clone();
+        let stage = Stage::default();
+        let mut journal = Vec::new();
+        for (serial, name) in [(11, "a"), (12, "b")] {
+            let file = zone(
+                &format!("{BASE}{name} A 192.0.2.9\n").replace(" 10 ", &format!(" {serial} ")),
+            );
+            let Ok(Step::Changed { changes, .. }) =
+                stage.run_mut(&mut working, Change::Difference(&file), 0)
+            else {
+                panic!("a change");
+            };
+            journal.extend(changes);
+        }
+        assert_eq!(working.serial(), 12);
+        // The published version was not touched by the working one.
+        assert_eq!(published.serial(), 10);
+        assert_eq!(published.records().count(), 3);
+        // A change that does not apply (a changeset from serial 10 again)
+        // leaves the working version as it was.
+        let before: Vec<_> = working.records().collect();
+        let stale = journal[..1].to_vec();
+        assert!(stage
+            .run_mut(&mut working, Change::Changesets(&stale), 0)
+            .is_err());
+        assert_eq!(working.records().collect::<Vec<_>>(), before);
+        // Two changesets, the second not applying: none of them stays.
+        let mut two = journal.clone();
+        two[1].soa_from = two[0].soa_from.clone();
+        let mut from_published = published.clone();
+        assert!(stage
+            .run_mut(&mut from_published, Change::Changesets(&two), 0)
+            .is_err());
+        assert_eq!(from_published.serial(), 10);
+        // The journal replays to the working version.
+        let Ok(Staged::Changed { version, .. }) =
+            stage.run(&published, Change::Changesets(&journal), 0)
+        else {
+            panic!("replayed");
+        };
+        assert_eq!(version.records().collect::<Vec<_>>(), before);
+    }
+
+    #[test]
     fn a_file_whose_serial_is_not_newer_gets_the_policys_next() {
         let current = zone(BASE);
         let file = zone(&format!("{BASE}www A 192.0.2.80\n"));
