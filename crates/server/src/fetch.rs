@@ -52,7 +52,7 @@ pub(crate) struct Source {
     /// Address and port.
     pub(crate) addr: SocketAddr,
     /// The key requests are signed with and answers checked against.
-    pub(crate) key: Option<Key>,
+    pub(crate) key: Option<std::sync::Arc<Key>>,
     /// TLS (RFC 9103) for everything asked of it: SOA queries and transfers.
     pub(crate) tls: Option<lode_io::tls::TlsClient>,
     /// The local address requests leave from (Knot's `via`; None: any).
@@ -306,15 +306,15 @@ fn query_rrset(
     let write = |buf: &mut [u8], id| lode_xfr::query(buf, id, name.as_ref(), rtype, Some(EDNS));
     // Over TLS, not UDP: nothing asked of a TLS remote goes in clear.
     if src.tls.is_none() {
-        let req = request(src.key.as_ref(), write).map_err(fail)?;
+        let req = request(src.key.as_deref(), write).map_err(fail)?;
         let answer = udp_exchange(src, &req, deadline, timeout).map_err(fail)?;
-        match check_answer(&answer, &req, src.key.as_ref(), name, rtype) {
+        match check_answer(&answer, &req, src.key.as_deref(), name, rtype) {
             Err(SoaError::Truncated) => {}
             Err(SoaError::Fail(c)) => return Err(fail(c)),
             Ok(records) => return Ok(records),
         }
     }
-    let req = request(src.key.as_ref(), write).map_err(fail)?;
+    let req = request(src.key.as_deref(), write).map_err(fail)?;
     let mut conn = Conn::connect(src, deadline, timeout, timeout).map_err(fail)?;
     conn.send(&req.msg).map_err(fail)?;
     let mut buf = vec![0u8; MAX_MESSAGE];
@@ -324,7 +324,7 @@ fn query_rrset(
             records: 0,
         }));
     };
-    match check_answer(&buf[..n], &req, src.key.as_ref(), name, rtype) {
+    match check_answer(&buf[..n], &req, src.key.as_deref(), name, rtype) {
         Ok(records) => Ok(records),
         Err(SoaError::Truncated) => Err(fail(Cause::Malformed(
             "truncated (TC flag) over TCP".into(),
@@ -574,7 +574,7 @@ pub(crate) fn transfer(
         cause,
     };
     let deadline = Instant::now() + limits.total;
-    let req = request(src.key.as_ref(), |buf, id| match current {
+    let req = request(src.key.as_deref(), |buf, id| match current {
         Some(soa) => lode_xfr::ixfr_query(buf, id, zone.as_ref(), soa, Some(EDNS)),
         None => lode_xfr::axfr_query(buf, id, zone.as_ref(), Some(EDNS)),
     })

@@ -141,7 +141,7 @@ impl Knot {
     fn source(&self, secret: Option<&str>) -> Source {
         Source {
             addr: self.addr,
-            key: secret.map(key),
+            key: secret.map(key).map(std::sync::Arc::new),
             tls: None,
             via: None,
         }
@@ -536,7 +536,7 @@ fn signed_axfr_server(port: u16, spoil: Spoil) -> std::thread::JoinHandle<()> {
 fn every_message_is_verified() {
     let src = |port| Source {
         addr: local(port),
-        key: Some(key(SECRET)),
+        key: Some(std::sync::Arc::new(key(SECRET))),
         tls: None,
         via: None,
     };

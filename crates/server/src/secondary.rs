@@ -133,7 +133,7 @@ enum Event {
     /// A zone no longer a secondary here.
     Remove(Name),
     /// A reload changed a zone's primaries (addresses, keys, TLS).
-    Sources { zone: Name, sources: Vec<Source> },
+    Sources { zone: Name, sources: Arc<[Source]> },
 }
 
 /// How a refresh ended.
@@ -153,10 +153,10 @@ enum Outcome {
 pub(crate) struct Secondaries {
     tx: Mutex<mpsc::Sender<Event>>,
     /// Per zone: the ACL for NOTIFY (the zone's rules, then its primaries).
-    notify_acl: ArcSwap<HashMap<Name, Vec<Rule>>>,
+    notify_acl: ArcSwap<HashMap<Name, Arc<[Rule]>>>,
     status: Arc<Mutex<HashMap<Name, Status>>>,
     /// Per zone: its primaries' addresses and keys.
-    primaries: ArcSwap<HashMap<Name, Vec<Source>>>,
+    primaries: ArcSwap<HashMap<Name, Arc<[Source]>>>,
     /// Where the zones' journals, states and timers are.
     dir: PathBuf,
 }
@@ -225,7 +225,7 @@ impl Secondaries {
         keys: &Keys,
     ) {
         let zones: Vec<Name> = self.notify_acl.load().keys().cloned().collect();
-        let fresh: Vec<(Name, Vec<Source>, Vec<Rule>)> = zones
+        let fresh: Vec<(Name, Sources, Rules)> = zones
             .into_iter()
             .filter_map(|z| {
                 let options = options_of(&z)?;
@@ -363,7 +363,7 @@ impl Secondaries {
 /// One secondary zone as the scheduler keeps it.
 struct ZoneState {
     origin: Name,
-    sources: Vec<Source>,
+    sources: Arc<[Source]>,
     writer: crate::update::WriterQueue,
     timers: PathBuf,
     next: Instant,
@@ -377,22 +377,25 @@ struct ZoneState {
     bounds: TimerBounds,
 }
 
+/// A zone's primaries, as refreshes ask them (shared: cloned per refresh).
+type Sources = Arc<[Source]>;
+/// A zone's NOTIFY ACL.
+type Rules = Arc<[Rule]>;
+
 /// One secondary zone made ready for the scheduler.
 struct Prepared {
     state: ZoneState,
-    rules: Vec<Rule>,
-    sources: Vec<Source>,
+    rules: Arc<[Rule]>,
+    sources: Arc<[Source]>,
     status: Status,
 }
 
 /// A secondary zone's primaries to ask (address, key, TLS) and its NOTIFY
 /// ACL (its own rules, then its primaries).
-fn sources_and_rules(
-    options: &crate::config::ZoneOptions,
-    keys: &Keys,
-) -> (Vec<Source>, Vec<Rule>) {
-    let key_of = |k: &Option<Name>| -> Option<Key> {
-        k.as_ref().and_then(|n| keys.find(n.as_ref()).cloned())
+fn sources_and_rules(options: &crate::config::ZoneOptions, keys: &Keys) -> (Sources, Rules) {
+    let key_of = |k: &Option<Name>| -> Option<Arc<Key>> {
+        k.as_ref()
+            .and_then(|n| keys.find_shared(n.as_ref()).cloned())
     };
     let mut sources = Vec::new();
     let mut rules = options.acl.to_vec();
@@ -426,7 +429,7 @@ fn sources_and_rules(
             deny: false,
         });
     }
-    (sources, rules)
+    (sources.into(), rules.into())
 }
 
 /// Makes a secondary zone's scheduler state: its primaries' addresses and
@@ -935,7 +938,7 @@ impl Scheduler {
 /// One refresh of one zone, on its own thread.
 struct Refresh {
     origin: Name,
-    sources: Vec<Source>,
+    sources: Arc<[Source]>,
     writer: crate::update::WriterQueue,
     publisher: Arc<Publisher>,
     axfr: bool,
@@ -944,7 +947,7 @@ struct Refresh {
 impl Refresh {
     fn run(self) -> Outcome {
         let mut last = String::from("no primary configured");
-        for src in &self.sources {
+        for src in self.sources.iter() {
             match self.from(src) {
                 Ok(o) => return o,
                 Err(e) => {

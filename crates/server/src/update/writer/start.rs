@@ -428,7 +428,10 @@ pub(crate) fn submission_sources(
         for a in &r.addresses {
             out.push(crate::fetch::Source {
                 addr: *a,
-                key: r.key.as_ref().and_then(|n| keys.find(n.as_ref()).cloned()),
+                key: r
+                    .key
+                    .as_ref()
+                    .and_then(|n| keys.find_shared(n.as_ref()).cloned()),
                 tls: tls.clone(),
                 via: r.via_for(*a),
             });
