@@ -649,10 +649,15 @@ impl Scheduler {
                 self.check_expiry();
                 expiry_checked = Instant::now();
             }
+            // Until the soonest zone is due whose refresh could start then
+            // (a primary or the whole at its limit: until a refresh ends,
+            // which is an event).
+            let full = self.refreshing >= MAX_REFRESHES;
             let wait = self
                 .queues
-                .values()
-                .filter_map(|q| q.peek())
+                .iter()
+                .filter(|(p, _)| !full && self.primary_has_room(**p))
+                .filter_map(|(_, q)| q.peek())
                 .map(|Reverse((at, _))| at.saturating_duration_since(Instant::now()))
                 .min()
                 .unwrap_or(Duration::from_secs(1))
@@ -799,7 +804,12 @@ impl Scheduler {
 
     /// True when the zone's primary has room for one more refresh.
     fn has_room(&self, z: &ZoneState) -> bool {
-        primary_of(z).is_none_or(|a| {
+        self.primary_has_room(primary_of(z))
+    }
+
+    /// True when `primary` has room for one more refresh.
+    fn primary_has_room(&self, primary: Option<SocketAddr>) -> bool {
+        primary.is_none_or(|a| {
             self.per_primary
                 .get(&a)
                 .is_none_or(|&n| n < MAX_PER_PRIMARY)
