@@ -101,32 +101,10 @@ const STATE_TAG: &[u8] = b"lode zone state";
 /// `file_tag` names the zone file version whose contents the state includes
 /// (see [`source_tag`]): a file that differs from it was edited since.
 pub fn write_state(snap: &Path, zone: &Zone, file_tag: &[u8]) -> std::io::Result<()> {
-    write_state_as(snap, zone, file_tag, Rename::Synced)
-}
-
-/// Whether the rename of a new state into place is made durable at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rename {
-    /// The folder synced after it: a crash keeps the new state.
-    Synced,
-    /// Left to the system: a crash may keep the state before (whole either
-    /// way, the file itself is synced before the rename). For a secondary's
-    /// whole transfer, which a crash then only makes the zone transfer
-    /// again: one sync less per catalog member taken in.
-    Lazy,
-}
-
-/// [`write_state`], the rename made durable as `rename` says.
-pub fn write_state_as(
-    snap: &Path,
-    zone: &Zone,
-    file_tag: &[u8],
-    rename: Rename,
-) -> std::io::Result<()> {
     let mut tag = STATE_TAG.to_vec();
     tag.extend_from_slice(file_tag);
     write_tagged(snap, zone, &tag)?;
-    if let (Some(dir), Rename::Synced) = (snap.parent(), rename) {
+    if let Some(dir) = snap.parent() {
         File::open(dir)?.sync_all()?;
     }
     Ok(())

@@ -570,15 +570,7 @@ impl Writer {
         if let Some(u) = upstream {
             self.set_upstream(u);
         }
-        // A secondary's whole transfer that a crash may lose (the zone is then
-        // transferred again): its state's rename is not synced at once. A
-        // zone signed here numbers its versions: its state is synced.
-        let rename = if self.stage.signer.is_none() && upstream.is_none() {
-            crate::snapshot::Rename::Lazy
-        } else {
-            crate::snapshot::Rename::Synced
-        };
-        self.write_state_as(false, rename)?;
+        self.write_state_now(false)?;
         self.idle_since = None;
         self.maybe_flush();
         Ok(serial)
@@ -774,23 +766,13 @@ impl Writer {
     /// Writes the published version as the zone's state (compacting it
     /// first, on this thread) and drops the journal history it covers.
     fn write_state_now(&mut self, keep_history: bool) -> Result<(), String> {
-        self.write_state_as(keep_history, crate::snapshot::Rename::Synced)
-    }
-
-    /// [`Writer::write_state_now`], the state's rename made durable as
-    /// `rename` says.
-    fn write_state_as(
-        &mut self,
-        keep_history: bool,
-        rename: crate::snapshot::Rename,
-    ) -> Result<(), String> {
         let current = self
             .publisher
             .get(&self.origin)
             .ok_or("the zone is not served")?;
         let compacted = current.compact().map_err(|e| e.to_string())?;
         let state = self.state_path();
-        crate::snapshot::write_state_as(&state, &compacted, &self.file_tag, rename)
+        crate::snapshot::write_state(&state, &compacted, &self.file_tag)
             .map_err(|e| format!("{}: {e}", state.display()))?;
         self.state_pending = false;
         if self.journal.last_serial().is_some() && !keep_history {
