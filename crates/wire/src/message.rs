@@ -832,7 +832,7 @@ impl<'a> MessageWriter<'a> {
         let mut count = 0;
         let mut first = None;
         let mut pos = 0usize;
-        for f in layout.fields {
+        for f in layout.fields() {
             match *f {
                 rdata::Field::Fixed(n) => pos = pos.checked_add(n).filter(|&e| e <= rd.len())?,
                 rdata::Field::Strings(k) => {
@@ -870,7 +870,7 @@ impl<'a> MessageWriter<'a> {
     ) -> Result<Option<Option<usize>>, Full> {
         let mut pos = 0usize;
         let mut first_name = None;
-        for f in layout.fields {
+        for f in layout.fields() {
             match *f {
                 rdata::Field::Fixed(n) => {
                     let Some(b) = rd.get(pos..pos + n) else {

@@ -1,11 +1,117 @@
-//! Where domain names sit inside RDATA, per type: which may be compressed on
-//! output (only the RFC 1035 types, RFC 3597 §4) and which name is the target
-//! of additional-section processing (NS, MX, SRV, SVCB, HTTPS — as Knot DNS).
+//! The RDATA descriptor table: for each type, one row saying how its RDATA
+//! is laid out and what is done with the names in it — read from messages
+//! (decompressed, layout checked, as Knot DNS's packet parser), written to
+//! messages (which names may be compressed, RFC 3597 §4; which are
+//! lower-cased; which the additional section and later glue point at), and
+//! compared (the canonical form, RFC 4034 §6.2 as amended by RFC 6840 §5.1:
+//! NSEC's next name keeps its case, as Knot DNS stores it).
+//!
+//! ```text
+//!  descriptor(rtype) ──▶ blocks   Fixed(n) | Name | NaptrHeader | Remainder   (reading, canonical form)
+//!                        known    Knot knows the type (empty RDATA refused in class IN)
+//!                        lower    names lower-cased (stored, compared, written)
+//!                        compress names may be compressed on output (RFC 1035 types)
+//!                        written  how the message writer sees the names:
+//!                                 the blocks' | none (verbatim) | the SVCB/HTTPS target
+//!  layout(rtype)    ──▶ the writer's fields, derived from the row
+//! ```
+//!
+//! The presentation form of each type (zone files, `dig`-style output) is
+//! `lode-zonefile`'s `rdata_text`, which names its fields for messages.
 
 use crate::name::NameRef;
 use crate::Rtype;
 
-/// One field of an RDATA layout, as far as the message writer cares.
+/// One block of a type's RDATA, as Knot's descriptors describe it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Block {
+    /// Bytes of a fixed length.
+    Fixed(usize),
+    /// A domain name (decompressed when read).
+    Name,
+    /// NAPTR's order, preference and three character strings.
+    NaptrHeader,
+    /// Whatever is left (the layout is not checked past it).
+    Remainder,
+}
+
+/// How the message writer sees a type's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// The names of the blocks, up to the last one.
+    Names,
+    /// None: the RDATA is written verbatim (types whose names Knot neither
+    /// compresses nor lower-cases on output: NSEC, NXT, LP, TKEY, TSIG).
+    Verbatim,
+    /// SVCB/HTTPS: the target after the priority, never compressed nor
+    /// lower-cased, and no later name points into it (RFC 9460 §2.2).
+    SvcbTarget,
+}
+
+/// One row of the table (see the module note).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Descriptor {
+    /// The layout, for reading and the canonical form.
+    pub blocks: &'static [Block],
+    /// Knot knows the type: empty RDATA is refused in class IN.
+    pub known: bool,
+    /// Its names are lower-cased in the canonical form (and so stored and
+    /// written lower-cased, as Knot DNS does).
+    pub lower: bool,
+    /// Its names may be compressed on output (RFC 3597 §4: the RFC 1035 types).
+    pub compress: bool,
+    written: Written,
+}
+
+/// The row of `rtype`.
+pub fn descriptor(rtype: Rtype) -> Descriptor {
+    use Block::{Fixed, Name as N, NaptrHeader, Remainder};
+    const REM: &[Block] = &[Remainder];
+    const ONE: &[Block] = &[N];
+    const TWO: &[Block] = &[N, N];
+    const PREF: &[Block] = &[Fixed(2), N];
+    const NAME_REM: &[Block] = &[N, Remainder];
+    let row = |blocks, lower, compress, written| Descriptor {
+        blocks,
+        known: true,
+        lower,
+        compress,
+        written,
+    };
+    let names = |blocks, compress| row(blocks, true, compress, Written::Names);
+    let opaque = |blocks| row(blocks, false, false, Written::Verbatim);
+    match rtype.0 {
+        // NS CNAME PTR MD MF MB MG MR: RFC 1035, compressed.
+        2 | 5 | 12 | 3 | 4 | 7 | 8 | 9 => names(ONE, true),
+        6 => names(&[N, N, Fixed(20)], true),  // SOA
+        14 => names(TWO, true),                // MINFO
+        15 => names(PREF, true),               // MX
+        17 => names(TWO, false),               // RP
+        18 | 21 | 36 => names(PREF, false),    // AFSDB RT KX
+        26 => names(&[Fixed(2), N, N], false), // PX
+        33 => names(&[Fixed(6), N], false),    // SRV
+        35 => names(&[NaptrHeader, N], false), // NAPTR
+        39 => names(ONE, false),               // DNAME
+        24 | 46 => names(&[Fixed(18), N, Remainder], false), // SIG RRSIG
+        30 => row(NAME_REM, true, false, Written::Verbatim), // NXT
+        47 | 249 | 250 => opaque(NAME_REM),    // NSEC TKEY TSIG
+        107 => opaque(PREF),                   // LP
+        64 | 65 => row(REM, false, false, Written::SvcbTarget), // SVCB HTTPS
+        1 => opaque(&[Fixed(4)]),              // A
+        28 | 29 => opaque(&[Fixed(16)]),       // AAAA LOC
+        104 | 106 => opaque(&[Fixed(10)]),     // NID L64
+        105 | 108 => opaque(&[Fixed(6)]),      // L32 EUI48
+        109 => opaque(&[Fixed(8)]),            // EUI64
+        10 | 13 | 16 | 25 | 37 | 41 | 42 | 43 | 44 | 45 | 48 | 49 | 50 | 51 | 52 | 53 | 59 | 60
+        | 61 | 62 | 63 | 99 | 251 | 252 | 255 | 256 | 257 => opaque(REM),
+        _ => Descriptor {
+            known: false,
+            ..opaque(REM)
+        },
+    }
+}
+
+/// One field of the message writer's layout of a type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
     /// Opaque bytes of a fixed length.
@@ -26,78 +132,76 @@ pub enum Field {
     },
 }
 
-const fn name(compress: bool) -> Field {
-    Field::Name {
-        compress,
-        lower: true,
-        hint: true,
-    }
-}
-
-/// The layout of one type's RDATA: the fields up to its last name (the rest
-/// is opaque). Empty for types without names the writer must touch.
+/// The message writer's layout of one type's RDATA: the fields up to its
+/// last name (the rest is written verbatim). Empty for types whose names
+/// the writer does not touch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
-    /// The leading fields.
-    pub fields: &'static [Field],
+    fields: [Field; 4],
+    len: usize,
 }
 
 impl Layout {
+    /// The leading fields.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields[..self.len]
+    }
+
     /// True if the RDATA is written verbatim.
     pub fn is_opaque(&self) -> bool {
-        self.fields.is_empty()
+        self.len == 0
     }
 
     /// True if a name in it may be compressed.
     pub fn compresses(&self) -> bool {
-        self.fields
+        self.fields()
             .iter()
             .any(|f| matches!(f, Field::Name { compress: true, .. }))
     }
+
+    fn push(&mut self, f: Field) {
+        self.fields[self.len] = f;
+        self.len += 1;
+    }
 }
 
-/// The layout of `rtype`'s RDATA.
+/// The message writer's layout of `rtype`'s RDATA, from its row.
 pub fn layout(rtype: Rtype) -> Layout {
-    const ONE_C: &[Field] = &[name(true)];
-    const ONE: &[Field] = &[name(false)];
-    const TWO_C: &[Field] = &[name(true), name(true)];
-    const TWO: &[Field] = &[name(false), name(false)];
-    const MX: &[Field] = &[Field::Fixed(2), name(true)];
-    const PREF: &[Field] = &[Field::Fixed(2), name(false)];
-    const PX: &[Field] = &[Field::Fixed(2), name(false), name(false)];
-    const SRV: &[Field] = &[Field::Fixed(6), name(false)];
-    const NAPTR: &[Field] = &[Field::Fixed(4), Field::Strings(3), name(false)];
-    const SIG: &[Field] = &[Field::Fixed(18), name(false)];
-    const SVCB: &[Field] = &[
-        Field::Fixed(2),
-        Field::Name {
-            compress: false,
-            lower: false,
-            hint: false,
-        },
-    ];
-    let fields: &'static [Field] = match rtype {
-        Rtype::NS
-        | Rtype::CNAME
-        | Rtype::PTR
-        | Rtype::MD
-        | Rtype::MF
-        | Rtype::MB
-        | Rtype::MG
-        | Rtype::MR => ONE_C,
-        Rtype::SOA | Rtype::MINFO => TWO_C,
-        Rtype::MX => MX,
-        Rtype::AFSDB | Rtype::RT | Rtype::KX => PREF,
-        Rtype::RP => TWO,
-        Rtype::PX => PX,
-        Rtype::SRV => SRV,
-        Rtype::NAPTR => NAPTR,
-        Rtype::DNAME => ONE,
-        Rtype::RRSIG | Rtype::SIG => SIG,
-        Rtype::SVCB | Rtype::HTTPS => SVCB,
-        _ => &[],
+    let d = descriptor(rtype);
+    let mut l = Layout {
+        fields: [Field::Fixed(0); 4],
+        len: 0,
     };
-    Layout { fields }
+    match d.written {
+        Written::Verbatim => {}
+        Written::SvcbTarget => {
+            l.push(Field::Fixed(2));
+            l.push(Field::Name {
+                compress: false,
+                lower: false,
+                hint: false,
+            });
+        }
+        Written::Names => {
+            let last = d.blocks.iter().rposition(|b| *b == Block::Name);
+            for b in &d.blocks[..last.map_or(0, |i| i + 1)] {
+                match *b {
+                    Block::Fixed(n) => l.push(Field::Fixed(n)),
+                    Block::NaptrHeader => {
+                        l.push(Field::Fixed(4));
+                        l.push(Field::Strings(3));
+                    }
+                    Block::Name => l.push(Field::Name {
+                        compress: d.compress,
+                        lower: d.lower,
+                        hint: true,
+                    }),
+                    Block::Remainder => break,
+                }
+            }
+        }
+    }
+    l
 }
 
 /// True if answer/authority RRsets of this type get A/AAAA records of their
@@ -116,7 +220,7 @@ pub fn target(rtype: Rtype, rdata: &[u8]) -> Option<NameRef<'_>> {
         return None;
     }
     let mut pos = 0;
-    for f in layout(rtype).fields {
+    for f in layout(rtype).fields() {
         match *f {
             Field::Fixed(n) => pos += n,
             Field::Strings(_) => return None,
@@ -162,7 +266,48 @@ mod tests {
         assert!(target(Rtype::MX, &[0]).is_none());
         assert!(layout(Rtype::TXT).is_opaque());
         assert!(layout(Rtype::NSEC).is_opaque());
-        assert_eq!(layout(Rtype::DNAME).fields, &[name(false)]);
+        let plain = Field::Name {
+            compress: false,
+            lower: true,
+            hint: true,
+        };
+        assert_eq!(layout(Rtype::DNAME).fields(), &[plain]);
         assert_eq!(rrsig_type_covered(&[0, 28, 13]), Some(Rtype::AAAA));
+    }
+
+    #[test]
+    fn rows_where_reading_writing_and_comparing_differ() {
+        use Block::{Fixed, Name as N, Remainder};
+        // NXT: read with its name, lower-cased when compared, written verbatim.
+        let nxt = descriptor(Rtype(30));
+        assert_eq!(nxt.blocks, &[N, Remainder]);
+        assert!(nxt.lower && layout(Rtype(30)).is_opaque());
+        // NSEC (RFC 6840 §5.1) and LP: names kept as they are, written verbatim.
+        assert!(!descriptor(Rtype::NSEC).lower && layout(Rtype::NSEC).is_opaque());
+        assert_eq!(descriptor(Rtype(107)).blocks, &[Fixed(2), N]);
+        assert!(layout(Rtype(107)).is_opaque());
+        // SVCB: opaque to the reader, its target known to the writer.
+        assert_eq!(descriptor(Rtype::SVCB).blocks, &[Remainder]);
+        assert_eq!(
+            layout(Rtype::HTTPS).fields(),
+            &[
+                Field::Fixed(2),
+                Field::Name {
+                    compress: false,
+                    lower: false,
+                    hint: false
+                }
+            ]
+        );
+        // Compression only for the RFC 1035 types; the writer stops at the
+        // last name (SOA's 20 octets are written verbatim).
+        assert!(layout(Rtype::SOA).compresses() && !layout(Rtype::SRV).compresses());
+        assert_eq!(layout(Rtype::SOA).fields().len(), 2);
+        assert_eq!(
+            layout(Rtype::NAPTR).fields()[..2],
+            [Field::Fixed(4), Field::Strings(3)]
+        );
+        // Types Knot does not know (WKS among them) take empty RDATA.
+        assert!(!descriptor(Rtype(11)).known && descriptor(Rtype::A).known);
     }
 }

@@ -21,73 +21,11 @@ pub struct Record {
     pub rdata: Box<[u8]>,
 }
 
-/// One block of an RDATA layout, as Knot's descriptors describe it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Block {
-    /// Bytes of a fixed length.
-    Fixed(usize),
-    /// A domain name (decompressed).
-    Name,
-    /// NAPTR order, preference and three character strings.
-    NaptrHeader,
-    /// Whatever is left.
-    Remainder,
-}
-
-use Block::{Fixed, Name as N, NaptrHeader, Remainder};
-
-/// The layout of a type's RDATA and whether Knot knows the type at all
-/// (an unknown type may have empty RDATA in class IN).
-fn layout(rtype: Rtype) -> (&'static [Block], bool) {
-    const REM: &[Block] = &[Remainder];
-    let blocks: &'static [Block] = match rtype.0 {
-        1 => &[Fixed(4)],                            // A
-        2 | 5 | 12 | 3 | 4 | 7 | 8 | 9 | 39 => &[N], // NS CNAME PTR MD MF MB MG MR DNAME
-        6 => &[N, N, Fixed(20)],                     // SOA
-        14 | 17 => &[N, N],                          // MINFO RP
-        15 | 18 | 21 | 36 | 107 => &[Fixed(2), N],   // MX AFSDB RT KX LP
-        24 | 46 => &[Fixed(18), N, Remainder],       // SIG RRSIG
-        28 | 29 => &[Fixed(16)],                     // AAAA LOC
-        33 => &[Fixed(6), N],                        // SRV
-        35 => &[NaptrHeader, N],                     // NAPTR
-        26 => &[Fixed(2), N, N],                     // PX
-        30 | 47 | 249 | 250 => &[N, Remainder],      // NXT NSEC TKEY TSIG
-        104 | 106 => &[Fixed(10)],                   // NID L64
-        105 | 108 => &[Fixed(6)],                    // L32 EUI48
-        109 => &[Fixed(8)],                          // EUI64
-        10 | 13 | 16 | 25 | 37 | 41 | 42 | 43 | 44 | 45 | 48 | 49 | 50 | 51 | 52 | 53 | 59 | 60
-        | 61 | 62 | 63 | 64 | 65 | 99 | 251 | 252 | 255 | 256 | 257 => REM,
-        _ => return (REM, false),
-    };
-    (blocks, true)
-}
+use crate::rdata::{descriptor, Block};
 
 /// Types whose RDATA names Knot lower-cases (RFC 4034 §6.2, less NSEC).
 pub fn lowercased(rtype: Rtype) -> bool {
-    matches!(
-        rtype.0,
-        2 | 3
-            | 4
-            | 5
-            | 6
-            | 7
-            | 8
-            | 9
-            | 12
-            | 14
-            | 15
-            | 17
-            | 18
-            | 21
-            | 24
-            | 26
-            | 30
-            | 35
-            | 36
-            | 33
-            | 39
-            | 46
-    )
+    descriptor(rtype).lower
 }
 
 /// `rdata` (uncompressed) with the names Knot lower-cases lower-cased: the
@@ -98,13 +36,13 @@ pub fn canonical_rdata(rtype: Rtype, rdata: &[u8]) -> Cow<'_, [u8]> {
     }
     let mut out = rdata.to_vec();
     let mut at = 0;
-    for block in layout(rtype).0 {
+    for block in descriptor(rtype).blocks {
         let Some(rest) = rdata.get(at..) else {
             break;
         };
         match *block {
-            Fixed(n) => at += n,
-            N => match NameRef::split_from(rest) {
+            Block::Fixed(n) => at += n,
+            Block::Name => match NameRef::split_from(rest) {
                 Ok((name, _)) => {
                     let len = name.wire_len();
                     out[at..at + len].make_ascii_lowercase();
@@ -112,11 +50,11 @@ pub fn canonical_rdata(rtype: Rtype, rdata: &[u8]) -> Cow<'_, [u8]> {
                 }
                 Err(_) => break,
             },
-            NaptrHeader => match naptr_header_len(rest) {
+            Block::NaptrHeader => match naptr_header_len(rest) {
                 Some(n) => at += n,
                 None => break,
             },
-            Remainder => break,
+            Block::Remainder => break,
         }
     }
     Cow::Owned(out)
@@ -176,7 +114,8 @@ pub fn read_record(msg: &[u8], pos: usize) -> Result<(Record, usize), RecordErro
     if end > msg.len() {
         return Err(RecordError::Truncated);
     }
-    let (blocks, known) = layout(rtype);
+    let d = descriptor(rtype);
+    let (blocks, known) = (d.blocks, d.known);
     let mut rdata = Vec::with_capacity(rdlen + 16);
     if rdlen == 0 {
         // Empty RDATA: the deletions and prerequisites of classes NONE and
@@ -185,16 +124,16 @@ pub fn read_record(msg: &[u8], pos: usize) -> Result<(Record, usize), RecordErro
             return Err(RecordError::BadRdata);
         }
     } else {
-        let lower = lowercased(rtype);
+        let lower = d.lower;
         let mut at = start;
         for block in blocks {
             match *block {
-                Fixed(n) => {
+                Block::Fixed(n) => {
                     let b = msg.get(at..at + n).filter(|_| at + n <= end);
                     rdata.extend_from_slice(b.ok_or(RecordError::BadRdata)?);
                     at += n;
                 }
-                N => {
+                Block::Name => {
                     let mut name = NameBuf::new();
                     // The name as written (with its pointer) must lie inside
                     // the RDATA; what a pointer reaches may lie anywhere before.
@@ -209,12 +148,12 @@ pub fn read_record(msg: &[u8], pos: usize) -> Result<(Record, usize), RecordErro
                     }
                     at = next;
                 }
-                NaptrHeader => {
+                Block::NaptrHeader => {
                     let n = naptr_header_len(&msg[at..end]).ok_or(RecordError::BadRdata)?;
                     rdata.extend_from_slice(&msg[at..at + n]);
                     at += n;
                 }
-                Remainder => {
+                Block::Remainder => {
                     rdata.extend_from_slice(&msg[at..end]);
                     at = end;
                 }
