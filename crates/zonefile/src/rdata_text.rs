@@ -2,7 +2,9 @@
 //! the presentation form Knot DNS prints (single spaces between fields).
 //!
 //! Most types are a sequence of [`Field`]s described by one table ([`fields`]);
-//! the same table drives parsing and printing. LOC and SVCB/HTTPS have their own
+//! the same table drives parsing and printing. Its names stand where the wire
+//! descriptor table (`lode_wire::rdata`) reads, writes and compares them (a
+//! test holds the two together). LOC and SVCB/HTTPS have their own
 //! code (here and in `svcb.rs`). Any type can be written as `\# len hex`
 //! (RFC 3597); for a known type the bytes are checked against its layout.
 
@@ -1288,3 +1290,7 @@ fn format_loc(d: &[u8], out: &mut String) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+#[path = "rdata_text_tests.rs"]
+mod tests;
