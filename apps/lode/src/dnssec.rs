@@ -104,9 +104,7 @@ Examples:
 /// Runs the command.
 pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
     let kasp_db = kasp_db(&args)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let now = lode_io::clock::unix_now();
     match args.command {
         DnssecCommand::List { zone } => {
             let zone = zone_name(&zone)?;

@@ -21,7 +21,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lode_wire::{Name, Rtype};
 
@@ -272,11 +272,7 @@ struct InFlight {
     at: Instant,
 }
 
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+use lode_io::clock::unix_now;
 
 /// Runs `cfg.clients` closed-loop clients for `cfg.duration` (then waits for the
 /// replies in flight, bounded by the timeout). Record numbers are handed out from

@@ -18,7 +18,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lode_wire::{Class, Name, Record, Rtype};
 
@@ -601,9 +601,7 @@ pub fn run_stream(
             };
             let mut msg = update_message(i as u16, &zones[z], &op);
             if let Some(key) = &cfg.key {
-                let now = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
+                let now = lode_io::clock::unix_now();
                 // Fails only when ARCOUNT is full, which an UPDATE built above never is.
                 if lode_tsig::sign_request_vec(&mut msg, key, now).is_err() {
                     err = Some(std::io::Error::other("TSIG signing failed"));

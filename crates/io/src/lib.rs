@@ -24,6 +24,7 @@
 #![allow(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod creds;
 mod later;
 pub mod mem;

@@ -1,10 +1,3 @@
-//! The wall clock, one reading for the whole server.
+//! The wall clock, one reading for the whole server (`lode_io::clock`).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// Seconds since 1970 (TSIG times, serial policies).
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+pub(crate) use lode_io::clock::unix_now;

@@ -17,7 +17,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lode_tsig::{Key, MacBuf};
 
@@ -154,11 +154,7 @@ impl Shared<'_> {
     }
 }
 
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+use lode_io::clock::unix_now;
 
 /// Sends every message; returns the tracker when all are answered or the
 /// run stopped at a failure.

@@ -364,11 +364,9 @@ fn check_stop() -> Result<(), AttackError> {
     }
 }
 
-/// Unix seconds now.
+/// Unix seconds now (cookie timestamps are 32-bit).
 fn unix_now() -> u32 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as u32)
+    lode_io::clock::unix_now() as u32
 }
 
 /// A seed for the random names: time and PID.

@@ -32,7 +32,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lode_wire::Name;
 use serde_json::{json, Value};
@@ -279,9 +279,7 @@ pub fn run(cfg: &FleetConfig) -> Result<Value, FleetError> {
     };
     drop(net);
     let (table, body) = result?;
-    let when = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let when = lode_io::clock::unix_now();
     let doc = json!({
         "experiment": cfg.experiment.name(),
         "primary": cfg.primary.name(),

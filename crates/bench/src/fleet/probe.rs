@@ -160,9 +160,7 @@ pub fn axfr_drain_over(
 ) -> Result<Drained, FleetError> {
     use std::io::{Read, Write};
     let mut q = query(zone, Rtype::AXFR, 0x5a5a)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let now = lode_io::clock::unix_now();
     lode_tsig::sign_request_vec(&mut q, key, now)
         .map_err(|e| FleetError::Config(format!("TSIG: {e:?}")))?;
     let start = Instant::now();

@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lode_wire::{Name, Rtype};
 
@@ -247,9 +247,7 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
                 },
             };
             let mut msg = update_message(i as u16, &cfg.zone, &op);
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
+            let now = lode_io::clock::unix_now();
             if lode_tsig::sign_request_vec(&mut msg, &cfg.key, now).is_err() {
                 err = Some(FleetError::Config("TSIG signing failed".into()));
                 break;
