@@ -63,23 +63,37 @@ pub struct Descriptor {
     written: Written,
 }
 
+const fn row(
+    blocks: &'static [Block],
+    lower: bool,
+    compress: bool,
+    written: Written,
+) -> Descriptor {
+    Descriptor {
+        blocks,
+        known: true,
+        lower,
+        compress,
+        written,
+    }
+}
+
+const fn names(blocks: &'static [Block], compress: bool) -> Descriptor {
+    row(blocks, true, compress, Written::Names)
+}
+
+const fn opaque(blocks: &'static [Block]) -> Descriptor {
+    row(blocks, false, false, Written::Verbatim)
+}
+
 /// The row of `rtype`.
-pub fn descriptor(rtype: Rtype) -> Descriptor {
+pub const fn descriptor(rtype: Rtype) -> Descriptor {
     use Block::{Fixed, Name as N, NaptrHeader, Remainder};
     const REM: &[Block] = &[Remainder];
     const ONE: &[Block] = &[N];
     const TWO: &[Block] = &[N, N];
     const PREF: &[Block] = &[Fixed(2), N];
     const NAME_REM: &[Block] = &[N, Remainder];
-    let row = |blocks, lower, compress, written| Descriptor {
-        blocks,
-        known: true,
-        lower,
-        compress,
-        written,
-    };
-    let names = |blocks, compress| row(blocks, true, compress, Written::Names);
-    let opaque = |blocks| row(blocks, false, false, Written::Verbatim);
     match rtype.0 {
         // NS CNAME PTR MD MF MB MG MR: RFC 1035, compressed.
         2 | 5 | 12 | 3 | 4 | 7 | 8 | 9 => names(ONE, true),
@@ -142,6 +156,11 @@ pub struct Layout {
 }
 
 impl Layout {
+    const OPAQUE: Layout = Layout {
+        fields: [Field::Fixed(0); 4],
+        len: 0,
+    };
+
     /// The leading fields.
     pub fn fields(&self) -> &[Field] {
         &self.fields[..self.len]
@@ -159,19 +178,34 @@ impl Layout {
             .any(|f| matches!(f, Field::Name { compress: true, .. }))
     }
 
-    fn push(&mut self, f: Field) {
+    const fn push(&mut self, f: Field) {
         self.fields[self.len] = f;
         self.len += 1;
     }
 }
 
-/// The message writer's layout of `rtype`'s RDATA, from its row.
+/// The message writer's layout of `rtype`'s RDATA, from its row: made when
+/// the server is compiled for the types below 256 (every type with names the
+/// writer touches), so the query path only indexes a table.
 pub fn layout(rtype: Rtype) -> Layout {
-    let d = descriptor(rtype);
-    let mut l = Layout {
-        fields: [Field::Fixed(0); 4],
-        len: 0,
+    static LAYOUTS: [Layout; 256] = {
+        let mut all = [Layout::OPAQUE; 256];
+        let mut t = 0;
+        while t < 256 {
+            all[t] = derive(descriptor(Rtype(t as u16)));
+            t += 1;
+        }
+        all
     };
+    match LAYOUTS.get(rtype.0 as usize) {
+        Some(l) => *l,
+        None => derive(descriptor(rtype)),
+    }
+}
+
+/// The writer's layout a row calls for (see [`layout`]).
+const fn derive(d: Descriptor) -> Layout {
+    let mut l = Layout::OPAQUE;
     match d.written {
         Written::Verbatim => {}
         Written::SvcbTarget => {
@@ -183,9 +217,14 @@ pub fn layout(rtype: Rtype) -> Layout {
             });
         }
         Written::Names => {
-            let last = d.blocks.iter().rposition(|b| *b == Block::Name);
-            for b in &d.blocks[..last.map_or(0, |i| i + 1)] {
-                match *b {
+            // Up to the last name: the rest is written verbatim.
+            let mut end = d.blocks.len();
+            while end > 0 && !matches!(d.blocks[end - 1], Block::Name) {
+                end -= 1;
+            }
+            let mut i = 0;
+            while i < end {
+                match d.blocks[i] {
                     Block::Fixed(n) => l.push(Field::Fixed(n)),
                     Block::NaptrHeader => {
                         l.push(Field::Fixed(4));
@@ -196,8 +235,9 @@ pub fn layout(rtype: Rtype) -> Layout {
                         lower: d.lower,
                         hint: true,
                     }),
-                    Block::Remainder => break,
+                    Block::Remainder => {}
                 }
+                i += 1;
             }
         }
     }
