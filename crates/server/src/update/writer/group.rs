@@ -94,7 +94,10 @@ impl Writer {
                     Ok(what)
                 }
                 // (An update or a file's difference never replaces the zone.)
-                Ok(_) => Ok(format!("no change, serial {}", version.serial())),
+                Ok(_) => Ok(match work {
+                    Work::File { .. } => format!("no change, serial {}", version.serial()),
+                    _ => String::new(),
+                }),
                 Err(StageError::Update(e)) => {
                     let code = e.rcode().unwrap_or(rcode::SERVFAIL);
                     if let Work::Update(job) = work {
