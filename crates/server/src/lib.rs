@@ -1,26 +1,26 @@
 //! The Lode daemon: configuration, zone lifecycle, publication, updates, control.
 //!
 //! ```text
-//!  Config (TOML + command line) ──▶ Reloader ── load each zone (zonefile → ZoneBuilder → Zone)
-//!                                      │          a zone that takes updates: its file's
-//!                                      │          difference goes to the zone's writer
-//!                                      ▼  Publisher: one atomic pointer swap (writers serialised)
+//!  Config (TOML + command line) ──▶ control/reload.rs ── load each zone (loading/: zone file
+//!                                      │          or snapshot → Zone); a zone that takes updates:
+//!                                      │          its file's difference goes to its writer
+//!                                      ▼  publish.rs: one atomic pointer swap (writers serialised)
 //!                        ArcSwap<ZoneSet> ◀── read per datagram / TCP message by
 //!                                      ▲       UDP workers and TCP tasks (lode-io):
-//!                                      │       classify ─ query ─▶ lode_engine::answer
-//!                                      │                ├ UPDATE ─▶ admit (zone, TSIG, ACL)
+//!                                      │       serving/handler.rs: classify ─ query ─▶ lode_engine::answer
+//!                                      │                ├ UPDATE ─▶ update/admit.rs (zone, TSIG, ACL)
 //!                                      │                │  (a secondary's: forwarded to its primary)
 //!                                      │                ├ AXFR/IXFR ─▶ transfer thread (update/xfrout.rs)
-//!                                      │                ├ NOTIFY ─▶ secondary.rs: refresh now
-//!                                      │                └ signed query ─▶ signed.rs
+//!                                      │                ├ NOTIFY ─▶ replication/secondary.rs: refresh now
+//!                                      │                └ signed query ─▶ serving/signed.rs
 //!                                      │                              │ reply deferred
-//!  zone writer (one per zone) ─────────┘   ◀── queue ────────────────┘
-//!    group: process each (lode-zones) ─ journal append + fdatasync ─ publish ─ replies
-//!    compaction and state snapshots in the background (update.rs)
-//!    a changed serial ─▶ notify.rs: NOTIFY out, retried
-//!  secondary.rs: SOA timers ─▶ fetch.rs (SOA, IXFR/AXFR in) ─▶ the zone's writer
+//!  writer pool (update/pool.rs) ───────┘   ◀── each zone's queue ────┘
+//!    group: the zone-update stage (lode-zones) ─ journal append + fdatasync ─ publish ─ replies
+//!    compaction, state snapshots, zone files written back in the background (update/background.rs)
+//!    a changed serial ─▶ replication/notify.rs: NOTIFY out, retried
+//!  replication/secondary.rs: SOA timers ─▶ fetch.rs (SOA, IXFR/AXFR in) ─▶ the zone's writer
 //!  SIGHUP ─┐
-//!  control ┴──▶ reload request ─▶ Reloader thread: re-read the config, re-load changed
+//!  control ┴──▶ reload request ─▶ reload thread: re-read the config, re-load changed
 //!  socket        (with reply)      zones in the background, swap in the new set
 //! ```
 //!
@@ -32,41 +32,49 @@
 //! load at start is not served (the others are); a zone that fails to reload
 //! keeps its old version. Start fails only when zones were configured and none
 //! loaded, or a socket cannot be bound. Zones that take updates start from
-//! their state snapshot and journal (`update.rs`) before any socket is bound.
+//! their state snapshot and journal (`update/`) before any socket is bound.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod access;
+// The wings, each using only the modules declared before it (held by
+// `tests/wings.rs`):
+// - shared pieces, leaves first: ACLs, catalog zones' format, clocks, log
+//   rates, user switch, progress, systemd notification;
 pub mod acl;
 mod catalog;
 mod clock;
-pub mod config;
-mod consumer;
-pub mod control;
-pub mod demo;
-mod dnstap;
-mod fetch;
-mod flush;
-pub mod guard;
-mod handler;
-mod loads;
 mod lograte;
-pub mod metrics;
-mod notify;
 pub mod privdrop;
 pub mod progress;
-mod publish;
-mod reload;
 pub mod sdnotify;
-mod secondary;
-mod signed;
-mod signing;
-pub use signing::key_dir;
-pub mod snapshot;
-mod status;
+// - then access checks, the configuration, the DNS client that asks other
+//   servers (`fetch`) and TLS, which use them;
+mod access;
+pub mod config;
+mod fetch;
 mod tls;
+// - counters and their exposition formats;
+pub mod metrics;
+// - publication: the versions served, and who is told of a new one;
+mod publish;
+// - loading: zone files, load reports, snapshots, zone files written back;
+mod loading;
+// - updates: admission, the writer pool, signing, transfers out;
 mod update;
-pub mod zones;
+// - replication: secondaries, NOTIFY out, catalog members;
+mod replication;
+// - serving queries: the handler and its policies (RRL, cookies, dnstap);
+mod serving;
+// - control: the control socket's commands, reload, status, stats.
+pub mod control;
+
+use control::{reload, status};
+use loading::loads;
+pub use loading::{snapshot, zones};
+use replication::{consumer, notify, secondary};
+pub use serving::guard;
+use serving::handler;
+pub use update::signing::key_dir;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -82,8 +90,9 @@ use lode_wire::rcode;
 use lode_zonedb::ZoneSet;
 
 pub use config::{Config, ConfigError, ConfigFile, Options, ZoneSource, ZoneSpec};
-pub use control::Reply;
-pub use reload::{resident_kib, ReloadReport, ZoneFailure};
+pub use control::{on_log_level_change, Reply};
+pub use metrics::process::resident_kib;
+pub use reload::{ReloadReport, ZoneFailure};
 
 use reload::{request_reload, ReloadRequest, Reloader};
 use status::{make_dispatch, reloader_zone_count, status_text, Facts};
@@ -194,6 +203,7 @@ impl Server {
             validating: std::collections::HashSet::new(),
             updates: None,
             notifies: None,
+            secondaries: None,
             loads: loads.clone(),
             loaded: None,
             tls: Vec::new(),
@@ -235,9 +245,11 @@ impl Server {
             .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         update::start_writers(&updates, &config, &publisher);
         let notifies = notify::start(&config, &updates.keys(), &publisher);
-        if let Some(s) = secondary::start(&config, &updates.keys(), &updates.writers(), &publisher)
-        {
-            updates.set_secondaries(s);
+        let secondaries =
+            secondary::start(&config, &updates.keys(), &updates.writers(), &publisher)
+                .map(Arc::new);
+        if let Some(s) = &secondaries {
+            updates.set_secondaries(s.clone());
         }
         reloader.live = config
             .zones
@@ -248,12 +260,13 @@ impl Server {
         let updates = Arc::new(updates);
         reloader.updates = Some(updates.clone());
         reloader.notifies = notifies.clone();
+        reloader.secondaries = secondaries.clone();
         // Catalog members become zones before the sockets open.
-        consumer::start(&config, &updates, &publisher, notifies);
+        consumer::start(&config, &updates, secondaries.clone(), &publisher, notifies);
 
         // TCP first: its bind fails when another server holds the port, before
         // UDP (SO_REUSEPORT) could share the port with it.
-        let tcp_config = tcp_config(&config);
+        let tcp_config = config::tcp_config(&config);
         let guard =
             guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         let server_guard = Arc::new(ArcSwap::from_pointee(guard));
@@ -325,7 +338,7 @@ impl Server {
             Some(tls) => {
                 let dot_config = TcpConfig {
                     tls: Some(tls),
-                    ..dot_config(&config)
+                    ..config::dot_config(&config)
                 };
                 Some(
                     TcpServer::start(&config.tls.listen, &dot_config, tcp_handler.clone())
@@ -364,7 +377,7 @@ impl Server {
                     };
                     sdnotify::notify(&format!(
                         "READY=1\nSTATUS={}",
-                        serving_status(&reload_set.load(), &reload_addrs)
+                        status::serving_status(&reload_set.load(), &reload_addrs)
                     ));
                     if let Some(reply) = req.reply {
                         let _ = reply.send(report);
@@ -373,7 +386,7 @@ impl Server {
             })
             .map_err(|e| ServerError::Io(lode_io::IoError::Thread(e.to_string())))?;
 
-        let scrape = metrics::Scrape {
+        let scrape = control::scrape::Scrape {
             metrics,
             published: published.clone(),
             udp: udp.counters(),
@@ -387,7 +400,8 @@ impl Server {
         // DNS is served even when the endpoint cannot be: the failure is
         // logged as an error and shown by `lode status`.
         let (metrics_server, metrics_error) = match config.metrics_listen {
-            Some(addr) => match metrics::http::MetricsServer::start(addr, scrape.clone()) {
+            Some(addr) => match metrics::http::MetricsServer::start(addr, Arc::new(scrape.clone()))
+            {
                 Ok(m) => (Some(m), None),
                 Err(e) => {
                     tracing::error!("{e}; serving DNS without the metrics endpoint");
@@ -412,6 +426,7 @@ impl Server {
                     reload_tx.clone(),
                     published.clone(),
                     updates.clone(),
+                    secondaries.clone(),
                     scrape.clone(),
                     facts.clone(),
                 );
@@ -433,7 +448,7 @@ impl Server {
         tracing::info!(
             zones = reloader_zone_count(&published),
             "{}",
-            serving_status(&published.load(), udp.local_addrs())
+            status::serving_status(&published.load(), udp.local_addrs())
         );
         if let Some(d) = &dot {
             let addrs: Vec<String> = d.local_addrs().iter().map(ToString::to_string).collect();
@@ -514,7 +529,7 @@ impl Server {
         self.stopper.arm(signals.handle());
         sdnotify::notify(&format!(
             "READY=1\nSTATUS={}\nMAINPID={}",
-            serving_status(&self.published.load(), &self.local_addrs()),
+            status::serving_status(&self.published.load(), &self.local_addrs()),
             std::process::id()
         ));
         for sig in signals.forever() {
@@ -573,77 +588,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// Changes the process's log level (the binary's logger, which the server
-/// does not own); set once by `lode serve`.
-type LogLevelHook = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
-
-static LOG_LEVEL_HOOK: std::sync::OnceLock<LogLevelHook> = std::sync::OnceLock::new();
-
-/// Lets a reload change the log level: `set` is called with the new level
-/// (error, warn, info, debug or trace). Without it, `log-level` takes
-/// effect at restart. The first call wins.
-pub fn on_log_level_change(set: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static) {
-    let _ = LOG_LEVEL_HOOK.set(Box::new(set));
-}
-
-/// Sets the log level through the hook; false when there is none.
-pub(crate) fn change_log_level(level: &str) -> Result<bool, String> {
-    match LOG_LEVEL_HOOK.get() {
-        Some(set) => set(level).map(|()| true),
-        None => Ok(false),
-    }
-}
-
-/// True when a reload can change the log level.
-pub(crate) fn change_log_level_possible() -> bool {
-    LOG_LEVEL_HOOK.get().is_some()
-}
-
-/// Scheduling priority (nice) of the TCP event-loop threads.
-const TCP_NICE: i32 = 10;
-
-/// The TCP transport's settings in `config` (a reload changes its limits
-/// and timeouts, not its threads).
-pub(crate) fn tcp_config(config: &Config) -> TcpConfig {
-    TcpConfig {
-        idle_timeout: config.tcp_idle_timeout,
-        max_clients: config.tcp_max_clients,
-        max_clients_per_source: config.tcp_max_clients_per_source,
-        io_timeout: config.tcp_io_timeout,
-        threads: config.workers.div_ceil(2),
-        // A TCP flood must not take the CPU from UDP, which answers
-        // nearly every query: with `lode bench attack --quick --tables 3
-        // --servers lode` (Lode pinned to one CPU) the UDP zero-loss rate
-        // under the TCP abuse mix went from 0.50 × its rate without to
-        // 1.13 × (one coarse run; full runs: 0.83–0.84, results/issue10-*).
-        nice: TCP_NICE,
-        ..TcpConfig::default()
-    }
-}
-
-/// DNS over TLS's settings: TCP's, with its own client limit and the
-/// handshake timeout (the TLS server itself is added at start).
-pub(crate) fn dot_config(config: &Config) -> TcpConfig {
-    TcpConfig {
-        max_clients: config.tls.max_clients,
-        handshake_timeout: config.tls.handshake_timeout,
-        ..tcp_config(config)
-    }
-}
-
-/// "serving N zones on ADDR, … (UDP and TCP)": the start line and systemd's STATUS.
-fn serving_status(set: &ZoneSet, addrs: &[SocketAddr]) -> String {
-    let addrs: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
-    format!(
-        "serving {} on {} (UDP and TCP)",
-        match set.len() {
-            1 => "1 zone".to_string(),
-            n => format!("{n} zones"),
-        },
-        addrs.join(", ")
-    )
 }
 
 /// The default control socket path (see [`config::default_control_path`]).

@@ -6,8 +6,8 @@
 use std::sync::{mpsc, Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use lode_wire::{Name, Record};
-use lode_zonedb::{Zone, ZoneSet};
+use lode_wire::{Class, Name, Record, Rtype};
+use lode_zonedb::{Zone, ZoneBuilder, ZoneSet};
 
 /// A change of a watched zone's serial.
 #[derive(Debug)]
@@ -173,3 +173,44 @@ impl Publisher {
 /// The zones a watcher of the publisher follows (lower-cased origins;
 /// shared: zones made at run time join it).
 pub(crate) type Watched = Arc<Mutex<std::collections::HashSet<Name>>>;
+
+/// A zone with no contents yet: an SOA (serial 0) and an NS, marked expired so
+/// that queries get SERVFAIL until the first transfer.
+pub(crate) fn placeholder(origin: &Name) -> Zone {
+    let mut b = ZoneBuilder::new(origin.clone());
+    let mut rdata = Vec::new();
+    rdata.extend_from_slice(origin.as_wire());
+    rdata.extend_from_slice(origin.as_wire());
+    rdata.extend_from_slice(&[0; 20]);
+    b.add(
+        Record {
+            owner: origin.clone(),
+            class: Class::IN,
+            rtype: Rtype::SOA,
+            ttl: 0,
+            rdata: rdata.into(),
+        },
+        0,
+    );
+    b.add(
+        Record {
+            owner: origin.clone(),
+            class: Class::IN,
+            rtype: Rtype::NS,
+            ttl: 0,
+            // "invalid." (RFC 6761): never an in-zone name needing glue.
+            rdata: b"\x07invalid\x00".as_slice().into(),
+        },
+        0,
+    );
+    match b.build() {
+        Ok((z, _)) => z.with_expired(true),
+        // An SOA and an NS at the origin, nothing else: it always builds.
+        Err(p) => unreachable!("placeholder zone: {p:?}"),
+    }
+}
+
+/// True for the version [`placeholder`] made (nothing transferred yet).
+pub(crate) fn is_placeholder(zone: &Zone) -> bool {
+    zone.is_expired() && zone.serial() == 0 && zone.record_count() == 2
+}

@@ -1,6 +1,7 @@
 //! The built-in demo zones pass the zone checks and hold what the help promises.
 
-use lode_server::{demo, zones};
+use lode_server::config::demo;
+use lode_server::zones;
 use lode_wire::{Name, Rtype};
 
 #[test]

@@ -130,7 +130,7 @@ fn a_file_without_zones_serves_nothing_not_the_demo() {
 fn empty_file_gives_demo_defaults() {
     let c = Config::merge(&ConfigFile::default(), Path::new(""), &opts()).unwrap();
     assert!(c.demo);
-    assert_eq!(c.zones.len(), crate::demo::zones().len());
+    assert_eq!(c.zones.len(), crate::config::demo::zones().len());
     assert_eq!(c.listen[0], "127.0.0.1:5300".parse().unwrap());
     assert_eq!(c.max_udp_payload, DEFAULT_MAX_UDP_PAYLOAD);
     assert_eq!(

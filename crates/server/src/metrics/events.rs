@@ -80,7 +80,7 @@ pub static EVENTS: Events = Events {
     notify_held: Event::new(),
 };
 
-pub(super) fn families(out: &mut Vec<Family>) {
+pub(crate) fn families(out: &mut Vec<Family>) {
     let e = &EVENTS;
     let v = |e: &Event| Value::Int(e.get());
     out.push(

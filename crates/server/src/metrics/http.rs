@@ -1,6 +1,6 @@
 //! The Prometheus endpoint: `GET /metrics` on `metrics-listen`, answered in
 //! the OpenMetrics text format by `prometheus-client` from a fresh
-//! [`Scrape`](super::Scrape), on a thread of its own (hyper on a
+//! [`Families`](super::Families), on a thread of its own (hyper on a
 //! single-threaded tokio runtime: scrapes are rare and small).
 
 use std::convert::Infallible;
@@ -18,13 +18,13 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::{Kind, Scrape, Value};
+use super::{Families, Kind, Value};
 
 /// The content type of the OpenMetrics text format, which Prometheus asks for.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[derive(Debug)]
-struct Collect(Scrape);
+struct Collect(Arc<dyn Families>);
 
 impl Collector for Collect {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
@@ -53,7 +53,7 @@ impl Collector for Collect {
 }
 
 /// The scrape rendered in the OpenMetrics text format.
-pub fn render(scrape: &Scrape) -> String {
+pub fn render(scrape: &Arc<dyn Families>) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Collect(scrape.clone())));
     let mut text = String::new();
@@ -73,7 +73,10 @@ pub(crate) struct MetricsServer {
 
 impl MetricsServer {
     /// Binds `addr` and serves `GET /metrics` from `scrape`.
-    pub(crate) fn start(addr: SocketAddr, scrape: Scrape) -> Result<MetricsServer, String> {
+    pub(crate) fn start(
+        addr: SocketAddr,
+        scrape: Arc<dyn Families>,
+    ) -> Result<MetricsServer, String> {
         let std_listener = std::net::TcpListener::bind(addr)
             .map_err(|e| format!("metrics-listen {addr}: cannot bind: {e}"))?;
         std_listener
@@ -87,7 +90,6 @@ impl MetricsServer {
             .build()
             .map_err(|e| format!("metrics: cannot start its runtime: {e}"))?;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-        let scrape = Arc::new(scrape);
         let thread = std::thread::Builder::new()
             .name("lode-metrics".into())
             .spawn(move || {
@@ -131,7 +133,7 @@ impl Drop for MetricsServer {
     }
 }
 
-async fn accept_loop(listener: tokio::net::TcpListener, scrape: Arc<Scrape>) {
+async fn accept_loop(listener: tokio::net::TcpListener, scrape: Arc<dyn Families>) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
@@ -157,7 +159,7 @@ async fn accept_loop(listener: tokio::net::TcpListener, scrape: Arc<Scrape>) {
     }
 }
 
-fn respond<B>(req: &Request<B>, scrape: &Scrape) -> Response<Full<Bytes>> {
+fn respond<B>(req: &Request<B>, scrape: &Arc<dyn Families>) -> Response<Full<Bytes>> {
     let reply = |status, ctype: &str, body: String| {
         Response::builder()
             .status(status)

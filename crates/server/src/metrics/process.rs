@@ -3,7 +3,7 @@
 
 use super::{Family, Kind, Value};
 
-pub(super) fn families(out: &mut Vec<Family>) {
+pub(crate) fn families(out: &mut Vec<Family>) {
     let gauge = |name, help, v| Family::new(name, help, Kind::Gauge).with(&[], v);
     let ticks = 100.0; // USER_HZ on Linux
     if let Some(stat) = self_stat() {
@@ -42,7 +42,7 @@ pub(super) fn families(out: &mut Vec<Family>) {
             ));
         }
     }
-    if let Some(kib) = crate::reload::resident_kib() {
+    if let Some(kib) = resident_kib() {
         out.push(gauge(
             "process_resident_memory_bytes",
             "Resident memory size in bytes.",
@@ -99,7 +99,7 @@ fn max_fds() -> Option<u64> {
 }
 
 /// RcvbufErrors of UDP over IPv4 and IPv6 for the whole host.
-pub(super) fn udp_receive_buffer_errors() -> Option<u64> {
+pub(crate) fn udp_receive_buffer_errors() -> Option<u64> {
     let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
     let mut lines = snmp.lines().filter(|l| l.starts_with("Udp:"));
     let names: Vec<&str> = lines.next()?.split_whitespace().collect();
@@ -116,4 +116,11 @@ pub(super) fn udp_receive_buffer_errors() -> Option<u64> {
         }
     }
     Some(total)
+}
+
+/// The process's resident memory in KiB (VmRSS), if known.
+pub fn resident_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

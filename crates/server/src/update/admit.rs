@@ -12,7 +12,7 @@ use lode_zones::update::{self as ddns, UpdateError};
 use crate::access::{self, Access};
 use crate::acl::{self, Action};
 use crate::config::{Config, ZoneOptions};
-use crate::flush::{Flushed, Written};
+use crate::loading::flush::{Flushed, Written};
 
 use super::pool::{WriterPool, WriterQueue};
 use super::{reply, Job, Work};
@@ -32,12 +32,28 @@ pub(crate) struct Updates {
     /// The zone files the writers wrote (the reloader skips them).
     pub(crate) written: Arc<Written>,
     /// The secondary zones' refresh scheduler, once started.
-    secondaries: std::sync::OnceLock<crate::secondary::Secondaries>,
+    secondaries: std::sync::OnceLock<Arc<dyn Replicas>>,
     /// The threads that run every zone's writer.
     pub(super) pool: super::pool::WriterPool,
     /// The commit log every zone's journal shares (`lode_journal::wal`):
     /// set once at start, after the last run's is read back.
     commit_log: std::sync::OnceLock<CommitLogState>,
+}
+
+/// What admission asks of the secondary zones' scheduler (which lives in
+/// `crate::replication::secondary`, above this module, and registers itself at start).
+pub(crate) trait Replicas: Send + Sync + std::fmt::Debug {
+    /// A NOTIFY for one of its zones admitted (and answered), or handed to
+    /// the engine.
+    fn admit_notify(
+        &self,
+        msg: &[u8],
+        keys: &Keys,
+        out: &mut [u8],
+        peer: access::Peer<'_>,
+    ) -> Admission;
+    /// Where updates to the secondary zone `zone` are forwarded.
+    fn primary_of(&self, zone: &Name) -> Option<crate::fetch::Source>;
 }
 
 /// How the commit log started (see [`Updates::start_commit_log`]).
@@ -325,14 +341,9 @@ impl Updates {
         self.pool.stop();
     }
 
-    /// Hands NOTIFY and the control commands to the secondaries' scheduler.
-    pub(crate) fn set_secondaries(&self, s: crate::secondary::Secondaries) {
+    /// Hands NOTIFY and forwarded updates to the secondaries' scheduler.
+    pub(crate) fn set_secondaries(&self, s: Arc<dyn Replicas>) {
         let _ = self.secondaries.set(s);
-    }
-
-    /// The secondaries' scheduler, if any zone is a secondary.
-    pub(crate) fn secondaries(&self) -> Option<&crate::secondary::Secondaries> {
-        self.secondaries.get()
     }
 
     /// Admits a NOTIFY for a secondary zone (anything else: the engine).

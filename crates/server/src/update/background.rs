@@ -9,7 +9,7 @@ use std::time::Instant;
 use lode_wire::Name;
 use lode_zonedb::Zone;
 
-use crate::flush::{Flushed, Written};
+use crate::loading::flush::{Flushed, Written};
 
 /// Work running on a low-priority thread of its own (or already done),
 /// polled by the writer's next steps.
@@ -89,14 +89,18 @@ impl FileJob {
     pub(super) fn run(self) -> FileDone {
         let started = Instant::now();
         let mut tag = None;
-        let result = crate::flush::write_zone_file(&self.path, &self.zone, |stamp, new| {
-            crate::flush::write_flushed_tags(&self.flushed, &[self.file_tag.clone(), new.clone()])
+        let result =
+            crate::loading::flush::write_zone_file(&self.path, &self.zone, |stamp, new| {
+                crate::loading::flush::write_flushed_tags(
+                    &self.flushed,
+                    &[self.file_tag.clone(), new.clone()],
+                )
                 .map_err(|e| std::io::Error::other(format!("{}: {e}", self.flushed.display())))?;
-            self.written.add(&self.origin, stamp);
-            tag = Some(new);
-            Ok(())
-        })
-        .map_err(|e| format!("{}: {e}", self.path.display()));
+                self.written.add(&self.origin, stamp);
+                tag = Some(new);
+                Ok(())
+            })
+            .map_err(|e| format!("{}: {e}", self.path.display()));
         let took = started.elapsed();
         if let Ok(f) = &result {
             tracing::info!(

@@ -25,12 +25,13 @@ mod admit;
 mod background;
 mod forward;
 mod pool;
+pub(crate) mod signing;
 #[cfg(test)]
 mod transfer_tests;
 mod writer;
 mod xfrout;
 
-pub(crate) use admit::{keys_of, Admission, FlushError, Updates};
+pub(crate) use admit::{keys_of, Admission, FlushError, Replicas, Updates};
 pub(crate) use pool::WriterQueue;
 #[cfg(test)]
 pub(crate) use writer::start_writer;
@@ -48,7 +49,7 @@ use lode_zonedb::Zone;
 use lode_zones::update::{self as ddns};
 
 use crate::clock::unix_now;
-use crate::flush::Flushed;
+use crate::loading::flush::Flushed;
 
 /// What a zone's writer does: an UPDATE, the zone file read again (as the
 /// difference from the served version), or writing the zone file now.
@@ -57,7 +58,7 @@ pub(crate) enum Work {
     Update(Box<Job>),
     File {
         zone: Arc<Zone>,
-        /// The file version (`snapshot::source_tag`).
+        /// The file version (`config::stamp::source_tag`).
         tag: Vec<u8>,
         done: mpsc::Sender<Result<String, String>>,
     },
@@ -234,7 +235,7 @@ pub(crate) fn state_path(dir: &Path, origin: &Name) -> PathBuf {
 }
 
 /// The note naming the zone file version the writer last wrote (see
-/// `flush.rs`).
+/// `loading/flush.rs`).
 pub(crate) fn flushed_path(dir: &Path, origin: &Name) -> PathBuf {
     journal_path(dir, origin).with_extension("flushed")
 }

@@ -386,7 +386,7 @@ impl Transfer {
             peer = %self.peer,
             records,
             messages,
-            duration_ms = crate::reload::millis(took),
+            duration_ms = crate::clock::millis(took),
             "{what} of {} serial {}{} to {}: {records} records in {messages} messages, {:.3} s ({:.0} records/s){}",
             self.origin,
             self.since.map_or(String::new(), |s| format!("{s} → ")),

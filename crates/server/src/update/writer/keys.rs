@@ -155,9 +155,9 @@ impl Writer {
         };
         let current = self.current().ok_or("the zone is not served")?;
         let now = unix_now();
-        let ttls = crate::signing::ttls(&roll.signing, &current);
+        let ttls = crate::update::signing::ttls(&roll.signing, &current);
         let old = self.stage.signer.clone();
-        let events = crate::signing::key_events(
+        let events = crate::update::signing::key_events(
             &roll.kasp_db,
             &self.origin,
             &roll.signing,
@@ -186,7 +186,12 @@ impl Writer {
             if !same_signers {
                 roll.rekeying = true;
             }
-            crate::signing::announce(&self.origin, events.action, &mut roll.announced, false);
+            crate::update::signing::announce(
+                &self.origin,
+                events.action,
+                &mut roll.announced,
+                false,
+            );
             roll.waiting = events.waiting_ds.map(|ds| (ds, Instant::now()));
         }
         let from = current.serial();
@@ -198,7 +203,7 @@ impl Writer {
                 .signer
                 .as_ref()
                 .is_some_and(|s| !s.is_current(&current, now));
-        let serial = if crate::secondary::is_placeholder(&current) {
+        let serial = if crate::publish::is_placeholder(&current) {
             from
         } else if whole {
             self.sign_whole("policy changed")?;
@@ -259,7 +264,7 @@ impl Writer {
             return;
         }
         roll.rekeying = false;
-        let dir = crate::signing::key_dir(&roll.kasp_db, &self.origin);
+        let dir = crate::update::signing::key_dir(&roll.kasp_db, &self.origin);
         let now = unix_now();
         let keys = match SigningKey::read_all(&dir, self.origin.as_ref()) {
             Ok(k) => k,

@@ -14,7 +14,7 @@ use lode_zonedb::{Changeset, Zone};
 use lode_zones::{Change, Stage, Staged};
 
 use crate::config::ZonefileSync;
-use crate::flush::{Flushed, Written};
+use crate::loading::flush::{Flushed, Written};
 
 use super::background::{Background, FileDone, FileJob};
 use super::pool::WeakQueue;
@@ -67,7 +67,7 @@ struct Writer {
     /// A compaction running in the background, and the changesets
     /// committed since the version it compacts (applied again to its result).
     compaction: Option<Box<Compaction>>,
-    /// The zone file version the state includes (see `snapshot::source_tag`).
+    /// The zone file version the state includes (see `config::stamp::source_tag`).
     file_tag: Vec<u8>,
     /// No new compaction before this (after a failed one).
     retry_at: Instant,
@@ -772,7 +772,7 @@ impl Writer {
             .ok_or("the zone is not served")?;
         let compacted = current.compact().map_err(|e| e.to_string())?;
         let state = self.state_path();
-        crate::snapshot::write_state(&state, &compacted, &self.file_tag)
+        crate::loading::snapshot::write_state(&state, &compacted, &self.file_tag)
             .map_err(|e| format!("{}: {e}", state.display()))?;
         self.state_pending = false;
         if self.journal.last_serial().is_some() && !keep_history {
@@ -820,7 +820,9 @@ impl Writer {
             drop(zone);
             let zone = compacted;
             let state = match (&zone, state) {
-                (Ok(z), Some((path, tag))) => Some(crate::snapshot::write_state(&path, z, &tag)),
+                (Ok(z), Some((path, tag))) => {
+                    Some(crate::loading::snapshot::write_state(&path, z, &tag))
+                }
                 _ => None,
             };
             Compacted { zone, state }

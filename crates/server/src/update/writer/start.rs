@@ -22,7 +22,10 @@ use crate::publish::Publisher;
 /// Opens the journals of the zones that take updates, replays them onto the
 /// published versions, and puts their writers on the pool.
 pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<Publisher>) {
-    let live: Vec<(Arc<crate::ZoneSpec>, Arc<crate::config::ZoneOptions>)> = config
+    let live: Vec<(
+        Arc<crate::config::ZoneSpec>,
+        Arc<crate::config::ZoneOptions>,
+    )> = config
         .zones
         .iter()
         .map(|spec| (spec.clone(), config.zone_options(&spec.name)))
@@ -50,7 +53,10 @@ pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<
 pub(crate) fn start_writers_for(
     updates: &Updates,
     config: &Config,
-    zones: &[(Arc<crate::ZoneSpec>, Arc<crate::config::ZoneOptions>)],
+    zones: &[(
+        Arc<crate::config::ZoneSpec>,
+        Arc<crate::config::ZoneOptions>,
+    )],
     publisher: &Arc<Publisher>,
 ) -> std::collections::HashSet<Name> {
     let Some(dir) = config.journal_dir.as_deref().filter(|_| !zones.is_empty()) else {
@@ -70,7 +76,7 @@ pub(crate) fn start_writers_for(
         let set = publisher.set.load();
         zones
             .iter()
-            .filter(|(spec, _)| spec.source == crate::ZoneSource::Transfer)
+            .filter(|(spec, _)| spec.source == crate::config::ZoneSource::Transfer)
             .map(|(spec, _)| spec.name.to_lowercase())
             .filter(|n| set.slot(n.as_ref()).is_none())
             .collect()
@@ -78,7 +84,7 @@ pub(crate) fn start_writers_for(
     if !missing.is_empty() {
         publisher.update(|set| {
             for n in &missing {
-                set.insert(Arc::new(crate::secondary::placeholder(n)));
+                set.insert(Arc::new(crate::publish::placeholder(n)));
             }
         });
     }
@@ -118,7 +124,7 @@ pub(crate) fn start_writers_for(
 pub(crate) fn start_writer(
     updates: &Updates,
     config: &Config,
-    spec: &crate::ZoneSpec,
+    spec: &crate::config::ZoneSpec,
     options: &crate::config::ZoneOptions,
     publisher: &Arc<Publisher>,
 ) -> bool {
@@ -133,18 +139,18 @@ pub(crate) fn start_writer(
 fn open_writer(
     updates: &Updates,
     config: &Config,
-    spec: &crate::ZoneSpec,
+    spec: &crate::config::ZoneSpec,
     options: &crate::config::ZoneOptions,
     publisher: &Arc<Publisher>,
     present: &Present,
 ) -> Option<WriterQueue> {
     let dir = config.journal_dir.as_ref()?;
     let origin = spec.name.to_lowercase();
-    let secondary = spec.source == crate::ZoneSource::Transfer;
+    let secondary = spec.source == crate::config::ZoneSource::Transfer;
     let zone = match publisher.get(&origin) {
         Some(z) => z,
         // A secondary with nothing transferred yet: SERVFAIL until then.
-        None if secondary => Arc::new(crate::secondary::placeholder(&origin)),
+        None if secondary => Arc::new(crate::publish::placeholder(&origin)),
         None => return None, // not loaded: its failure was logged
     };
     let path = journal_path(dir, &origin);
@@ -184,8 +190,8 @@ fn open_writer(
     let stage = match (&options.signing, &config.kasp_db) {
         (Some(signing), Some(kasp_db)) => {
             let now = unix_now();
-            let ttls = crate::signing::ttls(signing, &zone);
-            let events = crate::signing::key_events(
+            let ttls = crate::update::signing::ttls(signing, &zone);
+            let events = crate::update::signing::key_events(
                 kasp_db,
                 &origin,
                 signing,
@@ -196,9 +202,9 @@ fn open_writer(
             );
             match events {
                 Ok((events, _)) => {
-                    crate::signing::watch(&origin, &events.signer);
+                    crate::update::signing::watch(&origin, &events.signer);
                     let mut announced = None;
-                    crate::signing::announce(&origin, events.action, &mut announced, true);
+                    crate::update::signing::announce(&origin, events.action, &mut announced, true);
                     key_roll = Some(Box::new(super::keys::KeyRoll {
                         kasp_db: kasp_db.clone(),
                         signing: signing.clone(),
@@ -240,12 +246,14 @@ fn open_writer(
         idle_since: None,
         trim_at: None,
         zone_file: match &spec.source {
-            crate::ZoneSource::File(p) => Some(p.clone()),
-            crate::ZoneSource::Transfer => config
+            crate::config::ZoneSource::File(p) => Some(p.clone()),
+            crate::config::ZoneSource::Transfer => config
                 .secondary_files
                 .get(&origin)
                 .map(|p| p.as_path().into()),
-            crate::ZoneSource::Embedded { .. } | crate::ZoneSource::Catalog(_) => None,
+            crate::config::ZoneSource::Embedded { .. } | crate::config::ZoneSource::Catalog(_) => {
+                None
+            }
         },
         sync: options.zonefile_sync,
         written_serial: zone.serial(),
@@ -268,7 +276,7 @@ fn open_writer(
     // the zone file is the operator's input, applied as a difference
     // when it was edited since the state took it in.
     let read = if present.may_hold(&state) {
-        crate::snapshot::read_state(&state, &origin)
+        crate::loading::snapshot::read_state(&state, &origin)
     } else {
         Ok(None)
     };
@@ -331,7 +339,7 @@ fn open_writer(
     // A signed zone not signed by its keys yet (a first load, keys
     // changed) or with signatures due is signed whole before it serves.
     let signed = writer.stage.signer.is_some();
-    let signed_whole = !crate::secondary::is_placeholder(&current)
+    let signed_whole = !crate::publish::is_placeholder(&current)
         && writer
             .stage
             .signer
@@ -364,7 +372,7 @@ fn open_writer(
     // A signed zone's key records as its keys of the moment call for (a key
     // event while it was down, or a crash between a key file and the
     // journal).
-    if signed && !signed_whole && !crate::secondary::is_placeholder(&current) {
+    if signed && !signed_whole && !crate::publish::is_placeholder(&current) {
         if let Err(e) = writer.run_stage(Change::Rekey, None) {
             tracing::error!("zone {origin}: DNSSEC, key records not brought up to date: {e}");
         }
@@ -374,7 +382,7 @@ fn open_writer(
     let edited = !secondary
         && state_tag.as_ref().is_some_and(|t| *t != file_tag)
         && !(present.may_hold(&flushed)
-            && crate::flush::read_flushed_tags(&flushed).contains(&file_tag));
+            && crate::loading::flush::read_flushed_tags(&flushed).contains(&file_tag));
     if edited {
         tracing::info!("zone {origin}: the zone file changed since the zone's state took it in");
         if let Err(e) = writer.apply_file(&zone, unix_now()) {

@@ -24,7 +24,7 @@ impl Writer {
     pub(super) fn take_whole(&mut self, zone: Arc<Zone>) -> Result<u32, String> {
         let placeholder = self
             .current()
-            .is_none_or(|z| crate::secondary::is_placeholder(&z));
+            .is_none_or(|z| crate::publish::is_placeholder(&z));
         let upstream = Some(zone.serial()).filter(|_| self.signs_transfers);
         if self.signs_transfers && !placeholder {
             self.run_stage(Change::Transfer(zone), upstream)

@@ -12,11 +12,14 @@ use lode_zonedb::{Zone, ZoneSet};
 
 use lode_wire::Name;
 
-use crate::flush::Flushed;
-use crate::loads::{ago, LoadSource, ZoneLoads};
-use crate::reload::{request_reload, request_zone_reload, resident_kib, ReloadRequest};
+use crate::control::reload::{request_reload, request_zone_reload, ReloadRequest};
+use crate::control::{self, Reply};
+use crate::loading::flush::Flushed;
+use crate::loading::loads::{ago, LoadSource, ZoneLoads};
+use crate::metrics::process::resident_kib;
+use crate::metrics::Families as _;
+use crate::replication::secondary::Secondaries;
 use crate::update::{FlushError, Updates};
-use crate::{control, Reply};
 
 pub(crate) fn reloader_zone_count(published: &ArcSwap<ZoneSet>) -> usize {
     published.load().len()
@@ -44,7 +47,7 @@ pub(crate) fn summary(set: &ZoneSet, facts: &Facts) -> String {
         env!("CARGO_PKG_VERSION"),
         std::process::id(),
         ago(facts.started.elapsed().as_secs()),
-        crate::serving_status(set, &facts.addrs)
+        serving_status(set, &facts.addrs)
     )
 }
 
@@ -52,7 +55,7 @@ pub(crate) fn status_text(
     published: &ArcSwap<ZoneSet>,
     udp: &UdpCounters,
     tcp: &TcpCounters,
-    guard: &crate::guard::Guard,
+    guard: &crate::serving::guard::Guard,
     facts: &Facts,
 ) -> String {
     let set = published.load_full();
@@ -186,7 +189,8 @@ pub(crate) fn make_dispatch(
     reload_tx: mpsc::Sender<ReloadRequest>,
     published: Arc<ArcSwap<ZoneSet>>,
     updates: Arc<Updates>,
-    scrape: crate::metrics::Scrape,
+    secondaries: Option<Arc<Secondaries>>,
+    scrape: crate::control::scrape::Scrape,
     facts: Arc<Facts>,
 ) -> control::Dispatch {
     Arc::new(move |command: &str| match command {
@@ -231,6 +235,7 @@ pub(crate) fn make_dispatch(
         }),
         c if c == "zone-status" || c.starts_with("zone-status ") => Some(zone_status(
             &updates,
+            secondaries.as_deref(),
             &published,
             &facts.loads,
             c["zone-status".len()..].trim(),
@@ -241,7 +246,7 @@ pub(crate) fn make_dispatch(
         c if c.starts_with("zone-refresh ") || c.starts_with("zone-retransfer ") => {
             let (cmd, zone) = c.split_once(' ').unwrap_or((c, ""));
             Some(zone_refresh(
-                &updates,
+                secondaries.as_deref(),
                 zone.trim(),
                 cmd == "zone-retransfer",
             ))
@@ -320,12 +325,12 @@ fn zone_reload(reload_tx: &mpsc::Sender<ReloadRequest>, zone: &str) -> Reply {
 }
 
 /// `zone-refresh NAME` / `zone-retransfer NAME`: a secondary's refresh now.
-fn zone_refresh(updates: &Updates, zone: &str, axfr: bool) -> Reply {
+fn zone_refresh(secondaries: Option<&Secondaries>, zone: &str, axfr: bool) -> Reply {
     let fail = |text: String| Reply { ok: false, text };
     let Ok(name) = zone.parse::<lode_wire::Name>() else {
         return fail(format!("{zone:?} is not a zone name\n"));
     };
-    let Some(s) = updates.secondaries() else {
+    let Some(s) = secondaries else {
         return fail("no zone is a secondary here (master = … in its [[zone]])\n".into());
     };
     match s.refresh(&name, axfr) {
@@ -392,6 +397,7 @@ fn dnssec_line(zone: &lode_zonedb::Zone, now: u64) -> Option<String> {
 /// the errors of a failed one), and a secondary's transfer state, per zone.
 fn zone_status(
     updates: &Updates,
+    secondaries: Option<&Secondaries>,
     published: &ArcSwap<ZoneSet>,
     loads: &ZoneLoads,
     zone: &str,
@@ -410,10 +416,7 @@ fn zone_status(
             }
         }
     };
-    let transfer = updates
-        .secondaries()
-        .map(|s| s.status())
-        .unwrap_or_default();
+    let transfer = secondaries.map(|s| s.status()).unwrap_or_default();
     let now = crate::clock::unix_now();
     // Times to come read "in N s" (due this second: "in 0 s"); a time
     // past (a last refresh, even of this second) "N s ago".
@@ -436,7 +439,7 @@ fn zone_status(
         let z = set.get(name.as_ref());
         let _ = write!(text, "{name}");
         match z.clone() {
-            Some(z) if crate::secondary::is_placeholder(&z) => {
+            Some(z) if crate::publish::is_placeholder(&z) => {
                 let _ = write!(text, " no contents yet (SERVFAIL)");
             }
             Some(z) => {
@@ -480,15 +483,15 @@ fn zone_status(
         if let Some(r) = &record {
             text.push_str(&r.to_lines(now));
         }
-        if let Some((done, total)) = crate::signing::progress(&name) {
+        if let Some((done, total)) = crate::update::signing::progress(&name) {
             let _ = write!(
                 text,
                 "\n  dnssec: signing whole, {} ({done} of {total} names and chain records)",
-                crate::signing::percent(done, total)
+                crate::update::signing::percent(done, total)
             );
         } else if let Some(line) = z.as_deref().and_then(|z| dnssec_line(z, now)) {
             text.push_str(&line);
-            if let Some(s) = crate::signing::schedule(&name) {
+            if let Some(s) = crate::update::signing::schedule(&name) {
                 let _ = write!(
                     text,
                     "\n  dnssec: {} signatures made since start; next made again {}; earliest expiry {}",
@@ -535,6 +538,19 @@ fn zone_status(
         };
     }
     Reply { ok: true, text }
+}
+
+/// "serving N zones on ADDR, … (UDP and TCP)": the start line and systemd's STATUS.
+pub(crate) fn serving_status(set: &ZoneSet, addrs: &[SocketAddr]) -> String {
+    let addrs: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+    format!(
+        "serving {} on {} (UDP and TCP)",
+        match set.len() {
+            1 => "1 zone".to_string(),
+            n => format!("{n} zones"),
+        },
+        addrs.join(", ")
+    )
 }
 
 #[cfg(test)]

@@ -7,12 +7,12 @@ const DEMO: &[(&str, &str, &str)] = &[
     (
         "1.e164.arpa.",
         "demo/1.e164.arpa.zone",
-        include_str!("../demo/1.e164.arpa.zone"),
+        include_str!("../../demo/1.e164.arpa.zone"),
     ),
     (
         "example.com.",
         "demo/example.com.zone",
-        include_str!("../demo/example.com.zone"),
+        include_str!("../../demo/example.com.zone"),
     ),
 ];
 

@@ -5,19 +5,23 @@
 use std::fmt;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
 
 use lode_zonedb::Zone;
 
-use crate::loads::ZoneLoads;
-use crate::{zones, Config, Options, ZoneSource, ZoneSpec};
+use crate::clock::{format_duration, millis};
+use crate::config::{Config, Options, ZoneSource, ZoneSpec};
+use crate::loading::loads::{count_errors, ZoneLoads};
+use crate::loading::zones;
 
 /// A zone being served, with what it was loaded from.
 #[derive(Debug, Clone)]
 pub(crate) struct Served {
     /// The zone's entry in the configuration (shared with it).
     pub(crate) spec: Arc<ZoneSpec>,
-    pub(crate) files: Vec<(Arc<std::path::Path>, Option<zones::FileStamp>)>,
+    pub(crate) files: Vec<(
+        Arc<std::path::Path>,
+        Option<crate::config::stamp::FileStamp>,
+    )>,
     /// The version just loaded, until it is published; then none (the
     /// published set holds the served version, which updates replace: a
     /// version kept here would keep its whole base in memory).
@@ -137,7 +141,9 @@ pub(crate) struct Reloader {
     /// The zone writers, for zones in `live`.
     pub(crate) updates: Option<Arc<crate::update::Updates>>,
     /// The zones' NOTIFY targets (a reload may add and change them).
-    pub(crate) notifies: Option<crate::notify::Notifies>,
+    pub(crate) notifies: Option<crate::replication::notify::Notifies>,
+    /// The secondary zones' scheduler, if any zone is a secondary.
+    pub(crate) secondaries: Option<Arc<crate::replication::secondary::Secondaries>>,
     /// Each zone's last load, for `zone-status`.
     pub(crate) loads: Arc<ZoneLoads>,
     /// The configuration of the last (re)load (`running` stays the one
@@ -147,7 +153,7 @@ pub(crate) struct Reloader {
     pub(crate) tls: Vec<lode_io::tls::TlsServer>,
     /// The query policy (identity, cookies, RRL, dnstap) a reload replaces;
     /// none until the server has made it.
-    pub(crate) guard: Option<Arc<arc_swap::ArcSwap<crate::guard::Guard>>>,
+    pub(crate) guard: Option<Arc<arc_swap::ArcSwap<crate::serving::guard::Guard>>>,
     /// The TCP and DoT transports' limits a reload changes; none until
     /// they run.
     pub(crate) limits: Option<Limits>,
@@ -312,13 +318,13 @@ impl Reloader {
             .log_level
             .clone();
         if config.log_level != previous_level {
-            match crate::change_log_level(&config.log_level) {
+            match crate::control::change_log_level(&config.log_level) {
                 Ok(true) => tracing::info!("reload: log level {}", config.log_level),
                 Ok(false) => {}
                 Err(e) => tracing::warn!("reload: log level not changed: {e}"),
             }
         }
-        if crate::change_log_level_possible() {
+        if crate::control::change_log_level_possible() {
             restart.retain(|s| s != "log-level");
         }
         if !restart.is_empty() {
@@ -344,7 +350,7 @@ impl Reloader {
         };
         // Last of what can fail: a new dnstap stream or rate limiter.
         let guard = match &self.guard {
-            Some(g) => match crate::guard::Guard::next(Some(&g.load()), &config) {
+            Some(g) => match crate::serving::guard::Guard::next(Some(&g.load()), &config) {
                 Ok(next) => Some((g, next)),
                 Err(e) => return refused(e),
             },
@@ -368,7 +374,7 @@ impl Reloader {
         // and secondary zones ask their primaries as now configured.
         if let Some(u) = &self.updates {
             u.set_keys(keys);
-            if let Some(s) = u.secondaries() {
+            if let Some(s) = &self.secondaries {
                 let options_of = |z: &lode_wire::Name| {
                     config
                         .zone_options
@@ -394,11 +400,17 @@ impl Reloader {
                     b.per_source_limit(),
                 ) && a.handshake_timeout == b.handshake_timeout
             };
-            let (tcp, was) = (crate::tcp_config(&config), crate::tcp_config(&previous));
+            let (tcp, was) = (
+                crate::config::tcp_config(&config),
+                crate::config::tcp_config(&previous),
+            );
             if !same(&tcp, &was) {
                 l.tcp.set(&tcp);
             }
-            let (dot, was) = (crate::dot_config(&config), crate::dot_config(&previous));
+            let (dot, was) = (
+                crate::config::dot_config(&config),
+                crate::config::dot_config(&previous),
+            );
             if let Some(d) = l.dot.as_ref().filter(|_| !same(&dot, &was)) {
                 d.set(&dot);
             }
@@ -738,7 +750,7 @@ impl Reloader {
         // Read from the text: a snapshot of a file changed within its
         // modification time would be taken for it.
         if let (ZoneSource::File(_), Some(dir)) = (&spec.source, &snapshot_dir) {
-            let _ = std::fs::remove_file(crate::snapshot::path_for(dir, &spec.name));
+            let _ = std::fs::remove_file(crate::loading::snapshot::path_for(dir, &spec.name));
         }
         let result = zones::load_all(&[&*spec], snapshot_dir.as_deref())
             .pop()
@@ -802,7 +814,7 @@ fn unchanged(old: &Served, spec: &ZoneSpec) -> bool {
                 && old
                     .files
                     .iter()
-                    .all(|(p, s)| s.is_some() && *s == zones::FileStamp::of(p))
+                    .all(|(p, s)| s.is_some() && *s == crate::config::stamp::FileStamp::of(p))
         }
     }
 }
@@ -816,34 +828,11 @@ pub(crate) fn more_errors(n: usize) -> Option<String> {
     (n > SHOWN_ERRORS).then(|| format!("… and {} more", count_errors(n - SHOWN_ERRORS)))
 }
 
-pub(crate) fn count_errors(n: usize) -> String {
-    if n == 1 {
-        "1 error".into()
-    } else {
-        format!("{n} errors")
-    }
-}
-
-pub(crate) fn format_duration(d: Duration) -> String {
-    if d.as_secs() >= 1 {
-        format!("{:.2} s", d.as_secs_f64())
-    } else {
-        format!("{:.3} ms", d.as_secs_f64() * 1000.0)
-    }
-}
-
-/// The process's resident memory in KiB (VmRSS), if known.
-pub fn resident_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 pub(crate) fn log_memory() {
     // Parsing leaves freed blocks in the allocator's heaps: give them back
     // before measuring, so the figure is what the zones hold.
     lode_io::mem::trim_heap();
-    if let Some(kib) = resident_kib() {
+    if let Some(kib) = crate::metrics::process::resident_kib() {
         tracing::info!("resident memory: {:.1} MiB", kib as f64 / 1024.0);
     }
 }
@@ -887,11 +876,6 @@ fn request(
     })
     .ok()?;
     reply_rx.recv().ok()
-}
-
-/// A duration in milliseconds, to 0.1 ms (the `duration_ms` log field).
-pub(crate) fn millis(d: std::time::Duration) -> f64 {
-    (d.as_secs_f64() * 10_000.0).round() / 10.0
 }
 
 #[cfg(test)]

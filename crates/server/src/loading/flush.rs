@@ -2,7 +2,7 @@
 //! `zonefile-sync` and `knotc zone-flush`).
 //!
 //! ```text
-//!  zone writer (update.rs), after a change when zonefile-sync says so,
+//!  zone writer (update/writer), after a change when zonefile-sync says so,
 //!  or on `lode zone-flush`:
 //!    published version ──write_zone──▶ <dir>/.<file>.lode-tmp.<pid>  (fsync)
 //!    its tag (as it will be) ──▶ <journal-dir>/<zone>.flushed  (start: not "edited")
@@ -30,7 +30,7 @@ use std::sync::Mutex;
 use lode_wire::{Name, Rtype};
 use lode_zonedb::Zone;
 
-use crate::zones::FileStamp;
+use crate::config::stamp::FileStamp;
 
 /// What a flush wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Written {
 
 /// Writes `zone` as the zone file `path`: to a temporary file in the same
 /// folder (with the old file's permissions), synced; then `before_rename`
-/// gets the stamp and tag (`snapshot::source_tag`) the file will have under
+/// gets the stamp and tag (`config::stamp::source_tag`) the file will have under
 /// `path`; then it is renamed over `path` and the folder synced.
 pub(crate) fn write_zone_file(
     path: &Path,
@@ -113,7 +113,7 @@ pub(crate) fn write_zone_file(
         let stamp = FileStamp::of(&tmp)
             .ok_or_else(|| std::io::Error::other("cannot stat the file just written"))?;
         let abs = std::fs::canonicalize(&dir)?.join(&name);
-        let tag = crate::snapshot::tag_of(&abs, stamp)
+        let tag = crate::config::stamp::tag_of(&abs, stamp)
             .ok_or_else(|| std::io::Error::other("modification time before 1970"))?;
         before_rename(stamp, tag)?;
         std::fs::rename(&tmp, path)?;
@@ -133,7 +133,7 @@ pub(crate) fn write_zone_file(
 /// The first line of a `.flushed` note.
 const FLUSHED_MAGIC: &[u8] = b"lode zone file written\n";
 
-/// Records `tags` (`snapshot::source_tag` of the files written, newest
+/// Records `tags` (`config::stamp::source_tag` of the files written, newest
 /// last) in the note `path`, synced: each as a 4-byte length and the tag.
 pub(crate) fn write_flushed_tags(path: &Path, tags: &[Vec<u8>]) -> std::io::Result<()> {
     let name = path
@@ -198,7 +198,7 @@ mod tests {
             name: origin.clone(),
             source: crate::config::ZoneSource::File(path.as_path().into()),
         };
-        let loaded = crate::zones::load(&spec).unwrap();
+        let loaded = crate::loading::zones::load(&spec).unwrap();
         let mut seen = None;
         let f = write_zone_file(&path, &loaded.zone, |stamp, tag| {
             seen = Some((stamp, tag));
@@ -208,7 +208,7 @@ mod tests {
         // The stamp and tag given before the rename are the file's after it.
         let (stamp, tag) = seen.unwrap();
         assert_eq!(FileStamp::of(&path), Some(stamp));
-        assert_eq!(crate::snapshot::source_tag(&path), Some(tag));
+        assert_eq!(crate::config::stamp::source_tag(&path), Some(tag));
         assert_eq!((f.records, f.serial), (4, 7));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
@@ -216,7 +216,7 @@ mod tests {
                 && text.contains("\n$ORIGIN example.\n@ 300 SOA "),
             "{text}"
         );
-        let again = crate::zones::load(&spec).unwrap();
+        let again = crate::loading::zones::load(&spec).unwrap();
         let a: Vec<_> = loaded.zone.records().collect();
         let b: Vec<_> = again.zone.records().collect();
         assert_eq!(a, b);

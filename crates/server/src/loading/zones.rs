@@ -13,38 +13,19 @@ use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use lode_zonedb::{Severity, Zone, ZoneBuilder};
 use lode_zonefile::{ParseCounters, ParsedZone};
 
 use crate::config::{ZoneSource, ZoneSpec};
+use crate::loading::snapshot;
 use crate::progress::{Display, LoadProgress};
-use crate::snapshot;
 
 /// TTL of records that have none and come before any `$TTL` (Knot's `default-ttl`).
 pub const DEFAULT_TTL: u32 = 3600;
 
-/// What identifies a version of a zone file without reading it: its
-/// modification time and size (the reload skips unchanged files).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
-    /// Modification time.
-    pub modified: SystemTime,
-    /// Size in bytes.
-    pub size: u64,
-}
-
-impl FileStamp {
-    /// The stamp of the file at `path` now.
-    pub fn of(path: &Path) -> Option<FileStamp> {
-        let m = std::fs::metadata(path).ok()?;
-        Some(FileStamp {
-            modified: m.modified().ok()?,
-            size: m.len(),
-        })
-    }
-}
+pub use crate::config::stamp::FileStamp;
 
 /// A zone built from its source.
 #[derive(Debug)]
@@ -73,7 +54,7 @@ pub type LoadResult = Result<LoadedZone, Vec<String>>;
 ///
 /// With `snapshot_dir`, a zone whose file has not changed since its snapshot
 /// was written is read from the snapshot, and a zone read from text gets a
-/// new snapshot (see [`crate::snapshot`]).
+/// new snapshot (see [`crate::loading::snapshot`]).
 pub fn load_all(specs: &[&ZoneSpec], snapshot_dir: Option<&Path>) -> Vec<LoadResult> {
     let sizes: Vec<u64> = specs.iter().map(|s| source_size(&s.source)).collect();
     let progress = LoadProgress::start(

@@ -24,14 +24,16 @@ use lode_wire::Name;
 use crate::catalog::{read_members, Member};
 use crate::config::{Config, ZoneOptions};
 use crate::publish::Publisher;
+use crate::replication::secondary::Secondaries;
 use crate::update::Updates;
 
 /// Starts the consumer for the configured catalogs (None if none).
 pub(crate) fn start(
     config: &Config,
     updates: &Arc<Updates>,
+    secondaries: Option<Arc<Secondaries>>,
     publisher: &Arc<Publisher>,
-    notifies: Option<crate::notify::Notifies>,
+    notifies: Option<crate::replication::notify::Notifies>,
 ) {
     let catalogs: HashMap<Name, Vec<(String, ZoneOptions)>> = config
         .zones
@@ -54,6 +56,7 @@ pub(crate) fn start(
         catalogs,
         owned: HashMap::new(),
         updates: updates.clone(),
+        secondaries,
         publisher: publisher.clone(),
         notifies,
     };
@@ -82,8 +85,10 @@ struct Consumer {
     /// Member zones here: their catalog and their entry in it.
     owned: HashMap<Name, (Name, Member)>,
     updates: Arc<Updates>,
+    /// The secondaries' scheduler the members are refreshed by.
+    secondaries: Option<Arc<Secondaries>>,
     publisher: Arc<Publisher>,
-    notifies: Option<crate::notify::Notifies>,
+    notifies: Option<crate::replication::notify::Notifies>,
 }
 
 impl Consumer {
@@ -159,7 +164,7 @@ impl Consumer {
         let Some(templates) = self.catalogs.get(catalog) else {
             return;
         };
-        let mut zones: Vec<(Arc<crate::ZoneSpec>, Arc<ZoneOptions>)> = Vec::new();
+        let mut zones: Vec<(Arc<crate::config::ZoneSpec>, Arc<ZoneOptions>)> = Vec::new();
         let mut entries: Vec<Member> = Vec::new();
         for m in members {
             let options = m
@@ -171,9 +176,9 @@ impl Consumer {
             let Some(options) = options else {
                 continue;
             };
-            let spec = crate::ZoneSpec {
+            let spec = crate::config::ZoneSpec {
                 name: m.name.to_lowercase(),
-                source: crate::ZoneSource::Transfer,
+                source: crate::config::ZoneSource::Transfer,
             };
             zones.push((Arc::new(spec), Arc::new(options)));
             entries.push(m);
@@ -188,7 +193,7 @@ impl Consumer {
         self.updates.insert_doors(&doors);
         let started =
             crate::update::start_writers_for(&self.updates, &self.config, &zones, &self.publisher);
-        let Some(secondaries) = self.updates.secondaries() else {
+        let Some(secondaries) = self.secondaries.as_deref() else {
             let names: Vec<Name> = doors.into_iter().map(|(n, _)| n).collect();
             tracing::error!(
                 "catalog {catalog}: members cannot be refreshed (no secondaries' scheduler)"
@@ -247,7 +252,7 @@ impl Consumer {
             return;
         }
         let names: Vec<Name> = removed.iter().map(|(n, _)| n.clone()).collect();
-        if let Some(s) = self.updates.secondaries() {
+        if let Some(s) = self.secondaries.as_deref() {
             s.remove_many(&names);
         }
         // Each writer ends once its queue's last sender (the door) is gone.

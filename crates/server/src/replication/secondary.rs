@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use lode_tsig::{Key, Keys};
 use lode_wire::serial::SerialOrder;
-use lode_wire::{rcode, Class, Name, Record, Rtype};
-use lode_zonedb::{Zone, ZoneBuilder};
+use lode_wire::{rcode, Name, Record};
+use lode_zonedb::ZoneBuilder;
 use lode_zones::update::{self as ddns};
 
 use crate::access::{self, Access};
@@ -42,7 +42,7 @@ use crate::acl::{Action, Rule};
 use crate::clock::unix_now;
 use crate::config::{Config, TimerBounds};
 use crate::fetch::{self, Source};
-use crate::publish::Publisher;
+use crate::publish::{is_placeholder, Publisher};
 use crate::update::{Admission, Work};
 
 /// The first retry after a failure, before the SOA's retry is known.
@@ -51,47 +51,6 @@ const RETRY_MIN: u32 = 2;
 const SOA_TIMEOUT: Duration = Duration::from_secs(3);
 /// The most a transfer may take before it is abandoned.
 const TRANSFER_TIMEOUT: Duration = Duration::from_secs(3600);
-
-/// A zone with no contents yet: an SOA (serial 0) and an NS, marked expired so
-/// that queries get SERVFAIL until the first transfer.
-pub(crate) fn placeholder(origin: &Name) -> Zone {
-    let mut b = ZoneBuilder::new(origin.clone());
-    let mut rdata = Vec::new();
-    rdata.extend_from_slice(origin.as_wire());
-    rdata.extend_from_slice(origin.as_wire());
-    rdata.extend_from_slice(&[0; 20]);
-    b.add(
-        Record {
-            owner: origin.clone(),
-            class: Class::IN,
-            rtype: Rtype::SOA,
-            ttl: 0,
-            rdata: rdata.into(),
-        },
-        0,
-    );
-    b.add(
-        Record {
-            owner: origin.clone(),
-            class: Class::IN,
-            rtype: Rtype::NS,
-            ttl: 0,
-            // "invalid." (RFC 6761): never an in-zone name needing glue.
-            rdata: b"\x07invalid\x00".as_slice().into(),
-        },
-        0,
-    );
-    match b.build() {
-        Ok((z, _)) => z.with_expired(true),
-        // An SOA and an NS at the origin, nothing else: it always builds.
-        Err(p) => unreachable!("placeholder zone: {p:?}"),
-    }
-}
-
-/// True for the version [`placeholder`] made (nothing transferred yet).
-pub(crate) fn is_placeholder(zone: &Zone) -> bool {
-    zone.is_expired() && zone.serial() == 0 && zone.record_count() == 2
-}
 
 /// Refresh, retry and expire of an SOA record, within `bounds`.
 fn soa_timers(soa: &Record, bounds: &TimerBounds) -> (u32, u32, u32) {
@@ -163,14 +122,6 @@ pub(crate) struct Secondaries {
 }
 
 impl Secondaries {
-    /// Where updates to `zone` are forwarded: its first primary.
-    pub(crate) fn primary_of(&self, zone: &Name) -> Option<Source> {
-        self.primaries
-            .load()
-            .get(zone)
-            .and_then(|p| p.first().cloned())
-    }
-
     /// Whether `zone` is a secondary here.
     pub(crate) fn has(&self, zone: &Name) -> bool {
         self.notify_acl.load().contains_key(zone)
@@ -310,55 +261,6 @@ impl Secondaries {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = tx.send(e);
     }
-
-    /// Admits a NOTIFY: for a secondary zone of ours, from an address and
-    /// key its ACL (or its primaries) allow, answered NOERROR and signed as
-    /// it was; the zone is then refreshed. Anything else goes to the engine.
-    pub(crate) fn admit_notify(
-        &self,
-        msg: &[u8],
-        keys: &Keys,
-        out: &mut [u8],
-        peer: access::Peer<'_>,
-    ) -> Admission {
-        let Ok(n) = lode_xfr::parse_notify(msg) else {
-            return Admission::Engine;
-        };
-        let zone = n.zone.to_lowercase();
-        let acls = self.notify_acl.load();
-        let Some(rules) = acls.get(&zone) else {
-            return Admission::Engine;
-        };
-        let now = unix_now();
-        let what = format_args!("NOTIFY for {zone}");
-        let signed = match access::check(keys, rules, Action::Notify, msg, peer, now, &what) {
-            Access::Allowed(s) => s,
-            Access::FormErr => {
-                return Admission::Answer(ddns::write_response(msg, rcode::FORMERR, out));
-            }
-            Access::Refused(failure) => {
-                let len = ddns::write_response(msg, rcode::NOTAUTH, out);
-                return Admission::Answer(access::finish_refusal(out, len, failure.as_ref(), now));
-            }
-        };
-        tracing::info!(
-            "zone {zone}: NOTIFY from {peer}{}",
-            n.serial.map_or(String::new(), |s| format!(", serial {s}"))
-        );
-        self.send(Event::Notify {
-            zone,
-            serial: n.serial,
-        });
-        let mut len = ddns::write_response(msg, rcode::NOERROR, out);
-        if len >= 4 {
-            out[2] |= 0x04; // AA
-        }
-        if let Some((key, mac)) = &signed {
-            len = lode_tsig::sign_response(out, len, key, mac.as_slice(), now, 0)
-                .map_or(len, |a| a.len);
-        }
-        Admission::Answer(len)
-    }
 }
 
 /// One secondary zone as the scheduler keeps it.
@@ -491,6 +393,65 @@ fn prepare(
         rules,
         sources,
         status,
+    }
+}
+
+impl crate::update::Replicas for Secondaries {
+    /// Where updates to `zone` are forwarded: its first primary.
+    fn primary_of(&self, zone: &Name) -> Option<Source> {
+        self.primaries
+            .load()
+            .get(zone)
+            .and_then(|p| p.first().cloned())
+    }
+
+    /// Admits a NOTIFY: for a secondary zone of ours, from an address and
+    /// key its ACL (or its primaries) allow, answered NOERROR and signed as
+    /// it was; the zone is then refreshed. Anything else goes to the engine.
+    fn admit_notify(
+        &self,
+        msg: &[u8],
+        keys: &Keys,
+        out: &mut [u8],
+        peer: access::Peer<'_>,
+    ) -> Admission {
+        let Ok(n) = lode_xfr::parse_notify(msg) else {
+            return Admission::Engine;
+        };
+        let zone = n.zone.to_lowercase();
+        let acls = self.notify_acl.load();
+        let Some(rules) = acls.get(&zone) else {
+            return Admission::Engine;
+        };
+        let now = unix_now();
+        let what = format_args!("NOTIFY for {zone}");
+        let signed = match access::check(keys, rules, Action::Notify, msg, peer, now, &what) {
+            Access::Allowed(s) => s,
+            Access::FormErr => {
+                return Admission::Answer(ddns::write_response(msg, rcode::FORMERR, out));
+            }
+            Access::Refused(failure) => {
+                let len = ddns::write_response(msg, rcode::NOTAUTH, out);
+                return Admission::Answer(access::finish_refusal(out, len, failure.as_ref(), now));
+            }
+        };
+        tracing::info!(
+            "zone {zone}: NOTIFY from {peer}{}",
+            n.serial.map_or(String::new(), |s| format!(", serial {s}"))
+        );
+        self.send(Event::Notify {
+            zone,
+            serial: n.serial,
+        });
+        let mut len = ddns::write_response(msg, rcode::NOERROR, out);
+        if len >= 4 {
+            out[2] |= 0x04; // AA
+        }
+        if let Some((key, mac)) = &signed {
+            len = lode_tsig::sign_response(out, len, key, mac.as_slice(), now, 0)
+                .map_or(len, |a| a.len);
+        }
+        Admission::Answer(len)
     }
 }
 
@@ -742,7 +703,7 @@ impl Refresh {
                     peer = %src.addr,
                     records,
                     changesets = n,
-                    duration_ms = crate::reload::millis(started.elapsed()),
+                    duration_ms = crate::clock::millis(started.elapsed()),
                     "zone {origin}: {what}"
                 );
                 let soa = soa.ok_or("an IXFR without changes")?;
@@ -790,7 +751,7 @@ impl Refresh {
                     serial,
                     peer = %src.addr,
                     records = total,
-                    duration_ms = crate::reload::millis(started.elapsed()),
+                    duration_ms = crate::clock::millis(started.elapsed()),
                     "zone {origin}: {what}"
                 );
                 Ok(Outcome::Current {

@@ -1,6 +1,6 @@
 //! One request, from the transports to an answer: UPDATE, transfers and
 //! NOTIFY go to their admission (update/), plain queries to the engine under
-//! the server's policy (guard.rs); each request is counted (metrics/) and,
+//! the server's policy (serving/guard.rs); each request is counted (metrics/) and,
 //! with dnstap on, logged (dnstap.rs).
 //!
 //! ```text
@@ -16,7 +16,9 @@ use lode_io::Client;
 use lode_wire::rcode;
 use lode_zonedb::ZoneSet;
 
-use crate::{dnstap, guard, metrics, signed, update};
+use crate::metrics;
+use crate::serving::{dnstap, guard, signed};
+use crate::update;
 
 /// What every request is answered from; one per server, shared by every
 /// UDP worker and TCP connection.

@@ -15,6 +15,12 @@
 //! and only a server run by [`crate::Server::run_until_signal`] (a daemon,
 //! not a library user's server) takes it.
 
+// The commands behind the socket: reload (zone files and the configuration
+// read again), status and stats (`scrape`).
+pub(crate) mod reload;
+pub(crate) mod scrape;
+pub(crate) mod status;
+
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -242,4 +248,30 @@ fn stop(stream: UnixStream, stopper: &Stopper) -> io::Result<()> {
     drop(stream);
     stopper.stop();
     written
+}
+
+/// Changes the process's log level (the binary's logger, which the server
+/// does not own); set once by `lode serve`.
+type LogLevelHook = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+static LOG_LEVEL_HOOK: std::sync::OnceLock<LogLevelHook> = std::sync::OnceLock::new();
+
+/// Lets a reload change the log level: `set` is called with the new level
+/// (error, warn, info, debug or trace). Without it, `log-level` takes
+/// effect at restart. The first call wins.
+pub fn on_log_level_change(set: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static) {
+    let _ = LOG_LEVEL_HOOK.set(Box::new(set));
+}
+
+/// Sets the log level through the hook; false when there is none.
+pub(crate) fn change_log_level(level: &str) -> Result<bool, String> {
+    match LOG_LEVEL_HOOK.get() {
+        Some(set) => set(level).map(|()| true),
+        None => Ok(false),
+    }
+}
+
+/// True when a reload can change the log level.
+pub(crate) fn change_log_level_possible() -> bool {
+    LOG_LEVEL_HOOK.get().is_some()
 }

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use lode_wire::Name;
 
+use crate::clock::format_duration;
 use crate::clock::unix_now;
-use crate::reload::format_duration;
-use crate::zones::LoadedZone;
-use crate::{ZoneSource, ZoneSpec};
+use crate::config::{ZoneSource, ZoneSpec};
+use crate::loading::zones::LoadedZone;
 
 /// Errors kept per failed load (the first ones; the log has them all).
 pub(crate) const KEPT_ERRORS: usize = 5;
@@ -112,7 +112,7 @@ impl LoadRecord {
             s.push_str(&format!(
                 "\n  last load FAILED {} ago ({}), {outcome}:",
                 ago(now.saturating_sub(f.at)),
-                crate::reload::count_errors(f.count)
+                count_errors(f.count)
             ));
             for e in &f.errors {
                 s.push_str(&format!("\n    {e}"));
@@ -139,7 +139,7 @@ impl ZoneLoads {
     pub(crate) fn loaded(&self, spec: &ZoneSpec, l: &LoadedZone, snapshot_dir: Option<&Path>) {
         let source = match (&spec.source, snapshot_dir, l.from_snapshot) {
             (ZoneSource::File(file), Some(dir), true) => LoadSource::Snapshot {
-                snapshot: crate::snapshot::path_for(dir, &spec.name),
+                snapshot: crate::loading::snapshot::path_for(dir, &spec.name),
                 file: file.clone(),
             },
             (s, _, _) => source_of(s),
@@ -216,6 +216,15 @@ pub(crate) fn ago(secs: u64) -> String {
         60..=3599 => format!("{} min {} s", secs / 60, secs % 60),
         3600..=86_399 => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
         _ => format!("{} d {} h", secs / 86_400, secs % 86_400 / 3600),
+    }
+}
+
+/// "1 error", "N errors".
+pub(crate) fn count_errors(n: usize) -> String {
+    if n == 1 {
+        "1 error".into()
+    } else {
+        format!("{n} errors")
     }
 }
 

@@ -113,7 +113,7 @@ impl Guard {
                 }
                 Some(Arc::new(Tap {
                     config: c.clone(),
-                    tap: crate::dnstap::start(c)?,
+                    tap: crate::serving::dnstap::start(c)?,
                 }))
             }
         };

@@ -12,12 +12,11 @@
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
 use lode_wire::Name;
 use lode_zonedb::Zone;
 
-use crate::zones::FileStamp;
+use crate::config::stamp::source_tag;
 
 /// The snapshot file for zone `origin` in `dir`: `<origin>snap`, lower case
 /// (`root.snap` for the root zone).
@@ -30,23 +29,6 @@ pub fn path_for(dir: &Path, origin: &Name) -> PathBuf {
     };
     // Names may hold '/' (escaped in presentation form as itself): replace it.
     dir.join(format!("{}snap", base.replace('/', "_")))
-}
-
-/// The identity of a zone file: absolute path, size and modification time.
-pub fn source_tag(zone_file: &Path) -> Option<Vec<u8>> {
-    let stamp = FileStamp::of(zone_file)?;
-    let abs = lode_zonefile::canonical(zone_file).ok()?;
-    tag_of(&abs, stamp)
-}
-
-/// The tag [`source_tag`] gives a file at the absolute path `abs` with `stamp`.
-pub(crate) fn tag_of(abs: &Path, stamp: FileStamp) -> Option<Vec<u8>> {
-    let mtime = stamp.modified.duration_since(UNIX_EPOCH).ok()?;
-    let mut tag = abs.to_string_lossy().into_owned().into_bytes();
-    tag.push(0);
-    tag.extend_from_slice(&stamp.size.to_le_bytes());
-    tag.extend_from_slice(&mtime.as_nanos().to_le_bytes());
-    Some(tag)
 }
 
 /// Why a snapshot was not used.
@@ -175,7 +157,7 @@ mod tests {
             name: origin.clone(),
             source: crate::config::ZoneSource::File(zone_file.as_path().into()),
         };
-        let loaded = crate::zones::load(&spec).unwrap();
+        let loaded = crate::loading::zones::load(&spec).unwrap();
         let snap = path_for(&dir, &origin);
         assert_eq!(snap.file_name().unwrap(), "example.snap");
         assert!(matches!(
@@ -226,7 +208,7 @@ mod tests {
             name: origin.clone(),
             source: crate::config::ZoneSource::File(zone_file.as_path().into()),
         };
-        let load = || crate::zones::load_with(&spec, None, Some(&snaps)).unwrap();
+        let load = || crate::loading::zones::load_with(&spec, None, Some(&snaps)).unwrap();
         let first = load();
         assert!(!first.from_snapshot);
         assert!(
