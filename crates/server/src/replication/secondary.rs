@@ -15,13 +15,15 @@
 //!   refresh: SOA query (UDP, TCP if truncated) to each primary address in turn
 //!            newer serial ─▶ IXFR (AXFR with nothing served, or when IXFR fails)
 //!            ─▶ writer: Work::Incremental / Work::Replace ─▶ journal, state, publish
-//!   outcome ─▶ scheduler: next refresh (SOA refresh, or retry), expiry, timers file
+//!   outcome ─▶ scheduler: next refresh (SOA refresh, or retry), expiry, timers (secondary-timers)
 //! ```
 
 mod notify_asks;
 mod scheduler;
+mod timers;
 use notify_asks::{notify_asks, NotifyAsks};
 use scheduler::Scheduler;
+use timers::TimerLog;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -117,8 +119,10 @@ pub(crate) struct Secondaries {
     status: Arc<Mutex<HashMap<Name, Status>>>,
     /// Per zone: its primaries' addresses and keys.
     primaries: ArcSwap<HashMap<Name, Arc<[Source]>>>,
-    /// Where the zones' journals, states and timers are.
+    /// Where the zones' journals and states are.
     dir: PathBuf,
+    /// Every secondary zone's timers.
+    timers: Arc<TimerLog>,
 }
 
 impl Secondaries {
@@ -141,7 +145,15 @@ impl Secondaries {
         let prepared: Vec<(Name, Prepared)> = zones
             .into_iter()
             .map(|(origin, options, writer)| {
-                let p = prepare(&origin, &options, keys, writer, &self.dir, publisher);
+                let p = prepare(
+                    &origin,
+                    &options,
+                    keys,
+                    writer,
+                    &self.dir,
+                    &self.timers,
+                    publisher,
+                );
                 (origin, p)
             })
             .collect();
@@ -268,7 +280,6 @@ struct ZoneState {
     origin: Name,
     sources: Arc<[Source]>,
     writer: crate::update::WriterQueue,
-    timers: PathBuf,
     next: Instant,
     expire_at: Option<u64>,
     running: bool,
@@ -344,12 +355,14 @@ fn prepare(
     keys: &Keys,
     writer: crate::update::WriterQueue,
     dir: &std::path::Path,
+    timers: &TimerLog,
     publisher: &Publisher,
 ) -> Prepared {
     let now_unix = unix_now();
     let (sources, rules) = sources_and_rules(options, keys);
-    let timers = crate::update::journal_path(dir, origin).with_extension("timers");
-    let (saved_next, saved_expire, saved_last) = read_timers(&timers);
+    let old = crate::update::journal_path(dir, origin).with_extension("timers");
+    let saved = timers.get(origin, &old);
+    let (saved_next, saved_expire, saved_last) = (saved.next, saved.expire, saved.last);
     let served = publisher.get(origin);
     let has_data = served.as_ref().is_some_and(|z| !is_placeholder(z));
     let mut next = Instant::now();
@@ -381,7 +394,6 @@ fn prepare(
             origin: origin.clone(),
             sources: sources.clone(),
             writer,
-            timers,
             next,
             expire_at: saved_expire.filter(|_| has_data),
             running: false,
@@ -464,6 +476,7 @@ pub(crate) fn start(
     publisher: &Arc<Publisher>,
 ) -> Option<Secondaries> {
     let dir = config.journal_dir.as_ref()?;
+    let timers = Arc::new(TimerLog::open(dir));
     let mut zones: HashMap<Name, ZoneState> = HashMap::new();
     let mut notify_acl = HashMap::new();
     let mut status = HashMap::new();
@@ -478,7 +491,15 @@ pub(crate) fn start(
             tracing::error!("zone {origin}: no writer (journal failed at start): not refreshed");
             continue;
         };
-        let p = prepare(&origin, &options, keys, writer.clone(), dir, publisher);
+        let p = prepare(
+            &origin,
+            &options,
+            keys,
+            writer.clone(),
+            dir,
+            &timers,
+            publisher,
+        );
         status.insert(origin.clone(), p.status);
         notify_acl.insert(origin.clone(), p.rules);
         primaries.insert(origin.clone(), p.sources);
@@ -494,6 +515,7 @@ pub(crate) fn start(
         tx: tx.clone(),
         publisher: publisher.clone(),
         status: status.clone(),
+        timers: timers.clone(),
     };
     if let Err(e) = std::thread::Builder::new()
         .name("lode-refresh".into())
@@ -515,6 +537,7 @@ pub(crate) fn start(
         status,
         primaries: ArcSwap::from_pointee(primaries),
         dir: dir.clone(),
+        timers,
     })
 }
 
@@ -524,47 +547,6 @@ fn set_expired(publisher: &Publisher, origin: &Name, expired: bool) {
         if z.is_expired() != expired {
             publisher.publish(Arc::new(z.with_expired(expired)));
         }
-    }
-}
-
-/// The saved next refresh and expiry (Unix seconds), if any.
-/// The saved timers: next refresh, expiry, last successful refresh (Unix
-/// times; the last is missing in files written before it was kept).
-fn read_timers(path: &PathBuf) -> (Option<u64>, Option<u64>, Option<u64>) {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return (None, None, None);
-    };
-    let mut it = text.split_whitespace().map(|w| w.parse::<u64>().ok());
-    let next = it.next().flatten();
-    let expire = it.next().flatten();
-    let last = it.next().flatten().filter(|&t| t > 0);
-    (next, expire, last)
-}
-
-/// Saves the next refresh, the expiry and the last successful refresh:
-/// one line of fixed width written over the file's in place (a new file
-/// per refresh was an inode made and freed each time, 10^5 zones every
-/// refresh interval). The line is one sector; a line that does not read
-/// back (a torn write) only makes the zone refresh at once.
-fn write_timers(path: &PathBuf, next: u64, expire: Option<u64>, last: Option<u64>) {
-    use std::os::unix::fs::FileExt;
-    let text = format!(
-        "{next:020} {:020} {:020}\n",
-        expire.unwrap_or(0),
-        last.unwrap_or(0)
-    );
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .and_then(|f| {
-            f.write_all_at(text.as_bytes(), 0)?;
-            // A line written by an older version may have been longer.
-            f.set_len(text.len() as u64)
-        });
-    if let Err(e) = written {
-        tracing::warn!("{}: timers not saved: {e}", path.display());
     }
 }
 
@@ -760,28 +742,5 @@ impl Refresh {
                 })
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{read_timers, write_timers};
-
-    #[test]
-    fn timers_written_in_place_read_back() {
-        let dir = std::env::temp_dir().join(format!("lode-timers-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("z.timers");
-        // A line an older version wrote (variable width, longer than ours
-        // is not possible, shorter is): overwritten whole.
-        std::fs::write(&path, "1 2 3\n").unwrap();
-        write_timers(&path, 1_800_000_000, Some(1_900_000_000), None);
-        assert_eq!(
-            read_timers(&path),
-            (Some(1_800_000_000), Some(1_900_000_000), None)
-        );
-        write_timers(&path, 5, None, Some(7));
-        assert_eq!(read_timers(&path), (Some(5), Some(0), Some(7)));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

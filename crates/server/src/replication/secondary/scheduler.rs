@@ -12,9 +12,8 @@ use std::time::{Duration, Instant};
 use lode_wire::Name;
 
 use super::notify_asks::{notify_asks, NotifyAsks};
-use super::{
-    set_expired, soa_timers, write_timers, Event, Outcome, Refresh, Status, ZoneState, RETRY_MIN,
-};
+use super::timers::{TimerLog, Timers};
+use super::{set_expired, soa_timers, Event, Outcome, Refresh, Status, ZoneState, RETRY_MIN};
 use crate::clock::unix_now;
 use crate::publish::Publisher;
 
@@ -48,6 +47,8 @@ pub(super) struct Scheduler {
     pub(super) tx: mpsc::Sender<Event>,
     pub(super) publisher: Arc<Publisher>,
     pub(super) status: Arc<Mutex<HashMap<Name, Status>>>,
+    /// Where the timers are saved.
+    pub(super) timers: Arc<TimerLog>,
 }
 
 impl Scheduler {
@@ -150,8 +151,8 @@ impl Scheduler {
                 self.queue(&zone);
             }
             Event::Remove(zone) => {
-                if let Some(z) = self.zones.remove(&zone) {
-                    let _ = std::fs::remove_file(&z.timers);
+                if self.zones.remove(&zone).is_some() {
+                    self.timers.remove(&zone);
                 }
             }
             Event::Sources { zone, sources } => {
@@ -307,7 +308,14 @@ impl Scheduler {
                 if transfer.is_some() {
                     st.last_transfer = transfer;
                 }
-                write_timers(&z.timers, now + u64::from(refresh), z.expire_at, Some(now));
+                self.timers.set(
+                    zone,
+                    Timers {
+                        next: Some(now + u64::from(refresh)),
+                        expire: z.expire_at,
+                        last: Some(now),
+                    },
+                );
             }
             Outcome::Failed(why) => {
                 tracing::warn!(
@@ -317,11 +325,13 @@ impl Scheduler {
                 z.next = Instant::now() + Duration::from_secs(u64::from(z.retry));
                 st.next_refresh = Some(now + u64::from(z.retry));
                 st.last_error = Some(why);
-                write_timers(
-                    &z.timers,
-                    now + u64::from(z.retry),
-                    z.expire_at,
-                    st.last_refresh,
+                self.timers.set(
+                    zone,
+                    Timers {
+                        next: Some(now + u64::from(z.retry)),
+                        expire: z.expire_at,
+                        last: st.last_refresh,
+                    },
                 );
             }
         }

@@ -1,0 +1,348 @@
+//! Every secondary zone's timers in one file of the journal folder,
+//! `secondary-timers`: a line per change, appended,
+//!
+//! ```text
+//!  <origin> <next refresh> <expiry> <last refresh>     (Unix seconds, 0: none)
+//!  <origin> -                                          (the zone is no longer a secondary)
+//! ```
+//!
+//! read back at start (the last line of a zone wins) and rewritten whole
+//! when it holds four times as many lines as zones. A file per zone cost an
+//! inode made per zone (10^5 catalog members: 10^5 files created, a fifth of
+//! the consumer's time). Timers are advice, not data: a line lost to a crash
+//! or a torn write makes its zone refresh at once, as with no timers at all,
+//! so appends are not synced. The name has no dot, so no zone's own files
+//! (`<zone>.jnl`, `<zone>.state`) can take it. A zone's timers file of an
+//! older version (`<zone>.timers`) is read once and removed.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use lode_wire::Name;
+
+/// A zone's saved timers (Unix seconds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Timers {
+    /// The next refresh.
+    pub(crate) next: Option<u64>,
+    /// When the zone expires without a refresh.
+    pub(crate) expire: Option<u64>,
+    /// The last successful refresh.
+    pub(crate) last: Option<u64>,
+}
+
+/// The timers of every secondary zone, and their file.
+#[derive(Debug)]
+pub(crate) struct TimerLog {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
+    /// Open for appending (None: not writable; timers are then kept in
+    /// memory only, a warning logged once).
+    file: Option<File>,
+    live: HashMap<Name, Timers>,
+    /// Lines in the file.
+    lines: usize,
+    warned: bool,
+}
+
+/// The file's name in the journal folder.
+const FILE: &str = "secondary-timers";
+
+impl TimerLog {
+    /// Reads the timers saved in `dir`.
+    pub(crate) fn open(dir: &Path) -> TimerLog {
+        let path = dir.join(FILE);
+        let mut live = HashMap::new();
+        let mut lines = 0;
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            // A torn last line is cut off, so the next append starts a line.
+            if !text.is_empty() && !text.ends_with('\n') {
+                let whole = text.rfind('\n').map_or(0, |i| i + 1);
+                let cut = OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|f| f.set_len(whole as u64));
+                if let Err(e) = cut {
+                    tracing::warn!("{}: torn line not cut off: {e}", path.display());
+                }
+            }
+            for line in text.lines() {
+                lines += 1;
+                if let Some((origin, t)) = parse(line) {
+                    match t {
+                        Some(t) => live.insert(origin, t),
+                        None => live.remove(&origin),
+                    };
+                }
+            }
+        }
+        let mut inner = Inner {
+            path,
+            file: None,
+            live,
+            lines,
+            warned: false,
+        };
+        inner.reopen();
+        TimerLog {
+            inner: Mutex::new(inner),
+        }
+    }
+
+    /// The timers saved for `origin` (from its own file of an older
+    /// version, `old`, if the log has none; that file is then removed).
+    pub(crate) fn get(&self, origin: &Name, old: &Path) -> Timers {
+        let mut inner = self.lock();
+        if let Some(t) = inner.live.get(origin) {
+            return *t;
+        }
+        let Ok(text) = std::fs::read_to_string(old) else {
+            return Timers::default();
+        };
+        let mut it = text.split_whitespace().map(|w| w.parse::<u64>().ok());
+        let t = Timers {
+            next: it.next().flatten(),
+            expire: it.next().flatten().filter(|&e| e > 0),
+            last: it.next().flatten().filter(|&l| l > 0),
+        };
+        inner.set(origin, t);
+        let _ = std::fs::remove_file(old);
+        t
+    }
+
+    /// Saves the timers of `origin`.
+    pub(crate) fn set(&self, origin: &Name, t: Timers) {
+        self.lock().set(origin, t);
+    }
+
+    /// Forgets `origin` (no longer a secondary here).
+    pub(crate) fn remove(&self, origin: &Name) {
+        let mut inner = self.lock();
+        if inner.live.remove(origin).is_some() {
+            let line = format!("{origin} -\n");
+            inner.append(&line);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Inner {
+    fn set(&mut self, origin: &Name, t: Timers) {
+        if self.live.get(origin) == Some(&t) {
+            return;
+        }
+        self.live.insert(origin.clone(), t);
+        let line = line(origin, &t);
+        self.append(&line);
+    }
+
+    fn append(&mut self, line: &str) {
+        if self.lines >= 1024 && self.lines >= 4 * self.live.len() {
+            self.rewrite();
+            return; // the rewrite holds every zone's timers now
+        }
+        let written = match &mut self.file {
+            Some(f) => f.write_all(line.as_bytes()),
+            None => Err(std::io::Error::other("not open")),
+        };
+        match written {
+            Ok(()) => self.lines += 1,
+            Err(e) => self.warn(&e),
+        }
+    }
+
+    /// Writes the live timers to a new file and puts it in place.
+    fn rewrite(&mut self) {
+        let tmp = self.path.with_extension("tmp");
+        let mut text = String::with_capacity(self.live.len() * 64);
+        for (origin, t) in &self.live {
+            text.push_str(&line(origin, t));
+        }
+        let done = std::fs::write(&tmp, &text).and_then(|()| std::fs::rename(&tmp, &self.path));
+        match done {
+            Ok(()) => {
+                self.lines = self.live.len();
+                self.reopen();
+            }
+            Err(e) => self.warn(&e),
+        }
+    }
+
+    fn reopen(&mut self) {
+        match OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+        {
+            Ok(f) => self.file = Some(f),
+            Err(e) => {
+                self.file = None;
+                self.warn(&e);
+            }
+        }
+    }
+
+    fn warn(&mut self, e: &std::io::Error) {
+        if !self.warned {
+            self.warned = true;
+            tracing::warn!(
+                "{}: secondary zones' timers not saved ({e}); after a restart they refresh at once",
+                self.path.display()
+            );
+        }
+    }
+}
+
+fn line(origin: &Name, t: &Timers) -> String {
+    format!(
+        "{origin} {} {} {}\n",
+        t.next.unwrap_or(0),
+        t.expire.unwrap_or(0),
+        t.last.unwrap_or(0)
+    )
+}
+
+/// A line: the zone and its timers, or None for a zone removed. A line
+/// that does not parse (torn) is skipped.
+fn parse(line: &str) -> Option<(Name, Option<Timers>)> {
+    let mut words = line.split(' ');
+    let origin: Name = words.next()?.parse().ok()?;
+    let origin = origin.to_lowercase();
+    let first = words.next()?;
+    if first == "-" {
+        return words.next().is_none().then_some((origin, None));
+    }
+    let mut num = || -> Option<Option<u64>> {
+        let n: u64 = words.next()?.parse().ok()?;
+        Some((n > 0).then_some(n))
+    };
+    let next: u64 = first.parse().ok()?;
+    let expire = num()?;
+    let last = num()?;
+    if words.next().is_some() {
+        return None;
+    }
+    Some((
+        origin,
+        Some(Timers {
+            next: (next > 0).then_some(next),
+            expire,
+            last,
+        }),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("lode-timers-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn timers_read_back_after_a_restart() {
+        let dir = temp("back");
+        let a: Name = "a.example.".parse().unwrap();
+        let b: Name = "b.example.".parse().unwrap();
+        let t1 = Timers {
+            next: Some(1_800_000_000),
+            expire: Some(1_900_000_000),
+            last: None,
+        };
+        let t2 = Timers {
+            next: Some(5),
+            expire: None,
+            last: Some(7),
+        };
+        {
+            let log = TimerLog::open(&dir);
+            log.set(&a, t1);
+            log.set(&b, t1);
+            log.set(&a, t2);
+            log.remove(&b);
+        }
+        let log = TimerLog::open(&dir);
+        assert_eq!(log.get(&a, &dir.join("a.timers")), t2);
+        assert_eq!(log.get(&b, &dir.join("b.timers")), Timers::default());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_torn_line_is_skipped_and_an_old_file_taken_over() {
+        let dir = temp("torn");
+        let a: Name = "a.example.".parse().unwrap();
+        let c: Name = "c.example.".parse().unwrap();
+        std::fs::write(
+            dir.join(FILE),
+            "a.example. 10 20 30\nc.example. 1 2 3\na.example. 11 2",
+        )
+        .unwrap();
+        // A zone's own file, as an older version wrote it.
+        let old = dir.join("d.example.timers");
+        std::fs::write(&old, format!("{:020} {:020} {:020}\n", 40, 50, 0)).unwrap();
+        let log = TimerLog::open(&dir);
+        let want = |n, e, l| Timers {
+            next: Some(n),
+            expire: Some(e),
+            last: Some(l),
+        };
+        assert_eq!(log.get(&a, &dir.join("x")), want(10, 20, 30));
+        assert_eq!(log.get(&c, &dir.join("x")), want(1, 2, 3));
+        let d: Name = "d.example.".parse().unwrap();
+        let got = log.get(&d, &old);
+        assert_eq!((got.next, got.expire, got.last), (Some(40), Some(50), None));
+        assert!(!old.exists(), "the old file is taken over");
+        drop(log);
+        let log = TimerLog::open(&dir);
+        assert_eq!(log.get(&d, &old).next, Some(40));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_file_is_rewritten_when_mostly_old_lines() {
+        let dir = temp("rewrite");
+        let log = TimerLog::open(&dir);
+        let zones: Vec<Name> = (0..10)
+            .map(|i| format!("z{i}.example.").parse().unwrap())
+            .collect();
+        for round in 1..=500u64 {
+            for z in &zones {
+                log.set(
+                    z,
+                    Timers {
+                        next: Some(round),
+                        expire: None,
+                        last: None,
+                    },
+                );
+            }
+        }
+        let lines = std::fs::read_to_string(dir.join(FILE))
+            .unwrap()
+            .lines()
+            .count();
+        assert!(lines < 1100, "{lines} lines for 10 zones");
+        drop(log);
+        let log = TimerLog::open(&dir);
+        for z in &zones {
+            assert_eq!(log.get(z, &dir.join("x")).next, Some(500));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
