@@ -32,7 +32,7 @@ mod common;
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::peers::{
@@ -695,6 +695,31 @@ fn knot_primary_to_lode_secondary_chain() {
     assert!(
         a.tap.full() > full_before,
         "A took the whole zone after Knot's history was dropped:\n{}",
+        a.log_tail(20)
+    );
+
+    // A power loss just after A took a zone whole: its state, written
+    // without a sync (the primary has the zone), cut short. A says so,
+    // starts with nothing and transfers the zone again.
+    a.kill9();
+    let states: Vec<PathBuf> = std::fs::read_dir(a.dir().join("journal"))
+        .expect("A's journal folder")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "state"))
+        .collect();
+    assert_eq!(states.len(), 1, "A's state: {states:?}");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&states[0])
+        .and_then(|f| f.set_len(10))
+        .expect("state cut short");
+    let full_before = a.tap.full();
+    a.restart().unwrap_or_else(|e| panic!("restart A: {e}"));
+    converged(&a, serial, &want, &key, CONVERGE).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        a.tap.full() > full_before && a.log().contains("the zone is transferred again"),
+        "A took the zone again after its state was cut short:\n{}",
         a.log_tail(20)
     );
 

@@ -70,7 +70,7 @@ pub fn write(snap: &Path, zone: &Zone, zone_file: &Path) -> std::io::Result<()> 
             zone_file.display()
         ))
     })?;
-    write_tagged(snap, zone, &tag)
+    write_tagged(snap, zone, &tag, Durability::Synced)
 }
 
 /// The tag of a zone's state snapshot (see [`write_state`]).
@@ -78,18 +78,35 @@ const STATE_TAG: &[u8] = b"lode zone state";
 
 /// Writes a zone's state — its contents at one serial, whatever its file
 /// says — to `snap`: what a journal flush keeps before dropping the history
-/// the state covers. Synced before it is renamed into place, and the folder
-/// after.
+/// the state covers. With [`Durability::Synced`] the file is synced before
+/// it is renamed into place, and the folder after.
 /// `file_tag` names the zone file version whose contents the state includes
 /// (see [`source_tag`]): a file that differs from it was edited since.
-pub fn write_state(snap: &Path, zone: &Zone, file_tag: &[u8]) -> std::io::Result<()> {
+pub fn write_state(
+    snap: &Path,
+    zone: &Zone,
+    file_tag: &[u8],
+    sync: Durability,
+) -> std::io::Result<()> {
     let mut tag = STATE_TAG.to_vec();
     tag.extend_from_slice(file_tag);
-    write_tagged(snap, zone, &tag)?;
-    if let Some(dir) = snap.parent() {
+    write_tagged(snap, zone, &tag, sync)?;
+    if let (Some(dir), Durability::Synced) = (snap.parent(), sync) {
         File::open(dir)?.sync_all()?;
     }
     Ok(())
+}
+
+/// Whether a state written waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// The file and its folder synced before the call returns: the state
+    /// survives a power loss (what a journal's history is dropped against).
+    Synced,
+    /// Written and renamed in place, left to the kernel's writeback: it
+    /// survives the process (`kill -9`), maybe not a power loss — for a
+    /// version that can be fetched again (a secondary's transfer).
+    Cached,
 }
 
 /// Reads a state snapshot written by [`write_state`], with its file tag:
@@ -118,7 +135,7 @@ pub fn read_state(snap: &Path, origin: &Name) -> Result<Option<(Zone, Vec<u8>)>,
     Ok(Some((zone, file_tag.to_vec())))
 }
 
-fn write_tagged(snap: &Path, zone: &Zone, tag: &[u8]) -> std::io::Result<()> {
+fn write_tagged(snap: &Path, zone: &Zone, tag: &[u8], sync: Durability) -> std::io::Result<()> {
     if let Some(dir) = snap.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -129,7 +146,9 @@ fn write_tagged(snap: &Path, zone: &Zone, tag: &[u8]) -> std::io::Result<()> {
         let mut w = BufWriter::with_capacity(size, File::create(&tmp)?);
         zone.write_snapshot(tag, &mut w)?;
         w.flush()?;
-        w.get_ref().sync_all()?;
+        if sync == Durability::Synced {
+            w.get_ref().sync_all()?;
+        }
         std::fs::rename(&tmp, snap)
     })();
     if result.is_err() {

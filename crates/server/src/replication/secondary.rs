@@ -366,8 +366,14 @@ fn prepare(
     let served = publisher.get(origin);
     let has_data = served.as_ref().is_some_and(|z| !is_placeholder(z));
     let mut next = Instant::now();
+    // The timers are for the serial they name: a state that holds another
+    // (written since without a sync and lost) is refreshed at once.
+    let same_serial = match (saved.serial, &served) {
+        (Some(s), Some(z)) => s == z.serial(),
+        _ => true,
+    };
     if has_data {
-        if let Some(t) = saved_next.filter(|&t| t > now_unix) {
+        if let Some(t) = saved_next.filter(|&t| t > now_unix && same_serial) {
             next += Duration::from_secs(t - now_unix);
         }
         if saved_expire.is_some_and(|e| e <= now_unix) {

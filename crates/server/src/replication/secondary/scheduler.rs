@@ -314,6 +314,7 @@ impl Scheduler {
                         next: Some(now + u64::from(refresh)),
                         expire: z.expire_at,
                         last: Some(now),
+                        serial: self.publisher.get(zone).map(|v| v.serial()),
                     },
                 );
             }
@@ -331,6 +332,7 @@ impl Scheduler {
                         next: Some(now + u64::from(z.retry)),
                         expire: z.expire_at,
                         last: st.last_refresh,
+                        serial: self.publisher.get(zone).map(|v| v.serial()),
                     },
                 );
             }

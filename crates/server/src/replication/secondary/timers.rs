@@ -2,7 +2,8 @@
 //! `secondary-timers`: a line per change, appended,
 //!
 //! ```text
-//!  <origin> <next refresh> <expiry> <last refresh>     (Unix seconds, 0: none)
+//!  <origin> <next refresh> <expiry> <last refresh> <serial>   (Unix seconds, 0: none;
+//!                                                               the serial then served)
 //!  <origin> -                                          (the zone is no longer a secondary)
 //! ```
 //!
@@ -11,7 +12,9 @@
 //! inode made per zone (10^5 catalog members: 10^5 files created, a fifth of
 //! the consumer's time). Timers are advice, not data: a line lost to a crash
 //! or a torn write makes its zone refresh at once, as with no timers at all,
-//! so appends are not synced. The name has no dot, so no zone's own files
+//! so appends are not synced; and a zone whose state does not hold the
+//! serial its timers name (a state written since and lost, see
+//! `Durability::Cached`) is refreshed at once too. The name has no dot, so no zone's own files
 //! (`<zone>.jnl`, `<zone>.state`) can take it. A zone's timers file of an
 //! older version (`<zone>.timers`) is read once and removed.
 
@@ -32,6 +35,9 @@ pub(crate) struct Timers {
     pub(crate) expire: Option<u64>,
     /// The last successful refresh.
     pub(crate) last: Option<u64>,
+    /// The serial served when they were saved (None in an older version's
+    /// files).
+    pub(crate) serial: Option<u32>,
 }
 
 /// The timers of every secondary zone, and their file.
@@ -111,6 +117,7 @@ impl TimerLog {
             next: it.next().flatten(),
             expire: it.next().flatten().filter(|&e| e > 0),
             last: it.next().flatten().filter(|&l| l > 0),
+            serial: None,
         };
         inner.set(origin, t);
         let _ = std::fs::remove_file(old);
@@ -206,8 +213,9 @@ impl Inner {
 }
 
 fn line(origin: &Name, t: &Timers) -> String {
+    let serial = t.serial.map_or("-".to_string(), |s| s.to_string());
     format!(
-        "{origin} {} {} {}\n",
+        "{origin} {} {} {} {serial}\n",
         t.next.unwrap_or(0),
         t.expire.unwrap_or(0),
         t.last.unwrap_or(0)
@@ -231,6 +239,10 @@ fn parse(line: &str) -> Option<(Name, Option<Timers>)> {
     let next: u64 = first.parse().ok()?;
     let expire = num()?;
     let last = num()?;
+    let serial = match words.next()? {
+        "-" => None,
+        s => Some(s.parse().ok()?),
+    };
     if words.next().is_some() {
         return None;
     }
@@ -240,6 +252,7 @@ fn parse(line: &str) -> Option<(Name, Option<Timers>)> {
             next: (next > 0).then_some(next),
             expire,
             last,
+            serial,
         }),
     ))
 }
@@ -264,11 +277,13 @@ mod tests {
             next: Some(1_800_000_000),
             expire: Some(1_900_000_000),
             last: None,
+            serial: Some(4_000_000_000),
         };
         let t2 = Timers {
             next: Some(5),
             expire: None,
             last: Some(7),
+            serial: None,
         };
         {
             let log = TimerLog::open(&dir);
@@ -290,20 +305,21 @@ mod tests {
         let c: Name = "c.example.".parse().unwrap();
         std::fs::write(
             dir.join(FILE),
-            "a.example. 10 20 30\nc.example. 1 2 3\na.example. 11 2",
+            "a.example. 10 20 30 -\nc.example. 1 2 3 9\na.example. 11 2",
         )
         .unwrap();
         // A zone's own file, as an older version wrote it.
         let old = dir.join("d.example.timers");
         std::fs::write(&old, format!("{:020} {:020} {:020}\n", 40, 50, 0)).unwrap();
         let log = TimerLog::open(&dir);
-        let want = |n, e, l| Timers {
+        let want = |n, e, l, serial| Timers {
             next: Some(n),
             expire: Some(e),
             last: Some(l),
+            serial,
         };
-        assert_eq!(log.get(&a, &dir.join("x")), want(10, 20, 30));
-        assert_eq!(log.get(&c, &dir.join("x")), want(1, 2, 3));
+        assert_eq!(log.get(&a, &dir.join("x")), want(10, 20, 30, None));
+        assert_eq!(log.get(&c, &dir.join("x")), want(1, 2, 3, Some(9)));
         let d: Name = "d.example.".parse().unwrap();
         let got = log.get(&d, &old);
         assert_eq!((got.next, got.expire, got.last), (Some(40), Some(50), None));
@@ -329,6 +345,7 @@ mod tests {
                         next: Some(round),
                         expire: None,
                         last: None,
+                        serial: Some(1),
                     },
                 );
             }

@@ -15,6 +15,7 @@ use lode_zones::{Change, Stage, Staged};
 
 use crate::config::ZonefileSync;
 use crate::loading::flush::{Flushed, Written};
+use crate::loading::snapshot::Durability;
 
 use super::background::{Background, FileDone, FileJob};
 use super::pool::WeakQueue;
@@ -112,6 +113,11 @@ struct Writer {
     /// primary's serial the served one stands for is kept (journal marks,
     /// the state's tag, the publisher for the refresh).
     signs_transfers: bool,
+    /// A secondary not signed here: a whole version transferred in can be
+    /// fetched again, so its state is written without waiting for the disk
+    /// (see [`Durability::Cached`]; a catalog's 10^5 members each waited for two
+    /// syncs, the consumer's pace). Its journal's changes still are synced.
+    refetchable: bool,
     /// The commit log shared by every zone (None: each journal append is
     /// synced on its own).
     commit_log: Option<Arc<wal::CommitLog>>,
@@ -570,7 +576,12 @@ impl Writer {
         if let Some(u) = upstream {
             self.set_upstream(u);
         }
-        self.write_state_now(false)?;
+        let sync = if self.refetchable {
+            Durability::Cached
+        } else {
+            Durability::Synced
+        };
+        self.write_state(false, sync)?;
         self.idle_since = None;
         self.maybe_flush();
         Ok(serial)
@@ -766,13 +777,18 @@ impl Writer {
     /// Writes the published version as the zone's state (compacting it
     /// first, on this thread) and drops the journal history it covers.
     fn write_state_now(&mut self, keep_history: bool) -> Result<(), String> {
+        self.write_state(keep_history, Durability::Synced)
+    }
+
+    /// [`Writer::write_state_now`], the state synced or not.
+    fn write_state(&mut self, keep_history: bool, sync: Durability) -> Result<(), String> {
         let current = self
             .publisher
             .get(&self.origin)
             .ok_or("the zone is not served")?;
         let compacted = current.compact().map_err(|e| e.to_string())?;
         let state = self.state_path();
-        crate::loading::snapshot::write_state(&state, &compacted, &self.file_tag)
+        crate::loading::snapshot::write_state(&state, &compacted, &self.file_tag, sync)
             .map_err(|e| format!("{}: {e}", state.display()))?;
         self.state_pending = false;
         if self.journal.last_serial().is_some() && !keep_history {
@@ -820,9 +836,12 @@ impl Writer {
             drop(zone);
             let zone = compacted;
             let state = match (&zone, state) {
-                (Ok(z), Some((path, tag))) => {
-                    Some(crate::loading::snapshot::write_state(&path, z, &tag))
-                }
+                (Ok(z), Some((path, tag))) => Some(crate::loading::snapshot::write_state(
+                    &path,
+                    z,
+                    &tag,
+                    Durability::Synced,
+                )),
                 _ => None,
             };
             Compacted { zone, state }

@@ -268,6 +268,7 @@ fn open_writer(
         resign_after: None,
         keys: key_roll,
         signs_transfers: false,
+        refetchable: false,
         commit_log: updates.commit_log(),
         pending: None,
         waiting: Vec::new(),
@@ -280,6 +281,8 @@ fn open_writer(
     } else {
         Ok(None)
     };
+    // The journal continues a state that was read, not one discarded.
+    let mut discard_state = false;
     let (base, state_tag) = match read {
         Ok(Some((s, tag))) => {
             tracing::info!(
@@ -292,6 +295,14 @@ fn open_writer(
         // First start with updates (or a journal from before states):
         // the journal continues the zone file.
         Ok(None) => (zone.clone(), None),
+        // A secondary's state may be one written without a sync (see
+        // `Durability::Cached`) and cut short by a power loss: its primaries
+        // have the zone, so it starts with nothing and transfers it again.
+        Err(e) if secondary => {
+            tracing::warn!("zone {origin}: {e}; the zone is transferred again");
+            discard_state = true;
+            (zone.clone(), None)
+        }
         Err(e) => {
             tracing::error!("zone {origin}: {e}; updates to the zone get SERVFAIL");
             return None;
@@ -300,17 +311,24 @@ fn open_writer(
     // A secondary signed here: the primary's serial its version stands
     // for, from the newest journal mark, else the state's tag (unknown:
     // the first refresh transfers the zone whole).
+    writer.refetchable = secondary && writer.stage.signer.is_none();
     if secondary && writer.stage.signer.is_some() {
         writer.signs_transfers = true;
         let upstream = recovery
             .upstream_serial
+            .filter(|_| !discard_state)
             .or_else(|| state_tag.as_deref().and_then(super::parse_upstream_tag));
         match upstream {
             Some(u) => writer.set_upstream(u),
             None => publisher.set_upstream(&origin, None),
         }
     }
-    let current = match replay(&writer.stage, &base, &recovery.changesets) {
+    let changesets = if discard_state {
+        &[][..]
+    } else {
+        &recovery.changesets[..]
+    };
+    let current = match replay(&writer.stage, &base, changesets) {
         Ok((z, n)) => {
             if n > 0 {
                 tracing::info!(
