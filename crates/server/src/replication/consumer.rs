@@ -78,6 +78,9 @@ pub(crate) fn start(
     }
 }
 
+/// Members added or removed at once past which the freed heap is trimmed.
+const TRIM_AFTER: usize = 1000;
+
 struct Consumer {
     config: Config,
     /// Each consumed catalog and its templates.
@@ -153,8 +156,14 @@ impl Consumer {
             }
             added.push(m);
         }
+        let many = gone.len() + added.len() >= TRIM_AFTER;
         self.remove(&gone);
         self.add(catalog, added);
+        if many {
+            // Adding 10^5 members at once builds each map and list anew
+            // (hundreds of MB at the peak), freed since: give the pages back.
+            lode_io::mem::trim_heap();
+        }
     }
 
     /// Starts new members: doors, writers, refreshes and NOTIFY targets,

@@ -87,7 +87,7 @@ impl WeakQueue {
             let mut out = out.borrow_mut();
             let mut writer = lock(&task.writer);
             // What came while the writer was parked goes to it now.
-            let queued: Vec<Work> = lock(&task.queue).drain(..).collect();
+            let queued: Vec<Work> = Vec::from(std::mem::take(&mut *lock(&task.queue)));
             let wake = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 writer.committed(result, queued, &mut out, self)
             }))
@@ -301,8 +301,14 @@ impl Task {
     fn run(self: &Arc<Self>, pool: &Inner, out: &mut [u8]) {
         let group: Vec<Work> = {
             let mut q = lock(&self.queue);
-            let n = q.len().min(MAX_GROUP);
-            q.drain(..n).collect()
+            if q.len() <= MAX_GROUP {
+                // The queue's buffer goes with the group (Vec::from reuses
+                // it): an idle zone's queue holds no memory (~190 bytes a
+                // zone kept at 10^5 catalog members), at no extra allocation.
+                Vec::from(std::mem::take(&mut *q))
+            } else {
+                q.drain(..MAX_GROUP).collect()
+            }
         };
         let me = WeakQueue {
             task: Arc::downgrade(self),
