@@ -49,8 +49,8 @@ pub(crate) struct TimerLog {
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
-    /// Open for appending (None: not writable; timers are then kept in
-    /// memory only, a warning logged once).
+    /// Open for appending (None: nothing written yet, or not writable —
+    /// timers are then kept in memory only, a warning logged once).
     file: Option<File>,
     live: HashMap<Name, Timers>,
     /// Lines in the file.
@@ -89,14 +89,15 @@ impl TimerLog {
                 }
             }
         }
-        let mut inner = Inner {
+        // Opened for appending at the first line written: a server with no
+        // secondary zone writes no file.
+        let inner = Inner {
             path,
             file: None,
             live,
             lines,
             warned: false,
         };
-        inner.reopen();
         TimerLog {
             inner: Mutex::new(inner),
         }
@@ -160,9 +161,12 @@ impl Inner {
             self.rewrite();
             return; // the rewrite holds every zone's timers now
         }
+        if self.file.is_none() {
+            self.reopen();
+        }
         let written = match &mut self.file {
             Some(f) => f.write_all(line.as_bytes()),
-            None => Err(std::io::Error::other("not open")),
+            None => return, // reopen warned
         };
         match written {
             Ok(()) => self.lines += 1,
@@ -287,6 +291,7 @@ mod tests {
         };
         {
             let log = TimerLog::open(&dir);
+            assert!(!dir.join(FILE).exists(), "no file before a line");
             log.set(&a, t1);
             log.set(&b, t1);
             log.set(&a, t2);
