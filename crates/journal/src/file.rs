@@ -139,22 +139,28 @@ pub(crate) fn remove_stale_temps(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
-    let ours = std::process::id().to_string();
     let mut removed = 0;
     for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.rsplit_once(".tmp."))
-            .map(|(_, p)| p)
-        else {
-            continue;
-        };
-        if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && pid != ours {
+        if is_stale_temp(&e.file_name()) {
             removed += usize::from(std::fs::remove_file(e.path()).is_ok());
         }
     }
     removed
+}
+
+/// Whether a file named `name` is a `<name>.tmp.<pid>` file that a process
+/// other than this one left (see [`remove_stale_temps`]).
+pub(crate) fn is_stale_temp(name: &std::ffi::OsStr) -> bool {
+    let Some(pid) = name
+        .to_str()
+        .and_then(|n| n.rsplit_once(".tmp."))
+        .map(|(_, p)| p)
+    else {
+        return false;
+    };
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && pid != std::process::id().to_string()
 }
 
 /// Keeps the file at `path` aside as `<name>.damaged.<unix-time>` (a hard link,

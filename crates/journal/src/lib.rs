@@ -455,6 +455,13 @@ pub fn remove_stale_temps(dir: &Path) -> usize {
     file::remove_stale_temps(dir)
 }
 
+/// Whether the file `name` in a journal folder is a temporary file an
+/// earlier process left (what [`remove_stale_temps`] removes), for a caller
+/// that lists the folder anyway.
+pub fn is_stale_temp(name: &std::ffi::OsStr) -> bool {
+    file::is_stale_temp(name)
+}
+
 impl Journal {
     /// Opens the journal of zone `origin` at `path` (created, with its folder,
     /// if missing) and returns it with the changesets to replay. A torn tail is

@@ -31,18 +31,7 @@ pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<
         .map(|spec| (spec.clone(), config.zone_options(&spec.name)))
         .filter(|(_, options)| options.is_live())
         .collect();
-    // What a crash of the last run left half written (never renamed into
-    // place): one pass over the folder for all zones.
-    if let Some(dir) = config.journal_dir.as_deref() {
-        let removed = lode_journal::remove_stale_temps(dir);
-        if removed > 0 {
-            tracing::info!(
-                "journal-dir {}: {removed} temporary file(s) a crash left removed",
-                dir.display()
-            );
-        }
-    }
-    start_writers_for(updates, config, &live, publisher);
+    start_writers_with(updates, config, &live, publisher, Sweep::StaleTemps);
 }
 
 /// Starts the writers of `zones` (opened on every core) and hands their
@@ -58,6 +47,28 @@ pub(crate) fn start_writers_for(
         Arc<crate::config::ZoneOptions>,
     )],
     publisher: &Arc<Publisher>,
+) -> std::collections::HashSet<Name> {
+    start_writers_with(updates, config, zones, publisher, Sweep::No)
+}
+
+/// Whether starting writers also clears the journal folder of what a crash
+/// of the last run left half written (never renamed into place): at start,
+/// in the same pass as the folder's listing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    StaleTemps,
+    No,
+}
+
+fn start_writers_with(
+    updates: &Updates,
+    config: &Config,
+    zones: &[(
+        Arc<crate::config::ZoneSpec>,
+        Arc<crate::config::ZoneOptions>,
+    )],
+    publisher: &Arc<Publisher>,
+    sweep: Sweep,
 ) -> std::collections::HashSet<Name> {
     let Some(dir) = config.journal_dir.as_deref().filter(|_| !zones.is_empty()) else {
         return std::collections::HashSet::new();
@@ -88,7 +99,7 @@ pub(crate) fn start_writers_for(
             }
         });
     }
-    let present = &Present::list(dir, zones.len());
+    let present = &Present::list(dir, zones.len(), sweep);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(zones.len());
@@ -497,7 +508,8 @@ fn replay(
 /// What `journal-dir` holds, listed once when many writers start together
 /// (at 10^5 zones a probe per file costs three failing opens per zone;
 /// most zones have no journal, state or note yet). Few writers: no list,
-/// every file is probed. The names are kept as 64-bit hashes (~16 bytes a
+/// every file is probed. At start the same pass removes what a crash left
+/// half written ([`Sweep`]; it was a second listing of the folder). The names are kept as 64-bit hashes (~16 bytes a
 /// file, not a copy of each name: 10^6 zones with journals, states and
 /// notes make 3·10^6 files); a hash shared by two names only costs a probe.
 pub(crate) struct Present(Option<std::collections::HashSet<u64>>);
@@ -506,19 +518,33 @@ impl Present {
     /// Zones started together from which the folder is listed.
     const LIST_FROM: usize = 64;
 
-    fn list(dir: &std::path::Path, zones: usize) -> Present {
-        if zones < Self::LIST_FROM {
+    fn list(dir: &std::path::Path, zones: usize, sweep: Sweep) -> Present {
+        let keep = zones >= Self::LIST_FROM;
+        if !keep && sweep == Sweep::No {
             return Present(None);
         }
-        match std::fs::read_dir(dir) {
-            Ok(entries) => Present(Some(
-                entries
-                    .filter_map(|e| e.ok().map(|e| Self::key(&e.file_name())))
-                    .collect(),
-            )),
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
             // Unreadable as a whole: each open says why.
-            Err(_) => Present(None),
+            Err(_) => return Present(None),
+        };
+        let mut names = std::collections::HashSet::new();
+        let mut removed = 0;
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if sweep == Sweep::StaleTemps && lode_journal::is_stale_temp(&name) {
+                removed += usize::from(std::fs::remove_file(e.path()).is_ok());
+            } else if keep {
+                names.insert(Self::key(&name));
+            }
         }
+        if removed > 0 {
+            tracing::info!(
+                "journal-dir {}: {removed} temporary file(s) a crash left removed",
+                dir.display()
+            );
+        }
+        Present(keep.then_some(names))
     }
 
     /// False when `path` (in the folder) was not there when it was listed.
@@ -533,5 +559,39 @@ impl Present {
     fn key(name: &std::ffi::OsStr) -> u64 {
         use std::hash::{BuildHasher, BuildHasherDefault};
         BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Present, Sweep};
+
+    #[test]
+    fn one_listing_sweeps_stale_temps_and_keeps_the_names() {
+        let dir = std::env::temp_dir().join(format!("lode-present-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ours = format!("b.state.tmp.{}", std::process::id());
+        for f in ["a.jnl", "a.jnl.tmp.1", ours.as_str()] {
+            std::fs::write(dir.join(f), b"x").unwrap();
+        }
+        // Many zones: the names are kept, a crash's temporary file removed,
+        // this process's own (a write under way) left.
+        let p = Present::list(&dir, 1000, Sweep::StaleTemps);
+        assert!(!dir.join("a.jnl.tmp.1").exists());
+        assert!(dir.join(&ours).exists());
+        assert!(p.may_hold(&dir.join("a.jnl")));
+        assert!(!p.may_hold(&dir.join("a.state")));
+        assert!(!p.may_hold(&dir.join("a.jnl.tmp.1")));
+        // Few zones: nothing kept (every file probed), the sweep still made.
+        std::fs::write(dir.join("c.jnl.tmp.2"), b"x").unwrap();
+        let p = Present::list(&dir, 3, Sweep::StaleTemps);
+        assert!(!dir.join("c.jnl.tmp.2").exists());
+        assert!(p.may_hold(&dir.join("anything")));
+        // Zones added later (catalog members): no sweep.
+        std::fs::write(dir.join("d.jnl.tmp.3"), b"x").unwrap();
+        let _ = Present::list(&dir, 1000, Sweep::No);
+        assert!(dir.join("d.jnl.tmp.3").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
