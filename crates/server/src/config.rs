@@ -43,6 +43,7 @@ pub mod reference;
 mod replication;
 pub mod stamp;
 mod tls;
+mod transport;
 mod zone_options;
 
 pub use dnssec::{PolicyEntry, Signing};
@@ -56,6 +57,7 @@ pub use replication::{
 };
 use replication::{resolve_catalogs, resolve_remotes, resolve_templates};
 pub use tls::{TlsCertificate, TlsSettings};
+pub(crate) use transport::{dot_config, tcp_config};
 
 /// Default TCP idle timeout (RFC 7766 §6.2.3 suggests seconds, not minutes).
 pub const DEFAULT_TCP_IDLE_SECS: u64 = 10;
@@ -1005,38 +1007,6 @@ fn resolve_acls(file: &ConfigFile) -> Result<Vec<crate::acl::Rule>, ConfigError>
         });
     }
     Ok(rules)
-}
-
-/// Scheduling priority (nice) of the TCP event-loop threads.
-const TCP_NICE: i32 = 10;
-
-/// The TCP transport's settings in `config` (a reload changes its limits
-/// and timeouts, not its threads).
-pub(crate) fn tcp_config(config: &Config) -> lode_io::TcpConfig {
-    lode_io::TcpConfig {
-        idle_timeout: config.tcp_idle_timeout,
-        max_clients: config.tcp_max_clients,
-        max_clients_per_source: config.tcp_max_clients_per_source,
-        io_timeout: config.tcp_io_timeout,
-        threads: config.workers.div_ceil(2),
-        // A TCP flood must not take the CPU from UDP, which answers
-        // nearly every query: with `lode bench attack --quick --tables 3
-        // --servers lode` (Lode pinned to one CPU) the UDP zero-loss rate
-        // under the TCP abuse mix went from 0.50 × its rate without to
-        // 1.13 × (one coarse run; full runs: 0.83–0.84, results/issue10-*).
-        nice: TCP_NICE,
-        ..lode_io::TcpConfig::default()
-    }
-}
-
-/// DNS over TLS's settings: TCP's, with its own client limit and the
-/// handshake timeout (the TLS server itself is added at start).
-pub(crate) fn dot_config(config: &Config) -> lode_io::TcpConfig {
-    lode_io::TcpConfig {
-        max_clients: config.tls.max_clients,
-        handshake_timeout: config.tls.handshake_timeout,
-        ..tcp_config(config)
-    }
 }
 
 #[cfg(test)]

@@ -42,14 +42,17 @@ pub(crate) fn start_writers(updates: &Updates, config: &Config, publisher: &Arc<
 pub(crate) fn start_writers_for(
     updates: &Updates,
     config: &Config,
-    zones: &[(
-        Arc<crate::config::ZoneSpec>,
-        Arc<crate::config::ZoneOptions>,
-    )],
+    zones: &Starting,
     publisher: &Arc<Publisher>,
 ) -> std::collections::HashSet<Name> {
     start_writers_with(updates, config, zones, publisher, Sweep::No)
 }
+
+/// Zones whose writers start together, with their options.
+pub(crate) type Starting = [(
+    Arc<crate::config::ZoneSpec>,
+    Arc<crate::config::ZoneOptions>,
+)];
 
 /// Whether starting writers also clears the journal folder of what a crash
 /// of the last run left half written (never renamed into place): at start,
@@ -63,10 +66,7 @@ enum Sweep {
 fn start_writers_with(
     updates: &Updates,
     config: &Config,
-    zones: &[(
-        Arc<crate::config::ZoneSpec>,
-        Arc<crate::config::ZoneOptions>,
-    )],
+    zones: &Starting,
     publisher: &Arc<Publisher>,
     sweep: Sweep,
 ) -> std::collections::HashSet<Name> {
