@@ -82,21 +82,33 @@ pub(crate) fn encode(
 ) {
     encode_head(out, flags, shadow_distance, owner);
     for set in rrsets {
-        out.extend_from_slice(&set.rtype.0.to_be_bytes());
-        out.extend_from_slice(&set.ttl.to_be_bytes());
-        put_varint(out, set.rdatas.len() as u64);
-        let bytes: usize = set.rdatas.iter().map(|r| 2 + r.len()).sum();
-        put_varint(out, bytes as u64);
-        for r in set.rdatas {
-            // RDATA is at most 65535 octets (it was read from a u16 or checked by the parser).
-            out.extend_from_slice(&(r.len() as u16).to_be_bytes());
-            out.extend_from_slice(r);
-        }
+        put_rrset(out, set.rtype, set.ttl, set.rdatas.iter().map(|r| &**r));
+    }
+}
+
+/// Appends one RRset (`rdatas` in canonical order, without duplicates).
+pub(crate) fn put_rrset<'r>(
+    out: &mut Vec<u8>,
+    rtype: Rtype,
+    ttl: u32,
+    rdatas: impl Iterator<Item = &'r [u8]> + Clone,
+) {
+    out.extend_from_slice(&rtype.0.to_be_bytes());
+    out.extend_from_slice(&ttl.to_be_bytes());
+    let (count, bytes) = rdatas
+        .clone()
+        .fold((0u64, 0u64), |(n, b), r| (n + 1, b + 2 + r.len() as u64));
+    put_varint(out, count);
+    put_varint(out, bytes);
+    for r in rdatas {
+        // RDATA is at most 65535 octets (it was read from a u16 or checked by the parser).
+        out.extend_from_slice(&(r.len() as u16).to_be_bytes());
+        out.extend_from_slice(r);
     }
 }
 
 /// Writes a blob's head (flags, shadow, owner) into `out` (cleared first).
-fn encode_head(
+pub(crate) fn encode_head(
     out: &mut Vec<u8>,
     flags: NodeFlags,
     shadow_distance: u32,

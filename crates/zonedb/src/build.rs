@@ -6,7 +6,7 @@ use std::fmt;
 use lode_wire::{Class, Name, Record, Rtype};
 
 use crate::blob::{self, RRsetIn};
-use crate::store::{fingerprint, StoreBuilder};
+use crate::store::{fingerprint, Store, StoreBuilder};
 use crate::{NodeFlags, Zone};
 
 /// No shadowing ancestor.
@@ -530,10 +530,9 @@ fn compact(
     let origin_key_len = nodes[0].key.len();
     let mut records = 0u64;
     let mut rrset_count = 0u64;
-    // Pass 1: every node's blob, and which blobs occur more than once.
+    // Every node's blob, then the store laid out from them.
     let mut blobs: Vec<u8> = Vec::new();
     let mut ends: Vec<usize> = Vec::with_capacity(nodes.len());
-    let mut fingerprints: Vec<u64> = Vec::with_capacity(nodes.len());
     let mut one = Vec::new();
     let mut implied = lode_wire::NameBuf::new();
     let mut sets: Vec<RRsetIn<'_>> = Vec::new();
@@ -562,12 +561,41 @@ fn compact(
             && implied.as_ref().as_wire() == n.owner.as_wire();
         let owner = (!spelled).then(|| n.owner.as_ref());
         blob::encode(&mut one, n.flags, shadow_distance, owner, &sets);
-        fingerprints.push(fingerprint(&one));
         blobs.extend_from_slice(&one);
         ends.push(blobs.len());
     }
+    let entries = nodes.iter().enumerate().map(|(i, n)| {
+        let start = if i == 0 { 0 } else { ends[i - 1] };
+        (&n.key[origin_key_len..], &blobs[start..ends[i]])
+    });
+    let store = lay_out(entries, nodes.len());
+    let nodes_origin_key = nodes[0].key.clone();
+    drop(nodes);
+    Zone {
+        origin,
+        class,
+        origin_key: nodes_origin_key,
+        store: std::sync::Arc::new(store),
+        delta: crate::delta::Delta::default(),
+        negative_ttl,
+        serial,
+        records,
+        rrsets: rrset_count,
+        expired: false,
+    }
+}
+
+/// Lays out the store of a zone's nodes (`(key relative to the origin,
+/// blob)` in canonical order; `count` of them), a blob that occurs more
+/// than once stored once.
+pub(crate) fn lay_out<'a>(
+    entries: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
+    count: usize,
+) -> Store {
     // Blobs seen more than once: sorting is kinder to caches than a hash
     // table of every blob, most of which are unique.
+    let mut fingerprints: Vec<u64> = Vec::with_capacity(count);
+    fingerprints.extend(entries.clone().map(|(_, blob)| fingerprint(blob)));
     fingerprints.sort_unstable();
     let mut repeated: Vec<u64> = fingerprints
         .windows(2)
@@ -577,23 +605,8 @@ fn compact(
     repeated.dedup();
     drop(fingerprints);
     let mut sb = StoreBuilder::new(repeated);
-    let mut start = 0;
-    for (n, &end) in nodes.iter().zip(&ends) {
-        sb.push(&n.key[origin_key_len..], &blobs[start..end]);
-        start = end;
+    for (key, blob) in entries {
+        sb.push(key, blob);
     }
-    let nodes_origin_key = nodes[0].key.clone();
-    drop(nodes);
-    Zone {
-        origin,
-        class,
-        origin_key: nodes_origin_key,
-        store: std::sync::Arc::new(sb.finish()),
-        delta: crate::delta::Delta::default(),
-        negative_ttl,
-        serial,
-        records,
-        rrsets: rrset_count,
-        expired: false,
-    }
+    sb.finish()
 }

@@ -39,6 +39,7 @@ mod cursor;
 mod delta;
 mod mix;
 mod nsec3;
+mod ordered;
 mod snapshot;
 mod store;
 mod walk;
@@ -49,6 +50,7 @@ pub use build::{Problem, Severity, ZoneBuilder};
 pub use changeset::{set_soa_serial, soa_serial, ApplyError, Changeset};
 pub use cursor::NodeCursor;
 pub use nsec3::{nsec3_key, Nsec3Key};
+pub use ordered::OrderedBuilder;
 pub use snapshot::SnapshotError;
 pub use zoneset::{ZoneGuard, ZoneSet, ZoneSlot};
 
