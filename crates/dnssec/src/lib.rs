@@ -36,6 +36,7 @@ pub mod rrsig;
 pub mod signer;
 pub mod timing;
 pub mod validate;
+mod whole;
 
 pub use key::{Algorithm, KeyError, SigningKey, KSK_FLAGS, ZSK_FLAGS};
 pub use nsec3::{Nsec3, Nsec3Policy};

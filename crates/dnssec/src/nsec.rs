@@ -97,17 +97,21 @@ pub fn prev_owner(zone: &Zone, id: NodeId) -> NodeId {
 /// the zone's negative TTL (RFC 9077: min(SOA TTL, SOA MINIMUM)). The next
 /// name is written in lower case, as Knot stores names.
 pub fn nsec_record(zone: &Zone, id: NodeId, next: NodeId) -> Record {
-    let node = zone.node(id);
-    let next_name = zone.node(next).owner().to_name().to_lowercase();
-    let mut rdata = next_name.as_wire().to_vec();
-    rdata.extend_from_slice(&type_bitmap(zone, id));
     Record {
-        owner: node.owner().to_name(),
+        owner: zone.node(id).owner().to_name(),
         class: zone.class(),
         rtype: Rtype::NSEC,
         ttl: zone.negative_ttl(),
-        rdata: rdata.into(),
+        rdata: nsec_rdata(zone, id, next).into(),
     }
+}
+
+/// The RDATA of the NSEC record [`nsec_record`] makes.
+pub fn nsec_rdata(zone: &Zone, id: NodeId, next: NodeId) -> Vec<u8> {
+    let next_name = zone.node(next).owner().to_name().to_lowercase();
+    let mut rdata = next_name.as_wire().to_vec();
+    rdata.extend_from_slice(&type_bitmap(zone, id));
+    rdata
 }
 
 /// The records of type `rtype` at node `id`, one `Record` each.

@@ -174,6 +174,17 @@ impl Nsec3 {
         bitmap: &[u8],
     ) -> Option<Record> {
         let owner = hashed_owner(hash, zone.origin())?.as_ref().to_name();
+        Some(Record {
+            owner,
+            class: zone.class(),
+            rtype: Rtype::NSEC3,
+            ttl: zone.negative_ttl(),
+            rdata: self.rdata(next, bitmap).into(),
+        })
+    }
+
+    /// The RDATA of an NSEC3 with this next hash and bitmap.
+    pub fn rdata(&self, next: &[u8; 20], bitmap: &[u8]) -> Vec<u8> {
         let mut rdata = vec![1, u8::from(self.opt_out)];
         rdata.extend_from_slice(&self.iterations.to_be_bytes());
         rdata.push(self.salt.len() as u8);
@@ -181,17 +192,12 @@ impl Nsec3 {
         rdata.push(20);
         rdata.extend_from_slice(next);
         rdata.extend_from_slice(bitmap);
-        Some(Record {
-            owner,
-            class: zone.class(),
-            rtype: Rtype::NSEC3,
-            ttl: zone.negative_ttl(),
-            rdata: rdata.into(),
-        })
+        rdata
     }
 
-    /// The whole chain of a zone (its names as they are, NSEC3PARAM in).
-    pub fn chain(&self, zone: &Zone) -> Vec<Record> {
+    /// The hashes of a zone's hashed names in hash order (one per hash),
+    /// each with its name's node.
+    pub fn hashes(&self, zone: &Zone) -> Vec<([u8; 20], NodeId)> {
         let mut hashes: Vec<([u8; 20], NodeId)> = zone
             .node_ids()
             .filter(|&id| self.is_hashed(zone, id))
@@ -199,6 +205,12 @@ impl Nsec3 {
             .collect();
         hashes.sort_unstable_by_key(|a| a.0);
         hashes.dedup_by(|a, b| a.0 == b.0);
+        hashes
+    }
+
+    /// The whole chain of a zone (its names as they are, NSEC3PARAM in).
+    pub fn chain(&self, zone: &Zone) -> Vec<Record> {
+        let hashes = self.hashes(zone);
         let n = hashes.len();
         (0..n)
             .filter_map(|i| {

@@ -67,17 +67,29 @@ pub fn sign_rrset<'a>(
     validity: Validity,
     scratch: &mut Vec<u8>,
 ) -> Record {
-    let mut rdata = rdata_head(set, key, signer, validity);
-    signed_data(set, rdatas, &rdata, scratch);
-    rdata.extend_from_slice(&key.sign(scratch));
-    MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Record {
         owner: set.owner.to_name(),
         class: set.class,
         rtype: Rtype::RRSIG,
         ttl: set.ttl,
-        rdata: rdata.into(),
+        rdata: sign_rdata(set, rdatas, key, signer, validity, scratch).into(),
     }
+}
+
+/// The RDATA of the RRSIG [`sign_rrset`] makes.
+pub fn sign_rdata<'a>(
+    set: &RRsetRef<'_>,
+    rdatas: impl IntoIterator<Item = &'a [u8]>,
+    key: &SigningKey,
+    signer: NameRef<'_>,
+    validity: Validity,
+    scratch: &mut Vec<u8>,
+) -> Vec<u8> {
+    let mut rdata = rdata_head(set, key, signer, validity);
+    signed_data(set, rdatas, &rdata, scratch);
+    rdata.extend_from_slice(&key.sign(scratch));
+    MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    rdata
 }
 
 /// The data an RRSIG signs (RFC 4034 §3.1.8.1) into `out`: its RDATA less

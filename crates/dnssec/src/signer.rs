@@ -5,13 +5,11 @@
 use std::sync::Arc;
 
 use lode_wire::{Name, Record, Rtype};
-use lode_zonedb::{ApplyError, NodeId, Zone, ZoneBuilder};
+use lode_zonedb::{ApplyError, Zone};
 
 use crate::key::SigningKey;
-use crate::keyrecords::is_own_cds;
-use crate::nsec;
 use crate::nsec3::{Nsec3, Nsec3Policy};
-use crate::rrsig::{rrsig_info, sign_rrset, RRsetRef, Validity};
+use crate::rrsig::{rrsig_info, sign_rdata, RRsetRef, Validity};
 use crate::timing::{usage, Usage};
 
 /// Signatures start this long before they are made (clocks of validators
@@ -168,7 +166,7 @@ pub struct KeyFacts {
 }
 
 /// Items signed between two updates of [`Progress::done`].
-const PROGRESS_STEP: u64 = 4096;
+pub(crate) const PROGRESS_STEP: u64 = 4096;
 
 impl Progress {
     /// (signed, to sign) of the whole-zone signing under way, if one is.
@@ -220,16 +218,16 @@ impl Progress {
     pub fn keys(&self) -> KeyFacts {
         self.keys.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
-    fn start(&self, total: u64) {
+    pub(crate) fn start(&self, total: u64) {
         use std::sync::atomic::Ordering::Relaxed;
         self.done.store(0, Relaxed);
         self.total.store(total, Relaxed);
         self.running.store(true, Relaxed);
     }
-    fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.running
             .store(false, std::sync::atomic::Ordering::Relaxed);
     }
@@ -238,7 +236,7 @@ impl Progress {
 /// A zone's signer: its keys, what each does, and the policy.
 #[derive(Debug)]
 pub struct Signer {
-    origin: Name,
+    pub(crate) origin: Name,
     keys: Vec<Arc<SigningKey>>,
     /// What each key does (same order as `keys`).
     usage: Vec<Usage>,
@@ -246,7 +244,7 @@ pub struct Signer {
     key_signers: Vec<(u16, u8)>,
     zone_signers: Vec<(u16, u8)>,
     policy: Policy,
-    progress: Arc<Progress>,
+    pub(crate) progress: Arc<Progress>,
 }
 
 impl Signer {
@@ -417,7 +415,7 @@ impl Signer {
     /// The keys that sign `rtype`: the DNSKEY (and CDS/CDNSKEY) RRset by
     /// the key signing keys of the moment, the rest by the zone signing
     /// keys (a CSK is both).
-    fn keys_for(&self, rtype: Rtype) -> impl Iterator<Item = &SigningKey> {
+    pub(crate) fn keys_for(&self, rtype: Rtype) -> impl Iterator<Item = &SigningKey> {
         let by_ksk = matches!(rtype, Rtype::DNSKEY | Rtype::CDS | Rtype::CDNSKEY);
         self.keys
             .iter()
@@ -500,145 +498,6 @@ impl Signer {
             .min()
     }
 
-    /// The zone signed whole: what the zone-update stage publishes for a
-    /// new zone (a first load, AXFR in) or when the keys or the due
-    /// signatures call for it. Signatures, NSEC and DNSKEY records in
-    /// `zone` are replaced by the signer's; `serial`: a new SOA serial.
-    pub fn sign_zone(&self, zone: &Zone, serial: Option<u32>, now: u64) -> Result<Zone, SignError> {
-        // The zone without DNSSEC records, and the keys' DNSKEYs.
-        let mut b = ZoneBuilder::new(zone.origin().to_name())
-            .class(zone.class())
-            .changed();
-        let own = self.own_cds_rdatas();
-        for mut r in zone
-            .records()
-            .filter(|r| !is_signer_type(r.rtype) && !is_own_cds(r, &own))
-        {
-            if let (Some(serial), Rtype::SOA) = (serial, r.rtype) {
-                let mut rdata = r.rdata.to_vec();
-                let n = rdata.len();
-                if n >= 20 {
-                    rdata[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
-                }
-                r.rdata = rdata.into();
-            }
-            b.add(r, 0);
-        }
-        for r in self.key_records(zone) {
-            b.add(r, 0);
-        }
-        let nsec3 = self.policy.nsec3.as_ref().map(|p| Nsec3::for_zone(zone, p));
-        if let Some(n) = &nsec3 {
-            b.add(n.param_record(zone), 0);
-        }
-        let bare = b
-            .build()
-            .map_err(|p| SignError::Apply(ApplyError::Invalid(p)))?
-            .0;
-        // The chain, and every RRset to sign.
-        let chain = match &nsec3 {
-            Some(n) => n.chain(&bare),
-            None => {
-                let owners: Vec<NodeId> = bare
-                    .node_ids()
-                    .filter(|&id| nsec::has_nsec(&bare, id))
-                    .collect();
-                let mut nsecs = Vec::with_capacity(owners.len());
-                for (i, &id) in owners.iter().enumerate() {
-                    let next = owners.get(i + 1).copied().unwrap_or(bare.apex_id());
-                    nsecs.push(nsec::nsec_record(&bare, id, next));
-                }
-                nsecs
-            }
-        };
-        // Signed straight from the zone on the policy's threads (no copy
-        // of the RRsets): each thread a run of names, then the chain.
-        let ids: Vec<NodeId> = bare
-            .node_ids()
-            .filter(|&id| bare.shadow(id).is_none())
-            .collect();
-        self.progress.start((ids.len() + chain.len()) as u64);
-        let sigs = self.sign_nodes(&bare, &ids, &chain, now);
-        self.progress.stop();
-        drop(ids);
-        let mut b = ZoneBuilder::new(zone.origin().to_name())
-            .class(zone.class())
-            .changed();
-        for r in bare.records().chain(chain).chain(sigs) {
-            b.add(r, 0);
-        }
-        Ok(b.build()
-            .map_err(|p| SignError::Apply(ApplyError::Invalid(p)))?
-            .0)
-    }
-
-    /// Signs the RRsets of the nodes `ids` of `zone` and the `chain`
-    /// records on the policy's threads.
-    fn sign_nodes(&self, zone: &Zone, ids: &[NodeId], chain: &[Record], now: u64) -> Vec<Record> {
-        let validity = self.validity(now);
-        let class = zone.class();
-        let threads = self.policy.signing_threads.clamp(1, 64);
-        let chunk = ids.len().div_ceil(threads).max(1);
-        let chain_chunk = chain.len().div_ceil(threads).max(1);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let ids = ids
-                        .get(t * chunk..((t + 1) * chunk).min(ids.len()))
-                        .unwrap_or(&[]);
-                    let chain = chain
-                        .get(t * chain_chunk..((t + 1) * chain_chunk).min(chain.len()))
-                        .unwrap_or(&[]);
-                    s.spawn(move || {
-                        let mut scratch = Vec::new();
-                        let mut out = Vec::with_capacity(ids.len() * 2 + chain.len());
-                        let mut counted = 0u64;
-                        let count = |n: &mut u64| {
-                            *n += 1;
-                            if *n == PROGRESS_STEP {
-                                self.progress.add(*n);
-                                *n = 0;
-                            }
-                        };
-                        for &id in ids {
-                            count(&mut counted);
-                            let node = zone.node(id);
-                            for set in node.rrsets() {
-                                if !nsec::is_signed(zone, id, set.rtype()) {
-                                    continue;
-                                }
-                                let rdatas: Vec<&[u8]> = set.rdatas().collect();
-                                let target = RRsetRef {
-                                    owner: node.owner(),
-                                    rtype: set.rtype(),
-                                    class,
-                                    ttl: set.ttl(),
-                                };
-                                self.sign_set(&target, &rdatas, validity, &mut scratch, &mut out);
-                            }
-                        }
-                        for r in chain {
-                            count(&mut counted);
-                            let target = RRsetRef {
-                                owner: r.owner.as_ref(),
-                                rtype: r.rtype,
-                                class,
-                                ttl: r.ttl,
-                            };
-                            self.sign_set(&target, &[&r.rdata], validity, &mut scratch, &mut out);
-                        }
-                        self.progress.add(counted);
-                        out
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        })
-    }
-
     /// The signatures of one RRset, by each key of its role, into `out`.
     fn sign_set(
         &self,
@@ -648,11 +507,31 @@ impl Signer {
         scratch: &mut Vec<u8>,
         out: &mut Vec<Record>,
     ) {
+        let mut made = Vec::new();
+        self.sign_rdatas(set, rdatas, validity, scratch, &mut made);
+        out.extend(made.into_iter().map(|rdata| Record {
+            owner: set.owner.to_name(),
+            class: set.class,
+            rtype: Rtype::RRSIG,
+            ttl: set.ttl,
+            rdata: rdata.into(),
+        }));
+    }
+
+    /// The RDATAs of one RRset's signatures, by each key of its role, into `out`.
+    pub(crate) fn sign_rdatas(
+        &self,
+        set: &RRsetRef<'_>,
+        rdatas: &[&[u8]],
+        validity: Validity,
+        scratch: &mut Vec<u8>,
+        out: &mut Vec<Vec<u8>>,
+    ) {
         for key in self.keys_for(set.rtype) {
             self.progress
                 .made
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            out.push(sign_rrset(
+            out.push(sign_rdata(
                 set,
                 rdatas.iter().copied(),
                 key,

@@ -1,0 +1,392 @@
+//! Signing a zone whole, streamed: the zone without its DNSSEC records (the
+//! keys' records in) is built once, then walked in canonical order in
+//! batches; each batch's names are signed on the policy's threads while the
+//! previous batch's are written into the signed zone. What is held beside
+//! the two zones is a batch and, for NSEC3, the hashes (24 bytes a name).
+
+use lode_wire::name::KeyBuf;
+use lode_wire::nsec3::hashed_owner;
+use lode_wire::{Name, NameBuf, Record, Rtype};
+use lode_zonedb::{ApplyError, NodeId, OrderedBuilder, Zone};
+
+use crate::nsec;
+use crate::nsec3::Nsec3;
+use crate::rrsig::{RRsetRef, Validity};
+use crate::signer::{is_signer_type, SignError, Signer, PROGRESS_STEP};
+
+/// Names signed per thread between two writes into the signed zone.
+const BATCH_PER_THREAD: usize = 2048;
+
+/// One name of the signed zone.
+#[derive(Debug, Clone, Copy)]
+enum Item {
+    /// A name of the unsigned zone.
+    Node(NodeId),
+    /// The owner of the NSEC3 of the hash at this index.
+    Hash(usize),
+    /// A name of the unsigned zone that is also an NSEC3 owner.
+    Both(NodeId, usize),
+}
+
+/// What a signing thread made for one name.
+#[derive(Default)]
+struct Made {
+    /// Its NSEC or NSEC3 RDATA.
+    chain: Option<Vec<u8>>,
+    /// Its signatures' RDATAs.
+    sigs: Vec<Vec<u8>>,
+    /// The TTL of its RRSIG RRset (the chain record's, or the last signed RRset's).
+    sig_ttl: u32,
+}
+
+/// The chain a zone is signed with.
+enum Chain {
+    /// The NSEC owners, in canonical order.
+    Nsec(Vec<NodeId>),
+    /// The NSEC3 parameters and hashes, in hash order.
+    Nsec3(Nsec3, Vec<([u8; 20], NodeId)>),
+}
+
+impl Signer {
+    /// The zone signed whole: what the zone-update stage publishes for a
+    /// new zone (a first load, AXFR in) or when the keys or the due
+    /// signatures call for it. Signatures, NSEC and DNSKEY records in
+    /// `zone` are replaced by the signer's; `serial`: a new SOA serial.
+    pub fn sign_zone(&self, zone: &Zone, serial: Option<u32>, now: u64) -> Result<Zone, SignError> {
+        let nsec3 = self
+            .policy()
+            .nsec3
+            .as_ref()
+            .map(|p| Nsec3::for_zone(zone, p));
+        let bare = self.bare(zone, serial, nsec3.as_ref())?;
+        let chain = match nsec3 {
+            Some(n) => {
+                let hashes = n.hashes(&bare);
+                Chain::Nsec3(n, hashes)
+            }
+            None => Chain::Nsec(
+                bare.node_ids()
+                    .filter(|&id| nsec::has_nsec(&bare, id))
+                    .collect(),
+            ),
+        };
+        let chain_len = match &chain {
+            Chain::Nsec(owners) => owners.len(),
+            Chain::Nsec3(_, hashes) => hashes.len(),
+        };
+        let signed_names = bare
+            .node_ids()
+            .filter(|&id| bare.shadow(id).is_none())
+            .count();
+        self.progress.start((signed_names + chain_len) as u64);
+        let out = self.sign_streamed(&bare, &chain, now);
+        self.progress.stop();
+        out
+    }
+
+    /// `zone` without the records the signer makes, with the SOA serial
+    /// `serial`, the keys' records and the NSEC3PARAM in.
+    fn bare(
+        &self,
+        zone: &Zone,
+        serial: Option<u32>,
+        nsec3: Option<&Nsec3>,
+    ) -> Result<Zone, SignError> {
+        let own = self.own_cds_rdatas();
+        let ours = |rtype: Rtype, rdata: &[u8]| {
+            is_signer_type(rtype) || own.iter().any(|(t, d)| *t == rtype && d[..] == *rdata)
+        };
+        let mut b = OrderedBuilder::new(zone.origin().to_name(), zone.class());
+        let mut ids = zone.node_ids();
+        // The apex: its records, then the keys' and the NSEC3PARAM (the
+        // last TTL written wins, as in a zone file).
+        let apex_id = ids.next().unwrap_or(zone.apex_id());
+        let apex = zone.node(apex_id);
+        let mut records: Vec<Record> = Vec::new();
+        for set in apex.rrsets() {
+            for rdata in set.rdatas().filter(|r| !ours(set.rtype(), r)) {
+                let mut rdata = rdata.to_vec();
+                if let (Some(serial), Rtype::SOA) = (serial, set.rtype()) {
+                    let n = rdata.len();
+                    if n >= 20 {
+                        rdata[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
+                    }
+                }
+                records.push(Record {
+                    owner: zone.origin().to_name(),
+                    class: zone.class(),
+                    rtype: set.rtype(),
+                    ttl: set.ttl(),
+                    rdata: rdata.into(),
+                });
+            }
+        }
+        records.extend(self.key_records(zone));
+        records.extend(nsec3.map(|n| n.param_record(zone)));
+        records.sort_by_key(|r| r.rtype);
+        b.node(apex.owner());
+        for group in records.chunk_by(|a, b| a.rtype == b.rtype) {
+            let ttl = group.last().map_or(0, |r| r.ttl);
+            b.rrset(group[0].rtype, ttl, group.iter().map(|r| &*r.rdata))
+                .map_err(invalid)?;
+        }
+        for id in ids {
+            let node = zone.node(id);
+            b.node(node.owner());
+            for set in node.rrsets() {
+                let kept: Vec<&[u8]> = set.rdatas().filter(|r| !ours(set.rtype(), r)).collect();
+                if !kept.is_empty() {
+                    b.rrset(set.rtype(), set.ttl(), kept.iter().copied())
+                        .map_err(invalid)?;
+                }
+            }
+        }
+        b.finish().map_err(invalid)
+    }
+
+    /// Signs `bare` with its `chain` into a new zone, batch by batch.
+    fn sign_streamed(&self, bare: &Zone, chain: &Chain, now: u64) -> Result<Zone, SignError> {
+        let validity = self.validity(now);
+        let threads = self.policy().signing_threads.clamp(1, 64);
+        let mut b = OrderedBuilder::new(bare.origin().to_name(), bare.class());
+        let mut ids = bare.node_ids().peekable();
+        let mut next_hash = 0usize;
+        let mut done: Option<(Vec<Item>, Vec<Made>)> = None;
+        loop {
+            let batch = self.next_batch(
+                bare,
+                chain,
+                &mut ids,
+                &mut next_hash,
+                threads * BATCH_PER_THREAD,
+            );
+            if batch.is_empty() && done.is_none() {
+                break;
+            }
+            let chunk = batch.len().div_ceil(threads).max(1);
+            let (made, written) = std::thread::scope(|s| {
+                let handles: Vec<_> = batch
+                    .chunks(chunk)
+                    .map(|items| s.spawn(move || self.sign_items(bare, chain, items, validity)))
+                    .collect();
+                let written = match done.take() {
+                    Some((items, made)) => self.write(&mut b, bare, chain, &items, made),
+                    None => Ok(()),
+                };
+                let made: Vec<Made> = handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_default())
+                    .collect();
+                (made, written)
+            });
+            written?;
+            if !batch.is_empty() {
+                done = Some((batch, made));
+            }
+        }
+        b.finish().map_err(invalid)
+    }
+
+    /// The next names to sign, at most `max`: the unsigned zone's nodes and
+    /// the NSEC3 owners merged in canonical order.
+    fn next_batch(
+        &self,
+        bare: &Zone,
+        chain: &Chain,
+        ids: &mut std::iter::Peekable<impl Iterator<Item = NodeId>>,
+        next_hash: &mut usize,
+        max: usize,
+    ) -> Vec<Item> {
+        let mut batch = Vec::with_capacity(max);
+        let hashes: &[([u8; 20], NodeId)] = match chain {
+            Chain::Nsec3(_, h) => h,
+            Chain::Nsec(_) => &[],
+        };
+        let (mut node_key, mut hash_key) = (KeyBuf::new(), KeyBuf::new());
+        while batch.len() < max {
+            let hash = hashes
+                .get(*next_hash)
+                .and_then(|(h, _)| hashed_owner(h, bare.origin()));
+            let item = match (ids.peek().copied(), hash) {
+                (None, None) => break,
+                (Some(id), None) => Item::Node(id),
+                (None, Some(_)) => Item::Hash(*next_hash),
+                (Some(id), Some(owner)) => {
+                    bare.node(id).owner().write_key(&mut node_key);
+                    owner.as_ref().write_key(&mut hash_key);
+                    match node_key.as_slice().cmp(hash_key.as_slice()) {
+                        std::cmp::Ordering::Less => Item::Node(id),
+                        std::cmp::Ordering::Greater => Item::Hash(*next_hash),
+                        std::cmp::Ordering::Equal => Item::Both(id, *next_hash),
+                    }
+                }
+            };
+            match item {
+                Item::Node(_) => {
+                    ids.next();
+                }
+                Item::Hash(_) => *next_hash += 1,
+                Item::Both(..) => {
+                    ids.next();
+                    *next_hash += 1;
+                }
+            }
+            batch.push(item);
+        }
+        batch
+    }
+
+    /// Signs names (one thread's share of a batch).
+    fn sign_items(
+        &self,
+        bare: &Zone,
+        chain: &Chain,
+        items: &[Item],
+        validity: Validity,
+    ) -> Vec<Made> {
+        let class = bare.class();
+        let mut scratch = Vec::new();
+        let mut counted = 0u64;
+        let mut count = |n: u64| {
+            counted += n;
+            if counted >= PROGRESS_STEP {
+                self.progress.add(counted);
+                counted = 0;
+            }
+        };
+        let out = items
+            .iter()
+            .map(|&item| {
+                let mut made = Made::default();
+                let (node, hash) = match item {
+                    Item::Node(id) => (Some(id), None),
+                    Item::Hash(j) => (None, Some(j)),
+                    Item::Both(id, j) => (Some(id), Some(j)),
+                };
+                if let Some(id) = node.filter(|&id| bare.shadow(id).is_none()) {
+                    count(1);
+                    let n = bare.node(id);
+                    for set in n.rrsets() {
+                        if !nsec::is_signed(bare, id, set.rtype()) {
+                            continue;
+                        }
+                        let rdatas: Vec<&[u8]> = set.rdatas().collect();
+                        let target = RRsetRef {
+                            owner: n.owner(),
+                            rtype: set.rtype(),
+                            class,
+                            ttl: set.ttl(),
+                        };
+                        self.sign_rdatas(&target, &rdatas, validity, &mut scratch, &mut made.sigs);
+                        made.sig_ttl = set.ttl();
+                    }
+                    if let Chain::Nsec(owners) = chain {
+                        if let Ok(at) = owners.binary_search(&id) {
+                            let next = owners.get(at + 1).copied().unwrap_or(bare.apex_id());
+                            made.chain = Some(nsec::nsec_rdata(bare, id, next));
+                            count(1);
+                            let target = RRsetRef {
+                                owner: n.owner(),
+                                rtype: Rtype::NSEC,
+                                class,
+                                ttl: bare.negative_ttl(),
+                            };
+                            self.sign_chain(&target, &mut made, validity, &mut scratch);
+                        }
+                    }
+                }
+                if let (Some(j), Chain::Nsec3(params, hashes)) = (hash, chain) {
+                    count(1);
+                    let (h, id) = &hashes[j];
+                    let next = &hashes[(j + 1) % hashes.len()].0;
+                    made.chain = Some(params.rdata(next, &params.bitmap(bare, *id)));
+                    let owner = hashed_owner(h, bare.origin()).unwrap_or_else(|| {
+                        let mut o = NameBuf::new();
+                        o.set(bare.origin());
+                        o
+                    });
+                    let target = RRsetRef {
+                        owner: owner.as_ref(),
+                        rtype: Rtype::NSEC3,
+                        class,
+                        ttl: bare.negative_ttl(),
+                    };
+                    self.sign_chain(&target, &mut made, validity, &mut scratch);
+                }
+                made
+            })
+            .collect();
+        self.progress.add(counted);
+        out
+    }
+
+    /// Signs the chain record in `made`.
+    fn sign_chain(
+        &self,
+        target: &RRsetRef<'_>,
+        made: &mut Made,
+        validity: Validity,
+        scratch: &mut Vec<u8>,
+    ) {
+        let rdata = made.chain.as_deref().unwrap_or(&[]);
+        self.sign_rdatas(target, &[rdata], validity, scratch, &mut made.sigs);
+        made.sig_ttl = target.ttl;
+    }
+
+    /// Writes signed names into the signed zone.
+    fn write(
+        &self,
+        b: &mut OrderedBuilder,
+        bare: &Zone,
+        chain: &Chain,
+        items: &[Item],
+        made: Vec<Made>,
+    ) -> Result<(), SignError> {
+        let chain_type = match chain {
+            Chain::Nsec(_) => Rtype::NSEC,
+            Chain::Nsec3(..) => Rtype::NSEC3,
+        };
+        let negative_ttl = bare.negative_ttl();
+        for (&item, made) in items.iter().zip(made) {
+            let hashed: Name;
+            let node = match item {
+                Item::Node(id) | Item::Both(id, _) => Some(bare.node(id)),
+                Item::Hash(_) => None,
+            };
+            match (&node, item, chain) {
+                (Some(n), ..) => b.node(n.owner()),
+                (None, Item::Hash(j), Chain::Nsec3(_, hashes)) => {
+                    hashed = hashed_owner(&hashes[j].0, bare.origin())
+                        .map_or_else(|| bare.origin().to_name(), |o| o.as_ref().to_name());
+                    b.node(hashed.as_ref());
+                }
+                (None, ..) => continue,
+            }
+            // Its RRsets, and the chain's and the signatures' in type order.
+            let mut extra = [
+                (Rtype::RRSIG, made.sig_ttl, made.sigs.as_slice()),
+                (chain_type, negative_ttl, made.chain.as_slice()),
+            ];
+            extra.sort_by_key(|e| e.0);
+            let mut extra = extra.into_iter().filter(|e| !e.2.is_empty()).peekable();
+            let sets = node.iter().flat_map(|n| n.rrsets());
+            for set in sets {
+                while let Some((t, ttl, rdatas)) = extra.next_if(|e| e.0 < set.rtype()) {
+                    b.rrset(t, ttl, rdatas.iter().map(|r| &r[..]))
+                        .map_err(invalid)?;
+                }
+                b.rrset(set.rtype(), set.ttl(), set.rdatas())
+                    .map_err(invalid)?;
+            }
+            for (t, ttl, rdatas) in extra {
+                b.rrset(t, ttl, rdatas.iter().map(|r| &r[..]))
+                    .map_err(invalid)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn invalid(p: lode_zonedb::Problem) -> SignError {
+    SignError::Apply(ApplyError::Invalid(vec![p]))
+}
