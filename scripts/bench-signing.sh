@@ -28,6 +28,7 @@
 # (1, 2, 3 or both = 1 and 2), DURATION (part 2, seconds, default 10), CLIENTS (64),
 # PEERS=0 (part 1: Lode alone, without the peers and the crypto ceiling),
 # SLOW=0 (part 1: without BIND and ldns, which take 10-25 minutes on 5 M records),
+# CHAINS (part 1, Lode: "nsec nsec3" by default, or one of them),
 # PREFIX (the E.164 prefix of the generated zone, default 16461; 1646 for 5 M records
 # in one zone).
 # Needs knot-dnssecutils (kzonesign), bind9-utils, ldnsutils, openssl.
@@ -87,7 +88,7 @@ if [ "$part" = 1 ] || [ "$part" = both ]; then
     printf '%-34s %9s %10s %12s %9s\n' "signer" "wall s" "signatures" "sig/s" "peak MiB"
 
     # Lode: the time from start to the "signed whole" line, peak from /proc.
-    for chain in nsec nsec3; do
+    for chain in ${CHAINS:-nsec nsec3}; do
         rm -rf "$work/lode-$chain"
         mkdir -p "$work/lode-$chain"
         nsec3=false

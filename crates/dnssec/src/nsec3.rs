@@ -196,13 +196,27 @@ impl Nsec3 {
     }
 
     /// The hashes of a zone's hashed names in hash order (one per hash),
-    /// each with its name's node.
-    pub fn hashes(&self, zone: &Zone) -> Vec<([u8; 20], NodeId)> {
-        let mut hashes: Vec<([u8; 20], NodeId)> = zone
-            .node_ids()
-            .filter(|&id| self.is_hashed(zone, id))
-            .map(|id| (self.hash(zone.node(id).owner()), id))
-            .collect();
+    /// each with its name's node; hashed on `threads` threads.
+    pub fn hashes(&self, zone: &Zone, threads: usize) -> Vec<([u8; 20], NodeId)> {
+        let ids: Vec<NodeId> = zone.node_ids().collect();
+        let chunk = ids.len().div_ceil(threads.max(1)).max(1);
+        let hash_some = |ids: &[NodeId]| -> Vec<([u8; 20], NodeId)> {
+            ids.iter()
+                .filter(|&&id| self.is_hashed(zone, id))
+                .map(|&id| (self.hash(zone.node(id).owner()), id))
+                .collect()
+        };
+        let mut hashes: Vec<([u8; 20], NodeId)> = std::thread::scope(|s| {
+            let handles: Vec<_> = ids
+                .chunks(chunk)
+                .map(|c| s.spawn(move || hash_some(c)))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        drop(ids);
         hashes.sort_unstable_by_key(|a| a.0);
         hashes.dedup_by(|a, b| a.0 == b.0);
         hashes
@@ -210,7 +224,7 @@ impl Nsec3 {
 
     /// The whole chain of a zone (its names as they are, NSEC3PARAM in).
     pub fn chain(&self, zone: &Zone) -> Vec<Record> {
-        let hashes = self.hashes(zone);
+        let hashes = self.hashes(zone, 1);
         let n = hashes.len();
         (0..n)
             .filter_map(|i| {

@@ -87,8 +87,9 @@ impl Sim {
         }
         // Signatures of other keys replaced, a batch at a time.
         let mut batches = 0;
+        let mut round = crate::Round::default();
         loop {
-            let due = signer.due(&self.zone, None, now, 4);
+            let due = signer.due(&self.zone, &mut round, now, 4);
             if due.owners.is_empty() {
                 break;
             }

@@ -8,7 +8,9 @@ use lode_wire::{Name, Record, Rtype};
 use lode_zonedb::{Changeset, Zone, ZoneBuilder};
 
 use crate::rrsig::rrsig_info;
-use crate::{Algorithm, Nsec3, Nsec3Policy, Policy, Signer, SigningKey, KSK_FLAGS, ZSK_FLAGS};
+use crate::{
+    Algorithm, Nsec3, Nsec3Policy, Policy, Round, Signer, SigningKey, KSK_FLAGS, ZSK_FLAGS,
+};
 
 pub(crate) const ZONE: &str = "$TTL 300
 @ SOA ns host 1 3600 600 86400 60
@@ -318,18 +320,19 @@ fn due_signatures_are_made_again_in_batches_that_cover_the_zone() {
     let mut z = s.sign_zone(&zone(ZONE), None, NOW).unwrap();
     let policy = s.policy().clone();
     // Not due yet: nothing, and the time they fall due.
-    let due = s.due(&z, None, NOW, 3);
+    let due = s.due(&z, &mut Round::default(), NOW, 3);
     assert!(due.owners.is_empty());
     let falls_due = NOW + u64::from(policy.rrsig_lifetime - policy.rrsig_refresh);
     assert_eq!(due.next, Some(falls_due));
     // All due: batches of 3 names from where the last ended, each verified
     // (at a time every signature, old or new, is valid), until none is due.
     let later = falls_due + 10;
-    let mut after = None;
+    let mut round = Round::default();
     let mut batches = 0;
     loop {
-        let due = s.due(&z, after.as_ref(), later, 3);
+        let due = s.due(&z, &mut round, later, 3);
         if due.owners.is_empty() {
+            assert!(due.round_over);
             assert!(due.next.unwrap() > later);
             break;
         }
@@ -338,13 +341,61 @@ fn due_signatures_are_made_again_in_batches_that_cover_the_zone() {
         let (next, cs) = s.refresh(&z, &due.owners, soa(&z, serial), later).unwrap();
         assert_eq!(cs.serial_to(), serial);
         verify_at(&next, &s, later).unwrap();
-        after = due.owners.last().cloned();
         z = next;
         batches += 1;
         assert!(batches < 50, "the batches never end");
     }
     assert!(batches >= 3, "{batches} batches");
     // Every signature now outlives the first ones' expiry.
+    verify_at(&z, &s, NOW + u64::from(policy.rrsig_lifetime) + 5).unwrap();
+}
+
+#[test]
+fn a_round_is_read_a_bounded_number_of_names_at_a_time() {
+    // A zone read 5 names a call: nothing due, the round takes
+    // ceil(names / 5) calls, each but the last says "go on now", and the
+    // last finds what one reading of the whole zone finds.
+    let s = signer(Algorithm::EcdsaP256, false);
+    let mut z = s.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    let policy = s.policy().clone();
+    let names = z.node_count();
+    assert!(names > 10, "{names} names");
+    let mut round = Round::reading(5);
+    for call in 1..=names.div_ceil(5) {
+        let due = s.due(&z, &mut round, NOW, 1);
+        assert!(due.owners.is_empty());
+        if call < names.div_ceil(5) {
+            assert_eq!(
+                (due.next, due.round_over),
+                (Some(NOW), false),
+                "call {call}"
+            );
+        } else {
+            assert!(due.round_over, "call {call}");
+            let whole = s.due(&z, &mut Round::default(), NOW, 1);
+            assert_eq!(due.earliest_expiry, whole.earliest_expiry);
+            assert_eq!(due.next, whole.next);
+        }
+    }
+    // All due: batches of 2 names, 5 read a call, until a round finds none.
+    let later = NOW + u64::from(policy.rrsig_lifetime - policy.rrsig_refresh) + 10;
+    let mut calls = 0;
+    loop {
+        let due = s.due(&z, &mut round, later, 2);
+        calls += 1;
+        assert!(calls < 200, "the round never ends");
+        if due.owners.is_empty() && due.round_over {
+            assert!(due.next.unwrap() > later);
+            break;
+        }
+        if !due.owners.is_empty() {
+            let serial = z.serial() + 1;
+            z = s
+                .refresh(&z, &due.owners, soa(&z, serial), later)
+                .unwrap()
+                .0;
+        }
+    }
     verify_at(&z, &s, NOW + u64::from(policy.rrsig_lifetime) + 5).unwrap();
 }
 
@@ -358,13 +409,13 @@ fn a_batch_that_takes_every_due_signature_still_has_a_next_time() {
     let z = s.sign_zone(&zone(ZONE), None, NOW).unwrap();
     let policy = s.policy().clone();
     let later = NOW + u64::from(policy.rrsig_lifetime);
-    let due = s.due(&z, None, later, 1000);
+    let due = s.due(&z, &mut Round::default(), later, 1000);
     assert!(!due.owners.is_empty());
     let renewed = later + u64::from(policy.rrsig_lifetime);
     assert_eq!(due.earliest_expiry, Some(renewed));
     assert_eq!(due.next, Some(renewed - u64::from(policy.rrsig_refresh)));
     // Nothing due: the earliest expiry is that of the zone's signatures.
-    let due = s.due(&z, None, NOW, 1000);
+    let due = s.due(&z, &mut Round::default(), NOW, 1000);
     assert!(due.owners.is_empty());
     assert_eq!(
         due.earliest_expiry,

@@ -61,7 +61,8 @@ impl Signer {
         let bare = self.bare(zone, serial, nsec3.as_ref())?;
         let chain = match nsec3 {
             Some(n) => {
-                let hashes = n.hashes(&bare);
+                let threads = self.policy().signing_threads.clamp(1, 64);
+                let hashes = n.hashes(&bare, threads);
                 Chain::Nsec3(n, hashes)
             }
             None => Chain::Nsec(
@@ -175,7 +176,7 @@ impl Signer {
                 };
                 let made: Vec<Made> = handles
                     .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
+                    .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                     .collect();
                 (made, written)
             });

@@ -214,7 +214,7 @@ impl Writer {
         if !same_signers {
             // The signatures of keys that stopped signing (and those of
             // keys that started) made from now on, a batch a second.
-            self.resign_after = None;
+            self.resign_round.restart();
             self.resign_at = Some(Instant::now());
         }
         if let Some(why) = refused {

@@ -103,9 +103,8 @@ struct Writer {
     file_wait: Option<Instant>,
     /// A signed zone: when its next signatures fall due (see resign.rs).
     resign_at: Option<Instant>,
-    /// The last name whose signatures were made again (the next batch
-    /// starts after it).
-    resign_after: Option<Name>,
+    /// Where the search for due signatures is in its round of the zone.
+    resign_round: lode_dnssec::Round,
     /// A zone signed here: its keys' policy and folder, and when their
     /// next event is due (see keys.rs).
     keys: Option<Box<keys::KeyRoll>>,

@@ -1,6 +1,9 @@
 //! A signed zone's signatures made again before they expire: a batch of
 //! names every [`EVERY`] while signatures are due, through the zone-update
 //! stage and the journal like any change (schedule: `lode_dnssec::refresh`).
+//! The search for due names reads a bounded number of names each time (a
+//! round of a large zone is spread over seconds), so the writer thread the
+//! zone shares with others is never held by a read of the whole zone.
 
 use std::time::{Duration, Instant};
 
@@ -32,7 +35,7 @@ impl Writer {
             _ => return Err("the zone is not signed here".into()),
         };
         let serial = self.replace(version, None)?;
-        self.resign_after = None;
+        self.resign_round.restart();
         let text = format!(
             "signed whole: {} signatures in {:.1} s, serial {} → {serial}",
             lode_dnssec::signatures_made().saturating_sub(made),
@@ -66,8 +69,9 @@ impl Writer {
                 .clamp(RESIGN_MIN, RESIGN_MAX);
             batch = batch.max(pace);
         }
-        let due = signer.due(&zone, self.resign_after.as_ref(), now, batch);
-        let whole_pass = due.owners.len() < batch;
+        // Kept to read the batch again when it cannot be signed now.
+        let round = self.resign_round.clone();
+        let due = signer.due(&zone, &mut self.resign_round, now, batch);
         if !due.owners.is_empty() {
             let from = zone.serial();
             match self.run_stage(Change::Refresh(&due.owners), None) {
@@ -77,7 +81,6 @@ impl Writer {
                         self.origin,
                         due.owners.len()
                     );
-                    self.resign_after = due.owners.last().cloned();
                 }
                 Err(e) => {
                     tracing::error!(
@@ -86,11 +89,12 @@ impl Writer {
                         super::RETRY_AFTER.as_secs()
                     );
                     self.resign_at = Some(Instant::now() + super::RETRY_AFTER);
+                    self.resign_round = round;
                     return;
                 }
             }
         }
-        if whole_pass {
+        if due.round_over {
             // Every signature is by the keys of the moment now.
             self.keys_settled();
         }

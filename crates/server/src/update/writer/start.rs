@@ -121,7 +121,7 @@ fn start_writers_with(
             .collect();
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     });
     let started = opened.iter().map(|(n, _)| n.clone()).collect();
@@ -276,7 +276,7 @@ fn open_writer(
         file_write: None,
         file_wait: None,
         resign_at: None,
-        resign_after: None,
+        resign_round: lode_dnssec::Round::default(),
         keys: key_roll,
         signs_transfers: false,
         refetchable: false,
