@@ -256,6 +256,17 @@ fn random_sequence(s: &Signer) {
                 name
             );
         }
+        // What a validating secondary checks of such a change: the names
+        // it touched (and the chain around them) pass.
+        let touched: Vec<Name> = signed
+            .removed
+            .iter()
+            .chain(&signed.added)
+            .map(|r| r.owner.clone())
+            .collect();
+        if let Err(e) = crate::validate(&next, NOW, Some(&touched)) {
+            panic!("step {step}: the change's check: {e}");
+        }
         // The journaled changeset replays to the same version.
         let replayed = current.apply(&signed).unwrap();
         let a: Vec<_> = replayed.records().collect();
@@ -579,14 +590,65 @@ fn the_validator_finds_what_is_wrong_with_a_signed_zone() {
             .records()
             .find(|r| r.rtype == chain && r.owner.as_ref() != signed.origin())
             .unwrap();
+        let owner = gone.owner.clone();
         let broken = signed.apply(&same_soa(vec![gone], vec![])).unwrap();
         let e = crate::validate(&broken, NOW, None).unwrap_err();
         assert!(e.contains("NSEC"), "{e}");
+        let e = crate::validate(&broken, NOW, Some(std::slice::from_ref(&owner))).unwrap_err();
+        assert!(e.contains("NSEC"), "{e}");
         // A name added without its chain record or signature.
+        let new: Name = "new.example.".parse().unwrap();
         let added = signed
             .apply(&same_soa(vec![], vec![txt("new.example.", "n")]))
             .unwrap();
         let e = crate::validate(&added, NOW, None).unwrap_err();
         assert!(e.contains("new.example.") || e.contains("NSEC"), "{e}");
+        assert!(crate::validate(&added, NOW, Some(std::slice::from_ref(&new))).is_err());
+        // A name taken away with its chain record and signatures, the
+        // chain not mended: the record before it still points at it.
+        let id = signed.find(www.as_ref()).unwrap();
+        let mut taken: Vec<Record> = crate::nsec::records_of(&signed, id, Rtype::A);
+        taken.extend(crate::nsec::records_of(&signed, id, Rtype::AAAA));
+        taken.extend(crate::nsec::records_of(&signed, id, Rtype::RRSIG));
+        taken.extend(crate::nsec::records_of(&signed, id, Rtype::NSEC));
+        let mut touched = vec![www.clone()];
+        if let Some(n) = crate::Nsec3::of_zone(&signed) {
+            let h = n.owner(&signed, www.as_ref()).unwrap();
+            let hid = signed.find(h.as_ref()).unwrap();
+            taken.extend(crate::nsec::records_of(&signed, hid, Rtype::NSEC3));
+            taken.extend(crate::nsec::records_of(&signed, hid, Rtype::RRSIG));
+            touched.push(h);
+        }
+        let unmended = signed.apply(&same_soa(taken, vec![])).unwrap();
+        assert!(crate::validate(&unmended, NOW, None).is_err());
+        let e = crate::validate(&unmended, NOW, Some(&touched)).unwrap_err();
+        assert!(e.contains("NSEC"), "{e}");
+        // A name added, signed, with its own chain record, but the chain
+        // record before it not mended (it still points past the new name).
+        let new_name: Name = "m.example.".parse().unwrap();
+        let add = change(&signed, vec![], vec![txt("m.example.", "m")]);
+        let (_, cs) = s.sign_change(&signed, &add, NOW).unwrap();
+        let hashed =
+            crate::Nsec3::of_zone(&signed).and_then(|n| n.owner(&signed, new_name.as_ref()));
+        let origin: Name = signed.origin().to_name();
+        let own = |r: &Record| {
+            r.owner == new_name || Some(&r.owner) == hashed.as_ref() || r.owner == origin
+        };
+        let partial = Changeset {
+            removed: cs.removed.iter().filter(|r| own(r)).cloned().collect(),
+            added: cs.added.iter().filter(|r| own(r)).cloned().collect(),
+            ..cs.clone()
+        };
+        assert!(partial.removed.len() + partial.added.len() < cs.removed.len() + cs.added.len());
+        let unmended = signed.apply(&partial).unwrap();
+        let touched: Vec<Name> = partial
+            .removed
+            .iter()
+            .chain(&partial.added)
+            .map(|r| r.owner.clone())
+            .collect();
+        assert!(crate::validate(&unmended, NOW, None).is_err());
+        let e = crate::validate(&unmended, NOW, Some(&touched)).unwrap_err();
+        assert!(e.contains("NSEC"), "{e}");
     }
 }
