@@ -8,7 +8,9 @@
 //! next serial, journaled and served like any other. A zone signed whole at
 //! once (all its signatures due together) is so signed again in batches
 //! spread over half the refresh window, not in one burst, and after that
-//! its signatures stay spread.
+//! its signatures stay spread. Zones signed together are spread too: each
+//! waits a delay of its own (up to a quarter of the refresh window) past
+//! the time its signatures fall due.
 
 use lode_wire::{Name, Record, Rtype};
 use lode_zonedb::{Changeset, Zone};
@@ -136,10 +138,28 @@ impl Signer {
         round.read = 0;
         round.earliest = None;
         let refresh = u64::from(self.policy().rrsig_refresh);
-        out.next = earliest.map(|e| u64::from(e).saturating_sub(refresh).max(now));
+        out.next =
+            earliest.map(|e| (u64::from(e).saturating_sub(refresh) + self.jitter()).max(now));
         out.earliest_expiry = earliest.map(u64::from);
         out.round_over = true;
         out
+    }
+
+    /// This zone's delay of its re-signing past the time signatures fall
+    /// due: up to a quarter of `rrsig-refresh`, fixed per zone name. Zones
+    /// signed together (10^5 of them loaded at start) so fall due together
+    /// but are signed again spread over that quarter, and stay spread.
+    pub(crate) fn jitter(&self) -> u64 {
+        let span = u64::from(self.policy().rrsig_refresh) / 4;
+        // FNV-1a of the origin (lower case): stable across restarts.
+        let hash = self
+            .origin
+            .as_wire()
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        hash % (span + 1)
     }
 
     /// True when signatures of a node's RRSIG RRset are due at `now` (or

@@ -334,7 +334,7 @@ fn due_signatures_are_made_again_in_batches_that_cover_the_zone() {
     let due = s.due(&z, &mut Round::default(), NOW, 3);
     assert!(due.owners.is_empty());
     let falls_due = NOW + u64::from(policy.rrsig_lifetime - policy.rrsig_refresh);
-    assert_eq!(due.next, Some(falls_due));
+    assert_eq!(due.next, Some(falls_due + s.jitter()));
     // All due: batches of 3 names from where the last ended, each verified
     // (at a time every signature, old or new, is valid), until none is due.
     let later = falls_due + 10;
@@ -411,6 +411,30 @@ fn a_round_is_read_a_bounded_number_of_names_at_a_time() {
 }
 
 #[test]
+fn zones_signed_together_are_signed_again_spread() {
+    // 200 zones signed at one time: each waits its own delay, within a
+    // quarter of the refresh window, past the time its signatures fall due.
+    let policy = Policy::default();
+    let span = u64::from(policy.rrsig_refresh) / 4;
+    let mut delays: Vec<u64> = (0..200)
+        .map(|i| {
+            let origin: Name = format!("zone{i}.example.").parse().unwrap();
+            let key = SigningKey::generate(&origin, Algorithm::Ed25519, KSK_FLAGS, 0).unwrap();
+            Signer::new(&origin, vec![key], policy.clone())
+                .unwrap()
+                .jitter()
+        })
+        .collect();
+    assert!(delays.iter().all(|&d| d <= span));
+    delays.sort_unstable();
+    delays.dedup();
+    assert!(delays.len() > 190, "{} distinct delays", delays.len());
+    // Half of them in each half of the span, give or take.
+    let low = delays.iter().filter(|&&d| d < span / 2).count();
+    assert!((60..=140).contains(&low), "{low} in the first half");
+}
+
+#[test]
 fn a_batch_that_takes_every_due_signature_still_has_a_next_time() {
     // A small zone: all its signatures fall due at once and fit one batch.
     // The next time is when the signatures made by that batch fall due
@@ -424,7 +448,10 @@ fn a_batch_that_takes_every_due_signature_still_has_a_next_time() {
     assert!(!due.owners.is_empty());
     let renewed = later + u64::from(policy.rrsig_lifetime);
     assert_eq!(due.earliest_expiry, Some(renewed));
-    assert_eq!(due.next, Some(renewed - u64::from(policy.rrsig_refresh)));
+    assert_eq!(
+        due.next,
+        Some(renewed - u64::from(policy.rrsig_refresh) + s.jitter())
+    );
     // Nothing due: the earliest expiry is that of the zone's signatures.
     let due = s.due(&z, &mut Round::default(), NOW, 1000);
     assert!(due.owners.is_empty());
