@@ -131,25 +131,9 @@ fn temp_name(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Removes from `dir` the `<name>.tmp.<pid>` files that a process other
-/// than this one left (a crash in [`replace`] or in a snapshot's write:
-/// never renamed into place, so they hold nothing acknowledged); this
-/// process's own are writes under way. Returns how many went.
-pub(crate) fn remove_stale_temps(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for e in entries.flatten() {
-        if is_stale_temp(&e.file_name()) {
-            removed += usize::from(std::fs::remove_file(e.path()).is_ok());
-        }
-    }
-    removed
-}
-
 /// Whether a file named `name` is a `<name>.tmp.<pid>` file that a process
-/// other than this one left (see [`remove_stale_temps`]).
+/// other than this one left (a crash in [`replace`] or in a snapshot's
+/// write); this process's own are writes under way.
 pub(crate) fn is_stale_temp(name: &std::ffi::OsStr) -> bool {
     let Some(pid) = name
         .to_str()

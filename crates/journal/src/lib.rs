@@ -446,18 +446,11 @@ enum Stop {
     Damage(DamageReason),
 }
 
-/// Removes the temporary files (`<name>.tmp.<pid>`) that a crash of an
-/// earlier process left in the journal folder `dir`: one pass over the
-/// folder, made once at start rather than at each journal's opening (a
-/// pass per zone over a folder of 10^5 zones' files was quadratic).
-/// Returns how many were removed.
-pub fn remove_stale_temps(dir: &Path) -> usize {
-    file::remove_stale_temps(dir)
-}
-
-/// Whether the file `name` in a journal folder is a temporary file an
-/// earlier process left (what [`remove_stale_temps`] removes), for a caller
-/// that lists the folder anyway.
+/// Whether the file `name` in a journal folder is a temporary file
+/// (`<name>.tmp.<pid>`) that a crash of an earlier process left: never
+/// renamed into place, it holds nothing acknowledged. The server removes
+/// them in the one listing of the folder it makes at start (a pass per
+/// journal's opening over a folder of 10^5 zones' files was quadratic).
 pub fn is_stale_temp(name: &std::ffi::OsStr) -> bool {
     file::is_stale_temp(name)
 }

@@ -657,7 +657,7 @@ fn failed_rollback_breaks_the_journal() {
 }
 
 #[test]
-fn clear_drops_everything_and_stale_temps_go() {
+fn clear_drops_everything_and_stale_temps_are_told_apart() {
     let d = tempdir("clear");
     let path = d.join("j");
     let (mut j, _) = open(&path);
@@ -671,7 +671,11 @@ fn clear_drops_everything_and_stale_temps_go() {
     // This process's own temporary files are writes under way: kept.
     let ours = d.join(format!("j.tmp.{}", std::process::id()));
     std::fs::write(&ours, b"being written").unwrap();
-    assert_eq!(crate::remove_stale_temps(&d), 1);
+    let stale = |name: &str| crate::is_stale_temp(std::ffi::OsStr::new(name));
+    assert!(stale("j.tmp.12345"));
+    assert!(!stale(&format!("j.tmp.{}", std::process::id())));
+    assert!(!stale("j.tmp.") && !stale("j.tmp.12a") && !stale("j"));
+    std::fs::remove_file(d.join("j.tmp.12345")).unwrap();
     std::fs::remove_file(&ours).unwrap();
     let (_, rec) = open(&path);
     assert_eq!(rec.changesets, [cs(100, 101)]);
