@@ -28,7 +28,9 @@
 # (1, 2, 3 or both = 1 and 2), DURATION (part 2, seconds, default 10), CLIENTS (64),
 # PEERS=0 (part 1: Lode alone, without the peers and the crypto ceiling),
 # SLOW=0 (part 1: without BIND and ldns, which take 10-25 minutes on 5 M records),
-# CHAINS (part 1, Lode: "nsec nsec3" by default, or one of them),
+# CHAINS (part 1: "nsec nsec3" by default, or one of them), LODE_SIGN=0 (part 1: the
+# peers alone), COUNT=0 (part 1: Lode's signatures not counted by AXFR — 20 M records
+# take minutes to transfer),
 # PREFIX (the E.164 prefix of the generated zone, default 16461; 1646 for 5 M records
 # in one zone).
 # Needs knot-dnssecutils (kzonesign), bind9-utils, ldnsutils, openssl.
@@ -88,7 +90,9 @@ if [ "$part" = 1 ] || [ "$part" = both ]; then
     printf '%-34s %9s %10s %12s %9s\n' "signer" "wall s" "signatures" "sig/s" "peak MiB"
 
     # Lode: the time from start to the "signed whole" line, peak from /proc.
-    for chain in ${CHAINS:-nsec nsec3}; do
+    lode_chains=${CHAINS:-nsec nsec3}
+    [ "${LODE_SIGN:-1}" = 0 ] && lode_chains=
+    for chain in $lode_chains; do
         rm -rf "$work/lode-$chain"
         mkdir -p "$work/lode-$chain"
         nsec3=false
@@ -115,7 +119,8 @@ EOF
         start=$(date +%s.%N)
         "$LODE" serve --config "$work/lode-$chain/lode.toml" --workers 1 > "$work/lode-$chain/serve.log" 2>&1 &
         pid=$!
-        for _ in $(seq 1 3000); do
+        # (At most 3 hours: 20 M records take ~12 minutes.)
+        for _ in $(seq 1 108000); do
             grep -q "signed whole" "$work/lode-$chain/serve.log" && break
             kill -0 $pid 2>/dev/null || break
             sleep 0.1
@@ -124,18 +129,23 @@ EOF
         # (Served a moment after the "signed whole" line: the AXFR waits for it.)
         wait_answer || { kill $pid; echo "lode did not serve $zone" >&2; exit 1; }
         peak=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' /proc/$pid/status)
-        sigs=$(kdig @127.0.0.1 -p $port "$zone" AXFR +nocomments 2>/dev/null | count_sigs)
+        sigs=-
+        [ "${COUNT:-1}" = 0 ] || sigs=$(kdig @127.0.0.1 -p $port "$zone" AXFR +nocomments 2>/dev/null | count_sigs)
         kill $pid; wait $pid 2>/dev/null || true
         took=$(grep -oE 'signed whole in [0-9.]+ s' "$work/lode-$chain/serve.log" | grep -oE '[0-9.]+' | head -1)
         wall=$(echo "$end - $start" | bc)
-        printf '%-34s %9.1f %10s %12.0f %9s   (signing alone %s s: %.0f sig/s)\n' "lode ($chain, 2 threads, from start)" "$wall" "$sigs" "$(echo "$sigs / $wall" | bc -l)" "$peak" "$took" "$(echo "$sigs / $took" | bc -l)"
+        if [ "$sigs" = - ]; then
+            printf '%-34s %9.1f %10s %12s %9s   (signing alone %s s)\n' "lode ($chain, 2 threads, from start)" "$wall" - - "$peak" "$took"
+        else
+            printf '%-34s %9.1f %10s %12.0f %9s   (signing alone %s s: %.0f sig/s)\n' "lode ($chain, 2 threads, from start)" "$wall" "$sigs" "$(echo "$sigs / $wall" | bc -l)" "$peak" "$took" "$(echo "$sigs / $took" | bc -l)"
+        fi
     done
 
     if [ "${PEERS:-1}" = 0 ]; then
         exit 0
     fi
     # Knot 3.2: kzonesign with a policy of 2 signing threads.
-    for chain in nsec nsec3; do
+    for chain in ${CHAINS:-nsec nsec3}; do
         k="$work/knot-$chain"
         rm -rf "$k"
         mkdir -p "$k/out"
