@@ -42,6 +42,7 @@ mod nsec3;
 mod ordered;
 mod snapshot;
 mod store;
+mod stream;
 mod walk;
 mod zoneset;
 
@@ -52,6 +53,7 @@ pub use cursor::NodeCursor;
 pub use nsec3::{nsec3_key, Nsec3Key};
 pub use ordered::OrderedBuilder;
 pub use snapshot::SnapshotError;
+pub use stream::StreamBuilder;
 pub use zoneset::{ZoneGuard, ZoneSet, ZoneSlot};
 
 use lode_wire::name::KeyBuf;

@@ -204,6 +204,46 @@ impl OrderedBuilder {
         })
     }
 
+    /// True when the apex has its SOA and NS (what [`OrderedBuilder::finish`] checks).
+    pub fn is_complete(&self) -> bool {
+        self.soa.is_some() && self.apex_ns
+    }
+
+    /// The records written so far, in canonical order (the node being
+    /// written included): to go on with a [`crate::ZoneBuilder`] when the
+    /// rest does not come in order.
+    pub fn into_records(mut self) -> Vec<lode_wire::Record> {
+        self.close();
+        let mut out = Vec::new();
+        let mut owner = NameBuf::new();
+        for (key, data) in (Entries {
+            data: &self.entries,
+        }) {
+            let Some(head) = blob::head(data) else {
+                continue;
+            };
+            match head.owner {
+                Some(o) => owner.set(o),
+                None => {
+                    if owner.set_from_key(key, self.origin.as_ref()).is_err() {
+                        continue;
+                    }
+                }
+            }
+            let name = owner.as_ref().to_name();
+            for set in blob::RRsets::new(head.rrsets) {
+                out.extend(set.rdatas().map(|rdata| lode_wire::Record {
+                    owner: name.clone(),
+                    class: self.class,
+                    rtype: set.rtype(),
+                    ttl: set.ttl(),
+                    rdata: rdata.into(),
+                }));
+            }
+        }
+        out
+    }
+
     /// The owner of the node written last (for messages).
     fn owner_of_open(&self) -> Name {
         let mut owner = NameBuf::new();

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use lode_tsig::{Key, Keys};
 use lode_wire::serial::SerialOrder;
 use lode_wire::{rcode, Name, Record};
-use lode_zonedb::ZoneBuilder;
+use lode_zonedb::StreamBuilder;
 use lode_zones::update::{self as ddns};
 
 use crate::access::{self, Access};
@@ -686,7 +686,9 @@ impl Refresh {
         let origin = &self.origin;
         let kind = if current.is_some() { "IXFR" } else { "AXFR" };
         let started = Instant::now();
-        let mut builder = Some(ZoneBuilder::new(origin.clone()).changed());
+        // A whole zone in canonical order (Knot, NSD, Lode) is encoded as it
+        // comes, not held as records until the end (see StreamBuilder).
+        let mut builder = Some(StreamBuilder::new(origin.clone()));
         let mut streamed = 0u64;
         let limits = fetch::Limits {
             total: TRANSFER_TIMEOUT,
