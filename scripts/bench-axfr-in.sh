@@ -36,7 +36,7 @@ case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
 
 # The serial a server on port $1 answers for $zone (empty if none).
 serial_at() {
-    kdig @127.0.0.1 -p "$1" "$zone" SOA +short +time=1 +tries=1 2>/dev/null | awk '{print $3}' | head -1
+    { kdig @127.0.0.1 -p "$1" "$zone" SOA +short +timeout=1 +retry=0 2>/dev/null || true; } | awk '$3 ~ /^[0-9]+$/ {print $3}' | head -1
 }
 
 pids=()
