@@ -592,10 +592,19 @@ pub(crate) fn lay_out<'a>(
     entries: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
     count: usize,
 ) -> Store {
-    // Blobs seen more than once: sorting is kinder to caches than a hash
-    // table of every blob, most of which are unique.
+    let mut sb = StoreBuilder::new(repeated(entries.clone().map(|(_, blob)| blob), count));
+    for (key, blob) in entries {
+        sb.push(key, blob);
+    }
+    sb.finish()
+}
+
+/// The fingerprints of the blobs (`count` of them) that occur more than
+/// once: sorting is kinder to caches than a hash table of every blob, most
+/// of which are unique.
+pub(crate) fn repeated<'a>(blobs: impl Iterator<Item = &'a [u8]>, count: usize) -> Vec<u64> {
     let mut fingerprints: Vec<u64> = Vec::with_capacity(count);
-    fingerprints.extend(entries.clone().map(|(_, blob)| fingerprint(blob)));
+    fingerprints.extend(blobs.map(fingerprint));
     fingerprints.sort_unstable();
     let mut repeated: Vec<u64> = fingerprints
         .windows(2)
@@ -603,10 +612,5 @@ pub(crate) fn lay_out<'a>(
         .map(|w| w[0])
         .collect();
     repeated.dedup();
-    drop(fingerprints);
-    let mut sb = StoreBuilder::new(repeated);
-    for (key, blob) in entries {
-        sb.push(key, blob);
-    }
-    sb.finish()
+    repeated
 }

@@ -405,10 +405,9 @@ impl Zone {
             return Ok(self.clone());
         }
         let cut = |f: NodeFlags| f.contains(NodeFlags::DELEGATION) || f.contains(NodeFlags::DNAME);
-        // Pass 1: every blob (new shadows), which blobs repeat.
+        // Pass 1: every blob (new shadows); then which blobs repeat.
         let mut blobs: Vec<u8> = Vec::new();
         let mut ends: Vec<usize> = Vec::new();
-        let mut fingerprints: Vec<u64> = Vec::new();
         let mut one = Vec::new();
         // Ancestors of the current node: key, position, cut or DNAME.
         let mut stack: Vec<(Vec<u8>, u32, bool)> = Vec::new();
@@ -428,21 +427,14 @@ impl Zone {
                 .find(|(_, _, c)| *c)
                 .map_or(0, |(_, p, _)| i - p);
             blob::encode_raw(&mut one, head.flags, shadow, head.owner, head.rrsets);
-            fingerprints.push(crate::store::fingerprint(&one));
             blobs.extend_from_slice(&one);
             ends.push(blobs.len());
             stack.push((key.to_vec(), i, cut(head.flags)));
         }
-        fingerprints.sort_unstable();
-        let mut repeated: Vec<u64> = fingerprints
-            .windows(2)
-            .filter(|w| w[0] == w[1])
-            .map(|w| w[0])
-            .collect();
-        repeated.dedup();
-        drop(fingerprints);
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        let each = starts.zip(&ends).map(|(start, &end)| &blobs[start..end]);
         // Pass 2: the store, in the same order.
-        let mut sb = crate::store::StoreBuilder::new(repeated);
+        let mut sb = crate::store::StoreBuilder::new(crate::build::repeated(each, ends.len()));
         let mut start = 0;
         for (id, &end) in self.node_ids().zip(&ends) {
             let key = self.key_of(id, &mut buf);
