@@ -19,8 +19,7 @@
 //! core — O(zone), as Knot does. A change (`only`: the names it touched)
 //! is checked where it can have changed something: the signatures of the
 //! touched names and the apex, the chain at those names, their ancestors
-//! (NSEC3) and the records before them — O(change), where Knot checks the
-//! whole zone again.
+//! (NSEC3) and the records before them — O(change).
 
 use lode_wire::nsec3::{hashed_owner, Nsec3Params};
 use lode_wire::{Name, NameRef, Rtype};
