@@ -1,5 +1,5 @@
 //! Building a zone from records that mostly come in canonical order, as
-//! Knot, NSD and Lode send a zone by AXFR: each name's records are encoded
+//! Lode sends a zone by AXFR: each name's records are encoded
 //! as soon as the next name begins ([`OrderedBuilder`]), so the records are
 //! never all held at once (a 20 M-record transfer held ~7 GB of them).
 //! Records out of order, or ones the structure checks refuse, make it go on

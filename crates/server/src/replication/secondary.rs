@@ -686,7 +686,7 @@ impl Refresh {
         let origin = &self.origin;
         let kind = if current.is_some() { "IXFR" } else { "AXFR" };
         let started = Instant::now();
-        // A whole zone in canonical order (Knot, NSD, Lode) is encoded as it
+        // A whole zone in canonical order (as Lode sends it) is encoded as it
         // comes, not held as records until the end (see StreamBuilder).
         let mut builder = Some(StreamBuilder::new(origin.clone()));
         let mut streamed = 0u64;
