@@ -82,10 +82,7 @@ fn main() {
     let mut local = Duration::ZERO;
     for k in 0..changes {
         let mut soa_to = current.soa_record();
-        let n = soa_to.rdata.len();
-        let mut rdata = soa_to.rdata.to_vec();
-        rdata[n - 20..n - 16].copy_from_slice(&(current.serial() + 1).to_be_bytes());
-        soa_to.rdata = rdata.into();
+        lode_zonedb::set_soa_serial(&mut soa_to, current.serial() + 1);
         let change = Changeset {
             soa_from: current.soa_record(),
             soa_to,

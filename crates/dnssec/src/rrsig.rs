@@ -2,7 +2,7 @@
 //! signature over it.
 
 use lode_wire::record::canonical_rdata;
-use lode_wire::{Class, Name, NameRef, Record, Rtype};
+use lode_wire::{Class, Name, NameRef, Rtype};
 
 use crate::key::SigningKey;
 
@@ -57,26 +57,8 @@ fn rdata_head(set: &RRsetRef<'_>, key: &SigningKey, signer: NameRef<'_>, v: Vali
     r
 }
 
-/// The RRSIG record over an RRset whose RDATAs are `rdatas` (any order,
-/// duplicates ignored), signed by `key` as of the zone `signer`.
-pub fn sign_rrset<'a>(
-    set: &RRsetRef<'_>,
-    rdatas: impl IntoIterator<Item = &'a [u8]>,
-    key: &SigningKey,
-    signer: NameRef<'_>,
-    validity: Validity,
-    scratch: &mut Vec<u8>,
-) -> Record {
-    Record {
-        owner: set.owner.to_name(),
-        class: set.class,
-        rtype: Rtype::RRSIG,
-        ttl: set.ttl,
-        rdata: sign_rdata(set, rdatas, key, signer, validity, scratch).into(),
-    }
-}
-
-/// The RDATA of the RRSIG [`sign_rrset`] makes.
+/// The RDATA of the RRSIG over an RRset whose RDATAs are `rdatas` (any
+/// order, duplicates ignored), signed by `key` as of the zone `signer`.
 pub fn sign_rdata<'a>(
     set: &RRsetRef<'_>,
     rdatas: impl IntoIterator<Item = &'a [u8]>,

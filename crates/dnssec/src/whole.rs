@@ -106,20 +106,17 @@ impl Signer {
         let mut records: Vec<Record> = Vec::new();
         for set in apex.rrsets() {
             for rdata in set.rdatas().filter(|r| !ours(set.rtype(), r)) {
-                let mut rdata = rdata.to_vec();
-                if let (Some(serial), Rtype::SOA) = (serial, set.rtype()) {
-                    let n = rdata.len();
-                    if n >= 20 {
-                        rdata[n - 20..n - 16].copy_from_slice(&serial.to_be_bytes());
-                    }
-                }
-                records.push(Record {
+                let mut record = Record {
                     owner: zone.origin().to_name(),
                     class: zone.class(),
                     rtype: set.rtype(),
                     ttl: set.ttl(),
                     rdata: rdata.into(),
-                });
+                };
+                if let (Some(serial), Rtype::SOA) = (serial, set.rtype()) {
+                    lode_zonedb::set_soa_serial(&mut record, serial);
+                }
+                records.push(record);
             }
         }
         records.extend(self.key_records(zone));
