@@ -1,7 +1,8 @@
 //! Lode and Knot DNS sign the same zone with the same keys (issue 18):
 //! the same records covered, the same NSEC or NSEC3 chain, the same DNSKEY
-//! RRset, and DO=1 answers identical in everything but signature bytes and
-//! validity times.
+//! RRset, and DO=1 answers (queries for the RRSIG type included) and the
+//! whole zone by AXFR identical in everything but signature bytes and
+//! validity times: each RRSIG with its original TTL, as Knot writes it.
 //!
 //! Two keys made by BIND's `dnssec-keygen` are imported into both servers
 //! (`lode dnssec import-bind`, Knot's `keymgr import-bind`); Knot signs with
@@ -42,6 +43,10 @@ const QUERIES: &[(&str, &str)] = &[
     ("x.d.example.", "A"),
     ("mail.example.", "MX"),
     ("zzz.example.", "AAAA"),
+    ("www.example.", "RRSIG"),
+    ("example.", "RRSIG"),
+    ("nothing.example.", "RRSIG"),
+    ("example.", "NSEC3PARAM"),
 ];
 
 fn have(tool: &str) -> bool {
@@ -112,8 +117,9 @@ fn start_knot_signer(dir: &Path, port: u16, keys: &[String], nsec3: bool) -> Ser
              database:\n    storage: \"{d}\"\n\
              log:\n  - target: stderr\n    any: info\n\
              policy:\n  - id: same\n    manual: on\n    algorithm: ecdsap256sha256\n{chain}\
+             acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
              template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: changes\n\
-             zone:\n  - domain: example.\n    file: \"{}\"\n    dnssec-signing: on\n    dnssec-policy: same\n",
+             zone:\n  - domain: example.\n    file: \"{}\"\n    dnssec-signing: on\n    dnssec-policy: same\n    acl: xfr\n",
             zone.display()
         ),
     )
@@ -278,11 +284,33 @@ fn compare(nsec3: bool) {
             ));
         }
     }
+    // The whole zone by AXFR: the same records, each RRSIG with the TTL
+    // Knot gives it (its original TTL), in any order.
+    let (mut l, mut k) = (
+        records(&dig(lode_port, "example.", "AXFR")),
+        records(&dig(knot_port, "example.", "AXFR")),
+    );
+    l.sort();
+    k.sort();
+    if l != k {
+        let only = |a: &[String], b: &[String]| {
+            a.iter()
+                .filter(|r| !b.contains(r))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        differences.push(format!(
+            "AXFR\n--- only lode\n{}\n--- only knot\n{}",
+            only(&l, &k),
+            only(&k, &l)
+        ));
+    }
     assert!(
         differences.is_empty(),
         "{} of {} answers differ:\n{}",
         differences.len(),
-        QUERIES.len(),
+        QUERIES.len() + 1,
         differences.join("\n\n")
     );
 }

@@ -184,9 +184,13 @@ impl Signer {
                     rdatas: vec![r.rdata.clone()],
                 });
             }
-            let (sig_ttl, old_sigs) = match node.as_ref().and_then(|n| n.rrset(Rtype::RRSIG)) {
-                Some(s) => (s.ttl(), s.rdatas().map(|r| r.to_vec()).collect::<Vec<_>>()),
-                None => (0, Vec::new()),
+            // Each with the TTL it is written with (its original TTL).
+            let old_sigs = match node.as_ref().and_then(|n| n.rrset(Rtype::RRSIG)) {
+                Some(s) => s
+                    .rdatas()
+                    .map(|r| (s.record_ttl(r), r.to_vec()))
+                    .collect::<Vec<_>>(),
+                None => Vec::new(),
             };
             let every = all_types.contains(key);
             let types = touched.get(key).map(|t| &t.1);
@@ -205,7 +209,7 @@ impl Signer {
                 let changed = every
                     || types.is_some_and(|ts| ts.contains(&t))
                     || (is_chain(t) && chain_changed);
-                let fresh = self.sigs_fit(old_sigs.iter().map(|r| &r[..]), t, now);
+                let fresh = self.sigs_fit(old_sigs.iter().map(|(_, r)| &r[..]), t, now);
                 if changed || !fresh {
                     self.sign_job(set, next.class(), validity, &mut scratch, &mut sigs_in);
                 } else {
@@ -213,13 +217,13 @@ impl Signer {
                 }
             }
             let name = node.as_ref().map_or(owner.clone(), |n| n.owner().to_name());
-            for r in old_sigs {
+            for (ttl, r) in old_sigs {
                 if !rrsig_info(&r).is_some_and(|i| keep.contains(&i.covered)) {
                     sigs_out.push(Record {
                         owner: name.clone(),
                         class: next.class(),
                         rtype: Rtype::RRSIG,
-                        ttl: sig_ttl,
+                        ttl,
                         rdata: r.into(),
                     });
                 }

@@ -98,7 +98,8 @@ impl Nsec3 {
         hashed_owner(&self.hash(name), zone.origin()).map(|b| b.as_ref().to_name())
     }
 
-    /// The NSEC3PARAM record (TTL 0, as Knot and BIND write it).
+    /// The NSEC3PARAM record, with the NSEC3 records' TTL (the SOA's
+    /// negative TTL, as Knot 3.2 writes it; BIND writes 0).
     pub fn param_record(&self, zone: &Zone) -> Record {
         let mut rdata = vec![1, 0];
         rdata.extend_from_slice(&self.iterations.to_be_bytes());
@@ -108,7 +109,7 @@ impl Nsec3 {
             owner: zone.origin().to_name(),
             class: zone.class(),
             rtype: Rtype::NSEC3PARAM,
-            ttl: 0,
+            ttl: zone.negative_ttl(),
             rdata: rdata.into(),
         }
     }

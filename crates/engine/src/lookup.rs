@@ -331,7 +331,7 @@ impl<'z> Responder<'z, '_> {
                 hint,
                 Rtype::RRSIG,
                 lode_wire::Class::IN,
-                rrset.ttl(),
+                rrset.record_ttl(rrset.first()),
                 rrset.rdatas().take(1),
             )?;
         } else {

@@ -288,6 +288,12 @@ pub fn rrsig_type_covered(rdata: &[u8]) -> Option<Rtype> {
     }
 }
 
+/// The original TTL of an RRSIG RDATA (bytes 4 to 8).
+pub fn rrsig_original_ttl(rdata: &[u8]) -> Option<u32> {
+    let b = rdata.get(4..8)?;
+    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

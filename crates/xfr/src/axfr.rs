@@ -218,7 +218,7 @@ impl<'z> AxfrWriter<'z> {
                 self.rrset = i + 1;
                 continue;
             }
-            let put = |w: &mut MessageWriter<'_>, skip: usize, take: usize| {
+            let put = |w: &mut MessageWriter<'_>, skip: usize, take: usize, ttl: u32| {
                 let hint = owner_hint(w, owner);
                 w.put_rrset(
                     Section::Answer,
@@ -226,34 +226,55 @@ impl<'z> AxfrWriter<'z> {
                     hint,
                     set.rtype(),
                     class,
-                    set.ttl(),
+                    ttl,
                     set.rdatas().skip(skip).take(take),
                 )
                 .is_ok()
             };
-            let left = set.len() - self.rdata;
-            if put(w, self.rdata, left) {
-                self.sent += left as u64;
-                (self.rrset, self.rdata) = (i + 1, 0);
-                if w.len() > PTR_MAX {
+            // Records that go out with one TTL: the whole set, or for RRSIGs
+            // each run of one original TTL (as Knot writes them).
+            loop {
+                let left = set.len() - self.rdata;
+                let (ttl, run) = if set.rtype() == Rtype::RRSIG {
+                    let mut rest = set.rdatas().skip(self.rdata);
+                    let ttl = rest.next().map_or(set.ttl(), |r| set.record_ttl(r));
+                    (
+                        ttl,
+                        1 + rest.take_while(|r| set.record_ttl(r) == ttl).count(),
+                    )
+                } else {
+                    (set.ttl(), left)
+                };
+                if put(w, self.rdata, run, ttl) {
+                    self.sent += run as u64;
+                    self.rdata += run;
+                    let done = self.rdata >= set.len();
+                    if done {
+                        (self.rrset, self.rdata) = (i + 1, 0);
+                    }
+                    if w.len() > PTR_MAX {
+                        return NodeEnd::Full;
+                    }
+                    if done {
+                        break;
+                    }
+                    continue;
+                }
+                if w.count(Section::Answer) > 0 {
                     return NodeEnd::Full;
                 }
-                continue;
-            }
-            if w.count(Section::Answer) > 0 {
+                // Too large for an empty message: as many records as fit.
+                let mut n = 0;
+                while n < run && put(w, self.rdata + n, 1, ttl) {
+                    n += 1;
+                }
+                if n == 0 {
+                    return NodeEnd::TooBig;
+                }
+                self.rdata += n;
+                self.sent += n as u64;
                 return NodeEnd::Full;
             }
-            // Too large for an empty message: as many records as fit.
-            let mut n = 0;
-            while self.rdata + n < set.len() && put(w, self.rdata + n, 1) {
-                n += 1;
-            }
-            if n == 0 {
-                return NodeEnd::TooBig;
-            }
-            self.rdata += n;
-            self.sent += n as u64;
-            return NodeEnd::Full;
         }
         NodeEnd::Done
     }

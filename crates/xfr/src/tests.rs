@@ -77,7 +77,46 @@ fn sample() -> Zone {
     for i in 0..50 {
         v.push(a(&format!("h{i}.example."), i as u8, 600));
     }
+    v.extend((0..30).map(rrsig));
     build(v)
+}
+
+/// The `i`th of 30 RRSIGs at `www.example.`, read in with TTL 7: they cover
+/// A, TXT and NSEC, with original TTLs that change from one to the next in
+/// places (two runs per covered type), ~120 bytes each.
+fn rrsig(i: u8) -> Record {
+    let covered = [Rtype::A, Rtype::TXT, Rtype::NSEC][usize::from(i / 10)];
+    let original = 100 + u32::from(i / 5) * 10;
+    let mut rdata = covered.0.to_be_bytes().to_vec();
+    rdata.extend([13, 2]);
+    rdata.extend(original.to_be_bytes());
+    rdata.extend([0, 0, 0, 2, 0, 0, 0, 1, 0, i]);
+    rdata.extend(name("example.").as_wire());
+    rdata.extend([i; 100]);
+    rec("www.example.", Rtype::RRSIG, 7, rdata)
+}
+
+#[test]
+fn rrsigs_go_out_with_their_original_ttls() {
+    let zone = sample();
+    for limit in [512, 1000, 65535] {
+        let (msgs, t) = axfr_round_trip(&zone, limit);
+        let sigs: Vec<Record> = msgs
+            .iter()
+            .flat_map(|m| parse_query_answers(m))
+            .filter(|r| r.rtype == Rtype::RRSIG)
+            .collect();
+        assert_eq!(sigs.len(), 30, "limit {limit}");
+        for r in &sigs {
+            let original = lode_wire::rdata::rrsig_original_ttl(&r.rdata).unwrap();
+            assert_eq!(r.ttl, original, "limit {limit}: {r:?}");
+        }
+        check_full(&zone, t);
+    }
+    // The zone's records (zone files, differences) say the same.
+    for r in zone.records().filter(|r| r.rtype == Rtype::RRSIG) {
+        assert_eq!(Some(r.ttl), lode_wire::rdata::rrsig_original_ttl(&r.rdata));
+    }
 }
 
 fn question(qtype: Rtype) -> Question {

@@ -213,6 +213,17 @@ impl<'a> RRset<'a> {
     pub fn ttl(&self) -> u32 {
         self.ttl
     }
+    /// The TTL a record of this set is written with in a transfer, a zone
+    /// file or an answer to a query for the RRSIG type: an RRSIG's own
+    /// original TTL (its signed RRset's, which the node's one RRSIG TTL
+    /// may not be), the set's TTL for other types. As Knot writes them.
+    pub fn record_ttl(&self, rdata: &[u8]) -> u32 {
+        if self.rtype == Rtype::RRSIG {
+            lode_wire::rdata::rrsig_original_ttl(rdata).unwrap_or(self.ttl)
+        } else {
+            self.ttl
+        }
+    }
     /// Number of records.
     pub fn len(&self) -> usize {
         self.count as usize

@@ -166,7 +166,8 @@ fn identity(r: &Record) -> (Box<[u8]>, Rtype, u16, Box<[u8]>) {
 }
 
 impl Zone {
-    /// Every record of the zone, in canonical order of owners (SOA included).
+    /// Every record of the zone, in canonical order of owners (SOA included;
+    /// RRSIGs with their original TTLs, see [`crate::RRset::record_ttl`]).
     pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
         self.node_ids().flat_map(move |id| {
             let node = self.node(id);
@@ -174,8 +175,8 @@ impl Zone {
             let class = self.class();
             node.rrsets()
                 .flat_map(|set| {
-                    let (rtype, ttl) = (set.rtype(), set.ttl());
-                    set.rdatas().map(move |rdata| (rtype, ttl, rdata))
+                    set.rdatas()
+                        .map(move |rdata| (set.rtype(), set.record_ttl(rdata), rdata))
                 })
                 .map(move |(rtype, ttl, rdata)| Record {
                     owner: owner.clone(),
