@@ -3,6 +3,8 @@
 //! RRset, and DO=1 answers (queries for the RRSIG type included) and the
 //! whole zone by AXFR identical in everything but signature bytes and
 //! validity times: each RRSIG with its original TTL, as Knot writes it.
+//! Then ten UPDATEs to both (names added and removed, ENTs, a delegation
+//! with glue, a wildcard, a TTL change), compared again after each.
 //!
 //! Two keys made by BIND's `dnssec-keygen` are imported into both servers
 //! (`lode dnssec import-bind`, Knot's `keymgr import-bind`); Knot signs with
@@ -137,7 +139,7 @@ fn start_knot_signer(dir: &Path, port: u16, keys: &[String], nsec3: bool) -> Ser
              database:\n    storage: \"{d}\"\n\
              log:\n  - target: stderr\n    any: info\n\
              policy:\n  - id: same\n    manual: on\n    algorithm: ecdsap256sha256\n{chain}\
-             acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
+             acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: [transfer, update]\n\
              template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: changes\n\
              zone:\n  - domain: example.\n    file: \"{}\"\n    dnssec-signing: on\n    dnssec-policy: same\n    acl: xfr\n",
             zone.display()
@@ -283,7 +285,7 @@ fn compare(nsec3: bool) {
         lode_dir.join("lode.toml"),
         format!(
             "journal-dir = \"journal\"\nkasp-db = \"keys\"\ncontrol = \"\"\nzonefile-sync = -1\n\
-             [[acl]]\nid = \"xfr\"\naction = [\"transfer\"]\n\
+             [[acl]]\nid = \"xfr\"\naction = [\"transfer\", \"update\"]\n\
              [[policy]]\nid = \"same\"\n{chain}\
              [[zone]]\nname = \"example.\"\nfile = \"example.zone\"\nacl = [\"xfr\"]\n\
              dnssec-signing = true\ndnssec-policy = \"same\"\n"
@@ -304,10 +306,91 @@ fn compare(nsec3: bool) {
     let knot_port = pick_port_in(16885, 16899);
     let _knot = start_knot_signer(&knot_dir, knot_port, &keys, nsec3);
 
-    // Every answer the same but for signature bytes and times.
+    let found = differences(lode_port, knot_port, QUERIES);
+    assert!(
+        found.is_empty(),
+        "{} of {} answers differ:\n{}",
+        found.len(),
+        QUERIES.len() + 1,
+        found.join("\n\n")
+    );
+
+    // The same updates to both, each signed as it is applied: the same
+    // zone after each (names added and removed, ENTs, a delegation with
+    // glue, a wildcard, a TTL change).
+    for (i, lines) in UPDATES.iter().enumerate() {
+        for (server, port) in [("lode", lode_port), ("knot", knot_port)] {
+            update(port, lines).unwrap_or_else(|e| panic!("update {i} to {server}: {e}"));
+        }
+        let queries: Vec<(&str, &str)> = QUERIES.iter().chain(AFTER_UPDATES).copied().collect();
+        let found = differences(lode_port, knot_port, &queries);
+        assert!(
+            found.is_empty(),
+            "after update {i} ({lines}): {} of {} answers differ:\n{}",
+            found.len(),
+            queries.len() + 1,
+            found.join("\n\n")
+        );
+    }
+}
+
+/// The updates sent to both signers, one UPDATE message each.
+const UPDATES: &[&str] = &[
+    "update add new.example. 300 A 192.0.2.7\nupdate add new.example. 300 TXT \"t\"",
+    "update add deep.x.y.example. 300 A 192.0.2.8",
+    "update delete www.example. AAAA",
+    "update add sub2.example. 300 NS ns.sub2.example.\nupdate add ns.sub2.example. 300 A 192.0.2.9",
+    "update add *.w.example. 300 TXT \"wild two\"",
+    "update delete a.b.c.example.",
+    "update add www.example. 600 A 192.0.2.81",
+    "update delete ns.sub.example. A\nupdate add ns.sub.example. 300 A 192.0.2.54",
+    "update delete new.example. TXT\nupdate add zz.example. 300 MX 5 new.example.",
+    "update delete deep.x.y.example.\nupdate delete sub2.example. NS",
+];
+
+/// Queries asked too once the updates began.
+const AFTER_UPDATES: &[(&str, &str)] = &[
+    ("new.example.", "A"),
+    ("new.example.", "TXT"),
+    ("deep.x.y.example.", "A"),
+    ("x.y.example.", "A"),
+    ("y.example.", "TXT"),
+    ("www.example.", "AAAA"),
+    ("sub2.example.", "A"),
+    ("ns.sub2.example.", "A"),
+    ("q.w.example.", "TXT"),
+    ("w.example.", "TXT"),
+    ("a.b.c.example.", "TXT"),
+    ("zz.example.", "MX"),
+];
+
+/// One UPDATE by `knsupdate` (no TSIG: both servers let 127.0.0.1 update).
+fn update(port: u16, lines: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut child = Command::new("knsupdate")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("knsupdate");
+    let script = format!("server 127.0.0.1 {port}\nzone example.\n{lines}\nsend\nquit\n");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(script.as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).to_string())
+    }
+}
+
+/// The answers to `queries` and the AXFR of both servers, each pair that
+/// differs in anything but signature bytes and times.
+fn differences(lode: u16, knot: u16, queries: &[(&str, &str)]) -> Vec<String> {
     let mut differences = Vec::new();
-    for (name, rtype) in QUERIES {
-        let (l, k) = (dig(lode_port, name, rtype), dig(knot_port, name, rtype));
+    for (name, rtype) in queries {
+        let (l, k) = (dig(lode, name, rtype), dig(knot, name, rtype));
         let (lr, kr) = (answer(&l), answer(&k));
         assert!(
             lr.iter().any(|l| l.starts_with("opcode: QUERY; status:")),
@@ -324,8 +407,8 @@ fn compare(nsec3: bool) {
     // The whole zone by AXFR: the same records, each RRSIG with the TTL
     // Knot gives it (its original TTL), in any order.
     let (mut l, mut k) = (
-        records(&dig(lode_port, "example.", "AXFR")),
-        records(&dig(knot_port, "example.", "AXFR")),
+        records(&dig(lode, "example.", "AXFR")),
+        records(&dig(knot, "example.", "AXFR")),
     );
     l.sort();
     k.sort();
@@ -343,13 +426,7 @@ fn compare(nsec3: bool) {
             only(&k, &l)
         ));
     }
-    assert!(
-        differences.is_empty(),
-        "{} of {} answers differ:\n{}",
-        differences.len(),
-        QUERIES.len() + 1,
-        differences.join("\n\n")
-    );
+    differences
 }
 
 #[test]
