@@ -122,15 +122,25 @@ fn bind_keys(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn start_knot_signer(dir: &Path, port: u16, keys: &[String], nsec3: bool) -> Server {
+/// The denial of existence both sign with.
+#[derive(Clone, Copy, PartialEq)]
+enum Chain {
+    Nsec,
+    Nsec3,
+    Nsec3OptOut,
+}
+
+fn start_knot_signer(dir: &Path, port: u16, keys: &[String], chain: Chain) -> Server {
     let zone = dir.join("example.zone");
     std::fs::write(&zone, zone_text()).unwrap();
     let d = dir.display();
     let conf = dir.join("knot.conf");
-    let chain = if nsec3 {
-        "    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n"
-    } else {
-        "    nsec3: off\n"
+    let chain = match chain {
+        Chain::Nsec => "    nsec3: off\n",
+        Chain::Nsec3 => "    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n",
+        Chain::Nsec3OptOut => {
+            "    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n    nsec3-opt-out: on\n"
+        }
     };
     std::fs::write(
         &conf,
@@ -253,11 +263,15 @@ fn records(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn compare(nsec3: bool) {
+fn compare(chain: Chain) {
     if !tools_present() {
         return;
     }
-    let tag = if nsec3 { "knot-nsec3" } else { "knot-nsec" };
+    let tag = match chain {
+        Chain::Nsec => "knot-nsec",
+        Chain::Nsec3 => "knot-nsec3",
+        Chain::Nsec3OptOut => "knot-optout",
+    };
     let dir = TempDir::new(&format!("signing-{tag}"));
     let bind = dir.0.join("bind");
     std::fs::create_dir_all(&bind).unwrap();
@@ -280,13 +294,17 @@ fn compare(nsec3: bool) {
         );
     }
     std::fs::write(lode_dir.join("example.zone"), zone_text()).unwrap();
-    let chain = if nsec3 { "nsec3 = true\n" } else { "" };
+    let policy = match chain {
+        Chain::Nsec => "",
+        Chain::Nsec3 => "nsec3 = true\n",
+        Chain::Nsec3OptOut => "nsec3 = true\nnsec3-opt-out = true\n",
+    };
     std::fs::write(
         lode_dir.join("lode.toml"),
         format!(
             "journal-dir = \"journal\"\nkasp-db = \"keys\"\ncontrol = \"\"\nzonefile-sync = -1\n\
              [[acl]]\nid = \"xfr\"\naction = [\"transfer\", \"update\"]\n\
-             [[policy]]\nid = \"same\"\n{chain}\
+             [[policy]]\nid = \"same\"\n{policy}\
              [[zone]]\nname = \"example.\"\nfile = \"example.zone\"\nacl = [\"xfr\"]\n\
              dnssec-signing = true\ndnssec-policy = \"same\"\n"
         ),
@@ -304,7 +322,7 @@ fn compare(nsec3: bool) {
     std::fs::create_dir_all(&knot_dir).unwrap();
     std::fs::rename(&bind, knot_dir.join("bind")).unwrap();
     let knot_port = pick_port_in(16885, 16899);
-    let _knot = start_knot_signer(&knot_dir, knot_port, &keys, nsec3);
+    let _knot = start_knot_signer(&knot_dir, knot_port, &keys, chain);
 
     let found = differences(lode_port, knot_port, QUERIES);
     assert!(
@@ -431,10 +449,15 @@ fn differences(lode: u16, knot: u16, queries: &[(&str, &str)]) -> Vec<String> {
 
 #[test]
 fn lode_and_knot_sign_the_same_zone_with_the_same_keys_alike_nsec() {
-    compare(false);
+    compare(Chain::Nsec);
 }
 
 #[test]
 fn lode_and_knot_sign_the_same_zone_with_the_same_keys_alike_nsec3() {
-    compare(true);
+    compare(Chain::Nsec3);
+}
+
+#[test]
+fn lode_and_knot_sign_the_same_zone_with_the_same_keys_alike_nsec3_opt_out() {
+    compare(Chain::Nsec3OptOut);
 }
