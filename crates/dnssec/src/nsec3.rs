@@ -118,6 +118,12 @@ impl Nsec3 {
     /// empty non-terminal above names that do (a name left with nothing but
     /// stale signatures does not count), is not occluded, not an NSEC3
     /// owner itself, and (opt-out) not an insecure delegation.
+    ///
+    /// An empty non-terminal above nothing but insecure delegations keeps
+    /// its NSEC3 with opt-out too (RFC 5155 §7.1 lets a signer leave it
+    /// out; Knot 3.2 does): without it a name below it cannot be proved
+    /// absent (Knot answers such names with a bare NXDOMAIN, and no proof
+    /// is valid when a wildcard sits at the closest provable encloser).
     pub fn is_hashed(&self, zone: &Zone, id: NodeId) -> bool {
         if zone.shadow(id).is_some() {
             return false;

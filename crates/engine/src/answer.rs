@@ -356,8 +356,6 @@ impl Errors<'_> {
     }
 }
 
-/// Writes our OPT record: our payload size, the upper RCODE bits, version 0,
-/// the DO bit echoed.
 /// True if the zone's apex SOA is signed (Knot's test for a signed zone).
 fn zone_is_signed(zone: &Zone) -> bool {
     zone.apex_rrset(Rtype::RRSIG).is_some_and(|s| {

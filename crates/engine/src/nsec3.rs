@@ -112,19 +112,32 @@ impl<'z> Responder<'z, '_> {
     }
 
     /// NXDOMAIN: closest encloser match, next closer cover, wildcard cover.
+    /// A closest encloser without an NSEC3 (an empty non-terminal above
+    /// nothing but insecure delegations, left out of an opt-out chain) is
+    /// replaced by the closest provable encloser, the nearest ancestor
+    /// with one (RFC 5155 §7.2.1; the proof then shows only that no
+    /// signed name is there).
     pub(crate) fn nsec3_nxdomain(
         &mut self,
         closest_encloser: NodeId,
         name: NameRef<'_>,
     ) -> Result<(), Full> {
         let ce_node = self.zone.node(closest_encloser);
-        let ce = ce_node.owner();
-        let m = self.nsec3_match(ce);
+        let mut ce_labels = ce_node.owner().label_count();
+        let mut m = self.nsec3_match(ce_node.owner());
+        let origin_labels = self.zone.origin().label_count();
+        let mut provable = None;
+        while m.is_none() && ce_labels > origin_labels {
+            ce_labels -= 1;
+            provable = suffix_of(name, ce_labels);
+            m = provable.as_ref().and_then(|p| self.nsec3_match(p.as_ref()));
+        }
         self.put_nsec3(m)?;
-        if let Some(nc) = Self::next_closer(name, ce.label_count()) {
+        if let Some(nc) = Self::next_closer(name, ce_labels) {
             let c = self.nsec3_cover(nc.as_ref());
             self.put_nsec3(c)?;
         }
+        let ce = provable.as_ref().map_or(ce_node.owner(), |p| p.as_ref());
         if let Some(star) = crate::dnssec::prepend_star(ce) {
             let c = self.nsec3_cover(star.as_ref());
             self.put_nsec3(c)?;
