@@ -13,6 +13,8 @@
 # 3. The same updates to Knot 3.2 signing the same zones (PART=3; Knot's
 #    default policy, zonefile-sync -1, journal-content changes).
 #
+# 6. The same updates to BIND 9.18 signing the same zones (PART=6;
+#    dnssec-policy default on the dynamic zones; WAIT bounds its signing).
 # 4. Memory of a signed zone (PART=4): the NSEC3-signed 500 k zone (signed
 #    by Lode, taken by AXFR) loaded pre-signed by Lode and by Knot: resident
 #    memory above an empty server, bytes per record.
@@ -25,7 +27,7 @@
 #   PART=1 RECORDS=100000 bash scripts/bench-signing.sh
 #
 # Environment: WORK (scratch, default /var/tmp/lode-signing), RECORDS, PART
-# (1, 2, 3 or both = 1 and 2), DURATION (part 2, seconds, default 10), CLIENTS (64),
+# (1, 2, 3, 4, 5, 6 or both = 1 and 2), DURATION (part 2, seconds, default 10), CLIENTS (64),
 # PEERS=0 (part 1: Lode alone, without the peers and the crypto ceiling),
 # SLOW=0 (part 1: without BIND and ldns, which take 10-25 minutes on 5 M records),
 # CHAINS (part 1: "nsec nsec3" by default, or one of them), LODE_SIGN=0 (part 1: the
@@ -265,6 +267,68 @@ if [ "$part" = 3 ]; then
         --duration "${DURATION:-10}" --tsig "hmac-sha256:$key_name:$secret" --fsync-dir "$k" |
         grep -E "updates/s|acknowledged|fdatasync" || true
     kill $kpid
+fi
+
+if [ "$part" = 6 ]; then
+    # BIND 9.18 signing the same zones (dnssec-policy default: ECDSA P-256,
+    # NSEC; the zones dynamic, so signed in place, each update signed
+    # before it is answered), the same update load as parts 2 and 3.
+    b="$work/bind-update"
+    rm -rf "$b"
+    mkdir -p "$b"
+    set_dir="$work/update-true/set"
+    if [ ! -f "$set_dir/lode.toml" ]; then
+        "$BENCH" gen enum --records 500000 --zones 10 --out "$set_dir" --prefix 16461 >/dev/null
+    fi
+    key_name=bench-update.
+    secret=bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=
+    {
+        echo "options { directory \"$b\"; pid-file \"$b/named.pid\"; session-keyfile \"$b/session.key\";"
+        echo "  managed-keys-directory \"$b\"; listen-on port $port { 127.0.0.1; }; listen-on-v6 { none; };"
+        echo "  recursion no; dnssec-validation no; notify no; };"
+        echo "controls { };"
+        echo "logging { category update { null; }; };"
+        echo "key \"$key_name\" { algorithm hmac-sha256; secret \"$secret\"; };"
+        i=0
+        paste -d' ' <(grep '^name' "$set_dir/lode.toml" | cut -d'"' -f2) <(grep '^file' "$set_dir/lode.toml" | cut -d'"' -f2) |
+            while read -r name file; do
+                case "$file" in /*) ;; *) file="$set_dir/$file" ;; esac
+                # BIND writes updated zones back to their files: its own copies.
+                cp "$file" "$b/zone$i.db"
+                echo "zone \"$name\" { type primary; file \"$b/zone$i.db\"; dnssec-policy default;"
+                echo "  allow-update { key \"$key_name\"; }; };"
+                i=$((i + 1))
+            done
+    } > "$b/named.conf"
+    start=$(date +%s.%N)
+    taskset -c 0 named -g -4 -n 1 -c "$b/named.conf" > "$b/named.log" 2>&1 &
+    bpid=$!
+    trap 'kill $bpid 2>/dev/null || true' EXIT
+    # Signed when the last NAPTR of every zone has its signature (BIND signs
+    # a new zone in steps); at most WAIT seconds (default 1800).
+    names=()
+    for z in $(grep '^name' "$set_dir/lode.toml" | cut -d'"' -f2); do
+        f=$(grep -l "ORIGIN $z" "$b"/zone*.db | head -1)
+        names+=("$(awk '$0 !~ /^[;$]/ && NF > 3 {o=$1} END {print o}' "$f").$z")
+    done
+    deadline=$(( $(date +%s) + ${WAIT:-1800} ))
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        left=0
+        for n in "${names[@]}"; do
+            kdig +dnssec +timeout=1 +retry=0 @127.0.0.1 -p $port "$n" NAPTR 2>/dev/null | grep -q 'RRSIG' || left=$((left + 1))
+        done
+        [ "$left" = 0 ] && break
+        sleep 2
+    done
+    printf 'BIND signed the zones in %.1f s (%s of %s last names unsigned)\n' \
+        "$(echo "$(date +%s.%N) - $start" | bc -l)" "$left" "${#names[@]}"
+    zones=()
+    for z in $(grep '^name' "$set_dir/lode.toml" | cut -d'"' -f2); do zones+=(--zone "$z"); done
+    echo "== durable single-RR updates, BIND 9.18 signing"
+    taskset -c 1 "$BENCH" update --server 127.0.0.1:$port "${zones[@]}" --clients "${CLIENTS:-64}" \
+        --duration "${DURATION:-10}" --tsig "hmac-sha256:$key_name:$secret" --fsync-dir "$b" |
+        grep -E "updates/s|acknowledged|fdatasync" || true
+    kill $bpid
 fi
 
 if [ "$part" = 4 ]; then
