@@ -298,3 +298,71 @@ fn the_query_policy_changes_by_reload() {
         );
     }
 }
+
+/// `dnssec-signing` turned on by `lode reload` for a zone served unsigned
+/// from its file (Knot's `knotc reload`): keys made, the zone signed whole
+/// at once and verified by three validators, the next update signed, and
+/// after a restart (kill -9) the zone served signed as it was (not signed
+/// again).
+#[test]
+fn signing_turned_on_by_reload() {
+    if !common::dnssec::tools_present() {
+        return;
+    }
+    let Some((dir, port)) = setup("reload-sign") else {
+        return;
+    };
+    let d = &dir.0;
+    let unsigned = config(d, port, OLD, true);
+    std::fs::write(d.join("lode.toml"), &unsigned).unwrap();
+    let mut server = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let key = TsigKey {
+        name: "rot".into(),
+        algorithm: "hmac-sha256".into(),
+        secret: OLD.into(),
+    };
+    nsupdate(server.addr, ZONE, &key, "update add a 300 A 192.0.2.10\n").unwrap();
+    assert!(!kdig(server.addr, &["+dnssec", ZONE, "DNSKEY"]).contains("DNSKEY\t257"));
+
+    let signed = unsigned.replace(
+        "acl = [\"ops\"]\n",
+        "acl = [\"ops\"]\ndnssec-signing = true\n",
+    );
+    assert_ne!(signed, unsigned);
+    std::fs::write(d.join("lode.toml"), &signed).unwrap();
+    let (ok, text) = reload(d);
+    assert!(ok, "{text}\n{}", server.log_tail(20));
+    assert!(text.contains("signing turned on"), "{text}");
+    assert!(!text.contains("take effect at restart"), "{text}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !kdig(server.addr, &["+dnssec", ZONE, "DNSKEY"]).contains("DNSKEY\t257") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not signed after the reload:\n{}",
+            server.log_tail(30)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let tsig = key.y_arg();
+    let first =
+        common::dnssec::verify_axfr(d, server.addr, ZONE, Some(&tsig), "signed by the reload");
+    nsupdate(server.addr, ZONE, &key, "update add b 300 A 192.0.2.11\n").unwrap();
+    let second = common::dnssec::verify_axfr(d, server.addr, ZONE, Some(&tsig), "an update after");
+    assert!(second > first, "serial {first} → {second}");
+    let b = kdig(server.addr, &["+dnssec", &format!("b.{ZONE}"), "A"]);
+    assert!(b.contains("RRSIG\tA"), "the update is signed:\n{b}");
+
+    // Killed and started again with the signed configuration: served as it
+    // was, signed.
+    server.kill9();
+    let server = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let again = common::dnssec::verify_axfr(d, server.addr, ZONE, Some(&tsig), "after restart");
+    assert_eq!(
+        again,
+        second,
+        "signed again at restart:\n{}",
+        server.log_tail(20)
+    );
+}

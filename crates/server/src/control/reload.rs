@@ -445,9 +445,48 @@ impl Reloader {
                 };
                 report.policies.push((name.to_string(), note.to_string()));
             }
+            // Primary zones served unsigned that are signed from now on:
+            // their writers make or read the keys and sign them whole.
+            for (name, signing) in signing_started(&previous, &config) {
+                let Some(kasp_db) = config.kasp_db.clone() else {
+                    continue;
+                };
+                let parents = crate::update::submission_sources(&signing, u);
+                let what = crate::update::SignWork::Start(Box::new((signing, parents, kasp_db)));
+                let note = match u.sign_work(&name, what) {
+                    Ok(_) => {
+                        "signing turned on: handed to its writer (its log says when it is signed)"
+                    }
+                    Err(e) => {
+                        tracing::warn!("zone {name}: signing not turned on: {e}");
+                        "signing not turned on (see the log)"
+                    }
+                };
+                report.policies.push((name.to_string(), note.to_string()));
+            }
         }
         report
     }
+}
+
+/// The zones served from a zone file, unsigned under `r` and signed under
+/// `c`, with their signing settings: turned on by a reload (a secondary's
+/// signing, or signing turned off, waits for a restart).
+fn signing_started(r: &Config, c: &Config) -> Vec<(lode_wire::Name, crate::config::Signing)> {
+    let mut v: Vec<_> = c
+        .zones
+        .iter()
+        .filter(|spec| matches!(spec.source, crate::config::ZoneSource::File(_)))
+        .filter_map(|spec| {
+            let name = spec.name.to_lowercase();
+            let before = r.zone_options.get(&name)?;
+            let after = c.zone_options.get(&name)?.signing.as_ref()?;
+            (before.signing.is_none() && c.kasp_db.is_some()).then(|| (name, after.clone()))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v.dedup_by(|a, b| a.0 == b.0);
+    v
 }
 
 /// The zones configured before and after whose writer settings differ,
@@ -517,17 +556,21 @@ fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
     .filter(|(changed, _)| *changed)
     .map(|(_, name)| name.to_string())
     .collect();
-    // A zone's signer is made when its writer starts: a zone signed now
-    // and not before (or the other way round), or a signed zone added, takes
-    // effect at restart (until then the zone is served as it was, or
-    // unsigned). A signed zone's policy changed is applied now (see
-    // `policy_changes`).
+    // A zone signed now and not before is signed at once when it is
+    // served from a file (see `signing_started`); a secondary's, signing
+    // turned off, or a signed zone added, takes effect at restart (until
+    // then the zone is served as it was, or unsigned). A signed zone's
+    // policy changed is applied now (see `policy_changes`).
+    let started: Vec<lode_wire::Name> = signing_started(r, c).into_iter().map(|z| z.0).collect();
     let mut zones: Vec<_> = c.zone_options.iter().collect();
     zones.sort_by(|a, b| a.0.cmp(b.0));
     for (name, options) in zones {
         let before = r.zone_options.get(name).map(|o| &o.signing);
         let signed_before = before.is_some_and(Option::is_some);
-        if before != Some(&options.signing) && options.signing.is_some() != signed_before {
+        if before != Some(&options.signing)
+            && options.signing.is_some() != signed_before
+            && !started.contains(name)
+        {
             v.push(format!(
                 "zone {name}: dnssec-signing/dnssec-policy{}",
                 if before.is_none() {
@@ -901,7 +944,7 @@ mod tests {
     }
 
     #[test]
-    fn a_signed_zone_takes_a_new_policy_now_and_signing_turned_on_at_restart() {
+    fn a_signed_zone_takes_a_new_policy_now_and_signing_turned_on_at_once() {
         let zone = |signing: &str, policy: &str| {
             merged(&format!(
                 "journal-dir = \"j\"\n[[policy]]\nid = \"p\"\n{policy}\n\
@@ -917,12 +960,18 @@ mod tests {
         assert_eq!(changes[0].0.to_string(), "s.example.");
         assert!(restart_needed(&p13, &p15).is_empty());
         assert!(policy_changes(&p13, &p13).is_empty());
-        // Signed now and not before, or the other way round: at restart.
-        for (a, b) in [(&unsigned, &p13), (&p13, &unsigned)] {
-            assert!(policy_changes(a, b).is_empty());
-            let named = restart_needed(a, b);
-            assert_eq!(named.len(), 1, "{named:?}");
-            assert!(named[0].starts_with("zone s.example.: dnssec-signing"));
-        }
+        // Signed now and not before: at once (the zone has a file and
+        // kasp-db is set: the journal folder's keys/); the other way round:
+        // at restart.
+        assert!(policy_changes(&unsigned, &p13).is_empty());
+        let started = signing_started(&unsigned, &p13);
+        assert_eq!(started.len(), 1);
+        assert_eq!(started[0].0.to_string(), "s.example.");
+        assert!(restart_needed(&unsigned, &p13).is_empty());
+        assert!(signing_started(&p13, &unsigned).is_empty());
+        assert!(signing_started(&p13, &p15).is_empty());
+        let named = restart_needed(&p13, &unsigned);
+        assert_eq!(named.len(), 1, "{named:?}");
+        assert!(named[0].starts_with("zone s.example.: dnssec-signing"));
     }
 }

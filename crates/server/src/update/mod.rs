@@ -105,6 +105,15 @@ pub(crate) enum SignWork {
     /// A reload changed the zone's signing policy: the new one, and the
     /// parent's servers its `ksk-submission` asks.
     Policy(Box<(crate::config::Signing, Vec<crate::fetch::Source>)>),
+    /// A reload turned signing on for a primary zone served unsigned: its
+    /// policy, the parent's servers and the key folders' root (`kasp-db`).
+    Start(
+        Box<(
+            crate::config::Signing,
+            Vec<crate::fetch::Source>,
+            std::path::PathBuf,
+        )>,
+    ),
 }
 
 impl SignWork {
@@ -114,7 +123,7 @@ impl SignWork {
             SignWork::Whole => "zone-sign",
             SignWork::Roll(_) => "zone-key-rollover",
             SignWork::Submitted(_) => "zone-ksk-submitted",
-            SignWork::Policy(_) => "reload",
+            SignWork::Policy(_) | SignWork::Start(_) => "reload",
         }
     }
 }

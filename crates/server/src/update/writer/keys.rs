@@ -252,6 +252,41 @@ impl Writer {
         self.plan_keys(Trigger::Timers, true)
     }
 
+    /// A reload turned signing on for this zone (a primary served
+    /// unsigned until now): its keys made or read as at a start, the zone
+    /// signed whole in one new version (the history before it dropped, as
+    /// `zone-sign`), re-signing and key events planned from then on.
+    pub(super) fn start_signing(
+        &mut self,
+        signing: Signing,
+        parents: Vec<crate::fetch::Source>,
+        kasp_db: PathBuf,
+    ) -> Result<String, String> {
+        if self.keys.is_some() {
+            return self.new_policy(signing, parents);
+        }
+        if self.refetchable {
+            return Err("a secondary's signing starts at a restart".into());
+        }
+        self.keys = Some(Box::new(KeyRoll {
+            kasp_db,
+            signing,
+            at: None,
+            rekeying: true,
+            announced: None,
+            parents,
+            waiting: None,
+            checking: None,
+        }));
+        let done = self.plan_keys(Trigger::Timers, true);
+        match &self.stage.signer {
+            Some(signer) => crate::update::signing::watch(&self.origin, signer),
+            // Keys that could not be made: served unsigned as before.
+            None => self.keys = None,
+        }
+        done
+    }
+
     /// After a pass of the signature refresh that found every signature
     /// by the keys of the moment: keys that waited for it (a pre-active
     /// key to be published, a retired ZSK to be removed) are settled, and

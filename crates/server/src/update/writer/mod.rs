@@ -501,6 +501,21 @@ impl Writer {
                         }
                         done
                     }
+                    SignWork::Start(s) => {
+                        let (signing, parents, kasp_db) = *s;
+                        let done = self.start_signing(signing, parents, kasp_db);
+                        match &done {
+                            Ok(t) => tracing::info!(
+                                "zone {}: DNSSEC, signing turned on by the reload: {t}",
+                                self.origin
+                            ),
+                            Err(e) => tracing::error!(
+                                "zone {}: DNSSEC, signing not turned on: {e}",
+                                self.origin
+                            ),
+                        }
+                        done
+                    }
                 });
             }
             _ => {}
