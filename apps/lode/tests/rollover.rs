@@ -15,7 +15,8 @@
 //!   middle of it and started again: the rollover goes on where it was;
 //! - a KSK rollover (double signature) with the parent's DS replaced;
 //! - a CSK rollover, then an algorithm rollover (13 → 15) started by a
-//!   policy changed by `lode reload`, then NSEC → NSEC3 by another reload.
+//!   policy changed by `lode reload`, then NSEC → NSEC3 by another reload
+//!   and back to NSEC by a third.
 //!
 //! After each rollover the child zone, taken by AXFR, passes
 //! `ldns-verify-zone`, `dnssec-verify` and `kzonecheck`; a Knot secondary
@@ -620,5 +621,28 @@ fn csk_and_algorithm_rollovers_validate_throughout() {
         axfr.contains("NSEC3PARAM") && !axfr.contains("\tNSEC\t"),
         "{axfr}"
     );
-    assert_watched(watcher, &s, "CSK and algorithm rollovers, NSEC → NSEC3");
+
+    // And back, NSEC3 → NSEC (by reload), the resolver still validating.
+    s.reload_child("single-type-signing = true\nalgorithm = \"ed25519\"\n");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s.child_log().matches("(policy changed)").count() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "not signed whole again:\n{}",
+            s.child_log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(6));
+    s.verify("after NSEC3 → NSEC");
+    let axfr = std::fs::read_to_string(s.dir.0.join("axfr.txt")).unwrap();
+    assert!(
+        !axfr.contains("NSEC3") && axfr.contains("\tNSEC\t"),
+        "{axfr}"
+    );
+    assert_watched(
+        watcher,
+        &s,
+        "CSK and algorithm rollovers, NSEC → NSEC3 → NSEC",
+    );
 }
