@@ -74,6 +74,28 @@ count_sigs() {
     awk '$3 == "RRSIG" || $4 == "RRSIG" { n++ } END { print n + 0 }'
 }
 
+# The update benchmark's set of 10 zones (made the first time) and its TSIG
+# key: sets set_dir, key_name and secret.
+update_set() {
+    set_dir="$work/update-true/set"
+    if [ ! -f "$set_dir/lode.toml" ]; then
+        "$BENCH" gen enum --records 500000 --zones 10 --out "$set_dir" --prefix 16461 >/dev/null
+    fi
+    key_name=bench-update.
+    secret=bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=
+}
+
+# The update load of parts 3 and 6 against the peer on $port ($1 its name,
+# $2 its data folder, where the disk's fdatasync rate is probed).
+peer_updates() {
+    local zones=()
+    for z in $(grep '^name' "$set_dir/lode.toml" | cut -d'"' -f2); do zones+=(--zone "$z"); done
+    echo "== durable single-RR updates, $1 signing"
+    taskset -c 1 "$BENCH" update --server 127.0.0.1:$port "${zones[@]}" --clients "${CLIENTS:-64}" \
+        --duration "${DURATION:-10}" --tsig "hmac-sha256:$key_name:$secret" --fsync-dir "$2" |
+        grep -E "updates/s|acknowledged|fdatasync" || true
+}
+
 # Peak resident memory (MiB) and wall seconds of a command: "WALL PEAK".
 measure() {
     /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" > "$work/cmd.log" 2>&1 || {
@@ -213,12 +235,7 @@ if [ "$part" = 3 ]; then
     k="$work/knot-update"
     rm -rf "$k"
     mkdir -p "$k"
-    set_dir="$work/update-true/set"
-    if [ ! -f "$set_dir/lode.toml" ]; then
-        "$BENCH" gen enum --records 500000 --zones 10 --out "$set_dir" --prefix 16461 >/dev/null
-    fi
-    key_name=bench-update.
-    secret=bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=
+    update_set
     {
         echo "server:"
         echo "    rundir: \"$k\""
@@ -260,12 +277,7 @@ if [ "$part" = 3 ]; then
             kdig +short +time=1 +retry=0 @127.0.0.1 -p $port "$first" DNSKEY | grep -q .; then break; fi
         sleep 0.5
     done
-    zones=()
-    for z in $(grep '^name' "$set_dir/lode.toml" | cut -d'"' -f2); do zones+=(--zone "$z"); done
-    echo "== durable single-RR updates, Knot 3.2 signing"
-    taskset -c 1 "$BENCH" update --server 127.0.0.1:$port "${zones[@]}" --clients "${CLIENTS:-64}" \
-        --duration "${DURATION:-10}" --tsig "hmac-sha256:$key_name:$secret" --fsync-dir "$k" |
-        grep -E "updates/s|acknowledged|fdatasync" || true
+    peer_updates "Knot 3.2" "$k"
     kill $kpid
 fi
 
@@ -276,12 +288,7 @@ if [ "$part" = 6 ]; then
     b="$work/bind-update"
     rm -rf "$b"
     mkdir -p "$b"
-    set_dir="$work/update-true/set"
-    if [ ! -f "$set_dir/lode.toml" ]; then
-        "$BENCH" gen enum --records 500000 --zones 10 --out "$set_dir" --prefix 16461 >/dev/null
-    fi
-    key_name=bench-update.
-    secret=bG9kZS1iZW5jaC11cGRhdGUta2V5LTMyLWJ5dGVzISE=
+    update_set
     {
         echo "options { directory \"$b\"; pid-file \"$b/named.pid\"; session-keyfile \"$b/session.key\";"
         echo "  managed-keys-directory \"$b\"; listen-on port $port { 127.0.0.1; }; listen-on-v6 { none; };"
@@ -322,12 +329,7 @@ if [ "$part" = 6 ]; then
     done
     printf 'BIND signed the zones in %.1f s (%s of %s last names unsigned)\n' \
         "$(echo "$(date +%s.%N) - $start" | bc -l)" "$left" "${#names[@]}"
-    zones=()
-    for z in $(grep '^name' "$set_dir/lode.toml" | cut -d'"' -f2); do zones+=(--zone "$z"); done
-    echo "== durable single-RR updates, BIND 9.18 signing"
-    taskset -c 1 "$BENCH" update --server 127.0.0.1:$port "${zones[@]}" --clients "${CLIENTS:-64}" \
-        --duration "${DURATION:-10}" --tsig "hmac-sha256:$key_name:$secret" --fsync-dir "$b" |
-        grep -E "updates/s|acknowledged|fdatasync" || true
+    peer_updates "BIND 9.18" "$b"
     kill $bpid
 fi
 

@@ -528,23 +528,7 @@ const AFTER_UPDATES: &[(&str, &str)] = &[
 
 /// One UPDATE by `knsupdate` (no TSIG: both servers let 127.0.0.1 update).
 fn update(port: u16, lines: &str) -> Result<(), String> {
-    use std::io::Write as _;
-    let mut child = Command::new("knsupdate")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("knsupdate");
-    let script = format!("server 127.0.0.1 {port}\nzone example.\n{lines}\nsend\nquit\n");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(script.as_bytes()).unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).to_string())
-    }
+    common::dnssec::knsupdate_as(port, None, "example.", lines)
 }
 
 /// The answers to `queries` and the AXFR of both servers, each pair that

@@ -189,9 +189,17 @@ pub fn validated_as(answer: &str, status: &str) -> bool {
 /// One RFC 2136 update by `knsupdate -y tsig` to 127.0.0.1:`port`: the
 /// lines between `zone` and `send`; Err with its complaint when refused.
 pub fn knsupdate(port: u16, tsig: &str, zone: &str, lines: &str) -> Result<(), String> {
+    knsupdate_as(port, Some(tsig), zone, lines)
+}
+
+/// [`knsupdate`], with TSIG or without.
+pub fn knsupdate_as(port: u16, tsig: Option<&str>, zone: &str, lines: &str) -> Result<(), String> {
     use std::io::Write as _;
-    let mut child = Command::new("knsupdate")
-        .args(["-y", tsig])
+    let mut cmd = Command::new("knsupdate");
+    if let Some(y) = tsig {
+        cmd.args(["-y", y]);
+    }
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
