@@ -20,8 +20,8 @@
 #    memory above an empty server, bytes per record.
 #
 # 5. Server CPU per answer with DO=1 (PART=5, after PART=4): dnsperf -D at
-#    RATE q/s, existing names and NXDOMAIN, signed (NSEC3) and unsigned, Lode
-#    and Knot, each server pinned to CPU 0.
+#    RATE q/s, existing names and NXDOMAIN, signed (NSEC3) and unsigned, Lode,
+#    Knot and NSD (SERVERS="lode knot nsd"), each server pinned to CPU 0.
 #
 #   bash scripts/bench-signing.sh                 # parts 1 and 2
 #   PART=1 RECORDS=100000 bash scripts/bench-signing.sh
@@ -382,7 +382,8 @@ if [ "$part" = 5 ]; then
     # 5. Server CPU per answer with DO=1 (RATE q/s for SECS s by dnsperf, the
     #    server pinned to CPU 0, dnsperf on CPU 1): existing names and
     #    NXDOMAIN, on the NSEC3-signed zone of part 4 (run it first) and on
-    #    the unsigned zone, Lode and Knot.
+    #    the unsigned zone, Lode, Knot and NSD (SERVERS to choose; NSD's
+    #    CPU summed over its processes).
     m="$work/memory"
     [ -f "$m/signed.zone" ] || { echo "run PART=4 first (it makes $m/signed.zone)" >&2; exit 1; }
     one_zone_set
@@ -392,15 +393,28 @@ if [ "$part" = 5 ]; then
     mkdir -p "$q"
     awk '$4 == "NAPTR" { print $1, "NAPTR" }' "$m/signed.zone" | sort -u | shuf -n 20000 --random-source=<(yes) > "$q/exist.txt"
     sed 's/^/nx-/' "$q/exist.txt" | awk '{ print $1, "NAPTR" }' > "$q/nx.txt"
-    cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+    # utime + stime of a process and its children (NSD's server and xfrd).
+    cpu() {
+        local p t=0
+        for p in "$1" $(pgrep -P "$1"); do
+            t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+        done
+        echo "$t"
+    }
     tick=$(getconf CLK_TCK)
     printf '%-6s %-9s %-6s %9s %12s %14s\n' server zone kind answered "cpu s" "µs per answer"
-    for server in lode knot; do
+    for server in ${SERVERS:-lode knot nsd}; do
         for z in signed unsigned; do
             zf="$m/signed.zone"
             [ $z = unsigned ] && zf="$file"
             if [ $server = lode ]; then
                 taskset -c 0 "$LODE" serve --zone "$zone=$zf" --listen 127.0.0.1:$port --workers 1 --control "" > "$q/$server-$z.log" 2>&1 &
+            elif [ $server = nsd ]; then
+                n="$q/nsd-$z"
+                mkdir -p "$n"
+                printf 'server:\n    ip-address: 127.0.0.1@%s\n    server-count: 1\n    username: ""\n    chroot: ""\n    zonesdir: "%s"\n    database: ""\n    pidfile: "%s/nsd.pid"\n    xfrdfile: "%s/xfrd.state"\n    zonelistfile: "%s/zone.list"\n    xfrdir: "%s"\n    verbosity: 1\n    rrl-ratelimit: 0\n    do-ip6: no\nremote-control:\n    control-enable: no\nzone:\n    name: "%s"\n    zonefile: "%s"\n' \
+                    "$port" "$n" "$n" "$n" "$n" "$n" "$zone" "$zf" > "$n/nsd.conf"
+                taskset -c 0 nsd -d -c "$n/nsd.conf" > "$n/nsd.log" 2>&1 &
             else
                 k="$q/knot-$z"
                 mkdir -p "$k"
