@@ -402,7 +402,10 @@ impl Stage {
                 (cs.into_iter().collect::<Vec<_>>(), None)
             }
             Change::Difference(target) => {
-                match difference(current, target, self.policy, now, self.signer.is_some()) {
+                // A signed zone's group stage has no signer but leaves the
+                // signer's records out too (the group is signed after).
+                let signed = self.signer.is_some() || self.signed_zone;
+                match difference(current, target, self.policy, now, signed) {
                     Some((cs, raised)) => (vec![cs], raised),
                     None => (Vec::new(), None),
                 }
@@ -698,6 +701,47 @@ mod tests {
             panic!("replayed");
         };
         assert_eq!(version.records().collect::<Vec<_>>(), before);
+    }
+
+    /// A signed zone's file edited and read again while updates are
+    /// grouped: the group's stage (`Stage::unsigned`) leaves the signer's
+    /// records out of the difference as the signing stage does, and the
+    /// group is signed after.
+    #[test]
+    fn a_signed_zones_file_difference_in_a_group_leaves_the_signers_records() {
+        use lode_dnssec::{Algorithm, Policy, SigningKey, KSK_FLAGS, ZSK_FLAGS};
+        let origin: lode_wire::Name = "example.".parse().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let keys = [KSK_FLAGS, ZSK_FLAGS]
+            .map(|f| SigningKey::generate(&origin, Algorithm::EcdsaP256, f, now).unwrap());
+        let signer = Signer::new(&origin, Vec::from(keys), Policy::default()).unwrap();
+        let stage = Stage::signed(SerialPolicy::default(), Arc::new(signer));
+        let file = zone(BASE);
+        let signed = stage.prepare(file.clone(), &file, now).unwrap();
+        assert!(signed.records().any(|r| is_signer_type(r.rtype)));
+        // The operator's file, one name more.
+        let edited = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 11 "));
+        let mut working = signed.clone();
+        let Ok(Step::Changed { changes, .. }) =
+            stage
+                .unsigned()
+                .run_mut(&mut working, Change::Difference(&edited), now)
+        else {
+            panic!("a change");
+        };
+        let removed: Vec<_> = changes.iter().flat_map(|c| &c.removed).collect();
+        let added: Vec<_> = changes.iter().flat_map(|c| &c.added).collect();
+        assert!(removed.is_empty(), "{removed:?}");
+        assert_eq!(added.len(), 1, "{added:?}");
+        let (version, _) = stage.sign_group(&signed, changes, now).unwrap();
+        let www = |r: &Record| r.owner.to_string() == "www.example.";
+        assert!(version
+            .records()
+            .any(|r| www(&r) && r.rtype == Rtype::RRSIG));
+        assert!(version.records().any(|r| r.rtype == Rtype::DNSKEY));
     }
 
     #[test]

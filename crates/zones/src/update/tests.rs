@@ -328,12 +328,17 @@ fn ttl_of_added_record_becomes_the_rrsets() {
     let z3 = apply(&z, &[], &[sig]);
     let sig2 = "www.example.com. 100 IN RRSIG AAAA 13 3 3600 20300101000000 20200101000000 1 example.com. AAAA";
     let z4 = apply(&z3, &[], &[sig2]);
-    let ttls: Vec<u32> = z4
+    // (The stored set's TTL: each RRSIG is written with its original TTL.)
+    let www: lode_wire::Name = "www.example.com.".parse().unwrap();
+    let node = z4.node(z4.find(www.as_ref()).unwrap());
+    let sigs = node.rrset(Rtype::RRSIG).unwrap();
+    assert_eq!((sigs.len(), sigs.ttl()), (2, 100));
+    let written: Vec<u32> = z4
         .records()
         .filter(|r| r.rtype == Rtype::RRSIG)
         .map(|r| r.ttl)
         .collect();
-    assert_eq!(ttls, vec![100, 100]);
+    assert_eq!(written, vec![3600, 3600]);
 }
 
 #[test]
