@@ -13,7 +13,10 @@
 //! could also map them in place. Reading checks the checksum and then the
 //! whole structure (every entry decodes, keys ascend, node data is well
 //! formed), so a damaged or crafted file is refused with a reason rather
-//! than served.
+//! than served. Version 4 added the two-part difference (`DIFF2` in
+//! `store.rs`); version 3 files are still read (their format is version
+//! 4's without it): a state snapshot may hold the only copy of a zone's
+//! changes.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -25,7 +28,9 @@ use crate::store::Store;
 use crate::Zone;
 
 const MAGIC: &[u8; 8] = b"LODESNAP";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
+/// The oldest version read.
+const OLDEST: u32 = 3;
 
 /// Why a snapshot could not be read.
 #[derive(Debug)]
@@ -173,9 +178,9 @@ impl Zone {
             return Err(bad("no LODESNAP signature"));
         }
         let version = u32::from_le_bytes(i.get()?);
-        if version != VERSION {
+        if !(OLDEST..=VERSION).contains(&version) {
             return Err(SnapshotError::Invalid(format!(
-                "version {version}, this build reads version {VERSION}"
+                "version {version}, this build reads versions {OLDEST} to {VERSION}"
             )));
         }
         let class = Class(u16::from_le_bytes(i.get()?));

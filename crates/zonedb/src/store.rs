@@ -103,24 +103,64 @@ pub(crate) enum Blob<'a> {
     Built(usize),
 }
 
-/// Rebuilds a blob stored as a difference: `base[..p] ++ middle ++
-/// base[len - s..]` into `out`; its length, or None if it cannot be.
-#[inline]
-fn rebuild(
-    base: &[u8],
+/// A blob stored as a difference from its block's base: `base[..p] ++
+/// middle ++ base[q..q + k] ++ more ++ base[len - s..]` with `q = p +
+/// middle.len()` (`k` 0 and `more` empty for a one-part difference).
+#[derive(Clone, Copy)]
+struct Diff<'a> {
     p: usize,
     s: usize,
-    middle: &[u8],
-    out: &mut [u8; INLINE],
-) -> Option<usize> {
-    let len = p.checked_add(s)?.checked_add(middle.len())?;
-    if p + s > base.len() || len > INLINE {
-        return None;
+    middle: &'a [u8],
+    k: usize,
+    more: &'a [u8],
+}
+
+impl Diff<'_> {
+    /// Its length, if its base parts lie within `base` and it fits `INLINE`.
+    #[inline]
+    fn len(&self, base: &[u8]) -> Option<usize> {
+        let q = self.p.checked_add(self.middle.len())?;
+        let len = q
+            .checked_add(self.k)?
+            .checked_add(self.more.len())?
+            .checked_add(self.s)?;
+        // Checked: the values come from a snapshot file too.
+        let fits = self.p.checked_add(self.s)? <= base.len()
+            && (self.k == 0 || q.checked_add(self.k)? <= base.len());
+        (fits && len <= INLINE).then_some(len)
     }
+
+    /// Byte `i` of the blob (`i` below its length).
+    fn at(&self, base: &[u8], i: usize) -> u8 {
+        let (p, m, k, n) = (self.p, self.middle.len(), self.k, self.more.len());
+        if i < p {
+            base[i]
+        } else if i < p + m {
+            self.middle[i - p]
+        } else if i < p + m + k {
+            base[i]
+        } else if i < p + m + k + n {
+            self.more[i - p - m - k]
+        } else {
+            base[base.len() - self.s + (i - p - m - k - n)]
+        }
+    }
+}
+
+/// Rebuilds a blob stored as a difference into `out`; its length, or None
+/// if it cannot be.
+#[inline]
+fn rebuild(base: &[u8], d: Diff<'_>, out: &mut [u8; INLINE]) -> Option<usize> {
+    let len = d.len(base)?;
     use lode_wire::short::copy;
-    copy(out, &base[..p]);
-    copy(&mut out[p..], middle);
-    copy(&mut out[p + middle.len()..], &base[base.len() - s..]);
+    let q = d.p + d.middle.len();
+    copy(out, &base[..d.p]);
+    copy(&mut out[d.p..], d.middle);
+    if d.k > 0 || !d.more.is_empty() {
+        copy(&mut out[q..], &base[q..q + d.k]);
+        copy(&mut out[q + d.k..], d.more);
+    }
+    copy(&mut out[len - d.s..], &base[base.len() - d.s..]);
     Some(len)
 }
 
@@ -171,11 +211,7 @@ fn stored(raw: &[u8], off: u64) -> Option<&[u8]> {
 #[derive(Clone, Copy)]
 enum Value<'a> {
     Ref(u64),
-    Diff {
-        p: usize,
-        s: usize,
-        middle: &'a [u8],
-    },
+    Diff(Diff<'a>),
     Inline(&'a [u8]),
 }
 
@@ -184,21 +220,34 @@ fn read_value<'a>(data: &'a [u8], pos: &mut usize) -> Option<Value<'a>> {
     let x = get_varint(data, pos)?;
     match x & 3 {
         0 => Some(Value::Ref(x >> 2)),
-        1 => {
-            let p = usize::try_from(x >> 2).ok()?;
-            let s = usize::try_from(get_varint(data, pos)?).ok()?;
-            let m = usize::try_from(get_varint(data, pos)?).ok()?;
-            let middle = data.get(*pos..pos.checked_add(m)?)?;
-            *pos += m;
-            Some(Value::Diff { p, s, middle })
-        }
         2 => {
             let len = usize::try_from(x >> 2).ok()?;
             let blob = data.get(*pos..pos.checked_add(len)?)?;
             *pos += len;
             Some(Value::Inline(blob))
         }
-        _ => None,
+        tag => {
+            let bytes = |pos: &mut usize| -> Option<&'a [u8]> {
+                let n = usize::try_from(get_varint(data, pos)?).ok()?;
+                let b = data.get(*pos..pos.checked_add(n)?)?;
+                *pos += n;
+                Some(b)
+            };
+            let p = usize::try_from(x >> 2).ok()?;
+            let s = usize::try_from(get_varint(data, pos)?).ok()?;
+            let middle = bytes(pos)?;
+            let (k, more) = match tag {
+                1 => (0, &[][..]),
+                _ => (usize::try_from(get_varint(data, pos)?).ok()?, bytes(pos)?),
+            };
+            Some(Value::Diff(Diff {
+                p,
+                s,
+                middle,
+                k,
+                more,
+            }))
+        }
     }
 }
 
@@ -407,7 +456,7 @@ impl Store {
                 let base = match read_value(block.body, &mut pos)? {
                     Value::Ref(off) => stored(&self.raw, off)?,
                     Value::Inline(blob) => blob,
-                    Value::Diff { .. } => return None,
+                    Value::Diff(_) => return None,
                 };
                 let c = BlockAt {
                     index: b,
@@ -442,9 +491,9 @@ impl Store {
         let blob = match value {
             Value::Ref(off) => BlobRef::Stored(stored(&self.raw, off)?),
             Value::Inline(blob) => BlobRef::Stored(blob),
-            Value::Diff { p, s, middle } => {
+            Value::Diff(d) => {
                 let mut buf = [0u8; INLINE];
-                let len = rebuild(base, p, s, middle, &mut buf)?;
+                let len = rebuild(base, d, &mut buf)?;
                 BlobRef::Inline(buf, len as u16)
             }
         };
@@ -465,7 +514,7 @@ impl Store {
         let blob = match value {
             Value::Ref(off) => Blob::Stored(stored(&self.raw, off)?),
             Value::Inline(blob) => Blob::Stored(blob),
-            Value::Diff { p, s, middle } => Blob::Built(rebuild(base, p, s, middle, buf)?),
+            Value::Diff(d) => Blob::Built(rebuild(base, d, buf)?),
         };
         Some((key, blob))
     }
@@ -478,21 +527,10 @@ impl Store {
         let whole = match value {
             Value::Ref(off) => stored(&self.raw, off)?,
             Value::Inline(blob) => blob,
-            Value::Diff { p, s, middle } => {
-                let m = middle.len();
-                let len = p.checked_add(s)?.checked_add(m)?;
-                if p + s > base.len() {
-                    return None;
-                }
-                let n = len.min(8);
+            Value::Diff(d) => {
+                let n = d.len(base)?.min(8);
                 for (i, o) in out[..n].iter_mut().enumerate() {
-                    *o = if i < p {
-                        base[i]
-                    } else if i < p + m {
-                        middle[i - p]
-                    } else {
-                        base[base.len() - s + (i - p - m)]
-                    };
+                    *o = d.at(base, i);
                 }
                 return Some((out, n));
             }
@@ -577,6 +615,84 @@ fn read_suffix<'a>(data: &'a [u8], pos: &mut usize) -> Option<(usize, &'a [u8])>
     let s = data.get(*pos..pos.checked_add(l)?)?;
     *pos += l;
     Some((p, s))
+}
+
+impl Diff<'_> {
+    /// Bytes it takes in a block.
+    fn cost(&self) -> usize {
+        let (m, n) = (self.middle.len(), self.more.len());
+        let head = varint_len((self.p as u64) << 2) + varint_len(self.s as u64);
+        let two = match (self.k, n) {
+            (0, 0) => 0,
+            (k, n) => varint_len(k as u64) + varint_len(n as u64) + n,
+        };
+        head + varint_len(m as u64) + m + two
+    }
+
+    /// Appends it as a block entry's value.
+    fn write(&self, out: &mut Vec<u8>) {
+        let two = self.k > 0 || !self.more.is_empty();
+        put_varint(out, (self.p as u64) << 2 | if two { 3 } else { 1 });
+        put_varint(out, self.s as u64);
+        put_varint(out, self.middle.len() as u64);
+        out.extend_from_slice(self.middle);
+        if two {
+            put_varint(out, self.k as u64);
+            put_varint(out, self.more.len() as u64);
+            out.extend_from_slice(self.more);
+        }
+    }
+}
+
+/// The cheapest difference of `blob` from `base` (both at most `INLINE`):
+/// their common prefix and suffix, and between them the longest run of
+/// bytes equal at the same offsets when leaving it out saves bytes.
+fn difference<'b>(base: &[u8], blob: &'b [u8]) -> Diff<'b> {
+    let p = lcp(base, blob);
+    let s = base[p..]
+        .iter()
+        .rev()
+        .zip(blob[p..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let end = blob.len() - s;
+    let one = Diff {
+        p,
+        s,
+        middle: &blob[p..end],
+        k: 0,
+        more: &[],
+    };
+    // The longest aligned run within both middles.
+    let stop = end.min(base.len() - s);
+    let (mut best, mut at, mut run) = ((0, 0), p, 0);
+    for i in p..stop {
+        if base[i] == blob[i] {
+            run += 1;
+            if run > best.1 {
+                best = (at, run);
+            }
+        } else {
+            at = i + 1;
+            run = 0;
+        }
+    }
+    let (q, k) = best;
+    if k == 0 {
+        return one;
+    }
+    let two = Diff {
+        p,
+        s,
+        middle: &blob[p..q],
+        k,
+        more: &blob[q + k..end],
+    };
+    if two.cost() < one.cost() {
+        two
+    } else {
+        one
+    }
 }
 
 /// Builds a [`Store`] from keys in ascending order and their blobs.
@@ -712,33 +828,13 @@ impl StoreBuilder {
             self.body.extend_from_slice(&key[p..]);
             // The smaller of a reference to a shared blob and a difference to the base.
             let shared = self.shared_off(blob);
-            let diff = (blob.len() <= INLINE).then(|| {
-                let p = lcp(&self.base, blob);
-                let s = self.base[p..]
-                    .iter()
-                    .rev()
-                    .zip(blob[p..].iter().rev())
-                    .take_while(|(a, b)| a == b)
-                    .count();
-                let m = blob.len() - p - s;
-                let cost = varint_len((p as u64) << 2 | 1)
-                    + varint_len(s as u64)
-                    + varint_len(m as u64)
-                    + m;
-                (p, s, cost)
-            });
+            let diff = (blob.len() <= INLINE).then(|| difference(&self.base, blob));
             match (shared, diff) {
-                (Some(off), Some((_, _, cost))) if varint_len(off << 2) <= cost => {
+                (Some(off), Some(d)) if varint_len(off << 2) <= d.cost() => {
                     put_varint(&mut self.body, off << 2)
                 }
                 (Some(off), None) => put_varint(&mut self.body, off << 2),
-                (_, Some((p, s, _))) => {
-                    let m = blob.len() - p - s;
-                    put_varint(&mut self.body, (p as u64) << 2 | 1);
-                    put_varint(&mut self.body, s as u64);
-                    put_varint(&mut self.body, m as u64);
-                    self.body.extend_from_slice(&blob[p..p + m]);
-                }
+                (_, Some(d)) => d.write(&mut self.body),
                 (None, None) => {
                     let off = self.put_raw(blob);
                     put_varint(&mut self.body, off << 2);
