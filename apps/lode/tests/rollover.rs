@@ -26,7 +26,9 @@
 
 mod common;
 
-use common::dnssec::{ask, tools_present, validated_as, verify_axfr, Unbound};
+use common::dnssec::{
+    ask, tools_present, validated_as, verify_axfr, Unbound, CHILD_ZONE, PARENT_ZONE,
+};
 use common::peers::{distinct_ports, missing_programs, wait_serial, Peer, SecondaryKind, TsigKey};
 use common::*;
 use std::path::{Path, PathBuf};
@@ -36,23 +38,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const KEY: &str = "hmac-sha256:roll-key.:cm9sbG92ZXItdGVzdC1rZXktMzItYnl0ZXMtLS0tLQ==";
-
-const PARENT: &str = "$TTL 3
-@ SOA ns host 1 3600 600 86400 3
-@ NS ns
-ns A 127.0.0.1
-example NS ns.example
-ns.example A 127.0.0.1
-";
-
-const CHILD: &str = "$TTL 3
-@ SOA ns host 1 3600 600 86400 3
-@ NS ns
-ns A 127.0.0.1
-www A 192.0.2.80
-www AAAA 2001:db8::80
-mail MX 10 www
-";
 
 struct Setup {
     dir: TempDir,
@@ -136,8 +121,15 @@ impl Setup {
                  [[remote]]\nid = \"knot\"\naddress = [\"127.0.0.1@{kp}\"]\nkey = \"roll-key.\"\n{extra}"
             );
         }
-        let pconf = write_side(&dir.0, "parent", "test.", PARENT, "", "");
-        let cconf = write_side(&dir.0, "child", "example.test.", CHILD, &policy, &extra);
+        let pconf = write_side(&dir.0, "parent", "test.", PARENT_ZONE, "", "");
+        let cconf = write_side(
+            &dir.0,
+            "child",
+            "example.test.",
+            CHILD_ZONE,
+            &policy,
+            &extra,
+        );
         let parent = start_lode_config(&pconf, parent_port, &dir.0.join("parent.log"), &["test."])
             .unwrap_or_else(|e| panic!("parent: {e}"));
         let child = start_lode_config(
@@ -198,7 +190,7 @@ impl Setup {
                 &self.dir.0,
                 "child",
                 "example.test.",
-                CHILD,
+                CHILD_ZONE,
                 p,
                 &self.child_extra,
             );
@@ -217,7 +209,7 @@ impl Setup {
             &self.dir.0,
             "child",
             "example.test.",
-            CHILD,
+            CHILD_ZONE,
             policy,
             &self.child_extra,
         );

@@ -275,6 +275,10 @@ pub struct ZoneEntry {
     /// Knot's `dnssec-validation`: every new version of the zone (signed
     /// elsewhere) is checked before it is served.
     pub dnssec_validation: Option<bool>,
+    /// `[[remote]]` ids the DS set is pushed to (the policy's `ds-push`
+    /// for this zone alone).
+    #[serde(default)]
+    pub ds_push: Vec<String>,
 }
 
 impl ConfigFile {

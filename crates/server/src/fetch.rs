@@ -94,6 +94,8 @@ pub(crate) enum Op {
     Ixfr,
     /// A forwarded UPDATE.
     Update,
+    /// A zone's DS set sent to its parent by UPDATE (`ds-push`).
+    DsPush,
 }
 
 /// Why a request to a primary failed: what was asked, of whom, and why.
@@ -150,6 +152,7 @@ impl fmt::Display for Op {
             Op::Axfr => "AXFR from",
             Op::Ixfr => "IXFR from",
             Op::Update => "UPDATE forwarded to",
+            Op::DsPush => "DS push (UPDATE) to",
         })
     }
 }
@@ -693,6 +696,40 @@ pub(crate) fn exchange_tcp(
     }
     buf.truncate(n);
     Ok(buf)
+}
+
+/// Sends the UPDATE `write` makes (into a buffer, with the message ID) to
+/// `src` over TCP, TSIG-signed with its key, and checks the reply: its
+/// TSIG, OPCODE UPDATE and RCODE NOERROR (a zone's DS set pushed to its
+/// parent). `timeout` bounds the exchange.
+pub(crate) fn send_update(
+    src: &Source,
+    write: impl FnOnce(&mut [u8], u16) -> usize,
+    timeout: Duration,
+) -> Result<(), FetchError> {
+    let fail = |cause| FetchError {
+        op: Op::DsPush,
+        peer: src.addr,
+        cause,
+    };
+    let req = request(src.key.as_deref(), write).map_err(fail)?;
+    let reply = exchange_tcp(src, &req.msg, timeout).map_err(|e| fail(e.cause))?;
+    let code = rcode_of(&reply);
+    if let (Some(k), Some(mac)) = (src.key.as_deref(), &req.mac) {
+        match lode_tsig::verify_response(&reply, k, mac.as_slice(), unix_now()) {
+            Ok(_) => {}
+            Err(VerifyError::Unsigned) if code != 0 => return Err(fail(Cause::Rcode(code))),
+            Err(e) => return Err(fail(Cause::Tsig(tsig_text(e)))),
+        }
+    }
+    let op = ((message::header_flags(&reply) >> 11) & 0xF) as u8;
+    if op != opcode::UPDATE {
+        return Err(fail(Cause::Malformed(format!("OPCODE {op}, not UPDATE"))));
+    }
+    if code != rcode::NOERROR {
+        return Err(fail(Cause::Rcode(code)));
+    }
+    Ok(())
 }
 
 /// The time left until `deadline`, if any.

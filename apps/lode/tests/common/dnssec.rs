@@ -219,3 +219,22 @@ pub fn knsupdate_as(port: u16, tsig: Option<&str>, zone: &str, lines: &str) -> R
         Err(String::from_utf8_lossy(&out.stderr).to_string())
     }
 }
+
+/// The parent zone `test.` of the key tests, delegating `example.test.` (TTLs 3).
+pub const PARENT_ZONE: &str = "$TTL 3
+@ SOA ns host 1 3600 600 86400 3
+@ NS ns
+ns A 127.0.0.1
+example NS ns.example
+ns.example A 127.0.0.1
+";
+
+/// The child zone `example.test.` of the key tests (TTLs 3).
+pub const CHILD_ZONE: &str = "$TTL 3
+@ SOA ns host 1 3600 600 86400 3
+@ NS ns
+ns A 127.0.0.1
+www A 192.0.2.80
+www AAAA 2001:db8::80
+mail MX 10 www
+";

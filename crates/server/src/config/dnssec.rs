@@ -26,6 +26,9 @@
 //! cds-cdnskey-publish = "rollover"        # none, delete-dnssec, rollover, always, double-ds
 //! cds-digest-type = "sha256"              # or sha384
 //! ksk-submission = "parent"               # a [[submission]]: the parent is asked for the DS
+//! ds-push = ["parent-primary"]            # [[remote]] ids: the DS set sent to the parent's
+//!                                         # primary by UPDATE (TSIG: the remote's key) when
+//!                                         # the CDS changes (per zone too: [[zone]] ds-push)
 //!
 //! [[submission]]
 //! id = "parent"
@@ -102,6 +105,10 @@ pub struct PolicyEntry {
     pub reproducible_signing: Option<bool>,
     /// The `[[submission]]` whose parents are asked for a ready KSK's DS.
     pub ksk_submission: Option<String>,
+    /// `[[remote]]` ids of the parent's primary: the DS set is sent to it by
+    /// UPDATE whenever the zone's CDS changes (Knot's `ds-push`).
+    #[serde(default)]
+    pub ds_push: Vec<String>,
 }
 
 /// One `[[submission]]` table (Knot's `submission` section).
@@ -143,6 +150,8 @@ pub struct Signing {
     pub zone_max_ttl: Option<u32>,
     /// The parent's servers asked for a ready KSK's DS (`ksk-submission`).
     pub submission: Option<Submission>,
+    /// The parent's primaries the DS set is sent to by UPDATE (`ds-push`).
+    pub ds_push: Vec<super::Remote>,
     /// The signer's settings.
     pub policy: lode_dnssec::Policy,
 }
@@ -323,13 +332,35 @@ fn resolve(
             Some(s)
         }
     };
+    let ds_push = ds_push_remotes(&p.ds_push, remotes, &policy).map_err(bad)?;
     Ok(Signing {
         policy_id: p.id.clone(),
         keys,
         zone_max_ttl: p.zone_max_ttl,
         submission,
+        ds_push,
         policy,
     })
+}
+
+/// The `[[remote]]`s of a `ds-push` list (a policy's or a zone's).
+pub(super) fn ds_push_remotes(
+    ids: &[String],
+    remotes: &[super::Remote],
+    policy: &lode_dnssec::Policy,
+) -> Result<Vec<super::Remote>, String> {
+    if !ids.is_empty() && policy.cds == lode_dnssec::CdsPublish::None {
+        return Err("ds-push needs CDS records: cds-cdnskey-publish is none".into());
+    }
+    ids.iter()
+        .map(|id| {
+            remotes
+                .iter()
+                .find(|r| r.id == *id)
+                .cloned()
+                .ok_or_else(|| format!("ds-push {id:?} is not a [[remote]] id"))
+        })
+        .collect()
 }
 
 /// How a zone (or a template's members) is signed, from its
@@ -428,7 +459,28 @@ mod tests {
         let s = all[0].submission.as_ref().unwrap();
         assert_eq!((s.parents.len(), s.check_interval), (1, 3600));
         assert_eq!(all[0].keys.submission_timeout, 600);
-        assert!(resolve_policies(&[entry], &[sub("unknown")], &[remote]).is_err());
+        assert!(
+            resolve_policies(&[entry], &[sub("unknown")], std::slice::from_ref(&remote)).is_err()
+        );
+        // ds-push names remotes, and needs CDS published.
+        let push = |ids: &[&str], cds: Option<&str>| PolicyEntry {
+            id: "p".into(),
+            ds_push: ids.iter().map(|s| s.to_string()).collect(),
+            cds_cdnskey_publish: cds.map(str::to_string),
+            ..PolicyEntry::default()
+        };
+        let all = resolve_policies(
+            &[push(&["parent-ns"], None)],
+            &[],
+            std::slice::from_ref(&remote),
+        )
+        .unwrap();
+        assert_eq!(all[0].ds_push, vec![remote.clone()]);
+        assert!(
+            resolve_policies(&[push(&["nope"], None)], &[], std::slice::from_ref(&remote)).is_err()
+        );
+        let none = resolve_policies(&[push(&["parent-ns"], Some("none"))], &[], &[remote]);
+        assert!(none.is_err_and(|e| e.to_string().contains("cds-cdnskey-publish")));
         assert!(p(|e| e.cds_digest_type = Some("sha384".into())).is_ok());
         assert!(p(|e| e.rrsig_refresh = Some(20 * 86400)).is_err());
         // Key sizes: RSA 2048 to 4096; the curve's own for the others.

@@ -158,6 +158,7 @@ pub const KEYS: &[Key] = &[
     k("[[zone]]", "dnssec-signing", "true | false", "false", "Lode signs the zone (needs journal-dir)."),
     k("[[zone]]", "dnssec-policy", "POLICY-ID", "\"default\"", "The [[policy]] it is signed by."),
     k("[[zone]]", "dnssec-validation", "true | false", "false", "Each new version (signed elsewhere) is verified before it is served."),
+    k("[[zone]]", "ds-push", "[REMOTE-ID, …]", "the policy's", "The policy's ds-push for this zone alone."),
     // --- [[key]]
     k("[[key]]", "id", "NAME", "", "The key's name, as requests carry it (required)."),
     k("[[key]]", "algorithm", "hmac-sha256 | hmac-sha512 | …", "", "Its HMAC algorithm (required)."),
@@ -208,6 +209,7 @@ pub const KEYS: &[Key] = &[
     k("[[policy]]", "cds-cdnskey-publish", "none | delete-dnssec | rollover | always | double-ds", "rollover", "CDS/CDNSKEY at the apex (rollover: for a KSK waiting for its DS)."),
     k("[[policy]]", "cds-digest-type", "sha256 | sha384", "sha256", "The digest of published CDS records."),
     k("[[policy]]", "ksk-submission", "SUBMISSION-ID", "", "A [[submission]]: a ready KSK becomes active once every parent server serves its DS (else `lode zone-ksk-submitted`)."),
+    k("[[policy]]", "ds-push", "[REMOTE-ID, …]", "", "The parent's primary: when the CDS changes, after propagation-delay, the DS set (the CDS as DS, the DNSKEY TTL) replaces the zone's DS there by UPDATE, TSIG-signed with the remote's key (Knot's ds-push); retried every 10 minutes until it is taken."),
     // --- [[submission]]
     k("[[submission]]", "id", "TEXT", "", "The submission's name, referred to by policies (required)."),
     k("[[submission]]", "parent", "[REMOTE-ID, ...]", "", "The parent's servers ([[remote]] ids; each address asked, with its key and TLS)."),

@@ -155,13 +155,23 @@ pub(super) fn resolve_zone_options(
                 z.name
             )));
         }
-        let (signing, validation) = super::dnssec::zone_signing(
+        let (mut signing, validation) = super::dnssec::zone_signing(
             &format!("zone {}", z.name),
             [z.dnssec_signing, z.dnssec_validation],
             z.dnssec_policy.as_deref(),
             policies,
             file.journal_dir.is_some(),
         )?;
+        if !z.ds_push.is_empty() {
+            let Some(s) = signing.as_mut() else {
+                return Err(ConfigError::Value(format!(
+                    "zone {}: ds-push without dnssec-signing",
+                    z.name
+                )));
+            };
+            s.ds_push = super::dnssec::ds_push_remotes(&z.ds_push, remotes, &s.policy)
+                .map_err(|e| ConfigError::Value(format!("zone {}: {e}", z.name)))?;
+        }
         let notify_delay = z.notify_delay.unwrap_or(0);
         if notify_delay > 3600 {
             return Err(ConfigError::Value(format!(

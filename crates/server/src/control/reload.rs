@@ -434,7 +434,7 @@ impl Reloader {
         // the background, logged when done).
         if let Some(u) = &self.updates {
             for (name, signing) in policy_changes(&previous, &config) {
-                let parents = crate::update::submission_sources(&signing, u);
+                let parents = crate::update::parent_sources(&signing, u);
                 let what = crate::update::SignWork::Policy(Box::new((signing, parents)));
                 let note = match u.sign_work(&name, what) {
                     Ok(_) => "new signing policy handed to its writer (its log says what it did)",
@@ -451,7 +451,7 @@ impl Reloader {
                 let Some(kasp_db) = config.kasp_db.clone() else {
                     continue;
                 };
-                let parents = crate::update::submission_sources(&signing, u);
+                let parents = crate::update::parent_sources(&signing, u);
                 let what = crate::update::SignWork::Start(Box::new((signing, parents, kasp_db)));
                 let note = match u.sign_work(&name, what) {
                     Ok(_) => {

@@ -23,6 +23,7 @@
 
 mod admit;
 mod background;
+pub(crate) mod ds_push;
 mod forward;
 mod pool;
 pub(crate) mod signing;
@@ -35,7 +36,7 @@ pub(crate) use admit::{keys_of, Admission, FlushError, Replicas, Updates};
 pub(crate) use pool::WriterQueue;
 #[cfg(test)]
 pub(crate) use writer::start_writer;
-pub(crate) use writer::{start_writers, start_writers_for, submission_sources};
+pub(crate) use writer::{parent_sources, start_writers, start_writers_for};
 pub(crate) use xfrout::TransferSlots;
 
 use std::net::SocketAddr;
@@ -104,13 +105,13 @@ pub(crate) enum SignWork {
     Submitted(u64),
     /// A reload changed the zone's signing policy: the new one, and the
     /// parent's servers its `ksk-submission` asks.
-    Policy(Box<(crate::config::Signing, Vec<crate::fetch::Source>)>),
+    Policy(Box<(crate::config::Signing, crate::update::ds_push::Parents)>),
     /// A reload turned signing on for a primary zone served unsigned: its
     /// policy, the parent's servers and the key folders' root (`kasp-db`).
     Start(
         Box<(
             crate::config::Signing,
-            Vec<crate::fetch::Source>,
+            crate::update::ds_push::Parents,
             std::path::PathBuf,
         )>,
     ),

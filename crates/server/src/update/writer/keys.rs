@@ -45,8 +45,13 @@ pub(crate) struct KeyRoll {
     pub(super) rekeying: bool,
     /// The next key action as last logged.
     pub(super) announced: Option<(u64, String)>,
-    /// `ksk-submission`: the parent's servers asked for a ready KSK's DS.
-    pub(super) parents: Vec<crate::fetch::Source>,
+    /// The parent's servers: asked for a ready KSK's DS (`ksk-submission`),
+    /// sent the DS set (`ds-push`).
+    pub(super) parents: crate::update::ds_push::Parents,
+    /// When the DS set is pushed to the parent next (`ds-push`).
+    pub(super) push_at: Option<Instant>,
+    /// A push running: whether it was taken.
+    pub(super) pushing: Option<std::thread::JoinHandle<bool>>,
     /// A KSK waiting for its DS: its DS RDATA (digest types 2 and 4), and
     /// when the parents are asked next.
     pub(super) waiting: Option<(Vec<Vec<u8>>, Instant)>,
@@ -117,7 +122,11 @@ impl Writer {
             return;
         }
         *at = Instant::now() + Duration::from_secs(submission.check_interval);
-        let (want, parents, delay) = (want.clone(), roll.parents.clone(), submission.parent_delay);
+        let (want, parents, delay) = (
+            want.clone(),
+            roll.parents.asked.clone(),
+            submission.parent_delay,
+        );
         let (zone, me) = (self.origin.clone(), me.clone());
         let spawned = std::thread::Builder::new()
             .name("lode-ds-check".into())
@@ -136,6 +145,53 @@ impl Writer {
         match spawned {
             Ok(t) => roll.checking = Some(t),
             Err(e) => tracing::warn!("zone {}: DNSSEC, DS check not started: {e}", self.origin),
+        }
+    }
+
+    /// `ds-push`: when a push is due, a thread sends the apex's CDS as the
+    /// DS set to the parent's primaries; one not taken is due again after
+    /// [`crate::update::ds_push::RETRY`].
+    pub(super) fn check_ds_push(&mut self) {
+        let Some(roll) = self.keys.as_mut() else {
+            return;
+        };
+        if let Some(t) = roll.pushing.take() {
+            if !t.is_finished() {
+                roll.pushing = Some(t);
+                return;
+            }
+            if !t.join().unwrap_or(false) {
+                roll.push_at = Some(Instant::now() + crate::update::ds_push::RETRY);
+            }
+        }
+        if roll.push_at.is_none_or(|t| Instant::now() < t) {
+            return;
+        }
+        roll.push_at = None;
+        let pushed = roll.parents.pushed.clone();
+        let Some(zone) = self.current() else {
+            return;
+        };
+        let cds = crate::update::ds_push::cds_of(&zone);
+        if cds.is_empty() {
+            return; // Knot's: no CDS, nothing to push
+        }
+        let ttl = zone
+            .apex_rrset(lode_wire::Rtype::DNSKEY)
+            .map_or(zone.soa().ttl(), |s| s.ttl());
+        let origin = self.origin.clone();
+        let spawned = std::thread::Builder::new()
+            .name("lode-ds-push".into())
+            .spawn(move || crate::update::ds_push::push(&origin, &pushed, &cds, ttl));
+        let Some(roll) = self.keys.as_mut() else {
+            return;
+        };
+        match spawned {
+            Ok(t) => roll.pushing = Some(t),
+            Err(e) => {
+                tracing::warn!("zone {}: DNSSEC, DS push not started: {e}", self.origin);
+                roll.push_at = Some(Instant::now() + crate::update::ds_push::RETRY);
+            }
         }
     }
 
@@ -179,6 +235,7 @@ impl Writer {
             }
         };
         let refused = events.refused.clone();
+        let cds_before = crate::update::ds_push::cds_of(&current);
         let same_signers = old.as_ref().is_some_and(|o| o.signs_like(&events.signer));
         self.stage.signer = Some(Arc::new(events.signer));
         if let Some(roll) = self.keys.as_mut() {
@@ -211,6 +268,13 @@ impl Writer {
         } else {
             self.run_stage(Change::Rekey, None)?
         };
+        if let (Some(z), Some(roll)) = (self.current(), self.keys.as_mut()) {
+            if !roll.parents.pushed.is_empty() && crate::update::ds_push::cds_of(&z) != cds_before {
+                // Knot's timing: the new CDS has been out for a propagation delay.
+                let delay = Duration::from_secs(roll.signing.keys.propagation_delay);
+                roll.push_at = Some(Instant::now() + delay);
+            }
+        }
         if !same_signers {
             // The signatures of keys that stopped signing (and those of
             // keys that started) made from now on, a batch a second.
@@ -241,7 +305,7 @@ impl Writer {
     pub(super) fn new_policy(
         &mut self,
         signing: Signing,
-        parents: Vec<crate::fetch::Source>,
+        parents: crate::update::ds_push::Parents,
     ) -> Result<String, String> {
         let Some(roll) = self.keys.as_mut() else {
             return Err("the zone is not signed here (no dnssec-signing)".into());
@@ -259,7 +323,7 @@ impl Writer {
     pub(super) fn start_signing(
         &mut self,
         signing: Signing,
-        parents: Vec<crate::fetch::Source>,
+        parents: crate::update::ds_push::Parents,
         kasp_db: PathBuf,
     ) -> Result<String, String> {
         if self.keys.is_some() {
@@ -275,6 +339,8 @@ impl Writer {
             rekeying: true,
             announced: None,
             parents,
+            push_at: None,
+            pushing: None,
             waiting: None,
             checking: None,
         }));

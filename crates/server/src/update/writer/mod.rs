@@ -34,7 +34,7 @@ mod upstream;
 use commit_log::CommitLog;
 #[cfg(test)]
 pub(crate) use start::start_writer;
-pub(crate) use start::{start_writers, start_writers_for, submission_sources};
+pub(crate) use start::{parent_sources, start_writers, start_writers_for};
 use upstream::parse_upstream_tag;
 
 /// How long a zone must go without updates before a delta of any size is
@@ -208,6 +208,14 @@ impl Writer {
                 at(*t);
             }
         }
+        if let Some(k) = &self.keys {
+            if let Some(t) = k.push_at {
+                at(t);
+            }
+            if k.pushing.is_some() {
+                at(now + std::time::Duration::from_millis(200));
+            }
+        }
         wake
     }
 }
@@ -245,6 +253,7 @@ impl super::pool::Step for Writer {
             self.refresh_signatures();
         }
         self.check_submission(me);
+        self.check_ds_push();
         if self.trim_at.is_some_and(|t| Instant::now() >= t) {
             // The versions a compaction replaced are gone by now (their
             // last readers have left): their memory goes back.

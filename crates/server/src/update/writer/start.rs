@@ -223,7 +223,17 @@ fn open_writer(
                         // The first refresh pass settles what waits for one.
                         rekeying: true,
                         announced,
-                        parents: submission_sources(signing, updates),
+                        parents: parent_sources(signing, updates),
+                        // A KSK waiting for its DS: its CDS is out (or
+                        // comes with the first signing), the parent told
+                        // after a propagation delay (again after a restart).
+                        push_at: (events.waiting_ds.is_some() && !signing.ds_push.is_empty()).then(
+                            || {
+                                Instant::now()
+                                    + std::time::Duration::from_secs(signing.keys.propagation_delay)
+                            },
+                        ),
+                        pushing: None,
                         waiting: events.waiting_ds.map(|ds| (ds, Instant::now())),
                         checking: None,
                     }));
@@ -443,38 +453,46 @@ fn open_writer(
     ))
 }
 
-/// The parent's servers a policy's `ksk-submission` asks (each address of
-/// each remote, with its TSIG key and TLS).
-pub(crate) fn submission_sources(
+/// The parent's servers of a policy: those its `ksk-submission` asks
+/// (each address of each remote) and the primaries its `ds-push` sends the
+/// DS set to (each remote's addresses, tried in turn), with their TSIG
+/// keys and TLS.
+pub(crate) fn parent_sources(
     signing: &crate::config::Signing,
     updates: &Updates,
-) -> Vec<crate::fetch::Source> {
-    let Some(s) = &signing.submission else {
-        return Vec::new();
-    };
+) -> crate::update::ds_push::Parents {
     let keys = updates.keys();
-    let mut out = Vec::new();
-    for r in &s.parents {
+    let sources = |r: &crate::config::Remote| -> Vec<crate::fetch::Source> {
         let tls = match &r.tls {
             Some(t) => match crate::tls::client(t) {
                 Some(c) => Some(c),
-                None => continue, // never in clear instead; the reason is logged
+                None => return Vec::new(), // never in clear instead; the reason is logged
             },
             None => None,
         };
-        for a in &r.addresses {
-            out.push(crate::fetch::Source {
+        let key = r
+            .key
+            .as_ref()
+            .and_then(|n| keys.find_shared(n.as_ref()).cloned());
+        r.addresses
+            .iter()
+            .map(|a| crate::fetch::Source {
                 addr: *a,
-                key: r
-                    .key
-                    .as_ref()
-                    .and_then(|n| keys.find_shared(n.as_ref()).cloned()),
+                key: key.clone(),
                 tls: tls.clone(),
                 via: r.via_for(*a),
-            });
-        }
+            })
+            .collect()
+    };
+    crate::update::ds_push::Parents {
+        asked: signing
+            .submission
+            .iter()
+            .flat_map(|s| &s.parents)
+            .flat_map(sources)
+            .collect(),
+        pushed: signing.ds_push.iter().map(sources).collect(),
     }
-    out
 }
 
 /// Applies the journal's changesets that continue `zone`'s serial.
