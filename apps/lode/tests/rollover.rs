@@ -221,6 +221,15 @@ impl Setup {
     }
 
     /// Every child log so far.
+    /// Waits up to 30 s until the child's logs hold `needle` `count` times.
+    fn wait_child_log(&self, needle: &str, count: usize, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child_log().matches(needle).count() < count {
+            assert!(Instant::now() < deadline, "{what}:\n{}", self.child_log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn child_log(&self) -> String {
         (0..self.child_starts)
             .map(|i| {
@@ -597,15 +606,7 @@ fn csk_and_algorithm_rollovers_validate_throughout() {
     // NSEC → NSEC3 (by reload): the zone is signed whole with the new
     // chain in one version; the resolver keeps validating.
     s.reload_child("single-type-signing = true\nalgorithm = \"ed25519\"\nnsec3 = true\n");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !s.child_log().contains("(policy changed)") {
-        assert!(
-            Instant::now() < deadline,
-            "not signed whole:\n{}",
-            s.child_log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    s.wait_child_log("(policy changed)", 1, "not signed whole");
     std::thread::sleep(Duration::from_secs(6));
     s.verify("after NSEC → NSEC3");
     let axfr = std::fs::read_to_string(s.dir.0.join("axfr.txt")).unwrap();
@@ -616,15 +617,7 @@ fn csk_and_algorithm_rollovers_validate_throughout() {
 
     // And back, NSEC3 → NSEC (by reload), the resolver still validating.
     s.reload_child("single-type-signing = true\nalgorithm = \"ed25519\"\n");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while s.child_log().matches("(policy changed)").count() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "not signed whole again:\n{}",
-            s.child_log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    s.wait_child_log("(policy changed)", 2, "not signed whole again");
     std::thread::sleep(Duration::from_secs(6));
     s.verify("after NSEC3 → NSEC");
     let axfr = std::fs::read_to_string(s.dir.0.join("axfr.txt")).unwrap();

@@ -174,7 +174,13 @@ impl Writer {
         };
         let cds = crate::update::ds_push::cds_of(&zone);
         if cds.is_empty() {
-            return; // Knot's: no CDS, nothing to push
+            // A ready KSK's CDS not served yet (a whole signing still
+            // running): asked again in a second. Else, as Knot: no CDS,
+            // nothing to push.
+            if let Some(roll) = self.keys.as_mut().filter(|r| r.waiting.is_some()) {
+                roll.push_at = Some(Instant::now() + Duration::from_secs(1));
+            }
+            return;
         }
         let ttl = zone
             .apex_rrset(lode_wire::Rtype::DNSKEY)
@@ -249,6 +255,16 @@ impl Writer {
                 &mut roll.announced,
                 false,
             );
+            let was = roll.waiting.take().map(|(ds, _)| ds);
+            if !roll.parents.pushed.is_empty()
+                && events.waiting_ds.is_some()
+                && events.waiting_ds != was
+            {
+                // A KSK became ready: its DS goes to the parent once its
+                // CDS has been out for a propagation delay.
+                let delay = Duration::from_secs(roll.signing.keys.propagation_delay);
+                roll.push_at = Some(Instant::now() + delay);
+            }
             roll.waiting = events.waiting_ds.map(|ds| (ds, Instant::now()));
         }
         let from = current.serial();
