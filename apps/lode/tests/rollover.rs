@@ -221,13 +221,23 @@ impl Setup {
     }
 
     /// Every child log so far.
-    /// Waits up to 30 s until the child's logs hold `needle` `count` times.
-    fn wait_child_log(&self, needle: &str, count: usize, what: &str) {
+    /// The child's policy changed by reload to one with another chain:
+    /// waits up to 30 s for its `nth` whole signing "(policy changed)",
+    /// then 6 s, verifies the zone (`what`) and returns its AXFR text.
+    fn resign_by_reload(&self, policy: &str, nth: usize, what: &str) -> String {
+        self.reload_child(policy);
         let deadline = Instant::now() + Duration::from_secs(30);
-        while self.child_log().matches(needle).count() < count {
-            assert!(Instant::now() < deadline, "{what}:\n{}", self.child_log());
+        while self.child_log().matches("(policy changed)").count() < nth {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not signed whole:\n{}",
+                self.child_log()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
+        std::thread::sleep(Duration::from_secs(6));
+        self.verify(what);
+        std::fs::read_to_string(self.dir.0.join("axfr.txt")).unwrap()
     }
 
     fn child_log(&self) -> String {
@@ -605,22 +615,22 @@ fn csk_and_algorithm_rollovers_validate_throughout() {
 
     // NSEC → NSEC3 (by reload): the zone is signed whole with the new
     // chain in one version; the resolver keeps validating.
-    s.reload_child("single-type-signing = true\nalgorithm = \"ed25519\"\nnsec3 = true\n");
-    s.wait_child_log("(policy changed)", 1, "not signed whole");
-    std::thread::sleep(Duration::from_secs(6));
-    s.verify("after NSEC → NSEC3");
-    let axfr = std::fs::read_to_string(s.dir.0.join("axfr.txt")).unwrap();
+    let axfr = s.resign_by_reload(
+        "single-type-signing = true\nalgorithm = \"ed25519\"\nnsec3 = true\n",
+        1,
+        "after NSEC → NSEC3",
+    );
     assert!(
         axfr.contains("NSEC3PARAM") && !axfr.contains("\tNSEC\t"),
         "{axfr}"
     );
 
     // And back, NSEC3 → NSEC (by reload), the resolver still validating.
-    s.reload_child("single-type-signing = true\nalgorithm = \"ed25519\"\n");
-    s.wait_child_log("(policy changed)", 2, "not signed whole again");
-    std::thread::sleep(Duration::from_secs(6));
-    s.verify("after NSEC3 → NSEC");
-    let axfr = std::fs::read_to_string(s.dir.0.join("axfr.txt")).unwrap();
+    let axfr = s.resign_by_reload(
+        "single-type-signing = true\nalgorithm = \"ed25519\"\n",
+        2,
+        "after NSEC3 → NSEC",
+    );
     assert!(
         !axfr.contains("NSEC3") && axfr.contains("\tNSEC\t"),
         "{axfr}"

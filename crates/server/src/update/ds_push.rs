@@ -21,6 +21,7 @@
 //! one is taken. With `ksk-submission`, the parent's servers then serve the
 //! DS and the KSK becomes active as if `zone-ksk-submitted` had been run.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use lode_wire::{Class, Name, Record, Rtype};
@@ -32,6 +33,34 @@ use crate::fetch::Source;
 pub(crate) const RETRY: Duration = Duration::from_secs(600);
 /// How long one query or UPDATE may take.
 const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Threads asking or telling parents (DS checks and pushes) at once, all
+/// zones together: 10^5 zones whose first KSKs become ready together wait
+/// their turn (a second each) instead of starting 10^5 threads.
+const MAX_PARENT_THREADS: usize = 16;
+static PARENT_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// A place among the [`MAX_PARENT_THREADS`], given back when dropped (the
+/// thread it moved into ended).
+pub(crate) struct ParentSlot(());
+
+impl ParentSlot {
+    /// A place, if one is free.
+    pub(crate) fn take() -> Option<ParentSlot> {
+        PARENT_THREADS
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_PARENT_THREADS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| ParentSlot(()))
+    }
+}
+
+impl Drop for ParentSlot {
+    fn drop(&mut self) {
+        PARENT_THREADS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// A signed zone's parent's servers.
 #[derive(Debug, Clone, Default)]
@@ -135,4 +164,31 @@ fn parent_apex(src: &Source, zone: &Name) -> Result<Name, String> {
         "DS push to {}: no parent zone of {zone} found there ({last})",
         src.addr
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parent_threads_are_bounded() {
+        let mut held = Vec::new();
+        while let Some(s) = ParentSlot::take() {
+            held.push(s);
+            assert!(held.len() <= MAX_PARENT_THREADS);
+        }
+        assert!(ParentSlot::take().is_none());
+        held.pop();
+        assert!(
+            ParentSlot::take().is_some(),
+            "a place given back is taken again"
+        );
+    }
+
+    #[test]
+    fn delete_cds_deletes_alone() {
+        assert!(is_delete(&[vec![0, 0, 0, 0, 0]]));
+        assert!(!is_delete(&[vec![0x12, 0x34, 13, 2, 0xab]]));
+        assert!(!is_delete(&[]));
+    }
 }

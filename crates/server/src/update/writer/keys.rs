@@ -121,6 +121,10 @@ impl Writer {
         if Instant::now() < *at {
             return;
         }
+        let Some(slot) = crate::update::ds_push::ParentSlot::take() else {
+            *at = Instant::now() + Duration::from_secs(1); // others' turn first
+            return;
+        };
         *at = Instant::now() + Duration::from_secs(submission.check_interval);
         let (want, parents, delay) = (
             want.clone(),
@@ -131,6 +135,7 @@ impl Writer {
         let spawned = std::thread::Builder::new()
             .name("lode-ds-check".into())
             .spawn(move || {
+                let _slot = slot;
                 if let Some(ttl) = parents_serve(&zone, &parents, &want) {
                     tracing::info!(
                         "zone {zone}: DNSSEC, KSK submission, every parent's server serves the DS"
@@ -167,6 +172,10 @@ impl Writer {
         if roll.push_at.is_none_or(|t| Instant::now() < t) {
             return;
         }
+        let Some(slot) = crate::update::ds_push::ParentSlot::take() else {
+            roll.push_at = Some(Instant::now() + Duration::from_secs(1)); // others' turn first
+            return;
+        };
         roll.push_at = None;
         let pushed = roll.parents.pushed.clone();
         let Some(zone) = self.current() else {
@@ -188,7 +197,10 @@ impl Writer {
         let origin = self.origin.clone();
         let spawned = std::thread::Builder::new()
             .name("lode-ds-push".into())
-            .spawn(move || crate::update::ds_push::push(&origin, &pushed, &cds, ttl));
+            .spawn(move || {
+                let _slot = slot;
+                crate::update::ds_push::push(&origin, &pushed, &cds, ttl)
+            });
         let Some(roll) = self.keys.as_mut() else {
             return;
         };
