@@ -356,7 +356,7 @@ fn signing_turned_on_by_reload() {
     // Killed and started again with the signed configuration: served as it
     // was, signed.
     server.kill9();
-    let server = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
+    let mut server = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
         .unwrap_or_else(|e| panic!("{e}"));
     let again = common::dnssec::verify_axfr(d, server.addr, ZONE, Some(&tsig), "after restart");
     assert_eq!(
@@ -365,4 +365,43 @@ fn signing_turned_on_by_reload() {
         "signed again at restart:\n{}",
         server.log_tail(20)
     );
+
+    // Signing turned off by a reload (Knot's): the DNSSEC records stay as
+    // they are, an update after it is not signed, nothing is signed again.
+    std::fs::write(d.join("lode.toml"), &unsigned).unwrap();
+    let (ok, text) = reload(d);
+    assert!(ok, "{text}\n{}", server.log_tail(20));
+    assert!(text.contains("signing turned off"), "{text}");
+    assert!(!text.contains("take effect at restart"), "{text}");
+    nsupdate(server.addr, ZONE, &key, "update add c 300 A 192.0.2.12\n").unwrap();
+    let c = kdig(server.addr, &["+dnssec", &format!("c.{ZONE}"), "A"]);
+    assert!(c.contains("192.0.2.12"), "{c}");
+    assert!(
+        !c.contains("RRSIG"),
+        "an update after signing is off is not signed:\n{c}"
+    );
+    let b = kdig(server.addr, &["+dnssec", &format!("b.{ZONE}"), "A"]);
+    assert!(
+        b.contains("RRSIG\tA"),
+        "the records signed before are kept:\n{b}"
+    );
+    assert!(kdig(server.addr, &["+dnssec", ZONE, "DNSKEY"]).contains("DNSKEY\t257"));
+    let soa = |addr| {
+        kdig(addr, &["+short", ZONE, "SOA"])
+            .split_whitespace()
+            .nth(2)
+            .and_then(|s| s.parse::<u32>().ok())
+            .expect("an SOA serial")
+    };
+    let off = soa(server.addr);
+    // A second reload with the same configuration changes nothing more.
+    let (ok, text) = reload(d);
+    assert!(ok && !text.contains("signing turned"), "{text}");
+    // Started again unsigned: served as it was, nothing signed.
+    server.kill9();
+    let server = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(soa(server.addr), off, "{}", server.log_tail(20));
+    let c = kdig(server.addr, &["+dnssec", &format!("c.{ZONE}"), "A"]);
+    assert!(c.contains("192.0.2.12") && !c.contains("RRSIG"), "{c}");
 }

@@ -274,3 +274,153 @@ fn catalog_members_are_signed_by_their_template() {
         assert!(text.contains("DNSKEY") && text.contains("RRSIG"), "{text}");
     }
 }
+
+/// A secondary's signing turned on and off by `lode reload` (Knot's
+/// `knotc reload`): on, the version served is signed whole and stands for
+/// the primary's serial, so the next change at the primary still comes by
+/// IXFR and is signed; off, the primary's zone is transferred whole again
+/// and served as the primary has it (its serial, no DNSSEC records) — also
+/// when the secondary is started unsigned after being signed.
+#[test]
+fn a_secondarys_signing_turned_on_and_off_by_reload() {
+    if !tools_present() || !missing_programs(&[SecondaryKind::Knot]).is_empty() {
+        assert!(std::env::var_os("LODE_REQUIRE_XFR_PEERS").is_none());
+        return;
+    }
+    let key = TsigKey::test_key();
+    let y = key.y_arg();
+    let dir = TempDir::new("signing-secondary-reload");
+    let zone_file = dir.0.join("example.zone");
+    std::fs::write(&zone_file, ZONE_TEXT).unwrap();
+    let ports = distinct_ports(3, &[]);
+    let signer_addr = SocketAddr::from(([127, 0, 0, 1], ports[1]));
+    let primary = Primary::start_knot(ZONE, &zone_file, &key, &[signer_addr], ports[0])
+        .unwrap_or_else(|e| panic!("hidden primary: {e}"));
+    let mut signer = Peer::start_lode_with(ZONE, primary.addr, &key, ports[1], ports[2], &[], "")
+        .unwrap_or_else(|e| panic!("secondary: {e}"));
+    let upstream0 = soa_serial(primary.addr, ZONE).expect("the primary serves the zone");
+    wait_serial(signer_addr, ZONE, upstream0, FOLLOW)
+        .unwrap_or_else(|e| panic!("{e}\n{}", signer.log_tail(30)));
+    let conf_path = signer.dir().join("lode.toml");
+    let unsigned_conf = std::fs::read_to_string(&conf_path).unwrap();
+    let signed_conf = format!("{unsigned_conf}dnssec-signing = true\n");
+    let reload = |signer: &Peer, conf: &str, want: &str| {
+        std::fs::write(&conf_path, conf).unwrap();
+        let text = signer
+            .lode_control(&["reload"])
+            .unwrap_or_else(|e| panic!("reload: {e}\n{}", signer.log_tail(30)));
+        assert!(
+            text.contains(want) && !text.contains("take effect at restart"),
+            "{text}"
+        );
+    };
+    let ixfrs = |p: &Peer| {
+        p.log()
+            .lines()
+            .filter(|l| l.contains(": IXFR from "))
+            .count()
+    };
+    let wait = |signer: &Peer, signed: bool, serial: Option<u32>| {
+        wait_transfer(&dir.0, signer_addr, &y, signed, serial, || {
+            signer.log_tail(30)
+        })
+    };
+
+    // On: signed whole at once, then a change at the primary comes by
+    // IXFR and is signed.
+    reload(&signer, &signed_conf, "signing turned on");
+    wait(&signer, true, None);
+    let first = verify_axfr(&dir.0, signer_addr, ZONE, Some(&y), "signed by the reload");
+    nsupdate(
+        primary.addr,
+        ZONE,
+        &key,
+        "update add on.example. 300 A 192.0.2.77",
+    )
+    .unwrap();
+    let upstream1 = soa_serial(primary.addr, ZONE).unwrap();
+    assert_ne!(upstream1, upstream0);
+    let s = next_serial(signer_addr, first, "the signer", || signer.log_tail(30));
+    let second = verify_axfr(&dir.0, signer_addr, ZONE, Some(&y), "a change after");
+    assert!(second >= s);
+    assert!(ixfrs(&signer) > 0, "by IXFR:\n{}", signer.log_tail(30));
+
+    // Off: the primary's zone again, whole, with its serial; its next
+    // change comes as it is, by IXFR.
+    reload(&signer, &unsigned_conf, "signing turned off");
+    let text = wait(&signer, false, Some(upstream1));
+    assert!(text.contains("on.example."), "{text}");
+    let before = ixfrs(&signer);
+    nsupdate(
+        primary.addr,
+        ZONE,
+        &key,
+        "update add off.example. 300 A 192.0.2.78",
+    )
+    .unwrap();
+    let upstream2 = soa_serial(primary.addr, ZONE).unwrap();
+    wait(&signer, false, Some(upstream2));
+    assert!(ixfrs(&signer) > before, "by IXFR:\n{}", signer.log_tail(30));
+
+    // On again, then killed and started unsigned: the primary's zone
+    // whole, at the start.
+    reload(&signer, &signed_conf, "signing turned on");
+    wait(&signer, true, None);
+    verify_axfr(
+        &dir.0,
+        signer_addr,
+        ZONE,
+        Some(&y),
+        "signed again by a reload",
+    );
+    std::fs::write(&conf_path, &unsigned_conf).unwrap();
+    signer.kill9();
+    signer.restart().unwrap_or_else(|e| panic!("restart: {e}"));
+    wait(&signer, false, Some(upstream2));
+}
+
+/// Waits until the zone `addr` transfers is signed (or unsigned, `signed`)
+/// and, when `serial` is given, at that serial; returns the transfer's text
+/// (also left in `dir`/axfr.txt).
+fn wait_transfer(
+    dir: &std::path::Path,
+    addr: SocketAddr,
+    y: &str,
+    signed: bool,
+    serial: Option<u32>,
+    log: impl Fn() -> String,
+) -> String {
+    let deadline = Instant::now() + FOLLOW;
+    loop {
+        let out = std::process::Command::new("kdig")
+            .arg(format!("@{}", addr.ip()))
+            .args([
+                "-p",
+                &addr.port().to_string(),
+                "-y",
+                y,
+                ZONE,
+                "AXFR",
+                "+nocomments",
+            ])
+            .output()
+            .expect("kdig");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        std::fs::write(dir.join("axfr.txt"), &text).unwrap();
+        let got: Option<u32> = text
+            .lines()
+            .find(|l| l.split_whitespace().nth(3) == Some("SOA"))
+            .and_then(|l| l.split_whitespace().nth(6)?.parse().ok());
+        let is_signed = text.contains("\tDNSKEY\t") || text.contains("\tRRSIG\t");
+        if got.is_some() && is_signed == signed && serial.is_none_or(|s| got == Some(s)) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the transfer is not {} at serial {serial:?} (it is at {got:?}):\n{}",
+            if signed { "signed" } else { "unsigned" },
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -54,6 +54,14 @@ impl Publisher {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(origin.clone(), serial);
     }
+    /// The served version of `origin` is the primary's own again (its
+    /// signing here turned off and the zone transferred whole since).
+    pub(crate) fn forget_upstream(&self, origin: &Name) {
+        self.upstream
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(origin);
+    }
     /// The SOA to compare with the primary's and to ask an IXFR from: the
     /// served version's, with the primary's serial when the zone is signed
     /// here. None: nothing served, or a zone signed here whose primary

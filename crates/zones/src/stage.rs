@@ -232,6 +232,17 @@ impl Stage {
         }
     }
 
+    /// The same stage for a zone no longer signed here (a reload turned
+    /// signing off): its DNSSEC records are then records like any other.
+    pub fn without_signing(&self) -> Stage {
+        Stage {
+            policy: self.policy,
+            signer: None,
+            signed_zone: false,
+            validate: self.validate,
+        }
+    }
+
     /// The changes of one group (each staged unsigned, in order, from
     /// `current`) as one changeset, signed in one pass: the SOA and every
     /// NSEC touched twice in the group signed once (Knot signs a batch of

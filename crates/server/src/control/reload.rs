@@ -445,8 +445,37 @@ impl Reloader {
                 };
                 report.policies.push((name.to_string(), note.to_string()));
             }
-            // Primary zones served unsigned that are signed from now on:
-            // their writers make or read the keys and sign them whole.
+            // Zones signed here until now and not from now on: their
+            // writers put their keys away; a secondary's primary zone is
+            // transferred whole again.
+            for (name, secondary) in signing_stopped(&previous, &config) {
+                let note = match u.sign_work(&name, crate::update::SignWork::Stop) {
+                    Ok(_) if secondary => {
+                        let refresh = self
+                            .secondaries
+                            .as_ref()
+                            .ok_or_else(|| "no secondary zones".to_string())
+                            .and_then(|s| s.refresh(&name, true));
+                        match refresh {
+                            Ok(()) => "signing turned off: the primary's zone is transferred whole",
+                            Err(e) => {
+                                tracing::warn!("zone {name}: not transferred again yet: {e}");
+                                "signing turned off: the primary's zone is transferred whole at the next refresh"
+                            }
+                        }
+                    }
+                    Ok(_) => {
+                        "signing turned off: its DNSSEC records are kept as they are, changes are no longer signed"
+                    }
+                    Err(e) => {
+                        tracing::warn!("zone {name}: signing not turned off: {e}");
+                        "signing not turned off (see the log)"
+                    }
+                };
+                report.policies.push((name.to_string(), note.to_string()));
+            }
+            // Zones served unsigned that are signed from now on: their
+            // writers make or read the keys and sign them whole.
             for (name, signing) in signing_started(&previous, &config) {
                 let Some(kasp_db) = config.kasp_db.clone() else {
                     continue;
@@ -469,19 +498,44 @@ impl Reloader {
     }
 }
 
-/// The zones served from a zone file, unsigned under `r` and signed under
-/// `c`, with their signing settings: turned on by a reload (a secondary's
-/// signing, or signing turned off, waits for a restart).
+/// The zones served from a zone file or transferred from primaries,
+/// unsigned under `r` and signed under `c`, with their signing settings:
+/// turned on by a reload (a zone added signed waits for a restart).
 fn signing_started(r: &Config, c: &Config) -> Vec<(lode_wire::Name, crate::config::Signing)> {
     let mut v: Vec<_> = c
         .zones
         .iter()
-        .filter(|spec| matches!(spec.source, crate::config::ZoneSource::File(_)))
+        .filter(|spec| {
+            matches!(
+                spec.source,
+                crate::config::ZoneSource::File(_) | crate::config::ZoneSource::Transfer
+            )
+        })
         .filter_map(|spec| {
             let name = spec.name.to_lowercase();
             let before = r.zone_options.get(&name)?;
             let after = c.zone_options.get(&name)?.signing.as_ref()?;
             (before.signing.is_none() && c.kasp_db.is_some()).then(|| (name, after.clone()))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v.dedup_by(|a, b| a.0 == b.0);
+    v
+}
+
+/// The zones signed under `r` and configured unsigned under `c`: turned
+/// off by a reload. With each, whether it is a secondary (its primary's
+/// zone is then transferred whole at once).
+fn signing_stopped(r: &Config, c: &Config) -> Vec<(lode_wire::Name, bool)> {
+    let mut v: Vec<_> = c
+        .zones
+        .iter()
+        .filter_map(|spec| {
+            let name = spec.name.to_lowercase();
+            let before = r.zone_options.get(&name)?.signing.as_ref();
+            let after = c.zone_options.get(&name)?.signing.as_ref();
+            let secondary = matches!(spec.source, crate::config::ZoneSource::Transfer);
+            (before.is_some() && after.is_none()).then_some((name, secondary))
         })
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
@@ -556,12 +610,16 @@ fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
     .filter(|(changed, _)| *changed)
     .map(|(_, name)| name.to_string())
     .collect();
-    // A zone signed now and not before is signed at once when it is
-    // served from a file (see `signing_started`); a secondary's, signing
-    // turned off, or a signed zone added, takes effect at restart (until
-    // then the zone is served as it was, or unsigned). A signed zone's
-    // policy changed is applied now (see `policy_changes`).
-    let started: Vec<lode_wire::Name> = signing_started(r, c).into_iter().map(|z| z.0).collect();
+    // A zone signed now and not before is signed at once (see
+    // `signing_started`), one signed before and not now is no longer
+    // signed (see `signing_stopped`); a signed zone added takes effect at
+    // restart (until then the zone is not served). A signed zone's policy
+    // changed is applied now (see `policy_changes`).
+    let started: Vec<lode_wire::Name> = signing_started(r, c)
+        .into_iter()
+        .map(|z| z.0)
+        .chain(signing_stopped(r, c).into_iter().map(|z| z.0))
+        .collect();
     let mut zones: Vec<_> = c.zone_options.iter().collect();
     zones.sort_by(|a, b| a.0.cmp(b.0));
     for (name, options) in zones {
@@ -970,8 +1028,45 @@ mod tests {
         assert!(restart_needed(&unsigned, &p13).is_empty());
         assert!(signing_started(&p13, &unsigned).is_empty());
         assert!(signing_started(&p13, &p15).is_empty());
-        let named = restart_needed(&p13, &unsigned);
+        // Signed before and not now: turned off at once too.
+        let stopped = signing_stopped(&p13, &unsigned);
+        assert_eq!(stopped.len(), 1);
+        assert_eq!(stopped[0].0.to_string(), "s.example.");
+        assert!(!stopped[0].1, "a primary");
+        assert!(restart_needed(&p13, &unsigned).is_empty());
+        assert!(signing_stopped(&unsigned, &p13).is_empty());
+        assert!(signing_stopped(&p13, &p15).is_empty());
+    }
+
+    #[test]
+    fn a_secondarys_signing_turned_on_and_off_at_once() {
+        let zone = |signing: &str| {
+            merged(&format!(
+                "journal-dir = \"j\"\n[[remote]]\nid = \"p\"\naddress = [\"192.0.2.1\"]\n\
+                 [[zone]]\nname = \"s.example.\"\nmaster = [\"p\"]\n{signing}"
+            ))
+        };
+        let (unsigned, signed) = (zone(""), zone("dnssec-signing = true\n"));
+        let started = signing_started(&unsigned, &signed);
+        assert_eq!(started.len(), 1);
+        assert!(signing_stopped(&signed, &unsigned)[0].1, "a secondary");
+        assert!(restart_needed(&unsigned, &signed).is_empty());
+        assert!(restart_needed(&signed, &unsigned).is_empty());
+    }
+
+    #[test]
+    fn a_signed_zone_added_takes_effect_at_restart() {
+        let base = "journal-dir = \"j\"\n[[zone]]\nname = \"a.example.\"\nfile = \"a.zone\"\n";
+        let before = merged(base);
+        let after = merged(&format!(
+            "{base}[[zone]]\nname = \"s.example.\"\nfile = \"s.zone\"\ndnssec-signing = true\n"
+        ));
+        assert!(signing_started(&before, &after).is_empty());
+        let named = restart_needed(&before, &after);
         assert_eq!(named.len(), 1, "{named:?}");
-        assert!(named[0].starts_with("zone s.example.: dnssec-signing"));
+        assert!(
+            named[0].starts_with("zone s.example.: dnssec-signing"),
+            "{named:?}"
+        );
     }
 }

@@ -115,6 +115,9 @@ pub(crate) enum SignWork {
             std::path::PathBuf,
         )>,
     ),
+    /// A reload turned signing off for a zone signed here: its records are
+    /// kept as they are (Knot's), nothing is signed from now on.
+    Stop,
 }
 
 impl SignWork {
@@ -124,7 +127,7 @@ impl SignWork {
             SignWork::Whole => "zone-sign",
             SignWork::Roll(_) => "zone-key-rollover",
             SignWork::Submitted(_) => "zone-ksk-submitted",
-            SignWork::Policy(_) | SignWork::Start(_) => "reload",
+            SignWork::Policy(_) | SignWork::Start(_) | SignWork::Stop => "reload",
         }
     }
 }

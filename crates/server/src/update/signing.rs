@@ -223,6 +223,14 @@ pub(crate) fn watch(zone: &Name, signer: &Signer) {
     });
 }
 
+/// `zone` is no longer signed here: `zone-status` and the metrics show no
+/// signing schedule for it.
+pub(crate) fn unwatch(zone: &Name) {
+    if let Some(all) = PROGRESS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        all.remove(zone);
+    }
+}
+
 /// (signed, to sign) of `zone`'s whole signing under way, if one is.
 pub(crate) fn progress(zone: &Name) -> Option<(u64, u64)> {
     let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());

@@ -344,10 +344,12 @@ impl Writer {
         self.plan_keys(Trigger::Timers, true)
     }
 
-    /// A reload turned signing on for this zone (a primary served
-    /// unsigned until now): its keys made or read as at a start, the zone
-    /// signed whole in one new version (the history before it dropped, as
-    /// `zone-sign`), re-signing and key events planned from then on.
+    /// A reload turned signing on for this zone (served unsigned until
+    /// now): its keys made or read as at a start, the zone signed whole in
+    /// one new version (the history before it dropped, as `zone-sign`),
+    /// re-signing and key events planned from then on. A secondary's
+    /// version then stands for the primary's serial it had (Knot's signing
+    /// of a transferred zone: versions numbered here, IXFR in signed).
     pub(super) fn start_signing(
         &mut self,
         signing: Signing,
@@ -357,8 +359,17 @@ impl Writer {
         if self.keys.is_some() {
             return self.new_policy(signing, parents);
         }
-        if self.refetchable {
-            return Err("a secondary's signing starts at a restart".into());
+        let secondary = self.refetchable;
+        if secondary {
+            let zone = self.current().ok_or("the zone is not served")?;
+            if crate::publish::is_placeholder(&zone) {
+                // Nothing transferred yet: the first transfer is signed whole.
+                self.publisher.set_upstream(&self.origin, None);
+            } else {
+                self.set_upstream(zone.serial());
+            }
+            self.refetchable = false;
+            self.signs_transfers = true;
         }
         self.keys = Some(Box::new(KeyRoll {
             kasp_db,
@@ -376,9 +387,50 @@ impl Writer {
         match &self.stage.signer {
             Some(signer) => crate::update::signing::watch(&self.origin, signer),
             // Keys that could not be made: served unsigned as before.
-            None => self.keys = None,
+            None => {
+                self.keys = None;
+                if secondary {
+                    self.unsign_transfers();
+                }
+            }
         }
         done
+    }
+
+    /// A reload turned signing off for this zone: its keys and signer put
+    /// away, nothing signed from now on. Its DNSSEC records are kept as
+    /// they are (Knot's; a zone going insecure has its DS removed at the
+    /// parent first, then its records go with a zone file without them). A
+    /// secondary signed here serves its primary's zone again: the next
+    /// refresh transfers it whole.
+    pub(super) fn stop_signing(&mut self) -> Result<String, String> {
+        if self.keys.is_none() && self.stage.signer.is_none() {
+            return Err("the zone is not signed here".into());
+        }
+        // A DS check or push under way finishes on its own; its result is
+        // no longer read.
+        self.keys = None;
+        self.stage = self.stage.without_signing();
+        self.resign_at = None;
+        self.resign_round = lode_dnssec::Round::default();
+        crate::update::signing::unwatch(&self.origin);
+        if self.signs_transfers {
+            self.unsign_transfers();
+            return Ok(
+                "signing turned off: the primary's zone is transferred whole at the next refresh"
+                    .into(),
+            );
+        }
+        Ok("signing turned off: the zone's DNSSEC records are kept as they are, changes from now on are not signed".into())
+    }
+
+    /// A secondary no longer signed here: a whole transfer replaces the
+    /// version numbered here (see `take_whole`).
+    fn unsign_transfers(&mut self) {
+        self.signs_transfers = false;
+        self.refetchable = true;
+        self.file_tag.clear();
+        self.publisher.set_upstream(&self.origin, None);
     }
 
     /// After a pass of the signature refresh that found every signature

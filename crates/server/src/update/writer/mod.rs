@@ -510,6 +510,17 @@ impl Writer {
                         }
                         done
                     }
+                    SignWork::Stop => {
+                        let done = self.stop_signing();
+                        match &done {
+                            Ok(t) => tracing::info!("zone {}: DNSSEC, {t}", self.origin),
+                            Err(e) => tracing::warn!(
+                                "zone {}: DNSSEC, signing not turned off: {e}",
+                                self.origin
+                            ),
+                        }
+                        done
+                    }
                     SignWork::Start(s) => {
                         let (signing, parents, kasp_db) = *s;
                         let done = self.start_signing(signing, parents, kasp_db);

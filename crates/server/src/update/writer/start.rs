@@ -344,6 +344,20 @@ fn open_writer(
             None => publisher.set_upstream(&origin, None),
         }
     }
+    // A secondary signed here before and not now: its versions are
+    // numbered here, not by its primary, so the first refresh transfers
+    // the primary's zone whole (see `take_whole`).
+    let signed_here_before = recovery.upstream_serial.is_some()
+        || state_tag
+            .as_deref()
+            .and_then(super::parse_upstream_tag)
+            .is_some();
+    if secondary && writer.stage.signer.is_none() && signed_here_before && !discard_state {
+        tracing::info!(
+            "zone {origin}: signed here until now and no longer: its primary's zone is transferred whole"
+        );
+        publisher.set_upstream(&origin, None);
+    }
     let changesets = if discard_state {
         &[][..]
     } else {

@@ -27,10 +27,15 @@ impl Writer {
             .is_none_or(|z| crate::publish::is_placeholder(&z));
         let upstream = Some(zone.serial()).filter(|_| self.signs_transfers);
         if self.signs_transfers && !placeholder {
-            self.run_stage(Change::Transfer(zone), upstream)
-        } else {
-            self.replace(zone, upstream)
+            return self.run_stage(Change::Transfer(zone), upstream);
         }
+        let serial = self.replace(zone, upstream)?;
+        if !self.signs_transfers {
+            // The primary's zone as it is: its serial is ours again (a
+            // signing turned off asked for this transfer).
+            self.publisher.forget_upstream(&self.origin);
+        }
+        Ok(serial)
     }
 
     pub(super) fn apply_incremental(&mut self, changes: &[Changeset]) -> Result<u32, String> {
