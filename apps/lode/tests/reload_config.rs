@@ -51,6 +51,20 @@ fn reload(dir: &Path) -> (bool, String) {
     )
 }
 
+/// `lode serve` with `conf` (written to `dir`/lode.toml) on `port`, and
+/// the key its ACL names (`OLD`'s).
+fn started(dir: &Path, port: u16, conf: &str) -> (Server, TsigKey) {
+    std::fs::write(dir.join("lode.toml"), conf).unwrap();
+    let server = start_lode_config(&dir.join("lode.toml"), port, &dir.join("lode.log"), &[ZONE])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let key = TsigKey {
+        name: "rot".into(),
+        algorithm: "hmac-sha256".into(),
+        secret: OLD.into(),
+    };
+    (server, key)
+}
+
 /// The rcode kdig reports for an AXFR signed with `key` ("NOERROR" when the
 /// zone came), from its status line or its error.
 fn axfr(addr: std::net::SocketAddr, key: &TsigKey) -> String {
@@ -314,14 +328,7 @@ fn signing_turned_on_by_reload() {
     };
     let d = &dir.0;
     let unsigned = config(d, port, OLD, true);
-    std::fs::write(d.join("lode.toml"), &unsigned).unwrap();
-    let mut server = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let key = TsigKey {
-        name: "rot".into(),
-        algorithm: "hmac-sha256".into(),
-        secret: OLD.into(),
-    };
+    let (mut server, key) = started(d, port, &unsigned);
     nsupdate(server.addr, ZONE, &key, "update add a 300 A 192.0.2.10\n").unwrap();
     assert!(!kdig(server.addr, &["+dnssec", ZONE, "DNSKEY"]).contains("DNSKEY\t257"));
 
@@ -404,4 +411,123 @@ fn signing_turned_on_by_reload() {
     assert_eq!(soa(server.addr), off, "{}", server.log_tail(20));
     let c = kdig(server.addr, &["+dnssec", &format!("c.{ZONE}"), "A"]);
     assert!(c.contains("192.0.2.12") && !c.contains("RRSIG"), "{c}");
+}
+
+/// Zones added by `lode reload` (Knot's): one that takes updates takes them
+/// at once (journaled: a `kill -9` loses none), a signed one is signed
+/// before its first update is answered, and a secondary is transferred
+/// from its primary (a second Lode) without a restart.
+#[test]
+fn zones_added_by_reload_take_updates_signing_and_transfers() {
+    let Some((dir, port)) = setup("reload-add") else {
+        return;
+    };
+    let d = &dir.0;
+    let base = config(d, port, OLD, true);
+    let (mut server, key) = started(d, port, &base);
+    // The secondary's primary: a second Lode serving sec.example.
+    let p = TempDir::new("reload-add-primary");
+    let zone_text = |z: &str| {
+        format!("$ORIGIN {z}\n$TTL 300\n@ SOA ns hm 7 60 10 600 60\n@ NS ns\nns A 192.0.2.1\n")
+    };
+    std::fs::write(p.0.join("zone"), zone_text("sec.example.")).unwrap();
+    let p_port = pick_port_in(16990, 16999);
+    std::fs::write(
+        p.0.join("lode.toml"),
+        config(&p.0, p_port, OLD, true).replace(ZONE, "sec.example."),
+    )
+    .unwrap();
+    let primary = start_lode_config(
+        &p.0.join("lode.toml"),
+        p_port,
+        &p.0.join("lode.log"),
+        &["sec.example."],
+    )
+    .unwrap_or_else(|e| panic!("primary: {e}"));
+    for z in ["added.example.", "signed.example."] {
+        std::fs::write(d.join(z), zone_text(z)).unwrap();
+    }
+    let signing = common::dnssec::tools_present();
+    let added =
+        format!(
+        "{base}[[zone]]\nname = \"added.example.\"\nfile = \"added.example.\"\nacl = [\"ops\"]\n\
+         [[zone]]\nname = \"signed.example.\"\nfile = \"signed.example.\"\nacl = [\"ops\"]\n{}\
+         [[remote]]\nid = \"p\"\naddress = [\"127.0.0.1@{p_port}\"]\nkey = \"rot\"\n\
+         [[zone]]\nname = \"sec.example.\"\nmaster = [\"p\"]\nacl = [\"ops\"]\n",
+        if signing { "dnssec-signing = true\n" } else { "" }
+    );
+    std::fs::write(d.join("lode.toml"), &added).unwrap();
+    let (ok, text) = reload(d);
+    assert!(ok, "{text}\n{}", server.log_tail(20));
+    assert!(!text.contains("restart"), "{text}");
+
+    nsupdate(
+        server.addr,
+        "added.example.",
+        &key,
+        "update add a 300 A 192.0.2.10\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", server.log_tail(20)));
+    nsupdate(
+        server.addr,
+        "signed.example.",
+        &key,
+        "update add b 300 A 192.0.2.11\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", server.log_tail(20)));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while query_serial(server.addr, "sec.example.") != Some(7) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the secondary added is not transferred:\n{}",
+            server.log_tail(20)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let check = |server: &Server, when: &str| {
+        let a = kdig(server.addr, &["a.added.example.", "A"]);
+        assert!(a.contains("192.0.2.10"), "{when}:\n{a}");
+        let b = kdig(server.addr, &["+dnssec", "b.signed.example.", "A"]);
+        assert!(b.contains("192.0.2.11"), "{when}:\n{b}");
+        if signing {
+            assert!(b.contains("RRSIG\tA"), "{when}: the update is signed:\n{b}");
+            let tsig = key.y_arg();
+            common::dnssec::verify_axfr(d, server.addr, "signed.example.", Some(&tsig), when)
+        } else {
+            0
+        }
+    };
+    let serial = check(&server, "after the reload");
+    // A restart after kill -9 serves the same: journaled, nothing signed again.
+    server.kill9();
+    let server = start_lode_config(
+        &d.join("lode.toml"),
+        port,
+        &d.join("lode.log"),
+        &[ZONE, "added.example.", "signed.example."],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(check(&server, "after kill -9"), serial);
+
+    // Removed by a reload: no longer answered, no update taken, the
+    // secondary no longer refreshed; added again, served from its journal.
+    std::fs::write(d.join("lode.toml"), &base).unwrap();
+    let (ok, text) = reload(d);
+    assert!(ok && text.contains("added.example.: removed"), "{text}");
+    for z in ["added.example.", "signed.example.", "sec.example."] {
+        let r = kdig(server.addr, &[z, "SOA"]);
+        assert!(r.contains("REFUSED"), "{z} still served:\n{r}");
+    }
+    assert!(nsupdate(
+        server.addr,
+        "added.example.",
+        &key,
+        "update add c 300 A 192.0.2.12\n"
+    )
+    .is_err());
+    std::fs::write(d.join("lode.toml"), &added).unwrap();
+    let (ok, text) = reload(d);
+    assert!(ok, "{text}");
+    assert_eq!(check(&server, "added again"), serial);
+    drop(primary);
 }

@@ -266,7 +266,7 @@ pub fn manual_page(version: &str) -> String {
     s.push_str(".SH DESCRIPTION\nA TOML file read by \\fBlode serve \\-\\-config\\fR and again by every \\fBlode reload\\fR (SIGHUP). \
 Key names follow Knot DNS where Knot has the setting. Paths are relative to the file's folder. \
 \\fBlode check \\-\\-config FILE\\fR checks a file (and the zone files it names) without starting a server. \
-A reload applies keys, ACLs, remotes, NOTIFY targets, TLS certificates, identity, NSID, cookies, RRL, dnstap, the policies of signed zones, signing turned on or off for a zone with a file or a secondary, zone settings, TCP and TLS limits and the log level at once, and names the settings that take effect only at a restart.\n");
+A reload adds and removes zones (a zone added starts with its journal, signing and transfers as at a start) and applies keys, ACLs, remotes, NOTIFY targets, TLS certificates, identity, NSID, cookies, RRL, dnstap, the policies of signed zones, signing turned on or off for a zone with a file or a secondary, zone settings, TCP and TLS limits and the log level at once, and names the settings that take effect only at a restart.\n");
     for (section, about) in SECTIONS {
         let title = if section.is_empty() {
             "TOP LEVEL"

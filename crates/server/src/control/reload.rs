@@ -417,6 +417,12 @@ impl Reloader {
         }
         let mut report = self.load(&config, false);
         report.restart_needed = restart;
+        // Zones that need a writer and have none (added by this reload, or
+        // given updates, transfers, NOTIFY, signing or primaries by it):
+        // started as at a start; their settings and signing are the
+        // configuration's already.
+        let started_now = self.start_writers(&config, &mut report);
+        self.retire(&report.removed);
         // Zones with a writer whose serial policy, zonefile-sync or
         // validation changed: their writers take the new settings.
         if let Some(u) = &self.updates {
@@ -434,6 +440,9 @@ impl Reloader {
         // the background, logged when done).
         if let Some(u) = &self.updates {
             for (name, signing) in policy_changes(&previous, &config) {
+                if started_now.contains(&name) {
+                    continue;
+                }
                 let parents = crate::update::parent_sources(&signing, u);
                 let what = crate::update::SignWork::Policy(Box::new((signing, parents)));
                 let note = match u.sign_work(&name, what) {
@@ -449,6 +458,9 @@ impl Reloader {
             // writers put their keys away; a secondary's primary zone is
             // transferred whole again.
             for (name, secondary) in signing_stopped(&previous, &config) {
+                if started_now.contains(&name) {
+                    continue;
+                }
                 let note = match u.sign_work(&name, crate::update::SignWork::Stop) {
                     Ok(_) if secondary => {
                         let refresh = self
@@ -477,6 +489,9 @@ impl Reloader {
             // Zones served unsigned that are signed from now on: their
             // writers make or read the keys and sign them whole.
             for (name, signing) in signing_started(&previous, &config) {
+                if started_now.contains(&name) {
+                    continue;
+                }
                 let Some(kasp_db) = config.kasp_db.clone() else {
                     continue;
                 };
@@ -496,6 +511,114 @@ impl Reloader {
         }
         report
     }
+}
+
+impl Reloader {
+    /// Starts the writers of the zones of `config` that need one (see
+    /// [`crate::config::ZoneOptions::is_live`]) and have none: journal,
+    /// state and signing as at a start (a signed zone is signed whole
+    /// there), a secondary's refresh put on the scheduler (started now if
+    /// no zone was a secondary before). A catalog (generated or read)
+    /// waits for a restart. Returns the zones whose writer started.
+    fn start_writers(
+        &mut self,
+        config: &Config,
+        report: &mut ReloadReport,
+    ) -> std::collections::HashSet<lode_wire::Name> {
+        let Some(u) = self.updates.clone() else {
+            return Default::default();
+        };
+        let zones: Vec<(Arc<ZoneSpec>, Arc<crate::config::ZoneOptions>)> = config
+            .zones
+            .iter()
+            .filter(|spec| !u.has_writer(&spec.name))
+            .map(|spec| (spec.clone(), config.zone_options(&spec.name)))
+            .filter(|(_, o)| o.is_live() && !is_catalog(o))
+            .collect();
+        if zones.is_empty() {
+            return Default::default();
+        }
+        let started = crate::update::start_writers_for(&u, config, &zones, &self.publisher);
+        let mut secondaries = Vec::new();
+        for (spec, options) in &zones {
+            let name = spec.name.to_lowercase();
+            match u.writer(&name).filter(|_| started.contains(&name)) {
+                Some(w) => {
+                    self.live.push(spec.name.clone());
+                    if !options.masters.is_empty() {
+                        report.policies.push((
+                            name.to_string(),
+                            "a secondary added: transferred from its primaries now".to_string(),
+                        ));
+                        secondaries.push((name, (**options).clone(), w));
+                    }
+                }
+                None => report.policies.push((
+                    name.to_string(),
+                    "takes no updates, transfers or signing: its writer did not start (see the log)"
+                        .to_string(),
+                )),
+            }
+        }
+        if !secondaries.is_empty() {
+            match &self.secondaries {
+                Some(s) => s.add_many(secondaries, &u.keys(), &self.publisher),
+                None => {
+                    let writers = secondaries.into_iter().map(|(n, _, w)| (n, w)).collect();
+                    let s = crate::replication::secondary::start(
+                        config,
+                        &u.keys(),
+                        &writers,
+                        &self.publisher,
+                    );
+                    if let Some(s) = s.map(Arc::new) {
+                        u.set_secondaries(s.clone());
+                        self.secondaries = Some(s);
+                    }
+                }
+            }
+        }
+        started
+    }
+}
+
+impl Reloader {
+    /// Zones no longer configured (already taken out of the published
+    /// set): their refresh, NOTIFY targets, signing schedule and writers
+    /// end. Their journal, state and keys stay on disk (Knot's: a zone
+    /// configured again goes on from them).
+    fn retire(&mut self, removed: &[String]) {
+        let names: Vec<lode_wire::Name> = removed
+            .iter()
+            .filter_map(|n| n.parse::<lode_wire::Name>().ok())
+            .map(|n| n.to_lowercase())
+            .collect();
+        if names.is_empty() {
+            return;
+        }
+        if let Some(s) = &self.secondaries {
+            s.remove_many(&names);
+        }
+        if let Some(u) = &self.updates {
+            if let Some(n) = &self.notifies {
+                let keys = u.keys();
+                for name in &names {
+                    n.set(name, &crate::config::ZoneOptions::default(), &keys);
+                }
+            }
+            // Each writer ends once its queue's last sender (the door) is gone.
+            u.remove_doors(&names);
+        }
+        for name in &names {
+            crate::update::signing::unwatch(name);
+        }
+        self.live.retain(|n| !names.contains(&n.to_lowercase()));
+    }
+}
+
+/// A catalog zone, generated or read for its members.
+fn is_catalog(o: &crate::config::ZoneOptions) -> bool {
+    o.catalog || !o.interpret.is_empty()
 }
 
 /// The zones served from a zone file or transferred from primaries,
@@ -623,21 +746,24 @@ fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
     let mut zones: Vec<_> = c.zone_options.iter().collect();
     zones.sort_by(|a, b| a.0.cmp(b.0));
     for (name, options) in zones {
-        let before = r.zone_options.get(name).map(|o| &o.signing);
-        let signed_before = before.is_some_and(Option::is_some);
-        if before != Some(&options.signing)
-            && options.signing.is_some() != signed_before
-            && !started.contains(name)
-        {
-            v.push(format!(
-                "zone {name}: dnssec-signing/dnssec-policy{}",
-                if before.is_none() {
-                    " (served unsigned until then)"
-                } else {
-                    ""
-                }
-            ));
+        // A zone added is started signed by the reload (see `start_writers`).
+        let Some(before) = r.zone_options.get(name).map(|o| &o.signing) else {
+            continue;
+        };
+        if before.is_some() != options.signing.is_some() && !started.contains(name) {
+            v.push(format!("zone {name}: dnssec-signing/dnssec-policy"));
         }
+    }
+    // A catalog added: its scheduler and members start with the server.
+    let mut catalogs: Vec<&lode_wire::Name> = c
+        .zone_options
+        .iter()
+        .filter(|(n, o)| is_catalog(o) && !r.zone_options.get(*n).is_some_and(|b| is_catalog(b)))
+        .map(|(n, _)| n)
+        .collect();
+    catalogs.sort();
+    for name in catalogs {
+        v.push(format!("zone {name}: a catalog added"));
     }
     // A secondary's zone file is its writer's, set when the writer starts.
     let mut files: Vec<&lode_wire::Name> = c
@@ -1055,18 +1181,14 @@ mod tests {
     }
 
     #[test]
-    fn a_signed_zone_added_takes_effect_at_restart() {
+    fn a_signed_zone_added_takes_effect_now() {
         let base = "journal-dir = \"j\"\n[[zone]]\nname = \"a.example.\"\nfile = \"a.zone\"\n";
         let before = merged(base);
         let after = merged(&format!(
             "{base}[[zone]]\nname = \"s.example.\"\nfile = \"s.zone\"\ndnssec-signing = true\n"
         ));
+        // Not "turned on": started signed by the reload's `start_writers`.
         assert!(signing_started(&before, &after).is_empty());
-        let named = restart_needed(&before, &after);
-        assert_eq!(named.len(), 1, "{named:?}");
-        assert!(
-            named[0].starts_with("zone s.example.: dnssec-signing"),
-            "{named:?}"
-        );
+        assert!(restart_needed(&before, &after).is_empty());
     }
 }
