@@ -65,6 +65,20 @@ impl Signer {
         own_keys: bool,
         now: u64,
     ) -> Result<(Zone, Changeset), SignError> {
+        let failed = self.key_failures();
+        let signed = self.sign_change_unchecked(current, change, also, own_keys, now)?;
+        self.keys_did_not_fail(failed)?;
+        Ok(signed)
+    }
+
+    fn sign_change_unchecked(
+        &self,
+        current: &Zone,
+        change: &Changeset,
+        also: &[Name],
+        own_keys: bool,
+        now: u64,
+    ) -> Result<(Zone, Changeset), SignError> {
         let mut change = change.clone();
         let taken = |r: &Record| !is_signer_type(r.rtype) || (own_keys && r.rtype == Rtype::DNSKEY);
         change.removed.retain(taken);

@@ -166,6 +166,8 @@ enum Pair {
     P256(p256::ecdsa::SigningKey),
     /// ECDSA P-384 with RFC 6979 nonces.
     P384(p384::ecdsa::SigningKey),
+    /// A key in a PKCS #11 token, signing there (see `hsm.rs`).
+    Token(crate::hsm::TokenKey),
 }
 
 /// One key: its DNSKEY facts and its private half.
@@ -251,6 +253,80 @@ impl SigningKey {
         SigningKey::from_pkcs8(zone, algorithm, flags, now, pkcs8)
     }
 
+    /// A new key of `algorithm` made in `token` (its private key never
+    /// leaves it; the key file names the token and the key's id).
+    pub fn generate_in(
+        token: &std::sync::Arc<crate::hsm::Token>,
+        zone: &Name,
+        algorithm: Algorithm,
+        flags: u16,
+        bits: Option<u32>,
+        now: u64,
+    ) -> Result<SigningKey, KeyError> {
+        let bits = algorithm.key_bits(bits)?;
+        let label = format!("lode {}", zone.to_lowercase());
+        let (key, public) = token.generate(algorithm, bits, &label)?;
+        Ok(SigningKey::from_token(
+            zone, algorithm, flags, now, key, public,
+        ))
+    }
+
+    /// The key `id` in `token`.
+    pub fn in_token(
+        token: &std::sync::Arc<crate::hsm::Token>,
+        zone: &Name,
+        algorithm: Algorithm,
+        flags: u16,
+        created: u64,
+        id: &[u8],
+    ) -> Result<SigningKey, KeyError> {
+        let (key, public) = token.find(algorithm, id)?;
+        Ok(SigningKey::from_token(
+            zone, algorithm, flags, created, key, public,
+        ))
+    }
+
+    fn from_token(
+        zone: &Name,
+        algorithm: Algorithm,
+        flags: u16,
+        created: u64,
+        key: crate::hsm::TokenKey,
+        public: Vec<u8>,
+    ) -> SigningKey {
+        let mut k = SigningKey {
+            zone: zone.to_lowercase(),
+            algorithm,
+            flags,
+            created,
+            role: if flags & 1 == 1 { Role::Ksk } else { Role::Zsk },
+            timing: Timing::since(created),
+            public,
+            tag: 0,
+            pkcs8: Vec::new(),
+            pair: Pair::Token(key),
+            rng: SystemRandom::new(),
+            role_given: false,
+        };
+        k.tag = key_tag(&k.dnskey_rdata());
+        k
+    }
+
+    /// The key's token, when it is in one.
+    pub fn token_key(&self) -> Option<&crate::hsm::TokenKey> {
+        match &self.pair {
+            Pair::Token(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Signatures this key's store failed to make so far (a token that
+    /// went away; always 0 for a key in a file): a signer that sees the
+    /// count move refuses what it signed.
+    pub fn failures(&self) -> u64 {
+        self.token_key().map_or(0, |t| t.token.failures())
+    }
+
     /// A key from its PKCS #8 private key.
     pub fn from_pkcs8(
         zone: &Name,
@@ -319,6 +395,20 @@ impl SigningKey {
 
     /// Another copy of the key (its private key loaded again).
     pub fn try_clone(&self) -> Result<SigningKey, KeyError> {
+        if let Pair::Token(t) = &self.pair {
+            let mut k = SigningKey::from_token(
+                &self.zone,
+                self.algorithm,
+                self.flags,
+                self.created,
+                t.clone(),
+                self.public.clone(),
+            );
+            k.role = self.role;
+            k.timing = self.timing;
+            k.role_given = self.role_given;
+            return Ok(k);
+        }
         let mut k = SigningKey::from_pkcs8(
             &self.zone,
             self.algorithm,
@@ -407,6 +497,8 @@ impl SigningKey {
                 let sig: p384::ecdsa::Signature = k.sign(data);
                 sig.to_bytes().to_vec()
             }
+            // A failure is counted by the token (see `failures`).
+            Pair::Token(k) => k.sign(self.algorithm, data).unwrap_or_default(),
         }
     }
 
@@ -437,11 +529,23 @@ impl SigningKey {
                 let _ = writeln!(text, "{name}: {at}");
             }
         }
-        let _ = writeln!(
-            text,
-            "pkcs8: {}",
-            base64::engine::general_purpose::STANDARD.encode(&self.pkcs8)
-        );
+        match &self.pair {
+            Pair::Token(t) => {
+                let _ = writeln!(
+                    text,
+                    "pkcs11: {} {}",
+                    crate::hsm::label_text(t.token.label()),
+                    crate::hsm::hex(&t.id)
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    text,
+                    "pkcs8: {}",
+                    base64::engine::general_purpose::STANDARD.encode(&self.pkcs8)
+                );
+            }
+        }
         text
     }
 
@@ -501,6 +605,7 @@ impl SigningKey {
         let text = std::fs::read_to_string(path).map_err(|e| KeyError::Io(path.into(), e))?;
         let fail = |line: usize, why: String| KeyError::Format(path.into(), line, why);
         let (mut zone, mut alg, mut flags, mut created, mut pkcs8) = (None, None, None, 0, None);
+        let mut in_token: Option<(String, Vec<u8>)> = None;
         let (mut role, mut timing, mut timed) = (None, Timing::default(), false);
         for (i, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();
@@ -540,6 +645,21 @@ impl SigningKey {
                         Role::parse(v).ok_or_else(|| fail(i + 1, format!("unknown role {v:?}")))?,
                     )
                 }
+                "pkcs11" => {
+                    let mut w = v.split_whitespace();
+                    let parsed = (w.next(), w.next(), w.next());
+                    let (Some(label), Some(id), None) = parsed else {
+                        return Err(fail(
+                            i + 1,
+                            "pkcs11: expected the token's label and the key's id (hex)".into(),
+                        ));
+                    };
+                    let label = crate::hsm::parse_label(label)
+                        .ok_or_else(|| fail(i + 1, format!("pkcs11: token label {label:?}")))?;
+                    let id = crate::hsm::unhex(id)
+                        .ok_or_else(|| fail(i + 1, format!("pkcs11: key id {id:?} is not hex")))?;
+                    in_token = Some((label, id));
+                }
                 "pkcs8" => {
                     pkcs8 = Some(
                         base64::engine::general_purpose::STANDARD
@@ -560,13 +680,21 @@ impl SigningKey {
             }
         }
         let missing = |what: &str| fail(0, format!("no {what} line"));
-        let mut key = SigningKey::from_pkcs8(
-            &zone.ok_or_else(|| missing("zone"))?,
-            alg.ok_or_else(|| missing("algorithm"))?,
-            flags.ok_or_else(|| missing("flags"))?,
-            created,
-            pkcs8.ok_or_else(|| missing("pkcs8"))?,
-        )
+        let zone = zone.ok_or_else(|| missing("zone"))?;
+        let alg = alg.ok_or_else(|| missing("algorithm"))?;
+        let flags = flags.ok_or_else(|| missing("flags"))?;
+        let mut key = match in_token {
+            Some((label, id)) => {
+                let token = crate::hsm::token(&label).ok_or_else(|| {
+                    fail(
+                        0,
+                        format!("the key is in PKCS #11 token {label:?}, which no keystore of the configuration opens"),
+                    )
+                })?;
+                SigningKey::in_token(&token, &zone, alg, flags, created, &id)
+            }
+            None => SigningKey::from_pkcs8(&zone, alg, flags, created, pkcs8.ok_or_else(|| missing("pkcs8"))?),
+        }
         .map_err(|e| fail(0, e.to_string()))?;
         if let Some(role) = role {
             if role.is_ksk() != key.is_ksk() {
@@ -649,7 +777,12 @@ fn rsa_public(der: &[u8]) -> Option<Vec<u8>> {
         let i = x.iter().position(|&b| b != 0).unwrap_or(x.len());
         x[i..].to_vec()
     };
-    let (n, e) = (strip(n), strip(e));
+    Some(rsa_dnskey(&strip(n), &strip(e)))
+}
+
+/// The RFC 3110 public key of an RSA modulus and exponent (big-endian,
+/// without leading zeros).
+pub(crate) fn rsa_dnskey(n: &[u8], e: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     if e.len() < 256 {
         out.push(e.len() as u8);
@@ -657,9 +790,9 @@ fn rsa_public(der: &[u8]) -> Option<Vec<u8>> {
         out.push(0);
         out.extend_from_slice(&(e.len() as u16).to_be_bytes());
     }
-    out.extend_from_slice(&e);
-    out.extend_from_slice(&n);
-    Some(out)
+    out.extend_from_slice(e);
+    out.extend_from_slice(n);
+    out
 }
 
 /// The key tag of DNSKEY RDATA (RFC 4034 Appendix B).

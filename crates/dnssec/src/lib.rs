@@ -19,12 +19,14 @@
 //! no ZSK: a combined signing key). NSEC TTL: min(SOA TTL, SOA MINIMUM)
 //! (RFC 9077); NSEC next names in lower case, as Knot writes them.
 //!
-//! Pure but for key files and the system's randomness: `now` is passed in.
+//! Pure but for key files, the system's randomness and keys in a PKCS #11
+//! token (`hsm.rs`): `now` is passed in.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod change;
 pub mod check;
+pub mod hsm;
 pub mod import;
 pub mod key;
 mod keyrecords;

@@ -479,6 +479,29 @@ impl Signer {
                 .is_none_or(|e| u64::from(e) > margin)
     }
 
+    /// Signatures the keys' stores failed to make so far (PKCS #11 tokens;
+    /// keys in files never fail).
+    pub(crate) fn key_failures(&self) -> u64 {
+        self.keys.iter().map(|k| k.failures()).sum()
+    }
+
+    /// An error when a key's store failed to sign since `before` (a count
+    /// of [`Signer::key_failures`]): what was signed then holds empty
+    /// signatures and is refused, never published.
+    pub(crate) fn keys_did_not_fail(&self, before: u64) -> Result<(), SignError> {
+        if self.key_failures() == before {
+            return Ok(());
+        }
+        let why = self
+            .keys
+            .iter()
+            .find_map(|k| k.token_key().map(|t| t.token.last_failure()))
+            .unwrap_or_default();
+        Err(SignError::Key(crate::KeyError::BadKey(format!(
+            "signing in the key store failed: {why}"
+        ))))
+    }
+
     /// True when a signature expiring at `expiration` is to be made again.
     pub(crate) fn is_due(&self, expiration: u32, now: u64) -> bool {
         u64::from(expiration) < now + u64::from(self.policy.rrsig_refresh)

@@ -53,6 +53,18 @@ impl Signer {
     /// signatures call for it. Signatures, NSEC and DNSKEY records in
     /// `zone` are replaced by the signer's; `serial`: a new SOA serial.
     pub fn sign_zone(&self, zone: &Zone, serial: Option<u32>, now: u64) -> Result<Zone, SignError> {
+        let failed = self.key_failures();
+        let signed = self.sign_zone_unchecked(zone, serial, now)?;
+        self.keys_did_not_fail(failed)?;
+        Ok(signed)
+    }
+
+    fn sign_zone_unchecked(
+        &self,
+        zone: &Zone,
+        serial: Option<u32>,
+        now: u64,
+    ) -> Result<Zone, SignError> {
         let nsec3 = self
             .policy()
             .nsec3
