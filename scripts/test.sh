@@ -47,6 +47,8 @@ have ldns-verify-zone || need_apt+=(ldnsutils)
 have dnssec-verify || need_apt+=(bind9-utils)
 have kzonecheck || need_apt+=(knot-dnssecutils)
 have unbound || need_apt+=(unbound)
+# Keys in an HSM (crates/dnssec/tests/hsm.rs, apps/lode/tests/hsm.rs): SoftHSM2.
+have softhsm2-util || need_apt+=(softhsm2)
 # The DNS-over-TLS tests (apps/lode/tests/dot.rs) make their certificates with openssl.
 have openssl || need_apt+=(openssl)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -116,6 +118,7 @@ done
 export LODE_REQUIRE_KNOT=1
 export LODE_REQUIRE_DNSTAP_TOOLS=1
 export LODE_REQUIRE_DNSSEC_TOOLS=1
+export LODE_REQUIRE_SOFTHSM=1
 # The dev profile (opt-level 1 in the workspace) builds faster on 2 cores than
 # release, and the tests run fast enough with it. CARGO_PROFILE_ARG=--release
 # tests the optimised build instead.

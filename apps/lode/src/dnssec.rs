@@ -53,6 +53,10 @@ enum DnssecCommand {
         /// A zone signing key (default: a key signing key, the KSK).
         #[arg(long)]
         zsk: bool,
+        /// Make it in this `[[keystore]]` of the configuration (a PKCS #11
+        /// token; default: a key file holding the private key).
+        #[arg(long, value_name = "ID", requires = "config")]
+        keystore: Option<String>,
     },
     /// Import a BIND key pair (the .private file; its .key file next to it).
     ImportBind {
@@ -95,8 +99,14 @@ each key's state and timers. Keys added or removed here (made active at
 once) are taken in when the server next starts: the DNSKEY RRset is changed
 and signatures by keys that no longer sign are replaced a batch at a time.
 
+With a policy's `keystore` naming a `[[keystore]]` (a PKCS #11 token, e.g.
+an HSM or SoftHSM2), keys are made in the token and never leave it; their
+files name the token and the key's id instead of holding the private key.
+`list` says where each key is.
+
 Examples:
   lode dnssec list example.com -c /etc/lode/lode.toml
+  lode dnssec generate example.com -c /etc/lode/lode.toml --keystore hsm
   lode dnssec ds example.com -c /etc/lode/lode.toml       # give the DS to the parent
   lode dnssec generate example.com --kasp-db keys -a ed25519
   lode dnssec import-bind example.com Kexample.com.+013+12345.private -c lode.toml";
@@ -104,6 +114,12 @@ Examples:
 /// Runs the command.
 pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
     let kasp_db = kasp_db(&args)?;
+    // Keys in a token are read (and made) there: the configuration's
+    // keystores opened first.
+    let keystores = match &args.config {
+        Some(conf) => open_keystores(conf)?,
+        None => Vec::new(),
+    };
     let now = lode_io::clock::unix_now();
     match args.command {
         DnssecCommand::List { zone } => {
@@ -122,8 +138,17 @@ pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
                         at.map(|t| format!("{name} {}", lode_zonefile::utc_text(t)))
                     })
                     .collect();
+                let place = match k.token_key() {
+                    Some(t) => format!(
+                        "{} (in PKCS #11 token {:?}, id {})",
+                        dir.join(k.file_name()).display(),
+                        t.token.label(),
+                        t.id.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                    ),
+                    None => dir.join(k.file_name()).display().to_string(),
+                };
                 outln!(
-                    "{zone} tag {:5} {} ({:2}) {} {} created {}\n    {}\n    {}",
+                    "{zone} tag {:5} {} ({:2}) {} {} created {}\n    {}\n    {place}",
                     k.tag(),
                     k.algorithm,
                     k.algorithm.number(),
@@ -131,7 +156,6 @@ pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
                     k.timing.state(now),
                     lode_zonefile::utc_text(k.created),
                     timers.join(", "),
-                    dir.join(k.file_name()).display()
                 );
             }
         }
@@ -140,11 +164,22 @@ pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
             algorithm,
             size,
             zsk,
+            keystore,
         } => {
             let zone = zone_name(&zone)?;
             let algorithm = parse_algorithm(&algorithm)?;
             let flags = if zsk { ZSK_FLAGS } else { KSK_FLAGS };
-            let key = SigningKey::generate_sized(&zone, algorithm, flags, size, now)?;
+            let key = match keystore {
+                Some(id) => {
+                    let token = keystores
+                        .iter()
+                        .find(|(k, _)| *k == id)
+                        .map(|(_, t)| t)
+                        .ok_or_else(|| anyhow!("keystore {id:?} is not a [[keystore]] id"))?;
+                    SigningKey::generate_in(token, &zone, algorithm, flags, size, now)?
+                }
+                None => SigningKey::generate_sized(&zone, algorithm, flags, size, now)?,
+            };
             save(&kasp_db, &zone, &key)?;
         }
         DnssecCommand::ImportBind { zone, file } => {
@@ -224,6 +259,29 @@ fn zone_name(text: &str) -> anyhow::Result<Name> {
 /// The key folder of a zone (as the server names it).
 fn key_dir(kasp_db: &Path, zone: &Name) -> PathBuf {
     lode_server::key_dir(kasp_db, zone)
+}
+
+/// The `[[keystore]]`s of the configuration file `conf`, opened (by id).
+fn open_keystores(
+    conf: &Path,
+) -> anyhow::Result<Vec<(String, std::sync::Arc<lode_dnssec::hsm::Token>)>> {
+    let file = lode_server::config::ConfigFile::read(conf)?;
+    file.keystores
+        .iter()
+        .map(|k| {
+            if k.backend.as_deref() != Some("pkcs11") {
+                bail!(
+                    "keystore {:?}: backend = \"pkcs11\" is the one Lode has",
+                    k.id
+                );
+            }
+            let config = lode_dnssec::hsm::TokenConfig::parse(&k.config)
+                .map_err(|e| anyhow!("keystore {:?}: {e}", k.id))?;
+            let token =
+                lode_dnssec::hsm::open(&config).with_context(|| format!("keystore {:?}", k.id))?;
+            Ok((k.id.clone(), token))
+        })
+        .collect()
 }
 
 /// The key folder from the options.

@@ -181,6 +181,9 @@ pub struct ConfigFile {
     /// KSK submission checks (Knot's `submission` section).
     #[serde(default, rename = "submission")]
     pub submissions: Vec<dnssec::SubmissionEntry>,
+    /// Key stores (Knot's `keystore` section): PKCS #11 tokens.
+    #[serde(default, rename = "keystore")]
+    pub keystores: Vec<dnssec::KeystoreEntry>,
 }
 
 /// One `[[key]]` table: a TSIG key.
@@ -751,7 +754,8 @@ impl Config {
         }
         let acls = resolve_acls(file)?;
         let remotes = resolve_remotes(file, base)?;
-        let policies = dnssec::resolve_policies(&file.policies, &file.submissions, &remotes)?;
+        let policies =
+            dnssec::resolve_policies(&file.policies, &file.submissions, &file.keystores, &remotes)?;
         let templates = resolve_templates(file, &acls, &remotes, &policies)?;
         let global_sync = match file.zonefile_sync {
             Some(s) => ZonefileSync::from_seconds(s).map_err(ConfigError::Value)?,

@@ -243,6 +243,8 @@ impl Server {
         // Journals replayed onto the loaded zones before any socket opens.
         let updates = update::Updates::new(&config)
             .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
+        update::signing::open_keystores(&config)
+            .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         update::start_writers(&updates, &config, &publisher);
         let notifies = notify::start(&config, &updates.keys(), &publisher);
         let secondaries =

@@ -30,6 +30,17 @@
 //!                                         # primary by UPDATE (TSIG: the remote's key) when
 //!                                         # the CDS changes (per zone too: [[zone]] ds-push)
 //!
+//! keystore = "hsm"                        # a [[keystore]]: keys made and kept in an HSM
+//!                                         # (default: key files in kasp-db)
+//!
+//! [[keystore]]
+//! id = "hsm"
+//! backend = "pkcs11"                      # Knot's; keys in files need no keystore
+//! config = "pkcs11:token=lode;pin-source=/etc/lode/hsm-pin /usr/lib/softhsm/libsofthsm2.so"
+//!                                         # the token (PKCS #11 URI, RFC 7512) and the module;
+//!                                         # the PIN from a file or pin-source=env:VARIABLE,
+//!                                         # never written here (pin-value is refused)
+//!
 //! [[submission]]
 //! id = "parent"
 //! parent = ["parent-ns"]                  # [[remote]] ids: the parent's servers
@@ -109,6 +120,20 @@ pub struct PolicyEntry {
     /// UPDATE whenever the zone's CDS changes (Knot's `ds-push`).
     #[serde(default)]
     pub ds_push: Vec<String>,
+    /// The `[[keystore]]` new keys are made in (default: key files).
+    pub keystore: Option<String>,
+}
+
+/// One `[[keystore]]` table (Knot's `keystore` section).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct KeystoreEntry {
+    /// Its name, referred to by policies.
+    pub id: String,
+    /// `pkcs11` (Knot's `pem`, key files, is what no keystore means).
+    pub backend: Option<String>,
+    /// The token's PKCS #11 URI and the module's path.
+    pub config: String,
 }
 
 /// One `[[submission]]` table (Knot's `submission` section).
@@ -154,12 +179,15 @@ pub struct Signing {
     pub ds_push: Vec<super::Remote>,
     /// The signer's settings.
     pub policy: lode_dnssec::Policy,
+    /// The PKCS #11 token new keys are made in (None: key files).
+    pub keystore: Option<lode_dnssec::hsm::TokenConfig>,
 }
 
 /// The policies by id, checked; Knot's `default` is there unless redefined.
 pub(super) fn resolve_policies(
     entries: &[PolicyEntry],
     submissions: &[SubmissionEntry],
+    keystores: &[KeystoreEntry],
     remotes: &[super::Remote],
 ) -> Result<Vec<Signing>, ConfigError> {
     let mut out: Vec<Signing> = Vec::new();
@@ -170,7 +198,7 @@ pub(super) fn resolve_policies(
                 p.id
             )));
         }
-        out.push(resolve(p, submissions, remotes)?);
+        out.push(resolve(p, submissions, keystores, remotes)?);
     }
     if !out.iter().any(|s| s.policy_id == "default") {
         out.push(resolve(
@@ -179,6 +207,7 @@ pub(super) fn resolve_policies(
                 ..PolicyEntry::default()
             },
             submissions,
+            keystores,
             remotes,
         )?);
     }
@@ -221,9 +250,35 @@ fn resolve_submission(
     ))
 }
 
+/// The token of the `[[keystore]]` named `id`.
+fn resolve_keystore(
+    id: &str,
+    keystores: &[KeystoreEntry],
+) -> Result<lode_dnssec::hsm::TokenConfig, String> {
+    let k = keystores
+        .iter()
+        .find(|k| k.id == id)
+        .ok_or_else(|| format!("keystore {id:?} is not a [[keystore]] id"))?;
+    match k.backend.as_deref() {
+        Some("pkcs11") => {}
+        Some(b) => {
+            return Err(format!(
+                "keystore {id:?}: backend {b:?}: pkcs11 (keys in files need no keystore)"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "keystore {id:?}: no backend (backend = \"pkcs11\")"
+            ))
+        }
+    }
+    lode_dnssec::hsm::TokenConfig::parse(&k.config).map_err(|e| format!("keystore {id:?}: {e}"))
+}
+
 fn resolve(
     p: &PolicyEntry,
     submissions: &[SubmissionEntry],
+    keystores: &[KeystoreEntry],
     remotes: &[super::Remote],
 ) -> Result<Signing, ConfigError> {
     let bad = |what: String| ConfigError::Value(format!("policy {:?}: {what}", p.id));
@@ -333,6 +388,15 @@ fn resolve(
         }
     };
     let ds_push = ds_push_remotes(&p.ds_push, remotes, &policy).map_err(bad)?;
+    let keystore = match &p.keystore {
+        None => None,
+        Some(id) => Some(resolve_keystore(id, keystores).map_err(bad)?),
+    };
+    if keystore.is_some() && policy.reproducible_signing {
+        return Err(bad(
+            "reproducible-signing with a keystore: the token makes the signatures".into(),
+        ));
+    }
     Ok(Signing {
         policy_id: p.id.clone(),
         keys,
@@ -340,6 +404,7 @@ fn resolve(
         submission,
         ds_push,
         policy,
+        keystore,
     })
 }
 
@@ -412,8 +477,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_policy_names_its_keystore() {
+        let ks = |backend: Option<&str>, config: &str| KeystoreEntry {
+            id: "hsm".into(),
+            backend: backend.map(str::to_string),
+            config: config.into(),
+        };
+        let entry = PolicyEntry {
+            id: "p".into(),
+            keystore: Some("hsm".into()),
+            ..PolicyEntry::default()
+        };
+        let good = ks(Some("pkcs11"), "pkcs11:token=lode;pin-source=/p /m.so");
+        let all = resolve_policies(
+            std::slice::from_ref(&entry),
+            &[],
+            std::slice::from_ref(&good),
+            &[],
+        )
+        .unwrap();
+        let t = all[0].keystore.as_ref().unwrap();
+        assert_eq!(t.label, "lode");
+        // Unknown id, another backend, a PIN in clear: refused with the reason.
+        let err = |k: &[KeystoreEntry]| {
+            resolve_policies(std::slice::from_ref(&entry), &[], k, &[])
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(&[]).contains("not a [[keystore]] id"));
+        assert!(err(&[ks(Some("pem"), "x")]).contains("backend"));
+        assert!(
+            err(&[ks(Some("pkcs11"), "pkcs11:token=l;pin-value=1 /m.so")]).contains("in clear")
+        );
+    }
+
+    #[test]
     fn knots_default_policy_is_there_and_checks_are_made() {
-        let all = resolve_policies(&[], &[], &[]).unwrap();
+        let all = resolve_policies(&[], &[], &[], &[]).unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].keys.algorithm, lode_dnssec::Algorithm::EcdsaP256);
         assert_eq!(all[0].keys.zsk_lifetime, 30 * 86400);
@@ -425,7 +525,7 @@ mod tests {
                 ..PolicyEntry::default()
             };
             f(&mut e);
-            resolve_policies(&[e], &[], &[])
+            resolve_policies(&[e], &[], &[], &[])
         };
         assert!(p(|e| e.algorithm = Some("ed25519".into())).is_ok());
         assert!(p(|e| e.algorithm = Some("rsasha1".into())).is_err());
@@ -453,15 +553,20 @@ mod tests {
         let all = resolve_policies(
             std::slice::from_ref(&entry),
             &[sub("parent-ns")],
+            &[],
             std::slice::from_ref(&remote),
         )
         .unwrap();
         let s = all[0].submission.as_ref().unwrap();
         assert_eq!((s.parents.len(), s.check_interval), (1, 3600));
         assert_eq!(all[0].keys.submission_timeout, 600);
-        assert!(
-            resolve_policies(&[entry], &[sub("unknown")], std::slice::from_ref(&remote)).is_err()
-        );
+        assert!(resolve_policies(
+            &[entry],
+            &[sub("unknown")],
+            &[],
+            std::slice::from_ref(&remote)
+        )
+        .is_err());
         // ds-push names remotes, and needs CDS published.
         let push = |ids: &[&str], cds: Option<&str>| PolicyEntry {
             id: "p".into(),
@@ -472,14 +577,19 @@ mod tests {
         let all = resolve_policies(
             &[push(&["parent-ns"], None)],
             &[],
+            &[],
             std::slice::from_ref(&remote),
         )
         .unwrap();
         assert_eq!(all[0].ds_push, vec![remote.clone()]);
-        assert!(
-            resolve_policies(&[push(&["nope"], None)], &[], std::slice::from_ref(&remote)).is_err()
-        );
-        let none = resolve_policies(&[push(&["parent-ns"], Some("none"))], &[], &[remote]);
+        assert!(resolve_policies(
+            &[push(&["nope"], None)],
+            &[],
+            &[],
+            std::slice::from_ref(&remote)
+        )
+        .is_err());
+        let none = resolve_policies(&[push(&["parent-ns"], Some("none"))], &[], &[], &[remote]);
         assert!(none.is_err_and(|e| e.to_string().contains("cds-cdnskey-publish")));
         assert!(p(|e| e.cds_digest_type = Some("sha384".into())).is_ok());
         assert!(p(|e| e.rrsig_refresh = Some(20 * 86400)).is_err());

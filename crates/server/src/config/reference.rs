@@ -70,6 +70,10 @@ pub const SECTIONS: &[(&str, &str)] = &[
         "KSK submission checks, Knot's `submission`: the parent's servers asked for a new KSK's DS.",
     ),
     (
+        "[[keystore]]",
+        "Where keys are made and kept, Knot's `keystore`: a PKCS #11 token (an HSM). Without one, keys are files in kasp-db.",
+    ),
+    (
         "[rrl]",
         "Response-rate limiting of UDP answers (Knot's mod-rrl); absent: off.",
     ),
@@ -135,6 +139,7 @@ pub const KEYS: &[Key] = &[
     k("", "kasp-db", "PATH", "journal-dir/keys", "The signing keys (one folder per zone) and the TLS key."),
     k("", "policy", "[[policy]] tables", "", "Signing policies (below)."),
     k("", "submission", "[[submission]] tables", "", "KSK submission checks (below)."),
+    k("", "keystore", "[[keystore]] tables", "", "PKCS #11 tokens keys are made and kept in (below)."),
     // --- [[zone]]
     k("[[zone]]", "name", "NAME", "", "The zone's origin (required)."),
     k("[[zone]]", "file", "PATH", "none (a secondary)", "Its zone file, relative to the configuration's folder; a secondary's (with master) is written from its transfers per zonefile-sync, never read."),
@@ -210,6 +215,11 @@ pub const KEYS: &[Key] = &[
     k("[[policy]]", "cds-digest-type", "sha256 | sha384", "sha256", "The digest of published CDS records."),
     k("[[policy]]", "ksk-submission", "SUBMISSION-ID", "", "A [[submission]]: a ready KSK becomes active once every parent server serves its DS (else `lode zone-ksk-submitted`)."),
     k("[[policy]]", "ds-push", "[REMOTE-ID, …]", "", "The parent's primary: when the CDS changes, after propagation-delay, the DS set (the CDS as DS, the DNSKEY TTL) replaces the zone's DS there by UPDATE, TSIG-signed with the remote's key (Knot's ds-push); retried every 10 minutes until it is taken."),
+    k("[[policy]]", "keystore", "KEYSTORE-ID", "", "A [[keystore]]: the policy's new keys are made in its token and sign there; their files name the token and the key instead of holding it (default: key files)."),
+    // --- [[keystore]]
+    k("[[keystore]]", "id", "TEXT", "", "The keystore's name, referred to by policies (required)."),
+    k("[[keystore]]", "backend", "pkcs11", "", "PKCS #11 (required; keys in files need no keystore)."),
+    k("[[keystore]]", "config", "\"pkcs11:token=LABEL;pin-source=FILE MODULE\"", "", "The token's PKCS #11 URI and the module's path (Knot's form). The PIN from a file (pin-source=/path) or an environment variable (pin-source=env:NAME); pin-value is refused (no PIN in the configuration)."),
     // --- [[submission]]
     k("[[submission]]", "id", "TEXT", "", "The submission's name, referred to by policies (required)."),
     k("[[submission]]", "parent", "[REMOTE-ID, ...]", "", "The parent's servers ([[remote]] ids; each address asked, with its key and TLS)."),

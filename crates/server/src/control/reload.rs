@@ -309,6 +309,11 @@ impl Reloader {
                 };
             }
         };
+        // Keys in a token a reload names: the token opened first, or the
+        // reload refused whole.
+        if let Err(e) = crate::update::signing::open_keystores(&config) {
+            return refused(e);
+        }
         let mut restart = restart_needed(&self.running, &config);
         // The log level, when the binary lets it change.
         let previous_level = self

@@ -79,7 +79,13 @@ pub(crate) fn key_events(
         } else {
             (ZSK_FLAGS, p.zsk_size)
         };
-        SigningKey::generate_sized(zone, p.algorithm, flags, bits, now)
+        match &signing.keystore {
+            // Made in the token (opened at start, or by the reload that
+            // named it: this returns it).
+            Some(token) => lode_dnssec::hsm::open(token)
+                .and_then(|t| SigningKey::generate_in(&t, zone, p.algorithm, flags, bits, now)),
+            None => SigningKey::generate_sized(zone, p.algorithm, flags, bits, now),
+        }
     };
     let plan = lode_dnssec::rollover::plan(&mut keys, p, ttls, now, trigger, &mut gen)
         .map_err(|e| e.to_string())?;
@@ -100,6 +106,23 @@ pub(crate) fn key_events(
                 "zone {zone}: DNSSEC, key file {} not deleted: {e}",
                 path.display()
             );
+            continue;
+        }
+        // A key in a token goes from it too, after its file (a crash in
+        // between leaves an unused key in the token, never a file naming
+        // a key that is gone).
+        if let Some(t) = key.token_key() {
+            match t.destroy() {
+                Ok(()) => tracing::info!(
+                    "zone {zone}: DNSSEC, tag {} deleted from PKCS #11 token {:?}",
+                    key.tag(),
+                    t.token.label()
+                ),
+                Err(e) => tracing::warn!(
+                    "zone {zone}: DNSSEC, tag {} not deleted from its token: {e}",
+                    key.tag()
+                ),
+            }
         }
     }
     for line in &plan.log {
@@ -162,6 +185,33 @@ pub(crate) fn key_events(
         },
         plan.log,
     ))
+}
+
+/// Opens the PKCS #11 tokens the signing policies of `config` keep keys
+/// in (each once per process: a reload naming one already open takes it
+/// as it is), so that their zones' key files can be read. Returns how many
+/// tokens the configuration names.
+pub(crate) fn open_keystores(config: &crate::config::Config) -> Result<usize, String> {
+    let mut tokens: Vec<&lode_dnssec::hsm::TokenConfig> = config
+        .zone_options
+        .values()
+        .flat_map(|o| {
+            std::iter::once(&**o)
+                .chain(o.interpret.iter().map(|(_, t)| t))
+                .filter_map(|o| o.signing.as_ref()?.keystore.as_ref())
+        })
+        .collect();
+    tokens.sort_by(|a, b| a.label.cmp(&b.label));
+    tokens.dedup();
+    for t in &tokens {
+        lode_dnssec::hsm::open(t).map_err(|e| format!("keystore (token {:?}): {e}", t.label))?;
+        tracing::info!(
+            "DNSSEC keystore: PKCS #11 token {:?} open ({})",
+            t.label,
+            t.module.display()
+        );
+    }
+    Ok(tokens.len())
 }
 
 /// Logs a zone's next key action (when it is not the one logged last,
