@@ -23,49 +23,7 @@ use common::peers::{nsupdate, TsigKey};
 use common::*;
 
 const ZONE: &str = "hsm.example.";
-const MODULE: &str = "/usr/lib/softhsm/libsofthsm2.so";
 const SECRET: &str = "8+5gjWLaa1vXm1Z8Ah8HPj7mK6pTgfj0n6YJ7Ja4wGU=";
-
-/// A SoftHSM2 token "lode hsm" in `dir`/tokens, its configuration in the
-/// environment (the server inherits it); false when SoftHSM2 is missing.
-fn softhsm_token(dir: &Path) -> bool {
-    if !Path::new(MODULE).is_file()
-        || Command::new("softhsm2-util")
-            .arg("--version")
-            .output()
-            .is_err()
-    {
-        assert!(
-            std::env::var_os("LODE_REQUIRE_SOFTHSM").is_none(),
-            "SoftHSM2 missing (apt-get install softhsm2)"
-        );
-        eprintln!("SKIP: SoftHSM2 missing");
-        return false;
-    }
-    std::fs::create_dir_all(dir.join("tokens")).unwrap();
-    let conf = dir.join("softhsm2.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "directories.tokendir = {}\nobjectstore.backend = file\nlog.level = ERROR\n",
-            dir.join("tokens").display()
-        ),
-    )
-    .unwrap();
-    std::env::set_var("SOFTHSM2_CONF", &conf);
-    let out = Command::new("softhsm2-util")
-        .args(["--init-token", "--free", "--label", "lode hsm"])
-        .args(["--pin", "4321", "--so-pin", "8765"])
-        .output()
-        .expect("softhsm2-util");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(dir.join("pin"), "4321\n").unwrap();
-    true
-}
 
 fn kdig(addr: std::net::SocketAddr, args: &[&str]) -> String {
     let out = Command::new("kdig")
@@ -98,9 +56,9 @@ fn a_zone_signed_with_keys_in_a_token() {
     }
     let dir = TempDir::new("hsm");
     let d = &dir.0;
-    if !softhsm_token(d) {
+    let Some(token) = common::dnssec::softhsm_token(d, "lode hsm") else {
         return;
-    }
+    };
     std::fs::write(
         d.join("zone"),
         format!(
@@ -109,18 +67,17 @@ fn a_zone_signed_with_keys_in_a_token() {
         ),
     )
     .unwrap();
-    let port = pick_port_in(16980, 16989);
+    let port = pick_port_in(17140, 17149);
     let conf = format!(
         "journal-dir = \"journal\"\ncontrol = \"{ctl}\"\n\
          [[keystore]]\nid = \"hsm\"\nbackend = \"pkcs11\"\n\
-         config = \"pkcs11:token=lode%20hsm;pin-source={pin} {MODULE}\"\n\
+         config = \"{token}\"\n\
          [[policy]]\nid = \"in-hsm\"\nkeystore = \"hsm\"\nnsec3 = true\n\
          [[key]]\nid = \"up\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
          [[acl]]\nid = \"up\"\nkey = [\"up\"]\naction = [\"update\", \"transfer\"]\n\
          [[zone]]\nname = \"{ZONE}\"\nfile = \"zone\"\nacl = [\"up\"]\n\
          dnssec-signing = true\ndnssec-policy = \"in-hsm\"\n",
         ctl = d.join("ctl.sock").display(),
-        pin = d.join("pin").display(),
     );
     std::fs::write(d.join("lode.toml"), &conf).unwrap();
     let mut server = start_lode_config(&d.join("lode.toml"), port, &d.join("lode.log"), &[ZONE])

@@ -93,7 +93,23 @@ impl Setup {
     /// for its KSKs' DS itself (`ksk-submission`, every second) instead of
     /// being told (`zone-ksk-submitted`).
     fn start(tag: &str, ports: (u16, u16), child_policy: &str, auto: bool) -> Setup {
-        let dir = TempDir::new(&format!("rollover-{tag}"));
+        Setup::start_in(
+            TempDir::new(&format!("rollover-{tag}")),
+            ports,
+            child_policy,
+            auto,
+            "",
+        )
+    }
+
+    /// [`Setup::start`] in `dir`, `tables` added to the child's configuration.
+    fn start_in(
+        dir: TempDir,
+        ports: (u16, u16),
+        child_policy: &str,
+        auto: bool,
+        tables: &str,
+    ) -> Setup {
         let parent_port = pick_port_in(ports.0, ports.0 + 4);
         let child_port = pick_port_in(ports.0 + 5, ports.1);
         let (policy, mut extra) = if auto {
@@ -121,6 +137,7 @@ impl Setup {
                  [[remote]]\nid = \"knot\"\naddress = [\"127.0.0.1@{kp}\"]\nkey = \"roll-key.\"\n{extra}"
             );
         }
+        extra.push_str(tables);
         let pconf = write_side(&dir.0, "parent", "test.", PARENT_ZONE, "", "");
         let cconf = write_side(
             &dir.0,
@@ -336,8 +353,8 @@ impl Setup {
     /// The child's keys as `lode dnssec list` prints them: (role, state, tag).
     fn keys(&self) -> Vec<(String, String, String)> {
         let out = Command::new(env!("CARGO_BIN_EXE_lode"))
-            .args(["dnssec", "list", "example.test.", "--kasp-db"])
-            .arg(self.dir.0.join("child/journal/keys"))
+            .args(["dnssec", "list", "example.test.", "-c"])
+            .arg(self.dir.0.join("child/lode.toml"))
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout)
@@ -521,10 +538,46 @@ fn zsk_and_ksk_rollovers_with_kill9_validate_throughout() {
     if !tools_present() {
         return;
     }
-    let mut s = Setup::start("zk", (17100, 17109), "", true);
+    let s = Setup::start("zk", (17100, 17109), "", true);
+    zsk_and_ksk_rollovers(s, (17120, 17124));
+}
+
+/// The same with the child's keys in a PKCS #11 token (SoftHSM2): each new
+/// key made there, no private key in a file.
+#[test]
+fn zsk_and_ksk_rollovers_with_keys_in_a_token() {
+    if !tools_present() {
+        return;
+    }
+    let dir = TempDir::new("rollover-hsm");
+    let Some(token) = common::dnssec::softhsm_token(&dir.0, "rollover") else {
+        return;
+    };
+    let tables =
+        format!("[[keystore]]\nid = \"hsm\"\nbackend = \"pkcs11\"\nconfig = \"{token}\"\n");
+    let s = Setup::start_in(dir, (17150, 17159), "keystore = \"hsm\"\n", true, &tables);
+    let s = zsk_and_ksk_rollovers(s, (17160, 17164));
+    let keys = s.dir.0.join("child/journal/keys/example.test");
+    let files: Vec<String> = std::fs::read_dir(&keys)
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect();
+    assert!(files.len() >= 2, "{files:?}");
+    for f in files {
+        assert!(
+            f.contains("pkcs11: rollover ") && !f.contains("pkcs8"),
+            "{f}"
+        );
+    }
+}
+
+/// A ZSK rollover with a `kill -9` in the middle, then a KSK rollover
+/// whose DS the child finds at the parent, unbound validating throughout;
+/// returns the setup (its folder) for more checks.
+fn zsk_and_ksk_rollovers(mut s: Setup, unbound_ports: (u16, u16)) -> Setup {
     let keys = s.wait_keys(&[("KSK", "active"), ("ZSK", "active")], "first keys");
     let old_zsk = keys.iter().find(|k| k.0 == "ZSK").unwrap().2.clone();
-    let unbound = start_unbound(&s, (17120, 17124));
+    let unbound = start_unbound(&s, unbound_ports);
     let watcher = Watcher::start(unbound.port);
     std::thread::sleep(Duration::from_secs(2));
 
@@ -563,6 +616,7 @@ fn zsk_and_ksk_rollovers_with_kill9_validate_throughout() {
         log.contains("next key action") && log.contains("deleted"),
         "each step logged:\n{log}"
     );
+    s
 }
 
 #[test]

@@ -35,6 +35,60 @@ pub fn tools_present() -> bool {
     all
 }
 
+/// SoftHSM2's PKCS #11 module (Debian `softhsm2`).
+pub const SOFTHSM_MODULE: &str = "/usr/lib/softhsm/libsofthsm2.so";
+
+/// A fresh SoftHSM2 token `label` (user PIN in `dir`/pin) in `dir`/tokens,
+/// SoftHSM2's configuration (SOFTHSM2_CONF) put in this process's
+/// environment, which the servers started after inherit (one token folder
+/// per test binary: the variable is the process's). Returns the
+/// `[[keystore]]` `config` value for it; None (the test skipped) when
+/// SoftHSM2 is missing and LODE_REQUIRE_SOFTHSM is not set.
+pub fn softhsm_token(dir: &Path, label: &str) -> Option<String> {
+    let util = Command::new("softhsm2-util").arg("--version").output();
+    if !Path::new(SOFTHSM_MODULE).is_file() || util.is_err() {
+        assert!(
+            std::env::var_os("LODE_REQUIRE_SOFTHSM").is_none(),
+            "SoftHSM2 missing (apt-get install softhsm2)"
+        );
+        eprintln!("SKIP: SoftHSM2 missing");
+        return None;
+    }
+    std::fs::create_dir_all(dir.join("tokens")).unwrap();
+    let conf = dir.join("softhsm2.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "directories.tokendir = {}\nobjectstore.backend = file\nlog.level = ERROR\n",
+            dir.join("tokens").display()
+        ),
+    )
+    .unwrap();
+    std::env::set_var("SOFTHSM2_CONF", &conf);
+    let out = Command::new("softhsm2-util")
+        .args(["--init-token", "--free", "--label", label])
+        .args(["--pin", "4321", "--so-pin", "8765"])
+        .output()
+        .expect("softhsm2-util");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(dir.join("pin"), "4321\n").unwrap();
+    let encoded: String = label
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    Some(format!(
+        "pkcs11:token={encoded};pin-source={} {SOFTHSM_MODULE}",
+        dir.join("pin").display()
+    ))
+}
+
 /// The zone `zone` by AXFR from `addr` (TSIG `tsig`, kdig's `-y`, if
 /// given) into `dir/axfr.txt`, checked whole by `ldns-verify-zone`, BIND's
 /// `dnssec-verify` and Knot's `kzonecheck --dnssec on`; its serial.
