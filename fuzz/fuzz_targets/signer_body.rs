@@ -46,6 +46,7 @@ pub fn signed() -> Vec<(Signer, Zone)> {
             iterations: 0,
             salt_length,
             opt_out,
+            ..Nsec3Policy::default()
         })
     };
     [

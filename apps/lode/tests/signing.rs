@@ -411,3 +411,84 @@ fn signatures_are_made_again_before_they_expire() {
         "earliest {earliest}, served {served}"
     );
 }
+
+/// The NSEC3PARAM salt of the zone in `dir/axfr.txt`.
+fn salt_in_axfr(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("axfr.txt")).unwrap();
+    text.lines()
+        .find(|l| l.split_whitespace().nth(3) == Some("NSEC3PARAM"))
+        .and_then(|l| l.split_whitespace().nth(7).map(str::to_string))
+        .unwrap_or_else(|| panic!("no NSEC3PARAM:\n{text}"))
+}
+
+/// `nsec3-salt-lifetime` (Knot's): a salt is replaced by a new random one
+/// when it is that old, the chain made anew in one version, every version
+/// verified whole and validated by unbound (cache on) while salts change;
+/// the salt's age survives a `kill -9` (no new salt at a restart before
+/// its time, one at once after it).
+#[test]
+fn the_nsec3_salt_is_replaced_after_its_lifetime() {
+    if !tools_present() {
+        return;
+    }
+    let dir = TempDir::new("resalt");
+    let conf = config_with(
+        &dir.0,
+        "nsec3 = true\nnsec3-salt-length = 8\nnsec3-salt-lifetime = 6\n",
+    );
+    let port = pick_port_in(16820, 16849);
+    let mut server = start_lode_config(&conf, port, &dir.0.join("lode.log"), &["example."])
+        .unwrap_or_else(|e| panic!("lode did not start: {e}"));
+    verify(&dir.0, port, "first load");
+    let first = salt_in_axfr(&dir.0);
+    let unbound = start_unbound(&dir.0, port, &ds_from_log(&server.log()));
+    let asked = |u: &Unbound| {
+        validated(u, "www.example.", "A", "NOERROR");
+        validated(u, "nothing.b.c.example.", "A", "NXDOMAIN"); // below an ENT
+        validated(u, "anything.example.", "TXT", "NOERROR"); // the wildcard
+        validated(u, "www.example.", "TXT", "NOERROR"); // NODATA
+    };
+    asked(&unbound);
+    // Two lifetimes: at least one new salt; each change validated.
+    let mut salts = vec![first.clone()];
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while salts.len() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "salts {salts:?}:\n{}",
+            server.log_tail(20)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        verify(&dir.0, port, "salt replaced");
+        let now = salt_in_axfr(&dir.0);
+        if now != *salts.last().unwrap() {
+            salts.push(now);
+        }
+        asked(&unbound);
+    }
+    let log = server.log();
+    assert!(log.contains("NSEC3 salt replaced"), "{log}");
+    assert!(log.contains("(new NSEC3 salt)"), "{log}");
+    // kill -9 and started again at once: the same salt (not yet due)…
+    server.kill9();
+    let mut server = start_lode_config(&conf, port, &dir.0.join("lode.log"), &["example."])
+        .unwrap_or_else(|e| panic!("lode did not start again: {e}"));
+    verify(&dir.0, port, "after kill -9");
+    let after = salt_in_axfr(&dir.0);
+    assert!(
+        after == *salts.last().unwrap() || !salts.contains(&after),
+        "an old salt back: {after} in {salts:?}"
+    );
+    // …and down longer than a lifetime: a new one at the start.
+    server.kill9();
+    std::thread::sleep(Duration::from_secs(7));
+    let server = start_lode_config(&conf, port, &dir.0.join("lode.log"), &["example."])
+        .unwrap_or_else(|e| panic!("lode did not start again: {e}"));
+    verify(&dir.0, port, "after a long stop");
+    let fresh = salt_in_axfr(&dir.0);
+    assert!(
+        !salts.contains(&fresh) && fresh != after,
+        "{fresh}: {salts:?}"
+    );
+    drop(server);
+}

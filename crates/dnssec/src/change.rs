@@ -146,7 +146,12 @@ impl Signer {
                         a = p.parent();
                     }
                 }
-                Nsec3::for_zone(current, p).mend(&next, &with_ancestors, &mut removed, &mut added);
+                Nsec3::for_change(current, p).mend(
+                    &next,
+                    &with_ancestors,
+                    &mut removed,
+                    &mut added,
+                );
             }
         }
         // Chain records by owner: what goes, what comes.

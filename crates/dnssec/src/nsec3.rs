@@ -20,6 +20,13 @@ pub struct Nsec3Policy {
     pub salt_length: u8,
     /// Insecure delegations get no NSEC3 (RFC 5155 §6).
     pub opt_out: bool,
+    /// Seconds a salt is used before a new one replaces it, the chain made
+    /// anew (Knot's nsec3-salt-lifetime; 0: kept until the policy changes).
+    pub salt_lifetime: u64,
+    /// The salt a whole signing uses (the signer of the moment's, chosen
+    /// when the salt is replaced); None: the zone's when it fits, else a
+    /// new random one.
+    pub salt: Option<Vec<u8>>,
 }
 
 /// The hash parameters a zone is signed with.
@@ -33,13 +40,25 @@ pub struct Nsec3 {
     pub opt_out: bool,
 }
 
+/// `len` random bytes: a new salt.
+pub fn random_salt(len: u8) -> Vec<u8> {
+    let mut salt = vec![0u8; usize::from(len)];
+    if !salt.is_empty() {
+        use ring::rand::SecureRandom as _;
+        let _ = ring::rand::SystemRandom::new().fill(&mut salt);
+    }
+    salt
+}
+
 impl Nsec3 {
     /// The parameters for a zone under `policy`: those of the zone's
     /// NSEC3PARAM when they fit the policy (the salt is kept: a new salt
     /// is a new chain), a new random salt otherwise.
     pub fn for_zone(zone: &Zone, policy: &Nsec3Policy) -> Nsec3 {
         if let Some(p) = Nsec3::of_zone(zone) {
-            if p.iterations == policy.iterations && p.salt.len() == usize::from(policy.salt_length)
+            if p.iterations == policy.iterations
+                && p.salt.len() == usize::from(policy.salt_length)
+                && policy.salt.as_ref().is_none_or(|s| *s == p.salt)
             {
                 return Nsec3 {
                     opt_out: policy.opt_out,
@@ -47,16 +66,28 @@ impl Nsec3 {
                 };
             }
         }
-        let mut salt = vec![0u8; usize::from(policy.salt_length)];
-        if !salt.is_empty() {
-            use ring::rand::SecureRandom as _;
-            let _ = ring::rand::SystemRandom::new().fill(&mut salt);
-        }
+        let salt = match &policy.salt {
+            Some(s) => s.clone(),
+            None => random_salt(policy.salt_length),
+        };
         Nsec3 {
             iterations: policy.iterations,
             salt,
             opt_out: policy.opt_out,
         }
+    }
+
+    /// The parameters a change of the zone mends its chain with: the
+    /// zone's own when they fit the policy's iterations and salt length
+    /// (a salt chosen for the next whole signing is not used by a change,
+    /// which must extend the chain the zone has), as [`Nsec3::for_zone`]
+    /// otherwise.
+    pub fn for_change(zone: &Zone, policy: &Nsec3Policy) -> Nsec3 {
+        let any_salt = Nsec3Policy {
+            salt: None,
+            ..policy.clone()
+        };
+        Nsec3::for_zone(zone, &any_salt)
     }
 
     /// The parameters of the zone's NSEC3PARAM and the opt-out flag of its

@@ -459,6 +459,7 @@ impl Signer {
             (Some(p), Some(z)) => {
                 z.iterations == p.iterations
                     && z.salt.len() == usize::from(p.salt_length)
+                    && p.salt.as_ref().is_none_or(|s| *s == z.salt)
                     && z.opt_out == p.opt_out
             }
             _ => false,

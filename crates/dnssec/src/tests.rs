@@ -48,6 +48,7 @@ fn nsec3_policy(salt_length: u8, opt_out: bool) -> Policy {
             iterations: 0,
             salt_length,
             opt_out,
+            ..Nsec3Policy::default()
         }),
         ..Policy::default()
     }
@@ -678,4 +679,45 @@ fn the_validator_finds_what_is_wrong_with_a_signed_zone() {
         let e = crate::validate(&unmended, NOW, Some(&touched)).unwrap_err();
         assert!(e.contains("NSEC"), "{e}");
     }
+}
+
+/// A salt chosen for the next whole signing (nsec3-salt-lifetime) is that
+/// signing's alone: the zone signed with it has the new chain, while a
+/// change to a zone that still has the old salt mends the old chain — no
+/// version mixes two salts.
+#[test]
+fn a_chosen_salt_is_for_whole_signing_and_changes_keep_the_zones() {
+    let old_policy = nsec3_policy(8, false);
+    let signer = signer_with(Algorithm::EcdsaP256, false, old_policy.clone());
+    let signed = signer.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    verify(&signed, &signer).unwrap();
+    let old = Nsec3::of_zone(&signed).unwrap().salt;
+    let new = vec![0xab; 8];
+    let mut chosen = old_policy;
+    chosen.nsec3.as_mut().unwrap().salt = Some(new.clone());
+    let origin: Name = "example.".parse().unwrap();
+    let keys = signer
+        .keys()
+        .iter()
+        .map(|k| k.try_clone().unwrap())
+        .collect();
+    let resalting = Signer::new(&origin, keys, chosen).unwrap();
+    assert!(signer.is_current(&signed, NOW));
+    assert!(
+        !resalting.is_current(&signed, NOW),
+        "a new salt is a new chain"
+    );
+    let p = resalting.policy().nsec3.as_ref().unwrap();
+    assert_eq!(Nsec3::for_zone(&signed, p).salt, new);
+    assert_eq!(Nsec3::for_change(&signed, p).salt, old);
+    // A change before the whole signing: the old chain, mended.
+    let cs = change(&signed, vec![], vec![txt("fresh.example.", "x")]);
+    let (changed, _) = resalting.sign_change(&signed, &cs, NOW).unwrap();
+    assert_eq!(Nsec3::of_zone(&changed).unwrap().salt, old);
+    verify(&changed, &signer).unwrap();
+    // The whole signing: the new chain only.
+    let resalted = resalting.sign_zone(&changed, None, NOW).unwrap();
+    assert_eq!(Nsec3::of_zone(&resalted).unwrap().salt, new);
+    verify(&resalted, &resalting).unwrap();
+    assert!(resalting.is_current(&resalted, NOW));
 }

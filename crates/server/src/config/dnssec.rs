@@ -15,7 +15,8 @@
 //! signing-threads = 2                     # whole-zone signing; default: one per CPU
 //! nsec3 = false                           # true: NSEC3 (RFC 5155) instead of NSEC
 //! nsec3-iterations = 0                    # extra hash iterations (RFC 9276: 0)
-//! nsec3-salt-length = 0                   # bytes of random salt (kept until the policy changes)
+//! nsec3-salt-length = 0                   # bytes of random salt
+//! nsec3-salt-lifetime = 2592000           # a new salt (the chain made anew) after 30 days; 0: never
 //! nsec3-opt-out = false                   # insecure delegations get no NSEC3
 //! manual = false                          # true: keys are left as they are (no rollovers)
 //! zsk-lifetime = 2592000                  # 30 days from a ZSK's activation to its rollover (0: never)
@@ -98,6 +99,8 @@ pub struct PolicyEntry {
     pub nsec3_salt_length: Option<u8>,
     /// NSEC3 opt-out.
     pub nsec3_opt_out: Option<bool>,
+    /// Seconds a salt is used before it is replaced (0: never; Knot's 30 days).
+    pub nsec3_salt_lifetime: Option<i64>,
     /// Threads for whole-zone signing.
     pub signing_threads: Option<usize>,
     /// Keys are managed by hand (no automatic key events).
@@ -297,14 +300,27 @@ fn resolve(
                 .map_err(|e| bad(format!("{what}: {e}")))?;
         }
     }
+    let salt_lifetime = match p.nsec3_salt_lifetime {
+        None => 30 * 86400,
+        Some(l) if l >= 0 => l as u64,
+        Some(l) => {
+            return Err(bad(format!(
+                "nsec3-salt-lifetime = {l}: seconds (0: never replaced); re-salting at every \
+                 signing (Knot's -1) is not done"
+            )))
+        }
+    };
     let nsec3 = (p.nsec3 == Some(true)).then(|| lode_dnssec::Nsec3Policy {
         iterations: p.nsec3_iterations.unwrap_or(0),
         salt_length: p.nsec3_salt_length.unwrap_or(0),
         opt_out: p.nsec3_opt_out.unwrap_or(false),
+        salt_lifetime,
+        salt: None,
     });
     if nsec3.is_none()
         && (p.nsec3_iterations.is_some()
             || p.nsec3_salt_length.is_some()
+            || p.nsec3_salt_lifetime.is_some()
             || p.nsec3_opt_out.is_some())
     {
         tracing::warn!(

@@ -35,6 +35,112 @@ pub(crate) struct KeyEvents {
     pub refused: Option<String>,
     /// A KSK waiting for its DS: its DS RDATA (digest types 2 and 4).
     pub waiting_ds: Option<Vec<Vec<u8>>>,
+    /// The NSEC3 salt was replaced now (`nsec3-salt-lifetime`): the
+    /// signer's chain differs from the zone's, which is signed whole.
+    pub resalted: bool,
+}
+
+/// A zone's NSEC3 salt as `nsec3-salt-lifetime` keeps it, in its key
+/// folder (`nsec3-salt`): the salt chosen last (empty: the zone's own, the
+/// one it had when the file was first written) and when.
+struct SaltState {
+    salt: Vec<u8>,
+    created: u64,
+}
+
+const SALT_FILE: &str = "nsec3-salt";
+
+fn read_salt(dir: &Path) -> Option<SaltState> {
+    let text = std::fs::read_to_string(dir.join(SALT_FILE)).ok()?;
+    let (mut salt, mut created) = (None, None);
+    for line in text.lines() {
+        match line.split_once(':').map(|(k, v)| (k.trim(), v.trim())) {
+            Some(("salt", v)) => salt = hex_bytes(v),
+            Some(("created", v)) => created = v.parse().ok(),
+            _ => {}
+        }
+    }
+    Some(SaltState {
+        salt: salt?,
+        created: created?,
+    })
+}
+
+fn hex_bytes(s: &str) -> Option<Vec<u8>> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Writes the salt state whole (temporary file, fsync, rename) before any
+/// version signed with it is.
+fn write_salt(dir: &Path, state: &SaltState) -> Result<(), String> {
+    use std::io::Write as _;
+    let hex: String = state.salt.iter().map(|b| format!("{b:02x}")).collect();
+    let text = format!(
+        "# Lode: the NSEC3 salt (nsec3-salt-lifetime); empty: the zone's own\nsalt: {hex}\ncreated: {}\n",
+        state.created
+    );
+    let tmp = dir.join(format!(".{SALT_FILE}.tmp"));
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(SALT_FILE))?;
+        std::fs::File::open(dir)?.sync_all()
+    };
+    write().map_err(|e| format!("{}: {e}", dir.join(SALT_FILE).display()))
+}
+
+/// The salt the signer of the moment uses under `nsec3-salt-lifetime`, in
+/// `policy` (None: the zone's own), and when it is replaced next; a new
+/// random salt when the last one is `lifetime` old (true: replaced now).
+fn nsec3_salt(
+    zone: &Name,
+    dir: &Path,
+    policy: &mut lode_dnssec::Policy,
+    now: u64,
+) -> Result<(Option<u64>, bool), String> {
+    let Some(n3) = policy
+        .nsec3
+        .as_mut()
+        .filter(|n| n.salt_length > 0 && n.salt_lifetime > 0)
+    else {
+        return Ok((None, false));
+    };
+    let state =
+        read_salt(dir).filter(|s| s.salt.is_empty() || s.salt.len() == usize::from(n3.salt_length));
+    let (state, resalted) = match state {
+        // First seen: the zone's salt (whatever it is) counts from now.
+        None => {
+            let s = SaltState {
+                salt: Vec::new(),
+                created: now,
+            };
+            write_salt(dir, &s)?;
+            (s, false)
+        }
+        Some(s) if s.created.saturating_add(n3.salt_lifetime) <= now => {
+            let s = SaltState {
+                salt: lode_dnssec::nsec3::random_salt(n3.salt_length),
+                created: now,
+            };
+            write_salt(dir, &s)?;
+            tracing::info!(
+                "zone {zone}: DNSSEC, NSEC3 salt replaced (nsec3-salt-lifetime {} s): the chain is made anew",
+                n3.salt_lifetime
+            );
+            (s, true)
+        }
+        Some(s) => (s, false),
+    };
+    n3.salt = (!state.salt.is_empty()).then_some(state.salt);
+    Ok((
+        Some(state.created.saturating_add(n3.salt_lifetime)),
+        resalted,
+    ))
 }
 
 /// The TTLs a zone's rollover steps wait for: the DNSKEY TTL and the
@@ -146,11 +252,13 @@ pub(crate) fn key_events(
         .waiting_ds
         .and_then(|tag| keys.iter().find(|k| k.tag() == tag))
         .map(|k| vec![k.ds_rdata(2), k.ds_rdata(4)]);
-    let next = [plan.next.as_ref().map(|n| n.0), timers]
+    let mut policy = signing.policy.clone();
+    let (resalt_at, resalted) = nsec3_salt(zone, &dir, &mut policy, now)?;
+    let next = [plan.next.as_ref().map(|n| n.0), timers, resalt_at]
         .into_iter()
         .flatten()
         .min();
-    let signer = Signer::at(zone, keys, signing.policy.clone(), now).map_err(|e| e.to_string())?;
+    let signer = Signer::at(zone, keys, policy, now).map_err(|e| e.to_string())?;
     let signer = match progress {
         Some(p) => signer.with_progress(p),
         None => signer,
@@ -182,6 +290,7 @@ pub(crate) fn key_events(
             action: plan.next,
             refused: plan.refused,
             waiting_ds,
+            resalted,
         },
         plan.log,
     ))

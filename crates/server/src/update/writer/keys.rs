@@ -253,6 +253,7 @@ impl Writer {
             }
         };
         let refused = events.refused.clone();
+        let resalted = events.resalted;
         let cds_before = crate::update::ds_push::cds_of(&current);
         let same_signers = old.as_ref().is_some_and(|o| o.signs_like(&events.signer));
         self.stage.signer = Some(Arc::new(events.signer));
@@ -282,7 +283,7 @@ impl Writer {
         let from = current.serial();
         // A secondary with nothing transferred yet has no key records to
         // change: its first transfer is signed whole with these keys.
-        let whole = chain_check
+        let whole = (chain_check || resalted)
             && self
                 .stage
                 .signer
@@ -291,7 +292,11 @@ impl Writer {
         let serial = if crate::publish::is_placeholder(&current) {
             from
         } else if whole {
-            self.sign_whole("policy changed")?;
+            self.sign_whole(if resalted {
+                "new NSEC3 salt"
+            } else {
+                "policy changed"
+            })?;
             self.current().map_or(from, |z| z.serial())
         } else {
             self.run_stage(Change::Rekey, None)?
