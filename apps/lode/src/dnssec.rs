@@ -58,6 +58,23 @@ enum DnssecCommand {
         #[arg(long, value_name = "ID", requires = "config")]
         keystore: Option<String>,
     },
+    /// Publish another signer's key (multi-signer, RFC 8901 model 2): the
+    /// DNSKEY records in FILE (a BIND .key file, zone text, or `-` for
+    /// standard input) join the zone's DNSKEY RRset; they never sign here.
+    /// Taken in at the next start or `lode zone-sign`.
+    ImportPub {
+        /// The zone.
+        zone: String,
+        /// The file with the DNSKEY record(s).
+        file: PathBuf,
+    },
+    /// Stop publishing another signer's key (by its tag).
+    RemovePub {
+        /// The zone.
+        zone: String,
+        /// The key's tag.
+        tag: u16,
+    },
     /// Import a BIND key pair (the .private file; its .key file next to it).
     ImportBind {
         /// The zone.
@@ -104,12 +121,17 @@ an HSM or SoftHSM2), keys are made in the token and never leave it; their
 files name the token and the key's id instead of holding the private key.
 `list` says where each key is.
 
+Two signers of one zone (multi-signer, RFC 8901 model 2): `import-pub` the
+other signer's ZSK (its DNSKEY record), then `lode zone-sign ZONE`: it joins
+the DNSKEY RRset and never signs here.
+
 Examples:
   lode dnssec list example.com -c /etc/lode/lode.toml
   lode dnssec generate example.com -c /etc/lode/lode.toml --keystore hsm
   lode dnssec ds example.com -c /etc/lode/lode.toml       # give the DS to the parent
   lode dnssec generate example.com --kasp-db keys -a ed25519
-  lode dnssec import-bind example.com Kexample.com.+013+12345.private -c lode.toml";
+  lode dnssec import-bind example.com Kexample.com.+013+12345.private -c lode.toml
+  lode dnssec import-pub example.com other-signer-zsk.key -c lode.toml";
 
 /// Runs the command.
 pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
@@ -128,6 +150,14 @@ pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
             let keys = SigningKey::read_all(&dir, zone.as_ref())?;
             if keys.is_empty() {
                 outln!("{zone}: no keys in {}", dir.display());
+            }
+            for r in lode_server::read_foreign(&dir).map_err(|e| anyhow!(e))? {
+                outln!(
+                    "{zone} other signer's key, tag {:5}, published, not signing here\n    {}\n    {}",
+                    lode_dnssec::key::key_tag(&r),
+                    lode_dnssec::key::dnskey_to_text(&r),
+                    dir.join(lode_server::FOREIGN_FILE).display()
+                );
             }
             for k in &keys {
                 let timers: Vec<String> = k
@@ -181,6 +211,53 @@ pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
                 None => SigningKey::generate_sized(&zone, algorithm, flags, size, now)?,
             };
             save(&kasp_db, &zone, &key)?;
+        }
+        DnssecCommand::ImportPub { zone, file } => {
+            let zone = zone_name(&zone)?;
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin()).context("reading standard input")?
+            } else {
+                std::fs::read_to_string(&file)
+                    .with_context(|| format!("reading {}", file.display()))?
+            };
+            let mut added = Vec::new();
+            for (i, line) in text.lines().enumerate() {
+                let line = line.split(';').next().unwrap_or("");
+                let words: Vec<&str> = line.split_whitespace().collect();
+                let Some(at) = words.iter().position(|w| w.eq_ignore_ascii_case("DNSKEY")) else {
+                    continue;
+                };
+                let rdata = lode_dnssec::key::dnskey_from_text(&words[at + 1..].join(" "))
+                    .map_err(|e| anyhow!("{}:{}: {e}", file.display(), i + 1))?;
+                added.push(rdata);
+            }
+            if added.is_empty() {
+                bail!("{}: no DNSKEY record", file.display());
+            }
+            let dir = key_dir(&kasp_db, &zone);
+            let mut all = lode_server::read_foreign(&dir).map_err(|e| anyhow!(e))?;
+            for r in added {
+                let tag = lode_dnssec::key::key_tag(&r);
+                if all.contains(&r) {
+                    outln!("{zone}: tag {tag} is published already");
+                } else {
+                    outln!("{zone}: tag {tag} ({}) will be published (next start or `lode zone-sign {zone}`)", lode_dnssec::key::dnskey_to_text(&r));
+                    all.push(r);
+                }
+            }
+            write_foreign(&dir, &all)?;
+        }
+        DnssecCommand::RemovePub { zone, tag } => {
+            let zone = zone_name(&zone)?;
+            let dir = key_dir(&kasp_db, &zone);
+            let mut all = lode_server::read_foreign(&dir).map_err(|e| anyhow!(e))?;
+            let before = all.len();
+            all.retain(|r| lode_dnssec::key::key_tag(r) != tag);
+            if all.len() == before {
+                bail!("{zone}: no other signer's key with tag {tag}");
+            }
+            write_foreign(&dir, &all)?;
+            outln!("{zone}: tag {tag} no longer published (next start or `lode zone-sign {zone}`)");
         }
         DnssecCommand::ImportBind { zone, file } => {
             let zone = zone_name(&zone)?;
@@ -259,6 +336,21 @@ fn zone_name(text: &str) -> anyhow::Result<Name> {
 /// The key folder of a zone (as the server names it).
 fn key_dir(kasp_db: &Path, zone: &Name) -> PathBuf {
     lode_server::key_dir(kasp_db, zone)
+}
+
+/// Writes a zone's file of other signers' keys whole (mode 0600, synced).
+fn write_foreign(dir: &Path, keys: &[Vec<u8>]) -> anyhow::Result<()> {
+    let mut text =
+        String::from("# Other signers' keys this zone publishes (lode dnssec import-pub)\n");
+    for r in keys {
+        text.push_str(&format!(
+            "{} ; tag {}\n",
+            lode_dnssec::key::dnskey_to_text(r),
+            lode_dnssec::key::key_tag(r)
+        ));
+    }
+    lode_dnssec::key::write_private(dir, lode_server::FOREIGN_FILE, &text)?;
+    Ok(())
 }
 
 /// The `[[keystore]]`s of the configuration file `conf`, opened (by id).

@@ -562,42 +562,7 @@ impl SigningKey {
 
     /// Writes the key file into `dir` (made if missing), whole, mode 0600.
     pub fn write(&self, dir: &Path) -> Result<PathBuf, KeyError> {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let io = |p: &Path| {
-            let p = p.to_path_buf();
-            move |e| KeyError::Io(p, e)
-        };
-        let new_dir = !dir.is_dir();
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let path = dir.join(self.file_name());
-        let tmp = dir.join(format!(".{}.tmp", self.file_name()));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io(&tmp))?;
-        f.write_all(self.to_file_text().as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io(&path))?;
-        // The file's name in its folder, and a new folder's in its parent:
-        // a key is on disk before anything signed with it is.
-        let parent = dir.parent().filter(|_| new_dir).map(|p| {
-            if p.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                p
-            }
-        });
-        for d in std::iter::once(dir).chain(parent) {
-            if let Ok(f) = std::fs::File::open(d) {
-                let _ = f.sync_all();
-            }
-        }
-        Ok(path)
+        write_private(dir, &self.file_name(), &self.to_file_text())
     }
 
     /// Reads a key file.
@@ -742,6 +707,48 @@ impl SigningKey {
     }
 }
 
+/// Writes `text` as the file `name` in `dir` (made if missing): whole (a
+/// temporary file, fsync, rename, the folder synced), mode 0600 — key
+/// files and what the key folder keeps beside them.
+pub fn write_private(dir: &Path, name: &str, text: &str) -> Result<PathBuf, KeyError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e| KeyError::Io(p, e)
+    };
+    let new_dir = !dir.is_dir();
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(io(&tmp))?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(io(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    // The file's name in its folder, and a new folder's in its parent: a
+    // key is on disk before anything signed with it is.
+    let parent = dir.parent().filter(|_| new_dir).map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        }
+    });
+    for d in std::iter::once(dir).chain(parent) {
+        if let Ok(f) = std::fs::File::open(d) {
+            let _ = f.sync_all();
+        }
+    }
+    Ok(path)
+}
+
 fn ecdsa_alg(a: Algorithm) -> &'static signature::EcdsaSigningAlgorithm {
     if a == Algorithm::EcdsaP384 {
         &signature::ECDSA_P384_SHA384_FIXED_SIGNING
@@ -795,6 +802,48 @@ pub(crate) fn rsa_dnskey(n: &[u8], e: &[u8]) -> Vec<u8> {
     out
 }
 
+/// DNSKEY RDATA from its presentation form (`FLAGS 3 ALGORITHM BASE64…`,
+/// the key possibly split in words).
+pub fn dnskey_from_text(text: &str) -> Result<Vec<u8>, String> {
+    let mut w = text.split_whitespace();
+    let mut number = |what: &str| -> Result<u16, String> {
+        w.next()
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| format!("expected {what}"))
+    };
+    let flags = number("the DNSKEY flags (256 or 257)")?;
+    let protocol = number("the protocol (3)")?;
+    let algorithm = number("the algorithm number")?;
+    let key: String = w.collect();
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(key)
+        .map_err(|e| format!("the public key is not Base64: {e}"))?;
+    if protocol != 3 || flags & 0x0100 == 0 || key.is_empty() || algorithm > 255 {
+        return Err(
+            "not a zone key (flags with the zone key bit, protocol 3, a public key)".into(),
+        );
+    }
+    let mut r = flags.to_be_bytes().to_vec();
+    r.push(3);
+    r.push(algorithm as u8);
+    r.extend_from_slice(&key);
+    Ok(r)
+}
+
+/// The DNSKEY RDATA in presentation form (`257 3 13 BASE64`).
+pub fn dnskey_to_text(rdata: &[u8]) -> String {
+    if rdata.len() < 4 {
+        return String::new();
+    }
+    format!(
+        "{} {} {} {}",
+        u16::from_be_bytes([rdata[0], rdata[1]]),
+        rdata[2],
+        rdata[3],
+        base64::engine::general_purpose::STANDARD.encode(&rdata[4..])
+    )
+}
+
 /// The key tag of DNSKEY RDATA (RFC 4034 Appendix B).
 pub fn key_tag(rdata: &[u8]) -> u16 {
     let mut ac: u32 = 0;
@@ -836,6 +885,18 @@ mod tests {
         let all = SigningKey::read_all(&dir, "example.".parse::<Name>().unwrap().as_ref()).unwrap();
         assert_eq!(all.len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn dnskey_text_round_trips() {
+        let zone: Name = "example.".parse().unwrap();
+        let k = SigningKey::generate(&zone, Algorithm::EcdsaP256, ZSK_FLAGS, 7).unwrap();
+        let text = dnskey_to_text(&k.dnskey_rdata());
+        assert_eq!(text, k.dnskey_text());
+        assert_eq!(dnskey_from_text(&text).unwrap(), k.dnskey_rdata());
+        assert!(dnskey_from_text("256 3 13").is_err());
+        assert!(dnskey_from_text("0 3 13 AAAA").is_err(), "not a zone key");
+        assert!(dnskey_from_text("256 3 13 !!").is_err());
     }
 
     #[test]

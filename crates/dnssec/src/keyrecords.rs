@@ -78,6 +78,11 @@ impl Signer {
         let mut out: Vec<Record> = self
             .published()
             .map(|k| record(Rtype::DNSKEY, k.dnskey_rdata()))
+            .chain(
+                self.foreign()
+                    .iter()
+                    .map(|f| record(Rtype::DNSKEY, f.clone())),
+            )
             .collect();
         if self.policy().cds == CdsPublish::DeleteDnssec {
             out.push(record(Rtype::CDNSKEY, DELETE_CDNSKEY.to_vec()));

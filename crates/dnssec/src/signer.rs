@@ -245,6 +245,9 @@ pub struct Signer {
     zone_signers: Vec<(u16, u8)>,
     policy: Policy,
     pub(crate) progress: Arc<Progress>,
+    /// DNSKEY RDATA of other signers' keys (multi-signer, RFC 8901 model
+    /// 2): published in the DNSKEY RRset, never signing here.
+    foreign: Vec<Vec<u8>>,
 }
 
 impl Signer {
@@ -327,7 +330,26 @@ impl Signer {
             zone_signers,
             policy,
             progress: Arc::default(),
+            foreign: Vec::new(),
         })
+    }
+
+    /// The same signer publishing other signers' keys too (DNSKEY RDATA;
+    /// multi-signer, RFC 8901 model 2: each signer's DNSKEY RRset holds the
+    /// other's ZSK, so that answers from either validate with the DNSKEY
+    /// RRset of either). Keys of this signer among them are left out.
+    pub fn with_foreign(mut self, mut foreign: Vec<Vec<u8>>) -> Signer {
+        let own: Vec<Vec<u8>> = self.keys.iter().map(|k| k.dnskey_rdata()).collect();
+        foreign.retain(|f| !own.contains(f));
+        foreign.sort();
+        foreign.dedup();
+        self.foreign = foreign;
+        self
+    }
+
+    /// Other signers' keys this signer publishes (see [`Signer::with_foreign`]).
+    pub fn foreign(&self) -> &[Vec<u8>] {
+        &self.foreign
     }
 
     /// The same keys and usage with another progress record (a signer

@@ -181,13 +181,17 @@ pub fn start_unbound(
          \x20 val-log-level: 2\n  harden-dnssec-stripped: yes\n",
         d = dir.display()
     );
-    for (zone, _) in stubs {
+    // A zone named twice is asked at both addresses.
+    let mut zones: Vec<&str> = stubs.iter().map(|(z, _)| *z).collect();
+    zones.dedup();
+    for zone in &zones {
         conf.push_str(&format!("  local-zone: \"{zone}\" nodefault\n"));
     }
-    for (zone, at) in stubs {
-        conf.push_str(&format!(
-            "stub-zone:\n  name: \"{zone}\"\n  stub-addr: 127.0.0.1@{at}\n"
-        ));
+    for zone in &zones {
+        conf.push_str(&format!("stub-zone:\n  name: \"{zone}\"\n"));
+        for (_, at) in stubs.iter().filter(|(z, _)| z == zone) {
+            conf.push_str(&format!("  stub-addr: 127.0.0.1@{at}\n"));
+        }
     }
     let path = dir.join("unbound.conf");
     std::fs::write(&path, conf).unwrap();

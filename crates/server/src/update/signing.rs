@@ -40,6 +40,34 @@ pub(crate) struct KeyEvents {
     pub resalted: bool,
 }
 
+/// The file of other signers' keys a zone publishes (multi-signer, RFC
+/// 8901 model 2), in its key folder: one DNSKEY RDATA a line in
+/// presentation form (`256 3 13 BASE64`), `;` or `#` starting a comment;
+/// written by `lode dnssec import-pub`.
+pub const FOREIGN_FILE: &str = "dnskey-foreign";
+
+/// The DNSKEY RDATA of `dir`'s foreign-keys file (none without one).
+pub fn read_foreign(dir: &Path) -> Result<Vec<Vec<u8>>, String> {
+    let path = dir.join(FOREIGN_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split([';', '#']).next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        out.push(
+            lode_dnssec::key::dnskey_from_text(line)
+                .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?,
+        );
+    }
+    Ok(out)
+}
+
 /// A zone's NSEC3 salt as `nsec3-salt-lifetime` keeps it, in its key
 /// folder (`nsec3-salt`): the salt chosen last (empty: the zone's own, the
 /// one it had when the file was first written) and when.
@@ -73,25 +101,17 @@ fn hex_bytes(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Writes the salt state whole (temporary file, fsync, rename) before any
-/// version signed with it is.
+/// Writes the salt state whole (mode 0600, synced) before any version
+/// signed with it is.
 fn write_salt(dir: &Path, state: &SaltState) -> Result<(), String> {
-    use std::io::Write as _;
     let hex: String = state.salt.iter().map(|b| format!("{b:02x}")).collect();
     let text = format!(
         "# Lode: the NSEC3 salt (nsec3-salt-lifetime); empty: the zone's own\nsalt: {hex}\ncreated: {}\n",
         state.created
     );
-    let tmp = dir.join(format!(".{SALT_FILE}.tmp"));
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, dir.join(SALT_FILE))?;
-        std::fs::File::open(dir)?.sync_all()
-    };
-    write().map_err(|e| format!("{}: {e}", dir.join(SALT_FILE).display()))
+    lode_dnssec::key::write_private(dir, SALT_FILE, &text)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// The salt the signer of the moment uses under `nsec3-salt-lifetime`, in
@@ -258,7 +278,9 @@ pub(crate) fn key_events(
         .into_iter()
         .flatten()
         .min();
-    let signer = Signer::at(zone, keys, policy, now).map_err(|e| e.to_string())?;
+    let signer = Signer::at(zone, keys, policy, now)
+        .map_err(|e| e.to_string())?
+        .with_foreign(read_foreign(&dir)?);
     let signer = match progress {
         Some(p) => signer.with_progress(p),
         None => signer,

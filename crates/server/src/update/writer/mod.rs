@@ -494,7 +494,15 @@ impl Writer {
             }
             Work::Sign { what, done } => {
                 let _ = done.send(match what {
-                    SignWork::Whole => self.sign_whole("zone-sign"),
+                    SignWork::Whole => {
+                        // The key folder read again first (keys made or
+                        // imported by hand, other signers' keys: Knot's
+                        // `zone-sign` after keymgr), then every signature.
+                        if let Err(e) = self.key_event(Trigger::Timers) {
+                            tracing::warn!("zone {}: DNSSEC, keys: {e}", self.origin);
+                        }
+                        self.sign_whole("zone-sign")
+                    }
                     SignWork::Roll(role) => self.key_event(Trigger::Roll(role)),
                     SignWork::Submitted(ds_ttl) => self.key_event(Trigger::Submitted { ds_ttl }),
                     SignWork::Policy(p) => {
