@@ -1,5 +1,6 @@
 //! Two signers of one zone (multi-signer, RFC 8901 model 2; issue 19 §3):
-//! two Lode servers sign the same zone with keys of their own; each
+//! two Lode servers — or Lode and Knot 3.2 — sign the same zone with keys
+//! of their own; each
 //! publishes the other's ZSK (`lode dnssec import-pub`, taken in by `lode
 //! zone-sign`). Then every RRSIG either server makes validates with the
 //! DNSKEY RRset either server serves — checked by ldns-verify-zone on each
@@ -30,6 +31,56 @@ const TEXT: &str = "$ORIGIN example.\n$TTL 300\n@ SOA ns hm 1 60 10 600 60\n@ NS
 struct Signer {
     dir: PathBuf,
     server: Server,
+    /// Knot 3.2 (keys in its KASP database, `keymgr`, `knotc`) or Lode.
+    knot: bool,
+}
+
+/// Knot 3.2 signing the zone with keys of its own (its default policy,
+/// automatic), in `root`/`name`.
+fn start_knot(root: &Path, name: &str, ports: (u16, u16)) -> Signer {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("zone"), TEXT).unwrap();
+    let port = pick_port_in(ports.0, ports.1);
+    let d = dir.display();
+    std::fs::write(
+        dir.join("knot.conf"),
+        format!(
+            "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n\
+             database:\n    storage: \"{d}\"\n\
+             log:\n  - target: stderr\n    any: info\n\
+             acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
+             template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    journal-content: changes\n\
+             zone:\n  - domain: {ZONE}\n    file: \"{d}/zone\"\n    dnssec-signing: on\n    acl: xfr\n"
+        ),
+    )
+    .unwrap();
+    let log = dir.join("knotd.log");
+    let logf = std::fs::File::create(&log).unwrap();
+    let child = Command::new(knot_tool("knotd"))
+        .arg("-c")
+        .arg(dir.join("knot.conf"))
+        .stdin(std::process::Stdio::null())
+        .stdout(logf.try_clone().unwrap())
+        .stderr(logf)
+        .spawn()
+        .expect("knotd");
+    let server = Server::adopt(format!("knotd@{port}"), port, child, log);
+    let s = Signer {
+        dir,
+        server,
+        knot: true,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.axfr_text().contains("\tDNSKEY\t257") {
+        assert!(
+            Instant::now() < deadline,
+            "Knot did not sign:\n{}",
+            s.server.log_tail(20)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    s
 }
 
 fn start(root: &Path, name: &str, ports: (u16, u16)) -> Signer {
@@ -46,7 +97,11 @@ fn start(root: &Path, name: &str, ports: (u16, u16)) -> Signer {
     let port = pick_port_in(ports.0, ports.1);
     let server = start_lode_config(&dir.join("lode.toml"), port, &dir.join("lode.log"), &[ZONE])
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    Signer { dir, server }
+    Signer {
+        dir,
+        server,
+        knot: false,
+    }
 }
 
 fn lode(args: &[&str], dir: &Path) -> String {
@@ -65,6 +120,16 @@ fn lode(args: &[&str], dir: &Path) -> String {
 }
 
 impl Signer {
+    /// The zone by AXFR, unverified.
+    fn axfr_text(&self) -> String {
+        let out = Command::new("kdig")
+            .arg(format!("@{}", self.server.addr.ip()))
+            .args(["-p", &self.server.addr.port().to_string(), ZONE, "AXFR"])
+            .output()
+            .expect("kdig");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// The zone by AXFR, verified whole; its lines.
     fn axfr(&self, when: &str) -> Vec<String> {
         verify_axfr(&self.dir, self.server.addr, ZONE, None, when);
@@ -78,6 +143,31 @@ impl Signer {
 
     /// Publishes the DNSKEY records in `file` (import-pub, zone-sign).
     fn import(&self, file: &Path) {
+        if self.knot {
+            // keymgr takes one BIND .key file a key.
+            let conf = self.dir.join("knot.conf");
+            let text = std::fs::read_to_string(file).unwrap();
+            for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+                let one = self.dir.join(format!("Kimported{i}.key"));
+                std::fs::write(&one, format!("{line}\n")).unwrap();
+                let out = Command::new(knot_tool("keymgr"))
+                    .arg("-c")
+                    .arg(&conf)
+                    .args([ZONE, "import-pub"])
+                    .arg(&one)
+                    .output()
+                    .expect("keymgr");
+                assert!(out.status.success(), "keymgr import-pub: {out:?}");
+            }
+            let out = Command::new(knot_tool("knotc"))
+                .arg("-c")
+                .arg(&conf)
+                .args(["zone-sign", ZONE])
+                .output()
+                .expect("knotc");
+            assert!(out.status.success(), "knotc zone-sign: {out:?}");
+            return;
+        }
         let conf = self.dir.join("lode.toml");
         let conf = conf.to_str().unwrap();
         let text = lode(
@@ -104,6 +194,21 @@ impl Signer {
     }
 
     fn ds(&self) -> String {
+        if self.knot {
+            let out = Command::new(knot_tool("keymgr"))
+                .arg("-c")
+                .arg(self.dir.join("knot.conf"))
+                .args([ZONE, "ds"])
+                .output()
+                .expect("keymgr");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            // The SHA-256 DS of the KSK ("example. DS TAG 13 2 HEX").
+            return text
+                .lines()
+                .find(|l| l.split_whitespace().nth(4) == Some("2"))
+                .unwrap_or_else(|| panic!("keymgr ds: {text}"))
+                .to_string();
+        }
         self.server
             .log()
             .lines()
@@ -121,13 +226,31 @@ fn covered(line: &str) -> &str {
 }
 
 #[test]
-fn two_signers_publish_each_others_zsk_and_both_validate() {
+fn two_lode_signers_publish_each_others_zsk_and_both_validate() {
     if !tools_present() {
         return;
     }
     let root = TempDir::new("multi-signer");
     let a = start(&root.0, "a", (17170, 17174));
     let b = start(&root.0, "b", (17175, 17179));
+    each_publishes_the_others_zsk(&root.0, &a, &b, (17180, 17184));
+}
+
+/// Lode and Knot 3.2 (`keymgr import-pub`, `knotc zone-sign`) as the two
+/// signers.
+#[test]
+fn lode_and_knot_publish_each_others_zsk_and_both_validate() {
+    if !tools_present() || !knot_available() {
+        return;
+    }
+    let root = TempDir::new("multi-signer-knot");
+    let a = start(&root.0, "a", (17185, 17189));
+    let b = start_knot(&root.0, "b", (17190, 17194));
+    each_publishes_the_others_zsk(&root.0, &a, &b, (17195, 17199));
+}
+
+fn each_publishes_the_others_zsk(root: &Path, a: &Signer, b: &Signer, unbound_ports: (u16, u16)) {
+    let root = &root.to_path_buf();
     let (za, zb) = (a.axfr("A signed"), b.axfr("B signed"));
     let zsk = |lines: &[String]| -> String {
         lines
@@ -136,10 +259,10 @@ fn two_signers_publish_each_others_zsk_and_both_validate() {
             .map(|l| format!("{l}\n"))
             .collect()
     };
-    std::fs::write(root.0.join("zsk-a"), zsk(&za)).unwrap();
-    std::fs::write(root.0.join("zsk-b"), zsk(&zb)).unwrap();
-    a.import(&root.0.join("zsk-b"));
-    b.import(&root.0.join("zsk-a"));
+    std::fs::write(root.join("zsk-a"), zsk(&za)).unwrap();
+    std::fs::write(root.join("zsk-b"), zsk(&zb)).unwrap();
+    a.import(&root.join("zsk-b"));
+    b.import(&root.join("zsk-a"));
     let deadline = Instant::now() + Duration::from_secs(20);
     let dnskeys = |s: &Signer| {
         s.axfr("after the import")
@@ -147,7 +270,7 @@ fn two_signers_publish_each_others_zsk_and_both_validate() {
             .filter(|l| rtype(l) == "DNSKEY")
             .count()
     };
-    while dnskeys(&a) < 3 || dnskeys(&b) < 3 {
+    while dnskeys(a) < 3 || dnskeys(b) < 3 {
         assert!(
             Instant::now() < deadline,
             "the other's ZSK not published:\n{}\n{}",
@@ -190,7 +313,7 @@ fn two_signers_publish_each_others_zsk_and_both_validate() {
         };
         let mut mixed: Vec<String> = zone.iter().filter(|l| !keys_own(l)).cloned().collect();
         mixed.extend(keyset(other));
-        let path = root.0.join("mixed.zone");
+        let path = root.join("mixed.zone");
         std::fs::write(&path, mixed.join("\n") + "\n").unwrap();
         let out = Command::new("ldns-verify-zone")
             .arg(&path)
@@ -207,8 +330,8 @@ fn two_signers_publish_each_others_zsk_and_both_validate() {
     // A resolver asking both at random validates everything.
     let anchor = format!("{}\"\n  trust-anchor: \"{}", a.ds(), b.ds());
     let unbound = common::dnssec::start_unbound(
-        &root.0,
-        (17180, 17184),
+        root,
+        unbound_ports,
         &anchor,
         &[(ZONE, a.server.addr.port()), (ZONE, b.server.addr.port())],
         |port| common::dnssec::ask(port, &format!("www.{ZONE}"), "A").contains("status"),

@@ -186,16 +186,6 @@ fn start_knot_signer(dir: &Path, port: u16, keys: &[String], chain: Chain) -> Se
     server
 }
 
-/// knotd lives in /usr/sbin with its tools.
-fn knot_tool(name: &str) -> String {
-    let sbin = format!("/usr/sbin/{name}");
-    if Path::new(&sbin).exists() {
-        sbin
-    } else {
-        name.to_string()
-    }
-}
-
 /// Waits until the server answers the zone's DNSKEY (signed).
 fn wait_signed(server: &Server, port: u16) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

@@ -37,6 +37,17 @@ pub fn knotd() -> &'static str {
     }
 }
 
+/// One of Knot's tools (`keymgr`, `knotc`): Debian's in /usr/sbin, else
+/// from PATH.
+pub fn knot_tool(name: &str) -> String {
+    let sbin = format!("/usr/sbin/{name}");
+    if Path::new(&sbin).exists() {
+        sbin
+    } else {
+        name.to_string()
+    }
+}
+
 /// True when `knotd` can be run; the suites that need it skip (loudly)
 /// without it, unless `LODE_REQUIRE_KNOT=1` (set by scripts/test.sh) makes
 /// its absence a failure.
