@@ -294,6 +294,28 @@ impl SigningKey {
         key: crate::hsm::TokenKey,
         public: Vec<u8>,
     ) -> SigningKey {
+        SigningKey::assemble(
+            zone,
+            algorithm,
+            flags,
+            created,
+            public,
+            Vec::new(),
+            Pair::Token(key),
+        )
+    }
+
+    /// A key of its parts, its role from its flags, published and signing
+    /// since `created` (the caller sets what it knows better).
+    fn assemble(
+        zone: &Name,
+        algorithm: Algorithm,
+        flags: u16,
+        created: u64,
+        public: Vec<u8>,
+        pkcs8: Vec<u8>,
+        pair: Pair,
+    ) -> SigningKey {
         let mut k = SigningKey {
             zone: zone.to_lowercase(),
             algorithm,
@@ -303,8 +325,8 @@ impl SigningKey {
             timing: Timing::since(created),
             public,
             tag: 0,
-            pkcs8: Vec::new(),
-            pair: Pair::Token(key),
+            pkcs8,
+            pair,
             rng: SystemRandom::new(),
             role_given: false,
         };
@@ -357,22 +379,9 @@ impl SigningKey {
                 (Pair::Rsa(p), public)
             }
         };
-        let mut key = SigningKey {
-            zone: zone.to_lowercase(),
-            algorithm,
-            flags,
-            created,
-            role: if flags & 1 == 1 { Role::Ksk } else { Role::Zsk },
-            timing: Timing::since(created),
-            public,
-            tag: 0,
-            pkcs8,
-            pair,
-            rng,
-            role_given: false,
-        };
-        key.tag = key_tag(&key.dnskey_rdata());
-        Ok(key)
+        Ok(SigningKey::assemble(
+            zone, algorithm, flags, created, public, pkcs8, pair,
+        ))
     }
 
     /// The key signing with deterministic nonces (RFC 6979), so that the
@@ -395,27 +404,23 @@ impl SigningKey {
 
     /// Another copy of the key (its private key loaded again).
     pub fn try_clone(&self) -> Result<SigningKey, KeyError> {
-        if let Pair::Token(t) = &self.pair {
-            let mut k = SigningKey::from_token(
+        let mut k = match &self.pair {
+            Pair::Token(t) => SigningKey::from_token(
                 &self.zone,
                 self.algorithm,
                 self.flags,
                 self.created,
                 t.clone(),
                 self.public.clone(),
-            );
-            k.role = self.role;
-            k.timing = self.timing;
-            k.role_given = self.role_given;
-            return Ok(k);
-        }
-        let mut k = SigningKey::from_pkcs8(
-            &self.zone,
-            self.algorithm,
-            self.flags,
-            self.created,
-            self.pkcs8.clone(),
-        )?;
+            ),
+            _ => SigningKey::from_pkcs8(
+                &self.zone,
+                self.algorithm,
+                self.flags,
+                self.created,
+                self.pkcs8.clone(),
+            )?,
+        };
         k.role = self.role;
         k.timing = self.timing;
         k.role_given = self.role_given;
