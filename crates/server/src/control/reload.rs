@@ -428,6 +428,11 @@ impl Reloader {
         // configuration's already.
         let started_now = self.start_writers(&config, &mut report);
         self.retire(&report.removed);
+        if started_now.len() + report.removed.len() > 1000 {
+            // Thousands of zones added or removed build and drop maps and
+            // writers: the freed pages go back to the system.
+            lode_io::mem::trim_heap();
+        }
         // Zones with a writer whose serial policy, zonefile-sync or
         // validation changed: their writers take the new settings.
         if let Some(u) = &self.updates {
