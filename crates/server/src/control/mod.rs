@@ -17,6 +17,7 @@
 
 // The commands behind the socket: reload (zone files and the configuration
 // read again), status and stats (`scrape`).
+mod changes;
 pub(crate) mod reload;
 pub(crate) mod scrape;
 pub(crate) mod status;
