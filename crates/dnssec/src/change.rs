@@ -43,17 +43,6 @@ impl Signer {
         self.sign_change_at(current, change, &[], false, now)
     }
 
-    /// [`Signer::sign_change`] of a change of the apex's key records made
-    /// by the signer itself (its DNSKEY records kept: see `keyrecords.rs`).
-    pub(crate) fn sign_change_keys(
-        &self,
-        current: &Zone,
-        change: &Changeset,
-        now: u64,
-    ) -> Result<(Zone, Changeset), SignError> {
-        self.sign_change_at(current, change, &[], true, now)
-    }
-
     /// [`Signer::sign_change`], the names in `also` looked at too (their
     /// signatures that are due, or not by the keys of the moment, made
     /// again); `own_keys`: the change's DNSKEY records are the signer's.

@@ -6,7 +6,7 @@
 //! CDS and CDNSKEY records the signer did not make (of keys it does not
 //! know) are left alone, as Knot leaves them.
 
-use lode_wire::{Record, Rtype};
+use lode_wire::{Class, Name, Record, Rtype};
 use lode_zonedb::{Changeset, Zone};
 
 use crate::signer::{CdsPublish, SignError, Signer};
@@ -16,15 +16,6 @@ use crate::SigningKey;
 /// CDNSKEY and CDS RDATA asking the parent to remove the DS (RFC 8078 §4).
 const DELETE_CDNSKEY: [u8; 5] = [0, 0, 3, 0, 0];
 const DELETE_CDS: [u8; 5] = [0, 0, 0, 0, 0];
-
-/// True for a CDS or CDNSKEY record the signer owns (`own`: see
-/// [`Signer::own_cds_rdatas`]).
-pub(crate) fn is_own_cds(r: &Record, own: &[(Rtype, Vec<u8>)]) -> bool {
-    matches!(r.rtype, Rtype::CDS | Rtype::CDNSKEY)
-        && own
-            .iter()
-            .any(|(t, d)| *t == r.rtype && d[..] == r.rdata[..])
-}
 
 impl Signer {
     /// The KSKs whose CDS and CDNSKEY the apex carries (Knot's
@@ -49,6 +40,14 @@ impl Signer {
         out
     }
 
+    /// True when the signer owns this CDS or CDNSKEY record of the apex:
+    /// one it could have made (see [`Signer::own_cds_rdatas`]), or any
+    /// with an offline KSK (the signed key response has them all).
+    pub(crate) fn owns_cds(&self, rtype: Rtype, rdata: &[u8], own: &[(Rtype, Vec<u8>)]) -> bool {
+        matches!(rtype, Rtype::CDS | Rtype::CDNSKEY)
+            && (self.offline().is_some() || own.iter().any(|(t, d)| *t == rtype && d[..] == *rdata))
+    }
+
     /// Every CDS and CDNSKEY RDATA this signer could have made (of any of
     /// its keys, both digest types, and the delete records).
     pub(crate) fn own_cds_rdatas(&self) -> Vec<(Rtype, Vec<u8>)> {
@@ -67,10 +66,23 @@ impl Signer {
     /// The key records the apex carries now: DNSKEY of each published
     /// key, CDS and CDNSKEY per the policy; all with the DNSKEY TTL.
     pub(crate) fn key_records(&self, zone: &Zone) -> Vec<Record> {
-        let ttl = self.dnskey_ttl(zone);
+        if let Some(p) = self.offline() {
+            // Offline KSK: the signed key response's, as they are.
+            return p.key_records().cloned().collect();
+        }
+        self.key_records_of(
+            &zone.origin().to_name(),
+            zone.class(),
+            self.dnskey_ttl(zone),
+        )
+    }
+
+    /// The key records of this signer's keys (published keys, CDS and
+    /// CDNSKEY per the policy) at `origin`, with TTL `ttl`.
+    pub(crate) fn key_records_of(&self, origin: &Name, class: Class, ttl: u32) -> Vec<Record> {
         let record = |rtype, rdata: Vec<u8>| Record {
-            owner: zone.origin().to_name(),
-            class: zone.class(),
+            owner: origin.clone(),
+            class,
             rtype,
             ttl,
             rdata: rdata.into(),
@@ -120,7 +132,7 @@ impl Signer {
             // A TTL that changed: the whole RRset again.
             let ttl_moved = wanted.first().is_some_and(|w| w.ttl != set.ttl());
             for h in &have {
-                let ours = rtype == Rtype::DNSKEY || is_own_cds(h, &own);
+                let ours = rtype == Rtype::DNSKEY || self.owns_cds(rtype, &h.rdata, &own);
                 let kept = wanted.iter().any(|w| w.rdata == h.rdata);
                 if (ours && !kept) || (ttl_moved && kept) {
                     removed.push(h.clone());
@@ -145,7 +157,10 @@ impl Signer {
         now: u64,
     ) -> Result<Option<(Zone, Changeset)>, SignError> {
         let (removed, added) = self.key_records_change(zone);
-        if removed.is_empty() && added.is_empty() {
+        // Offline KSK: a new period of the signed key response may bring
+        // new signatures of the same records.
+        let resign = removed.is_empty() && added.is_empty() && !self.offline_sigs_in(zone);
+        if removed.is_empty() && added.is_empty() && !resign {
             return Ok(None);
         }
         let change = Changeset {
@@ -154,6 +169,21 @@ impl Signer {
             removed,
             added,
         };
-        self.sign_change_keys(zone, &change, now).map(Some)
+        let apex = [zone.origin().to_name()];
+        let also: &[Name] = if resign { &apex } else { &[] };
+        self.sign_change_at(zone, &change, also, true, now)
+            .map(Some)
+    }
+
+    /// False when the apex's signatures of its key records are not those
+    /// of the signed key response (offline KSK; always true without).
+    fn offline_sigs_in(&self, zone: &Zone) -> bool {
+        let Some(sigs) = zone.apex_rrset(Rtype::RRSIG) else {
+            return self.offline().is_none();
+        };
+        [Rtype::DNSKEY, Rtype::CDS, Rtype::CDNSKEY]
+            .into_iter()
+            .filter(|&t| zone.apex_rrset(t).is_some())
+            .all(|t| self.sigs_fit(sigs.rdatas(), t, 0) || !self.is_offline_type(t))
     }
 }

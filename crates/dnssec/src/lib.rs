@@ -32,6 +32,7 @@ pub mod key;
 mod keyrecords;
 pub mod nsec;
 pub mod nsec3;
+pub mod offline;
 pub mod refresh;
 pub mod rollover;
 pub mod rrsig;
@@ -49,6 +50,8 @@ pub use signer::{is_signer_type, CdsPublish, KeyFacts, Policy, Progress, SignErr
 pub use timing::{KeyState, Role, Timing, Usage};
 pub use validate::validate;
 
+#[cfg(test)]
+mod offline_tests;
 #[cfg(test)]
 mod rollover_tests;
 #[cfg(test)]

@@ -172,7 +172,10 @@ impl Signer {
         let mut counts: [(Rtype, usize); 16] = [(Rtype(0), 0); 16];
         let mut types = 0;
         for info in sigs.rdatas().filter_map(rrsig_info) {
-            if self.is_due(info.expiration, now) {
+            if self.is_offline_type(info.covered) {
+                // Made elsewhere: replaced by the next period of the signed
+                // key response (a key event), never here.
+            } else if self.is_due(info.expiration, now) {
                 due = true;
             } else {
                 *earliest = Some(earliest.map_or(info.expiration, |e| e.min(info.expiration)));

@@ -49,6 +49,10 @@ pub struct KeyPolicy {
     /// A ready KSK becomes active by itself this long after (0: only when
     /// the parent's DS is confirmed).
     pub submission_timeout: u64,
+    /// Offline KSK (Knot's `offline-ksk`): no KSK here; the ZSKs and
+    /// their timers are made ahead ([`pregenerate`]) and followed as they
+    /// are, the key records come from a signed key response.
+    pub offline_ksk: bool,
 }
 
 impl Default for KeyPolicy {
@@ -64,6 +68,7 @@ impl Default for KeyPolicy {
             ksk_lifetime: 0,
             delete_delay: 0,
             submission_timeout: 0,
+            offline_ksk: false,
         }
     }
 }
@@ -423,7 +428,8 @@ impl Ctx<'_> {
 /// Runs the key events due at `now` (and those `trigger` asks for) on
 /// `keys` (the zone's, as read from its folder; new keys are pushed, keys
 /// whose time is over taken out), and says what comes next. A manual
-/// policy does nothing (Knot's `manual`).
+/// policy does nothing (Knot's `manual`), nor does one with an offline
+/// KSK (its ZSKs' timers were set by [`pregenerate`]).
 pub fn plan(
     keys: &mut Vec<SigningKey>,
     p: &KeyPolicy,
@@ -439,135 +445,223 @@ pub fn plan(
         now,
         plan: Plan::default(),
     };
-    // The first keys (a manual policy too: a signed zone needs keys).
-    if !c.present(true, false) && !c.present(true, true) {
-        c.generate(gen, true, Some(now), false)?;
-        if !p.single_type && !c.present(false, true) {
-            c.generate(gen, false, Some(now), false)?;
-        }
-    }
-    if p.manual {
+    c.first_keys(gen)?;
+    if p.manual || p.offline_ksk {
         if trigger != Trigger::Timers {
-            c.plan.refused = Some("the policy is manual: keys are not rolled here".into());
+            c.plan.refused = Some(if p.offline_ksk {
+                "the policy has an offline KSK: ZSKs are made ahead (`lode dnssec pregenerate`), KSKs elsewhere".into()
+            } else {
+                "the policy is manual: keys are not rolled here".into()
+            });
         }
         return Ok(c.plan);
     }
-    match trigger {
-        Trigger::Roll(role) => {
-            if c.running() {
-                c.plan.refused = Some(format!(
-                    "{role} rollover not started: a rollover is under way"
-                ));
-            } else {
-                let ksk = role.is_ksk();
-                c.generate(gen, ksk || p.single_type, None, false)?;
-                c.plan.log.push(format!(
-                    "{} rollover started",
-                    if p.single_type { Role::Csk } else { role }
-                ));
-            }
-        }
-        Trigger::Submitted { ds_ttl } => {
-            let ready = (0..c.keys.len())
-                .find(|&i| c.keys[i].role.is_ksk() && c.state(i) == KeyState::Ready);
-            match ready {
-                Some(i) => {
-                    c.plan.log.push(format!(
-                        "KSK submission of tag {} confirmed",
-                        c.keys[i].tag()
-                    ));
-                    c.replace(i, ds_ttl);
-                }
-                None => {
-                    c.plan.refused = Some("no KSK is waiting for its DS (none is ready)".into())
-                }
-            }
-        }
-        Trigger::Timers => {}
-    }
-    // An algorithm rollover: no key of the policy's algorithm signs yet.
-    if c.algorithm_present(p.algorithm) == 0 && !c.running() {
-        c.generate(gen, true, None, true)?;
-        if !p.single_type {
-            c.generate(gen, false, None, true)?;
-        }
-        c.plan
-            .log
-            .push(format!("algorithm rollover to {} started", p.algorithm));
-    }
-    // A change between KSK+ZSK and CSK.
-    if !c.scheme_present() && !c.running() {
-        c.generate(gen, true, None, false)?;
-        if !p.single_type {
-            c.generate(gen, false, None, false)?;
-        }
-        c.plan.log.push("signing scheme rollover started".into());
-    }
-    // Every action due now, one after the other.
-    for _ in 0..64 {
-        let Some(next) = c.next() else { break };
-        if next.at > now {
-            break;
-        }
-        let tag = c.keys[next.key].tag();
-        match next.action {
-            Action::Generate => {
-                c.generate(gen, next.role.is_ksk(), None, false)?;
-                c.plan.log.push(format!("{} rollover started", next.role));
-                continue;
-            }
-            Action::Publish => {
-                c.keys[next.key].timing.publish = Some(now);
-                c.touched(next.key);
-            }
-            Action::Submit => {
-                // A ready KSK before it becomes active (Knot's submit_key).
-                for j in 0..c.keys.len() {
-                    if c.keys[j].role.is_ksk() && c.state(j) == KeyState::Ready {
-                        c.keys[j].timing.active = Some(now);
-                        c.touched(j);
-                    }
-                }
-                c.keys[next.key].timing.ready = Some(now);
-                c.touched(next.key);
-            }
-            Action::Replace => c.replace(next.key, 0),
-            Action::Retire => c.ksk_retire(next.key),
-            Action::Remove => {
-                c.keys[next.key].timing.remove = Some(now);
-                c.touched(next.key);
-            }
-            Action::Delete => {
-                let key = c.keys.remove(next.key);
-                c.plan.changed.retain(|&i| i != next.key);
-                for i in &mut c.plan.changed {
-                    if *i > next.key {
-                        *i -= 1;
-                    }
-                }
-                c.plan.log.push(format!("{} tag {tag} deleted", key.role));
-                c.plan.deleted.push(key);
-                continue;
-            }
-        }
-        c.plan
-            .log
-            .push(format!("{} tag {tag}, {}", next.role, next.action.name()));
-    }
-    if let Some(next) = c.next() {
-        let what = match next.action {
-            Action::Generate => format!(
-                "{}, generate",
-                if p.single_type { Role::Csk } else { next.role }
-            ),
-            a => format!("{} tag {}, {}", next.role, c.keys[next.key].tag(), a.name()),
-        };
-        c.plan.next = Some((next.at, what));
-    }
-    c.plan.waiting_ds = c
-        .keys
-        .iter()
-        .find(|k| k.role.is_ksk() && k.timing.state(now) == KeyState::Ready)
-        .map(SigningKey::tag);
+    c.steps(trigger, gen)?;
     Ok(c.plan)
+}
+
+/// Offline KSK, the ZSK side: the ZSK rollovers of `from` to `to` made
+/// ahead (Knot's `keymgr pregenerate`), their keys pushed to `keys` with
+/// every timer set, as the planner would set them as time goes. The
+/// zone is taken as re-signed at once when a new ZSK becomes active (the
+/// server signs it whole then under an offline KSK), so an old ZSK goes
+/// a propagation delay and the largest TTL after. Returns what was done.
+pub fn pregenerate(
+    keys: &mut Vec<SigningKey>,
+    p: &KeyPolicy,
+    ttl: Ttls,
+    from: u64,
+    to: u64,
+    gen: &mut Generate<'_>,
+) -> Result<Plan, KeyError> {
+    let p = KeyPolicy {
+        manual: false,
+        offline_ksk: true,
+        // Keys are kept (their records may be in a response already).
+        delete_delay: u64::MAX / 4,
+        ..p.clone()
+    };
+    let mut all = Plan::default();
+    let mut now = from;
+    for _ in 0..100_000 {
+        let mut c = Ctx {
+            keys: &mut *keys,
+            p: &p,
+            ttl,
+            now,
+            plan: Plan::default(),
+        };
+        c.first_keys(gen)?;
+        c.steps(Trigger::Timers, gen)?;
+        for k in c.keys.iter_mut() {
+            let waiting = matches!(k.timing.state(now), KeyState::PreActive | KeyState::Retired);
+            if waiting && k.timing.settled.is_none() {
+                k.timing.settled = Some(now);
+            }
+        }
+        let next = c.next().map(|n| n.at);
+        let plan = c.plan;
+        for i in plan.changed {
+            if !all.changed.contains(&i) {
+                all.changed.push(i);
+            }
+        }
+        all.log.extend(
+            plan.log
+                .into_iter()
+                .map(|l| format!("{}: {l}", crate::offline::iso_time(now))),
+        );
+        match next.filter(|&n| n <= to && n > now) {
+            Some(n) => now = n,
+            None => break,
+        }
+    }
+    // Every key's settling is a timer now: written with the rest.
+    all.changed = (0..keys.len()).collect();
+    Ok(all)
+}
+
+impl Ctx<'_> {
+    /// The first keys (a manual policy too: a signed zone needs keys); a
+    /// ZSK alone under an offline KSK.
+    fn first_keys(&mut self, gen: &mut Generate<'_>) -> Result<(), KeyError> {
+        let p = self.p;
+        if p.offline_ksk {
+            if !self.present(false, true) {
+                self.generate(gen, false, Some(self.now), false)?;
+            }
+            return Ok(());
+        }
+        if !self.present(true, false) && !self.present(true, true) {
+            self.generate(gen, true, Some(self.now), false)?;
+            if !p.single_type && !self.present(false, true) {
+                self.generate(gen, false, Some(self.now), false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The events `trigger` asks for and those due now.
+    fn steps(&mut self, trigger: Trigger, gen: &mut Generate<'_>) -> Result<(), KeyError> {
+        let (p, now) = (self.p, self.now);
+        let c = self;
+        match trigger {
+            Trigger::Roll(role) => {
+                if c.running() {
+                    c.plan.refused = Some(format!(
+                        "{role} rollover not started: a rollover is under way"
+                    ));
+                } else {
+                    let ksk = role.is_ksk();
+                    c.generate(gen, ksk || p.single_type, None, false)?;
+                    c.plan.log.push(format!(
+                        "{} rollover started",
+                        if p.single_type { Role::Csk } else { role }
+                    ));
+                }
+            }
+            Trigger::Submitted { ds_ttl } => {
+                let ready = (0..c.keys.len())
+                    .find(|&i| c.keys[i].role.is_ksk() && c.state(i) == KeyState::Ready);
+                match ready {
+                    Some(i) => {
+                        c.plan.log.push(format!(
+                            "KSK submission of tag {} confirmed",
+                            c.keys[i].tag()
+                        ));
+                        c.replace(i, ds_ttl);
+                    }
+                    None => {
+                        c.plan.refused = Some("no KSK is waiting for its DS (none is ready)".into())
+                    }
+                }
+            }
+            Trigger::Timers => {}
+        }
+        // An algorithm rollover: no key of the policy's algorithm signs yet.
+        if !p.offline_ksk && c.algorithm_present(p.algorithm) == 0 && !c.running() {
+            c.generate(gen, true, None, true)?;
+            if !p.single_type {
+                c.generate(gen, false, None, true)?;
+            }
+            c.plan
+                .log
+                .push(format!("algorithm rollover to {} started", p.algorithm));
+        }
+        // A change between KSK+ZSK and CSK.
+        if !p.offline_ksk && !c.scheme_present() && !c.running() {
+            c.generate(gen, true, None, false)?;
+            if !p.single_type {
+                c.generate(gen, false, None, false)?;
+            }
+            c.plan.log.push("signing scheme rollover started".into());
+        }
+        // Every action due now, one after the other.
+        for _ in 0..64 {
+            let Some(next) = c.next() else { break };
+            if next.at > now {
+                break;
+            }
+            let tag = c.keys[next.key].tag();
+            match next.action {
+                Action::Generate => {
+                    c.generate(gen, next.role.is_ksk(), None, false)?;
+                    c.plan.log.push(format!("{} rollover started", next.role));
+                    continue;
+                }
+                Action::Publish => {
+                    c.keys[next.key].timing.publish = Some(now);
+                    c.touched(next.key);
+                }
+                Action::Submit => {
+                    // A ready KSK before it becomes active (Knot's submit_key).
+                    for j in 0..c.keys.len() {
+                        if c.keys[j].role.is_ksk() && c.state(j) == KeyState::Ready {
+                            c.keys[j].timing.active = Some(now);
+                            c.touched(j);
+                        }
+                    }
+                    c.keys[next.key].timing.ready = Some(now);
+                    c.touched(next.key);
+                }
+                Action::Replace => c.replace(next.key, 0),
+                Action::Retire => c.ksk_retire(next.key),
+                Action::Remove => {
+                    c.keys[next.key].timing.remove = Some(now);
+                    c.touched(next.key);
+                }
+                Action::Delete => {
+                    let key = c.keys.remove(next.key);
+                    c.plan.changed.retain(|&i| i != next.key);
+                    for i in &mut c.plan.changed {
+                        if *i > next.key {
+                            *i -= 1;
+                        }
+                    }
+                    c.plan.log.push(format!("{} tag {tag} deleted", key.role));
+                    c.plan.deleted.push(key);
+                    continue;
+                }
+            }
+            c.plan
+                .log
+                .push(format!("{} tag {tag}, {}", next.role, next.action.name()));
+        }
+        if let Some(next) = c.next() {
+            let what = match next.action {
+                Action::Generate => format!(
+                    "{}, generate",
+                    if p.single_type { Role::Csk } else { next.role }
+                ),
+                a => format!("{} tag {}, {}", next.role, c.keys[next.key].tag(), a.name()),
+            };
+            c.plan.next = Some((next.at, what));
+        }
+        c.plan.waiting_ds = c
+            .keys
+            .iter()
+            .find(|k| k.role.is_ksk() && k.timing.state(now) == KeyState::Ready)
+            .map(SigningKey::tag);
+        Ok(())
+    }
 }

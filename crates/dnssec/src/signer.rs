@@ -9,7 +9,9 @@ use lode_zonedb::{ApplyError, Zone};
 
 use crate::key::SigningKey;
 use crate::nsec3::{Nsec3, Nsec3Policy};
+use crate::offline::Period;
 use crate::rrsig::{rrsig_info, sign_rdata, RRsetRef, Validity};
+use crate::timing::Role;
 use crate::timing::{usage, Usage};
 
 /// Signatures start this long before they are made (clocks of validators
@@ -114,6 +116,24 @@ impl From<ApplyError> for SignError {
     fn from(e: ApplyError) -> Self {
         SignError::Apply(e)
     }
+}
+
+/// The keys that do something at `now` (published or signing; removed
+/// keys left out), each with what it does then.
+fn in_use(keys: Vec<SigningKey>, now: u64) -> (Vec<SigningKey>, Vec<Usage>) {
+    let facts: Vec<_> = keys
+        .iter()
+        .map(|k| (k.role, k.algorithm.number(), k.timing))
+        .collect();
+    keys.into_iter()
+        .zip(usage(&facts, now))
+        .filter(|(_, u)| u.public || u.signs_keys || u.signs_zone)
+        .unzip()
+}
+
+/// The key records at the apex, signed by the key signing keys.
+pub(crate) fn is_key_type(t: Rtype) -> bool {
+    matches!(t, Rtype::DNSKEY | Rtype::CDS | Rtype::CDNSKEY)
 }
 
 /// Types the signer owns: taken out of what comes in, made by it.
@@ -248,6 +268,9 @@ pub struct Signer {
     /// DNSKEY RDATA of other signers' keys (multi-signer, RFC 8901 model
     /// 2): published in the DNSKEY RRset, never signing here.
     foreign: Vec<Vec<u8>>,
+    /// Offline KSK: the key records of the moment and their signatures,
+    /// made elsewhere (a signed key response); the keys here sign the rest.
+    offline: Option<Arc<Period>>,
 }
 
 impl Signer {
@@ -264,7 +287,7 @@ impl Signer {
                 active_ksk: k.role.is_ksk(),
             })
             .collect();
-        Signer::with_usage(origin, keys, usage, policy)
+        Signer::with_usage(origin, keys, usage, policy, None)
     }
 
     /// The signer of `origin` at `now`: each key doing what its timers
@@ -275,16 +298,24 @@ impl Signer {
         policy: Policy,
         now: u64,
     ) -> Result<Signer, SignError> {
-        let facts: Vec<_> = keys
-            .iter()
-            .map(|k| (k.role, k.algorithm.number(), k.timing))
-            .collect();
-        let (keys, usage): (Vec<_>, Vec<_>) = keys
-            .into_iter()
-            .zip(usage(&facts, now))
-            .filter(|(_, u)| u.public || u.signs_keys || u.signs_zone)
-            .unzip();
-        Signer::with_usage(origin, keys, usage, policy)
+        let (keys, usage) = in_use(keys, now);
+        Signer::with_usage(origin, keys, usage, policy, None)
+    }
+
+    /// The signer of `origin` at `now` with an offline KSK: the zone
+    /// signing keys here (by their timers), the key records (DNSKEY, CDS,
+    /// CDNSKEY) and their signatures as `period` of a signed key response
+    /// has them (see `offline.rs`). Key signing keys here are left out.
+    pub fn at_offline(
+        origin: &Name,
+        keys: Vec<SigningKey>,
+        policy: Policy,
+        now: u64,
+        period: Period,
+    ) -> Result<Signer, SignError> {
+        let zsks = keys.into_iter().filter(|k| k.role == Role::Zsk).collect();
+        let (keys, usage) = in_use(zsks, now);
+        Signer::with_usage(origin, keys, usage, policy, Some(Arc::new(period)))
     }
 
     fn with_usage(
@@ -292,6 +323,7 @@ impl Signer {
         keys: Vec<SigningKey>,
         mut usage: Vec<Usage>,
         policy: Policy,
+        offline: Option<Arc<Period>>,
     ) -> Result<Signer, SignError> {
         if keys.is_empty() {
             return Err(SignError::NoKeys);
@@ -309,7 +341,10 @@ impl Signer {
                 .map(|(k, _)| (k.tag(), k.algorithm.number()))
                 .collect()
         };
-        let key_signers = tags(|u| u.signs_keys);
+        let key_signers = match &offline {
+            Some(p) => p.signer_tags(),
+            None => tags(|u| u.signs_keys),
+        };
         let zone_signers = tags(|u| u.signs_zone);
         if key_signers.is_empty() || zone_signers.is_empty() {
             return Err(SignError::NoKeys);
@@ -331,7 +366,20 @@ impl Signer {
             policy,
             progress: Arc::default(),
             foreign: Vec::new(),
+            offline,
         })
+    }
+
+    /// The signed key response's period this signer publishes (offline
+    /// KSK), if any.
+    pub fn offline(&self) -> Option<&Period> {
+        self.offline.as_deref()
+    }
+
+    /// True when `rtype`'s signatures come from the signed key response
+    /// (offline KSK: the key records').
+    pub(crate) fn is_offline_type(&self, rtype: Rtype) -> bool {
+        self.offline.is_some() && is_key_type(rtype)
     }
 
     /// The same signer publishing other signers' keys too (DNSKEY RDATA;
@@ -390,7 +438,7 @@ impl Signer {
 
     /// (tag, algorithm) of the keys that sign `rtype`.
     pub(crate) fn signer_tags(&self, rtype: Rtype) -> &[(u16, u8)] {
-        if matches!(rtype, Rtype::DNSKEY | Rtype::CDS | Rtype::CDNSKEY) {
+        if is_key_type(rtype) {
             &self.key_signers
         } else {
             &self.zone_signers
@@ -405,8 +453,18 @@ impl Signer {
             v.sort_unstable();
             v
         };
-        sorted(&self.key_signers) == sorted(&other.key_signers)
-            && sorted(&self.zone_signers) == sorted(&other.zone_signers)
+        sorted(&self.key_signers) == sorted(&other.key_signers) && self.signs_zone_like(other)
+    }
+
+    /// True when `other` signs every RRset but the key records with the
+    /// same keys.
+    pub fn signs_zone_like(&self, other: &Signer) -> bool {
+        let sorted = |v: &[(u16, u8)]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v
+        };
+        sorted(&self.zone_signers) == sorted(&other.zone_signers)
     }
 
     /// True when the signatures `sigs` (RRSIG RDATA of one owner) of
@@ -418,6 +476,14 @@ impl Signer {
         rtype: Rtype,
         now: u64,
     ) -> bool {
+        if let Some(p) = self.offline.as_ref().filter(|_| is_key_type(rtype)) {
+            // Exactly the signed key response's.
+            let want: Vec<&[u8]> = p.sigs_covering(rtype).collect();
+            let have: Vec<&[u8]> = sigs
+                .filter(|s| rrsig_info(s).is_some_and(|i| i.covered == rtype))
+                .collect();
+            return have.len() == want.len() && have.iter().all(|h| want.contains(h));
+        }
         let want = self.signer_tags(rtype);
         let mut seen = 0;
         for i in sigs.filter_map(rrsig_info).filter(|i| i.covered == rtype) {
@@ -438,7 +504,7 @@ impl Signer {
     /// the key signing keys of the moment, the rest by the zone signing
     /// keys (a CSK is both).
     pub(crate) fn keys_for(&self, rtype: Rtype) -> impl Iterator<Item = &SigningKey> {
-        let by_ksk = matches!(rtype, Rtype::DNSKEY | Rtype::CDS | Rtype::CDNSKEY);
+        let by_ksk = is_key_type(rtype);
         self.keys
             .iter()
             .zip(&self.usage)
@@ -453,8 +519,11 @@ impl Signer {
         }
     }
 
-    /// The DNSKEY TTL of `zone`.
+    /// The DNSKEY TTL of `zone` (offline KSK: the signed key response's).
     pub fn dnskey_ttl(&self, zone: &Zone) -> u32 {
+        if let Some(ttl) = self.offline.as_ref().and_then(|p| p.ttl(Rtype::DNSKEY)) {
+            return ttl;
+        }
         self.policy.dnskey_ttl.unwrap_or(zone.soa().ttl())
     }
 
@@ -573,6 +642,12 @@ impl Signer {
         scratch: &mut Vec<u8>,
         out: &mut Vec<Vec<u8>>,
     ) {
+        if let Some(p) = self.offline.as_ref().filter(|_| is_key_type(set.rtype)) {
+            // Offline KSK: the signatures made elsewhere, over the records
+            // the signed key response has (which the key records are).
+            out.extend(p.sigs_covering(set.rtype).map(<[u8]>::to_vec));
+            return;
+        }
         for key in self.keys_for(set.rtype) {
             self.progress
                 .made

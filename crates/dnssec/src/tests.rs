@@ -122,7 +122,7 @@ impl Dice {
     }
 }
 
-fn soa(zone: &Zone, serial: u32) -> Record {
+pub(crate) fn soa(zone: &Zone, serial: u32) -> Record {
     let mut r = zone.soa_record();
     let n = r.rdata.len();
     let mut rdata = r.rdata.to_vec();
@@ -282,7 +282,7 @@ fn random_sequence(s: &Signer) {
     assert!(removals > 100, "{removals} removals");
 }
 
-fn change(current: &Zone, removed: Vec<Record>, added: Vec<Record>) -> Changeset {
+pub(crate) fn change(current: &Zone, removed: Vec<Record>, added: Vec<Record>) -> Changeset {
     Changeset {
         soa_from: current.soa_record(),
         soa_to: soa(current, current.serial() + 1),
@@ -291,7 +291,7 @@ fn change(current: &Zone, removed: Vec<Record>, added: Vec<Record>) -> Changeset
     }
 }
 
-fn txt(owner: &str, text: &str) -> Record {
+pub(crate) fn txt(owner: &str, text: &str) -> Record {
     let mut rdata = vec![text.len() as u8];
     rdata.extend_from_slice(text.as_bytes());
     Record {

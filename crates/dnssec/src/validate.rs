@@ -44,14 +44,9 @@ struct Dnskey {
     public: Vec<u8>,
 }
 
-/// Checks `zone` (signed elsewhere) at time `now`: the chain whole, the
-/// signatures of every name, or only of `only` (the names a change touched;
-/// the apex's are always checked). The first problem found is the error.
-pub fn validate(zone: &Zone, now: u64, only: Option<&[Name]>) -> Result<(), String> {
-    let keys: Vec<Dnskey> = zone
-        .apex_rrset(Rtype::DNSKEY)
-        .ok_or("no DNSKEY at the apex")?
-        .rdatas()
+/// The zone keys (protocol 3) of DNSKEY RDATAs.
+fn dnskeys<'a>(rdatas: impl Iterator<Item = &'a [u8]>) -> Vec<Dnskey> {
+    rdatas
         .filter(|r| r.len() > 4 && r[2] == 3)
         .map(|r| Dnskey {
             tag: key_tag(r),
@@ -59,7 +54,18 @@ pub fn validate(zone: &Zone, now: u64, only: Option<&[Name]>) -> Result<(), Stri
             sep: r[1] & 1 == 1,
             public: r[4..].to_vec(),
         })
-        .collect();
+        .collect()
+}
+
+/// Checks `zone` (signed elsewhere) at time `now`: the chain whole, the
+/// signatures of every name, or only of `only` (the names a change touched;
+/// the apex's are always checked). The first problem found is the error.
+pub fn validate(zone: &Zone, now: u64, only: Option<&[Name]>) -> Result<(), String> {
+    let keys = dnskeys(
+        zone.apex_rrset(Rtype::DNSKEY)
+            .ok_or("no DNSKEY at the apex")?
+            .rdatas(),
+    );
     if keys.is_empty() {
         return Err("no usable DNSKEY at the apex".into());
     }
@@ -165,6 +171,40 @@ fn signatures(
         }
     }
     Ok(())
+}
+
+/// The RRSIG among `sigs` that verifies the RRset `set` (its RDATAs
+/// `rdatas`) at `at` with one of the DNSKEYs `keys` having the SEP flag
+/// (any key when `sep` is false): its key tag.
+pub(crate) fn verified_by(
+    set: &RRsetRef<'_>,
+    rdatas: &[&[u8]],
+    sigs: &[&[u8]],
+    keys: &[&[u8]],
+    sep: bool,
+    at: u64,
+) -> Option<u16> {
+    let keys: Vec<Dnskey> = dnskeys(keys.iter().copied())
+        .into_iter()
+        .filter(|k| k.sep || !sep)
+        .collect();
+    let mut data = Vec::new();
+    sigs.iter().find_map(|sig| {
+        let info = rrsig_info(sig).filter(|i| i.covered == set.rtype)?;
+        let current = u64::from(info.inception) <= at && at < u64::from(info.expiration);
+        let key = keys
+            .iter()
+            .find(|k| k.tag == info.key_tag && k.algorithm == info.algorithm)
+            .filter(|_| current)?;
+        let (_, signature) = NameRef::split_from(sig.get(18..)?).ok()?;
+        let head = &sig[..sig.len() - signature.len()];
+        let covered = RRsetRef {
+            ttl: u32::from_be_bytes([sig[4], sig[5], sig[6], sig[7]]),
+            ..*set
+        };
+        signed_data(&covered, rdatas.iter().copied(), head, &mut data);
+        verify(key, &data, signature).then_some(info.key_tag)
+    })
 }
 
 /// True when `signature` of `data` verifies with `key`.

@@ -106,9 +106,8 @@ impl Signer {
         nsec3: Option<&Nsec3>,
     ) -> Result<Zone, SignError> {
         let own = self.own_cds_rdatas();
-        let ours = |rtype: Rtype, rdata: &[u8]| {
-            is_signer_type(rtype) || own.iter().any(|(t, d)| *t == rtype && d[..] == *rdata)
-        };
+        let ours =
+            |rtype: Rtype, rdata: &[u8]| is_signer_type(rtype) || self.owns_cds(rtype, rdata, &own);
         let mut b = OrderedBuilder::new(zone.origin().to_name(), zone.class());
         let mut ids = zone.node_ids();
         // The apex: its records, then the keys' and the NSEC3PARAM (the

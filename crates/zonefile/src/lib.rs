@@ -212,6 +212,12 @@ pub fn format_rdata(rtype: Rtype, rdata: &[u8]) -> String {
     s
 }
 
+/// Parses a time as RRSIG records write it: `YYYYMMDDHHmmSS` (UTC) or
+/// Unix seconds.
+pub fn parse_timestamp(text: &str) -> Option<u32> {
+    text::parse_time(text.as_bytes())
+}
+
 /// Decodes base64 text as zone files write it (RFC 4648; spaces between
 /// quanta allowed, padding optional on the last one), e.g. a TSIG secret.
 pub fn decode_base64(text: &str) -> Option<Vec<u8>> {

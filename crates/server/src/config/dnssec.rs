@@ -19,6 +19,9 @@
 //! nsec3-salt-lifetime = 2592000           # a new salt (the chain made anew) after 30 days; 0: never
 //! nsec3-opt-out = false                   # insecure delegations get no NSEC3
 //! manual = false                          # true: keys are left as they are (no rollovers)
+//! offline-ksk = false                     # true: no KSK here; ZSKs made ahead (lode dnssec
+//!                                         # pregenerate), key records from a signed key
+//!                                         # response (lode dnssec import-skr)
 //! zsk-lifetime = 2592000                  # 30 days from a ZSK's activation to its rollover (0: never)
 //! ksk-lifetime = 0                        # from a KSK's creation to its rollover (0: never)
 //! propagation-delay = 3600                # added to each rollover step
@@ -105,6 +108,8 @@ pub struct PolicyEntry {
     pub signing_threads: Option<usize>,
     /// Keys are managed by hand (no automatic key events).
     pub manual: Option<bool>,
+    /// Offline KSK: ZSKs made ahead, key records from a signed key response.
+    pub offline_ksk: Option<bool>,
     /// From a ZSK's activation to its rollover (0: never).
     pub zsk_lifetime: Option<u64>,
     /// From a KSK's creation to its rollover (0: never).
@@ -393,7 +398,14 @@ fn resolve(
         ksk_lifetime: p.ksk_lifetime.unwrap_or(defaults.ksk_lifetime),
         delete_delay: p.delete_delay.unwrap_or(defaults.delete_delay),
         submission_timeout: 0,
+        offline_ksk: p.offline_ksk.unwrap_or(false),
     };
+    if keys.offline_ksk && keys.single_type {
+        return Err(bad(
+            "offline-ksk with single-type-signing: the KSK is kept elsewhere, a CSK cannot be"
+                .into(),
+        ));
+    }
     let mut keys = keys;
     let submission = match &p.ksk_submission {
         None => None,

@@ -236,6 +236,7 @@ pub const KEYS: &[Key] = &[
     k("[[policy]]", "nsec3-opt-out", "true | false", "false", "Insecure delegations get no NSEC3."),
     k("[[policy]]", "signing-threads", "N", "one per CPU", "Threads of a whole-zone signing."),
     k("[[policy]]", "manual", "true | false", "false", "Keys stay as they are: no automatic key events (the first keys are still made)."),
+    k("[[policy]]", "offline-ksk", "true | false", "false", "Offline KSK (Knot's): no KSK here; ZSKs made ahead (lode dnssec pregenerate), the DNSKEY/CDS/CDNSKEY RRsets and their signatures from an imported signed key response (lode dnssec generate-ksr, import-skr); a new ZSK signs the zone whole."),
     k("[[policy]]", "reproducible-signing", "true | false", "false", "RFC 6979 ECDSA: the same data gives the same signature."),
     // --- [rrl]
     k("[rrl]", "rate-limit", "N", "", "Answers per second per (source prefix, answer class, name); 0: off."),
