@@ -95,6 +95,61 @@ enum DnssecCommand {
         #[arg(long)]
         zsk: bool,
     },
+    /// Offline KSK, the ZSK side: make the ZSKs and their rollovers from
+    /// FROM (default: now) to TO ahead, with every timer (as keymgr
+    /// pregenerate; the policy needs offline-ksk, dnskey-ttl, zone-max-ttl).
+    Pregenerate {
+        /// The zone.
+        zone: String,
+        /// [FROM] TO: Unix seconds, YYYYMMDDHHmmSS, now, +N/-N with s, mi, h, d, w, mo, y.
+        #[arg(num_args = 1..=2, required = true, value_name = "TIME")]
+        times: Vec<String>,
+    },
+    /// Offline KSK, the ZSK side: print the key signing request of the ZSKs
+    /// from FROM (default: the last period imported, else now) to TO, for
+    /// the KSK side to sign (Knot 3.2's format; keymgr generate-ksr).
+    GenerateKsr {
+        /// The zone.
+        zone: String,
+        /// [FROM] TO (as for pregenerate).
+        #[arg(num_args = 1..=2, required = true, value_name = "TIME")]
+        times: Vec<String>,
+    },
+    /// Offline KSK, the KSK side: sign a key signing request with the
+    /// zone's KSKs here and print the signed key response (keymgr sign-ksr;
+    /// signature lifetime, refresh and CDS from the zone's policy with
+    /// --config, else Knot's defaults).
+    SignKsr {
+        /// The zone.
+        zone: String,
+        /// The KSR file.
+        file: PathBuf,
+    },
+    /// Offline KSK, the ZSK side: check a signed key response and keep it
+    /// (keymgr import-skr); the server publishes each period's key records
+    /// and signatures when it begins (now: `lode zone-keys-load ZONE`).
+    ImportSkr {
+        /// The zone.
+        zone: String,
+        /// The SKR file.
+        file: PathBuf,
+    },
+    /// Check the signatures of a signed key response (keymgr validate-skr).
+    ValidateSkr {
+        /// The zone.
+        zone: String,
+        /// The SKR file.
+        file: PathBuf,
+    },
+    /// Print the imported signed key response's periods from FROM (default:
+    /// the first) to TO (keymgr show-offline).
+    ShowOffline {
+        /// The zone.
+        zone: String,
+        /// [FROM] [TO] (as for pregenerate).
+        #[arg(num_args = 0..=2, value_name = "TIME")]
+        times: Vec<String>,
+    },
     /// Print the zone's DNSKEY records, and the DS, CDS and CDNSKEY of its KSKs.
     Ds {
         /// The zone.
@@ -125,13 +180,25 @@ Two signers of one zone (multi-signer, RFC 8901 model 2): `import-pub` the
 other signer's ZSK (its DNSKEY record), then `lode zone-sign ZONE`: it joins
 the DNSKEY RRset and never signs here.
 
+An offline KSK (Knot 3.2's KSR/SKR, either side may be Knot's keymgr): on
+the signer, a policy with `offline-ksk = true` (and dnskey-ttl,
+zone-max-ttl); `pregenerate` the ZSKs ahead, `generate-ksr` a request for
+the KSK side, which answers it with `sign-ksr` (keymgr sign-ksr); then
+`import-skr` the response. The signer has no KSK: it publishes each
+period's DNSKEY/CDS/CDNSKEY RRsets and their signatures from the response
+and signs the rest with its ZSKs, a new ZSK signing the zone whole.
+
 Examples:
   lode dnssec list example.com -c /etc/lode/lode.toml
   lode dnssec generate example.com -c /etc/lode/lode.toml --keystore hsm
   lode dnssec ds example.com -c /etc/lode/lode.toml       # give the DS to the parent
   lode dnssec generate example.com --kasp-db keys -a ed25519
   lode dnssec import-bind example.com Kexample.com.+013+12345.private -c lode.toml
-  lode dnssec import-pub example.com other-signer-zsk.key -c lode.toml";
+  lode dnssec import-pub example.com other-signer-zsk.key -c lode.toml
+  lode dnssec pregenerate example.com +1y -c lode.toml    # offline KSK, ZSK side
+  lode dnssec generate-ksr example.com +0 +1y -c lode.toml > example.com.ksr
+  lode dnssec sign-ksr example.com example.com.ksr --kasp-db ksk-keys > example.com.skr
+  lode dnssec import-skr example.com example.com.skr -c lode.toml";
 
 /// Runs the command.
 pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
@@ -143,6 +210,11 @@ pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
     };
     let now = lode_io::clock::unix_now();
+    let offline = crate::offline::Target {
+        kasp_db: &kasp_db,
+        conf: args.config.as_deref(),
+        now,
+    };
     match args.command {
         DnssecCommand::List { zone } => {
             let zone = zone_name(&zone)?;
@@ -282,6 +354,20 @@ pub fn run(args: DnssecArgs) -> anyhow::Result<ExitCode> {
             let key = import::from_pem(&zone, parse_algorithm(&algorithm)?, flags, &pem, now)?;
             save(&kasp_db, &zone, &key)?;
         }
+        DnssecCommand::Pregenerate { zone, times } => {
+            offline.pregenerate(&zone_name(&zone)?, &times)?
+        }
+        DnssecCommand::GenerateKsr { zone, times } => {
+            offline.generate_ksr(&zone_name(&zone)?, &times)?
+        }
+        DnssecCommand::SignKsr { zone, file } => offline.sign_ksr(&zone_name(&zone)?, &file)?,
+        DnssecCommand::ImportSkr { zone, file } => offline.import_skr(&zone_name(&zone)?, &file)?,
+        DnssecCommand::ValidateSkr { zone, file } => {
+            offline.validate_skr(&zone_name(&zone)?, &file)?
+        }
+        DnssecCommand::ShowOffline { zone, times } => {
+            offline.show_offline(&zone_name(&zone)?, &times)?
+        }
         DnssecCommand::Ds { zone } => {
             let zone = zone_name(&zone)?;
             let dir = key_dir(&kasp_db, &zone);
@@ -334,7 +420,7 @@ fn zone_name(text: &str) -> anyhow::Result<Name> {
 }
 
 /// The key folder of a zone (as the server names it).
-fn key_dir(kasp_db: &Path, zone: &Name) -> PathBuf {
+pub(crate) fn key_dir(kasp_db: &Path, zone: &Name) -> PathBuf {
     lode_server::key_dir(kasp_db, zone)
 }
 

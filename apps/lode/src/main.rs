@@ -10,6 +10,7 @@ mod handover;
 mod keygen;
 mod man;
 mod manpages;
+mod offline;
 mod reload;
 mod serve;
 mod snapshot;
@@ -69,6 +70,8 @@ enum Command {
     ZoneStatus(zonectl::ZoneStatusArgs),
     /// Sign a signed zone whole again now, with the next serial (as `knotc zone-sign`).
     ZoneSign(zonectl::ZoneSignArgs),
+    /// Read a signed zone's key folder again and run its key events now (as `knotc zone-keys-load`).
+    ZoneKeysLoad(zonectl::ZoneKeysLoadArgs),
     /// Start a KSK or ZSK rollover of a signed zone now (as `knotc zone-key-rollover`).
     ZoneKeyRollover(zonectl::ZoneKeyRolloverArgs),
     /// Confirm that the parent serves the ready KSK's DS (as `knotc zone-ksk-submitted`).
@@ -109,6 +112,7 @@ fn main() -> std::process::ExitCode {
         Command::Stats(a) => stats::run(a),
         Command::ZoneStatus(a) => zonectl::status(a),
         Command::ZoneSign(a) => zonectl::zone_sign(a),
+        Command::ZoneKeysLoad(a) => zonectl::keys_load(a),
         Command::ZoneKeyRollover(a) => zonectl::key_rollover(a),
         Command::ZoneKskSubmitted(a) => zonectl::ksk_submitted(a),
         Command::ZoneRefresh(a) => zonectl::refresh(a, false),

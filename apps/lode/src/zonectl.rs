@@ -92,6 +92,32 @@ pub fn zone_sign(args: ZoneSignArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
+/// Arguments of `lode zone-keys-load`.
+///
+/// The zone's writer reads its key folder again — keys made or imported
+/// by hand, other signers' keys, signed key responses imported for an
+/// offline KSK — runs the key events due and brings the apex's key
+/// records to them (one change, signed; no whole signing). As `knotc
+/// zone-keys-load`. Exit status: 0 when done, 1 when not, 2 when the
+/// server could not be reached.
+#[derive(clap::Args, Debug)]
+pub struct ZoneKeysLoadArgs {
+    /// The zone.
+    #[arg(value_name = "NAME")]
+    zone: String,
+    #[command(flatten)]
+    control: ControlArgs,
+}
+
+/// Runs `lode zone-keys-load`.
+pub fn keys_load(args: ZoneKeysLoadArgs) -> anyhow::Result<ExitCode> {
+    send(
+        &args.control,
+        &format!("zone-keys-load {}", args.zone.trim()),
+        Duration::from_secs(600),
+    )
+}
+
 /// Arguments of `lode zone-key-rollover`.
 #[derive(clap::Args, Debug)]
 #[command(

@@ -74,7 +74,7 @@ pub use loading::{snapshot, zones};
 use replication::{consumer, notify, secondary};
 pub use serving::guard;
 use serving::handler;
-pub use update::signing::{key_dir, read_foreign, FOREIGN_FILE};
+pub use update::signing::{key_dir, read_foreign, read_offline, FOREIGN_FILE, OFFLINE_FILE};
 
 use std::fmt;
 use std::net::SocketAddr;

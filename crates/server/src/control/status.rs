@@ -203,6 +203,7 @@ pub(crate) fn make_dispatch(
             text: crate::metrics::to_json(&scrape.families()),
         }),
         c if c.starts_with("zone-sign ")
+            || c.starts_with("zone-keys-load ")
             || c.starts_with("zone-key-rollover ")
             || c.starts_with("zone-ksk-submitted ") =>
         {
@@ -255,7 +256,7 @@ pub(crate) fn make_dispatch(
     })
 }
 
-/// `zone-sign NAME`, `zone-key-rollover NAME ksk|zsk`, `zone-ksk-submitted
+/// `zone-sign NAME`, `zone-keys-load NAME`, `zone-key-rollover NAME ksk|zsk`, `zone-ksk-submitted
 /// NAME [DS-TTL]`: through the zone's writer; what was done.
 fn sign_command(updates: &Updates, command: &str) -> Reply {
     use crate::update::SignWork;
@@ -272,6 +273,7 @@ fn sign_command(updates: &Updates, command: &str) -> Reply {
     let rest = words.next();
     let what = match (cmd, rest) {
         ("zone-sign", None) => SignWork::Whole,
+        ("zone-keys-load", None) => SignWork::Keys,
         ("zone-key-rollover", Some(kind)) => match kind.to_ascii_lowercase().as_str() {
             "ksk" => SignWork::Roll(lode_dnssec::Role::Ksk),
             "zsk" => SignWork::Roll(lode_dnssec::Role::Zsk),

@@ -99,6 +99,9 @@ pub(crate) enum Work {
 pub(crate) enum SignWork {
     /// `zone-sign`: every signature made again now.
     Whole,
+    /// `zone-keys-load`: the key folder read again (keys, other signers'
+    /// keys, signed key responses) and the key events due run.
+    Keys,
     /// `zone-key-rollover`: a rollover of this kind started now.
     Roll(lode_dnssec::Role),
     /// `zone-ksk-submitted`: the ready KSK's DS is at the parent (its TTL).
@@ -125,6 +128,7 @@ impl SignWork {
     pub(crate) fn command(&self) -> &'static str {
         match self {
             SignWork::Whole => "zone-sign",
+            SignWork::Keys => "zone-keys-load",
             SignWork::Roll(_) => "zone-key-rollover",
             SignWork::Submitted(_) => "zone-ksk-submitted",
             SignWork::Policy(_) | SignWork::Start(_) | SignWork::Stop => "reload",

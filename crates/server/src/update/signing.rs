@@ -68,6 +68,28 @@ pub fn read_foreign(dir: &Path) -> Result<Vec<Vec<u8>>, String> {
     Ok(out)
 }
 
+/// The file of a zone's imported signed key responses (offline KSK), in
+/// its key folder: the periods imported (`lode dnssec import-skr`), in
+/// Knot's SKR text (see `lode_dnssec::offline`), each checked before it
+/// was written.
+pub const OFFLINE_FILE: &str = "offline-records";
+
+/// The periods of `dir`'s signed key responses (none without the file).
+pub fn read_offline(dir: &Path, zone: &Name) -> Result<Vec<lode_dnssec::offline::Period>, String> {
+    let path = dir.join(OFFLINE_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    lode_dnssec::offline::parse(
+        &text,
+        &path.display().to_string(),
+        zone,
+        lode_dnssec::offline::Kind::Response,
+    )
+}
+
 /// A zone's NSEC3 salt as `nsec3-salt-lifetime` keeps it, in its key
 /// folder (`nsec3-salt`): the salt chosen last (empty: the zone's own, the
 /// one it had when the file was first written) and when.
@@ -274,13 +296,41 @@ pub(crate) fn key_events(
         .map(|k| vec![k.ds_rdata(2), k.ds_rdata(4)]);
     let mut policy = signing.policy.clone();
     let (resalt_at, resalted) = nsec3_salt(zone, &dir, &mut policy, now)?;
-    let next = [plan.next.as_ref().map(|n| n.0), timers, resalt_at]
+    let mut next = [plan.next.as_ref().map(|n| n.0), timers, resalt_at]
         .into_iter()
         .flatten()
         .min();
-    let signer = Signer::at(zone, keys, policy, now)
-        .map_err(|e| e.to_string())?
-        .with_foreign(read_foreign(&dir)?);
+    let signer = if p.offline_ksk {
+        // The key records of the moment from the signed key response; its
+        // next period is a key event.
+        let periods = read_offline(&dir, zone)?;
+        let Some((period, following)) = lode_dnssec::offline::current(&periods, now) else {
+            return Err(format!(
+                "offline KSK: no signed key response covers {} (import one:                  lode dnssec generate-ksr, sign it with the KSK, lode dnssec import-skr)",
+                lode_zonefile::utc_text(now)
+            ));
+        };
+        if following.is_none() && periods.len() > 1 {
+            tracing::warn!(
+                "zone {zone}: DNSSEC, offline KSK: the last period of the signed key response                  is in force (from {}); its signatures expire {}: import the next one",
+                lode_zonefile::utc_text(period.at),
+                period
+                    .expiry()
+                    .map_or("-".into(), |e| lode_zonefile::utc_text(u64::from(e)))
+            );
+        }
+        next = [next, following].into_iter().flatten().min();
+        Signer::at_offline(zone, keys, policy, now, period.clone()).map_err(|e| {
+            format!(
+                "offline KSK: {e} (the period from {} of the signed key response)",
+                lode_zonefile::utc_text(period.at)
+            )
+        })?
+    } else {
+        Signer::at(zone, keys, policy, now)
+            .map_err(|e| e.to_string())?
+            .with_foreign(read_foreign(&dir)?)
+    };
     let signer = match progress {
         Some(p) => signer.with_progress(p),
         None => signer,

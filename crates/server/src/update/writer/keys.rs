@@ -254,6 +254,7 @@ impl Writer {
         };
         let refused = events.refused.clone();
         let resalted = events.resalted;
+        let offline = events.signer.offline().is_some();
         let cds_before = crate::update::ds_push::cds_of(&current);
         let same_signers = old.as_ref().is_some_and(|o| o.signs_like(&events.signer));
         self.stage.signer = Some(Arc::new(events.signer));
@@ -289,11 +290,23 @@ impl Writer {
                 .signer
                 .as_ref()
                 .is_some_and(|s| !s.is_current(&current, now));
+        // Offline KSK: a new ZSK signs the zone whole at once (Knot's), as
+        // the timers made ahead count on (the old ZSK goes a propagation
+        // delay and the largest TTL after).
+        let new_zsk = offline
+            && old.as_ref().is_some_and(|o| {
+                self.stage
+                    .signer
+                    .as_ref()
+                    .is_some_and(|s| !s.signs_zone_like(o))
+            });
         let serial = if crate::publish::is_placeholder(&current) {
             from
-        } else if whole {
+        } else if whole || new_zsk {
             self.sign_whole(if resalted {
                 "new NSEC3 salt"
+            } else if new_zsk {
+                "new ZSK under an offline KSK"
             } else {
                 "policy changed"
             })?;

@@ -503,6 +503,7 @@ impl Writer {
                         }
                         self.sign_whole("zone-sign")
                     }
+                    SignWork::Keys => self.key_event(Trigger::Timers),
                     SignWork::Roll(role) => self.key_event(Trigger::Roll(role)),
                     SignWork::Submitted(ds_ttl) => self.key_event(Trigger::Submitted { ds_ttl }),
                     SignWork::Policy(p) => {
