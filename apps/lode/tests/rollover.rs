@@ -71,13 +71,19 @@ fn write_side(
         std::fs::write(side.join("zone.db"), zone).unwrap();
     }
     let secret = KEY.rsplit(':').next().unwrap();
+    // Rollovers by command unless the policy lines set a ZSK lifetime.
+    let zsk_lifetime = if policy.contains("zsk-lifetime") {
+        ""
+    } else {
+        "zsk-lifetime = 0\n"
+    };
     let conf = format!(
         "journal-dir = \"journal\"\ncontrol = \"{control}\"\n\
          [[key]]\nid = \"roll-key.\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{secret}\"\n\
          [[acl]]\nid = \"upd\"\nkey = [\"roll-key.\"]\naction = [\"update\"]\n\
          [[acl]]\nid = \"xfr\"\naction = [\"transfer\"]\n\
          [[acl]]\nid = \"xfr-key\"\nkey = [\"roll-key.\"]\naction = [\"transfer\"]\n\
-         [[policy]]\nid = \"quick\"\npropagation-delay = 2\ndnskey-ttl = 3\nzsk-lifetime = 0\n\
+         [[policy]]\nid = \"quick\"\npropagation-delay = 2\ndnskey-ttl = 3\n{zsk_lifetime}\
          rrsig-lifetime = 7200\nrrsig-refresh = 3600\n{policy}\n\
          [[zone]]\nname = \"{origin}\"\nfile = \"zone.db\"\nacl = [\"upd\", \"xfr\", \"xfr-key\"]\n\
          dnssec-signing = true\ndnssec-policy = \"quick\"\n{extra}",
@@ -540,6 +546,79 @@ fn zsk_and_ksk_rollovers_with_kill9_validate_throughout() {
     }
     let s = Setup::start("zk", (17100, 17109), "", true);
     zsk_and_ksk_rollovers(s, (17120, 17124));
+}
+
+/// No command starts anything: the policy's `zsk-lifetime` (12 s) and
+/// `ksk-lifetime` (40 s) roll the keys by themselves — ZSKs one after the
+/// other, a KSK whose DS the child finds at the parent, never two
+/// rollovers at once — with unbound validating throughout.
+#[test]
+fn rollovers_start_by_themselves_from_the_policys_lifetimes() {
+    if !tools_present() {
+        return;
+    }
+    let s = Setup::start(
+        "timers",
+        (17340, 17349),
+        "zsk-lifetime = 12\nksk-lifetime = 40\n",
+        true,
+    );
+    let first = s.keys();
+    let tags = |role: &str, keys: &[(String, String, String)]| -> Vec<String> {
+        keys.iter()
+            .filter(|k| k.0 == role)
+            .map(|k| k.2.clone())
+            .collect()
+    };
+    let unbound = start_unbound(&s, (17350, 17354));
+    let watcher = Watcher::start(unbound.port);
+    let (mut zsks, mut ksks) = (tags("ZSK", &first), tags("KSK", &first));
+    // The KSK's lifetime runs out: a new one waits for its DS, which the
+    // parent gets (as its operator would); the child finds it there.
+    let old_ds = s.wait_ds(1);
+    let new_ds = s.wait_ds(2);
+    assert_ne!(old_ds, new_ds);
+    s.parent_update(&format!("update add {new_ds}"));
+    s.confirm(4, 2);
+    s.parent_update(&format!("update delete {old_ds}"));
+    // ZSKs and KSKs seen over the next half minute.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let keys = s.keys();
+        for (all, role) in [(&mut zsks, "ZSK"), (&mut ksks, "KSK")] {
+            for t in tags(role, &keys) {
+                if !all.contains(&t) {
+                    all.push(t);
+                }
+            }
+        }
+        // A key between two steps of a rollover (Knot's running_rollover).
+        let running = keys
+            .iter()
+            .filter(|k| {
+                [
+                    "published",
+                    "ready",
+                    "retire-active",
+                    "pre-active",
+                    "post-active",
+                ]
+                .contains(&k.1.as_str())
+            })
+            .count();
+        assert!(running <= 1, "one rollover at a time: {keys:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_secs(6)); // caches of the old records
+    s.verify("after rollovers by the policy's timers");
+    assert_watched(watcher, &s, "rollovers by timers");
+    assert!(zsks.len() >= 3, "ZSKs rolled by zsk-lifetime: {zsks:?}");
+    assert!(ksks.len() >= 2, "the KSK rolled by ksk-lifetime: {ksks:?}");
+    let log = s.child_log();
+    assert!(
+        !log.contains("zone-key-rollover") && log.matches("ZSK rollover started").count() >= 2,
+        "started by the timers alone:\n{log}"
+    );
 }
 
 /// The same with the child's keys in a PKCS #11 token (SoftHSM2): each new
