@@ -20,7 +20,9 @@
 #   RECORDS=100000 RATE=10000 bash scripts/bench-rollover.sh
 #
 # Environment: WORK (scratch, default /var/tmp/lode-rollover), RECORDS, RATE,
-# STEP, PREFIX (default 16461), SERVERS (default "lode knot").
+# STEP, PREFIX (default 16461), SERVERS (default "lode knot"), KNOT_JOURNAL
+# (Knot's journal-max-usage, default 8G: a whole re-signing is one changeset;
+# 5 M records need more) and KNOT_JOURNAL_DB (journal-db-max-size, default 20G).
 # Output: a table on stdout; each server's log in WORK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -124,6 +126,7 @@ server:
     background-workers: 2
 database:
     storage: "$d"
+    journal-db-max-size: ${KNOT_JOURNAL_DB:-20G}
 policy:
   - id: roll
     propagation-delay: 1
@@ -136,7 +139,7 @@ template:
     zonefile-sync: -1
     zonefile-load: whole
     journal-content: changes
-    journal-max-usage: 8G
+    journal-max-usage: ${KNOT_JOURNAL:-8G}
 zone:
   - domain: $zone
     file: "$d/zone"

@@ -235,3 +235,35 @@ fn the_period_in_force_and_an_import_replacing_the_later_ones() {
     let ats: Vec<u64> = merged.iter().map(|p| p.at).collect();
     assert_eq!(ats, vec![10, 20, 25, 40]);
 }
+
+#[test]
+fn a_zone_signed_by_an_old_zsk_is_not_current_under_an_offline_ksk() {
+    // A ZSK that became active while the server was down: the zone is
+    // signed whole at the start, not a batch at a time (the old ZSK's
+    // removal, made ahead, does not wait).
+    let keys = zsks();
+    let req = offline::request(&keys, &origin(), 300, FROM, FROM + 10_000);
+    let resp = offline::sign_request(&req, &[ksk()], &policy(), &origin()).unwrap();
+    let at = |t: u64| {
+        let (period, _) = offline::current(&resp, t).unwrap();
+        Signer::at_offline(
+            &origin(),
+            clones(&keys),
+            Policy::default(),
+            t,
+            period.clone(),
+        )
+        .unwrap()
+    };
+    let (before, after) = (FROM + 100, FROM + 3_400);
+    let zone = at(before).sign_zone(&zone(ZONE), None, before).unwrap();
+    assert!(at(before).is_current(&zone, before));
+    assert!(
+        !at(after).is_current(&zone, after),
+        "signed by the ZSK of before"
+    );
+    let again = at(after)
+        .sign_zone(&zone, Some(zone.serial() + 1), after)
+        .unwrap();
+    assert!(at(after).is_current(&again, after));
+}

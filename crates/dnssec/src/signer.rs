@@ -564,10 +564,31 @@ impl Signer {
                 .filter_map(rrsig_info)
                 .any(|i| i.covered == Rtype::SOA)
         });
+        // Offline KSK: the ZSKs' timers were made ahead, counting on the
+        // zone being signed by a new ZSK at once; one that came while the
+        // server was down (the SOA signed by another) is signed whole.
+        let by_zsks = self.offline.is_none()
+            || node.rrset(Rtype::RRSIG).is_some_and(|s| {
+                let mut tags: Vec<(u16, u8)> = s
+                    .rdatas()
+                    .filter_map(rrsig_info)
+                    .filter(|i| i.covered == Rtype::SOA)
+                    .map(|i| (i.key_tag, i.algorithm))
+                    .collect();
+                tags.sort_unstable();
+                tags.dedup();
+                let mut want = self.zone_signers.clone();
+                want.sort_unstable();
+                tags == want
+            });
+        if !by_zsks {
+            return false;
+        }
         let margin = now + u64::from(self.policy.rrsig_refresh) / 4;
+        // (Those of a signed key response are replaced by its periods.)
         signed
             && self
-                .earliest_expiry(zone)
+                .earliest_of(zone, |t| !self.is_offline_type(t))
                 .is_none_or(|e| u64::from(e) > margin)
     }
 
@@ -601,12 +622,18 @@ impl Signer {
 
     /// The earliest expiration of the zone's signatures (a scan).
     pub fn earliest_expiry(&self, zone: &Zone) -> Option<u32> {
+        self.earliest_of(zone, |_| true)
+    }
+
+    /// The earliest expiration of the zone's signatures of types `of`.
+    fn earliest_of(&self, zone: &Zone, of: impl Fn(Rtype) -> bool) -> Option<u32> {
         zone.node_ids()
             .filter_map(|id| {
                 let node = zone.node(id);
                 let sigs = node.rrset(Rtype::RRSIG)?;
                 sigs.rdatas()
                     .filter_map(rrsig_info)
+                    .filter(|i| of(i.covered))
                     .map(|i| i.expiration)
                     .min()
             })

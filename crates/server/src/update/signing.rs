@@ -296,6 +296,7 @@ pub(crate) fn key_events(
         .map(|k| vec![k.ds_rdata(2), k.ds_rdata(4)]);
     let mut policy = signing.policy.clone();
     let (resalt_at, resalted) = nsec3_salt(zone, &dir, &mut policy, now)?;
+    let mut action = plan.next.clone();
     let mut next = [plan.next.as_ref().map(|n| n.0), timers, resalt_at]
         .into_iter()
         .flatten()
@@ -306,13 +307,15 @@ pub(crate) fn key_events(
         let periods = read_offline(&dir, zone)?;
         let Some((period, following)) = lode_dnssec::offline::current(&periods, now) else {
             return Err(format!(
-                "offline KSK: no signed key response covers {} (import one:                  lode dnssec generate-ksr, sign it with the KSK, lode dnssec import-skr)",
+                "offline KSK: no signed key response covers {} (import one: \
+                 lode dnssec generate-ksr, sign it with the KSK, lode dnssec import-skr)",
                 lode_zonefile::utc_text(now)
             ));
         };
-        if following.is_none() && periods.len() > 1 {
+        if following.is_none() {
             tracing::warn!(
-                "zone {zone}: DNSSEC, offline KSK: the last period of the signed key response                  is in force (from {}); its signatures expire {}: import the next one",
+                "zone {zone}: DNSSEC, offline KSK: the last period of the signed key response \
+                 is in force (from {}); its signatures expire {}: import the next one",
                 lode_zonefile::utc_text(period.at),
                 period
                     .expiry()
@@ -320,6 +323,12 @@ pub(crate) fn key_events(
             );
         }
         next = [next, following].into_iter().flatten().min();
+        // The next event (the planner has none: the timers were made ahead).
+        let events = [
+            timers.map(|t| (t, "a ZSK timer made ahead".to_string())),
+            following.map(|t| (t, "the next period of the signed key response".to_string())),
+        ];
+        action = events.into_iter().flatten().min_by_key(|e| e.0);
         Signer::at_offline(zone, keys, policy, now, period.clone()).map_err(|e| {
             format!(
                 "offline KSK: {e} (the period from {} of the signed key response)",
@@ -337,7 +346,7 @@ pub(crate) fn key_events(
     };
     signer
         .progress()
-        .set_keys(plan.next.clone(), plan.waiting_ds, plan.log.len() as u64);
+        .set_keys(action.clone(), plan.waiting_ds, plan.log.len() as u64);
     let tags: Vec<String> = signer
         .keys_and_usage()
         .map(|(k, u)| {
@@ -359,7 +368,7 @@ pub(crate) fn key_events(
         KeyEvents {
             signer,
             next,
-            action: plan.next,
+            action,
             refused: plan.refused,
             waiting_ds,
             resalted,
