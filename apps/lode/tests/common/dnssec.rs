@@ -161,7 +161,9 @@ impl Drop for Unbound {
     }
 }
 
-/// Starts unbound in `dir` on a free port of `ports` (inclusive): its
+/// Starts unbound in `dir` on a free port of `ports` (inclusive) — its
+/// queries leave from ports above 32767, never from the tests' (it takes
+/// random ones, which once took a port a test had just found free) — its
 /// trust anchor `anchor` (a DS record's text), each of `stubs` (zone, port
 /// on 127.0.0.1) asked directly (special-use names such as `test.` let
 /// through); waits up to 10 s until `ready(port)`, else panics with its log.
@@ -178,7 +180,8 @@ pub fn start_unbound(
          \x20 username: \"\"\n  chroot: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound.pid\"\n\
          \x20 use-syslog: no\n  logfile: \"{d}/unbound.log\"\n  verbosity: 1\n\
          \x20 module-config: \"validator iterator\"\n  trust-anchor: \"{anchor}\"\n\
-         \x20 val-log-level: 2\n  harden-dnssec-stripped: yes\n",
+         \x20 val-log-level: 2\n  harden-dnssec-stripped: yes\n\
+         \x20 outgoing-port-avoid: \"0-32767\"\n",
         d = dir.display()
     );
     // A zone named twice is asked at both addresses.
