@@ -55,17 +55,7 @@ fn start_knot(root: &Path, name: &str, ports: (u16, u16)) -> Signer {
         ),
     )
     .unwrap();
-    let log = dir.join("knotd.log");
-    let logf = std::fs::File::create(&log).unwrap();
-    let child = Command::new(knot_tool("knotd"))
-        .arg("-c")
-        .arg(dir.join("knot.conf"))
-        .stdin(std::process::Stdio::null())
-        .stdout(logf.try_clone().unwrap())
-        .stderr(logf)
-        .spawn()
-        .expect("knotd");
-    let server = Server::adopt(format!("knotd@{port}"), port, child, log);
+    let server = spawn_knotd(&dir.join("knot.conf"), port, dir.join("knotd.log"));
     let s = Signer {
         dir,
         server,

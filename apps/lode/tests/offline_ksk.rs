@@ -340,17 +340,7 @@ fn knot_signs_with_a_ksk_kept_by_lode() {
         .find(|l| l.split_whitespace().nth(1) == Some("DS"))
         .expect("the KSK's DS")
         .to_string();
-    let log = zsk.join("knotd.log");
-    let logf = std::fs::File::create(&log).unwrap();
-    let child = Command::new(knot_tool("knotd"))
-        .arg("-c")
-        .arg(&kconf)
-        .stdin(std::process::Stdio::null())
-        .stdout(logf.try_clone().unwrap())
-        .stderr(logf)
-        .spawn()
-        .expect("knotd");
-    let server = Server::adopt(format!("knotd@{port}"), port, child, log);
+    let server = spawn_knotd(&kconf, port, zsk.join("knotd.log"));
     let addr = server.addr;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

@@ -37,6 +37,21 @@ pub fn knotd() -> &'static str {
     }
 }
 
+/// knotd started with the configuration `conf` (it listens on `port`),
+/// its output in `log`; killed when the returned server is dropped.
+pub fn spawn_knotd(conf: &Path, port: u16, log: PathBuf) -> Server {
+    let logf = std::fs::File::create(&log).unwrap();
+    let child = Command::new(knot_tool("knotd"))
+        .arg("-c")
+        .arg(conf)
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().unwrap())
+        .stderr(logf)
+        .spawn()
+        .expect("knotd");
+    Server::adopt(format!("knotd@{port}"), port, child, log)
+}
+
 /// One of Knot's tools (`keymgr`, `knotc`): Debian's in /usr/sbin, else
 /// from PATH.
 pub fn knot_tool(name: &str) -> String {
