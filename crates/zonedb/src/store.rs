@@ -196,6 +196,37 @@ fn head_of(key: &[u8]) -> u128 {
     u128::from_be_bytes(b)
 }
 
+/// A cache line (x86-64, arm64).
+const LINE: usize = 64;
+/// Most lines [`touch`] reads: a block of 32 entries is ~1 KiB.
+const MAX_TOUCH: usize = 32;
+
+/// Reads one byte of every cache line of `bytes` (at most `MAX_TOUCH` of
+/// them), so that the lines are fetched at once rather than one after the
+/// other as a binary search over them comes to each: on a zone far larger
+/// than the caches, each probe of a lookup is otherwise a memory latency of
+/// its own. The loads are independent of each other and of what follows, so
+/// the processor has them all in flight together (a prefetch in safe code).
+#[inline]
+fn touch(bytes: &[u8]) {
+    let mut x = 0u8;
+    for b in bytes.iter().step_by(LINE).take(MAX_TOUCH) {
+        x ^= *b;
+    }
+    std::hint::black_box(x);
+}
+
+/// [`touch`] for an array of integers (heads, offsets).
+#[inline]
+fn touch_words<T: Copy + Into<u128>>(words: &[T]) {
+    let per_line = (LINE / std::mem::size_of::<T>()).max(1);
+    let mut x = 0u128;
+    for w in words.iter().step_by(per_line).take(MAX_TOUCH) {
+        x ^= (*w).into();
+    }
+    std::hint::black_box(x);
+}
+
 fn lcp(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
@@ -326,6 +357,19 @@ impl Store {
         })
     }
 
+    /// [`touch`]es block `b` whole (its offsets, keys and values).
+    #[inline]
+    fn touch_block(&self, b: usize) {
+        let (Some(&start), end) = (self.offs.get(b), self.offs.get(b + 1)) else {
+            return;
+        };
+        let start = usize::try_from(start).unwrap_or(usize::MAX);
+        let end = end.map_or(self.data.len(), |&e| {
+            usize::try_from(e).unwrap_or(usize::MAX)
+        });
+        touch(self.data.get(start..end).unwrap_or(&[]));
+    }
+
     /// The first key of block `b`.
     fn base_key(&self, b: usize) -> &[u8] {
         self.block(b).map_or(&[], |bl| bl.key0)
@@ -345,7 +389,12 @@ impl Store {
         let t = self.top.partition_point(|&x| x < h);
         let start = t.saturating_sub(1) * TOP_EVERY;
         let end = (t * TOP_EVERY).min(self.heads.len());
-        let lo = start + self.heads[start..end.max(start)].partition_point(|&x| x < h);
+        let range = start..end.max(start);
+        // The block is in `range` (64 heads, 16 lines) and so is its offset
+        // (8 lines): fetch them together, then search.
+        touch_words(&self.heads[range.clone()]);
+        touch_words(self.offs.get(range.clone()).unwrap_or(&[]));
+        let lo = start + self.heads[range].partition_point(|&x| x < h);
         // Blocks starting with these same 16 bytes: usually none or one;
         // find their end by galloping, then compare whole first keys.
         let mut ties = 0;
@@ -376,6 +425,8 @@ impl Store {
     #[inline]
     pub fn search(&self, key: &[u8]) -> Search {
         let b = self.block_for(key);
+        // The block's lines are fetched together before its binary search.
+        self.touch_block(b);
         let Some(bl) = self.block(b) else {
             return Search::Missing { pred: 0, common: 0 };
         };
