@@ -8,7 +8,7 @@
 //!                      (only ones owing no reply; none? refuse the new one)
 //!         ─▶ connection task
 //!     loop: answer complete frames (until 16 KiB of replies) ─▶ write them
-//!           (each 64 KiB within the I/O timeout), again while frames remain
+//!           (past the I/O timeout stalled and closable as idle), again while frames remain
 //!           wait: more bytes, a deferred reply, or the registry's cancel, until
 //!             the idle deadline (reset only by a complete frame) or, with part
 //!             of a message read, its I/O deadline
@@ -20,13 +20,18 @@
 //! - [`TcpConfig::idle_timeout`] (10 s): no complete message for so long
 //!   closes the connection; partial data never extends it.
 //! - [`TcpConfig::io_timeout`] (500 ms): once the first byte of a message has
-//!   arrived the whole message must arrive within it, and every 64 KiB of
-//!   replies must be written within it (Knot: "time to receive or send one
-//!   message, measured since data is available"). A slow sender or a client
-//!   that never reads its replies loses its slot within it. Deferred replies
-//!   and streams (transfers, which the handler chose to serve) may wait for
-//!   the reader up to the idle timeout instead, as a secondary pausing in a
-//!   transfer must not lose it (Knot applies its I/O timeout there too).
+//!   arrived the whole message must arrive within it (Knot: "time to receive
+//!   or send one message, measured since data is available"): a slow sender
+//!   loses its slot within it. Replies the client does not read stall the
+//!   connection instead — nothing more is read from it, so a pipelining
+//!   flooder's own writes block — for up to the idle timeout per 64 KiB;
+//!   past the I/O timeout a stalled connection of plain replies counts as
+//!   idle (closed for a new client, under pressure, or for its source's
+//!   limit). Closing it at the I/O timeout, as before, let a flooder
+//!   reconnect with empty buffers and push again (issue 10's abuse mix).
+//!   Deferred replies and streams (transfers) may wait for the reader up to
+//!   the idle timeout without counting as idle, as a secondary pausing in a
+//!   transfer must not lose it.
 //! - [`TcpConfig::pressure_idle_timeout`] (1 s): while more than 3/4 of
 //!   `max_clients` are open, connections idle this long are closed. NSD gives
 //!   new connections 200 ms once half full; Knot has no such mode and, when
@@ -192,8 +197,11 @@ pub struct TcpStats {
     /// the I/O timeout.
     pub io_timeout: u64,
     /// Connections closed because their replies were not read within the
-    /// I/O timeout.
+    /// idle timeout (stalled: nothing more is read from them meanwhile).
     pub write_timeout: u64,
+    /// Times a connection's replies waited for the reader past the I/O
+    /// timeout (the connection stalled, and could be closed as idle).
+    pub write_stalled: u64,
     /// TLS handshakes that failed (bad client hello, no common version or
     /// ALPN, reset).
     pub handshake_failed: u64,
@@ -220,6 +228,7 @@ struct Counters {
     idle_timeout: AtomicU64,
     io_timeout: AtomicU64,
     write_timeout: AtomicU64,
+    write_stalled: AtomicU64,
     handshake_failed: AtomicU64,
     handshake_timeout: AtomicU64,
     open: AtomicUsize,
@@ -281,6 +290,7 @@ impl TcpCounters {
             idle_timeout: get(&c.idle_timeout),
             io_timeout: get(&c.io_timeout),
             write_timeout: get(&c.write_timeout),
+            write_stalled: get(&c.write_stalled),
             handshake_failed: get(&c.handshake_failed),
             handshake_timeout: get(&c.handshake_timeout),
             open: c.open.load(Ordering::Relaxed) as u64,
@@ -646,15 +656,36 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin, H: StreamHandler>(
                 shard.dropped.fetch_add(dropped, Ordering::Relaxed);
             }
             if !pending.is_empty() {
-                // A stream (a transfer the handler let through) may stall
-                // for the idle timeout, as before; plain replies for the
-                // I/O timeout.
-                let limit = if outstanding > 0 || late_bytes > 0 {
-                    limits.idle
-                } else {
-                    write_limit
-                };
-                write_out(&mut stream, &pending, limit).await?;
+                // Replies the client does not read stall the connection
+                // (nothing more is read from it) for up to the idle timeout
+                // per 64 KiB; past the I/O timeout a stalled connection of
+                // plain replies may be closed for a new client or under
+                // pressure, as an idle one. Closing it at once instead made a
+                // flooder reconnect with empty buffers and push again.
+                {
+                    let plain = outstanding == 0 && late_bytes == 0;
+                    let write = write_out(&mut stream, &pending, limits.idle);
+                    tokio::pin!(write);
+                    let first = if plain {
+                        timeout(write_limit, &mut write).await.ok()
+                    } else {
+                        Some(write.as_mut().await)
+                    };
+                    match first {
+                        Some(done) => done?,
+                        None => {
+                            counters.write_stalled.fetch_add(1, Ordering::Relaxed);
+                            conn.end_work(last_ms);
+                            tokio::select! {
+                                _ = conn.cancel.notified() => return Err(ConnEnd::Evicted),
+                                done = &mut write => done?,
+                            }
+                            if !conn.begin_work() {
+                                return Err(ConnEnd::Evicted);
+                            }
+                        }
+                    }
+                }
                 pending.clear();
                 if late_bytes > 0 {
                     late_tx.queued.fetch_sub(late_bytes, Ordering::AcqRel);

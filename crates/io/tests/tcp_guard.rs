@@ -1,7 +1,8 @@
 //! TCP transport under abuse: a full server keeps serving new clients by
 //! closing idle ones, one source cannot take more than its share, slow
-//! senders and clients that never read lose their slot within the I/O
-//! timeout, and memory stays bounded. Real sockets on 127.0.0.x, ports
+//! senders lose their slot within the I/O timeout, clients that never read
+//! stall (closed at the idle timeout, or sooner for a new client), and
+//! memory stays bounded. Real sockets on 127.0.0.x, ports
 //! 16450-16459; the tests run one at a time (they count descriptors and
 //! resident memory).
 #![allow(unsafe_code)] // setrlimit, to hold 10,000 client sockets.
@@ -360,11 +361,39 @@ fn slow_senders_are_closed_after_the_io_timeout_while_others_are_served() {
     server.stop();
 }
 
+/// Flooders from 127.0.3.x that ask for 64 KiB answers as fast as they can
+/// for `secs` and read none; each thread returns when the server closed its
+/// connection (how long after the start) or `None` if it never did.
+fn flood(addr: SocketAddr, count: u8, secs: u64) -> Vec<std::thread::JoinHandle<Option<Duration>>> {
+    (0..count)
+        .map(|i| {
+            let s = connect_from(ip(3, i + 1), addr);
+            std::thread::spawn(move || {
+                let mut s = s;
+                s.set_write_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
+                let burst: Vec<u8> = (0..1000).flat_map(|_| frame(b"big")).collect();
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_secs(secs) {
+                    match s.write(&burst) {
+                        Ok(_) => {}
+                        Err(e)
+                            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                        Err(_) => return Some(t.elapsed()), // closed by the server
+                    }
+                }
+                None
+            })
+        })
+        .collect()
+}
+
 #[test]
-fn a_pipelined_flood_that_reads_nothing_stays_bounded_and_is_closed() {
+fn a_pipelined_flood_that_reads_nothing_stalls_bounded_until_the_idle_timeout() {
     let _serial = serial();
     let config = TcpConfig {
         io_timeout: Duration::from_millis(500),
+        idle_timeout: Duration::from_secs(2),
         threads: 2,
         ..TcpConfig::default()
     };
@@ -374,28 +403,7 @@ fn a_pipelined_flood_that_reads_nothing_stays_bounded_and_is_closed() {
     }
     let before = rss_kib();
     const FLOODERS: u64 = 8;
-    // Each asks for 64 KiB answers as fast as it can and reads none.
-    let flooders: Vec<_> = (0..FLOODERS as u8)
-        .map(|i| {
-            let s = connect_from(ip(3, i + 1), addr);
-            std::thread::spawn(move || {
-                let mut s = s;
-                s.set_write_timeout(Some(Duration::from_millis(100)))
-                    .unwrap();
-                let burst: Vec<u8> = (0..1000).flat_map(|_| frame(b"big")).collect();
-                let t = Instant::now();
-                while t.elapsed() < Duration::from_secs(5) {
-                    match s.write(&burst) {
-                        Ok(_) => {}
-                        Err(e)
-                            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-                        Err(_) => return true, // closed by the server
-                    }
-                }
-                false
-            })
-        })
-        .collect();
+    let flooders = flood(addr, FLOODERS as u8, 6);
     let mut slowest = Duration::ZERO;
     let mut peak = 0;
     for _ in 0..10 {
@@ -404,8 +412,17 @@ fn a_pipelined_flood_that_reads_nothing_stays_bounded_and_is_closed() {
         slowest = slowest.max(took);
         peak = peak.max(rss_kib().saturating_sub(before));
     }
+    // Stalled, not closed at the I/O timeout: the server stopped reading
+    // them, so their writes block, until the idle timeout ends them.
+    wait_for(&server, "every flooder stalled", |s| {
+        s.write_stalled >= FLOODERS
+    });
     for f in flooders {
-        assert!(f.join().unwrap(), "a flooder was never closed");
+        let closed = f.join().unwrap().expect("a flooder was never closed");
+        assert!(
+            closed >= Duration::from_millis(1900),
+            "a flooder closed after {closed:?}: before the idle timeout (2 s)"
+        );
     }
     assert!(
         slowest < Duration::from_millis(100),
@@ -422,6 +439,37 @@ fn a_pipelined_flood_that_reads_nothing_stays_bounded_and_is_closed() {
         peak < bound,
         "resident memory grew {peak} KiB (bound {bound})"
     );
+    server.stop();
+}
+
+#[test]
+fn a_full_server_closes_a_stalled_flooder_for_a_new_client() {
+    let _serial = serial();
+    let config = TcpConfig {
+        io_timeout: Duration::from_millis(300),
+        idle_timeout: Duration::from_secs(30),
+        max_clients: 8,
+        threads: 2,
+        ..TcpConfig::default()
+    };
+    let (server, addr, _) = start(16459, config);
+    let flooders = flood(addr, 8, 4);
+    wait_for(&server, "every flooder stalled", |s| s.write_stalled >= 8);
+    // Full of stalled connections: each new client closes one of them.
+    let mut kept = Vec::new();
+    for i in 0..3 {
+        let (s, took) = ask(ip(0, 10 + i), addr);
+        assert!(took < Duration::from_millis(200), "answered in {took:?}");
+        kept.push(s);
+    }
+    let s = server.stats();
+    assert_eq!(s.refused, 0, "{s:?}");
+    assert!(s.closed_idle_for_new >= 3, "{s:?}");
+    let closed = flooders
+        .into_iter()
+        .filter_map(|f| f.join().unwrap())
+        .count();
+    assert!(closed >= 3, "{closed} flooders closed for new clients");
     server.stop();
 }
 

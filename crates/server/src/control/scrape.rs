@@ -20,6 +20,7 @@ struct StreamNames {
     received: (&'static str, &'static str),
     sent: (&'static str, &'static str),
     unanswered: (&'static str, &'static str),
+    stalled: (&'static str, &'static str),
 }
 
 const TCP_NAMES: StreamNames = StreamNames {
@@ -31,6 +32,10 @@ const TCP_NAMES: StreamNames = StreamNames {
     ),
     received: ("lode_tcp_received", "TCP messages received."),
     sent: ("lode_tcp_sent", "TCP messages sent."),
+    stalled: (
+        "lode_tcp_stalled",
+        "Times a TCP connection's replies waited past tcp-io-timeout for the client to read them (nothing more is read from it meanwhile; it can be closed as idle).",
+    ),
     unanswered: (
         "lode_tcp_unanswered",
         "TCP messages received and not answered.",
@@ -52,6 +57,10 @@ const TLS_NAMES: StreamNames = StreamNames {
     ),
     received: ("lode_tls_received", "DNS-over-TLS messages received."),
     sent: ("lode_tls_sent", "DNS-over-TLS messages sent."),
+    stalled: (
+        "lode_tls_stalled",
+        "Times a DNS-over-TLS connection's replies waited past tcp-io-timeout for the client to read them.",
+    ),
     unanswered: (
         "lode_tls_unanswered",
         "DNS-over-TLS messages received and not answered.",
@@ -92,6 +101,7 @@ fn stream_families(out: &mut Vec<Family>, n: &StreamNames, t: &lode_io::TcpStats
     out.push(c(n.received, t.queries));
     out.push(c(n.sent, t.responses));
     out.push(c(n.unanswered, t.dropped));
+    out.push(c(n.stalled, t.write_stalled));
 }
 
 /// The families of DNS over QUIC.

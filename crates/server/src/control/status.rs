@@ -83,14 +83,15 @@ pub(crate) fn status_text(
         t.connections, t.refused, t.open, t.queries, t.responses, t.dropped
     ));
     s.push_str(&format!(
-        "tcp closed idle-for-new {} idle-same-source {} idle-crowded {} idle-timeout {} io-timeout {} write-timeout {} refused-per-source {}\n",
+        "tcp closed idle-for-new {} idle-same-source {} idle-crowded {} idle-timeout {} io-timeout {} write-timeout {} refused-per-source {} (stalled writes {})\n",
         t.closed_idle_for_new,
         t.closed_idle_same_source,
         t.closed_idle_pressure,
         t.idle_timeout,
         t.io_timeout,
         t.write_timeout,
-        t.refused_per_source
+        t.refused_per_source,
+        t.write_stalled
     ));
     if let Some(r) = guard.rrl_stats() {
         s.push_str(&format!(
