@@ -78,7 +78,7 @@ pub fn check_guarded(
     };
     for transport in [Transport::Udp, Transport::Tcp] {
         let n = guard
-            .answer(zones, data, &mut s.out, transport, &settings, peer)
+            .answer(zones, data, &mut s.out, transport, &settings, peer, None)
             .0
             .len;
         if n == 0 {

@@ -298,6 +298,14 @@ fn lode_as_a_primary() {
         r.len() == 1 && !status.contains("failed") && !status.contains("rror"),
         "any known key signs queries: {status} {r:?}"
     );
+    // A known key name with the wrong secret: no answer, but NOTAUTH with
+    // an unsigned BADSIG TSIG, as Knot (which kdig cannot verify).
+    let bad = tsig(KEY_NAME, OTHER_SECRET);
+    let (r, status) = kdig(addr, &signed_args(&bad, &["SOA", ZONE]));
+    assert!(
+        r.is_empty() && (status.contains("NOTAUTH") || status.contains("failed to verify TSIG")),
+        "wrong secret: {status} {r:?}"
+    );
 
     // Refusals: unsigned, a key the ACL does not take, AXFR over UDP.
     let (r, status) = kdig(addr, &["AXFR", ZONE]);

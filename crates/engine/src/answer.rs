@@ -9,7 +9,7 @@ use lode_zonedb::{Node, NodeId, RRset, Zone, ZoneSet, ZoneSlot};
 
 use crate::dnssec::SigQueue;
 use crate::edns::OptPlan;
-use crate::{AnswerKind, Answered, Extra, Settings, Transport};
+use crate::{AnswerKind, Answered, Asked, Extra, Settings, Transport};
 
 /// Offset of QNAME in every response (right after the header).
 pub(crate) const QNAME_POS: u16 = 12;
@@ -157,6 +157,31 @@ pub(crate) fn respond<'z, 'e>(
         }
         Err(_) => return Answered::DROP,
     };
+    let mut answered = respond_to(zones, &q, query, out, transport, settings, policy);
+    if answered.len > 0 {
+        answered.asked = Some(Asked {
+            qtype: q.question.as_ref().map_or(0, |x| x.qtype.0),
+            qname_len: q
+                .question
+                .as_ref()
+                .map_or(0, |x| x.qname.as_ref().as_wire().len() as u8),
+            edns: q.edns.is_some(),
+            dnssec_ok: q.edns.is_some_and(|e| e.dnssec_ok()),
+        });
+    }
+    answered
+}
+
+/// [`respond`] once the query is parsed as `q`.
+fn respond_to<'z, 'e>(
+    zones: &'z ZoneSet,
+    q: &Query,
+    query: &[u8],
+    out: &mut [u8],
+    transport: Transport,
+    settings: &'e Settings,
+    policy: impl FnOnce(&Query) -> Extra<'e>,
+) -> Answered<'z> {
     let limit = size_limit(transport, q.edns, settings, out.len());
     // Errors found before the server's policy runs carry no extra options
     // (as Knot's modules do not run for them).
@@ -185,7 +210,11 @@ pub(crate) fn respond<'z, 'e>(
         };
         return error(early.respond(out, limit, code, &[], None), code);
     };
-    let extra = policy(&q);
+    let extra = policy(q);
+    // Room for the TSIG record the server appends to a signed answer.
+    let limit = extra.signed_room.map_or(limit, |room| {
+        limit.saturating_sub(room).max(message::HEADER_LEN)
+    });
     let opt = plain_opt(&extra);
     let e = Errors { opt, ..early };
     let err = |out: &mut [u8], code: u16, opts: &[u8]| {
@@ -221,7 +250,7 @@ pub(crate) fn respond<'z, 'e>(
             let Some(text) = crate::chaos::text(&question, settings) else {
                 return err(out, rcode::REFUSED, &[]);
             };
-            return crate::chaos::answer(&q, &question, text, out, limit, opt.as_ref());
+            return crate::chaos::answer(q, &question, text, out, limit, opt.as_ref());
         }
         _ => return err(out, rcode::REFUSED, &[]),
     }
@@ -251,19 +280,21 @@ pub(crate) fn respond<'z, 'e>(
         a.zone = Some(slot);
         return a;
     }
-    if q.tsig.is_some() {
+    let sign = q.tsig.is_some();
+    if sign && extra.signed_room.is_none() {
         let mut a = badkey(out, true);
         if a.len > 0 {
             a.kind = AnswerKind::Signed;
         }
         return a;
     }
-    let (len, kind, wildcard) = answer_zone(zone, &q, question, out, limit, opt.as_ref());
+    let (len, kind, wildcard) = answer_zone(zone, q, question, out, limit, opt.as_ref());
     // Nothing may be cut from a TCP answer: when it does not fit in 65535
     // octets, Knot DNS answers SERVFAIL.
     if transport == Transport::Tcp && len >= 4 && out[2] & 0x02 != 0 {
         let mut a = err(out, rcode::SERVFAIL, &[]);
         a.zone = Some(slot);
+        a.sign = sign && a.len > 0;
         return a;
     }
     // Zone answers' RCODEs fit the header: no extended bits in the OPT.
@@ -274,6 +305,8 @@ pub(crate) fn respond<'z, 'e>(
         kind: if len == 0 { AnswerKind::Dropped } else { kind },
         zone: Some(slot),
         wildcard,
+        asked: None,
+        sign: sign && len > 0,
     }
 }
 
@@ -288,6 +321,8 @@ fn error<'z>(len: usize, code: u16) -> Answered<'z> {
         kind: AnswerKind::Error,
         zone: None,
         wildcard: false,
+        asked: None,
+        sign: false,
     }
 }
 

@@ -80,5 +80,7 @@ pub(crate) fn answer<'z>(
         kind: AnswerKind::Positive,
         zone: None,
         wildcard: false,
+        asked: None,
+        sign: false,
     }
 }

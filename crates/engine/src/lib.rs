@@ -99,6 +99,12 @@ pub struct Extra<'a> {
     pub error: Option<u16>,
     /// Send nothing (e.g. a BADCOOKIE slip).
     pub drop: bool,
+    /// `Some(room)`: the server checked the query's TSIG record and found it
+    /// good, and signs the answer itself: the query is answered as if it were
+    /// unsigned, leaving `room` bytes for the TSIG record, and
+    /// [`Answered::sign`] says when to sign. `None`: a TSIG for a zone of
+    /// ours is answered NOTAUTH (BADKEY), [`AnswerKind::Signed`].
+    pub signed_room: Option<usize>,
 }
 
 /// What kind of answer a response is: what the policy around `answer()`
@@ -119,8 +125,9 @@ pub enum AnswerKind {
     /// A referral to a delegated zone.
     Referral,
     /// NOTAUTH (BADKEY) to a query for a zone of ours that carries a TSIG
-    /// record: the engine checks no keys; a server that has some checks
-    /// the signature and answers the query itself.
+    /// record the policy did not find good ([`Extra::signed_room`]): the
+    /// engine checks no keys; a server whose check failed writes its own
+    /// error answer (BADSIG, BADTIME …) instead.
     Signed,
 }
 
@@ -137,6 +144,28 @@ pub struct Answered<'z> {
     pub zone: Option<&'z lode_zonedb::ZoneSlot>,
     /// The answer was synthesised from a wildcard (RFC 4592).
     pub wildcard: bool,
+    /// What the query asked, when it could be parsed: the policies around
+    /// `answer()` (counters, rate limiting) read it here instead of reading
+    /// the query again.
+    pub asked: Option<Asked>,
+    /// Answered under a TSIG the policy checked ([`Extra::signed_room`]):
+    /// the server appends its TSIG record to the response.
+    pub sign: bool,
+}
+
+/// What a parsed query asked (see [`Answered::asked`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Asked {
+    /// The question's type (0: no question).
+    pub qtype: u16,
+    /// The QNAME's length in wire form (0: no question); a response's
+    /// question starts right after its header, so the name it echoes is
+    /// `response[12..12 + qname_len]`.
+    pub qname_len: u8,
+    /// The query has an OPT record.
+    pub edns: bool,
+    /// Its DO bit.
+    pub dnssec_ok: bool,
 }
 
 impl Answered<'_> {
@@ -147,6 +176,8 @@ impl Answered<'_> {
         kind: AnswerKind::Dropped,
         zone: None,
         wildcard: false,
+        asked: None,
+        sign: false,
     };
 }
 

@@ -34,6 +34,7 @@ fn recording_does_not_allocate() {
             keys[i % keys.len()]
         },
         cookie: i % 6,
+        asked: None,
     };
     metrics.record(&observed(1));
     let ((), allocs) = lode_testalloc::count(|| {

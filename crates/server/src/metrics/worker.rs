@@ -153,7 +153,7 @@ impl Worker {
     pub fn record(&self, r: &Observed) {
         let t = r.transport;
         self.requests[t][r.request].bump();
-        let peek = peek(r.query);
+        let peek = r.asked.unwrap_or_else(|| peek(r.query));
         if r.cookie != 0 {
             if let Some(c) = self.cookies.get(r.cookie) {
                 c.bump();
@@ -229,6 +229,9 @@ pub struct Observed<'a> {
     pub zone: u64,
     /// What the cookie check made of it (`CookieSeen::index`; 0: no COOKIE option).
     pub cookie: usize,
+    /// What the engine read of the query (type, EDNS, DO) when it parsed
+    /// it; `None`: [`peek`] reads it from `query`.
+    pub asked: Option<Peek>,
 }
 
 /// The key of a zone's counters: a hash of its origin's wire form (never 0).
@@ -262,6 +265,16 @@ pub struct Peek {
     pub edns: bool,
     /// Its DO bit.
     pub dnssec_ok: bool,
+}
+
+impl From<lode_engine::Asked> for Peek {
+    fn from(a: lode_engine::Asked) -> Peek {
+        Peek {
+            qtype: a.qtype,
+            edns: a.edns,
+            dnssec_ok: a.dnssec_ok,
+        }
+    }
 }
 
 /// Reads the question type and the OPT's presence and DO bit.
@@ -401,6 +414,7 @@ mod tests {
             rcode: None,
             zone,
             cookie: 0,
+            asked: None,
         });
         w.record(&Observed {
             transport: 1,
@@ -410,6 +424,7 @@ mod tests {
             rcode: Some(23),
             zone: 0,
             cookie: 0,
+            asked: None,
         });
         w.record(&Observed {
             transport: 0,
@@ -419,6 +434,7 @@ mod tests {
             rcode: None,
             zone: 0,
             cookie: 0,
+            asked: None,
         });
         assert_eq!(w.requests[0][0].get(), 1);
         assert_eq!(w.requests[0][3].get(), 1);
@@ -450,6 +466,7 @@ mod tests {
                 rcode: Some(0),
                 zone: i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
                 cookie: 0,
+                asked: None,
             });
         }
         let counted: u64 = w.zones.iter().map(|z| z.rcodes[0].get()).sum();

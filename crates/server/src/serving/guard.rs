@@ -21,6 +21,7 @@ use lode_engine::{AnswerKind, Answered, Extra, Settings, Transport, ZoneSet};
 use lode_wire::message::edns_option;
 
 use crate::config::{Config, CookieSettings};
+use crate::serving::signed::Checked;
 
 /// The COOKIE option as written in a response: code, length, 24 bytes.
 const COOKIE_OPTION_LEN: usize = 4 + lode_cookie::RESPONSE_LEN;
@@ -205,7 +206,11 @@ impl Guard {
     /// Answers a plain query from `peer` under the policy: the engine's
     /// answer, a cookie error, a slipped (TC) answer or nothing (length 0),
     /// and what the cookie check made of the query's COOKIE option (for the
-    /// counters).
+    /// counters). With `keys`, a query's TSIG record is checked in the
+    /// engine's policy hook and a good one's answer signed (signed.rs); such
+    /// an answer is not rate-limited (its client holds the key: no spoofed
+    /// source to protect).
+    #[allow(clippy::too_many_arguments)]
     pub fn answer<'z>(
         &self,
         set: &'z ZoneSet,
@@ -214,22 +219,41 @@ impl Guard {
         transport: Transport,
         settings: &Settings,
         peer: IpAddr,
+        keys: Option<&lode_tsig::Keys>,
     ) -> (Answered<'z>, CookieSeen) {
         let mut option = [0u8; COOKIE_OPTION_LEN];
         let mut option_len = 0usize;
         let mut seen = CookieSeen::Absent;
-        let mut answered = match self.cookies.as_deref().map(|c| &*c.cookies) {
-            None => lode_engine::answer(set, q, out, transport, settings),
-            Some(cookies) => {
-                let (buf, len, what) = (&mut option, &mut option_len, &mut seen);
-                lode_engine::answer_with(set, q, out, transport, settings, move |query| {
-                    let (extra, n, w) = cookie_policy(cookies, query, q, transport, peer, buf);
-                    *len = n;
-                    *what = w;
-                    extra
-                })
-            }
+        let mut tsig: Option<Checked<'_>> = None;
+        let cookies = self.cookies.as_deref().map(|c| &*c.cookies);
+        let mut answered = if cookies.is_none() && keys.is_none() {
+            lode_engine::answer(set, q, out, transport, settings)
+        } else {
+            let (buf, len, what, checked) = (&mut option, &mut option_len, &mut seen, &mut tsig);
+            lode_engine::answer_with(set, q, out, transport, settings, move |query| {
+                let mut extra = match cookies {
+                    Some(cookies) => {
+                        let (extra, n, w) = cookie_policy(cookies, query, q, transport, peer, buf);
+                        *len = n;
+                        *what = w;
+                        extra
+                    }
+                    None => Extra::default(),
+                };
+                if let (Some(keys), Some(_)) = (keys, query.tsig.as_ref()) {
+                    let c = Checked::new(q, keys);
+                    extra.signed_room = c.room();
+                    *checked = Some(c);
+                }
+                extra
+            })
         };
+        if let Some(c) = &tsig {
+            answered.len = c.finish(&answered, q, out, settings);
+            if answered.sign {
+                return (answered, seen);
+            }
+        }
         let valid = seen == CookieSeen::Valid;
         if let (Some(rrl), Transport::Udp, false) = (self.rrl.as_deref(), transport, valid) {
             if answered.len > 0 {
@@ -263,7 +287,7 @@ impl Guard {
     ) -> usize {
         let len = answered.len;
         let mut name = [0u8; 255];
-        let (qname_len, qtype) = question_of(&out[..len], &mut name);
+        let (qname_len, qtype) = question_of(&out[..len], answered.asked, &mut name);
         let ancount = u16::from_be_bytes([out[6], out[7]]);
         let class = lode_rrl::Class::classify(
             answered.rcode,
@@ -314,22 +338,36 @@ impl Guard {
 }
 
 /// The lower-cased question name of a response (into `name`) and its
-/// type; (0, 0) when it has no question.
-fn question_of(msg: &[u8], name: &mut [u8; 255]) -> (usize, u16) {
+/// type; (0, 0) when it has no question. `asked` (what the engine read of
+/// the query, whose question the response echoes) spares the name's walk.
+fn question_of(
+    msg: &[u8],
+    asked: Option<lode_engine::Asked>,
+    name: &mut [u8; 255],
+) -> (usize, u16) {
     if msg.len() < 12 || msg[4..6] == [0, 0] {
         return (0, 0);
     }
-    let Some(end) = lode_wire::message::first_qname_end(msg) else {
-        return (0, 0);
-    };
     // A response's question name is written uncompressed right after the header.
+    let known = asked
+        .map(|a| (12 + usize::from(a.qname_len), a.qtype))
+        .filter(|&(end, _)| end > 12 && end <= msg.len());
+    let (end, qtype) = match known {
+        Some(k) => k,
+        None => {
+            let Some(end) = lode_wire::message::first_qname_end(msg) else {
+                return (0, 0);
+            };
+            let qtype = msg
+                .get(end..end + 2)
+                .map_or(0, |t| u16::from_be_bytes([t[0], t[1]]));
+            (end, qtype)
+        }
+    };
     let wire = &msg[12..end];
     let n = wire.len().min(name.len());
     name[..n].copy_from_slice(&wire[..n]);
     name[..n].make_ascii_lowercase();
-    let qtype = msg
-        .get(end..end + 2)
-        .map_or(0, |t| u16::from_be_bytes([t[0], t[1]]));
     (n, qtype)
 }
 
@@ -507,4 +545,39 @@ fn start_cookies(c: &CookieSettings) -> Result<CookieState, String> {
         cookies,
         _rotation: Some(tx),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A response's question read with what the engine saw of the query
+    /// is the one read by walking the name.
+    #[test]
+    fn question_of_with_the_engines_reading_as_by_the_walk() {
+        let mut msg = vec![0x12, 0x34, 0x84, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        msg.extend_from_slice(b"\x03WwW\x07Example\x03com\x00");
+        msg.extend_from_slice(&[0, 35, 0, 1]);
+        let asked = lode_engine::Asked {
+            qtype: 35,
+            qname_len: 17,
+            edns: false,
+            dnssec_ok: false,
+        };
+        let (mut a, mut b) = ([0u8; 255], [0u8; 255]);
+        let walked = question_of(&msg, None, &mut a);
+        assert_eq!(walked, (17, 35));
+        assert_eq!(&a[..17], b"\x03www\x07example\x03com\x00");
+        assert_eq!(question_of(&msg, Some(asked), &mut b), walked);
+        assert_eq!(a, b);
+        // A reading that does not fit the message falls back to the walk.
+        let wrong = lode_engine::Asked {
+            qname_len: 200,
+            ..asked
+        };
+        assert_eq!(question_of(&msg, Some(wrong), &mut b), walked);
+        // No question: nothing.
+        msg[5] = 0;
+        assert_eq!(question_of(&msg, Some(asked), &mut b), (0, 0));
+    }
 }

@@ -17,7 +17,7 @@ use lode_wire::rcode;
 use lode_zonedb::ZoneSet;
 
 use crate::metrics;
-use crate::serving::{dnstap, guard, signed};
+use crate::serving::{dnstap, guard};
 use crate::update;
 
 /// What every request is answered from; one per server, shared by every
@@ -68,6 +68,7 @@ impl Handler {
             rcode,
             zone,
             cookie,
+            asked,
         } = self.respond(guard, request, q, out, client, transport);
         if request != Request::Query && len >= 4 {
             count_refusal(request, out[3] & 0x0F);
@@ -92,6 +93,7 @@ impl Handler {
             rcode,
             zone,
             cookie: cookie.index(),
+            asked,
         });
         len
     }
@@ -124,30 +126,22 @@ impl Handler {
             update::Admission::Queued => return Outcome::sent(0),
             update::Admission::Engine => {}
         }
+        // TSIG keys are looked at only for a query with an additional
+        // record (where a TSIG record would be).
+        let keys = (q.len() >= 12 && q[10..12] != [0, 0]).then(|| updates.keys());
+        let keys = keys.as_deref().map(|k| &**k).filter(|k| !k.is_empty());
         let (answered, cookie) =
-            guard.answer(&set, q, out, transport, settings, client.addr().ip());
+            guard.answer(&set, q, out, transport, settings, client.addr().ip(), keys);
         let zone = answered
             .zone
             .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));
-        // A TSIG-signed query for one of our zones: with keys configured it is
-        // checked and answered signed here (unsigned queries pay one comparison).
-        let keys = (answered.kind == lode_engine::AnswerKind::Signed).then(|| updates.keys());
-        if let Some(keys) = keys.filter(|k| !k.is_empty()) {
-            if let signed::Signed::Answer(n) =
-                signed::answer(&set, &keys, q, out, transport, settings)
-            {
-                return Outcome {
-                    zone,
-                    cookie,
-                    ..Outcome::sent(n)
-                };
-            }
-        }
+        let asked = answered.asked.map(metrics::worker::Peek::from);
         Outcome {
             len: answered.len,
             rcode: Some(answered.rcode),
             zone,
             cookie,
+            asked,
         }
     }
 }
@@ -163,6 +157,8 @@ struct Outcome {
     zone: u64,
     /// What the cookie check made of the query.
     cookie: guard::CookieSeen,
+    /// What the engine read of the query, when it parsed it.
+    asked: Option<metrics::worker::Peek>,
 }
 
 impl Outcome {
@@ -173,6 +169,7 @@ impl Outcome {
             rcode: None,
             zone: 0,
             cookie: guard::CookieSeen::Absent,
+            asked: None,
         }
     }
 }
