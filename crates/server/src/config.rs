@@ -450,6 +450,10 @@ pub struct Config {
     pub journal_dir: Option<PathBuf>,
     /// Journal bounds per zone.
     pub journal_max_usage: u64,
+    /// `journal-max-usage` was given: reaching it flushes the journal even
+    /// when it holds less than the zone's size (see the writer's
+    /// `worth_flushing`).
+    pub journal_max_usage_set: bool,
     /// Journal bounds per zone: changesets.
     pub journal_max_depth: usize,
     /// TSIG keys.
@@ -934,6 +938,7 @@ impl Config {
             journal_dir: file.journal_dir.as_ref().map(|d| base.join(d)),
             kasp_db,
             journal_max_usage: file.journal_max_usage.unwrap_or(DEFAULT_JOURNAL_MAX_USAGE),
+            journal_max_usage_set: file.journal_max_usage.is_some(),
             journal_max_depth: file.journal_max_depth.unwrap_or(DEFAULT_JOURNAL_MAX_DEPTH),
             keys: file.keys.clone(),
             zone_options,

@@ -72,8 +72,9 @@ struct Writer {
     file_tag: Vec<u8>,
     /// No new compaction before this (after a failed one).
     retry_at: Instant,
-    /// The journal's size bound (journal-max-usage).
-    max_usage: u64,
+    /// The journal's size bound when the operator set one
+    /// (journal-max-usage; see [`worth_flushing`]).
+    max_usage: Option<u64>,
     /// Commits since the last log line (one line a second at most).
     log: CommitLog,
     /// When the last update was taken (none: compacted since, or none yet).
@@ -148,14 +149,22 @@ struct Compacted {
 }
 
 /// Whether the journal is to be flushed now: it is over one of its bounds,
-/// and either over its size bound or holding at least the zone's size — a
-/// flush compacts and writes the whole zone, so a depth bound reached by
-/// small changes waits until the history is worth a state snapshot (the
-/// writing stays at most 2 × the changes; at a quarter of the zone's size,
-/// 17 % of the server's CPU went to these flushes under single-record
-/// updates to 50,000-name zones). The depth bound is thus soft.
-fn worth_flushing(over_bounds: bool, usage: u64, max_usage: u64, zone_bytes: usize) -> bool {
-    over_bounds && (usage >= max_usage || usage >= zone_bytes as u64)
+/// and holding at least the zone's size — a flush compacts and writes the
+/// whole zone, so a bound reached by changes smaller than the zone waits
+/// until the history is worth a state snapshot (the writing stays at most
+/// 2 × the changes; at a quarter of the zone's size, 17 % of the server's
+/// CPU went to these flushes under single-record updates to 50,000-name
+/// zones). The depth bound is thus soft, and so is the size bound unless
+/// the operator set one (`max_usage`: then reaching it flushes): with
+/// Knot's 100 MiB default, re-signing a 5 M-record zone flushed, and so
+/// rebuilt the whole zone, 28 times — half the CPU of the re-signing.
+fn worth_flushing(
+    over_bounds: bool,
+    usage: u64,
+    max_usage: Option<u64>,
+    zone_bytes: usize,
+) -> bool {
+    over_bounds && (max_usage.is_some_and(|m| usage >= m) || usage >= zone_bytes as u64)
 }
 
 /// Whether a delta of `entries` over a base of `nodes` names is worth
@@ -1015,13 +1024,22 @@ mod flush_tests {
 
     #[test]
     fn a_flush_waits_until_the_history_is_worth_a_snapshot() {
+        let set = Some(100 << 20);
         // Not over a bound: never.
-        assert!(!worth_flushing(false, 1 << 30, 100 << 20, 1000));
+        assert!(!worth_flushing(false, 1 << 30, set, 1000));
+        assert!(!worth_flushing(false, 1 << 30, None, 1000));
         // Over the depth bound with little history for a big zone: later.
-        assert!(!worth_flushing(true, 10_000, 100 << 20, 1 << 30));
-        // The zone's size, or the size bound: now.
-        assert!(!worth_flushing(true, 1 << 28, 100 << 30, 1 << 30));
-        assert!(worth_flushing(true, 1 << 30, 100 << 30, 1 << 30));
-        assert!(worth_flushing(true, 100 << 20, 100 << 20, 1 << 40));
+        assert!(!worth_flushing(true, 10_000, set, 1 << 30));
+        assert!(!worth_flushing(true, 10_000, None, 1 << 30));
+        // The zone's size, or a size bound the operator set: now.
+        assert!(!worth_flushing(true, 1 << 28, Some(100 << 30), 1 << 30));
+        assert!(worth_flushing(true, 1 << 30, Some(100 << 30), 1 << 30));
+        assert!(worth_flushing(true, 1 << 30, None, 1 << 30));
+        assert!(worth_flushing(true, 100 << 20, set, 1 << 40));
+        // Knot's default size bound, not set: a zone larger than it waits
+        // for its own size (the journal was over 100 MiB: over the bound).
+        assert!(!worth_flushing(true, 100 << 20, None, 1 << 30));
+        // A zone smaller than the default: as before.
+        assert!(worth_flushing(true, 100 << 20, None, 50 << 20));
     }
 }

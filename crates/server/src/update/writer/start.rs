@@ -262,7 +262,9 @@ fn open_writer(
         compaction: None,
         file_tag: file_tag.clone(),
         retry_at: Instant::now(),
-        max_usage: config.journal_max_usage,
+        max_usage: config
+            .journal_max_usage_set
+            .then_some(config.journal_max_usage),
         log: CommitLog::default(),
         idle_since: None,
         trim_at: None,
