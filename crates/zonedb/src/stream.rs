@@ -329,9 +329,7 @@ mod tests {
         };
         match (a, b) {
             (Ok((za, wa)), Ok((zb, wb))) => {
-                assert_eq!(za.store.data, zb.store.data);
-                assert_eq!(za.store.raw, zb.store.raw);
-                assert_eq!(za.node_count(), zb.node_count());
+                crate::ordered::tests::assert_same(&za, &zb);
                 assert_eq!(
                     (za.serial(), za.negative_ttl()),
                     (zb.serial(), zb.negative_ttl())
