@@ -345,7 +345,13 @@ impl Writer {
 
     /// Whether the journal is to be flushed now (see [`worth_flushing`]).
     fn flush_worth(&self, zone: &Zone) -> bool {
-        let usage = self.journal.usage_bytes();
+        self.flush_worth_by(zone, 1)
+    }
+
+    /// Whether the journal would be worth flushing were it `factor` times
+    /// as large.
+    fn flush_worth_by(&self, zone: &Zone, factor: u64) -> bool {
+        let usage = self.journal.usage_bytes().saturating_mul(factor);
         self.journal.needs_flush() && worth_flushing(true, usage, self.max_usage, zone.heap_bytes())
     }
 
@@ -871,9 +877,13 @@ impl Writer {
             return;
         };
         let entries = zone.delta_len();
-        let flush = self.flush_worth(&zone);
-        let worth = flush || worth_compacting(entries, zone.node_count()) || (idle && entries > 0);
-        if !worth {
+        let compact = worth_compacting(entries, zone.node_count()) || (idle && entries > 0);
+        // A compaction started for the delta also writes the state when the
+        // journal is half way to being worth it: the flush would otherwise
+        // come right after, a second whole compaction (every other one when
+        // re-signing a 5 M-record zone).
+        let flush = self.flush_worth(&zone) || (compact && self.flush_worth_by(&zone, 2));
+        if !(flush || compact) {
             return;
         }
         let name = format!("lode-cmp-{}", self.origin.to_string().trim_end_matches('.'));
