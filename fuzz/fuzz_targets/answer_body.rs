@@ -78,7 +78,9 @@ pub fn check_guarded(
     };
     for transport in [Transport::Udp, Transport::Tcp] {
         let n = guard
-            .answer(zones, data, &mut s.out, transport, &settings, peer, None)
+            .answer(zones, data, &mut s.out, transport, &settings, peer, &|| {
+                None
+            })
             .0
             .len;
         if n == 0 {

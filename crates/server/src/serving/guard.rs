@@ -206,12 +206,13 @@ impl Guard {
     /// Answers a plain query from `peer` under the policy: the engine's
     /// answer, a cookie error, a slipped (TC) answer or nothing (length 0),
     /// and what the cookie check made of the query's COOKIE option (for the
-    /// counters). With `keys`, a query's TSIG record is checked in the
-    /// engine's policy hook and a good one's answer signed (signed.rs); such
-    /// an answer is not rate-limited (its client holds the key: no spoofed
+    /// counters). A query's TSIG record is checked in the engine's policy
+    /// hook with the configured `keys` (asked for only then; `None`: none
+    /// configured) and a good one's answer signed (signed.rs); such an
+    /// answer is not rate-limited (its client holds the key: no spoofed
     /// source to protect).
     #[allow(clippy::too_many_arguments)]
-    pub fn answer<'z>(
+    pub fn answer<'z, 'k>(
         &self,
         set: &'z ZoneSet,
         q: &[u8],
@@ -219,35 +220,31 @@ impl Guard {
         transport: Transport,
         settings: &Settings,
         peer: IpAddr,
-        keys: Option<&lode_tsig::Keys>,
+        keys: &dyn Fn() -> Option<&'k lode_tsig::Keys>,
     ) -> (Answered<'z>, CookieSeen) {
         let mut option = [0u8; COOKIE_OPTION_LEN];
         let mut option_len = 0usize;
         let mut seen = CookieSeen::Absent;
-        let mut tsig: Option<Checked<'_>> = None;
+        let mut tsig: Option<Checked<'k>> = None;
         let cookies = self.cookies.as_deref().map(|c| &*c.cookies);
-        let mut answered = if cookies.is_none() && keys.is_none() {
-            lode_engine::answer(set, q, out, transport, settings)
-        } else {
-            let (buf, len, what, checked) = (&mut option, &mut option_len, &mut seen, &mut tsig);
-            lode_engine::answer_with(set, q, out, transport, settings, move |query| {
-                let mut extra = match cookies {
-                    Some(cookies) => {
-                        let (extra, n, w) = cookie_policy(cookies, query, q, transport, peer, buf);
-                        *len = n;
-                        *what = w;
-                        extra
-                    }
-                    None => Extra::default(),
-                };
-                if let (Some(keys), Some(_)) = (keys, query.tsig.as_ref()) {
-                    let c = Checked::new(q, keys);
-                    extra.signed_room = c.room();
-                    *checked = Some(c);
+        let (buf, len, what, checked) = (&mut option, &mut option_len, &mut seen, &mut tsig);
+        let mut answered = lode_engine::answer_with(set, q, out, transport, settings, |query| {
+            let mut extra = match cookies {
+                Some(cookies) => {
+                    let (extra, n, w) = cookie_policy(cookies, query, q, transport, peer, buf);
+                    *len = n;
+                    *what = w;
+                    extra
                 }
-                extra
-            })
-        };
+                None => Extra::default(),
+            };
+            if let (Some(_), Some(keys)) = (query.tsig.as_ref(), keys()) {
+                let c = Checked::new(q, keys);
+                extra.signed_room = c.room();
+                *checked = Some(c);
+            }
+            extra
+        });
         if let Some(c) = &tsig {
             answered.len = c.finish(&answered, q, out, settings);
             if answered.sign {

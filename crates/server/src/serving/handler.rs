@@ -126,12 +126,11 @@ impl Handler {
             update::Admission::Queued => return Outcome::sent(0),
             update::Admission::Engine => {}
         }
-        // TSIG keys are looked at only for a query with an additional
-        // record (where a TSIG record would be).
-        let keys = (q.len() >= 12 && q[10..12] != [0, 0]).then(|| updates.keys());
-        let keys = keys.as_deref().map(|k| &**k).filter(|k| !k.is_empty());
+        // The TSIG keys are loaded only when the engine found a TSIG record.
+        let held = std::cell::OnceCell::new();
+        let keys = || Some(&***held.get_or_init(|| updates.keys())).filter(|k| !k.is_empty());
         let (answered, cookie) =
-            guard.answer(&set, q, out, transport, settings, client.addr().ip(), keys);
+            guard.answer(&set, q, out, transport, settings, client.addr().ip(), &keys);
         let zone = answered
             .zone
             .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));
