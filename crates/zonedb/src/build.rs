@@ -605,6 +605,11 @@ pub(crate) fn lay_out<'a>(
 pub(crate) fn repeated<'a>(blobs: impl Iterator<Item = &'a [u8]>, count: usize) -> Vec<u64> {
     let mut fingerprints: Vec<u64> = Vec::with_capacity(count);
     fingerprints.extend(blobs.map(fingerprint));
+    repeats(fingerprints)
+}
+
+/// The fingerprints that occur more than once among `fingerprints`.
+pub(crate) fn repeats(mut fingerprints: Vec<u64>) -> Vec<u64> {
     fingerprints.sort_unstable();
     let mut repeated: Vec<u64> = fingerprints
         .windows(2)

@@ -397,17 +397,40 @@ impl Zone {
 
     /// The version's contents in a new compact base, with an empty delta
     /// (the same store a fresh build of these records makes). Streams the
-    /// merged nodes in order: each blob keeps its encoded RRsets and gets its
-    /// shadow as an id distance again; nothing is decoded into records, so
-    /// the peak is the new store plus one copy of the blobs.
+    /// merged nodes in order twice: first for the fingerprints of their
+    /// blobs (which repeat), then into the new store. Each blob keeps its
+    /// encoded RRsets and gets its shadow as an id distance again; nothing
+    /// is decoded into records and no blob is held beyond the one being
+    /// written, so the peak is this version, the new store and 8 bytes a
+    /// name of fingerprints.
     pub fn compact(&self) -> Result<Zone, ApplyError> {
         if self.delta.is_empty() {
             return Ok(self.clone());
         }
+        // (Nodes: at most those of the base and the delta's entries.)
+        let mut fingerprints = Vec::with_capacity(self.store.len as usize + self.delta.len());
+        self.each_blob(|_, blob| fingerprints.push(crate::store::fingerprint(blob)))?;
+        let mut sb = crate::store::StoreBuilder::new(crate::build::repeats(fingerprints));
+        self.each_blob(|key, blob| sb.push(key, blob))?;
+        Ok(Zone {
+            origin: self.origin.clone(),
+            class: self.class,
+            origin_key: self.origin_key.clone(),
+            store: Arc::new(sb.finish()),
+            delta: Delta::default(),
+            negative_ttl: self.negative_ttl,
+            serial: self.serial,
+            records: self.records,
+            rrsets: self.rrsets,
+            expired: self.expired,
+        })
+    }
+
+    /// Calls `f` with each node's key and its blob as a compact base holds
+    /// it (the shadow an id distance to the delegation or DNAME above), in
+    /// canonical order.
+    fn each_blob(&self, mut f: impl FnMut(&[u8], &[u8])) -> Result<(), ApplyError> {
         let cut = |f: NodeFlags| f.contains(NodeFlags::DELEGATION) || f.contains(NodeFlags::DNAME);
-        // Pass 1: every blob (new shadows); then which blobs repeat.
-        let mut blobs: Vec<u8> = Vec::new();
-        let mut ends: Vec<usize> = Vec::new();
         let mut one = Vec::new();
         // Ancestors of the current node: key, position, cut or DNAME.
         let mut stack: Vec<(Vec<u8>, u32, bool)> = Vec::new();
@@ -427,32 +450,11 @@ impl Zone {
                 .find(|(_, _, c)| *c)
                 .map_or(0, |(_, p, _)| i - p);
             blob::encode_raw(&mut one, head.flags, shadow, head.owner, head.rrsets);
-            blobs.extend_from_slice(&one);
-            ends.push(blobs.len());
-            stack.push((key.to_vec(), i, cut(head.flags)));
+            f(key, &one);
+            let is_cut = cut(head.flags);
+            stack.push((key.to_vec(), i, is_cut));
         }
-        let starts = std::iter::once(0).chain(ends.iter().copied());
-        let each = starts.zip(&ends).map(|(start, &end)| &blobs[start..end]);
-        // Pass 2: the store, in the same order.
-        let mut sb = crate::store::StoreBuilder::new(crate::build::repeated(each, ends.len()));
-        let mut start = 0;
-        for (id, &end) in self.node_ids().zip(&ends) {
-            let key = self.key_of(id, &mut buf);
-            sb.push(key, &blobs[start..end]);
-            start = end;
-        }
-        Ok(Zone {
-            origin: self.origin.clone(),
-            class: self.class,
-            origin_key: self.origin_key.clone(),
-            store: Arc::new(sb.finish()),
-            delta: Delta::default(),
-            negative_ttl: self.negative_ttl,
-            serial: self.serial,
-            records: self.records,
-            rrsets: self.rrsets,
-            expired: self.expired,
-        })
+        Ok(())
     }
 
     /// [`Zone::compact`] the slow way, through records and a fresh build
