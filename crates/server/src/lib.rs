@@ -55,8 +55,10 @@ mod fetch;
 mod tls;
 // - counters and their exposition formats;
 pub mod metrics;
-// - publication: the versions served, and who is told of a new one;
+// - publication: the versions served, who is told of a new one, and
+//   where the versions replaced are freed;
 mod publish;
+mod reclaim;
 // - loading: zone files, load reports, snapshots, zone files written back;
 mod loading;
 // - updates: admission, the writer pool, signing, transfers out;

@@ -9,6 +9,8 @@ use arc_swap::ArcSwap;
 use lode_wire::{Class, Name, Record, Rtype};
 use lode_zonedb::{Zone, ZoneBuilder, ZoneSet};
 
+use crate::reclaim::Reclaimer;
+
 /// A change of a watched zone's serial.
 #[derive(Debug)]
 pub(crate) struct Changed {
@@ -34,6 +36,8 @@ pub(crate) struct Publisher {
     /// primary's serial the served version stands for (None: not known,
     /// the next transfer is whole).
     upstream: Mutex<std::collections::HashMap<Name, Option<u32>>>,
+    /// Where replaced versions and sets go, so that no query frees them.
+    reclaim: Reclaimer,
 }
 
 impl Publisher {
@@ -44,6 +48,7 @@ impl Publisher {
             lock: Mutex::new(()),
             watch: Mutex::new(Vec::new()),
             upstream: Mutex::new(std::collections::HashMap::new()),
+            reclaim: Reclaimer::default(),
         }
     }
     /// Notes that the served version of `origin`, a secondary signed here,
@@ -102,18 +107,20 @@ impl Publisher {
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let set = self.set.load();
+        let set = self.set.load_full();
         match set.publish(zone.clone()) {
             Ok(old) => {
                 if old.serial() != zone.serial() {
                     self.tell(&zone);
                 }
+                self.reclaim.retire(old);
             }
             Err(zone) => {
-                let mut next = (**set).clone();
+                let mut next = (*set).clone();
                 next.insert(zone.clone());
                 self.set.store(Arc::new(next));
                 self.tell(&zone);
+                self.reclaim.retire(set);
             }
         }
     }
@@ -152,6 +159,8 @@ impl Publisher {
                 });
             }
         }
+        drop(watchers);
+        self.reclaim.retire(before);
     }
     /// Tells the watchers of `zone` of its new serial.
     fn tell(&self, zone: &Zone) {

@@ -221,9 +221,10 @@ impl Writer {
             lode_io::mem::prefer_huge_pages(addr, len);
         }
         self.publisher.publish(zone.clone());
-        // The old base goes when its last reader leaves; what the delta's
-        // small allocations leave behind in the heap goes back now, and
-        // again a moment later for what readers held.
+        // The old base and delta go on the reclaiming thread a moment
+        // later (no query frees them), which trims the heap after; what the
+        // compaction's own work left goes back now, and what is left a
+        // second later too.
         lode_io::mem::trim_heap();
         self.trim_at = Some(Instant::now() + std::time::Duration::from_secs(1));
         tracing::info!(
