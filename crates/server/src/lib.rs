@@ -55,10 +55,11 @@ mod fetch;
 mod tls;
 // - counters and their exposition formats;
 pub mod metrics;
-// - publication: the versions served, who is told of a new one, and
-//   where the versions replaced are freed;
-mod publish;
+// - where the zone versions replaced are freed (off the query path);
 mod reclaim;
+
+// - publication: the versions served, and who is told of a new one;
+mod publish;
 // - loading: zone files, load reports, snapshots, zone files written back;
 mod loading;
 // - updates: admission, the writer pool, signing, transfers out;
