@@ -122,8 +122,12 @@ secs=$(echo "$(date +%s.%N) - $start" | bc)
 # The zone goes quiet: 5 s without updates, the writer folds what is left of
 # the delta into a new base. Wait past that, then for the compaction.
 sleep 8
+# (Every compaction started has ended: a compaction can start right after
+# another ends, so the log's last line alone does not say.)
 for _ in $(seq 1 180); do
-    tail -1 "$work/serve.log" | grep -q "compacting" || break
+    started=$(grep -c "compacting " "$work/serve.log" || true)
+    ended=$(grep -c "compacted \|compaction failed\|does not apply to its result" "$work/serve.log" || true)
+    [ "$started" -le "$ended" ] && break
     sleep 1
 done
 sleep 1
