@@ -50,6 +50,8 @@ pub struct NodeCursor<'z> {
     /// The length of the key prefix whose labels `name` holds in place (0
     /// after a key that needed escapes decoded: nothing is reused then).
     spelled: usize,
+    /// The current node's key is `key[..key_len]`.
+    key_len: usize,
 }
 
 impl std::fmt::Debug for NodeCursor<'_> {
@@ -82,6 +84,7 @@ impl Zone {
             name,
             start,
             spelled: 0,
+            key_len: 0,
         }
     }
 }
@@ -156,6 +159,13 @@ impl<'z> NodeCursor<'z> {
         RRsets::new(&self.bytes()[self.rrsets..])
     }
 
+    /// The current node's key (relative to the origin) and its blob's
+    /// head, for a compaction, which writes both again; None when the
+    /// blob is unreadable.
+    pub(crate) fn key_and_head(&self) -> Option<(&[u8], blob::Head<'_>)> {
+        Some((&self.key[..self.key_len], blob::head(self.bytes())?))
+    }
+
     /// Decodes node `id`'s blob; its key.
     fn load(&mut self, id: NodeId) -> Option<EntryKey<'z>> {
         let zone: &'z Zone = self.zone;
@@ -189,9 +199,11 @@ impl<'z> NodeCursor<'z> {
             common -= 1;
         }
         if n > MAX_KEY_LEN {
+            self.key_len = 0;
             self.fallback(0);
             return;
         }
+        self.key_len = n;
         // Only the bytes after the shared prefix change.
         let (p, s) = (key.prefix, key.suffix);
         if common < p.len() {

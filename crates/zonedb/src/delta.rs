@@ -428,31 +428,34 @@ impl Zone {
 
     /// Calls `f` with each node's key and its blob as a compact base holds
     /// it (the shadow an id distance to the delegation or DNAME above), in
-    /// canonical order.
+    /// canonical order. Walks with a [`crate::NodeCursor`]: each store
+    /// block's keys are decoded once, not once per node.
     fn each_blob(&self, mut f: impl FnMut(&[u8], &[u8])) -> Result<(), ApplyError> {
         let cut = |f: NodeFlags| f.contains(NodeFlags::DELEGATION) || f.contains(NodeFlags::DNAME);
         let mut one = Vec::new();
         // Ancestors of the current node: key, position, cut or DNAME.
         let mut stack: Vec<(Vec<u8>, u32, bool)> = Vec::new();
-        let mut buf = [0u8; MAX_KEY_LEN];
-        for (i, id) in self.node_ids().enumerate() {
-            let i = i as u32;
-            let key = self.key_of(id, &mut buf);
+        let mut cursor = self.cursor();
+        let mut i = 0u32;
+        while cursor.advance(|_| true).is_some() {
+            let Some((key, head)) = cursor.key_and_head() else {
+                return Err(ApplyError::Invalid(Vec::new()));
+            };
             while stack.last().is_some_and(|(k, _, _)| !key.starts_with(k)) {
                 stack.pop();
             }
-            let node = self.node(id);
-            let Some(head) = blob::head(node.blob.bytes()) else {
-                return Err(ApplyError::Invalid(Vec::new()));
-            };
             let shadow = stack
                 .iter()
                 .find(|(_, _, c)| *c)
                 .map_or(0, |(_, p, _)| i - p);
             blob::encode_raw(&mut one, head.flags, shadow, head.owner, head.rrsets);
             f(key, &one);
-            let is_cut = cut(head.flags);
-            stack.push((key.to_vec(), i, is_cut));
+            stack.push((key.to_vec(), i, cut(head.flags)));
+            i += 1;
+        }
+        // (The cursor passes over a node it cannot read: none may be lost.)
+        if i as usize != self.node_count() {
+            return Err(ApplyError::Invalid(Vec::new()));
         }
         Ok(())
     }
