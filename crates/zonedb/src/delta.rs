@@ -433,15 +433,20 @@ impl Zone {
     fn each_blob(&self, mut f: impl FnMut(&[u8], &[u8])) -> Result<(), ApplyError> {
         let cut = |f: NodeFlags| f.contains(NodeFlags::DELEGATION) || f.contains(NodeFlags::DNAME);
         let mut one = Vec::new();
-        // Ancestors of the current node: key, position, cut or DNAME.
-        let mut stack: Vec<(Vec<u8>, u32, bool)> = Vec::new();
+        // The nodes before the current one whose keys prefix the previous
+        // node's key (`prev`), by key length: position, cut or DNAME.
+        let mut stack: Vec<(usize, u32, bool)> = Vec::new();
+        let mut prev: Vec<u8> = Vec::new();
         let mut cursor = self.cursor();
         let mut i = 0u32;
         while cursor.advance(|_| true).is_some() {
             let Some((key, head)) = cursor.key_and_head() else {
                 return Err(ApplyError::Invalid(Vec::new()));
             };
-            while stack.last().is_some_and(|(k, _, _)| !key.starts_with(k)) {
+            while stack
+                .last()
+                .is_some_and(|&(len, _, _)| !key.starts_with(&prev[..len]))
+            {
                 stack.pop();
             }
             let shadow = stack
@@ -450,7 +455,9 @@ impl Zone {
                 .map_or(0, |(_, p, _)| i - p);
             blob::encode_raw(&mut one, head.flags, shadow, head.owner, head.rrsets);
             f(key, &one);
-            stack.push((key.to_vec(), i, cut(head.flags)));
+            stack.push((key.len(), i, cut(head.flags)));
+            prev.clear();
+            prev.extend_from_slice(key);
             i += 1;
         }
         // (The cursor passes over a node it cannot read: none may be lost.)
