@@ -53,14 +53,13 @@ fn sha1(parts: &[&[u8]]) -> [u8; 20] {
 pub fn base32hex(hash: &[u8; 20]) -> [u8; 32] {
     const ALPHABET: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
     let mut out = [0u8; 32];
-    // 20 bytes = 160 bits = 32 groups of 5 bits.
-    for (i, o) in out.iter_mut().enumerate() {
-        let bit = i * 5;
-        let byte = bit / 8;
-        let shift = bit % 8;
-        let two = ((hash[byte] as u16) << 8) | *hash.get(byte + 1).unwrap_or(&0) as u16;
-        let v = (two >> (11 - shift)) & 0x1F;
-        *o = ALPHABET[v as usize];
+    // Five octets are eight digits: each group as one integer (a hashed
+    // owner's key is spelled on the query path).
+    for (five, eight) in hash.chunks_exact(5).zip(out.chunks_exact_mut(8)) {
+        let v = u64::from_be_bytes([0, 0, 0, five[0], five[1], five[2], five[3], five[4]]);
+        for (i, o) in eight.iter_mut().enumerate() {
+            *o = ALPHABET[((v >> (35 - 5 * i)) & 31) as usize];
+        }
     }
     out
 }

@@ -165,6 +165,39 @@ pub(crate) fn flags_and_shadow(prefix: &[u8]) -> Option<(NodeFlags, u32)> {
     Some((NodeFlags(f & NODE_FLAGS), shadow))
 }
 
+/// Where the next-hashed-owner field of the node's NSEC3 record starts in
+/// `blob`, when the node has exactly one NSEC3 record and its hash is 20
+/// octets (SHA-1). Only what precedes the field is read, so a blob the
+/// store keeps without that field (see `store.rs`) gives the same answer.
+pub(crate) fn nsec3_next_at(blob: &[u8]) -> Option<usize> {
+    let f = *blob.first()?;
+    let mut pos = 1;
+    if f & HAS_SHADOW != 0 {
+        get_varint(blob, &mut pos)?;
+    }
+    if f & HAS_OWNER != 0 {
+        let (name, _) = NameRef::split_from(blob.get(pos..)?).ok()?;
+        pos += name.wire_len();
+    }
+    loop {
+        let t = blob.get(pos..pos.checked_add(2)?)?;
+        let rtype = u16::from_be_bytes([t[0], t[1]]);
+        pos += 6;
+        let count = get_varint(blob, &mut pos)?;
+        let bytes = usize::try_from(get_varint(blob, &mut pos)?).ok()?;
+        if rtype == Rtype::NSEC3.0 {
+            // len:u16 algorithm flags iterations:u16 salt_len salt hash_len hash
+            let salt = usize::from(*blob.get(pos.checked_add(6)?)?);
+            let at = pos + 7 + salt;
+            return (count == 1 && *blob.get(at)? == 20).then_some(at + 1);
+        }
+        if rtype > Rtype::NSEC3.0 {
+            return None;
+        }
+        pos = pos.checked_add(bytes)?;
+    }
+}
+
 /// Parses the head of a blob; `None` if malformed.
 #[inline]
 pub(crate) fn head(blob: &[u8]) -> Option<Head<'_>> {

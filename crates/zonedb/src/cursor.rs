@@ -16,7 +16,7 @@ use lode_wire::{NameBuf, NameRef};
 
 use crate::blob::{self, RRsets};
 use crate::delta::NodeIds;
-use crate::store::{Blob, BlockAt, EntryKey, INLINE};
+use crate::store::{Blob, BlockAt, EntryKey, HASHED_KEY, INLINE};
 use crate::{NodeFlags, NodeId, Zone};
 
 /// Where the current node's blob is.
@@ -172,10 +172,7 @@ impl<'z> NodeCursor<'z> {
         if let Some((key, b)) = zone.delta_entry(id) {
             self.src = Src::Stored(b);
             self.parse_head();
-            return Some(EntryKey {
-                prefix: key,
-                suffix: &[],
-            });
+            return Some(EntryKey::whole(key));
         }
         let (key, blob) = zone
             .store
@@ -205,7 +202,8 @@ impl<'z> NodeCursor<'z> {
         }
         self.key_len = n;
         // Only the bytes after the shared prefix change.
-        let (p, s) = (key.prefix, key.suffix);
+        let mut buf = [0u8; HASHED_KEY];
+        let (p, s) = (key.prefix, key.suffix.bytes(&mut buf));
         if common < p.len() {
             copy(&mut self.key[common..], &p[common..]);
             copy(&mut self.key[p.len()..], s);
@@ -264,5 +262,6 @@ fn lcp_parts(a: &[u8], key: EntryKey<'_>) -> usize {
     if c < key.prefix.len() {
         return c;
     }
-    c + common_prefix(&a[c..], key.suffix)
+    let mut buf = [0u8; HASHED_KEY];
+    c + common_prefix(&a[c..], key.suffix.bytes(&mut buf))
 }

@@ -81,10 +81,18 @@ const NSEC3_PROBES: &[&str] = &[
     "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv",
 ];
 
-/// An NSEC3 record's RDATA (SHA-1, no salt, A in the bitmap).
+/// An NSEC3 record's RDATA (SHA-1, no salt, A in the bitmap); half of
+/// them name one of the hashed owners as the next one (the store leaves
+/// such a next hash out when it is the next entry's key).
 fn nsec3_rdata(rng: &mut Rng) -> Vec<u8> {
     let mut r = vec![1, 0, 0, 0, 0, 20];
-    r.extend((0..20).map(|_| rng.next() as u8));
+    let hashed: Vec<&str> = OWNERS.iter().filter(|o| o.len() == 41).copied().collect();
+    if rng.next().is_multiple_of(2) {
+        let key = format!("{}\0", &rng.pick(&hashed)[..32]);
+        r.extend_from_slice(&crate::nsec3::key_hash(key.as_bytes()).unwrap());
+    } else {
+        r.extend((0..20).map(|_| rng.next() as u8));
+    }
     r.extend_from_slice(&[0, 1, 0x40]);
     r
 }

@@ -313,10 +313,7 @@ impl Zone {
         if let Some((key, blob)) = self.delta_entry(id) {
             return Node {
                 id,
-                key: EntryKey {
-                    prefix: key,
-                    suffix: &[],
-                },
+                key: EntryKey::whole(key),
                 origin: self.origin.as_ref(),
                 owner: OnceCell::new(),
                 blob: BlobRef::Stored(blob),

@@ -59,6 +59,37 @@ fn digit(c: u8) -> Option<u64> {
     }
 }
 
+/// The hash a relative key spells if it is a hashed owner's key (one
+/// label of 32 base32hex digits, lower case): the inverse of [`nsec3_key`].
+pub(crate) fn key_hash(key: &[u8]) -> Option<[u8; 20]> {
+    if key.len() != LABEL + 1 || key[LABEL] != 0 {
+        return None;
+    }
+    // Each octet's digit value, 32 where it is none.
+    const VALUE: [u8; 256] = {
+        let mut t = [32u8; 256];
+        let mut c = 0;
+        while c < 32 {
+            t[if c < 10 { b'0' + c } else { b'a' + c - 10 } as usize] = c;
+            c += 1;
+        }
+        t
+    };
+    let mut out = [0u8; 20];
+    let mut bad = 0;
+    // Eight digits are five octets.
+    for (digits, octets) in key[..LABEL].chunks_exact(8).zip(out.chunks_exact_mut(5)) {
+        let mut v = 0u64;
+        for &c in digits {
+            let d = VALUE[usize::from(c)];
+            bad |= d;
+            v = v << 5 | u64::from(d & 31);
+        }
+        octets.copy_from_slice(&v.to_be_bytes()[3..]);
+    }
+    (bad & 32 == 0).then_some(out)
+}
+
 /// The index prefix of a relative key if it is a hashed owner's (one label
 /// of 32 base32hex digits): its first 12 digits, 60 bits in key order.
 pub(crate) fn key_prefix(key: &[u8]) -> Option<u64> {
@@ -265,6 +296,32 @@ mod tests {
             ttl: 300,
             rdata: rdata.into(),
         }
+    }
+
+    /// A hashed owner's key read back as its hash; keys that are not
+    /// hashed owners' are not.
+    #[test]
+    fn keys_spell_hashes() {
+        let mut x = 0x51ED_2701_u64;
+        for _ in 0..1000 {
+            let mut h = [0u8; 20];
+            for b in h.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            let key = nsec3_key(&h);
+            assert_eq!(key_hash(&key), Some(h));
+            for bad in [b'w', b'A', b'/', b':', b'`', 0] {
+                let mut k = key;
+                k[(x % 32) as usize] = bad;
+                assert_eq!(key_hash(&k), None, "{}", bad as char);
+            }
+            assert_eq!(key_hash(&key[..32]), None);
+        }
+        assert_eq!(key_hash(&LAST_KEY), Some([0xff; 20]));
+        assert_eq!(key_hash(&nsec3_key(&[0; 20])), Some([0; 20]));
     }
 
     /// Hashed owners in numbers that fill many 64-entry steps of the

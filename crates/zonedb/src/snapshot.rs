@@ -14,9 +14,10 @@
 //! whole structure (every entry decodes, keys ascend, node data is well
 //! formed), so a damaged or crafted file is refused with a reason rather
 //! than served. Version 4 added the two-part difference (`DIFF2` in
-//! `store.rs`); version 3 files are still read (their format is version
-//! 4's without it): a state snapshot may hold the only copy of a zone's
-//! changes.
+//! `store.rs`), version 5 hashed owners' keys stored as their hashes
+//! (`HASHED`) and their NSEC3s without the next hash (`NEXT_ELIDED`); versions 3 and 4 are still read (each is the next
+//! one's format without what it added): a state snapshot may hold the only
+//! copy of a zone's changes.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -28,7 +29,7 @@ use crate::store::Store;
 use crate::Zone;
 
 const MAGIC: &[u8; 8] = b"LODESNAP";
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
 /// The oldest version read.
 const OLDEST: u32 = 3;
 

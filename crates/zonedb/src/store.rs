@@ -9,6 +9,9 @@
 //!         entry 0          klen:varint key  value
 //!         entry i > 0      p:varint slen:varint suffix  value
 //!                          key = key0[..p] ++ suffix
+//!                          or, a hashed owner's key (one label of 32 base32hex
+//!                          digits): (HASHED + p):varint hash:[u8; 20]  value
+//!                          key = key0[..p] ++ base32hex(hash)[p..] ++ 0
 //!         value            REF:    varint (offset << 2)        → blob in `raw`
 //!                          DIFF:   varint (p << 2 | 1) s:varint m:varint middle
 //!                                  blob = base[..p] ++ middle ++ base[len-s..]
@@ -16,6 +19,11 @@
 //!                          base = entry 0's blob
 //!  raw:   (len:varint blob)*  shared blobs (identical node data, stored once)
 //!                          and blobs too large or too different to diff
+//!  blob as stored           a node's blob (`blob.rs`), except for a hashed owner
+//!                          whose NSEC3 names the next entry's key as the next
+//!                          hashed owner: then its flags carry NEXT_ELIDED and the
+//!                          20 octets of that field are left out (the next key
+//!                          spells them), added back whenever the blob is read
 //!  top:   every 64th head (derived, not stored): the first levels of the
 //!         binary search stay in cache
 //! ```
@@ -47,24 +55,88 @@ pub(crate) const INLINE: usize = 384;
 /// block stays well under the 64 KiB its u16 offsets can reach).
 const INLINE_BASE: usize = 1024;
 
-/// An entry's key as stored: a prefix of its block's first key and a suffix.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct EntryKey<'a> {
-    pub prefix: &'a [u8],
-    pub suffix: &'a [u8],
+/// A flag bit of a stored blob's first byte (never set in a blob outside
+/// the store): the blob is a hashed owner's whose NSEC3 next-hash field,
+/// the next entry's key, is left out.
+const NEXT_ELIDED: u8 = 0x80;
+/// Octets of an NSEC3 hash (SHA-1).
+const HASH: usize = 20;
+
+/// Added to an entry's shared prefix length when its key is a hashed
+/// owner's stored as its hash (prefix lengths are at most `MAX_KEY_LEN`).
+const HASHED: u64 = 1024;
+/// Length of a hashed owner's key: 32 base32hex digits and the label end.
+pub(crate) const HASHED_KEY: usize = 33;
+
+/// The part of an entry's key after what it shares with its block's first
+/// key: as stored, or spelled from a hashed owner's hash.
+#[derive(Clone, Copy)]
+pub(crate) enum Suffix<'a> {
+    Bytes(&'a [u8]),
+    /// The key's hash and the length of the prefix it shares.
+    Hash(&'a [u8], u8),
 }
 
-impl EntryKey<'_> {
+impl<'a> Suffix<'a> {
+    /// Its length.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            Suffix::Bytes(b) => b.len(),
+            Suffix::Hash(_, p) => HASHED_KEY - usize::from(*p),
+        }
+    }
+    /// Its bytes, spelled into `buf` when it is a hash.
+    #[inline]
+    pub fn bytes<'b>(&self, buf: &'b mut [u8; HASHED_KEY]) -> &'b [u8]
+    where
+        'a: 'b,
+    {
+        match *self {
+            Suffix::Bytes(b) => b,
+            Suffix::Hash(h, p) => {
+                let mut hash = [0u8; HASH];
+                hash.copy_from_slice(h);
+                buf[..HASHED_KEY - 1].copy_from_slice(&lode_wire::nsec3::base32hex(&hash));
+                buf[HASHED_KEY - 1] = 0;
+                &buf[usize::from(p)..]
+            }
+        }
+    }
+}
+
+/// An entry's key as stored: a prefix of its block's first key and a suffix.
+#[derive(Clone, Copy)]
+pub(crate) struct EntryKey<'a> {
+    pub prefix: &'a [u8],
+    pub suffix: Suffix<'a>,
+}
+
+impl Default for EntryKey<'_> {
+    fn default() -> Self {
+        EntryKey::whole(&[])
+    }
+}
+
+impl<'a> EntryKey<'a> {
+    /// A key held whole.
+    pub fn whole(key: &'a [u8]) -> Self {
+        EntryKey {
+            prefix: key,
+            suffix: Suffix::Bytes(&[]),
+        }
+    }
     pub fn len(&self) -> usize {
         self.prefix.len() + self.suffix.len()
     }
     /// Copies the whole key into `out`; `None` if it does not fit.
     pub fn write(&self, out: &mut [u8]) -> Option<usize> {
         let n = self.len();
+        let mut buf = [0u8; HASHED_KEY];
         out.get_mut(..self.prefix.len())?
             .copy_from_slice(self.prefix);
         out.get_mut(self.prefix.len()..n)?
-            .copy_from_slice(self.suffix);
+            .copy_from_slice(self.suffix.bytes(&mut buf));
         Some(n)
     }
 }
@@ -309,11 +381,7 @@ impl<'a> Block<'a> {
     #[inline]
     fn entry_key(&self, at: usize) -> Option<(EntryKey<'a>, usize)> {
         if at == 0 {
-            let k = EntryKey {
-                prefix: self.key0,
-                suffix: &[],
-            };
-            return Some((k, self.value0));
+            return Some((EntryKey::whole(self.key0), self.value0));
         }
         let (p, suffix, pos) = self.key(at)?;
         let k = EntryKey {
@@ -324,7 +392,7 @@ impl<'a> Block<'a> {
     }
     /// Key parts of entry `i > 0` and the offset of its value.
     #[inline]
-    fn key(&self, i: usize) -> Option<(usize, &'a [u8], usize)> {
+    fn key(&self, i: usize) -> Option<(usize, Suffix<'a>, usize)> {
         let mut pos = self.start(i)?;
         let (p, suffix) = read_suffix(self.body, &mut pos)?;
         if p > self.key0.len() {
@@ -454,6 +522,8 @@ impl Store {
             } else if p < m {
                 false
             } else {
+                let mut buf = [0u8; HASHED_KEY];
+                let suffix = suffix.bytes(&mut buf);
                 let c = m + lcp(suffix, &key[m..]);
                 let klen = p + suffix.len();
                 if c == klen && c == key.len() {
@@ -470,8 +540,9 @@ impl Store {
         let pred = lo - 1;
         if pred > 0 {
             if let Some((p, suffix, _)) = bl.key(pred) {
+                let mut buf = [0u8; HASHED_KEY];
                 pred_common = if p <= m {
-                    p + lcp(suffix, &key[p..])
+                    p + lcp(suffix.bytes(&mut buf), &key[p..])
                 } else {
                     m
                 };
@@ -544,11 +615,64 @@ impl Store {
             Value::Inline(blob) => BlobRef::Stored(blob),
             Value::Diff(d) => {
                 let mut buf = [0u8; INLINE];
-                let len = rebuild(base, d, &mut buf)?;
+                let mut len = rebuild(base, d, &mut buf)?;
+                if elided(&buf[..len]) {
+                    len = self.restore(id, &mut buf, len, None)?;
+                }
                 BlobRef::Inline(buf, len as u16)
             }
         };
-        Some((key, blob))
+        match blob {
+            BlobRef::Stored(b) if elided(b) => {
+                let mut buf = [0u8; INLINE];
+                buf.get_mut(..b.len())?.copy_from_slice(b);
+                let len = self.restore(id, &mut buf, b.len(), None)?;
+                Some((key, BlobRef::Inline(buf, len as u16)))
+            }
+            blob => Some((key, blob)),
+        }
+    }
+
+    /// Makes entry `id`'s stored blob `buf[..n]`, which lacks its NSEC3's
+    /// next hash, whole in place; its length. The hash is the next entry's
+    /// key (read through `at`, the block a walk holds, when that is the
+    /// next entry's block).
+    #[inline(never)]
+    fn restore(
+        &self,
+        id: u32,
+        buf: &mut [u8; INLINE],
+        n: usize,
+        at: Option<&BlockAt<'_>>,
+    ) -> Option<usize> {
+        let next = id.checked_add(1)?;
+        let key = match at {
+            Some(c) if c.index == next as usize / BLOCK => {
+                c.block.entry_key(next as usize % BLOCK)?.0
+            }
+            _ => self.entry_key(next)?,
+        };
+        let hash = match key.suffix {
+            // Stored as its hash (the usual case): nothing to spell.
+            Suffix::Hash(h, _) => {
+                let mut hash = [0u8; HASH];
+                hash.copy_from_slice(h);
+                hash
+            }
+            Suffix::Bytes(_) => {
+                let mut k = [0u8; MAX_KEY_LEN];
+                let len = key.write(&mut k)?;
+                crate::nsec3::key_hash(&k[..len])?
+            }
+        };
+        let pos = crate::blob::nsec3_next_at(&buf[..n])?.min(n);
+        if n + HASH > INLINE {
+            return None;
+        }
+        buf.copy_within(pos..n, pos + HASH);
+        buf[pos..pos + HASH].copy_from_slice(&hash);
+        buf[0] &= !NEXT_ELIDED;
+        Some(n + HASH)
     }
 
     /// [`Store::entry`] for a caller that keeps a buffer: a blob stored as a
@@ -567,6 +691,16 @@ impl Store {
             Value::Inline(blob) => Blob::Stored(blob),
             Value::Diff(d) => Blob::Built(rebuild(base, d, buf)?),
         };
+        let blob = match blob {
+            Blob::Stored(b) if elided(b) => {
+                buf.get_mut(..b.len())?.copy_from_slice(b);
+                Blob::Built(self.restore(id, buf, b.len(), at.as_ref())?)
+            }
+            Blob::Built(n) if elided(&buf[..n]) => {
+                Blob::Built(self.restore(id, buf, n, at.as_ref())?)
+            }
+            b => b,
+        };
         Some((key, blob))
     }
 
@@ -583,11 +717,14 @@ impl Store {
                 for (i, o) in out[..n].iter_mut().enumerate() {
                     *o = d.at(base, i);
                 }
+                out[0] &= !NEXT_ELIDED;
                 return Some((out, n));
             }
         };
         let n = whole.len().min(8);
         out[..n].copy_from_slice(&whole[..n]);
+        // The NSEC3 next hash a stored blob may lack comes later.
+        out[0] &= !NEXT_ELIDED;
         Some((out, n))
     }
 
@@ -653,6 +790,12 @@ impl Store {
     }
 }
 
+/// True for a stored blob that lacks its NSEC3's next hash.
+#[inline]
+fn elided(blob: &[u8]) -> bool {
+    blob.first().is_some_and(|f| f & NEXT_ELIDED != 0)
+}
+
 fn missing(pred: u32, key: &[u8], m: usize) -> Search {
     // Whole labels in common: up to and including the last 0 within key[..m].
     let common = key[..m].iter().rposition(|&b| b == 0).map_or(0, |i| i + 1);
@@ -660,12 +803,19 @@ fn missing(pred: u32, key: &[u8], m: usize) -> Search {
 }
 
 #[inline]
-fn read_suffix<'a>(data: &'a [u8], pos: &mut usize) -> Option<(usize, &'a [u8])> {
-    let p = usize::try_from(get_varint(data, pos)?).ok()?;
+fn read_suffix<'a>(data: &'a [u8], pos: &mut usize) -> Option<(usize, Suffix<'a>)> {
+    let x = get_varint(data, pos)?;
+    if x >= HASHED {
+        let p = u8::try_from(x - HASHED).ok()?;
+        let h = data.get(*pos..pos.checked_add(HASH)?)?;
+        *pos += HASH;
+        return (usize::from(p) < HASHED_KEY).then_some((usize::from(p), Suffix::Hash(h, p)));
+    }
+    let p = usize::try_from(x).ok()?;
     let l = usize::try_from(get_varint(data, pos)?).ok()?;
     let s = data.get(*pos..pos.checked_add(l)?)?;
     *pos += l;
-    Some((p, s))
+    Some((p, Suffix::Bytes(s)))
 }
 
 impl Diff<'_> {
@@ -763,6 +913,11 @@ pub(crate) struct StoreBuilder {
     /// The NSEC3 index's entries, collected as entries are pushed.
     nsec3: Vec<u64>,
     nsec3_ids: Vec<u32>,
+    /// A hashed owner waiting for the next entry's key (its NSEC3's next
+    /// hash is left out when that key spells it): key and blob, when
+    /// `waiting`.
+    pending: (Vec<u8>, Vec<u8>),
+    waiting: bool,
 }
 
 /// A map keyed by fingerprints, which are already well mixed: no rehashing.
@@ -813,6 +968,8 @@ impl StoreBuilder {
             body: Vec::new(),
             nsec3: Vec::new(),
             nsec3_ids: Vec::new(),
+            pending: (Vec::new(), Vec::new()),
+            waiting: false,
         }
     }
 
@@ -885,6 +1042,45 @@ impl StoreBuilder {
 
     /// Appends the next entry; keys must ascend.
     pub fn push(&mut self, key: &[u8], blob: &[u8]) {
+        self.put_pending(Some(key));
+        // A hashed owner waits for the next key (one entry's look-ahead).
+        let hashed = crate::nsec3::nsec3_entry(key, blob).is_some();
+        if hashed
+            && blob.len() <= INLINE
+            && !elided(blob)
+            && crate::blob::nsec3_next_at(blob).is_some_and(|at| at + HASH <= blob.len())
+        {
+            let (k, b) = &mut self.pending;
+            k.clear();
+            k.extend_from_slice(key);
+            b.clear();
+            b.extend_from_slice(blob);
+            self.waiting = true;
+            return;
+        }
+        self.put(key, blob);
+    }
+
+    /// Writes the waiting hashed owner, without its NSEC3's next hash when
+    /// `next` (the key of the entry after it) spells that hash.
+    fn put_pending(&mut self, next: Option<&[u8]>) {
+        if !std::mem::take(&mut self.waiting) {
+            return;
+        }
+        let (key, mut blob) = std::mem::take(&mut self.pending);
+        let at = crate::blob::nsec3_next_at(&blob).unwrap_or(blob.len());
+        let spelled = next.and_then(crate::nsec3::key_hash);
+        if spelled.is_some_and(|h| blob.get(at..at + HASH) == Some(&h[..])) {
+            blob.drain(at..at + HASH);
+            blob[0] |= NEXT_ELIDED;
+        }
+        self.put(&key, &blob);
+        // The buffers serve the next hashed owner.
+        self.pending = (key, blob);
+    }
+
+    /// Writes the next entry.
+    fn put(&mut self, key: &[u8], blob: &[u8]) {
         if let Some(p) = crate::nsec3::nsec3_entry(key, blob) {
             self.nsec3.push(p);
             self.nsec3_ids.push(self.store.len);
@@ -920,9 +1116,19 @@ impl StoreBuilder {
             self.at
                 .extend_from_slice(&(self.body.len() as u16).to_le_bytes());
             let p = lcp(&self.key0, key);
-            put_varint(&mut self.body, p as u64);
-            put_varint(&mut self.body, (key.len() - p) as u64);
-            self.body.extend_from_slice(&key[p..]);
+            let plain = varint_len(p as u64) + varint_len((key.len() - p) as u64) + key.len() - p;
+            match crate::nsec3::key_hash(key) {
+                // A hashed owner's key as its hash, when that is smaller.
+                Some(hash) if varint_len(HASHED + p as u64) + HASH < plain => {
+                    put_varint(&mut self.body, HASHED + p as u64);
+                    self.body.extend_from_slice(&hash);
+                }
+                _ => {
+                    put_varint(&mut self.body, p as u64);
+                    put_varint(&mut self.body, (key.len() - p) as u64);
+                    self.body.extend_from_slice(&key[p..]);
+                }
+            }
             // The smaller of a reference to a shared blob and a difference to the base.
             let shared = self.shared_off(blob);
             let diff = (blob.len() <= INLINE).then(|| difference(&self.base, blob));
@@ -943,6 +1149,7 @@ impl StoreBuilder {
 
     /// The finished store, its buffers trimmed to size.
     pub fn finish(mut self) -> Store {
+        self.put_pending(None);
         self.flush_block();
         let s = &mut self.store;
         s.heads.shrink_to_fit();

@@ -431,6 +431,97 @@ fn signatures_are_stored_compact() {
     cursor_agrees(&y);
 }
 
+/// A zone of `n` NAPTR names (NAPTR + RRSIG) and an NSEC3 chain of as many
+/// signed hashed owners among them, each naming the next in hash order
+/// (`broken`: each names a hash one bit off instead); its NSEC3 RDATAs.
+fn nsec3_chain(n: usize, broken: bool) -> (Zone, Vec<(Name, Vec<u8>)>) {
+    let mut b = base();
+    let mut st = 0x0dd_ba11u64;
+    let mut hashes: Vec<[u8; 20]> = (0..n)
+        .map(|_| {
+            let mut h = [0u8; 20];
+            h.iter_mut().for_each(|x| *x = xorshift(&mut st) as u8);
+            h
+        })
+        .collect();
+    hashes.sort();
+    let mut chain = Vec::new();
+    for (i, h) in hashes.iter().enumerate() {
+        let owner = format!("n{i}.example.");
+        b.add(rec(&owner, Rtype::NAPTR, 3600, enum_naptr(i as u32)), 1);
+        let sig = rrsig(Rtype::NAPTR, 2, 0, i as u64 + 1);
+        b.add(rec(&owner, Rtype::RRSIG, 3600, sig), 1);
+        let hashed = format!(
+            "{}.example.",
+            std::str::from_utf8(&lode_wire::nsec3::base32hex(h)).unwrap()
+        );
+        let mut next = hashes[(i + 1) % n];
+        if broken {
+            next[19] ^= 1;
+        }
+        // SHA-1, opt-out, 5 iterations, salt ab cd, NAPTR RRSIG.
+        let mut rd = vec![1, 1, 0, 5, 2, 0xab, 0xcd, 20];
+        rd.extend_from_slice(&next);
+        rd.extend_from_slice(&[0, 6, 0, 0, 0, 0, 0x22, 0x02]);
+        b.add(rec(&hashed, Rtype::NSEC3, 300, rd.clone()), 1);
+        let sig = rrsig(Rtype::NSEC3, 2, 0, i as u64 + 7);
+        b.add(rec(&hashed, Rtype::RRSIG, 300, sig), 1);
+        chain.push((name(&hashed), rd));
+    }
+    (b.build().unwrap().0, chain)
+}
+
+#[test]
+fn nsec3_next_hashes_are_not_stored_twice() {
+    let (z, chain) = nsec3_chain(3000, false);
+    let check = |z: &Zone| {
+        for (owner, rd) in &chain {
+            let id = z.find(owner.as_ref()).unwrap();
+            let node = z.node(id);
+            assert_eq!(
+                node.rrset(Rtype::NSEC3).unwrap().first(),
+                &rd[..],
+                "{owner}"
+            );
+            assert_eq!(node.rrset(Rtype::RRSIG).unwrap().len(), 1);
+            assert!(node.flags().contains(crate::NodeFlags::NSEC3_ONLY));
+        }
+        cursor_agrees(z);
+    };
+    check(&z);
+    // The same chain with every next hash one bit off: nothing to leave
+    // out. Each hashed owner's next hash (20 octets) is then stored.
+    let (broken, _) = nsec3_chain(3000, true);
+    let saved = broken.heap_bytes() as f64 - z.heap_bytes() as f64;
+    assert!(
+        saved / chain.len() as f64 > 18.0,
+        "{:.1} bytes a hashed owner saved",
+        saved / chain.len() as f64
+    );
+    // Hashed owners' keys are stored as their hashes (20 octets, not 30 or
+    // so of base32hex): 191.9 bytes a name and its hashed owner here, 203.6
+    // with the keys spelled out.
+    let per_name = z.heap_bytes() as f64 / chain.len() as f64;
+    assert!(
+        per_name < 198.0,
+        "{per_name:.1} bytes a name and its hashed owner"
+    );
+    let mut file = Vec::new();
+    z.write_snapshot(b"t", &mut file).unwrap();
+    let (y, _) = Zone::read_snapshot(&mut &file[..], file.len() as u64).unwrap();
+    check(&y);
+    // The records as they go out (AXFR, zone files) are the ones put in.
+    let mut a: Vec<Record> = z.records().collect();
+    let mut b: Vec<Record> = broken.records().collect();
+    a.retain(|r| r.rtype == Rtype::NSEC3);
+    b.retain(|r| r.rtype == Rtype::NSEC3);
+    assert_eq!(a.len(), chain.len());
+    for (x, (o, rd)) in a.iter().zip(&chain) {
+        assert_eq!((&x.owner, &x.rdata[..]), (o, &rd[..]));
+    }
+    assert_ne!(a, b);
+}
+
 #[test]
 fn snapshot_of_version_3_still_reads() {
     // Version 3 is version 4 without two-part differences: a state
