@@ -402,16 +402,18 @@ if [ "$part" = 5 ]; then
         echo "$1"
         for c in $(pgrep -P "$1"); do tree "$c"; done
     }
+    # $2: the fields summed, after the command name (which may hold
+    # spaces: "nsd: main"): 12 user time, 13 system time.
     cpu() {
         local p t=0
         for p in $(tree "$1"); do
-            # (fields after the command name, which may hold spaces: "nsd: main")
-            t=$((t + $(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 }' || echo 0)))
+            t=$((t + $(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk -v f="${2:-12 13}" '
+                { n = split(f, a, " "); s = 0; for (i = 1; i <= n; i++) s += $(a[i]); print s }' || echo 0)))
         done
         echo "$t"
     }
     tick=$(getconf CLK_TCK)
-    printf '%-6s %-9s %-6s %9s %12s %14s\n' server zone kind answered "cpu s" "µs per answer"
+    printf '%-6s %-9s %-6s %9s %12s %14s %14s\n' server zone kind answered "cpu s" "µs per answer" "of it in kernel"
     for server in ${SERVERS:-lode knot nsd}; do
         for z in signed unsigned; do
             zf="$m/signed.zone"
@@ -435,12 +437,16 @@ if [ "$part" = 5 ]; then
             wait_answer
             for kind in exist nx; do
                 before=$(cpu $pid)
+                sys_before=$(cpu $pid 13)
                 taskset -c 1 dnsperf -s 127.0.0.1 -p $port -d "$q/$kind.txt" -D -l "$secs" -Q "$rate" -c 4 > "$q/$server-$z-$kind.txt" 2>&1 || true
                 after=$(cpu $pid)
+                sys_after=$(cpu $pid 13)
                 answered=$(awk '/Queries completed/ { print $3 }' "$q/$server-$z-$kind.txt")
                 cpu_s=$(echo "scale=3; ($after - $before) / $tick" | bc)
-                printf '%-6s %-9s %-6s %9s %12s %14.2f\n' "$server" "$z" "$kind" "$answered" "$cpu_s" \
-                    "$(echo "$cpu_s * 1000000 / ${answered:-1}" | bc -l)"
+                sys_s=$(echo "scale=3; ($sys_after - $sys_before) / $tick" | bc)
+                printf '%-6s %-9s %-6s %9s %12s %14.2f %14.2f\n' "$server" "$z" "$kind" "$answered" "$cpu_s" \
+                    "$(echo "$cpu_s * 1000000 / ${answered:-1}" | bc -l)" \
+                    "$(echo "$sys_s * 1000000 / ${answered:-1}" | bc -l)"
             done
             kill $pid; wait $pid 2>/dev/null || true
         done
