@@ -4,9 +4,10 @@
 # TSIG updates; SIGNED=1: each signed, keys made at the reload) added by one
 # reload, an update to one of them, then all removed by another reload.
 # Prints each reload's wall time, the server's resident memory, threads and
-# open files after it.
+# open files after it. CYCLES (default 1) repeats the adding, the update and
+# the removing, to see whether memory comes back each time.
 #
-#   ZONES=20000 [SIGNED=1] WORK=/var/tmp/lode-reload bash scripts/bench-reload-zones.sh
+#   ZONES=20000 [SIGNED=1] [CYCLES=3] WORK=/var/tmp/lode-reload bash scripts/bench-reload-zones.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${WORK:-/var/tmp/lode-reload}
@@ -69,18 +70,21 @@ reload() {
     end=$(date +%s.%N)
     echo "$(echo "$end - $start" | bc) s"
 }
-cp "$work/full.toml" "$work/lode.toml"
-echo "reload adding $zones zones${signing:+ (signed)}: $(reload); $(state)"
-last="z$zones.test."
-if [ -n "$signing" ]; then
-    # The last zone signed (each is signed whole when its writer starts).
-    kdig +dnssec @127.0.0.1 -p $port "$last" DNSKEY | grep -q 'DNSKEY' || echo "warning: $last not signed" >&2
-fi
-printf 'server 127.0.0.1 %s\nzone %s\nupdate add x.%s 300 A 192.0.2.9\nsend\n' $port "$last" "$last" |
-    knsupdate -y "hmac-sha256:k:$secret"
-echo "update to $last: $(kdig +short @127.0.0.1 -p $port "x.$last" A)"
-cp "$work/base.toml" "$work/lode.toml"
-echo "reload removing them: $(reload); $(state)"
-kdig @127.0.0.1 -p $port "$last" SOA | grep -o 'status: [A-Z]*'
-sleep "${SETTLE:-10}"
-echo "${SETTLE:-10} s later: $(state)"
+for cycle in $(seq 1 "${CYCLES:-1}"); do
+    [ "${CYCLES:-1}" = 1 ] || echo "cycle $cycle:"
+    cp "$work/full.toml" "$work/lode.toml"
+    echo "reload adding $zones zones${signing:+ (signed)}: $(reload); $(state)"
+    last="z$zones.test."
+    if [ -n "$signing" ]; then
+        # The last zone signed (each is signed whole when its writer starts).
+        kdig +dnssec @127.0.0.1 -p $port "$last" DNSKEY | grep -q 'DNSKEY' || echo "warning: $last not signed" >&2
+    fi
+    printf 'server 127.0.0.1 %s\nzone %s\nupdate add x.%s 300 A 192.0.2.9\nsend\n' $port "$last" "$last" |
+        knsupdate -y "hmac-sha256:k:$secret"
+    echo "update to $last: $(kdig +short @127.0.0.1 -p $port "x.$last" A)"
+    cp "$work/base.toml" "$work/lode.toml"
+    echo "reload removing them: $(reload); $(state)"
+    kdig @127.0.0.1 -p $port "$last" SOA | grep -o 'status: [A-Z]*'
+    sleep "${SETTLE:-10}"
+    echo "${SETTLE:-10} s later: $(state)"
+done

@@ -144,6 +144,8 @@ impl std::fmt::Debug for Inner {
 struct PoolState {
     ready: VecDeque<Arc<Task>>,
     timers: BinaryHeap<Timer>,
+    /// The heap's length at which the timers of zones gone are taken out.
+    purge_at: usize,
     /// Ties between timers of the same instant, oldest first.
     seq: u64,
     stopping: bool,
@@ -152,7 +154,27 @@ struct PoolState {
     sleepers: usize,
 }
 
+/// The fewest timers [`PoolState::purge`] looks through.
+const PURGE_MIN: usize = 1024;
+
 impl PoolState {
+    /// Takes out the timers of zones gone when the heap has doubled since
+    /// the last time. A zone removed (by a reload) leaves its timer behind
+    /// until it is due, days ahead for a signed zone's next re-signing, and
+    /// the timer's weak reference keeps the zone's `Task` allocated:
+    /// without this, adding and removing thousands of signed zones again
+    /// and again kept them all (and the memory around them). Amortised:
+    /// one look at each timer per doubling.
+    fn purge(&mut self) {
+        if self.timers.len() < self.purge_at.max(PURGE_MIN) {
+            return;
+        }
+        // A dead task's weak reference is only dropped here: no writer is
+        // dropped under the pool's lock.
+        self.timers.retain(|t| t.task.strong_count() > 0);
+        self.purge_at = 2 * self.timers.len();
+    }
+
     /// Wakes one sleeping pool thread, if any sleeps.
     fn notify(&self, pool: &Inner) {
         if self.sleepers > 0 {
@@ -263,6 +285,7 @@ impl Task {
                 // A sleeping thread wakes by itself for a timer later than
                 // the earliest one it waits for.
                 let earlier = st.timers.peek().is_none_or(|t| at < t.at);
+                st.purge();
                 st.timers.push(Timer {
                     at,
                     seq,
@@ -611,6 +634,36 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
         }
         assert_eq!(seen.load(Ordering::SeqCst), 1);
+        pool.stop();
+    }
+
+    #[test]
+    fn the_timers_of_zones_gone_do_not_stay() {
+        // Zones with a far wake-up (a signed zone's next re-signing),
+        // removed and added again and again (reloads of a hosting company):
+        // their timers, and the tasks they point to, must not pile up.
+        let pool = WriterPool::start(1).unwrap();
+        let far = Instant::now() + Duration::from_secs(86_400);
+        for round in 0..10 {
+            let queues: Vec<_> = (0..1000)
+                .map(|i| {
+                    pool.add(
+                        format!("z{round}-{i}"),
+                        Box::new(Counter {
+                            seen: Arc::default(),
+                            running: Arc::default(),
+                            ticks: Arc::default(),
+                            wake_once: None,
+                        }),
+                        Some(far),
+                    )
+                })
+                .collect();
+            drop(queues);
+        }
+        // Each timer kept holds its task's allocation.
+        let timers = lock(&pool.inner.state).timers.len();
+        assert!(timers <= 2 * PURGE_MIN, "{timers} timers for 0 zones");
         pool.stop();
     }
 
