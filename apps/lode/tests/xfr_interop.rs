@@ -967,3 +967,67 @@ fn lode_secondary_expires_and_recovers() {
     wait_serial(a.addr, ZONE, 1, Duration::from_secs(15))
         .unwrap_or_else(|e| panic!("served again: {e}\n{}", a.log_tail(20)));
 }
+
+/// A NOTIFY lost behind a retry: a Lode primary and a Lode secondary; the
+/// secondary is stopped, the primary updated (its NOTIFYs go unanswered, at
+/// 0, 1, 3, 7 and 15 s), the secondary started again once the last try has
+/// gone out (its next SOA refresh is an hour away), and the primary updated
+/// once more: the NOTIFY of that newer serial must reach the secondary at
+/// once, and it transfers both changes. That NOTIFY used to wait behind the
+/// older serial's last try and be given up with it ~16 s later, leaving the
+/// secondary stale until its SOA refresh. About 20 s.
+#[test]
+fn notify_of_a_newer_serial_not_lost_behind_given_up_retries() {
+    if !programs_present() {
+        return;
+    }
+    let key = TsigKey::test_key();
+    let dir = TempDir::new("xfr-notify-retry");
+    let zone_file = dir.0.join("example.com.zone");
+    std::fs::write(
+        &zone_file,
+        "$ORIGIN example.com.\n$TTL 60\n@ SOA ns1 hostmaster 1 3600 600 604800 60\n\
+         @ NS ns1\nns1 A 192.0.2.53\nwww A 192.0.2.1\n",
+    )
+    .unwrap();
+    let ports = distinct_ports(3, &[]);
+    let secondary_addr = SocketAddr::from(([127, 0, 0, 1], ports[1]));
+    let primary = Primary::start_lode(ZONE, &zone_file, &key, &[secondary_addr], ports[0])
+        .unwrap_or_else(|e| panic!("primary: {e}"));
+    let mut secondary = Peer::start_lode(ZONE, primary.addr, &key, ports[1], ports[2], &[])
+        .unwrap_or_else(|e| panic!("lode secondary: {e}"));
+    wait_serial(secondary.addr, ZONE, 1, Duration::from_secs(15))
+        .unwrap_or_else(|e| panic!("initial transfer: {e}\n{}", secondary.log_tail(20)));
+
+    secondary.stop();
+    nsupdate(
+        primary.addr,
+        ZONE,
+        &key,
+        "update add a.example.com. 60 A 192.0.2.10",
+    )
+    .unwrap_or_else(|e| panic!("first update: {e}"));
+    let updated = Instant::now();
+    // The fifth and last try goes out 15 s after the first.
+    std::thread::sleep(Duration::from_millis(15_500).saturating_sub(updated.elapsed()));
+    secondary
+        .restart()
+        .unwrap_or_else(|e| panic!("secondary again: {e}"));
+
+    nsupdate(
+        primary.addr,
+        ZONE,
+        &key,
+        "update add b.example.com. 60 A 192.0.2.11",
+    )
+    .unwrap_or_else(|e| panic!("second update: {e}"));
+    // Well before the older serial's tries end (31 s after the first update).
+    let limit = Duration::from_secs(28).saturating_sub(updated.elapsed());
+    wait_serial(secondary.addr, ZONE, 3, limit.max(Duration::from_secs(3))).unwrap_or_else(|e| {
+        panic!(
+            "NOTIFY of the newer serial: {e}\nprimary:\n{}\nsecondary:\n{}",
+            primary.log_tail(20),
+            secondary.log_tail(20)
+        )
+    });
+}

@@ -2,7 +2,10 @@
 //! its `notify` remotes gets a NOTIFY (the new SOA in the answer section, as
 //! Knot sends it; TSIG-signed when the remote has a key), retried until it
 //! answers. One thread for all zones; a newer serial replaces a NOTIFY not
-//! yet sent, and is sent next when one is awaiting its answer.
+//! yet sent, is sent next when one awaits the answer to its first try, and
+//! is sent at once when one was retried (the remote did not answer for a
+//! second or more): each serial gets its own tries, and none is given up
+//! with an older one.
 //!
 //! **Pacing.** A secondary that is told of a change transfers it and then
 //! loads it; told of the next one before it serves the first, some fall
@@ -24,7 +27,8 @@
 //!  Publisher (a swap changed a watched zone's serial) ──▶ channel ──▶ notify thread
 //!     pending per (zone, remote address): due time, tries, message id
 //!     send when due (after notify-delay) and not held, with an SOA question (what it serves
-//!     before); resend after 1, 2, 4, 8 s (the newest serial), give up after 5 tries;
+//!     before); resend after 1, 2, 4, 8 s, give up after 5 tries; a newer serial
+//!     restarts the tries (at once when the older one was retried);
 //!     an answer with the message's id ends it (its RCODE logged when not NOERROR)
 //!     NOERROR ──▶ catching up (zone, address): serial S, what it served before
 //!         a newer serial is held while catching up; SOA asked at 2 ms, then every 4 (later 25) ms
@@ -337,8 +341,15 @@ impl Notifier {
             match self.pending.get_mut(&k) {
                 // Not sent yet (waiting out notify-delay or held): it sends the newest.
                 Some(p) if p.sent_at.is_none() => p.soa = e.soa.clone(),
-                // Awaiting its answer: the newer serial goes next.
-                Some(p) => p.newer = Some(e.soa.clone()),
+                // Its first try awaits the answer: the newer serial goes
+                // next, once this one is answered (the pacing) or retried.
+                Some(p) if p.tries <= 1 => p.newer = Some(e.soa.clone()),
+                // Retried already (no answer for a second or more, e.g. the
+                // secondary was down): the newer serial replaces it, sent
+                // now with tries of its own. Waiting out the backoff, or the
+                // older serial's last tries, would leave a secondary that
+                // came back stale until its SOA refresh.
+                Some(p) => *p = Pending::new(e.soa.clone(), key, remote, due),
                 None => {
                     self.pending
                         .insert(k.clone(), Pending::new(e.soa.clone(), key, remote, due));
@@ -434,11 +445,18 @@ impl Notifier {
                     k.1,
                     p.remote
                 );
-                self.pending.remove(&k);
-                continue;
+                // A newer serial is never given up with an older one.
+                match p.newer.take() {
+                    Some(newer) => *p = Pending::new(newer, &p.key, &p.remote, now),
+                    None => {
+                        self.pending.remove(&k);
+                        continue;
+                    }
+                }
             }
+            // A newer serial takes the older one's place with tries of its own.
             if let Some(newer) = p.newer.take() {
-                p.soa = newer;
+                *p = Pending::new(newer, &p.key, &p.remote, now);
             }
             let before = if p.tries == 0 {
                 self.ask_soa(&k.0, k.1, buf)
@@ -730,6 +748,107 @@ mod tests {
         assert!(!told(3, Some(u32::MAX - 5)).reached(u32::MAX));
         // Nothing known of before: only ours or newer.
         assert!(!told(100, None).reached(7));
+    }
+
+    /// An SOA record of `example.com.` with `serial` (the root as both
+    /// names: only the serial is read here).
+    fn soa(serial: u32) -> Record {
+        let mut rdata = vec![0, 0];
+        rdata.extend_from_slice(&serial.to_be_bytes());
+        rdata.extend_from_slice(&[0; 16]);
+        Record {
+            owner: "example.com.".parse().unwrap(),
+            class: lode_wire::Class::IN,
+            rtype: lode_wire::Rtype::SOA,
+            ttl: 3600,
+            rdata: rdata.into(),
+        }
+    }
+
+    /// A notifier with one target that never answers (a port nobody
+    /// listens on), and the key of its pending NOTIFY.
+    fn silent_target() -> (Notifier, (Name, SocketAddr)) {
+        let addr = UdpSocket::bind("127.0.0.1:0")
+            .and_then(|s| s.local_addr())
+            .unwrap();
+        let zone: Name = "example.com.".parse().unwrap();
+        let targets = Targets {
+            remotes: vec![(addr, None, "secondary".into(), None)],
+            delay: Duration::ZERO,
+        };
+        let map = HashMap::from([(zone.clone(), targets)]);
+        (Notifier::new(Arc::new(Mutex::new(map))), (zone, addr))
+    }
+
+    fn change(n: &mut Notifier, zone: &Name, serial: u32) {
+        n.changed(Changed {
+            zone: zone.clone(),
+            soa: soa(serial),
+        });
+    }
+
+    /// Sends what is due, as if the retry timer had fired.
+    fn retry(n: &mut Notifier, k: &(Name, SocketAddr), buf: &mut [u8]) {
+        if let Some(p) = n.pending.get_mut(k) {
+            p.due = Instant::now();
+        }
+        n.send_due(buf);
+    }
+
+    fn sent(n: &Notifier, k: &(Name, SocketAddr)) -> Option<(u32, u32)> {
+        n.pending
+            .get(k)
+            .map(|p| (lode_zonedb::soa_serial(&p.soa), p.tries))
+    }
+
+    /// The secondary was down while serial 1 was retried; a newer serial
+    /// that comes after the last try must be sent, not given up with it.
+    #[test]
+    fn newer_serial_not_lost_behind_given_up_retries() {
+        let (mut n, k) = silent_target();
+        let mut buf = vec![0u8; 4096];
+        change(&mut n, &k.0, 1);
+        n.send_due(&mut buf);
+        for _ in 1..TRIES {
+            retry(&mut n, &k, &mut buf);
+        }
+        assert_eq!(sent(&n, &k), Some((1, TRIES)), "five tries of serial 1");
+        change(&mut n, &k.0, 2);
+        n.send_due(&mut buf);
+        assert_eq!(sent(&n, &k), Some((2, 1)), "serial 2 sent at once");
+        for _ in 1..TRIES {
+            retry(&mut n, &k, &mut buf);
+        }
+        assert_eq!(
+            sent(&n, &k),
+            Some((2, TRIES)),
+            "serial 2 has tries of its own"
+        );
+        retry(&mut n, &k, &mut buf);
+        assert_eq!(sent(&n, &k), None, "given up after its own tries");
+    }
+
+    /// A newer serial that came while the first try awaited its answer is
+    /// sent at the retry, with tries of its own; one that came before the
+    /// last try is given up with nothing.
+    #[test]
+    fn newer_serial_waits_for_the_first_answer_only() {
+        let (mut n, k) = silent_target();
+        let mut buf = vec![0u8; 4096];
+        change(&mut n, &k.0, 1);
+        n.send_due(&mut buf);
+        change(&mut n, &k.0, 2);
+        n.send_due(&mut buf);
+        assert_eq!(sent(&n, &k), Some((1, 1)), "held behind the first try");
+        retry(&mut n, &k, &mut buf);
+        assert_eq!(sent(&n, &k), Some((2, 1)), "sent at the retry");
+        // Given up with a newer one waiting: the newer one is sent.
+        if let Some(p) = n.pending.get_mut(&k) {
+            p.tries = TRIES;
+            p.newer = Some(soa(3));
+        }
+        retry(&mut n, &k, &mut buf);
+        assert_eq!(sent(&n, &k), Some((3, 1)));
     }
 
     #[test]
