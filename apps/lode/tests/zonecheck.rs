@@ -171,6 +171,40 @@ fn a_whole_configuration_is_checked() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("zone.txt:5:"), "{text}");
 
+    // A key secret that is not base64: refused by the check, and by serve
+    // before it reads a zone (it used to load every zone, then exit 1).
+    std::fs::write(
+        &zone,
+        "$TTL 300\n@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &config,
+        "listen = [\"127.0.0.1:0\"]\ncontrol = \"\"\n\
+         [[key]]\nid = \"k1\"\nalgorithm = \"hmac-sha256\"\nsecret = \"not base64!!\"\n\
+         [[zone]]\nname = \"example.net.\"\nfile = \"zone.txt\"\n",
+    )
+    .unwrap();
+    let (code, text) = check_config(&config);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("key k1"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["serve", "--workers", "1", "--config"])
+        .arg(&config)
+        .output()
+        .expect("run lode serve");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("key k1"), "{text}");
+    assert!(
+        !text.contains("example.net"),
+        "a zone was loaded first:\n{text}"
+    );
+
     std::fs::write(&config, "listen = [\"127.0.0.1:53\"]\nbogus = 1\n").unwrap();
     let (code, text) = check_config(&config);
     assert_eq!(code, 1, "{text}");

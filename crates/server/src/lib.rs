@@ -171,6 +171,7 @@ impl Server {
         // One copy of the configuration, shared by the server and its reloader
         // (a copy holds every zone's options: 10^5 zones make it large).
         let config = Arc::new(Config::resolve_read(&options, file).map_err(ServerError::Config)?);
+        validate(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         if config.demo {
             tracing::info!("no zone configured: serving the built-in demo zones");
         } else if config.zones.is_empty() {
@@ -194,6 +195,26 @@ impl Server {
         .collect();
         let pending =
             privdrop::begin(config.user.as_ref(), &writable).map_err(ServerError::User)?;
+        // What can refuse the configuration comes before any zone is loaded.
+        // TLS credentials (read as the service user, as a reload reads them
+        // again): the DNS-over-TLS certificate, also presented to primaries
+        // asked over TLS that want a client certificate.
+        let tls_client = tls_client(&config);
+        let tls_creds = if !config.tls.serves() && !tls_client {
+            None
+        } else {
+            let creds = tls::credentials(&config.tls)
+                .map_err(|e| ServerError::Config(ConfigError::Value(format!("tls: {e}"))))?;
+            tls::log_credentials(&creds);
+            if tls_client {
+                tls::set_client_credentials(creds.clone());
+            }
+            Some(creds)
+        };
+        update::signing::open_keystores(&config)
+            .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
+        let guard =
+            guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         let published = Arc::new(ArcSwap::from_pointee(ZoneSet::new()));
         let publisher = Arc::new(publish::Publisher::new(published.clone()));
         let loads = Arc::new(loads::ZoneLoads::default());
@@ -225,28 +246,8 @@ impl Server {
             );
         }
 
-        // TLS credentials (read as the service user, as a reload reads them
-        // again): the DNS-over-TLS certificate, also presented to primaries
-        // asked over TLS that want a client certificate.
-        let tls_client = config
-            .zone_options
-            .values()
-            .any(|o| o.masters.iter().any(|m| m.tls.is_some()));
-        let tls_creds = if !config.tls.serves() && !tls_client {
-            None
-        } else {
-            let creds = tls::credentials(&config.tls)
-                .map_err(|e| ServerError::Config(ConfigError::Value(format!("tls: {e}"))))?;
-            tls::log_credentials(&creds);
-            if tls_client {
-                tls::set_client_credentials(creds.clone());
-            }
-            Some(creds)
-        };
         // Journals replayed onto the loaded zones before any socket opens.
         let updates = update::Updates::new(&config)
-            .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
-        update::signing::open_keystores(&config)
             .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         update::start_writers(&updates, &config, &publisher);
         let notifies = notify::start(&config, &updates.keys(), &publisher);
@@ -272,8 +273,6 @@ impl Server {
         // TCP first: its bind fails when another server holds the port, before
         // UDP (SO_REUSEPORT) could share the port with it.
         let tcp_config = config::tcp_config(&config);
-        let guard =
-            guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
         let server_guard = Arc::new(ArcSwap::from_pointee(guard));
         reloader.guard = Some(server_guard.clone());
         let metrics = metrics::Metrics::with_counting(config.query_counters);
@@ -603,19 +602,40 @@ pub fn default_control_path() -> PathBuf {
 /// Checks a configuration as [`Server::start`] would take it, without
 /// binding, loading or writing anything (`lode check --config`): the file
 /// and command line merged ([`Config::resolve`]: syntax, keys, ACLs,
-/// remotes, policies, templates, zones) and the settings checked only when
-/// a server starts (response-rate limiting). Zone files are not read here.
+/// remotes, policies, templates, zones), then every check a server makes
+/// before it loads a zone ([`validate`]) and the PKCS #11 keystores opened.
+/// Zone files are not read here.
 pub fn check_config(options: &Options) -> Result<Config, String> {
     let config = Config::resolve(options).map_err(|e| e.to_string())?;
+    validate(&config)?;
+    update::signing::open_keystores(&config)?;
+    Ok(config)
+}
+
+/// The checks of a resolved configuration that [`Config::resolve`] leaves
+/// to a starting server, made before any zone is loaded (a refusal after
+/// minutes of loading helps nobody): the TSIG keys' algorithms and secrets,
+/// the response-rate limiter's table, and the certificate files when TLS
+/// is served or asked of a primary (a one-time certificate's key is not
+/// made here).
+fn validate(config: &Config) -> Result<(), String> {
+    update::keys_of(config)?;
     if let Some(rrl) = config.rrl.as_ref().filter(|c| c.rate > 0) {
         lode_rrl::Limiter::new(rrl).map_err(|e| format!("[rrl] {e}"))?;
     }
-    // The certificate files are read; a one-time certificate's key is not made.
     if let config::TlsCertificate::Files { cert, key } = &config.tls.certificate {
-        if !config.tls.listen.is_empty() {
+        if config.tls.serves() || tls_client(config) {
             lode_io::tls::Credentials::from_pem_files(cert, key)
                 .map_err(|e| format!("tls: {e}"))?;
         }
     }
-    Ok(config)
+    Ok(())
+}
+
+/// Whether a primary is asked over TLS (its certificate may be presented).
+fn tls_client(config: &Config) -> bool {
+    config
+        .zone_options
+        .values()
+        .any(|o| o.masters.iter().any(|m| m.tls.is_some()))
 }
