@@ -269,6 +269,37 @@ fn enum_csv_pipelined_nsupdate_and_resume() {
         let r = ask(server.addr, &format!("h{m}-2.example.com."), A).expect("r");
         assert_eq!(r.answer.len(), 1, "h{m}-2");
     }
+    // 3. A zone the server does not serve: said so by the client (an
+    // unsigned NOTAUTH) and logged by the server.
+    let fragment = dir.0.join("fragment.zone");
+    std::fs::write(&fragment, "x 60 A 192.0.2.7\n").expect("write fragment");
+    let out = lode_update(&[
+        "-s",
+        &server_arg,
+        "-y",
+        &spec(),
+        "--zone",
+        "example.org",
+        "--add",
+        fragment.to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the zone is not served there"),
+        "{}",
+        stderr(&out)
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server.log().contains("update for example.org.") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        server
+            .log()
+            .contains("update for example.org. from 127.0.0.1"),
+        "{}",
+        server.log_tail(10)
+    );
     assert!(server.alive(), "{}", server.log_tail(20));
 }
 

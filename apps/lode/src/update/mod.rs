@@ -208,7 +208,14 @@ fn run_inner(args: UpdateArgs) -> anyhow::Result<ExitCode> {
         Format::Zone | Format::EnumCsv => {
             let zone = match (zone, format) {
                 (Some(z), _) => z,
-                (None, Format::EnumCsv) => abs(&args.enum_apex, "ENUM apex")?,
+                (None, Format::EnumCsv) => {
+                    let apex = abs(&args.enum_apex, "ENUM apex")?;
+                    eprintln!(
+                        "lode update: no --zone: updating zone {apex} (the ENUM apex; give --zone \
+                         for a zone below it, e.g. --zone 1.{apex} for +1 numbers)"
+                    );
+                    apex
+                }
                 (None, _) => bail!("zone input needs --zone"),
             };
             let opts = BulkOptions {

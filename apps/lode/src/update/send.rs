@@ -392,6 +392,17 @@ fn handle_reply(
     let rcode = u16::from(reply[3] & 0x0F);
     if let Some(key) = &cfg.key {
         if let Err(e) = lode_tsig::verify_response(reply, key, p.mac.as_slice(), unix_now()) {
+            // An unsigned NOTAUTH: the server did not look at the key, as
+            // for a zone it does not serve (RFC 2136 §3.1.1).
+            if rcode == lode_wire::rcode::NOTAUTH && e == lode_tsig::VerifyError::Unsigned {
+                shared.outcome(
+                    p.index,
+                    Outcome::Failed(
+                        "NOTAUTH, unsigned: the zone is not served there (check --zone)".into(),
+                    ),
+                );
+                return Ok(());
+            }
             let rc = lode_wire::rcode::name(rcode);
             shared.outcome(p.index, Outcome::Failed(format!("{rc}, TSIG: {e}")));
             return Ok(());

@@ -495,10 +495,17 @@ impl Updates {
         }
         let origin = req.zone.to_lowercase();
         let doors = self.zones.load();
+        let now = unix_now();
         let (Some(door), Some(_)) = (doors.get(&origin), zones.get(origin.as_ref())) else {
+            if zones.get(origin.as_ref()).is_none() && crate::lograte::REFUSALS.allow(now) {
+                tracing::info!(
+                    "update for {} from {}: zone not served here, NOTAUTH",
+                    req.zone,
+                    client.addr()
+                );
+            }
             return Admission::Engine;
         };
-        let now = unix_now();
         let peer = client.addr();
         let query_error = |code: u16, out: &mut [u8]| {
             let e = UpdateError::Query {
