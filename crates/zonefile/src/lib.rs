@@ -69,8 +69,12 @@ pub struct SourcePos {
 }
 
 impl fmt::Display for SourcePos {
+    /// `FILE:LINE`, or `FILE` alone for the file as a whole.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.file.display(), self.line)
+        match self.line {
+            0 => write!(f, "{}", self.file.display()),
+            line => write!(f, "{}:{line}", self.file.display()),
+        }
     }
 }
 

@@ -651,7 +651,8 @@ fn includes() {
     );
     let e = parse_file(&dir.join("absent.zone"), &origin(), None).unwrap_err();
     assert!(
-        e[0].to_string().contains("absent.zone:0: cannot read"),
+        e[0].to_string().contains("absent.zone: cannot read")
+            && e[0].to_string().contains("No such file"),
         "{}",
         e[0]
     );
