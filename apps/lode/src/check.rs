@@ -365,7 +365,7 @@ fn check_one(
         .first()
         .map(|r| r.class)
         .unwrap_or(lode_wire::Class::IN);
-    let mut builder = ZoneBuilder::new(origin.clone()).class(class);
+    let mut builder = ZoneBuilder::new(origin.clone()).class(class).strict();
     for (i, r) in records.into_iter().enumerate() {
         // Tags are record indices; more than u32::MAX records cannot be built anyway.
         builder.add(r, u32::try_from(i).unwrap_or(u32::MAX));

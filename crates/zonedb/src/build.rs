@@ -131,6 +131,8 @@ pub struct ZoneBuilder {
     /// The records are a zone that changed through an update: only the
     /// checks that keep the store consistent apply (see [`ZoneBuilder::changed`]).
     changed: bool,
+    /// The checkers' extra checks too (see [`ZoneBuilder::strict`]).
+    strict: bool,
 }
 
 struct Sorted {
@@ -147,6 +149,7 @@ impl ZoneBuilder {
             class: Class::IN,
             records: Vec::new(),
             changed: false,
+            strict: false,
         }
     }
 
@@ -158,6 +161,16 @@ impl ZoneBuilder {
     /// inside the zone, one class) is still checked.
     pub fn changed(mut self) -> Self {
         self.changed = true;
+        self
+    }
+
+    /// Adds the checks that zone checkers (Knot's kzonecheck, BIND's
+    /// named-checkzone) make and a server loading the zone does not, as
+    /// `lode check` does: a DS digest of the wrong length for its digest
+    /// type, a DS at the apex (it belongs in the parent), NS records at a
+    /// wildcard (RFC 4592 §4.2).
+    pub fn strict(mut self) -> Self {
+        self.strict = true;
         self
     }
 
@@ -191,14 +204,24 @@ impl ZoneBuilder {
         let mut soa_tags = Vec::new();
         for (record, tag) in self.records {
             if !record.owner.as_ref().ends_with(&origin.as_ref()) {
-                err(
-                    &mut problems,
-                    Some(tag),
-                    format!(
-                        "{} {}: owner is outside the zone {}",
-                        record.owner, record.rtype, origin
+                // A zone file's out-of-zone records are ignored with a
+                // warning, as Knot DNS and BIND load such files; a changed
+                // zone cannot hold one (its change was refused before).
+                problems.push(Problem {
+                    tag: Some(tag),
+                    severity: if self.changed {
+                        Severity::Error
+                    } else {
+                        Severity::Warning
+                    },
+                    message: format!(
+                        "{} {}: owner is outside the zone {}{}",
+                        record.owner,
+                        record.rtype,
+                        origin,
+                        if self.changed { "" } else { ", ignored" }
                     ),
-                );
+                });
                 continue;
             }
             if record.class != self.class {
@@ -233,6 +256,11 @@ impl ZoneBuilder {
             }
             if record.rtype == Rtype::SOA {
                 soa_tags.push(tag);
+            }
+            if self.strict {
+                if let Some(message) = strict_record_check(&record, &origin) {
+                    err(&mut problems, Some(tag), message);
+                }
             }
             sorted.push(Sorted {
                 key: record.owner.key(),
@@ -471,6 +499,9 @@ impl ZoneBuilder {
             if node.shadow != NONE {
                 continue; // NS below a cut is occluded data, not a delegation
             }
+            let addressed = |t: &Node| {
+                t.rrset(&sets, Rtype::A).is_some() || t.rrset(&sets, Rtype::AAAA).is_some()
+            };
             for rdata in ns.rdatas() {
                 let Ok((target, _)) = lode_wire::NameRef::split_from(rdata) else {
                     continue;
@@ -478,12 +509,32 @@ impl ZoneBuilder {
                 if !target.ends_with(&origin.as_ref()) {
                     continue;
                 }
-                let has_address = find(target)
-                    .map(|t| {
-                        let t = &nodes[t];
-                        t.rrset(&sets, Rtype::A).is_some() || t.rrset(&sets, Rtype::AAAA).is_some()
-                    })
-                    .unwrap_or(false);
+                let has_address = match find(target) {
+                    Some(t) => addressed(&nodes[t]),
+                    // Not in the zone: no glue is needed below another
+                    // delegation (a sibling's, served by its own servers),
+                    // and a wildcard with an address answers for it.
+                    None => {
+                        let top = origin.as_ref().label_count();
+                        let encloser = (top..target.label_count())
+                            .rev()
+                            .filter_map(|n| find(target.suffix(n)?))
+                            .next();
+                        encloser.is_some_and(|e| {
+                            let enc = &nodes[e];
+                            let other_cut = e != i
+                                && (enc.flags.contains(NodeFlags::DELEGATION)
+                                    || enc.shadow != NONE);
+                            other_cut
+                                || enc
+                                    .owner
+                                    .prepend(b"*")
+                                    .ok()
+                                    .and_then(|w| find(w.as_ref()))
+                                    .is_some_and(|w| addressed(&nodes[w]))
+                        })
+                    }
+                };
                 if !has_address {
                     err(
                         &mut problems,
@@ -509,6 +560,40 @@ impl ZoneBuilder {
         let negative_ttl = soa.ttl.min(minimum);
         let zone = compact(origin, self.class, nodes, &sets, serial, negative_ttl);
         Ok((zone, problems))
+    }
+}
+
+/// What a zone checker finds wrong in one record that a loading server
+/// lets pass (see [`ZoneBuilder::strict`]).
+fn strict_record_check(record: &Record, origin: &Name) -> Option<String> {
+    let (owner, rtype) = (&record.owner, record.rtype);
+    match rtype {
+        Rtype::DS if owner == origin => Some(format!(
+            "{owner} DS: a DS record at the zone apex (it belongs in the parent zone)"
+        )),
+        Rtype::DS | Rtype::CDS => {
+            let r = &record.rdata;
+            // Key tag (2), algorithm (1), digest type (1), digest.
+            let digest_type = *r.get(3)?;
+            let want = match digest_type {
+                1 => 20, // SHA-1 (RFC 3658)
+                2 => 32, // SHA-256 (RFC 4509)
+                3 => 32, // GOST R 34.11-94 (RFC 5933)
+                4 => 48, // SHA-384 (RFC 6605)
+                // Others, and a CDS of type 0 (a delete request, RFC 8078).
+                _ => return None,
+            };
+            let got = r.len() - 4;
+            (got != want).then(|| {
+                format!(
+                    "{owner} {rtype}: a digest of {got} octets, digest type {digest_type} has {want}"
+                )
+            })
+        }
+        Rtype::NS if owner.as_ref().is_wildcard() => Some(format!(
+            "{owner} NS: NS records at a wildcard (RFC 4592 §4.2: their meaning is undefined)"
+        )),
+        _ => None,
     }
 }
 

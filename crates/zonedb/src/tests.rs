@@ -114,7 +114,10 @@ fn checks_report_errors() {
     let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
     let has = |s: &str| text.iter().any(|t| t.contains(s));
     assert!(has("no SOA"), "{text:?}");
-    assert!(has("outside the zone"), "{text:?}");
+    assert!(
+        has("warning: other. A: owner is outside the zone example., ignored"),
+        "{text:?}"
+    );
     assert!(has("CNAME beside other data"), "{text:?}");
     assert!(has("missing glue"), "{text:?}");
     assert!(has("warning: t.example. A: TTL 120"), "{text:?}");
@@ -721,4 +724,104 @@ fn cursor_walks_like_node_lookups() {
     }
     let (z, _) = b.build().unwrap();
     cursor_agrees(&z);
+}
+
+/// Glue is needed where Knot DNS's checks want it: for a name server
+/// below the delegation itself, not for one below a sibling's delegation
+/// (its own servers answer for it) nor one a wildcard with an address
+/// answers for.
+#[test]
+fn glue_only_where_the_delegation_needs_it() {
+    let glue_errors = |extra: &[(&str, Rtype, Vec<u8>)]| {
+        let mut b = base();
+        for (i, (owner, rtype, rdata)) in extra.iter().enumerate() {
+            b.add(rec(owner, *rtype, 300, rdata.clone()), 10 + i as u32);
+        }
+        match b.build() {
+            Ok(_) => 0,
+            Err(p) => p
+                .iter()
+                .filter(|p| p.message.contains("missing glue"))
+                .count(),
+        }
+    };
+    let a = |last: u8| vec![192, 0, 2, last];
+    // Below its own delegation, no address: missing.
+    assert_eq!(
+        glue_errors(&[("a.example.", Rtype::NS, ns("ns.a.example."))]),
+        1
+    );
+    // Below a sibling's delegation: its servers answer for it.
+    let sibling = [
+        ("a.example.", Rtype::NS, ns("ns.b.example.")),
+        ("b.example.", Rtype::NS, ns("ns.example.net.")),
+    ];
+    assert_eq!(glue_errors(&sibling), 0);
+    // The apex's name server below a delegation.
+    let apex = [
+        ("example.", Rtype::NS, ns("ns.b.example.")),
+        ("b.example.", Rtype::NS, ns("ns.example.net.")),
+    ];
+    assert_eq!(glue_errors(&apex), 0);
+    // The sibling's cut itself has no address: missing (as Knot finds).
+    let cut = [
+        ("a.example.", Rtype::NS, ns("b.example.")),
+        ("b.example.", Rtype::NS, ns("ns.example.net.")),
+    ];
+    assert_eq!(glue_errors(&cut), 1);
+    // A wildcard with an address answers for it; one without does not.
+    let wild = [
+        ("a.example.", Rtype::NS, ns("ns.w.example.")),
+        ("*.w.example.", Rtype::A, a(9)),
+    ];
+    assert_eq!(glue_errors(&wild), 0);
+    let wild_txt = [
+        ("a.example.", Rtype::NS, ns("ns.w.example.")),
+        ("*.w.example.", Rtype::TXT, vec![1, b'x']),
+    ];
+    assert_eq!(glue_errors(&wild_txt), 1);
+}
+
+/// `strict` adds the checkers' checks; a loading server lets these pass.
+#[test]
+fn strict_checks_what_checkers_find() {
+    let ds = |digest_type: u8, len: usize| {
+        let mut r = vec![0x30, 0x39, 13, digest_type];
+        r.resize(4 + len, 0xAB);
+        r
+    };
+    let errors = |strict: bool, extra: &[(&str, Rtype, Vec<u8>)]| {
+        let mut b = base();
+        b.add(
+            rec("sub.example.", Rtype::NS, 300, ns("ns.example.net.")),
+            3,
+        );
+        for (i, (owner, rtype, rdata)) in extra.iter().enumerate() {
+            b.add(rec(owner, *rtype, 300, rdata.clone()), 10 + i as u32);
+        }
+        let b = if strict { b.strict() } else { b };
+        match b.build() {
+            Ok(_) => Vec::new(),
+            Err(p) => p.into_iter().map(|p| p.message).collect::<Vec<_>>(),
+        }
+    };
+    for (digest_type, good, bad) in [(1u8, 20, 32), (2, 32, 2), (4, 48, 32)] {
+        let ok = [("sub.example.", Rtype::DS, ds(digest_type, good))];
+        assert!(errors(true, &ok).is_empty(), "type {digest_type}");
+        let wrong = [("sub.example.", Rtype::DS, ds(digest_type, bad))];
+        let e = errors(true, &wrong);
+        assert!(
+            e.len() == 1 && e[0].contains(&format!("digest of {bad} octets")),
+            "{e:?}"
+        );
+        assert!(errors(false, &wrong).is_empty(), "served as Knot serves it");
+    }
+    // An unknown digest type is not judged.
+    assert!(errors(true, &[("sub.example.", Rtype::DS, ds(99, 3))]).is_empty());
+    let apex = [("example.", Rtype::DS, ds(2, 32))];
+    assert!(errors(true, &apex)[0].contains("at the zone apex"));
+    assert!(errors(false, &apex).is_empty());
+    let wildcard = [("*.example.", Rtype::NS, ns("ns.example.net."))];
+    assert!(errors(true, &wildcard)[0].contains("wildcard"));
+    assert!(errors(false, &wildcard).is_empty());
 }
