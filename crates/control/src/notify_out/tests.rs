@@ -1,0 +1,254 @@
+use super::*;
+
+fn zone() -> Name {
+    "example.com.".parse().unwrap()
+}
+
+/// An SOA record of `example.com.` with `serial` (the root as both names:
+/// only the serial is read here).
+fn soa(serial: u32) -> Record {
+    let mut rdata = vec![0, 0];
+    rdata.extend_from_slice(&serial.to_be_bytes());
+    rdata.extend_from_slice(&[0; 16]);
+    Record {
+        owner: zone(),
+        class: lode_wire::Class::IN,
+        rtype: lode_wire::Rtype::SOA,
+        ttl: 3600,
+        rdata: rdata.into(),
+    }
+}
+
+fn target() -> SocketAddr {
+    "192.0.2.53:53".parse().unwrap()
+}
+
+/// The NOTIFYs and SOA questions it asks for now, as (kind, serial or 0, id).
+fn sent(n: &mut NotifyOut) -> Vec<(&'static str, u32, u16)> {
+    let mut out = Vec::new();
+    while let Some(a) = n.poll_action() {
+        match a {
+            Action::Notify { soa, id, .. } => out.push(("notify", soa_serial(&soa), id)),
+            Action::AskSoa { id, .. } => out.push(("ask", 0, id)),
+            Action::Report(Report::GaveUp { serial, .. }) => out.push(("gave-up", serial, 0)),
+            Action::Report(Report::Held { serial, .. }) => out.push(("held", serial, 0)),
+            Action::Report(_) => {}
+        }
+    }
+    out
+}
+
+fn notifies(v: &[(&str, u32, u16)]) -> Vec<u32> {
+    v.iter().filter(|a| a.0 == "notify").map(|a| a.1).collect()
+}
+
+fn told(serial: u32, before: Option<u32>) -> CatchingUp {
+    let now = Instant::now();
+    CatchingUp {
+        serial,
+        before: Probe {
+            id: None,
+            serial: before,
+        },
+        since: now,
+        now: Probe::default(),
+        next_probe: now,
+        blind: false,
+        answered: false,
+        settled: None,
+    }
+}
+
+#[test]
+fn caught_up_at_the_serial_told_or_newer() {
+    let c = told(100, Some(90));
+    assert!(c.reached(100));
+    assert!(c.reached(105));
+    assert!(!c.reached(90), "what it served before");
+    assert!(!c.reached(95), "a transfer started before it was told");
+    // A serial of its own (a signer's serial policy), either side of ours.
+    assert!(c.reached(7));
+    assert!(!told(2_000_000_000, Some(1_764_000_000)).reached(1_764_000_050));
+    assert!(told(100, Some(1_764_000_000)).reached(1_764_000_050));
+    // Across the wrap of serial arithmetic (RFC 1982).
+    assert!(told(u32::MAX, Some(u32::MAX - 5)).reached(3));
+    assert!(!told(3, Some(u32::MAX - 5)).reached(u32::MAX));
+    // Nothing known of before: only ours or newer.
+    assert!(!told(100, None).reached(7));
+}
+
+#[test]
+fn holds_end() {
+    let mut c = told(100, None);
+    assert_eq!(c.limit(), c.since + CATCH_UP_LIMIT);
+    c.blind = true;
+    assert_eq!(c.limit(), c.since + BLIND_HOLD);
+    assert!(!c.asking());
+    let t = c.since + Duration::from_millis(7);
+    c.settled = Some(t);
+    assert_eq!(c.limit(), t);
+}
+
+/// Retries at 1, 2, 4 and 8 s, then given up; nothing is left to do.
+#[test]
+fn retried_then_given_up() {
+    let t0 = Instant::now();
+    let mut n = NotifyOut::new(0);
+    n.published(&zone(), &soa(1), &[target()], Duration::ZERO, t0);
+    assert_eq!(n.poll_timeout(), Some(t0));
+    let mut at = Vec::new();
+    while let Some(t) = n.poll_timeout() {
+        n.handle_timeout(t);
+        let s = sent(&mut n);
+        if !notifies(&s).is_empty() {
+            at.push(t.duration_since(t0).as_secs());
+        }
+        if s.iter().any(|a| a.0 == "gave-up") {
+            assert_eq!(t.duration_since(t0), Duration::from_secs(31));
+        }
+    }
+    assert_eq!(at, [0, 1, 3, 7, 15]);
+    assert!(n.pending.is_empty());
+}
+
+/// The secondary was down while serial 1 was retried; a newer serial that
+/// comes after the last try is sent at once with tries of its own, not
+/// given up with the older one (the NOTIFY lost behind a retry).
+#[test]
+fn newer_serial_not_lost_behind_given_up_retries() {
+    let t0 = Instant::now();
+    let mut n = NotifyOut::new(0);
+    n.published(&zone(), &soa(1), &[target()], Duration::ZERO, t0);
+    for s in [0, 1, 3, 7, 15] {
+        n.handle_timeout(t0 + Duration::from_secs(s));
+    }
+    assert_eq!(notifies(&sent(&mut n)), [1, 1, 1, 1, 1]);
+    let t = t0 + Duration::from_secs(17);
+    n.published(&zone(), &soa(2), &[target()], Duration::ZERO, t);
+    assert_eq!(n.poll_timeout(), Some(t), "due at once");
+    n.handle_timeout(t);
+    let s = sent(&mut n);
+    assert_eq!(notifies(&s), [2]);
+    assert!(s.iter().any(|a| a.0 == "ask"), "asks what it serves first");
+    // Serial 2 has its own five tries.
+    let mut tries = 1;
+    while let Some(t) = n.poll_timeout() {
+        n.handle_timeout(t);
+        tries += notifies(&sent(&mut n)).len();
+    }
+    assert_eq!(tries, TRIES as usize);
+}
+
+/// A newer serial that came while the first try awaited its answer is
+/// sent at the retry, with tries of its own; one given up with a newer one
+/// waiting sends the newer one.
+#[test]
+fn newer_serial_waits_for_the_first_answer_only() {
+    let t0 = Instant::now();
+    let mut n = NotifyOut::new(0);
+    n.published(&zone(), &soa(1), &[target()], Duration::ZERO, t0);
+    n.handle_timeout(t0);
+    let t = t0 + Duration::from_millis(10);
+    n.published(&zone(), &soa(2), &[target()], Duration::ZERO, t);
+    n.handle_timeout(t);
+    assert!(notifies(&sent(&mut n)) == [1], "held behind the first try");
+    n.handle_timeout(t0 + FIRST_RETRY);
+    assert_eq!(notifies(&sent(&mut n)), [2], "sent at the retry");
+    let k = (zone(), target());
+    assert_eq!(n.pending[&k].tries, 1, "with tries of its own");
+    // Given up with a newer one waiting: the newer one is sent.
+    if let Some(p) = n.pending.get_mut(&k) {
+        p.tries = TRIES;
+        p.newer = Some(soa(3));
+        p.due = t0;
+    }
+    n.handle_timeout(t0 + FIRST_RETRY * 2);
+    let s = sent(&mut n);
+    assert!(s.iter().any(|a| a == &("gave-up", 2, 0)), "{s:?}");
+    assert_eq!(notifies(&s), [3]);
+}
+
+/// A secondary that acknowledged serial 1 is asked its SOA until it serves
+/// 1; serial 2, published meanwhile, is held and sent once it has served 1
+/// for as long again as that took.
+#[test]
+fn paced_while_catching_up() {
+    let t0 = Instant::now();
+    let mut n = NotifyOut::new(0);
+    n.published(&zone(), &soa(1), &[target()], Duration::ZERO, t0);
+    n.handle_timeout(t0);
+    let s = sent(&mut n);
+    let ask_before = s.iter().find(|a| a.0 == "ask").unwrap().2;
+    let notify_id = s.iter().find(|a| a.0 == "notify").unwrap().2;
+    n.soa_answered(&zone(), target(), ask_before, Some(0), t0);
+    let t1 = t0 + Duration::from_millis(1);
+    n.notify_answered(target(), notify_id, 0, t1);
+    // Serial 2 waits.
+    n.published(&zone(), &soa(2), &[target()], Duration::ZERO, t1);
+    assert!(sent(&mut n).iter().any(|a| a.0 == "held"));
+    // Asked at 2 ms after the acknowledgement; still at 0.
+    let t = n.poll_timeout().unwrap();
+    assert_eq!(t, t1 + FIRST_PROBE);
+    n.handle_timeout(t);
+    let ask = sent(&mut n);
+    assert_eq!(ask.len(), 1);
+    n.soa_answered(&zone(), target(), ask[0].2, Some(0), t);
+    // Then every 4 ms; it serves 1 at t1 + 10 ms.
+    let t = n.poll_timeout().unwrap();
+    assert_eq!(t, t1 + FIRST_PROBE + PROBE_GAP);
+    n.handle_timeout(t);
+    let ask = sent(&mut n);
+    let served_at = t1 + Duration::from_millis(10);
+    n.soa_answered(&zone(), target(), ask[0].2, Some(1), served_at);
+    // Settled after as long again (10 ms): serial 2 goes then.
+    let t = n.poll_timeout().unwrap();
+    assert_eq!(t, served_at + Duration::from_millis(10));
+    n.handle_timeout(t - Duration::from_millis(1));
+    assert!(notifies(&sent(&mut n)).is_empty(), "not before");
+    n.handle_timeout(t);
+    assert_eq!(notifies(&sent(&mut n)), [2]);
+}
+
+/// A secondary that never answers an SOA question holds newer serials for
+/// at most the blind hold.
+#[test]
+fn blind_secondary_held_for_a_second_at_most() {
+    let t0 = Instant::now();
+    let mut n = NotifyOut::new(0);
+    n.published(&zone(), &soa(1), &[target()], Duration::ZERO, t0);
+    n.handle_timeout(t0);
+    let id = sent(&mut n).iter().find(|a| a.0 == "notify").unwrap().2;
+    n.notify_answered(target(), id, 0, t0);
+    n.published(&zone(), &soa(2), &[target()], Duration::ZERO, t0);
+    let mut last = t0;
+    while let Some(t) = n.poll_timeout() {
+        n.handle_timeout(t);
+        last = t;
+        if !notifies(&sent(&mut n)).is_empty() {
+            break;
+        }
+    }
+    assert_eq!(last, t0 + BLIND_HOLD);
+}
+
+/// An answer with another ID, or from another address, changes nothing;
+/// an error RCODE ends the NOTIFY without pacing.
+#[test]
+fn answers_are_matched() {
+    let t0 = Instant::now();
+    let mut n = NotifyOut::new(0);
+    n.published(&zone(), &soa(1), &[target()], Duration::ZERO, t0);
+    n.handle_timeout(t0);
+    let id = sent(&mut n).iter().find(|a| a.0 == "notify").unwrap().2;
+    n.notify_answered(target(), id.wrapping_add(7), 0, t0);
+    n.notify_answered("192.0.2.54:53".parse().unwrap(), id, 0, t0);
+    assert!(n.awaiting_answers());
+    n.notify_answered(target(), id, lode_wire::rcode::REFUSED, t0);
+    let reports: Vec<Action> = std::iter::from_fn(|| n.poll_action()).collect();
+    assert!(matches!(
+        reports.as_slice(),
+        [Action::Report(Report::Refused { serial: 1, .. })]
+    ));
+    assert!(!n.awaiting_answers());
+    assert_eq!(n.poll_timeout(), None);
+}

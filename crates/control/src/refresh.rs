@@ -1,0 +1,509 @@
+//! Refresh of secondary zones (RFC 1034 §4.3.5, RFC 1996 §4) as a state
+//! machine: each zone is refreshed (its primaries' SOA asked, then an IXFR
+//! or AXFR when they serve a newer serial) when its SOA refresh timer runs
+//! out, after a failure when its retry timer does, and at once on a NOTIFY
+//! that announces a serial it does not serve (or on a command). A zone
+//! whose refreshes all fail until its SOA expire time runs out expires:
+//! the runtime answers SERVFAIL for it until one succeeds.
+//!
+//! Refreshes run at most [`MAX_REFRESHES`] at once, all zones together (a
+//! catalog's 10^4 members due together must not start 10^4 transfers), and
+//! [`MAX_PER_PRIMARY`] against one primary (a zone's first): below the 10
+//! transfers out at once that BIND (`transfers-out`) and Lode allow by
+//! default, past which they answer REFUSED. A zone is refreshed by one
+//! refresh at a time; what is asked meanwhile (a NOTIFY, a command) makes
+//! another follow at once.
+//!
+//! ```text
+//!  add(zone, primary, next, expire) ──▶ queued under its primary at `next`
+//!  notify(zone, announced, served) / refresh(zone, axfr) ──▶ due now (or again after the one running)
+//!  handle_timeout(now): expired zones ─▶ Action::Expire; due zones with room ─▶ Action::Refresh
+//!  done(zone, Current { refresh, retry, expire }) ─▶ next = now + refresh, expiry = now + expire
+//!  done(zone, Failed) ─▶ next = now + retry                       ─▶ Action::Timers (to keep)
+//! ```
+//!
+//! The runtime performs the refresh itself (queries, transfers, the writer)
+//! and reports its outcome with [`Refresher::done`]; it keeps the timers
+//! [`Action::Timers`] gives so that a restart goes on from them.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use lode_wire::serial::{serial_cmp, SerialOrder};
+use lode_wire::Name;
+
+/// Refreshes running at once, all zones together.
+pub const MAX_REFRESHES: usize = 32;
+/// Refreshes running at once against one primary (a zone's first).
+pub const MAX_PER_PRIMARY: usize = 8;
+/// The first retry after a failure, before the SOA's retry is known.
+pub const RETRY_MIN: Duration = Duration::from_secs(2);
+
+/// What the runtime does for the machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Refresh `zone` now: ask its primaries' SOA, transfer what is newer
+    /// (a whole AXFR when `axfr`); report the outcome with
+    /// [`Refresher::done`].
+    Refresh {
+        /// The zone.
+        zone: Name,
+        /// A whole transfer asked for (`lode zone-retransfer`).
+        axfr: bool,
+    },
+    /// The zone's timers changed: keep them for a restart, show them.
+    Timers {
+        /// The zone.
+        zone: Name,
+        /// Its next refresh.
+        next: Instant,
+        /// When it expires without a successful refresh (None: never, it
+        /// has not been refreshed yet or it expired already).
+        expire: Option<Instant>,
+        /// Its last successful refresh.
+        last: Option<Instant>,
+    },
+    /// The zone expired: answer SERVFAIL for it until a refresh succeeds.
+    Expire {
+        /// The zone.
+        zone: Name,
+    },
+    /// A refresh succeeded: the zone is served (again, when it had expired).
+    Refreshed {
+        /// The zone.
+        zone: Name,
+    },
+    /// Something for the log.
+    Report(Report),
+}
+
+/// What happened, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// A NOTIFY announced the serial served: nothing to do.
+    NotifyServed {
+        /// The zone.
+        zone: Name,
+        /// The serial announced and served.
+        serial: u32,
+    },
+    /// A NOTIFY announced a serial older than the one served: the
+    /// primaries are asked (has their serial gone backwards?).
+    NotifyOlder {
+        /// The zone.
+        zone: Name,
+        /// The serial announced.
+        announced: u32,
+        /// The serial served.
+        served: u32,
+    },
+    /// A refresh failed; the next try is `retry` later.
+    Failed {
+        /// The zone.
+        zone: Name,
+        /// Why (the runtime's words).
+        why: String,
+        /// Until the next try.
+        retry: Duration,
+    },
+}
+
+/// How a refresh ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The zone serves the primary's serial (it was current, or a transfer
+    /// brought it); the SOA's refresh, retry and expire (within the
+    /// configured bounds).
+    Current {
+        /// SOA refresh.
+        refresh: Duration,
+        /// SOA retry.
+        retry: Duration,
+        /// SOA expire.
+        expire: Duration,
+    },
+    /// Every primary failed; the last reason.
+    Failed(String),
+}
+
+/// One secondary zone's refresh state.
+#[derive(Debug)]
+struct Zone {
+    /// The primary its refreshes count against (its first).
+    primary: Option<SocketAddr>,
+    next: Instant,
+    expire_at: Option<Instant>,
+    last: Option<Instant>,
+    running: bool,
+    /// A refresh was asked for while one ran: another follows (an AXFR when
+    /// true).
+    again: Option<bool>,
+    axfr_next: bool,
+    retry: Duration,
+}
+
+/// The refreshes of every secondary zone.
+#[derive(Debug, Default)]
+pub struct Refresher {
+    zones: HashMap<Name, Zone>,
+    /// Refreshes running now (at most [`MAX_REFRESHES`]).
+    refreshing: usize,
+    /// Of them, by primary (at most [`MAX_PER_PRIMARY`] each).
+    per_primary: HashMap<SocketAddr, usize>,
+    /// The zones not refreshing, by primary, soonest due first: (when,
+    /// zone). An entry is stale when the zone is gone, refreshing, due at
+    /// another time or has another primary now; stale entries are dropped
+    /// as they come up, so that a pass takes what is due without looking
+    /// over every zone (10^5 catalog members).
+    queues: HashMap<Option<SocketAddr>, BinaryHeap<Reverse<(Instant, Name)>>>,
+    /// Zones by expiry (stale entries dropped as they come up).
+    expiries: BinaryHeap<Reverse<(Instant, Name)>>,
+    actions: VecDeque<Action>,
+}
+
+/// What a NOTIFY (or a primary's SOA) with serial `theirs` asks of a
+/// secondary serving `ours` (RFC 1996 §3.7, RFC 1982).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifyAsks {
+    /// The same serial: nothing to do (an answer equal to the local data).
+    Nothing,
+    /// A newer serial: refresh.
+    Refresh,
+    /// An older one (or exactly half the serial space away: neither is
+    /// newer): the primaries are asked, their serial may have gone
+    /// backwards.
+    Older,
+}
+
+/// See [`NotifyAsks`].
+pub fn notify_asks(theirs: u32, ours: u32) -> NotifyAsks {
+    match serial_cmp(theirs, ours) {
+        SerialOrder::Equal => NotifyAsks::Nothing,
+        SerialOrder::Greater => NotifyAsks::Refresh,
+        _ => NotifyAsks::Older,
+    }
+}
+
+impl Refresher {
+    /// A machine with no zones.
+    pub fn new() -> Refresher {
+        Refresher::default()
+    }
+
+    /// The next action to perform, in the order they were decided.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The secondary zones it refreshes.
+    pub fn len(&self) -> usize {
+        self.zones.len()
+    }
+
+    /// Whether it refreshes no zone.
+    pub fn is_empty(&self) -> bool {
+        self.zones.is_empty()
+    }
+
+    /// Refreshes running now.
+    pub fn running(&self) -> usize {
+        self.refreshing
+    }
+
+    /// Adds (or replaces) a secondary zone: refreshed first at `next`
+    /// (now when it serves nothing or its timers were lost), expiring at
+    /// `expire` unless refreshed (None: not before a first refresh).
+    pub fn add(
+        &mut self,
+        zone: &Name,
+        primary: Option<SocketAddr>,
+        next: Instant,
+        expire: Option<Instant>,
+    ) {
+        let zone = zone.to_lowercase();
+        if let Some(old) = self.zones.remove(&zone) {
+            if old.running {
+                self.finish_running(old.primary);
+            }
+        }
+        self.zones.insert(
+            zone.clone(),
+            Zone {
+                primary,
+                next,
+                expire_at: expire,
+                last: None,
+                running: false,
+                again: None,
+                axfr_next: false,
+                retry: RETRY_MIN,
+            },
+        );
+        if let Some(e) = expire {
+            self.expiries.push(Reverse((e, zone.clone())));
+        }
+        self.queue(&zone);
+    }
+
+    /// Stops refreshing `zone` (a refresh running goes on; its outcome is
+    /// then ignored).
+    pub fn remove(&mut self, zone: &Name) {
+        if let Some(z) = self.zones.remove(zone) {
+            if z.running {
+                self.finish_running(z.primary);
+            }
+        }
+    }
+
+    /// The zone's primaries changed; `primary` is its first now.
+    pub fn set_primary(&mut self, zone: &Name, primary: Option<SocketAddr>) {
+        let Some(z) = self.zones.get_mut(zone) else {
+            return;
+        };
+        if z.running {
+            // Counted against the old one until it ends.
+            let old = std::mem::replace(&mut z.primary, primary);
+            if let Some(a) = old {
+                release(&mut self.per_primary, a);
+            }
+            if let Some(a) = primary {
+                *self.per_primary.entry(a).or_insert(0) += 1;
+            }
+        } else {
+            z.primary = primary;
+        }
+        self.queue(zone);
+    }
+
+    /// A NOTIFY for `zone` was accepted, announcing `announced` (when it
+    /// carried an SOA) while the zone serves `served`.
+    pub fn notify(
+        &mut self,
+        zone: &Name,
+        announced: Option<u32>,
+        served: Option<u32>,
+        now: Instant,
+    ) {
+        let Some(z) = self.zones.get_mut(zone) else {
+            return;
+        };
+        if let (Some(a), Some(s), false) = (announced, served, z.axfr_next) {
+            let report = match notify_asks(a, s) {
+                NotifyAsks::Nothing => {
+                    self.actions.push_back(Action::Report(Report::NotifyServed {
+                        zone: zone.clone(),
+                        serial: s,
+                    }));
+                    return;
+                }
+                NotifyAsks::Refresh => None,
+                NotifyAsks::Older => Some(Report::NotifyOlder {
+                    zone: zone.clone(),
+                    announced: a,
+                    served: s,
+                }),
+            };
+            if let Some(r) = report {
+                self.actions.push_back(Action::Report(r));
+            }
+        }
+        self.now_or_after(zone, false, now);
+    }
+
+    /// A refresh of `zone` is asked for (`lode zone-refresh`; a whole
+    /// transfer when `axfr`: `lode zone-retransfer`).
+    pub fn refresh(&mut self, zone: &Name, axfr: bool, now: Instant) {
+        self.now_or_after(zone, axfr, now);
+    }
+
+    /// Due now, or right after the refresh running.
+    fn now_or_after(&mut self, zone: &Name, axfr: bool, now: Instant) {
+        let Some(z) = self.zones.get_mut(zone) else {
+            return;
+        };
+        if z.running {
+            z.again = Some(z.again.unwrap_or(false) || axfr);
+        } else {
+            z.axfr_next |= axfr;
+            z.next = now;
+            self.queue(zone);
+        }
+    }
+
+    /// Puts the zone in its primary's queue at its next refresh (when it is
+    /// not refreshing).
+    fn queue(&mut self, zone: &Name) {
+        if let Some(z) = self.zones.get(zone).filter(|z| !z.running) {
+            self.queues
+                .entry(z.primary)
+                .or_default()
+                .push(Reverse((z.next, zone.clone())));
+        }
+    }
+
+    fn primary_has_room(&self, primary: Option<SocketAddr>) -> bool {
+        primary.is_none_or(|a| {
+            self.per_primary
+                .get(&a)
+                .is_none_or(|&n| n < MAX_PER_PRIMARY)
+        })
+    }
+
+    /// When [`Refresher::handle_timeout`] is next due: the soonest zone due
+    /// whose refresh could start then (none while every refresh slot, or
+    /// its primary's, is taken: a refresh ending is an event), or the
+    /// soonest expiry.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let full = self.refreshing >= MAX_REFRESHES;
+        let due = self
+            .queues
+            .iter()
+            .filter(|(p, _)| !full && self.primary_has_room(**p))
+            .filter_map(|(_, q)| q.peek())
+            .map(|Reverse((at, _))| *at);
+        let expiry = self.expiries.peek().map(|Reverse((at, _))| *at);
+        due.chain(expiry).min()
+    }
+
+    /// Expires the zones past their expiry and starts the refreshes due
+    /// at `now`: the longest overdue of each primary first, as many as
+    /// there is room for; stale queue entries dropped on the way.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(Reverse((at, zone))) = self.expiries.peek().cloned() {
+            if at > now {
+                break;
+            }
+            self.expiries.pop();
+            let Some(z) = self.zones.get_mut(&zone) else {
+                continue;
+            };
+            if z.expire_at != Some(at) {
+                continue;
+            }
+            z.expire_at = None;
+            self.actions
+                .push_back(Action::Expire { zone: zone.clone() });
+            self.actions.push_back(Action::Timers {
+                zone,
+                next: z.next,
+                expire: None,
+                last: z.last,
+            });
+        }
+        let mut room = MAX_REFRESHES.saturating_sub(self.refreshing);
+        let mut due: Vec<Name> = Vec::new();
+        let mut primaries: Vec<Option<SocketAddr>> = self.queues.keys().copied().collect();
+        primaries.sort();
+        for primary in primaries {
+            let running = primary.and_then(|a| self.per_primary.get(&a).copied());
+            let mut left = match primary {
+                Some(_) => MAX_PER_PRIMARY.saturating_sub(running.unwrap_or(0)),
+                None => usize::MAX,
+            };
+            let Some(queue) = self.queues.get_mut(&primary) else {
+                continue;
+            };
+            while room > 0 && left > 0 {
+                match queue.peek() {
+                    Some(Reverse((at, _))) if *at <= now => {}
+                    _ => break,
+                }
+                let Some(Reverse((at, zone))) = queue.pop() else {
+                    break;
+                };
+                let current = self
+                    .zones
+                    .get(&zone)
+                    .is_some_and(|z| !z.running && z.next == at && z.primary == primary);
+                if current && !due.contains(&zone) {
+                    due.push(zone);
+                    room -= 1;
+                    left -= 1;
+                }
+            }
+            if queue.is_empty() {
+                self.queues.remove(&primary);
+            }
+        }
+        for zone in due {
+            let Some(z) = self.zones.get_mut(&zone) else {
+                continue;
+            };
+            z.running = true;
+            let axfr = std::mem::take(&mut z.axfr_next);
+            if let Some(a) = z.primary {
+                *self.per_primary.entry(a).or_insert(0) += 1;
+            }
+            self.refreshing += 1;
+            self.actions.push_back(Action::Refresh { zone, axfr });
+        }
+    }
+
+    fn finish_running(&mut self, primary: Option<SocketAddr>) {
+        self.refreshing = self.refreshing.saturating_sub(1);
+        if let Some(a) = primary {
+            release(&mut self.per_primary, a);
+        }
+    }
+
+    /// The refresh of `zone` started by [`Action::Refresh`] ended.
+    pub fn done(&mut self, zone: &Name, outcome: Outcome, now: Instant) {
+        let Some(z) = self.zones.get_mut(zone) else {
+            return;
+        };
+        if !z.running {
+            return;
+        }
+        z.running = false;
+        let primary = z.primary;
+        match outcome {
+            Outcome::Current {
+                refresh,
+                retry,
+                expire,
+            } => {
+                z.retry = retry;
+                z.next = now + refresh;
+                z.expire_at = Some(now + expire);
+                z.last = Some(now);
+                self.expiries.push(Reverse((now + expire, zone.clone())));
+                self.actions
+                    .push_back(Action::Refreshed { zone: zone.clone() });
+            }
+            Outcome::Failed(why) => {
+                z.next = now + z.retry;
+                self.actions.push_back(Action::Report(Report::Failed {
+                    zone: zone.clone(),
+                    why,
+                    retry: z.retry,
+                }));
+            }
+        }
+        self.actions.push_back(Action::Timers {
+            zone: zone.clone(),
+            next: z.next,
+            expire: z.expire_at,
+            last: z.last,
+        });
+        if let Some(axfr) = z.again.take() {
+            z.axfr_next |= axfr;
+            z.next = now;
+        }
+        self.finish_running(primary);
+        self.queue(zone);
+    }
+}
+
+fn release(per_primary: &mut HashMap<SocketAddr, usize>, a: SocketAddr) {
+    if let Some(n) = per_primary.get_mut(&a) {
+        *n -= 1;
+        if *n == 0 {
+            per_primary.remove(&a);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+use super::*;
+
+fn name(s: &str) -> Name {
+    s.parse().unwrap()
+}
+
+fn primary(n: u8) -> Option<SocketAddr> {
+    Some(SocketAddr::from(([192, 0, 2, n], 53)))
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn current(refresh: u64, retry: u64, expire: u64) -> Outcome {
+    Outcome::Current {
+        refresh: secs(refresh),
+        retry: secs(retry),
+        expire: secs(expire),
+    }
+}
+
+/// The refreshes it starts now, by zone name.
+fn started(r: &mut Refresher) -> Vec<String> {
+    let mut v = Vec::new();
+    while let Some(a) = r.poll_action() {
+        if let Action::Refresh { zone, .. } = a {
+            v.push(zone.to_string());
+        }
+    }
+    v
+}
+
+fn actions(r: &mut Refresher) -> Vec<Action> {
+    std::iter::from_fn(|| r.poll_action()).collect()
+}
+
+#[test]
+fn only_the_same_serial_is_nothing_to_do() {
+    assert_eq!(notify_asks(7, 7), NotifyAsks::Nothing);
+    assert_eq!(notify_asks(8, 7), NotifyAsks::Refresh);
+    // Past the wrap (RFC 1982): 1 follows 4294967295.
+    assert_eq!(notify_asks(1, u32::MAX), NotifyAsks::Refresh);
+    assert_eq!(notify_asks(6, 7), NotifyAsks::Older);
+    assert_eq!(notify_asks(u32::MAX, 1), NotifyAsks::Older);
+    assert_eq!(notify_asks(0x8000_0007, 7), NotifyAsks::Older);
+}
+
+/// Refresh at the SOA refresh after a success, at the retry after a
+/// failure; expiry at the SOA expire after the last success.
+#[test]
+fn timers_follow_the_soa() {
+    let t0 = Instant::now();
+    let z = name("example.com.");
+    let mut r = Refresher::new();
+    r.add(&z, primary(1), t0, None);
+    assert_eq!(r.poll_timeout(), Some(t0));
+    r.handle_timeout(t0);
+    assert_eq!(started(&mut r), ["example.com."]);
+    assert_eq!(r.poll_timeout(), None, "refreshing, no expiry yet");
+    r.done(&z, current(100, 10, 1000), t0);
+    assert!(actions(&mut r).contains(&Action::Timers {
+        zone: z.clone(),
+        next: t0 + secs(100),
+        expire: Some(t0 + secs(1000)),
+        last: Some(t0),
+    }));
+    assert_eq!(r.poll_timeout(), Some(t0 + secs(100)));
+    r.handle_timeout(t0 + secs(100));
+    assert_eq!(started(&mut r).len(), 1);
+    // Failures from then on: every 10 s, until the expiry.
+    let mut t = t0 + secs(100);
+    let mut expired_at = None;
+    for _ in 0..200 {
+        r.done(&z, Outcome::Failed("no answer".into()), t);
+        let next = r.poll_timeout().unwrap();
+        r.handle_timeout(next);
+        for a in actions(&mut r) {
+            if a == (Action::Expire { zone: z.clone() }) {
+                expired_at = Some(next);
+            }
+        }
+        if expired_at.is_some() {
+            break;
+        }
+        t = next;
+    }
+    assert_eq!(expired_at, Some(t0 + secs(1000)));
+}
+
+/// A NOTIFY of the serial served does nothing; of a newer one, refreshes
+/// now; one that comes during a refresh makes another follow at once.
+#[test]
+fn notify_refreshes_now_or_after() {
+    let t0 = Instant::now();
+    let z = name("example.com.");
+    let mut r = Refresher::new();
+    r.add(&z, primary(1), t0 + secs(3600), None);
+    r.notify(&z, Some(5), Some(5), t0);
+    assert!(matches!(
+        actions(&mut r).as_slice(),
+        [Action::Report(Report::NotifyServed { serial: 5, .. })]
+    ));
+    assert_eq!(r.poll_timeout(), Some(t0 + secs(3600)));
+    r.notify(&z, Some(6), Some(5), t0);
+    r.handle_timeout(t0);
+    assert_eq!(started(&mut r).len(), 1);
+    let t1 = t0 + secs(1);
+    r.notify(&z, Some(7), Some(5), t1);
+    r.handle_timeout(t1);
+    assert!(
+        started(&mut r).is_empty(),
+        "one refresh of a zone at a time"
+    );
+    let t2 = t0 + secs(2);
+    r.done(&z, current(3600, 600, 86400), t2);
+    assert_eq!(r.poll_timeout(), Some(t2), "the one asked meanwhile");
+    r.handle_timeout(t2);
+    assert_eq!(started(&mut r).len(), 1);
+    // An older serial is reported, and the primaries asked.
+    r.done(&z, current(3600, 600, 86400), t2);
+    actions(&mut r);
+    r.notify(&z, Some(3), Some(5), t2);
+    let a = actions(&mut r);
+    assert!(matches!(
+        a.as_slice(),
+        [Action::Report(Report::NotifyOlder { .. })]
+    ));
+    r.handle_timeout(t2);
+    assert_eq!(started(&mut r).len(), 1);
+}
+
+/// At most MAX_PER_PRIMARY refreshes against one primary, MAX_REFRESHES
+/// in all; the others start as those end.
+#[test]
+fn refreshes_are_bounded() {
+    let t0 = Instant::now();
+    let mut r = Refresher::new();
+    for i in 0..100 {
+        let p = if i < 50 {
+            primary(1)
+        } else {
+            primary(2 + (i % 10) as u8)
+        };
+        r.add(&name(&format!("z{i}.example.")), p, t0, None);
+    }
+    r.handle_timeout(t0);
+    let first = started(&mut r);
+    assert_eq!(first.len(), MAX_REFRESHES);
+    let of_one = first
+        .iter()
+        .filter(|z| z[1..z.len() - 9].parse::<u32>().unwrap() < 50)
+        .count();
+    assert_eq!(of_one, MAX_PER_PRIMARY);
+    assert_eq!(r.running(), MAX_REFRESHES);
+    assert_eq!(
+        r.poll_timeout(),
+        None,
+        "no room: waits for a refresh to end"
+    );
+    let mut all = first.clone();
+    let mut t = t0;
+    while all.len() < 100 {
+        t += secs(1);
+        let running: Vec<String> = all.iter().rev().take(r.running()).cloned().collect();
+        for z in running {
+            r.done(&name(&z), current(3600, 600, 86400), t);
+        }
+        actions(&mut r);
+        r.handle_timeout(t);
+        let more = started(&mut r);
+        assert!(!more.is_empty());
+        all.extend(more);
+    }
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 100, "each zone once");
+}
+
+/// A zone removed while refreshing frees its slot; its outcome is ignored.
+#[test]
+fn removed_while_refreshing() {
+    let t0 = Instant::now();
+    let z = name("example.com.");
+    let mut r = Refresher::new();
+    r.add(&z, primary(1), t0, Some(t0 + secs(10)));
+    r.handle_timeout(t0);
+    assert_eq!(started(&mut r).len(), 1);
+    r.remove(&z);
+    assert_eq!(r.running(), 0);
+    r.done(&z, current(1, 1, 1), t0);
+    assert!(actions(&mut r).is_empty());
+    // Its expiry is stale: nothing happens then.
+    r.handle_timeout(t0 + secs(10));
+    assert!(actions(&mut r).is_empty());
+}
