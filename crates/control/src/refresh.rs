@@ -59,8 +59,9 @@ pub enum Action {
         zone: Name,
         /// Its next refresh.
         next: Instant,
-        /// When it expires without a successful refresh (None: never, it
-        /// has not been refreshed yet or it expired already).
+        /// When it expires (or expired) without a successful refresh
+        /// (None: not before a first one). Kept, a restart past it starts
+        /// the zone expired.
         expire: Option<Instant>,
         /// Its last successful refresh.
         last: Option<Instant>,
@@ -128,6 +129,38 @@ pub enum Outcome {
     Failed(String),
 }
 
+/// A secondary zone as it starts: its timers as kept (or none).
+#[derive(Debug, Clone)]
+pub struct Start {
+    /// The primary its refreshes count against (its first).
+    pub primary: Option<SocketAddr>,
+    /// Its first refresh: now when it serves nothing or its timers were
+    /// lost.
+    pub next: Instant,
+    /// When it expires unless refreshed (None: not before a first refresh).
+    pub expire: Option<Instant>,
+    /// Its last successful refresh, if known.
+    pub last: Option<Instant>,
+    /// Its first refresh is a whole transfer (it serves nothing yet).
+    pub axfr: bool,
+    /// Its retry after a failure, until an SOA gives one.
+    pub retry: Duration,
+}
+
+impl Start {
+    /// A zone that serves nothing yet: refreshed at `now` by AXFR.
+    pub fn empty(primary: Option<SocketAddr>, now: Instant) -> Start {
+        Start {
+            primary,
+            next: now,
+            expire: None,
+            last: None,
+            axfr: true,
+            retry: RETRY_MIN,
+        }
+    }
+}
+
 /// One secondary zone's refresh state.
 #[derive(Debug)]
 struct Zone {
@@ -135,6 +168,8 @@ struct Zone {
     primary: Option<SocketAddr>,
     next: Instant,
     expire_at: Option<Instant>,
+    /// Past `expire_at` without a successful refresh.
+    expired: bool,
     last: Option<Instant>,
     running: bool,
     /// A refresh was asked for while one ran: another follows (an AXFR when
@@ -212,16 +247,8 @@ impl Refresher {
         self.refreshing
     }
 
-    /// Adds (or replaces) a secondary zone: refreshed first at `next`
-    /// (now when it serves nothing or its timers were lost), expiring at
-    /// `expire` unless refreshed (None: not before a first refresh).
-    pub fn add(
-        &mut self,
-        zone: &Name,
-        primary: Option<SocketAddr>,
-        next: Instant,
-        expire: Option<Instant>,
-    ) {
+    /// Adds (or replaces) a secondary zone, as it starts.
+    pub fn add(&mut self, zone: &Name, start: Start) {
         let zone = zone.to_lowercase();
         if let Some(old) = self.zones.remove(&zone) {
             if old.running {
@@ -231,17 +258,18 @@ impl Refresher {
         self.zones.insert(
             zone.clone(),
             Zone {
-                primary,
-                next,
-                expire_at: expire,
-                last: None,
+                primary: start.primary,
+                next: start.next,
+                expire_at: start.expire,
+                expired: false,
+                last: start.last,
                 running: false,
                 again: None,
-                axfr_next: false,
-                retry: RETRY_MIN,
+                axfr_next: start.axfr,
+                retry: start.retry,
             },
         );
-        if let Some(e) = expire {
+        if let Some(e) = start.expire {
             self.expiries.push(Reverse((e, zone.clone())));
         }
         self.queue(&zone);
@@ -379,18 +407,11 @@ impl Refresher {
             let Some(z) = self.zones.get_mut(&zone) else {
                 continue;
             };
-            if z.expire_at != Some(at) {
+            if z.expired || z.expire_at != Some(at) {
                 continue;
             }
-            z.expire_at = None;
-            self.actions
-                .push_back(Action::Expire { zone: zone.clone() });
-            self.actions.push_back(Action::Timers {
-                zone,
-                next: z.next,
-                expire: None,
-                last: z.last,
-            });
+            z.expired = true;
+            self.actions.push_back(Action::Expire { zone });
         }
         let mut room = MAX_REFRESHES.saturating_sub(self.refreshing);
         let mut due: Vec<Name> = Vec::new();
@@ -467,6 +488,7 @@ impl Refresher {
                 z.retry = retry;
                 z.next = now + refresh;
                 z.expire_at = Some(now + expire);
+                z.expired = false;
                 z.last = Some(now);
                 self.expiries.push(Reverse((now + expire, zone.clone())));
                 self.actions

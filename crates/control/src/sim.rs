@@ -1,9 +1,10 @@
 //! A deterministic simulator of a fleet: one primary driven by the real
-//! [`NotifyOut`] machine, secondaries modelled as Lode's act (NOTIFY
-//! answered, then a transfer; the SOA asked by the primary answered; a
-//! refresh every `refresh`; timers kept across a restart), update clients
-//! publishing new serials, all in simulated time over a simulated network,
-//! from one seed.
+//! [`NotifyOut`] machine, secondaries driven by the real [`Refresher`]
+//! (NOTIFY answered and handed to it; its refreshes performed as a
+//! transfer from the primary that takes a few ms to load; the SOA asked by
+//! the primary answered; its timers kept across a crash and restored, as
+//! the server keeps them in a file), update clients publishing new
+//! serials, all in simulated time over a simulated network, from one seed.
 //!
 //! A run has two phases. In the **chaos** phase the network loses,
 //! duplicates, delays and reorders datagrams, secondaries are cut off
@@ -15,6 +16,7 @@
 //! - in the calm phase, every serial published reaches every secondary
 //!   within [`NOTIFY_BOUND`] (NOTIFY-driven convergence: the SOA refresh
 //!   is an hour, far beyond the run);
+//! - no zone expires (its SOA expire is ten minutes; faults end sooner);
 //! - at the end every secondary serves the primary's serial;
 //! - the machine tracks at most one NOTIFY and one hold per (zone, target).
 //!
@@ -43,17 +45,23 @@ use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 use crate::notify_out::{Action, NotifyOut};
+use crate::refresh::{self, Refresher, Start};
 
 /// How soon, in the calm phase, a serial published must be served by every
 /// secondary: a NOTIFY in flight's next retry (≤ 1 s after its first try),
 /// a hold behind a secondary catching up (≤ 5 s), and the transfer.
 pub const NOTIFY_BOUND: Duration = Duration::from_secs(10);
 
-/// A secondary's SOA refresh: far beyond a run, so that only NOTIFYs (and
+/// The zones' SOA refresh: far beyond a run, so that only NOTIFYs (and
 /// the transfers they start) bring changes in time.
 const REFRESH: Duration = Duration::from_secs(3600);
-/// A secondary's wait for a transfer's answer before it asks again.
-const FETCH_RETRY: Duration = Duration::from_secs(2);
+/// The zones' SOA retry.
+const RETRY: Duration = Duration::from_secs(5);
+/// The zones' SOA expire: beyond the chaos phase's longest fault.
+const EXPIRE: Duration = Duration::from_secs(600);
+/// A secondary's wait for a transfer's answer before the refresh fails
+/// (the server's SOA query times out after 3 s).
+const FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 /// Steps of the run kept for a report.
 const TRACE: usize = 60;
 
@@ -165,14 +173,17 @@ enum Body {
         id: u16,
         serial: u32,
     },
-    /// A transfer asked (a secondary to the primary).
+    /// A refresh's transfer asked (a secondary to the primary); `token`
+    /// names the refresh.
     Fetch {
         zone: usize,
+        token: u64,
     },
     /// The transfer's outcome: the primary's serial then.
     Fetched {
         zone: usize,
         serial: u32,
+        token: u64,
     },
 }
 
@@ -201,39 +212,36 @@ enum Event {
         secondary: usize,
         until: Duration,
     },
-    /// A secondary's transfer loaded (generation: stale when it crashed since).
+    /// A secondary's transfer loaded (stale unless `token` is the
+    /// refresh in flight).
     Loaded {
         secondary: usize,
         zone: usize,
         serial: u32,
-        gen: u64,
+        token: u64,
     },
     FetchTimeout {
         secondary: usize,
         zone: usize,
-        gen: u64,
-    },
-    Refresh {
-        secondary: usize,
-        zone: usize,
+        token: u64,
     },
 }
 
-/// One secondary zone's state in the model.
+/// One zone of a secondary.
 #[derive(Debug, Clone, Default)]
 struct SecondaryZone {
     served: u32,
-    /// A transfer asked and not answered, or loading.
-    busy: bool,
-    /// A NOTIFY of a newer serial came while busy: transfer again after.
-    again: bool,
+    /// The refresh in flight (its token), if one is.
+    refreshing: Option<u64>,
+    /// Its timers as last kept: (next, expire, last).
+    kept: Option<(Instant, Option<Instant>, Option<Instant>)>,
+    expired: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Secondary {
     up: bool,
-    /// Bumped at each crash: timers of the run before are stale.
-    gen: u64,
+    refresher: Refresher,
     zones: Vec<SecondaryZone>,
     /// Cut off from the primary until then (simulated time from the start).
     cut_until: Duration,
@@ -258,6 +266,8 @@ struct Sim {
     /// Per (secondary, zone): serials that must be served by a deadline.
     owed: Vec<Vec<VecDeque<(u32, Duration)>>>,
     trace: VecDeque<String>,
+    /// The last refresh token given.
+    tokens: u64,
     out: Outcome,
 }
 
@@ -334,7 +344,6 @@ impl Scenario {
     pub fn run(self, seed: u64) -> Outcome {
         let rng = Pcg64::seed_from_u64(seed);
         let mut sim = Sim::new(seed, rng, self.shape);
-        sim.schedule_refreshes();
         for (at, step) in self.steps {
             let e = match step {
                 Step::Update { zone } => Event::Update { zone },
@@ -385,22 +394,29 @@ fn soa(zone: &Name, serial: u32) -> Record {
 
 impl Sim {
     fn new(seed: u64, mut rng: Pcg64, shape: Shape) -> Sim {
-        let names = (0..shape.zones)
+        let names: Vec<Name> = (0..shape.zones)
             .map(|z| format!("z{z}.example.").parse().expect("a valid zone name"))
             .collect();
+        let start = Instant::now();
         let secondaries = (0..shape.secondaries)
-            .map(|_| Secondary {
-                up: true,
-                gen: 0,
-                zones: vec![SecondaryZone::default(); shape.zones],
-                cut_until: Duration::ZERO,
+            .map(|_| {
+                let mut refresher = Refresher::new();
+                for name in &names {
+                    refresher.add(name, Start::empty(Some(addr(0)), start));
+                }
+                Secondary {
+                    up: true,
+                    refresher,
+                    zones: vec![SecondaryZone::default(); shape.zones],
+                    cut_until: Duration::ZERO,
+                }
             })
             .collect();
         let first_id = (rng.next_u64() & 0xFFFF) as u16;
         Sim {
             seed,
             rng,
-            start: Instant::now(),
+            start,
             now: Duration::ZERO,
             seq: 0,
             queue: BinaryHeap::new(),
@@ -411,6 +427,7 @@ impl Sim {
             secondaries,
             owed: vec![vec![VecDeque::new(); shape.zones]; shape.secondaries],
             trace: VecDeque::new(),
+            tokens: 0,
             out: Outcome {
                 seed,
                 ..Outcome::default()
@@ -434,26 +451,9 @@ impl Sim {
             .push_back(format!("{:9.3} s  {line}", self.now.as_secs_f64()));
     }
 
-    /// Every secondary zone's SOA refresh.
-    fn schedule_refreshes(&mut self) {
-        for k in 0..self.shape.secondaries {
-            for z in 0..self.shape.zones {
-                self.at(
-                    REFRESH,
-                    Event::Refresh {
-                        secondary: k,
-                        zone: z,
-                    },
-                );
-            }
-        }
-    }
-
     /// Updates through both phases (none in the last stretch of the calm
-    /// one, so that the last can arrive), the chaos phase's faults, the
-    /// refreshes.
+    /// one, so that the last can arrive), the chaos phase's faults.
     fn schedule_random(&mut self) {
-        self.schedule_refreshes();
         let end = self.shape.chaos + self.shape.calm;
         let last_update = end.saturating_sub(NOTIFY_BOUND + Duration::from_secs(2));
         let mut t = Duration::ZERO;
@@ -502,22 +502,33 @@ impl Sim {
                 .primary
                 .poll_timeout()
                 .map(|t| t.saturating_duration_since(self.start));
-            let next = match (next_event, next_timeout) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => match a.or(b) {
-                    Some(t) => t,
-                    None => break,
-                },
+            // The secondaries' refresh machines (the soonest, lowest index first).
+            let secondary_timeout = (0..self.secondaries.len())
+                .filter(|&k| self.secondaries[k].up)
+                .filter_map(|k| {
+                    let t = self.secondaries[k].refresher.poll_timeout()?;
+                    Some((t.saturating_duration_since(self.start), k))
+                })
+                .min();
+            let next = [next_event, next_timeout, secondary_timeout.map(|(t, _)| t)]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(next) = next else {
+                break;
             };
             if next > end {
                 break;
             }
             self.now = self.now.max(next);
             self.out.steps += 1;
+            let now = self.start + self.now;
             if next_timeout.is_some_and(|t| t <= next) {
-                let now = self.start + self.now;
                 self.primary.handle_timeout(now);
                 self.primary_actions();
+            } else if let Some((_, k)) = secondary_timeout.filter(|(t, _)| *t <= next) {
+                self.secondaries[k].refresher.handle_timeout(now);
+                self.secondary_actions(k);
             } else if let Some(Reverse((_, _, i))) = self.queue.pop() {
                 if let Some(e) = self.events[i].take() {
                     self.step(e);
@@ -579,6 +590,11 @@ impl Sim {
                 }
             }
         }
+        for (k, s) in self.secondaries.iter().enumerate() {
+            if let Some(z) = s.zones.iter().position(|z| z.expired) {
+                return Some(format!("secondary s{k}: zone {} expired", self.names[z]));
+            }
+        }
         let most = self.shape.zones * self.shape.secondaries;
         let tracked = self.primary.tracked();
         if tracked.0 > most || tracked.1 > most {
@@ -617,10 +633,8 @@ impl Sim {
                     return;
                 }
                 s.up = false;
-                s.gen += 1;
                 for z in &mut s.zones {
-                    z.busy = false;
-                    z.again = false;
+                    z.refreshing = None;
                 }
                 self.out.crashes += 1;
                 self.note(format!(
@@ -630,12 +644,7 @@ impl Sim {
                 let back = self.now + down;
                 self.at(back, Event::Restart { secondary });
             }
-            Event::Restart { secondary } => {
-                // Its timers were kept: no refresh at start (the SOA
-                // refresh is far away), as a Lode secondary restarts.
-                self.secondaries[secondary].up = true;
-                self.note(format!("s{secondary} restarts"));
-            }
+            Event::Restart { secondary } => self.restart(secondary),
             Event::Partition { secondary, until } => {
                 let s = &mut self.secondaries[secondary];
                 s.cut_until = s.cut_until.max(until);
@@ -649,68 +658,118 @@ impl Sim {
                 secondary,
                 zone,
                 serial,
-                gen,
+                token,
             } => {
-                let s = &mut self.secondaries[secondary];
-                if s.gen != gen || !s.up {
+                let z = &mut self.secondaries[secondary].zones[zone];
+                if z.refreshing != Some(token) {
                     return;
                 }
-                let z = &mut s.zones[zone];
-                let before = z.served;
-                z.busy = false;
-                if serial_lt(before, serial) {
+                if serial_lt(z.served, serial) {
                     z.served = serial;
                 }
-                let again = std::mem::take(&mut z.again);
+                let served = z.served;
                 self.note(format!(
-                    "s{secondary} serves {} serial {}",
-                    self.names[zone], self.secondaries[secondary].zones[zone].served
+                    "s{secondary} serves {} serial {served}",
+                    self.names[zone]
                 ));
-                if again {
-                    self.fetch(secondary, zone);
-                }
+                self.refreshed(
+                    secondary,
+                    zone,
+                    refresh::Outcome::Current {
+                        refresh: REFRESH,
+                        retry: RETRY,
+                        expire: EXPIRE,
+                    },
+                );
             }
             Event::FetchTimeout {
                 secondary,
                 zone,
-                gen,
+                token,
             } => {
-                let s = &self.secondaries[secondary];
-                if s.gen == gen && s.up && s.zones[zone].busy {
-                    self.secondaries[secondary].zones[zone].busy = false;
-                    self.fetch(secondary, zone);
+                if self.secondaries[secondary].zones[zone].refreshing == Some(token) {
+                    let failed = refresh::Outcome::Failed("no answer".into());
+                    self.refreshed(secondary, zone, failed);
                 }
-            }
-            Event::Refresh { secondary, zone } => {
-                if self.secondaries[secondary].up {
-                    self.fetch(secondary, zone);
-                }
-                let next = self.now + REFRESH;
-                self.at(next, Event::Refresh { secondary, zone });
             }
         }
     }
 
-    /// A secondary asks the primary for a zone's changes (unless it is
-    /// already doing so: it asks again once that is done).
-    fn fetch(&mut self, k: usize, zone: usize) {
+    /// A secondary starts again: a new refresh machine, its zones' timers
+    /// as it kept them (a zone it never got is refreshed at once).
+    fn restart(&mut self, k: usize) {
+        let now = self.start + self.now;
         let s = &mut self.secondaries[k];
-        if s.zones[zone].busy {
-            s.zones[zone].again = true;
-            return;
+        s.up = true;
+        s.refresher = Refresher::new();
+        for (z, name) in s.zones.iter().zip(&self.names) {
+            let start = match z.kept {
+                Some((next, expire, last)) => Start {
+                    primary: Some(addr(0)),
+                    next: next.max(now),
+                    expire,
+                    last,
+                    axfr: false,
+                    retry: RETRY,
+                },
+                None => Start::empty(Some(addr(0)), now),
+            };
+            s.refresher.add(name, start);
         }
-        s.zones[zone].busy = true;
-        let gen = s.gen;
-        self.send(k + 1, 0, Body::Fetch { zone });
-        let t = self.now + FETCH_RETRY;
-        self.at(
-            t,
-            Event::FetchTimeout {
-                secondary: k,
-                zone,
-                gen,
-            },
-        );
+        self.note(format!("s{k} restarts"));
+    }
+
+    /// A secondary's refresh of `zone` ended with `outcome`.
+    fn refreshed(&mut self, k: usize, zone: usize, outcome: refresh::Outcome) {
+        let now = self.start + self.now;
+        let s = &mut self.secondaries[k];
+        s.zones[zone].refreshing = None;
+        s.refresher.done(&self.names[zone], outcome, now);
+        self.secondary_actions(k);
+    }
+
+    /// Performs a secondary's refresh machine's actions.
+    fn secondary_actions(&mut self, k: usize) {
+        while let Some(a) = self.secondaries[k].refresher.poll_action() {
+            let Some(z) = (match &a {
+                refresh::Action::Refresh { zone, .. }
+                | refresh::Action::Timers { zone, .. }
+                | refresh::Action::Expire { zone }
+                | refresh::Action::Refreshed { zone } => self.zone_index(zone),
+                refresh::Action::Report(_) => None,
+            }) else {
+                self.note(format!("s{k}: {a:?}"));
+                continue;
+            };
+            match a {
+                refresh::Action::Refresh { .. } => {
+                    self.tokens += 1;
+                    let token = self.tokens;
+                    self.secondaries[k].zones[z].refreshing = Some(token);
+                    self.send(k + 1, 0, Body::Fetch { zone: z, token });
+                    let t = self.now + FETCH_TIMEOUT;
+                    self.at(
+                        t,
+                        Event::FetchTimeout {
+                            secondary: k,
+                            zone: z,
+                            token,
+                        },
+                    );
+                }
+                refresh::Action::Timers {
+                    next, expire, last, ..
+                } => self.secondaries[k].zones[z].kept = Some((next, expire, last)),
+                refresh::Action::Expire { .. } => {
+                    self.secondaries[k].zones[z].expired = true;
+                    self.note(format!("s{k}: {} expired", self.names[z]));
+                }
+                refresh::Action::Refreshed { .. } => {
+                    self.secondaries[k].zones[z].expired = false;
+                }
+                refresh::Action::Report(_) => {}
+            }
+        }
     }
 
     /// Sends the primary machine's actions as datagrams.
@@ -802,9 +861,17 @@ impl Sim {
                         .soa_answered(&name, from, id, Some(serial), now);
                     self.primary_actions();
                 }
-                Body::Fetch { zone } => {
+                Body::Fetch { zone, token } => {
                     let serial = self.serials[zone];
-                    self.send(0, d.from, Body::Fetched { zone, serial });
+                    self.send(
+                        0,
+                        d.from,
+                        Body::Fetched {
+                            zone,
+                            serial,
+                            token,
+                        },
+                    );
                 }
                 _ => {}
             }
@@ -818,20 +885,34 @@ impl Sim {
             Body::Notify { zone, id, serial } => {
                 self.send(d.to, 0, Body::NotifyAnswer { id });
                 let served = self.secondaries[k].zones[zone].served;
-                if serial_lt(served, serial) {
-                    self.fetch(k, zone);
-                }
+                let name = self.names[zone].clone();
+                self.secondaries[k]
+                    .refresher
+                    .notify(&name, Some(serial), Some(served), now);
+                self.secondary_actions(k);
             }
             Body::SoaQuery { zone, id } => {
                 let serial = self.secondaries[k].zones[zone].served;
                 self.send(d.to, 0, Body::SoaAnswer { zone, id, serial });
             }
-            Body::Fetched { zone, serial } => {
-                let s = &self.secondaries[k];
-                if !s.zones[zone].busy {
-                    return; // a duplicate, or the answer to an abandoned try
+            Body::Fetched {
+                zone,
+                serial,
+                token,
+            } => {
+                let z = &self.secondaries[k].zones[zone];
+                if z.refreshing != Some(token) {
+                    return; // a duplicate, or the answer to a refresh given up
                 }
-                let gen = s.gen;
+                if !serial_lt(z.served, serial) {
+                    let current = refresh::Outcome::Current {
+                        refresh: REFRESH,
+                        retry: RETRY,
+                        expire: EXPIRE,
+                    };
+                    self.refreshed(k, zone, current);
+                    return;
+                }
                 // Loading takes 1-30 ms.
                 let when = self.now + Duration::from_millis(1 + below(&mut self.rng, 30));
                 self.at(
@@ -840,7 +921,7 @@ impl Sim {
                         secondary: k,
                         zone,
                         serial,
-                        gen,
+                        token,
                     },
                 );
             }

@@ -53,7 +53,7 @@ fn timers_follow_the_soa() {
     let t0 = Instant::now();
     let z = name("example.com.");
     let mut r = Refresher::new();
-    r.add(&z, primary(1), t0, None);
+    r.add(&z, Start::empty(primary(1), t0));
     assert_eq!(r.poll_timeout(), Some(t0));
     r.handle_timeout(t0);
     assert_eq!(started(&mut r), ["example.com."]);
@@ -95,7 +95,14 @@ fn notify_refreshes_now_or_after() {
     let t0 = Instant::now();
     let z = name("example.com.");
     let mut r = Refresher::new();
-    r.add(&z, primary(1), t0 + secs(3600), None);
+    r.add(
+        &z,
+        Start {
+            next: t0 + secs(3600),
+            axfr: false,
+            ..Start::empty(primary(1), t0)
+        },
+    );
     r.notify(&z, Some(5), Some(5), t0);
     assert!(matches!(
         actions(&mut r).as_slice(),
@@ -142,7 +149,7 @@ fn refreshes_are_bounded() {
         } else {
             primary(2 + (i % 10) as u8)
         };
-        r.add(&name(&format!("z{i}.example.")), p, t0, None);
+        r.add(&name(&format!("z{i}.example.")), Start::empty(p, t0));
     }
     r.handle_timeout(t0);
     let first = started(&mut r);
@@ -183,7 +190,13 @@ fn removed_while_refreshing() {
     let t0 = Instant::now();
     let z = name("example.com.");
     let mut r = Refresher::new();
-    r.add(&z, primary(1), t0, Some(t0 + secs(10)));
+    r.add(
+        &z,
+        Start {
+            expire: Some(t0 + secs(10)),
+            ..Start::empty(primary(1), t0)
+        },
+    );
     r.handle_timeout(t0);
     assert_eq!(started(&mut r).len(), 1);
     r.remove(&z);
@@ -193,4 +206,46 @@ fn removed_while_refreshing() {
     // Its expiry is stale: nothing happens then.
     r.handle_timeout(t0 + secs(10));
     assert!(actions(&mut r).is_empty());
+}
+
+/// An expired zone keeps its expiry (a restart past it starts it expired)
+/// and is expired once; a success serves it again and sets a new expiry.
+#[test]
+fn expired_once_until_refreshed() {
+    let t0 = Instant::now();
+    let z = name("example.com.");
+    let mut r = Refresher::new();
+    r.add(&z, Start::empty(primary(1), t0));
+    r.handle_timeout(t0);
+    r.done(&z, current(100, 10, 30), t0);
+    actions(&mut r);
+    let mut expiries = 0;
+    let mut t = t0;
+    while t < t0 + secs(60) {
+        let next = r.poll_timeout().unwrap();
+        r.handle_timeout(next);
+        for a in actions(&mut r) {
+            match a {
+                Action::Expire { .. } => expiries += 1,
+                Action::Refresh { .. } => r.done(&z, Outcome::Failed("down".into()), next),
+                _ => {}
+            }
+        }
+        for a in actions(&mut r) {
+            if let Action::Timers { expire, .. } = a {
+                assert_eq!(expire, Some(t0 + secs(30)), "kept past the expiry");
+            }
+        }
+        t = next;
+    }
+    assert_eq!(expiries, 1);
+    r.refresh(&z, false, t);
+    r.handle_timeout(t);
+    assert_eq!(started(&mut r).len(), 1);
+    r.done(&z, current(100, 10, 30), t);
+    let a = actions(&mut r);
+    assert!(a.contains(&Action::Refreshed { zone: z.clone() }));
+    assert!(a
+        .iter()
+        .any(|a| matches!(a, Action::Timers { expire: Some(e), .. } if *e == t + secs(30))));
 }

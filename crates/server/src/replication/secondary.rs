@@ -18,15 +18,13 @@
 //!   outcome ─▶ scheduler: next refresh (SOA refresh, or retry), expiry, timers (secondary-timers)
 //! ```
 
-mod notify_asks;
 mod scheduler;
 mod timers;
-use notify_asks::{notify_asks, NotifyAsks};
+use lode_control::refresh::{notify_asks, NotifyAsks, Start};
 use scheduler::Scheduler;
 use timers::TimerLog;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
 
@@ -47,8 +45,6 @@ use crate::fetch::{self, Source};
 use crate::publish::{is_placeholder, Publisher};
 use crate::update::{Admission, Work};
 
-/// The first retry after a failure, before the SOA's retry is known.
-const RETRY_MIN: u32 = 2;
 /// How long a SOA query waits for its answer.
 const SOA_TIMEOUT: Duration = Duration::from_secs(3);
 /// The most a transfer may take before it is abandoned.
@@ -84,14 +80,9 @@ enum Event {
     /// `lode zone-refresh` (AXFR when `axfr`: `lode zone-retransfer`).
     Refresh { zone: Name, axfr: bool },
     /// A refresh thread finished.
-    Done {
-        zone: Name,
-        outcome: Outcome,
-        /// The primary it counted against (see [`MAX_PER_PRIMARY`]).
-        primary: Option<SocketAddr>,
-    },
-    /// A new secondary zone (a catalog member).
-    Add(Box<ZoneState>),
+    Done { zone: Name, outcome: Outcome },
+    /// A new secondary zone (a catalog member), as it starts.
+    Add(Box<(ZoneState, Start)>),
     /// A zone no longer a secondary here.
     Remove(Name),
     /// A reload changed a zone's primaries (addresses, keys, TLS).
@@ -177,7 +168,7 @@ impl Secondaries {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .insert(origin, p.status);
-            self.send(Event::Add(Box::new(p.state)));
+            self.send(Event::Add(Box::new((p.state, p.start))));
         }
     }
 
@@ -277,18 +268,12 @@ impl Secondaries {
     }
 }
 
-/// One secondary zone as the scheduler keeps it.
+/// One secondary zone as the scheduler's runtime keeps it (its timers
+/// are the refresh machine's).
 struct ZoneState {
     origin: Name,
     sources: Arc<[Source]>,
     writer: crate::update::WriterQueue,
-    next: Instant,
-    expire_at: Option<u64>,
-    running: bool,
-    /// A refresh was asked for while one ran: another follows.
-    again: Option<bool>,
-    axfr_next: bool,
-    retry: u32,
     /// Bounds on its SOA timers.
     bounds: TimerBounds,
 }
@@ -301,6 +286,8 @@ type Rules = Arc<[Rule]>;
 /// One secondary zone made ready for the scheduler.
 struct Prepared {
     state: ZoneState,
+    /// Its timers as the refresh machine starts with them.
+    start: Start,
     rules: Arc<[Rule]>,
     sources: Arc<[Source]>,
     status: Status,
@@ -435,18 +422,27 @@ fn prepare(
         last_refresh: saved_last.filter(|_| has_data),
         ..Status::default()
     };
+    let now = Instant::now();
+    let at = |unix: u64| {
+        now.checked_sub(Duration::from_secs(now_unix.saturating_sub(unix)))
+            .map_or(now, |t| {
+                t + Duration::from_secs(unix.saturating_sub(now_unix))
+            })
+    };
     Prepared {
         state: ZoneState {
             origin: origin.clone(),
             sources: sources.clone(),
             writer,
-            next,
-            expire_at: saved_expire.filter(|_| has_data),
-            running: false,
-            again: None,
-            axfr_next: !has_data,
-            retry: options.timers.retry.0,
             bounds: options.timers,
+        },
+        start: Start {
+            primary: sources.first().map(|s| s.addr),
+            next,
+            expire: saved_expire.filter(|_| has_data).map(at),
+            last: saved_last.filter(|_| has_data).map(at),
+            axfr: !has_data,
+            retry: Duration::from_secs(u64::from(options.timers.retry.0)),
         },
         rules,
         sources,
@@ -524,7 +520,7 @@ pub(crate) fn start(
     let dir = config.journal_dir.as_ref()?;
     let timers = Arc::new(TimerLog::open(dir));
     let mut shared = Shared::new(keys);
-    let mut zones: HashMap<Name, ZoneState> = HashMap::new();
+    let mut zones: Vec<(ZoneState, Start)> = Vec::new();
     let mut notify_acl = HashMap::new();
     let mut status = HashMap::new();
     let mut primaries = HashMap::new();
@@ -550,30 +546,22 @@ pub(crate) fn start(
         status.insert(origin.clone(), p.status);
         notify_acl.insert(origin.clone(), p.rules);
         primaries.insert(origin.clone(), p.sources);
-        zones.insert(origin, p.state);
+        zones.push((p.state, p.start));
     }
     let (tx, rx) = mpsc::channel();
     let status = Arc::new(Mutex::new(status));
-    let scheduler = Scheduler {
-        refreshing: 0,
-        per_primary: HashMap::new(),
-        queues: HashMap::new(),
-        zones,
-        tx: tx.clone(),
-        publisher: publisher.clone(),
-        status: status.clone(),
-        timers: timers.clone(),
-    };
+    let mut scheduler = Scheduler::new(
+        tx.clone(),
+        publisher.clone(),
+        status.clone(),
+        timers.clone(),
+    );
+    for (state, start) in zones {
+        scheduler.add(state, start);
+    }
     if let Err(e) = std::thread::Builder::new()
         .name("lode-refresh".into())
-        .spawn(move || {
-            let mut scheduler = scheduler;
-            let all: Vec<Name> = scheduler.zones.keys().cloned().collect();
-            for zone in &all {
-                scheduler.queue(zone);
-            }
-            scheduler.run(rx)
-        })
+        .spawn(move || scheduler.run(rx))
     {
         tracing::error!("cannot start the refresh thread ({e}): secondary zones are not refreshed");
         return None;
