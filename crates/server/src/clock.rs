@@ -19,3 +19,22 @@ pub(crate) fn format_duration(d: Duration) -> String {
 pub(crate) fn millis(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 10_000.0).round() / 10.0
 }
+
+/// Waits for the next message of `rx` for at most `wait` (None: as long as
+/// it takes): `Ok(None)` when the wait ran out, `Err` when every sender is
+/// gone. The runtimes of the control machines wait so for events until
+/// their machine's next timeout.
+pub(crate) fn recv_within<T>(
+    rx: &std::sync::mpsc::Receiver<T>,
+    wait: Option<Duration>,
+) -> Result<Option<T>, std::sync::mpsc::RecvError> {
+    use std::sync::mpsc::RecvTimeoutError;
+    match wait {
+        Some(w) => match rx.recv_timeout(w) {
+            Ok(e) => Ok(Some(e)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(std::sync::mpsc::RecvError),
+        },
+        None => rx.recv().map(Some),
+    }
+}

@@ -142,16 +142,8 @@ impl Notifier {
     fn run(mut self, rx: mpsc::Receiver<Changed>) {
         let mut buf = vec![0u8; 4096];
         loop {
-            let event = match self.next_wake(Instant::now()) {
-                Some(w) => match rx.recv_timeout(w) {
-                    Ok(e) => Some(e),
-                    Err(mpsc::RecvTimeoutError::Timeout) => None,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                },
-                None => match rx.recv() {
-                    Ok(e) => Some(e),
-                    Err(_) => return,
-                },
+            let Ok(event) = crate::clock::recv_within(&rx, self.next_wake(Instant::now())) else {
+                return;
             };
             let mut next = event;
             while let Some(e) = next {

@@ -71,16 +71,12 @@ impl Scheduler {
         loop {
             self.core.handle_timeout(Instant::now());
             self.perform();
-            let event = match self.core.poll_timeout() {
-                Some(t) => match rx.recv_timeout(t.saturating_duration_since(Instant::now())) {
-                    Ok(e) => Some(e),
-                    Err(mpsc::RecvTimeoutError::Timeout) => None,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                },
-                None => match rx.recv() {
-                    Ok(e) => Some(e),
-                    Err(_) => return,
-                },
+            let wait = self
+                .core
+                .poll_timeout()
+                .map(|t| t.saturating_duration_since(Instant::now()));
+            let Ok(event) = crate::clock::recv_within(&rx, wait) else {
+                return;
             };
             if let Some(e) = event {
                 self.event(e);
