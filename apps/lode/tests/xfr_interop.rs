@@ -939,6 +939,24 @@ fn lode_secondary_expires_and_recovers() {
         .unwrap_or_else(|e| panic!("lode secondary: {e}"));
     wait_serial(a.addr, ZONE, 1, Duration::from_secs(15))
         .unwrap_or_else(|e| panic!("initial transfer: {e}\n{}", a.log_tail(20)));
+    // EDNS EXPIRE (RFC 7314): the primary tells its SOA EXPIRE (4 s), the
+    // secondary what it has left of it (Knot DNS answers both so).
+    let expire_of = |addr: SocketAddr| {
+        let mut q = common::Query::new(ZONE, 6, 1);
+        q.edns = Some(common::Edns {
+            size: 1232,
+            options: vec![(9, Vec::new())],
+            ..common::Edns::default()
+        });
+        let r = common::udp_exchange(addr, &q.to_wire(), Duration::from_millis(500))?;
+        let m = common::Message::parse(&r);
+        let opt = m.opts.first()?;
+        let (_, data) = opt.options.iter().find(|(code, _)| *code == 9)?;
+        Some(u32::from_be_bytes(data.as_slice().try_into().ok()?))
+    };
+    assert_eq!(expire_of(primary.addr), Some(4), "Knot, the primary");
+    let left = expire_of(a.addr);
+    assert!(left.is_some_and(|l| l <= 4), "the secondary: {left:?}");
     let rcode = || {
         common::udp_exchange(
             a.addr,

@@ -1,6 +1,7 @@
 //! The response's OPT record (RFC 6891): fixed fields, then the options in
 //! Knot DNS's order — NSID (RFC 5001), the server's extra options (COOKIE),
-//! EDE (RFC 8914), Padding (RFC 7830) last, sized after everything else.
+//! EDE (RFC 8914), EXPIRE (RFC 7314) in answers from a zone when asked,
+//! Padding (RFC 7830) last, sized after everything else.
 
 use lode_wire::message::{edns_option, opt_len, Edns, Full, MessageWriter, EDNS_DO};
 
@@ -23,6 +24,9 @@ pub(crate) struct OptPlan<'a> {
     /// Pad the response (TCP, padded query, padding on).
     pad: bool,
     max_udp_payload: u16,
+    /// The EXPIRE option's whole wire form (an answer from a zone, when
+    /// the query asked): see [`OptPlan::with_expire`].
+    expire: Option<[u8; 8]>,
 }
 
 impl<'a> OptPlan<'a> {
@@ -51,7 +55,34 @@ impl<'a> OptPlan<'a> {
             extra: extra.options,
             pad: padded && settings.padding && transport == Transport::Tcp,
             max_udp_payload: settings.max_udp_payload.max(512),
+            expire: None,
         }
+    }
+
+    /// The plan of an answer from `zone`, with the EXPIRE option when the
+    /// query asked for it: what a secondary's zone has left at `now`
+    /// (Unix seconds), a primary's SOA EXPIRE (as Knot DNS tells them).
+    pub(crate) fn with_expire(mut self, query: &[u8], zone: &lode_zonedb::Zone, now: u64) -> Self {
+        if self.edns.options_len == 0 || self.edns.option(query, edns_option::EXPIRE).is_none() {
+            return self;
+        }
+        let left = match zone.expire_at() {
+            Some(at) => u32::try_from(at.saturating_sub(now)).unwrap_or(u32::MAX),
+            None => {
+                let soa = zone.soa();
+                let r = soa.first();
+                // The SOA RDATA ends with serial, refresh, retry, expire, minimum.
+                let Some(f) = r.len().checked_sub(8).and_then(|at| r.get(at..at + 4)) else {
+                    return self;
+                };
+                u32::from_be_bytes([f[0], f[1], f[2], f[3]])
+            }
+        };
+        let mut opt = [0u8; 8];
+        opt[..4].copy_from_slice(&option_head(edns_option::EXPIRE, 4));
+        opt[4..].copy_from_slice(&left.to_be_bytes());
+        self.expire = Some(opt);
+        self
     }
 
     /// Bytes to keep free for the OPT record with `ede` (whole EDE option
@@ -62,7 +93,8 @@ impl<'a> OptPlan<'a> {
         } else {
             4 + self.nsid.len()
         };
-        opt_len(nsid + self.extra.len() + ede.len())
+        let expire = self.expire.map_or(0, |e| e.len());
+        opt_len(nsid + self.extra.len() + ede.len() + expire)
     }
 
     /// Writes the OPT record for RCODE `code` (its upper bits go in the
@@ -83,12 +115,13 @@ impl<'a> OptPlan<'a> {
         } else {
             [&[], &[]]
         };
+        let expire: &[u8] = self.expire.as_ref().map_or(&[], |e| &e[..]);
         w.put_opt_parts(
             self.max_udp_payload,
             (code >> 4) as u8,
             0,
             self.edns.flags & EDNS_DO,
-            &[nsid[0], nsid[1], self.extra, ede, pad[0], pad[1]],
+            &[nsid[0], nsid[1], self.extra, ede, expire, pad[0], pad[1]],
         )
     }
 }

@@ -105,6 +105,10 @@ pub struct Extra<'a> {
     /// [`Answered::sign`] says when to sign. `None`: a TSIG for a zone of
     /// ours is answered NOTAUTH (BADKEY), [`AnswerKind::Signed`].
     pub signed_room: Option<usize>,
+    /// The time (Unix seconds) when the query asked for the EDNS EXPIRE
+    /// option (RFC 7314): a secondary's zone tells how long it has left
+    /// from then. 0 otherwise (the server reads the clock only then).
+    pub now: u64,
 }
 
 /// What kind of answer a response is: what the policy around `answer()`

@@ -129,6 +129,8 @@ impl Edns {
 pub mod edns_option {
     /// Name server identifier (RFC 5001).
     pub const NSID: u16 = 3;
+    /// The time a secondary's zone has left before it expires (RFC 7314).
+    pub const EXPIRE: u16 = 9;
     /// DNS cookie (RFC 7873).
     pub const COOKIE: u16 = 10;
     /// Padding (RFC 7830).

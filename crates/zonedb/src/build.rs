@@ -667,6 +667,7 @@ fn compact(
         records,
         rrsets: rrset_count,
         expired: false,
+        expire_at: None,
     }
 }
 

@@ -423,6 +423,7 @@ impl Zone {
             records: self.records,
             rrsets: self.rrsets,
             expired: self.expired,
+            expire_at: self.expire_at,
         })
     }
 

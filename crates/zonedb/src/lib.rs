@@ -209,6 +209,9 @@ pub struct Zone {
     /// Not to be answered from (a secondary's zone past its expiry, or not
     /// transferred yet): queries get SERVFAIL, as Knot answers them.
     expired: bool,
+    /// A secondary's zone: when it expires without a refresh (Unix
+    /// seconds). None for a primary's.
+    expire_at: Option<u64>,
 }
 
 impl Zone {
@@ -218,6 +221,20 @@ impl Zone {
             expired,
             ..self.clone()
         }
+    }
+    /// This version with `at` as the time it expires without a refresh
+    /// (Unix seconds; None: a primary's zone): see [`Zone::expire_at`].
+    pub fn with_expire_at(&self, at: Option<u64>) -> Zone {
+        Zone {
+            expire_at: at,
+            ..self.clone()
+        }
+    }
+    /// When a secondary's zone expires without a refresh (Unix seconds),
+    /// as the EDNS EXPIRE option tells (RFC 7314); None for a primary's
+    /// (the SOA EXPIRE is told).
+    pub fn expire_at(&self) -> Option<u64> {
+        self.expire_at
     }
     /// True when the zone is not to be answered from: a secondary's zone
     /// whose expire timer ran out, or that was never transferred.

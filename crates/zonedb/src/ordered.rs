@@ -222,6 +222,7 @@ impl OrderedBuilder {
             records: self.records,
             rrsets: self.rrsets,
             expired: false,
+            expire_at: None,
         })
     }
 
@@ -249,6 +250,7 @@ impl OrderedBuilder {
             records: 0,
             rrsets: 0,
             expired: false,
+            expire_at: None,
         };
         let mut key_buf = [0u8; lode_wire::name::MAX_KEY_LEN];
         let mut nodes: Vec<(Vec<u8>, Vec<u8>)> = laid

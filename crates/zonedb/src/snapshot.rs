@@ -256,6 +256,7 @@ impl Zone {
             records,
             rrsets,
             expired: false,
+            expire_at: None,
         };
         if zone.soa().first().len() < 22 {
             return Err(bad("no SOA at the apex"));

@@ -403,6 +403,7 @@ fn prepare(
         if let Some(t) = saved_next.filter(|&t| t > now_unix && same_serial) {
             next += Duration::from_secs(t - now_unix);
         }
+        set_expire_at(publisher, origin, saved_expire);
         if saved_expire.is_some_and(|e| e <= now_unix) {
             tracing::warn!(
                 "zone {origin}: expired while the server was down; SERVFAIL until a primary answers"
@@ -574,6 +575,16 @@ pub(crate) fn start(
         dir: dir.clone(),
         timers,
     })
+}
+
+/// Sets when the served version of `origin` expires (Unix seconds), for
+/// the EDNS EXPIRE option of its answers.
+fn set_expire_at(publisher: &Publisher, origin: &Name, at: Option<u64>) {
+    if let Some(z) = publisher.get(origin) {
+        if z.expire_at() != at {
+            publisher.publish(Arc::new(z.with_expire_at(at)));
+        }
+    }
 }
 
 /// Marks the served version of `origin` expired (or not).

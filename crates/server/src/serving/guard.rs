@@ -243,6 +243,13 @@ impl Guard {
                 extra.signed_room = c.room();
                 *checked = Some(c);
             }
+            // The clock is read only for a query asking EDNS EXPIRE.
+            let expire = query
+                .edns
+                .is_some_and(|e| e.options_len > 0 && e.option(q, edns_option::EXPIRE).is_some());
+            if expire {
+                extra.now = crate::clock::unix_now();
+            }
             extra
         });
         if let Some(c) = &tsig {

@@ -15,7 +15,7 @@ use lode_control::refresh::{Action, Outcome as Refreshed, Refresher, Report, Sta
 use lode_wire::Name;
 
 use super::timers::{TimerLog, Timers};
-use super::{set_expired, soa_timers, Event, Outcome, Refresh, Status, ZoneState};
+use super::{set_expire_at, set_expired, soa_timers, Event, Outcome, Refresh, Status, ZoneState};
 use crate::clock::unix_now;
 use crate::publish::Publisher;
 
@@ -164,6 +164,7 @@ impl Scheduler {
                         st.expires = expire.filter(|_| !st.expired);
                         st.last_refresh = last;
                     });
+                    set_expire_at(&self.publisher, &zone, expire);
                     let serial = self.publisher.get(&zone).map(|v| v.serial());
                     self.timers.set(
                         &zone,
