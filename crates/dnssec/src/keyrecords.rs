@@ -64,7 +64,9 @@ impl Signer {
     }
 
     /// The key records the apex carries now: DNSKEY of each published
-    /// key, CDS and CDNSKEY per the policy; all with the DNSKEY TTL.
+    /// key with the DNSKEY TTL, CDS and CDNSKEY per the policy with TTL 0
+    /// (as Knot DNS publishes them: a parent's scanner sees a change at
+    /// once, RFC 7344 §4 leaves the TTL open).
     pub(crate) fn key_records(&self, zone: &Zone) -> Vec<Record> {
         if let Some(p) = self.offline() {
             // Offline KSK: the signed key response's, as they are.
@@ -78,13 +80,14 @@ impl Signer {
     }
 
     /// The key records of this signer's keys (published keys, CDS and
-    /// CDNSKEY per the policy) at `origin`, with TTL `ttl`.
+    /// CDNSKEY per the policy) at `origin`: DNSKEY with TTL `ttl`, CDS and
+    /// CDNSKEY with TTL 0.
     pub(crate) fn key_records_of(&self, origin: &Name, class: Class, ttl: u32) -> Vec<Record> {
         let record = |rtype, rdata: Vec<u8>| Record {
             owner: origin.clone(),
             class,
             rtype,
-            ttl,
+            ttl: if rtype == Rtype::DNSKEY { ttl } else { 0 },
             rdata: rdata.into(),
         };
         let mut out: Vec<Record> = self
