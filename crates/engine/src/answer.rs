@@ -107,9 +107,11 @@ pub(crate) struct Responder<'z, 'b> {
     pub kind: AnswerKind,
 }
 
-/// Knot DNS's header for a response: QR, the query's OPCODE and RD.
-fn response_flags(query_flags: u16) -> u16 {
-    flags::QR | (query_flags & (0x7800 | flags::RD))
+/// A response's header flags: QR, the query's OPCODE, RD and CD (RFC
+/// 4035 §3.1.6: the name server MUST copy CD into the response; Knot DNS
+/// and NSD clear it, an accepted difference of the suite).
+pub(crate) fn response_flags(query_flags: u16) -> u16 {
+    flags::QR | (query_flags & (0x7800 | flags::RD | flags::CD))
 }
 
 /// The size limit for a response.

@@ -49,7 +49,7 @@ pub(crate) fn answer<'z>(
     let Ok(mut w) = MessageWriter::new(out, limit) else {
         return Answered::DROP;
     };
-    w.set_header(q.id, flags::QR | (q.flags & (0x7800 | flags::RD)));
+    w.set_header(q.id, crate::answer::response_flags(q.flags));
     w.set_limit(limit.saturating_sub(opt.map_or(0, |o| o.reserve(&[]))));
     let bytes = &text.as_bytes()[..text.len().min(255)];
     let mut rdata = [0u8; 256];

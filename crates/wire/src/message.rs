@@ -313,7 +313,10 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, ParseError> {
         }
         if rtype == Rtype::OPT.0 {
             let in_additional = i >= an as usize + ns as usize;
-            if !in_additional || edns.is_some() || !options_well_formed(rdata) {
+            // RFC 6891 §6.1.2: its owner MUST be the root (NSD answers
+            // FORMERR too; Knot DNS takes any owner).
+            let root_owner = scratch.as_ref().is_root();
+            if !in_additional || edns.is_some() || !root_owner || !options_well_formed(rdata) {
                 return Err(formerr);
             }
             edns = Some(Edns {
