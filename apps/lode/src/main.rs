@@ -78,6 +78,8 @@ enum Command {
     ZoneKskSubmitted(zonectl::ZoneKskSubmittedArgs),
     /// Make a secondary zone check its primaries now and transfer what is new (as `knotc zone-refresh`).
     ZoneRefresh(zonectl::ZoneRefreshArgs),
+    /// Send NOTIFY of a zone's serial to its notify targets now (as `knotc zone-notify`).
+    ZoneNotify(zonectl::ZoneNotifyArgs),
     /// Make a secondary zone transfer the whole zone again (AXFR, as `knotc zone-retransfer`).
     ZoneRetransfer(zonectl::ZoneRefreshArgs),
     /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging, or to read with `man -l`).
@@ -116,6 +118,7 @@ fn main() -> std::process::ExitCode {
         Command::ZoneKeyRollover(a) => zonectl::key_rollover(a),
         Command::ZoneKskSubmitted(a) => zonectl::ksk_submitted(a),
         Command::ZoneRefresh(a) => zonectl::refresh(a, false),
+        Command::ZoneNotify(a) => zonectl::notify(a),
         Command::ZoneRetransfer(a) => zonectl::refresh(a, true),
         Command::Man(a) => man::run(a),
     };

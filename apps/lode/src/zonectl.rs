@@ -1,6 +1,6 @@
 //! Control commands sent to a running server's control socket, as `knotc`
 //! has them: `status`, `stop`, `zone-status`, `zone-reload`, `zone-refresh`,
-//! `zone-retransfer`; and the errors every control command gives when the
+//! `zone-retransfer`, `zone-notify`; and the errors every control command gives when the
 //! server cannot be reached.
 
 use std::io;
@@ -219,6 +219,20 @@ pub struct ZoneRefreshArgs {
     control: ControlArgs,
 }
 
+/// Arguments of `lode zone-notify`.
+///
+/// The zone's `notify` targets are sent a NOTIFY of the serial it serves
+/// now, as after a change (retried until they answer, as any NOTIFY); the
+/// answers are in the server's log.
+#[derive(clap::Args, Debug)]
+pub struct ZoneNotifyArgs {
+    /// The zone.
+    #[arg(value_name = "NAME")]
+    zone: String,
+    #[command(flatten)]
+    control: ControlArgs,
+}
+
 /// Where the server's control socket is.
 #[derive(clap::Args, Debug)]
 pub struct ControlArgs {
@@ -316,6 +330,15 @@ pub fn refresh(args: ZoneRefreshArgs, axfr: bool) -> anyhow::Result<ExitCode> {
     send(
         &args.control,
         &format!("{verb} {}", args.zone.trim()),
+        Duration::from_secs(10),
+    )
+}
+
+/// Runs `lode zone-notify`.
+pub fn notify(args: ZoneNotifyArgs) -> anyhow::Result<ExitCode> {
+    send(
+        &args.control,
+        &format!("zone-notify {}", args.zone.trim()),
         Duration::from_secs(10),
     )
 }

@@ -71,7 +71,7 @@ fn write_config(dir: &Path, notify_port: u16) -> std::path::PathBuf {
     std::fs::write(dir.join("big.zone"), big_text()).unwrap();
     let conf = format!(
         r#"journal-dir = "journal"
-control = ""
+control = "{ctl}"
 transfers-out = 1
 
 [[key]]
@@ -107,7 +107,8 @@ zonefile-sync = -1
 name = "{BIG}"
 file = "big.zone"
 acl = ["secondaries"]
-"#
+"#,
+        ctl = dir.join("ctl.sock").display()
     );
     let path = dir.join("lode.toml");
     std::fs::write(&path, conf).unwrap();
@@ -415,6 +416,34 @@ fn lode_as_a_primary() {
     assert!(
         next_notify(&notify_sock, Instant::now() + Duration::from_millis(2500)).is_none(),
         "an answered NOTIFY is not sent again"
+    );
+    // `lode zone-notify` (knotc zone-notify): the same serial told again now.
+    let ctl = dir.0.join("ctl.sock");
+    let zone_notify = |zone: &str| {
+        Command::new(env!("CARGO_BIN_EXE_lode"))
+            .args(["zone-notify", zone, "--control"])
+            .arg(&ctl)
+            .output()
+            .expect("run lode zone-notify")
+    };
+    let out = zone_notify(ZONE);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (msg, from, s, _) = next_notify(&notify_sock, Instant::now() + Duration::from_secs(5))
+        .expect("NOTIFY after lode zone-notify");
+    assert_eq!(s, serial + 1, "the serial served");
+    let mut reply = msg.clone();
+    reply[2] |= 0x80;
+    notify_sock.send_to(&reply[..], from).unwrap();
+    let out = zone_notify("nosuch.test.");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no such zone"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 
     // transfers-out = 1: a second AXFR while a slow reader holds the first.

@@ -268,7 +268,13 @@ impl Server {
         reloader.notifies = notifies.clone();
         reloader.secondaries = secondaries.clone();
         // Catalog members become zones before the sockets open.
-        consumer::start(&config, &updates, secondaries.clone(), &publisher, notifies);
+        consumer::start(
+            &config,
+            &updates,
+            secondaries.clone(),
+            &publisher,
+            notifies.clone(),
+        );
 
         // TCP first: its bind fails when another server holds the port, before
         // UDP (SO_REUSEPORT) could share the port with it.
@@ -431,6 +437,7 @@ impl Server {
                     published.clone(),
                     updates.clone(),
                     secondaries.clone(),
+                    notifies.clone(),
                     scrape.clone(),
                     facts.clone(),
                 );

@@ -191,6 +191,7 @@ pub(crate) fn make_dispatch(
     published: Arc<ArcSwap<ZoneSet>>,
     updates: Arc<Updates>,
     secondaries: Option<Arc<Secondaries>>,
+    notifies: Option<crate::replication::notify::Notifies>,
     scrape: crate::control::scrape::Scrape,
     facts: Arc<Facts>,
 ) -> control::Dispatch {
@@ -245,6 +246,11 @@ pub(crate) fn make_dispatch(
         c if c == "zone-reload" || c.starts_with("zone-reload ") => {
             Some(zone_reload(&reload_tx, c["zone-reload".len()..].trim()))
         }
+        c if c == "zone-notify" || c.starts_with("zone-notify ") => Some(zone_notify(
+            notifies.as_ref(),
+            &published,
+            c["zone-notify".len()..].trim(),
+        )),
         c if c.starts_with("zone-refresh ") || c.starts_with("zone-retransfer ") => {
             let (cmd, zone) = c.split_once(' ').unwrap_or((c, ""));
             Some(zone_refresh(
@@ -324,6 +330,44 @@ fn zone_reload(reload_tx: &mpsc::Sender<ReloadRequest>, zone: &str) -> Reply {
             text: report.to_text(),
         },
         None => fail("the server is stopping\n".into()),
+    }
+}
+
+/// `zone-notify NAME`: the zone's NOTIFY targets told of its serial now.
+fn zone_notify(
+    notifies: Option<&crate::replication::notify::Notifies>,
+    published: &ArcSwap<ZoneSet>,
+    zone: &str,
+) -> Reply {
+    let fail = |text: String| Reply { ok: false, text };
+    if zone.is_empty() {
+        return fail("zone-notify: which zone? (zone-notify NAME)\n".into());
+    }
+    let Ok(name) = zone.parse::<lode_wire::Name>() else {
+        return fail(format!("{zone:?} is not a zone name\n"));
+    };
+    let name = name.to_lowercase();
+    let set = published.load();
+    let Some(version) = set.get(name.as_ref()) else {
+        return fail(format!("zone {name}: no such zone is served\n"));
+    };
+    if version.is_expired() {
+        return fail(format!(
+            "zone {name}: not served now (expired or not transferred yet)\n"
+        ));
+    }
+    let Some(notifies) = notifies else {
+        return fail("the NOTIFY thread is not running (see the log at start)\n".into());
+    };
+    match notifies.notify_now(&name, version.soa_record()) {
+        Ok(n) => Reply {
+            ok: true,
+            text: format!(
+                "zone {name}: NOTIFY of serial {} to {n} target(s) sent (answers in the log)\n",
+                version.serial()
+            ),
+        },
+        Err(e) => fail(format!("{e}\n")),
     }
 }
 

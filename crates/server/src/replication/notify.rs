@@ -44,9 +44,32 @@ struct Targets {
 pub(crate) struct Notifies {
     targets: Arc<Mutex<HashMap<Name, Targets>>>,
     watched: crate::publish::Watched,
+    /// The NOTIFY thread's channel (as the publisher's).
+    tx: mpsc::Sender<Changed>,
 }
 
 impl Notifies {
+    /// NOTIFYs `zone`'s targets of `soa` now, as after a change
+    /// (`lode zone-notify`, as `knotc zone-notify`): how many targets.
+    pub(crate) fn notify_now(&self, zone: &Name, soa: lode_wire::Record) -> Result<usize, String> {
+        let zone = zone.to_lowercase();
+        let n = self
+            .targets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&zone)
+            .map_or(0, |t| t.remotes.len());
+        if n == 0 {
+            return Err(format!(
+                "zone {zone} has no notify targets (notify = [...])"
+            ));
+        }
+        self.tx
+            .send(Changed { zone, soa })
+            .map_err(|_| "the NOTIFY thread stopped".to_string())?;
+        Ok(n)
+    }
+
     /// Sets (or, with no remotes, removes) the NOTIFY targets of `zone`.
     pub(crate) fn set(&self, zone: &Name, options: &ZoneOptions, keys: &Keys) {
         let zone = zone.to_lowercase();
@@ -88,14 +111,15 @@ fn targets_of(options: &ZoneOptions, keys: &Keys) -> Option<Targets> {
 /// Starts the NOTIFY thread with the configured zones' targets; the
 /// publisher tells it of every serial change of a zone that has targets.
 pub(crate) fn start(config: &Config, keys: &Keys, publisher: &Publisher) -> Option<Notifies> {
+    let (tx, rx) = mpsc::channel();
     let notifies = Notifies {
         targets: Arc::default(),
         watched: Arc::default(),
+        tx: tx.clone(),
     };
     for spec in &config.zones {
         notifies.set(&spec.name, &config.zone_options(&spec.name), keys);
     }
-    let (tx, rx) = mpsc::channel();
     let targets = notifies.targets.clone();
     let spawned = std::thread::Builder::new()
         .name("lode-notify".into())
