@@ -237,11 +237,11 @@ pub struct ZoneNotifyArgs {
 #[derive(clap::Args, Debug)]
 pub struct ControlArgs {
     /// Control socket of the server (default: the `control` of --config, else
-    /// /run/lode/lode.sock for root, else /tmp/lode-<uid>.sock).
-    #[arg(long, value_name = "PATH")]
+    /// /run/lode/lode.sock for root, else /tmp/lode-<uid>.sock); `-s` as knotc's.
+    #[arg(long, short = 's', value_name = "PATH")]
     control: Option<PathBuf>,
-    /// The server's configuration file, to find its control socket.
-    #[arg(long, value_name = "FILE")]
+    /// The server's configuration file, to find its control socket; `-c` as knotc's.
+    #[arg(long, short = 'c', value_name = "FILE")]
     config: Option<PathBuf>,
 }
 

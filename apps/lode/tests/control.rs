@@ -122,6 +122,23 @@ fn status_zone_reload_zone_status_and_stop() {
     assert_eq!(meta.mode() & 0o777, 0o660);
     assert_eq!(meta.uid(), std::fs::metadata("/proc/self").unwrap().uid());
 
+    // A second server on the same (configured) control socket does not
+    // start: it would run without control.
+    let second = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["serve", "--workers", "1", "--listen", "127.0.0.1:16729"])
+        .arg("--control")
+        .arg(&control)
+        .args(["--zone", &format!("c.test.={}", file.display())])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run a second lode serve");
+    let said = text(&second);
+    assert_eq!(second.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("is in use by another running server"),
+        "{said}"
+    );
+
     // status leads with the summary line.
     let o = lode(&["status"], &control);
     assert!(o.status.success(), "{}", text(&o));

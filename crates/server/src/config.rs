@@ -434,6 +434,9 @@ pub struct Config {
     pub tls: TlsSettings,
     /// Control socket path (`None`: no control socket).
     pub control: Option<PathBuf>,
+    /// The control socket was given (`control` or `--control`), not the
+    /// default: a server that finds it in use by another does not start.
+    pub control_configured: bool,
     /// Where the Prometheus endpoint listens (`None`: no endpoint).
     pub metrics_listen: Option<SocketAddr>,
     /// Count each request (by transport, kind, type, RCODE, zone).
@@ -921,6 +924,7 @@ impl Config {
             ),
             tls,
             control: Some(control).filter(|p| !p.as_os_str().is_empty()),
+            control_configured: options.control.is_some() || file.control.is_some(),
             metrics_listen: metrics_listen(
                 options
                     .metrics_listen

@@ -172,6 +172,18 @@ impl Server {
         // (a copy holds every zone's options: 10^5 zones make it large).
         let config = Arc::new(Config::resolve_read(&options, file).map_err(ServerError::Config)?);
         validate(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
+        // A second server on a configured control socket would run without
+        // control: it does not start.
+        if let (Some(path), true) = (&config.control, config.control_configured) {
+            if control::in_use(path) {
+                return Err(ServerError::Config(ConfigError::Value(format!(
+                    "control socket {} is in use by another running server: stop that one \
+                     (lode stop --control {}) or give this one another `control`",
+                    path.display(),
+                    path.display()
+                ))));
+            }
+        }
         if config.demo {
             tracing::info!("no zone configured: serving the built-in demo zones");
         } else if config.zones.is_empty() {

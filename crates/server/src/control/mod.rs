@@ -124,7 +124,7 @@ impl ControlServer {
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         if path.exists() {
-            if UnixStream::connect(path).is_ok() {
+            if in_use(path) {
                 return Err(format!("{shown} is in use by another running server"));
             }
             std::fs::remove_file(path).map_err(|e| format!("cannot remove stale {shown}: {e}"))?;
@@ -275,4 +275,9 @@ pub(crate) fn change_log_level(level: &str) -> Result<bool, String> {
 /// True when a reload can change the log level.
 pub(crate) fn change_log_level_possible() -> bool {
     LOG_LEVEL_HOOK.get().is_some()
+}
+
+/// True when a running server listens on the control socket at `path`.
+pub(crate) fn in_use(path: &Path) -> bool {
+    UnixStream::connect(path).is_ok()
 }
