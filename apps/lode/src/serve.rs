@@ -33,7 +33,7 @@ Configuration file (TOML), every key optional:
   log-format = \"text\"         # or \"json\": one JSON object per line
   user = \"lode\"               # started as root: run as this user once bound
   snapshot-dir = \"/var/lib/lode\"   # start from snapshots of unchanged zone files
-  [dnstap]                     # query logging (see README), off when absent
+  [dnstap]                     # query logging (docs/guide.md), off when absent
   sink = \"unix:/run/dnstap.sock\"   # or a file path
   [[zone]]
   name = \"e164.arpa.\"
