@@ -17,8 +17,10 @@ pub fn run(args: ManArgs) -> anyhow::Result<ExitCode> {
         section: "1",
         title: "Lode DNS server",
         skip: &[],
+        skip_page: "",
         files: &[],
         see_also: "lode(8), dnsperf(1), knotd(8), nsd(8)",
+        page_see_also: "lode-bench(1), lode(8)",
     };
     manpages::run(crate::Cli::command(), &manual, args)
 }

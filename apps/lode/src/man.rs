@@ -21,8 +21,10 @@ pub fn run(args: ManArgs) -> anyhow::Result<ExitCode> {
         section: "8",
         title: "Lode DNS server",
         skip: &crate::handover::COMMANDS,
+        skip_page: "lode-bench(1)",
         files: &FILES,
         see_also: "lode.toml(5), lode-bench(1), knotd(8), knotc(8), nsd(8), dig(1), kdig(1), systemd.service(5)",
+        page_see_also: "lode(8), lode.toml(5)",
     };
     // lode.toml(5): every configuration key, from the table the parser is
     // tested against (lode_server::config::reference).

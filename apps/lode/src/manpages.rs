@@ -39,10 +39,15 @@ pub struct Manual<'a> {
     pub title: &'static str,
     /// Subcommands that get no page of their own (hidden ones never do).
     pub skip: &'a [&'a str],
+    /// The page the top page names for them instead (they hand over to
+    /// another program), e.g. `lode-bench(1)`.
+    pub skip_page: &'a str,
     /// FILES entries of the top page: path and what it is.
     pub files: &'a [(&'a str, &'a str)],
     /// SEE ALSO of the top page.
     pub see_also: &'a str,
+    /// SEE ALSO of every other page (the top page, the configuration's).
+    pub page_see_also: &'a str,
 }
 
 /// Writes the pages of `cmd` (built, its help subcommand disabled) to `out`,
@@ -76,7 +81,20 @@ fn write_pages(
     let mut page = Vec::new();
     man.render(&mut page)?;
     if top {
+        // A skipped subcommand is listed as the page of the program it
+        // hands over to, not as a page of its own that does not exist.
+        let mut text = String::from_utf8_lossy(&page).into_owned();
+        for s in manual.skip {
+            let own = format!("{}\\-{s}({})", cmd.get_name(), manual.section);
+            text = text.replace(&own, &manual.skip_page.replace('-', "\\-"));
+        }
+        page = text.into_bytes();
         page.extend_from_slice(files_section(manual).as_bytes());
+    } else {
+        let mut r = Roff::default();
+        r.control("SH", ["SEE ALSO"]);
+        r.text([roman(manual.page_see_also)]);
+        page.extend_from_slice(r.to_roff().as_bytes());
     }
     std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
     written.push(path);
