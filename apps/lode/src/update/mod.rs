@@ -306,7 +306,9 @@ fn run_inner(args: UpdateArgs) -> anyhow::Result<ExitCode> {
     let messages = progress.messages.load(Ordering::Relaxed);
     let rate = records as f64 / secs.max(1e-9);
     eprintln!(
-        "lode update: {records} records in {messages} messages acknowledged, {secs:.2} s, {rate:.0} records/s ({server})"
+        "lode update: {records} record{} in {messages} message{} acknowledged, {secs:.2} s, {rate:.0} records/s ({server})",
+        if records == 1 { "" } else { "s" },
+        if messages == 1 { "" } else { "s" }
     );
     let Some((i, why)) = tracker.first_failure() else {
         if prefix == total_messages {

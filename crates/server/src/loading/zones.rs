@@ -92,7 +92,7 @@ pub fn load_all(specs: &[&ZoneSpec], snapshot_dir: Option<&Path>) -> Vec<LoadRes
         let built = results.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
         let failed = specs.len() - built;
         let failed = if failed > 0 {
-            format!(" ({failed} failed, see above)")
+            format!(" ({failed} failed: the errors follow)")
         } else {
             String::new()
         };

@@ -307,6 +307,8 @@ impl Writer {
                 "new NSEC3 salt"
             } else if new_zsk {
                 "new ZSK under an offline KSK"
+            } else if old.is_none() {
+                "signing turned on"
             } else {
                 "policy changed"
             })?;
