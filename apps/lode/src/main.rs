@@ -80,6 +80,8 @@ enum Command {
     ZoneRefresh(zonectl::ZoneRefreshArgs),
     /// Send NOTIFY of a zone's serial to its notify targets now (as `knotc zone-notify`).
     ZoneNotify(zonectl::ZoneNotifyArgs),
+    /// Print a zone's records as the running server serves them, of one owner or type (as `knotc zone-read`).
+    ZoneRead(zonectl::ZoneReadArgs),
     /// Make a secondary zone transfer the whole zone again (AXFR, as `knotc zone-retransfer`).
     ZoneRetransfer(zonectl::ZoneRefreshArgs),
     /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging, or to read with `man -l`).
@@ -119,6 +121,7 @@ fn main() -> std::process::ExitCode {
         Command::ZoneKskSubmitted(a) => zonectl::ksk_submitted(a),
         Command::ZoneRefresh(a) => zonectl::refresh(a, false),
         Command::ZoneNotify(a) => zonectl::notify(a),
+        Command::ZoneRead(a) => zonectl::read(a),
         Command::ZoneRetransfer(a) => zonectl::refresh(a, true),
         Command::Man(a) => man::run(a),
     };

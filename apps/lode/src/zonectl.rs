@@ -1,6 +1,6 @@
 //! Control commands sent to a running server's control socket, as `knotc`
 //! has them: `status`, `stop`, `zone-status`, `zone-reload`, `zone-refresh`,
-//! `zone-retransfer`, `zone-notify`; and the errors every control command gives when the
+//! `zone-retransfer`, `zone-notify`, `zone-read`; and the errors every control command gives when the
 //! server cannot be reached.
 
 use std::io;
@@ -233,6 +233,27 @@ pub struct ZoneNotifyArgs {
     control: ControlArgs,
 }
 
+/// Arguments of `lode zone-read`.
+///
+/// The records the running server serves now (its published version, with
+/// every update applied), one per line with absolute owners, as zone-file
+/// text; at most 1,000,000 of them (a bigger zone: name an owner or a
+/// type, or use AXFR or `lode zone-flush`).
+#[derive(clap::Args, Debug)]
+pub struct ZoneReadArgs {
+    /// The zone.
+    #[arg(value_name = "ZONE")]
+    zone: String,
+    /// Only this owner (relative to the zone, or absolute; `@` is the apex).
+    #[arg(long, value_name = "NAME")]
+    owner: Option<String>,
+    /// Only records of this type (a mnemonic or TYPEnnn).
+    #[arg(long = "type", short = 't', value_name = "TYPE")]
+    rtype: Option<String>,
+    #[command(flatten)]
+    control: ControlArgs,
+}
+
 /// Where the server's control socket is.
 #[derive(clap::Args, Debug)]
 pub struct ControlArgs {
@@ -332,6 +353,23 @@ pub fn refresh(args: ZoneRefreshArgs, axfr: bool) -> anyhow::Result<ExitCode> {
         &format!("{verb} {}", args.zone.trim()),
         Duration::from_secs(10),
     )
+}
+
+/// Runs `lode zone-read`.
+pub fn read(args: ZoneReadArgs) -> anyhow::Result<ExitCode> {
+    let mut command = format!("zone-read {}", args.zone.trim());
+    match (&args.owner, &args.rtype) {
+        (None, None) => {}
+        (owner, rtype) => {
+            command.push(' ');
+            command.push_str(owner.as_deref().unwrap_or("-").trim());
+            if let Some(t) = rtype {
+                command.push(' ');
+                command.push_str(t.trim());
+            }
+        }
+    }
+    send(&args.control, &command, Duration::from_secs(600))
 }
 
 /// Runs `lode zone-notify`.

@@ -139,6 +139,34 @@ fn status_zone_reload_zone_status_and_stop() {
         "{said}"
     );
 
+    // zone-read: the served records, of one owner and type.
+    let o = lode(&["zone-read", "c.test."], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        out.contains("c.test. 300 IN SOA") && out.contains("www.c.test. 300 IN A 192.0.2.1"),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 4, "{out}");
+    let o = lode(
+        &["zone-read", "c.test.", "--owner", "www", "--type", "A"],
+        &control,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "www.c.test. 300 IN A 192.0.2.1",
+        "{}",
+        text(&o)
+    );
+    let o = lode(&["zone-read", "c.test.", "--type", "MX"], &control);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("no such records"),
+        "{}",
+        text(&o)
+    );
+    let o = lode(&["zone-read", "nosuch.test."], &control);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+
     // status leads with the summary line.
     let o = lode(&["status"], &control);
     assert!(o.status.success(), "{}", text(&o));

@@ -169,24 +169,34 @@ impl Zone {
     /// Every record of the zone, in canonical order of owners (SOA included;
     /// RRSIGs with their original TTLs, see [`crate::RRset::record_ttl`]).
     pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
-        self.node_ids().flat_map(move |id| {
-            let node = self.node(id);
-            let owner = node.owner().to_name();
-            let class = self.class();
-            node.rrsets()
-                .flat_map(|set| {
-                    set.rdatas()
-                        .map(move |rdata| (set.rtype(), set.record_ttl(rdata), rdata))
-                })
-                .map(move |(rtype, ttl, rdata)| Record {
-                    owner: owner.clone(),
-                    class,
-                    rtype,
-                    ttl,
-                    rdata: rdata.into(),
-                })
-                .collect::<Vec<_>>()
-        })
+        self.node_ids().flat_map(move |id| self.node_records(id))
+    }
+
+    /// The records of `owner` (none when the name is not in the zone, or
+    /// is an empty non-terminal).
+    pub fn records_of(&self, owner: lode_wire::NameRef<'_>) -> Vec<Record> {
+        self.find(owner)
+            .map_or_else(Vec::new, |id| self.node_records(id))
+    }
+
+    /// The records of one node.
+    fn node_records(&self, id: crate::NodeId) -> Vec<Record> {
+        let node = self.node(id);
+        let owner = node.owner().to_name();
+        let class = self.class();
+        node.rrsets()
+            .flat_map(|set| {
+                set.rdatas()
+                    .map(move |rdata| (set.rtype(), set.record_ttl(rdata), rdata))
+            })
+            .map(move |(rtype, ttl, rdata)| Record {
+                owner: owner.clone(),
+                class,
+                rtype,
+                ttl,
+                rdata: rdata.into(),
+            })
+            .collect()
     }
 
     /// The zone with `changes` applied, built anew from all its records: the

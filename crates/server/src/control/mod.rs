@@ -209,7 +209,7 @@ fn gone(e: &io::Error) -> bool {
 /// The commands, for the answer to an unknown one.
 const COMMANDS: &str =
     "status, stats [--json], stop, reload, zone-reload NAME, zone-status [NAME], \
-     zone-flush [NAME], zone-refresh NAME, zone-retransfer NAME, zone-notify NAME, zone-sign NAME, zone-keys-load NAME, \
+     zone-flush [NAME], zone-refresh NAME, zone-retransfer NAME, zone-notify NAME, zone-read ZONE [OWNER|- [TYPE]], zone-sign NAME, zone-keys-load NAME, \
      zone-key-rollover NAME ksk|zsk, zone-ksk-submitted NAME [DS-TTL]";
 
 fn handle(stream: UnixStream, dispatch: &Dispatch, stopper: &Stopper) -> io::Result<()> {

@@ -246,6 +246,9 @@ pub(crate) fn make_dispatch(
         c if c == "zone-reload" || c.starts_with("zone-reload ") => {
             Some(zone_reload(&reload_tx, c["zone-reload".len()..].trim()))
         }
+        c if c == "zone-read" || c.starts_with("zone-read ") => {
+            Some(zone_read(&published, c["zone-read".len()..].trim()))
+        }
         c if c == "zone-notify" || c.starts_with("zone-notify ") => Some(zone_notify(
             notifies.as_ref(),
             &published,
@@ -331,6 +334,85 @@ fn zone_reload(reload_tx: &mpsc::Sender<ReloadRequest>, zone: &str) -> Reply {
         },
         None => fail("the server is stopping\n".into()),
     }
+}
+
+/// The most records `zone-read` returns in one reply.
+const ZONE_READ_MAX: usize = 1_000_000;
+
+/// `zone-read ZONE [OWNER|- [TYPE]]`: the served records of a zone (of
+/// one owner, of one type), as zone-file lines with absolute owners (as
+/// `knotc zone-read`), at most [`ZONE_READ_MAX`].
+fn zone_read(published: &ArcSwap<ZoneSet>, args: &str) -> Reply {
+    let fail = |text: String| Reply { ok: false, text };
+    let mut words = args.split_whitespace();
+    let Some(zone) = words.next() else {
+        return fail("zone-read: which zone? (zone-read ZONE [OWNER|- [TYPE]])\n".into());
+    };
+    let Ok(name) = zone.parse::<lode_wire::Name>() else {
+        return fail(format!("{zone:?} is not a zone name\n"));
+    };
+    let name = name.to_lowercase();
+    let owner = match words.next().filter(|w| *w != "-") {
+        None => None,
+        Some("@") => Some(name.clone()),
+        Some(o) => match lode_wire::Name::parse(o, Some(&name)) {
+            Ok(n) => Some(n),
+            Err(e) => return fail(format!("{o:?} is not a name: {e}\n")),
+        },
+    };
+    let rtype = match words.next() {
+        None => None,
+        Some(t) => match lode_wire::Rtype::from_mnemonic(t) {
+            Some(r) => Some(r),
+            None => return fail(format!("{t:?} is not a record type\n")),
+        },
+    };
+    let set = published.load();
+    let Some(version) = set.get(name.as_ref()) else {
+        return fail(format!("zone {name}: no such zone is served\n"));
+    };
+    let zone: &lode_zonedb::Zone = &version;
+    if let Some(o) = &owner {
+        if !o.as_ref().ends_with(&zone.origin()) {
+            return fail(format!("{o} is not in zone {name}\n"));
+        }
+    }
+    let mut text = String::new();
+    let mut n = 0usize;
+    let mut more = 0u64;
+    let records: Box<dyn Iterator<Item = lode_wire::Record>> = match &owner {
+        // One owner: its node alone, not a walk over the zone.
+        Some(o) => Box::new(
+            zone.records_of(o.as_ref())
+                .into_iter()
+                .filter(|r| rtype.is_none_or(|t| r.rtype == t)),
+        ),
+        None => Box::new(
+            zone.records()
+                .filter(move |r| rtype.is_none_or(|t| r.rtype == t)),
+        ),
+    };
+    for r in records {
+        if n == ZONE_READ_MAX {
+            more += 1;
+            continue;
+        }
+        text.push_str(&lode_zonefile::format_record(&r));
+        text.push('\n');
+        n += 1;
+    }
+    if more > 0 {
+        text.push_str(&format!(
+            ";; {more} more records not shown: name an owner or a type, or transfer the zone (AXFR) or write it (lode zone-flush)\n"
+        ));
+    }
+    if n == 0 {
+        text.push_str(&format!(
+            ";; no such records in zone {name} (serial {})\n",
+            zone.serial()
+        ));
+    }
+    Reply { ok: true, text }
 }
 
 /// `zone-notify NAME`: the zone's NOTIFY targets told of its serial now.
