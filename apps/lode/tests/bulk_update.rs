@@ -439,3 +439,72 @@ fn against_knotd() {
     assert!(stderr(&out).contains("NOTAUTH"), "{}", stderr(&out));
     assert!(stderr(&out).contains("last acknowledged input line: 0"));
 }
+
+/// `lode enum --csv`: NAPTR zone lines that `lode check` takes as part of
+/// a zone, or an nsupdate script of --batch numbers a message.
+#[test]
+fn enum_csv_to_zone_lines_and_an_nsupdate_script() {
+    let dir = TempDir::new("enum-csv");
+    let csv = dir.0.join("numbers.csv");
+    std::fs::write(
+        &csv,
+        "number,uri\n+1-212-939-1234,sip:alice@example.net\n+12129391235,sip:bob@example.net,50,5,E2U+sip\n+12129391236,sip:carol@example.net\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_lode"))
+            .arg("enum")
+            .args(args)
+            .output()
+            .expect("run lode enum")
+    };
+    let out = run(&["--csv", csv.to_str().unwrap_or_default()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(lines.lines().count(), 3, "{lines}");
+    assert!(lines.contains(
+        "5.3.2.1.9.3.9.2.1.2.1.e164.arpa. 3600 IN NAPTR 50 5 \"u\" \"E2U+sip\" \"!^.*$!sip:bob@example.net!\" ."
+    ), "{lines}");
+    let zone = dir.0.join("1.e164.arpa.zone");
+    let mut text = String::new();
+    write_zone_text(&mut text, "1.e164.arpa.");
+    text.push_str(&lines);
+    std::fs::write(&zone, text).unwrap();
+    let check = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["check", zone.to_str().unwrap_or_default()])
+        .output()
+        .expect("run lode check");
+    assert!(check.status.success(), "{}", stderr(&check));
+
+    let out = run(&[
+        "--csv",
+        csv.to_str().unwrap_or_default(),
+        "--nsupdate",
+        "--zone",
+        "1.e164.arpa",
+        "--batch",
+        "2",
+    ]);
+    let script = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(script.matches("zone 1.e164.arpa.\n").count(), 2, "{script}");
+    assert_eq!(script.matches("\nsend\n").count(), 2, "{script}");
+    assert_eq!(script.matches("update add ").count(), 3, "{script}");
+    // A bad line: its number, and exit status 2.
+    let bad = dir.0.join("bad.csv");
+    std::fs::write(
+        &bad,
+        "+12129391234,sip:a@example.net\nnot a number,sip:b@example.net\n",
+    )
+    .unwrap();
+    let out = run(&["--csv", bad.to_str().unwrap_or_default()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
+}
+
+/// An apex (SOA, NS) for `origin` as zone-file text.
+fn write_zone_text(text: &mut String, origin: &str) {
+    let _ = write!(
+        text,
+        "$ORIGIN {origin}\n$TTL 3600\n@ SOA ns.example.com. root.example.com. 1 10800 1800 604800 1800\n@ NS ns1.example.net.\n"
+    );
+}

@@ -10,7 +10,7 @@
 //!                                                  acknowledged line to resume after
 //! ```
 
-mod input;
+pub(crate) mod input;
 mod send;
 
 use std::io::{IsTerminal, Read};
