@@ -279,7 +279,10 @@ impl ControlArgs {
                     "{}: control = \"\": the server has no control socket",
                     file.display()
                 ),
-                Some(p) => Ok(p),
+                Some(p) => {
+                    let base = file.parent().unwrap_or(Path::new(""));
+                    Ok(lode_server::config::control_path(base, &p))
+                }
                 None => Ok(lode_server::default_control_path()),
             };
         }

@@ -692,6 +692,16 @@ fn parse_origin(s: &str) -> Result<Name, ConfigError> {
     Name::parse(&text, None).map_err(|e| ConfigError::Value(format!("zone name {s:?}: {e}")))
 }
 
+/// A configuration file's `control` (relative: in `base`, the file's
+/// folder); `""` stays empty (no control socket).
+pub fn control_path(base: &Path, control: &Path) -> PathBuf {
+    if control.as_os_str().is_empty() || control.is_absolute() {
+        control.to_path_buf()
+    } else {
+        base.join(control)
+    }
+}
+
 /// The default control socket: `/run/lode/lode.sock` for root and for the
 /// owner of /run/lode (the packaged `lode` user, whose unit makes that
 /// folder), otherwise `/tmp/lode-<uid>.sock` (a user cannot create folders
@@ -885,10 +895,12 @@ impl Config {
             Some(name) => Some(crate::privdrop::RunAs::lookup(name).map_err(ConfigError::Value)?),
             None => None,
         };
+        // A relative `control` of the file is in the file's folder, as its
+        // zone files and journal-dir are (and as `lode … -c FILE` finds it).
         let control = options
             .control
             .clone()
-            .or_else(|| file.control.clone())
+            .or_else(|| file.control.as_ref().map(|p| control_path(base, p)))
             .unwrap_or_else(default_control_path);
         let identity = Identity::resolve(
             file.identity.as_deref(),

@@ -248,3 +248,18 @@ fn a_remote_sends_from_its_via_of_the_same_family() {
         );
     }
 }
+
+#[test]
+fn a_relative_control_socket_is_in_the_files_folder() {
+    use std::path::Path;
+    let base = Path::new("/etc/lode");
+    assert_eq!(
+        super::control_path(base, Path::new("lode.sock")),
+        Path::new("/etc/lode/lode.sock")
+    );
+    assert_eq!(
+        super::control_path(base, Path::new("/run/lode/lode.sock")),
+        Path::new("/run/lode/lode.sock")
+    );
+    assert_eq!(super::control_path(base, Path::new("")), Path::new(""));
+}
