@@ -486,13 +486,9 @@ impl Updates {
                 return Admission::Answer(ddns::write_error(msg, &e, udp_size, out).unwrap_or(0));
             }
         };
-        // What the engine answers for any request comes first: EDNS version
-        // (BADVERS), a zone we do not serve (NOTAUTH).
-        if let Ok(q) = lode_wire::message::parse_query(msg) {
-            if q.edns.is_some_and(|e| e.version > 0) {
-                return Admission::Engine;
-            }
-        }
+        // A zone we do not serve is the engine's to answer (NOTAUTH); an
+        // EDNS version other than 0 was answered above (BADVERS), as Knot
+        // answers it before anything else.
         let origin = req.zone.to_lowercase();
         let doors = self.zones.load();
         let now = unix_now();
@@ -568,8 +564,10 @@ impl Updates {
             );
             return Admission::Answer(reply(msg, rcode::SERVFAIL, signed.as_ref(), out));
         };
+        let zone = req.zone.clone();
         let job = Job {
             msg: msg.to_vec(),
+            req,
             signed,
             peer,
             reply: client.defer(),
@@ -577,10 +575,7 @@ impl Updates {
         match writer.try_send(Work::Update(Box::new(job))) {
             Ok(()) => Admission::Queued,
             Err(mpsc::TrySendError::Full(work)) | Err(mpsc::TrySendError::Disconnected(work)) => {
-                tracing::warn!(
-                    "update for {} from {peer}: writer busy or stopped, SERVFAIL",
-                    req.zone
-                );
+                tracing::warn!("update for {zone} from {peer}: writer busy or stopped, SERVFAIL");
                 work.fail(out, "busy");
                 Admission::Queued
             }

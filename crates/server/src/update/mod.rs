@@ -208,6 +208,8 @@ impl Work {
 #[derive(Debug)]
 pub(crate) struct Job {
     msg: Vec<u8>,
+    /// The request as admission parsed it (the writer does not parse it again).
+    req: lode_zones::UpdateRequest,
     /// The key that signed it and the request MAC, to sign the reply.
     signed: Option<(Key, lode_tsig::MacBuf)>,
     peer: SocketAddr,

@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use lode_wire::rcode;
 use lode_zonedb::{Changeset, Zone};
-use lode_zones::update::{self as ddns};
 use lode_zones::{Change, StageError, Step};
 
 use super::super::pool::WeakQueue;
@@ -55,9 +54,7 @@ impl Writer {
         for work in &group {
             let from = version.serial();
             let staged = match work {
-                Work::Update(job) => ddns::parse_update(&job.msg)
-                    .map_err(StageError::Update)
-                    .and_then(|req| stage.run_mut(&mut version, Change::Update(&req), now)),
+                Work::Update(job) => stage.run_mut(&mut version, Change::Update(&job.req), now),
                 Work::File { zone, .. } => {
                     stage.run_mut(&mut version, Change::Difference(zone), now)
                 }
