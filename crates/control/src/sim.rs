@@ -18,7 +18,8 @@
 //!   is an hour, far beyond the run);
 //! - no zone expires (its SOA expire is ten minutes; faults end sooner);
 //! - at the end every secondary serves the primary's serial;
-//! - the machine tracks at most one NOTIFY and one hold per (zone, target).
+//! - the machine tracks at most one NOTIFY and one hold per (zone, target),
+//!   and sends no serial to a target more than its tries (no NOTIFY storm).
 //!
 //! The same seed gives the same run, step for step: the random numbers
 //! come from one generator seeded with it, the machine's decisions depend
@@ -268,6 +269,11 @@ struct Sim {
     trace: VecDeque<String>,
     /// The last refresh token given.
     tokens: u64,
+    /// NOTIFYs sent per (zone, secondary, serial): at most the tries of
+    /// one serial (no NOTIFY storm).
+    notifies: std::collections::HashMap<(usize, usize, u32), u32>,
+    /// The first NOTIFY storm seen, for the next check.
+    storm: Option<String>,
     out: Outcome,
 }
 
@@ -428,6 +434,8 @@ impl Sim {
             owed: vec![vec![VecDeque::new(); shape.zones]; shape.secondaries],
             trace: VecDeque::new(),
             tokens: 0,
+            notifies: std::collections::HashMap::new(),
+            storm: None,
             out: Outcome {
                 seed,
                 ..Outcome::default()
@@ -594,6 +602,9 @@ impl Sim {
             if let Some(z) = s.zones.iter().position(|z| z.expired) {
                 return Some(format!("secondary s{k}: zone {} expired", self.names[z]));
             }
+        }
+        if let Some(storm) = self.storm.take() {
+            return Some(storm);
         }
         let most = self.shape.zones * self.shape.secondaries;
         let tracked = self.primary.tracked();
@@ -781,6 +792,16 @@ impl Sim {
                         continue;
                     };
                     let serial = lode_zonedb::soa_serial(&soa);
+                    let sent = self.notifies.entry((z, to, serial)).or_default();
+                    *sent += 1;
+                    if *sent > crate::notify_out::TRIES && self.storm.is_none() {
+                        self.storm = Some(format!(
+                            "{sent} NOTIFYs of serial {serial} of {} to s{} (at most {} tries)",
+                            self.names[z],
+                            to - 1,
+                            crate::notify_out::TRIES
+                        ));
+                    }
                     self.send(
                         0,
                         to,
