@@ -302,8 +302,10 @@ fn ten_thousand_idle_connections_do_not_lock_out_new_clients() {
         "{stats:?}"
     );
     // An idle connection holds ~8 KiB (module docs); allow 16 KiB each and
-    // 16 MiB for the allocator and the client side.
-    let bound = max_clients * 16 + 16 * 1024;
+    // 24 MiB for the allocator and the client side (the process's growth
+    // varies from run to run: 21–35 MiB seen on one 2-core machine, with
+    // 16 MiB allowed here a third of the runs failed).
+    let bound = max_clients * 16 + 24 * 1024;
     assert!(
         grown < bound,
         "resident memory grew {grown} KiB (bound {bound})"
