@@ -107,6 +107,25 @@ impl Publisher {
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.publish_locked(zone);
+    }
+
+    /// Publishes `f` of the zone's current version, when `f` makes one,
+    /// under the lock of every publication: a version a writer publishes
+    /// meanwhile is not replaced by one made from the version before it
+    /// (the runtime's marks on a served version: expired, its expiry).
+    pub(crate) fn amend(&self, origin: &Name, f: impl FnOnce(&Zone) -> Option<Zone>) {
+        let _guard = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(next) = self.get(origin).and_then(|z| f(&z)) {
+            self.publish_locked(Arc::new(next));
+        }
+    }
+
+    /// [`Publisher::publish`] with the lock held.
+    fn publish_locked(&self, zone: Arc<Zone>) {
         let set = self.set.load_full();
         match set.publish(zone.clone()) {
             Ok(old) => {

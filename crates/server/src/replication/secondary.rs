@@ -580,20 +580,16 @@ pub(crate) fn start(
 /// Sets when the served version of `origin` expires (Unix seconds), for
 /// the EDNS EXPIRE option of its answers.
 fn set_expire_at(publisher: &Publisher, origin: &Name, at: Option<u64>) {
-    if let Some(z) = publisher.get(origin) {
-        if z.expire_at() != at {
-            publisher.publish(Arc::new(z.with_expire_at(at)));
-        }
-    }
+    publisher.amend(origin, |z| {
+        (z.expire_at() != at).then(|| z.with_expire_at(at))
+    });
 }
 
 /// Marks the served version of `origin` expired (or not).
 fn set_expired(publisher: &Publisher, origin: &Name, expired: bool) {
-    if let Some(z) = publisher.get(origin) {
-        if z.is_expired() != expired {
-            publisher.publish(Arc::new(z.with_expired(expired)));
-        }
-    }
+    publisher.amend(origin, |z| {
+        (z.is_expired() != expired).then(|| z.with_expired(expired))
+    });
 }
 
 /// One refresh of one zone, on its own thread.
