@@ -270,9 +270,31 @@ impl Refresher {
             },
         );
         if let Some(e) = start.expire {
-            self.expiries.push(Reverse((e, zone.clone())));
+            self.push_expiry(e, &zone);
         }
         self.queue(&zone);
+    }
+
+    /// Adds `zone`'s expiry at `at`. Each success pushes one and the one
+    /// before goes stale (it is dropped only when it comes up, days later):
+    /// when stale entries outnumber the zones, the heap is made anew from
+    /// the zones' own expiries (10^5 zones refreshed hourly would otherwise
+    /// pile up 10^5 entries an hour until the first SOA expire).
+    fn push_expiry(&mut self, at: Instant, zone: &Name) {
+        self.expiries.push(Reverse((at, zone.clone())));
+        if self.expiries.len() > 2 * self.zones.len() + 1024 {
+            self.expiries = self
+                .zones
+                .iter()
+                .filter(|(_, z)| !z.expired)
+                .filter_map(|(n, z)| Some(Reverse((z.expire_at?, n.clone()))))
+                .collect();
+        }
+    }
+
+    /// Expiry entries held (live and stale), for bounds checks.
+    pub fn expiries_held(&self) -> usize {
+        self.expiries.len()
     }
 
     /// Stops refreshing `zone` (a refresh running goes on; its outcome is
@@ -479,6 +501,7 @@ impl Refresher {
         }
         z.running = false;
         let primary = z.primary;
+        let mut new_expiry = None;
         match outcome {
             Outcome::Current {
                 refresh,
@@ -490,7 +513,7 @@ impl Refresher {
                 z.expire_at = Some(now + expire);
                 z.expired = false;
                 z.last = Some(now);
-                self.expiries.push(Reverse((now + expire, zone.clone())));
+                new_expiry = Some(now + expire);
                 self.actions
                     .push_back(Action::Refreshed { zone: zone.clone() });
             }
@@ -514,6 +537,9 @@ impl Refresher {
             z.next = now;
         }
         self.finish_running(primary);
+        if let Some(at) = new_expiry {
+            self.push_expiry(at, zone);
+        }
         self.queue(zone);
     }
 }

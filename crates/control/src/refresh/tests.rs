@@ -249,3 +249,48 @@ fn expired_once_until_refreshed() {
         .iter()
         .any(|a| matches!(a, Action::Timers { expire: Some(e), .. } if *e == t + secs(30))));
 }
+
+/// 1,000 zones refreshed successfully again and again keep the expiry
+/// heap bounded (stale entries do not pile up until the first expiry).
+#[test]
+fn expiries_stay_bounded() {
+    let t0 = Instant::now();
+    let mut r = Refresher::new();
+    let zones: Vec<Name> = (0..1000).map(|i| name(&format!("z{i}.example."))).collect();
+    for z in &zones {
+        r.add(z, Start::empty(None, t0));
+    }
+    let mut t = t0;
+    for _ in 0..20 {
+        // Every zone refreshed this round (32 at a time).
+        loop {
+            r.handle_timeout(t);
+            let started: Vec<Name> = actions(&mut r)
+                .into_iter()
+                .filter_map(|a| match a {
+                    Action::Refresh { zone, .. } => Some(zone),
+                    _ => None,
+                })
+                .collect();
+            if started.is_empty() {
+                break;
+            }
+            for zone in started {
+                r.done(&zone, current(60, 10, 86400), t);
+            }
+        }
+        t += secs(60);
+    }
+    assert!(
+        r.expiries_held() <= 2 * 1000 + 1024,
+        "{}",
+        r.expiries_held()
+    );
+    // Still expire, each once, at its last success's expiry.
+    r.handle_timeout(t + secs(86400));
+    let expired = actions(&mut r)
+        .iter()
+        .filter(|a| matches!(a, Action::Expire { .. }))
+        .count();
+    assert_eq!(expired, 1000);
+}
