@@ -24,6 +24,9 @@ pub(crate) struct OptPlan<'a> {
     /// Pad the response (TCP, padded query, padding on).
     pad: bool,
     max_udp_payload: u16,
+    /// The query carries the EXPIRE option (found in the one pass over its
+    /// options).
+    asks_expire: bool,
     /// The EXPIRE option's whole wire form (an answer from a zone, when
     /// the query asked): see [`OptPlan::with_expire`].
     expire: Option<[u8; 8]>,
@@ -40,11 +43,13 @@ impl<'a> OptPlan<'a> {
     ) -> Self {
         let mut nsid: &[u8] = &[];
         let mut padded = false;
+        let mut expire = false;
         if edns.options_len > 0 {
             for (code, _) in edns.options(query) {
                 match code {
                     edns_option::NSID => nsid = settings.nsid.as_deref().unwrap_or(&[]),
                     edns_option::PADDING => padded = true,
+                    edns_option::EXPIRE => expire = true,
                     _ => {}
                 }
             }
@@ -55,6 +60,7 @@ impl<'a> OptPlan<'a> {
             extra: extra.options,
             pad: padded && settings.padding && transport == Transport::Tcp,
             max_udp_payload: settings.max_udp_payload.max(512),
+            asks_expire: expire,
             expire: None,
         }
     }
@@ -62,8 +68,8 @@ impl<'a> OptPlan<'a> {
     /// The plan of an answer from `zone`, with the EXPIRE option when the
     /// query asked for it: what a secondary's zone has left at `now`
     /// (Unix seconds), a primary's SOA EXPIRE (as Knot DNS tells them).
-    pub(crate) fn with_expire(mut self, query: &[u8], zone: &lode_zonedb::Zone, now: u64) -> Self {
-        if self.edns.options_len == 0 || self.edns.option(query, edns_option::EXPIRE).is_none() {
+    pub(crate) fn with_expire(mut self, zone: &lode_zonedb::Zone, now: u64) -> Self {
+        if !self.asks_expire {
             return self;
         }
         let left = match zone.expire_at() {
