@@ -25,7 +25,7 @@
 pub mod stage;
 pub mod update;
 
-pub use stage::{difference, Change, Stage, StageError, Staged, Step};
+pub use stage::{difference, Applied, Change, History, Sealed, Stage, StageError, Txn};
 pub use update::{
     encode_update, parse_update, process, read_record, serial_cmp, write_error, write_response,
     SerialOrder, SerialPolicy, UnknownSerialPolicy, UpdateError, UpdateRequest,

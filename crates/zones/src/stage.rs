@@ -2,7 +2,9 @@
 //! source (as Knot's `zone-update`).
 //!
 //! ```text
-//!  published version + Change + now ──Stage::run──▶ Staged (next version + what to journal)
+//!  Stage::begin(&published, now) ─▶ Txn ─ apply(Change)* ─ seal() ─▶ Sealed
+//!                                        (one refused       (next version, its base,
+//!                                         leaves the rest)   and what to journal)
 //!
 //!  Change::Update(request)      RFC 2136: prerequisites, updates ─┐
 //!  Change::Difference(zone)     a zone file read again: its diff ─┤─▶ changeset
@@ -28,10 +30,14 @@
 //! own secondaries keep taking IXFR. Which primary serial the served
 //! version stands for is the caller's to keep (the journal marks it).
 //!
-//! No I/O and no clock: `now` is passed in. What is around it — queueing,
-//! group commit, the journal, publication, NOTIFY — is the caller's. The
-//! changesets returned are exactly what the version returned differs by
-//! from the one given, in order: journaled, they replay to the same version.
+//! Sealing always runs the same steps in the same order: the pending
+//! changes signed as one where the zone is signed here (with the chain
+//! mended and the SOA signed), then the validation step where it is
+//! configured. No I/O and no clock: `now` is passed in. What is around it —
+//! queueing, the one commit (state, journal, publication, NOTIFY, replies)
+//! — is the caller's. The changesets sealed are exactly what the version
+//! differs by from the base, in order: journaled, they replay to the same
+//! version.
 
 use std::fmt;
 use std::sync::Arc;
@@ -70,6 +76,16 @@ pub enum Change<'a> {
     /// that has contents: its difference from the served version, signed,
     /// with the next serial (a zone not signed here: as `Replace`).
     Transfer(Arc<Zone>),
+    /// The same records laid out anew (a compaction's result, with the
+    /// changes made meanwhile): published without a serial or history
+    /// of its own. Refused when its serial is not the version's.
+    Relaid(Arc<Zone>),
+    /// The version marked expired (a secondary past its expire timer, or
+    /// not expired again): queries get SERVFAIL while it is.
+    Expired(bool),
+    /// When a secondary's version expires without a refresh (Unix
+    /// seconds), for the EDNS EXPIRE option.
+    ExpiresAt(Option<u64>),
 }
 
 impl Change<'_> {
@@ -85,49 +101,11 @@ impl Change<'_> {
             Change::Rekey => "a key event",
             Change::Replace(_) => "a whole new version",
             Change::Transfer(_) => "a whole transfer",
+            Change::Relaid(_) => "a compaction",
+            Change::Expired(_) => "the expire timer",
+            Change::ExpiresAt(_) => "the expire time",
         }
     }
-}
-
-/// What the stage made of a change.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Staged {
-    /// Nothing changes (the serial is kept).
-    Unchanged,
-    /// The next version, and the changesets that lead to it (to journal).
-    Changed {
-        /// The version to publish once the changesets are journaled.
-        version: Arc<Zone>,
-        /// Oldest first; each starts at the serial the previous one ended at.
-        changes: Vec<Changeset>,
-        /// The zone file's serial was not newer than the served one, so the
-        /// change got the serial policy's next (the file's serial, for logs).
-        serial_raised: Option<u32>,
-    },
-    /// A whole new version; the history before it no longer applies.
-    Replaced {
-        /// The version to publish once the history is cleared.
-        version: Arc<Zone>,
-    },
-}
-
-/// What [`Stage::run_mut`] made of a change (the version is the one it
-/// was given, advanced).
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Step {
-    /// Nothing changes.
-    Unchanged,
-    /// The version advanced by these changesets (to journal).
-    Changed {
-        /// Oldest first.
-        changes: Vec<Changeset>,
-        /// As in [`Staged::Changed`].
-        serial_raised: Option<u32>,
-    },
-    /// A whole new version; the history before it no longer applies.
-    Replaced,
 }
 
 /// `cs` applied to `version` where it stands (a version shared with others
@@ -165,6 +143,14 @@ pub enum StageError {
     /// The version the change leads to fails DNSSEC validation
     /// (`dnssec-validation`).
     Invalid(String),
+    /// A version laid out anew is not the one it was made from (another
+    /// serial): changes came after it.
+    Stale {
+        /// The relaid version's serial.
+        relaid: u32,
+        /// The transaction's.
+        current: u32,
+    },
 }
 
 impl fmt::Display for StageError {
@@ -177,6 +163,10 @@ impl fmt::Display for StageError {
             StageError::NoContents => f.write_str("the zone has no contents to apply changes to"),
             StageError::Sign(e) => write!(f, "signing: {e}"),
             StageError::Invalid(e) => write!(f, "DNSSEC validation failed: {e}"),
+            StageError::Stale { relaid, current } => write!(
+                f,
+                "a version laid out anew at serial {relaid} while the zone is at {current}"
+            ),
         }
     }
 }
@@ -190,9 +180,6 @@ pub struct Stage {
     pub policy: SerialPolicy,
     /// The zone's signer, when it is signed here.
     pub signer: Option<Arc<Signer>>,
-    /// The zone is signed here, though this stage does not sign (see
-    /// [`Stage::unsigned`]): zone-file differences leave DNSSEC records out.
-    signed_zone: bool,
     /// Knot's `dnssec-validation`: each new version of a zone signed
     /// elsewhere is checked (`lode_dnssec::validate`) before it is
     /// returned — whole after a replacement, the names a change touched
@@ -206,7 +193,6 @@ impl Stage {
         Stage {
             policy,
             signer: None,
-            signed_zone: false,
             validate: false,
         }
     }
@@ -216,19 +202,7 @@ impl Stage {
         Stage {
             policy,
             signer: Some(signer),
-            signed_zone: true,
             validate: false,
-        }
-    }
-
-    /// The same stage without its signer: the changes of a group are
-    /// staged with it one by one, then signed together ([`Stage::sign_group`]).
-    pub fn unsigned(&self) -> Stage {
-        Stage {
-            policy: self.policy,
-            signer: None,
-            signed_zone: self.signed_zone,
-            validate: self.validate,
         }
     }
 
@@ -238,41 +212,35 @@ impl Stage {
         Stage {
             policy: self.policy,
             signer: None,
-            signed_zone: false,
             validate: self.validate,
         }
     }
 
-    /// The changes of one group (each staged unsigned, in order, from
-    /// `current`) as one changeset, signed in one pass: the SOA and every
-    /// NSEC touched twice in the group signed once (Knot signs a batch of
-    /// updates as one). Returns the version and the changeset to journal;
-    /// for a zone not signed here, the changes as they are.
-    pub fn sign_group(
+    /// Begins a transaction over `version` (the published one), at `now`.
+    pub fn begin(&self, version: &Arc<Zone>, now: u64) -> Txn<'_> {
+        Txn {
+            stage: self,
+            now,
+            base: version.clone(),
+            settled: version.clone(),
+            working: version.clone(),
+            pending: Vec::new(),
+            changes: Vec::new(),
+            replaced: false,
+            trusted: 0,
+        }
+    }
+
+    /// One change in a transaction of its own: `begin`, `apply`, `seal`.
+    pub fn run(
         &self,
         current: &Arc<Zone>,
-        changes: Vec<Changeset>,
+        change: Change<'_>,
         now: u64,
-    ) -> Result<(Arc<Zone>, Vec<Changeset>), StageError> {
-        let Some(signer) = &self.signer else {
-            let mut version = current.clone();
-            for cs in &changes {
-                apply(&mut version, cs)?;
-            }
-            return Ok((version, changes));
-        };
-        let Some(merged) = Changeset::merge(changes) else {
-            return Ok((current.clone(), Vec::new()));
-        };
-        match signer.sign_change(current, &merged, now) {
-            Ok((version, signed)) => Ok((Arc::new(version), vec![signed])),
-            Err(lode_dnssec::SignError::Apply(error)) => Err(StageError::Apply {
-                from: merged.serial_from(),
-                to: merged.serial_to(),
-                error,
-            }),
-            Err(e) => Err(StageError::Sign(e)),
-        }
+    ) -> Result<Sealed, StageError> {
+        let mut txn = self.begin(current, now);
+        txn.apply(change)?;
+        txn.seal()
     }
 
     /// A whole new version of the zone as it is served: signed whole when
@@ -281,12 +249,7 @@ impl Stage {
     /// signed here and its serial is not past the served version's
     /// (`current`), it gets the serial policy's next: secondaries that
     /// hold the unsigned version at that serial must see a newer one.
-    pub fn prepare(
-        &self,
-        zone: Arc<Zone>,
-        current: &Zone,
-        now: u64,
-    ) -> Result<Arc<Zone>, StageError> {
+    fn prepare(&self, zone: Arc<Zone>, current: &Zone, now: u64) -> Result<Arc<Zone>, StageError> {
         match &self.signer {
             Some(s) if !zone.is_expired() && !s.is_current(&zone, now) => {
                 let newer = current.is_expired()
@@ -298,201 +261,6 @@ impl Stage {
             }
             _ => Ok(zone),
         }
-    }
-
-    /// Runs `change` against `current`, the version it follows.
-    pub fn run(
-        &self,
-        current: &Arc<Zone>,
-        change: Change<'_>,
-        now: u64,
-    ) -> Result<Staged, StageError> {
-        let mut version = current.clone();
-        Ok(match self.run_mut(&mut version, change, now)? {
-            Step::Unchanged => Staged::Unchanged,
-            Step::Changed {
-                changes,
-                serial_raised,
-            } => Staged::Changed {
-                version,
-                changes,
-                serial_raised,
-            },
-            Step::Replaced => Staged::Replaced { version },
-        })
-    }
-
-    /// [`Stage::run`] on a working version, advanced where it is: a group's
-    /// changes, staged one after another on the one version, copy each
-    /// part of the delta they touch once (see `Zone::apply_mut`), where
-    /// versions made one from another would copy it each time. On error
-    /// `version` is as it was.
-    pub fn run_mut(
-        &self,
-        version: &mut Arc<Zone>,
-        change: Change<'_>,
-        now: u64,
-    ) -> Result<Step, StageError> {
-        let current: &Arc<Zone> = version;
-        let (changes, serial_raised) = match change {
-            Change::Replace(zone) => {
-                let zone = self.prepare(zone, current, now)?;
-                self.check(&zone, None, now)?;
-                *version = zone;
-                return Ok(Step::Replaced);
-            }
-            Change::Resign => {
-                let Some(signer) = &self.signer else {
-                    return Ok(Step::Unchanged);
-                };
-                if current.is_expired() {
-                    return Err(StageError::NoContents);
-                }
-                let next = self.policy.next(current.serial(), now);
-                let signed = signer
-                    .sign_zone(current, Some(next), now)
-                    .map_err(StageError::Sign)?;
-                *version = Arc::new(signed);
-                return Ok(Step::Replaced);
-            }
-            Change::Refresh(owners) => {
-                let Some(signer) = &self.signer else {
-                    return Ok(Step::Unchanged);
-                };
-                if current.is_expired() || owners.is_empty() {
-                    return Ok(Step::Unchanged);
-                }
-                let mut soa_to = current.soa_record();
-                set_soa_serial(&mut soa_to, self.policy.next(current.serial(), now));
-                let (next, cs) = signer
-                    .refresh(current, owners, soa_to, now)
-                    .map_err(StageError::Sign)?;
-                *version = Arc::new(next);
-                return Ok(Step::Changed {
-                    changes: vec![cs],
-                    serial_raised: None,
-                });
-            }
-            Change::Rekey => {
-                let Some(signer) = &self.signer else {
-                    return Ok(Step::Unchanged);
-                };
-                if current.is_expired() {
-                    return Ok(Step::Unchanged);
-                }
-                let mut soa_to = current.soa_record();
-                set_soa_serial(&mut soa_to, self.policy.next(current.serial(), now));
-                let rekeyed = signer
-                    .rekey(current, soa_to, now)
-                    .map_err(StageError::Sign)?;
-                return Ok(match rekeyed {
-                    Some((next, cs)) => {
-                        *version = Arc::new(next);
-                        Step::Changed {
-                            changes: vec![cs],
-                            serial_raised: None,
-                        }
-                    }
-                    None => Step::Unchanged,
-                });
-            }
-            Change::Journal(list) => {
-                let mut next = current.clone();
-                for cs in list {
-                    apply(&mut next, cs)?;
-                }
-                *version = next;
-                return Ok(Step::Changed {
-                    changes: list.to_vec(),
-                    serial_raised: None,
-                });
-            }
-            Change::Update(req) => {
-                let cs =
-                    update::process(current, req, self.policy, now).map_err(StageError::Update)?;
-                (cs.into_iter().collect::<Vec<_>>(), None)
-            }
-            Change::Difference(target) => {
-                // A signed zone's group stage has no signer but leaves the
-                // signer's records out too (the group is signed after).
-                let signed = self.signer.is_some() || self.signed_zone;
-                match difference(current, target, self.policy, now, signed) {
-                    Some((cs, raised)) => (vec![cs], raised),
-                    None => (Vec::new(), None),
-                }
-            }
-            Change::Changesets(list) => {
-                if current.is_expired() {
-                    return Err(StageError::NoContents);
-                }
-                match &self.signer {
-                    // The primary's changes as one, in our serials.
-                    Some(_) => match Changeset::merge(list.to_vec()) {
-                        Some(cs) => (vec![self.own_serials(current, cs, now)], None),
-                        None => (Vec::new(), None),
-                    },
-                    None => (list.to_vec(), None),
-                }
-            }
-            Change::Transfer(target) => {
-                if self.signer.is_none() {
-                    return self.run_mut(version, Change::Replace(target), now);
-                }
-                let cs = match difference(current, &target, self.policy, now, true) {
-                    Some((cs, _)) => cs,
-                    // Nothing but the primary's serial moved: still a new
-                    // version here, so that the serial it stands for is kept.
-                    None => Changeset {
-                        soa_from: current.soa_record(),
-                        soa_to: target.soa_record(),
-                        removed: Vec::new(),
-                        added: Vec::new(),
-                    },
-                };
-                (vec![self.own_serials(current, cs, now)], None)
-            }
-        };
-        if changes.is_empty() {
-            return Ok(Step::Unchanged);
-        }
-        // One changeset is applied whole or not at all; more, or a check
-        // after, may fail half-way: the version before is kept for that.
-        let validate = self.validate && self.signer.is_none();
-        let before = (validate || changes.len() > 1).then(|| version.clone());
-        let made = self.sign_all(version, changes, validate, now);
-        if made.is_err() {
-            if let Some(before) = before {
-                *version = before;
-            }
-        }
-        Ok(Step::Changed {
-            changes: made?,
-            serial_raised,
-        })
-    }
-
-    /// The signing step of each changeset in turn (see [`Stage::sign`]),
-    /// then the validation step when `validate`.
-    fn sign_all(
-        &self,
-        version: &mut Arc<Zone>,
-        changes: Vec<Changeset>,
-        validate: bool,
-        now: u64,
-    ) -> Result<Vec<Changeset>, StageError> {
-        let mut signed = Vec::with_capacity(changes.len());
-        for cs in changes {
-            signed.push(self.sign(version, cs, now)?);
-        }
-        if validate {
-            let touched: Vec<lode_wire::Name> = signed
-                .iter()
-                .flat_map(|cs| cs.removed.iter().chain(&cs.added))
-                .map(|r| r.owner.clone())
-                .collect();
-            self.check(version, Some(&touched), now)?;
-        }
-        Ok(signed)
     }
 
     /// The validation step (`dnssec-validation`, a zone not signed here):
@@ -516,33 +284,408 @@ impl Stage {
         set_soa_serial(&mut cs.soa_to, self.policy.next(current.serial(), now));
         cs
     }
+}
 
-    /// The signing step: one changeset applied, and signed when the zone
-    /// is signed here; the version it leads to and the changeset as it is
-    /// journaled and served.
-    fn sign(
-        &self,
-        version: &mut Arc<Zone>,
-        cs: Changeset,
-        now: u64,
-    ) -> Result<Changeset, StageError> {
-        match &self.signer {
-            None => {
-                apply(version, &cs)?;
-                Ok(cs)
-            }
-            Some(s) => match s.sign_change(version, &cs, now) {
-                Ok((next, signed)) => {
-                    *version = Arc::new(next);
-                    Ok(signed)
+/// What one change did in a transaction (none: nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    /// Records it removed (before signing).
+    pub removed: u64,
+    /// Records it added (before signing; a whole new version: all).
+    pub added: u64,
+    /// The serial before it.
+    pub from: u32,
+    /// The serial after it.
+    pub to: u32,
+    /// A zone file whose serial was not newer than the served one: the
+    /// file's serial (the change got the serial policy's next).
+    pub serial_raised: Option<u32>,
+    /// A whole new version: the history before it no longer applies.
+    pub replaced: bool,
+}
+
+/// One transaction over a published version ([`Stage::begin`]): changes
+/// applied in order ([`Txn::apply`]; one refused leaves the others), then
+/// sealed ([`Txn::seal`]) — the same steps whatever the changes were.
+///
+/// A zone signed here: the changes of UPDATEs, zone-file differences and
+/// transfers in are applied unsigned and signed together, as one
+/// changeset (the SOA and every NSEC touched twice signed once, as Knot
+/// signs a batch), when the transaction is sealed or when a change that
+/// needs the signed version comes (re-signing, a key event, the journal).
+#[derive(Debug)]
+pub struct Txn<'s> {
+    stage: &'s Stage,
+    now: u64,
+    /// The version the transaction began from.
+    base: Arc<Zone>,
+    /// `base` and the settled changes (signed where the zone is signed).
+    settled: Arc<Zone>,
+    /// `settled` and the pending changes: what the next change sees.
+    working: Arc<Zone>,
+    /// Changes since `settled`, not yet signed (a zone signed here only).
+    pending: Vec<Changeset>,
+    /// The settled changesets, oldest first (to journal).
+    changes: Vec<Changeset>,
+    /// A whole new version came: the history starts afresh.
+    replaced: bool,
+    /// The first changes are the journal's, validated when they were
+    /// made: the validation step leaves them out.
+    trusted: usize,
+}
+
+impl Txn<'_> {
+    /// The version the next change sees (unsigned changes applied).
+    pub fn version(&self) -> &Arc<Zone> {
+        &self.working
+    }
+
+    /// True when nothing has changed yet.
+    pub fn is_empty(&self) -> bool {
+        !self.replaced && self.changes.is_empty() && self.pending.is_empty()
+    }
+
+    /// Applies one change to the version the previous ones led to. On
+    /// error the transaction is as it was before this change.
+    pub fn apply(&mut self, change: Change<'_>) -> Result<Option<Applied>, StageError> {
+        let stage = self.stage;
+        let now = self.now;
+        let signed = stage.signer.is_some();
+        let from = self.working.serial();
+        let (made, serial_raised) = match change {
+            Change::Replace(zone) => return self.replace(zone).map(Some),
+            Change::Transfer(zone) if !signed => return self.replace(zone).map(Some),
+            Change::Resign | Change::Refresh(_) | Change::Rekey if !signed => return Ok(None),
+            Change::Resign => {
+                if self.working.is_expired() {
+                    return Err(StageError::NoContents);
                 }
-                Err(lode_dnssec::SignError::Apply(error)) => Err(StageError::Apply {
-                    from: cs.serial_from(),
-                    to: cs.serial_to(),
-                    error,
-                }),
-                Err(e) => Err(StageError::Sign(e)),
-            },
+                self.settle()?;
+                let signer = stage.signer.as_ref().expect("signed");
+                let next = stage.policy.next(self.settled.serial(), now);
+                let zone = signer
+                    .sign_zone(&self.settled, Some(next), now)
+                    .map_err(StageError::Sign)?;
+                return self.whole(Arc::new(zone), from).map(Some);
+            }
+            Change::Refresh(owners) => {
+                if self.working.is_expired() || owners.is_empty() {
+                    return Ok(None);
+                }
+                self.settle()?;
+                let signer = stage.signer.as_ref().expect("signed");
+                let (next, cs) = signer
+                    .refresh(&self.settled, owners, self.next_soa(), now)
+                    .map_err(StageError::Sign)?;
+                return Ok(Some(self.settle_signed(Arc::new(next), cs)));
+            }
+            Change::Rekey => {
+                if self.working.is_expired() {
+                    return Ok(None);
+                }
+                self.settle()?;
+                let signer = stage.signer.as_ref().expect("signed");
+                let rekeyed = signer
+                    .rekey(&self.settled, self.next_soa(), now)
+                    .map_err(StageError::Sign)?;
+                return Ok(rekeyed.map(|(next, cs)| self.settle_signed(Arc::new(next), cs)));
+            }
+            Change::Relaid(zone) => {
+                self.settle()?;
+                if zone.serial() != self.settled.serial()
+                    || zone.record_count() != self.settled.record_count()
+                {
+                    return Err(StageError::Stale {
+                        relaid: zone.serial(),
+                        current: self.settled.serial(),
+                    });
+                }
+                let marked = zone
+                    .with_expired(self.settled.is_expired())
+                    .with_expire_at(self.settled.expire_at());
+                self.mark(marked);
+                return Ok(None);
+            }
+            Change::Expired(expired) => {
+                self.settle()?;
+                if self.settled.is_expired() != expired {
+                    let marked = self.settled.with_expired(expired);
+                    self.mark(marked);
+                }
+                return Ok(None);
+            }
+            Change::ExpiresAt(at) => {
+                self.settle()?;
+                if self.settled.expire_at() != at {
+                    let marked = self.settled.with_expire_at(at);
+                    self.mark(marked);
+                }
+                return Ok(None);
+            }
+            Change::Journal(list) => {
+                // Made by this stage: signed already, applied as it is.
+                self.settle()?;
+                let mut next = self.settled.clone();
+                for cs in list {
+                    apply(&mut next, cs)?;
+                }
+                let applied = counted(list, from, next.serial(), None);
+                let all_trusted = self.trusted == self.changes.len();
+                self.changes.extend_from_slice(list);
+                if all_trusted {
+                    self.trusted = self.changes.len();
+                }
+                self.settled = next.clone();
+                self.working = next;
+                return Ok(applied);
+            }
+            Change::Update(req) => {
+                let cs = update::process(&self.working, req, stage.policy, now)
+                    .map_err(StageError::Update)?;
+                (cs.into_iter().collect::<Vec<_>>(), None)
+            }
+            Change::Difference(target) => {
+                match difference(&self.working, target, stage.policy, now, signed) {
+                    Some((cs, raised)) => (vec![cs], raised),
+                    None => (Vec::new(), None),
+                }
+            }
+            Change::Changesets(list) => {
+                if self.working.is_expired() {
+                    return Err(StageError::NoContents);
+                }
+                if signed {
+                    // The primary's changes as one, in our serials.
+                    match Changeset::merge(list.to_vec()) {
+                        Some(cs) => (vec![stage.own_serials(&self.working, cs, now)], None),
+                        None => (Vec::new(), None),
+                    }
+                } else {
+                    (list.to_vec(), None)
+                }
+            }
+            Change::Transfer(target) => {
+                let cs = match difference(&self.working, &target, stage.policy, now, true) {
+                    Some((cs, _)) => cs,
+                    // Nothing but the primary's serial moved: still a new
+                    // version here, so that the serial it stands for is kept.
+                    None => Changeset {
+                        soa_from: self.working.soa_record(),
+                        soa_to: target.soa_record(),
+                        removed: Vec::new(),
+                        added: Vec::new(),
+                    },
+                };
+                (vec![stage.own_serials(&self.working, cs, now)], None)
+            }
+        };
+        if made.is_empty() {
+            return Ok(None);
+        }
+        // One changeset is applied whole or not at all; more may fail
+        // half-way: the version before is kept for that.
+        let before = (made.len() > 1).then(|| self.working.clone());
+        for cs in &made {
+            if let Err(e) = apply(&mut self.working, cs) {
+                if let Some(before) = before {
+                    self.working = before;
+                }
+                return Err(e);
+            }
+        }
+        let applied = counted(&made, from, self.working.serial(), serial_raised);
+        if signed {
+            self.pending.extend(made);
+        } else {
+            self.changes.extend(made);
+            self.settled = self.working.clone();
+        }
+        Ok(applied)
+    }
+
+    /// Seals the transaction: the pending changes signed where the zone
+    /// is signed here, then the validation step where it is configured
+    /// (`dnssec-validation`: the whole version after a replacement, the
+    /// names touched and the chain after changes). Always these steps, in
+    /// this order, whatever the changes were.
+    pub fn seal(mut self) -> Result<Sealed, StageError> {
+        self.settle()?;
+        let stage = self.stage;
+        if self.replaced {
+            stage.check(&self.settled, None, self.now)?;
+        } else if self.changes.len() > self.trusted {
+            let touched: Vec<lode_wire::Name> = self.changes[self.trusted..]
+                .iter()
+                .flat_map(|cs| cs.removed.iter().chain(&cs.added))
+                .map(|r| r.owner.clone())
+                .collect();
+            stage.check(&self.settled, Some(&touched), self.now)?;
+        }
+        let history = if self.replaced {
+            History::Restarts
+        } else if self.changes.is_empty() {
+            History::Unchanged
+        } else {
+            History::Continues(self.changes)
+        };
+        Ok(Sealed {
+            base: self.base,
+            version: self.settled,
+            history,
+        })
+    }
+
+    /// The settled version replaced by `zone`, the same records (laid out
+    /// anew, or marked): no changeset, no serial of its own.
+    fn mark(&mut self, zone: Zone) {
+        self.settled = Arc::new(zone);
+        self.working = self.settled.clone();
+    }
+
+    /// The SOA of the next version by the serial policy.
+    fn next_soa(&self) -> Record {
+        let mut soa = self.settled.soa_record();
+        set_soa_serial(
+            &mut soa,
+            self.stage.policy.next(self.settled.serial(), self.now),
+        );
+        soa
+    }
+
+    /// Signs the pending changes as one (a zone signed here).
+    fn settle(&mut self) -> Result<(), StageError> {
+        let Some(signer) = &self.stage.signer else {
+            return Ok(());
+        };
+        let Some(merged) = Changeset::merge(std::mem::take(&mut self.pending)) else {
+            self.working = self.settled.clone();
+            return Ok(());
+        };
+        match signer.sign_change(&self.settled, &merged, self.now) {
+            Ok((next, signed)) => {
+                self.settled = Arc::new(next);
+                self.working = self.settled.clone();
+                self.changes.push(signed);
+                Ok(())
+            }
+            Err(e) => {
+                self.working = self.settled.clone();
+                Err(match e {
+                    lode_dnssec::SignError::Apply(error) => StageError::Apply {
+                        from: merged.serial_from(),
+                        to: merged.serial_to(),
+                        error,
+                    },
+                    e => StageError::Sign(e),
+                })
+            }
+        }
+    }
+
+    /// A changeset the signer made from the settled version.
+    fn settle_signed(&mut self, next: Arc<Zone>, cs: Changeset) -> Applied {
+        let applied = Applied {
+            removed: cs.removed.len() as u64,
+            added: cs.added.len() as u64,
+            from: cs.serial_from(),
+            to: cs.serial_to(),
+            serial_raised: None,
+            replaced: false,
+        };
+        self.settled = next;
+        self.working = self.settled.clone();
+        self.changes.push(cs);
+        applied
+    }
+
+    /// A whole new version (AXFR in): signed whole here when it is not yet.
+    fn replace(&mut self, zone: Arc<Zone>) -> Result<Applied, StageError> {
+        let from = self.working.serial();
+        let zone = self.stage.prepare(zone, &self.working, self.now)?;
+        self.whole(zone, from)
+    }
+
+    /// The transaction's version is `zone` now, its history restarts.
+    fn whole(&mut self, zone: Arc<Zone>, from: u32) -> Result<Applied, StageError> {
+        let applied = Applied {
+            removed: 0,
+            added: zone.record_count(),
+            from,
+            to: zone.serial(),
+            serial_raised: None,
+            replaced: true,
+        };
+        self.pending.clear();
+        self.changes.clear();
+        self.trusted = 0;
+        self.settled = zone;
+        self.working = self.settled.clone();
+        self.replaced = true;
+        Ok(applied)
+    }
+}
+
+/// What `changes` did, as an [`Applied`] (none when they are empty).
+fn counted(
+    changes: &[Changeset],
+    from: u32,
+    to: u32,
+    serial_raised: Option<u32>,
+) -> Option<Applied> {
+    if changes.is_empty() {
+        return None;
+    }
+    let (removed, added) = changes.iter().fold((0, 0), |(r, a), cs| {
+        (r + cs.removed.len() as u64, a + cs.added.len() as u64)
+    });
+    Some(Applied {
+        removed,
+        added,
+        from,
+        to,
+        serial_raised,
+        replaced: false,
+    })
+}
+
+/// How a sealed transaction leaves the zone's history.
+#[derive(Debug)]
+pub enum History {
+    /// No records changed (the serial is kept; the version may be the
+    /// same records laid out anew, or marked: see [`Sealed::is_unchanged`]).
+    Unchanged,
+    /// The history continues with these changesets (oldest first; each
+    /// starts at the serial the previous one ended at): to journal.
+    Continues(Vec<Changeset>),
+    /// A whole new version: the history before it no longer applies.
+    Restarts,
+}
+
+/// A sealed transaction: the version to publish and what the commit
+/// journals first. The changesets are exactly what the version differs by
+/// from the base, in order: journaled, they replay to the same version.
+#[derive(Debug)]
+pub struct Sealed {
+    /// The version the transaction began from.
+    pub base: Arc<Zone>,
+    /// The next version.
+    pub version: Arc<Zone>,
+    /// How it continues the base's history.
+    pub history: History,
+}
+
+impl Sealed {
+    /// True when nothing changed: no records, no layout, no mark (there
+    /// is nothing to publish).
+    pub fn is_unchanged(&self) -> bool {
+        matches!(self.history, History::Unchanged) && Arc::ptr_eq(&self.base, &self.version)
+    }
+
+    /// The changesets to journal (none after a replacement).
+    pub fn changes(&self) -> &[Changeset] {
+        match &self.history {
+            History::Continues(c) => c,
+            _ => &[],
         }
     }
 }
@@ -633,95 +776,34 @@ mod tests {
 
     const BASE: &str = "$TTL 300\n@ SOA ns host 10 3600 600 86400 300\n@ NS ns\nns A 192.0.2.1\n";
 
-    #[test]
-    fn a_file_difference_is_a_changeset_that_replays_to_the_file() {
-        let current = zone(BASE);
-        let file = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 11 "));
-        let Staged::Changed {
-            version,
-            changes,
-            serial_raised,
-        } = Stage::default()
-            .run(&current, Change::Difference(&file), 0)
-            .unwrap()
-        else {
-            panic!("a change");
+    /// An UPDATE of example. adding `owner A addr` (or, with `exists`,
+    /// requiring that `owner` exists first).
+    fn add(owner: &str, addr: [u8; 4], exists: Option<&str>) -> UpdateRequest {
+        let name = |s: &str| -> lode_wire::Name { s.parse().unwrap() };
+        let rec = Record {
+            owner: name(owner),
+            class: lode_wire::Class::IN,
+            rtype: Rtype::A,
+            ttl: 300,
+            rdata: addr.as_slice().into(),
         };
-        assert_eq!(serial_raised, None);
-        assert_eq!(changes.len(), 1);
-        assert_eq!((changes[0].serial_from(), changes[0].serial_to()), (10, 11));
-        assert_eq!(changes[0].added.len(), 1);
-        // Replayed (as the journal would be at start), the same version.
-        let Staged::Changed { version: again, .. } = Stage::default()
-            .run(&current, Change::Changesets(&changes), 0)
-            .unwrap()
-        else {
-            panic!("a change");
-        };
-        let a: Vec<_> = version.records().collect();
-        let b: Vec<_> = again.records().collect();
-        assert_eq!(a, b);
-        // The same file again: nothing to do.
-        assert!(matches!(
-            Stage::default().run(&version, Change::Difference(&file), 0),
-            Ok(Staged::Unchanged)
-        ));
+        let pre: Vec<Record> = exists
+            .map(|o| Record {
+                owner: name(o),
+                class: lode_wire::Class::ANY,
+                rtype: Rtype::ANY,
+                ttl: 0,
+                rdata: Default::default(),
+            })
+            .into_iter()
+            .collect();
+        let msg = update::encode_update(1, &name("example."), &pre, &[rec]);
+        update::parse_update(&msg).expect("an update")
     }
 
-    #[test]
-    fn a_working_version_advances_in_place_and_stays_on_a_refusal() {
-        let published = zone(BASE);
-        let mut working = published.clone();
-        let stage = Stage::default();
-        let mut journal = Vec::new();
-        for (serial, name) in [(11, "a"), (12, "b")] {
-            let file = zone(
-                &format!("{BASE}{name} A 192.0.2.9\n").replace(" 10 ", &format!(" {serial} ")),
-            );
-            let Ok(Step::Changed { changes, .. }) =
-                stage.run_mut(&mut working, Change::Difference(&file), 0)
-            else {
-                panic!("a change");
-            };
-            journal.extend(changes);
-        }
-        assert_eq!(working.serial(), 12);
-        // The published version was not touched by the working one.
-        assert_eq!(published.serial(), 10);
-        assert_eq!(published.records().count(), 3);
-        // A change that does not apply (a changeset from serial 10 again)
-        // leaves the working version as it was.
-        let before: Vec<_> = working.records().collect();
-        let stale = journal[..1].to_vec();
-        assert!(stage
-            .run_mut(&mut working, Change::Changesets(&stale), 0)
-            .is_err());
-        assert_eq!(working.records().collect::<Vec<_>>(), before);
-        // Two changesets, the second not applying: none of them stays.
-        let mut two = journal.clone();
-        two[1].soa_from = two[0].soa_from.clone();
-        let mut from_published = published.clone();
-        assert!(stage
-            .run_mut(&mut from_published, Change::Changesets(&two), 0)
-            .is_err());
-        assert_eq!(from_published.serial(), 10);
-        // The journal replays to the working version.
-        let Ok(Staged::Changed { version, .. }) =
-            stage.run(&published, Change::Changesets(&journal), 0)
-        else {
-            panic!("replayed");
-        };
-        assert_eq!(version.records().collect::<Vec<_>>(), before);
-    }
-
-    /// A signed zone's file edited and read again while updates are
-    /// grouped: the group's stage (`Stage::unsigned`) leaves the signer's
-    /// records out of the difference as the signing stage does, and the
-    /// group is signed after.
-    #[test]
-    fn a_signed_zones_file_difference_in_a_group_leaves_the_signers_records() {
+    fn signing_stage(origin: &str) -> (Stage, u64) {
         use lode_dnssec::{Algorithm, Policy, SigningKey, KSK_FLAGS, ZSK_FLAGS};
-        let origin: lode_wire::Name = "example.".parse().unwrap();
+        let origin: lode_wire::Name = origin.parse().unwrap();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -729,46 +811,186 @@ mod tests {
         let keys = [KSK_FLAGS, ZSK_FLAGS]
             .map(|f| SigningKey::generate(&origin, Algorithm::EcdsaP256, f, now).unwrap());
         let signer = Signer::new(&origin, Vec::from(keys), Policy::default()).unwrap();
-        let stage = Stage::signed(SerialPolicy::default(), Arc::new(signer));
+        (
+            Stage::signed(SerialPolicy::default(), Arc::new(signer)),
+            now,
+        )
+    }
+
+    #[test]
+    fn a_file_difference_is_a_changeset_that_replays_to_the_file() {
+        let current = zone(BASE);
+        let file = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 11 "));
+        let stage = Stage::default();
+        let mut txn = stage.begin(&current, 0);
+        let applied = txn.apply(Change::Difference(&file)).unwrap().unwrap();
+        assert_eq!(applied.serial_raised, None);
+        assert_eq!((applied.from, applied.to, applied.added), (10, 11, 1));
+        let sealed = txn.seal().unwrap();
+        let changes = sealed.changes().to_vec();
+        assert_eq!(changes.len(), 1);
+        assert_eq!((changes[0].serial_from(), changes[0].serial_to()), (10, 11));
+        assert!(Arc::ptr_eq(&sealed.base, &current));
+        // Replayed (as the journal would be at start), the same version.
+        let again = Stage::default()
+            .run(&current, Change::Changesets(&changes), 0)
+            .unwrap();
+        let a: Vec<_> = sealed.version.records().collect();
+        let b: Vec<_> = again.version.records().collect();
+        assert_eq!(a, b);
+        // The same file again: nothing to do.
+        let same = Stage::default()
+            .run(&sealed.version, Change::Difference(&file), 0)
+            .unwrap();
+        assert!(same.is_unchanged());
+        assert_eq!(same.version.serial(), 11);
+    }
+
+    #[test]
+    fn a_transaction_advances_in_place_and_stays_on_a_refusal() {
+        let published = zone(BASE);
+        let stage = Stage::default();
+        let mut txn = stage.begin(&published, 0);
+        for (serial, name) in [(11, "a"), (12, "b")] {
+            let file = zone(
+                &format!("{BASE}{name} A 192.0.2.9\n").replace(" 10 ", &format!(" {serial} ")),
+            );
+            assert!(txn.apply(Change::Difference(&file)).unwrap().is_some());
+        }
+        assert_eq!(txn.version().serial(), 12);
+        // The published version was not touched by the transaction.
+        assert_eq!(published.serial(), 10);
+        assert_eq!(published.records().count(), 3);
+        // A change that does not apply (an update whose prerequisite
+        // fails) leaves the transaction as it was; the next one goes on.
+        let before: Vec<_> = txn.version().records().collect();
+        assert!(matches!(
+            txn.apply(Change::Update(&add(
+                "c.example.",
+                [192, 0, 2, 3],
+                Some("nx.example.")
+            ))),
+            Err(StageError::Update(_))
+        ));
+        assert_eq!(txn.version().records().collect::<Vec<_>>(), before);
+        txn.apply(Change::Update(&add("c.example.", [192, 0, 2, 3], None)))
+            .unwrap();
+        let sealed = txn.seal().unwrap();
+        assert_eq!(sealed.version.serial(), 13);
+        let journal = sealed.changes().to_vec();
+        assert_eq!(journal.len(), 3);
+        // Changesets that do not follow are refused whole: two, the
+        // second not applying, and none of them stays.
+        let mut two = journal[..2].to_vec();
+        two[1].soa_from = two[0].soa_from.clone();
+        let mut txn = stage.begin(&published, 0);
+        assert!(txn.apply(Change::Changesets(&two)).is_err());
+        assert_eq!(txn.version().serial(), 10);
+        assert!(txn.seal().unwrap().is_unchanged());
+        // The journal replays to the sealed version.
+        let replayed = stage.run(&published, Change::Journal(&journal), 0).unwrap();
+        assert_eq!(
+            replayed.version.records().collect::<Vec<_>>(),
+            sealed.version.records().collect::<Vec<_>>()
+        );
+    }
+
+    /// A signed zone: its file edited and updates in one transaction are
+    /// signed as one changeset when sealed, the signer's records left out
+    /// of the file's difference; a key event after them signs them first.
+    #[test]
+    fn a_signed_zones_transaction_is_signed_once_when_sealed() {
+        let (stage, now) = signing_stage("example.");
         let file = zone(BASE);
-        let signed = stage.prepare(file.clone(), &file, now).unwrap();
+        let signed = stage
+            .run(&file, Change::Replace(file.clone()), now)
+            .unwrap();
+        assert!(matches!(signed.history, History::Restarts));
+        let signed = signed.version;
         assert!(signed.records().any(|r| is_signer_type(r.rtype)));
-        // The operator's file, one name more.
-        let edited = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 11 "));
-        let mut working = signed.clone();
-        let Ok(Step::Changed { changes, .. }) =
-            stage
-                .unsigned()
-                .run_mut(&mut working, Change::Difference(&edited), now)
-        else {
-            panic!("a change");
-        };
-        let removed: Vec<_> = changes.iter().flat_map(|c| &c.removed).collect();
-        let added: Vec<_> = changes.iter().flat_map(|c| &c.added).collect();
-        assert!(removed.is_empty(), "{removed:?}");
-        assert_eq!(added.len(), 1, "{added:?}");
-        let (version, _) = stage.sign_group(&signed, changes, now).unwrap();
-        let www = |r: &Record| r.owner.to_string() == "www.example.";
-        assert!(version
+        assert_eq!(signed.serial(), 11, "signed over the file's serial");
+        // The operator's file, one name more, and an update.
+        let edited = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 12 "));
+        let mut txn = stage.begin(&signed, now);
+        let applied = txn.apply(Change::Difference(&edited)).unwrap().unwrap();
+        assert_eq!((applied.removed, applied.added), (0, 1));
+        txn.apply(Change::Update(&add("mail.example.", [192, 0, 2, 25], None)))
+            .unwrap();
+        // Unsigned so far: what the next change sees.
+        assert!(!txn
+            .version()
             .records()
-            .any(|r| www(&r) && r.rtype == Rtype::RRSIG));
-        assert!(version.records().any(|r| r.rtype == Rtype::DNSKEY));
+            .any(|r| r.owner.to_string() == "mail.example." && r.rtype == Rtype::RRSIG));
+        let sealed = txn.seal().unwrap();
+        assert_eq!(sealed.changes().len(), 1, "one signed changeset");
+        for owner in ["www.example.", "mail.example."] {
+            assert!(
+                sealed
+                    .version
+                    .records()
+                    .any(|r| r.owner.to_string() == owner && r.rtype == Rtype::RRSIG),
+                "{owner} signed"
+            );
+        }
+        assert!(sealed.version.records().any(|r| r.rtype == Rtype::DNSKEY));
+        // Pending changes, then re-signing: the changes are signed first,
+        // then the whole zone again; the history restarts.
+        let mut txn = stage.begin(&sealed.version, now);
+        txn.apply(Change::Update(&add("ftp.example.", [192, 0, 2, 21], None)))
+            .unwrap();
+        let applied = txn.apply(Change::Resign).unwrap().unwrap();
+        assert!(applied.replaced);
+        let whole = txn.seal().unwrap();
+        assert!(matches!(whole.history, History::Restarts));
+        assert!(whole
+            .version
+            .records()
+            .any(|r| r.owner.to_string() == "ftp.example." && r.rtype == Rtype::RRSIG));
+    }
+
+    /// A zone not signed here with `dnssec-validation`: a sealed version
+    /// that fails validation is refused, whatever the change.
+    #[test]
+    fn validation_is_a_step_of_every_seal() {
+        let (signing, now) = signing_stage("example.");
+        let file = zone(BASE);
+        let signed = signing
+            .run(&file, Change::Replace(file.clone()), now)
+            .unwrap()
+            .version;
+        let validating = Stage {
+            validate: true,
+            ..Stage::default()
+        };
+        // Signed elsewhere and whole: it validates.
+        assert!(validating
+            .run(&file, Change::Replace(signed.clone()), now)
+            .is_ok());
+        // An unsigned name added to it does not, by update or by file.
+        let err = validating
+            .run(
+                &signed,
+                Change::Update(&add("www.example.", [192, 0, 2, 80], None)),
+                now,
+            )
+            .unwrap_err();
+        assert!(matches!(err, StageError::Invalid(_)), "{err}");
+        // Nor a whole version with its signatures stripped.
+        let stripped = zone(BASE);
+        let mut txn = validating.begin(&signed, now);
+        txn.apply(Change::Replace(stripped)).unwrap();
+        assert!(matches!(txn.seal(), Err(StageError::Invalid(_))));
     }
 
     #[test]
     fn a_file_whose_serial_is_not_newer_gets_the_policys_next() {
         let current = zone(BASE);
         let file = zone(&format!("{BASE}www A 192.0.2.80\n"));
-        let Ok(Staged::Changed {
-            changes,
-            serial_raised,
-            ..
-        }) = Stage::default().run(&current, Change::Difference(&file), 0)
-        else {
-            panic!("a change");
-        };
-        assert_eq!(serial_raised, Some(10));
-        assert_eq!(changes[0].serial_to(), 11);
+        let stage = Stage::default();
+        let mut txn = stage.begin(&current, 0);
+        let applied = txn.apply(Change::Difference(&file)).unwrap().unwrap();
+        assert_eq!(applied.serial_raised, Some(10));
+        assert_eq!(txn.seal().unwrap().changes()[0].serial_to(), 11);
     }
 
     #[test]
@@ -778,12 +1000,10 @@ mod tests {
         let Some((cs, _)) = difference(&current, &file, SerialPolicy::default(), 0, false) else {
             panic!("a difference");
         };
-        let Staged::Changed { version, .. } = Stage::default()
+        let version = Stage::default()
             .run(&current, Change::Changesets(std::slice::from_ref(&cs)), 0)
             .unwrap()
-        else {
-            panic!("a change");
-        };
+            .version;
         // The same changeset again does not follow serial 11.
         let err = Stage::default()
             .run(&version, Change::Changesets(&[cs]), 0)

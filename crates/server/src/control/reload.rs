@@ -260,15 +260,25 @@ impl Reloader {
         // removed ones change in the set.
         let loaded: std::collections::HashSet<&str> =
             report.loaded.iter().map(String::as_str).collect();
-        self.publisher.update(|set| {
-            for s in &next {
-                if loaded.contains(s.spec.name.to_string().as_str())
-                    && !through_writer.contains(&s.spec.name)
-                {
-                    if let Some(z) = &s.zone {
-                        set.insert(z.clone());
+        // A new version of a zone served already goes through the one
+        // commit; zones new to the set join it with their first version.
+        let mut joining = Vec::new();
+        for s in &next {
+            if loaded.contains(s.spec.name.to_string().as_str())
+                && !through_writer.contains(&s.spec.name)
+            {
+                if let Some(z) = &s.zone {
+                    if self.publisher.get(&s.spec.name).is_some() {
+                        self.publish_static(z.clone());
+                    } else {
+                        joining.push(z.clone());
                     }
                 }
+            }
+        }
+        self.publisher.update(|set| {
+            for z in joining {
+                set.insert(z);
             }
             for name in &report.removed {
                 if let Ok(origin) = name.parse::<lode_wire::Name>() {
@@ -662,10 +672,16 @@ impl Reloader {
         };
         // dnssec-validation: a version that fails is not served (the
         // previous one stays, as Knot).
+        // The stage's validation step, as every change's seal runs it.
         if self.validating.contains(&spec.name) {
+            let stage = lode_zones::Stage {
+                validate: true,
+                ..lode_zones::Stage::default()
+            };
             let now = crate::clock::unix_now();
-            if let Err(e) = lode_dnssec::validate(&l.zone, now, None) {
-                let e = format!("{}: DNSSEC validation failed: {e}", spec.source);
+            let replace = lode_zones::Change::Replace(l.zone.clone());
+            if let Err(e) = stage.run(&l.zone, replace, now) {
+                let e = format!("{}: {e}", spec.source);
                 self.failed(spec, old, vec![e], report);
                 return old.map(|o| (o.clone(), false));
             }
@@ -846,8 +862,7 @@ impl Reloader {
         };
         if !via_writer {
             if let Some(z) = &served.zone {
-                let z = z.clone();
-                self.publisher.publish(z);
+                self.publish_static(z.clone());
             }
         }
         served.zone = None;
@@ -857,6 +872,34 @@ impl Reloader {
         }
         log_memory();
         report
+    }
+
+    /// Publishes a zone that takes no changes (no writer, no journal) as
+    /// read again: a whole new version through the one commit.
+    fn publish_static(&self, zone: Arc<Zone>) {
+        let base = self
+            .publisher
+            .get(&zone.origin().to_name())
+            .unwrap_or_else(|| zone.clone());
+        let stage = lode_zones::Stage::default();
+        let committed = stage
+            .run(
+                &base,
+                lode_zones::Change::Replace(zone),
+                crate::clock::unix_now(),
+            )
+            .map_err(|e| e.to_string())
+            .and_then(|sealed| {
+                crate::publish::commit::commit(
+                    &self.publisher,
+                    &sealed,
+                    crate::publish::commit::Journaling::None,
+                )
+                .map_err(|e| e.to_string())
+            });
+        if let Err(e) = committed {
+            tracing::error!("zone {}: not published: {e}", base.origin());
+        }
     }
 
     /// True when the served `old` version stays: its source is unchanged.

@@ -403,12 +403,12 @@ fn prepare(
         if let Some(t) = saved_next.filter(|&t| t > now_unix && same_serial) {
             next += Duration::from_secs(t - now_unix);
         }
-        set_expire_at(publisher, origin, saved_expire);
+        set_expire_at(publisher, &writer, origin, saved_expire);
         if saved_expire.is_some_and(|e| e <= now_unix) {
             tracing::warn!(
                 "zone {origin}: expired while the server was down; SERVFAIL until a primary answers"
             );
-            set_expired(publisher, origin, true);
+            set_expired(publisher, &writer, origin, true);
         }
     }
     let status = Status {
@@ -578,18 +578,37 @@ pub(crate) fn start(
 }
 
 /// Sets when the served version of `origin` expires (Unix seconds), for
-/// the EDNS EXPIRE option of its answers.
-fn set_expire_at(publisher: &Publisher, origin: &Name, at: Option<u64>) {
-    publisher.amend(origin, |z| {
-        (z.expire_at() != at).then(|| z.with_expire_at(at))
-    });
+/// the EDNS EXPIRE option of its answers: a mark its writer commits in
+/// order with the zone's changes.
+fn set_expire_at(
+    publisher: &Publisher,
+    writer: &crate::update::WriterQueue,
+    origin: &Name,
+    at: Option<u64>,
+) {
+    if publisher.get(origin).is_some_and(|z| z.expire_at() != at) {
+        let _ = writer.send(crate::update::Work::Mark(crate::update::Mark::ExpiresAt(
+            at,
+        )));
+    }
 }
 
-/// Marks the served version of `origin` expired (or not).
-fn set_expired(publisher: &Publisher, origin: &Name, expired: bool) {
-    publisher.amend(origin, |z| {
-        (z.is_expired() != expired).then(|| z.with_expired(expired))
-    });
+/// Marks the served version of `origin` expired (or not), as
+/// [`set_expire_at`].
+fn set_expired(
+    publisher: &Publisher,
+    writer: &crate::update::WriterQueue,
+    origin: &Name,
+    expired: bool,
+) {
+    if publisher
+        .get(origin)
+        .is_some_and(|z| z.is_expired() != expired)
+    {
+        let _ = writer.send(crate::update::Work::Mark(crate::update::Mark::Expired(
+            expired,
+        )));
+    }
 }
 
 /// One refresh of one zone, on its own thread.

@@ -92,6 +92,18 @@ pub(crate) enum Work {
         since: u32,
         done: mpsc::Sender<History>,
     },
+    /// A mark on the served version (a secondary's expiry), committed in
+    /// order with the zone's changes.
+    Mark(Mark),
+}
+
+/// A mark on a secondary's served version (see `Work::Mark`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// Expired (SERVFAIL) or not.
+    Expired(bool),
+    /// When it expires without a refresh (Unix seconds), for EDNS EXPIRE.
+    ExpiresAt(Option<u64>),
 }
 
 /// What a `Work::Sign` asks of a signed zone.
@@ -177,6 +189,7 @@ impl Work {
             Work::History { .. } => "an outgoing IXFR".into(),
             Work::Incremental { .. } => "an incoming IXFR".into(),
             Work::Replace { .. } => "an incoming AXFR".into(),
+            Work::Mark(_) => "the refresh timers".into(),
         }
     }
     /// Answers the work with a failure.
@@ -196,7 +209,7 @@ impl Work {
                 let _ = done.send(Err(why.to_string()));
             }
             // The transfer falls back to what it can do without history.
-            Work::History { .. } | Work::Settings(_) => {}
+            Work::History { .. } | Work::Settings(_) | Work::Mark(_) => {}
             Work::Incremental { done, .. } | Work::Replace { done, .. } => {
                 let _ = done.send(Err(why.to_string()));
             }

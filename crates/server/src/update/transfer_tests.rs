@@ -84,7 +84,9 @@ fn transfers_in_apply_whole_or_not_at_all() {
         ZoneSet::new(),
     ))));
     let loaded = Arc::new(build(&zone_text(1, "www A 192.0.2.10\n")));
-    publisher.publish(loaded);
+    publisher.update(|set| {
+        set.insert(loaded);
+    });
     let updates = Updates::new(&config).unwrap();
     let spec = &config.zones[0];
     let options = config.zone_options(&spec.name);

@@ -164,7 +164,9 @@ impl Scheduler {
                         st.expires = expire.filter(|_| !st.expired);
                         st.last_refresh = last;
                     });
-                    set_expire_at(&self.publisher, &zone, expire);
+                    if let Some(z) = self.zones.get(&zone) {
+                        set_expire_at(&self.publisher, &z.writer, &zone, expire);
+                    }
                     let serial = self.publisher.get(&zone).map(|v| v.serial());
                     self.timers.set(
                         &zone,
@@ -180,14 +182,18 @@ impl Scheduler {
                     tracing::error!(
                         "zone {zone}: expired (no primary answered within the SOA expire time); SERVFAIL until one does"
                     );
-                    set_expired(&self.publisher, &zone, true);
+                    if let Some(z) = self.zones.get(&zone) {
+                        set_expired(&self.publisher, &z.writer, &zone, true);
+                    }
                     self.with_status(&zone, |st| {
                         st.expired = true;
                         st.expires = None;
                     });
                 }
                 Action::Refreshed { zone } => {
-                    set_expired(&self.publisher, &zone, false);
+                    if let Some(z) = self.zones.get(&zone) {
+                        set_expired(&self.publisher, &z.writer, &zone, false);
+                    }
                     self.with_status(&zone, |st| {
                         st.expired = false;
                         st.last_error = None;

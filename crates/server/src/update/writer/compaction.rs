@@ -2,7 +2,6 @@
 //! folding into a new base, when the journal is worth a state snapshot,
 //! and the background compaction that does both.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use lode_zonedb::{Changeset, Zone};
@@ -211,16 +210,27 @@ impl Writer {
                 }
             }
         }
-        let zone = Arc::new(zone);
-        if zone.node_count() < SMALL_ZONE_NODES {
-            // Small: nothing worth a heap trim or a log line.
-            self.publisher.publish(zone);
+        let small = zone.node_count() < SMALL_ZONE_NODES;
+        if !small {
+            for (addr, len) in zone.memory_regions() {
+                lode_io::mem::prefer_huge_pages(addr, len);
+            }
+        }
+        let serial = zone.serial();
+        let Some(current) = self.current() else {
+            return;
+        };
+        if let Err(e) = self.relaid(&current, zone) {
+            tracing::error!(
+                "zone {}: a compaction's result not published ({e}); the delta stays",
+                self.origin
+            );
             return;
         }
-        for (addr, len) in zone.memory_regions() {
-            lode_io::mem::prefer_huge_pages(addr, len);
+        if small {
+            // Small: nothing worth a heap trim or a log line.
+            return;
         }
-        self.publisher.publish(zone.clone());
         // The old base and delta go on the reclaiming thread a moment
         // later (no query frees them), which trims the heap after; what the
         // compaction's own work left goes back now, and what is left a
@@ -233,7 +243,7 @@ impl Writer {
             c.entries,
             c.started.elapsed().as_secs_f64(),
             c.since.len(),
-            zone.serial()
+            serial
         );
     }
 }

@@ -1,40 +1,40 @@
-//! A group of updates through the zone-update stage to the journal: one
-//! zone version for the group, its changesets written to the journal —
-//! synced there, or left to the commit log shared by all zones (the group
-//! then waits, parked, and is published and answered when the log's word
-//! comes) — then the replies.
+//! A group of updates as one transaction of the zone-update stage and one
+//! commit: its changesets written to the journal — synced there, or left
+//! to the commit log shared by all zones (the group then waits, parked,
+//! and is published and answered when the log's word comes) — then the
+//! replies.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use lode_wire::rcode;
-use lode_zonedb::{Changeset, Zone};
-use lode_zones::{Change, StageError, Step};
+use lode_zones::{Change, Sealed, StageError};
 
 use super::super::pool::WeakQueue;
 use super::super::{reply, Work};
+use super::commit::Sync;
 use super::Writer;
 use crate::clock::unix_now;
+use crate::publish::commit::Committed;
 
 /// A group of updates journaled but not yet durable: what to publish and
 /// answer once the commit log has synced it (or to take back if not).
 pub(super) struct Pending {
     group: Vec<Work>,
     outcomes: Vec<Result<String, u16>>,
-    version: Arc<Zone>,
-    changes: Vec<Changeset>,
+    sealed: Sealed,
     undo: lode_journal::Undo,
     started: Instant,
-    base_serial: u32,
 }
 
 impl Writer {
-    /// Processes one group: every job against the version before it, one
-    /// journal write for all the changes, one publication, then the replies.
-    /// Returns false when the journal write failed (nothing was published).
-    /// A group of updates only, with a commit log: the journal write is not
-    /// synced here; the group waits for the commit log (`self.pending`) and
-    /// is published and answered in [`Writer::finish_pending`].
+    /// Processes one group: one transaction over the published version,
+    /// every job applied in turn (one refused leaves the others), sealed
+    /// (a signed zone's changes signed in one pass), one commit, then the
+    /// replies. Returns false when the commit failed (nothing was
+    /// published). A group of updates only, with a commit log: the journal
+    /// write is not synced here; the group waits for the commit log
+    /// (`self.pending`) and is published and answered in
+    /// [`Writer::finish_pending`].
     pub(super) fn commit(&mut self, group: Vec<Work>, out: &mut [u8], me: &WeakQueue) -> bool {
         let started = Instant::now();
         let Some(base) = self.publisher.get(&self.origin) else {
@@ -43,56 +43,35 @@ impl Writer {
             }
             return false;
         };
-        let now = unix_now();
-        let mut version = base.clone();
-        let mut changes: Vec<Changeset> = Vec::new();
+        let mut txn = self.stage.begin(&base, unix_now());
         let mut outcomes: Vec<Result<String, u16>> = Vec::with_capacity(group.len());
-        // One working version for the group, advanced by each change where
-        // it stands (`Stage::run_mut`). A signed zone: each change staged
-        // unsigned, the group signed in one pass after (`Stage::sign_group`).
-        let stage = self.stage.unsigned();
         for work in &group {
-            let from = version.serial();
-            let staged = match work {
-                Work::Update(job) => stage.run_mut(&mut version, Change::Update(&job.req), now),
-                Work::File { zone, .. } => {
-                    stage.run_mut(&mut version, Change::Difference(zone), now)
-                }
+            let applied = match work {
+                Work::Update(job) => txn.apply(Change::Update(&job.req)),
+                Work::File { zone, .. } => txn.apply(Change::Difference(zone)),
                 Work::Flush { .. }
                 | Work::Sign { .. }
                 | Work::Settings(_)
                 | Work::History { .. }
                 | Work::Incremental { .. }
-                | Work::Replace { .. } => Ok(Step::Unchanged),
+                | Work::Replace { .. }
+                | Work::Mark(_) => Ok(None),
             };
-            let outcome = match staged {
-                Ok(Step::Changed {
-                    changes: made,
-                    serial_raised,
-                }) => {
-                    // What a zone file's change did, for its caller (an
-                    // update's reply says no more than NOERROR).
-                    let what = match work {
-                        Work::File { .. } => {
-                            let (removed, added) = made.iter().fold((0, 0), |(r, a), cs| {
-                                (r + cs.removed.len(), a + cs.added.len())
-                            });
-                            for cs in &made {
-                                self.log_file_change(cs, serial_raised);
-                            }
-                            format!(
-                                "{removed} records removed, {added} added, serial {from} → {}",
-                                version.serial()
-                            )
-                        }
-                        _ => String::new(),
-                    };
-                    changes.extend(made);
-                    Ok(what)
-                }
-                // (An update or a file's difference never replaces the zone.)
-                Ok(_) => Ok(match work {
-                    Work::File { .. } => format!("no change, serial {}", version.serial()),
+            let outcome = match applied {
+                // What a zone file's change did, for its caller (an
+                // update's reply says no more than NOERROR).
+                Ok(Some(a)) => Ok(match work {
+                    Work::File { .. } => {
+                        self.log_file_change(&a);
+                        format!(
+                            "{} records removed, {} added, serial {} → {}",
+                            a.removed, a.added, a.from, a.to
+                        )
+                    }
+                    _ => String::new(),
+                }),
+                Ok(None) => Ok(match work {
+                    Work::File { .. } => format!("no change, serial {}", txn.version().serial()),
                     _ => String::new(),
                 }),
                 Err(StageError::Update(e)) => {
@@ -120,73 +99,50 @@ impl Writer {
             };
             outcomes.push(outcome);
         }
-        let mut durable = true;
-        if self.stage.signer.is_some() && !changes.is_empty() {
-            match self
-                .stage
-                .sign_group(&base, std::mem::take(&mut changes), now)
-            {
-                Ok((signed, cs)) => {
-                    version = signed;
-                    changes = cs;
-                }
-                Err(e) => {
-                    durable = false;
-                    tracing::error!(
-                        "zone {}: the group's changes could not be signed ({e}): {} updates answered SERVFAIL",
-                        self.origin,
-                        group.len()
-                    );
-                }
-            }
-        }
-        // The zone's first change: its state goes first (the base the
-        // journal continues, and the zone file version it took in).
-        if durable && self.state_pending && !changes.is_empty() {
-            if let Err(e) = self.write_state_now(true) {
-                durable = false;
+        let sealed = match txn.seal() {
+            Ok(s) => s,
+            Err(e) => {
                 tracing::error!(
-                    "zone {}: cannot write its state ({e}): {} updates answered SERVFAIL",
-                    self.origin,
-                    group.len()
-                );
-            }
-        }
-        let only_updates = group.iter().all(|w| matches!(w, Work::Update(_)));
-        if durable && !changes.is_empty() {
-            let appended = match &self.commit_log {
-                Some(log) if only_updates => match self.journal.append_deferred(&changes, None) {
-                    Ok(Some(d)) => {
-                        let me = me.clone();
-                        log.submit(d.record, Box::new(move |r| me.committed(r)));
-                        self.pending = Some(Box::new(Pending {
-                            group,
-                            outcomes,
-                            version,
-                            changes,
-                            undo: d.undo,
-                            started,
-                            base_serial: base.serial(),
-                        }));
-                        return true;
-                    }
-                    Ok(None) => Ok(()),
-                    Err(e) => Err(e),
-                },
-                _ => self.journal.append(&changes),
-            };
-            if let Err(e) = appended {
-                durable = false;
-                tracing::error!(
-                    "zone {}: journal write failed ({e}): {} updates answered SERVFAIL, serial stays {}",
+                    "zone {}: the group's changes could not be sealed ({e}): {} requests answered SERVFAIL, serial stays {}",
                     self.origin,
                     group.len(),
                     base.serial()
                 );
-            } else {
-                self.publish_group(&version, &changes, group.len(), started);
+                self.answer(group, outcomes, false, out);
+                return false;
             }
-        }
+        };
+        let only_updates = group.iter().all(|w| matches!(w, Work::Update(_)));
+        let sync = match &self.commit_log {
+            Some(_) if only_updates => Sync::Deferred,
+            _ => Sync::Now { upstream: None },
+        };
+        let durable = match self.commit_sealed(&sealed, sync, group.len(), started) {
+            Ok(Committed::Deferred(d)) => {
+                if let Some(log) = &self.commit_log {
+                    let me = me.clone();
+                    log.submit(d.record, Box::new(move |r| me.committed(r)));
+                }
+                self.pending = Some(Box::new(Pending {
+                    group,
+                    outcomes,
+                    sealed,
+                    undo: d.undo,
+                    started,
+                }));
+                return true;
+            }
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(
+                    "zone {}: {e}: {} requests answered SERVFAIL, serial stays {}",
+                    self.origin,
+                    group.len(),
+                    base.serial()
+                );
+                false
+            }
+        };
         self.answer(group, outcomes, durable, out);
         durable
     }
@@ -198,48 +154,32 @@ impl Writer {
         let Some(p) = self.pending.take() else {
             return;
         };
+        let p = *p;
         let durable = match result {
-            Ok(()) => {
-                self.publish_group(&p.version, &p.changes, p.group.len(), p.started);
-                true
-            }
+            Ok(()) => match self.commit_sealed(&p.sealed, Sync::Done, p.group.len(), p.started) {
+                Ok(_) => true,
+                Err(e) => {
+                    // (Its own writer is the zone's only one: not seen.)
+                    tracing::error!(
+                        "zone {}: a group on stable storage not published ({e}): {} requests answered SERVFAIL",
+                        self.origin,
+                        p.group.len()
+                    );
+                    false
+                }
+            },
             Err(e) => {
                 self.journal.undo(p.undo);
                 tracing::error!(
-                    "zone {}: journal write failed ({e}): {} updates answered SERVFAIL, serial stays {}",
+                    "zone {}: journal write failed ({e}): {} requests answered SERVFAIL, serial stays {}",
                     self.origin,
                     p.group.len(),
-                    p.base_serial
+                    p.sealed.base.serial()
                 );
                 false
             }
         };
         self.answer(p.group, p.outcomes, durable, out);
-    }
-
-    /// Publishes a group's version once its changes are durable, and counts
-    /// and logs the commit.
-    fn publish_group(
-        &mut self,
-        version: &Arc<Zone>,
-        changes: &[Changeset],
-        jobs: usize,
-        started: Instant,
-    ) {
-        crate::metrics::EVENTS.journal_commits.bump();
-        self.publisher.publish(version.clone());
-        if let Some(c) = &mut self.compaction {
-            c.since.extend(changes.iter().cloned());
-        }
-        self.log
-            .add(jobs, changes.len(), started.elapsed(), version.serial());
-        // A group is logged when it commits, unless a line was written
-        // less than a second ago: then it is counted, and the writer's next
-        // tick writes the summary (the last updates before a quiet period
-        // are logged too).
-        if self.log.due() {
-            self.log.write(&self.origin);
-        }
     }
 
     /// Answers every job of a group with its outcome (SERVFAIL for all
@@ -279,7 +219,7 @@ impl Writer {
                 (Work::Sign { done, .. }, _) => {
                     let _ = done.send(Err("not signed".into()));
                 }
-                (Work::History { .. } | Work::Settings(_), _) => {}
+                (Work::History { .. } | Work::Settings(_) | Work::Mark(_), _) => {}
                 (Work::Incremental { done, .. } | Work::Replace { done, .. }, _) => {
                     let _ = done.send(Err("not taken".into()));
                 }

@@ -11,8 +11,8 @@ use std::time::Instant;
 use lode_journal::wal;
 use lode_journal::Journal;
 use lode_wire::Name;
-use lode_zonedb::{Changeset, Zone};
-use lode_zones::{Change, Stage, Staged};
+use lode_zonedb::Zone;
+use lode_zones::{Applied, Change, Stage};
 
 use crate::config::ZonefileSync;
 use crate::loading::flush::{Flushed, Written};
@@ -26,6 +26,7 @@ use crate::publish::Publisher;
 use compaction::{worth_compacting, Compaction};
 use lode_dnssec::Trigger;
 
+mod commit;
 mod commit_log;
 mod compaction;
 mod group;
@@ -340,6 +341,7 @@ impl Writer {
                     | Work::Replace { .. }
                     | Work::Sign { .. }
                     | Work::Settings(_)
+                    | Work::Mark(_)
             )
         });
         for t in transfers {
@@ -439,6 +441,15 @@ impl Writer {
             Work::Replace { zone, done } => {
                 let _ = done.send(self.take_whole(zone));
             }
+            Work::Mark(mark) => {
+                let change = match mark {
+                    super::Mark::Expired(e) => Change::Expired(e),
+                    super::Mark::ExpiresAt(at) => Change::ExpiresAt(at),
+                };
+                if let Err(e) = self.run_stage(change, None) {
+                    tracing::error!("zone {}: not marked ({mark:?}): {e}", self.origin);
+                }
+            }
             Work::Settings(s) => {
                 let s = *s;
                 tracing::info!(
@@ -511,83 +522,31 @@ impl Writer {
         }
     }
 
-    /// A change that is no one's request (IXFR in, signatures due) through
-    /// the stage, the journal and publication; the serial it leads to.
-    /// `upstream`: the primary's serial it brings a zone signed here to
-    /// (marked on the journaled changeset).
+    /// A change that is no one's request (IXFR in, signatures due, a key
+    /// event, a whole version, a mark) as a transaction of its own through
+    /// the one commit; the serial it leads to. `upstream`: the primary's
+    /// serial it brings a zone signed here to (marked on the journaled
+    /// changeset).
     fn run_stage(&mut self, change: Change<'_>, upstream: Option<u32>) -> Result<u32, String> {
         let started = Instant::now();
         let base = self.current().ok_or("the zone is not served")?;
-        let (version, changes) = match self
+        let sealed = self
             .stage
             .run(&base, change, unix_now())
-            .map_err(|e| e.to_string())?
-        {
-            Staged::Changed {
-                version, changes, ..
-            } => (version, changes),
-            _ => return Ok(base.serial()),
-        };
-        if self.state_pending {
-            self.write_state_now(true)?;
-        }
-        let changes = &changes[..];
-        self.journal
-            .append_marked(changes, upstream)
-            .map_err(|e| format!("journal write failed: {e}"))?;
-        if let Some(u) = upstream {
-            self.set_upstream(u);
-        }
-        let to = version.clone();
-        self.publisher.publish(to);
-        if let Some(c) = &mut self.compaction {
-            c.since.extend(changes.iter().cloned());
-        }
-        self.idle_since = Some(Instant::now());
-        self.log.add(
-            changes.len(),
-            changes.len(),
-            started.elapsed(),
-            version.serial(),
-        );
+            .map_err(|e| e.to_string())?;
+        let changes = sealed.changes().len();
+        self.commit_sealed(&sealed, commit::Sync::Now { upstream }, changes, started)
+            .map_err(|e| e.to_string())?;
         self.maybe_flush();
         self.maybe_compact();
-        Ok(version.serial())
+        Ok(sealed.version.serial())
     }
 
-    /// A whole new version: the history cleared, the state written.
+    /// A whole new version (signed whole first where the zone is signed
+    /// here and it is not yet): the history cleared, the state written.
     /// `upstream`: the primary's serial it stands for (a zone signed here).
     fn replace(&mut self, zone: Arc<Zone>, upstream: Option<u32>) -> Result<u32, String> {
-        let current = self.current().ok_or("the zone is not served")?;
-        let zone = match self
-            .stage
-            .run(&current, Change::Replace(zone), unix_now())
-            .map_err(|e| e.to_string())?
-        {
-            Staged::Replaced { version } | Staged::Changed { version, .. } => version,
-            _ => return Ok(current.serial()),
-        };
-        // A compaction of the old version is of no use any more.
-        self.compaction = None;
-        // History first: a crash after this serves the old state, never the
-        // old history on a new base.
-        self.journal
-            .clear()
-            .map_err(|e| format!("journal not cleared: {e}"))?;
-        let serial = zone.serial();
-        self.publisher.publish(zone);
-        if let Some(u) = upstream {
-            self.set_upstream(u);
-        }
-        let sync = if self.refetchable {
-            Durability::Cached
-        } else {
-            Durability::Synced
-        };
-        self.write_state(false, sync)?;
-        self.idle_since = None;
-        self.maybe_flush();
-        Ok(serial)
+        self.run_stage(Change::Replace(zone), upstream)
     }
 
     /// Gives each transfer out the published version and the journal's
@@ -733,47 +692,38 @@ impl Writer {
     /// Applies the zone file's difference from the published version (at
     /// start, before serving), journaled like an update.
     fn apply_file(&mut self, file: &Zone, now: u64) -> Result<(), String> {
-        let current = self
-            .publisher
-            .get(&self.origin)
-            .ok_or("the zone is not served")?;
-        let (next, changes, raised) = match self
-            .stage
-            .run(&current, Change::Difference(file), now)
-            .map_err(|e| e.to_string())?
-        {
-            Staged::Changed {
-                version,
-                changes,
-                serial_raised,
-            } => (version, changes, serial_raised),
-            _ => return Ok(()),
-        };
-        self.journal.append(&changes).map_err(|e| e.to_string())?;
-        for cs in &changes {
-            self.log_file_change(cs, raised);
+        let started = Instant::now();
+        let current = self.current().ok_or("the zone is not served")?;
+        let mut txn = self.stage.begin(&current, now);
+        let applied = txn
+            .apply(Change::Difference(file))
+            .map_err(|e| e.to_string())?;
+        let sealed = txn.seal().map_err(|e| e.to_string())?;
+        if let Some(a) = applied {
+            self.log_file_change(&a);
         }
-        self.publisher.publish(next);
+        self.commit_sealed(&sealed, commit::Sync::Now { upstream: None }, 1, started)
+            .map_err(|e| e.to_string())?;
         Ok(())
     }
 
     /// Logs a zone file taken in as a change.
-    fn log_file_change(&self, cs: &Changeset, serial_raised: Option<u32>) {
-        if let Some(file) = serial_raised {
+    fn log_file_change(&self, a: &Applied) {
+        if let Some(file) = a.serial_raised {
             tracing::warn!(
                 "zone {}: the zone file's serial {file} is not newer than the served {}; the change gets serial {}",
                 self.origin,
-                cs.serial_from(),
-                cs.serial_to()
+                a.from,
+                a.to
             );
         }
         tracing::info!(
             "zone {}: zone file applied as a change: {} records removed, {} added, serial {} → {}",
             self.origin,
-            cs.removed.len(),
-            cs.added.len(),
-            cs.serial_from(),
-            cs.serial_to()
+            a.removed,
+            a.added,
+            a.from,
+            a.to
         );
     }
 
@@ -800,9 +750,20 @@ impl Writer {
                 .map_err(|e| e.to_string())?;
         }
         if compacted.delta_len() == 0 && current.delta_len() > 0 && self.compaction.is_none() {
-            let z = Arc::new(compacted);
-            self.publisher.publish(z);
+            self.relaid(&current, compacted)?;
         }
+        Ok(())
+    }
+
+    /// Publishes `compacted`, the same records as `current` laid out anew,
+    /// through the one commit.
+    fn relaid(&mut self, current: &Arc<Zone>, compacted: Zone) -> Result<(), String> {
+        let sealed = self
+            .stage
+            .run(current, Change::Relaid(Arc::new(compacted)), unix_now())
+            .map_err(|e| e.to_string())?;
+        self.commit_sealed(&sealed, commit::Sync::Done, 0, Instant::now())
+            .map_err(|e| e.to_string())?;
         Ok(())
     }
 }

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use lode_zones::{Change, Staged};
+use lode_zones::Change;
 
 use super::Writer;
 use crate::clock::unix_now;
@@ -26,15 +26,7 @@ impl Writer {
         let current = self.current().ok_or("the zone is not served")?;
         let started = Instant::now();
         let made = lode_dnssec::signatures_made();
-        let version = match self
-            .stage
-            .run(&current, Change::Resign, unix_now())
-            .map_err(|e| e.to_string())?
-        {
-            Staged::Replaced { version } => version,
-            _ => return Err("the zone is not signed here".into()),
-        };
-        let serial = self.replace(version, None)?;
+        let serial = self.run_stage(Change::Resign, None)?;
         self.resign_round.restart();
         let text = format!(
             "signed whole: {} signatures in {:.1} s, serial {} → {serial}",

@@ -9,7 +9,9 @@ use std::time::Instant;
 use lode_journal::Journal;
 use lode_wire::Name;
 use lode_zonedb::{Changeset, Zone};
-use lode_zones::{Change, Stage, Staged};
+use lode_zones::{Change, Sealed, Stage};
+
+use crate::publish::commit::{commit, Journaling};
 
 use crate::config::Config;
 
@@ -366,16 +368,16 @@ fn open_writer(
         &recovery.changesets[..]
     };
     let current = match replay(&writer.stage, &base, changesets) {
-        Ok((z, n)) => {
+        Ok((sealed, n)) => {
             if n > 0 {
                 tracing::info!(
                     "zone {origin}: {n} changesets replayed from {}, serial {} → {}",
                     path.display(),
                     base.serial(),
-                    z.serial()
+                    sealed.version.serial()
                 );
             }
-            z
+            sealed
         }
         Err(e) => {
             tracing::error!(
@@ -385,12 +387,12 @@ fn open_writer(
             return None;
         }
     };
-    if publisher
-        .get(&origin)
-        .is_none_or(|z| !Arc::ptr_eq(&z, &current))
-    {
-        publisher.publish(current.clone());
+    // The writer takes the zone over: what start made of it is served.
+    if let Err(e) = commit(publisher, &current, Journaling::Recovered) {
+        tracing::error!("zone {origin}: not served as recovered: {e}");
+        return None;
     }
+    let current = current.version;
     // A signed zone not signed by its keys yet (a first load, keys
     // changed) or with signatures due is signed whole before it serves.
     let signed = writer.stage.signer.is_some();
@@ -406,11 +408,7 @@ fn open_writer(
         // first load (Knot with its journal, `journal-content: changes`,
         // its default: "serial none -> 1 -> 2"): whatever holds the
         // unsigned version at the file's serial sees a newer one.
-        let signed = writer
-            .stage
-            .prepare(current.clone(), &current, unix_now())
-            .map_err(|e| e.to_string());
-        match signed.and_then(|z| writer.replace(z, None)) {
+        match writer.replace(current.clone(), None) {
             Ok(serial) => tracing::info!(
                 "zone {origin}: DNSSEC, signed whole in {:.1} s, serial {} → {serial}",
                 started.elapsed().as_secs_f64(),
@@ -516,7 +514,7 @@ fn replay(
     stage: &Stage,
     zone: &Arc<Zone>,
     changesets: &[Changeset],
-) -> Result<(Arc<Zone>, usize), String> {
+) -> Result<(Sealed, usize), String> {
     let Some(start) = changesets
         .iter()
         .position(|c| c.serial_from() == zone.serial())
@@ -528,13 +526,15 @@ fn replay(
                 last.serial_to(),
                 zone.serial()
             )),
-            _ => Ok((zone.clone(), 0)),
+            _ => stage
+                .run(zone, Change::Journal(&[]), unix_now())
+                .map(|s| (s, 0))
+                .map_err(|e| e.to_string()),
         };
     };
     let replayed = &changesets[start..];
     match stage.run(zone, Change::Journal(replayed), unix_now()) {
-        Ok(Staged::Changed { version, .. }) => Ok((version, replayed.len())),
-        Ok(_) => Ok((zone.clone(), 0)),
+        Ok(sealed) => Ok((sealed, replayed.len())),
         Err(e) => Err(e.to_string()),
     }
 }

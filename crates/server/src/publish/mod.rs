@@ -11,6 +11,8 @@ use lode_zonedb::{Zone, ZoneBuilder, ZoneSet};
 
 use crate::reclaim::Reclaimer;
 
+pub(crate) mod commit;
+
 /// A change of a watched zone's serial.
 #[derive(Debug)]
 pub(crate) struct Changed {
@@ -101,30 +103,24 @@ impl Publisher {
         self.set.load().get(origin.as_ref())
     }
     /// Publishes a new version of one zone: one swap of its slot (a zone not
-    /// yet in the set is added to it).
-    pub(crate) fn publish(&self, zone: Arc<Zone>) {
+    /// yet in the set is added to it), when the served version is `over`
+    /// (or nothing is served; None: whatever is); else the served version.
+    /// Only the one commit calls it (`commit.rs`).
+    fn publish_over(&self, over: Option<&Arc<Zone>>, zone: Arc<Zone>) -> Result<(), Arc<Zone>> {
         let _guard = self
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.publish_locked(zone);
-    }
-
-    /// Publishes `f` of the zone's current version, when `f` makes one,
-    /// under the lock of every publication: a version a writer publishes
-    /// meanwhile is not replaced by one made from the version before it
-    /// (the runtime's marks on a served version: expired, its expiry).
-    pub(crate) fn amend(&self, origin: &Name, f: impl FnOnce(&Zone) -> Option<Zone>) {
-        let _guard = self
-            .lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(next) = self.get(origin).and_then(|z| f(&z)) {
-            self.publish_locked(Arc::new(next));
+        if let (Some(over), Some(now)) = (over, self.set.load().get(zone.origin())) {
+            if !Arc::ptr_eq(over, &now) {
+                return Err(now);
+            }
         }
+        self.publish_locked(zone);
+        Ok(())
     }
 
-    /// [`Publisher::publish`] with the lock held.
+    /// [`Publisher::publish_over`] with the lock held.
     fn publish_locked(&self, zone: Arc<Zone>) {
         let set = self.set.load_full();
         match set.publish(zone.clone()) {
