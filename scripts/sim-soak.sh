@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A long run of the fleet simulator (crates/control/src/sim.rs): seeds one
+# A long run of the fleet simulator (crates/control/src/sim/): seeds one
 # after the other from FIRST, for SECONDS of wall time (default 3600), in the
 # release build; prints the seeds run, the simulated hours, the faults
 # injected, and every seed that broke an invariant with its last steps.

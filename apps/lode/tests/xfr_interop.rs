@@ -1049,3 +1049,126 @@ fn notify_of_a_newer_serial_not_lost_behind_given_up_retries() {
         )
     });
 }
+
+/// A NOTIFY in flight when the primary is killed is sent again when it
+/// starts; one every target answered is not. The target is a socket of
+/// this test that answers when told to. Found by the fleet simulator
+/// (`crates/control/tests/sim.rs`, a primary crash between a NOTIFY's
+/// tries): the restarted primary's NOTIFY machine started empty and the
+/// secondary stayed stale until its SOA refresh. About 10 s.
+#[test]
+fn a_notify_in_flight_at_a_kill_is_sent_again_at_start() {
+    if !programs_present() {
+        return;
+    }
+    let key = TsigKey::test_key();
+    let dir = TempDir::new("xfr-notify-restart");
+    let zone_file = dir.0.join("example.com.zone");
+    std::fs::write(
+        &zone_file,
+        "$ORIGIN example.com.\n$TTL 60\n@ SOA ns1 hostmaster 1 3600 600 604800 60\n\
+         @ NS ns1\nns1 A 192.0.2.53\n",
+    )
+    .unwrap();
+    let target = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target_addr = target.local_addr().unwrap();
+    let ports = distinct_ports(1, &[target_addr.port()]);
+    // The serial of the next NOTIFY to arrive within `wait`, answered
+    // NOERROR when `answer`.
+    let next_notify = |wait: Duration, answer: bool| -> Option<u32> {
+        let until = Instant::now() + wait;
+        let mut buf = [0u8; 4096];
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            target
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+                .unwrap();
+            let Ok((n, from)) = target.recv_from(&mut buf) else {
+                continue;
+            };
+            let msg = &buf[..n];
+            if n < 12 || (msg[2] >> 3) & 0xF != 4 {
+                continue; // not a NOTIFY
+            }
+            if answer {
+                // The header with QR set, no answer section, and the
+                // question copied (the TSIG record left off: the primary
+                // takes the answer of a known ID from the target).
+                let mut reply = msg.to_vec();
+                reply[2] |= 0x80;
+                reply[6..12].fill(0);
+                let q_end = question_end(msg).unwrap_or(12);
+                reply.truncate(q_end);
+                let _ = target.send_to(&reply, from);
+            }
+            return soa_serial_in_notify(msg);
+        }
+        None
+    };
+    let mut primary = Primary::start_lode(ZONE, &zone_file, &key, &[target_addr], ports[0])
+        .unwrap_or_else(|e| panic!("primary: {e}"));
+    // First start: nothing delivered yet, so serial 1 is told; answered.
+    assert_eq!(next_notify(Duration::from_secs(5), true), Some(1));
+    nsupdate(
+        primary.addr,
+        ZONE,
+        &key,
+        "update add a.example.com. 60 A 192.0.2.10",
+    )
+    .unwrap_or_else(|e| panic!("update: {e}"));
+    // Serial 2 is told, and not answered: killed with it in flight.
+    assert_eq!(next_notify(Duration::from_secs(5), false), Some(2));
+    primary
+        .kill9_and_restart()
+        .unwrap_or_else(|e| panic!("restart: {e}"));
+    let again = next_notify(Duration::from_secs(5), true);
+    assert_eq!(
+        again,
+        Some(2),
+        "serial 2 told again at start\n{}",
+        primary.log_tail(20)
+    );
+    // Delivered now (the primary keeps it): the next start tells nothing.
+    std::thread::sleep(Duration::from_millis(500));
+    primary
+        .kill9_and_restart()
+        .unwrap_or_else(|e| panic!("restart: {e}"));
+    let none = next_notify(Duration::from_secs(3), true);
+    assert_eq!(
+        none,
+        None,
+        "nothing to tell at start\n{}",
+        primary.log_tail(20)
+    );
+}
+
+/// Where the name at `i` of `msg` ends (labels, then a root or a pointer).
+fn skip_name(msg: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        let len = *msg.get(i)?;
+        if len & 0xC0 == 0xC0 {
+            return Some(i + 2);
+        }
+        i += 1 + len as usize;
+        if len == 0 {
+            return Some(i);
+        }
+    }
+}
+
+/// The end of the question section of `msg` (one question).
+fn question_end(msg: &[u8]) -> Option<usize> {
+    Some(skip_name(msg, 12)? + 4)
+}
+
+/// The SOA serial a NOTIFY carries in its answer section.
+fn soa_serial_in_notify(msg: &[u8]) -> Option<u32> {
+    if u16::from_be_bytes([msg[6], msg[7]]) == 0 {
+        return None;
+    }
+    // Owner, type, class, TTL, length; then MNAME and RNAME.
+    let rdata = skip_name(msg, question_end(msg)?)? + 10;
+    let serial_at = skip_name(msg, skip_name(msg, rdata)?)?;
+    Some(u32::from_be_bytes(
+        msg.get(serial_at..serial_at + 4)?.try_into().ok()?,
+    ))
+}

@@ -1,11 +1,11 @@
 //! Lode's control plane as state machines: each decision the server makes
 //! about time and peers (when to NOTIFY whom, when to retry, when to give
-//! up) is taken here from the machine's state, an event and `now`, and
-//! returned as actions for the runtime (`lode-server`) to perform. Nothing
-//! here opens a socket, touches a file, starts a thread or reads a clock,
-//! so the same machines run in memory under tests and under a simulator
-//! that drives a whole fleet from a seed ([`sim`]), as quinn-proto's
-//! connection is driven by quinn's runtime.
+//! up, which zones to notify at start) is taken here from the machine's
+//! state, an event and `now`, and returned as actions for the runtime
+//! (`lode-server`) to perform. No machine opens a socket, touches a file,
+//! starts a thread or reads a clock, so the same machines run in memory
+//! under tests and under a simulator that drives a whole fleet from a seed
+//! ([`sim`]), as quinn-proto's connection is driven by quinn's runtime.
 //!
 //! ```text
 //!   events (a zone published, an answer, …) ──┐
@@ -18,9 +18,12 @@
 //! Machines: [`notify_out`] (NOTIFY to secondaries, RFC 1996: retries,
 //! pacing of busy secondaries), [`refresh`] (a secondary's zones: SOA
 //! refresh, retry and expiry, NOTIFY in, bounds on transfers at once).
-//! The simulator [`sim`] runs primaries and secondaries over a network
-//! that loses, delays, duplicates and partitions, and checks invariants
-//! after every step.
+//! The simulator [`sim`] runs a primary (with real zones: the zone-update
+//! stage's transactions, real journals on a simulated disk that fails and
+//! tears writes) and secondaries over a network that loses, delays,
+//! duplicates and partitions, crashes them, and checks invariants after
+//! every step (nothing acknowledged lost, serials never back, signed
+//! versions valid, convergence after healing, no NOTIFY storm).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -33,6 +33,13 @@
 //!     serial is sent
 //! ```
 //!
+//! **Delivered.** When every target of a zone's newest serial has answered
+//! its NOTIFY (NOERROR), the machine reports [`Report::Delivered`]: the
+//! runtime keeps that serial (as Knot keeps its last notified serial), and
+//! a zone whose served serial was not delivered when the process stopped —
+//! a crash with NOTIFYs in flight, a target that never answered — is
+//! notified again when it starts ([`must_notify_at_start`]).
+//!
 //! The runtime owns the sockets, the keys (it signs what [`Action::Notify`]
 //! asks it to send) and the clock: it calls [`NotifyOut::handle_timeout`]
 //! at [`NotifyOut::poll_timeout`], feeds the answers it reads, and performs
@@ -154,6 +161,14 @@ pub enum Report {
         /// From its acknowledgement.
         took: Duration,
     },
+    /// Every target of `zone` published with `serial` (its newest)
+    /// answered its NOTIFY NOERROR.
+    Delivered {
+        /// The zone.
+        zone: Name,
+        /// The serial.
+        serial: u32,
+    },
     /// The target was not seen serving `serial` within the limit: a
     /// newer serial is sent anyway.
     NotSeenServing {
@@ -270,6 +285,24 @@ pub struct NotifyOut {
     next_round: Option<Instant>,
     next_id: u16,
     actions: VecDeque<Action>,
+    /// Per zone: its newest serial published and the targets that have
+    /// not answered it yet (`failed`: one refused it or was given up).
+    delivery: HashMap<Name, Delivery>,
+}
+
+/// A zone's newest serial on its way to its targets.
+#[derive(Debug)]
+struct Delivery {
+    serial: u32,
+    waiting: std::collections::HashSet<SocketAddr>,
+    failed: bool,
+}
+
+/// Whether a zone serving `served` is to be notified when the process
+/// starts: its last serial delivered to every target (kept by the runtime
+/// from [`Report::Delivered`]) is another, or none was kept.
+pub fn must_notify_at_start(served: u32, delivered: Option<u32>) -> bool {
+    delivered != Some(served)
 }
 
 impl NotifyOut {
@@ -282,6 +315,7 @@ impl NotifyOut {
             next_round: None,
             next_id: first_id,
             actions: VecDeque::new(),
+            delivery: HashMap::new(),
         }
     }
 
@@ -334,6 +368,19 @@ impl NotifyOut {
         now: Instant,
     ) {
         let due = now + delay;
+        let serial = soa_serial(soa);
+        if targets.is_empty() {
+            self.delivery.remove(zone);
+        } else {
+            self.delivery.insert(
+                zone.clone(),
+                Delivery {
+                    serial,
+                    waiting: targets.iter().copied().collect(),
+                    failed: false,
+                },
+            );
+        }
         for to in targets {
             let k = (zone.clone(), *to);
             match self.pending.get_mut(&k) {
@@ -374,8 +421,34 @@ impl NotifyOut {
     /// Stops notifying `target` (the runtime could not send to it, e.g. a
     /// NOTIFY it could not sign).
     pub fn abandon(&mut self, target: &Target) {
-        self.pending.remove(target);
+        if let Some(p) = self.pending.remove(target) {
+            self.settle(target, soa_serial(&p.soa), false);
+        }
         self.catching.remove(target);
+    }
+
+    /// `target` is done with `serial` (answered NOERROR when `ok`): the
+    /// zone's newest serial is delivered once every target answered it.
+    fn settle(&mut self, target: &Target, serial: u32, ok: bool) {
+        let (zone, addr) = target;
+        let Some(d) = self.delivery.get_mut(zone) else {
+            return;
+        };
+        if d.serial != serial || !d.waiting.remove(addr) {
+            return;
+        }
+        d.failed |= !ok;
+        if !d.waiting.is_empty() {
+            return;
+        }
+        if let Some(d) = self.delivery.remove(zone) {
+            if !d.failed {
+                self.actions.push_back(Action::Report(Report::Delivered {
+                    zone: zone.clone(),
+                    serial: d.serial,
+                }));
+            }
+        }
     }
 
     fn next_id(&mut self) -> u16 {
@@ -421,14 +494,22 @@ impl NotifyOut {
             (pa.due, &a.0, a.1).cmp(&(pb.due, &b.0, b.1))
         });
         for k in due {
+            let given_up = self
+                .pending
+                .get(&k)
+                .filter(|p| p.tries >= TRIES)
+                .map(|p| soa_serial(&p.soa));
+            if let Some(serial) = given_up {
+                self.actions.push_back(Action::Report(Report::GaveUp {
+                    target: k.clone(),
+                    serial,
+                }));
+                self.settle(&k, serial, false);
+            }
             let Some(p) = self.pending.get_mut(&k) else {
                 continue;
             };
-            if p.tries >= TRIES {
-                self.actions.push_back(Action::Report(Report::GaveUp {
-                    target: k.clone(),
-                    serial: soa_serial(&p.soa),
-                }));
+            if given_up.is_some() {
                 // A newer serial is never given up with an older one.
                 match p.newer.take() {
                     Some(newer) => *p = Pending::new(newer, now),
@@ -559,12 +640,14 @@ impl NotifyOut {
                     settled: None,
                 },
             );
+            self.settle(&k, serial, true);
         } else {
             self.actions.push_back(Action::Report(Report::Refused {
                 target: k.clone(),
                 serial,
                 rcode,
             }));
+            self.settle(&k, serial, false);
         }
         if let Some(newer) = p.newer {
             self.pending.insert(k, Pending::new(newer, now));

@@ -7,8 +7,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The operations the journal does on its open file.
-pub(crate) trait Backing: Send + Sync + std::fmt::Debug {
+/// The operations the journal does on its open file (see
+/// [`crate::Journal::open_on`]).
+pub trait Backing: Send + Sync + std::fmt::Debug {
     /// Writes all of `buf` at `offset` (pwrite).
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// Reads exactly `buf.len()` bytes at `offset` (pread).
@@ -40,7 +41,7 @@ impl Backing for File {
 }
 
 /// Turns an opened file into the journal's [`Backing`] (tests wrap it).
-pub(crate) type Wrap = Arc<dyn Fn(File) -> Box<dyn Backing> + Send + Sync>;
+pub type Wrap = Arc<dyn Fn(File) -> Box<dyn Backing> + Send + Sync>;
 
 /// The plain wrapping: the file itself.
 pub(crate) fn plain() -> Wrap {

@@ -46,7 +46,8 @@
 //!  append(batch) ─ check serials ─ encode all frames into one buffer
 //!      └─ pwrite at end ─ fdatasync ─▶ Ok            (index grows)
 //!           └─ error ─ ftruncate(old len) + fsync ─▶ Err  (journal usable)
-//!                 └─ error ─▶ Err, journal broken until reopened
+//!                 └─ error ─▶ Err, journal broken until the cut is made
+//!                             (tried again before the next write)
 //!  needs_flush() ─ over max usage or depth ─▶ server snapshots at S
 //!      └─ flushed_through(S) ─ temp file (header + kept tail) ─ fsync
 //!           ─ rename ─ fsync folder
@@ -69,7 +70,8 @@ use std::path::{Path, PathBuf};
 use lode_wire::Name;
 use lode_zonedb::Changeset;
 
-use file::{Backing, ReplaceError, Wrap};
+use file::ReplaceError;
+pub use file::{Backing, Wrap};
 use format::{EncodeError, Frame, HeaderError};
 /// Serial number order (RFC 1982), for the journal's users.
 pub use lode_wire::serial::serial_lt;
@@ -211,7 +213,7 @@ impl fmt::Display for JournalError {
             ),
             JournalError::Broken { path } => write!(
                 f,
-                "journal {}: a failed append could not be rolled back; reopen it",
+                "journal {}: a failed write could not be undone yet (tried again at the next write)",
                 path.display()
             ),
             JournalError::Discontinuous { expected, found } => write!(
@@ -506,6 +508,18 @@ impl Journal {
         }
     }
 
+    /// [`Journal::open`] with the file wrapped by `wrap`: the fleet
+    /// simulator and tests put a disk that fails (writes, syncs, a full
+    /// disk) between the journal and its file.
+    pub fn open_on(
+        path: impl AsRef<Path>,
+        origin: &Name,
+        settings: Settings,
+        wrap: Wrap,
+    ) -> Result<(Journal, Recovery), JournalError> {
+        Self::open_with(path.as_ref(), origin, settings, wrap)
+    }
+
     /// [`Journal::open`] with the file wrapped by `wrap` (tests inject faults).
     fn open_with(
         path: &Path,
@@ -788,6 +802,31 @@ impl Journal {
         }
     }
 
+    /// Tries again what left the journal broken — the file cut back to its
+    /// good length and synced (a roll-back that failed), the folder synced
+    /// (a rewrite whose rename may not have been durable) — before the next
+    /// write: a disk that failed for a while (full, or an I/O error) takes
+    /// changes again once it works, with no restart.
+    fn heal(&mut self) -> Result<(), JournalError> {
+        if !self.broken {
+            return Ok(());
+        }
+        let healed = self.ready().is_ok()
+            && self
+                .file
+                .set_len(self.len)
+                .and_then(|()| self.file.sync_all())
+                .and_then(|()| file::sync_dir(file::parent(&self.path)))
+                .is_ok();
+        if !healed {
+            return Err(JournalError::Broken {
+                path: self.path.clone(),
+            });
+        }
+        self.broken = false;
+        Ok(())
+    }
+
     /// Checks that `batch` continues the journal, encodes its frames into
     /// `buf` and adds them to the index (the file opened or created first).
     /// Returns the index's depth before, or None for an empty batch.
@@ -796,11 +835,7 @@ impl Journal {
         batch: &[Changeset],
         upstream: Option<u32>,
     ) -> Result<Option<usize>, JournalError> {
-        if self.broken {
-            return Err(JournalError::Broken {
-                path: self.path.clone(),
-            });
-        }
+        self.heal()?;
         let mut expect = self.last_serial();
         for cs in batch {
             let (from, to) = (cs.serial_from(), cs.serial_to());
@@ -852,11 +887,7 @@ impl Journal {
     /// serial is on disk): the changesets from `serial` on are rewritten to a
     /// new file that atomically replaces the old one.
     pub fn flushed_through(&mut self, serial: u32) -> Result<(), JournalError> {
-        if self.broken {
-            return Err(JournalError::Broken {
-                path: self.path.clone(),
-            });
-        }
+        self.heal()?;
         if self.index.first().is_none_or(|e| e.from == serial) {
             return Ok(());
         }
@@ -870,11 +901,7 @@ impl Journal {
     /// reloaded from a zone file): the file is replaced by one holding only
     /// its header.
     pub fn clear(&mut self) -> Result<(), JournalError> {
-        if self.broken {
-            return Err(JournalError::Broken {
-                path: self.path.clone(),
-            });
-        }
+        self.heal()?;
         self.keep_from(self.index.len())
     }
 

@@ -624,23 +624,28 @@ fn failed_sync_is_rolled_back() {
     assert_eq!(j.depth(), 2);
 }
 
-/// When even the rollback fails, the journal refuses every later append
-/// until it is reopened; reopening cuts the garbage off as a torn tail.
+/// When even the rollback fails, the journal refuses every later write
+/// while the cut cannot be made, and heals itself at the first write once
+/// the disk works again: the garbage cut off first, so that a shorter
+/// batch after it leaves none of it behind. Reopened while broken, it cuts
+/// the garbage off as a torn tail.
 #[test]
-fn failed_rollback_breaks_the_journal() {
+fn failed_rollback_breaks_the_journal_until_the_cut_is_made() {
     let d = tempdir("broken");
     let path = d.join("j");
     open(&path);
     let (mut j, plan) = open_faulty(&path);
     j.append(&chain(1)).unwrap();
+    // A long batch torn well into its frames, and no roll-back.
+    let long: Vec<Changeset> = (2..12).map(|s| cs(s, s + 1)).collect();
     {
         let mut p = plan.lock().unwrap();
-        p.write_fail_after = Some(20);
+        p.write_fail_after = Some(200);
         p.fail_set_len = true;
     }
-    assert!(j.append(&[cs(2, 3)]).unwrap_err().io_error().is_some());
+    assert!(j.append(&long).unwrap_err().io_error().is_some());
     assert!(j.is_broken());
-    plan.lock().unwrap().fail_set_len = false;
+    // The disk still fails: refused, nothing written.
     assert!(matches!(
         j.append(&[cs(2, 3)]),
         Err(JournalError::Broken { .. })
@@ -649,11 +654,22 @@ fn failed_rollback_breaks_the_journal() {
         j.flushed_through(2),
         Err(JournalError::Broken { .. })
     ));
+    // Reopened now, the garbage is a torn tail.
+    let (_, rec) = Journal::open(&path, &origin(), Settings::default()).unwrap();
+    assert_eq!(rec.changesets, chain(1));
+    assert_eq!(rec.torn_tail.unwrap().bytes, 200);
+    // The disk works again: the next write heals it.
+    plan.lock().unwrap().fail_set_len = false;
+    j.append(&[cs(2, 3)]).unwrap();
+    assert!(!j.is_broken());
     drop(j);
     let (mut j, rec) = open(&path);
-    assert_eq!(rec.changesets, chain(1));
-    assert_eq!(rec.torn_tail.unwrap().bytes, 20);
-    j.append(&[cs(2, 3)]).unwrap();
+    let mut want = chain(1);
+    want.push(cs(2, 3));
+    assert_eq!(rec.changesets, want);
+    assert!(rec.torn_tail.is_none(), "{:?}", rec.torn_tail);
+    assert!(rec.damage.is_none(), "{:?}", rec.damage);
+    j.append(&[cs(3, 4)]).unwrap();
 }
 
 #[test]

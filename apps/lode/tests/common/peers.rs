@@ -1036,14 +1036,7 @@ impl Primary {
         let path = dir.0.join("lode.toml");
         write(&path, &conf)?;
         let log = dir.0.join("stdio.log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lode"));
-        cmd.arg("serve")
-            .arg("--config")
-            .arg(&path)
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--workers")
-            .arg("1");
+        let cmd = lode_command(&path, port);
         let daemon = Daemon::launch(format!("lode-primary@{port}"), port, cmd, log, dir, &zone)?;
         let primary = Primary {
             kind: PrimaryKind::Lode,
@@ -1059,6 +1052,22 @@ impl Primary {
     /// A label for messages.
     pub fn label(&self) -> &str {
         &self.daemon.label
+    }
+
+    /// Kills a Lode primary with SIGKILL and starts it again in the same
+    /// directory (its journal and files as the kill left them); waits
+    /// until it serves the zone.
+    pub fn kill9_and_restart(&mut self) -> Result<(), String> {
+        let _ = self.daemon.child.kill();
+        let _ = self.daemon.child.wait();
+        let dir = std::mem::replace(&mut self.daemon.dir, TempDir(PathBuf::new()));
+        let cmd = lode_command(&dir.0.join("lode.toml"), self.addr.port());
+        let label = self.daemon.label.clone();
+        let log = self.daemon.log.clone();
+        self.daemon = Daemon::launch(label, self.addr.port(), cmd, log, dir, &self.zone)?;
+        wait_any_serial(self.addr, &self.zone, Duration::from_secs(10))
+            .map(|_| ())
+            .map_err(|e| format!("{e}\n{}", self.log_tail(30)))
     }
 
     /// The process ID.

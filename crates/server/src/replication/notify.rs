@@ -19,12 +19,17 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lode_control::notify_out::{Action, NotifyOut, Report, Target};
+use lode_control::notify_out::{must_notify_at_start, Action, NotifyOut, Report, Target};
 use lode_tsig::{Key, Keys};
 use lode_wire::Name;
 
 use crate::config::{Config, ZoneOptions};
 use crate::publish::{Changed, Publisher};
+use crate::replication::secondary::timers::LineLog;
+
+/// The file of the journal folder that keeps, per zone, the last serial
+/// delivered to every NOTIFY target.
+const DELIVERED: &str = "notified-serials";
 
 /// How long the thread sleeps at most while answers are awaited (they are
 /// read between waits).
@@ -68,6 +73,14 @@ impl Notifies {
             .send(Changed { zone, soa })
             .map_err(|_| "the NOTIFY thread stopped".to_string())?;
         Ok(n)
+    }
+
+    /// True when `zone` (lower case) has NOTIFY targets.
+    fn has_targets(&self, zone: &Name) -> bool {
+        self.targets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(zone)
     }
 
     /// Sets (or, with no remotes, removes) the NOTIFY targets of `zone`.
@@ -121,14 +134,48 @@ pub(crate) fn start(config: &Config, keys: &Keys, publisher: &Publisher) -> Opti
         notifies.set(&spec.name, &config.zone_options(&spec.name), keys);
     }
     let targets = notifies.targets.clone();
+    let delivered = config.journal_dir.as_ref().map(|dir| {
+        Arc::new(LineLog::open_file(
+            dir.join(DELIVERED),
+            "serials delivered to NOTIFY targets not saved; after a restart their zones are notified again",
+        ))
+    });
+    let kept = delivered.clone();
     let spawned = std::thread::Builder::new()
         .name("lode-notify".into())
-        .spawn(move || Notifier::new(targets).run(rx));
+        .spawn(move || Notifier::new(targets, kept).run(rx));
     if let Err(e) = spawned {
         tracing::error!("cannot start the NOTIFY thread ({e}): secondaries are not notified");
         return None;
     }
-    publisher.watch(notifies.watched.clone(), tx);
+    publisher.watch(notifies.watched.clone(), tx.clone());
+    // A zone whose serial was not delivered to every target before the
+    // last stop (NOTIFYs in flight at a crash, a target that never
+    // answered) is notified now, as Knot does with its last notified
+    // serial; one whose targets all had it is not.
+    let mut again = 0usize;
+    for spec in &config.zones {
+        let zone = spec.name.to_lowercase();
+        let Some(served) = publisher.get(&zone) else {
+            continue;
+        };
+        if served.is_expired() || !notifies.has_targets(&zone) {
+            continue;
+        }
+        let kept = delivered.as_ref().and_then(|d| d.value(&zone));
+        if must_notify_at_start(served.serial(), kept) {
+            again += 1;
+            let _ = tx.send(Changed {
+                zone,
+                soa: served.soa_record(),
+            });
+        }
+    }
+    if again > 0 {
+        tracing::info!(
+            "NOTIFY at start: {again} zones whose serial their targets were not all told of"
+        );
+    }
     Some(notifies)
 }
 
@@ -144,10 +191,16 @@ struct Notifier {
     sockets: HashMap<SocketAddr, UdpSocket>,
     /// The `via` of each target that has one.
     vias: HashMap<SocketAddr, SocketAddr>,
+    /// Where the serials delivered to every target are kept (no journal
+    /// folder: nowhere, and every zone is notified at each start).
+    delivered: Option<Arc<LineLog<u32>>>,
 }
 
 impl Notifier {
-    fn new(targets: Arc<Mutex<HashMap<Name, Targets>>>) -> Notifier {
+    fn new(
+        targets: Arc<Mutex<HashMap<Name, Targets>>>,
+        delivered: Option<Arc<LineLog<u32>>>,
+    ) -> Notifier {
         let mut sockets = HashMap::new();
         for any in [any_v4(), any_v6()] {
             if let Ok(s) = bind(any) {
@@ -160,6 +213,7 @@ impl Notifier {
             meta: HashMap::new(),
             sockets,
             vias: HashMap::new(),
+            delivered,
         }
     }
 
@@ -301,6 +355,12 @@ impl Notifier {
                     self.remote(&target),
                     lode_control::notify_out::TRIES
                 );
+            }
+            Report::Delivered { zone, serial } => {
+                tracing::debug!("zone {zone}: serial {serial} delivered to every NOTIFY target");
+                if let Some(d) = &self.delivered {
+                    d.set(&zone, serial);
+                }
             }
             Report::Held {
                 target,

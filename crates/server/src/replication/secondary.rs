@@ -19,7 +19,7 @@
 //! ```
 
 mod scheduler;
-mod timers;
+pub(crate) mod timers;
 use lode_control::refresh::{notify_asks, NotifyAsks, Start};
 use scheduler::Scheduler;
 use timers::TimerLog;

@@ -17,6 +17,11 @@
 //! `Durability::Cached`) is refreshed at once too. The name has no dot, so no zone's own files
 //! (`<zone>.jnl`, `<zone>.state`) can take it. A zone's timers file of an
 //! older version (`<zone>.timers`) is read once and removed.
+//!
+//! The same kind of file ([`LineLog`]) keeps the serial of each zone that
+//! was delivered to every NOTIFY target (`notified-serials`, lines
+//! `<origin> <serial>`, written by the NOTIFY thread): a zone whose served
+//! serial is another when the server starts is notified then.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -40,19 +45,38 @@ pub(crate) struct Timers {
     pub(crate) serial: Option<u32>,
 }
 
-/// The timers of every secondary zone, and their file.
-#[derive(Debug)]
-pub(crate) struct TimerLog {
-    inner: Mutex<Inner>,
+/// What a [`LineLog`] keeps per zone: written as the words after the
+/// zone's name on its line.
+pub(crate) trait Entry: Copy + PartialEq + std::fmt::Debug {
+    /// The words (no newline).
+    fn write(&self) -> String;
+    /// Parses the words; None when they do not parse (a torn line).
+    fn read(words: &str) -> Option<Self>;
 }
 
+/// A value per zone in one file of the journal folder, a line appended per
+/// change (the last line of a zone wins), rewritten whole when it holds
+/// four times as many lines as zones; advice, not data (not synced; a
+/// torn last line is cut off). The secondaries' timers ([`TimerLog`]) and
+/// the serials the primary delivered to every NOTIFY target
+/// (`notified-serials`) are kept so.
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct LineLog<V> {
+    inner: Mutex<Inner<V>>,
+}
+
+/// The timers of every secondary zone, and their file.
+pub(crate) type TimerLog = LineLog<Timers>;
+
+#[derive(Debug)]
+struct Inner<V> {
+    /// What is kept, for the warning when it cannot be.
+    what: &'static str,
     path: PathBuf,
     /// Open for appending (None: nothing written yet, or not writable —
     /// timers are then kept in memory only, a warning logged once).
     file: Option<File>,
-    live: HashMap<Name, Timers>,
+    live: HashMap<Name, V>,
     /// Lines in the file.
     lines: usize,
     warned: bool,
@@ -64,7 +88,37 @@ const FILE: &str = "secondary-timers";
 impl TimerLog {
     /// Reads the timers saved in `dir`.
     pub(crate) fn open(dir: &Path) -> TimerLog {
-        let path = dir.join(FILE);
+        LineLog::open_file(
+            dir.join(FILE),
+            "secondary zones' timers not saved; after a restart they refresh at once",
+        )
+    }
+
+    /// The timers saved for `origin` (from its own file of an older
+    /// version, `old`, if the log has none; that file is then removed).
+    pub(crate) fn get(&self, origin: &Name, old: &Path) -> Timers {
+        if let Some(t) = self.value(origin) {
+            return t;
+        }
+        let Ok(text) = std::fs::read_to_string(old) else {
+            return Timers::default();
+        };
+        let mut it = text.split_whitespace().map(|w| w.parse::<u64>().ok());
+        let t = Timers {
+            next: it.next().flatten(),
+            expire: it.next().flatten().filter(|&e| e > 0),
+            last: it.next().flatten().filter(|&l| l > 0),
+            serial: None,
+        };
+        self.set(origin, t);
+        let _ = std::fs::remove_file(old);
+        t
+    }
+}
+
+impl<V: Entry> LineLog<V> {
+    /// Reads the log at `path` (`what`: the warning when it cannot be written).
+    pub(crate) fn open_file(path: PathBuf, what: &'static str) -> LineLog<V> {
         let mut live = HashMap::new();
         let mut lines = 0;
         if let Ok(text) = std::fs::read_to_string(&path) {
@@ -81,7 +135,7 @@ impl TimerLog {
             }
             for line in text.lines() {
                 lines += 1;
-                if let Some((origin, t)) = parse(line) {
+                if let Some((origin, t)) = parse::<V>(line) {
                     match t {
                         Some(t) => live.insert(origin, t),
                         None => live.remove(&origin),
@@ -92,42 +146,26 @@ impl TimerLog {
         // Opened for appending at the first line written: a server with no
         // secondary zone writes no file.
         let inner = Inner {
+            what,
             path,
             file: None,
             live,
             lines,
             warned: false,
         };
-        TimerLog {
+        LineLog {
             inner: Mutex::new(inner),
         }
     }
 
-    /// The timers saved for `origin` (from its own file of an older
-    /// version, `old`, if the log has none; that file is then removed).
-    pub(crate) fn get(&self, origin: &Name, old: &Path) -> Timers {
-        let mut inner = self.lock();
-        if let Some(t) = inner.live.get(origin) {
-            return *t;
-        }
-        let Ok(text) = std::fs::read_to_string(old) else {
-            return Timers::default();
-        };
-        let mut it = text.split_whitespace().map(|w| w.parse::<u64>().ok());
-        let t = Timers {
-            next: it.next().flatten(),
-            expire: it.next().flatten().filter(|&e| e > 0),
-            last: it.next().flatten().filter(|&l| l > 0),
-            serial: None,
-        };
-        inner.set(origin, t);
-        let _ = std::fs::remove_file(old);
-        t
+    /// The value kept for `origin`.
+    pub(crate) fn value(&self, origin: &Name) -> Option<V> {
+        self.lock().live.get(origin).copied()
     }
 
-    /// Saves the timers of `origin`.
-    pub(crate) fn set(&self, origin: &Name, t: Timers) {
-        self.lock().set(origin, t);
+    /// Keeps `v` for `origin`.
+    pub(crate) fn set(&self, origin: &Name, v: V) {
+        self.lock().set(origin, v);
     }
 
     /// Forgets `origin` (no longer a secondary here).
@@ -139,15 +177,15 @@ impl TimerLog {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<V>> {
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
-impl Inner {
-    fn set(&mut self, origin: &Name, t: Timers) {
+impl<V: Entry> Inner<V> {
+    fn set(&mut self, origin: &Name, t: V) {
         if self.live.get(origin) == Some(&t) {
             return;
         }
@@ -208,57 +246,72 @@ impl Inner {
     fn warn(&mut self, e: &std::io::Error) {
         if !self.warned {
             self.warned = true;
-            tracing::warn!(
-                "{}: secondary zones' timers not saved ({e}); after a restart they refresh at once",
-                self.path.display()
-            );
+            tracing::warn!("{}: {} ({e})", self.path.display(), self.what);
         }
     }
 }
 
-fn line(origin: &Name, t: &Timers) -> String {
-    let serial = t.serial.map_or("-".to_string(), |s| s.to_string());
-    format!(
-        "{origin} {} {} {} {serial}\n",
-        t.next.unwrap_or(0),
-        t.expire.unwrap_or(0),
-        t.last.unwrap_or(0)
-    )
+fn line<V: Entry>(origin: &Name, v: &V) -> String {
+    format!("{origin} {}\n", v.write())
 }
 
-/// A line: the zone and its timers, or None for a zone removed. A line
+/// A line: the zone and its value, or None for a zone removed. A line
 /// that does not parse (torn) is skipped.
-fn parse(line: &str) -> Option<(Name, Option<Timers>)> {
-    let mut words = line.split(' ');
-    let origin: Name = words.next()?.parse().ok()?;
+fn parse<V: Entry>(line: &str) -> Option<(Name, Option<V>)> {
+    let (origin, rest) = line.split_once(' ')?;
+    let origin: Name = origin.parse().ok()?;
     let origin = origin.to_lowercase();
-    let first = words.next()?;
-    if first == "-" {
-        return words.next().is_none().then_some((origin, None));
+    if rest == "-" {
+        return Some((origin, None));
     }
-    let mut num = || -> Option<Option<u64>> {
-        let n: u64 = words.next()?.parse().ok()?;
-        Some((n > 0).then_some(n))
-    };
-    let next: u64 = first.parse().ok()?;
-    let expire = num()?;
-    let last = num()?;
-    let serial = match words.next()? {
-        "-" => None,
-        s => Some(s.parse().ok()?),
-    };
-    if words.next().is_some() {
-        return None;
+    Some((origin, Some(V::read(rest)?)))
+}
+
+impl Entry for Timers {
+    fn write(&self) -> String {
+        let serial = self.serial.map_or("-".to_string(), |s| s.to_string());
+        format!(
+            "{} {} {} {serial}",
+            self.next.unwrap_or(0),
+            self.expire.unwrap_or(0),
+            self.last.unwrap_or(0)
+        )
     }
-    Some((
-        origin,
+
+    fn read(words: &str) -> Option<Timers> {
+        let mut words = words.split(' ');
+        let mut num = || -> Option<Option<u64>> {
+            let n: u64 = words.next()?.parse().ok()?;
+            Some((n > 0).then_some(n))
+        };
+        let next = num()?;
+        let expire = num()?;
+        let last = num()?;
+        let serial = match words.next()? {
+            "-" => None,
+            s => Some(s.parse().ok()?),
+        };
+        if words.next().is_some() {
+            return None;
+        }
         Some(Timers {
-            next: (next > 0).then_some(next),
+            next,
             expire,
             last,
             serial,
-        }),
-    ))
+        })
+    }
+}
+
+/// A zone's serial delivered to every NOTIFY target.
+impl Entry for u32 {
+    fn write(&self) -> String {
+        self.to_string()
+    }
+
+    fn read(words: &str) -> Option<u32> {
+        words.parse().ok()
+    }
 }
 
 #[cfg(test)]
