@@ -30,6 +30,7 @@
 pub mod notify_out;
 pub mod refresh;
 pub mod sim;
+pub mod upkeep;
 
 pub use notify_out::NotifyOut;
 pub use refresh::Refresher;

@@ -72,6 +72,7 @@ impl Writer {
             (History::Restarts, _) => {
                 // A compaction of the old version is of no use any more.
                 self.compaction = None;
+                self.upkeep.compaction_dropped();
                 Journaling::Restart {
                     journal: &mut self.journal,
                 }
@@ -92,7 +93,7 @@ impl Writer {
                 if let Some(c) = &mut self.compaction {
                     c.since.extend(changes.iter().cloned());
                 }
-                self.idle_since = Some(Instant::now());
+                self.upkeep.changed(Instant::now());
                 self.log
                     .add(jobs, changes.len(), started.elapsed(), version.serial());
                 // A group is logged when it commits, unless a line was
@@ -109,7 +110,7 @@ impl Writer {
                     Durability::Synced
                 };
                 self.write_state(false, sync).map_err(CommitError::State)?;
-                self.idle_since = None;
+                self.upkeep.replaced();
             }
             History::Unchanged => {}
         }

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use lode_zonedb::{Changeset, Zone};
 
-use super::{Writer, RETRY_AFTER, SMALL_ZONE_NODES};
+use lode_control::upkeep::worth_flushing;
+
+use super::{Writer, SMALL_ZONE_NODES};
 use crate::loading::snapshot::Durability;
 use crate::update::background::Background;
 
@@ -25,37 +27,6 @@ pub(super) struct Compacted {
     state: Option<std::io::Result<()>>,
 }
 
-/// Whether the journal is to be flushed now: it is over one of its bounds,
-/// and holding at least the zone's size — a flush compacts and writes the
-/// whole zone, so a bound reached by changes smaller than the zone waits
-/// until the history is worth a state snapshot (the writing stays at most
-/// 2 × the changes; at a quarter of the zone's size, 17 % of the server's
-/// CPU went to these flushes under single-record updates to 50,000-name
-/// zones). The depth bound is thus soft, and so is the size bound unless
-/// the operator set one (`max_usage`: then reaching it flushes): with
-/// Knot's 100 MiB default, re-signing a 5 M-record zone flushed, and so
-/// rebuilt the whole zone, 28 times — half the CPU of the re-signing.
-pub(super) fn worth_flushing(
-    over_bounds: bool,
-    usage: u64,
-    max_usage: Option<u64>,
-    zone_bytes: usize,
-) -> bool {
-    over_bounds && (max_usage.is_some_and(|m| usage >= m) || usage >= zone_bytes as u64)
-}
-
-/// Whether a delta of `entries` over a base of `nodes` names is worth
-/// folding into a new base: lookups slow down slowly with the delta (two
-/// binary searches), memory grows with it, and a compaction copies the
-/// whole zone — at a quarter of its size, each change pays for copying at
-/// most four names (at a sixteenth, 22 % of the server's CPU went to
-/// compactions under single-record updates to 50,000-name zones,
-/// `PERF=1 bash scripts/bench-update-cpu.sh`). A zone gone quiet is
-/// compacted whatever its delta (`IDLE_COMPACTION`).
-pub(super) fn worth_compacting(entries: usize, nodes: usize) -> bool {
-    entries >= 4096 && (entries >= nodes / 4 || entries >= 1 << 20)
-}
-
 impl Writer {
     /// Whether the journal is to be flushed now (see [`worth_flushing`]).
     pub(super) fn flush_worth(&self, zone: &Zone) -> bool {
@@ -64,7 +35,7 @@ impl Writer {
 
     /// Whether the journal would be worth flushing were it `factor` times
     /// as large.
-    fn flush_worth_by(&self, zone: &Zone, factor: u64) -> bool {
+    pub(super) fn flush_worth_by(&self, zone: &Zone, factor: u64) -> bool {
         let usage = self.journal.usage_bytes().saturating_mul(factor);
         self.journal.needs_flush() && worth_flushing(true, usage, self.max_usage, zone.heap_bytes())
     }
@@ -76,24 +47,23 @@ impl Writer {
         self.maybe_compact_now(false);
     }
 
-    /// [`Writer::maybe_compact`]; with `idle`, any non-empty delta is worth it.
+    /// [`Writer::maybe_compact`]; with `idle`, any non-empty delta is worth
+    /// it (the upkeep machine decides: `Upkeep::compaction`).
     pub(super) fn maybe_compact_now(&mut self, idle: bool) {
-        if self.compaction.is_some() || Instant::now() < self.retry_at {
+        if self.compaction.is_some() {
             return;
         }
         let Some(zone) = self.publisher.get(&self.origin) else {
             return;
         };
-        let entries = zone.delta_len();
-        let compact = worth_compacting(entries, zone.node_count()) || (idle && entries > 0);
-        // A compaction started for the delta also writes the state when the
-        // journal is half way to being worth it: the flush would otherwise
-        // come right after, a second whole compaction (every other one when
-        // re-signing a 5 M-record zone).
-        let flush = self.flush_worth(&zone) || (compact && self.flush_worth_by(&zone, 2));
-        if !(flush || compact) {
+        let Some(now) = self.zone_now() else {
             return;
-        }
+        };
+        let Some(decided) = self.upkeep.compaction(&now, idle, Instant::now()) else {
+            return;
+        };
+        let flush = decided.flush;
+        let entries = zone.delta_len();
         let name = format!("lode-cmp-{}", self.origin.to_string().trim_end_matches('.'));
         let state = flush.then(|| (self.state_path(), self.file_tag.clone()));
         // A small zone is compacted at once, on the writer's thread (a
@@ -135,6 +105,7 @@ impl Writer {
                     started: Instant::now(),
                     entries,
                 }));
+                self.upkeep.compaction_started();
                 if small {
                     self.finish_compaction();
                 }
@@ -170,7 +141,7 @@ impl Writer {
                         self.journal.depth()
                     ),
                     Err(e) => {
-                        self.retry_at = Instant::now() + RETRY_AFTER;
+                        self.upkeep.flush_failed(Instant::now());
                         tracing::warn!(
                             "zone {}: journal flush failed ({e}); it keeps its history",
                             self.origin
@@ -178,7 +149,7 @@ impl Writer {
                     }
                 },
                 Err(e) => {
-                    self.retry_at = Instant::now() + RETRY_AFTER;
+                    self.upkeep.flush_failed(Instant::now());
                     tracing::warn!(
                         "zone {}: cannot write the state snapshot {} ({e}); the journal keeps its history",
                         self.origin,
@@ -190,7 +161,7 @@ impl Writer {
         let mut zone = match result.zone {
             Ok(z) => z,
             Err(e) => {
-                self.retry_at = Instant::now() + RETRY_AFTER;
+                self.upkeep.compaction_done(false, false, Instant::now());
                 tracing::error!(
                     "zone {}: compaction failed ({e}); the delta stays",
                     self.origin
@@ -202,6 +173,7 @@ impl Writer {
             match zone.apply(cs) {
                 Ok(z) => zone = z,
                 Err(e) => {
+                    self.upkeep.compaction_done(false, false, Instant::now());
                     tracing::error!(
                         "zone {}: a change made during compaction does not apply to its result ({e}); the delta stays",
                         self.origin
@@ -218,15 +190,20 @@ impl Writer {
         }
         let serial = zone.serial();
         let Some(current) = self.current() else {
+            self.upkeep.compaction_done(false, false, Instant::now());
             return;
         };
         if let Err(e) = self.relaid(&current, zone) {
+            self.upkeep.compaction_done(false, false, Instant::now());
             tracing::error!(
                 "zone {}: a compaction's result not published ({e}); the delta stays",
                 self.origin
             );
             return;
         }
+        // A large one: the old base and delta go on the reclaiming thread
+        // a moment later, and the heap is trimmed after.
+        self.upkeep.compaction_done(true, !small, Instant::now());
         if small {
             // Small: nothing worth a heap trim or a log line.
             return;
@@ -236,7 +213,6 @@ impl Writer {
         // compaction's own work left goes back now, and what is left a
         // second later too.
         lode_io::mem::trim_heap();
-        self.trim_at = Some(Instant::now() + std::time::Duration::from_secs(1));
         tracing::info!(
             "zone {}: compacted {} changed names in {:.2} s ({} changes made meanwhile), serial {}",
             self.origin,
@@ -245,31 +221,5 @@ impl Writer {
             c.since.len(),
             serial
         );
-    }
-}
-
-#[cfg(test)]
-mod flush_tests {
-    use super::worth_flushing;
-
-    #[test]
-    fn a_flush_waits_until_the_history_is_worth_a_snapshot() {
-        let set = Some(100 << 20);
-        // Not over a bound: never.
-        assert!(!worth_flushing(false, 1 << 30, set, 1000));
-        assert!(!worth_flushing(false, 1 << 30, None, 1000));
-        // Over the depth bound with little history for a big zone: later.
-        assert!(!worth_flushing(true, 10_000, set, 1 << 30));
-        assert!(!worth_flushing(true, 10_000, None, 1 << 30));
-        // The zone's size, or a size bound the operator set: now.
-        assert!(!worth_flushing(true, 1 << 28, Some(100 << 30), 1 << 30));
-        assert!(worth_flushing(true, 1 << 30, Some(100 << 30), 1 << 30));
-        assert!(worth_flushing(true, 1 << 30, None, 1 << 30));
-        assert!(worth_flushing(true, 100 << 20, set, 1 << 40));
-        // Knot's default size bound, not set: a zone larger than it waits
-        // for its own size (the journal was over 100 MiB: over the bound).
-        assert!(!worth_flushing(true, 100 << 20, None, 1 << 30));
-        // A zone smaller than the default: as before.
-        assert!(worth_flushing(true, 100 << 20, None, 50 << 20));
     }
 }

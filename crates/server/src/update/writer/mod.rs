@@ -23,7 +23,11 @@ use super::pool::WeakQueue;
 use super::{SignWork, Work};
 use crate::clock::unix_now;
 use crate::publish::Publisher;
-use compaction::{worth_compacting, Compaction};
+use compaction::Compaction;
+/// Wait after a failed key event, signature batch, compaction or zone-file
+/// write before trying again.
+use lode_control::upkeep::RETRY_AFTER;
+use lode_control::upkeep::{self, Upkeep, IDLE_COMPACTION};
 use lode_dnssec::Trigger;
 
 mod commit;
@@ -41,9 +45,6 @@ pub(crate) use start::start_writer;
 pub(crate) use start::{parent_sources, start_writers, start_writers_for};
 use upstream::parse_upstream_tag;
 
-/// How long a zone must go without updates before a delta of any size is
-/// folded into a new base (memory as a fresh load once a bulk load is done).
-const IDLE_COMPACTION: std::time::Duration = std::time::Duration::from_secs(5);
 /// Zones with fewer names than this (base and delta) are compacted on the
 /// writer's own thread.
 const SMALL_ZONE_NODES: usize = 20_000;
@@ -57,10 +58,6 @@ static OPEN_JOURNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomic
 const MAX_FILE_WRITES: usize = 4;
 /// Zone-file writes running now (see [`MAX_FILE_WRITES`]).
 static FILE_WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-/// How long a zone waits to try again when [`MAX_FILE_WRITES`] are running.
-const FILE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
-/// Wait after a failed compaction or journal flush before trying again.
-const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// One zone's writer: groups, journals, publishes, answers.
 struct Writer {
@@ -74,27 +71,18 @@ struct Writer {
     compaction: Option<Box<Compaction>>,
     /// The zone file version the state includes (see `config::stamp::source_tag`).
     file_tag: Vec<u8>,
-    /// No new compaction before this (after a failed one).
-    retry_at: Instant,
+    /// When the zone file is written, compactions start, the heap is
+    /// trimmed (the decisions; the writer performs them).
+    upkeep: Upkeep,
     /// The journal's size bound when the operator set one
     /// (journal-max-usage; see [`worth_flushing`]).
     max_usage: Option<u64>,
     /// Commits since the last log line (one line a second at most).
     log: CommitLog,
-    /// When the last update was taken (none: compacted since, or none yet).
-    idle_since: Option<Instant>,
-    /// When to give the heap's free memory back after a compaction.
-    trim_at: Option<Instant>,
     /// The zone file (None for a built-in zone: never written).
     zone_file: Option<Arc<std::path::Path>>,
     /// When the zone file is written after a change.
     sync: ZonefileSync,
-    /// The serial of the zone file's contents (as read or written).
-    written_serial: u32,
-    /// When the zone file was last written (or tried), or the writer started.
-    last_flush: Instant,
-    /// How long that took.
-    last_took: std::time::Duration,
     /// Shared with the reloader: the files written.
     written: Arc<Written>,
     /// No state written yet: it is, before the first change is journaled.
@@ -103,9 +91,6 @@ struct Writer {
     holds_file: bool,
     /// A zone-file write running in the background.
     file_write: Option<Background<FileDone>>,
-    /// No zone-file write before this (others were running, see
-    /// [`MAX_FILE_WRITES`]).
-    file_wait: Option<Instant>,
     /// A signed zone: when its next signatures fall due (see resign.rs).
     resign_at: Option<Instant>,
     /// Where the search for due signatures is in its round of the zone.
@@ -143,22 +128,11 @@ impl Writer {
     /// not folded in.
     fn next_wake(&self) -> Option<Instant> {
         let now = Instant::now();
-        let mut wake = (self.compaction.is_some() || self.file_write.is_some())
-            .then(|| now + std::time::Duration::from_millis(50));
+        let zone = self.zone_now().unwrap_or_default();
+        let mut wake = self.upkeep.next_wake(&zone, now);
         let mut at = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
-        if let Some(due) = self.flush_due() {
-            at(due);
-        }
-        if let Some(t) = self.trim_at {
-            at(t);
-        }
         if let Some(t) = self.log.due_at() {
             at(t);
-        }
-        if let Some(since) = self.idle_since {
-            if self.compaction.is_none() {
-                at(since + IDLE_COMPACTION);
-            }
         }
         if let Some(t) = self.resign_at {
             at(t);
@@ -221,19 +195,16 @@ impl super::pool::Step for Writer {
         }
         self.check_submission(me);
         self.check_ds_push();
-        if self.trim_at.is_some_and(|t| Instant::now() >= t) {
+        if self.upkeep.trim_due(Instant::now()) {
             // The versions a compaction replaced are gone by now (their
             // last readers have left): their memory goes back.
-            self.trim_at = None;
+            self.upkeep.trimmed();
             lode_io::mem::trim_heap();
         }
         if group.is_empty() {
             self.maybe_flush();
-            if self
-                .idle_since
-                .is_some_and(|t| t.elapsed() >= IDLE_COMPACTION)
-            {
-                self.idle_since = None;
+            if self.upkeep.idle_due(Instant::now()) {
+                self.upkeep.idle_handled();
                 self.maybe_compact_now(true);
                 // A quiet zone keeps no file open.
                 self.release_file();
@@ -264,7 +235,7 @@ impl super::pool::Step for Writer {
         let updates_only = self.waiting.iter().all(|w| matches!(w, Work::Update(_)));
         if updates_only && self.upkeep_waits() {
             let group = std::mem::take(&mut self.waiting);
-            self.idle_since = Some(Instant::now());
+            self.upkeep.changed(Instant::now());
             self.commit(group, out, me);
             self.count_file();
             if self.pending.is_some() {
@@ -291,7 +262,7 @@ impl Writer {
     /// signatures): cheap checks only.
     fn upkeep_waits(&self) -> bool {
         let worth = self.publisher.get(&self.origin).is_some_and(|z| {
-            worth_compacting(z.delta_len(), z.node_count()) || self.flush_worth(&z)
+            upkeep::worth_compacting(z.delta_len(), z.node_count()) || self.flush_worth(&z)
         });
         // A signed zone's group is signed: not on the commit log's thread.
         self.stage.signer.is_none()
@@ -325,7 +296,7 @@ impl Writer {
 
     /// A step with work: transfers, updates, files, flushes.
     fn take(&mut self, group: Vec<Work>, out: &mut [u8], me: &WeakQueue) -> Option<Instant> {
-        self.idle_since = Some(Instant::now());
+        self.upkeep.changed(Instant::now());
         // History for transfers out is given before the group's changes
         // (the transfer then sends what was published when it asked);
         // flush requests are answered after them.
@@ -401,25 +372,28 @@ impl Writer {
         self.publisher.get(&self.origin)
     }
 
-    /// When the zone file is next to be written by `zonefile-sync`: None
-    /// when it holds the published version, or is not to be written.
+    /// The zone as its upkeep sees it (None: not served).
+    fn zone_now(&self) -> Option<upkeep::Zone> {
+        let z = self.current()?;
+        Some(upkeep::Zone {
+            serial: z.serial(),
+            expired: z.is_expired(),
+            file_interval: self
+                .zone_file
+                .as_ref()
+                .and_then(|_| self.sync.interval(z.record_count())),
+            delta: z.delta_len(),
+            nodes: z.node_count(),
+            flush_worth: self.flush_worth(&z),
+            flush_worth_half: self.flush_worth_by(&z, 2),
+        })
+    }
+
+    /// When the zone file is next to be written by `zonefile-sync` (see
+    /// `Upkeep::file_due`; writing it takes at most half the writer's
+    /// time, and not before other zones' writes leave room).
     fn flush_due(&self) -> Option<Instant> {
-        self.zone_file.as_ref()?;
-        if self.file_write.is_some() {
-            return None; // one write at a time; its end is polled
-        }
-        let zone = self.current()?;
-        // An expired secondary (or one with nothing yet) leaves its file as
-        // the last version it had.
-        if zone.serial() == self.written_serial || zone.is_expired() {
-            return None;
-        }
-        let interval = self.sync.interval(zone.record_count())?;
-        // Writing the file takes at most half the writer's time (for
-        // zonefile-sync = 0 under a stream of updates).
-        let due = self.last_flush + interval.max(self.last_took);
-        // Not before the other zones' writes leave room (see FILE_WRITES).
-        Some(self.file_wait.map_or(due, |w| w.max(due)))
+        self.upkeep.file_due(&self.zone_now()?)
     }
 
     /// Starts writing the zone file when `zonefile-sync` says it is time
@@ -624,7 +598,7 @@ impl Writer {
             Ok(j) => j,
             Err(e) => {
                 tracing::error!("zone {}: cannot write its zone file ({e})", self.origin);
-                self.last_flush = Instant::now() + RETRY_AFTER;
+                self.upkeep.file_not_started(false, Instant::now());
                 return;
             }
         };
@@ -632,10 +606,9 @@ impl Writer {
         // thousands of zones must not make thousands of threads.
         if FILE_WRITES.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= MAX_FILE_WRITES {
             FILE_WRITES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-            self.file_wait = Some(Instant::now() + FILE_WAIT);
+            self.upkeep.file_not_started(true, Instant::now());
             return;
         }
-        self.file_wait = None;
         let name = format!("lode-zf-{}", self.origin.to_string().trim_end_matches('.'));
         let spawned = Background::spawn(name, move || {
             let done = job.run();
@@ -643,14 +616,17 @@ impl Writer {
             done
         });
         match spawned {
-            Ok(w) => self.file_write = Some(w),
+            Ok(w) => {
+                self.file_write = Some(w);
+                self.upkeep.file_started();
+            }
             Err(e) => {
                 FILE_WRITES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                 tracing::warn!(
                     "zone {}: cannot start writing its zone file: {e}",
                     self.origin
                 );
-                self.last_flush = Instant::now() + RETRY_AFTER;
+                self.upkeep.file_not_started(false, Instant::now());
             }
         }
     }
@@ -666,23 +642,21 @@ impl Writer {
         let done = done.unwrap_or_else(FileDone::lost);
         self.file_write = None;
         if let Err(e) = self.file_written(done) {
+            // (Not before RETRY_AFTER, whatever the interval.)
             tracing::error!(
                 "zone {}: cannot write its zone file ({e}); trying again in {} s",
                 self.origin,
                 RETRY_AFTER.as_secs()
             );
-            // Not before RETRY_AFTER, whatever the interval.
-            self.last_flush = Instant::now() + RETRY_AFTER;
         }
     }
 
     /// Notes a zone-file write: its serial, the new file's tag, how long it
     /// took (`zonefile-sync` waits at least as long before the next one).
     fn file_written(&mut self, done: FileDone) -> Result<Flushed, String> {
-        self.last_flush = Instant::now();
-        self.last_took = done.took;
+        let serial = done.result.as_ref().ok().map(|f| f.serial);
+        self.upkeep.file_done(Instant::now(), done.took, serial);
         let flushed = done.result?;
-        self.written_serial = flushed.serial;
         if let Some(tag) = done.tag {
             self.file_tag = tag;
         }

@@ -263,13 +263,11 @@ fn open_writer(
         stage,
         compaction: None,
         file_tag: file_tag.clone(),
-        retry_at: Instant::now(),
+        upkeep: lode_control::upkeep::Upkeep::new(zone.serial(), Instant::now()),
         max_usage: config
             .journal_max_usage_set
             .then_some(config.journal_max_usage),
         log: CommitLog::default(),
-        idle_since: None,
-        trim_at: None,
         zone_file: match &spec.source {
             crate::config::ZoneSource::File(p) => Some(p.clone()),
             crate::config::ZoneSource::Transfer => config
@@ -281,14 +279,10 @@ fn open_writer(
             }
         },
         sync: options.zonefile_sync,
-        written_serial: zone.serial(),
-        last_flush: Instant::now(),
-        last_took: std::time::Duration::ZERO,
         written: updates.written.clone(),
         state_pending: false,
         holds_file: false,
         file_write: None,
-        file_wait: None,
         resign_at: None,
         resign_round: lode_dnssec::Round::default(),
         keys: key_roll,

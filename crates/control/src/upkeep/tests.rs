@@ -1,0 +1,131 @@
+use super::*;
+
+fn zone(serial: u32, interval: Option<u64>) -> Zone {
+    Zone {
+        serial,
+        file_interval: interval.map(Duration::from_secs),
+        nodes: 100_000,
+        ..Zone::default()
+    }
+}
+
+/// The zone file: written an interval after the last write, not while the
+/// file holds the published serial, never sooner than the last write took,
+/// later after a failure, a moment later when the writes across zones
+/// are all taken, and not while one runs.
+#[test]
+fn the_zone_file_is_written_by_its_interval_and_backs_off() {
+    let t0 = Instant::now();
+    let s = Duration::from_secs;
+    let mut u = Upkeep::new(10, t0);
+    assert_eq!(u.file_due(&zone(10, Some(60))), None, "the file holds it");
+    assert_eq!(
+        u.file_due(&zone(11, None)),
+        None,
+        "not written after changes"
+    );
+    let expired = Zone {
+        expired: true,
+        ..zone(11, Some(60))
+    };
+    assert_eq!(u.file_due(&expired), None, "an expired zone keeps its file");
+    let z = zone(11, Some(60));
+    assert_eq!(u.file_due(&z), Some(t0 + s(60)));
+    assert!(!u.file_now(&z, t0 + s(59)) && u.file_now(&z, t0 + s(60)));
+    // All writes taken: a moment later.
+    u.file_not_started(true, t0 + s(60));
+    assert_eq!(u.file_due(&z), Some(t0 + s(60) + FILE_WAIT));
+    u.file_started();
+    assert_eq!(u.file_due(&z), None, "one write at a time");
+    assert_eq!(u.next_wake(&z, t0 + s(60)), Some(t0 + s(60) + POLL));
+    // It took 90 s: the next waits as long, not the interval.
+    u.file_done(t0 + s(150), s(90), Some(11));
+    assert_eq!(u.file_due(&z), None);
+    let z = zone(12, Some(60));
+    assert_eq!(u.file_due(&z), Some(t0 + s(240)));
+    // A failure: 30 s later whatever the interval (zonefile-sync = 0).
+    let z0 = zone(12, Some(0));
+    u.file_started();
+    u.file_done(t0 + s(300), Duration::ZERO, None);
+    assert_eq!(u.file_due(&z0), Some(t0 + s(300) + RETRY_AFTER));
+    u.file_not_started(false, t0 + s(400));
+    assert_eq!(u.file_due(&z0), Some(t0 + s(400) + RETRY_AFTER));
+}
+
+/// Compaction: a delta worth it, a journal worth flushing (and half way
+/// when compacting anyway), any delta once quiet; one at a time; none
+/// within the retry time of a failure; a heap trim after a large one.
+#[test]
+fn compactions_start_when_worth_it_or_quiet_and_back_off() {
+    let t0 = Instant::now();
+    let s = Duration::from_secs;
+    let mut u = Upkeep::new(1, t0);
+    let small_delta = Zone {
+        delta: 10,
+        ..zone(1, None)
+    };
+    assert_eq!(u.compaction(&small_delta, false, t0), None);
+    assert_eq!(u.next_wake(&small_delta, t0), None, "nothing to wait for");
+    u.changed(t0);
+    assert_eq!(u.next_wake(&small_delta, t0), Some(t0 + IDLE_COMPACTION));
+    assert!(!u.idle_due(t0 + s(4)) && u.idle_due(t0 + s(5)));
+    assert_eq!(
+        u.compaction(&small_delta, true, t0 + s(5)),
+        Some(Compact { flush: false })
+    );
+    let big = Zone {
+        delta: 30_000,
+        ..zone(1, None)
+    };
+    assert_eq!(
+        u.compaction(&big, false, t0),
+        Some(Compact { flush: false })
+    );
+    let half = Zone {
+        flush_worth_half: true,
+        ..big
+    };
+    assert_eq!(
+        u.compaction(&half, false, t0),
+        Some(Compact { flush: true })
+    );
+    let journal = Zone {
+        flush_worth: true,
+        ..zone(1, None)
+    };
+    assert_eq!(
+        u.compaction(&journal, false, t0),
+        Some(Compact { flush: true })
+    );
+    u.compaction_started();
+    assert_eq!(u.compaction(&big, false, t0), None, "one at a time");
+    assert_eq!(u.next_wake(&big, t0), Some(t0 + POLL), "its end polled");
+    u.compaction_done(false, false, t0 + s(1));
+    assert_eq!(
+        u.compaction(&big, false, t0 + s(30)),
+        None,
+        "after a failure"
+    );
+    assert!(u.compaction(&big, false, t0 + s(31)).is_some());
+    u.compaction_started();
+    u.compaction_done(true, true, t0 + s(40));
+    assert!(!u.trim_due(t0 + s(40)) && u.trim_due(t0 + s(41)));
+    u.trimmed();
+    assert!(!u.trim_due(t0 + s(50)));
+    u.flush_failed(t0 + s(50));
+    assert_eq!(u.compaction(&journal, false, t0 + s(60)), None);
+}
+
+#[test]
+fn the_policies_as_measured() {
+    let set = Some(100 << 20);
+    assert!(!worth_flushing(false, 1 << 30, set, 1000));
+    assert!(!worth_flushing(true, 10_000, set, 1 << 30));
+    assert!(worth_flushing(true, 1 << 30, None, 1 << 30));
+    assert!(worth_flushing(true, 100 << 20, set, 1 << 40));
+    assert!(!worth_flushing(true, 100 << 20, None, 1 << 30));
+    assert!(!worth_compacting(4095, 0));
+    assert!(worth_compacting(4096, 16_384));
+    assert!(!worth_compacting(4096, 16_388 * 4));
+    assert!(worth_compacting(1 << 20, 1 << 30));
+}
