@@ -321,7 +321,8 @@ pub struct Txn<'s> {
     base: Arc<Zone>,
     /// `base` and the settled changes (signed where the zone is signed).
     settled: Arc<Zone>,
-    /// `settled` and the pending changes: what the next change sees.
+    /// `settled` and the pending changes: what the next change sees (a
+    /// zone not signed here: ahead of `settled` until `settle`).
     working: Arc<Zone>,
     /// Changes since `settled`, not yet signed (a zone signed here only).
     pending: Vec<Changeset>,
@@ -497,8 +498,10 @@ impl Txn<'_> {
         if signed {
             self.pending.extend(made);
         } else {
+            // Settled as they are; `settled` catches up at `settle` (a
+            // second reference to the working version now would make the
+            // next change copy every part of the delta it touches again).
             self.changes.extend(made);
-            self.settled = self.working.clone();
         }
         Ok(applied)
     }
@@ -513,7 +516,7 @@ impl Txn<'_> {
         let stage = self.stage;
         if self.replaced {
             stage.check(&self.settled, None, self.now)?;
-        } else if self.changes.len() > self.trusted {
+        } else if self.changes.len() > self.trusted && stage.validate && stage.signer.is_none() {
             let touched: Vec<lode_wire::Name> = self.changes[self.trusted..]
                 .iter()
                 .flat_map(|cs| cs.removed.iter().chain(&cs.added))
@@ -552,9 +555,13 @@ impl Txn<'_> {
         soa
     }
 
-    /// Signs the pending changes as one (a zone signed here).
+    /// Signs the pending changes as one (a zone signed here); a zone not
+    /// signed here: the settled version is the working one.
     fn settle(&mut self) -> Result<(), StageError> {
         let Some(signer) = &self.stage.signer else {
+            if !Arc::ptr_eq(&self.settled, &self.working) {
+                self.settled = self.working.clone();
+            }
             return Ok(());
         };
         let Some(merged) = Changeset::merge(std::mem::take(&mut self.pending)) else {

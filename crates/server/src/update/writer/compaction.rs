@@ -56,9 +56,11 @@ impl Writer {
         let Some(zone) = self.publisher.get(&self.origin) else {
             return;
         };
-        let Some(now) = self.zone_now() else {
+        let Some(mut now) = self.zone_now() else {
             return;
         };
+        now.flush_worth = self.flush_worth(&zone);
+        now.flush_worth_half = self.flush_worth_by(&zone, 2);
         let Some(decided) = self.upkeep.compaction(&now, idle, Instant::now()) else {
             return;
         };

@@ -384,8 +384,9 @@ impl Writer {
                 .and_then(|_| self.sync.interval(z.record_count())),
             delta: z.delta_len(),
             nodes: z.node_count(),
-            flush_worth: self.flush_worth(&z),
-            flush_worth_half: self.flush_worth_by(&z, 2),
+            // (Filled in where a compaction is decided: cheap checks here.)
+            flush_worth: false,
+            flush_worth_half: false,
         })
     }
 
