@@ -251,12 +251,19 @@ mod tests {
                 .and_then(|t| parse_schedstat(&t))
                 .unwrap_or(0)
         };
+        // The counter moves at the scheduler's ticks and switches: work
+        // and yield until it has (5 s at most).
         let before = thread();
-        let mut x = 0u64;
-        for i in 0..20_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        let started = std::time::Instant::now();
+        let mut moved = false;
+        while !moved && started.elapsed() < std::time::Duration::from_secs(5) {
+            let mut x = 0u64;
+            for i in 0..1_000_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+            std::thread::yield_now();
+            moved = thread() > before;
         }
-        std::hint::black_box(x);
-        assert!(thread() > before);
+        assert!(moved, "this thread's CPU time did not move in 5 s");
     }
 }
