@@ -1,7 +1,10 @@
 //! A zone writer's upkeep as a state machine: when its zone file is
 //! written (`zonefile-sync`), when its delta is folded into a new base and
 //! its journal flushed into a state snapshot (compaction), when the heap's
-//! free memory goes back after a large compaction. The writer (the
+//! free memory goes back after a large compaction, and — for a zone signed
+//! here — when its next due signatures are made again and when its next
+//! key event is run (their times come from `lode_dnssec`'s schedule; a
+//! failure tries again [`RETRY_AFTER`] later). The writer (the
 //! runtime, `lode-server`) tells it what it did and what the zone is like
 //! ([`Zone`]); it answers what is due and when the writer is to wake next.
 //! No clock is read here: `now` is passed in.
@@ -124,6 +127,33 @@ pub struct Upkeep {
     idle_since: Option<Instant>,
     /// When to give the heap's free memory back.
     trim_at: Option<Instant>,
+    /// When the next batch of due signatures is made again.
+    resign_at: Option<Instant>,
+    /// When the next key event is run.
+    key_event_at: Option<Instant>,
+}
+
+/// The pause between two batches of signatures while they are due.
+pub const RESIGN_EVERY: Duration = Duration::from_secs(1);
+
+/// When the next batch of signatures is made, from when the schedule says
+/// the next falls due (`next`, Unix seconds; None: none), at `now` (Unix
+/// seconds and the clock's instant): a batch a [`RESIGN_EVERY`] while
+/// they are due.
+pub fn resign_time(next: Option<u64>, now_unix: u64, now: Instant) -> Option<Instant> {
+    next.map(|t| {
+        if t <= now_unix {
+            now + RESIGN_EVERY
+        } else {
+            now + Duration::from_secs(t - now_unix)
+        }
+    })
+}
+
+/// The instant of Unix time `t`, at `now` (Unix seconds and the clock's
+/// instant): now when it is past.
+pub fn instant_of(t: u64, now_unix: u64, now: Instant) -> Instant {
+    now + Duration::from_secs(t.saturating_sub(now_unix))
 }
 
 impl Upkeep {
@@ -139,7 +169,29 @@ impl Upkeep {
             retry_at: None,
             idle_since: None,
             trim_at: None,
+            resign_at: None,
+            key_event_at: None,
         }
+    }
+
+    /// The next batch of due signatures at `at` (None: none due).
+    pub fn schedule_resign(&mut self, at: Option<Instant>) {
+        self.resign_at = at;
+    }
+
+    /// The next key event at `at` (None: none, or the zone not signed here).
+    pub fn schedule_key_event(&mut self, at: Option<Instant>) {
+        self.key_event_at = at;
+    }
+
+    /// True when due signatures are to be made again at `now`.
+    pub fn resign_due(&self, now: Instant) -> bool {
+        self.resign_at.is_some_and(|t| now >= t)
+    }
+
+    /// True when the key event is to be run at `now`.
+    pub fn key_event_due(&self, now: Instant) -> bool {
+        self.key_event_at.is_some_and(|t| now >= t)
     }
 
     /// When the zone file is next to be written: None when it holds the
@@ -197,10 +249,17 @@ impl Upkeep {
             .idle_since
             .filter(|_| !self.compacting)
             .map(|t| t + IDLE_COMPACTION);
-        [polls, self.file_due(zone), self.trim_at, idle]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            polls,
+            self.file_due(zone),
+            self.trim_at,
+            idle,
+            self.resign_at,
+            self.key_event_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// A change was taken at `now` (an update, a transfer, a file).

@@ -129,3 +129,28 @@ fn the_policies_as_measured() {
     assert!(!worth_compacting(4096, 16_388 * 4));
     assert!(worth_compacting(1 << 20, 1 << 30));
 }
+
+/// A signed zone's timers: a batch a second while signatures are due, at
+/// the time the schedule gives otherwise; the key event when it falls due;
+/// both in the writer's next wake.
+#[test]
+fn signatures_and_key_events_fall_due_when_the_schedule_says() {
+    let t0 = Instant::now();
+    let s = Duration::from_secs;
+    let mut u = Upkeep::new(1, t0);
+    let z = zone(1, None);
+    assert_eq!(resign_time(None, 1000, t0), None);
+    assert_eq!(resign_time(Some(900), 1000, t0), Some(t0 + RESIGN_EVERY));
+    assert_eq!(resign_time(Some(1000), 1000, t0), Some(t0 + RESIGN_EVERY));
+    assert_eq!(resign_time(Some(1600), 1000, t0), Some(t0 + s(600)));
+    assert_eq!(instant_of(900, 1000, t0), t0);
+    u.schedule_resign(resign_time(Some(1600), 1000, t0));
+    u.schedule_key_event(Some(t0 + s(60)));
+    assert_eq!(u.next_wake(&z, t0), Some(t0 + s(60)));
+    assert!(u.key_event_due(t0 + s(60)) && !u.resign_due(t0 + s(60)));
+    u.schedule_key_event(None);
+    assert_eq!(u.next_wake(&z, t0), Some(t0 + s(600)));
+    assert!(u.resign_due(t0 + s(600)));
+    u.schedule_resign(None);
+    assert_eq!(u.next_wake(&z, t0), None);
+}

@@ -37,8 +37,6 @@ pub(crate) struct KeyRoll {
     pub(super) kasp_db: PathBuf,
     /// The zone's policy.
     pub(super) signing: Signing,
-    /// When the next key event is due.
-    pub(super) at: Option<Instant>,
     /// Signatures by keys that no longer sign may be in the zone: they are
     /// replaced in larger batches, and a pass that finds none settles the
     /// keys waiting for it.
@@ -97,7 +95,7 @@ pub(super) fn parents_serve(
 
 /// The instant of a Unix time (now when it is past).
 pub(super) fn instant_of(t: u64, now: u64) -> Instant {
-    Instant::now() + Duration::from_secs(t.saturating_sub(now))
+    lode_control::upkeep::instant_of(t, now, Instant::now())
 }
 
 impl Writer {
@@ -243,9 +241,8 @@ impl Writer {
         let (events, log) = match events {
             Ok(e) => e,
             Err(e) => {
-                if let Some(roll) = self.keys.as_mut() {
-                    roll.at = Some(Instant::now() + super::RETRY_AFTER);
-                }
+                self.upkeep
+                    .schedule_key_event(Some(Instant::now() + super::RETRY_AFTER));
                 return Err(format!(
                     "{e}; tried again in {} s",
                     super::RETRY_AFTER.as_secs()
@@ -259,7 +256,8 @@ impl Writer {
         let same_signers = old.as_ref().is_some_and(|o| o.signs_like(&events.signer));
         self.stage.signer = Some(Arc::new(events.signer));
         if let Some(roll) = self.keys.as_mut() {
-            roll.at = events.next.map(|t| instant_of(t, now));
+            self.upkeep
+                .schedule_key_event(events.next.map(|t| instant_of(t, now)));
             if !same_signers {
                 roll.rekeying = true;
             }
@@ -327,7 +325,7 @@ impl Writer {
             // The signatures of keys that stopped signing (and those of
             // keys that started) made from now on, a batch a second.
             self.resign_round.restart();
-            self.resign_at = Some(Instant::now());
+            self.upkeep.schedule_resign(Some(Instant::now()));
         }
         if let Some(why) = refused {
             tracing::warn!("zone {}: DNSSEC, {why}", self.origin);
@@ -394,7 +392,6 @@ impl Writer {
         self.keys = Some(Box::new(KeyRoll {
             kasp_db,
             signing,
-            at: None,
             rekeying: true,
             announced: None,
             parents,
@@ -431,7 +428,8 @@ impl Writer {
         // no longer read.
         self.keys = None;
         self.stage = self.stage.without_signing();
-        self.resign_at = None;
+        self.upkeep.schedule_resign(None);
+        self.upkeep.schedule_key_event(None);
         self.resign_round = lode_dnssec::Round::default();
         crate::update::signing::unwatch(&self.origin);
         if self.signs_transfers {
@@ -493,7 +491,7 @@ impl Writer {
             }
         }
         if settled {
-            roll.at = Some(Instant::now());
+            self.upkeep.schedule_key_event(Some(Instant::now()));
         }
     }
 }

@@ -91,8 +91,6 @@ struct Writer {
     holds_file: bool,
     /// A zone-file write running in the background.
     file_write: Option<Background<FileDone>>,
-    /// A signed zone: when its next signatures fall due (see resign.rs).
-    resign_at: Option<Instant>,
     /// Where the search for due signatures is in its round of the zone.
     resign_round: lode_dnssec::Round,
     /// A zone signed here: its keys' policy and folder, and when their
@@ -132,12 +130,6 @@ impl Writer {
         let mut wake = self.upkeep.next_wake(&zone, now);
         let mut at = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
         if let Some(t) = self.log.due_at() {
-            at(t);
-        }
-        if let Some(t) = self.resign_at {
-            at(t);
-        }
-        if let Some(t) = self.keys.as_ref().and_then(|k| k.at) {
             at(t);
         }
         if let Some(k) = self
@@ -180,17 +172,12 @@ impl super::pool::Step for Writer {
         if self.log.due_at().is_some_and(|t| Instant::now() >= t) {
             self.log.write(&self.origin);
         }
-        if self
-            .keys
-            .as_ref()
-            .and_then(|k| k.at)
-            .is_some_and(|t| Instant::now() >= t)
-        {
+        if self.keys.is_some() && self.upkeep.key_event_due(Instant::now()) {
             if let Err(e) = self.key_event(Trigger::Timers) {
                 tracing::error!("zone {}: DNSSEC, key event: {e}", self.origin);
             }
         }
-        if self.resign_at.is_some_and(|t| Instant::now() >= t) {
+        if self.upkeep.resign_due(Instant::now()) {
             self.refresh_signatures();
         }
         self.check_submission(me);

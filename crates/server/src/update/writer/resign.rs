@@ -41,7 +41,7 @@ impl Writer {
     /// Makes the next batch of due signatures again, and sets when the
     /// next falls due.
     pub(super) fn refresh_signatures(&mut self) {
-        self.resign_at = None;
+        self.upkeep.schedule_resign(None);
         let Some(signer) = self.stage.signer.clone() else {
             return;
         };
@@ -80,7 +80,8 @@ impl Writer {
                         self.origin,
                         super::RETRY_AFTER.as_secs()
                     );
-                    self.resign_at = Some(Instant::now() + super::RETRY_AFTER);
+                    self.upkeep
+                        .schedule_resign(Some(Instant::now() + super::RETRY_AFTER));
                     self.resign_round = round;
                     return;
                 }
@@ -91,13 +92,12 @@ impl Writer {
             self.keys_settled();
         }
         signer.progress().set_schedule(&due);
-        self.resign_at = due.next.map(|t| {
-            if t <= now {
-                Instant::now() + EVERY
-            } else {
-                Instant::now() + Duration::from_secs(t - now)
-            }
-        });
+        self.upkeep
+            .schedule_resign(lode_control::upkeep::resign_time(
+                due.next,
+                now,
+                Instant::now(),
+            ));
         if let Some(t) = due.next.filter(|&t| t > now) {
             tracing::debug!(
                 "zone {}: DNSSEC, next signatures due in {} s",

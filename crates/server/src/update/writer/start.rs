@@ -200,6 +200,7 @@ fn open_writer(
     }
     let serial_policy = options.serial_policy.parse().unwrap_or_default();
     let mut key_roll = None;
+    let mut key_event_at = None;
     let stage = match (&options.signing, &config.kasp_db) {
         (Some(signing), Some(kasp_db)) => {
             let now = unix_now();
@@ -218,10 +219,10 @@ fn open_writer(
                     crate::update::signing::watch(&origin, &events.signer);
                     let mut announced = None;
                     crate::update::signing::announce(&origin, events.action, &mut announced, true);
+                    key_event_at = events.next.map(|t| super::keys::instant_of(t, now));
                     key_roll = Some(Box::new(super::keys::KeyRoll {
                         kasp_db: kasp_db.clone(),
                         signing: signing.clone(),
-                        at: events.next.map(|t| super::keys::instant_of(t, now)),
                         // The first refresh pass settles what waits for one.
                         rekeying: true,
                         announced,
@@ -283,7 +284,6 @@ fn open_writer(
         state_pending: false,
         holds_file: false,
         file_write: None,
-        resign_at: None,
         resign_round: lode_dnssec::Round::default(),
         keys: key_roll,
         signs_transfers: false,
@@ -292,6 +292,7 @@ fn open_writer(
         pending: None,
         waiting: Vec::new(),
     };
+    writer.upkeep.schedule_key_event(key_event_at);
     // The zone's truth is its state snapshot plus the journal after it;
     // the zone file is the operator's input, applied as a difference
     // when it was edited since the state took it in.
@@ -453,7 +454,7 @@ fn open_writer(
     writer.journal.release();
     // A signed zone looks for due signatures at once (then when they fall due).
     let first = signed.then(Instant::now);
-    writer.resign_at = first;
+    writer.upkeep.schedule_resign(first);
     Some(updates.pool.add(
         origin.to_string().trim_end_matches('.').to_owned(),
         Box::new(writer),
