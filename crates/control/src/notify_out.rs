@@ -20,7 +20,12 @@
 //! secondary is told at once; a busy one about once per transfer it
 //! completes. Bounds: 5 s without reaching S (its transfer failed: tell it
 //! anyway), 1 s when its SOA cannot be asked (refused, not authoritative,
-//! or no answer at all for 100 ms).
+//! or no answer at all for 100 ms). A secondary that acknowledged and shows
+//! no sign of taking the serial within four times as long as it took to
+//! take the last one (100 ms at least) is told again: the newer serial that
+//! waits, or the same one (twice at most) — Knot DNS 3.2, told of a change
+//! just after it took the previous one, answers and refreshes only about a
+//! second later.
 //!
 //! ```text
 //!  published(zone, soa, targets) ──▶ pending per (zone, target): due time, tries, message id
@@ -71,6 +76,17 @@ pub const LATE_PROBE_GAP: Duration = Duration::from_millis(25);
 /// How long a secondary may take to serve what it was told of before the
 /// next change is sent to it anyway.
 pub const CATCH_UP_LIMIT: Duration = Duration::from_secs(5);
+/// A secondary that acknowledged a NOTIFY and shows no sign of taking it
+/// for [`STALL_FACTOR`] × as long as it took to take the last one (at least
+/// [`MIN_STALL`], at most [`CATCH_UP_LIMIT`]) is told again: the newer
+/// serial that waits is sent, or the same one once more (Knot DNS 3.2,
+/// told of a change while it finishes taking the previous one, may answer
+/// the NOTIFY and refresh only a second later).
+pub const STALL_FACTOR: u32 = 4;
+/// See [`STALL_FACTOR`].
+pub const MIN_STALL: Duration = Duration::from_millis(100);
+/// The times a serial is told again that way.
+pub const MAX_NUDGES: u8 = 2;
 /// How long newer serials wait when the secondary's SOA cannot be asked
 /// (Knot DNS 3.2 NOTIFYs about once a second while a zone changes).
 pub const BLIND_HOLD: Duration = Duration::from_secs(1);
@@ -169,6 +185,16 @@ pub enum Report {
         /// The serial.
         serial: u32,
     },
+    /// The target acknowledged `serial` and showed no sign of taking it
+    /// for `after`: told of it again.
+    ToldAgain {
+        /// Zone and target.
+        target: Target,
+        /// The serial.
+        serial: u32,
+        /// Since it acknowledged.
+        after: Duration,
+    },
     /// The target was not seen serving `serial` within the limit: a
     /// newer serial is sent anyway.
     NotSeenServing {
@@ -195,6 +221,8 @@ struct Pending {
     sent_at: Option<Instant>,
     /// The SOA question sent with it: what the secondary served before.
     before: Probe,
+    /// Times this serial was told again to a secondary that stalled.
+    nudges: u8,
 }
 
 impl Pending {
@@ -207,6 +235,7 @@ impl Pending {
             due,
             sent_at: None,
             before: Probe::default(),
+            nudges: 0,
         }
     }
 }
@@ -225,6 +254,12 @@ struct Probe {
 #[derive(Debug)]
 struct CatchingUp {
     serial: u32,
+    /// The SOA it was told of (told again if it stalls).
+    soa: Record,
+    /// How long it may show no sign of taking it (see [`STALL_FACTOR`]).
+    stall: Duration,
+    /// Times this serial was told again already.
+    nudges: u8,
     /// What it served when it was told (a secondary that signs, or has a
     /// serial policy of its own, serves a serial other than the primary's).
     before: Probe,
@@ -267,12 +302,7 @@ impl CatchingUp {
         if let Some(t) = self.settled {
             return t;
         }
-        self.since
-            + if self.blind {
-                BLIND_HOLD
-            } else {
-                CATCH_UP_LIMIT
-            }
+        self.since + if self.blind { BLIND_HOLD } else { self.stall }
     }
 }
 
@@ -288,6 +318,9 @@ pub struct NotifyOut {
     /// Per zone: its newest serial published and the targets that have
     /// not answered it yet (`failed`: one refused it or was given up).
     delivery: HashMap<Name, Delivery>,
+    /// Per target: how long it takes to take a change (the last, or more
+    /// while an older, slower one fades: ¾ of it each time).
+    paces: HashMap<Target, Duration>,
 }
 
 /// A zone's newest serial on its way to its targets.
@@ -316,6 +349,7 @@ impl NotifyOut {
             next_id: first_id,
             actions: VecDeque::new(),
             delivery: HashMap::new(),
+            paces: HashMap::new(),
         }
     }
 
@@ -470,13 +504,26 @@ impl NotifyOut {
             let Some(c) = self.catching.remove(&k) else {
                 continue;
             };
-            if c.asking() && self.pending.contains_key(&k) {
+            if !c.asking() {
+                continue;
+            }
+            if self.pending.contains_key(&k) {
                 self.actions
                     .push_back(Action::Report(Report::NotSeenServing {
                         target: k,
                         serial: c.serial,
                         after: now.saturating_duration_since(c.since),
                     }));
+            } else if c.nudges < MAX_NUDGES {
+                // Nothing newer to send: the same serial once more.
+                self.actions.push_back(Action::Report(Report::ToldAgain {
+                    target: k.clone(),
+                    serial: c.serial,
+                    after: now.saturating_duration_since(c.since),
+                }));
+                let mut again = Pending::new(c.soa, now);
+                again.nudges = c.nudges + 1;
+                self.pending.insert(k, again);
             }
         }
     }
@@ -627,10 +674,16 @@ impl NotifyOut {
                     .sent_at
                     .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
             }));
+            let stall = self.paces.get(&k).map_or(CATCH_UP_LIMIT, |pace| {
+                (*pace * STALL_FACTOR).clamp(MIN_STALL, CATCH_UP_LIMIT)
+            });
             self.catching.insert(
                 k.clone(),
                 CatchingUp {
                     serial,
+                    soa: p.soa.clone(),
+                    stall,
+                    nudges: p.nudges,
                     before: p.before,
                     since: now,
                     now: Probe::default(),
@@ -698,6 +751,8 @@ impl NotifyOut {
         let took = now.saturating_duration_since(c.since);
         c.settled = Some(now + took);
         let told = c.serial;
+        let pace = self.paces.entry(k.clone()).or_insert(took);
+        *pace = took.max(*pace * 3 / 4);
         self.actions.push_back(Action::Report(Report::CaughtUp {
             target: k.clone(),
             served,

@@ -46,6 +46,9 @@ fn told(serial: u32, before: Option<u32>) -> CatchingUp {
     let now = Instant::now();
     CatchingUp {
         serial,
+        soa: soa(serial),
+        stall: CATCH_UP_LIMIT,
+        nudges: 0,
         before: Probe {
             id: None,
             serial: before,
@@ -251,4 +254,78 @@ fn answers_are_matched() {
     ));
     assert!(!n.awaiting_answers());
     assert_eq!(n.poll_timeout(), None);
+}
+
+/// Drives `n` until it sends a NOTIFY, answering every SOA question with
+/// `served`; returns when and which serial (None: none before `until`).
+fn next_notify(n: &mut NotifyOut, served: u32, until: Instant) -> Option<(Instant, u32, u16)> {
+    while let Some(t) = n.poll_timeout().filter(|&t| t <= until) {
+        n.handle_timeout(t);
+        for (kind, serial, id) in sent(n) {
+            match kind {
+                "ask" => n.soa_answered(&zone(), target(), id, Some(served), t),
+                "notify" => return Some((t, serial, id)),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// A secondary that acknowledged a NOTIFY and does not take it within four
+/// times as long as it took to take the last one (100 ms at least) is told
+/// again — the same serial when nothing newer waits, twice at most — or
+/// the newer serial that waits is sent then (not after 5 s).
+#[test]
+fn a_stalled_secondary_is_told_again() {
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let mut n = NotifyOut::new(0);
+    // Serial 1 taken 40 ms after its acknowledgement: its pace.
+    n.published(&zone(), &soa(1), &[target()], Duration::ZERO, t0);
+    let (t, _, id) = next_notify(&mut n, 0, t0 + ms(1)).unwrap();
+    n.notify_answered(target(), id, 0, t);
+    let taken = t + ms(40);
+    while let Some(t) = n.poll_timeout().filter(|&t| t < taken) {
+        n.handle_timeout(t);
+        for (kind, _, id) in sent(&mut n) {
+            if kind == "ask" {
+                n.soa_answered(&zone(), target(), id, Some(0), t);
+            }
+        }
+    }
+    n.handle_timeout(taken);
+    for (kind, _, id) in sent(&mut n) {
+        if kind == "ask" {
+            n.soa_answered(&zone(), target(), id, Some(1), taken);
+        }
+    }
+    // Serial 2, acknowledged, never taken: told again 160 ms after.
+    let t2 = taken + ms(200);
+    n.published(&zone(), &soa(2), &[target()], Duration::ZERO, t2);
+    let (t, serial, id) = next_notify(&mut n, 1, t2 + ms(1)).unwrap();
+    assert_eq!((t, serial), (t2, 2));
+    n.notify_answered(target(), id, 0, t2);
+    let (again, serial, id) = next_notify(&mut n, 1, t2 + ms(1000)).unwrap();
+    assert_eq!(serial, 2);
+    // (Its pace: 40 ms, as the probes every 4 ms saw it.)
+    let stall = again - t2;
+    assert!(stall >= ms(160) && stall <= ms(180), "{stall:?}");
+    n.notify_answered(target(), id, 0, again);
+    let (third, serial, id) = next_notify(&mut n, 1, again + ms(1000)).unwrap();
+    assert_eq!((third, serial), (again + stall, 2));
+    n.notify_answered(target(), id, 0, third);
+    // Twice at most: then it waits for the SOA refresh.
+    assert_eq!(next_notify(&mut n, 1, third + ms(10_000)), None);
+
+    // A newer serial waiting behind a stalled one goes at the stall, not
+    // after CATCH_UP_LIMIT.
+    let t3 = third + ms(20_000);
+    n.published(&zone(), &soa(3), &[target()], Duration::ZERO, t3);
+    let (t, serial, id) = next_notify(&mut n, 1, t3 + ms(1)).unwrap();
+    assert_eq!((t, serial), (t3, 3));
+    n.notify_answered(target(), id, 0, t3);
+    n.published(&zone(), &soa(4), &[target()], Duration::ZERO, t3 + ms(10));
+    let (t, serial, _) = next_notify(&mut n, 1, t3 + ms(1000)).unwrap();
+    assert_eq!((t, serial), (t3 + stall, 4));
 }

@@ -983,12 +983,15 @@ impl Sim {
                     let serial = lode_zonedb::soa_serial(&soa);
                     let sent = self.notifies.entry((z, to, serial)).or_default();
                     *sent += 1;
-                    if *sent > crate::notify_out::TRIES && self.storm.is_none() {
+                    // Each serial: its tries, and as many again each time
+                    // a stalled secondary is told of it again.
+                    let most =
+                        crate::notify_out::TRIES * (1 + u32::from(crate::notify_out::MAX_NUDGES));
+                    if *sent > most && self.storm.is_none() {
                         self.storm = Some(format!(
-                            "{sent} NOTIFYs of serial {serial} of {} to s{} (at most {} tries)",
+                            "{sent} NOTIFYs of serial {serial} of {} to s{} (at most {most})",
                             self.names[z],
                             to - 1,
-                            crate::notify_out::TRIES
                         ));
                     }
                     self.send(

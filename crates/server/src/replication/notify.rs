@@ -356,6 +356,17 @@ impl Notifier {
                     lode_control::notify_out::TRIES
                 );
             }
+            Report::ToldAgain {
+                target,
+                serial,
+                after,
+            } => tracing::debug!(
+                "zone {}: {} ({}) acknowledged serial {serial} and has not taken it after {:.1} ms: told again",
+                target.0,
+                target.1,
+                self.remote(&target),
+                after.as_secs_f64() * 1000.0
+            ),
             Report::Delivered { zone, serial } => {
                 tracing::debug!("zone {zone}: serial {serial} delivered to every NOTIFY target");
                 if let Some(d) = &self.delivered {
