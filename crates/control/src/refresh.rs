@@ -368,7 +368,11 @@ impl Refresher {
         self.now_or_after(zone, axfr, now);
     }
 
-    /// Due now, or right after the refresh running.
+    /// Due now, or right after the refresh running. The timers kept say
+    /// so at once: a secondary that stops before the refresh is done (a
+    /// crash with the transfer in flight) refreshes when it starts again,
+    /// rather than at its SOA refresh (the NOTIFY that asked for it was
+    /// answered, and is not sent again).
     fn now_or_after(&mut self, zone: &Name, axfr: bool, now: Instant) {
         let Some(z) = self.zones.get_mut(zone) else {
             return;
@@ -378,6 +382,14 @@ impl Refresher {
         } else {
             z.axfr_next |= axfr;
             z.next = now;
+        }
+        self.actions.push_back(Action::Timers {
+            zone: zone.clone(),
+            next: now,
+            expire: z.expire_at,
+            last: z.last,
+        });
+        if !z.running {
             self.queue(zone);
         }
     }
@@ -526,16 +538,18 @@ impl Refresher {
                 }));
             }
         }
+        if let Some(axfr) = z.again.take() {
+            z.axfr_next |= axfr;
+            z.next = now;
+        }
+        // Kept as they stand: a refresh asked for meanwhile (a NOTIFY) is
+        // due now, after a restart too.
         self.actions.push_back(Action::Timers {
             zone: zone.clone(),
             next: z.next,
             expire: z.expire_at,
             last: z.last,
         });
-        if let Some(axfr) = z.again.take() {
-            z.axfr_next |= axfr;
-            z.next = now;
-        }
         self.finish_running(primary);
         if let Some(at) = new_expiry {
             self.push_expiry(at, zone);

@@ -114,6 +114,11 @@ fn notify_refreshes_now_or_after() {
     assert_eq!(started(&mut r).len(), 1);
     let t1 = t0 + secs(1);
     r.notify(&z, Some(7), Some(5), t1);
+    // Kept as due now at once: a restart before the refresh running ends
+    // refreshes again (the NOTIFY is not sent again).
+    assert!(actions(&mut r)
+        .iter()
+        .any(|a| matches!(a, Action::Timers { next, .. } if *next == t1)));
     r.handle_timeout(t1);
     assert!(
         started(&mut r).is_empty(),
@@ -131,7 +136,10 @@ fn notify_refreshes_now_or_after() {
     let a = actions(&mut r);
     assert!(matches!(
         a.as_slice(),
-        [Action::Report(Report::NotifyOlder { .. })]
+        [
+            Action::Report(Report::NotifyOlder { .. }),
+            Action::Timers { next, .. }
+        ] if *next == t2
     ));
     r.handle_timeout(t2);
     assert_eq!(started(&mut r).len(), 1);

@@ -6,8 +6,10 @@
 //! (NOTIFY answered and handed to it; its refreshes performed as a
 //! transfer from the primary that takes a few ms to load; the SOA asked by
 //! the primary answered; its timers kept across a crash and restored, as
-//! the server keeps them in a file), update clients, all in simulated time
-//! over a simulated network, from one seed.
+//! the server keeps them in a file; some of them Knot-like: a NOTIFY that
+//! comes just after they took a change is answered and taken only a second
+//! later, as Knot DNS 3.2 does), update clients, all in simulated time over
+//! a simulated network, from one seed.
 //!
 //! A run has two phases. In the **chaos** phase the network loses,
 //! duplicates, delays and reorders datagrams, secondaries are cut off
@@ -45,7 +47,10 @@
 //! (`lode_journal`: it now heals at the next write); a NOTIFY in flight at
 //! a primary crash never sent again (the primary now keeps the serial
 //! delivered to every target, [`Report::Delivered`], and notifies at its
-//! start the zones whose serial was not, as Knot does).
+//! start the zones whose serial was not, as Knot does); a secondary that
+//! crashed with a transfer in flight after answering its NOTIFY stayed
+//! stale until its SOA refresh (its kept timers now say a refresh is due
+//! from the NOTIFY on).
 //!
 //! [`Report::Delivered`]: crate::notify_out::Report::Delivered
 //!
@@ -91,6 +96,12 @@ const EXPIRE: Duration = Duration::from_secs(600);
 const FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 /// Steps of the run kept for a report.
 const TRACE: usize = 60;
+/// A Knot-like secondary acknowledges a NOTIFY that comes within this long
+/// after it took the previous change, and refreshes only [`KNOT_LATE`]
+/// later (Knot DNS 3.2, as `lode-bench fleet` and its log showed it).
+const KNOT_BUSY: Duration = Duration::from_millis(100);
+/// See [`KNOT_BUSY`].
+const KNOT_LATE: Duration = Duration::from_secs(1);
 
 /// The shape and faults of one run, drawn from its seed.
 #[derive(Debug, Clone)]
@@ -116,6 +127,9 @@ pub struct Shape {
     pub disk_faults: f64,
     /// The first zone is signed here (each version validated).
     pub signed: bool,
+    /// Which secondaries behave as Knot DNS does with a NOTIFY that comes
+    /// just after it took a change (see [`KNOT_BUSY`]).
+    pub knot_like: Vec<bool>,
 }
 
 impl Shape {
@@ -131,6 +145,7 @@ impl Shape {
             primary_crashes: below(rng, 2) == 0,
             disk_faults: [0.0, 0.0, 0.01, 0.1][below(rng, 4) as usize],
             signed: below(rng, 4) == 0,
+            knot_like: (0..4).map(|_| below(rng, 3) == 0).collect(),
         }
     }
 }
@@ -166,6 +181,16 @@ pub struct Outcome {
     pub refused: u64,
     /// Signed versions validated.
     pub validated: u64,
+    /// NOTIFYs a Knot-like secondary left aside (refreshed a second later).
+    pub left_aside: u64,
+    /// The calm phase's propagation times to Knot-like secondaries, and to
+    /// the others (update published → served), p99: reported, not bounded
+    /// (a run has few changes in its calm phase, and secondaries still
+    /// recovering from the chaos in them; every one is bounded by
+    /// [`NOTIFY_BOUND`]).
+    pub knot_p99: Option<Duration>,
+    /// (The others.)
+    pub other_p99: Option<Duration>,
     /// The first invariant broken, if one was.
     pub violation: Option<Violation>,
 }
@@ -279,6 +304,12 @@ enum Event {
         during: Option<disk::Crash>,
     },
     PrimaryRestart,
+    /// A NOTIFY a Knot-like secondary left aside, taken now.
+    LateNotify {
+        secondary: usize,
+        zone: usize,
+        serial: u32,
+    },
 }
 
 /// One zone of a secondary.
@@ -290,11 +321,15 @@ struct SecondaryZone {
     /// Its timers as last kept: (next, expire, last).
     kept: Option<(Instant, Option<Instant>, Option<Instant>)>,
     expired: bool,
+    /// When it last took a change (simulated time).
+    took_at: Option<Duration>,
 }
 
 #[derive(Debug)]
 struct Secondary {
     up: bool,
+    /// Behaves as Knot DNS with a NOTIFY just after a change.
+    knot_like: bool,
     refresher: Refresher,
     zones: Vec<SecondaryZone>,
     /// Cut off from the primary until then (simulated time from the start).
@@ -335,6 +370,9 @@ struct Sim {
     storm: Option<String>,
     /// The first broken invariant of the primary's data, for the next check.
     invalid: Option<String>,
+    /// Calm-phase propagation times: to Knot-like secondaries, to others.
+    knot_times: Vec<Duration>,
+    other_times: Vec<Duration>,
     out: Outcome,
 }
 
@@ -405,6 +443,7 @@ impl Scenario {
                 primary_crashes: false,
                 disk_faults: 0.0,
                 signed: false,
+                knot_like: Vec::new(),
             },
             steps: Vec::new(),
         }
@@ -432,6 +471,16 @@ impl Scenario {
         sim.run();
         sim.out
     }
+}
+
+/// The 99th percentile (nearest rank) of `v`.
+fn p99(v: &mut [Duration]) -> Option<Duration> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let rank = (v.len() * 99).div_ceil(100).max(1);
+    Some(v[rank - 1])
 }
 
 /// A uniform number in `0..n`.
@@ -476,13 +525,14 @@ impl Sim {
             .collect();
         let start = Instant::now();
         let secondaries = (0..shape.secondaries)
-            .map(|_| {
+            .map(|k| {
                 let mut refresher = Refresher::new();
                 for name in &names {
                     refresher.add(name, Start::empty(Some(addr(0)), start));
                 }
                 Secondary {
                     up: true,
+                    knot_like: shape.knot_like.get(k).copied().unwrap_or(false),
                     refresher,
                     zones: vec![SecondaryZone::default(); shape.zones],
                     cut_until: Duration::ZERO,
@@ -514,6 +564,8 @@ impl Sim {
             notifies: std::collections::HashMap::new(),
             storm: None,
             invalid: None,
+            knot_times: Vec::new(),
+            other_times: Vec::new(),
             out: Outcome {
                 seed,
                 ..Outcome::default()
@@ -645,6 +697,8 @@ impl Sim {
         self.out.simulated = end;
         self.out.disk_faults = self.data.disk.injected();
         self.out.validated = self.data.validated;
+        self.out.knot_p99 = p99(&mut self.knot_times);
+        self.out.other_p99 = p99(&mut self.other_times);
         for k in 0..self.shape.secondaries {
             for z in 0..self.shape.zones {
                 let served = self.secondaries[k].zones[z].served;
@@ -676,11 +730,18 @@ impl Sim {
             for z in 0..self.shape.zones {
                 let served = self.secondaries[k].zones[z].served;
                 let owed = &mut self.owed[k][z];
-                while owed
+                while let Some((_, deadline)) = owed
                     .front()
-                    .is_some_and(|(s, _)| *s == served || serial_lt(*s, served))
+                    .copied()
+                    .filter(|(s, _)| *s == served || serial_lt(*s, served))
                 {
                     owed.pop_front();
+                    let took = self.now.saturating_sub(deadline - NOTIFY_BOUND);
+                    if self.secondaries[k].knot_like {
+                        self.knot_times.push(took);
+                    } else {
+                        self.other_times.push(took);
+                    }
                 }
                 if let Some((s, deadline)) = owed.front() {
                     if self.now > *deadline {
@@ -774,6 +835,25 @@ impl Sim {
                 let back = self.now + down;
                 self.at(back, Event::PrimaryRestart);
             }
+            Event::LateNotify {
+                secondary,
+                zone,
+                serial,
+            } => {
+                if !self.secondaries[secondary].up {
+                    return;
+                }
+                let now = self.start + self.now;
+                let served = self.secondaries[secondary].zones[zone].served;
+                let name = self.names[zone].clone();
+                self.secondaries[secondary].refresher.notify(
+                    &name,
+                    Some(serial),
+                    Some(served),
+                    now,
+                );
+                self.secondary_actions(secondary);
+            }
             Event::PrimaryRestart => {
                 // (A disk that fails while the journals are read again is
                 // a start that fails: not this simulation's subject.)
@@ -845,6 +925,7 @@ impl Sim {
                 if serial_lt(z.served, serial) {
                     z.served = serial;
                 }
+                z.took_at = Some(self.now);
                 let served = z.served;
                 self.note(format!(
                     "s{secondary} serves {} serial {served}",
@@ -1107,6 +1188,25 @@ impl Sim {
         match d.body {
             Body::Notify { zone, id, serial } => {
                 self.send(d.to, 0, Body::NotifyAnswer { id });
+                let z = &self.secondaries[k].zones[zone];
+                let busy = z
+                    .took_at
+                    .is_some_and(|t| self.now.saturating_sub(t) < KNOT_BUSY);
+                if self.secondaries[k].knot_like && busy {
+                    // Acknowledged, and left aside for a second.
+                    self.out.left_aside += 1;
+                    self.note(format!("s{k} leaves the NOTIFY of {serial} aside"));
+                    let late = self.now + KNOT_LATE;
+                    self.at(
+                        late,
+                        Event::LateNotify {
+                            secondary: k,
+                            zone,
+                            serial,
+                        },
+                    );
+                    return;
+                }
                 let served = self.secondaries[k].zones[zone].served;
                 let name = self.names[zone].clone();
                 self.secondaries[k]
