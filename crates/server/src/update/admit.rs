@@ -31,6 +31,8 @@ pub(crate) struct Updates {
     pub(super) zones: arc_swap::ArcSwap<HashMap<Name, ZoneDoor>>,
     /// The zone files the writers wrote (the reloader skips them).
     pub(crate) written: Arc<Written>,
+    /// What the writers count together (open journals, zone-file writes).
+    pub(super) shared: Arc<super::writer::Shared>,
     /// The secondary zones' refresh scheduler, once started.
     secondaries: std::sync::OnceLock<Arc<dyn Replicas>>,
     /// The threads that run every zone's writer.
@@ -173,6 +175,7 @@ impl Updates {
             transfers: Arc::new(super::TransferSlots::new(config.transfers_out)),
             zones: arc_swap::ArcSwap::from_pointee(zones),
             written: Arc::default(),
+            shared: Arc::default(),
             pool,
             commit_log: std::sync::OnceLock::new(),
         })

@@ -52,12 +52,19 @@ const SMALL_ZONE_NODES: usize = 20_000;
 /// beyond it, a zone's journal is closed after each commit (a burst of
 /// updates to thousands of zones must not run out of file descriptors).
 const MAX_OPEN_JOURNALS: usize = 128;
-/// Journal files open now (see [`MAX_OPEN_JOURNALS`]).
-static OPEN_JOURNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Zone files written in the background at once, all zones together.
 const MAX_FILE_WRITES: usize = 4;
-/// Zone-file writes running now (see [`MAX_FILE_WRITES`]).
-static FILE_WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// What the writers of one server count together (owned by its `Updates`,
+/// not the process: two servers in one process, as the tests run them,
+/// count apart).
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    /// Journal files open now (see [`MAX_OPEN_JOURNALS`]).
+    open_journals: std::sync::atomic::AtomicUsize,
+    /// Zone-file writes running now (see [`MAX_FILE_WRITES`]).
+    file_writes: std::sync::atomic::AtomicUsize,
+}
 
 /// One zone's writer: groups, journals, publishes, answers.
 struct Writer {
@@ -87,8 +94,10 @@ struct Writer {
     written: Arc<Written>,
     /// No state written yet: it is, before the first change is journaled.
     state_pending: bool,
-    /// The journal's file is open and counted in [`OPEN_JOURNALS`].
+    /// The journal's file is open and counted in `shared.open_journals`.
     holds_file: bool,
+    /// Counted with the other writers.
+    shared: Arc<Shared>,
     /// A zone-file write running in the background.
     file_write: Option<Background<FileDone>>,
     /// Where the search for due signatures is in its round of the zone.
@@ -264,7 +273,9 @@ impl Writer {
         self.journal.release();
         if self.holds_file {
             self.holds_file = false;
-            OPEN_JOURNALS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            self.shared
+                .open_journals
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
@@ -274,9 +285,9 @@ impl Writer {
         use std::sync::atomic::Ordering::Relaxed;
         if self.journal.is_open() && !self.holds_file {
             self.holds_file = true;
-            OPEN_JOURNALS.fetch_add(1, Relaxed);
+            self.shared.open_journals.fetch_add(1, Relaxed);
         }
-        if self.holds_file && OPEN_JOURNALS.load(Relaxed) > MAX_OPEN_JOURNALS {
+        if self.holds_file && self.shared.open_journals.load(Relaxed) > MAX_OPEN_JOURNALS {
             self.release_file();
         }
     }
@@ -592,15 +603,18 @@ impl Writer {
         };
         // A thread per write, but few at once across zones: updates to
         // thousands of zones must not make thousands of threads.
-        if FILE_WRITES.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= MAX_FILE_WRITES {
-            FILE_WRITES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        use std::sync::atomic::Ordering::AcqRel;
+        let shared = self.shared.clone();
+        if shared.file_writes.fetch_add(1, AcqRel) >= MAX_FILE_WRITES {
+            shared.file_writes.fetch_sub(1, AcqRel);
             self.upkeep.file_not_started(true, Instant::now());
             return;
         }
         let name = format!("lode-zf-{}", self.origin.to_string().trim_end_matches('.'));
+        let counted = shared.clone();
         let spawned = Background::spawn(name, move || {
             let done = job.run();
-            FILE_WRITES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            counted.file_writes.fetch_sub(1, AcqRel);
             done
         });
         match spawned {
@@ -609,7 +623,7 @@ impl Writer {
                 self.upkeep.file_started();
             }
             Err(e) => {
-                FILE_WRITES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                shared.file_writes.fetch_sub(1, AcqRel);
                 tracing::warn!(
                     "zone {}: cannot start writing its zone file: {e}",
                     self.origin

@@ -283,6 +283,7 @@ fn open_writer(
         written: updates.written.clone(),
         state_pending: false,
         holds_file: false,
+        shared: updates.shared.clone(),
         file_write: None,
         resign_round: lode_dnssec::Round::default(),
         keys: key_roll,
