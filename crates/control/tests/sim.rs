@@ -33,6 +33,7 @@ fn fleets_converge_under_faults() {
     let (mut primary_crashes, mut disk_faults, mut acked, mut refused, mut validated) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
     let (mut left_aside, mut knot_p99, mut other_p99) = (0u64, Duration::ZERO, Duration::ZERO);
+    let mut left_to_refresh = 0u64;
     let mut failed = Vec::new();
     let budget = env_u64("LODE_SIM_SECONDS").map(Duration::from_secs);
     let mut ran = 0usize;
@@ -55,6 +56,7 @@ fn fleets_converge_under_faults() {
         refused += o.refused;
         validated += o.validated;
         left_aside += o.left_aside;
+        left_to_refresh += o.left_to_refresh;
         knot_p99 = knot_p99.max(o.knot_p99.unwrap_or_default());
         other_p99 = other_p99.max(o.other_p99.unwrap_or_default());
         if let Some(v) = o.violation {
@@ -67,7 +69,8 @@ fn fleets_converge_under_faults() {
          after the journal, {refused} SERVFAIL, {validated} signed versions validated); faults: \
          {lost} datagrams lost, {duplicated} duplicated, {crashes} secondary crashes, \
          {primary_crashes} primary crashes, {partitions} partitions, {disk_faults} disk faults, \
-         {left_aside} NOTIFYs left aside by Knot-like secondaries; calm-phase propagation p99, the \
+         {left_aside} NOTIFYs left aside by Knot-like secondaries, {left_to_refresh} secondaries \
+         left to their SOA refresh (unreachable through every NOTIFY try); calm-phase propagation p99, the \
          worst run's: {:.0} ms to Knot-like secondaries, {:.0} ms to the others; {:.1} s",
         ran,
         simulated.as_secs_f64() / 3600.0,

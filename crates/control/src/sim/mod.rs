@@ -31,7 +31,10 @@
 //!   within [`NOTIFY_BOUND`] (NOTIFY-driven convergence: the SOA refresh
 //!   is an hour, far beyond the run);
 //! - no zone expires (its SOA expire is ten minutes; faults end sooner);
-//! - at the end every secondary serves the primary's serial;
+//! - at the end every secondary serves the primary's serial — unless the
+//!   primary gave up notifying it of that serial (it was unreachable
+//!   through every try, RFC 1996's retries): its SOA refresh, beyond the
+//!   run, covers that, as with any primary;
 //! - the machine tracks at most one NOTIFY and one hold per (zone, target),
 //!   and sends no serial to a target more than its tries (no NOTIFY storm).
 //!
@@ -181,6 +184,9 @@ pub struct Outcome {
     pub refused: u64,
     /// Signed versions validated.
     pub validated: u64,
+    /// Secondaries left at the end to their SOA refresh: the primary gave
+    /// up notifying them of the last serial (unreachable through every try).
+    pub left_to_refresh: u64,
     /// NOTIFYs a Knot-like secondary left aside (refreshed a second later).
     pub left_aside: u64,
     /// The calm phase's propagation times to Knot-like secondaries, and to
@@ -370,6 +376,8 @@ struct Sim {
     storm: Option<String>,
     /// The first broken invariant of the primary's data, for the next check.
     invalid: Option<String>,
+    /// (zone, secondary, serial) the primary gave up notifying.
+    gave_up: std::collections::HashSet<(usize, usize, u32)>,
     /// Calm-phase propagation times: to Knot-like secondaries, to others.
     knot_times: Vec<Duration>,
     other_times: Vec<Duration>,
@@ -564,6 +572,7 @@ impl Sim {
             notifies: std::collections::HashMap::new(),
             storm: None,
             invalid: None,
+            gave_up: std::collections::HashSet::new(),
             knot_times: Vec::new(),
             other_times: Vec::new(),
             out: Outcome {
@@ -702,6 +711,10 @@ impl Sim {
         for k in 0..self.shape.secondaries {
             for z in 0..self.shape.zones {
                 let served = self.secondaries[k].zones[z].served;
+                if served != self.serials[z] && self.gave_up.contains(&(z, k, self.serials[z])) {
+                    self.out.left_to_refresh += 1;
+                    continue;
+                }
                 if served != self.serials[z] {
                     let what = format!(
                         "at the end, secondary s{k} serves serial {served} of {}, the primary {}",
@@ -1095,6 +1108,12 @@ impl Sim {
                     if let crate::notify_out::Report::Delivered { zone, serial } = &r {
                         if let Some(z) = self.zone_index(zone) {
                             self.delivered[z] = Some(*serial);
+                        }
+                    }
+                    if let crate::notify_out::Report::GaveUp { target, serial } = &r {
+                        let k = node_of(target.1).and_then(|n| n.checked_sub(1));
+                        if let (Some(z), Some(k)) = (self.zone_index(&target.0), k) {
+                            self.gave_up.insert((z, k, *serial));
                         }
                     }
                     self.note(format!("primary: {r:?}"))
