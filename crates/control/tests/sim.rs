@@ -148,7 +148,8 @@ fn a_notify_in_flight_at_a_primary_crash_is_sent_after_its_restart() {
 /// and sends nothing more, so the secondary must remember that a refresh
 /// is due (its kept timers say "now" from the NOTIFY on) and refresh when
 /// it starts again, not at its SOA refresh an hour later. Found by the
-/// simulator (seed 701 of the run of 1000 with Knot-like secondaries).
+/// fleet run once some secondaries were Knot-like (their late refreshes
+/// moved a crash into a transfer).
 #[test]
 fn a_refresh_cut_by_a_crash_is_made_after_the_restart() {
     use sim::{Scenario, Step};

@@ -80,7 +80,11 @@ use crate::notify_out::{Action, NotifyOut};
 use crate::refresh::{self, Refresher, Start};
 
 mod disk;
+mod network;
 mod primary;
+mod scenario;
+
+pub use scenario::{Scenario, Step};
 
 /// How soon, in the calm phase, a serial published must be served by every
 /// secondary: a NOTIFY in flight's next retry (≤ 1 s after its first try),
@@ -131,7 +135,7 @@ pub struct Shape {
     /// The first zone is signed here (each version validated).
     pub signed: bool,
     /// Which secondaries behave as Knot DNS does with a NOTIFY that comes
-    /// just after it took a change (see [`KNOT_BUSY`]).
+    /// just after it took a change (answered, taken a second later).
     pub knot_like: Vec<bool>,
 }
 
@@ -393,92 +397,6 @@ pub fn run(seed: u64) -> Outcome {
     sim.schedule_random();
     sim.run();
     sim.out
-}
-
-/// A step of a [`Scenario`].
-#[derive(Debug, Clone, Copy)]
-pub enum Step {
-    /// A new serial of zone `zone` is published.
-    Update {
-        /// Its index (zones are `z0.example.`, `z1.example.`, …).
-        zone: usize,
-    },
-    /// Secondary `secondary` crashes and restarts `down` later.
-    Crash {
-        /// Its index.
-        secondary: usize,
-        /// How long it is down.
-        down: Duration,
-    },
-    /// The primary crashes and restarts `down` later (its journals
-    /// replayed, its NOTIFY machine started afresh).
-    PrimaryCrash {
-        /// How long it is down.
-        down: Duration,
-    },
-    /// The network between the primary and `secondary` is cut until
-    /// `until` (from the run's start).
-    Partition {
-        /// Its index.
-        secondary: usize,
-        /// When it heals.
-        until: Duration,
-    },
-}
-
-/// A run written step by step (a regression test's), with the same
-/// network, secondaries and invariants as a seed's.
-#[derive(Debug, Clone)]
-pub struct Scenario {
-    shape: Shape,
-    steps: Vec<(Duration, Step)>,
-}
-
-impl Scenario {
-    /// A fleet of `secondaries` and `zones`, a chaos phase of `chaos` (in
-    /// which only the steps given are faults: no loss, no duplication)
-    /// and a calm one of `calm`.
-    pub fn new(secondaries: usize, zones: usize, chaos: Duration, calm: Duration) -> Scenario {
-        Scenario {
-            shape: Shape {
-                secondaries,
-                zones,
-                chaos,
-                calm,
-                loss: 0.0,
-                duplicate: 0.0,
-                update_gap: Duration::ZERO,
-                primary_crashes: false,
-                disk_faults: 0.0,
-                signed: false,
-                knot_like: Vec::new(),
-            },
-            steps: Vec::new(),
-        }
-    }
-
-    /// Adds `step` at `at` from the run's start.
-    pub fn at(mut self, at: Duration, step: Step) -> Scenario {
-        self.steps.push((at, step));
-        self
-    }
-
-    /// Runs it; `seed` draws the network's delays.
-    pub fn run(self, seed: u64) -> Outcome {
-        let rng = Pcg64::seed_from_u64(seed);
-        let mut sim = Sim::new(seed, rng, self.shape);
-        for (at, step) in self.steps {
-            let e = match step {
-                Step::Update { zone } => Event::Update { zone },
-                Step::Crash { secondary, down } => Event::Crash { secondary, down },
-                Step::Partition { secondary, until } => Event::Partition { secondary, until },
-                Step::PrimaryCrash { down } => Event::PrimaryCrash { down, during: None },
-            };
-            sim.at(at, e);
-        }
-        sim.run();
-        sim.out
-    }
 }
 
 /// The 99th percentile (nearest rank) of `v`.
@@ -989,83 +907,6 @@ impl Sim {
         }
     }
 
-    /// A secondary starts again: a new refresh machine, its zones' timers
-    /// as it kept them (a zone it never got is refreshed at once).
-    fn restart(&mut self, k: usize) {
-        let now = self.start + self.now;
-        let s = &mut self.secondaries[k];
-        s.up = true;
-        s.refresher = Refresher::new();
-        for (z, name) in s.zones.iter().zip(&self.names) {
-            let start = match z.kept {
-                Some((next, expire, last)) => Start {
-                    primary: Some(addr(0)),
-                    next: next.max(now),
-                    expire,
-                    last,
-                    axfr: false,
-                    retry: RETRY,
-                },
-                None => Start::empty(Some(addr(0)), now),
-            };
-            s.refresher.add(name, start);
-        }
-        self.note(format!("s{k} restarts"));
-    }
-
-    /// A secondary's refresh of `zone` ended with `outcome`.
-    fn refreshed(&mut self, k: usize, zone: usize, outcome: refresh::Outcome) {
-        let now = self.start + self.now;
-        let s = &mut self.secondaries[k];
-        s.zones[zone].refreshing = None;
-        s.refresher.done(&self.names[zone], outcome, now);
-        self.secondary_actions(k);
-    }
-
-    /// Performs a secondary's refresh machine's actions.
-    fn secondary_actions(&mut self, k: usize) {
-        while let Some(a) = self.secondaries[k].refresher.poll_action() {
-            let Some(z) = (match &a {
-                refresh::Action::Refresh { zone, .. }
-                | refresh::Action::Timers { zone, .. }
-                | refresh::Action::Expire { zone }
-                | refresh::Action::Refreshed { zone } => self.zone_index(zone),
-                refresh::Action::Report(_) => None,
-            }) else {
-                self.note(format!("s{k}: {a:?}"));
-                continue;
-            };
-            match a {
-                refresh::Action::Refresh { .. } => {
-                    self.tokens += 1;
-                    let token = self.tokens;
-                    self.secondaries[k].zones[z].refreshing = Some(token);
-                    self.send(k + 1, 0, Body::Fetch { zone: z, token });
-                    let t = self.now + FETCH_TIMEOUT;
-                    self.at(
-                        t,
-                        Event::FetchTimeout {
-                            secondary: k,
-                            zone: z,
-                            token,
-                        },
-                    );
-                }
-                refresh::Action::Timers {
-                    next, expire, last, ..
-                } => self.secondaries[k].zones[z].kept = Some((next, expire, last)),
-                refresh::Action::Expire { .. } => {
-                    self.secondaries[k].zones[z].expired = true;
-                    self.note(format!("s{k}: {} expired", self.names[z]));
-                }
-                refresh::Action::Refreshed { .. } => {
-                    self.secondaries[k].zones[z].expired = false;
-                }
-                refresh::Action::Report(_) => {}
-            }
-        }
-    }
-
     /// Sends the primary machine's actions as datagrams.
     fn primary_actions(&mut self) {
         while let Some(a) = self.primary.poll_action() {
@@ -1124,151 +965,6 @@ impl Sim {
 
     fn zone_index(&self, zone: &Name) -> Option<usize> {
         self.names.iter().position(|n| n == zone)
-    }
-
-    /// Whether the network between the primary and secondary `k` is cut.
-    fn cut(&self, k: usize) -> bool {
-        self.now < self.secondaries[k].cut_until
-    }
-
-    fn send(&mut self, from: usize, to: usize, body: Body) {
-        self.out.datagrams += 1;
-        let secondary = from.max(to) - 1;
-        let chaos = !self.calm();
-        let what = format!("{from}→{to} {body:?}");
-        if self.cut(secondary) || (chaos && chance(&mut self.rng, self.shape.loss)) {
-            self.out.lost += 1;
-            self.note(format!("{what} lost"));
-            return;
-        }
-        let copies = if chaos && chance(&mut self.rng, self.shape.duplicate) {
-            self.out.duplicated += 1;
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            // 0.1-5 ms; in the chaos phase one in ten takes up to 3 s
-            // (reordered behind later ones).
-            let mut delay = Duration::from_micros(100 + below(&mut self.rng, 4_900));
-            if chaos && below(&mut self.rng, 10) == 0 {
-                delay += Duration::from_millis(below(&mut self.rng, 3_000));
-            }
-            let when = self.now + delay;
-            let d = Datagram {
-                from,
-                to,
-                body: body.clone(),
-            };
-            self.at(when, Event::Deliver(d));
-        }
-        self.note(what);
-    }
-
-    fn deliver(&mut self, d: Datagram) {
-        let now = self.start + self.now;
-        if d.to == 0 {
-            if !self.primary_up {
-                return;
-            }
-            let from = addr(d.from);
-            match d.body {
-                Body::NotifyAnswer { id } => {
-                    self.primary
-                        .notify_answered(from, id, lode_wire::rcode::NOERROR, now);
-                    self.primary_actions();
-                }
-                Body::SoaAnswer { zone, id, serial } => {
-                    let name = self.names[zone].clone();
-                    self.primary
-                        .soa_answered(&name, from, id, Some(serial), now);
-                    self.primary_actions();
-                }
-                Body::Fetch { zone, token } => {
-                    let serial = self.serials[zone];
-                    self.send(
-                        0,
-                        d.from,
-                        Body::Fetched {
-                            zone,
-                            serial,
-                            token,
-                        },
-                    );
-                }
-                _ => {}
-            }
-            return;
-        }
-        let k = d.to - 1;
-        if !self.secondaries[k].up {
-            return;
-        }
-        match d.body {
-            Body::Notify { zone, id, serial } => {
-                self.send(d.to, 0, Body::NotifyAnswer { id });
-                let z = &self.secondaries[k].zones[zone];
-                let busy = z
-                    .took_at
-                    .is_some_and(|t| self.now.saturating_sub(t) < KNOT_BUSY);
-                if self.secondaries[k].knot_like && busy {
-                    // Acknowledged, and left aside for a second.
-                    self.out.left_aside += 1;
-                    self.note(format!("s{k} leaves the NOTIFY of {serial} aside"));
-                    let late = self.now + KNOT_LATE;
-                    self.at(
-                        late,
-                        Event::LateNotify {
-                            secondary: k,
-                            zone,
-                            serial,
-                        },
-                    );
-                    return;
-                }
-                let served = self.secondaries[k].zones[zone].served;
-                let name = self.names[zone].clone();
-                self.secondaries[k]
-                    .refresher
-                    .notify(&name, Some(serial), Some(served), now);
-                self.secondary_actions(k);
-            }
-            Body::SoaQuery { zone, id } => {
-                let serial = self.secondaries[k].zones[zone].served;
-                self.send(d.to, 0, Body::SoaAnswer { zone, id, serial });
-            }
-            Body::Fetched {
-                zone,
-                serial,
-                token,
-            } => {
-                let z = &self.secondaries[k].zones[zone];
-                if z.refreshing != Some(token) {
-                    return; // a duplicate, or the answer to a refresh given up
-                }
-                if !serial_lt(z.served, serial) {
-                    let current = refresh::Outcome::Current {
-                        refresh: REFRESH,
-                        retry: RETRY,
-                        expire: EXPIRE,
-                    };
-                    self.refreshed(k, zone, current);
-                    return;
-                }
-                // Loading takes 1-30 ms.
-                let when = self.now + Duration::from_millis(1 + below(&mut self.rng, 30));
-                self.at(
-                    when,
-                    Event::Loaded {
-                        secondary: k,
-                        zone,
-                        serial,
-                        token,
-                    },
-                );
-            }
-            _ => {}
-        }
     }
 }
 
