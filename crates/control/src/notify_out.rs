@@ -318,9 +318,11 @@ pub struct NotifyOut {
     /// Per zone: its newest serial published and the targets that have
     /// not answered it yet (`failed`: one refused it or was given up).
     delivery: HashMap<Name, Delivery>,
-    /// Per target: how long it takes to take a change (the last, or more
-    /// while an older, slower one fades: ¾ of it each time).
-    paces: HashMap<Target, Duration>,
+    /// Per secondary (its address, whatever the zone: one entry a server,
+    /// not one per zone and server — 10^5 zones to one secondary keep one):
+    /// how long it takes to take a change (the last, or more while an
+    /// older, slower one fades: ¾ of it each time).
+    paces: HashMap<SocketAddr, Duration>,
 }
 
 /// A zone's newest serial on its way to its targets.
@@ -674,7 +676,7 @@ impl NotifyOut {
                     .sent_at
                     .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
             }));
-            let stall = self.paces.get(&k).map_or(CATCH_UP_LIMIT, |pace| {
+            let stall = self.paces.get(&k.1).map_or(CATCH_UP_LIMIT, |pace| {
                 (*pace * STALL_FACTOR).clamp(MIN_STALL, CATCH_UP_LIMIT)
             });
             self.catching.insert(
@@ -751,7 +753,7 @@ impl NotifyOut {
         let took = now.saturating_duration_since(c.since);
         c.settled = Some(now + took);
         let told = c.serial;
-        let pace = self.paces.entry(k.clone()).or_insert(took);
+        let pace = self.paces.entry(k.1).or_insert(took);
         *pace = took.max(*pace * 3 / 4);
         self.actions.push_back(Action::Report(Report::CaughtUp {
             target: k.clone(),

@@ -294,7 +294,14 @@ impl Writer {
 
     /// A step with work: transfers, updates, files, flushes.
     fn take(&mut self, group: Vec<Work>, out: &mut [u8], me: &WeakQueue) -> Option<Instant> {
-        self.upkeep.changed(Instant::now());
+        // A mark or a transfer out changes no records: the zone stays quiet
+        // (a catalog's 10^5 members are marked at every refresh).
+        if group
+            .iter()
+            .any(|w| !matches!(w, Work::Mark(_) | Work::History { .. }))
+        {
+            self.upkeep.changed(Instant::now());
+        }
         // History for transfers out is given before the group's changes
         // (the transfer then sends what was published when it asked);
         // flush requests are answered after them.
