@@ -18,6 +18,7 @@ mod stats;
 mod update;
 mod zonectl;
 mod zoneflush;
+mod zonefreeze;
 
 use clap::{Parser, Subcommand};
 
@@ -84,6 +85,10 @@ enum Command {
     ZoneRead(zonectl::ZoneReadArgs),
     /// Make a secondary zone transfer the whole zone again (AXFR, as `knotc zone-retransfer`).
     ZoneRetransfer(zonectl::ZoneRefreshArgs),
+    /// Hold zones still: updates REFUSED, no zone-file writes, signing, refreshes or reloads (as `knotc zone-freeze`).
+    ZoneFreeze(zonefreeze::ZoneFreezeArgs),
+    /// Let frozen zones change again, running what was postponed (as `knotc zone-thaw`).
+    ZoneThaw(zonefreeze::ZoneFreezeArgs),
     /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging, or to read with `man -l`).
     Man(manpages::ManArgs),
 }
@@ -123,6 +128,8 @@ fn main() -> std::process::ExitCode {
         Command::ZoneNotify(a) => zonectl::notify(a),
         Command::ZoneRead(a) => zonectl::read(a),
         Command::ZoneRetransfer(a) => zonectl::refresh(a, true),
+        Command::ZoneFreeze(a) => zonefreeze::run(a, true),
+        Command::ZoneThaw(a) => zonefreeze::run(a, false),
         Command::Man(a) => man::run(a),
     };
     match result {

@@ -1,7 +1,7 @@
 //! Control commands sent to a running server's control socket, as `knotc`
 //! has them: `status`, `stop`, `zone-status`, `zone-reload`, `zone-refresh`,
-//! `zone-retransfer`, `zone-notify`, `zone-read`; and the errors every control command gives when the
-//! server cannot be reached.
+//! `zone-retransfer`, `zone-notify`, `zone-read` (`zone-freeze`/`zone-thaw`: `zonefreeze.rs`);
+//! and the errors every control command gives when the server cannot be reached.
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -472,3 +472,153 @@ impl Drop for KillOnDrop {
             .status();
     }
 }
+
+/// Runs `lode ARGS` and checks that its output says `needle`.
+fn says(control: &Path, args: &[&str], needle: &str) -> String {
+    let o = lode(args, control);
+    let t = text(&o);
+    assert!(t.contains(needle), "{t}");
+    t
+}
+
+/// An UPDATE adding `x.c.test. A 192.0.2.9`, with an OPT (EDNS, 1232).
+fn update_with_edns(id: u16) -> Vec<u8> {
+    let mut m = common::update_message(
+        id,
+        "c.test.",
+        &[],
+        &[common::RawRr::new("x.c.test.", 1, 300, &[192, 0, 2, 9])],
+    );
+    m[11] = 1;
+    m.extend_from_slice(&[0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0]);
+    m
+}
+
+/// `zone-freeze` / `zone-thaw` as knotc's: a frozen zone refuses updates
+/// with Knot's very answer (REFUSED, EDE 14), `zone-status` says so, a
+/// reload leaves its changed file; the thaw reads that file and updates
+/// are taken again.
+#[test]
+fn zone_freeze_refuses_updates_as_knot_and_thaw_reads_what_a_reload_left() {
+    let dir = TempDir::new("control-freeze");
+    let file = dir.0.join("c.zone");
+    std::fs::write(&file, zone("192.0.2.1")).unwrap();
+    let other = dir.0.join("d.zone");
+    std::fs::write(&other, zone("192.0.2.1").replace("c.test.", "d.test.")).unwrap();
+    let control = dir.0.join("ctl.sock");
+    let port = 16722;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let config = dir.0.join("lode.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "journal-dir = \"{journal}\"\n\n[[acl]]\nid = \"local\"\naddress = [\"127.0.0.1\"]\n\
+             action = [\"update\"]\n\n[[zone]]\nname = \"c.test.\"\nfile = \"{file}\"\nacl = [\"local\"]\n\n\
+             [[zone]]\nname = \"d.test.\"\nfile = \"{other}\"\n",
+            journal = dir.0.join("journal").display(),
+            file = file.display(),
+            other = other.display()
+        ),
+    )
+    .unwrap();
+    let mut child = serve(&["--config", &config.display().to_string()], &control, port);
+    let stop_on_panic = KillOnDrop(child.id());
+    let rcode = |m: &[u8]| m[3] & 0x0f;
+
+    says(
+        &control,
+        &["zone-freeze", "c.test."],
+        "zone c.test.: frozen: updates REFUSED",
+    );
+    says(
+        &control,
+        &["zone-freeze", "c.test."],
+        "zone c.test.: already frozen",
+    );
+    let refused =
+        udp_exchange(addr, &update_with_edns(0x1234), Duration::from_secs(2)).expect("an answer");
+    assert_eq!(rcode(&refused), 5, "REFUSED");
+    says(
+        &control,
+        &["zone-status", "c.test."],
+        "FROZEN (lode zone-thaw c.test.)",
+    );
+    // Knot answers the same bytes for a zone it froze.
+    if common::knot_available() {
+        let zones = [common::ZoneSpec {
+            origin: "c.test.".into(),
+            file: file.clone(),
+        }];
+        let acl = "acl:\n  - id: upd\n    address: 127.0.0.1\n    action: update\n";
+        let knot = common::start_knot_with(&zones, common::pick_port(16730), acl, "    acl: upd\n")
+            .expect("knotd starts");
+        let knotc = Command::new(common::knot_tool("knotc"))
+            .arg("-s")
+            .arg(knot.dir().join("knot.sock"))
+            .args(["zone-freeze", "c.test."])
+            .output()
+            .expect("knotc");
+        assert!(knotc.status.success(), "{}", text(&knotc));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let knots = loop {
+            let a = udp_exchange(knot.addr, &update_with_edns(0x1234), Duration::from_secs(2));
+            // The freeze is an event of Knot's: done a moment later.
+            if a.as_ref().is_some_and(|a| rcode(a) == 5) || Instant::now() > deadline {
+                break a.expect("knotd answers");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(
+            common::hex(&refused),
+            common::hex(&knots),
+            "Lode's answer, then Knot's"
+        );
+    }
+
+    // Every zone frozen; a reload leaves the changed file of d.test.
+    let out = says(&control, &["zone-freeze"], "zone d.test.: frozen");
+    assert!(!out.contains("zone c.test."), "{out}");
+    let d_www = |addr| {
+        let q = Query::new("www.d.test.", 1, 1).to_wire();
+        let a = udp_exchange(addr, &q, Duration::from_millis(500)).expect("an answer");
+        Message::parse(&a)
+            .answer
+            .iter()
+            .map(|r| r.rdata.clone())
+            .collect::<Vec<_>>()
+    };
+    std::fs::write(
+        &other,
+        zone("192.0.2.2").replace("c.test.", "d.test.") + "; edited\n",
+    )
+    .unwrap();
+    says(
+        &control,
+        &["reload"],
+        "zone d.test.: frozen, its changed file is read at `lode zone-thaw d.test.`",
+    );
+    assert_eq!(d_www(addr), ["192.0.2.1"]);
+
+    let out = says(&control, &["zone-thaw"], "exit Some(0)");
+    for needle in [
+        "zone c.test.: thawed",
+        "zone d.test.: thawed",
+        "zone d.test.: reloaded",
+    ] {
+        assert!(out.contains(needle), "{out}");
+    }
+    assert_eq!(d_www(addr), ["192.0.2.2"]);
+    let taken =
+        udp_exchange(addr, &update_with_edns(0x1235), Duration::from_secs(5)).expect("an answer");
+    assert_eq!(rcode(&taken), 0, "taken again once thawed");
+    says(
+        &control,
+        &["zone-thaw", "c.test."],
+        "zone c.test.: not frozen",
+    );
+
+    let o = lode(&["stop"], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(wait_exit(&mut child, Duration::from_secs(5)).is_some_and(|s| s.success()));
+    std::mem::forget(stop_on_panic);
+}

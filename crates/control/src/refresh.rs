@@ -22,6 +22,12 @@
 //!  done(zone, Failed) ─▶ next = now + retry                       ─▶ Action::Timers (to keep)
 //! ```
 //!
+//! A frozen zone (`lode zone-freeze`, as `knotc zone-freeze`) is not
+//! refreshed by its timers or a NOTIFY until it is thawed, when a refresh
+//! that fell due meanwhile starts at once; a command's refresh
+//! (`zone-refresh`, `zone-retransfer`) still runs, and the zone still
+//! expires.
+//!
 //! The runtime performs the refresh itself (queries, transfers, the writer)
 //! and reports its outcome with [`Refresher::done`]; it keeps the timers
 //! [`Action::Timers`] gives so that a restart goes on from them.
@@ -177,6 +183,10 @@ struct Zone {
     again: Option<bool>,
     axfr_next: bool,
     retry: Duration,
+    /// Frozen: refreshed only when a command asks.
+    frozen: bool,
+    /// A command asked for the next refresh (it runs even when frozen).
+    forced: bool,
 }
 
 /// The refreshes of every secondary zone.
@@ -250,10 +260,12 @@ impl Refresher {
     /// Adds (or replaces) a secondary zone, as it starts.
     pub fn add(&mut self, zone: &Name, start: Start) {
         let zone = zone.to_lowercase();
+        let mut frozen = false;
         if let Some(old) = self.zones.remove(&zone) {
             if old.running {
                 self.finish_running(old.primary);
             }
+            frozen = old.frozen;
         }
         self.zones.insert(
             zone.clone(),
@@ -267,6 +279,8 @@ impl Refresher {
                 again: None,
                 axfr_next: start.axfr,
                 retry: start.retry,
+                frozen,
+                forced: false,
             },
         );
         if let Some(e) = start.expire {
@@ -363,9 +377,28 @@ impl Refresher {
     }
 
     /// A refresh of `zone` is asked for (`lode zone-refresh`; a whole
-    /// transfer when `axfr`: `lode zone-retransfer`).
+    /// transfer when `axfr`: `lode zone-retransfer`): it runs even when
+    /// the zone is frozen.
     pub fn refresh(&mut self, zone: &Name, axfr: bool, now: Instant) {
+        if let Some(z) = self.zones.get_mut(zone) {
+            z.forced = true;
+        }
         self.now_or_after(zone, axfr, now);
+    }
+
+    /// Freezes `zone` (`true`) or thaws it: see the module note. False
+    /// when it is not a secondary here.
+    pub fn set_frozen(&mut self, zone: &Name, frozen: bool) -> bool {
+        let Some(z) = self.zones.get_mut(zone) else {
+            return false;
+        };
+        let thawed = z.frozen && !frozen;
+        z.frozen = frozen;
+        if thawed {
+            // Its queue entry was dropped if it fell due while frozen.
+            self.queue(zone);
+        }
+        true
     }
 
     /// Due now, or right after the refresh running. The timers kept say
@@ -468,10 +501,10 @@ impl Refresher {
                 let Some(Reverse((at, zone))) = queue.pop() else {
                     break;
                 };
-                let current = self
-                    .zones
-                    .get(&zone)
-                    .is_some_and(|z| !z.running && z.next == at && z.primary == primary);
+                // A frozen zone's entry is dropped; thawing queues it again.
+                let current = self.zones.get(&zone).is_some_and(|z| {
+                    !z.running && z.next == at && z.primary == primary && (!z.frozen || z.forced)
+                });
                 if current && !due.contains(&zone) {
                     due.push(zone);
                     room -= 1;
@@ -487,6 +520,7 @@ impl Refresher {
                 continue;
             };
             z.running = true;
+            z.forced = false;
             let axfr = std::mem::take(&mut z.axfr_next);
             if let Some(a) = z.primary {
                 *self.per_primary.entry(a).or_insert(0) += 1;

@@ -27,7 +27,12 @@
 //!   ([`worth_flushing`]) starts a compaction, one at a time, none within
 //!   [`RETRY_AFTER`] of a failed one; a zone quiet for [`IDLE_COMPACTION`]
 //!   is compacted whatever its delta;
-//! - the heap is trimmed a second after a large compaction is published.
+//! - the heap is trimmed a second after a large compaction is published;
+//! - a frozen zone (`lode zone-freeze`, as `knotc zone-freeze`) has its
+//!   zone-file writes, re-signing and key events postponed until it is
+//!   thawed, when those overdue run at once; what an operator asks for
+//!   (`zone-flush`, `zone-sign`) still runs, and so do compactions, which
+//!   change no record.
 
 use std::time::{Duration, Instant};
 
@@ -131,6 +136,8 @@ pub struct Upkeep {
     resign_at: Option<Instant>,
     /// When the next key event is run.
     key_event_at: Option<Instant>,
+    /// Frozen: no zone-file write, re-signing or key event until thawed.
+    frozen: bool,
 }
 
 /// The pause between two batches of signatures while they are due.
@@ -171,7 +178,18 @@ impl Upkeep {
             trim_at: None,
             resign_at: None,
             key_event_at: None,
+            frozen: false,
         }
+    }
+
+    /// Frozen (`true`) or thawed: see the module note.
+    pub fn set_frozen(&mut self, frozen: bool) {
+        self.frozen = frozen;
+    }
+
+    /// Whether the zone is frozen.
+    pub fn frozen(&self) -> bool {
+        self.frozen
     }
 
     /// The next batch of due signatures at `at` (None: none due).
@@ -186,18 +204,18 @@ impl Upkeep {
 
     /// True when due signatures are to be made again at `now`.
     pub fn resign_due(&self, now: Instant) -> bool {
-        self.resign_at.is_some_and(|t| now >= t)
+        !self.frozen && self.resign_at.is_some_and(|t| now >= t)
     }
 
     /// True when the key event is to be run at `now`.
     pub fn key_event_due(&self, now: Instant) -> bool {
-        self.key_event_at.is_some_and(|t| now >= t)
+        !self.frozen && self.key_event_at.is_some_and(|t| now >= t)
     }
 
     /// When the zone file is next to be written: None when it holds the
     /// published version, is not to be written, or a write runs.
     pub fn file_due(&self, zone: &Zone) -> Option<Instant> {
-        if self.writing || zone.serial == self.written_serial || zone.expired {
+        if self.frozen || self.writing || zone.serial == self.written_serial || zone.expired {
             return None;
         }
         let interval = zone.file_interval?;
@@ -249,13 +267,14 @@ impl Upkeep {
             .idle_since
             .filter(|_| !self.compacting)
             .map(|t| t + IDLE_COMPACTION);
+        let signing = [self.resign_at, self.key_event_at].map(|t| t.filter(|_| !self.frozen));
         [
             polls,
             self.file_due(zone),
             self.trim_at,
             idle,
-            self.resign_at,
-            self.key_event_at,
+            signing[0],
+            signing[1],
         ]
         .into_iter()
         .flatten()

@@ -213,6 +213,13 @@ impl Server {
         }
     }
 
+    /// The server's own folder (its configuration, log; knotd's control
+    /// socket `knot.sock`).
+    #[allow(dead_code)]
+    pub fn dir(&self) -> &Path {
+        &self._dir.0
+    }
+
     /// The process ID.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -302,3 +302,60 @@ fn expiries_stay_bounded() {
         .count();
     assert_eq!(expired, 1000);
 }
+
+/// A frozen secondary: its timer and a NOTIFY start nothing (and leave no
+/// wake-up behind), a command's refresh runs; thawed, the refresh that
+/// fell due starts at once. It still expires. A reload's `add` keeps it
+/// frozen.
+#[test]
+fn a_frozen_zone_is_refreshed_only_on_command_until_thawed() {
+    let t0 = Instant::now();
+    let z = name("example.com.");
+    let mut r = Refresher::new();
+    r.add(&z, Start::empty(primary(1), t0));
+    r.handle_timeout(t0);
+    assert_eq!(started(&mut r), ["example.com."]);
+    r.done(&z, current(60, 10, 600), t0);
+    actions(&mut r);
+    assert!(r.set_frozen(&z, true));
+    assert!(!r.set_frozen(&name("other."), true), "not a secondary");
+    r.handle_timeout(t0 + secs(61));
+    assert!(started(&mut r).is_empty(), "the timer waits");
+    r.notify(&z, Some(9), Some(1), t0 + secs(62));
+    r.handle_timeout(t0 + secs(62));
+    assert!(started(&mut r).is_empty(), "a NOTIFY waits");
+    assert_eq!(r.poll_timeout(), Some(t0 + secs(600)), "only the expiry");
+    r.add(
+        &z,
+        Start {
+            primary: primary(1),
+            next: t0 + secs(63),
+            expire: Some(t0 + secs(600)),
+            last: Some(t0),
+            axfr: false,
+            retry: secs(10),
+        },
+    );
+    r.handle_timeout(t0 + secs(63));
+    assert!(started(&mut r).is_empty(), "still frozen after a reload");
+    r.refresh(&z, false, t0 + secs(64));
+    r.handle_timeout(t0 + secs(64));
+    assert_eq!(
+        started(&mut r),
+        ["example.com."],
+        "a command's refresh runs"
+    );
+    r.done(&z, Outcome::Failed("down".into()), t0 + secs(65));
+    actions(&mut r);
+    r.handle_timeout(t0 + secs(80));
+    assert!(started(&mut r).is_empty(), "its retry waits");
+    r.handle_timeout(t0 + secs(700));
+    assert!(
+        actions(&mut r).contains(&Action::Expire { zone: z.clone() }),
+        "it still expires"
+    );
+    assert!(r.set_frozen(&z, false));
+    assert_eq!(r.poll_timeout(), Some(t0 + secs(75)));
+    r.handle_timeout(t0 + secs(701));
+    assert_eq!(started(&mut r), ["example.com."], "thawed: due at once");
+}

@@ -154,3 +154,31 @@ fn signatures_and_key_events_fall_due_when_the_schedule_says() {
     u.schedule_resign(None);
     assert_eq!(u.next_wake(&z, t0), None);
 }
+
+/// A frozen zone: no zone-file write, re-signing or key event, nor a wake
+/// for them; thawed, those overdue are due at once. Compactions go on.
+#[test]
+fn a_frozen_zone_postpones_its_writes_and_signing_until_thawed() {
+    let t0 = Instant::now();
+    let s = Duration::from_secs;
+    let mut u = Upkeep::new(10, t0);
+    let z = Zone {
+        delta: 1 << 20,
+        ..zone(11, Some(60))
+    };
+    u.schedule_resign(Some(t0 + s(5)));
+    u.schedule_key_event(Some(t0 + s(7)));
+    u.set_frozen(true);
+    assert!(u.frozen());
+    let later = t0 + s(3600);
+    assert_eq!(u.file_due(&z), None);
+    assert!(!u.file_now(&z, later) && !u.resign_due(later) && !u.key_event_due(later));
+    assert_eq!(u.next_wake(&z, later), None, "nothing to wake for");
+    assert!(
+        u.compaction(&z, false, later).is_some(),
+        "compactions go on"
+    );
+    u.set_frozen(false);
+    assert!(u.file_now(&z, later) && u.resign_due(later) && u.key_event_due(later));
+    assert_eq!(u.next_wake(&z, later), Some(t0 + s(5)));
+}

@@ -6,6 +6,7 @@
 //!  client: "status\n"            server: "OK\n<zones, counters, memory>…"
 //!  client: "zone-flush [NAME]\n" server: "OK\nzone NAME: N records, serial S, written to PATH…"
 //!  client: "zone-reload NAME\n" server: "OK\nzone NAME: reloaded, serial S, …" or "ERROR\n…"
+//!  client: "zone-freeze [NAME…]\n" server: "OK\nzone NAME: frozen: …"  (zone-thaw alike)
 //!  client: "stop\n"              server: "OK\nstopping (pid N)\n", then stops as on SIGTERM
 //! ```
 //!
@@ -18,6 +19,7 @@
 // The commands behind the socket: reload (zone files and the configuration
 // read again), status and stats (`scrape`).
 mod changes;
+mod freeze;
 pub(crate) mod reload;
 pub(crate) mod scrape;
 pub(crate) mod status;

@@ -50,6 +50,9 @@ pub struct ReloadReport {
     /// Zones whose files (zone file and includes) were unchanged (same
     /// modification time and size), not read again.
     pub unchanged: Vec<String>,
+    /// Frozen zones (`zone-freeze`) whose changed files were left for
+    /// their thaw.
+    pub frozen: Vec<String>,
     /// Zones no longer configured, now not served.
     pub removed: Vec<String>,
     /// Zones that failed.
@@ -91,6 +94,11 @@ impl ReloadReport {
         }
         for z in &self.unchanged {
             s.push_str(&format!("zone {z}: unchanged\n"));
+        }
+        for z in &self.frozen {
+            s.push_str(&format!(
+                "zone {z}: frozen, its changed file is read at `lode zone-thaw {z}`\n"
+            ));
         }
         for z in &self.removed {
             s.push_str(&format!("zone {z}: removed\n"));
@@ -191,12 +199,29 @@ impl Reloader {
             .iter()
             .map(|spec| served.get(&spec.name).copied())
             .collect();
+        // A frozen zone's changed file is left for its thaw.
+        let frozen: std::collections::HashSet<&lode_wire::Name> = config
+            .zones
+            .iter()
+            .zip(&olds)
+            .filter(|(spec, old)| {
+                spec.source != ZoneSource::Transfer
+                    && old.is_some_and(|o| !self.keeps(o, spec))
+                    && self
+                        .updates
+                        .as_ref()
+                        .is_some_and(|u| u.frozen.leave_reload(&spec.name))
+            })
+            .map(|(spec, _)| &spec.name)
+            .collect();
         let to_load: Vec<&ZoneSpec> = config
             .zones
             .iter()
             .zip(&olds)
             .filter(|(spec, old)| {
-                spec.source != ZoneSource::Transfer && !old.is_some_and(|o| self.keeps(o, spec))
+                spec.source != ZoneSource::Transfer
+                    && !old.is_some_and(|o| self.keeps(o, spec))
+                    && !frozen.contains(&spec.name)
             })
             .map(|(spec, _)| &**spec)
             .collect();
@@ -208,6 +233,11 @@ impl Reloader {
             let name = spec.name.to_string();
             if let Some(old) = old.filter(|o| self.keeps(o, spec)) {
                 report.unchanged.push(name);
+                next.push(old.clone());
+                continue;
+            }
+            if let Some(old) = old.filter(|_| frozen.contains(&spec.name)) {
+                report.frozen.push(name);
                 next.push(old.clone());
                 continue;
             }
@@ -299,6 +329,7 @@ impl Reloader {
             tracing::info!(
                 reloaded = report.loaded.len(),
                 unchanged = report.unchanged.len(),
+                frozen = report.frozen.len(),
                 removed = report.removed.len(),
                 failed = report.failed.len(),
                 "reload done"

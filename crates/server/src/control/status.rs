@@ -254,6 +254,21 @@ pub(crate) fn make_dispatch(
             &published,
             c["zone-notify".len()..].trim(),
         )),
+        c if c == "zone-freeze"
+            || c.starts_with("zone-freeze ")
+            || c == "zone-thaw"
+            || c.starts_with("zone-thaw ") =>
+        {
+            let (cmd, args) = c.split_once(' ').unwrap_or((c, ""));
+            Some(super::freeze::zone_freeze(
+                &updates,
+                secondaries.as_deref(),
+                &published,
+                &reload_tx,
+                args,
+                cmd == "zone-freeze",
+            ))
+        }
         c if c.starts_with("zone-refresh ") || c.starts_with("zone-retransfer ") => {
             let (cmd, zone) = c.split_once(' ').unwrap_or((c, ""));
             Some(zone_refresh(
@@ -584,6 +599,9 @@ fn zone_status(
                         ""
                     }
                 );
+                if updates.frozen.contains(&name) {
+                    let _ = write!(text, " FROZEN (lode zone-thaw {name})");
+                }
             }
             None => {
                 let _ = write!(text, " not served");

@@ -87,6 +87,9 @@ enum Event {
     Remove(Name),
     /// A reload changed a zone's primaries (addresses, keys, TLS).
     Sources { zone: Name, sources: Arc<[Source]> },
+    /// `zone-freeze` (true) or `zone-thaw`: refreshes by the timers and
+    /// NOTIFY postponed or resumed.
+    Freeze { zones: Vec<Name>, frozen: bool },
 }
 
 /// How a refresh ended.
@@ -257,6 +260,15 @@ impl Secondaries {
         }
         self.send(Event::Refresh { zone, axfr });
         Ok(())
+    }
+
+    /// Freezes or thaws the secondaries among `zones` (see
+    /// `lode_control::refresh`).
+    pub(crate) fn freeze(&self, zones: &[Name], frozen: bool) {
+        let zones: Vec<Name> = zones.iter().filter(|z| self.has(z)).cloned().collect();
+        if !zones.is_empty() {
+            self.send(Event::Freeze { zones, frozen });
+        }
     }
 
     fn send(&self, e: Event) {

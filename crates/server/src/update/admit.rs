@@ -37,6 +37,8 @@ pub(crate) struct Updates {
     secondaries: std::sync::OnceLock<Arc<dyn Replicas>>,
     /// The threads that run every zone's writer.
     pub(super) pool: super::pool::WriterPool,
+    /// The zones frozen by `zone-freeze`.
+    pub(crate) frozen: super::frozen::Frozen,
     /// The commit log every zone's journal shares (`lode_journal::wal`):
     /// set once at start, after the last run's is read back.
     commit_log: std::sync::OnceLock<CommitLogState>,
@@ -177,6 +179,7 @@ impl Updates {
             written: Arc::default(),
             shared: Arc::default(),
             pool,
+            frozen: super::frozen::Frozen::default(),
             commit_log: std::sync::OnceLock::new(),
         })
     }
@@ -413,6 +416,24 @@ impl Updates {
         Ok(result)
     }
 
+    /// Freezes or thaws the zones' writers (`zone-freeze`, `zone-thaw`)
+    /// and waits until each has taken it, after the work queued before.
+    /// Zones without a writer are passed over.
+    pub(crate) fn freeze_writers(&self, origins: &[Name], frozen: bool) {
+        let waits: Vec<mpsc::Receiver<()>> = origins
+            .iter()
+            .filter_map(|origin| {
+                let (done, taken) = mpsc::channel();
+                self.to_writer(origin, Work::Freeze { frozen, done })
+                    .ok()
+                    .map(|()| taken)
+            })
+            .collect();
+        for w in waits {
+            let _ = w.recv();
+        }
+    }
+
     /// Hands `work` to the zone's writer.
     pub(crate) fn to_writer(&self, origin: &Name, work: Work) -> Result<(), String> {
         let doors = self.zones.load();
@@ -540,6 +561,24 @@ impl Updates {
                 return Admission::Answer(access::finish_refusal(out, n, failure.as_ref(), now));
             }
         };
+        if self.frozen.contains(&origin) {
+            // As Knot: REFUSED, EDE 14 (Not Ready), signed as the request.
+            let e = UpdateError::Query {
+                rcode: rcode::REFUSED,
+                reason: String::new(),
+            };
+            let n = ddns::write_error_ede(msg, &e, udp_size, 14, out).unwrap_or(0);
+            if crate::lograte::REFUSALS.allow(now) {
+                tracing::info!(
+                    "update for {} from {peer}: the zone is frozen (lode zone-thaw), REFUSED",
+                    req.zone
+                );
+            }
+            return Admission::Answer(match &signed {
+                Some(s) => super::sign_reply(out, n, s),
+                None => n,
+            });
+        }
         if door.secondary {
             // As Knot: an update the ACL allows is forwarded to the primary.
             let Some(src) = self.secondaries.get().and_then(|s| s.primary_of(&origin)) else {

@@ -25,6 +25,7 @@ mod admit;
 mod background;
 pub(crate) mod ds_push;
 mod forward;
+pub(crate) mod frozen;
 mod pool;
 pub(crate) mod signing;
 #[cfg(test)]
@@ -95,6 +96,13 @@ pub(crate) enum Work {
     /// A mark on the served version (a secondary's expiry), committed in
     /// order with the zone's changes.
     Mark(Mark),
+    /// `zone-freeze` (true) or `zone-thaw`: the zone-file writes,
+    /// re-signing and key events postponed or resumed, answered once the
+    /// work queued before it is done.
+    Freeze {
+        frozen: bool,
+        done: mpsc::Sender<()>,
+    },
 }
 
 /// A mark on a secondary's served version (see `Work::Mark`).
@@ -190,6 +198,8 @@ impl Work {
             Work::Incremental { .. } => "an incoming IXFR".into(),
             Work::Replace { .. } => "an incoming AXFR".into(),
             Work::Mark(_) => "the refresh timers".into(),
+            Work::Freeze { frozen: true, .. } => "zone-freeze".into(),
+            Work::Freeze { frozen: false, .. } => "zone-thaw".into(),
         }
     }
     /// Answers the work with a failure.
@@ -212,6 +222,9 @@ impl Work {
             Work::History { .. } | Work::Settings(_) | Work::Mark(_) => {}
             Work::Incremental { done, .. } | Work::Replace { done, .. } => {
                 let _ = done.send(Err(why.to_string()));
+            }
+            Work::Freeze { done, .. } => {
+                let _ = done.send(());
             }
         }
     }

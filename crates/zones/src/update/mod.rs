@@ -338,6 +338,30 @@ pub fn write_error(
     udp_size: u16,
     out: &mut [u8],
 ) -> Option<usize> {
+    write_error_with(request, err, udp_size, &[], out)
+}
+
+/// As [`write_error`], with an Extended DNS Error (RFC 8914) of
+/// `info_code` in the OPT of a [`UpdateError::Query`] answer (an UPDATE to
+/// a frozen zone: REFUSED with 14, "Not Ready", as Knot answers it).
+pub fn write_error_ede(
+    request: &[u8],
+    err: &UpdateError,
+    udp_size: u16,
+    info_code: u16,
+    out: &mut [u8],
+) -> Option<usize> {
+    let [hi, lo] = info_code.to_be_bytes();
+    write_error_with(request, err, udp_size, &[0, 15, 0, 2, hi, lo], out)
+}
+
+fn write_error_with(
+    request: &[u8],
+    err: &UpdateError,
+    udp_size: u16,
+    options: &[u8],
+    out: &mut [u8],
+) -> Option<usize> {
     let rc = err.rcode()?;
     let mut len = write_response(request, rc, out);
     if len == 0 {
@@ -345,23 +369,27 @@ pub fn write_error(
     }
     if let UpdateError::Query { .. } = err {
         if request_has_opt(request) {
+            let [size_hi, size_lo] = udp_size.to_be_bytes();
+            let [rd_hi, rd_lo] = (options.len() as u16).to_be_bytes();
             let opt = [
                 0,
                 0,
                 41,
-                (udp_size >> 8) as u8,
-                udp_size as u8,
+                size_hi,
+                size_lo,
                 (rc >> 4) as u8, // the extended RCODE's upper bits (BADVERS)
                 0,
                 0,
                 0,
-                0,
-                0,
+                rd_hi,
+                rd_lo,
             ];
-            if let Some(dst) = out.get_mut(len..len + opt.len()) {
-                dst.copy_from_slice(&opt);
+            let end = len + opt.len() + options.len();
+            if let Some(dst) = out.get_mut(len..end) {
+                dst[..opt.len()].copy_from_slice(&opt);
+                dst[opt.len()..].copy_from_slice(options);
                 out[11] = 1;
-                len += opt.len();
+                len = end;
             }
         }
     }

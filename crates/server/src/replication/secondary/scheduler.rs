@@ -128,6 +128,11 @@ impl Scheduler {
                     self.timers.remove(&zone);
                 }
             }
+            Event::Freeze { zones, frozen } => {
+                for zone in zones {
+                    self.core.set_frozen(&zone, frozen);
+                }
+            }
             Event::Sources { zone, sources } => {
                 if let Some(z) = self.zones.get_mut(&zone) {
                     z.sources = sources;

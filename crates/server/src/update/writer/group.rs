@@ -50,6 +50,7 @@ impl Writer {
                 Work::Update(job) => txn.apply(Change::Update(&job.req)),
                 Work::File { zone, .. } => txn.apply(Change::Difference(zone)),
                 Work::Flush { .. }
+                | Work::Freeze { .. }
                 | Work::Sign { .. }
                 | Work::Settings(_)
                 | Work::History { .. }
@@ -218,6 +219,9 @@ impl Writer {
                 }
                 (Work::Sign { done, .. }, _) => {
                     let _ = done.send(Err("not signed".into()));
+                }
+                (Work::Freeze { done, .. }, _) => {
+                    let _ = done.send(());
                 }
                 (Work::History { .. } | Work::Settings(_) | Work::Mark(_), _) => {}
                 (Work::Incremental { done, .. } | Work::Replace { done, .. }, _) => {

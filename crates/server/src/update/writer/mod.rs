@@ -296,10 +296,12 @@ impl Writer {
     fn take(&mut self, group: Vec<Work>, out: &mut [u8], me: &WeakQueue) -> Option<Instant> {
         // A mark or a transfer out changes no records: the zone stays quiet
         // (a catalog's 10^5 members are marked at every refresh).
-        if group
-            .iter()
-            .any(|w| !matches!(w, Work::Mark(_) | Work::History { .. }))
-        {
+        if group.iter().any(|w| {
+            !matches!(
+                w,
+                Work::Mark(_) | Work::History { .. } | Work::Freeze { .. }
+            )
+        }) {
             self.upkeep.changed(Instant::now());
         }
         // History for transfers out is given before the group's changes
@@ -327,9 +329,10 @@ impl Writer {
             self.maybe_compact();
             return self.next_wake();
         }
+        // zone-flush and zone-freeze are answered after the group.
         let (flushes, group): (Vec<Work>, Vec<Work>) = group
             .into_iter()
-            .partition(|w| matches!(w, Work::Flush { .. }));
+            .partition(|w| matches!(w, Work::Flush { .. } | Work::Freeze { .. }));
         if group.is_empty() {
             self.answer_flushes(flushes);
             self.maybe_compact();
@@ -555,15 +558,21 @@ impl Writer {
         }
     }
 
-    /// Writes the zone file for each `zone-flush` request and answers it.
+    /// Writes the zone file for the `zone-flush` requests (once for all)
+    /// and answers them; freezes or thaws for `zone-freeze`/`zone-thaw`.
     fn answer_flushes(&mut self, flushes: Vec<Work>) {
-        if flushes.is_empty() {
-            return;
-        }
-        let result = self.flush();
+        let mut written: Option<Result<Flushed, String>> = None;
         for work in flushes {
-            if let Work::Flush { done } = work {
-                let _ = done.send(result.clone());
+            match work {
+                Work::Flush { done } => {
+                    let result = written.get_or_insert_with(|| self.flush());
+                    let _ = done.send(result.clone());
+                }
+                Work::Freeze { frozen, done } => {
+                    self.upkeep.set_frozen(frozen);
+                    let _ = done.send(());
+                }
+                _ => {}
             }
         }
     }
