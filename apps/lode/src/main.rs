@@ -19,6 +19,7 @@ mod update;
 mod zonectl;
 mod zoneflush;
 mod zonefreeze;
+mod zonepurge;
 
 use clap::{Parser, Subcommand};
 
@@ -89,6 +90,8 @@ enum Command {
     ZoneFreeze(zonefreeze::ZoneFreezeArgs),
     /// Let frozen zones change again, running what was postponed (as `knotc zone-thaw`).
     ZoneThaw(zonefreeze::ZoneFreezeArgs),
+    /// Remove for good the journal, state, timers and keys of zones no longer configured (as `knotc zone-purge +orphan`).
+    ZonePurge(zonepurge::ZonePurgeArgs),
     /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging, or to read with `man -l`).
     Man(manpages::ManArgs),
 }
@@ -130,6 +133,7 @@ fn main() -> std::process::ExitCode {
         Command::ZoneRetransfer(a) => zonectl::refresh(a, true),
         Command::ZoneFreeze(a) => zonefreeze::run(a, true),
         Command::ZoneThaw(a) => zonefreeze::run(a, false),
+        Command::ZonePurge(a) => zonepurge::run(a),
         Command::Man(a) => man::run(a),
     };
     match result {

@@ -622,3 +622,77 @@ fn zone_freeze_refuses_updates_as_knot_and_thaw_reads_what_a_reload_left() {
     assert!(wait_exit(&mut child, Duration::from_secs(5)).is_some_and(|s| s.success()));
     std::mem::forget(stop_on_panic);
 }
+
+/// `zone-purge`: refused without --force and for a zone still configured;
+/// the journal and state a zone taken out of the configuration left are
+/// removed, and then there is nothing left to purge.
+#[test]
+fn zone_purge_removes_what_a_zone_taken_out_left() {
+    let dir = TempDir::new("control-purge");
+    let file = dir.0.join("c.zone");
+    std::fs::write(&file, zone("192.0.2.1")).unwrap();
+    let other = dir.0.join("d.zone");
+    std::fs::write(&other, zone("192.0.2.1").replace("c.test.", "d.test.")).unwrap();
+    let control = dir.0.join("ctl.sock");
+    let port = 16723;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let journal = dir.0.join("journal");
+    let config = dir.0.join("lode.toml");
+    let head = format!(
+        "journal-dir = \"{}\"\n\n[[acl]]\nid = \"local\"\naddress = [\"127.0.0.1\"]\n\
+         action = [\"update\"]\n\n[[zone]]\nname = \"d.test.\"\nfile = \"{}\"\n",
+        journal.display(),
+        other.display()
+    );
+    let c_zone = format!(
+        "\n[[zone]]\nname = \"c.test.\"\nfile = \"{}\"\nacl = [\"local\"]\n",
+        file.display()
+    );
+    std::fs::write(&config, format!("{head}{c_zone}")).unwrap();
+    let mut child = serve(&["--config", &config.display().to_string()], &control, port);
+    let stop_on_panic = KillOnDrop(child.id());
+    let taken = udp_exchange(addr, &update_with_edns(7), Duration::from_secs(5)).expect("answer");
+    assert_eq!(taken[3] & 0x0f, 0, "the update is taken");
+    says(&control, &["zone-flush", "c.test."], "written");
+    let jnl = journal.join("c.test.jnl");
+    assert!(jnl.exists(), "a journal to purge");
+
+    let o = lode(&["zone-purge", "c.test."], &control);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("add --force"), "{}", text(&o));
+    let o = lode(&["zone-purge", "--force", "c.test."], &control);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("zone c.test.: configured here, not purged"),
+        "{}",
+        text(&o)
+    );
+    assert!(jnl.exists(), "a configured zone keeps its journal");
+
+    std::fs::write(&config, &head).unwrap();
+    says(&control, &["reload"], "zone c.test.: removed");
+    assert!(jnl.exists(), "a zone taken out keeps its data until purged");
+    let out = says(
+        &control,
+        &["zone-purge", "-f"],
+        "zone c.test.: purged: journal",
+    );
+    assert!(out.contains("exit Some(0)"), "{out}");
+    assert!(!out.contains("d.test."), "{out}");
+    assert!(!jnl.exists(), "{out}");
+    says(
+        &control,
+        &["zone-purge", "-f"],
+        "no zone that is not configured has data here",
+    );
+    says(
+        &control,
+        &["zone-purge", "-f", "c.test."],
+        "zone c.test.: nothing to purge",
+    );
+
+    let o = lode(&["stop"], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(wait_exit(&mut child, Duration::from_secs(5)).is_some_and(|s| s.success()));
+    std::mem::forget(stop_on_panic);
+}

@@ -97,7 +97,7 @@ pub use control::{on_log_level_change, Reply};
 pub use metrics::process::resident_kib;
 pub use reload::{ReloadReport, ZoneFailure};
 
-use reload::{request_reload, ReloadRequest, Reloader};
+use reload::{request_reload, Asked, ReloadRequest, Reloader};
 use status::{make_dispatch, reloader_zone_count, status_text, Facts};
 
 /// Why the server did not start.
@@ -393,9 +393,10 @@ impl Server {
             .spawn(move || {
                 for req in reload_rx {
                     sdnotify::reloading();
-                    let report = match &req.zone {
-                        Some(zone) => reloader.reload_zone(zone),
-                        None => reloader.reload(),
+                    let report = match &req.what {
+                        Asked::Zone(zone) => reloader.reload_zone(zone),
+                        Asked::All => reloader.reload(),
+                        Asked::Purge(zones) => reloader.purge(zones),
                     };
                     sdnotify::notify(&format!(
                         "READY=1\nSTATUS={}",

@@ -20,6 +20,7 @@
 // read again), status and stats (`scrape`).
 mod changes;
 mod freeze;
+mod purge;
 pub(crate) mod reload;
 pub(crate) mod scrape;
 pub(crate) mod status;

@@ -57,6 +57,8 @@ pub struct ReloadReport {
     pub removed: Vec<String>,
     /// Zones that failed.
     pub failed: Vec<ZoneFailure>,
+    /// Zones whose data `zone-purge` removed, and what it removed.
+    pub purged: Vec<(String, String)>,
     /// The configuration could not be read: nothing was changed.
     pub config_error: Option<String>,
     /// The request could not be carried out (`zone-reload` of an unknown
@@ -103,6 +105,9 @@ impl ReloadReport {
         for z in &self.removed {
             s.push_str(&format!("zone {z}: removed\n"));
         }
+        for (z, what) in &self.purged {
+            s.push_str(&format!("zone {z}: {what}\n"));
+        }
         for (z, what) in &self.policies {
             s.push_str(&format!("zone {z}: {what}\n"));
         }
@@ -133,9 +138,19 @@ impl ReloadReport {
 /// A request to the reloader thread; the report goes to `reply` if any.
 pub(crate) struct ReloadRequest {
     pub(crate) reply: Option<mpsc::Sender<ReloadReport>>,
-    /// One zone to read again whatever its stamp (`zone-reload`); None:
-    /// the configuration and every changed zone.
-    pub(crate) zone: Option<lode_wire::Name>,
+    pub(crate) what: Asked,
+}
+
+/// What the reloader thread is asked for.
+#[derive(Debug, Clone)]
+pub(crate) enum Asked {
+    /// The configuration and every changed zone (`reload`).
+    All,
+    /// One zone read again whatever its stamp (`zone-reload`).
+    Zone(lode_wire::Name),
+    /// The data of zones no longer configured removed (`zone-purge`; no
+    /// name: every such zone's).
+    Purge(Vec<lode_wire::Name>),
 }
 
 /// Owns the served zones and the options; runs every (re)load.
@@ -996,7 +1011,7 @@ pub(crate) fn request_reload(
     tx: Option<&mpsc::Sender<ReloadRequest>>,
     wait: bool,
 ) -> Option<ReloadReport> {
-    request(tx, wait, None)
+    request(tx, wait, Asked::All)
 }
 
 /// `zone-reload NAME` on the reloader thread; waits for its report (None:
@@ -1005,23 +1020,33 @@ pub(crate) fn request_zone_reload(
     tx: &mpsc::Sender<ReloadRequest>,
     zone: lode_wire::Name,
 ) -> Option<ReloadReport> {
-    request(Some(tx), true, Some(zone))
+    request(Some(tx), true, Asked::Zone(zone))
+}
+
+/// `zone-purge` on the reloader thread (in order with reloads, which make
+/// zones configured or not); waits for its report (None: the server is
+/// stopping).
+pub(crate) fn request_purge(
+    tx: &mpsc::Sender<ReloadRequest>,
+    zones: Vec<lode_wire::Name>,
+) -> Option<ReloadReport> {
+    request(Some(tx), true, Asked::Purge(zones))
 }
 
 fn request(
     tx: Option<&mpsc::Sender<ReloadRequest>>,
     wait: bool,
-    zone: Option<lode_wire::Name>,
+    what: Asked,
 ) -> Option<ReloadReport> {
     let tx = tx?;
     if !wait {
-        tx.send(ReloadRequest { reply: None, zone }).ok()?;
+        tx.send(ReloadRequest { reply: None, what }).ok()?;
         return None;
     }
     let (reply_tx, reply_rx) = mpsc::channel();
     tx.send(ReloadRequest {
         reply: Some(reply_tx),
-        zone,
+        what,
     })
     .ok()?;
     reply_rx.recv().ok()

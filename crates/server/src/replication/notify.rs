@@ -51,9 +51,30 @@ pub(crate) struct Notifies {
     watched: crate::publish::Watched,
     /// The NOTIFY thread's channel (as the publisher's).
     tx: mpsc::Sender<Changed>,
+    /// The serials delivered to every target, as the thread keeps them.
+    delivered: Option<Arc<LineLog<u32>>>,
 }
 
 impl Notifies {
+    /// The zones a delivered serial is kept for.
+    pub(crate) fn delivered_zones(&self) -> Vec<Name> {
+        self.delivered
+            .as_ref()
+            .map(|d| d.names())
+            .unwrap_or_default()
+    }
+
+    /// Forgets the serial delivered for `zone` (`lode zone-purge`): true
+    /// when one was kept.
+    pub(crate) fn forget_delivered(&self, zone: &Name) -> bool {
+        let Some(d) = &self.delivered else {
+            return false;
+        };
+        let kept = d.value(zone).is_some();
+        d.remove(zone);
+        kept
+    }
+
     /// NOTIFYs `zone`'s targets of `soa` now, as after a change
     /// (`lode zone-notify`, as `knotc zone-notify`): how many targets.
     pub(crate) fn notify_now(&self, zone: &Name, soa: lode_wire::Record) -> Result<usize, String> {
@@ -125,21 +146,22 @@ fn targets_of(options: &ZoneOptions, keys: &Keys) -> Option<Targets> {
 /// publisher tells it of every serial change of a zone that has targets.
 pub(crate) fn start(config: &Config, keys: &Keys, publisher: &Publisher) -> Option<Notifies> {
     let (tx, rx) = mpsc::channel();
-    let notifies = Notifies {
-        targets: Arc::default(),
-        watched: Arc::default(),
-        tx: tx.clone(),
-    };
-    for spec in &config.zones {
-        notifies.set(&spec.name, &config.zone_options(&spec.name), keys);
-    }
-    let targets = notifies.targets.clone();
     let delivered = config.journal_dir.as_ref().map(|dir| {
         Arc::new(LineLog::open_file(
             dir.join(DELIVERED),
             "serials delivered to NOTIFY targets not saved; after a restart their zones are notified again",
         ))
     });
+    let notifies = Notifies {
+        targets: Arc::default(),
+        watched: Arc::default(),
+        tx: tx.clone(),
+        delivered: delivered.clone(),
+    };
+    for spec in &config.zones {
+        notifies.set(&spec.name, &config.zone_options(&spec.name), keys);
+    }
+    let targets = notifies.targets.clone();
     let kept = delivered.clone();
     let spawned = std::thread::Builder::new()
         .name("lode-notify".into())

@@ -262,6 +262,19 @@ impl Secondaries {
         Ok(())
     }
 
+    /// The zones timers are kept for (secondaries and zones that were).
+    pub(crate) fn timer_zones(&self) -> Vec<Name> {
+        self.timers.names()
+    }
+
+    /// Forgets `zone`'s kept timers (`lode zone-purge`): true when there
+    /// were some.
+    pub(crate) fn forget_timers(&self, zone: &Name) -> bool {
+        let kept = self.timers.value(zone).is_some();
+        self.timers.remove(zone);
+        kept
+    }
+
     /// Freezes or thaws the secondaries among `zones` (see
     /// `lode_control::refresh`).
     pub(crate) fn freeze(&self, zones: &[Name], frozen: bool) {

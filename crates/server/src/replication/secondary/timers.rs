@@ -168,6 +168,11 @@ impl<V: Entry> LineLog<V> {
         self.lock().set(origin, v);
     }
 
+    /// The zones it keeps a value for.
+    pub(crate) fn names(&self) -> Vec<Name> {
+        self.lock().live.keys().cloned().collect()
+    }
+
     /// Forgets `origin` (no longer a secondary here).
     pub(crate) fn remove(&self, origin: &Name) {
         let mut inner = self.lock();
