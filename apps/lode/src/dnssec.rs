@@ -159,9 +159,12 @@ enum DnssecCommand {
 
 const HELP: &str = "\
 A zone with `dnssec-signing = true` is signed with the keys in its folder of
-the key folder (`kasp-db`): KASP_DB/<zone>/K<zone>+<alg>+<tag>.key, one text
-file per key, mode 0600 (format: crates/dnssec/src/key.rs), with the key's
-role and timers. When a signed zone first loads and has no keys, the server
+the key folder (`kasp-db`), split as BIND splits them:
+KASP_DB/<zone>/K<zone>+<alg>+<tag>.private, the private key with its role and
+timers, mode 0600 (format: crates/dnssec/src/key.rs), and beside it
+K<zone>+<alg>+<tag>.key, the public key (its DNSKEY record, as a BIND .key
+file: to publish or hand to another signer). A folder of an older version,
+whose .key files held the private keys, is read and split when first read. When a signed zone first loads and has no keys, the server
 makes them by its policy: a KSK and a ZSK (or one CSK with
 single-type-signing); the KSK is \"ready\" (its CDS published, its DS in the
 log) until `lode zone-ksk-submitted`. The server then rolls keys by the

@@ -35,7 +35,7 @@ fn kdig(addr: std::net::SocketAddr, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The zone's key files' texts.
+/// The zone's private key files' texts.
 fn key_files(dir: &Path) -> Vec<String> {
     let keys = dir.join("journal/keys").join(ZONE.trim_end_matches('.'));
     std::fs::read_dir(&keys)
@@ -43,7 +43,7 @@ fn key_files(dir: &Path) -> Vec<String> {
         .filter_map(|e| {
             let p = e.ok()?.path();
             p.extension()
-                .is_some_and(|x| x == "key")
+                .is_some_and(|x| x == "private")
                 .then(|| std::fs::read_to_string(p).unwrap())
         })
         .collect()

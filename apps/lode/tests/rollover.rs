@@ -639,7 +639,9 @@ fn zsk_and_ksk_rollovers_with_keys_in_a_token() {
     let keys = s.dir.0.join("child/journal/keys/example.test");
     let files: Vec<String> = std::fs::read_dir(&keys)
         .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "private"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
         .collect();
     assert!(files.len() >= 2, "{files:?}");
     for f in files {

@@ -168,8 +168,18 @@ fn scenario(tag: &str, policy: &str) {
     let key_dir = dir.0.join("journal/keys/example");
     for entry in std::fs::read_dir(&key_dir).unwrap() {
         use std::os::unix::fs::PermissionsExt as _;
-        let mode = entry.unwrap().metadata().unwrap().permissions().mode();
-        assert_eq!(mode & 0o077, 0, "key files are private");
+        let path = entry.unwrap().path();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        if path.extension().is_some_and(|x| x == "key") {
+            // As BIND's: the public key, to publish.
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                text.contains(" IN DNSKEY ") && !text.contains("pkcs8"),
+                "{text}"
+            );
+        } else {
+            assert_eq!(mode & 0o077, 0, "{}: private", path.display());
+        }
     }
 
     let ds = ds_from_log(&log);

@@ -507,13 +507,40 @@ impl SigningKey {
         }
     }
 
-    /// The key file's name in a zone's key folder.
-    pub fn file_name(&self) -> String {
+    /// The key files' name without extension, as BIND's
+    /// (`K<zone>+<algorithm>+<tag>`).
+    pub fn stem(&self) -> String {
         format!(
-            "K{}+{:03}+{:05}.key",
+            "K{}+{:03}+{:05}",
             self.zone.to_string().trim_end_matches('.'),
             self.algorithm.number(),
             self.tag
+        )
+    }
+
+    /// The private key file's name in a zone's key folder
+    /// (`<stem>.private`, mode 0600: the key itself, its role and timing).
+    pub fn file_name(&self) -> String {
+        format!("{}.private", self.stem())
+    }
+
+    /// The public key file's name beside it (`<stem>.key`, as BIND's: the
+    /// DNSKEY record, to publish or hand to another signer).
+    pub fn public_file_name(&self) -> String {
+        format!("{}.key", self.stem())
+    }
+
+    /// The public key file's text: comments and the DNSKEY record, as
+    /// `dnssec-keygen` writes a `.key` file.
+    pub fn public_file_text(&self) -> String {
+        format!(
+            "; This is a {} key, keyid {}, for {}\n; Created: {} (Unix seconds) by Lode\n{} IN DNSKEY {}\n",
+            if self.is_ksk() { "key-signing" } else { "zone-signing" },
+            self.tag,
+            self.zone,
+            self.created,
+            self.zone,
+            self.dnskey_text()
         )
     }
 
@@ -565,9 +592,31 @@ impl SigningKey {
         self
     }
 
-    /// Writes the key file into `dir` (made if missing), whole, mode 0600.
+    /// Writes the private key file into `dir` (made if missing), whole,
+    /// mode 0600, then the public one (mode 0644); the private file's path.
     pub fn write(&self, dir: &Path) -> Result<PathBuf, KeyError> {
-        write_private(dir, &self.file_name(), &self.to_file_text())
+        let path = write_private(dir, &self.file_name(), &self.to_file_text())?;
+        write_file(
+            dir,
+            &self.public_file_name(),
+            &self.public_file_text(),
+            0o644,
+        )?;
+        Ok(path)
+    }
+
+    /// Removes the key's files from `dir` (the private one first: a crash
+    /// in between leaves a public key alone, which is not read as a key).
+    pub fn remove_files(&self, dir: &Path) -> Result<(), KeyError> {
+        for name in [self.file_name(), self.public_file_name()] {
+            let path = dir.join(name);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(KeyError::Io(path, e)),
+            }
+        }
+        Ok(())
     }
 
     /// Reads a key file.
@@ -679,7 +728,10 @@ impl SigningKey {
         Ok(key)
     }
 
-    /// Every key file of `zone` in `dir` (none if the folder is missing).
+    /// Every key of `zone` in `dir` (none if the folder is missing): its
+    /// `.private` files. A folder of an older version, whose `.key` files
+    /// held the private keys, is read too, and its files split as they
+    /// are now (when the folder can be written).
     pub fn read_all(dir: &Path, zone: NameRef<'_>) -> Result<Vec<SigningKey>, KeyError> {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
@@ -687,17 +739,34 @@ impl SigningKey {
             Err(e) => return Err(KeyError::Io(dir.into(), e)),
         };
         let mut keys = Vec::new();
+        let mut old = Vec::new();
         for entry in entries {
             let path = entry.map_err(|e| KeyError::Io(dir.into(), e))?.path();
-            let is_key = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with('K') && n.ends_with(".key"));
-            if !is_key {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if !name.starts_with('K') {
                 continue;
             }
+            if name.ends_with(".private") {
+                let key = SigningKey::read(&path)?;
+                if key.zone.as_ref() == zone {
+                    keys.push(key);
+                }
+            } else if name.ends_with(".key") && !path.with_extension("private").exists() {
+                // A public key alone is not a key to sign with; a private
+                // one is an older version's file.
+                if is_old_key_file(&path) {
+                    old.push(path);
+                }
+            }
+        }
+        for path in old {
             let key = SigningKey::read(&path)?;
             if key.zone.as_ref() == zone {
+                // Best effort: read-only folders (a listing by another
+                // user) keep the old file, read as it is.
+                let _ = key.write(dir);
                 keys.push(key);
             }
         }
@@ -712,10 +781,21 @@ impl SigningKey {
     }
 }
 
+/// True when the `.key` file at `path` is an older version's private key
+/// file (its first line says so), not a public key.
+fn is_old_key_file(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| t.starts_with("# Lode DNSSEC key"))
+}
+
 /// Writes `text` as the file `name` in `dir` (made if missing): whole (a
 /// temporary file, fsync, rename, the folder synced), mode 0600 — key
 /// files and what the key folder keeps beside them.
 pub fn write_private(dir: &Path, name: &str, text: &str) -> Result<PathBuf, KeyError> {
+    write_file(dir, name, text, 0o600)
+}
+
+/// [`write_private`] with another mode.
+fn write_file(dir: &Path, name: &str, text: &str, mode: u32) -> Result<PathBuf, KeyError> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let io = |p: &Path| {
@@ -730,7 +810,7 @@ pub fn write_private(dir: &Path, name: &str, text: &str) -> Result<PathBuf, KeyE
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o600)
+        .mode(mode)
         .open(&tmp)
         .map_err(io(&tmp))?;
     f.write_all(text.as_bytes())
@@ -889,6 +969,46 @@ mod tests {
         }
         let all = SigningKey::read_all(&dir, "example.".parse::<Name>().unwrap().as_ref()).unwrap();
         assert_eq!(all.len(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The private key in `.private` (0600), the public one in `.key`
+    /// (0644, BIND's form); an older folder's private `.key` files are read
+    /// and split; a public key alone is no key to sign with.
+    #[test]
+    fn keys_are_split_as_bind_splits_them_and_old_folders_are_read() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let zone: Name = "example.".parse().unwrap();
+        let dir = std::env::temp_dir().join(format!("lode-key-split-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let new = SigningKey::generate(&zone, Algorithm::EcdsaP256, KSK_FLAGS, 7).unwrap();
+        let private = new.write(&dir).unwrap();
+        assert!(private.to_str().unwrap().ends_with(".private"));
+        let public = dir.join(new.public_file_name());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&private), mode(&public)), (0o600, 0o644));
+        let text = std::fs::read_to_string(&public).unwrap();
+        assert!(!text.contains("pkcs8"), "{text}");
+        let record = text.lines().find(|l| !l.starts_with(';')).unwrap();
+        let rdata = record.split_once("DNSKEY").unwrap().1;
+        assert_eq!(dnskey_from_text(rdata).unwrap(), new.dnskey_rdata());
+        // An older version's file: the private key under `.key`.
+        let old = SigningKey::generate(&zone, Algorithm::EcdsaP256, ZSK_FLAGS, 8).unwrap();
+        let old_path = dir.join(old.public_file_name());
+        std::fs::write(&old_path, old.to_file_text()).unwrap();
+        // Another signer's public key, alone.
+        let other = SigningKey::generate(&zone, Algorithm::EcdsaP256, ZSK_FLAGS, 9).unwrap();
+        std::fs::write(dir.join(other.public_file_name()), other.public_file_text()).unwrap();
+        let all = SigningKey::read_all(&dir, zone.as_ref()).unwrap();
+        let tags: Vec<u16> = all.iter().map(|k| k.tag()).collect();
+        assert_eq!(tags, [new.tag(), old.tag()]);
+        assert!(dir.join(old.file_name()).exists(), "split");
+        assert!(!std::fs::read_to_string(&old_path)
+            .unwrap()
+            .contains("pkcs8"));
+        assert_eq!(SigningKey::read_all(&dir, zone.as_ref()).unwrap().len(), 2);
+        old.remove_files(&dir).unwrap();
+        assert!(!old_path.exists() && !dir.join(old.file_name()).exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -5,7 +5,11 @@
 //! ```text
 //!  kasp-db/
 //!    example.com/                    one folder per zone (the root zone: "root")
-//!      Kexample.com+013+12345.key    one file per key, mode 0600 (format: lode_dnssec::key)
+//!      Kexample.com+013+12345.private  the private key, its role and timing, mode 0600
+//!                                      (format: lode_dnssec::key)
+//!      Kexample.com+013+12345.key      the public key, as BIND's: the DNSKEY record
+//!  (a folder of an older version, whose .key files held the private keys, is
+//!  split so when read)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -248,12 +252,8 @@ pub(crate) fn key_events(
         );
     }
     for key in &plan.deleted {
-        let path = dir.join(key.file_name());
-        if let Err(e) = std::fs::remove_file(&path) {
-            tracing::warn!(
-                "zone {zone}: DNSSEC, key file {} not deleted: {e}",
-                path.display()
-            );
+        if let Err(e) = key.remove_files(&dir) {
+            tracing::warn!("zone {zone}: DNSSEC, key files not deleted: {e}");
             continue;
         }
         // A key in a token goes from it too, after its file (a crash in
