@@ -16,6 +16,7 @@ mod serve;
 mod snapshot;
 mod stats;
 mod update;
+mod zonebackup;
 mod zonectl;
 mod zoneflush;
 mod zonefreeze;
@@ -90,6 +91,10 @@ enum Command {
     ZoneFreeze(zonefreeze::ZoneFreezeArgs),
     /// Let frozen zones change again, running what was postponed (as `knotc zone-thaw`).
     ZoneThaw(zonefreeze::ZoneFreezeArgs),
+    /// Write zones' served versions and keys into a folder while serving (as `knotc zone-backup`).
+    ZoneBackup(zonebackup::ZoneBackupArgs),
+    /// Serve zones' versions and keys from a zone-backup folder again (as `knotc zone-restore`).
+    ZoneRestore(zonebackup::ZoneBackupArgs),
     /// Remove for good the journal, state, timers and keys of zones no longer configured (as `knotc zone-purge +orphan`).
     ZonePurge(zonepurge::ZonePurgeArgs),
     /// Write the manual pages (lode.8, lode-serve.8, …) to a folder (for packaging, or to read with `man -l`).
@@ -134,6 +139,8 @@ fn main() -> std::process::ExitCode {
         Command::ZoneFreeze(a) => zonefreeze::run(a, true),
         Command::ZoneThaw(a) => zonefreeze::run(a, false),
         Command::ZonePurge(a) => zonepurge::run(a),
+        Command::ZoneBackup(a) => zonebackup::run(a, false),
+        Command::ZoneRestore(a) => zonebackup::run(a, true),
         Command::Man(a) => man::run(a),
     };
     match result {

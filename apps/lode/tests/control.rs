@@ -696,3 +696,109 @@ fn zone_purge_removes_what_a_zone_taken_out_left() {
     assert!(wait_exit(&mut child, Duration::from_secs(5)).is_some_and(|s| s.success()));
     std::mem::forget(stop_on_panic);
 }
+
+/// `zone-backup` / `zone-restore` while serving: a zone that takes
+/// updates, one read from its file and one signed here are backed up (the
+/// signed one with its keys); changes made since are undone by the
+/// restore, and what cannot be done is refused with the reason.
+#[test]
+fn zone_backup_and_restore_bring_back_versions_and_keys() {
+    let dir = TempDir::new("control-backup");
+    let mut specs = String::new();
+    for (name, extra) in [
+        ("c.test.", "acl = [\"local\"]\n"),
+        ("d.test.", ""),
+        ("s.test.", "dnssec-signing = true\n"),
+    ] {
+        let file = dir.0.join(format!("{name}zone"));
+        std::fs::write(&file, zone("192.0.2.1").replace("c.test.", name)).unwrap();
+        specs.push_str(&format!(
+            "\n[[zone]]\nname = \"{name}\"\nfile = \"{}\"\n{extra}",
+            file.display()
+        ));
+    }
+    let control = dir.0.join("ctl.sock");
+    let port = 16724;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let config = dir.0.join("lode.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "journal-dir = \"{}\"\n\n[[acl]]\nid = \"local\"\naddress = [\"127.0.0.1\"]\n\
+             action = [\"update\"]\n{specs}",
+            dir.0.join("journal").display()
+        ),
+    )
+    .unwrap();
+    let mut child = serve(&["--config", &config.display().to_string()], &control, port);
+    let stop_on_panic = KillOnDrop(child.id());
+    let backup = dir.0.join("backup");
+    let b = format!("--dir={}", backup.display());
+    let b = b.split_once('=').map(|(k, v)| [k, v]).unwrap();
+
+    let out = says(&control, &["zone-backup", b[0], b[1]], "exit Some(0)");
+    for z in ["c.test.", "d.test.", "s.test."] {
+        assert!(
+            out.contains(&format!("zone {z}: backed up: serial ")),
+            "{out}"
+        );
+    }
+    assert!(out.contains(" key files"), "the signed zone's keys: {out}");
+    let manifest = std::fs::read_to_string(backup.join("lode-backup.txt")).unwrap();
+    assert_eq!(
+        manifest.lines().filter(|l| !l.starts_with('#')).count(),
+        3,
+        "{manifest}"
+    );
+    let keys = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('K'))
+            .collect();
+        v.sort();
+        v
+    };
+    let key_dir = dir.0.join("journal/keys/s.test");
+    assert_eq!(keys(&backup.join("keys/s.test")), keys(&key_dir));
+    says(
+        &control,
+        &["zone-backup", b[0], b[1]],
+        "not empty: back up into a new folder",
+    );
+
+    // Changes after the backup: an update, an edited file.
+    let x = |addr| {
+        let q = Query::new("x.c.test.", 1, 1).to_wire();
+        Message::parse(&udp_exchange(addr, &q, Duration::from_secs(2)).unwrap()).rcode()
+    };
+    let taken = udp_exchange(addr, &update_with_edns(9), Duration::from_secs(5)).unwrap();
+    assert_eq!(taken[3] & 0x0f, 0);
+    assert_eq!(x(addr), 0, "x.c.test. added");
+    let d_file = dir.0.join("d.test.zone");
+    std::fs::write(&d_file, zone("192.0.2.7").replace("c.test.", "d.test.")).unwrap();
+    says(&control, &["zone-reload", "d.test."], "reloaded");
+
+    let out = says(&control, &["zone-restore", b[0], b[1]], "exit Some(0)");
+    assert!(
+        out.contains("zone c.test.: restored, serial 7 (the serial went back from 8"),
+        "{out}"
+    );
+    assert!(out.contains("zone d.test.: restored: "), "{out}");
+    assert!(out.contains("zone s.test.: restored, serial "), "{out}");
+    assert_eq!(x(addr), 3, "x.c.test. gone again (NXDOMAIN)");
+    assert!(std::fs::read_to_string(&d_file)
+        .unwrap()
+        .contains("192.0.2.1"));
+    assert_eq!(keys(&backup.join("keys/s.test")), keys(&key_dir));
+    says(
+        &control,
+        &["zone-restore", "e.test.", b[0], b[1]],
+        "not in this backup",
+    );
+
+    let o = lode(&["stop"], &control);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(wait_exit(&mut child, Duration::from_secs(5)).is_some_and(|s| s.success()));
+    std::mem::forget(stop_on_panic);
+}

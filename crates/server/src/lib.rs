@@ -397,6 +397,8 @@ impl Server {
                         Asked::Zone(zone) => reloader.reload_zone(zone),
                         Asked::All => reloader.reload(),
                         Asked::Purge(zones) => reloader.purge(zones),
+                        Asked::Backup(dir, zones) => reloader.backup(dir, zones),
+                        Asked::Restore(dir, zones) => reloader.restore(dir, zones),
                     };
                     sdnotify::notify(&format!(
                         "READY=1\nSTATUS={}",

@@ -18,12 +18,14 @@
 
 // The commands behind the socket: reload (zone files and the configuration
 // read again), status and stats (`scrape`).
+mod backup;
 mod changes;
 mod freeze;
 mod purge;
 pub(crate) mod reload;
 pub(crate) mod scrape;
 pub(crate) mod status;
+mod zonedata;
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;

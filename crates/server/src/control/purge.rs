@@ -62,10 +62,10 @@ impl Reloader {
                 tracing::info!("zone {zone}: purged ({})", removed.join(", "));
                 format!("purged: {}", removed.join(", "))
             };
-            report.purged.push((zone.to_string(), what));
+            report.done.push((zone.to_string(), what));
         }
         if asked.is_empty() && zones.is_empty() {
-            report.purged.push((
+            report.done.push((
                 "-".into(),
                 "no zone that is not configured has data here".into(),
             ));

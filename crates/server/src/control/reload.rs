@@ -57,8 +57,9 @@ pub struct ReloadReport {
     pub removed: Vec<String>,
     /// Zones that failed.
     pub failed: Vec<ZoneFailure>,
-    /// Zones whose data `zone-purge` removed, and what it removed.
-    pub purged: Vec<(String, String)>,
+    /// What a zone command (`zone-purge`, `zone-backup`, `zone-restore`)
+    /// did, per zone.
+    pub done: Vec<(String, String)>,
     /// The configuration could not be read: nothing was changed.
     pub config_error: Option<String>,
     /// The request could not be carried out (`zone-reload` of an unknown
@@ -105,7 +106,7 @@ impl ReloadReport {
         for z in &self.removed {
             s.push_str(&format!("zone {z}: removed\n"));
         }
-        for (z, what) in &self.purged {
+        for (z, what) in &self.done {
             s.push_str(&format!("zone {z}: {what}\n"));
         }
         for (z, what) in &self.policies {
@@ -151,6 +152,11 @@ pub(crate) enum Asked {
     /// The data of zones no longer configured removed (`zone-purge`; no
     /// name: every such zone's).
     Purge(Vec<lode_wire::Name>),
+    /// Zones backed up into a folder (`zone-backup`; no name: every zone).
+    Backup(std::path::PathBuf, Vec<lode_wire::Name>),
+    /// Zones restored from a backup folder (`zone-restore`; no name: every
+    /// zone in it).
+    Restore(std::path::PathBuf, Vec<lode_wire::Name>),
 }
 
 /// Owns the served zones and the options; runs every (re)load.
@@ -1023,14 +1029,10 @@ pub(crate) fn request_zone_reload(
     request(Some(tx), true, Asked::Zone(zone))
 }
 
-/// `zone-purge` on the reloader thread (in order with reloads, which make
-/// zones configured or not); waits for its report (None: the server is
-/// stopping).
-pub(crate) fn request_purge(
-    tx: &mpsc::Sender<ReloadRequest>,
-    zones: Vec<lode_wire::Name>,
-) -> Option<ReloadReport> {
-    request(Some(tx), true, Asked::Purge(zones))
+/// A zone command (`zone-purge`, `zone-backup`, `zone-restore`) on the
+/// reloader thread; waits for its report (None: the server is stopping).
+pub(crate) fn request_asked(tx: &mpsc::Sender<ReloadRequest>, what: Asked) -> Option<ReloadReport> {
+    request(Some(tx), true, what)
 }
 
 fn request(

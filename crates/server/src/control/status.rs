@@ -269,8 +269,11 @@ pub(crate) fn make_dispatch(
                 cmd == "zone-freeze",
             ))
         }
-        c if c == "zone-purge" || c.starts_with("zone-purge ") => {
-            Some(zone_purge(&reload_tx, c["zone-purge".len()..].trim()))
+        c if ["zone-purge", "zone-backup", "zone-restore"]
+            .iter()
+            .any(|k| c == *k || c.starts_with(&format!("{k} "))) =>
+        {
+            Some(super::zonedata::command(&reload_tx, c))
         }
         c if c.starts_with("zone-refresh ") || c.starts_with("zone-retransfer ") => {
             let (cmd, zone) = c.split_once(' ').unwrap_or((c, ""));
@@ -346,33 +349,6 @@ fn zone_reload(reload_tx: &mpsc::Sender<ReloadRequest>, zone: &str) -> Reply {
         Err(e) => return fail(format!("{zone:?} is not a zone name: {e}\n")),
     };
     match request_zone_reload(reload_tx, name) {
-        Some(report) => Reply {
-            ok: report.is_ok(),
-            text: report.to_text(),
-        },
-        None => fail("the server is stopping\n".into()),
-    }
-}
-
-/// `zone-purge --force [NAME…]`: the data of zones no longer configured
-/// removed (see `purge.rs`), on the reloader thread.
-fn zone_purge(reload_tx: &mpsc::Sender<ReloadRequest>, args: &str) -> Reply {
-    let fail = |text: String| Reply { ok: false, text };
-    let mut words = args.split_whitespace().peekable();
-    if words.next_if_eq(&"--force").is_none() {
-        return fail(
-            "zone-purge removes journals, state and signing keys for good:              `zone-purge --force [NAME…]`\n"
-                .into(),
-        );
-    }
-    let mut zones = Vec::new();
-    for w in words {
-        match w.parse::<Name>() {
-            Ok(n) => zones.push(n.to_lowercase()),
-            Err(e) => return fail(format!("{w:?} is not a zone name: {e}\n")),
-        }
-    }
-    match crate::control::reload::request_purge(reload_tx, zones) {
         Some(report) => Reply {
             ok: report.is_ok(),
             text: report.to_text(),

@@ -96,6 +96,21 @@ pub(crate) enum Work {
     /// A mark on the served version (a secondary's expiry), committed in
     /// order with the zone's changes.
     Mark(Mark),
+    /// `zone-backup`: the served version written as the zone file `file`,
+    /// the key folder (a zone signed here) copied into `keys`.
+    Backup {
+        file: PathBuf,
+        keys: PathBuf,
+        done: mpsc::Sender<Result<String, String>>,
+    },
+    /// `zone-restore`: the key folder made the copy in `keys` (a zone
+    /// signed here) and read again, then `zone` served as a whole new
+    /// version.
+    Restore {
+        zone: Arc<Zone>,
+        keys: Option<PathBuf>,
+        done: mpsc::Sender<Result<String, String>>,
+    },
     /// `zone-freeze` (true) or `zone-thaw`: the zone-file writes,
     /// re-signing and key events postponed or resumed, answered once the
     /// work queued before it is done.
@@ -198,6 +213,8 @@ impl Work {
             Work::Incremental { .. } => "an incoming IXFR".into(),
             Work::Replace { .. } => "an incoming AXFR".into(),
             Work::Mark(_) => "the refresh timers".into(),
+            Work::Backup { .. } => "zone-backup".into(),
+            Work::Restore { .. } => "zone-restore".into(),
             Work::Freeze { frozen: true, .. } => "zone-freeze".into(),
             Work::Freeze { frozen: false, .. } => "zone-thaw".into(),
         }
@@ -225,6 +242,9 @@ impl Work {
             }
             Work::Freeze { done, .. } => {
                 let _ = done.send(());
+            }
+            Work::Backup { done, .. } | Work::Restore { done, .. } => {
+                let _ = done.send(Err(why.to_string()));
             }
         }
     }

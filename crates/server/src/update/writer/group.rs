@@ -51,6 +51,8 @@ impl Writer {
                 Work::File { zone, .. } => txn.apply(Change::Difference(zone)),
                 Work::Flush { .. }
                 | Work::Freeze { .. }
+                | Work::Backup { .. }
+                | Work::Restore { .. }
                 | Work::Sign { .. }
                 | Work::Settings(_)
                 | Work::History { .. }
@@ -222,6 +224,9 @@ impl Writer {
                 }
                 (Work::Freeze { done, .. }, _) => {
                     let _ = done.send(());
+                }
+                (Work::Backup { done, .. } | Work::Restore { done, .. }, _) => {
+                    let _ = done.send(Err("not done".into()));
                 }
                 (Work::History { .. } | Work::Settings(_) | Work::Mark(_), _) => {}
                 (Work::Incremental { done, .. } | Work::Replace { done, .. }, _) => {

@@ -30,6 +30,7 @@ use lode_control::upkeep::RETRY_AFTER;
 use lode_control::upkeep::{self, Upkeep, IDLE_COMPACTION};
 use lode_dnssec::Trigger;
 
+mod backup;
 mod commit;
 mod commit_log;
 mod compaction;
@@ -317,6 +318,8 @@ impl Writer {
                 w,
                 Work::Incremental { .. }
                     | Work::Replace { .. }
+                    | Work::Backup { .. }
+                    | Work::Restore { .. }
                     | Work::Sign { .. }
                     | Work::Settings(_)
                     | Work::Mark(_)
@@ -423,6 +426,12 @@ impl Writer {
             }
             Work::Replace { zone, done } => {
                 let _ = done.send(self.take_whole(zone));
+            }
+            Work::Backup { file, keys, done } => {
+                let _ = done.send(self.backup(&file, &keys));
+            }
+            Work::Restore { zone, keys, done } => {
+                let _ = done.send(self.restore(zone, keys.as_deref()));
             }
             Work::Mark(mark) => {
                 let change = match mark {
