@@ -7,6 +7,7 @@ mod check;
 mod dnssec;
 mod enumcmd;
 mod handover;
+mod import_config;
 mod keygen;
 mod man;
 mod manpages;
@@ -43,6 +44,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Validate a zone file and print a summary, or its errors with file:line.
     Check(check::CheckArgs),
+    /// Convert a Knot DNS knot.conf into a lode.toml, naming what cannot be converted (file:line).
+    ImportConfig(import_config::ImportConfigArgs),
     /// Write binary snapshots of zones, from which `lode serve --snapshot-dir` starts fast.
     Snapshot(snapshot::SnapshotArgs),
     /// Ask a running server to reload its configuration and zones (as `knotc reload`).
@@ -114,6 +117,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
         Command::Check(a) => check::run(a),
+        Command::ImportConfig(a) => import_config::run(a),
         Command::Snapshot(a) => snapshot::run(a),
         Command::Reload(a) => reload::run(a),
         Command::Status(a) => zonectl::server_status(a),
