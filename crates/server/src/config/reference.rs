@@ -303,10 +303,64 @@ A reload adds and removes zones (a zone added starts with its journal, signing a
     s
 }
 
+/// `docs/lode.toml.md`: every key of [`KEYS`], by section, as Markdown
+/// tables (the same reference as the manual page, readable from a clone).
+pub fn markdown() -> String {
+    let cell = |t: &str| t.replace('|', "\\|").replace('\n', " ");
+    let mut s = String::from(
+        "# lode.toml — the configuration file\n\n\
+         <!-- Generated from crates/server/src/config/reference.rs (a test keeps it current: \
+         LODE_WRITE_DOCS=1 cargo test -p lode-server reference). -->\n\n\
+         Read by `lode serve --config` and again by every `lode reload` (SIGHUP). Key names \
+         follow Knot DNS where Knot has the setting; paths are relative to the file's folder. \
+         `lode check --config FILE` checks a file (and the zone files it names) without starting \
+         a server; `lode import-config knot.conf` converts a Knot configuration. The same \
+         reference is the manual page lode.toml(5) (`lode man --out DIR`).\n",
+    );
+    for (section, about) in SECTIONS {
+        let title = if section.is_empty() {
+            "Top level"
+        } else {
+            section
+        };
+        s.push_str(&format!(
+            "\n## {}\n\n{}\n\n| key | value | default | meaning |\n|---|---|---|---|\n",
+            cell(title),
+            about
+        ));
+        for key in KEYS.iter().filter(|k| k.section == *section) {
+            s.push_str(&format!(
+                "| `{}` | `{}` | {} | {} |\n",
+                key.name,
+                cell(key.value),
+                cell(key.default),
+                cell(key.meaning)
+            ));
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    /// `docs/lode.toml.md` is what [`markdown`] makes (written anew with
+    /// `LODE_WRITE_DOCS=1`).
+    #[test]
+    fn the_reference_in_docs_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lode.toml.md");
+        let want = markdown();
+        if std::env::var_os("LODE_WRITE_DOCS").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/lode.toml.md is not current: LODE_WRITE_DOCS=1 cargo test -p lode-server reference"
+        );
+    }
 
     /// The keys serde takes in `section`, from its error for an unknown key.
     fn parser_keys(section: &str) -> BTreeSet<String> {
