@@ -178,7 +178,8 @@ if [ "$catalog" = 1 ]; then
     producer=$!
     trap 'kill $producer 2>/dev/null || true' EXIT
     pstart=$(date +%s)
-    until dig +short +time=1 +tries=1 @127.0.0.1 -p $pport catalog.many.test. SOA | grep -q .; do
+    # A catalog answers only TCP queries from those it lets transfer it.
+    until dig +tcp +short +time=1 +tries=1 -y "hmac-sha256:$key:$secret" @127.0.0.1 -p $pport catalog.many.test. SOA | grep -q .; do
         [ $(( $(date +%s) - pstart )) -gt "$limit" ] && { echo "the producer did not start" >&2; exit 1; }
         sleep 0.2
     done

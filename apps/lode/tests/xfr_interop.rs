@@ -790,7 +790,8 @@ fn lode_catalog_producer_to_knot_and_lode_consumers() {
         &dir.0.join("lode.toml"),
         ports[0],
         &lode_log,
-        &["catalog.example.", "m1.example."],
+        // (The catalog answers only those that may transfer it.)
+        &["m1.example."],
     )
     .unwrap_or_else(|e| panic!("lode: {e}"));
     let knot =
@@ -811,6 +812,43 @@ fn lode_catalog_producer_to_knot_and_lode_consumers() {
             "m3 is not a member yet"
         );
     }
+    // A catalog zone answers queries only over TCP, from those its ACL
+    // lets transfer it (here: with the key), with no EDNS EXPIRE (it cannot
+    // expire) — the producer and both consumers, Knot's among them; a
+    // member tells its EXPIRE.
+    let kdig = |addr: SocketAddr, tcp: bool, signed: bool| {
+        let mut c = std::process::Command::new("kdig");
+        c.arg(format!("@{}", addr.ip())).args([
+            "-p",
+            &addr.port().to_string(),
+            "+ednsopt=9",
+            if tcp { "+tcp" } else { "+notcp" },
+            "catalog.example.",
+            "SOA",
+        ]);
+        if signed {
+            c.args(["-y", &key.y_arg()]);
+        }
+        let out = c.output().expect("kdig");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for addr in [lode.addr, knot.addr, consumer.addr] {
+        for (tcp, signed) in [(false, false), (false, true), (true, false)] {
+            let a = kdig(addr, tcp, signed);
+            assert!(
+                a.contains("status: REFUSED"),
+                "{addr} tcp {tcp} signed {signed}: {a}"
+            );
+            assert!(a.contains("EDE: 20"), "{addr}: {a}");
+        }
+        let a = kdig(addr, true, true);
+        assert!(a.contains("status: NOERROR"), "{addr}: {a}");
+        assert!(!a.contains("EXPIRE"), "{addr}: {a}");
+    }
+    assert!(
+        expire_option(consumer.addr, members[0]).is_some(),
+        "a member tells it"
+    );
 
     // A third member: reload; the catalog's serial moves, Knot adds m3.
     config(3);
@@ -839,7 +877,14 @@ fn lode_catalog_producer_to_knot_and_lode_consumers() {
         contents,
         axfr_records(lode.addr, members[2], &key).expect("AXFR of m3 from the producer")
     );
-    let cat_serial = soa_serial(lode.addr, "catalog.example.").expect("catalog served");
+    // (The catalog answers only TCP queries it lets transfer it: its SOA
+    // from an AXFR.)
+    let cat_serial = axfr_records(lode.addr, "catalog.example.", &key)
+        .expect("catalog served")
+        .iter()
+        .find(|r| r.contains("\tSOA\t") || r.contains(" SOA "))
+        .and_then(|r| r.split_whitespace().nth(6)?.parse::<u32>().ok())
+        .expect("its SOA serial");
     assert!(
         cat_serial > 1,
         "the catalog's serial moved on ({cat_serial})"
@@ -872,6 +917,22 @@ fn lode_catalog_producer_to_knot_and_lode_consumers() {
         soa_serial(knot.addr, members[0]).is_some(),
         "m1 still served"
     );
+}
+
+/// The EDNS EXPIRE option of `addr`'s answer to `zone` SOA with EXPIRE
+/// asked (None: no answer, or no option in it).
+fn expire_option(addr: SocketAddr, zone: &str) -> Option<u32> {
+    let mut q = common::Query::new(zone, 6, 1);
+    q.edns = Some(common::Edns {
+        size: 1232,
+        options: vec![(9, Vec::new())],
+        ..common::Edns::default()
+    });
+    let r = common::udp_exchange(addr, &q.to_wire(), Duration::from_millis(500))?;
+    let m = common::Message::parse(&r);
+    let opt = m.opts.first()?;
+    let (_, data) = opt.options.iter().find(|(code, _)| *code == 9)?;
+    Some(u32::from_be_bytes(data.as_slice().try_into().ok()?))
 }
 
 /// Catalog zones with Knot as the producer (`catalog-role: generate`) and
@@ -941,19 +1002,7 @@ fn lode_secondary_expires_and_recovers() {
         .unwrap_or_else(|e| panic!("initial transfer: {e}\n{}", a.log_tail(20)));
     // EDNS EXPIRE (RFC 7314): the primary tells its SOA EXPIRE (4 s), the
     // secondary what it has left of it (Knot DNS answers both so).
-    let expire_of = |addr: SocketAddr| {
-        let mut q = common::Query::new(ZONE, 6, 1);
-        q.edns = Some(common::Edns {
-            size: 1232,
-            options: vec![(9, Vec::new())],
-            ..common::Edns::default()
-        });
-        let r = common::udp_exchange(addr, &q.to_wire(), Duration::from_millis(500))?;
-        let m = common::Message::parse(&r);
-        let opt = m.opts.first()?;
-        let (_, data) = opt.options.iter().find(|(code, _)| *code == 9)?;
-        Some(u32::from_be_bytes(data.as_slice().try_into().ok()?))
-    };
+    let expire_of = |addr: SocketAddr| expire_option(addr, ZONE);
     assert_eq!(expire_of(primary.addr), Some(4), "Knot, the primary");
     let left = expire_of(a.addr);
     assert!(left.is_some_and(|l| l <= 4), "the secondary: {left:?}");

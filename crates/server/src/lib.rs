@@ -279,6 +279,7 @@ impl Server {
         reloader.updates = Some(updates.clone());
         reloader.notifies = notifies.clone();
         reloader.secondaries = secondaries.clone();
+        publisher.mark_catalogs(&config);
         // Catalog members become zones before the sockets open.
         consumer::start(
             &config,

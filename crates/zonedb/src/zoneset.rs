@@ -28,6 +28,10 @@ const MAX_LABELS: usize = 128;
 pub struct ZoneSlot {
     origin: Name,
     current: ArcSwap<Zone>,
+    /// A catalog zone (RFC 9432): it cannot expire, and its answers carry
+    /// no EDNS EXPIRE (as Knot DNS's). Set by the server from its
+    /// configuration; kept across versions.
+    catalog: std::sync::atomic::AtomicBool,
 }
 
 /// A loaded zone version, held for as long as a reader needs it.
@@ -39,7 +43,17 @@ impl ZoneSlot {
         ZoneSlot {
             origin: zone.origin().to_name(),
             current: ArcSwap::new(zone),
+            catalog: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+    /// Whether the zone is a catalog zone (see the field).
+    pub fn is_catalog(&self) -> bool {
+        self.catalog.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    /// Marks the zone a catalog zone (or not).
+    pub fn set_catalog(&self, catalog: bool) {
+        self.catalog
+            .store(catalog, std::sync::atomic::Ordering::Relaxed);
     }
     /// The zone's origin (as it was first loaded; the case of later versions
     /// may differ).

@@ -492,6 +492,7 @@ impl Reloader {
         // started as at a start; their settings and signing are the
         // configuration's already.
         let started_now = self.start_writers(&config, &mut report);
+        self.publisher.mark_catalogs(&config);
         self.retire(&report.removed);
         if started_now.len() + report.removed.len() > 1000 {
             // Thousands of zones added or removed build and drop maps and

@@ -98,6 +98,17 @@ impl Publisher {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push((zones, tx));
     }
+    /// Marks the catalog zones of `config` as such in the set (no EDNS
+    /// EXPIRE in their answers), and every other zone as not.
+    pub(crate) fn mark_catalogs(&self, config: &crate::config::Config) {
+        let set = self.set.load();
+        for spec in &config.zones {
+            let options = config.zone_options(&spec.name);
+            if let Some(slot) = set.slot(spec.name.as_ref()) {
+                slot.set_catalog(options.catalog || !options.interpret.is_empty());
+            }
+        }
+    }
     /// The published version of the zone at `origin`.
     pub(crate) fn get(&self, origin: &Name) -> Option<Arc<Zone>> {
         self.set.load().get(origin.as_ref())

@@ -129,8 +129,18 @@ impl Handler {
         // The TSIG keys are loaded only when the engine found a TSIG record.
         let held = std::cell::OnceCell::new();
         let keys = || Some(&***held.get_or_init(|| updates.keys())).filter(|k| !k.is_empty());
-        let (answered, cookie) =
+        let (mut answered, mut cookie) =
             guard.answer(&set, q, out, transport, settings, client.addr().ip(), &keys);
+        // A catalog zone answers only over TCP (or TLS), those its ACL lets
+        // transfer it; others are answered as if it were not here (as
+        // Knot 3.2: REFUSED, not authoritative).
+        if let Some(slot) = answered.zone.filter(|s| s.is_catalog()) {
+            if transport == Transport::Udp || !updates.may_read_catalog(slot.origin(), q, client) {
+                let none = no_zones();
+                (answered, cookie) =
+                    guard.answer(none, q, out, transport, settings, client.addr().ip(), &keys);
+            }
+        }
         let zone = answered
             .zone
             .map_or(0, |z| metrics::worker::zone_key(z.origin().as_wire()));
@@ -143,6 +153,13 @@ impl Handler {
             asked,
         }
     }
+}
+
+/// A set without zones: a catalog zone's answer to a client that may not
+/// read it is this set's (REFUSED, not authoritative).
+fn no_zones() -> &'static ZoneSet {
+    static NONE: std::sync::OnceLock<ZoneSet> = std::sync::OnceLock::new();
+    NONE.get_or_init(ZoneSet::new)
 }
 
 /// What [`Handler::respond`] did, for the counters.

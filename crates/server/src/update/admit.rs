@@ -493,6 +493,34 @@ impl Updates {
             .is_some_and(|d| d.writer.is_some())
     }
 
+    /// Whether `client` may query the catalog zone `origin` (Knot's rule:
+    /// those its ACL lets transfer it, by address and, for a query signed
+    /// with a key of ours, that key).
+    pub(crate) fn may_read_catalog(
+        &self,
+        origin: &Name,
+        msg: &[u8],
+        client: &lode_io::Client<'_>,
+    ) -> bool {
+        let doors = self.zones.load();
+        let Some(door) = doors.get(&origin.to_lowercase()) else {
+            return true;
+        };
+        let keys = self.keys.load();
+        let key = match lode_tsig::verify_request(msg, &keys, unix_now()) {
+            lode_tsig::Verified::Signed(s) => Some(s.key.name().clone()),
+            _ => None,
+        };
+        let peer = access::Peer::of(client);
+        let who = crate::acl::Requester {
+            ip: peer.addr.ip(),
+            key: key.as_ref(),
+            protocol: peer.protocol,
+            pin: peer.pin,
+        };
+        crate::acl::allows(&door.acl, Action::Transfer, &who)
+    }
+
     /// Admits an UPDATE (see the module note). `out` holds an immediate answer.
     pub(crate) fn admit(
         &self,
