@@ -17,7 +17,9 @@
 //!
 //! Machines: [`notify_out`] (NOTIFY to secondaries, RFC 1996: retries,
 //! pacing of busy secondaries), [`refresh`] (a secondary's zones: SOA
-//! refresh, retry and expiry, NOTIFY in, bounds on transfers at once).
+//! refresh, retry and expiry, NOTIFY in, bounds on transfers at once),
+//! [`upkeep`] (a zone writer's file writes, compactions, re-signing and key
+//! event times), [`catalog`] (a catalog consumer's members).
 //! The simulator [`sim`] runs a primary (with real zones: the zone-update
 //! stage's transactions, real journals on a simulated disk that fails and
 //! tears writes) and secondaries over a network that loses, delays,
@@ -27,6 +29,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod notify_out;
 pub mod refresh;
 pub mod sim;

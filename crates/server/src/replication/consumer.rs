@@ -10,18 +10,19 @@
 //!                  ─▶ gone: refresh stopped, door and writer dropped, unpublished, files removed
 //! ```
 //!
-//! A member listed by two catalogs belongs to the first that took it,
-//! unless that catalog's entry names the other in `coo` (change of
-//! ownership): then it moves, and starts afresh with the new catalog's
-//! template. A member that is also configured as a `[[zone]]` is left to
-//! the configuration. Other zones are never touched.
+//! Which members come, go or move is decided by `lode_control::catalog`
+//! (a member listed by two catalogs belongs to the first that took it,
+//! unless that catalog's entry names the other in `coo`; a member also
+//! configured as a `[[zone]]` is left to the configuration); this thread
+//! performs it. Other zones are never touched.
 
 use std::collections::HashMap;
 use std::sync::{mpsc, Arc};
 
 use lode_wire::Name;
 
-use crate::catalog::{read_members, Member};
+use lode_control::catalog::{read_members, Member, Membership, Report};
+
 use crate::config::{Config, ZoneOptions};
 use crate::publish::Publisher;
 use crate::replication::secondary::Secondaries;
@@ -54,7 +55,7 @@ pub(crate) fn start(
     let mut consumer = Consumer {
         config: config.clone(),
         catalogs,
-        owned: HashMap::new(),
+        owned: Membership::new(),
         updates: updates.clone(),
         secondaries,
         publisher: publisher.clone(),
@@ -86,7 +87,7 @@ struct Consumer {
     /// Each consumed catalog and its templates.
     catalogs: HashMap<Name, Vec<(String, ZoneOptions)>>,
     /// Member zones here: their catalog and their entry in it.
-    owned: HashMap<Name, (Name, Member)>,
+    owned: Membership,
     updates: Arc<Updates>,
     /// The secondaries' scheduler the members are refreshed by.
     secondaries: Option<Arc<Secondaries>>,
@@ -119,43 +120,27 @@ impl Consumer {
             .iter()
             .map(|z| z.name.to_lowercase())
             .collect();
-        let listed: std::collections::HashSet<Name> =
-            members.iter().map(|m| m.name.to_lowercase()).collect();
-        // Gone from this catalog: removed.
-        let mut gone: Vec<Name> = self
-            .owned
-            .iter()
-            .filter(|(n, (c, _))| c == catalog && !listed.contains(*n))
-            .map(|(n, _)| n.clone())
-            .collect();
-        let mut added: Vec<Member> = Vec::new();
-        for m in members {
-            let name = m.name.to_lowercase();
-            if configured.contains(&name) {
-                tracing::warn!(
-                    "catalog {catalog}: member {name} is configured here already; left alone"
-                );
-                continue;
+        let plan = self.owned.plan(catalog, members, &configured);
+        for r in &plan.reports {
+            match r {
+                Report::Configured { catalog, member } => tracing::warn!(
+                    "catalog {catalog}: member {member} is configured here already; left alone"
+                ),
+                Report::MovesHere {
+                    catalog,
+                    member,
+                    from,
+                } => tracing::info!("catalog {catalog}: member {member} moves here from {from} (coo)"),
+                Report::BelongsElsewhere {
+                    catalog,
+                    member,
+                    owner,
+                } => tracing::warn!(
+                    "catalog {catalog}: member {member} belongs to catalog {owner} (no coo there names this one); left alone"
+                ),
             }
-            match self.owned.get(&name) {
-                Some((c, _)) if c == catalog => continue,
-                Some((c, entry)) => {
-                    if entry.coo.as_ref().map(Name::to_lowercase).as_ref() == Some(catalog) {
-                        tracing::info!(
-                            "catalog {catalog}: member {name} moves here from {c} (coo)"
-                        );
-                        gone.push(name);
-                    } else {
-                        tracing::warn!(
-                            "catalog {catalog}: member {name} belongs to catalog {c} (no coo there names this one); left alone"
-                        );
-                        continue;
-                    }
-                }
-                None => {}
-            }
-            added.push(m);
         }
+        let (gone, added) = (plan.gone, plan.added);
         let many = gone.len() + added.len() >= TRIM_AFTER;
         self.remove(&gone);
         self.add(catalog, added);
@@ -230,7 +215,7 @@ impl Consumer {
                             .map_or(String::new(), |g| format!(" (group {g})"))
                     );
                     refreshed.push((name.clone(), Arc::unwrap_or_clone(options), w));
-                    self.owned.insert(name, (catalog.clone(), m));
+                    self.owned.added(catalog, m);
                 }
                 None => {
                     tracing::error!(
@@ -249,7 +234,7 @@ impl Consumer {
     fn remove(&mut self, names: &[Name]) {
         let mut removed = Vec::new();
         for name in names {
-            let Some((catalog, _)) = self.owned.remove(name) else {
+            let Some(catalog) = self.owned.removed(name) else {
                 continue;
             };
             if let Some(n) = &self.notifies {
