@@ -231,6 +231,46 @@ pub fn notify_asks(theirs: u32, ours: u32) -> NotifyAsks {
     }
 }
 
+/// What a refresh from one primary does first, from what it knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The primary serves our serial: up to date.
+    UpToDate,
+    /// The primary serves an older serial than ours (or one half the
+    /// serial space away): ours is kept (RFC 1982: a secondary follows
+    /// only a newer serial) and the refresh counts as current.
+    PrimaryOlder,
+    /// Transfer: an IXFR from our serial, or the whole zone (AXFR).
+    Transfer {
+        /// A whole transfer.
+        axfr: bool,
+    },
+}
+
+/// The first step of a refresh from one primary: `axfr` asked for (a
+/// command, or the zone's first transfer), our serial `ours` (None: we
+/// serve nothing, or do not know the primary's numbering of it) and the
+/// primary's `theirs` (None: it refused the SOA query — Knot does for the
+/// catalogs it generates — so an IXFR from ours asks, and tells "up to
+/// date" by itself).
+pub fn first_step(axfr: bool, ours: Option<u32>, theirs: Option<u32>) -> Step {
+    let Some(ours) = ours.filter(|_| !axfr) else {
+        return Step::Transfer { axfr: true };
+    };
+    match theirs.map(|t| notify_asks(t, ours)) {
+        Some(NotifyAsks::Nothing) => Step::UpToDate,
+        Some(NotifyAsks::Older) => Step::PrimaryOlder,
+        Some(NotifyAsks::Refresh) | None => Step::Transfer { axfr: false },
+    }
+}
+
+/// After a transfer from a primary failed: an IXFR that could not be
+/// taken is followed by a whole transfer from the same primary; an AXFR
+/// that failed is the end of that primary (None: the next one is asked).
+pub fn after_failed_transfer(axfr: bool) -> Option<Step> {
+    (!axfr).then_some(Step::Transfer { axfr: true })
+}
+
 impl Refresher {
     /// A machine with no zones.
     pub fn new() -> Refresher {

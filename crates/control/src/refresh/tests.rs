@@ -359,3 +359,39 @@ fn a_frozen_zone_is_refreshed_only_on_command_until_thawed() {
     r.handle_timeout(t0 + secs(701));
     assert_eq!(started(&mut r), ["example.com."], "thawed: due at once");
 }
+
+/// The transfer chosen: none when the primary serves ours or an older
+/// serial, an IXFR from ours when it serves a newer one or refuses the SOA
+/// query, an AXFR when asked or when we serve nothing; an IXFR that fails
+/// falls back to an AXFR, an AXFR that fails to the next primary.
+#[test]
+fn the_transfer_follows_the_serials() {
+    assert_eq!(first_step(false, Some(7), Some(7)), Step::UpToDate);
+    assert_eq!(first_step(false, Some(7), Some(6)), Step::PrimaryOlder);
+    assert_eq!(
+        first_step(false, Some(7), Some(0x8000_0007)),
+        Step::PrimaryOlder,
+        "half the serial space away: not newer"
+    );
+    assert_eq!(
+        first_step(false, Some(u32::MAX), Some(1)),
+        Step::Transfer { axfr: false }
+    );
+    assert_eq!(
+        first_step(false, Some(7), None),
+        Step::Transfer { axfr: false }
+    );
+    assert_eq!(
+        first_step(false, None, Some(7)),
+        Step::Transfer { axfr: true }
+    );
+    assert_eq!(
+        first_step(true, Some(7), Some(7)),
+        Step::Transfer { axfr: true }
+    );
+    assert_eq!(
+        after_failed_transfer(false),
+        Some(Step::Transfer { axfr: true })
+    );
+    assert_eq!(after_failed_transfer(true), None);
+}

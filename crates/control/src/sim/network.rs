@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use lode_wire::serial::serial_lt;
-
 use super::{
     addr, below, chance, refresh, Body, Datagram, Event, Refresher, Sim, Start, EXPIRE,
     FETCH_TIMEOUT, KNOT_BUSY, KNOT_LATE, REFRESH, RETRY,
@@ -209,7 +207,9 @@ impl Sim {
                 if z.refreshing != Some(token) {
                     return; // a duplicate, or the answer to a refresh given up
                 }
-                if !serial_lt(z.served, serial) {
+                // The server's own choice: nothing to take unless newer.
+                let step = refresh::first_step(false, Some(z.served), Some(serial));
+                if !matches!(step, refresh::Step::Transfer { .. }) {
                     let current = refresh::Outcome::Current {
                         refresh: REFRESH,
                         retry: RETRY,

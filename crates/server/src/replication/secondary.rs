@@ -20,7 +20,7 @@
 
 mod scheduler;
 pub(crate) mod timers;
-use lode_control::refresh::{notify_asks, NotifyAsks, Start};
+use lode_control::refresh::{self, Start, Step};
 use scheduler::Scheduler;
 use timers::TimerLog;
 
@@ -32,7 +32,6 @@ use arc_swap::ArcSwap;
 use std::time::{Duration, Instant};
 
 use lode_tsig::{Key, Keys};
-use lode_wire::serial::SerialOrder;
 use lode_wire::{rcode, Name, Record};
 use lode_zonedb::StreamBuilder;
 use lode_zones::update::{self as ddns};
@@ -682,14 +681,13 @@ impl Refresh {
             .get(origin)
             .filter(|z| !is_placeholder(z))
             .and_then(|_| self.publisher.soa_for_primary(origin));
-        let mut axfr = self.axfr || served.is_none();
-        if let (false, Some(ours), Some(soa)) = (axfr, &served, &soa) {
-            let (theirs, ours) = (lode_zonedb::soa_serial(soa), lode_zonedb::soa_serial(ours));
-            if !matches!(
-                lode_wire::serial::serial_cmp(theirs, ours),
-                SerialOrder::Greater
-            ) {
-                if notify_asks(theirs, ours) == NotifyAsks::Older {
+        let ours = served.as_ref().map(lode_zonedb::soa_serial);
+        let theirs = soa.as_ref().map(lode_zonedb::soa_serial);
+        let mut axfr = match refresh::first_step(self.axfr, ours, theirs) {
+            Step::Transfer { axfr } => axfr,
+            step => {
+                let (theirs, ours) = (theirs.unwrap_or(0), ours.unwrap_or(0));
+                if step == Step::PrimaryOlder {
                     tracing::warn!(
                         "zone {origin}: the primary {} serves serial {theirs}, older than ours ({ours}): its serial went backwards; ours is kept (RFC 1982: a secondary follows only a newer serial)",
                         src.addr
@@ -700,22 +698,25 @@ impl Refresh {
                         src.addr
                     );
                 }
+                // (Both serials known: the SOA was answered.)
                 return Ok(Outcome::Current {
-                    soa: soa.clone(),
+                    soa: soa.ok_or("no SOA")?,
                     transfer: None,
                 });
             }
-        }
+        };
         loop {
             let current = if axfr { None } else { served.clone() };
             match self.transfer(src, current.as_ref()) {
                 Ok(o) => return Ok(o),
-                // An IXFR that cannot be applied here: a whole transfer.
-                Err(e) if !axfr => {
-                    tracing::warn!("zone {origin}: IXFR from {}: {e}; trying AXFR", src.addr);
-                    axfr = true;
-                }
-                Err(e) => return Err(e),
+                Err(e) => match refresh::after_failed_transfer(axfr) {
+                    // An IXFR that cannot be applied here: a whole transfer.
+                    Some(Step::Transfer { axfr: whole }) => {
+                        tracing::warn!("zone {origin}: IXFR from {}: {e}; trying AXFR", src.addr);
+                        axfr = whole;
+                    }
+                    _ => return Err(e),
+                },
             }
         }
     }
