@@ -19,7 +19,8 @@
 //! pacing of busy secondaries), [`refresh`] (a secondary's zones: SOA
 //! refresh, retry and expiry, NOTIFY in, bounds on transfers at once),
 //! [`upkeep`] (a zone writer's file writes, compactions, re-signing and key
-//! event times), [`catalog`] (a catalog consumer's members).
+//! event times), [`parent`] (a signed zone's DS checks and pushes to its
+//! parent), [`catalog`] (a catalog consumer's members).
 //! The simulator [`sim`] runs a primary (with real zones: the zone-update
 //! stage's transactions, real journals on a simulated disk that fails and
 //! tears writes) and secondaries over a network that loses, delays,
@@ -31,6 +32,7 @@
 
 pub mod catalog;
 pub mod notify_out;
+pub mod parent;
 pub mod refresh;
 pub mod sim;
 pub mod upkeep;

@@ -29,8 +29,9 @@ use lode_zonedb::Zone;
 
 use crate::fetch::Source;
 
-/// How long after a failed push it is tried again (Knot's `DS_PUSH_RETRY`).
-pub(crate) const RETRY: Duration = Duration::from_secs(600);
+/// How long after a failed push it is tried again (Knot's `DS_PUSH_RETRY`;
+/// decided in the control core).
+use lode_control::parent::RETRY;
 /// How long one query or UPDATE may take.
 const TIMEOUT: Duration = Duration::from_secs(5);
 

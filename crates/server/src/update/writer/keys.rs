@@ -46,13 +46,13 @@ pub(crate) struct KeyRoll {
     /// The parent's servers: asked for a ready KSK's DS (`ksk-submission`),
     /// sent the DS set (`ds-push`).
     pub(super) parents: crate::update::ds_push::Parents,
-    /// When the DS set is pushed to the parent next (`ds-push`).
-    pub(super) push_at: Option<Instant>,
+    /// When the parent is asked for the ready KSK's DS and sent the DS set
+    /// (decided in `lode_control::parent`).
+    pub(super) parent: lode_control::parent::Parent,
     /// A push running: whether it was taken.
     pub(super) pushing: Option<std::thread::JoinHandle<bool>>,
-    /// A KSK waiting for its DS: its DS RDATA (digest types 2 and 4), and
-    /// when the parents are asked next.
-    pub(super) waiting: Option<(Vec<Vec<u8>>, Instant)>,
+    /// A KSK waiting for its DS: its DS RDATA (digest types 2 and 4).
+    pub(super) waiting: Option<Vec<Vec<u8>>>,
     /// A round of DS queries running.
     pub(super) checking: Option<std::thread::JoinHandle<()>>,
 }
@@ -110,25 +110,24 @@ impl Writer {
         let Some(submission) = roll.signing.submission.as_ref() else {
             return;
         };
-        if roll.checking.as_ref().is_some_and(|t| !t.is_finished()) {
+        if roll.checking.as_ref().is_some_and(|t| t.is_finished()) {
+            roll.checking = None;
+            roll.parent.check_ended();
+        }
+        let now = Instant::now();
+        if !roll.parent.check_due(now) {
             return;
         }
-        let Some((want, at)) = roll.waiting.as_mut() else {
+        let Some(want) = roll.waiting.clone() else {
             return;
         };
-        if Instant::now() < *at {
-            return;
-        }
         let Some(slot) = crate::update::ds_push::ParentSlot::take() else {
-            *at = Instant::now() + Duration::from_secs(1); // others' turn first
+            roll.parent.check_busy(now); // others' turn first
             return;
         };
-        *at = Instant::now() + Duration::from_secs(submission.check_interval);
-        let (want, parents, delay) = (
-            want.clone(),
-            roll.parents.asked.clone(),
-            submission.parent_delay,
-        );
+        roll.parent
+            .check_started(now, Duration::from_secs(submission.check_interval));
+        let (parents, delay) = (roll.parents.asked.clone(), submission.parent_delay);
         let (zone, me) = (self.origin.clone(), me.clone());
         let spawned = std::thread::Builder::new()
             .name("lode-ds-check".into())
@@ -147,48 +146,52 @@ impl Writer {
             });
         match spawned {
             Ok(t) => roll.checking = Some(t),
-            Err(e) => tracing::warn!("zone {}: DNSSEC, DS check not started: {e}", self.origin),
+            Err(e) => {
+                roll.parent.check_ended();
+                tracing::warn!("zone {}: DNSSEC, DS check not started: {e}", self.origin)
+            }
         }
     }
 
     /// `ds-push`: when a push is due, a thread sends the apex's CDS as the
     /// DS set to the parent's primaries; one not taken is due again after
-    /// [`crate::update::ds_push::RETRY`].
+    /// `lode_control::parent::RETRY`.
     pub(super) fn check_ds_push(&mut self) {
+        let zone = self.current();
         let Some(roll) = self.keys.as_mut() else {
             return;
         };
+        let now = Instant::now();
         if let Some(t) = roll.pushing.take() {
             if !t.is_finished() {
                 roll.pushing = Some(t);
                 return;
             }
-            if !t.join().unwrap_or(false) {
-                roll.push_at = Some(Instant::now() + crate::update::ds_push::RETRY);
-            }
+            roll.parent.push_ended(t.join().unwrap_or(false), now);
         }
-        if roll.push_at.is_none_or(|t| Instant::now() < t) {
+        if !roll.parent.push_due(now) {
             return;
         }
         let Some(slot) = crate::update::ds_push::ParentSlot::take() else {
-            roll.push_at = Some(Instant::now() + Duration::from_secs(1)); // others' turn first
+            roll.parent.push_busy(now); // others' turn first
             return;
         };
-        roll.push_at = None;
         let pushed = roll.parents.pushed.clone();
-        let Some(zone) = self.current() else {
-            return;
-        };
-        let cds = crate::update::ds_push::cds_of(&zone);
+        let cds = zone
+            .as_deref()
+            .map(crate::update::ds_push::cds_of)
+            .unwrap_or_default();
         if cds.is_empty() {
             // A ready KSK's CDS not served yet (a whole signing still
-            // running): asked again in a second. Else, as Knot: no CDS,
+            // running): asked again in a moment. Else, as Knot: no CDS,
             // nothing to push.
-            if let Some(roll) = self.keys.as_mut().filter(|r| r.waiting.is_some()) {
-                roll.push_at = Some(Instant::now() + Duration::from_secs(1));
-            }
+            roll.parent.push_not_ready(now, roll.waiting.is_some());
             return;
         }
+        let Some(zone) = zone else {
+            return;
+        };
+        roll.parent.push_started();
         let ttl = zone
             .apex_rrset(lode_wire::Rtype::DNSKEY)
             .map_or(zone.soa().ttl(), |s| s.ttl());
@@ -206,7 +209,7 @@ impl Writer {
             Ok(t) => roll.pushing = Some(t),
             Err(e) => {
                 tracing::warn!("zone {}: DNSSEC, DS push not started: {e}", self.origin);
-                roll.push_at = Some(Instant::now() + crate::update::ds_push::RETRY);
+                roll.parent.push_ended(false, Instant::now());
             }
         }
     }
@@ -267,7 +270,7 @@ impl Writer {
                 &mut roll.announced,
                 false,
             );
-            let was = roll.waiting.take().map(|(ds, _)| ds);
+            let was = roll.waiting.take();
             if !roll.parents.pushed.is_empty()
                 && events.waiting_ds.is_some()
                 && events.waiting_ds != was
@@ -275,9 +278,11 @@ impl Writer {
                 // A KSK became ready: its DS goes to the parent once its
                 // CDS has been out for a propagation delay.
                 let delay = Duration::from_secs(roll.signing.keys.propagation_delay);
-                roll.push_at = Some(Instant::now() + delay);
+                roll.parent.push_after(Instant::now(), delay);
             }
-            roll.waiting = events.waiting_ds.map(|ds| (ds, Instant::now()));
+            let check = roll.signing.submission.is_some() && events.waiting_ds.is_some();
+            roll.parent.waiting_for_ds(check, Instant::now());
+            roll.waiting = events.waiting_ds;
         }
         let from = current.serial();
         // A secondary with nothing transferred yet has no key records to
@@ -318,7 +323,7 @@ impl Writer {
             if !roll.parents.pushed.is_empty() && crate::update::ds_push::cds_of(&z) != cds_before {
                 // Knot's timing: the new CDS has been out for a propagation delay.
                 let delay = Duration::from_secs(roll.signing.keys.propagation_delay);
-                roll.push_at = Some(Instant::now() + delay);
+                roll.parent.push_after(Instant::now(), delay);
             }
         }
         if !same_signers {
@@ -359,6 +364,7 @@ impl Writer {
         roll.signing = signing;
         roll.parents = parents;
         roll.waiting = None;
+        roll.parent.waiting_for_ds(false, Instant::now());
         self.plan_keys(Trigger::Timers, true)
     }
 
@@ -395,7 +401,7 @@ impl Writer {
             rekeying: true,
             announced: None,
             parents,
-            push_at: None,
+            parent: lode_control::parent::Parent::new(),
             pushing: None,
             waiting: None,
             checking: None,

@@ -142,22 +142,8 @@ impl Writer {
         if let Some(t) = self.log.due_at() {
             at(t);
         }
-        if let Some(k) = self
-            .keys
-            .as_ref()
-            .filter(|k| k.signing.submission.is_some())
-        {
-            if let Some((_, t)) = &k.waiting {
-                at(*t);
-            }
-        }
-        if let Some(k) = &self.keys {
-            if let Some(t) = k.push_at {
-                at(t);
-            }
-            if k.pushing.is_some() {
-                at(now + std::time::Duration::from_millis(200));
-            }
+        if let Some(t) = self.keys.as_ref().and_then(|k| k.parent.next_wake(now)) {
+            at(t);
         }
         wake
     }

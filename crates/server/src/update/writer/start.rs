@@ -227,17 +227,22 @@ fn open_writer(
                         rekeying: true,
                         announced,
                         parents: parent_sources(signing, updates),
-                        // A KSK waiting for its DS: its CDS is out (or
-                        // comes with the first signing), the parent told
-                        // after a propagation delay (again after a restart).
-                        push_at: (events.waiting_ds.is_some() && !signing.ds_push.is_empty()).then(
-                            || {
-                                Instant::now()
-                                    + std::time::Duration::from_secs(signing.keys.propagation_delay)
-                            },
-                        ),
+                        parent: {
+                            let mut p = lode_control::parent::Parent::new();
+                            let waits = events.waiting_ds.is_some();
+                            // A KSK waiting for its DS: its CDS is out (or
+                            // comes with the first signing), the parent
+                            // told after a propagation delay (again after a
+                            // restart), and asked at once.
+                            if waits && !signing.ds_push.is_empty() {
+                                let delay = signing.keys.propagation_delay;
+                                p.push_after(Instant::now(), std::time::Duration::from_secs(delay));
+                            }
+                            p.waiting_for_ds(waits && signing.submission.is_some(), Instant::now());
+                            p
+                        },
                         pushing: None,
-                        waiting: events.waiting_ds.map(|ds| (ds, Instant::now())),
+                        waiting: events.waiting_ds,
                         checking: None,
                     }));
                     Stage::signed(serial_policy, Arc::new(events.signer))
