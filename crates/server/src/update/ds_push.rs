@@ -39,27 +39,27 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 /// zones together: 10^5 zones whose first KSKs become ready together wait
 /// their turn (a second each) instead of starting 10^5 threads.
 const MAX_PARENT_THREADS: usize = 16;
-static PARENT_THREADS: AtomicUsize = AtomicUsize::new(0);
 
-/// A place among the [`MAX_PARENT_THREADS`], given back when dropped (the
-/// thread it moved into ended).
-pub(crate) struct ParentSlot(());
+/// A place among the [`MAX_PARENT_THREADS`] of one server's count (its
+/// writers' `Shared`), given back when dropped (the thread it moved into
+/// ended).
+pub(crate) struct ParentSlot(std::sync::Arc<AtomicUsize>);
 
 impl ParentSlot {
-    /// A place, if one is free.
-    pub(crate) fn take() -> Option<ParentSlot> {
-        PARENT_THREADS
+    /// A place, if one of `threads` is free.
+    pub(crate) fn take(threads: &std::sync::Arc<AtomicUsize>) -> Option<ParentSlot> {
+        threads
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < MAX_PARENT_THREADS).then_some(n + 1)
             })
             .ok()
-            .map(|_| ParentSlot(()))
+            .map(|_| ParentSlot(threads.clone()))
     }
 }
 
 impl Drop for ParentSlot {
     fn drop(&mut self) {
-        PARENT_THREADS.fetch_sub(1, Ordering::AcqRel);
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

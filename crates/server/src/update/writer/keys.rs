@@ -121,7 +121,8 @@ impl Writer {
         let Some(want) = roll.waiting.clone() else {
             return;
         };
-        let Some(slot) = crate::update::ds_push::ParentSlot::take() else {
+        let Some(slot) = crate::update::ds_push::ParentSlot::take(&self.shared.parent_threads)
+        else {
             roll.parent.check_busy(now); // others' turn first
             return;
         };
@@ -172,7 +173,8 @@ impl Writer {
         if !roll.parent.push_due(now) {
             return;
         }
-        let Some(slot) = crate::update::ds_push::ParentSlot::take() else {
+        let Some(slot) = crate::update::ds_push::ParentSlot::take(&self.shared.parent_threads)
+        else {
             roll.parent.push_busy(now); // others' turn first
             return;
         };

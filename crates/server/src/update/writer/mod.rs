@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     open_journals: std::sync::atomic::AtomicUsize,
     /// Zone-file writes running now (see [`MAX_FILE_WRITES`]).
     file_writes: std::sync::atomic::AtomicUsize,
+    /// Threads asking or telling parents now (see `ds_push::ParentSlot`).
+    parent_threads: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// One zone's writer: groups, journals, publishes, answers.
