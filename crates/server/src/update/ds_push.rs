@@ -173,17 +173,21 @@ mod tests {
 
     #[test]
     fn parent_threads_are_bounded() {
+        let threads = std::sync::Arc::new(AtomicUsize::new(0));
         let mut held = Vec::new();
-        while let Some(s) = ParentSlot::take() {
+        while let Some(s) = ParentSlot::take(&threads) {
             held.push(s);
             assert!(held.len() <= MAX_PARENT_THREADS);
         }
-        assert!(ParentSlot::take().is_none());
+        assert_eq!(held.len(), MAX_PARENT_THREADS);
+        assert!(ParentSlot::take(&threads).is_none());
         held.pop();
         assert!(
-            ParentSlot::take().is_some(),
+            ParentSlot::take(&threads).is_some(),
             "a place given back is taken again"
         );
+        let other = std::sync::Arc::new(AtomicUsize::new(0));
+        assert!(ParentSlot::take(&other).is_some(), "another server's count");
     }
 
     #[test]
