@@ -127,7 +127,9 @@ impl fmt::Display for Problem {
 pub struct ZoneBuilder {
     origin: Name,
     class: Class,
-    records: Vec<(Record, u32)>,
+    /// The records with their keys, as added (sorted at the build, in
+    /// place: one list of them, not two).
+    records: Vec<Sorted>,
     /// The records are a zone that changed through an update: only the
     /// checks that keep the store consistent apply (see [`ZoneBuilder::changed`]).
     changed: bool,
@@ -135,6 +137,7 @@ pub struct ZoneBuilder {
     strict: bool,
 }
 
+#[derive(Debug)]
 struct Sorted {
     key: Box<[u8]>,
     record: Record,
@@ -182,7 +185,11 @@ impl ZoneBuilder {
 
     /// Adds a record; `tag` is echoed in problems about it (e.g. an index of source positions).
     pub fn add(&mut self, record: Record, tag: u32) {
-        self.records.push((record, tag));
+        self.records.push(Sorted {
+            key: record.owner.key(),
+            record,
+            tag,
+        });
     }
 
     /// Checks the records and builds the zone. On success returns the zone and
@@ -200,16 +207,18 @@ impl ZoneBuilder {
         };
 
         // 1. Per-record checks; keep in-zone records with their keys.
-        let mut sorted = Vec::with_capacity(self.records.len());
+        let mut sorted = self.records;
         let mut soa_tags = Vec::new();
-        for (record, tag) in self.records {
+        let (changed, strict, class) = (self.changed, self.strict, self.class);
+        sorted.retain(|s| {
+            let (record, tag) = (&s.record, s.tag);
             if !record.owner.as_ref().ends_with(&origin.as_ref()) {
                 // A zone file's out-of-zone records are ignored with a
                 // warning, as Knot DNS and BIND load such files; a changed
                 // zone cannot hold one (its change was refused before).
                 problems.push(Problem {
                     tag: Some(tag),
-                    severity: if self.changed {
+                    severity: if changed {
                         Severity::Error
                     } else {
                         Severity::Warning
@@ -219,23 +228,23 @@ impl ZoneBuilder {
                         record.owner,
                         record.rtype,
                         origin,
-                        if self.changed { "" } else { ", ignored" }
+                        if changed { "" } else { ", ignored" }
                     ),
                 });
-                continue;
+                return false;
             }
-            if record.class != self.class {
+            if record.class != class {
                 err(
                     &mut problems,
                     Some(tag),
                     format!(
                         "{} {}: class {} differs from the zone's class {}",
-                        record.owner, record.rtype, record.class, self.class
+                        record.owner, record.rtype, record.class, class
                     ),
                 );
-                continue;
+                return false;
             }
-            if record.rtype.is_meta() && (!self.changed || knot_meta(record.rtype)) {
+            if record.rtype.is_meta() && (!changed || knot_meta(record.rtype)) {
                 err(
                     &mut problems,
                     Some(tag),
@@ -244,7 +253,7 @@ impl ZoneBuilder {
                         record.owner, record.rtype
                     ),
                 );
-                continue;
+                return false;
             }
             if record.rtype == Rtype::SOA && record.owner != origin {
                 err(
@@ -252,22 +261,18 @@ impl ZoneBuilder {
                     Some(tag),
                     format!("{} SOA: SOA record outside the zone apex", record.owner),
                 );
-                continue;
+                return false;
             }
             if record.rtype == Rtype::SOA {
                 soa_tags.push(tag);
             }
-            if self.strict {
-                if let Some(message) = strict_record_check(&record, &origin) {
+            if strict {
+                if let Some(message) = strict_record_check(record, &origin) {
                     err(&mut problems, Some(tag), message);
                 }
             }
-            sorted.push(Sorted {
-                key: record.owner.key(),
-                record,
-                tag,
-            });
-        }
+            true
+        });
         // Stable: records of one RRset stay in file order (the last TTL wins).
         sorted.sort_by(|a, b| (&a.key, a.record.rtype).cmp(&(&b.key, b.record.rtype)));
 

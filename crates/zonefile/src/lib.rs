@@ -168,6 +168,50 @@ pub fn parse_file_counted(
     stream::parse_file(path, origin, default_ttl, counters, stream::BLOCK)
 }
 
+/// As [`parse_file_counted`], handing each record with its position to
+/// `each` as it is read, block by block, so that a large zone is never held
+/// as records. When the file has to be read again in one piece after
+/// records were handed (a block with an error, a block with no place to
+/// cut), `restart` is called and every record is handed again. On errors
+/// (`Err`), the records handed are to be dropped.
+pub fn parse_file_each(
+    path: &Path,
+    origin: &Name,
+    default_ttl: Option<u32>,
+    counters: Option<&ParseCounters>,
+    each: &mut dyn FnMut(Record, SourcePos),
+    restart: &mut dyn FnMut(),
+) -> Result<(), Vec<ZoneFileError>> {
+    let mut handed = false;
+    let mut counted = |r: Record, p: SourcePos| {
+        handed = true;
+        each(r, p);
+    };
+    let block = stream::BLOCK;
+    if stream::read_in_blocks(
+        path,
+        origin,
+        default_ttl,
+        counters,
+        block,
+        Some(&mut counted),
+    )
+    .is_some()
+    {
+        return Ok(());
+    }
+    if handed {
+        restart();
+    }
+    let mut r = zone::Reader::new(default_ttl, counters);
+    r.read_file(path, origin.clone(), None);
+    let z = r.finish()?;
+    for (record, pos) in z.records.into_iter().zip(z.positions) {
+        each(record, pos);
+    }
+    Ok(())
+}
+
 /// Reads zone text held in memory; `name_for_errors` names it in errors (and its
 /// directory anchors relative `$INCLUDE`s).
 pub fn parse_str(

@@ -24,10 +24,10 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use lode_wire::Name;
+use lode_wire::{Name, Record};
 
 use crate::zone::Reader;
-use crate::{ParseCounters, ParsedZone, ZoneFileError};
+use crate::{ParseCounters, ParsedZone, SourcePos, ZoneFileError};
 
 /// Bytes read at a time.
 pub(crate) const BLOCK: usize = 1 << 20;
@@ -48,7 +48,7 @@ pub(crate) fn parse_file(
     counters: Option<&ParseCounters>,
     block: usize,
 ) -> Result<ParsedZone, Vec<ZoneFileError>> {
-    if let Some(z) = read_in_blocks(path, origin, default_ttl, counters, block) {
+    if let Some(z) = read_in_blocks(path, origin, default_ttl, counters, block, None) {
         return Ok(z);
     }
     let mut r = Reader::new(default_ttl, counters);
@@ -57,13 +57,16 @@ pub(crate) fn parse_file(
 }
 
 /// The block-by-block read; `None` when the file must be read in one piece
-/// (the counters are then as before the call).
+/// (the counters are then as before the call). With `each`, every block's
+/// records are handed to it as the block is read (the zone returned holds
+/// none).
 pub(crate) fn read_in_blocks(
     path: &Path,
     origin: &Name,
     default_ttl: Option<u32>,
     counters: Option<&ParseCounters>,
     block: usize,
+    mut each: Option<&mut dyn FnMut(Record, SourcePos)>,
 ) -> Option<ParsedZone> {
     let block = block.max(1);
     let mut file = File::open(path).ok()?;
@@ -102,6 +105,9 @@ pub(crate) fn read_in_blocks(
         let (o, next) = reader.read_top_level_block(&canonical, &shown, &buf[..cut], origin, line);
         if reader.has_errors() {
             break false;
+        }
+        if let Some(each) = each.as_deref_mut() {
+            reader.drain(each);
         }
         if eof {
             break true;

@@ -907,8 +907,24 @@ fn blocks_match_one_piece(text: &[u8], block: usize, default_ttl: Option<u32>) -
     let one = parse_file(&path, &origin(), default_ttl);
     let counters = ParseCounters::default();
     let blocks =
-        crate::stream::read_in_blocks(&path, &origin(), default_ttl, Some(&counters), block);
+        crate::stream::read_in_blocks(&path, &origin(), default_ttl, Some(&counters), block, None);
+    // Handed over block by block: the same records, the same counts.
+    let mut handed = (Vec::new(), Vec::new());
+    let handed_counters = ParseCounters::default();
+    let mut each = |r: Record, p: SourcePos| {
+        handed.0.push(r);
+        handed.1.push(p);
+    };
+    let streamed = crate::stream::read_in_blocks(
+        &path,
+        &origin(),
+        default_ttl,
+        Some(&handed_counters),
+        block,
+        Some(&mut each),
+    );
     std::fs::remove_file(&path).unwrap();
+    assert_eq!(blocks.is_some(), streamed.is_some());
     match blocks {
         Some(b) => {
             let one = one.unwrap_or_else(|e| panic!("blocks read, one piece failed: {e:?}"));
@@ -916,6 +932,10 @@ fn blocks_match_one_piece(text: &[u8], block: usize, default_ttl: Option<u32>) -
             assert_eq!(b.positions, one.positions);
             assert_eq!(counters.bytes(), text.len() as u64);
             assert_eq!(counters.records(), one.records.len() as u64);
+            assert!(streamed.is_some_and(|z| z.records.is_empty()));
+            assert_eq!(handed.0, one.records);
+            assert_eq!(handed.1, one.positions);
+            assert_eq!(handed_counters.records(), one.records.len() as u64);
             true
         }
         None => {

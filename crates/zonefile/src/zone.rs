@@ -61,6 +61,8 @@ pub(crate) struct Reader<'c> {
     counters: Option<&'c ParseCounters>,
     /// Records already added to `counters`.
     records_counted: usize,
+    /// Records read and handed on already (see [`Reader::drain`]).
+    drained: usize,
     /// Bytes already added to `counters`.
     bytes_counted: u64,
 }
@@ -94,7 +96,17 @@ impl<'c> Reader<'c> {
             gen_text: Vec::new(),
             counters,
             records_counted: 0,
+            drained: 0,
             bytes_counted: 0,
+        }
+    }
+
+    /// Hands the records read so far, with their positions, to `each`
+    /// (a large zone is then never held as records).
+    pub(crate) fn drain(&mut self, each: &mut dyn FnMut(Record, SourcePos)) {
+        self.drained += self.records.len();
+        for (r, p) in self.records.drain(..).zip(self.positions.drain(..)) {
+            each(r, p);
         }
     }
 
@@ -113,11 +125,9 @@ impl<'c> Reader<'c> {
     /// Adds the bytes consumed and the records read since the last call to the counters.
     fn count(&mut self, bytes: usize) {
         if let Some(c) = self.counters {
-            c.add(
-                bytes as u64,
-                (self.records.len() - self.records_counted) as u64,
-            );
-            self.records_counted = self.records.len();
+            let total = self.drained + self.records.len();
+            c.add(bytes as u64, (total - self.records_counted) as u64);
+            self.records_counted = total;
             self.bytes_counted += bytes as u64;
         }
     }
