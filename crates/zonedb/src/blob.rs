@@ -65,11 +65,12 @@ pub(crate) fn get_varint(data: &[u8], pos: &mut usize) -> Option<u64> {
     }
 }
 
-/// One RRset to encode.
-pub(crate) struct RRsetIn<'a> {
+/// One RRset to encode (its RDATAs owned, or borrowed from a builder's
+/// arena).
+pub(crate) struct RRsetIn<'a, R: AsRef<[u8]> = Box<[u8]>> {
     pub rtype: Rtype,
     pub ttl: u32,
-    pub rdatas: &'a [Box<[u8]>],
+    pub rdatas: &'a [R],
 }
 
 /// Encodes a node's blob into `out` (cleared first).
@@ -78,11 +79,16 @@ pub(crate) fn encode(
     flags: NodeFlags,
     shadow_distance: u32,
     owner: Option<NameRef<'_>>,
-    rrsets: &[RRsetIn<'_>],
+    rrsets: &[RRsetIn<'_, impl AsRef<[u8]>>],
 ) {
     encode_head(out, flags, shadow_distance, owner);
     for set in rrsets {
-        put_rrset(out, set.rtype, set.ttl, set.rdatas.iter().map(|r| &**r));
+        put_rrset(
+            out,
+            set.rtype,
+            set.ttl,
+            set.rdatas.iter().map(|r| r.as_ref()),
+        );
     }
 }
 

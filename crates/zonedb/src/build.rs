@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use lode_wire::{Class, Name, Record, Rtype};
+use lode_wire::{Class, Name, NameRef, Record, Rtype};
 
 use crate::blob::{self, RRsetIn};
 use crate::store::{fingerprint, Store, StoreBuilder};
@@ -12,27 +12,27 @@ use crate::{NodeFlags, Zone};
 /// No shadowing ancestor.
 const NONE: u32 = u32::MAX;
 
-/// An RRset while building.
-struct PlainSet {
+/// An RRset while building (its RDATAs in the builder's arena).
+struct PlainSet<'a> {
     rtype: Rtype,
     ttl: u32,
-    rdatas: Rdatas,
+    rdatas: Rdatas<'a>,
 }
 
 /// The RDATAs of a set: most sets hold one, kept without a list.
-enum Rdatas {
-    One(Box<[u8]>),
-    Many(Vec<Box<[u8]>>),
+enum Rdatas<'a> {
+    One(&'a [u8]),
+    Many(Vec<&'a [u8]>),
 }
 
-impl Rdatas {
-    fn as_slice(&self) -> &[Box<[u8]>] {
+impl<'a> Rdatas<'a> {
+    fn as_slice(&self) -> &[&'a [u8]] {
         match self {
             Rdatas::One(r) => std::slice::from_ref(r),
             Rdatas::Many(v) => v,
         }
     }
-    fn push(&mut self, rdata: Box<[u8]>) {
+    fn push(&mut self, rdata: &'a [u8]) {
         let list = match std::mem::replace(self, Rdatas::Many(Vec::new())) {
             Rdatas::One(first) => vec![first, rdata],
             Rdatas::Many(mut v) => {
@@ -51,22 +51,22 @@ impl Rdatas {
     }
 }
 
-impl PlainSet {
+impl<'a> PlainSet<'a> {
     fn len(&self) -> usize {
         self.rdatas.as_slice().len()
     }
-    fn first(&self) -> &[u8] {
-        &self.rdatas.as_slice()[0]
+    fn first(&self) -> &'a [u8] {
+        self.rdatas.as_slice()[0]
     }
-    fn rdatas(&self) -> impl Iterator<Item = &[u8]> {
-        self.rdatas.as_slice().iter().map(|r| &**r)
+    fn rdatas(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        self.rdatas.as_slice().iter().copied()
     }
 }
 
-/// A node while building.
-struct Node {
-    key: Box<[u8]>,
-    owner: Name,
+/// A node while building (its key and owner in the builder's arena).
+struct Node<'a> {
+    key: &'a [u8],
+    owner: NameRef<'a>,
     /// Its RRsets: a range of the builder's one list of sets (no list per node).
     sets: std::ops::Range<u32>,
     flags: NodeFlags,
@@ -74,8 +74,8 @@ struct Node {
     shadow: u32,
 }
 
-impl Node {
-    fn new(key: Box<[u8]>, owner: Name, at: usize) -> Node {
+impl<'a> Node<'a> {
+    fn new(key: &'a [u8], owner: NameRef<'a>, at: usize) -> Node<'a> {
         Node {
             key,
             owner,
@@ -84,10 +84,10 @@ impl Node {
             shadow: NONE,
         }
     }
-    fn rrsets<'a>(&self, sets: &'a [PlainSet]) -> &'a [PlainSet] {
+    fn rrsets<'s>(&self, sets: &'s [PlainSet<'a>]) -> &'s [PlainSet<'a>] {
         &sets[self.sets.start as usize..self.sets.end as usize]
     }
-    fn rrset<'a>(&self, sets: &'a [PlainSet], rtype: Rtype) -> Option<&'a PlainSet> {
+    fn rrset<'s>(&self, sets: &'s [PlainSet<'a>], rtype: Rtype) -> Option<&'s PlainSet<'a>> {
         self.rrsets(sets).iter().find(|s| s.rtype == rtype)
     }
 }
@@ -127,9 +127,13 @@ impl fmt::Display for Problem {
 pub struct ZoneBuilder {
     origin: Name,
     class: Class,
-    /// The records with their keys, as added (sorted at the build, in
-    /// place: one list of them, not two).
-    records: Vec<Sorted>,
+    /// The records as added, in one arena (see [`Rec`]): no allocation
+    /// per record, so that a zone read from text is not held as 10^8
+    /// small objects.
+    arena: Vec<u8>,
+    /// Each record's start in the arena, with its tag (sorted at the
+    /// build, in place).
+    index: Vec<(u64, u32)>,
     /// The records are a zone that changed through an update: only the
     /// checks that keep the store consistent apply (see [`ZoneBuilder::changed`]).
     changed: bool,
@@ -137,11 +141,74 @@ pub struct ZoneBuilder {
     strict: bool,
 }
 
-#[derive(Debug)]
-struct Sorted {
-    key: Box<[u8]>,
-    record: Record,
-    tag: u32,
+/// A record in the builder's arena, laid out as
+/// `[key length][key][owner length][owner, wire form][type][class][TTL][RDATA length][RDATA]`
+/// (numbers big-endian; the key is the owner's canonical sort key).
+#[derive(Debug, Clone, Copy)]
+struct Rec<'a> {
+    key: &'a [u8],
+    owner: NameRef<'a>,
+    rtype: Rtype,
+    class: Class,
+    ttl: u32,
+    rdata: &'a [u8],
+}
+
+impl<'a> Rec<'a> {
+    /// Appends `record` (its key in `key`) to `arena`.
+    fn write(arena: &mut Vec<u8>, record: &Record, key: &[u8]) {
+        let owner = record.owner.as_wire();
+        // Keys and owners are at most 255 octets; RDATA at most 65535.
+        arena.push(key.len() as u8);
+        arena.extend_from_slice(key);
+        arena.push(owner.len() as u8);
+        arena.extend_from_slice(owner);
+        arena.extend_from_slice(&record.rtype.0.to_be_bytes());
+        arena.extend_from_slice(&record.class.0.to_be_bytes());
+        arena.extend_from_slice(&record.ttl.to_be_bytes());
+        arena.extend_from_slice(&(record.rdata.len() as u16).to_be_bytes());
+        arena.extend_from_slice(&record.rdata);
+    }
+
+    /// The key and type of the record at `at` (for sorting: the owner is
+    /// not read).
+    fn key_and_type(arena: &'a [u8], at: u64) -> (&'a [u8], u16) {
+        let p = at as usize;
+        let klen = usize::from(arena[p]);
+        let key = &arena[p + 1..p + 1 + klen];
+        let o = p + 1 + klen;
+        let t = o + 1 + usize::from(arena[o]);
+        (key, u16::from_be_bytes([arena[t], arena[t + 1]]))
+    }
+
+    /// The record at `at` in `arena` (as [`Rec::write`] laid it out).
+    fn at(arena: &'a [u8], at: u64) -> Rec<'a> {
+        let mut p = at as usize;
+        let mut take = |n: usize| {
+            let s = &arena[p..p + n];
+            p += n;
+            s
+        };
+        let klen = usize::from(take(1)[0]);
+        let key = take(klen);
+        let olen = usize::from(take(1)[0]);
+        let owner = NameRef::from_wire(take(olen)).unwrap_or(NameRef::root());
+        let n16 = |b: &[u8]| u16::from_be_bytes([b[0], b[1]]);
+        let rtype = Rtype(n16(take(2)));
+        let class = Class(n16(take(2)));
+        let t = take(4);
+        let ttl = u32::from_be_bytes([t[0], t[1], t[2], t[3]]);
+        let rdlen = usize::from(n16(take(2)));
+        let rdata = take(rdlen);
+        Rec {
+            key,
+            owner,
+            rtype,
+            class,
+            ttl,
+            rdata,
+        }
+    }
 }
 
 impl ZoneBuilder {
@@ -150,7 +217,8 @@ impl ZoneBuilder {
         ZoneBuilder {
             origin,
             class: Class::IN,
-            records: Vec::new(),
+            arena: Vec::new(),
+            index: Vec::new(),
             changed: false,
             strict: false,
         }
@@ -185,11 +253,10 @@ impl ZoneBuilder {
 
     /// Adds a record; `tag` is echoed in problems about it (e.g. an index of source positions).
     pub fn add(&mut self, record: Record, tag: u32) {
-        self.records.push(Sorted {
-            key: record.owner.key(),
-            record,
-            tag,
-        });
+        let mut key = lode_wire::name::KeyBuf::new();
+        record.owner.as_ref().write_key(&mut key);
+        self.index.push((self.arena.len() as u64, tag));
+        Rec::write(&mut self.arena, &record, key.as_slice());
     }
 
     /// Checks the records and builds the zone. On success returns the zone and
@@ -207,12 +274,12 @@ impl ZoneBuilder {
         };
 
         // 1. Per-record checks; keep in-zone records with their keys.
-        let mut sorted = self.records;
+        let (arena, mut sorted) = (self.arena, self.index);
         let mut soa_tags = Vec::new();
         let (changed, strict, class) = (self.changed, self.strict, self.class);
-        sorted.retain(|s| {
-            let (record, tag) = (&s.record, s.tag);
-            if !record.owner.as_ref().ends_with(&origin.as_ref()) {
+        sorted.retain(|&(at, tag)| {
+            let record = Rec::at(&arena, at);
+            if !record.owner.ends_with(&origin.as_ref()) {
                 // A zone file's out-of-zone records are ignored with a
                 // warning, as Knot DNS and BIND load such files; a changed
                 // zone cannot hold one (its change was refused before).
@@ -255,7 +322,7 @@ impl ZoneBuilder {
                 );
                 return false;
             }
-            if record.rtype == Rtype::SOA && record.owner != origin {
+            if record.rtype == Rtype::SOA && record.owner != origin.as_ref() {
                 err(
                     &mut problems,
                     Some(tag),
@@ -267,28 +334,29 @@ impl ZoneBuilder {
                 soa_tags.push(tag);
             }
             if strict {
-                if let Some(message) = strict_record_check(record, &origin) {
+                if let Some(message) = strict_record_check(&record, &origin) {
                     err(&mut problems, Some(tag), message);
                 }
             }
             true
         });
         // Stable: records of one RRset stay in file order (the last TTL wins).
-        sorted.sort_by(|a, b| (&a.key, a.record.rtype).cmp(&(&b.key, b.record.rtype)));
+        sorted.sort_by(|a, b| Rec::key_and_type(&arena, a.0).cmp(&Rec::key_and_type(&arena, b.0)));
 
         // 2. Group into nodes and RRsets, adding empty non-terminals.
         let mut nodes: Vec<Node> = Vec::new();
         let mut sets: Vec<PlainSet> = Vec::with_capacity(sorted.len());
         let mut first_tags: Vec<u32> = Vec::new(); // per node: tag of its first record
-        if sorted.first().map(|s| &*s.key) != Some(&*origin_key) {
-            nodes.push(Node::new(origin_key.clone(), origin.clone(), 0));
+        if sorted.first().map(|s| Rec::at(&arena, s.0).key) != Some(&*origin_key) {
+            nodes.push(Node::new(&origin_key, origin.as_ref(), 0));
             first_tags.push(u32::MAX);
         }
-        for s in sorted {
+        for (at, tag) in sorted {
+            let s = Rec::at(&arena, at);
             let new_node = nodes.last().map(|n| n.key != s.key).unwrap_or(true);
             if new_node {
                 // Empty non-terminals between the previous node and this one.
-                let prev = nodes.last().map(|n| &*n.key).unwrap_or(&[]);
+                let prev = nodes.last().map(|n| n.key).unwrap_or(&[]);
                 let mut common = 0;
                 for (j, (a, b)) in s.key.iter().zip(prev.iter()).enumerate() {
                     if a != b {
@@ -309,29 +377,18 @@ impl ZoneBuilder {
                     labels += 1;
                     if end > common && end < s.key.len() && labels > labels_at {
                         labels_at = labels;
-                        let owner = s
-                            .record
-                            .owner
-                            .as_ref()
-                            .suffix(labels)
-                            .map(|n| n.to_name())
-                            .unwrap_or_else(Name::root);
-                        nodes.push(Node::new(s.key[..end].into(), owner, sets.len()));
-                        first_tags.push(s.tag);
+                        let owner = s.owner.suffix(labels).unwrap_or(NameRef::root());
+                        nodes.push(Node::new(&s.key[..end], owner, sets.len()));
+                        first_tags.push(tag);
                     }
                 }
                 debug_assert_eq!(end, s.key.len());
             }
-            let Record {
-                owner,
-                rtype,
-                ttl,
-                rdata,
-                ..
-            } = s.record;
+            let (rtype, ttl) = (s.rtype, s.ttl);
+            let rdata = s.rdata;
             if new_node {
-                nodes.push(Node::new(s.key, owner, sets.len()));
-                first_tags.push(s.tag);
+                nodes.push(Node::new(s.key, s.owner, sets.len()));
+                first_tags.push(tag);
             }
             let node = nodes.last_mut().expect("a node was just pushed or matched");
             // The last set is this node's when the node's range reaches it.
@@ -343,7 +400,7 @@ impl ZoneBuilder {
                     if set.ttl != ttl && rtype != Rtype::RRSIG {
                         // Knot DNS gives the RRset the TTL of its last record.
                         problems.push(Problem {
-                            tag: Some(s.tag),
+                            tag: Some(tag),
                             severity: Severity::Warning,
                             message: format!(
                                 "{} {}: TTL {} differs from the RRset's TTL {}; the RRset takes {} (the last one written)",
@@ -453,7 +510,7 @@ impl ZoneBuilder {
         let mut stack: Vec<usize> = Vec::new();
         for i in 0..nodes.len() {
             while let Some(&top) = stack.last() {
-                if nodes[i].key.starts_with(&nodes[top].key) {
+                if nodes[i].key.starts_with(nodes[top].key) {
                     break;
                 }
                 stack.pop();
@@ -484,7 +541,7 @@ impl ZoneBuilder {
                     );
                 }
             }
-            if nodes[i].owner.as_ref().is_wildcard() {
+            if nodes[i].owner.is_wildcard() {
                 if let Some(&parent) = stack.last() {
                     nodes[parent].flags.insert(NodeFlags::WILDCARD_CHILD);
                 }
@@ -533,6 +590,7 @@ impl ZoneBuilder {
                             other_cut
                                 || enc
                                     .owner
+                                    .to_name()
                                     .prepend(b"*")
                                     .ok()
                                     .and_then(|w| find(w.as_ref()))
@@ -563,21 +621,28 @@ impl ZoneBuilder {
         let serial = u32::from_be_bytes([fixed[0], fixed[1], fixed[2], fixed[3]]);
         let minimum = u32::from_be_bytes([fixed[16], fixed[17], fixed[18], fixed[19]]);
         let negative_ttl = soa.ttl.min(minimum);
-        let zone = compact(origin, self.class, nodes, &sets, serial, negative_ttl);
+        let zone = compact(
+            origin.clone(),
+            self.class,
+            nodes,
+            &sets,
+            serial,
+            negative_ttl,
+        );
         Ok((zone, problems))
     }
 }
 
 /// What a zone checker finds wrong in one record that a loading server
 /// lets pass (see [`ZoneBuilder::strict`]).
-fn strict_record_check(record: &Record, origin: &Name) -> Option<String> {
+fn strict_record_check(record: &Rec<'_>, origin: &Name) -> Option<String> {
     let (owner, rtype) = (&record.owner, record.rtype);
     match rtype {
-        Rtype::DS if owner == origin => Some(format!(
+        Rtype::DS if *owner == origin.as_ref() => Some(format!(
             "{owner} DS: a DS record at the zone apex (it belongs in the parent zone)"
         )),
         Rtype::DS | Rtype::CDS => {
-            let r = &record.rdata;
+            let r = record.rdata;
             // Key tag (2), algorithm (1), digest type (1), digest.
             let digest_type = *r.get(3)?;
             let want = match digest_type {
@@ -595,7 +660,7 @@ fn strict_record_check(record: &Record, origin: &Name) -> Option<String> {
                 )
             })
         }
-        Rtype::NS if owner.as_ref().is_wildcard() => Some(format!(
+        Rtype::NS if owner.is_wildcard() => Some(format!(
             "{owner} NS: NS records at a wildcard (RFC 4592 §4.2: their meaning is undefined)"
         )),
         _ => None,
@@ -625,7 +690,7 @@ fn compact(
     let mut ends: Vec<usize> = Vec::with_capacity(nodes.len());
     let mut one = Vec::new();
     let mut implied = lode_wire::NameBuf::new();
-    let mut sets: Vec<RRsetIn<'_>> = Vec::new();
+    let mut sets: Vec<RRsetIn<'_, &[u8]>> = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
         sets.clear();
         sets.extend(n.rrsets(all_sets).iter().map(|s| RRsetIn {
@@ -649,7 +714,7 @@ fn compact(
             .set_from_key(&n.key[origin_key_len..], origin.as_ref())
             .is_ok()
             && implied.as_ref().as_wire() == n.owner.as_wire();
-        let owner = (!spelled).then(|| n.owner.as_ref());
+        let owner = (!spelled).then_some(n.owner);
         blob::encode(&mut one, n.flags, shadow_distance, owner, &sets);
         blobs.extend_from_slice(&one);
         ends.push(blobs.len());
@@ -659,7 +724,7 @@ fn compact(
         (&n.key[origin_key_len..], &blobs[start..ends[i]])
     });
     let store = lay_out(entries, nodes.len());
-    let nodes_origin_key = nodes[0].key.clone();
+    let nodes_origin_key: Box<[u8]> = nodes[0].key.into();
     drop(nodes);
     Zone {
         origin,
