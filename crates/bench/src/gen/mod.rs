@@ -213,6 +213,27 @@ pub(crate) fn write_server_configs(
     Ok((knot_conf, lode_conf))
 }
 
+/// A scratch directory for the generators' tests, removed when dropped.
+#[cfg(test)]
+pub(crate) struct Scratch(pub(crate) PathBuf);
+
+#[cfg(test)]
+impl Scratch {
+    /// A fresh directory below the temporary directory, named for the process and `tag`.
+    pub(crate) fn new(tag: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!("lode-bench-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        Scratch(p)
+    }
+}
+
+#[cfg(test)]
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
