@@ -1,11 +1,13 @@
-//! Data-set generators: ENUM zones (seed 000 §3.4) and the dns64perf namespace
-//! (RFC 8219 self-test, seed 001 §III.A), each with query files in dnsperf format.
+//! Data-set generators: ENUM zones (seed 000 §3.4), the dns64perf namespace
+//! (RFC 8219 self-test, seed 001 §III.A) and a TLD-shaped zone with update
+//! streams, each with query files in dnsperf format.
 //!
 //! Every line is built from a template updated in place and appended to a
 //! large buffer: no allocation and no formatting machinery per record.
 
 pub mod dns64perf;
 pub mod enumset;
+pub mod tld;
 
 use std::fs::File;
 use std::io::{self, Write};
