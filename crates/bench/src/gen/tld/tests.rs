@@ -497,6 +497,22 @@ fn impossible_specs_are_refused() {
 }
 
 #[test]
+fn a_com_sized_zone_is_possible() {
+    // 160 M delegations: the model sets up, and labels at the end of the zone and past it
+    // are distinct from each other.
+    let m = TldModel::new(&TldSpec::new("com.", 160_000_000)).expect("160 M");
+    assert_eq!(m.providers(), 800_000);
+    let mut seen = HashSet::new();
+    for i in (159_990_000..160_010_000).chain([m.nx_index(u64::MAX)]) {
+        assert!(seen.insert(label_of(&m, i)), "label {i} repeats");
+        let d = m.delegation(i);
+        if let Servers::Provider(rank) = d.servers {
+            assert!((1..=800_000).contains(&rank));
+        }
+    }
+}
+
+#[test]
 fn provider_servers_stay_outside_the_zone() {
     for tld in ["net.", "com.", "org."] {
         let m = TldModel::new(&TldSpec::new(tld, 10_000)).expect("model");
