@@ -50,7 +50,7 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Generate benchmark data sets (ENUM zones, dns64perf namespace) and query files.
+    /// Generate benchmark data sets (ENUM zones, dns64perf namespace, a TLD) and query files.
     Gen(gen::GenArgs),
     #[command(flatten)]
     Bench(bench::BenchWhat),

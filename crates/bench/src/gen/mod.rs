@@ -1,11 +1,13 @@
-//! Data-set generators: ENUM zones (seed 000 §3.4) and the dns64perf namespace
-//! (RFC 8219 self-test, seed 001 §III.A), each with query files in dnsperf format.
+//! Data-set generators: ENUM zones (seed 000 §3.4), the dns64perf namespace
+//! (RFC 8219 self-test, seed 001 §III.A) and a TLD-shaped zone with update
+//! streams, each with query files in dnsperf format.
 //!
 //! Every line is built from a template updated in place and appended to a
 //! large buffer: no allocation and no formatting machinery per record.
 
 pub mod dns64perf;
 pub mod enumset;
+pub mod tld;
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -211,6 +213,27 @@ pub(crate) fn write_server_configs(
     knot.finish()?;
     lode.finish()?;
     Ok((knot_conf, lode_conf))
+}
+
+/// A scratch directory for the generators' tests, removed when dropped.
+#[cfg(test)]
+pub(crate) struct Scratch(pub(crate) PathBuf);
+
+#[cfg(test)]
+impl Scratch {
+    /// A fresh directory below the temporary directory, named for the process and `tag`.
+    pub(crate) fn new(tag: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!("lode-bench-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        Scratch(p)
+    }
+}
+
+#[cfg(test)]
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 #[cfg(test)]

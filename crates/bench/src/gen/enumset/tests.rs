@@ -1,23 +1,7 @@
 use std::collections::HashSet;
 
 use super::*;
-
-/// A scratch directory removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let p = std::env::temp_dir().join(format!("lode-bench-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::gen::Scratch;
 
 fn name_of(layout: &EnumLayout, k: u64) -> String {
     let (z, s) = layout.locate(k);
