@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  FILES ──largest first, one thread per CPU──▶ per file:
-//!     lode_zonefile::parse_file_counted ──▶ records + positions ──ZoneBuilder──▶ Zone
+//!     lode_zonefile::parse_file_each ──▶ each record into the ZoneBuilder (+ its position) ──▶ Zone
 //!             │ syntax errors                                  │ problems (tag = record index)
 //!             ▼                                                ▼
 //!        file:line: reason                        file:line: error|warning: reason
@@ -21,7 +21,7 @@ use lode_server::progress::{Display, LoadProgress};
 use lode_server::zones::largest_first;
 use lode_wire::{Name, Rtype};
 use lode_zonedb::{Severity, ZoneBuilder};
-use lode_zonefile::{ParseCounters, ParsedZone};
+use lode_zonefile::ParseCounters;
 
 /// Arguments of `lode check`.
 #[derive(clap::Args, Debug)]
@@ -299,6 +299,16 @@ fn first_origin_directive(file: &Path) -> Option<Name> {
     Name::parse(name, None).ok()
 }
 
+/// What the reading of one zone file keeps: counts by type and, unless
+/// only the syntax is checked, the builder the records went into with
+/// where each was written.
+#[derive(Default)]
+struct Seen {
+    per_type: BTreeMap<Rtype, u64>,
+    builder: Option<ZoneBuilder>,
+    positions: lode_zonefile::Positions,
+}
+
 /// Reads, builds and checks one zone file; all its output goes in the [`Outcome`].
 fn check_one(
     args: &CheckArgs,
@@ -313,13 +323,30 @@ fn check_one(
     };
     // Writing to a String cannot fail: the results of writeln! are ignored below.
     let t0 = Instant::now();
-    let parsed = match lode_zonefile::parse_file_counted(
+    // The records go into the builder as they are read (as `lode serve`
+    // reads a zone): never all held as records.
+    let build = !args.syntax_only;
+    let seen = std::cell::RefCell::new(Seen::default());
+    let parsed = lode_zonefile::parse_file_each(
         file,
         origin,
         (args.default_ttl > 0).then_some(args.default_ttl),
         Some(counters),
-    ) {
-        Ok(p) => p,
+        &mut |record, at| {
+            let mut seen = seen.borrow_mut();
+            *seen.per_type.entry(record.rtype).or_insert(0) += 1;
+            if build {
+                let tag = seen.positions.push(at);
+                let class = record.class;
+                seen.builder
+                    .get_or_insert_with(|| ZoneBuilder::new(origin.clone()).class(class).strict())
+                    .add(record, tag);
+            }
+        },
+        &mut || *seen.borrow_mut() = Seen::default(),
+    );
+    match parsed {
+        Ok(()) => {}
         Err(errors) => {
             for e in &errors {
                 let _ = writeln!(o.err, "{e}");
@@ -333,15 +360,15 @@ fn check_one(
             origin_hint(&mut o, file, origin);
             return o;
         }
-    };
+    }
     o.parse = t0.elapsed();
 
-    let ParsedZone { records, positions } = parsed;
-    o.records = records.len();
-    let mut per_type: BTreeMap<Rtype, u64> = BTreeMap::new();
-    for r in &records {
-        *per_type.entry(r.rtype).or_insert(0) += 1;
-    }
+    let Seen {
+        per_type,
+        builder,
+        positions,
+    } = seen.into_inner();
+    o.records = per_type.values().sum::<u64>() as usize;
     let types: Vec<String> = per_type.iter().map(|(t, n)| format!("{t} {n}")).collect();
     let secs = o.parse.as_secs_f64();
     let rate = if secs > 0.0 {
@@ -361,15 +388,8 @@ fn check_one(
     }
 
     let t1 = Instant::now();
-    let class = records
-        .first()
-        .map(|r| r.class)
-        .unwrap_or(lode_wire::Class::IN);
-    let mut builder = ZoneBuilder::new(origin.clone()).class(class).strict();
-    for (i, r) in records.into_iter().enumerate() {
-        // Tags are record indices; more than u32::MAX records cannot be built anyway.
-        builder.add(r, u32::try_from(i).unwrap_or(u32::MAX));
-    }
+    // (No record: a zone of class IN without its SOA, which the build says.)
+    let builder = builder.unwrap_or_else(|| ZoneBuilder::new(origin.clone()).strict());
     let where_ = |tag: Option<u32>| -> String {
         match tag.and_then(|t| positions.get(t as usize)) {
             Some(p) => p.to_string(),

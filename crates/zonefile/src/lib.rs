@@ -78,6 +78,59 @@ impl fmt::Display for SourcePos {
     }
 }
 
+/// Where each record of a zone being read was written, compactly: its line,
+/// and the file of each run of records (4 bytes a record rather than a
+/// [`SourcePos`]'s path and line: 50 MB less at 2 M records).
+#[derive(Debug, Default)]
+pub struct Positions {
+    lines: Vec<u32>,
+    /// (first record, file) of each run of records from one file.
+    files: Vec<(usize, Arc<Path>)>,
+}
+
+impl Positions {
+    /// Notes the next record's position; its index (the builder's tag).
+    pub fn push(&mut self, p: SourcePos) -> u32 {
+        let i = self.lines.len();
+        if self
+            .files
+            .last()
+            .is_none_or(|(_, f)| !Arc::ptr_eq(f, &p.file))
+        {
+            self.files.push((i, p.file));
+        }
+        self.lines.push(p.line);
+        i as u32
+    }
+
+    /// Where record `i` was written.
+    pub fn get(&self, i: usize) -> Option<SourcePos> {
+        let line = *self.lines.get(i)?;
+        let run = self.files.partition_point(|(first, _)| *first <= i);
+        let (_, file) = self.files.get(run.checked_sub(1)?)?;
+        Some(SourcePos {
+            file: file.clone(),
+            line,
+        })
+    }
+
+    /// The files read, in order of first appearance (a file included
+    /// twice, or read again after an include, comes again).
+    pub fn files(&self) -> impl Iterator<Item = &Arc<Path>> {
+        self.files.iter().map(|(_, f)| f)
+    }
+
+    /// Records noted.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether none is noted.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+}
+
 /// The records of a zone file, in file order, with where each came from.
 #[derive(Clone, Debug, Default)]
 pub struct ParsedZone {

@@ -1036,3 +1036,25 @@ fn written_zone_parses_back() {
     assert!(printed.contains("\ncom 60 NS"), "{printed}");
     assert_eq!(parse_str(&printed, "r", &other).unwrap().records, r.records);
 }
+
+#[test]
+fn positions_name_each_records_file_and_line() {
+    let (a, b): (Arc<Path>, Arc<Path>) = (
+        Arc::from(Path::new("a.zone")),
+        Arc::from(Path::new("b.zone")),
+    );
+    let mut p = Positions::default();
+    let at = |file: &Arc<Path>, line| SourcePos {
+        file: file.clone(),
+        line,
+    };
+    let written = [at(&a, 1), at(&a, 2), at(&b, 1), at(&b, 5), at(&a, 3)];
+    for (i, w) in written.iter().enumerate() {
+        assert_eq!(p.push(w.clone()), i as u32);
+    }
+    for (i, w) in written.iter().enumerate() {
+        assert_eq!(p.get(i).as_ref(), Some(w), "record {i}");
+    }
+    assert_eq!(p.get(written.len()), None);
+    assert_eq!(p.files().count(), 3, "one entry a run of one file");
+}

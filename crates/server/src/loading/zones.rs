@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lode_zonedb::{Severity, Zone, ZoneBuilder};
-use lode_zonefile::{ParseCounters, ParsedZone, SourcePos};
+use lode_zonefile::{ParseCounters, ParsedZone, Positions, SourcePos};
 
 use crate::config::{ZoneSource, ZoneSpec};
 use crate::loading::snapshot;
@@ -238,43 +238,6 @@ pub fn load_with(
     Ok(loaded)
 }
 
-/// Where each record of a zone being read was written, compactly: its line,
-/// and the file of each run of records (4 bytes a record rather than a path
-/// and a line: 50 MB less at 2 M records).
-#[derive(Default)]
-struct Positions {
-    lines: Vec<u32>,
-    /// (first record, file) of each run of records from one file.
-    files: Vec<(usize, Arc<Path>)>,
-}
-
-impl Positions {
-    /// Notes the next record's position; its index (the builder's tag).
-    fn push(&mut self, p: SourcePos) -> u32 {
-        let i = self.lines.len();
-        if self
-            .files
-            .last()
-            .is_none_or(|(_, f)| !Arc::ptr_eq(f, &p.file))
-        {
-            self.files.push((i, p.file));
-        }
-        self.lines.push(p.line);
-        i as u32
-    }
-
-    /// Where record `i` was written.
-    fn get(&self, i: usize) -> Option<SourcePos> {
-        let line = *self.lines.get(i)?;
-        let run = self.files.partition_point(|(first, _)| *first <= i);
-        let (_, file) = self.files.get(run.checked_sub(1)?)?;
-        Some(SourcePos {
-            file: file.clone(),
-            line,
-        })
-    }
-}
-
 /// What the records of a zone being read go into.
 struct Sink {
     builder: ZoneBuilder,
@@ -368,7 +331,7 @@ fn load_text(
     // Problem tags are indexes into `positions`, so errors name file:line.
     if !files.is_empty() {
         // Included files, in order of first appearance.
-        for (_, p) in &positions.files {
+        for p in positions.files() {
             if !files.iter().any(|(f, _)| **f == **p) {
                 files.push((p.clone(), FileStamp::of(p)));
             }
@@ -405,29 +368,6 @@ fn load_text(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Positions kept as lines and runs of files give each record's back.
-    #[test]
-    fn positions_name_each_records_file_and_line() {
-        let (a, b): (Arc<Path>, Arc<Path>) = (
-            Arc::from(Path::new("a.zone")),
-            Arc::from(Path::new("b.zone")),
-        );
-        let mut p = Positions::default();
-        let at = |file: &Arc<Path>, line| SourcePos {
-            file: file.clone(),
-            line,
-        };
-        let written = [at(&a, 1), at(&a, 2), at(&b, 1), at(&b, 5), at(&a, 3)];
-        for (i, w) in written.iter().enumerate() {
-            assert_eq!(p.push(w.clone()), i as u32);
-        }
-        for (i, w) in written.iter().enumerate() {
-            assert_eq!(p.get(i).as_ref(), Some(w), "record {i}");
-        }
-        assert_eq!(p.get(written.len()), None);
-        assert_eq!(p.files.len(), 3, "one entry a run of one file");
-    }
 
     /// A file read under the wrong origin: the cause comes first, not after
     /// one error per record.
