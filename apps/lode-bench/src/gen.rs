@@ -1,4 +1,4 @@
-//! `lode-bench gen`: benchmark data sets — ENUM zones (seed 000 §3.4), the
+//! `lode-bench gen`: benchmark data sets — ENUM zones (the ENUM study's 500 k, 5 M and 20 M sets), the
 //! dns64perf namespace (RFC 8219 self-test) and a TLD-shaped zone with update
 //! streams — with query files in dnsperf format.
 

@@ -290,11 +290,7 @@ fn respond_to<'z, 'e>(
         }
         return a;
     }
-    // A catalog zone cannot expire: no EXPIRE (as Knot).
-    let opt = opt.map(|o| match slot.is_catalog() {
-        true => o,
-        false => o.with_expire(zone, extra.now),
-    });
+    let opt = opt.map(|o| o.with_expire(slot, zone, extra.now));
     let (len, kind, wildcard) = answer_zone(zone, q, question, out, limit, opt.as_ref());
     // Nothing may be cut from a TCP answer: when it does not fit in 65535
     // octets, Knot DNS answers SERVFAIL.

@@ -67,9 +67,15 @@ impl<'a> OptPlan<'a> {
 
     /// The plan of an answer from `zone`, with the EXPIRE option when the
     /// query asked for it: what a secondary's zone has left at `now`
-    /// (Unix seconds), a primary's SOA EXPIRE (as Knot DNS tells them).
-    pub(crate) fn with_expire(mut self, zone: &lode_zonedb::Zone, now: u64) -> Self {
-        if !self.asks_expire {
+    /// (Unix seconds), a primary's SOA EXPIRE (as Knot DNS tells them);
+    /// none from a catalog zone (`slot`'s), which cannot expire (as Knot).
+    pub(crate) fn with_expire(
+        mut self,
+        slot: &lode_zonedb::ZoneSlot,
+        zone: &lode_zonedb::Zone,
+        now: u64,
+    ) -> Self {
+        if !self.asks_expire || slot.is_catalog() {
             return self;
         }
         let left = match zone.expire_at() {

@@ -1,5 +1,5 @@
-//! Data-set generators: ENUM zones (seed 000 §3.4), the dns64perf namespace
-//! (RFC 8219 self-test, seed 001 §III.A) and a TLD-shaped zone with update
+//! Data-set generators: ENUM zones (the ENUM study's sets), the dns64perf namespace
+//! (RFC 8219 self-test, as the DNS64 benchmark study uses it) and a TLD-shaped zone with update
 //! streams, each with query files in dnsperf format.
 //!
 //! Every line is built from a template updated in place and appended to a

@@ -7,7 +7,8 @@
 //!                        ParseCounters, zone_done ──▶ progress::LoadProgress (terminal line / log)
 //! ```
 //!
-//! A large zone file is read in 1 MiB blocks (`lode_zonefile::parse_file_counted`).
+//! A large zone file is read in 1 MiB blocks (`lode_zonefile::parse_file_each`), its records going into the builder as
+//! each block is read.
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
