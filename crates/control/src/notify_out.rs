@@ -16,7 +16,9 @@
 //! again as that took (it may still be busy loading: NSD's transfer daemon
 //! hears of the reload some 20-30 ms after the new serial is served). Its
 //! SOA is asked over UDP, 2 ms after the acknowledgement and then every
-//! 4 ms (every 25 ms after the first 100 ms), until it does. An idle
+//! 4 ms (every 25 ms after the first 100 ms; never more often than the
+//! NOTIFY's round trip, and an answer to any of these questions counts),
+//! until it does. An idle
 //! secondary is told at once; a busy one about once per transfer it
 //! completes. Bounds: 5 s without reaching S (its transfer failed: tell it
 //! anyway), 1 s when its SOA cannot be asked (refused, not authoritative,
@@ -265,8 +267,12 @@ struct CatchingUp {
     before: Probe,
     /// When it acknowledged.
     since: Instant,
-    /// The question about its progress.
-    now: Probe,
+    /// How long the NOTIFY's answer took: questions go no more often (a
+    /// secondary far away answers each after the next was asked).
+    rtt: Duration,
+    /// The first and last message IDs of the questions about its
+    /// progress: an answer to any of them counts.
+    asked: Option<(u16, u16)>,
     next_probe: Instant,
     /// Its SOA cannot be asked (an unusable answer, or none to any
     /// question for [`CLOSE_WATCH`]): newer serials wait [`BLIND_HOLD`].
@@ -289,6 +295,12 @@ impl CatchingUp {
             let on_the_way = serial_lt(b, served) && serial_lt(served, self.serial);
             b != served && !on_the_way
         })
+    }
+
+    /// Whether `id` is one of the questions about its progress.
+    fn asked(&self, id: u16) -> bool {
+        self.asked
+            .is_some_and(|(first, last)| id.wrapping_sub(first) <= last.wrapping_sub(first))
     }
 
     /// Whether its SOA is still to be asked.
@@ -384,7 +396,10 @@ impl NotifyOut {
     /// Whether answers are awaited (the runtime reads its sockets while so).
     pub fn awaiting_answers(&self) -> bool {
         self.pending.values().any(|p| p.sent_at.is_some())
-            || self.catching.values().any(|c| c.now.id.is_some())
+            || self
+                .catching
+                .values()
+                .any(|c| c.asking() && c.asked.is_some())
     }
 
     /// The NOTIFYs pending and the secondaries held as catching up (for
@@ -633,7 +648,8 @@ impl NotifyOut {
                 continue;
             };
             // No answer to any question for a while: it cannot be asked.
-            if !c.answered && now.saturating_duration_since(c.since) >= CLOSE_WATCH {
+            let waited = now.saturating_duration_since(c.since);
+            if !c.answered && waited >= CLOSE_WATCH.max(c.rtt * STALL_FACTOR) {
                 if let Some(c) = self.catching.get_mut(&k) {
                     c.blind = true;
                 }
@@ -646,9 +662,10 @@ impl NotifyOut {
                 id,
             });
             if let Some(c) = self.catching.get_mut(&k) {
-                c.now.id = Some(id);
-                let close = now.saturating_duration_since(c.since) < CLOSE_WATCH;
-                c.next_probe = now + if close { PROBE_GAP } else { LATE_PROBE_GAP };
+                c.asked = Some((c.asked.map_or(id, |(first, _)| first), id));
+                let close = waited < CLOSE_WATCH;
+                let gap = if close { PROBE_GAP } else { LATE_PROBE_GAP };
+                c.next_probe = now + gap.max(c.rtt);
             }
         }
     }
@@ -669,12 +686,13 @@ impl NotifyOut {
         };
         let serial = soa_serial(&p.soa);
         if rcode == lode_wire::rcode::NOERROR {
+            let rtt = p
+                .sent_at
+                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
             self.actions.push_back(Action::Report(Report::Answered {
                 target: k.clone(),
                 serial,
-                took: p
-                    .sent_at
-                    .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
+                took: rtt,
             }));
             let stall = self.paces.get(&k.1).map_or(CATCH_UP_LIMIT, |pace| {
                 (*pace * STALL_FACTOR).clamp(MIN_STALL, CATCH_UP_LIMIT)
@@ -688,7 +706,8 @@ impl NotifyOut {
                     nudges: p.nudges,
                     before: p.before,
                     since: now,
-                    now: Probe::default(),
+                    rtt,
+                    asked: None,
                     next_probe: now + FIRST_PROBE,
                     blind: false,
                     answered: false,
@@ -729,7 +748,7 @@ impl NotifyOut {
         let Some(c) = self
             .catching
             .get_mut(&k)
-            .filter(|c| c.before.id == Some(id) || c.now.id == Some(id))
+            .filter(|c| c.before.id == Some(id) || c.asked(id))
         else {
             return;
         };
@@ -741,7 +760,9 @@ impl NotifyOut {
             };
             return;
         }
-        c.now.id = None;
+        if c.settled.is_some() {
+            return; // an answer to an earlier question: already caught up
+        }
         let Some(served) = served else {
             // Refused, not authoritative, no SOA: it cannot be asked.
             c.blind = true;

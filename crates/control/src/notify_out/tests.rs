@@ -54,7 +54,8 @@ fn told(serial: u32, before: Option<u32>) -> CatchingUp {
             serial: before,
         },
         since: now,
-        now: Probe::default(),
+        rtt: Duration::ZERO,
+        asked: None,
         next_probe: now,
         blind: false,
         answered: false,
@@ -210,6 +211,66 @@ fn paced_while_catching_up() {
     assert!(notifies(&sent(&mut n)).is_empty(), "not before");
     n.handle_timeout(t);
     assert_eq!(notifies(&sent(&mut n)), [2]);
+}
+
+/// A secondary far away (30 ms each way): every answer comes after the
+/// next question was asked. Its questions go once per round trip, any of
+/// their answers counts, and it is seen to catch up — not taken for one
+/// that cannot be asked (newer serials held a second behind each change).
+#[test]
+fn a_far_secondary_is_seen_catching_up() {
+    let ms = Duration::from_millis;
+    let t0 = Instant::now();
+    let mut n = NotifyOut::new(0);
+    n.published(&zone(), &soa(1), &[target()], Duration::ZERO, t0);
+    n.handle_timeout(t0);
+    let id = sent(&mut n).iter().find(|a| a.0 == "notify").unwrap().2;
+    let acked = t0 + ms(60);
+    n.notify_answered(target(), id, 0, acked);
+    n.published(&zone(), &soa(2), &[target()], Duration::ZERO, acked);
+    // It serves serial 1 from 80 ms after its acknowledgement on.
+    let serves = |at: Instant| if at >= acked + ms(80) { 1 } else { 0 };
+    // Questions in flight: (answer's arrival, id, serial at the question's arrival).
+    let mut flight: Vec<(Instant, u16, u32)> = Vec::new();
+    let mut asked = Vec::new();
+    let mut told = None;
+    let mut now = acked;
+    while now < t0 + ms(2000) && told.is_none() {
+        let next = n
+            .poll_timeout()
+            .into_iter()
+            .chain(flight.iter().map(|f| f.0))
+            .min()
+            .unwrap();
+        now = next;
+        if let Some(i) = flight.iter().position(|f| f.0 == now) {
+            let (_, id, served) = flight.remove(i);
+            n.soa_answered(&zone(), target(), id, Some(served), now);
+        } else {
+            n.handle_timeout(now);
+        }
+        for (kind, serial, id) in sent(&mut n) {
+            match kind {
+                "ask" => {
+                    asked.push(now);
+                    flight.push((now + ms(60), id, serves(now + ms(30))));
+                }
+                "notify" => told = Some((now, serial)),
+                _ => {}
+            }
+        }
+    }
+    let (at, serial) = told.expect("serial 2 sent");
+    assert_eq!(serial, 2);
+    // Seen at about 80 + 60 ms, settled as long again: well before the
+    // blind hold.
+    assert!(at < acked + ms(400), "serial 2 held {:?}", at - acked);
+    for w in asked.windows(2) {
+        assert!(
+            w[1] - w[0] >= ms(60),
+            "questions closer than the round trip"
+        );
+    }
 }
 
 /// A secondary that never answers an SOA question holds newer serials for
