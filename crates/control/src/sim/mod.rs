@@ -6,10 +6,9 @@
 //! (NOTIFY answered and handed to it; its refreshes performed as a
 //! transfer from the primary that takes a few ms to load; the SOA asked by
 //! the primary answered; its timers kept across a crash and restored, as
-//! the server keeps them in a file; some of them Knot-like: a NOTIFY that
-//! comes just after they took a change is answered and taken only a second
-//! later, as Knot DNS 3.2 does), update clients, all in simulated time over
-//! a simulated network, from one seed.
+//! the server keeps them in a file; some of them take a NOTIFY as Knot DNS,
+//! BIND or NSD do: see [`Peer`]), update clients, all in simulated time
+//! over a simulated network, from one seed.
 //!
 //! A run has two phases. In the **chaos** phase the network loses,
 //! duplicates, delays and reorders datagrams, secondaries are cut off
@@ -53,7 +52,12 @@
 //! start the zones whose serial was not, as Knot does); a secondary that
 //! crashed with a transfer in flight after answering its NOTIFY stayed
 //! stale until its SOA refresh (its kept timers now say a refresh is due
-//! from the NOTIFY on).
+//! from the NOTIFY on); a secondary further than a few ms away never seen
+//! to take a serial (each answer to the pacing's SOA questions came after
+//! the next was asked, and only the last was matched), so every change was
+//! held a second behind the previous one (seen once the simulated
+//! secondaries were BIND- and NSD-like, with a test of the propagation
+//! times of each kind: Lode's p99 was 75-118 ms, 40 ms now).
 //!
 //! [`Report::Delivered`]: crate::notify_out::Report::Delivered
 //!
@@ -81,14 +85,17 @@ use crate::refresh::{self, Refresher, Start};
 
 mod disk;
 mod network;
+mod peers;
 mod primary;
 mod scenario;
 
+pub use peers::{Peer, BIND_PER_TICK, BIND_TICK, NSD_RELOAD};
 pub use scenario::{Scenario, Step};
 
 /// How soon, in the calm phase, a serial published must be served by every
 /// secondary: a NOTIFY in flight's next retry (≤ 1 s after its first try),
-/// a hold behind a secondary catching up (≤ 5 s), and the transfer.
+/// a hold behind a secondary catching up (≤ 5 s), the transfer, and the
+/// peer's own wait (BIND's limiter: ≤ 0.5 s; NSD's reload: ≤ 1 s).
 pub const NOTIFY_BOUND: Duration = Duration::from_secs(10);
 
 /// The zones' SOA refresh: far beyond a run, so that only NOTIFYs (and
@@ -108,7 +115,7 @@ const TRACE: usize = 60;
 /// later (Knot DNS 3.2, as `lode-bench fleet` and its log showed it).
 const KNOT_BUSY: Duration = Duration::from_millis(100);
 /// See [`KNOT_BUSY`].
-const KNOT_LATE: Duration = Duration::from_secs(1);
+pub const KNOT_LATE: Duration = Duration::from_secs(1);
 
 /// The shape and faults of one run, drawn from its seed.
 #[derive(Debug, Clone)]
@@ -134,9 +141,9 @@ pub struct Shape {
     pub disk_faults: f64,
     /// The first zone is signed here (each version validated).
     pub signed: bool,
-    /// Which secondaries behave as Knot DNS does with a NOTIFY that comes
-    /// just after it took a change (answered, taken a second later).
-    pub knot_like: Vec<bool>,
+    /// Which server each secondary behaves as with a NOTIFY (Lode when
+    /// not given).
+    pub peers: Vec<Peer>,
 }
 
 impl Shape {
@@ -152,7 +159,12 @@ impl Shape {
             primary_crashes: below(rng, 2) == 0,
             disk_faults: [0.0, 0.0, 0.01, 0.1][below(rng, 4) as usize],
             signed: below(rng, 4) == 0,
-            knot_like: (0..4).map(|_| below(rng, 3) == 0).collect(),
+            peers: (0..4)
+                .map(|_| {
+                    [Peer::Lode, Peer::Lode, Peer::Knot, Peer::Bind, Peer::Nsd]
+                        [below(rng, 5) as usize]
+                })
+                .collect(),
         }
     }
 }
@@ -193,14 +205,18 @@ pub struct Outcome {
     pub left_to_refresh: u64,
     /// NOTIFYs a Knot-like secondary left aside (refreshed a second later).
     pub left_aside: u64,
-    /// The calm phase's propagation times to Knot-like secondaries, and to
-    /// the others (update published → served), p99: reported, not bounded
-    /// (a run has few changes in its calm phase, and secondaries still
-    /// recovering from the chaos in them; every one is bounded by
-    /// [`NOTIFY_BOUND`]).
-    pub knot_p99: Option<Duration>,
-    /// (The others.)
-    pub other_p99: Option<Duration>,
+    /// Refreshes a BIND-like secondary's rate limiter held for a tick.
+    pub rate_limited: u64,
+    /// Transfers an NSD-like secondary served only at a later reload.
+    pub reloads_deferred: u64,
+    /// The calm phase's propagation times (update published → served) to
+    /// each kind of secondary, in the order of [`Peer::ALL`], p50 and p99:
+    /// reported, not bounded (a run has few changes in its calm phase, and
+    /// secondaries still recovering from the chaos in them; every one is
+    /// bounded by [`NOTIFY_BOUND`]).
+    pub p99: [Option<Duration>; 4],
+    /// (p50.)
+    pub p50: [Option<Duration>; 4],
     /// The first invariant broken, if one was.
     pub violation: Option<Violation>,
 }
@@ -320,12 +336,30 @@ enum Event {
         zone: usize,
         serial: u32,
     },
+    /// A tick of a BIND-like secondary's refresh rate limiter.
+    RateTick {
+        secondary: usize,
+        epoch: u64,
+    },
+    /// An NSD-like secondary's reload.
+    Reload {
+        secondary: usize,
+        epoch: u64,
+    },
 }
 
 /// One zone of a secondary.
 #[derive(Debug, Clone, Default)]
 struct SecondaryZone {
+    /// The serial its clients get.
     served: u32,
+    /// The serial it took (NSD: served at its next reload; others: the
+    /// served one).
+    taken: u32,
+    /// BIND: its refresh waits in the rate limiter.
+    queued: bool,
+    /// BIND: a NOTIFY came during its refresh; another follows.
+    need: bool,
     /// The refresh in flight (its token), if one is.
     refreshing: Option<u64>,
     /// Its timers as last kept: (next, expire, last).
@@ -338,9 +372,13 @@ struct SecondaryZone {
 #[derive(Debug)]
 struct Secondary {
     up: bool,
-    /// Behaves as Knot DNS with a NOTIFY just after a change.
-    knot_like: bool,
+    /// Which server it behaves as with a NOTIFY.
+    peer: Peer,
     refresher: Refresher,
+    /// BIND's refresh rate limiter.
+    limiter: peers::Limiter,
+    /// NSD's reloads.
+    reloads: peers::Reloads,
     zones: Vec<SecondaryZone>,
     /// Cut off from the primary until then (simulated time from the start).
     cut_until: Duration,
@@ -371,6 +409,8 @@ struct Sim {
     /// Per (secondary, zone): serials that must be served by a deadline.
     owed: Vec<Vec<VecDeque<(u32, Duration)>>>,
     trace: VecDeque<String>,
+    /// Every step printed as it is taken (`LODE_SIM_TRACE`).
+    print_trace: bool,
     /// The last refresh token given.
     tokens: u64,
     /// NOTIFYs sent per (zone, secondary, serial): at most the tries of
@@ -382,9 +422,8 @@ struct Sim {
     invalid: Option<String>,
     /// (zone, secondary, serial) the primary gave up notifying.
     gave_up: std::collections::HashSet<(usize, usize, u32)>,
-    /// Calm-phase propagation times: to Knot-like secondaries, to others.
-    knot_times: Vec<Duration>,
-    other_times: Vec<Duration>,
+    /// Calm-phase propagation times, by kind of secondary.
+    times: [Vec<Duration>; 4],
     out: Outcome,
 }
 
@@ -400,12 +439,13 @@ pub fn run(seed: u64) -> Outcome {
 }
 
 /// The 99th percentile (nearest rank) of `v`.
-fn p99(v: &mut [Duration]) -> Option<Duration> {
+/// The `pct` percentile of `v` (nearest rank).
+fn percentile(v: &mut [Duration], pct: usize) -> Option<Duration> {
     if v.is_empty() {
         return None;
     }
     v.sort_unstable();
-    let rank = (v.len() * 99).div_ceil(100).max(1);
+    let rank = (v.len() * pct).div_ceil(100).max(1);
     Some(v[rank - 1])
 }
 
@@ -458,8 +498,10 @@ impl Sim {
                 }
                 Secondary {
                     up: true,
-                    knot_like: shape.knot_like.get(k).copied().unwrap_or(false),
+                    peer: shape.peers.get(k).copied().unwrap_or(Peer::Lode),
                     refresher,
+                    limiter: peers::Limiter::default(),
+                    reloads: peers::Reloads::default(),
                     zones: vec![SecondaryZone::default(); shape.zones],
                     cut_until: Duration::ZERO,
                 }
@@ -486,13 +528,13 @@ impl Sim {
             secondaries,
             owed: vec![vec![VecDeque::new(); shape.zones]; shape.secondaries],
             trace: VecDeque::new(),
+            print_trace: std::env::var_os("LODE_SIM_TRACE").is_some(),
             tokens: 0,
             notifies: std::collections::HashMap::new(),
             storm: None,
             invalid: None,
             gave_up: std::collections::HashSet::new(),
-            knot_times: Vec::new(),
-            other_times: Vec::new(),
+            times: Default::default(),
             out: Outcome {
                 seed,
                 ..Outcome::default()
@@ -512,8 +554,11 @@ impl Sim {
         if self.trace.len() == TRACE {
             self.trace.pop_front();
         }
-        self.trace
-            .push_back(format!("{:9.3} s  {line}", self.now.as_secs_f64()));
+        let line = format!("{:9.3} s  {line}", self.now.as_secs_f64());
+        if self.print_trace {
+            eprintln!("{line}");
+        }
+        self.trace.push_back(line);
     }
 
     /// Updates through both phases (none in the last stretch of the calm
@@ -624,8 +669,10 @@ impl Sim {
         self.out.simulated = end;
         self.out.disk_faults = self.data.disk.injected();
         self.out.validated = self.data.validated;
-        self.out.knot_p99 = p99(&mut self.knot_times);
-        self.out.other_p99 = p99(&mut self.other_times);
+        for (k, times) in self.times.iter_mut().enumerate() {
+            self.out.p50[k] = percentile(times, 50);
+            self.out.p99[k] = percentile(times, 99);
+        }
         for k in 0..self.shape.secondaries {
             for z in 0..self.shape.zones {
                 let served = self.secondaries[k].zones[z].served;
@@ -668,11 +715,7 @@ impl Sim {
                 {
                     owed.pop_front();
                     let took = self.now.saturating_sub(deadline - NOTIFY_BOUND);
-                    if self.secondaries[k].knot_like {
-                        self.knot_times.push(took);
-                    } else {
-                        self.other_times.push(took);
-                    }
+                    self.times[self.secondaries[k].peer.index()].push(took);
                 }
                 if let Some((s, deadline)) = owed.front() {
                     if self.now > *deadline {
@@ -775,14 +818,11 @@ impl Sim {
                     return;
                 }
                 let now = self.start + self.now;
-                let served = self.secondaries[secondary].zones[zone].served;
+                let taken = self.secondaries[secondary].zones[zone].taken;
                 let name = self.names[zone].clone();
-                self.secondaries[secondary].refresher.notify(
-                    &name,
-                    Some(serial),
-                    Some(served),
-                    now,
-                );
+                self.secondaries[secondary]
+                    .refresher
+                    .notify(&name, Some(serial), Some(taken), now);
                 self.secondary_actions(secondary);
             }
             Event::PrimaryRestart => {
@@ -816,6 +856,8 @@ impl Sim {
                 self.primary_started();
             }
             Event::Deliver(d) => self.deliver(d),
+            Event::RateTick { secondary, epoch } => self.rate_tick(secondary, epoch),
+            Event::Reload { secondary, epoch } => self.nsd_reload(secondary, epoch),
             Event::Crash { secondary, down } => {
                 let s = &mut self.secondaries[secondary];
                 if !s.up {
@@ -825,6 +867,7 @@ impl Sim {
                 for z in &mut s.zones {
                     z.refreshing = None;
                 }
+                self.peer_crashed(secondary);
                 self.out.crashes += 1;
                 self.note(format!(
                     "s{secondary} crashes for {:.1} s",
@@ -849,19 +892,27 @@ impl Sim {
                 serial,
                 token,
             } => {
+                let nsd = self.secondaries[secondary].peer == Peer::Nsd;
                 let z = &mut self.secondaries[secondary].zones[zone];
                 if z.refreshing != Some(token) {
                     return;
                 }
-                if serial_lt(z.served, serial) {
-                    z.served = serial;
+                if serial_lt(z.taken, serial) {
+                    z.taken = serial;
+                }
+                if !nsd {
+                    z.served = z.taken;
                 }
                 z.took_at = Some(self.now);
-                let served = z.served;
+                let taken = z.taken;
                 self.note(format!(
-                    "s{secondary} serves {} serial {served}",
+                    "s{secondary} {} {} serial {taken}",
+                    if nsd { "took" } else { "serves" },
                     self.names[zone]
                 ));
+                if nsd {
+                    self.nsd_took(secondary);
+                }
                 self.refreshed(
                     secondary,
                     zone,

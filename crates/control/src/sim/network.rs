@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::{
-    addr, below, chance, refresh, Body, Datagram, Event, Refresher, Sim, Start, EXPIRE,
+    addr, below, chance, refresh, Body, Datagram, Event, Peer, Refresher, Sim, Start, EXPIRE,
     FETCH_TIMEOUT, KNOT_BUSY, KNOT_LATE, REFRESH, RETRY,
 };
 
@@ -41,6 +41,9 @@ impl Sim {
         s.zones[zone].refreshing = None;
         s.refresher.done(&self.names[zone], outcome, now);
         self.secondary_actions(k);
+        if self.secondaries[k].peer == Peer::Bind {
+            self.bind_refreshed(k, zone);
+        }
     }
 
     /// Performs a secondary's refresh machine's actions.
@@ -172,7 +175,11 @@ impl Sim {
                 let busy = z
                     .took_at
                     .is_some_and(|t| self.now.saturating_sub(t) < KNOT_BUSY);
-                if self.secondaries[k].knot_like && busy {
+                if self.secondaries[k].peer == Peer::Bind {
+                    self.bind_notify(k, zone, serial);
+                    return;
+                }
+                if self.secondaries[k].peer == Peer::Knot && busy {
                     // Acknowledged, and left aside for a second.
                     self.out.left_aside += 1;
                     self.note(format!("s{k} leaves the NOTIFY of {serial} aside"));
@@ -187,11 +194,11 @@ impl Sim {
                     );
                     return;
                 }
-                let served = self.secondaries[k].zones[zone].served;
+                let taken = self.secondaries[k].zones[zone].taken;
                 let name = self.names[zone].clone();
                 self.secondaries[k]
                     .refresher
-                    .notify(&name, Some(serial), Some(served), now);
+                    .notify(&name, Some(serial), Some(taken), now);
                 self.secondary_actions(k);
             }
             Body::SoaQuery { zone, id } => {
@@ -208,7 +215,7 @@ impl Sim {
                     return; // a duplicate, or the answer to a refresh given up
                 }
                 // The server's own choice: nothing to take unless newer.
-                let step = refresh::first_step(false, Some(z.served), Some(serial));
+                let step = refresh::first_step(false, Some(z.taken), Some(serial));
                 if !matches!(step, refresh::Step::Transfer { .. }) {
                     let current = refresh::Outcome::Current {
                         refresh: REFRESH,

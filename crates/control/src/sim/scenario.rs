@@ -6,7 +6,7 @@ use std::time::Duration;
 use rand_core::SeedableRng;
 use rand_pcg::Pcg64;
 
-use super::{Event, Outcome, Shape, Sim};
+use super::{Event, Outcome, Peer, Shape, Sim};
 
 /// A step of a [`Scenario`].
 #[derive(Debug, Clone, Copy)]
@@ -64,10 +64,16 @@ impl Scenario {
                 primary_crashes: false,
                 disk_faults: 0.0,
                 signed: false,
-                knot_like: Vec::new(),
+                peers: Vec::new(),
             },
             steps: Vec::new(),
         }
+    }
+
+    /// Secondary `k` behaves as `peers[k]` (Lode when not given).
+    pub fn peers(mut self, peers: &[Peer]) -> Scenario {
+        self.shape.peers = peers.to_vec();
+        self
     }
 
     /// Adds `step` at `at` from the run's start.
