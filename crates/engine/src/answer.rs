@@ -394,14 +394,6 @@ impl Errors<'_> {
     }
 }
 
-/// True if the zone's apex SOA is signed (Knot's test for a signed zone).
-fn zone_is_signed(zone: &Zone) -> bool {
-    zone.apex_rrset(Rtype::RRSIG).is_some_and(|s| {
-        s.rdatas()
-            .any(|r| lode_wire::rdata::rrsig_type_covered(r) == Some(Rtype::SOA))
-    })
-}
-
 /// Answers a query for a name in `zone`.
 fn answer_zone(
     zone: &Zone,
@@ -422,10 +414,12 @@ fn answer_zone(
     if w.put_question(&question).is_err() {
         w.set_flags(flags::TC);
     } else {
-        let dnssec = q.edns.is_some_and(|e| e.dnssec_ok()) && zone_is_signed(zone);
-        let param = dnssec.then(|| zone.apex_rrset(Rtype::NSEC3PARAM)).flatten();
-        let nsec3 = param.and_then(|p| lode_wire::nsec3::Nsec3Params::parse(p.first()));
-        let nsec = dnssec && param.is_none();
+        // What the apex says (signed: its SOA has an RRSIG, Knot's test;
+        // NSEC3), found when the version was made.
+        let facts = zone.apex_facts();
+        let dnssec = q.edns.is_some_and(|e| e.dnssec_ok()) && facts.signed;
+        let nsec3 = facts.nsec3.as_ref().filter(|_| dnssec).map(|h| h.params());
+        let nsec = dnssec && !facts.has_nsec3param;
         let mut r = Responder {
             zone,
             w,

@@ -7,7 +7,7 @@ use lode_wire::{Class, Name, NameRef, Record, Rtype};
 
 use crate::blob::{self, RRsetIn};
 use crate::store::{fingerprint, Store, StoreBuilder};
-use crate::{NodeFlags, Zone};
+use crate::{ApexFacts, NodeFlags, Zone};
 
 /// No shadowing ancestor.
 const NONE: u32 = u32::MAX;
@@ -738,7 +738,9 @@ fn compact(
         rrsets: rrset_count,
         expired: false,
         expire_at: None,
+        apex: ApexFacts::default(),
     }
+    .settled()
 }
 
 /// Lays out the store of a zone's nodes (`(key relative to the origin,

@@ -424,7 +424,9 @@ impl Zone {
             rrsets: self.rrsets,
             expired: self.expired,
             expire_at: self.expire_at,
-        })
+            apex: crate::ApexFacts::default(),
+        }
+        .settled())
     }
 
     /// Calls `f` with each node's key and its blob as a compact base holds
@@ -765,6 +767,7 @@ impl Zone {
             z.negative_ttl = ttl.min(minimum);
             z.serial = serial;
         }
+        z.apex = crate::ApexFacts::of(z);
         Ok(())
     }
 

@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod apex;
 mod blob;
 mod build;
 mod changeset;
@@ -46,6 +47,7 @@ mod stream;
 mod walk;
 mod zoneset;
 
+pub use apex::{ApexFacts, Nsec3Hashing};
 pub use blob::{RRset, RRsets, Rdatas};
 pub use build::{Problem, Severity, ZoneBuilder};
 pub use changeset::{set_soa_serial, soa_serial, ApplyError, Changeset};
@@ -212,6 +214,8 @@ pub struct Zone {
     /// A secondary's zone: when it expires without a refresh (Unix
     /// seconds). None for a primary's.
     expire_at: Option<u64>,
+    /// What answers read of the apex, found when the version was made.
+    apex: ApexFacts,
 }
 
 impl Zone {
@@ -240,6 +244,16 @@ impl Zone {
     /// whose expire timer ran out, or that was never transferred.
     pub fn is_expired(&self) -> bool {
         self.expired
+    }
+    /// What answers read of the apex (signed, NSEC3 hashing, the apex's
+    /// NSEC3 proofs), found when this version was made.
+    pub fn apex_facts(&self) -> &ApexFacts {
+        &self.apex
+    }
+    /// This version with its apex facts found (every constructor ends so).
+    pub(crate) fn settled(mut self) -> Zone {
+        self.apex = ApexFacts::of(&self);
+        self
     }
     /// The zone's origin (apex name).
     pub fn origin(&self) -> NameRef<'_> {

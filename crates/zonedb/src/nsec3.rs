@@ -224,6 +224,19 @@ impl Zone {
         (self.key_of(id, &mut buf) == key).then_some(id)
     }
 
+    /// [`Zone::nsec3_match`] and [`Zone::nsec3_covering`] of one key with
+    /// one search: (the node matching it, the node covering or matching it).
+    pub fn nsec3_lookup(&self, key: &Nsec3Key) -> (Option<NodeId>, Option<NodeId>) {
+        match self.nsec3_at_or_before_key(key) {
+            Some(id) => {
+                let mut buf = [0u8; MAX_KEY_LEN];
+                let exact = (self.key_of(id, &mut buf) == key).then_some(id);
+                (exact, Some(id))
+            }
+            None => (None, self.nsec3_at_or_before_key(&LAST_KEY)),
+        }
+    }
+
     /// The hashed owner that matches or covers `key`: the last one at or
     /// before it in hash order, or the last of all when none is (the chain
     /// wraps around); None when the zone has no NSEC3.

@@ -223,7 +223,9 @@ impl OrderedBuilder {
             rrsets: self.rrsets,
             expired: false,
             expire_at: None,
-        })
+            apex: crate::ApexFacts::default(),
+        }
+        .settled())
     }
 
     /// True when the apex has its SOA and NS (what [`OrderedBuilder::finish`] checks).
@@ -251,6 +253,7 @@ impl OrderedBuilder {
             rrsets: 0,
             expired: false,
             expire_at: None,
+            apex: crate::ApexFacts::default(),
         };
         let mut key_buf = [0u8; lode_wire::name::MAX_KEY_LEN];
         let mut nodes: Vec<(Vec<u8>, Vec<u8>)> = laid

@@ -257,7 +257,9 @@ impl Zone {
             rrsets,
             expired: false,
             expire_at: None,
-        };
+            apex: crate::ApexFacts::default(),
+        }
+        .settled();
         if zone.soa().first().len() < 22 {
             return Err(bad("no SOA at the apex"));
         }
