@@ -550,10 +550,18 @@ fn knot_and_lode_answer_alike_on_a_signed_tld() {
         origin: TLD.into(),
         file: signed,
     }];
-    set_start_timeout(Duration::from_secs(30 + n / 10_000));
+    set_start_timeout(Duration::from_secs(30 + n / 5_000));
     let knot = start_knot(&zones, pick_port(15300)).unwrap_or_else(|e| panic!("{e}"));
+    let knot_ready = started.elapsed();
     let mut other = start_peer(peer, &zones, pick_port(15350)).unwrap_or_else(|e| panic!("{e}"));
     let serving = started.elapsed();
+    eprintln!(
+        "tld: {} serves the signed zone after {:.1} s, {} after {:.1} s more",
+        knot.label,
+        (knot_ready - signed_at).as_secs_f64(),
+        other.label,
+        (serving - knot_ready).as_secs_f64()
+    );
 
     let cases = cases(&model, &kinds, &extra, &nsec3, &set.query_files, &mut rng);
     let accepted = load_accepted(&repo_root().join("tests/differential/tld-accepted.txt"));
