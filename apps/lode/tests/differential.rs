@@ -16,111 +16,9 @@
 
 mod common;
 
+use common::compare::*;
 use common::*;
-use std::collections::BTreeSet;
 use std::time::Duration;
-
-/// One line of queries.txt.
-#[derive(Debug)]
-struct Case {
-    /// The line as written (whitespace normalised), used as its identity.
-    text: String,
-    /// Line number in queries.txt.
-    line: usize,
-    query: Query,
-    udp: bool,
-    tcp: bool,
-}
-
-/// The query's OPT record, added (payload 1232) if missing.
-fn edns(q: &mut Query) -> &mut Edns {
-    q.edns.get_or_insert(Edns {
-        size: 1232,
-        ..Edns::default()
-    })
-}
-
-fn parse_case(text: &str, line: usize) -> Result<Case, String> {
-    let mut words = text.split_whitespace();
-    let qname = words.next().ok_or("empty line")?;
-    let qtype_s = words.next().ok_or("missing qtype")?;
-    let qtype = type_from_str(qtype_s).ok_or_else(|| format!("unknown qtype {qtype_s}"))?;
-    let mut q = Query::new(qname, qtype, 1);
-    q.id = (line as u16).wrapping_mul(7919);
-    let (mut udp, mut tcp) = (true, true);
-    let mut transport_given = false;
-    for w in words {
-        if let Some(opt) = w.strip_prefix('+') {
-            let (key, val) = match opt.split_once('=') {
-                Some((k, v)) => (k, Some(v)),
-                None => (opt, None),
-            };
-            let num = |v: Option<&str>| -> Result<u32, String> {
-                let v = v.ok_or_else(|| format!("+{key} needs a value"))?;
-                let r = match v.strip_prefix("0x") {
-                    Some(h) => u32::from_str_radix(h, 16),
-                    None => v.parse(),
-                };
-                r.map_err(|e| format!("+{key}={v}: {e}"))
-            };
-            match key {
-                "udp" | "tcp" => {
-                    if !transport_given {
-                        udp = false;
-                        tcp = false;
-                        transport_given = true;
-                    }
-                    if key == "udp" {
-                        udp = true;
-                    } else {
-                        tcp = true;
-                    }
-                }
-                "qr" => q.flags |= 0x8000,
-                "aa" => q.flags |= 0x0400,
-                "tc" => q.flags |= 0x0200,
-                "rd" => q.flags |= 0x0100,
-                "ra" => q.flags |= 0x0080,
-                "z" => q.flags |= 0x0040,
-                "ad" => q.flags |= 0x0020,
-                "cd" => q.flags |= 0x0010,
-                "opcode" => q.opcode = num(val)? as u8,
-                "edns" => {
-                    let size = match val {
-                        Some(_) => num(val)? as u16,
-                        None => 1232,
-                    };
-                    edns(&mut q).size = size;
-                }
-                "do" => edns(&mut q).flags |= 0x8000,
-                "ednsver" => edns(&mut q).version = num(val)? as u8,
-                "ednsflags" => edns(&mut q).flags |= num(val)? as u16,
-                "ednsopt" => {
-                    let v = val.ok_or("+ednsopt needs CODE[:HEX]")?;
-                    let (code, data) = v.split_once(':').unwrap_or((v, ""));
-                    let code: u16 = code.parse().map_err(|e| format!("+ednsopt code: {e}"))?;
-                    let data = (0..data.len() / 2)
-                        .map(|i| u8::from_str_radix(&data[2 * i..2 * i + 2], 16))
-                        .collect::<Result<Vec<u8>, _>>()
-                        .map_err(|e| format!("+ednsopt data: {e}"))?;
-                    edns(&mut q).options.push((code, data));
-                }
-                _ => return Err(format!("unknown option {w}")),
-            }
-        } else if let Some(c) = class_from_str(w) {
-            q.qclass = c;
-        } else {
-            return Err(format!("unknown word {w}"));
-        }
-    }
-    Ok(Case {
-        text: text.split_whitespace().collect::<Vec<_>>().join(" "),
-        line,
-        query: q,
-        udp,
-        tcp,
-    })
-}
 
 fn load_cases() -> Vec<Case> {
     let path = repo_root().join("tests/differential/queries.txt");
@@ -138,103 +36,14 @@ fn load_cases() -> Vec<Case> {
                 continue;
             }
         }
-        match parse_case(line, i + 1) {
+        let id = ((i + 1) as u16).wrapping_mul(7919);
+        match Case::parse(line, format!("queries.txt:{}", i + 1), id) {
             Ok(c) => cases.push(c),
             Err(e) => errors.push(format!("queries.txt:{}: {e}", i + 1)),
         }
     }
     assert!(errors.is_empty(), "bad query lines:\n{}", errors.join("\n"));
     cases
-}
-
-/// One accepted difference: a query line, the aspects allowed to differ
-/// (optionally `udp:`/`tcp:`-qualified), and why.
-#[derive(Debug)]
-struct Accepted {
-    query: String,
-    aspects: Vec<String>,
-    line: usize,
-}
-
-fn load_accepted() -> Vec<Accepted> {
-    let path = repo_root().join("tests/differential/accepted.txt");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let mut v = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let parts: Vec<&str> = line.splitn(3, '|').map(str::trim).collect();
-        assert!(
-            parts.len() == 3 && !parts[2].is_empty(),
-            "accepted.txt:{}: want `query | aspects | reason`",
-            i + 1
-        );
-        v.push(Accepted {
-            query: parts[0].split_whitespace().collect::<Vec<_>>().join(" "),
-            aspects: parts[1].split(',').map(|s| s.trim().to_string()).collect(),
-            line: i + 1,
-        });
-    }
-    v
-}
-
-/// The aspects in which two responses differ ("response" when one of them is missing).
-fn differing(a: &Option<Vec<u8>>, b: &Option<Vec<u8>>) -> Vec<&'static str> {
-    match (a, b) {
-        (None, None) => vec![],
-        (Some(_), None) | (None, Some(_)) => vec!["response"],
-        (Some(a), Some(b)) => {
-            let (ma, mb) = (Message::parse(a), Message::parse(b));
-            ma.aspects()
-                .into_iter()
-                .zip(mb.aspects())
-                .filter(|(x, y)| x.1 != y.1)
-                .map(|(x, _)| x.0)
-                .collect()
-        }
-    }
-}
-
-/// For each differing aspect, the lines only Knot gave (`-`) and only the
-/// other server gave (`+`), so that the cause is visible at a glance.
-fn line_diff(a: &Option<Vec<u8>>, b: &Option<Vec<u8>>, aspects: &[&str]) -> String {
-    let (Some(a), Some(b)) = (a, b) else {
-        return String::new();
-    };
-    let (ma, mb) = (Message::parse(a), Message::parse(b));
-    let mut out = String::new();
-    for ((name, ta), (_, tb)) in ma.aspects().into_iter().zip(mb.aspects()) {
-        if !aspects.contains(&name) {
-            continue;
-        }
-        let mut only_b: Vec<&str> = tb.lines().collect();
-        let mut only_a = Vec::new();
-        for l in ta.lines() {
-            match only_b.iter().position(|x| *x == l) {
-                Some(i) => {
-                    only_b.remove(i);
-                }
-                None => only_a.push(l),
-            }
-        }
-        out.push_str(&format!("  {name}:\n"));
-        for l in only_a {
-            out.push_str(&format!("  - {l}\n"));
-        }
-        for l in only_b {
-            out.push_str(&format!("  + {l}\n"));
-        }
-    }
-    out
-}
-
-fn show(label: &str, r: &Option<Vec<u8>>) -> String {
-    match r {
-        None => format!("--- {label}: no response\n"),
-        Some(b) => format!("--- {label}:\n{}", Message::parse(b).to_text()),
-    }
 }
 
 #[test]
@@ -245,7 +54,7 @@ fn knot_and_lode_answer_alike() {
     let peer = peer_from_env();
     let zones = zones_in(&repo_root().join("tests/differential/zones"));
     let cases = load_cases();
-    let accepted = load_accepted();
+    let accepted = load_accepted(&repo_root().join("tests/differential/accepted.txt"));
     if std::env::var_os("LODE_DIFF_FILTER").is_none() {
         let orphans: Vec<String> = accepted
             .iter()
@@ -269,86 +78,17 @@ fn knot_and_lode_answer_alike() {
         other.label
     );
 
-    let verbose = std::env::var_os("LODE_DIFF_VERBOSE").is_some();
-    let timeout = Duration::from_millis(1500);
-    let mut failures = 0usize;
-    let mut passes = 0usize;
-    let mut expected = 0usize;
-    let mut used_accepts = BTreeSet::new();
-    let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut tally = Tally::new(std::env::var_os("LODE_DIFF_VERBOSE").is_some());
     for case in &cases {
-        let wire = case.query.to_wire();
-        for (transport, on) in [("udp", case.udp), ("tcp", case.tcp)] {
-            if !on {
-                continue;
-            }
-            let exchange = |addr| {
-                if transport == "udp" {
-                    udp_exchange(addr, &wire, timeout)
-                } else {
-                    tcp_exchange(addr, &wire, timeout)
-                }
-            };
-            let a = exchange(knot.addr);
-            let b = exchange(other.addr);
-            let diff = differing(&a, &b);
-            if verbose {
-                eprintln!(
-                    "\n=== queries.txt:{} [{transport}] `{}`\n{}",
-                    case.line,
-                    case.text,
-                    show(&knot.label, &a)
-                );
-            }
-            if diff.is_empty() {
-                passes += 1;
-                continue;
-            }
-            let acc: Vec<&Accepted> = accepted.iter().filter(|x| x.query == case.text).collect();
-            let covered = diff.iter().all(|d| {
-                acc.iter().any(|x| {
-                    x.aspects.iter().any(|s| {
-                        s == d
-                            || s == "*"
-                            || *s == format!("{transport}:{d}")
-                            || *s == format!("{transport}:*")
-                    })
-                })
-            });
-            if covered {
-                expected += 1;
-                for x in acc {
-                    used_accepts.insert(x.line);
-                }
-                continue;
-            }
-            failures += 1;
-            for d in &diff {
-                *kinds.entry(d.to_string()).or_default() += 1;
-            }
-            eprintln!(
-                "\n=== MISMATCH queries.txt:{} [{transport}] `{}` differs in: {}\n{}{}{}",
-                case.line,
-                case.text,
-                diff.join(", "),
-                line_diff(&a, &b, &diff),
-                show(&knot.label, &a),
-                show(&other.label, &b)
-            );
-        }
+        tally.compare(&knot, &other, case, &accepted);
     }
-    for a in &accepted {
-        if !used_accepts.contains(&a.line) && cases.iter().any(|c| c.text == a.query) {
-            eprintln!(
-                "note: accepted.txt:{} no longer differs (`{}`): remove it",
-                a.line, a.query
-            );
-        }
-    }
-    let alive = other.alive();
-    eprintln!(
-        "\ndifferential summary: {passes} identical, {expected} accepted differences, {failures} mismatches; by aspect: {kinds:?}"
+    tally.note_unused(
+        &accepted,
+        |q| cases.iter().any(|c| c.text == q),
+        "accepted.txt",
     );
+    let alive = other.alive();
+    eprintln!("\ndifferential summary: {}", tally.summary());
     assert!(
         alive,
         "{} died during the run:\n{}",
@@ -356,8 +96,9 @@ fn knot_and_lode_answer_alike() {
         other.log_tail(30)
     );
     assert_eq!(
-        failures, 0,
-        "{failures} responses differ from Knot (see above)"
+        tally.failures, 0,
+        "{} responses differ from Knot (see above)",
+        tally.failures
     );
 }
 
@@ -602,9 +343,8 @@ fn large_generated_zone_answers_alike() {
             });
         }
         let wire = q.to_wire();
-        let timeout = Duration::from_millis(1500);
-        let a = udp_exchange(knot.addr, &wire, timeout);
-        let b = udp_exchange(other.addr, &wire, timeout);
+        let a = exchange(knot.addr, "udp", &wire);
+        let b = exchange(other.addr, "udp", &wire);
         let diff = differing(&a, &b);
         if !diff.is_empty() {
             failures += 1;
@@ -653,7 +393,6 @@ fn ipv6_answers_like_ipv4() {
     let knot = start_knot_on(&zones, pick_port(15300), true).unwrap_or_else(|e| panic!("{e}"));
     let mut other =
         start_peer_on(peer, &zones, pick_port(15350), true).unwrap_or_else(|e| panic!("{e}"));
-    let timeout = Duration::from_millis(1500);
     let mut failures = Vec::new();
     for server in [&knot, &other] {
         let v4 = server.addr;
@@ -661,14 +400,10 @@ fn ipv6_answers_like_ipv4() {
         for case in &cases {
             let wire = case.query.to_wire();
             for transport in ["udp", "tcp"] {
-                let ask = |addr| {
-                    if transport == "udp" {
-                        udp_exchange(addr, &wire, timeout)
-                    } else {
-                        tcp_exchange(addr, &wire, timeout)
-                    }
-                };
-                let (a, b) = (ask(v4), ask(v6));
+                let (a, b) = (
+                    exchange(v4, transport, &wire),
+                    exchange(v6, transport, &wire),
+                );
                 let diff = differing(&a, &b);
                 if !diff.is_empty() {
                     failures.push(format!(

@@ -7,6 +7,7 @@
 //! own reading of them. It follows RFC 1035 section 4 and RFC 6891 only.
 #![allow(dead_code)] // each test binary uses a different part of this module
 
+pub mod compare;
 pub mod dnssec;
 pub mod peers;
 pub mod tap;
@@ -16,7 +17,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The repository root (two levels above this package).
@@ -67,7 +68,14 @@ pub fn knot_tool(name: &str) -> String {
 /// without it, unless `LODE_REQUIRE_KNOT=1` (set by scripts/test.sh) makes
 /// its absence a failure.
 pub fn knot_available() -> bool {
-    let ok = Command::new(knotd())
+    knot_program_available(knotd(), "knotd", "knot")
+}
+
+/// True when Knot's program `program` (called `name`, from the Debian
+/// package `package`) runs; like [`knot_available`], its absence skips
+/// loudly, or fails under `LODE_REQUIRE_KNOT=1`.
+pub fn knot_program_available(program: &str, name: &str, package: &str) -> bool {
+    let ok = Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -76,9 +84,9 @@ pub fn knot_available() -> bool {
         .unwrap_or(false);
     if !ok {
         if std::env::var("LODE_REQUIRE_KNOT").as_deref() == Ok("1") {
-            panic!("knotd is not installed but LODE_REQUIRE_KNOT=1");
+            panic!("{name} is not installed but LODE_REQUIRE_KNOT=1");
         }
-        eprintln!("SKIPPED: knotd (Debian package `knot`) is not installed");
+        eprintln!("SKIPPED: {name} (Debian package `{package}`) is not installed");
     }
     ok
 }
@@ -518,12 +526,22 @@ pub fn ipv6_loopback_available() -> bool {
     UdpSocket::bind("[::1]:0").is_ok()
 }
 
+static START_TIMEOUT_SECS: AtomicU64 = AtomicU64::new(30);
+
+/// How long the servers started after this call may take to serve their
+/// zones (30 s unless set: large zones take longer).
+pub fn set_start_timeout(t: Duration) {
+    START_TIMEOUT_SECS.store(t.as_secs().max(1), Ordering::SeqCst);
+}
+
 /// Polls with SOA queries for every zone until each answers (with `strict`:
 /// NOERROR, AA and an answer — Knot's sign of a loaded zone; without: any
 /// response, so that a server that answers wrongly is still compared),
-/// bounded by 30 s, or until the process exits.
+/// bounded by the start timeout (30 s, see [`set_start_timeout`]), or until
+/// the process exits.
 fn wait_ready(mut server: Server, zones: &[ZoneSpec], strict: bool) -> Result<Server, String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let limit = START_TIMEOUT_SECS.load(Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(limit);
     let mut pending: Vec<&ZoneSpec> = zones.iter().collect();
     while !pending.is_empty() {
         if !server.alive() {
@@ -535,7 +553,7 @@ fn wait_ready(mut server: Server, zones: &[ZoneSpec], strict: bool) -> Result<Se
         }
         if Instant::now() > deadline {
             return Err(format!(
-                "{} did not serve {} within 30 s:\n{}",
+                "{} did not serve {} within {limit} s:\n{}",
                 server.label,
                 pending
                     .iter()
