@@ -88,8 +88,8 @@ sign_s=$(secs "$t0" "$(now)")
 say "kzonesign (NSEC3 opt-out): $sign_s s"
 unsigned=$WORK/gen/com.zone
 signed=$WORK/sign/com.zone
-awk '{print $1, $2}' "$WORK/gen/queries-referral.txt" | head -n 300000 >"$WORK/q-referral.txt"
-awk '{print $1, $2}' "$WORK/gen/queries-nxdomain.txt" | head -n 300000 >"$WORK/q-nxdomain.txt"
+awk 'NR <= 300000 {print $1, $2}' "$WORK/gen/queries-referral.txt" >"$WORK/q-referral.txt"
+awk 'NR <= 300000 {print $1, $2}' "$WORK/gen/queries-nxdomain.txt" >"$WORK/q-nxdomain.txt"
 probe=$(head -n 1 "$WORK/q-referral.txt" | cut -d' ' -f1)
 
 # --- servers ----------------------------------------------------------------------------
