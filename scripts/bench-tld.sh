@@ -208,7 +208,7 @@ measure() {
     t0=$(ticks)
     c0=$(cpu0)
     # shellcheck disable=SC2086
-    res=$(taskset -c 1 dnsperf -s 127.0.0.1 -p $port -d "$queries" -l "$seconds" -Q "$rate" $flags 2>&1)
+    res=$(taskset -c 1 dnsperf -s 127.0.0.1 -p $port -d "$queries" -l "$seconds" -Q "$rate" -t 1 $flags 2>&1)
     local t1 c1
     t1=$(ticks)
     c1=$(cpu0)
