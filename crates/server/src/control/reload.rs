@@ -695,7 +695,7 @@ impl Reloader {
                 }
                 Err(e) => {
                     tracing::error!("zone {name}: zone file not applied: {e}");
-                    self.failed(spec, Some(old), vec![e], report);
+                    self.failed(spec, Some(old), vec![e.to_string()], report);
                     return Some((old.clone(), false));
                 }
             }

@@ -173,7 +173,7 @@ pub(crate) fn zone_flush(updates: &Updates, published: &ArcSwap<ZoneSet>, arg: &
     };
     let mut r = updates.flush(&name);
     // A zone added by a reload since the start is served, without updates.
-    if r == Err(FlushError::NoZone) && published.load().get(name.as_ref()).is_some() {
+    if matches!(r, Err(FlushError::NoZone)) && published.load().get(name.as_ref()).is_some() {
         r = Err(FlushError::Static);
     }
     let text = match &r {

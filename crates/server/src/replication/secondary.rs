@@ -42,7 +42,7 @@ use crate::clock::unix_now;
 use crate::config::{Config, TimerBounds};
 use crate::fetch::{self, Source};
 use crate::publish::{is_placeholder, Publisher};
-use crate::update::{Admission, Work};
+use crate::update::{Admission, Work, WriterError};
 
 /// How long a SOA query waits for its answer.
 const SOA_TIMEOUT: Duration = Duration::from_secs(3);
@@ -741,12 +741,13 @@ impl Refresh {
             }
         })
         .map_err(|e| e.to_string())?;
-        let submit = |work: Work, done: mpsc::Receiver<Result<u32, String>>| {
+        let submit = |work: Work, done: mpsc::Receiver<Result<u32, WriterError>>| {
             self.writer
                 .send(work)
-                .map_err(|_| "the zone's writer stopped".to_string())?;
+                .map_err(|_| WriterError::Stopped.to_string())?;
             done.recv()
-                .map_err(|_| "the zone's writer stopped".to_string())?
+                .map_err(|_| WriterError::Stopped.to_string())?
+                .map_err(|e| e.to_string())
         };
         match result {
             lode_xfr::Transfer::UpToDate(soa) => Ok(Outcome::Current {
