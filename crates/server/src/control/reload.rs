@@ -447,7 +447,7 @@ impl Reloader {
                         let refresh = self
                             .secondaries
                             .as_ref()
-                            .ok_or_else(|| "no secondary zones".to_string())
+                            .ok_or(crate::replication::secondary::RefreshError::NoSecondaries)
                             .and_then(|s| s.refresh(&name, true));
                         match refresh {
                             Ok(()) => "signing turned off: the primary's zone is transferred whole",
