@@ -81,17 +81,48 @@ pub(super) struct ZoneDoor {
     pub(super) writer: Option<WriterQueue>,
 }
 
+/// A `[[key]]` of the configuration that cannot be used: its id and why.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TsigKeyError {
+    /// An algorithm TSIG does not know.
+    #[error("key {id}: {source}")]
+    Algorithm {
+        id: String,
+        source: lode_tsig::UnknownAlgorithm,
+    },
+    /// A secret that is not one, or a key defined twice.
+    #[error("key {id}: {source}")]
+    Key {
+        id: String,
+        source: lode_tsig::KeyError,
+    },
+}
+
+/// Why the updates' admission could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpdatesError {
+    /// The writer pool's threads.
+    #[error("cannot start the writer threads: {0}")]
+    Threads(#[source] std::io::Error),
+    /// A TSIG key.
+    #[error(transparent)]
+    Key(#[from] TsigKeyError),
+}
+
 /// The TSIG keys a configuration defines.
-pub(crate) fn keys_of(config: &Config) -> Result<Keys, String> {
+pub(crate) fn keys_of(config: &Config) -> Result<Keys, TsigKeyError> {
     let mut keys = Keys::new();
     for k in &config.keys {
+        let id = || k.id.to_string();
         let alg = k
             .algorithm
             .parse()
-            .map_err(|e| format!("key {}: {e}", k.id))?;
-        let key =
-            Key::from_text(&k.id, alg, &k.secret).map_err(|e| format!("key {}: {e}", k.id))?;
-        keys.insert(key).map_err(|e| format!("key {}: {e}", k.id))?;
+            .map_err(|source| TsigKeyError::Algorithm { id: id(), source })?;
+        let bad = |source| TsigKeyError::Key { id: id(), source };
+        let key = Key::from_text(&k.id, alg, &k.secret).map_err(bad)?;
+        keys.insert(key).map_err(bad)?;
     }
     Ok(keys)
 }
@@ -160,12 +191,11 @@ pub(crate) enum Admission {
 impl Updates {
     /// Keys and ACLs from the configuration; the writer pool started, no
     /// writers on it yet.
-    pub(crate) fn new(config: &Config) -> Result<Updates, String> {
+    pub(crate) fn new(config: &Config) -> Result<Updates, UpdatesError> {
         let threads = config.background_workers.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
-        let pool = WriterPool::start(threads)
-            .map_err(|e| format!("cannot start the writer threads: {e}"))?;
+        let pool = WriterPool::start(threads).map_err(UpdatesError::Threads)?;
         let keys = keys_of(config)?;
         let zones = config
             .zones

@@ -35,6 +35,7 @@ mod writer;
 mod xfrout;
 
 pub(crate) use admit::{keys_of, Admission, FlushError, Replicas, Updates};
+pub use admit::{TsigKeyError, UpdatesError};
 pub(crate) use error::WriterError;
 pub(crate) use pool::WriterQueue;
 #[cfg(test)]

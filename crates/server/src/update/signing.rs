@@ -377,11 +377,21 @@ pub(crate) fn key_events(
     ))
 }
 
+/// A PKCS #11 token a signing policy names that could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("keystore (token {label:?}): {source}")]
+pub struct KeystoreError {
+    /// The token's label.
+    pub label: String,
+    /// Why.
+    pub source: lode_dnssec::KeyError,
+}
+
 /// Opens the PKCS #11 tokens the signing policies of `config` keep keys
 /// in (each once per process: a reload naming one already open takes it
 /// as it is), so that their zones' key files can be read. Returns how many
 /// tokens the configuration names.
-pub(crate) fn open_keystores(config: &crate::config::Config) -> Result<usize, String> {
+pub(crate) fn open_keystores(config: &crate::config::Config) -> Result<usize, KeystoreError> {
     let mut tokens: Vec<&lode_dnssec::hsm::TokenConfig> = config
         .zone_options
         .values()
@@ -394,7 +404,10 @@ pub(crate) fn open_keystores(config: &crate::config::Config) -> Result<usize, St
     tokens.sort_by(|a, b| a.label.cmp(&b.label));
     tokens.dedup();
     for t in &tokens {
-        lode_dnssec::hsm::open(t).map_err(|e| format!("keystore (token {:?}): {e}", t.label))?;
+        lode_dnssec::hsm::open(t).map_err(|source| KeystoreError {
+            label: t.label.clone(),
+            source,
+        })?;
         tracing::info!(
             "DNSSEC keystore: PKCS #11 token {:?} open ({})",
             t.label,
