@@ -892,7 +892,10 @@ impl Config {
             )));
         }
         let user = match options.user.as_ref().or(file.user.as_ref()) {
-            Some(name) => Some(crate::privdrop::RunAs::lookup(name).map_err(ConfigError::Value)?),
+            Some(name) => Some(
+                crate::privdrop::RunAs::lookup(name)
+                    .map_err(|e| ConfigError::Value(e.to_string()))?,
+            ),
             None => None,
         };
         // A relative `control` of the file is in the file's folder, as its

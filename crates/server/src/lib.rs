@@ -112,7 +112,7 @@ pub enum ServerError {
     Io(lode_io::IoError),
     /// Switching to the configured `user` failed, or its folders are not
     /// writable by it.
-    User(String),
+    User(privdrop::UserError),
     /// The configuration does not pass the checks made before any zone is
     /// loaded, or what it names cannot be started.
     Check(CheckError),
@@ -150,7 +150,7 @@ impl fmt::Display for ServerError {
             ServerError::Config(e) => write!(f, "configuration: {e}"),
             ServerError::NoZone => f.write_str("no zone could be loaded (errors above)"),
             ServerError::Io(e) => e.fmt(f),
-            ServerError::User(e) => f.write_str(e),
+            ServerError::User(e) => e.fmt(f),
             ServerError::Check(e) => write!(f, "configuration: {e}"),
         }
     }
