@@ -77,7 +77,9 @@ pub use loading::{snapshot, zones};
 use replication::{consumer, notify, secondary};
 pub use serving::guard;
 use serving::handler;
-pub use update::signing::{key_dir, read_foreign, read_offline, FOREIGN_FILE, OFFLINE_FILE};
+pub use update::signing::{
+    key_dir, read_foreign, read_offline, KeysError, FOREIGN_FILE, OFFLINE_FILE,
+};
 
 use std::fmt;
 use std::net::SocketAddr;

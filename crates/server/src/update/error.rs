@@ -11,6 +11,7 @@ use lode_journal::JournalError;
 use lode_zonedb::ApplyError;
 use lode_zones::StageError;
 
+use super::signing::KeysError;
 use crate::publish::commit::CommitError;
 
 /// Why a zone's writer did not do what it was asked.
@@ -92,7 +93,11 @@ pub(crate) enum WriterError {
     /// The key folder or the key planner failed; the event is tried again
     /// after `retry`.
     #[error("{why}; tried again in {} s", .retry.as_secs())]
-    Keys { why: String, retry: Duration },
+    Keys {
+        #[source]
+        why: KeysError,
+        retry: Duration,
+    },
     /// The key planner refused what was asked (a rollover that cannot start
     /// now, a DS confirmed for no key waiting for it).
     #[error("{0}")]
@@ -134,10 +139,15 @@ mod tests {
             "the changeset from the primary's serial 7 does not follow serial 5"
         );
         let e = WriterError::Keys {
-            why: "no key".into(),
+            why: KeysError::NoResponse(0),
             retry: Duration::from_secs(60),
         };
-        assert_eq!(e.to_string(), "no key; tried again in 60 s");
+        assert_eq!(
+            e.to_string(),
+            "offline KSK: no signed key response covers 1970-01-01 00:00:00 UTC (import one: \
+             lode dnssec generate-ksr, sign it with the KSK, lode dnssec import-skr); \
+             tried again in 60 s"
+        );
         let e = WriterError::NotApplied(lode_wire::rcode::REFUSED);
         assert_eq!(e.to_string(), "not applied (REFUSED)");
         let e = WriterError::file("/z/example.state")(std::io::Error::other("disk full"));
