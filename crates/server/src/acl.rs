@@ -20,16 +20,29 @@ pub enum Action {
     Notify,
 }
 
+/// A value of an ACL's configuration that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AclError {
+    /// An `action` other than update, transfer or notify.
+    #[error("unknown acl action {0:?} (update, transfer or notify)")]
+    UnknownAction(String),
+    /// An `address` that is neither an address nor a prefix.
+    #[error("{0:?} is not an address or a prefix (e.g. 192.0.2.0/24, ::1)")]
+    BadPrefix(String),
+    /// A `protocol` other than udp, tcp, tls or quic.
+    #[error("unknown acl protocol {0:?} (udp, tcp, tls or quic)")]
+    UnknownProtocol(String),
+}
+
 impl std::str::FromStr for Action {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = AclError;
+    fn from_str(s: &str) -> Result<Self, AclError> {
         match s {
             "update" => Ok(Action::Update),
             "transfer" => Ok(Action::Transfer),
             "notify" => Ok(Action::Notify),
-            _ => Err(format!(
-                "unknown acl action {s:?} (update, transfer or notify)"
-            )),
+            _ => Err(AclError::UnknownAction(s.into())),
         }
     }
 }
@@ -52,9 +65,9 @@ pub struct Prefix {
 }
 
 impl std::str::FromStr for Prefix {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("{s:?} is not an address or a prefix (e.g. 192.0.2.0/24, ::1)");
+    type Err = AclError;
+    fn from_str(s: &str) -> Result<Self, AclError> {
+        let bad = || AclError::BadPrefix(s.into());
         let (a, len) = match s.split_once('/') {
             Some((a, l)) => (a, Some(l.parse::<u8>().map_err(|_| bad())?)),
             None => (s, None),
@@ -122,15 +135,13 @@ pub struct Rule {
 }
 
 /// Parses an ACL's `protocol` value (Knot's: udp, tcp, tls, quic).
-pub fn parse_protocol(s: &str) -> Result<Protocol, String> {
+pub fn parse_protocol(s: &str) -> Result<Protocol, AclError> {
     match s {
         "udp" => Ok(Protocol::Udp),
         "tcp" => Ok(Protocol::Tcp),
         "tls" => Ok(Protocol::Tls),
         "quic" => Ok(Protocol::Quic),
-        _ => Err(format!(
-            "unknown acl protocol {s:?} (udp, tcp, tls or quic)"
-        )),
+        _ => Err(AclError::UnknownProtocol(s.into())),
     }
 }
 

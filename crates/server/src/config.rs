@@ -892,7 +892,10 @@ impl Config {
             )));
         }
         let user = match options.user.as_ref().or(file.user.as_ref()) {
-            Some(name) => Some(crate::privdrop::RunAs::lookup(name).map_err(ConfigError::Value)?),
+            Some(name) => Some(
+                crate::privdrop::RunAs::lookup(name)
+                    .map_err(|e| ConfigError::Value(e.to_string()))?,
+            ),
             None => None,
         };
         // A relative `control` of the file is in the file's folder, as its
@@ -994,8 +997,8 @@ fn resolve_acls(file: &ConfigFile) -> Result<Vec<crate::acl::Rule>, ConfigError>
             .address
             .iter()
             .map(|s| s.parse())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad)?;
+            .collect::<Result<Vec<_>, crate::acl::AclError>>()
+            .map_err(|e| bad(e.to_string()))?;
         let mut keys = Vec::new();
         for k in &a.key {
             let name = parse_origin(k).map_err(|e| bad(e.to_string()))?;
@@ -1012,14 +1015,14 @@ fn resolve_acls(file: &ConfigFile) -> Result<Vec<crate::acl::Rule>, ConfigError>
             .action
             .iter()
             .map(|s| s.parse())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad)?;
+            .collect::<Result<Vec<_>, crate::acl::AclError>>()
+            .map_err(|e| bad(e.to_string()))?;
         let protocols = a
             .protocol
             .iter()
             .map(|s| crate::acl::parse_protocol(s))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad)?;
+            .collect::<Result<Vec<_>, crate::acl::AclError>>()
+            .map_err(|e| bad(e.to_string()))?;
         if let Some(p) = a.cert_key.iter().find(|p| !lode_io::tls::is_pin(p)) {
             return Err(bad(format!(
                 "cert-key {p:?} is not a pin (Base64 of a SHA-256: 44 characters)"

@@ -77,7 +77,9 @@ pub use loading::{snapshot, zones};
 use replication::{consumer, notify, secondary};
 pub use serving::guard;
 use serving::handler;
-pub use update::signing::{key_dir, read_foreign, read_offline, FOREIGN_FILE, OFFLINE_FILE};
+pub use update::signing::{
+    key_dir, read_foreign, read_offline, KeysError, FOREIGN_FILE, OFFLINE_FILE,
+};
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -112,7 +114,36 @@ pub enum ServerError {
     Io(lode_io::IoError),
     /// Switching to the configured `user` failed, or its folders are not
     /// writable by it.
-    User(String),
+    User(privdrop::UserError),
+    /// The configuration does not pass the checks made before any zone is
+    /// loaded, or what it names cannot be started.
+    Check(CheckError),
+}
+
+/// Why a resolved configuration cannot be used: the checks a server makes
+/// before it loads a zone (`lode check --config` too), and what it starts
+/// from them.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckError {
+    /// The configuration file and command line.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A TSIG key.
+    #[error(transparent)]
+    Key(#[from] update::TsigKeyError),
+    /// The certificate files (lode-io's words).
+    #[error("tls: {0}")]
+    Tls(String),
+    /// A PKCS #11 keystore.
+    #[error(transparent)]
+    Keystore(#[from] update::signing::KeystoreError),
+    /// The rate limiter, the cookies or dnstap.
+    #[error(transparent)]
+    Guard(#[from] guard::GuardError),
+    /// The updates' admission and writers.
+    #[error(transparent)]
+    Updates(#[from] update::UpdatesError),
 }
 
 impl fmt::Display for ServerError {
@@ -121,7 +152,8 @@ impl fmt::Display for ServerError {
             ServerError::Config(e) => write!(f, "configuration: {e}"),
             ServerError::NoZone => f.write_str("no zone could be loaded (errors above)"),
             ServerError::Io(e) => e.fmt(f),
-            ServerError::User(e) => f.write_str(e),
+            ServerError::User(e) => e.fmt(f),
+            ServerError::Check(e) => write!(f, "configuration: {e}"),
         }
     }
 }
@@ -171,7 +203,7 @@ impl Server {
         // One copy of the configuration, shared by the server and its reloader
         // (a copy holds every zone's options: 10^5 zones make it large).
         let config = Arc::new(Config::resolve_read(&options, file).map_err(ServerError::Config)?);
-        validate(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
+        validate(&config).map_err(ServerError::Check)?;
         // A second server on a configured control socket would run without
         // control: it does not start.
         if let (Some(path), true) = (&config.control, config.control_configured) {
@@ -223,10 +255,8 @@ impl Server {
             }
             Some(creds)
         };
-        update::signing::open_keystores(&config)
-            .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
-        let guard =
-            guard::Guard::new(&config).map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
+        update::signing::open_keystores(&config).map_err(|e| ServerError::Check(e.into()))?;
+        let guard = guard::Guard::new(&config).map_err(|e| ServerError::Check(e.into()))?;
         let published = Arc::new(ArcSwap::from_pointee(ZoneSet::new()));
         let publisher = Arc::new(publish::Publisher::new(published.clone()));
         let loads = Arc::new(loads::ZoneLoads::default());
@@ -259,8 +289,7 @@ impl Server {
         }
 
         // Journals replayed onto the loaded zones before any socket opens.
-        let updates = update::Updates::new(&config)
-            .map_err(|e| ServerError::Config(ConfigError::Value(e)))?;
+        let updates = update::Updates::new(&config).map_err(|e| ServerError::Check(e.into()))?;
         update::start_writers(&updates, &config, &publisher);
         let notifies = notify::start(&config, &updates.keys(), &publisher);
         let secondaries =
@@ -628,8 +657,8 @@ pub fn default_control_path() -> PathBuf {
 /// remotes, policies, templates, zones), then every check a server makes
 /// before it loads a zone ([`validate`]) and the PKCS #11 keystores opened.
 /// Zone files are not read here.
-pub fn check_config(options: &Options) -> Result<Config, String> {
-    let config = Config::resolve(options).map_err(|e| e.to_string())?;
+pub fn check_config(options: &Options) -> Result<Config, CheckError> {
+    let config = Config::resolve(options)?;
     validate(&config)?;
     update::signing::open_keystores(&config)?;
     Ok(config)
@@ -641,15 +670,14 @@ pub fn check_config(options: &Options) -> Result<Config, String> {
 /// the response-rate limiter's table, and the certificate files when TLS
 /// is served or asked of a primary (a one-time certificate's key is not
 /// made here).
-fn validate(config: &Config) -> Result<(), String> {
+fn validate(config: &Config) -> Result<(), CheckError> {
     update::keys_of(config)?;
     if let Some(rrl) = config.rrl.as_ref().filter(|c| c.rate > 0) {
-        lode_rrl::Limiter::new(rrl).map_err(|e| format!("[rrl] {e}"))?;
+        lode_rrl::Limiter::new(rrl).map_err(guard::GuardError::Rrl)?;
     }
     if let config::TlsCertificate::Files { cert, key } = &config.tls.certificate {
         if config.tls.serves() || tls_client(config) {
-            lode_io::tls::Credentials::from_pem_files(cert, key)
-                .map_err(|e| format!("tls: {e}"))?;
+            lode_io::tls::Credentials::from_pem_files(cert, key).map_err(CheckError::Tls)?;
         }
     }
     Ok(())

@@ -16,7 +16,8 @@
 //! instead and `user` stays unset.
 
 use std::fmt;
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 
 /// The user to run as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,16 +36,81 @@ impl fmt::Display for RunAs {
     }
 }
 
+/// Why the process could not become the configured user.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UserError {
+    /// `user` names no passwd entry (and is not a number).
+    #[error("user = {0:?}: no such user in /etc/passwd")]
+    NoSuchUser(String),
+    /// Started neither as root nor as the user.
+    #[error(
+        "user = {:?}: started as uid {euid}, not root, so cannot switch to {user}",
+        .user.name
+    )]
+    NotRoot {
+        /// The user.
+        user: RunAs,
+        /// The process's effective uid.
+        euid: u32,
+    },
+    /// The effective ids could not be the user's.
+    #[error("cannot act as user {user}: {source}")]
+    ActAs {
+        /// The user.
+        user: RunAs,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// A folder the server writes that the user cannot write.
+    #[error(
+        "{what} {} is not writable by user {user}: {source} (chown -R {} it)",
+        .dir.display(),
+        .user.name
+    )]
+    NotWritable {
+        /// The setting that names it.
+        what: String,
+        /// The folder.
+        dir: PathBuf,
+        /// The user.
+        user: RunAs,
+        /// Why a file could not be made there.
+        source: io::Error,
+    },
+    /// Root could not be had back to bind the sockets.
+    #[error("cannot regain root: {0}")]
+    RegainRoot(#[source] io::Error),
+    /// The control socket could not be given to the user.
+    #[error("cannot give {} to {user}: {source}", .path.display())]
+    Chown {
+        /// The socket.
+        path: PathBuf,
+        /// The user.
+        user: RunAs,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// The ids could not be the user's for good.
+    #[error("cannot switch to user {user}: {source}")]
+    Become {
+        /// The user.
+        user: RunAs,
+        /// The system's error.
+        source: io::Error,
+    },
+}
+
 impl RunAs {
     /// Finds `name` in /etc/passwd; a number is taken as a uid (its group:
     /// the passwd entry's if there is one, else the same number).
-    pub fn lookup(name: &str) -> Result<RunAs, String> {
+    pub fn lookup(name: &str) -> Result<RunAs, UserError> {
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
         RunAs::lookup_in(name, &passwd)
     }
 
     /// [`RunAs::lookup`] over the text of a passwd file.
-    pub fn lookup_in(name: &str, passwd: &str) -> Result<RunAs, String> {
+    pub fn lookup_in(name: &str, passwd: &str) -> Result<RunAs, UserError> {
         let number = name.parse::<u32>().ok();
         for line in passwd.lines() {
             let f: Vec<&str> = line.split(':').collect();
@@ -68,7 +134,7 @@ impl RunAs {
                 uid: n,
                 gid: n,
             }),
-            None => Err(format!("user = {name:?}: no such user in /etc/passwd")),
+            None => Err(UserError::NoSuchUser(name.to_owned())),
         }
     }
 }
@@ -84,7 +150,7 @@ pub(crate) struct Pending {
 pub(crate) fn begin(
     user: Option<&RunAs>,
     writable: &[(&str, &Path)],
-) -> Result<Option<Pending>, String> {
+) -> Result<Option<Pending>, UserError> {
     let Some(user) = user else {
         return Ok(None);
     };
@@ -92,50 +158,60 @@ pub(crate) fn begin(
     let pending = if euid == user.uid {
         None
     } else if euid == 0 {
-        lode_io::creds::act_as(user.uid, user.gid)
-            .map_err(|e| format!("cannot act as user {user}: {e}"))?;
+        lode_io::creds::act_as(user.uid, user.gid).map_err(|source| UserError::ActAs {
+            user: user.clone(),
+            source,
+        })?;
         Some(Pending { user: user.clone() })
     } else {
-        return Err(format!(
-            "user = {:?}: started as uid {euid}, not root, so cannot switch to {user}",
-            user.name
-        ));
+        return Err(UserError::NotRoot {
+            user: user.clone(),
+            euid,
+        });
     };
     for (what, dir) in writable {
-        if let Err(e) = check_writable(dir) {
+        if let Err(source) = check_writable(dir) {
             // Back to root, so the error is reported as the operator expects.
             if pending.is_some() {
                 let _ = lode_io::creds::regain_root();
             }
-            return Err(format!(
-                "{what} {} is not writable by user {user}: {e} (chown -R {} it)",
-                dir.display(),
-                user.name
-            ));
+            return Err(UserError::NotWritable {
+                what: (*what).to_owned(),
+                dir: dir.to_path_buf(),
+                user: user.clone(),
+                source,
+            });
         }
     }
     Ok(pending)
 }
 
 /// Effective root again, to bind the sockets.
-pub(crate) fn regain(pending: &Option<Pending>) -> Result<(), String> {
+pub(crate) fn regain(pending: &Option<Pending>) -> Result<(), UserError> {
     match pending {
-        Some(_) => lode_io::creds::regain_root().map_err(|e| format!("cannot regain root: {e}")),
+        Some(_) => lode_io::creds::regain_root().map_err(UserError::RegainRoot),
         None => Ok(()),
     }
 }
 
 /// Gives `path` (the control socket) to the user, then becomes it for good.
-pub(crate) fn finish(pending: Option<Pending>, control: Option<&Path>) -> Result<(), String> {
+pub(crate) fn finish(pending: Option<Pending>, control: Option<&Path>) -> Result<(), UserError> {
     let Some(Pending { user }) = pending else {
         return Ok(());
     };
     if let Some(path) = control.filter(|p| p.exists()) {
-        std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid))
-            .map_err(|e| format!("cannot give {} to {user}: {e}", path.display()))?;
+        std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid)).map_err(|source| {
+            UserError::Chown {
+                path: path.to_path_buf(),
+                user: user.clone(),
+                source,
+            }
+        })?;
     }
-    lode_io::creds::become_user(user.uid, user.gid)
-        .map_err(|e| format!("cannot switch to user {user}: {e}"))?;
+    lode_io::creds::become_user(user.uid, user.gid).map_err(|source| UserError::Become {
+        user: user.clone(),
+        source,
+    })?;
     tracing::info!(user = %user.name, uid = user.uid, gid = user.gid, "running as user {user}");
     Ok(())
 }
@@ -163,8 +239,11 @@ mod tests {
         assert_eq!((u.uid, u.gid), (998, 997));
         let u = RunAs::lookup_in("12345", passwd).unwrap();
         assert_eq!((u.uid, u.gid), (12345, 12345));
-        assert!(RunAs::lookup_in("nobody-here", passwd)
-            .unwrap_err()
-            .contains("no such user"));
+        assert_eq!(
+            RunAs::lookup_in("nobody-here", passwd)
+                .unwrap_err()
+                .to_string(),
+            "user = \"nobody-here\": no such user in /etc/passwd"
+        );
     }
 }

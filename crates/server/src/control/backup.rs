@@ -21,10 +21,54 @@ use lode_wire::Name;
 
 use super::reload::{ReloadReport, Reloader, ZoneFailure};
 use crate::config::{ZoneSource, ZoneSpec};
-use crate::update::Work;
+use crate::update::{Work, WriterError};
 
 /// The list of a backup folder's zones.
 const MANIFEST: &str = "lode-backup.txt";
+
+/// Why a zone was not backed up or restored (a line of the command's
+/// report).
+#[derive(Debug, thiserror::Error)]
+enum BackupError {
+    /// The zone is not served here.
+    #[error("no such zone is served")]
+    NotServed,
+    /// `zone-restore` of a zone the backup folder does not list.
+    #[error("not in this backup")]
+    NotInBackup,
+    /// `zone-restore` of a secondary.
+    #[error("a secondary: its primaries have its records (`lode zone-retransfer {0}`)")]
+    Secondary(Name),
+    /// The backup's zone file does not load (its errors).
+    #[error("{}", .0.join("; "))]
+    Load(Vec<String>),
+    /// A zone with neither writer nor zone file of its own.
+    #[error("not read from a zone file here: nothing to restore it to")]
+    NoZoneFile,
+    /// A file of the backup or of the zone read or written.
+    #[error("{}: {source}", .path.display())]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The zone file written back from the backup and not read (the
+    /// reload's errors are in the report).
+    #[error("{} written back, but not read", .0.display())]
+    NotRead(PathBuf),
+    /// The zone's writer did not do it.
+    #[error(transparent)]
+    Writer(#[from] WriterError),
+}
+
+impl BackupError {
+    /// A file's I/O error, with the file.
+    fn file(path: &Path) -> impl FnOnce(std::io::Error) -> BackupError + '_ {
+        move |source| BackupError::File {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
 
 /// Where a zone's file and key folder are in a backup folder.
 fn places(dir: &Path, zone: &Name) -> (PathBuf, PathBuf) {
@@ -67,16 +111,18 @@ impl Reloader {
         for zone in &zones {
             let (file, keys) = places(dir, zone);
             let done = match self.publisher.get(zone) {
-                None => Err("no such zone is served".to_string()),
-                Some(_) if self.has_writer(zone) => self.ask_writer(zone, |done| Work::Backup {
-                    file: file.clone(),
-                    keys: keys.clone(),
-                    done,
-                }),
+                None => Err(BackupError::NotServed),
+                Some(_) if self.has_writer(zone) => self
+                    .ask_writer(zone, |done| Work::Backup {
+                        file: file.clone(),
+                        keys: keys.clone(),
+                        done,
+                    })
+                    .map_err(BackupError::from),
                 Some(version) => {
                     crate::loading::flush::write_zone_file(&file, &version, |_, _| Ok(()))
                         .map(|w| format!("serial {}, {} records", w.serial, w.records))
-                        .map_err(|e| format!("{}: {e}", file.display()))
+                        .map_err(BackupError::file(&file))
                 }
             };
             match done {
@@ -119,9 +165,7 @@ impl Reloader {
         };
         for zone in &zones {
             if !listed.contains(zone) {
-                report
-                    .failed
-                    .push(failure(zone, "not in this backup".into()));
+                report.failed.push(failure(zone, BackupError::NotInBackup));
                 continue;
             }
             match self.restore_zone(dir, zone, &mut report) {
@@ -137,14 +181,12 @@ impl Reloader {
         dir: &Path,
         zone: &Name,
         report: &mut ReloadReport,
-    ) -> Result<String, String> {
+    ) -> Result<String, BackupError> {
         if self.publisher.get(zone).is_none() {
-            return Err("no such zone is served".into());
+            return Err(BackupError::NotServed);
         }
         if self.secondaries.as_ref().is_some_and(|s| s.has(zone)) {
-            return Err(format!(
-                "a secondary: its primaries have its records (`lode zone-retransfer {zone}`)"
-            ));
+            return Err(BackupError::Secondary(zone.clone()));
         }
         let (file, keys) = places(dir, zone);
         if self.has_writer(zone) {
@@ -152,13 +194,13 @@ impl Reloader {
                 name: zone.clone(),
                 source: ZoneSource::File(Arc::from(file.as_path())),
             };
-            let loaded = crate::loading::zones::load(&spec).map_err(|e| e.join("; "))?;
+            let loaded = crate::loading::zones::load(&spec).map_err(BackupError::Load)?;
             let keys = keys.is_dir().then_some(keys);
-            return self.ask_writer(zone, |done| Work::Restore {
+            return Ok(self.ask_writer(zone, |done| Work::Restore {
                 zone: loaded.zone,
                 keys,
                 done,
-            });
+            })?);
         }
         // Read from its file alone: the file written back, then read.
         let config = self.loaded.clone().unwrap_or_else(|| self.running.clone());
@@ -168,16 +210,15 @@ impl Reloader {
             .find(|s| s.name == *zone)
             .map(|s| s.source.clone())
         else {
-            return Err("not read from a zone file here: nothing to restore it to".into());
+            return Err(BackupError::NoZoneFile);
         };
-        let text =
-            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        write_over(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&file).map_err(BackupError::file(&file))?;
+        write_over(&path, &text).map_err(BackupError::file(&path))?;
         let read = self.reload_zone(zone);
         let ok = read.is_ok();
         report.failed.extend(read.failed);
         if !ok {
-            return Err(format!("{} written back, but not read", path.display()));
+            return Err(BackupError::NotRead(path.to_path_buf()));
         }
         Ok(format!(
             "restored: {} written back from the backup and read",
@@ -199,26 +240,25 @@ impl Reloader {
         self.updates.as_ref().is_some_and(|u| u.has_writer(zone))
     }
 
-    /// Hands the work `make` builds to the zone's writer and waits.
+    /// Hands the work `make` builds to the zone's writer and waits (a
+    /// zone `has_writer` found one for).
     fn ask_writer(
         &self,
         zone: &Name,
-        make: impl FnOnce(mpsc::Sender<Result<String, String>>) -> Work,
-    ) -> Result<String, String> {
-        let u = self.updates.as_ref().ok_or("no writers")?;
+        make: impl FnOnce(mpsc::Sender<Result<String, WriterError>>) -> Work,
+    ) -> Result<String, WriterError> {
+        let u = self.updates.as_ref().ok_or(WriterError::NoWriter)?;
         let (done, answer) = mpsc::channel();
         u.to_writer(zone, make(done))?;
-        answer
-            .recv()
-            .map_err(|_| "the zone's writer stopped".to_string())?
+        answer.recv().map_err(|_| WriterError::Stopped)?
     }
 }
 
-fn failure(zone: &Name, why: String) -> ZoneFailure {
+fn failure(zone: &Name, why: BackupError) -> ZoneFailure {
     ZoneFailure {
         zone: zone.to_string(),
         kept_old: true,
-        errors: vec![why],
+        errors: vec![why.to_string()],
     }
 }
 

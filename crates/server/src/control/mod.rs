@@ -108,6 +108,26 @@ impl Stopper {
     }
 }
 
+/// Why the control socket is not served.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum ControlError {
+    /// A live server answers on the socket.
+    #[error("{} is in use by another running server", .0.display())]
+    InUse(PathBuf),
+    /// A step on the socket or its folder: what was done ("cannot bind"),
+    /// the file, the system's error.
+    #[error("{what} {}: {source}", .path.display())]
+    Socket {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The thread that serves it did not start.
+    #[error("cannot start the control thread: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
 /// A running control socket.
 #[derive(Debug)]
 pub(crate) struct ControlServer {
@@ -122,27 +142,29 @@ impl ControlServer {
         path: &Path,
         dispatch: Dispatch,
         stopper: Arc<Stopper>,
-    ) -> Result<ControlServer, String> {
-        let shown = path.display();
+    ) -> Result<ControlServer, ControlError> {
+        let failed = |what, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ControlError::Socket { what, path, source }
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(failed("cannot create", dir))?;
         }
         if path.exists() {
             if in_use(path) {
-                return Err(format!("{shown} is in use by another running server"));
+                return Err(ControlError::InUse(path.to_path_buf()));
             }
-            std::fs::remove_file(path).map_err(|e| format!("cannot remove stale {shown}: {e}"))?;
+            std::fs::remove_file(path).map_err(failed("cannot remove stale", path))?;
         }
-        let listener = UnixListener::bind(path).map_err(|e| format!("cannot bind {shown}: {e}"))?;
+        let listener = UnixListener::bind(path).map_err(failed("cannot bind", path))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
-            .map_err(|e| format!("cannot restrict {shown}: {e}"))?;
+            .map_err(failed("cannot restrict", path))?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("lode-control".into())
             .spawn(move || serve(listener, stop2, dispatch, stopper))
-            .map_err(|e| format!("cannot start the control thread: {e}"))?;
+            .map_err(ControlError::Thread)?;
         Ok(ControlServer {
             path: path.to_owned(),
             stop,

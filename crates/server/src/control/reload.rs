@@ -282,7 +282,7 @@ impl Reloader {
         // Keys in a token a reload names: the token opened first, or the
         // reload refused whole.
         if let Err(e) = crate::update::signing::open_keystores(&config) {
-            return refused(e);
+            return refused(e.to_string());
         }
         let mut restart = restart_needed(&self.running, &config);
         // The log level, when the binary lets it change.
@@ -321,13 +321,13 @@ impl Reloader {
         };
         let keys = match crate::update::keys_of(&config) {
             Ok(k) => k,
-            Err(e) => return refused(e),
+            Err(e) => return refused(e.to_string()),
         };
         // Last of what can fail: a new dnstap stream or rate limiter.
         let guard = match &self.guard {
             Some(g) => match crate::serving::guard::Guard::next(Some(&g.load()), &config) {
                 Ok(next) => Some((g, next)),
-                Err(e) => return refused(e),
+                Err(e) => return refused(e.to_string()),
             },
             None => None,
         };
@@ -447,7 +447,7 @@ impl Reloader {
                         let refresh = self
                             .secondaries
                             .as_ref()
-                            .ok_or_else(|| "no secondary zones".to_string())
+                            .ok_or(crate::replication::secondary::RefreshError::NoSecondaries)
                             .and_then(|s| s.refresh(&name, true));
                         match refresh {
                             Ok(()) => "signing turned off: the primary's zone is transferred whole",
@@ -695,7 +695,7 @@ impl Reloader {
                 }
                 Err(e) => {
                     tracing::error!("zone {name}: zone file not applied: {e}");
-                    self.failed(spec, Some(old), vec![e], report);
+                    self.failed(spec, Some(old), vec![e.to_string()], report);
                     return Some((old.clone(), false));
                 }
             }

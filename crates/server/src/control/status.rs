@@ -37,7 +37,7 @@ pub(crate) struct Facts {
     /// The Prometheus endpoint's address, when on.
     pub(crate) metrics: Option<SocketAddr>,
     /// Why the configured endpoint is not there.
-    pub(crate) metrics_error: Option<String>,
+    pub(crate) metrics_error: Option<crate::metrics::http::MetricsError>,
 }
 
 /// "lode 0.1.0, pid N, up 3 h 2 min, serving 3 zones on 127.0.0.1:53 (UDP and TCP)".
@@ -173,7 +173,7 @@ pub(crate) fn zone_flush(updates: &Updates, published: &ArcSwap<ZoneSet>, arg: &
     };
     let mut r = updates.flush(&name);
     // A zone added by a reload since the start is served, without updates.
-    if r == Err(FlushError::NoZone) && published.load().get(name.as_ref()).is_some() {
+    if matches!(r, Err(FlushError::NoZone)) && published.load().get(name.as_ref()).is_some() {
         r = Err(FlushError::Static);
     }
     let text = match &r {

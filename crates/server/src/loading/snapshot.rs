@@ -109,28 +109,66 @@ pub enum Durability {
     Cached,
 }
 
+/// Why a zone's state snapshot was not read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The file could not be opened or read.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The snapshot.
+        path: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// Its contents are not a snapshot lode-zonedb reads.
+    #[error("{}: {source}", .path.display())]
+    Snapshot {
+        /// The snapshot.
+        path: PathBuf,
+        /// Why.
+        source: lode_zonedb::SnapshotError,
+    },
+    /// A snapshot, but not a zone's state.
+    #[error("{}: not a zone state snapshot", .0.display())]
+    NotState(PathBuf),
+    /// Another zone's state.
+    #[error("{}: not the state of zone {origin}", .path.display())]
+    OtherZone {
+        /// The snapshot.
+        path: PathBuf,
+        /// The zone it was read for.
+        origin: Name,
+    },
+}
+
 /// Reads a state snapshot written by [`write_state`], with its file tag:
 /// `Ok(None)` when there is none.
-pub fn read_state(snap: &Path, origin: &Name) -> Result<Option<(Zone, Vec<u8>)>, String> {
+pub fn read_state(snap: &Path, origin: &Name) -> Result<Option<(Zone, Vec<u8>)>, StateError> {
+    let io = |source| StateError::Io {
+        path: snap.to_path_buf(),
+        source,
+    };
     let file = match File::open(snap) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", snap.display())),
+        Err(e) => return Err(io(e)),
     };
-    let size = file
-        .metadata()
-        .map_err(|e| format!("{}: {e}", snap.display()))?
-        .len();
-    let (zone, tag) = Zone::read_snapshot(&mut BufReader::new(file), size)
-        .map_err(|e| format!("{}: {e}", snap.display()))?;
+    let size = file.metadata().map_err(io)?.len();
+    let (zone, tag) = Zone::read_snapshot(&mut BufReader::new(file), size).map_err(|source| {
+        StateError::Snapshot {
+            path: snap.to_path_buf(),
+            source,
+        }
+    })?;
     let Some(file_tag) = tag.strip_prefix(STATE_TAG) else {
-        return Err(format!("{}: not a zone state snapshot", snap.display()));
+        return Err(StateError::NotState(snap.to_path_buf()));
     };
     if zone.origin().to_name().to_lowercase() != origin.to_lowercase() {
-        return Err(format!(
-            "{}: not the state of zone {origin}",
-            snap.display()
-        ));
+        return Err(StateError::OtherZone {
+            path: snap.to_path_buf(),
+            origin: origin.clone(),
+        });
     }
     Ok(Some((zone, file_tag.to_vec())))
 }

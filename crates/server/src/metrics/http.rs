@@ -71,24 +71,45 @@ pub(crate) struct MetricsServer {
     addr: SocketAddr,
 }
 
+/// Why the metrics endpoint is not served.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum MetricsError {
+    /// `metrics-listen` cannot be bound.
+    #[error("metrics-listen {addr}: cannot bind: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    /// The bound socket cannot be set up.
+    #[error("metrics-listen {addr}: {source}")]
+    Socket {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    /// Its runtime did not start.
+    #[error("metrics: cannot start its runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// Its thread did not start.
+    #[error("metrics: cannot start its thread: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
 impl MetricsServer {
     /// Binds `addr` and serves `GET /metrics` from `scrape`.
     pub(crate) fn start(
         addr: SocketAddr,
         scrape: Arc<dyn Families>,
-    ) -> Result<MetricsServer, String> {
+    ) -> Result<MetricsServer, MetricsError> {
         let std_listener = std::net::TcpListener::bind(addr)
-            .map_err(|e| format!("metrics-listen {addr}: cannot bind: {e}"))?;
-        std_listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("metrics-listen {addr}: {e}"))?;
-        let local = std_listener
-            .local_addr()
-            .map_err(|e| format!("metrics-listen {addr}: {e}"))?;
+            .map_err(|source| MetricsError::Bind { addr, source })?;
+        let socket = |source| MetricsError::Socket { addr, source };
+        std_listener.set_nonblocking(true).map_err(socket)?;
+        let local = std_listener.local_addr().map_err(socket)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .build()
-            .map_err(|e| format!("metrics: cannot start its runtime: {e}"))?;
+            .map_err(MetricsError::Runtime)?;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("lode-metrics".into())
@@ -107,7 +128,7 @@ impl MetricsServer {
                     }
                 });
             })
-            .map_err(|e| format!("metrics: cannot start its thread: {e}"))?;
+            .map_err(MetricsError::Thread)?;
         tracing::info!("metrics on http://{local}/metrics (Prometheus)");
         Ok(MetricsServer {
             stop: Some(stop_tx),

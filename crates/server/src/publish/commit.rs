@@ -78,8 +78,8 @@ pub(crate) enum Committed {
 #[derive(Debug)]
 pub(crate) enum CommitError {
     /// The zone's state snapshot, written before its first change or
-    /// after a whole version, could not be written.
-    State(String),
+    /// after a whole version, could not be written (the writer's error).
+    State(Box<dyn std::error::Error + Send + Sync>),
     /// The journal step failed.
     Journal(JournalError),
     /// Another version was published since the transaction began: its
@@ -103,7 +103,22 @@ impl fmt::Display for CommitError {
     }
 }
 
-impl std::error::Error for CommitError {}
+impl std::error::Error for CommitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CommitError::State(e) => Some(&**e),
+            CommitError::Journal(e) => Some(e),
+            CommitError::Moved(_) | CommitError::Mismatch(_) => None,
+        }
+    }
+}
+
+impl CommitError {
+    /// The state snapshot not written, for `e`.
+    pub(crate) fn state(e: impl std::error::Error + Send + Sync + 'static) -> CommitError {
+        CommitError::State(Box::new(e))
+    }
+}
 
 /// Commits `sealed`: its journal step, then its publication (see the
 /// module's note).

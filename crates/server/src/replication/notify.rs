@@ -77,7 +77,11 @@ impl Notifies {
 
     /// NOTIFYs `zone`'s targets of `soa` now, as after a change
     /// (`lode zone-notify`, as `knotc zone-notify`): how many targets.
-    pub(crate) fn notify_now(&self, zone: &Name, soa: lode_wire::Record) -> Result<usize, String> {
+    pub(crate) fn notify_now(
+        &self,
+        zone: &Name,
+        soa: lode_wire::Record,
+    ) -> Result<usize, NotifyError> {
         let zone = zone.to_lowercase();
         let n = self
             .targets
@@ -86,13 +90,11 @@ impl Notifies {
             .get(&zone)
             .map_or(0, |t| t.remotes.len());
         if n == 0 {
-            return Err(format!(
-                "zone {zone} has no notify targets (notify = [...])"
-            ));
+            return Err(NotifyError::NoTargets(zone));
         }
         self.tx
             .send(Changed { zone, soa })
-            .map_err(|_| "the NOTIFY thread stopped".to_string())?;
+            .map_err(|_| NotifyError::Stopped)?;
         Ok(n)
     }
 
@@ -122,6 +124,17 @@ impl Notifies {
             targets.insert(zone, t);
         }
     }
+}
+
+/// Why `lode zone-notify` sent nothing.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotifyError {
+    /// The zone has no `notify` remotes.
+    #[error("zone {0} has no notify targets (notify = [...])")]
+    NoTargets(Name),
+    /// The NOTIFY thread is gone.
+    #[error("the NOTIFY thread stopped")]
+    Stopped,
 }
 
 /// A zone's targets from its options (None: it notifies nobody).

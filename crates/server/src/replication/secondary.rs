@@ -42,7 +42,7 @@ use crate::clock::unix_now;
 use crate::config::{Config, TimerBounds};
 use crate::fetch::{self, Source};
 use crate::publish::{is_placeholder, Publisher};
-use crate::update::{Admission, Work};
+use crate::update::{Admission, Work, WriterError};
 
 /// How long a SOA query waits for its answer.
 const SOA_TIMEOUT: Duration = Duration::from_secs(3);
@@ -91,6 +91,45 @@ enum Event {
     Freeze { zones: Vec<Name>, frozen: bool },
 }
 
+/// Why a refresh did not bring a secondary zone up to date.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum RefreshError {
+    /// A refresh asked for a zone that is not a secondary here.
+    #[error("{0} is not a secondary zone here")]
+    NotSecondary(Name),
+    /// A refresh asked of a server with no secondary zones.
+    #[error("no secondary zones")]
+    NoSecondaries,
+    /// The zone has no primary to ask.
+    #[error("no primary configured")]
+    NoPrimary,
+    /// The SOA query or the transfer failed (the primary's address and
+    /// the cause).
+    #[error(transparent)]
+    Fetch(#[from] fetch::FetchError),
+    /// A whole zone transferred in that does not make a zone.
+    #[error(
+        "{kind} from {peer}: the zone received does not build ({count} problems: {})",
+        .first.join("; ")
+    )]
+    DoesNotBuild {
+        /// "AXFR", or "IXFR" answered with the whole zone.
+        kind: &'static str,
+        peer: std::net::SocketAddr,
+        /// How many problems.
+        count: usize,
+        /// The first few.
+        first: Vec<String>,
+    },
+    /// The zone's writer did not take the transfer.
+    #[error(transparent)]
+    Writer(#[from] WriterError),
+    /// An answer without what it must hold (an IXFR without changes).
+    #[error("{0}")]
+    Incomplete(&'static str),
+}
+
 /// How a refresh ended.
 #[derive(Debug)]
 enum Outcome {
@@ -100,7 +139,7 @@ enum Outcome {
         transfer: Option<String>,
     },
     /// Every primary failed; the last reason.
-    Failed(String),
+    Failed(RefreshError),
 }
 
 /// The secondary zones of the server.
@@ -252,10 +291,10 @@ impl Secondaries {
     }
 
     /// Asks for a refresh now (`axfr`: a whole new transfer).
-    pub(crate) fn refresh(&self, zone: &Name, axfr: bool) -> Result<(), String> {
+    pub(crate) fn refresh(&self, zone: &Name, axfr: bool) -> Result<(), RefreshError> {
         let zone = zone.to_lowercase();
         if !self.has(&zone) {
-            return Err(format!("{zone} is not a secondary zone here"));
+            return Err(RefreshError::NotSecondary(zone));
         }
         self.send(Event::Refresh { zone, axfr });
         Ok(())
@@ -646,7 +685,7 @@ struct Refresh {
 
 impl Refresh {
     fn run(self) -> Outcome {
-        let mut last = String::from("no primary configured");
+        let mut last = RefreshError::NoPrimary;
         for src in self.sources.iter() {
             match self.from(src) {
                 Ok(o) => return o,
@@ -661,7 +700,7 @@ impl Refresh {
     }
 
     /// Refreshes from one primary address.
-    fn from(&self, src: &Source) -> Result<Outcome, String> {
+    fn from(&self, src: &Source) -> Result<Outcome, RefreshError> {
         let origin = &self.origin;
         // A primary that refuses plain queries for the zone (Knot does for
         // the catalogs it generates) is asked by transfer directly: an IXFR
@@ -672,7 +711,7 @@ impl Refresh {
                 tracing::debug!("zone {origin}: {e}; asking by transfer");
                 None
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         };
         // Ours in the primary's numbering (a zone signed here numbers its
         // versions itself; not knowing the primary's, it transfers whole).
@@ -700,7 +739,7 @@ impl Refresh {
                 }
                 // (Both serials known: the SOA was answered.)
                 return Ok(Outcome::Current {
-                    soa: soa.ok_or("no SOA")?,
+                    soa: soa.ok_or(RefreshError::Incomplete("no SOA"))?,
                     transfer: None,
                 });
             }
@@ -722,7 +761,7 @@ impl Refresh {
     }
 
     /// One transfer (IXFR from `current`, else AXFR) taken into the zone.
-    fn transfer(&self, src: &Source, current: Option<&Record>) -> Result<Outcome, String> {
+    fn transfer(&self, src: &Source, current: Option<&Record>) -> Result<Outcome, RefreshError> {
         let origin = &self.origin;
         let kind = if current.is_some() { "IXFR" } else { "AXFR" };
         let started = Instant::now();
@@ -739,14 +778,10 @@ impl Refresh {
             if let Some(b) = builder.as_mut() {
                 b.add(r, 0);
             }
-        })
-        .map_err(|e| e.to_string())?;
-        let submit = |work: Work, done: mpsc::Receiver<Result<u32, String>>| {
-            self.writer
-                .send(work)
-                .map_err(|_| "the zone's writer stopped".to_string())?;
-            done.recv()
-                .map_err(|_| "the zone's writer stopped".to_string())?
+        })?;
+        let submit = |work: Work, done: mpsc::Receiver<Result<u32, WriterError>>| {
+            self.writer.send(work).map_err(|_| WriterError::Stopped)?;
+            done.recv().map_err(|_| WriterError::Stopped)?
         };
         match result {
             lode_xfr::Transfer::UpToDate(soa) => Ok(Outcome::Current {
@@ -777,14 +812,16 @@ impl Refresh {
                     duration_ms = crate::clock::millis(started.elapsed()),
                     "zone {origin}: {what}"
                 );
-                let soa = soa.ok_or("an IXFR without changes")?;
+                let soa = soa.ok_or(RefreshError::Incomplete("an IXFR without changes"))?;
                 Ok(Outcome::Current {
                     soa,
                     transfer: Some(what),
                 })
             }
             lode_xfr::Transfer::Full { soa, records } => {
-                let mut b = builder.take().ok_or("no builder")?;
+                let mut b = builder
+                    .take()
+                    .ok_or(RefreshError::Incomplete("no builder"))?;
                 let total = streamed + records.len() as u64;
                 for r in records {
                     b.add(r, 0);
@@ -792,14 +829,12 @@ impl Refresh {
                 let zone = match b.build() {
                     Ok((z, _warnings)) => z,
                     Err(problems) => {
-                        let first: Vec<String> =
-                            problems.iter().take(3).map(|p| p.message.clone()).collect();
-                        return Err(format!(
-                            "{kind} from {}: the zone received does not build ({} problems: {})",
-                            src.addr,
-                            problems.len(),
-                            first.join("; ")
-                        ));
+                        return Err(RefreshError::DoesNotBuild {
+                            kind,
+                            peer: src.addr,
+                            count: problems.len(),
+                            first: problems.iter().take(3).map(|p| p.message.clone()).collect(),
+                        });
                     }
                 };
                 let (done, rx) = mpsc::channel();

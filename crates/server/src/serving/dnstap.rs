@@ -14,8 +14,8 @@ use lode_engine::Transport;
 use lode_io::Client;
 
 /// The logger of `c`, started.
-pub(crate) fn start(c: &lode_dnstap::Config) -> Result<Dnstap, String> {
-    let tap = Dnstap::start(c).map_err(|e| e.to_string())?;
+pub(crate) fn start(c: &lode_dnstap::Config) -> Result<Dnstap, lode_dnstap::DnstapError> {
+    let tap = Dnstap::start(c)?;
     let what = match (c.log_queries, c.log_responses) {
         (true, true) => "queries and responses",
         (true, false) => "queries",

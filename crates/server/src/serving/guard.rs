@@ -67,9 +67,28 @@ struct Tap {
     tap: lode_dnstap::Dnstap,
 }
 
+/// Why a policy could not be started: the part that failed, with its
+/// crate's error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GuardError {
+    /// The response-rate limiter's settings.
+    #[error("[rrl] {0}")]
+    Rrl(#[source] lode_rrl::ConfigError),
+    /// No random cookie secret could be had from the system.
+    #[error("cookie secret: {0}")]
+    CookieSecret(#[source] lode_cookie::RandomError),
+    /// The thread that rotates a random cookie secret did not start.
+    #[error("cookie rotation thread: {0}")]
+    CookieThread(#[source] std::io::Error),
+    /// The dnstap stream could not be opened.
+    #[error(transparent)]
+    Dnstap(#[from] lode_dnstap::DnstapError),
+}
+
 impl Guard {
     /// The policy `config` asks for at start.
-    pub fn new(config: &Config) -> Result<Guard, String> {
+    pub fn new(config: &Config) -> Result<Guard, GuardError> {
         Guard::next(None, config)
     }
 
@@ -79,7 +98,7 @@ impl Guard {
     /// largest UDP payload stays `prev`'s (the UDP buffers are sized for it
     /// at start). Nothing of `prev` is stopped here but a dnstap stream to
     /// the same file, which a new one would overwrite; see [`Guard::retire`].
-    pub fn next(prev: Option<&Guard>, config: &Config) -> Result<Guard, String> {
+    pub fn next(prev: Option<&Guard>, config: &Config) -> Result<Guard, GuardError> {
         let settings = Settings {
             max_udp_payload: prev.map_or(config.max_udp_payload, |p| p.settings.max_udp_payload),
             nsid: config.identity.nsid.clone(),
@@ -132,7 +151,7 @@ impl Guard {
     pub fn from_parts(
         cookies: Option<&CookieSettings>,
         rrl: Option<&lode_rrl::Config>,
-    ) -> Result<Arc<Guard>, String> {
+    ) -> Result<Arc<Guard>, GuardError> {
         let settings = Settings::default();
         Ok(Arc::new(Guard {
             tls_settings: Settings {
@@ -487,8 +506,8 @@ fn same<T>(a: Option<&Arc<T>>, b: Option<&Arc<T>>) -> bool {
 }
 
 /// The rate limiter of `c` (its rate above 0), logged.
-fn start_rrl(c: &lode_rrl::Config) -> Result<Rrl, String> {
-    let limiter = lode_rrl::Limiter::new(c).map_err(|e| format!("[rrl] {e}"))?;
+fn start_rrl(c: &lode_rrl::Config) -> Result<Rrl, GuardError> {
+    let limiter = lode_rrl::Limiter::new(c).map_err(GuardError::Rrl)?;
     tracing::info!(
         "response-rate limiting on: {} answers/s per /{} (IPv4) or /{} (IPv6) and answer, slip {}{}, {} KiB table",
         c.rate,
@@ -508,10 +527,10 @@ fn start_rrl(c: &lode_rrl::Config) -> Result<Rrl, String> {
 /// The cookie checker, and with a random secret the thread that rotates it
 /// every `secret-lifetime` (keeping the previous one, so cookies in flight
 /// stay valid: RFC 9018 §4.4).
-fn start_cookies(c: &CookieSettings) -> Result<CookieState, String> {
+fn start_cookies(c: &CookieSettings) -> Result<CookieState, GuardError> {
     let secrets = match c.secret {
         Some(s) => lode_cookie::Secrets::new(s),
-        None => lode_cookie::Secrets::random().map_err(|e| format!("cookie secret: {e}"))?,
+        None => lode_cookie::Secrets::random().map_err(GuardError::CookieSecret)?,
     };
     let cookies = Arc::new(lode_cookie::Cookies::new(
         secrets,
@@ -539,7 +558,7 @@ fn start_cookies(c: &CookieSettings) -> Result<CookieState, String> {
                 }
             }
         })
-        .map_err(|e| format!("cookie rotation thread: {e}"))?;
+        .map_err(GuardError::CookieThread)?;
     tracing::info!(
         "DNS cookies on (random secret, rotated every {} s)",
         lifetime.as_secs()

@@ -81,17 +81,48 @@ pub(super) struct ZoneDoor {
     pub(super) writer: Option<WriterQueue>,
 }
 
+/// A `[[key]]` of the configuration that cannot be used: its id and why.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TsigKeyError {
+    /// An algorithm TSIG does not know.
+    #[error("key {id}: {source}")]
+    Algorithm {
+        id: String,
+        source: lode_tsig::UnknownAlgorithm,
+    },
+    /// A secret that is not one, or a key defined twice.
+    #[error("key {id}: {source}")]
+    Key {
+        id: String,
+        source: lode_tsig::KeyError,
+    },
+}
+
+/// Why the updates' admission could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpdatesError {
+    /// The writer pool's threads.
+    #[error("cannot start the writer threads: {0}")]
+    Threads(#[source] std::io::Error),
+    /// A TSIG key.
+    #[error(transparent)]
+    Key(#[from] TsigKeyError),
+}
+
 /// The TSIG keys a configuration defines.
-pub(crate) fn keys_of(config: &Config) -> Result<Keys, String> {
+pub(crate) fn keys_of(config: &Config) -> Result<Keys, TsigKeyError> {
     let mut keys = Keys::new();
     for k in &config.keys {
+        let id = || k.id.to_string();
         let alg = k
             .algorithm
             .parse()
-            .map_err(|e| format!("key {}: {e}", k.id))?;
-        let key =
-            Key::from_text(&k.id, alg, &k.secret).map_err(|e| format!("key {}: {e}", k.id))?;
-        keys.insert(key).map_err(|e| format!("key {}: {e}", k.id))?;
+            .map_err(|source| TsigKeyError::Algorithm { id: id(), source })?;
+        let bad = |source| TsigKeyError::Key { id: id(), source };
+        let key = Key::from_text(&k.id, alg, &k.secret).map_err(bad)?;
+        keys.insert(key).map_err(bad)?;
     }
     Ok(keys)
 }
@@ -110,7 +141,7 @@ fn door_of(config: &Config, zone: &Name) -> ZoneDoor {
 }
 
 /// Why `lode zone-flush` wrote nothing for a zone.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub(crate) enum FlushError {
     /// No such zone is configured.
@@ -121,8 +152,9 @@ pub(crate) enum FlushError {
     Secondary,
     /// The zone takes updates but has no writer (its journal failed at start).
     NoWriter,
-    /// The writer could not write the file.
-    Failed(String),
+    /// The writer could not write the file (its error, shared by the
+    /// requests one write answered).
+    Failed(Arc<super::WriterError>),
 }
 
 impl std::fmt::Display for FlushError {
@@ -159,12 +191,11 @@ pub(crate) enum Admission {
 impl Updates {
     /// Keys and ACLs from the configuration; the writer pool started, no
     /// writers on it yet.
-    pub(crate) fn new(config: &Config) -> Result<Updates, String> {
+    pub(crate) fn new(config: &Config) -> Result<Updates, UpdatesError> {
         let threads = config.background_workers.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
-        let pool = WriterPool::start(threads)
-            .map_err(|e| format!("cannot start the writer threads: {e}"))?;
+        let pool = WriterPool::start(threads).map_err(UpdatesError::Threads)?;
         let keys = keys_of(config)?;
         let zones = config
             .zones
@@ -385,7 +416,7 @@ impl Updates {
             return Err(FlushError::Static);
         }
         let writer = door.writer.as_ref().ok_or(FlushError::NoWriter)?;
-        let stopped = || FlushError::Failed("the zone's writer stopped".into());
+        let stopped = || FlushError::Failed(Arc::new(super::WriterError::Stopped));
         let (done, result) = mpsc::channel();
         writer.send(Work::Flush { done }).map_err(|_| stopped())?;
         result
@@ -397,10 +428,14 @@ impl Updates {
     /// Signs a signed zone whole again now, starts a key rollover or
     /// confirms a KSK's DS (`what`), through its writer (after the updates
     /// queued before), and waits: what was done, or why not.
-    pub(crate) fn sign(&self, origin: &Name, what: super::SignWork) -> Result<String, String> {
+    pub(crate) fn sign(
+        &self,
+        origin: &Name,
+        what: super::SignWork,
+    ) -> Result<String, super::WriterError> {
         self.sign_work(origin, what)?
             .recv()
-            .map_err(|_| "the zone's writer stopped".to_string())?
+            .map_err(|_| super::WriterError::Stopped)?
     }
 
     /// Hands `what` to the zone's writer; its answer comes on the receiver
@@ -409,10 +444,13 @@ impl Updates {
         &self,
         origin: &Name,
         what: super::SignWork,
-    ) -> Result<mpsc::Receiver<Result<String, String>>, String> {
+    ) -> Result<mpsc::Receiver<Result<String, super::WriterError>>, super::WriterError> {
         let (done, result) = mpsc::channel();
         self.to_writer(origin, Work::Sign { what, done })
-            .map_err(|e| e.replace("has no writer", "is not signed here (no dnssec-signing)"))?;
+            .map_err(|e| match e {
+                super::WriterError::NoWriter => super::WriterError::NotSigned,
+                e => e,
+            })?;
         Ok(result)
     }
 
@@ -435,18 +473,13 @@ impl Updates {
     }
 
     /// Hands `work` to the zone's writer.
-    pub(crate) fn to_writer(&self, origin: &Name, work: Work) -> Result<(), String> {
+    pub(crate) fn to_writer(&self, origin: &Name, work: Work) -> Result<(), super::WriterError> {
         let doors = self.zones.load();
         let door = doors
             .get(&origin.to_lowercase())
-            .ok_or_else(|| "no such zone is served".to_string())?;
-        let writer = door
-            .writer
-            .as_ref()
-            .ok_or_else(|| "the zone has no writer".to_string())?;
-        writer
-            .send(work)
-            .map_err(|_| "the zone's writer stopped".to_string())
+            .ok_or(super::WriterError::NoSuchZone)?;
+        let writer = door.writer.as_ref().ok_or(super::WriterError::NoWriter)?;
+        writer.send(work).map_err(|_| super::WriterError::Stopped)
     }
 
     /// The zones configured at start, in canonical order, and whether each
@@ -469,20 +502,18 @@ impl Updates {
         origin: &Name,
         zone: Arc<Zone>,
         tag: Vec<u8>,
-    ) -> Result<String, String> {
+    ) -> Result<String, super::WriterError> {
         let writer = self
             .zones
             .load()
             .get(&origin.to_lowercase())
             .and_then(|d| d.writer.clone())
-            .ok_or_else(|| "the zone has no writer".to_string())?;
+            .ok_or(super::WriterError::NoWriter)?;
         let (done, result) = mpsc::channel();
         writer
             .send(Work::File { zone, tag, done })
-            .map_err(|_| "the zone's writer stopped".to_string())?;
-        result
-            .recv()
-            .map_err(|_| "the zone's writer stopped".to_string())?
+            .map_err(|_| super::WriterError::Stopped)?;
+        result.recv().map_err(|_| super::WriterError::Stopped)?
     }
 
     /// True when the zone's updates have a writer (and a journal).
@@ -646,7 +677,7 @@ impl Updates {
             Ok(()) => Admission::Queued,
             Err(mpsc::TrySendError::Full(work)) | Err(mpsc::TrySendError::Disconnected(work)) => {
                 tracing::warn!("update for {zone} from {peer}: writer busy or stopped, SERVFAIL");
-                work.fail(out, "busy");
+                work.fail(out, super::WriterError::Busy);
                 Admission::Queued
             }
         }

@@ -9,6 +9,7 @@ use std::time::Instant;
 use lode_wire::Name;
 use lode_zonedb::Zone;
 
+use super::WriterError;
 use crate::loading::flush::{Flushed, Written};
 
 /// Work running on a low-priority thread of its own (or already done),
@@ -65,7 +66,7 @@ pub(super) struct FileJob {
 
 /// How a zone-file write went.
 pub(super) struct FileDone {
-    pub(super) result: Result<Flushed, String>,
+    pub(super) result: Result<Flushed, WriterError>,
     /// The new file's tag (once it is in place).
     pub(super) tag: Option<Vec<u8>>,
     pub(super) took: std::time::Duration,
@@ -75,7 +76,7 @@ impl FileDone {
     /// A background write that ended without a word (its thread died).
     pub(super) fn lost() -> FileDone {
         FileDone {
-            result: Err("the zone-file writer stopped".into()),
+            result: Err(WriterError::FileWriterStopped),
             tag: None,
             took: std::time::Duration::ZERO,
         }
@@ -100,7 +101,7 @@ impl FileJob {
                 tag = Some(new);
                 Ok(())
             })
-            .map_err(|e| format!("{}: {e}", self.path.display()));
+            .map_err(WriterError::file(&self.path));
         let took = started.elapsed();
         if let Ok(f) = &result {
             tracing::info!(

@@ -27,7 +27,7 @@ use std::time::Duration;
 use lode_wire::{Class, Name, Record, Rtype};
 use lode_zonedb::Zone;
 
-use crate::fetch::Source;
+use crate::fetch::{FetchError, Source};
 
 /// How long after a failed push it is tried again (Knot's `DS_PUSH_RETRY`;
 /// decided in the control core).
@@ -116,7 +116,7 @@ fn is_delete(cds: &[Vec<u8>]) -> bool {
 }
 
 /// One push to one address: the parent zone's apex, or why it failed.
-fn push_to(src: &Source, zone: &Name, cds: &[Vec<u8>], ttl: u32) -> Result<Name, String> {
+fn push_to(src: &Source, zone: &Name, cds: &[Vec<u8>], ttl: u32) -> Result<Name, PushError> {
     let parent = parent_apex(src, zone)?;
     let mut updates = vec![Record {
         owner: zone.clone(),
@@ -144,27 +144,47 @@ fn push_to(src: &Source, zone: &Name, cds: &[Vec<u8>], ttl: u32) -> Result<Name,
             None => 0,
         }
     };
-    crate::fetch::send_update(src, write, TIMEOUT).map_err(|e| e.to_string())?;
+    crate::fetch::send_update(src, write, TIMEOUT)?;
     Ok(parent)
+}
+
+/// Why a DS push to one address was not taken.
+#[derive(Debug, thiserror::Error)]
+enum PushError {
+    /// No ancestor of the zone answered its SOA there: the last failure.
+    #[error(
+        "DS push to {peer}: no parent zone of {zone} found there ({})",
+        .last.as_ref().map_or(String::new(), ToString::to_string)
+    )]
+    NoParent {
+        peer: std::net::SocketAddr,
+        zone: Box<Name>,
+        #[source]
+        last: Option<FetchError>,
+    },
+    /// The UPDATE failed (the parent's address and the cause).
+    #[error(transparent)]
+    Update(#[from] FetchError),
 }
 
 /// The apex of the zone above `zone` at `src`: its nearest ancestor whose
 /// SOA `src` answers (Knot asks the same way).
-fn parent_apex(src: &Source, zone: &Name) -> Result<Name, String> {
+fn parent_apex(src: &Source, zone: &Name) -> Result<Name, PushError> {
     let mut name = zone.as_ref().parent();
-    let mut last = String::new();
+    let mut last = None;
     while let Some(n) = name {
         let owner = n.to_name();
         match crate::fetch::query_soa(src, &owner, TIMEOUT) {
             Ok(_) => return Ok(owner),
-            Err(e) => last = e.to_string(),
+            Err(e) => last = Some(e),
         }
         name = n.parent();
     }
-    Err(format!(
-        "DS push to {}: no parent zone of {zone} found there ({last})",
-        src.addr
-    ))
+    Err(PushError::NoParent {
+        peer: src.addr,
+        zone: Box::new(zone.clone()),
+        last,
+    })
 }
 
 #[cfg(test)]

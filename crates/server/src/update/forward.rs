@@ -52,22 +52,34 @@ pub(crate) fn forward(
     later.send(&out[..answer]);
 }
 
+/// Why an update was not forwarded (answered SERVFAIL).
+#[derive(Debug, thiserror::Error)]
+enum ForwardError {
+    /// The request could not be signed with the primary's key.
+    #[error("cannot sign for the primary: {0:?}")]
+    Sign(#[source] lode_tsig::SignError),
+    /// The exchange with the primary failed (its address and the cause).
+    #[error(transparent)]
+    Fetch(#[from] fetch::FetchError),
+    /// The primary's answer is not signed by its key.
+    #[error("the primary's answer fails its TSIG check: {0}")]
+    Tsig(#[source] lode_tsig::VerifyError),
+}
+
 /// The primary's answer to `msg`, TSIG handled as the module note says.
-fn exchange(msg: &[u8], src: &Source) -> Result<Vec<u8>, String> {
+fn exchange(msg: &[u8], src: &Source) -> Result<Vec<u8>, ForwardError> {
     let mut request = msg.to_vec();
     lode_tsig::strip_tsig(&mut request);
     let mac = match &src.key {
         Some(k) => Some(
-            lode_tsig::sign_request_vec(&mut request, k, unix_now())
-                .map_err(|e| format!("cannot sign for the primary: {e:?}"))?,
+            lode_tsig::sign_request_vec(&mut request, k, unix_now()).map_err(ForwardError::Sign)?,
         ),
         None => None,
     };
-    let mut resp =
-        fetch::exchange_tcp(src, &request, FORWARD_TIMEOUT).map_err(|e| e.to_string())?;
+    let mut resp = fetch::exchange_tcp(src, &request, FORWARD_TIMEOUT)?;
     if let (Some(k), Some(mac)) = (&src.key, &mac) {
         lode_tsig::verify_response(&resp, k, mac.as_slice(), unix_now())
-            .map_err(|e| format!("the primary's answer fails its TSIG check: {e}"))?;
+            .map_err(ForwardError::Tsig)?;
     }
     lode_tsig::strip_tsig(&mut resp);
     Ok(resp)

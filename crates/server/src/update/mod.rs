@@ -24,6 +24,7 @@
 mod admit;
 mod background;
 pub(crate) mod ds_push;
+mod error;
 mod forward;
 pub(crate) mod frozen;
 mod pool;
@@ -34,6 +35,8 @@ mod writer;
 mod xfrout;
 
 pub(crate) use admit::{keys_of, Admission, FlushError, Replicas, Updates};
+pub use admit::{TsigKeyError, UpdatesError};
+pub(crate) use error::WriterError;
 pub(crate) use pool::WriterQueue;
 #[cfg(test)]
 pub(crate) use writer::start_writer;
@@ -62,16 +65,18 @@ pub(crate) enum Work {
         zone: Arc<Zone>,
         /// The file version (`config::stamp::source_tag`).
         tag: Vec<u8>,
-        done: mpsc::Sender<Result<String, String>>,
+        done: mpsc::Sender<Result<String, WriterError>>,
     },
+    /// `zone-flush`: the zone file written now (one write answers every
+    /// request of a group: the error is shared).
     Flush {
-        done: mpsc::Sender<Result<Flushed, String>>,
+        done: mpsc::Sender<Result<Flushed, Arc<WriterError>>>,
     },
     /// A signed zone signed whole again (`lode zone-sign`), a key rollover
     /// started, a KSK's DS confirmed: answered with what was done.
     Sign {
         what: SignWork,
-        done: mpsc::Sender<Result<String, String>>,
+        done: mpsc::Sender<Result<String, WriterError>>,
     },
     /// A reload changed the zone's writer settings: taken from now on.
     Settings(Box<ZoneSettings>),
@@ -79,13 +84,13 @@ pub(crate) enum Work {
     /// published; answered with the new serial or why they do not apply.
     Incremental {
         changes: Vec<lode_zonedb::Changeset>,
-        done: mpsc::Sender<Result<u32, String>>,
+        done: mpsc::Sender<Result<u32, WriterError>>,
     },
     /// A whole new version transferred in (AXFR): the history is dropped,
     /// the state written, the version published.
     Replace {
         zone: Arc<Zone>,
-        done: mpsc::Sender<Result<u32, String>>,
+        done: mpsc::Sender<Result<u32, WriterError>>,
     },
     /// The published version and the journal's changes since a serial (for
     /// IXFR out), taken together so that they agree.
@@ -101,7 +106,7 @@ pub(crate) enum Work {
     Backup {
         file: PathBuf,
         keys: PathBuf,
-        done: mpsc::Sender<Result<String, String>>,
+        done: mpsc::Sender<Result<String, WriterError>>,
     },
     /// `zone-restore`: the key folder made the copy in `keys` (a zone
     /// signed here) and read again, then `zone` served as a whole new
@@ -109,7 +114,7 @@ pub(crate) enum Work {
     Restore {
         zone: Arc<Zone>,
         keys: Option<PathBuf>,
-        done: mpsc::Sender<Result<String, String>>,
+        done: mpsc::Sender<Result<String, WriterError>>,
     },
     /// `zone-freeze` (true) or `zone-thaw`: the zone-file writes,
     /// re-signing and key events postponed or resumed, answered once the
@@ -219,32 +224,29 @@ impl Work {
             Work::Freeze { frozen: false, .. } => "zone-thaw".into(),
         }
     }
-    /// Answers the work with a failure.
-    fn fail(self, out: &mut [u8], why: &str) {
+    /// Answers the work with a failure (an update: SERVFAIL).
+    fn fail(self, out: &mut [u8], why: WriterError) {
         match self {
             Work::Update(job) => {
                 let n = reply(&job.msg, rcode::SERVFAIL, job.signed.as_ref(), out);
                 job.reply.send(&out[..n]);
             }
-            Work::File { done, .. } => {
-                let _ = done.send(Err(why.to_string()));
+            Work::File { done, .. } | Work::Sign { done, .. } => {
+                let _ = done.send(Err(why));
             }
             Work::Flush { done } => {
-                let _ = done.send(Err(why.to_string()));
-            }
-            Work::Sign { done, .. } => {
-                let _ = done.send(Err(why.to_string()));
+                let _ = done.send(Err(Arc::new(why)));
             }
             // The transfer falls back to what it can do without history.
             Work::History { .. } | Work::Settings(_) | Work::Mark(_) => {}
             Work::Incremental { done, .. } | Work::Replace { done, .. } => {
-                let _ = done.send(Err(why.to_string()));
+                let _ = done.send(Err(why));
             }
             Work::Freeze { done, .. } => {
                 let _ = done.send(());
             }
             Work::Backup { done, .. } | Work::Restore { done, .. } => {
-                let _ = done.send(Err(why.to_string()));
+                let _ = done.send(Err(why));
             }
         }
     }

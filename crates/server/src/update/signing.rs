@@ -50,13 +50,66 @@ pub(crate) struct KeyEvents {
 /// written by `lode dnssec import-pub`.
 pub const FOREIGN_FILE: &str = "dnskey-foreign";
 
+/// Why a zone's key events could not run, or a file of its key folder
+/// could not be read: the key files, the planner, the signed key
+/// responses, the other signers' keys.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeysError {
+    /// A key file read or written, or the planner (lode-dnssec's error).
+    #[error(transparent)]
+    Key(#[from] lode_dnssec::KeyError),
+    /// A file of the key folder that could not be read.
+    #[error("{}: {source}", .path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// A line of the other signers' keys that is not a DNSKEY (lode-dnssec's words).
+    #[error("{}:{line}: {why}", .path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// Why.
+        why: String,
+    },
+    /// The signed key responses do not read (lode-dnssec's words, with the file).
+    #[error("{0}")]
+    Offline(String),
+    /// Offline KSK: no period of the signed key responses covers `now`.
+    #[error(
+        "offline KSK: no signed key response covers {} (import one: \
+         lode dnssec generate-ksr, sign it with the KSK, lode dnssec import-skr)",
+        lode_zonefile::utc_text(*.0)
+    )]
+    NoResponse(u64),
+    /// Offline KSK: the signer of the period in force could not be made.
+    #[error(
+        "offline KSK: {source} (the period from {} of the signed key response)",
+        lode_zonefile::utc_text(*.from)
+    )]
+    Period {
+        /// Why.
+        source: lode_dnssec::SignError,
+        /// When the period starts (Unix seconds).
+        from: u64,
+    },
+    /// The signer of the moment could not be made.
+    #[error(transparent)]
+    Signer(#[from] lode_dnssec::SignError),
+}
+
 /// The DNSKEY RDATA of `dir`'s foreign-keys file (none without one).
-pub fn read_foreign(dir: &Path) -> Result<Vec<Vec<u8>>, String> {
+pub fn read_foreign(dir: &Path) -> Result<Vec<Vec<u8>>, KeysError> {
     let path = dir.join(FOREIGN_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(source) => return Err(KeysError::File { path, source }),
     };
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -65,8 +118,11 @@ pub fn read_foreign(dir: &Path) -> Result<Vec<Vec<u8>>, String> {
             continue;
         }
         out.push(
-            lode_dnssec::key::dnskey_from_text(line)
-                .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?,
+            lode_dnssec::key::dnskey_from_text(line).map_err(|why| KeysError::Foreign {
+                path: path.clone(),
+                line: i + 1,
+                why,
+            })?,
         );
     }
     Ok(out)
@@ -79,12 +135,15 @@ pub fn read_foreign(dir: &Path) -> Result<Vec<Vec<u8>>, String> {
 pub const OFFLINE_FILE: &str = "offline-records";
 
 /// The periods of `dir`'s signed key responses (none without the file).
-pub fn read_offline(dir: &Path, zone: &Name) -> Result<Vec<lode_dnssec::offline::Period>, String> {
+pub fn read_offline(
+    dir: &Path,
+    zone: &Name,
+) -> Result<Vec<lode_dnssec::offline::Period>, KeysError> {
     let path = dir.join(OFFLINE_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(source) => return Err(KeysError::File { path, source }),
     };
     lode_dnssec::offline::parse(
         &text,
@@ -92,6 +151,7 @@ pub fn read_offline(dir: &Path, zone: &Name) -> Result<Vec<lode_dnssec::offline:
         zone,
         lode_dnssec::offline::Kind::Response,
     )
+    .map_err(KeysError::Offline)
 }
 
 /// A zone's NSEC3 salt as `nsec3-salt-lifetime` keeps it, in its key
@@ -129,15 +189,14 @@ fn hex_bytes(s: &str) -> Option<Vec<u8>> {
 
 /// Writes the salt state whole (mode 0600, synced) before any version
 /// signed with it is.
-fn write_salt(dir: &Path, state: &SaltState) -> Result<(), String> {
+fn write_salt(dir: &Path, state: &SaltState) -> Result<(), KeysError> {
     let hex: String = state.salt.iter().map(|b| format!("{b:02x}")).collect();
     let text = format!(
         "# Lode: the NSEC3 salt (nsec3-salt-lifetime); empty: the zone's own\nsalt: {hex}\ncreated: {}\n",
         state.created
     );
-    lode_dnssec::key::write_private(dir, SALT_FILE, &text)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    lode_dnssec::key::write_private(dir, SALT_FILE, &text)?;
+    Ok(())
 }
 
 /// The salt the signer of the moment uses under `nsec3-salt-lifetime`, in
@@ -148,7 +207,7 @@ fn nsec3_salt(
     dir: &Path,
     policy: &mut lode_dnssec::Policy,
     now: u64,
-) -> Result<(Option<u64>, bool), String> {
+) -> Result<(Option<u64>, bool), KeysError> {
     let Some(n3) = policy
         .nsec3
         .as_mut()
@@ -221,9 +280,9 @@ pub(crate) fn key_events(
     now: u64,
     trigger: Trigger,
     progress: Option<std::sync::Arc<lode_dnssec::Progress>>,
-) -> Result<(KeyEvents, Vec<String>), String> {
+) -> Result<(KeyEvents, Vec<String>), KeysError> {
     let dir = key_dir(kasp_db, zone);
-    let mut keys = SigningKey::read_all(&dir, zone.as_ref()).map_err(|e| e.to_string())?;
+    let mut keys = SigningKey::read_all(&dir, zone.as_ref())?;
     let p = &signing.keys;
     let mut gen = |role: Role| {
         let (flags, bits) = if role.is_ksk() {
@@ -239,11 +298,10 @@ pub(crate) fn key_events(
             None => SigningKey::generate_sized(zone, p.algorithm, flags, bits, now),
         }
     };
-    let plan = lode_dnssec::rollover::plan(&mut keys, p, ttls, now, trigger, &mut gen)
-        .map_err(|e| e.to_string())?;
+    let plan = lode_dnssec::rollover::plan(&mut keys, p, ttls, now, trigger, &mut gen)?;
     for &i in &plan.changed {
         let key = &keys[i];
-        let path = key.write(&dir).map_err(|e| e.to_string())?;
+        let path = key.write(&dir)?;
         tracing::debug!(
             "zone {zone}: DNSSEC, {} tag {} written to {}",
             key.role,
@@ -306,11 +364,7 @@ pub(crate) fn key_events(
         // next period is a key event.
         let periods = read_offline(&dir, zone)?;
         let Some((period, following)) = lode_dnssec::offline::current(&periods, now) else {
-            return Err(format!(
-                "offline KSK: no signed key response covers {} (import one: \
-                 lode dnssec generate-ksr, sign it with the KSK, lode dnssec import-skr)",
-                lode_zonefile::utc_text(now)
-            ));
+            return Err(KeysError::NoResponse(now));
         };
         if following.is_none() {
             tracing::warn!(
@@ -329,16 +383,14 @@ pub(crate) fn key_events(
             following.map(|t| (t, "the next period of the signed key response".to_string())),
         ];
         action = events.into_iter().flatten().min_by_key(|e| e.0);
-        Signer::at_offline(zone, keys, policy, now, period.clone()).map_err(|e| {
-            format!(
-                "offline KSK: {e} (the period from {} of the signed key response)",
-                lode_zonefile::utc_text(period.at)
-            )
+        Signer::at_offline(zone, keys, policy, now, period.clone()).map_err(|source| {
+            KeysError::Period {
+                source,
+                from: period.at,
+            }
         })?
     } else {
-        Signer::at(zone, keys, policy, now)
-            .map_err(|e| e.to_string())?
-            .with_foreign(read_foreign(&dir)?)
+        Signer::at(zone, keys, policy, now)?.with_foreign(read_foreign(&dir)?)
     };
     let signer = match progress {
         Some(p) => signer.with_progress(p),
@@ -377,11 +429,21 @@ pub(crate) fn key_events(
     ))
 }
 
+/// A PKCS #11 token a signing policy names that could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("keystore (token {label:?}): {source}")]
+pub struct KeystoreError {
+    /// The token's label.
+    pub label: String,
+    /// Why.
+    pub source: lode_dnssec::KeyError,
+}
+
 /// Opens the PKCS #11 tokens the signing policies of `config` keep keys
 /// in (each once per process: a reload naming one already open takes it
 /// as it is), so that their zones' key files can be read. Returns how many
 /// tokens the configuration names.
-pub(crate) fn open_keystores(config: &crate::config::Config) -> Result<usize, String> {
+pub(crate) fn open_keystores(config: &crate::config::Config) -> Result<usize, KeystoreError> {
     let mut tokens: Vec<&lode_dnssec::hsm::TokenConfig> = config
         .zone_options
         .values()
@@ -394,7 +456,10 @@ pub(crate) fn open_keystores(config: &crate::config::Config) -> Result<usize, St
     tokens.sort_by(|a, b| a.label.cmp(&b.label));
     tokens.dedup();
     for t in &tokens {
-        lode_dnssec::hsm::open(t).map_err(|e| format!("keystore (token {:?}): {e}", t.label))?;
+        lode_dnssec::hsm::open(t).map_err(|source| KeystoreError {
+            label: t.label.clone(),
+            source,
+        })?;
         tracing::info!(
             "DNSSEC keystore: PKCS #11 token {:?} open ({})",
             t.label,

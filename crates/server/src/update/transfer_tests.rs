@@ -54,8 +54,8 @@ fn a_record(owner: &str, last: u8) -> Record {
 
 fn submit(
     writer: &crate::update::WriterQueue,
-    make: impl FnOnce(mpsc::Sender<Result<u32, String>>) -> Work,
-) -> Result<u32, String> {
+    make: impl FnOnce(mpsc::Sender<Result<u32, crate::update::WriterError>>) -> Work,
+) -> Result<u32, crate::update::WriterError> {
     let (done, rx) = mpsc::channel();
     writer.send(make(done)).unwrap();
     rx.recv().unwrap()
@@ -137,7 +137,8 @@ fn transfers_in_apply_whole_or_not_at_all() {
         submit(&writer, |done| Work::Incremental {
             changes: good,
             done
-        }),
+        })
+        .map_err(|e| e.to_string()),
         Ok(3)
     );
     assert_eq!(served().serial(), 3);
@@ -173,7 +174,7 @@ fn transfers_in_apply_whole_or_not_at_all() {
     // A whole new version: served, the history starts afresh.
     let fresh = Arc::new(build(&zone_text(100, "other A 192.0.2.99\n")));
     assert_eq!(
-        submit(&writer, |done| Work::Replace { zone: fresh, done }),
+        submit(&writer, |done| Work::Replace { zone: fresh, done }).map_err(|e| e.to_string()),
         Ok(100)
     );
     assert_eq!(served().serial(), 100);

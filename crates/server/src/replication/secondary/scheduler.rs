@@ -114,7 +114,7 @@ impl Scheduler {
                             expire: secs(expire),
                         }
                     }
-                    Outcome::Failed(why) => Refreshed::Failed(why),
+                    Outcome::Failed(why) => Refreshed::Failed(why.to_string()),
                 };
                 self.core.done(&zone, outcome, now);
             }

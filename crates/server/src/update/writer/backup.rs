@@ -9,17 +9,18 @@ use lode_dnssec::Trigger;
 use lode_zonedb::Zone;
 
 use super::Writer;
+use crate::update::WriterError;
 
 impl Writer {
     /// Writes the served version as the zone file `file` and, for a zone
     /// signed here, copies its key folder into `keys`; what was written.
-    pub(super) fn backup(&self, file: &Path, keys: &Path) -> Result<String, String> {
-        let zone = self.current().ok_or("the zone is not served")?;
+    pub(super) fn backup(&self, file: &Path, keys: &Path) -> Result<String, WriterError> {
+        let zone = self.current().ok_or(WriterError::NotServed)?;
         if zone.is_expired() {
-            return Err("expired or not transferred yet: nothing to back up".into());
+            return Err(WriterError::NothingToBackUp);
         }
         let written = crate::loading::flush::write_zone_file(file, &zone, |_, _| Ok(()))
-            .map_err(|e| format!("{}: {e}", file.display()))?;
+            .map_err(WriterError::file(file))?;
         let copied = match &self.keys {
             Some(k) => {
                 let from = crate::update::signing::key_dir(&k.kasp_db, &self.origin);
@@ -46,12 +47,9 @@ impl Writer {
         &mut self,
         zone: Arc<Zone>,
         keys: Option<&Path>,
-    ) -> Result<String, String> {
+    ) -> Result<String, WriterError> {
         if self.signs_transfers {
-            return Err(
-                "a secondary signed here: its primary has its records (`lode zone-retransfer`)"
-                    .into(),
-            );
+            return Err(WriterError::SignedSecondary);
         }
         let before = self.current().map(|z| z.serial());
         let mut note = String::new();
@@ -81,20 +79,16 @@ impl Writer {
 
 /// Copies the files of `from` (not its temporary ones, nor folders) into
 /// `to`, made if missing; how many.
-fn copy_files(from: &Path, to: &Path) -> Result<usize, String> {
-    let io = |p: &Path| {
-        let p = p.display().to_string();
-        move |e: std::io::Error| format!("{p}: {e}")
-    };
-    std::fs::create_dir_all(to).map_err(io(to))?;
+fn copy_files(from: &Path, to: &Path) -> Result<usize, WriterError> {
+    std::fs::create_dir_all(to).map_err(WriterError::file(to))?;
     let entries = match std::fs::read_dir(from) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(io(from)(e)),
+        Err(e) => return Err(WriterError::file(from)(e)),
     };
     let mut n = 0;
     for entry in entries {
-        let path = entry.map_err(io(from))?.path();
+        let path = entry.map_err(WriterError::file(from))?.path();
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
@@ -103,31 +97,31 @@ fn copy_files(from: &Path, to: &Path) -> Result<usize, String> {
         }
         // Whole or not at all: a copy beside it, renamed over.
         let tmp = to.join(format!(".{name}.lode-tmp"));
-        std::fs::copy(&path, &tmp).map_err(io(&path))?;
+        std::fs::copy(&path, &tmp).map_err(WriterError::file(&path))?;
         std::fs::File::open(&tmp)
             .and_then(|f| f.sync_all())
-            .map_err(io(&tmp))?;
-        std::fs::rename(&tmp, to.join(name)).map_err(io(to))?;
+            .map_err(WriterError::file(&tmp))?;
+        std::fs::rename(&tmp, to.join(name)).map_err(WriterError::file(to))?;
         n += 1;
     }
     std::fs::File::open(to)
         .and_then(|f| f.sync_all())
-        .map_err(io(to))?;
+        .map_err(WriterError::file(to))?;
     Ok(n)
 }
 
 /// Makes the files of `to` those of `from`: copied over, and those `from`
 /// has not removed (after the copy: a crash leaves more keys, not fewer).
-fn mirror_files(from: &Path, to: &Path) -> Result<usize, String> {
+fn mirror_files(from: &Path, to: &Path) -> Result<usize, WriterError> {
     let n = copy_files(from, to)?;
-    let entries = std::fs::read_dir(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    let entries = std::fs::read_dir(to).map_err(WriterError::file(to))?;
     for entry in entries.flatten() {
         let path = entry.path();
         let Some(name) = path.file_name() else {
             continue;
         };
         if path.is_file() && !from.join(name).exists() {
-            std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::remove_file(&path).map_err(WriterError::file(&path))?;
         }
     }
     Ok(n)

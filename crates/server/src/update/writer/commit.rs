@@ -57,7 +57,7 @@ impl Writer {
                 // The zone's first change: its state goes first (the base
                 // the journal continues, and the zone file version it took).
                 if self.state_pending {
-                    self.write_state_now(true).map_err(CommitError::State)?;
+                    self.write_state_now(true).map_err(CommitError::state)?;
                 }
                 match sync {
                     Sync::Deferred => Journaling::Deferred {
@@ -109,7 +109,7 @@ impl Writer {
                 } else {
                     Durability::Synced
                 };
-                self.write_state(false, sync).map_err(CommitError::State)?;
+                self.write_state(false, sync).map_err(CommitError::state)?;
                 self.upkeep.replaced();
             }
             History::Unchanged => {}

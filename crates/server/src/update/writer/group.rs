@@ -10,7 +10,7 @@ use lode_wire::rcode;
 use lode_zones::{Change, Sealed, StageError};
 
 use super::super::pool::WeakQueue;
-use super::super::{reply, Work};
+use super::super::{reply, Work, WriterError};
 use super::commit::Sync;
 use super::Writer;
 use crate::clock::unix_now;
@@ -39,7 +39,7 @@ impl Writer {
         let started = Instant::now();
         let Some(base) = self.publisher.get(&self.origin) else {
             for work in group {
-                work.fail(out, "the zone is not served");
+                work.fail(out, WriterError::NotServed);
             }
             return false;
         };
@@ -212,25 +212,23 @@ impl Writer {
                     job.reply.send(&out[..n]);
                 }
                 (Work::File { done, .. }, outcome) => {
-                    let _ = done.send(
-                        outcome.map_err(|c| format!("not applied ({})", lode_wire::rcode::name(c))),
-                    );
+                    let _ = done.send(outcome.map_err(WriterError::NotApplied));
                 }
                 (Work::Flush { done }, _) => {
-                    let _ = done.send(Err("not written".into()));
+                    let _ = done.send(Err(WriterError::NotCommitted("not written").into()));
                 }
                 (Work::Sign { done, .. }, _) => {
-                    let _ = done.send(Err("not signed".into()));
+                    let _ = done.send(Err(WriterError::NotCommitted("not signed")));
                 }
                 (Work::Freeze { done, .. }, _) => {
                     let _ = done.send(());
                 }
                 (Work::Backup { done, .. } | Work::Restore { done, .. }, _) => {
-                    let _ = done.send(Err("not done".into()));
+                    let _ = done.send(Err(WriterError::NotCommitted("not done")));
                 }
                 (Work::History { .. } | Work::Settings(_) | Work::Mark(_), _) => {}
                 (Work::Incremental { done, .. } | Work::Replace { done, .. }, _) => {
-                    let _ = done.send(Err("not taken".into()));
+                    let _ = done.send(Err(WriterError::NotCommitted("not taken")));
                 }
             }
         }

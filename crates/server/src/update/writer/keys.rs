@@ -17,6 +17,7 @@ use lode_zones::Change;
 use super::Writer;
 use crate::clock::unix_now;
 use crate::config::Signing;
+use crate::update::WriterError;
 
 /// After a key event that changed which keys sign, the zone's signatures
 /// are replaced within about this long (batches every second)…
@@ -219,18 +220,18 @@ impl Writer {
     /// Runs the zone's key events due now (and `trigger`'s), puts the
     /// signer of the moment in the stage and brings the apex's key records
     /// to it (one journaled change); what was done.
-    pub(super) fn key_event(&mut self, trigger: Trigger) -> Result<String, String> {
+    pub(super) fn key_event(&mut self, trigger: Trigger) -> Result<String, WriterError> {
         self.plan_keys(trigger, false)
     }
 
     /// [`Writer::key_event`]; with `chain_check`, a signer whose chain
     /// differs from the zone's signs it whole instead of changing its key
     /// records alone.
-    fn plan_keys(&mut self, trigger: Trigger, chain_check: bool) -> Result<String, String> {
+    fn plan_keys(&mut self, trigger: Trigger, chain_check: bool) -> Result<String, WriterError> {
         let Some(roll) = self.keys.as_ref() else {
-            return Err("the zone is not signed here (no dnssec-signing)".into());
+            return Err(WriterError::NotSigned);
         };
-        let current = self.current().ok_or("the zone is not served")?;
+        let current = self.current().ok_or(WriterError::NotServed)?;
         let now = unix_now();
         let ttls = crate::update::signing::ttls(&roll.signing, &current);
         let old = self.stage.signer.clone();
@@ -248,10 +249,10 @@ impl Writer {
             Err(e) => {
                 self.upkeep
                     .schedule_key_event(Some(Instant::now() + super::RETRY_AFTER));
-                return Err(format!(
-                    "{e}; tried again in {} s",
-                    super::RETRY_AFTER.as_secs()
-                ));
+                return Err(WriterError::Keys {
+                    why: e,
+                    retry: super::RETRY_AFTER,
+                });
             }
         };
         let refused = events.refused.clone();
@@ -336,7 +337,7 @@ impl Writer {
         }
         if let Some(why) = refused {
             tracing::warn!("zone {}: DNSSEC, {why}", self.origin);
-            return Err(why);
+            return Err(WriterError::KeysRefused(why));
         }
         let mut text = if log.is_empty() {
             "no key event due".to_string()
@@ -359,9 +360,9 @@ impl Writer {
         &mut self,
         signing: Signing,
         parents: crate::update::ds_push::Parents,
-    ) -> Result<String, String> {
+    ) -> Result<String, WriterError> {
         let Some(roll) = self.keys.as_mut() else {
-            return Err("the zone is not signed here (no dnssec-signing)".into());
+            return Err(WriterError::NotSigned);
         };
         roll.signing = signing;
         roll.parents = parents;
@@ -381,13 +382,13 @@ impl Writer {
         signing: Signing,
         parents: crate::update::ds_push::Parents,
         kasp_db: PathBuf,
-    ) -> Result<String, String> {
+    ) -> Result<String, WriterError> {
         if self.keys.is_some() {
             return self.new_policy(signing, parents);
         }
         let secondary = self.refetchable;
         if secondary {
-            let zone = self.current().ok_or("the zone is not served")?;
+            let zone = self.current().ok_or(WriterError::NotServed)?;
             if crate::publish::is_placeholder(&zone) {
                 // Nothing transferred yet: the first transfer is signed whole.
                 self.publisher.set_upstream(&self.origin, None);
@@ -428,9 +429,9 @@ impl Writer {
     /// parent first, then its records go with a zone file without them). A
     /// secondary signed here serves its primary's zone again: the next
     /// refresh transfers it whole.
-    pub(super) fn stop_signing(&mut self) -> Result<String, String> {
+    pub(super) fn stop_signing(&mut self) -> Result<String, WriterError> {
         if self.keys.is_none() && self.stage.signer.is_none() {
-            return Err("the zone is not signed here".into());
+            return Err(WriterError::SigningNotOn);
         }
         // A DS check or push under way finishes on its own; its result is
         // no longer read.

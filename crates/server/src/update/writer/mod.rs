@@ -20,7 +20,7 @@ use crate::loading::snapshot::Durability;
 
 use super::background::{Background, FileDone, FileJob};
 use super::pool::WeakQueue;
-use super::{SignWork, Work};
+use super::{SignWork, Work, WriterError};
 use crate::clock::unix_now;
 use crate::publish::Publisher;
 use compaction::Compaction;
@@ -507,16 +507,12 @@ impl Writer {
     /// the one commit; the serial it leads to. `upstream`: the primary's
     /// serial it brings a zone signed here to (marked on the journaled
     /// changeset).
-    fn run_stage(&mut self, change: Change<'_>, upstream: Option<u32>) -> Result<u32, String> {
+    fn run_stage(&mut self, change: Change<'_>, upstream: Option<u32>) -> Result<u32, WriterError> {
         let started = Instant::now();
-        let base = self.current().ok_or("the zone is not served")?;
-        let sealed = self
-            .stage
-            .run(&base, change, unix_now())
-            .map_err(|e| e.to_string())?;
+        let base = self.current().ok_or(WriterError::NotServed)?;
+        let sealed = self.stage.run(&base, change, unix_now())?;
         let changes = sealed.changes().len();
-        self.commit_sealed(&sealed, commit::Sync::Now { upstream }, changes, started)
-            .map_err(|e| e.to_string())?;
+        self.commit_sealed(&sealed, commit::Sync::Now { upstream }, changes, started)?;
         self.maybe_flush();
         self.maybe_compact();
         Ok(sealed.version.serial())
@@ -525,7 +521,7 @@ impl Writer {
     /// A whole new version (signed whole first where the zone is signed
     /// here and it is not yet): the history cleared, the state written.
     /// `upstream`: the primary's serial it stands for (a zone signed here).
-    fn replace(&mut self, zone: Arc<Zone>, upstream: Option<u32>) -> Result<u32, String> {
+    fn replace(&mut self, zone: Arc<Zone>, upstream: Option<u32>) -> Result<u32, WriterError> {
         self.run_stage(Change::Replace(zone), upstream)
     }
 
@@ -558,11 +554,11 @@ impl Writer {
     /// Writes the zone file for the `zone-flush` requests (once for all)
     /// and answers them; freezes or thaws for `zone-freeze`/`zone-thaw`.
     fn answer_flushes(&mut self, flushes: Vec<Work>) {
-        let mut written: Option<Result<Flushed, String>> = None;
+        let mut written: Option<Result<Flushed, Arc<WriterError>>> = None;
         for work in flushes {
             match work {
                 Work::Flush { done } => {
-                    let result = written.get_or_insert_with(|| self.flush());
+                    let result = written.get_or_insert_with(|| self.flush().map_err(Arc::new));
                     let _ = done.send(result.clone());
                 }
                 Work::Freeze { frozen, done } => {
@@ -576,7 +572,7 @@ impl Writer {
 
     /// Writes the published version to the zone file now (`zone-flush`),
     /// after a background write in flight, and waits.
-    fn flush(&mut self) -> Result<Flushed, String> {
+    fn flush(&mut self) -> Result<Flushed, WriterError> {
         if let Some(w) = self.file_write.take() {
             let done = w.wait().unwrap_or_else(FileDone::lost);
             // Whatever it gave, the file is written again now.
@@ -588,14 +584,14 @@ impl Writer {
     }
 
     /// What writing the published version to the zone file takes.
-    fn file_job(&self) -> Result<FileJob, String> {
+    fn file_job(&self) -> Result<FileJob, WriterError> {
         Ok(FileJob {
             path: self
                 .zone_file
                 .as_deref()
                 .map(std::path::Path::to_path_buf)
-                .ok_or("the zone is built in: it has no zone file")?,
-            zone: self.current().ok_or("the zone is not served")?,
+                .ok_or(WriterError::BuiltIn)?,
+            zone: self.current().ok_or(WriterError::NotServed)?,
             flushed: self.journal.path().with_extension("flushed"),
             file_tag: self.file_tag.clone(),
             written: self.written.clone(),
@@ -668,7 +664,7 @@ impl Writer {
 
     /// Notes a zone-file write: its serial, the new file's tag, how long it
     /// took (`zonefile-sync` waits at least as long before the next one).
-    fn file_written(&mut self, done: FileDone) -> Result<Flushed, String> {
+    fn file_written(&mut self, done: FileDone) -> Result<Flushed, WriterError> {
         let serial = done.result.as_ref().ok().map(|f| f.serial);
         self.upkeep.file_done(Instant::now(), done.took, serial);
         let flushed = done.result?;
@@ -680,19 +676,16 @@ impl Writer {
 
     /// Applies the zone file's difference from the published version (at
     /// start, before serving), journaled like an update.
-    fn apply_file(&mut self, file: &Zone, now: u64) -> Result<(), String> {
+    fn apply_file(&mut self, file: &Zone, now: u64) -> Result<(), WriterError> {
         let started = Instant::now();
-        let current = self.current().ok_or("the zone is not served")?;
+        let current = self.current().ok_or(WriterError::NotServed)?;
         let mut txn = self.stage.begin(&current, now);
-        let applied = txn
-            .apply(Change::Difference(file))
-            .map_err(|e| e.to_string())?;
-        let sealed = txn.seal().map_err(|e| e.to_string())?;
+        let applied = txn.apply(Change::Difference(file))?;
+        let sealed = txn.seal()?;
         if let Some(a) = applied {
             self.log_file_change(&a);
         }
-        self.commit_sealed(&sealed, commit::Sync::Now { upstream: None }, 1, started)
-            .map_err(|e| e.to_string())?;
+        self.commit_sealed(&sealed, commit::Sync::Now { upstream: None }, 1, started)?;
         Ok(())
     }
 
@@ -718,25 +711,23 @@ impl Writer {
 
     /// Writes the published version as the zone's state (compacting it
     /// first, on this thread) and drops the journal history it covers.
-    fn write_state_now(&mut self, keep_history: bool) -> Result<(), String> {
+    fn write_state_now(&mut self, keep_history: bool) -> Result<(), WriterError> {
         self.write_state(keep_history, Durability::Synced)
     }
 
     /// [`Writer::write_state_now`], the state synced or not.
-    fn write_state(&mut self, keep_history: bool, sync: Durability) -> Result<(), String> {
+    fn write_state(&mut self, keep_history: bool, sync: Durability) -> Result<(), WriterError> {
         let current = self
             .publisher
             .get(&self.origin)
-            .ok_or("the zone is not served")?;
-        let compacted = current.compact().map_err(|e| e.to_string())?;
+            .ok_or(WriterError::NotServed)?;
+        let compacted = current.compact()?;
         let state = self.state_path();
         crate::loading::snapshot::write_state(&state, &compacted, &self.file_tag, sync)
-            .map_err(|e| format!("{}: {e}", state.display()))?;
+            .map_err(WriterError::file(&state))?;
         self.state_pending = false;
         if self.journal.last_serial().is_some() && !keep_history {
-            self.journal
-                .flushed_through(compacted.serial())
-                .map_err(|e| e.to_string())?;
+            self.journal.flushed_through(compacted.serial())?;
         }
         if compacted.delta_len() == 0 && current.delta_len() > 0 && self.compaction.is_none() {
             self.relaid(&current, compacted)?;
@@ -746,13 +737,11 @@ impl Writer {
 
     /// Publishes `compacted`, the same records as `current` laid out anew,
     /// through the one commit.
-    fn relaid(&mut self, current: &Arc<Zone>, compacted: Zone) -> Result<(), String> {
+    fn relaid(&mut self, current: &Arc<Zone>, compacted: Zone) -> Result<(), WriterError> {
         let sealed = self
             .stage
-            .run(current, Change::Relaid(Arc::new(compacted)), unix_now())
-            .map_err(|e| e.to_string())?;
-        self.commit_sealed(&sealed, commit::Sync::Done, 0, Instant::now())
-            .map_err(|e| e.to_string())?;
+            .run(current, Change::Relaid(Arc::new(compacted)), unix_now())?;
+        self.commit_sealed(&sealed, commit::Sync::Done, 0, Instant::now())?;
         Ok(())
     }
 }

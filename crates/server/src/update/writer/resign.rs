@@ -11,6 +11,7 @@ use lode_zones::Change;
 
 use super::Writer;
 use crate::clock::unix_now;
+use crate::update::WriterError;
 
 /// The pause between two batches while signatures are due.
 const EVERY: Duration = Duration::from_secs(1);
@@ -19,11 +20,11 @@ impl Writer {
     /// Signs the zone whole again, with the next serial (`lode zone-sign`,
     /// as `knotc zone-sign`): every signature made anew, the history
     /// before it dropped (IXFR from older serials becomes AXFR).
-    pub(super) fn sign_whole(&mut self, why: &str) -> Result<String, String> {
+    pub(super) fn sign_whole(&mut self, why: &str) -> Result<String, WriterError> {
         if self.stage.signer.is_none() {
-            return Err("the zone is not signed here (no dnssec-signing)".into());
+            return Err(WriterError::NotSigned);
         }
-        let current = self.current().ok_or("the zone is not served")?;
+        let current = self.current().ok_or(WriterError::NotServed)?;
         let started = Instant::now();
         let made = lode_dnssec::signatures_made();
         let serial = self.run_stage(Change::Resign, None)?;

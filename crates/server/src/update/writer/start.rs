@@ -16,7 +16,7 @@ use crate::publish::commit::{commit, Journaling};
 use crate::config::Config;
 
 use super::super::pool::WriterQueue;
-use super::super::{flushed_path, journal_path, state_path, Updates};
+use super::super::{flushed_path, journal_path, state_path, Updates, WriterError};
 use super::{CommitLog, Writer};
 use crate::clock::unix_now;
 use crate::publish::Publisher;
@@ -515,29 +515,25 @@ fn replay(
     stage: &Stage,
     zone: &Arc<Zone>,
     changesets: &[Changeset],
-) -> Result<(Sealed, usize), String> {
+) -> Result<(Sealed, usize), WriterError> {
     let Some(start) = changesets
         .iter()
         .position(|c| c.serial_from() == zone.serial())
     else {
         return match changesets.last() {
-            Some(last) if last.serial_to() != zone.serial() => Err(format!(
-                "the journal holds serials {} to {} and does not continue the loaded serial {}",
-                changesets[0].serial_from(),
-                last.serial_to(),
-                zone.serial()
-            )),
-            _ => stage
-                .run(zone, Change::Journal(&[]), unix_now())
-                .map(|s| (s, 0))
-                .map_err(|e| e.to_string()),
+            Some(last) if last.serial_to() != zone.serial() => Err(WriterError::JournalGap {
+                first: changesets[0].serial_from(),
+                last: last.serial_to(),
+                loaded: zone.serial(),
+            }),
+            _ => Ok((stage.run(zone, Change::Journal(&[]), unix_now())?, 0)),
         };
     };
     let replayed = &changesets[start..];
-    match stage.run(zone, Change::Journal(replayed), unix_now()) {
-        Ok(sealed) => Ok((sealed, replayed.len())),
-        Err(e) => Err(e.to_string()),
-    }
+    Ok((
+        stage.run(zone, Change::Journal(replayed), unix_now())?,
+        replayed.len(),
+    ))
 }
 
 /// What `journal-dir` holds, listed once when many writers start together

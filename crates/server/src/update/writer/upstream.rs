@@ -16,12 +16,13 @@ use lode_zonedb::{Changeset, Zone};
 use lode_zones::Change;
 
 use super::Writer;
+use crate::update::WriterError;
 
 impl Writer {
     /// A whole zone transferred in (AXFR): for a secondary signed here
     /// that has contents, its difference as one signed change; otherwise a
     /// new version that starts the history afresh.
-    pub(super) fn take_whole(&mut self, zone: Arc<Zone>) -> Result<u32, String> {
+    pub(super) fn take_whole(&mut self, zone: Arc<Zone>) -> Result<u32, WriterError> {
         let placeholder = self
             .current()
             .is_none_or(|z| crate::publish::is_placeholder(&z));
@@ -38,7 +39,7 @@ impl Writer {
         Ok(serial)
     }
 
-    pub(super) fn apply_incremental(&mut self, changes: &[Changeset]) -> Result<u32, String> {
+    pub(super) fn apply_incremental(&mut self, changes: &[Changeset]) -> Result<u32, WriterError> {
         if !self.signs_transfers {
             return self.run_stage(Change::Changesets(changes), None);
         }
@@ -47,11 +48,10 @@ impl Writer {
         let mut at = self.upstream();
         for cs in changes {
             if at != Some(cs.serial_from()) {
-                return Err(format!(
-                    "the changeset from the primary's serial {} does not follow {}",
-                    cs.serial_from(),
-                    at.map_or("an unknown serial".into(), |s| format!("serial {s}"))
-                ));
+                return Err(WriterError::Unfollowed {
+                    from: cs.serial_from(),
+                    at,
+                });
             }
             at = Some(cs.serial_to());
         }
