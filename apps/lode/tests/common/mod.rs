@@ -7,7 +7,9 @@
 //! own reading of them. It follows RFC 1035 section 4 and RFC 6891 only.
 #![allow(dead_code)] // each test binary uses a different part of this module
 
+pub mod cases;
 pub mod dnssec;
+pub mod netns;
 pub mod peers;
 pub mod tap;
 
