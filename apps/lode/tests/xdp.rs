@@ -319,6 +319,16 @@ fn xdp_answers_as_the_socket_path_and_detaches_on_kill() {
     assert_eq!(delta("queries"), via_xdp, "queries over XDP: {after:?}");
     assert!(delta("responses") > 0, "{after:?}");
     assert_eq!(delta("bad-frames"), 2, "bad checksums: {after:?}");
+    // The same counters for Prometheus (and the queries by transport: UDP).
+    let stats = std::process::Command::new(env!("CARGO_BIN_EXE_lode"))
+        .arg("stats")
+        .arg("--control")
+        .arg(dir.0.join("lode.sock"))
+        .output()
+        .expect("lode stats");
+    let stats = String::from_utf8_lossy(&stats.stdout);
+    let received = format!("lode_xdp_received_total {}", counter(&after, "queries"));
+    assert!(stats.contains(&received), "no {received:?} in:\n{stats}");
 
     // kill -9: the BPF link's last descriptor closes with the process, and
     // the kernel detaches the program.

@@ -422,6 +422,7 @@ impl Server {
             tcp: tcp.counters(),
             tls: dot.as_ref().map(TcpServer::counters),
             quic: doq.as_ref().map(lode_io::QuicServer::counters),
+            xdp: xdp.as_ref().map(lode_io::xdp::XdpServer::counters),
             guard: server_guard.clone(),
             loads: loads.clone(),
         };
