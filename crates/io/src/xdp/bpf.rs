@@ -76,11 +76,12 @@ struct LinkCreateAttr {
     flags: u32,
 }
 
-fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<OwnedFd> {
+/// bpf(2) with `attr`; the kernel's non-negative result.
+fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<libc::c_long> {
     // SAFETY: `attr` is a live, initialised #[repr(C)] prefix of `union
     // bpf_attr` for `cmd`, and its size is passed with it; pointers inside it
-    // (instructions, license, log) point to buffers the caller keeps alive
-    // for the call.
+    // (instructions, license, log, key and value) point to buffers the
+    // caller keeps alive for the call.
     let r = unsafe {
         libc::syscall(
             libc::SYS_bpf,
@@ -92,10 +93,15 @@ fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<OwnedFd> {
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: the commands that return a descriptor return a new one, owned
-    // by nobody else; for the others `r` is 0 and the caller drops nothing
-    // (see `update`).
-    Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) })
+    Ok(r)
+}
+
+/// bpf(2) for a command that makes an object: its new descriptor.
+fn bpf_fd<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<OwnedFd> {
+    let fd = bpf(cmd, attr)?;
+    // SAFETY: BPF_MAP_CREATE, BPF_PROG_LOAD and BPF_LINK_CREATE return a
+    // new descriptor, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 fn name16(s: &str) -> [u8; 16] {
@@ -125,7 +131,7 @@ impl XskMap {
             map_name: name16("lode_xsks"),
         };
         Ok(XskMap {
-            fd: bpf(BPF_MAP_CREATE, &mut attr)?,
+            fd: bpf_fd(BPF_MAP_CREATE, &mut attr)?,
         })
     }
 
@@ -144,10 +150,7 @@ impl XskMap {
             value: &value as *const u32 as u64,
             flags: 0,
         };
-        let fd = bpf(BPF_MAP_UPDATE_ELEM, &mut attr)?;
-        // BPF_MAP_UPDATE_ELEM returns 0, not a descriptor: nothing to close.
-        std::mem::forget(fd);
-        Ok(())
+        bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(drop)
     }
 }
 
@@ -322,7 +325,7 @@ impl Program {
             prog_ifindex: 0,
             expected_attach_type: BPF_XDP,
         };
-        match bpf(BPF_PROG_LOAD, &mut attr) {
+        match bpf_fd(BPF_PROG_LOAD, &mut attr) {
             Ok(fd) => Ok(Program { fd }),
             Err(e) => {
                 let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -345,13 +348,53 @@ impl Program {
             attach_type: BPF_XDP,
             flags: 0,
         };
-        bpf(BPF_LINK_CREATE, &mut attr)
+        bpf_fd(BPF_LINK_CREATE, &mut attr)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Loading needs privilege (CAP_BPF or root): elsewhere these skip.
+    fn privileged(test: &str) -> bool {
+        match XskMap::new(1) {
+            Ok(_) => true,
+            Err(e) => {
+                eprintln!("SKIP {test}: cannot make a BPF map here ({e})");
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn the_verifier_takes_the_program() {
+        if !privileged("the_verifier_takes_the_program") {
+            return;
+        }
+        let map = XskMap::new(4).unwrap();
+        for ports in [&[53][..], &[53, 5353, 8053]] {
+            if let Err(e) = Program::load(&program(ports, map.raw_fd())) {
+                panic!("{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_refusal_carries_the_verifier_log() {
+        if !privileged("a_refusal_carries_the_verifier_log") {
+            return;
+        }
+        // A packet byte read without checking the frame is that long.
+        let mut b = Builder::default();
+        b.op(LDX_W, R2, R1, 0, 0);
+        b.op(LDX_B, R0, R2, 0, 0);
+        b.op(EXIT, 0, 0, 0, 0);
+        let e = Program::load(&b.finish()).expect_err("the verifier refuses");
+        let text = e.to_string();
+        assert!(text.contains("verifier log:"), "{text}");
+        assert!(text.contains("invalid access to packet"), "{text}");
+    }
 
     #[test]
     fn jumps_land_on_their_labels() {
