@@ -226,8 +226,80 @@ fn ifindex(iface: &str) -> io::Result<u32> {
     Ok(i)
 }
 
-/// The interface's receive queues (sysfs; 1 when it cannot be read).
+/// An `ifreq` (linux/if.h) holding a pointer (SIOCETHTOOL).
+#[repr(C)]
+struct IfReqPtr {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    data: *mut libc::c_void,
+    _pad: [u8; 16],
+}
+
+/// An `ifreq` holding an int (SIOCGIFMTU).
+#[repr(C)]
+struct IfReqInt {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    value: libc::c_int,
+    _pad: [u8; 20],
+}
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const SIOCGIFMTU: libc::c_ulong = 0x8921;
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+fn ifr_name(iface: &str) -> [libc::c_char; libc::IFNAMSIZ] {
+    let mut name = [0 as libc::c_char; libc::IFNAMSIZ];
+    for (d, b) in name.iter_mut().zip(iface.bytes().take(libc::IFNAMSIZ - 1)) {
+        *d = b as libc::c_char;
+    }
+    name
+}
+
+/// `ioctl(fd, request, ifr)` on a datagram socket of our own (in the
+/// process's network namespace, whatever /sys shows).
+fn if_ioctl<T>(request: libc::c_ulong, ifr: &mut T) -> io::Result<()> {
+    // SAFETY: socket(2) with constant arguments; a new descriptor.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: just created, owned by nobody else.
+    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    // SAFETY: `ifr` is a live #[repr(C)] struct ifreq (40 bytes, as the
+    // kernel reads and writes it) for `request`; a pointer inside it
+    // points to a buffer the caller keeps alive for the call.
+    let r = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            request as _,
+            ifr as *mut T as *mut libc::c_void,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The interface's receive queues: the driver's channels (ETHTOOL_GCHANNELS,
+/// the larger of its receive and combined counts), else those sysfs lists,
+/// else 1.
 fn rx_queues(iface: &str) -> u32 {
+    // struct ethtool_channels: cmd, max_rx, max_tx, max_other,
+    // max_combined, rx_count, tx_count, other_count, combined_count.
+    let mut ch = [0u32; 9];
+    ch[0] = ETHTOOL_GCHANNELS;
+    let mut ifr = IfReqPtr {
+        name: ifr_name(iface),
+        data: ch.as_mut_ptr().cast(),
+        _pad: [0; 16],
+    };
+    let by_driver = match if_ioctl(SIOCETHTOOL, &mut ifr) {
+        Ok(()) => ch[5].max(ch[8]),
+        Err(_) => 0,
+    };
+    if by_driver > 0 {
+        return by_driver;
+    }
     let dir = format!("/sys/class/net/{iface}/queues");
     std::fs::read_dir(dir)
         .map(|d| {
@@ -239,12 +311,17 @@ fn rx_queues(iface: &str) -> u32 {
         .max(1)
 }
 
-/// The interface's MTU (sysfs; 1500 when it cannot be read).
+/// The interface's MTU (SIOCGIFMTU; 1500 when it cannot be read).
 fn mtu(iface: &str) -> usize {
-    std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(1500)
+    let mut ifr = IfReqInt {
+        name: ifr_name(iface),
+        value: 0,
+        _pad: [0; 20],
+    };
+    match if_ioctl(SIOCGIFMTU, &mut ifr) {
+        Ok(()) if ifr.value >= 576 => ifr.value as usize,
+        _ => 1500,
+    }
 }
 
 impl XdpServer {
@@ -463,6 +540,22 @@ impl<H: Handler> Worker<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interfaces_are_asked_of_the_kernel() {
+        assert_eq!(std::mem::size_of::<IfReqPtr>(), 40, "struct ifreq");
+        assert_eq!(std::mem::size_of::<IfReqInt>(), 40, "struct ifreq");
+        // Loopback: one queue (no channels: sysfs or the default), a large MTU.
+        assert!(rx_queues("lo") >= 1);
+        let mut ifr = IfReqInt {
+            name: ifr_name("lo"),
+            value: 0,
+            _pad: [0; 20],
+        };
+        if_ioctl(SIOCGIFMTU, &mut ifr).expect("SIOCGIFMTU on lo");
+        assert!(ifr.value >= 1500, "lo's MTU {}", ifr.value);
+        assert_eq!(mtu("lode-nosuch0"), 1500);
+    }
 
     #[test]
     fn listen_entries_parse() {
