@@ -35,6 +35,7 @@ mod sys;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
+mod workers;
 pub mod xdp;
 
 use std::fmt;

@@ -25,11 +25,11 @@ use std::os::fd::OwnedFd;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 pub use xsk::{Served, XskConfig, XskSocket};
 
+use crate::workers::Workers;
 use crate::{Client, Handler, IoError};
 
 /// One `IFACE@PORT` of `listen-xdp`.
@@ -186,8 +186,7 @@ impl XdpCounters {
 /// [`XdpServer::stop`] or drop.
 #[derive(Debug)]
 pub struct XdpServer {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
+    workers: Workers,
     counters: Arc<[WorkerCounters]>,
     /// Dropped after the workers stopped: the links close, the programs go.
     programs: Vec<XdpProgram>,
@@ -344,7 +343,6 @@ impl XdpServer {
                 None => ifaces.push((l.iface.clone(), vec![l.port])),
             }
         }
-        let stop = Arc::new(AtomicBool::new(false));
         let mut programs = Vec::new();
         let mut sockets = Vec::new();
         let mut summary = Vec::new();
@@ -379,34 +377,22 @@ impl XdpServer {
         let counters: Arc<[WorkerCounters]> = (0..sockets.len())
             .map(|_| WorkerCounters::default())
             .collect();
-        let mut threads = Vec::new();
+        // Dropped on an error: the workers already started stop.
+        let mut threads = Workers::new("XDP");
         for (i, (iface, queue, mtu, socket)) in sockets.into_iter().enumerate() {
             let worker = Worker {
                 socket,
                 handler: handler.clone(),
-                stop: stop.clone(),
+                stop: threads.flag(),
                 counters: counters.clone(),
                 index: i,
                 mtu,
                 config: config.clone(),
             };
-            let spawned = std::thread::Builder::new()
-                .name(format!("lode-xdp-{iface}-{queue}"))
-                .spawn(move || worker.run());
-            match spawned {
-                Ok(t) => threads.push(t),
-                Err(e) => {
-                    stop.store(true, Ordering::Relaxed);
-                    for t in threads {
-                        let _ = t.join();
-                    }
-                    return Err(IoError::Thread(e.to_string()));
-                }
-            }
+            threads.spawn(format!("lode-xdp-{iface}-{queue}"), move || worker.run())?;
         }
         Ok(XdpServer {
-            stop,
-            threads,
+            workers: threads,
             counters,
             programs,
             summary,
@@ -434,12 +420,7 @@ impl XdpServer {
     }
 
     fn shutdown(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.drain(..) {
-            if t.join().is_err() {
-                tracing::error!("an XDP worker panicked");
-            }
-        }
+        self.workers.stop();
         self.programs.clear();
     }
 }
