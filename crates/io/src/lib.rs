@@ -7,6 +7,7 @@
 //!             └ …                                                                     ┘
 //!  addr:port ── TCP listener (tokio) ─▶ one task per connection: frames ─▶ handler ─▶ frames
 //!                  └ registry of connections: closes idle ones to make room (tcp.rs)
+//!  iface@port ── XDP program ─▶ AF_XDP socket per queue ─▶ worker: frame ─▶ handler ─▶ frame (xdp/)
 //! ```
 //!
 //! A handler is `FnMut(query, out, peer) -> len` (0 = send nothing); each UDP

@@ -194,22 +194,29 @@ pub struct XdpServer {
     summary: Vec<String>,
 }
 
-fn xdp_error(iface: &str, what: &str, e: io::Error) -> IoError {
-    let hint = match e.raw_os_error() {
+/// What an error of a step of the set-up likely means, for its message.
+pub(crate) fn hint(what: &str, e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => {
             " (needs root, or CAP_NET_ADMIN with CAP_BPF or CAP_SYS_ADMIN, and CAP_NET_RAW)"
         }
+        Some(libc::ENOBUFS) | Some(libc::ENOMEM) => {
+            " (the frames are locked memory, 8 MiB per queue: raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)"
+        }
         Some(libc::EBUSY) | Some(libc::EEXIST) => {
-            " (another XDP program is attached to the interface)"
+            " (another XDP program or AF_XDP socket holds the interface: another server?)"
         }
         Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) if what == "attach" => {
             " (the driver or the kernel does not support XDP here)"
         }
         _ => "",
-    };
+    }
+}
+
+fn xdp_error(iface: &str, what: &str, e: io::Error) -> IoError {
     IoError::Xdp {
         iface: iface.to_string(),
-        reason: format!("{what}: {e}{hint}"),
+        reason: format!("{what}: {e}{}", hint(what, &e)),
     }
 }
 

@@ -272,8 +272,10 @@ fn getsockopt<T>(fd: RawFd, opt: libc::c_int, value: &mut T) -> io::Result<usize
     Ok(len as usize)
 }
 
+/// The error with the step that failed, and what it likely means (the
+/// system's error code is not kept past this).
 fn with_context(what: &str) -> impl Fn(io::Error) -> io::Error + '_ {
-    move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
+    move |e| io::Error::new(e.kind(), format!("{what}: {e}{}", super::hint(what, &e)))
 }
 
 impl XskSocket {
