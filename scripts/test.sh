@@ -51,6 +51,9 @@ have unbound || need_apt+=(unbound)
 have softhsm2-util || need_apt+=(softhsm2)
 # The DNS-over-TLS tests (apps/lode/tests/dot.rs) make their certificates with openssl.
 have openssl || need_apt+=(openssl)
+# The XDP tests (apps/lode/tests/xdp.rs, crates/io/tests/xdp_no_alloc.rs) turn the
+# checksum offload of their veth clients off with ethtool.
+have ethtool || need_apt+=(ethtool)
 if [ ${#need_apt[@]} -gt 0 ]; then
     step "installing ${need_apt[*]}"
     if [ "$(id -u)" -ne 0 ]; then

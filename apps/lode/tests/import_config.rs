@@ -429,6 +429,34 @@ fn a_configuration_lode_has_everything_of_exits_0_and_a_broken_one_2() {
     assert!(!c.out().exists());
 }
 
+#[test]
+fn xdp_listen_is_imported_by_interface() {
+    let c = convert_text(
+        "xdp",
+        "server:\n    listen: 127.0.0.1@@PORT@\nxdp:\n    listen: [ eth0@5353, eth1, 192.0.2.1@53 ]\n    route-check: on\n",
+        53000,
+    );
+    assert_eq!(c.code, 1, "{}", c.stderr);
+    assert!(
+        c.toml
+            .lines()
+            .any(|l| l == r#"listen-xdp = ["eth0@5353", "eth1@53"]"#),
+        "{}",
+        c.toml
+    );
+    for (needle, item) in [
+        ("eth0@5353", "xdp.listen: 192.0.2.1@53"),
+        ("route-check", "xdp.route-check"),
+    ] {
+        let line = format!("not imported: knot.conf:{}: {item}", c.line_of(needle));
+        assert!(
+            c.stderr.contains(&line),
+            "{line} not on stderr:\n{}",
+            c.stderr
+        );
+    }
+}
+
 /// The answer to one query: rcode, AA and the sections, sorted.
 fn answer(addr: SocketAddr, name: &str, qtype: u16, qclass: u16) -> String {
     try_answer(addr, name, qtype, qclass)

@@ -69,6 +69,9 @@ enum Via<'a> {
     Udp(&'a Arc<UdpSocket>),
     /// The connection's queue of late messages.
     Tcp(&'a LateQueue),
+    /// UDP over AF_XDP: answered now or not at all (the XDP program leaves
+    /// NOTIFY and UPDATE, which may be answered later, to the socket path).
+    Xdp,
     /// No way to answer later (tests, benchmarks).
     None,
 }
@@ -126,6 +129,19 @@ impl<'a> Client<'a> {
             pin: None,
         }
     }
+    /// A client whose UDP query came over AF_XDP: [`Client::defer`] gives a
+    /// [`Later`] that sends nothing.
+    pub(crate) fn xdp(addr: SocketAddr, local: Option<SocketAddr>) -> Client<'static> {
+        Client {
+            addr,
+            local,
+            via: Via::Xdp,
+            deferred: false,
+            encrypted: false,
+            quic: false,
+            pin: None,
+        }
+    }
     /// A client that cannot be answered later ([`Client::defer`] gives a
     /// [`Later`] that sends nothing): for tests and tools calling handlers.
     pub fn detached(addr: SocketAddr) -> Client<'static> {
@@ -163,7 +179,7 @@ impl<'a> Client<'a> {
     pub fn protocol(&self) -> Protocol {
         match (&self.via, self.encrypted) {
             _ if self.quic => Protocol::Quic,
-            (Via::Udp(_), _) => Protocol::Udp,
+            (Via::Udp(_) | Via::Xdp, _) => Protocol::Udp,
             (_, true) => Protocol::Tls,
             _ => Protocol::Tcp,
         }
@@ -176,7 +192,7 @@ impl<'a> Client<'a> {
         let to = match self.via {
             Via::Udp(s) => To::Udp(s.clone(), self.addr),
             Via::Tcp(q) => To::Tcp(q.clone()),
-            Via::None => To::Nowhere,
+            Via::Xdp | Via::None => To::Nowhere,
         };
         Later { to: Some(to) }
     }

@@ -7,6 +7,7 @@
 //!             └ …                                                                     ┘
 //!  addr:port ── TCP listener (tokio) ─▶ one task per connection: frames ─▶ handler ─▶ frames
 //!                  └ registry of connections: closes idle ones to make room (tcp.rs)
+//!  iface@port ── XDP program ─▶ AF_XDP socket per queue ─▶ worker: frame ─▶ handler ─▶ frame (xdp/)
 //! ```
 //!
 //! A handler is `FnMut(query, out, peer) -> len` (0 = send nothing); each UDP
@@ -20,7 +21,8 @@
 //! This is the only crate of the server allowed `unsafe` (the test-only
 //! `lode-testalloc` has its `GlobalAlloc` impl): in `sys.rs` (the
 //! `recvmmsg`/`sendmmsg` batches, `setresuid` and friends for `creds`) and
-//! `mem.rs` (glibc's `mallopt` and `malloc_trim`), each block with its reason.
+//! `mem.rs` (glibc's `mallopt` and `malloc_trim`), and `xdp/` (the bpf(2)
+//! system call, the AF_XDP socket's rings and UMEM), each block with its reason.
 #![allow(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -34,6 +36,8 @@ mod sys;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
+mod workers;
+pub mod xdp;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -92,6 +96,13 @@ pub enum IoError {
     },
     /// A thread or the event loop could not be started.
     Thread(String),
+    /// UDP over AF_XDP could not start on an interface.
+    Xdp {
+        /// The interface.
+        iface: String,
+        /// What failed, and why.
+        reason: String,
+    },
 }
 
 impl fmt::Display for IoError {
@@ -99,6 +110,7 @@ impl fmt::Display for IoError {
         match self {
             IoError::Bind { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
             IoError::Thread(e) => write!(f, "cannot start a thread: {e}"),
+            IoError::Xdp { iface, reason } => write!(f, "cannot serve XDP on {iface}: {reason}"),
         }
     }
 }
@@ -107,7 +119,7 @@ impl std::error::Error for IoError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             IoError::Bind { source, .. } => Some(source),
-            IoError::Thread(_) => None,
+            IoError::Thread(_) | IoError::Xdp { .. } => None,
         }
     }
 }

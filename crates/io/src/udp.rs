@@ -7,12 +7,12 @@ use std::os::fd::AsRawFd;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::sys::MsgBatch;
+use crate::workers::Workers;
 use crate::{Client, Handler, IoError};
 
 /// Settings of the UDP transport.
@@ -100,8 +100,7 @@ impl UdpCounters {
 /// A running UDP transport; stops (and joins its threads) on `stop` or drop.
 #[derive(Debug)]
 pub struct UdpServer {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
+    workers: Workers,
     counters: Arc<[WorkerCounters]>,
     local_addrs: Vec<SocketAddr>,
 }
@@ -137,29 +136,24 @@ impl UdpServer {
             }
             local_addrs.push(local);
         }
-        let stop = Arc::new(AtomicBool::new(false));
         let counters: Arc<[WorkerCounters]> = (0..sockets.len())
             .map(|_| WorkerCounters::default())
             .collect();
-        let mut threads = Vec::new();
+        // Dropped on an error: the workers already started stop.
+        let mut threads = Workers::new("UDP");
         for (i, socket) in sockets.into_iter().enumerate() {
             let worker = Worker {
                 socket,
                 handler: handler.clone(),
-                stop: stop.clone(),
+                stop: threads.flag(),
                 counters: counters.clone(),
                 index: i,
                 config: config.clone(),
             };
-            let t = std::thread::Builder::new()
-                .name(format!("lode-udp-{i}"))
-                .spawn(move || worker.run())
-                .map_err(|e| IoError::Thread(e.to_string()))?;
-            threads.push(t);
+            threads.spawn(format!("lode-udp-{i}"), move || worker.run())?;
         }
         Ok(UdpServer {
-            stop,
-            threads,
+            workers: threads,
             counters,
             local_addrs,
         })
@@ -182,22 +176,7 @@ impl UdpServer {
 
     /// Stops the workers and waits for them (at most about one poll interval).
     pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.drain(..) {
-            if t.join().is_err() {
-                tracing::error!("a UDP worker panicked");
-            }
-        }
-    }
-}
-
-impl Drop for UdpServer {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.workers.stop();
     }
 }
 

@@ -116,6 +116,12 @@ pub struct ConfigFile {
     /// DNS over QUIC listen addresses (config/tls.rs).
     #[serde(default)]
     pub listen_quic: Vec<String>,
+    /// UDP over AF_XDP: "IFACE@PORT" (Knot's `xdp.listen`).
+    #[serde(default)]
+    pub listen_xdp: Vec<String>,
+    /// Serve over the sockets alone when XDP cannot start (default false:
+    /// the server does not start).
+    pub xdp_fallback: Option<bool>,
     /// Concurrent QUIC clients (Knot's name).
     pub quic_max_clients: Option<usize>,
     /// Idle time before a QUIC connection is closed, seconds (Knot's name).
@@ -432,6 +438,11 @@ pub struct Config {
     pub tcp_io_timeout: Duration,
     /// DNS over TLS.
     pub tls: TlsSettings,
+    /// UDP over AF_XDP: interfaces and ports.
+    pub listen_xdp: Vec<lode_io::xdp::XdpListen>,
+    /// When XDP cannot start: serve over the sockets alone (true), or do
+    /// not start (false).
+    pub xdp_fallback: bool,
     /// Control socket path (`None`: no control socket).
     pub control: Option<PathBuf>,
     /// The control socket was given (`control` or `--control`), not the
@@ -926,6 +937,13 @@ impl Config {
             max_udp_payload,
             tcp_idle_timeout: Duration::from_secs(idle),
             tcp_max_clients,
+            listen_xdp: file
+                .listen_xdp
+                .iter()
+                .map(|s| lode_io::xdp::XdpListen::parse(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(ConfigError::Value)?,
+            xdp_fallback: file.xdp_fallback.unwrap_or(false),
             tcp_max_clients_per_source: match file.tcp_max_clients_per_source {
                 Some(0) => {
                     return Err(ConfigError::Value(

@@ -167,6 +167,8 @@ pub struct Server {
     config: Arc<Config>,
     published: Arc<ArcSwap<ZoneSet>>,
     udp: Option<UdpServer>,
+    /// UDP over AF_XDP, when `listen-xdp` is set.
+    xdp: Option<lode_io::xdp::XdpServer>,
     tcp: Option<TcpServer>,
     /// DNS over TLS, when `listen-tls` is set.
     dot: Option<TcpServer>,
@@ -409,8 +411,9 @@ impl Server {
         let udp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {
             handler.handle(q, out, client, Transport::Udp)
         };
-        let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler)
+        let udp = UdpServer::start(tcp.local_addrs(), &udp_config, udp_handler.clone())
             .map_err(ServerError::Io)?;
+        let xdp = start_xdp(&config, udp_handler)?;
         reloader.limits = Some(reload::Limits {
             tcp: tcp.limits(),
             dot: dot.as_ref().map(TcpServer::limits),
@@ -448,6 +451,7 @@ impl Server {
             tcp: tcp.counters(),
             tls: dot.as_ref().map(TcpServer::counters),
             quic: doq.as_ref().map(lode_io::QuicServer::counters),
+            xdp: xdp.as_ref().map(lode_io::xdp::XdpServer::counters),
             guard: server_guard.clone(),
             loads: loads.clone(),
         };
@@ -473,6 +477,7 @@ impl Server {
                 .as_ref()
                 .map(metrics::http::MetricsServer::local_addr),
             metrics_error,
+            xdp: xdp.as_ref().map(lode_io::xdp::XdpServer::counters),
         });
         let stopper = Arc::new(control::Stopper::default());
         let control = match &config.control {
@@ -518,6 +523,7 @@ impl Server {
             config,
             published,
             udp: Some(udp),
+            xdp,
             tcp: Some(tcp),
             dot,
             doq,
@@ -616,6 +622,9 @@ impl Server {
         if let Some(u) = self.udp.take() {
             u.stop();
         }
+        if let Some(x) = self.xdp.take() {
+            x.stop();
+        }
         if let Some(t) = self.tcp.take() {
             t.stop();
         }
@@ -662,6 +671,35 @@ pub fn check_config(options: &Options) -> Result<Config, CheckError> {
     validate(&config)?;
     update::signing::open_keystores(&config)?;
     Ok(config)
+}
+
+/// UDP over AF_XDP on the interfaces of `listen-xdp` (none: `None`), with
+/// the UDP handler. Where it cannot start, the server does not either,
+/// unless `xdp-fallback` lets it serve over its sockets alone.
+fn start_xdp<H: lode_io::Handler>(
+    config: &Config,
+    handler: H,
+) -> Result<Option<lode_io::xdp::XdpServer>, ServerError> {
+    if config.listen_xdp.is_empty() {
+        return Ok(None);
+    }
+    let xdp_config = lode_io::xdp::XdpConfig {
+        max_response: usize::from(config.max_udp_payload).max(512),
+        ..lode_io::xdp::XdpConfig::default()
+    };
+    match lode_io::xdp::XdpServer::start(&config.listen_xdp, &xdp_config, handler) {
+        Ok(x) => {
+            for line in x.summary() {
+                tracing::info!("UDP over XDP on {line}");
+            }
+            Ok(Some(x))
+        }
+        Err(e) if config.xdp_fallback => {
+            tracing::error!("{e}; serving over the sockets alone (xdp-fallback)");
+            Ok(None)
+        }
+        Err(e) => Err(ServerError::Io(e)),
+    }
 }
 
 /// The checks of a resolved configuration that [`Config::resolve`] leaves

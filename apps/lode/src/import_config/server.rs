@@ -68,16 +68,43 @@ pub fn convert(im: &mut Import) {
     control(im, &server, &mut top);
     database(im, &mut top);
     log(im, &mut top);
-    im.skip_section(
-        "xdp",
-        "Lode has no XDP (its UDP workers use recvmmsg/sendmmsg)",
-    );
+    xdp(im, &mut top);
     im.skip_section(
         "statistics",
         "Lode counts always: its Prometheus endpoint (metrics-listen) or `lode stats`",
     );
     im.doc.top = top;
     modules(im);
+}
+
+/// `xdp: listen` as `listen-xdp` (interfaces; Knot's address form is not
+/// imported). The section's other items (TCP and QUIC over XDP,
+/// route-check, …) are reported with the leftovers.
+fn xdp(im: &mut Import, top: &mut Table) {
+    let conf = im.conf;
+    let mut out = Vec::new();
+    for block in conf.blocks("xdp") {
+        let Some((at, values)) = block.values("listen") else {
+            continue;
+        };
+        for v in values {
+            let (iface, port) = v.split_once('@').unwrap_or((v.as_str(), "53"));
+            match port.parse::<u16>() {
+                Ok(port) if iface.parse::<IpAddr>().is_err() => out.push(format!("{iface}@{port}")),
+                _ => im.tell(
+                    Kind::NotImported,
+                    &at,
+                    "xdp.listen",
+                    format!(
+                        "{v}: Lode's listen-xdp names an interface (IFACE@PORT), not an address"
+                    ),
+                ),
+            }
+        }
+    }
+    if !out.is_empty() {
+        top.list("listen-xdp", out);
+    }
 }
 
 /// The position of the file's first section (for notes about what is absent).

@@ -7,8 +7,10 @@
 //! own reading of them. It follows RFC 1035 section 4 and RFC 6891 only.
 #![allow(dead_code)] // each test binary uses a different part of this module
 
+pub mod cases;
 pub mod compare;
 pub mod dnssec;
+pub mod netns;
 pub mod peers;
 pub mod tap;
 

@@ -110,6 +110,8 @@ pub const KEYS: &[Key] = &[
     k("", "tls-max-clients", "N", "tcp-max-clients", "TLS connections at once (the idlest closed when full)."),
     k("", "listen-quic", "[\"ADDR@PORT\", …]", "none", "DNS over QUIC (RFC 9250) addresses, UDP; a bare ADDR means port 853."),
     k("", "ca-file", "[\"PATH\", …]", "none", "CA certificates (PEM) the `cert-hostname` of remotes are checked with."),
+    k("", "listen-xdp", "[\"IFACE@PORT\", …]", "none", "UDP over AF_XDP (Knot's xdp.listen): an XDP program on the interface hands DNS queries (opcode QUERY, IPv4 without options and IPv6 without extension headers, unfragmented) to the port to an AF_XDP socket per receive queue, one worker each, answered as over UDP (RRL, cookies, counters, dnstap); everything else (ARP, TCP, NOTIFY, UPDATE, …) goes on to the kernel, so keep `listen` on the interface's addresses for those. Zero-copy where the driver has it, else copy mode; the program is detached when Lode exits, however it ends. Needs root (CAP_NET_ADMIN, CAP_BPF, CAP_NET_RAW); answers larger than the MTU are truncated (TC). A bare IFACE means port 53."),
+    k("", "xdp-fallback", "true | false", "false", "When XDP cannot start on a listen-xdp interface (no privilege, no such interface, no XDP): serve over the sockets alone with an error logged (true), or do not start (false)."),
     k("", "quic-max-clients", "N", "10000", "QUIC connections at once; a new one past it is refused."),
     k("", "quic-idle-close-timeout", "SECONDS", "4", "An idle QUIC connection is closed after this long."),
     k("", "control", "PATH", "/run/lode/lode.sock (root), else /tmp/lode-UID.sock", "The control socket of lode reload, zone-status, …; \"\" for none."),

@@ -126,6 +126,8 @@ pub(super) fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
         (c.tls.listen != r.tls.listen, "listen-tls"),
         (c.tls.allow_tls12 != r.tls.allow_tls12, "tls-min-version"),
         (c.tls.listen_quic != r.tls.listen_quic, "listen-quic"),
+        (c.listen_xdp != r.listen_xdp, "listen-xdp"),
+        (c.xdp_fallback != r.xdp_fallback, "xdp-fallback"),
         (
             c.tls.quic_max_clients != r.tls.quic_max_clients,
             "quic-max-clients",

@@ -162,6 +162,8 @@ pub struct Scrape {
     pub(crate) tls: Option<TcpCounters>,
     /// DNS over QUIC, when listening.
     pub(crate) quic: Option<lode_io::QuicCounters>,
+    /// UDP over XDP, when it runs.
+    pub(crate) xdp: Option<lode_io::xdp::XdpCounters>,
     pub(crate) guard: Arc<ArcSwap<crate::serving::guard::Guard>>,
     pub(crate) loads: Arc<crate::loading::loads::ZoneLoads>,
 }
@@ -373,6 +375,34 @@ impl Scrape {
                 "lode_host_udp_receive_buffer_errors",
                 "UDP receive-buffer errors of the whole host (RcvbufErrors in /proc/net/snmp and snmp6).",
                 e,
+            ));
+        }
+        if let Some(x) = &self.xdp {
+            let x = x.read();
+            out.push(c(
+                "lode_xdp_received",
+                "UDP queries received over XDP (frames that passed the checks).",
+                x.queries,
+            ));
+            out.push(c(
+                "lode_xdp_sent",
+                "UDP answers sent over XDP.",
+                x.responses,
+            ));
+            out.push(c(
+                "lode_xdp_unanswered",
+                "UDP queries received over XDP and not answered (dropped, rate-limited, no transmit frame free).",
+                x.dropped,
+            ));
+            out.push(c(
+                "lode_xdp_bad_frames",
+                "Frames the XDP workers dropped for a wrong checksum or length.",
+                x.bad_frames,
+            ));
+            out.push(c(
+                "lode_xdp_kernel_drops",
+                "Frames the kernel dropped on Lode's AF_XDP sockets (rings full; XDP_STATISTICS, read by each worker now and then, and when idle).",
+                x.kernel_drops,
             ));
         }
         stream_families(out, &TCP_NAMES, &self.tcp.read());

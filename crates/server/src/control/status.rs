@@ -38,6 +38,8 @@ pub(crate) struct Facts {
     pub(crate) metrics: Option<SocketAddr>,
     /// Why the configured endpoint is not there.
     pub(crate) metrics_error: Option<crate::metrics::http::MetricsError>,
+    /// The counters of UDP over XDP, when it runs.
+    pub(crate) xdp: Option<lode_io::xdp::XdpCounters>,
 }
 
 /// "lode 0.1.0, pid N, up 3 h 2 min, serving 3 zones on 127.0.0.1:53 (UDP and TCP)".
@@ -77,6 +79,13 @@ pub(crate) fn status_text(
         "udp queries {} responses {} dropped {}\n",
         u.queries, u.responses, u.dropped
     ));
+    if let Some(x) = &facts.xdp {
+        let x = x.read();
+        s.push_str(&format!(
+            "xdp queries {} responses {} dropped {} bad-frames {} kernel-drops {}\n",
+            x.queries, x.responses, x.dropped, x.bad_frames, x.kernel_drops
+        ));
+    }
     let t = tcp.read();
     s.push_str(&format!(
         "tcp connections {} refused {} open {} queries {} responses {} dropped {}\n",

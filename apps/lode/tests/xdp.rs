@@ -1,0 +1,438 @@
+//! UDP over AF_XDP (`listen-xdp`): Lode on one end of a veth pair in a
+//! network namespace of its own, queries from another namespace; every UDP
+//! query of the differential suite (and malformed ones, and truncated
+//! answers) sent to the XDP port and to a socket port of the same server
+//! must be answered alike, over IPv4 and IPv6; frames with a bad UDP
+//! checksum are dropped and counted; `kill -9` leaves no XDP program on the
+//! interface (the BPF link goes with the process). Start-up fails clearly
+//! on an interface that does not exist, unless `xdp-fallback` is set.
+//!
+//! ```text
+//!  client ns ── veth ──▶ server ns: lode serve
+//!     udp :5300 ─────────────────▶ socket ─┐
+//!     udp :5301 ─▶ XDP program ──▶ AF_XDP ─┴▶ the same handler ─▶ answers compared byte for byte
+//! ```
+//!
+//! Needs root and network namespaces; without them the tests that need them
+//! skip, saying why (as the tests needing knotd do without it), unless
+//! `LODE_REQUIRE_XDP=1`.
+
+mod common;
+
+use common::cases::load_cases;
+use common::netns::*;
+use common::*;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// The socket port and the XDP port of the server under test.
+const SOCKET_PORT: u16 = 5300;
+const XDP_PORT: u16 = 5301;
+
+/// The client side of [`VethPair::exchange`]: nothing when run as a test.
+#[test]
+fn netns_client() {
+    serve_client_job();
+}
+
+/// The pair, or `None` after saying why the test skips.
+fn veth_pair(test: &str) -> Option<VethPair> {
+    let why = if is_root() {
+        match VethPair::new() {
+            Ok(p) => return Some(p),
+            Err(e) => format!("cannot make network namespaces: {e}"),
+        }
+    } else {
+        "not root (XDP and network namespaces need it)".to_string()
+    };
+    assert!(
+        std::env::var_os("LODE_REQUIRE_XDP").is_none(),
+        "{test}: {why}"
+    );
+    eprintln!("SKIP {test}: {why}");
+    None
+}
+
+/// Whether this process runs as root (read from /proc: no `unsafe` here).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// `lode serve` in the server namespace: sockets on both ports, XDP on the
+/// second, the differential zones.
+fn start_in_namespace(pair: &VethPair, dir: &TempDir, zones: &[ZoneSpec]) -> Server {
+    let conf = dir.0.join("lode.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n\
+             listen-xdp = [\"{}@{XDP_PORT}\"]\n",
+            pair.server_if
+        ),
+    )
+    .expect("write lode.toml");
+    let log = dir.0.join("lode.log");
+    let logf = std::fs::File::create(&log).expect("create the log");
+    let mut cmd = pair.command(
+        &pair.server_ns,
+        std::path::Path::new(env!("CARGO_BIN_EXE_lode")),
+    );
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(&conf)
+        .args(["--workers", "1", "--control"])
+        .arg(dir.0.join("lode.sock"));
+    for port in [SOCKET_PORT, XDP_PORT] {
+        cmd.arg("--listen").arg(format!("{SERVER_V4}:{port}"));
+        cmd.arg("--listen").arg(format!("[{SERVER_V6}]:{port}"));
+    }
+    for z in zones {
+        cmd.arg("--zone")
+            .arg(format!("{}={}", z.origin, z.file.display()));
+    }
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(logf.try_clone().expect("log"))
+        .stderr(logf)
+        .spawn()
+        .expect("spawn lode in its namespace");
+    let mut server = Server::adopt("lode (xdp)".into(), SOCKET_PORT, child, log);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server.log().contains("serving ") {
+        assert!(
+            server.alive() && Instant::now() < deadline,
+            "lode did not start:\n{}",
+            server.log_tail(30)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+/// `lode status` of the server: its `xdp` line's counters by name.
+fn xdp_counters(dir: &TempDir) -> Vec<(String, u64)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lode"))
+        .arg("status")
+        .arg("--control")
+        .arg(dir.0.join("lode.sock"))
+        .output()
+        .expect("lode status");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("xdp "))
+        .unwrap_or_else(|| panic!("no xdp line in the status:\n{text}"));
+    let w: Vec<&str> = line.split_whitespace().skip(1).collect();
+    w.chunks(2)
+        .map(|p| (p[0].to_string(), p[1].parse().expect("a count")))
+        .collect()
+}
+
+fn counter(c: &[(String, u64)], name: &str) -> u64 {
+    c.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| *v)
+        .unwrap_or_else(|| panic!("no {name} in {c:?}"))
+}
+
+/// A zone whose `big.xdp.test. TXT` answer (about 4 KB) is truncated at
+/// 1232 bytes.
+fn big_zone(dir: &TempDir) -> ZoneSpec {
+    let file = dir.0.join("xdp.test.zone");
+    let mut text = String::from(
+        "$ORIGIN xdp.test.\n$TTL 3600\n@ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n",
+    );
+    for i in 0..40 {
+        text.push_str(&format!("big TXT \"{i:02} {}\"\n", "x".repeat(90)));
+    }
+    std::fs::write(&file, text).expect("write the zone");
+    ZoneSpec {
+        origin: "xdp.test.".into(),
+        file,
+    }
+}
+
+/// Whether `ip link show` lists an XDP program on the interface.
+fn has_xdp(link: &str) -> bool {
+    link.contains("prog/xdp")
+        || link
+            .split_whitespace()
+            .any(|w| matches!(w, "xdp" | "xdpgeneric" | "xdpdrv" | "xdpoffload"))
+}
+
+/// A UDP header (checksum deliberately wrong) and payload.
+fn bad_checksum_segment(port: u16, payload: &[u8]) -> Vec<u8> {
+    let mut s = Vec::new();
+    s.extend_from_slice(&40000u16.to_be_bytes());
+    s.extend_from_slice(&port.to_be_bytes());
+    s.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    s.extend_from_slice(&0x1234u16.to_be_bytes());
+    s.extend_from_slice(payload);
+    s
+}
+
+/// Malformed queries: each answered (FORMERR) or dropped, alike on both paths.
+fn malformed() -> Vec<(&'static str, Vec<u8>)> {
+    let soa = Query::new("example.com.", 6, 1).to_wire();
+    let mut two_questions = soa.clone();
+    two_questions[5] = 2;
+    let mut cut = soa.clone();
+    cut.truncate(soa.len() - 3);
+    let mut trailing = soa.clone();
+    trailing.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+    let mut bad_label = soa.clone();
+    bad_label[12] = 63;
+    let mut pointer_loop = soa[..12].to_vec();
+    pointer_loop.extend_from_slice(&[0xc0, 12, 0, 6, 0, 1]);
+    vec![
+        ("header only", soa[..12].to_vec()),
+        ("two questions", two_questions),
+        ("question cut short", cut),
+        ("trailing bytes", trailing),
+        ("label past the end", bad_label),
+        ("pointer loop", pointer_loop),
+        ("shorter than a header", vec![0x12, 0x34, 0, 0, 0]),
+        ("no question", {
+            let mut h = soa[..12].to_vec();
+            h[5] = 0;
+            h
+        }),
+    ]
+}
+
+#[test]
+fn xdp_answers_as_the_socket_path_and_detaches_on_kill() {
+    let Some(pair) = veth_pair("xdp_answers_as_the_socket_path_and_detaches_on_kill") else {
+        return;
+    };
+    let dir = TempDir::new("xdp");
+    let mut zones = zones_in(&repo_root().join("tests/differential/zones"));
+    zones.push(big_zone(&dir));
+    let mut server = start_in_namespace(&pair, &dir, &zones);
+    assert!(
+        server.log().contains("UDP over XDP on"),
+        "no XDP in the log:\n{}",
+        server.log_tail(20)
+    );
+    let link = pair.server_link();
+    assert!(has_xdp(&link), "no XDP program on the interface:\n{link}");
+
+    // What to send: every UDP case (IPv4; every third over IPv6 too), a
+    // truncated answer, malformed queries; each to both ports.
+    let mut named: Vec<(String, Vec<u8>)> = Vec::new();
+    let cases: Vec<_> = load_cases().into_iter().filter(|c| c.udp).collect();
+    for (i, c) in cases.iter().enumerate() {
+        named.push((format!("v4 {}", c.text), c.query.to_wire()));
+        if i % 3 == 0 {
+            named.push((format!("v6 {}", c.text), c.query.to_wire()));
+        }
+    }
+    let mut big = Query::new("big.xdp.test.", 16, 1);
+    named.push(("v4 truncated at 512".into(), big.to_wire()));
+    named.push(("v6 truncated at 512".into(), big.to_wire()));
+    big.edns = Some(Edns {
+        size: 4096,
+        ..Edns::default()
+    });
+    named.push(("v4 truncated at 1232".into(), big.to_wire()));
+    named.push(("v6 truncated at 1232".into(), big.to_wire()));
+    for (what, bytes) in malformed() {
+        named.push((format!("v4 malformed: {what}"), bytes.clone()));
+        named.push((format!("v6 malformed: {what}"), bytes));
+    }
+    let mut jobs = Vec::new();
+    for (name, bytes) in &named {
+        let ip: std::net::IpAddr = if name.starts_with("v4") {
+            SERVER_V4.into()
+        } else {
+            SERVER_V6.into()
+        };
+        for port in [SOCKET_PORT, XDP_PORT] {
+            jobs.push(("udp", SocketAddr::new(ip, port), bytes.clone()));
+        }
+    }
+    // Frames with a bad UDP checksum: dropped by the XDP worker, counted.
+    let bad = bad_checksum_segment(XDP_PORT, &Query::new("example.com.", 6, 1).to_wire());
+    jobs.push((
+        "raw",
+        SocketAddr::new(SERVER_V4.into(), XDP_PORT),
+        bad.clone(),
+    ));
+    jobs.push(("raw", SocketAddr::new(SERVER_V6.into(), XDP_PORT), bad));
+    let before = xdp_counters(&dir);
+    let answers = pair.exchange(&jobs, Duration::from_millis(300));
+
+    let mut differ = Vec::new();
+    let (mut answered, mut via_xdp) = (0, 0u64);
+    for (k, (name, query)) in named.iter().enumerate() {
+        let (socket, xdp) = (&answers[2 * k], &answers[2 * k + 1]);
+        if socket != xdp {
+            differ.push(format!(
+                "{name}: socket {} bytes, XDP {} bytes{}",
+                socket.as_ref().map_or(0, Vec::len),
+                xdp.as_ref().map_or(0, Vec::len),
+                match (socket, xdp) {
+                    (Some(a), Some(b)) => format!(
+                        "\n--- socket\n{}\n--- xdp\n{}",
+                        Message::parse(a).to_text(),
+                        Message::parse(b).to_text()
+                    ),
+                    _ => String::new(),
+                }
+            ));
+        }
+        answered += usize::from(xdp.is_some());
+        // Queries (QR clear, opcode QUERY) of a DNS header's length or more
+        // are the XDP program's; the rest go on to the socket.
+        if query.len() >= 12 && query[2] & 0xF8 == 0 {
+            via_xdp += 1;
+        }
+        if name.contains("truncated") {
+            let a = xdp.as_ref().unwrap_or_else(|| panic!("{name}: no answer"));
+            let limit = if name.ends_with("512") { 512 } else { 1232 };
+            assert!(a.len() <= limit, "{name}: {} bytes", a.len());
+            assert!(
+                a[2] & 0x02 != 0,
+                "{name}: TC not set:\n{}",
+                Message::parse(a).to_text()
+            );
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} answers over XDP differ from the socket path's:\n{}\n\nlog:\n{}",
+        differ.len(),
+        named.len(),
+        differ.join("\n"),
+        server.log_tail(20)
+    );
+    assert!(answered > cases.len(), "only {answered} answers over XDP");
+    let after = xdp_counters(&dir);
+    let delta = |n: &str| counter(&after, n) - counter(&before, n);
+    assert_eq!(delta("queries"), via_xdp, "queries over XDP: {after:?}");
+    assert!(delta("responses") > 0, "{after:?}");
+    assert_eq!(delta("bad-frames"), 2, "bad checksums: {after:?}");
+    // The same counters for Prometheus (and the queries by transport: UDP).
+    let stats = std::process::Command::new(env!("CARGO_BIN_EXE_lode"))
+        .arg("stats")
+        .arg("--control")
+        .arg(dir.0.join("lode.sock"))
+        .output()
+        .expect("lode stats");
+    let stats = String::from_utf8_lossy(&stats.stdout);
+    let received = format!("lode_xdp_received_total {}", counter(&after, "queries"));
+    assert!(stats.contains(&received), "no {received:?} in:\n{stats}");
+
+    // kill -9: the BPF link's last descriptor closes with the process, and
+    // the kernel detaches the program.
+    server.kill9();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let link = pair.server_link();
+        if !has_xdp(&link) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "an XDP program is still attached 5 s after kill -9:\n{link}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `lode serve` with `listen-xdp = [XDP]` and `extra` in its configuration
+/// (as user nobody with `unprivileged`); its exit status (None: still
+/// running after 10 s, then killed) and log.
+fn serve_with_xdp(
+    xdp: &str,
+    extra: &str,
+    unprivileged: bool,
+) -> (Option<std::process::ExitStatus>, String) {
+    let dir = TempDir::new("xdp-start");
+    let conf = dir.0.join("lode.toml");
+    std::fs::write(&conf, format!("listen-xdp = [\"{xdp}\"]\n{extra}")).unwrap();
+    let log = dir.0.join("lode.log");
+    let port = pick_port(15550);
+    let mut cmd = if unprivileged {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_lode"));
+        c
+    } else {
+        std::process::Command::new(env!("CARGO_BIN_EXE_lode"))
+    };
+    let child = cmd
+        .arg("serve")
+        .arg("--config")
+        .arg(&conf)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--workers", "1"])
+        .arg("--control")
+        .arg(dir.0.join("lode.sock"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(dir.0.join("stderr")).unwrap())
+        .spawn()
+        .expect("spawn lode");
+    let mut child = child;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = None;
+    while Instant::now() < deadline {
+        if let Ok(Some(s)) = child.try_wait() {
+            status = Some(s);
+            break;
+        }
+        if std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("serving ")
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default()
+        + &std::fs::read_to_string(dir.0.join("stderr")).unwrap_or_default();
+    (status, text)
+}
+
+#[test]
+fn xdp_start_fails_clearly_unless_fallback() {
+    let (status, log) = serve_with_xdp("lode-nosuch0@5301", "", false);
+    let status = status.unwrap_or_else(|| panic!("lode started without its XDP interface:\n{log}"));
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("cannot serve XDP on lode-nosuch0") && log.contains("no such interface"),
+        "not said why:\n{log}"
+    );
+    let (status, log) = serve_with_xdp("lode-nosuch0@5301", "xdp-fallback = true\n", false);
+    assert!(
+        status.is_none(),
+        "lode did not start with xdp-fallback:\n{log}"
+    );
+    assert!(
+        log.contains("no such interface") && log.contains("xdp-fallback"),
+        "{log}"
+    );
+    // Without privilege (as nobody; only root can switch to it).
+    if !is_root() {
+        eprintln!("SKIP the unprivileged start: not root");
+        return;
+    }
+    let (status, log) = serve_with_xdp("lo@5301", "", true);
+    let status = status.unwrap_or_else(|| panic!("lode started XDP unprivileged:\n{log}"));
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("cannot serve XDP on lo") && log.contains("Operation not permitted"),
+        "not said why:\n{log}"
+    );
+}
