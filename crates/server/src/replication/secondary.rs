@@ -761,7 +761,8 @@ impl Refresh {
                     .sum();
                 let soa = changes.last().map(|c| c.soa_to.clone());
                 let (done, rx) = mpsc::channel();
-                let serial = submit(Work::Incremental { changes, done }, rx)?;
+                let serial = submit(Work::Incremental { changes, done }, rx)
+                    .map_err(|e| format!("IXFR from {}: {e}", src.addr))?;
                 let what = format!(
                     "IXFR from {}: {n} changesets, {records} records, serial {serial}, {:.3} s",
                     src.addr,
@@ -809,7 +810,8 @@ impl Refresh {
                         done,
                     },
                     rx,
-                )?;
+                )
+                .map_err(|e| format!("{kind} from {}: {e}", src.addr))?;
                 let took = started.elapsed().as_secs_f64();
                 let what = format!(
                     "{kind} (whole zone) from {}: {total} records, serial {serial}, {took:.3} s ({:.0} records/s)",
