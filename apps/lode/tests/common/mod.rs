@@ -10,6 +10,7 @@
 pub mod dnssec;
 pub mod peers;
 pub mod tap;
+pub mod zonemd;
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};

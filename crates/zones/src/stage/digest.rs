@@ -2,7 +2,7 @@
 //! makes it (`zone_update_add_digest`, `knot_zone_sign_apex_rr`):
 //!
 //! ```text
-//!  nothing changed (marks, a journal replayed) and the apex already as asked ─▶ done
+//!  nothing changed (marks, a journal replayed) ─▶ done; Change::Digest: done if the apex is as asked
 //!  nothing changed, or a zone file's own serial (a zone not signed here) ─▶ the serial policy's next
 //!  signed here, no ZONEMD yet ─▶ a placeholder signed in (the chain lists ZONEMD, RFC 8976 §3.1)
 //!  the digest of the version as it now is (signatures made) ─▶ the apex ZONEMD replaced,
@@ -27,15 +27,14 @@ impl Txn<'_> {
         if generate == Generate::None || self.settled.is_expired() {
             return Ok(());
         }
-        // No change of this transaction's own (none, or the journal's,
-        // made by this step already): only a ZONEMD not as asked is made.
+        // No change of this transaction's own (none, a mark, the journal's
+        // made by this step already): nothing, unless the step is asked for
+        // (Change::Digest), and then only when the ZONEMD is not as asked.
         let settled_only = !self.replaced && self.changes.len() == self.trusted;
         if settled_only {
             let fine = zonemd::in_place(&self.settled, generate)
-                && (!self.asked
-                    || generate == Generate::Remove
-                    || zonemd::verify(&self.settled).is_ok());
-            if fine {
+                && (generate == Generate::Remove || zonemd::verify(&self.settled).is_ok());
+            if !self.asked || fine {
                 return Ok(());
             }
         }
