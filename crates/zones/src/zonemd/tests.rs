@@ -227,3 +227,65 @@ fn a_zone_that_does_not_match_its_digest_is_refused_with_the_reason() {
         })
     );
 }
+
+/// The digest's cost on a zone file (`LODE_ZONEMD_FILE`, its origin in
+/// `LODE_ZONEMD_ORIGIN`): run by hand in release, e.g. on `lode-bench gen
+/// tld --delegations 1000000` (see BENCHMARKING.md).
+#[test]
+#[ignore]
+fn digest_timing_of_a_zone_file() {
+    let (Some(path), Some(origin)) = (
+        std::env::var_os("LODE_ZONEMD_FILE"),
+        std::env::var("LODE_ZONEMD_ORIGIN").ok(),
+    ) else {
+        eprintln!("set LODE_ZONEMD_FILE and LODE_ZONEMD_ORIGIN");
+        return;
+    };
+    let origin: lode_wire::Name = origin.parse().unwrap();
+    let mut b = ZoneBuilder::new(origin.clone());
+    lode_zonefile::parse_file_each(
+        std::path::Path::new(&path),
+        &origin,
+        None,
+        None,
+        &mut |r, _| b.add(r, 0),
+        &mut || panic!("read in one piece"),
+    )
+    .expect("zone file");
+    let z = b.build().expect("zone").0;
+    eprintln!(
+        "{} records, {} names, {} RRsets",
+        z.record_count(),
+        z.node_count(),
+        z.rrset_count()
+    );
+    for (alg, name) in [(SHA384, "SHA-384"), (SHA512, "SHA-512")] {
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let d = digest(&z, alg).unwrap();
+            eprintln!(
+                "{name}: {:.3} s ({:02x?}…)",
+                t.elapsed().as_secs_f64(),
+                &d[..4]
+            );
+        }
+    }
+    // What is hashed, and the hash alone over as many bytes: the floor of
+    // one ordered hash, however the canonical form is made.
+    let bytes: u64 = z
+        .records()
+        .map(|r| (r.owner.as_ref().as_wire().len() + 10 + r.rdata.len()) as u64)
+        .sum();
+    let block = vec![0x5au8; 1 << 26];
+    let t = std::time::Instant::now();
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA384);
+    for _ in 0..bytes.div_ceil(block.len() as u64) {
+        ctx.update(&block);
+    }
+    ctx.finish();
+    eprintln!(
+        "canonical form ~{:.0} MB; SHA-384 alone over it: {:.3} s",
+        bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
+}
