@@ -113,6 +113,15 @@ fn a_signed_zone_gets_a_signed_zonemd_over_its_signatures() {
     assert_eq!(zonemd::verify(&next.version), Ok(()));
     lode_dnssec::validate(&next.version, now, None).expect("valid after the update");
     replays(&next);
+    // A whole transfer in from the primary (a secondary signed here): its
+    // difference signed, with our next serial, and a fresh digest.
+    let primary = zone(&format!("{BASE}ftp A 192.0.2.21\n").replace(" 10 ", " 30 "));
+    let transferred = stage
+        .run(&next.version, Change::Transfer(primary), now)
+        .unwrap();
+    assert_eq!(zonemd::verify(&transferred.version), Ok(()));
+    lode_dnssec::validate(&transferred.version, now, None).expect("valid after a transfer");
+    replays(&transferred);
     // Signed whole again: a fresh digest too.
     let resigned = stage.run(&next.version, Change::Resign, now).unwrap();
     assert_eq!(zonemd::verify(&resigned.version), Ok(()));
@@ -165,4 +174,39 @@ fn zonemd_verify_refuses_a_file_or_a_transfer_that_does_not_verify() {
         stage.run(&served, Change::Difference(&file), 0),
         Err(StageError::Digest(zonemd::VerifyError::Missing))
     ));
+}
+
+#[test]
+fn changes_transferred_in_get_a_fresh_zonemd_and_are_verified_when_asked() {
+    let current = zone(BASE);
+    let file = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 11 "));
+    let (cs, _) = difference(&current, &file, SerialPolicy::default(), 0, false, false).unwrap();
+    // An IXFR into a secondary that makes its ZONEMD: the primary's
+    // serial, the ZONEMD in the same changeset.
+    let making = Stage {
+        zonemd: Generate::Sha384,
+        ..Stage::default()
+    };
+    let taken = making
+        .run(&current, Change::Changesets(std::slice::from_ref(&cs)), 0)
+        .unwrap();
+    assert_eq!(taken.version.serial(), 11);
+    assert_eq!(taken.changes().len(), 1);
+    assert_eq!(zonemd::verify(&taken.version), Ok(()));
+    replays(&taken);
+    // A secondary that verifies: the primary's version has no ZONEMD.
+    let verifying = Stage {
+        zonemd_verify: true,
+        ..Stage::default()
+    };
+    let refused = verifying.run(&current, Change::Changesets(std::slice::from_ref(&cs)), 0);
+    assert!(matches!(
+        refused,
+        Err(StageError::Digest(zonemd::VerifyError::Missing))
+    ));
+    // Its changes carrying the primary's ZONEMD: taken.
+    let with_zonemd = taken.changes()[0].clone();
+    assert!(verifying
+        .run(&current, Change::Changesets(&[with_zonemd]), 0)
+        .is_ok());
 }
