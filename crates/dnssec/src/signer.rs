@@ -615,6 +615,33 @@ impl Signer {
         ))))
     }
 
+    /// The signatures of one RRset made apart from a change (Knot's
+    /// `knot_zone_sign_apex_rr`: the apex ZONEMD, made after the rest of
+    /// the version is signed), by each key of its role: `records` are the
+    /// whole RRset (one owner, type and TTL).
+    pub fn sign_records(&self, records: &[Record], now: u64) -> Result<Vec<Record>, SignError> {
+        let Some(first) = records.first() else {
+            return Ok(Vec::new());
+        };
+        let failed = self.key_failures();
+        let job = Job {
+            owner: first.owner.clone(),
+            rtype: first.rtype,
+            ttl: first.ttl,
+            rdatas: records.iter().map(|r| r.rdata.clone()).collect(),
+        };
+        let mut out = Vec::new();
+        self.sign_job(
+            &job,
+            first.class,
+            self.validity(now),
+            &mut Vec::new(),
+            &mut out,
+        );
+        self.keys_did_not_fail(failed)?;
+        Ok(out)
+    }
+
     /// True when a signature expiring at `expiration` is to be made again.
     pub(crate) fn is_due(&self, expiration: u32, now: u64) -> bool {
         u64::from(expiration) < now + u64::from(self.policy.rrsig_refresh)

@@ -284,6 +284,11 @@ pub struct ZoneEntry {
     /// Knot's `dnssec-validation`: every new version of the zone (signed
     /// elsewhere) is checked before it is served.
     pub dnssec_validation: Option<bool>,
+    /// Knot's `zonemd-generate`: none, zonemd-sha384, zonemd-sha512 or remove.
+    pub zonemd_generate: Option<String>,
+    /// Knot's `zonemd-verify`: a zone file or transfer whose ZONEMD is
+    /// missing or wrong is refused.
+    pub zonemd_verify: Option<bool>,
     /// `[[remote]]` ids the DS set is pushed to (the policy's `ds-push`
     /// for this zone alone).
     #[serde(default)]
@@ -532,6 +537,11 @@ pub struct ZoneOptions {
     /// `dnssec-validation`: each new version (signed elsewhere) checked
     /// before it is served.
     pub validation: bool,
+    /// `zonemd-generate`: the apex ZONEMD every new version gets.
+    pub zonemd_generate: lode_zones::zonemd::Generate,
+    /// `zonemd-verify`: a zone file or transfer in must carry a ZONEMD
+    /// that verifies.
+    pub zonemd_verify: bool,
 }
 
 impl ZoneOptions {
@@ -552,6 +562,7 @@ impl ZoneOptions {
             || !self.masters.is_empty()
             || self.catalog
             || self.signing.is_some()
+            || self.zonemd_generate != lode_zones::zonemd::Generate::None
     }
 }
 
@@ -631,6 +642,8 @@ impl Config {
                 timers: TimerBounds::default(),
                 signing: None,
                 validation: false,
+                zonemd_generate: lode_zones::zonemd::Generate::None,
+                zonemd_verify: false,
             })
         })
     }

@@ -269,6 +269,7 @@ impl Server {
             publisher: publisher.clone(),
             live: Vec::new(),
             validating: std::collections::HashSet::new(),
+            verifying: std::collections::HashSet::new(),
             updates: None,
             notifies: None,
             secondaries: None,

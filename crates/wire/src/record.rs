@@ -31,7 +31,8 @@ pub fn lowercased(rtype: Rtype) -> bool {
 /// `rdata` (uncompressed) with the names Knot lower-cases lower-cased: the
 /// form in which Knot stores and compares RDATA.
 pub fn canonical_rdata(rtype: Rtype, rdata: &[u8]) -> Cow<'_, [u8]> {
-    if !lowercased(rtype) {
+    // Lower-casing changes only upper-case ASCII bytes: none, nothing to do.
+    if !lowercased(rtype) || !rdata.iter().any(u8::is_ascii_uppercase) {
         return Cow::Borrowed(rdata);
     }
     let mut out = rdata.to_vec();

@@ -24,6 +24,7 @@
 
 pub mod stage;
 pub mod update;
+pub mod zonemd;
 
 pub use stage::{difference, Applied, Change, History, Sealed, Stage, StageError, Txn};
 pub use update::{

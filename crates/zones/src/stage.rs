@@ -16,6 +16,7 @@
 //!                               whole when the zone is signed and it is not yet)
 //!  Change::Resign               the zone signed whole again (keys changed, signatures due)
 //!  Change::Refresh(names)       the due signatures of a batch of names made again
+//!  Change::Digest               the ZONEMD brought to what zonemd-generate asks
 //! ```
 //!
 //! A signed zone's changes lose their own DNSSEC records (RRSIG, NSEC,
@@ -33,7 +34,10 @@
 //! Sealing always runs the same steps in the same order: the pending
 //! changes signed as one where the zone is signed here (with the chain
 //! mended and the SOA signed), then the validation step where it is
-//! configured. No I/O and no clock: `now` is passed in. What is around it —
+//! configured, then the ZONEMD step where `zonemd-generate` is set (see
+//! `digest.rs`: the digest of the version as signed, the ZONEMD then
+//! signed alone). `zonemd-verify` checks what comes from outside (a zone
+//! file, a transfer in) as it is applied. No I/O and no clock: `now` is passed in. What is around it —
 //! queueing, the one commit (state, journal, publication, NOTIFY, replies)
 //! — is the caller's. The changesets sealed are exactly what the version
 //! differs by from the base, in order: journaled, they replay to the same
@@ -47,6 +51,9 @@ use lode_wire::{Record, Rtype};
 use lode_zonedb::{set_soa_serial, ApplyError, Changeset, Zone};
 
 use crate::update::{self, SerialPolicy, UpdateError, UpdateRequest};
+use crate::zonemd::{self, Generate, VerifyError};
+
+mod digest;
 
 /// One change to a zone, as it reaches the stage.
 #[derive(Debug)]
@@ -86,6 +93,10 @@ pub enum Change<'a> {
     /// When a secondary's version expires without a refresh (Unix
     /// seconds), for the EDNS EXPIRE option.
     ExpiresAt(Option<u64>),
+    /// Nothing but the ZONEMD step (a first load, `zonemd-generate` set
+    /// by a reload): the apex's ZONEMD checked whole and made again, with
+    /// the next serial, when it is not what the setting asks.
+    Digest,
 }
 
 impl Change<'_> {
@@ -104,6 +115,7 @@ impl Change<'_> {
             Change::Relaid(_) => "a compaction",
             Change::Expired(_) => "the expire timer",
             Change::ExpiresAt(_) => "the expire time",
+            Change::Digest => "the zone digest",
         }
     }
 }
@@ -143,6 +155,9 @@ pub enum StageError {
     /// The version the change leads to fails DNSSEC validation
     /// (`dnssec-validation`).
     Invalid(String),
+    /// The zone as given (a zone file, a transfer in) fails its ZONEMD
+    /// check (`zonemd-verify`).
+    Digest(VerifyError),
     /// A version laid out anew is not the one it was made from (another
     /// serial): changes came after it.
     Stale {
@@ -163,6 +178,7 @@ impl fmt::Display for StageError {
             StageError::NoContents => f.write_str("the zone has no contents to apply changes to"),
             StageError::Sign(e) => write!(f, "signing: {e}"),
             StageError::Invalid(e) => write!(f, "DNSSEC validation failed: {e}"),
+            StageError::Digest(e) => write!(f, "ZONEMD verification failed: {e}"),
             StageError::Stale { relaid, current } => write!(
                 f,
                 "a version laid out anew at serial {relaid} while the zone is at {current}"
@@ -185,6 +201,12 @@ pub struct Stage {
     /// returned — whole after a replacement, the names a change touched
     /// (and the chain whole) after a change; a version that fails is refused.
     pub validate: bool,
+    /// Knot's `zonemd-generate`: what the apex ZONEMD of every new version is.
+    pub zonemd: Generate,
+    /// Knot's `zonemd-verify`: a zone file read, a zone transferred in
+    /// (whole, or a zone not signed here after its changes) must carry a
+    /// ZONEMD that verifies; one that does not is refused.
+    pub zonemd_verify: bool,
 }
 
 impl Stage {
@@ -192,8 +214,7 @@ impl Stage {
     pub fn new(policy: SerialPolicy) -> Stage {
         Stage {
             policy,
-            signer: None,
-            validate: false,
+            ..Stage::default()
         }
     }
 
@@ -202,7 +223,7 @@ impl Stage {
         Stage {
             policy,
             signer: Some(signer),
-            validate: false,
+            ..Stage::default()
         }
     }
 
@@ -210,9 +231,8 @@ impl Stage {
     /// signing off): its DNSSEC records are then records like any other.
     pub fn without_signing(&self) -> Stage {
         Stage {
-            policy: self.policy,
             signer: None,
-            validate: self.validate,
+            ..self.clone()
         }
     }
 
@@ -228,6 +248,8 @@ impl Stage {
             changes: Vec::new(),
             replaced: false,
             trusted: 0,
+            from_file: false,
+            asked: false,
         }
     }
 
@@ -275,6 +297,15 @@ impl Stage {
             return Ok(());
         }
         lode_dnssec::validate(version, now, only).map_err(StageError::Invalid)
+    }
+
+    /// `zone` as given from outside checked by its ZONEMD where
+    /// `zonemd-verify` is set.
+    fn verified(&self, zone: &Zone) -> Result<(), StageError> {
+        if !self.zonemd_verify || zone.is_expired() {
+            return Ok(());
+        }
+        zonemd::verify(zone).map_err(StageError::Digest)
     }
 
     /// `cs` (the primary's SOAs) from the served serial to the serial
@@ -333,6 +364,11 @@ pub struct Txn<'s> {
     /// The first changes are the journal's, validated when they were
     /// made: the validation step leaves them out.
     trusted: usize,
+    /// A zone file's change with the file's own serial (Knot then raises
+    /// it when it makes the ZONEMD of a zone not signed here).
+    from_file: bool,
+    /// [`Change::Digest`] came: the ZONEMD is checked whole.
+    asked: bool,
 }
 
 impl Txn<'_> {
@@ -353,9 +389,15 @@ impl Txn<'_> {
         let now = self.now;
         let signed = stage.signer.is_some();
         let from = self.working.serial();
+        let mut verify_after = false;
         let (made, serial_raised) = match change {
             Change::Replace(zone) => return self.replace(zone).map(Some),
             Change::Transfer(zone) if !signed => return self.replace(zone).map(Some),
+            Change::Digest => {
+                self.settle()?;
+                self.asked = true;
+                return Ok(None);
+            }
             Change::Resign | Change::Refresh(_) | Change::Rekey if !signed => return Ok(None),
             Change::Resign => {
                 if self.working.is_expired() {
@@ -437,8 +479,13 @@ impl Txn<'_> {
                 (cs.into_iter().collect::<Vec<_>>(), None)
             }
             Change::Difference(target) => {
-                match difference(&self.working, target, stage.policy, now, signed) {
-                    Some((cs, raised)) => (vec![cs], raised),
+                stage.verified(target)?;
+                let ours = stage.zonemd != Generate::None;
+                match difference(&self.working, target, stage.policy, now, signed, ours) {
+                    Some((cs, raised)) => {
+                        self.from_file |= raised.is_none();
+                        (vec![cs], raised)
+                    }
                     None => (Vec::new(), None),
                 }
             }
@@ -453,11 +500,14 @@ impl Txn<'_> {
                         None => (Vec::new(), None),
                     }
                 } else {
+                    verify_after = stage.zonemd_verify;
                     (list.to_vec(), None)
                 }
             }
             Change::Transfer(target) => {
-                let cs = match difference(&self.working, &target, stage.policy, now, true) {
+                stage.verified(&target)?;
+                let ours = stage.zonemd != Generate::None;
+                let cs = match difference(&self.working, &target, stage.policy, now, true, ours) {
                     Some((cs, _)) => cs,
                     // Nothing but the primary's serial moved: still a new
                     // version here, so that the serial it stands for is kept.
@@ -475,10 +525,19 @@ impl Txn<'_> {
             return Ok(None);
         }
         // One changeset is applied whole or not at all; more may fail
-        // half-way: the version before is kept for that.
-        let before = (made.len() > 1).then(|| self.working.clone());
+        // half-way (or the version they lead to fail its ZONEMD check):
+        // the version before is kept for that.
+        let before = (made.len() > 1 || verify_after).then(|| self.working.clone());
         for cs in &made {
             if let Err(e) = apply(&mut self.working, cs) {
+                if let Some(before) = before {
+                    self.working = before;
+                }
+                return Err(e);
+            }
+        }
+        if verify_after {
+            if let Err(e) = stage.verified(&self.working) {
                 if let Some(before) = before {
                     self.working = before;
                 }
@@ -500,8 +559,9 @@ impl Txn<'_> {
     /// Seals the transaction: the pending changes signed where the zone
     /// is signed here, then the validation step where it is configured
     /// (`dnssec-validation`: the whole version after a replacement, the
-    /// names touched and the chain after changes). Always these steps, in
-    /// this order, whatever the changes were.
+    /// names touched and the chain after changes), then the ZONEMD step
+    /// (`zonemd-generate`). Always these steps, in this order, whatever the
+    /// changes were.
     pub fn seal(mut self) -> Result<Sealed, StageError> {
         self.settle()?;
         let stage = self.stage;
@@ -515,6 +575,7 @@ impl Txn<'_> {
                 .collect();
             stage.check(&self.settled, Some(&touched), self.now)?;
         }
+        self.digest()?;
         let history = if self.replaced {
             History::Restarts
         } else if self.changes.is_empty() {
@@ -608,8 +669,10 @@ impl Txn<'_> {
         applied
     }
 
-    /// A whole new version (AXFR in): signed whole here when it is not yet.
+    /// A whole new version (AXFR in): checked by its ZONEMD where
+    /// `zonemd-verify` is set, signed whole here when it is not yet.
     fn replace(&mut self, zone: Arc<Zone>) -> Result<Applied, StageError> {
+        self.stage.verified(&zone)?;
         let from = self.working.serial();
         let zone = self.stage.prepare(zone, &self.working, self.now)?;
         self.whole(zone, from)
@@ -706,18 +769,28 @@ impl Sealed {
 /// secondaries only follow a serial that grows (then the file's serial is
 /// returned too). None when nothing differs. `signed`: the zone is signed
 /// here, so its DNSSEC records (the signer's) are left out on both sides.
+/// `zonemd`: the zone's ZONEMD is made here (`zonemd-generate`), so ZONEMD
+/// records are left out on both sides too (Knot's `ignore_zonemd`).
 pub fn difference(
     current: &Zone,
     target: &Zone,
     policy: SerialPolicy,
     now: u64,
     signed: bool,
+    zonemd: bool,
 ) -> Option<(Changeset, Option<u32>)> {
     type Id = (Box<[u8]>, u16, Box<[u8]>, u32);
+    let ours = |r: &Record| {
+        (signed && is_signer_type(r.rtype))
+            || (zonemd
+                && (r.rtype == Rtype::ZONEMD
+                    || (r.rtype == Rtype::RRSIG
+                        && r.rdata.get(..2) == Some(&Rtype::ZONEMD.0.to_be_bytes()[..]))))
+    };
     let index = |z: &Zone| -> Vec<(Id, Record)> {
         let mut v: Vec<(Id, Record)> = z
             .records()
-            .filter(|r| r.rtype != Rtype::SOA && !(signed && is_signer_type(r.rtype)))
+            .filter(|r| r.rtype != Rtype::SOA && !ours(r))
             .map(|r| ((r.owner.key(), r.rtype.0, r.rdata.clone(), r.ttl), r))
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));

@@ -13,6 +13,7 @@ pub mod dnssec;
 pub mod netns;
 pub mod peers;
 pub mod tap;
+pub mod zonemd;
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};

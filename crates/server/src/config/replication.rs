@@ -276,6 +276,8 @@ pub(super) fn resolve_templates(
                 interpret: Vec::new(),
                 signing,
                 validation,
+                zonemd_generate: lode_zones::zonemd::Generate::None,
+                zonemd_verify: false,
                 timers: TimerBounds::from_settings(
                     &owner,
                     [

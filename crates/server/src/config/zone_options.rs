@@ -172,6 +172,18 @@ pub(super) fn resolve_zone_options(
             s.ds_push = super::dnssec::ds_push_remotes(&z.ds_push, remotes, &s.policy)
                 .map_err(|e| ConfigError::Value(format!("zone {}: {e}", z.name)))?;
         }
+        let zonemd_generate = match &z.zonemd_generate {
+            Some(g) => g
+                .parse()
+                .map_err(|e| ConfigError::Value(format!("zone {}: zonemd-generate {e}", z.name)))?,
+            None => lode_zones::zonemd::Generate::None,
+        };
+        if zonemd_generate != lode_zones::zonemd::Generate::None && file.journal_dir.is_none() {
+            return Err(ConfigError::Value(format!(
+                "zone {}: zonemd-generate changes the zone (each version gets its ZONEMD): set journal-dir",
+                z.name
+            )));
+        }
         let notify_delay = z.notify_delay.unwrap_or(0);
         if notify_delay > 3600 {
             return Err(ConfigError::Value(format!(
@@ -190,6 +202,8 @@ pub(super) fn resolve_zone_options(
             interpret,
             signing,
             validation,
+            zonemd_generate,
+            zonemd_verify: z.zonemd_verify.unwrap_or(false),
             timers: TimerBounds::from_settings(
                 &format!("zone {}", z.name),
                 [

@@ -69,6 +69,9 @@ pub(crate) struct Reloader {
     pub(crate) live: Vec<lode_wire::Name>,
     /// Zones with `dnssec-validation`: each version loaded is checked.
     pub(crate) validating: std::collections::HashSet<lode_wire::Name>,
+    /// Zones with `zonemd-verify`: each zone file read is checked by its
+    /// ZONEMD (a zone with a writer: as its writer applies it).
+    pub(crate) verifying: std::collections::HashSet<lode_wire::Name>,
     /// The zone writers, for zones in `live`.
     pub(crate) updates: Option<Arc<crate::update::Updates>>,
     /// The zones' NOTIFY targets (a reload may add and change them).
@@ -109,6 +112,12 @@ impl Reloader {
             .zone_options
             .iter()
             .filter(|(_, o)| o.validation)
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.verifying = config
+            .zone_options
+            .iter()
+            .filter(|(_, o)| o.zonemd_verify)
             .map(|(name, _)| name.clone())
             .collect();
         let mut next: Vec<Served> = Vec::with_capacity(config.zones.len());
@@ -628,12 +637,16 @@ impl Reloader {
                 return old.map(|o| (o.clone(), false));
             }
         };
-        // dnssec-validation: a version that fails is not served (the
-        // previous one stays, as Knot).
-        // The stage's validation step, as every change's seal runs it.
-        if self.validating.contains(&spec.name) {
+        // dnssec-validation, zonemd-verify: a version that fails is not
+        // served (the previous one stays, as Knot). The stage's checks, as
+        // every change's seal runs them; a zone with a writer has its file
+        // checked by its ZONEMD as the writer applies it.
+        let validate = self.validating.contains(&spec.name);
+        let zonemd_verify = self.verifying.contains(&spec.name) && !self.live.contains(&spec.name);
+        if validate || zonemd_verify {
             let stage = lode_zones::Stage {
-                validate: true,
+                validate,
+                zonemd_verify,
                 ..lode_zones::Stage::default()
             };
             let now = crate::clock::unix_now();
@@ -694,6 +707,7 @@ impl Reloader {
                     via_writer = true;
                 }
                 Err(e) => {
+                    let e = format!("{}: {e}", spec.source);
                     tracing::error!("zone {name}: zone file not applied: {e}");
                     self.failed(spec, Some(old), vec![e.to_string()], report);
                     return Some((old.clone(), false));

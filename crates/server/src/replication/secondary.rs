@@ -125,6 +125,15 @@ pub(crate) enum RefreshError {
     /// The zone's writer did not take the transfer.
     #[error(transparent)]
     Writer(#[from] WriterError),
+    /// The zone's writer refused what `peer` sent (a ZONEMD that does
+    /// not verify, changes that do not apply).
+    #[error("{kind} from {peer}: {source}")]
+    Refused {
+        /// "AXFR" or "IXFR".
+        kind: &'static str,
+        peer: std::net::SocketAddr,
+        source: Box<WriterError>,
+    },
     /// An answer without what it must hold (an IXFR without changes).
     #[error("{0}")]
     Incomplete(&'static str),
@@ -796,7 +805,13 @@ impl Refresh {
                     .sum();
                 let soa = changes.last().map(|c| c.soa_to.clone());
                 let (done, rx) = mpsc::channel();
-                let serial = submit(Work::Incremental { changes, done }, rx)?;
+                let serial = submit(Work::Incremental { changes, done }, rx).map_err(|source| {
+                    RefreshError::Refused {
+                        kind: "IXFR",
+                        peer: src.addr,
+                        source: Box::new(source),
+                    }
+                })?;
                 let what = format!(
                     "IXFR from {}: {n} changesets, {records} records, serial {serial}, {:.3} s",
                     src.addr,
@@ -844,7 +859,12 @@ impl Refresh {
                         done,
                     },
                     rx,
-                )?;
+                )
+                .map_err(|source| RefreshError::Refused {
+                    kind,
+                    peer: src.addr,
+                    source: Box::new(source),
+                })?;
                 let took = started.elapsed().as_secs_f64();
                 let what = format!(
                     "{kind} (whole zone) from {}: {total} records, serial {serial}, {took:.3} s ({:.0} records/s)",

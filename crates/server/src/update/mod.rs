@@ -178,12 +178,14 @@ impl SignWork {
 
 /// The settings a zone's writer takes from its configuration, which a
 /// reload may change (`serial-policy`, `zonefile-sync`,
-/// `dnssec-validation`).
+/// `dnssec-validation`, `zonemd-generate`, `zonemd-verify`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ZoneSettings {
     pub(crate) serial_policy: lode_zones::SerialPolicy,
     pub(crate) zonefile_sync: crate::config::ZonefileSync,
     pub(crate) validation: bool,
+    pub(crate) zonemd: lode_zones::zonemd::Generate,
+    pub(crate) zonemd_verify: bool,
 }
 
 impl ZoneSettings {
@@ -193,6 +195,8 @@ impl ZoneSettings {
             serial_policy: options.serial_policy.parse().unwrap_or_default(),
             zonefile_sync: options.zonefile_sync,
             validation: options.validation,
+            zonemd: options.zonemd_generate,
+            zonemd_verify: options.zonemd_verify,
         }
     }
 }

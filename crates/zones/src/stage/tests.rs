@@ -1,7 +1,7 @@
 use super::*;
 use lode_zonedb::ZoneBuilder;
 
-fn zone(text: &str) -> Arc<Zone> {
+pub(super) fn zone(text: &str) -> Arc<Zone> {
     let origin: lode_wire::Name = "example.".parse().unwrap();
     let parsed = lode_zonefile::parse_str(text, "test", &origin).expect("zone text");
     let mut b = ZoneBuilder::new(origin);
@@ -11,11 +11,12 @@ fn zone(text: &str) -> Arc<Zone> {
     Arc::new(b.build().expect("zone").0)
 }
 
-const BASE: &str = "$TTL 300\n@ SOA ns host 10 3600 600 86400 300\n@ NS ns\nns A 192.0.2.1\n";
+pub(super) const BASE: &str =
+    "$TTL 300\n@ SOA ns host 10 3600 600 86400 300\n@ NS ns\nns A 192.0.2.1\n";
 
 /// An UPDATE of example. adding `owner A addr` (or, with `exists`,
 /// requiring that `owner` exists first).
-fn add(owner: &str, addr: [u8; 4], exists: Option<&str>) -> UpdateRequest {
+pub(super) fn add(owner: &str, addr: [u8; 4], exists: Option<&str>) -> UpdateRequest {
     let name = |s: &str| -> lode_wire::Name { s.parse().unwrap() };
     let rec = Record {
         owner: name(owner),
@@ -38,7 +39,7 @@ fn add(owner: &str, addr: [u8; 4], exists: Option<&str>) -> UpdateRequest {
     update::parse_update(&msg).expect("an update")
 }
 
-fn signing_stage(origin: &str) -> (Stage, u64) {
+pub(super) fn signing_stage(origin: &str) -> (Stage, u64) {
     use lode_dnssec::{Algorithm, Policy, SigningKey, KSK_FLAGS, ZSK_FLAGS};
     let origin: lode_wire::Name = origin.parse().unwrap();
     let now = std::time::SystemTime::now()
@@ -233,7 +234,8 @@ fn a_file_whose_serial_is_not_newer_gets_the_policys_next() {
 fn changesets_that_do_not_follow_are_refused_whole() {
     let current = zone(BASE);
     let file = zone(&format!("{BASE}www A 192.0.2.80\n").replace(" 10 ", " 11 "));
-    let Some((cs, _)) = difference(&current, &file, SerialPolicy::default(), 0, false) else {
+    let Some((cs, _)) = difference(&current, &file, SerialPolicy::default(), 0, false, false)
+    else {
         panic!("a difference");
     };
     let version = Stage::default()

@@ -433,15 +433,22 @@ impl Writer {
             Work::Settings(s) => {
                 let s = *s;
                 tracing::info!(
-                    "zone {}: from the reload: serial-policy {:?}, zonefile-sync {}, dnssec-validation {}",
+                    "zone {}: from the reload: serial-policy {:?}, zonefile-sync {}, dnssec-validation {}, zonemd-generate {}, zonemd-verify {}",
                     self.origin,
                     s.serial_policy,
                     s.zonefile_sync,
-                    s.validation
+                    s.validation,
+                    s.zonemd,
+                    s.zonemd_verify
                 );
                 self.stage.policy = s.serial_policy;
                 self.sync = s.zonefile_sync;
                 self.stage.validate = s.validation;
+                self.stage.zonemd_verify = s.zonemd_verify;
+                if self.stage.zonemd != s.zonemd {
+                    self.stage.zonemd = s.zonemd;
+                    self.digest();
+                }
             }
             Work::Sign { what, done } => {
                 let _ = done.send(match what {
@@ -516,6 +523,31 @@ impl Writer {
         self.maybe_flush();
         self.maybe_compact();
         Ok(sealed.version.serial())
+    }
+
+    /// The ZONEMD brought to what `zonemd-generate` asks (at start, after
+    /// a reload changed it): a new version when it is not.
+    pub(super) fn digest(&mut self) {
+        if self.stage.zonemd == lode_zones::zonemd::Generate::None
+            || self
+                .current()
+                .is_none_or(|z| crate::publish::is_placeholder(&z))
+        {
+            return;
+        }
+        let before = self.current().map(|z| z.serial());
+        let started = Instant::now();
+        match self.run_stage(Change::Digest, None) {
+            Ok(serial) if Some(serial) != before => tracing::info!(
+                "zone {}: ZONEMD ({}) made in {:.3} s, serial {} → {serial}",
+                self.origin,
+                self.stage.zonemd,
+                started.elapsed().as_secs_f64(),
+                before.unwrap_or(0)
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::error!("zone {}: ZONEMD not made: {e}", self.origin),
+        }
     }
 
     /// A whole new version (signed whole first where the zone is signed

@@ -259,6 +259,8 @@ fn open_writer(
     };
     let mut stage = stage;
     stage.validate = options.validation;
+    stage.zonemd = options.zonemd_generate;
+    stage.zonemd_verify = options.zonemd_verify;
     let file_tag = spec.source.tag();
     let state = state_path(dir, &origin);
     let flushed = flushed_path(dir, &origin);
@@ -456,6 +458,9 @@ fn open_writer(
     } else if state_tag.is_none() && !secondary && !signed_whole {
         writer.state_pending = true;
     }
+    // The ZONEMD as zonemd-generate asks (a first load: with the serial
+    // policy's next, as Knot's load).
+    writer.digest();
     // The journal was read whole: its file is opened again when needed.
     writer.journal.release();
     // A signed zone looks for due signatures at once (then when they fall due).
