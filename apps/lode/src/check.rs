@@ -11,7 +11,7 @@
 //! ```
 //!
 //! The builder is `lode serve`'s (`lode_server::loading::file_builder`):
-//! records sorted in runs of 256 MiB, the runs written to `TMPDIR` and
+//! records sorted in runs of 64 MiB, the runs written to `TMPDIR` and
 //! merged, so that a TLD's file is checked in about its served size.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! What a zone file's records are built with: by default a
-//! [`SortedBuilder`], which holds at most a run of records (256 MiB) and
+//! [`SortedBuilder`], which holds at most a run of records (64 MiB) and
 //! sorts the rest on disk, so that a TLD's file loads in about the memory
 //! of the zone served; `LODE_ZONE_RUNS=off` builds as before, every
 //! record held (to compare), `LODE_ZONE_RUNS=<bytes>[k|M|G]` sets the
