@@ -3,12 +3,16 @@
 //!
 //! ```text
 //!  FILES ──largest first, one thread per CPU──▶ per file:
-//!     lode_zonefile::parse_file_each ──▶ each record into the ZoneBuilder (+ its position) ──▶ Zone
+//!     lode_zonefile::parse_file_each ──▶ each record into the FileBuilder (+ its position) ──▶ Zone
 //!             │ syntax errors                                  │ problems (tag = record index)
 //!             ▼                                                ▼
 //!        file:line: reason                        file:line: error|warning: reason
 //!  reports printed in the order the files were given; progress on stderr meanwhile
 //! ```
+//!
+//! The builder is `lode serve`'s (`lode_server::loading::file_builder`):
+//! records sorted in runs of 64 MiB, the runs written to `TMPDIR` and
+//! merged, so that a TLD's file is checked in about its served size.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -17,10 +21,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use lode_server::file_builder::FileBuilder;
 use lode_server::progress::{Display, LoadProgress};
 use lode_server::zones::largest_first;
 use lode_wire::{Name, Rtype};
-use lode_zonedb::{Severity, ZoneBuilder};
+use lode_zonedb::Severity;
 use lode_zonefile::ParseCounters;
 
 /// Arguments of `lode check`.
@@ -305,7 +310,7 @@ fn first_origin_directive(file: &Path) -> Option<Name> {
 #[derive(Default)]
 struct Seen {
     per_type: BTreeMap<Rtype, u64>,
-    builder: Option<ZoneBuilder>,
+    builder: Option<FileBuilder>,
     positions: lode_zonefile::Positions,
 }
 
@@ -339,7 +344,7 @@ fn check_one(
                 let tag = seen.positions.push(at);
                 let class = record.class;
                 seen.builder
-                    .get_or_insert_with(|| ZoneBuilder::new(origin.clone()).class(class).strict())
+                    .get_or_insert_with(|| FileBuilder::new(origin, class, true, None))
                     .add(record, tag);
             }
         },
@@ -389,7 +394,8 @@ fn check_one(
 
     let t1 = Instant::now();
     // (No record: a zone of class IN without its SOA, which the build says.)
-    let builder = builder.unwrap_or_else(|| ZoneBuilder::new(origin.clone()).strict());
+    let builder =
+        builder.unwrap_or_else(|| FileBuilder::new(origin, lode_wire::Class::IN, true, None));
     let where_ = |tag: Option<u32>| -> String {
         match tag.and_then(|t| positions.get(t as usize)) {
             Some(p) => p.to_string(),

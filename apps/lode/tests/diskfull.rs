@@ -43,6 +43,21 @@ impl Mount {
     }
 }
 
+/// A 64 KiB tmpfs at `dir`, or None (said) when it cannot be mounted and
+/// LODE_REQUIRE_MOUNT is not 1.
+fn tmpfs_or_skip(dir: &Path, what: &str) -> Option<Mount> {
+    match Mount::tmpfs(dir, "64k") {
+        Ok(m) => Some(m),
+        Err(e) => {
+            if std::env::var("LODE_REQUIRE_MOUNT").as_deref() == Ok("1") {
+                panic!("cannot mount a tmpfs: {e}");
+            }
+            eprintln!("SKIPPED: cannot mount a tmpfs for {what} ({e}); run as root");
+            None
+        }
+    }
+}
+
 impl Drop for Mount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
@@ -143,15 +158,8 @@ fn a_full_journal_disk_fails_updates_cleanly() {
     let dir = TempDir::new("diskfull");
     let journal = dir.0.join("journal");
     std::fs::create_dir_all(&journal).expect("journal folder");
-    let _mount = match Mount::tmpfs(&journal, "64k") {
-        Ok(m) => m,
-        Err(e) => {
-            if std::env::var("LODE_REQUIRE_MOUNT").as_deref() == Ok("1") {
-                panic!("cannot mount a tmpfs: {e}");
-            }
-            eprintln!("SKIPPED: cannot mount a tmpfs for the journal ({e}); run as root");
-            return;
-        }
+    let Some(_mount) = tmpfs_or_skip(&journal, "the journal") else {
+        return;
     };
     let filler = journal.join("filler");
     std::fs::write(&filler, vec![0u8; 16 * 1024]).expect("filler");
@@ -226,4 +234,52 @@ fn a_full_journal_disk_fails_updates_cleanly() {
     }
     check_state(server.addr, &acked, &failed, "after freeing space");
     server.kill9();
+}
+
+/// A full disk under the sorted runs of a zone file being read: `lode
+/// check` fails naming the run file and the reason, and leaves nothing
+/// behind (the runs are unlinked as made).
+#[test]
+fn a_full_disk_for_sorted_runs_fails_the_load_naming_the_file() {
+    let dir = TempDir::new("diskfull-runs");
+    let runs = dir.0.join("runs");
+    std::fs::create_dir_all(&runs).expect("runs folder");
+    let Some(_mount) = tmpfs_or_skip(&runs, "the runs") else {
+        return;
+    };
+    // About 300 KB of runs, in a random order.
+    let mut zone = format!("$ORIGIN {ZONE}\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 192.0.2.1\n");
+    for i in 0..10_000u32 {
+        zone += &format!("h{} A 192.0.2.2\n", i.wrapping_mul(2_654_435_761) % 100_000);
+    }
+    let file = dir.0.join("full.test.zone");
+    std::fs::write(&file, zone).expect("write zone");
+    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["check", "--origin", ZONE])
+        .arg(&file)
+        .env("TMPDIR", &runs)
+        .env("LODE_ZONE_RUNS", "16k")
+        .output()
+        .expect("run lode check");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("the sorted run {}/lode-sort-", runs.display()))
+            && text.contains("No space left on device"),
+        "{text}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&runs).expect("runs").collect();
+    assert!(left.is_empty(), "{left:?}");
+    // With room, the same file is read.
+    let out = Command::new(env!("CARGO_BIN_EXE_lode"))
+        .args(["check", "--origin", ZONE])
+        .arg(&file)
+        .env("LODE_ZONE_RUNS", "16k")
+        .output()
+        .expect("run lode check");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

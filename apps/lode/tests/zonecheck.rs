@@ -15,11 +15,17 @@ use std::path::Path;
 use std::process::Command;
 
 fn check(file: &Path, origin: &str) -> (bool, String) {
+    check_with(file, origin, &[])
+}
+
+/// `lode check FILE --origin ORIGIN` with `env` set.
+fn check_with(file: &Path, origin: &str, env: &[(&str, &str)]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_lode"))
         .arg("check")
         .arg(file)
         .arg("--origin")
         .arg(origin)
+        .envs(env.iter().copied())
         .output()
         .expect("run lode check");
     let text = format!(
@@ -341,4 +347,96 @@ fn a_whole_configuration_is_checked() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("line 2") && text.contains("bogus"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lode check`'s report with the records held (`LODE_ZONE_RUNS=off`) or
+/// sorted in runs of `budget` bytes, but for its timings.
+fn report(file: &Path, origin: &str, budget: &str) -> (bool, String) {
+    let (ok, text) = check_with(file, origin, &[("LODE_ZONE_RUNS", budget)]);
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("time "))
+        .collect();
+    (ok, kept.join("\n"))
+}
+
+/// Records sorted in runs of a few records each, written and merged, give
+/// the report of records held and sorted at once (the same problems, in the
+/// same order, with the same file:line), for every file of the corpora and
+/// a zone whose records, shuffled, come from `$INCLUDE`d files.
+#[test]
+fn sorted_runs_report_what_held_records_report() {
+    let root = repo_root();
+    let mut files: Vec<(std::path::PathBuf, String)> = Vec::new();
+    for dir in ["tests/zonecheck/bad", "tests/zonecheck/good"] {
+        for file in zone_files(&root.join(dir)) {
+            files.push((file, "example.com.".into()));
+        }
+    }
+    for z in zones_in(&root.join("tests/differential/zones")) {
+        files.push((z.file, z.origin));
+    }
+    files.push((
+        root.join("crates/zonefile/tests/data/reference.zone"),
+        "example.com.".into(),
+    ));
+    let dir = std::env::temp_dir().join(format!("lode-zonecheck-runs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let included = [
+        "www 300 IN A 192.0.2.1\nsub 300 IN NS ns.sub\nalias 300 IN CNAME www\nalias 300 IN A 192.0.2.9\n",
+        "b 300 IN NS ns.elsewhere.b\nwww 60 IN A 192.0.2.2\n* 300 IN TXT \"w\"\nns.sub 300 IN A 192.0.2.3\n",
+        "out.example.org. 300 IN A 192.0.2.4\nwww 300 IN A 192.0.2.1\nd 300 IN DNAME x.example.org.\n",
+        "below.d 300 IN A 192.0.2.5\nsub 300 IN NS ns2.sub\nc 300 IN NS ns.c.example.org.\n",
+    ];
+    let mut main = String::from(
+        "$ORIGIN example.com.\n$TTL 300\n\
+         @ IN SOA ns hostmaster 1 3600 600 86400 300\n@ IN NS ns\n",
+    );
+    for (i, text) in included.iter().enumerate() {
+        let name = format!("part{i}.inc");
+        std::fs::write(dir.join(&name), text).unwrap();
+        main += &format!("$INCLUDE {name}\nz{i} IN TXT \"{i}\"\n");
+    }
+    main += "ns IN A 192.0.2.53\n";
+    std::fs::write(dir.join("main.zone"), &main).unwrap();
+    // Without the errors too: a zone that is served.
+    std::fs::write(
+        dir.join("good.inc"),
+        "sub 300 IN NS ns.sub\nwww 60 IN A 192.0.2.2\nout.example.org. 300 IN A 192.0.2.4\n\
+         * 300 IN TXT \"w\"\nns.sub 300 IN A 192.0.2.3\nwww 300 IN A 192.0.2.1\n",
+    )
+    .unwrap();
+    let good = main
+        .split("$INCLUDE")
+        .next()
+        .unwrap_or_default()
+        .to_string()
+        + "$INCLUDE good.inc\nns IN A 192.0.2.53\n";
+    std::fs::write(dir.join("good.zone"), good).unwrap();
+    for f in ["main.zone", "good.zone"] {
+        files.push((dir.join(f), "example.com.".into()));
+    }
+    let mut failures = Vec::new();
+    for (file, origin) in &files {
+        let held = report(file, origin, "off");
+        let sorted = report(file, origin, "100");
+        if held != sorted {
+            failures.push(format!(
+                "{}:\n--- held:\n{}\n--- sorted:\n{}",
+                file.display(),
+                held.1,
+                sorted.1
+            ));
+        }
+    }
+    let (ok, text) = report(&dir.join("main.zone"), "example.com.", "100");
+    let (good_ok, _) = report(&dir.join("good.zone"), "example.com.", "100");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(
+        !ok && text.contains("part0.inc:4") && text.contains("part3.inc:1"),
+        "{text}"
+    );
+    assert!(good_ok);
+    assert!(files.len() > 60);
 }

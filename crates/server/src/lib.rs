@@ -73,7 +73,7 @@ pub mod control;
 
 use control::{reload, status};
 use loading::loads;
-pub use loading::{snapshot, zones};
+pub use loading::{file_builder, snapshot, zones};
 use replication::{consumer, notify, secondary};
 pub use serving::guard;
 use serving::handler;

@@ -278,67 +278,25 @@ impl ZoneBuilder {
         let mut soa_tags = Vec::new();
         let (changed, strict, class) = (self.changed, self.strict, self.class);
         sorted.retain(|&(at, tag)| {
-            let record = Rec::at(&arena, at);
-            if !record.owner.ends_with(&origin.as_ref()) {
-                // A zone file's out-of-zone records are ignored with a
-                // warning, as Knot DNS and BIND load such files; a changed
-                // zone cannot hold one (its change was refused before).
-                problems.push(Problem {
-                    tag: Some(tag),
-                    severity: if changed {
-                        Severity::Error
-                    } else {
-                        Severity::Warning
-                    },
-                    message: format!(
-                        "{} {}: owner is outside the zone {}{}",
-                        record.owner,
-                        record.rtype,
-                        origin,
-                        if changed { "" } else { ", ignored" }
-                    ),
-                });
-                return false;
-            }
-            if record.class != class {
-                err(
-                    &mut problems,
-                    Some(tag),
-                    format!(
-                        "{} {}: class {} differs from the zone's class {}",
-                        record.owner, record.rtype, record.class, class
-                    ),
-                );
-                return false;
-            }
-            if record.rtype.is_meta() && (!changed || knot_meta(record.rtype)) {
-                err(
-                    &mut problems,
-                    Some(tag),
-                    format!(
-                        "{} {}: a meta type cannot be stored in a zone",
-                        record.owner, record.rtype
-                    ),
-                );
-                return false;
-            }
-            if record.rtype == Rtype::SOA && record.owner != origin.as_ref() {
-                err(
-                    &mut problems,
-                    Some(tag),
-                    format!("{} SOA: SOA record outside the zone apex", record.owner),
-                );
-                return false;
-            }
-            if record.rtype == Rtype::SOA {
+            let r = Rec::at(&arena, at);
+            let keep = screen(
+                Screened {
+                    owner: r.owner,
+                    rtype: r.rtype,
+                    class: r.class,
+                    rdata: r.rdata,
+                    tag,
+                },
+                &origin,
+                class,
+                changed,
+                strict,
+                &mut problems,
+            );
+            if keep && r.rtype == Rtype::SOA {
                 soa_tags.push(tag);
             }
-            if strict {
-                if let Some(message) = strict_record_check(&record, &origin) {
-                    err(&mut problems, Some(tag), message);
-                }
-            }
-            true
+            keep
         });
         // Stable: records of one RRset stay in file order (the last TTL wins).
         sorted.sort_by(|a, b| Rec::key_and_type(&arena, a.0).cmp(&Rec::key_and_type(&arena, b.0)));
@@ -428,32 +386,14 @@ impl ZoneBuilder {
 
         // 3. Apex checks.
         let apex = &nodes[0];
-        let soa = apex.rrset(&sets, Rtype::SOA);
-        match soa {
-            None => err(
-                &mut problems,
-                None,
-                format!("{origin}: no SOA record at the zone apex"),
-            ),
-            Some(s) if s.len() > 1 => err(
-                &mut problems,
-                soa_tags.get(1).copied(),
-                format!("{origin}: more than one SOA record at the zone apex"),
-            ),
-            Some(s) if s.first().len() < 20 => err(
-                &mut problems,
-                soa_tags.first().copied(),
-                format!("{origin}: malformed SOA RDATA"),
-            ),
-            _ => {}
-        }
-        if apex.rrset(&sets, Rtype::NS).is_none() {
-            err(
-                &mut problems,
-                None,
-                format!("{origin}: no NS records at the zone apex"),
-            );
-        }
+        apex_checks(
+            &origin,
+            apex.rrset(&sets, Rtype::SOA)
+                .map(|s| (s.len(), s.first().len())),
+            apex.rrset(&sets, Rtype::NS).is_some(),
+            &soa_tags,
+            &mut problems,
+        );
 
         // 4. Per-node flags and checks.
         let apex_key_len = nodes[0].key.len();
@@ -461,38 +401,15 @@ impl ZoneBuilder {
         for (i, node) in nodes.iter_mut().enumerate() {
             let tag = Some(first_tags[i]).filter(|t| *t != u32::MAX);
             let is_apex = node.key.len() == apex_key_len;
-            if let Some(cname) = node.rrset(&sets, Rtype::CNAME) {
-                if semantic && cname.len() > 1 {
-                    err(
-                        &mut problems,
-                        tag,
-                        format!("{} CNAME: more than one CNAME record", node.owner),
-                    );
-                }
-                let others = node.rrsets(&sets).iter().any(|s| {
-                    !matches!(
-                        s.rtype,
-                        Rtype::CNAME | Rtype::RRSIG | Rtype::NSEC | Rtype::KEY
-                    )
-                });
-                if semantic && (others || is_apex) {
-                    err(
-                        &mut problems,
-                        tag,
-                        format!("{} CNAME: CNAME beside other data", node.owner),
-                    );
-                }
-            }
-            if let Some(d) = node.rrset(&sets, Rtype::DNAME) {
-                if semantic && d.len() > 1 {
-                    err(
-                        &mut problems,
-                        tag,
-                        format!("{} DNAME: more than one DNAME record", node.owner),
-                    );
-                }
-                node.flags.insert(NodeFlags::DNAME);
-            }
+            let types = node.rrsets(&sets).iter().map(|s| (s.rtype, s.len()));
+            node.flags.insert(node_checks(
+                node.owner,
+                types,
+                is_apex,
+                semantic,
+                tag,
+                &mut problems,
+            ));
             if node.rrset(&sets, Rtype::NSEC3).is_some()
                 && node
                     .rrsets(&sets)
@@ -500,9 +417,6 @@ impl ZoneBuilder {
                     .all(|s| matches!(s.rtype, Rtype::NSEC3 | Rtype::RRSIG))
             {
                 node.flags.insert(NodeFlags::NSEC3_ONLY);
-            }
-            if !is_apex && node.rrset(&sets, Rtype::NS).is_some() {
-                node.flags.insert(NodeFlags::DELEGATION);
             }
         }
 
@@ -561,8 +475,12 @@ impl ZoneBuilder {
             if node.shadow != NONE {
                 continue; // NS below a cut is occluded data, not a delegation
             }
-            let addressed = |t: &Node| {
+            let addressed = |t: usize| {
+                let t = &nodes[t];
                 t.rrset(&sets, Rtype::A).is_some() || t.rrset(&sets, Rtype::AAAA).is_some()
+            };
+            let cut = |e: usize| {
+                nodes[e].flags.contains(NodeFlags::DELEGATION) || nodes[e].shadow != NONE
             };
             for rdata in ns.rdatas() {
                 let Ok((target, _)) = lode_wire::NameRef::split_from(rdata) else {
@@ -571,33 +489,7 @@ impl ZoneBuilder {
                 if !target.ends_with(&origin.as_ref()) {
                     continue;
                 }
-                let has_address = match find(target) {
-                    Some(t) => addressed(&nodes[t]),
-                    // Not in the zone: no glue is needed below another
-                    // delegation (a sibling's, served by its own servers),
-                    // and a wildcard with an address answers for it.
-                    None => {
-                        let top = origin.as_ref().label_count();
-                        let encloser = (top..target.label_count())
-                            .rev()
-                            .filter_map(|n| find(target.suffix(n)?))
-                            .next();
-                        encloser.is_some_and(|e| {
-                            let enc = &nodes[e];
-                            let other_cut = e != i
-                                && (enc.flags.contains(NodeFlags::DELEGATION)
-                                    || enc.shadow != NONE);
-                            other_cut
-                                || enc
-                                    .owner
-                                    .to_name()
-                                    .prepend(b"*")
-                                    .ok()
-                                    .and_then(|w| find(w.as_ref()))
-                                    .is_some_and(|w| addressed(&nodes[w]))
-                        })
-                    }
-                };
+                let has_address = has_address(target, origin.as_ref(), i, find, addressed, cut);
                 if !has_address {
                     err(
                         &mut problems,
@@ -633,16 +525,198 @@ impl ZoneBuilder {
     }
 }
 
+/// A record as the per-record checks see it.
+pub(crate) struct Screened<'a> {
+    pub owner: NameRef<'a>,
+    pub rtype: Rtype,
+    pub class: Class,
+    pub rdata: &'a [u8],
+    pub tag: u32,
+}
+
+/// The per-record checks (the build's first step): whether the record is
+/// kept, its problems pushed.
+pub(crate) fn screen(
+    record: Screened<'_>,
+    origin: &Name,
+    class: Class,
+    changed: bool,
+    strict: bool,
+    problems: &mut Vec<Problem>,
+) -> bool {
+    let Screened {
+        owner, rtype, tag, ..
+    } = record;
+    let mut err = |message: String| {
+        problems.push(Problem {
+            tag: Some(tag),
+            severity: Severity::Error,
+            message,
+        })
+    };
+    if !owner.ends_with(&origin.as_ref()) {
+        // A zone file's out-of-zone records are ignored with a
+        // warning, as Knot DNS and BIND load such files; a changed
+        // zone cannot hold one (its change was refused before).
+        problems.push(Problem {
+            tag: Some(tag),
+            severity: if changed {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
+            message: format!(
+                "{owner} {rtype}: owner is outside the zone {origin}{}",
+                if changed { "" } else { ", ignored" }
+            ),
+        });
+        return false;
+    }
+    if record.class != class {
+        err(format!(
+            "{owner} {rtype}: class {} differs from the zone's class {class}",
+            record.class
+        ));
+        return false;
+    }
+    if rtype.is_meta() && (!changed || knot_meta(rtype)) {
+        err(format!(
+            "{owner} {rtype}: a meta type cannot be stored in a zone"
+        ));
+        return false;
+    }
+    if rtype == Rtype::SOA && owner != origin.as_ref() {
+        err(format!("{owner} SOA: SOA record outside the zone apex"));
+        return false;
+    }
+    if strict {
+        if let Some(message) = strict_record_check(owner, rtype, record.rdata, origin) {
+            err(message);
+        }
+    }
+    true
+}
+
+/// The apex's checks: its SOA set (`(records, first RDATA's length)`),
+/// whether it has NS; `soa_tags` are the SOA records' tags in the order added.
+pub(crate) fn apex_checks(
+    origin: &Name,
+    soa: Option<(usize, usize)>,
+    ns: bool,
+    soa_tags: &[u32],
+    problems: &mut Vec<Problem>,
+) {
+    let mut err = |tag: Option<u32>, message: String| {
+        problems.push(Problem {
+            tag,
+            severity: Severity::Error,
+            message,
+        })
+    };
+    match soa {
+        None => err(None, format!("{origin}: no SOA record at the zone apex")),
+        Some((n, _)) if n > 1 => err(
+            soa_tags.get(1).copied(),
+            format!("{origin}: more than one SOA record at the zone apex"),
+        ),
+        Some((_, len)) if len < 20 => err(
+            soa_tags.first().copied(),
+            format!("{origin}: malformed SOA RDATA"),
+        ),
+        _ => {}
+    }
+    if !ns {
+        err(None, format!("{origin}: no NS records at the zone apex"));
+    }
+}
+
+/// A node's own checks (CNAME and DNAME) given its RRsets' types and sizes
+/// (duplicates removed); the DNAME and DELEGATION flags it takes.
+pub(crate) fn node_checks(
+    owner: NameRef<'_>,
+    types: impl Iterator<Item = (Rtype, usize)> + Clone,
+    is_apex: bool,
+    semantic: bool,
+    tag: Option<u32>,
+    problems: &mut Vec<Problem>,
+) -> NodeFlags {
+    let mut flags = NodeFlags::default();
+    let mut err = |message: String| {
+        problems.push(Problem {
+            tag,
+            severity: Severity::Error,
+            message,
+        })
+    };
+    let find = |t: Rtype| types.clone().find(|s| s.0 == t).map(|s| s.1);
+    if let Some(n) = find(Rtype::CNAME) {
+        if semantic && n > 1 {
+            err(format!("{owner} CNAME: more than one CNAME record"));
+        }
+        let others = types
+            .clone()
+            .any(|(t, _)| !matches!(t, Rtype::CNAME | Rtype::RRSIG | Rtype::NSEC | Rtype::KEY));
+        if semantic && (others || is_apex) {
+            err(format!("{owner} CNAME: CNAME beside other data"));
+        }
+    }
+    if let Some(n) = find(Rtype::DNAME) {
+        if semantic && n > 1 {
+            err(format!("{owner} DNAME: more than one DNAME record"));
+        }
+        flags.insert(NodeFlags::DNAME);
+    }
+    if !is_apex && find(Rtype::NS).is_some() {
+        flags.insert(NodeFlags::DELEGATION);
+    }
+    flags
+}
+
+/// Whether the in-zone name server `target` of the NS set at node `this`
+/// has an address: its node has A or AAAA, or it is not in the zone and
+/// lies below another cut (served by that cut's servers) or under a
+/// wildcard with an address. `find` gives a name's node, `cut` whether a
+/// node is a delegation or occluded.
+pub(crate) fn has_address<I: Copy + PartialEq>(
+    target: NameRef<'_>,
+    origin: NameRef<'_>,
+    this: I,
+    find: impl Fn(NameRef<'_>) -> Option<I>,
+    addressed: impl Fn(I) -> bool,
+    cut: impl Fn(I) -> bool,
+) -> bool {
+    if let Some(t) = find(target) {
+        return addressed(t);
+    }
+    let top = origin.label_count();
+    let encloser = (top..target.label_count())
+        .rev()
+        .filter_map(|n| Some((n, find(target.suffix(n)?)?)))
+        .next();
+    encloser.is_some_and(|(n, e)| {
+        (e != this && cut(e))
+            || target
+                .suffix(n)
+                .and_then(|enc| enc.to_name().prepend(b"*").ok())
+                .and_then(|w| find(w.as_ref()))
+                .is_some_and(addressed)
+    })
+}
+
 /// What a zone checker finds wrong in one record that a loading server
 /// lets pass (see [`ZoneBuilder::strict`]).
-fn strict_record_check(record: &Rec<'_>, origin: &Name) -> Option<String> {
-    let (owner, rtype) = (&record.owner, record.rtype);
+fn strict_record_check(
+    owner: NameRef<'_>,
+    rtype: Rtype,
+    rdata: &[u8],
+    origin: &Name,
+) -> Option<String> {
     match rtype {
-        Rtype::DS if *owner == origin.as_ref() => Some(format!(
+        Rtype::DS if owner == origin.as_ref() => Some(format!(
             "{owner} DS: a DS record at the zone apex (it belongs in the parent zone)"
         )),
         Rtype::DS | Rtype::CDS => {
-            let r = record.rdata;
+            let r = rdata;
             // Key tag (2), algorithm (1), digest type (1), digest.
             let digest_type = *r.get(3)?;
             let want = match digest_type {

@@ -28,13 +28,18 @@ fn soa(serial: u32) -> Record {
     rec("example.", Rtype::SOA, 3600, r)
 }
 
-struct Rng(u64);
+/// A xorshift generator for the random tests.
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
+    }
+    /// A number below `n`.
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
     }
     fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
         &v[(self.next() % v.len() as u64) as usize]

@@ -42,6 +42,8 @@ mod mix;
 mod nsec3;
 mod ordered;
 mod snapshot;
+mod sorted;
+mod sorted_feed;
 mod store;
 mod stream;
 mod walk;
@@ -55,6 +57,7 @@ pub use cursor::NodeCursor;
 pub use nsec3::{nsec3_key, Nsec3Key};
 pub use ordered::OrderedBuilder;
 pub use snapshot::SnapshotError;
+pub use sorted::{SortedBuilder, DEFAULT_RUN_BUDGET};
 pub use stream::StreamBuilder;
 pub use zoneset::{ZoneGuard, ZoneSet, ZoneSlot};
 

@@ -194,9 +194,8 @@ impl OrderedBuilder {
     }
 
     /// The zone: its SOA and NS at the apex are checked.
-    pub fn finish(mut self) -> Result<Zone, Problem> {
-        self.close();
-        let Some((serial, negative_ttl)) = self.soa else {
+    pub fn finish(self) -> Result<Zone, Problem> {
+        let Some(_) = self.soa else {
             return Err(problem(format!(
                 "{}: no SOA record at the zone apex",
                 self.origin
@@ -208,10 +207,19 @@ impl OrderedBuilder {
                 self.origin
             )));
         }
+        Ok(self.finish_unchecked())
+    }
+
+    /// The zone, its apex not checked (serial and negative TTL 0 without
+    /// an SOA): for the checks that still need a zone whose problems are
+    /// already known.
+    pub(crate) fn finish_unchecked(mut self) -> Zone {
+        self.close();
+        let (serial, negative_ttl) = self.soa.unwrap_or((0, 0));
         self.settle(true);
         let store =
             std::mem::replace(&mut self.store, StoreBuilder::new(std::iter::empty())).finish();
-        Ok(Zone {
+        Zone {
             origin: self.origin,
             class: self.class,
             origin_key: self.origin_key,
@@ -225,7 +233,7 @@ impl OrderedBuilder {
             expire_at: None,
             apex: crate::ApexFacts::default(),
         }
-        .settled())
+        .settled()
     }
 
     /// True when the apex has its SOA and NS (what [`OrderedBuilder::finish`] checks).

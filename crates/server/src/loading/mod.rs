@@ -2,6 +2,7 @@
 //! each load reported, the snapshots themselves, and zone files written
 //! back from the served version (`zonefile-sync`).
 
+pub mod file_builder;
 pub(crate) mod flush;
 pub(crate) mod loads;
 pub mod snapshot;

@@ -8,7 +8,8 @@
 //! ```
 //!
 //! A large zone file is read in 1 MiB blocks (`lode_zonefile::parse_file_each`), its records going into the builder as
-//! each block is read.
+//! each block is read; the builder ([`crate::loading::file_builder`]) holds
+//! at most a run of them, sorting the rest in runs on disk.
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -16,10 +17,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lode_zonedb::{Severity, Zone, ZoneBuilder};
+use lode_zonedb::{Severity, Zone};
 use lode_zonefile::{ParseCounters, ParsedZone, Positions, SourcePos};
 
 use crate::config::{ZoneSource, ZoneSpec};
+use crate::loading::file_builder::FileBuilder;
 use crate::loading::snapshot;
 use crate::progress::{Display, LoadProgress};
 
@@ -224,7 +226,9 @@ pub fn load_with(
             }
         }
     }
-    let loaded = load_text(spec, counters, start)?;
+    // Sorted runs go beside the snapshots when there are (a configured
+    // place, not a `/tmp` that may be held in memory).
+    let loaded = load_text(spec, counters, start, snapshot_dir)?;
     if let Some((path, snap)) = &snap {
         if loaded.files.len() == 1 {
             if let Err(e) = snapshot::write(snap, &loaded.zone, path) {
@@ -240,18 +244,20 @@ pub fn load_with(
 }
 
 /// What the records of a zone being read go into.
-struct Sink {
-    builder: ZoneBuilder,
+struct Sink<'a> {
+    builder: FileBuilder,
     positions: Positions,
     origin: lode_wire::Name,
+    run_dir: Option<&'a Path>,
 }
 
-impl Sink {
-    fn new(origin: &lode_wire::Name) -> Sink {
+impl<'a> Sink<'a> {
+    fn new(origin: &lode_wire::Name, run_dir: Option<&'a Path>) -> Sink<'a> {
         Sink {
-            builder: ZoneBuilder::new(origin.clone()),
+            builder: FileBuilder::new(origin, lode_wire::Class::IN, false, run_dir),
             positions: Positions::default(),
             origin: origin.clone(),
+            run_dir,
         }
     }
 
@@ -262,7 +268,7 @@ impl Sink {
 
     /// Everything handed so far dropped (the file is read again).
     fn restart(&mut self) {
-        *self = Sink::new(&self.origin);
+        *self = Sink::new(&self.origin, self.run_dir);
     }
 }
 
@@ -273,8 +279,9 @@ fn load_text(
     spec: &ZoneSpec,
     counters: Option<&ParseCounters>,
     start: Instant,
+    run_dir: Option<&Path>,
 ) -> Result<LoadedZone, Vec<String>> {
-    let sink = std::cell::RefCell::new(Sink::new(&spec.name));
+    let sink = std::cell::RefCell::new(Sink::new(&spec.name, run_dir));
     let add_all = |parsed: ParsedZone| {
         let mut sink = sink.borrow_mut();
         for (record, at) in parsed.records.into_iter().zip(parsed.positions) {
@@ -387,7 +394,7 @@ mod tests {
             name: "wrong.example.".parse().unwrap(),
             source: ZoneSource::File(file.into()),
         };
-        let errors = match load_text(&spec, None, Instant::now()) {
+        let errors = match load_text(&spec, None, Instant::now(), None) {
             Ok(_) => panic!("loaded under the wrong origin"),
             Err(e) => e,
         };

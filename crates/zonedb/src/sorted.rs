@@ -1,0 +1,454 @@
+//! Building a zone from records in any order in bounded memory: an
+//! external sort. Records are checked one by one as they come (the
+//! per-record checks of [`ZoneBuilder::build`]), then kept in a run of at
+//! most a budget of bytes; a full run is sorted by canonical key and type
+//! and written to a temporary file; at the build, the runs are merged and
+//! go in canonical order through the zone checks into an
+//! [`crate::OrderedBuilder`] ([`crate::sorted_feed`]). The zone and its
+//! problems (text, order, tags) are those [`ZoneBuilder::build`] gives for
+//! the same records.
+//!
+//! ```text
+//!  add ──checks──▶ run (≤ budget) ──full: sort, write──▶ run file 1 … n ─┐
+//!                   └─────────── the last run, sorted in memory ─────────┴─▶ merge ──▶ Feed ──▶ Zone
+//! ```
+//!
+//! A run's record: `key_len:u8 key owner_len:u8 owner type:u16 ttl:u32
+//! tag:u32 rdata_len:u16 rdata` (big-endian), the owner left out (length
+//! 0) when it is the name the key spells, lower-cased: the common case. A
+//! run file is unlinked as soon as it is made: it goes with its handle on
+//! every way out, errors and panics included.
+//!
+//! The merge keeps ZoneBuilder's order: key, then type, then the order
+//! records were added (each run is sorted stably and runs are added in
+//! order; ties between runs go to the earlier run).
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lode_wire::name::KeyBuf;
+use lode_wire::{Class, Name, NameBuf, NameRef, Record, Rtype};
+
+use crate::build::{screen, Problem, Screened, Severity};
+use crate::sorted_feed::{Feed, Rec};
+use crate::Zone;
+
+/// A run's default budget: 64 MiB of records (about 1.4 M records of a
+/// TLD). Small beside the zone served when a zone needs runs at all (a
+/// 10 M-delegation TLD's store is 280 MB, COM's several GB); larger runs
+/// did not load faster (a 10 M-delegation TLD: 142 s and a 660 MB peak
+/// with runs of 256 MiB, 79 s and 464 MB with 64 MiB: the sort of a run
+/// reads its keys all over it, and a smaller run stays nearer the caches).
+/// COM's 390 M records make about 270 runs, each read through a 64 KiB
+/// buffer at the merge (17 MB, 270 open files).
+pub const DEFAULT_RUN_BUDGET: usize = 64 << 20;
+
+/// Bytes kept per record in a run besides the record: its index entry.
+const INDEX_BYTES: usize = 8;
+
+/// Builds a zone as [`ZoneBuilder::build`](crate::ZoneBuilder::build) does
+/// from records in any order, holding at most a run's budget of them.
+#[derive(Debug)]
+pub struct SortedBuilder {
+    origin: Name,
+    class: Class,
+    strict: bool,
+    budget: usize,
+    dir: PathBuf,
+    /// The records of the run being filled, and where each starts.
+    run: Vec<u8>,
+    index: Vec<u64>,
+    /// The runs written.
+    files: Vec<RunFile>,
+    /// The per-record checks' problems, in the order records came.
+    early: Vec<Problem>,
+    /// The first two SOA records' tags.
+    soa_tags: Vec<u32>,
+    /// A run that could not be written: the build fails with it.
+    failed: Option<Problem>,
+    /// The last record's key and type, while records come in order.
+    last: Option<(KeyBuf, u16)>,
+    ordered: bool,
+}
+
+#[derive(Debug)]
+struct RunFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl SortedBuilder {
+    /// A builder for the zone at `origin`, class IN, runs of
+    /// [`DEFAULT_RUN_BUDGET`] written in [`std::env::temp_dir`].
+    pub fn new(origin: Name) -> SortedBuilder {
+        SortedBuilder {
+            origin,
+            class: Class::IN,
+            strict: false,
+            budget: DEFAULT_RUN_BUDGET,
+            dir: std::env::temp_dir(),
+            run: Vec::new(),
+            index: Vec::new(),
+            files: Vec::new(),
+            early: Vec::new(),
+            soa_tags: Vec::new(),
+            failed: None,
+            last: None,
+            ordered: true,
+        }
+    }
+
+    /// Sets the zone's class (default IN).
+    pub fn class(mut self, class: Class) -> Self {
+        self.class = class;
+        self
+    }
+
+    /// The checkers' extra checks too (as [`crate::ZoneBuilder::strict`]).
+    pub fn strict(mut self) -> Self {
+        self.strict = true;
+        self
+    }
+
+    /// Bytes of records held before a run is written (at least one record
+    /// is).
+    pub fn run_budget(mut self, bytes: usize) -> Self {
+        self.budget = bytes;
+        self
+    }
+
+    /// Where run files go (default [`std::env::temp_dir`]).
+    pub fn run_dir(mut self, dir: PathBuf) -> Self {
+        self.dir = dir;
+        self
+    }
+
+    /// How many runs were written so far.
+    pub fn runs_written(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Adds a record; `tag` is echoed in problems about it.
+    pub fn add(&mut self, record: Record, tag: u32) {
+        if self.failed.is_some() {
+            return;
+        }
+        let keep = screen(
+            Screened {
+                owner: record.owner.as_ref(),
+                rtype: record.rtype,
+                class: record.class,
+                rdata: &record.rdata,
+                tag,
+            },
+            &self.origin,
+            self.class,
+            false,
+            self.strict,
+            &mut self.early,
+        );
+        if !keep {
+            return;
+        }
+        if record.rtype == Rtype::SOA && self.soa_tags.len() < 2 {
+            self.soa_tags.push(tag);
+        }
+        let mut key = KeyBuf::new();
+        record.owner.as_ref().write_key(&mut key);
+        if self.ordered {
+            let here = (key.as_slice(), record.rtype.0);
+            match &mut self.last {
+                Some((k, t)) if (k.as_slice(), *t) > here => self.ordered = false,
+                Some((k, t)) => {
+                    *k = key;
+                    *t = record.rtype.0;
+                }
+                None => self.last = Some((key, record.rtype.0)),
+            }
+        }
+        self.index.push(self.run.len() as u64);
+        write_rec(&mut self.run, &record, key.as_slice(), tag);
+        if self.run.len() + self.index.len() * INDEX_BYTES >= self.budget {
+            if let Err(p) = self.spill() {
+                self.failed = Some(p);
+                self.run = Vec::new();
+                self.index = Vec::new();
+                self.files.clear();
+            }
+        }
+    }
+
+    /// Sorts the run and writes it to a new run file.
+    fn spill(&mut self) -> Result<(), Problem> {
+        self.sort_run();
+        let n = RUN_FILES.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!(
+            "lode-sort-{}-{}-{n}.run",
+            std::process::id(),
+            self.files.len()
+        ));
+        let fail = |what: &str, e: std::io::Error| Problem {
+            tag: None,
+            severity: Severity::Error,
+            message: format!("{what} the sorted run {}: {e}", path.display()),
+        };
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| fail("creating", e))?;
+        // Gone from the directory at once: the handle keeps it until dropped.
+        std::fs::remove_file(&path).map_err(|e| fail("unlinking", e))?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        for &at in &self.index {
+            let len = rec_len(&self.run[at as usize..]);
+            w.write_all(&self.run[at as usize..at as usize + len])
+                .map_err(|e| fail("writing", e))?;
+        }
+        let mut file = w
+            .into_inner()
+            .map_err(|e| fail("writing", e.into_error()))?;
+        file.flush().map_err(|e| fail("writing", e))?;
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| fail("reading", e))?;
+        self.files.push(RunFile { file, path });
+        self.run.clear();
+        self.index.clear();
+        Ok(())
+    }
+
+    /// Sorts the run's index by key and type, stably (records of an RRset
+    /// stay in the order added); nothing to do for records in order.
+    fn sort_run(&mut self) {
+        if self.ordered {
+            return;
+        }
+        let run = &self.run;
+        self.index.sort_by(|&a, &b| {
+            let (ka, ta) = key_and_type(&run[a as usize..]);
+            let (kb, tb) = key_and_type(&run[b as usize..]);
+            (ka, ta).cmp(&(kb, tb))
+        });
+    }
+
+    /// Checks the records and builds the zone: on success the zone and its
+    /// warnings, on failure every problem found (as
+    /// [`ZoneBuilder::build`](crate::ZoneBuilder::build)).
+    pub fn build(mut self) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        if let Some(p) = self.failed.take() {
+            return Err(vec![p]);
+        }
+        self.sort_run();
+        let mut feed = Feed::new(self.origin.clone(), self.class);
+        let mut cursors: Vec<Cursor> = Vec::with_capacity(self.files.len() + 1);
+        for f in std::mem::take(&mut self.files) {
+            cursors.push(Cursor::File {
+                r: BufReader::with_capacity(64 << 10, f.file),
+                path: f.path,
+                cur: Vec::new(),
+            });
+        }
+        cursors.push(Cursor::Memory {
+            run: std::mem::take(&mut self.run),
+            index: std::mem::take(&mut self.index),
+            pos: 0,
+            cur: Vec::new(),
+        });
+        merge(cursors, |rec| feed.push(rec)).map_err(|p| vec![p])?;
+        feed.finish(self.early, &self.soa_tags)
+    }
+}
+
+/// Run files made by this process, for unique names.
+static RUN_FILES: AtomicU64 = AtomicU64::new(0);
+
+/// Appends `record` (its key `key`) to a run.
+fn write_rec(out: &mut Vec<u8>, record: &Record, key: &[u8], tag: u32) {
+    let owner = record.owner.as_wire();
+    out.push(key.len() as u8);
+    out.extend_from_slice(key);
+    let mut spelled = NameBuf::new();
+    if spelled.set_from_key(key, NameRef::root()).is_ok() && spelled.as_ref().as_wire() == owner {
+        out.push(0);
+    } else {
+        out.push(owner.len() as u8);
+        out.extend_from_slice(owner);
+    }
+    out.extend_from_slice(&record.rtype.0.to_be_bytes());
+    out.extend_from_slice(&record.ttl.to_be_bytes());
+    out.extend_from_slice(&tag.to_be_bytes());
+    out.extend_from_slice(&(record.rdata.len() as u16).to_be_bytes());
+    out.extend_from_slice(&record.rdata);
+}
+
+/// Offsets in a run record of the part after the key and owner: type (2),
+/// TTL (4), tag (4), RDATA length (2).
+const FIXED: usize = 12;
+
+/// Where a record's fixed part starts.
+fn fixed_at(rec: &[u8]) -> usize {
+    let k = 1 + usize::from(rec[0]);
+    k + 1 + usize::from(rec[k])
+}
+
+fn key_and_type(rec: &[u8]) -> (&[u8], u16) {
+    let f = fixed_at(rec);
+    (
+        &rec[1..1 + usize::from(rec[0])],
+        u16::from_be_bytes([rec[f], rec[f + 1]]),
+    )
+}
+
+/// The length of the record at the start of `rec`.
+fn rec_len(rec: &[u8]) -> usize {
+    let f = fixed_at(rec);
+    f + FIXED + usize::from(u16::from_be_bytes([rec[f + 10], rec[f + 11]]))
+}
+
+/// A record of a run, its owner spelled out.
+fn view<'a>(rec: &'a [u8], owner: &'a mut NameBuf) -> Rec<'a> {
+    let klen = usize::from(rec[0]);
+    let key = &rec[1..1 + klen];
+    let olen = usize::from(rec[1 + klen]);
+    let f = fixed_at(rec);
+    let owner = if olen == 0 {
+        // Written from a key that spelled it: cannot fail.
+        let _ = owner.set_from_key(key, NameRef::root());
+        owner.as_ref()
+    } else {
+        NameRef::from_wire(&rec[2 + klen..f]).unwrap_or(NameRef::root())
+    };
+    let n =
+        |i: usize| u32::from_be_bytes([rec[f + i], rec[f + i + 1], rec[f + i + 2], rec[f + i + 3]]);
+    Rec {
+        key,
+        owner,
+        rtype: Rtype(u16::from_be_bytes([rec[f], rec[f + 1]])),
+        ttl: n(2),
+        tag: n(6),
+        rdata: &rec[f + FIXED..],
+    }
+}
+
+/// One sorted run being merged, its current record in `cur`.
+enum Cursor {
+    File {
+        r: BufReader<File>,
+        path: PathBuf,
+        cur: Vec<u8>,
+    },
+    Memory {
+        run: Vec<u8>,
+        index: Vec<u64>,
+        pos: usize,
+        cur: Vec<u8>,
+    },
+}
+
+impl Cursor {
+    fn cur(&self) -> &[u8] {
+        match self {
+            Cursor::File { cur, .. } | Cursor::Memory { cur, .. } => cur,
+        }
+    }
+
+    /// Moves to the next record: false at the end.
+    fn advance(&mut self) -> Result<bool, Problem> {
+        match self {
+            Cursor::Memory {
+                run,
+                index,
+                pos,
+                cur,
+            } => {
+                let Some(&at) = index.get(*pos) else {
+                    return Ok(false);
+                };
+                *pos += 1;
+                let rec = &run[at as usize..];
+                cur.clear();
+                cur.extend_from_slice(&rec[..rec_len(rec)]);
+                Ok(true)
+            }
+            Cursor::File { r, path, cur } => read_rec(r, cur).map_err(|e| Problem {
+                tag: None,
+                severity: Severity::Error,
+                message: format!("reading the sorted run {}: {e}", path.display()),
+            }),
+        }
+    }
+
+    fn less(&self, other: &Cursor) -> bool {
+        key_and_type(self.cur()) < key_and_type(other.cur())
+    }
+}
+
+/// Reads a record into `cur`: false at the end of the run.
+fn read_rec(r: &mut impl Read, cur: &mut Vec<u8>) -> std::io::Result<bool> {
+    cur.clear();
+    let mut b = [0u8; 1];
+    if r.read(&mut b)? == 0 {
+        return Ok(false);
+    }
+    let mut take = |cur: &mut Vec<u8>, n: usize| -> std::io::Result<()> {
+        let at = cur.len();
+        cur.resize(at + n, 0);
+        r.read_exact(&mut cur[at..])
+    };
+    cur.push(b[0]);
+    take(cur, usize::from(b[0]) + 1)?;
+    take(cur, usize::from(cur[cur.len() - 1]) + FIXED)?;
+    let n = cur.len();
+    take(
+        cur,
+        usize::from(u16::from_be_bytes([cur[n - 2], cur[n - 1]])),
+    )?;
+    Ok(true)
+}
+
+/// Merges the runs (earlier runs first among equal keys and types) into `f`.
+fn merge(cursors: Vec<Cursor>, mut f: impl FnMut(Rec<'_>)) -> Result<(), Problem> {
+    // A binary heap of runs by (current record, run number).
+    let mut heap: Vec<(Cursor, usize)> = Vec::with_capacity(cursors.len());
+    for (i, mut c) in cursors.into_iter().enumerate() {
+        if c.advance()? {
+            heap.push((c, i));
+        }
+    }
+    let less =
+        |a: &(Cursor, usize), b: &(Cursor, usize)| a.0.less(&b.0) || (!b.0.less(&a.0) && a.1 < b.1);
+    let sift_down = |heap: &mut Vec<(Cursor, usize)>, mut i: usize| loop {
+        let (l, r) = (2 * i + 1, 2 * i + 2);
+        let mut m = i;
+        if l < heap.len() && less(&heap[l], &heap[m]) {
+            m = l;
+        }
+        if r < heap.len() && less(&heap[r], &heap[m]) {
+            m = r;
+        }
+        if m == i {
+            break;
+        }
+        heap.swap(i, m);
+        i = m;
+    };
+    for i in (0..heap.len() / 2).rev() {
+        sift_down(&mut heap, i);
+    }
+    let mut owner = NameBuf::new();
+    while let Some(top) = heap.first_mut() {
+        f(view(top.0.cur(), &mut owner));
+        if !top.0.advance()? {
+            heap.swap_remove(0);
+        }
+        sift_down(&mut heap, 0);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "sorted_tests.rs"]
+mod tests;
