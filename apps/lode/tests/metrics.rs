@@ -60,13 +60,16 @@ fn urlencode(s: &str) -> String {
 }
 
 /// Prometheus' value of the instant query `expr` at `time` (Unix seconds),
-/// None while it has no sample.
+/// None while it has no sample (or, 503, is still starting).
 fn prom_query(prom: SocketAddr, expr: &str, time: Option<f64>) -> Option<f64> {
     let mut path = format!("/api/v1/query?query={}", urlencode(expr));
     if let Some(t) = time {
         path.push_str(&format!("&time={t:.3}"));
     }
     let (status, body) = http_get(prom, &path)?;
+    if status == 503 {
+        return None;
+    }
     assert_eq!(status, 200, "{path}: {body}");
     let v: serde_json::Value = serde_json::from_str(&body).ok()?;
     let result = v["data"]["result"].as_array()?;
