@@ -408,17 +408,16 @@ fn client(
             return n;
         }
         let msg = &buf[..l];
-        if l < 12 {
-            fail(&mut n, format!("a {l}-byte reply"));
+        let Some(reply) = lode_wire::request::Reply::of(msg) else {
+            fail(&mut n, format!("a {l}-byte message that is no reply"));
             n.unanswered += inflight.len() as u64;
             return n;
-        }
-        let rid = u16::from_be_bytes([msg[0], msg[1]]);
-        let Some(pos) = inflight.iter().position(|f| f.id == rid) else {
+        };
+        let Some(pos) = inflight.iter().position(|f| f.id == reply.id) else {
             continue;
         };
         let f = inflight.swap_remove(pos);
-        let rcode = usize::from(msg[3] & 0x0F);
+        let rcode = usize::from(reply.rcode);
         n.rcodes[rcode] += 1;
         let tsig_ok = match (&cfg.key, &f.mac) {
             (Some(key), Some(mac)) => {

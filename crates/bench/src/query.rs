@@ -8,6 +8,7 @@
 use std::fmt;
 use std::path::Path;
 
+use lode_wire::request::Reply;
 use lode_wire::{Class, Name, Rtype};
 
 use crate::gen::dns64perf::{owner_label, Ipv4Net};
@@ -249,24 +250,18 @@ impl QuerySet {
 }
 
 /// The ID of a message (0 if it is shorter than two bytes).
-pub fn message_id(msg: &[u8]) -> u16 {
-    match msg {
-        [a, b, ..] => u16::from_be_bytes([*a, *b]),
-        _ => 0,
-    }
-}
+pub use lode_wire::message::id as message_id;
 
 /// Checks a reply against the question it should answer (the ID is matched by the caller).
 pub fn check_reply(reply: &[u8], question: &[u8], expect: Expect) -> Verdict {
-    if reply.len() < HEADER_LEN || reply[2] & 0x80 == 0 || reply[4..6] != [0, 1] {
+    let Some(header) = Reply::of(reply).filter(|h| h.qdcount == 1) else {
         return Verdict::Malformed;
-    }
+    };
     match reply.get(HEADER_LEN..HEADER_LEN + question.len()) {
         Some(q) if q == question => {}
         _ => return Verdict::WrongQuestion,
     }
-    let rcode = reply[3] & 0x0F;
-    let ancount = u16::from_be_bytes([reply[6], reply[7]]);
+    let (rcode, ancount) = (header.rcode, header.ancount);
     let ok = match expect {
         Expect::Answer => rcode == 0 && ancount > 0,
         Expect::NoError => rcode == 0,

@@ -20,18 +20,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use lode_wire::{Class, Name, Record, Rtype};
+use lode_wire::request::Reply;
+use lode_wire::{opcode, Class, Name, Record, Rtype};
 
 use crate::pacing::Pacer;
-use crate::query::{QuerySet, HEADER_LEN};
+use crate::query::QuerySet;
 use crate::stats::Histogram;
 
-/// DNS opcode UPDATE (RFC 2136).
-const OPCODE_UPDATE: u8 = 5;
-/// Class ANY (RFC 1035), used to delete RRsets and names.
-const CLASS_ANY: u16 = 255;
-/// Type ANY, used with class ANY to delete every RRset of a name.
-const TYPE_ANY: u16 = 255;
 /// TTL of added records.
 const ADD_TTL: u32 = 3600;
 
@@ -351,44 +346,30 @@ fn new_rdata(rtype: Rtype, old: &[u8], i: u64) -> Vec<u8> {
 
 /// Builds the UPDATE message of `op` for zone `zone` with `id` (no TSIG).
 pub fn update_message(id: u16, zone: &Name, op: &UpdateOp) -> Vec<u8> {
-    let upcount: u16 = if matches!(op, UpdateOp::Change { .. }) {
-        2
-    } else {
-        1
+    let rr = |owner: &Name, rtype: Rtype, class: Class, ttl: u32, rdata: &[u8]| Record {
+        owner: owner.clone(),
+        class,
+        rtype,
+        ttl,
+        rdata: rdata.into(),
     };
-    let mut m = Vec::with_capacity(128);
-    m.extend_from_slice(&id.to_be_bytes());
-    m.extend_from_slice(&[OPCODE_UPDATE << 3, 0, 0, 1, 0, 0]);
-    m.extend_from_slice(&upcount.to_be_bytes());
-    m.extend_from_slice(&[0, 0]);
-    m.extend_from_slice(zone.as_wire());
-    m.extend_from_slice(&Rtype::SOA.0.to_be_bytes());
-    m.extend_from_slice(&Class::IN.0.to_be_bytes());
-    let rr = |m: &mut Vec<u8>, owner: &Name, t: u16, c: u16, ttl: u32, rdata: &[u8]| {
-        m.extend_from_slice(owner.as_wire());
-        m.extend_from_slice(&t.to_be_bytes());
-        m.extend_from_slice(&c.to_be_bytes());
-        m.extend_from_slice(&ttl.to_be_bytes());
-        m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-        m.extend_from_slice(rdata);
-    };
-    match op {
+    let updates = match op {
         UpdateOp::Add {
             owner,
             rtype,
             rdata,
-        } => rr(&mut m, owner, rtype.0, Class::IN.0, ADD_TTL, rdata),
-        UpdateOp::Delete { owner } => rr(&mut m, owner, TYPE_ANY, CLASS_ANY, 0, &[]),
+        } => vec![rr(owner, *rtype, Class::IN, ADD_TTL, rdata)],
+        UpdateOp::Delete { owner } => vec![rr(owner, Rtype::ANY, Class::ANY, 0, &[])],
         UpdateOp::Change {
             owner,
             rtype,
             rdata,
-        } => {
-            rr(&mut m, owner, rtype.0, CLASS_ANY, 0, &[]);
-            rr(&mut m, owner, rtype.0, Class::IN.0, ADD_TTL, rdata);
-        }
-    }
-    m
+        } => vec![
+            rr(owner, *rtype, Class::ANY, 0, &[]),
+            rr(owner, *rtype, Class::IN, ADD_TTL, rdata),
+        ],
+    };
+    lode_wire::request::update(id, zone, &[], &updates)
 }
 
 /// Settings of an update stream.
@@ -531,12 +512,14 @@ pub fn run_stream(
                         continue;
                     }
                 };
-                let msg = &buf[..len];
-                if len < HEADER_LEN || msg[2] & 0x80 == 0 || (msg[2] >> 3) & 0x0F != OPCODE_UPDATE {
-                    r.unmatched += 1;
-                    continue;
-                }
-                let id = u64::from(u16::from_be_bytes([msg[0], msg[1]]));
+                let reply = match Reply::of(&buf[..len]) {
+                    Some(h) if h.opcode == opcode::UPDATE => h,
+                    _ => {
+                        r.unmatched += 1;
+                        continue;
+                    }
+                };
+                let id = u64::from(reply.id);
                 // ID = update number mod 65536: the newest sent update with that ID.
                 let last = sent.load(Ordering::Acquire);
                 let mut hit = None;
@@ -560,7 +543,7 @@ pub fn run_stream(
                 };
                 sent_at[q as usize].store(0, Ordering::Relaxed);
                 replies += 1;
-                let rcode = msg[3] & 0x0F;
+                let rcode = reply.rcode;
                 let latency = now_us.saturating_sub(at - 1);
                 if latency > timeout_us {
                     r.timeouts += 1;

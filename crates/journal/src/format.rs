@@ -184,13 +184,8 @@ fn encode_changeset(cs: &Changeset, out: &mut Vec<u8>) -> Result<(), EncodeError
 /// Appends a record as in an uncompressed DNS message: owner, type, class,
 /// TTL, RDLENGTH, RDATA.
 fn encode_record(r: &Record, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-    let rdlen = u16::try_from(r.rdata.len()).map_err(|_| EncodeError::RdataTooLong)?;
-    out.extend_from_slice(r.owner.as_wire());
-    out.extend_from_slice(&r.rtype.0.to_be_bytes());
-    out.extend_from_slice(&r.class.0.to_be_bytes());
-    out.extend_from_slice(&r.ttl.to_be_bytes());
-    out.extend_from_slice(&rdlen.to_be_bytes());
-    out.extend_from_slice(&r.rdata);
+    u16::try_from(r.rdata.len()).map_err(|_| EncodeError::RdataTooLong)?;
+    r.put_uncompressed(out);
     Ok(())
 }
 

@@ -16,6 +16,7 @@ pub mod name;
 pub mod nsec3;
 pub mod rdata;
 pub mod record;
+pub mod request;
 pub mod serial;
 pub mod short;
 pub mod types;

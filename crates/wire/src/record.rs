@@ -21,6 +21,20 @@ pub struct Record {
     pub rdata: Box<[u8]>,
 }
 
+impl Record {
+    /// Appends the record as an uncompressed message holds it: owner, type,
+    /// class, TTL, RDLENGTH, RDATA (RDATA longer than 65,535 bytes is the
+    /// caller's to refuse first).
+    pub fn put_uncompressed(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.owner.as_wire());
+        out.extend_from_slice(&self.rtype.0.to_be_bytes());
+        out.extend_from_slice(&self.class.0.to_be_bytes());
+        out.extend_from_slice(&self.ttl.to_be_bytes());
+        out.extend_from_slice(&(self.rdata.len() as u16).to_be_bytes());
+        out.extend_from_slice(&self.rdata);
+    }
+}
+
 use crate::rdata::{descriptor, Block};
 
 /// Types whose RDATA names Knot lower-cases (RFC 4034 §6.2, less NSEC).

@@ -1,9 +1,10 @@
-//! Small DNS probes of the fleet: one query in wire form, the RCODE and answer
-//! count of a reply, a server's SOA serial. Pure functions but [`soa_serial`].
+//! Small DNS probes of the fleet: a server's SOA serial, an AXFR drained.
+//! Messages are written and read with `lode_wire::request`.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
+use lode_wire::request::{self, Reply};
 use lode_wire::{Name, Rtype};
 
 use super::FleetError;
@@ -12,70 +13,7 @@ use super::FleetError;
 pub fn query(name: &str, rtype: Rtype, id: u16) -> Result<Vec<u8>, FleetError> {
     let n = Name::parse(name, Some(&Name::root()))
         .map_err(|e| FleetError::Config(format!("name {name}: {e}")))?;
-    Ok(query_name(&n, rtype, id))
-}
-
-/// A query for a parsed name.
-pub fn query_name(name: &Name, rtype: Rtype, id: u16) -> Vec<u8> {
-    let mut m = Vec::with_capacity(12 + name.as_wire().len() + 4);
-    m.extend_from_slice(&id.to_be_bytes());
-    m.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    m.extend_from_slice(name.as_wire());
-    m.extend_from_slice(&rtype.0.to_be_bytes());
-    m.extend_from_slice(&1u16.to_be_bytes());
-    m
-}
-
-/// A reply's ID, RCODE, AA flag and answer count, if it is a reply at all.
-pub fn reply_header(msg: &[u8]) -> Option<(u16, u8, bool, u16)> {
-    if msg.len() < 12 || msg[2] & 0x80 == 0 {
-        return None;
-    }
-    Some((
-        u16::from_be_bytes([msg[0], msg[1]]),
-        msg[3] & 0x0F,
-        msg[2] & 0x04 != 0,
-        u16::from_be_bytes([msg[6], msg[7]]),
-    ))
-}
-
-/// Skips a (possibly compressed) name at `pos`; the position after it.
-fn skip_name(msg: &[u8], mut pos: usize) -> Option<usize> {
-    loop {
-        let len = *msg.get(pos)?;
-        match len {
-            0 => return Some(pos + 1),
-            l if l & 0xC0 == 0xC0 => return Some(pos + 2),
-            l if l & 0xC0 == 0 => pos += 1 + l as usize,
-            _ => return None,
-        }
-    }
-}
-
-/// The serial of the first SOA record in a reply's answer section.
-pub fn soa_serial_of(msg: &[u8]) -> Option<u32> {
-    let (_, rcode, _, ancount) = reply_header(msg)?;
-    if rcode != 0 || ancount == 0 {
-        return None;
-    }
-    let qd = u16::from_be_bytes([msg[4], msg[5]]);
-    let mut pos = 12;
-    for _ in 0..qd {
-        pos = skip_name(msg, pos)? + 4;
-    }
-    for _ in 0..ancount {
-        pos = skip_name(msg, pos)?;
-        let t = u16::from_be_bytes([*msg.get(pos)?, *msg.get(pos + 1)?]);
-        let rdlen = usize::from(u16::from_be_bytes([*msg.get(pos + 8)?, *msg.get(pos + 9)?]));
-        let rd = pos + 10;
-        if t == Rtype::SOA.0 {
-            let p = skip_name(msg, skip_name(msg, rd)?)?;
-            let s = msg.get(p..p + 4)?;
-            return Some(u32::from_be_bytes([s[0], s[1], s[2], s[3]]));
-        }
-        pos = rd + rdlen;
-    }
-    None
+    Ok(request::query(id, &n, rtype))
 }
 
 /// The SOA serial `addr` serves for `zone` (authoritative NOERROR), three tries
@@ -93,9 +31,13 @@ pub fn soa_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
             let Ok((n, _)) = sock.recv_from(&mut buf) else {
                 continue;
             };
-            if let Some((rid, _, aa, _)) = reply_header(&buf[..n]) {
-                if rid == id {
-                    return if aa { soa_serial_of(&buf[..n]) } else { None };
+            if let Some(h) = Reply::of(&buf[..n]) {
+                if h.id == id {
+                    return if h.aa {
+                        request::answer_soa_serial(&buf[..n])
+                    } else {
+                        None
+                    };
                 }
             }
         }
@@ -116,25 +58,12 @@ pub struct Drained {
     pub secs: f64,
 }
 
-/// The type of the last answer record of a message and the answer count.
-pub fn last_answer_type(msg: &[u8]) -> Option<(u16, u16)> {
-    let (_, _, _, ancount) = reply_header(msg)?;
-    let qd = u16::from_be_bytes([msg[4], msg[5]]);
-    let mut pos = 12;
-    for _ in 0..qd {
-        pos = skip_name(msg, pos)? + 4;
-    }
-    let mut last = 0;
-    for _ in 0..ancount {
-        pos = skip_name(msg, pos)?;
-        last = u16::from_be_bytes([*msg.get(pos)?, *msg.get(pos + 1)?]);
-        let rdlen = usize::from(u16::from_be_bytes([*msg.get(pos + 8)?, *msg.get(pos + 9)?]));
-        pos += 10 + rdlen;
-        if pos > msg.len() {
-            return None;
-        }
-    }
-    Some((last, ancount))
+/// The type of the last answer record of a message and the answer count;
+/// None when a record runs past the message.
+fn last_answer_type(msg: &[u8]) -> Option<(Rtype, u16)> {
+    let count = Reply::of(msg)?.ancount;
+    let (n, last) = request::answers(msg).fold((0u16, Rtype(0)), |(n, _), a| (n + 1, a.rtype));
+    (n == count).then_some((last, count))
 }
 
 /// AXFRs `zone` from `addr` over TCP (request TSIG-signed with `key`, replies not
@@ -210,10 +139,11 @@ pub fn axfr_drain_over(
             ))
         })?;
         let msg = &buf[..n];
-        match reply_header(msg) {
-            Some((_, 0, _, _)) => {}
-            Some((_, rc, _, _)) => {
-                return Err(FleetError::Server(format!("AXFR from {addr}: RCODE {rc}")))
+        match Reply::of(msg) {
+            Some(h) if h.rcode == 0 => {}
+            Some(h) => {
+                let rc = h.rcode;
+                return Err(FleetError::Server(format!("AXFR from {addr}: RCODE {rc}")));
             }
             None => return Err(FleetError::Server(format!("AXFR from {addr}: not a reply"))),
         }
@@ -223,7 +153,7 @@ pub fn axfr_drain_over(
         d.bytes += n as u64;
         d.records += u64::from(an);
         // The closing SOA: the last record of a message, not the very first record.
-        if last == Rtype::SOA.0 && d.records > 1 {
+        if last == Rtype::SOA && d.records > 1 {
             break;
         }
     }
@@ -240,7 +170,7 @@ mod tests {
         let q = query("p1.example.", Rtype::TXT, 0x1234).expect("query");
         assert_eq!(&q[..2], &[0x12, 0x34]);
         assert_eq!(q.len(), 12 + 12 + 4);
-        assert_eq!(reply_header(&q), None, "a query is not a reply");
+        assert_eq!(Reply::of(&q), None, "a query is not a reply");
         // A reply: QR AA, NOERROR, one SOA answer (owner compressed to the question).
         let mut r = q.clone();
         r[2] = 0x84;
@@ -255,14 +185,16 @@ mod tests {
         .concat();
         r.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
         r.extend_from_slice(&rdata);
-        assert_eq!(reply_header(&r), Some((0x1234, 0, true, 1)));
-        assert_eq!(soa_serial_of(&r), Some(7));
+        let h = Reply::of(&r).expect("a reply");
+        assert_eq!((h.id, h.rcode, h.aa, h.ancount), (0x1234, 0, true, 1));
+        assert_eq!(request::answer_soa_serial(&r), Some(7));
         // Cut short: no serial, no panic.
         for n in 0..r.len() {
-            let _ = soa_serial_of(&r[..n]);
+            let _ = request::answer_soa_serial(&r[..n]);
+            let _ = last_answer_type(&r[..n]);
         }
-        assert_eq!(soa_serial_of(&r[..r.len() - 17]), None);
-        assert_eq!(last_answer_type(&r), Some((6, 1)));
+        assert_eq!(request::answer_soa_serial(&r[..r.len() - 17]), None);
+        assert_eq!(last_answer_type(&r), Some((Rtype::SOA, 1)));
         assert_eq!(last_answer_type(&r[..r.len() - 1]), None);
     }
 }

@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use lode_wire::{Name, Rtype};
 
-use super::probe::{query_name, reply_header};
 use super::FleetError;
 use crate::pacing::Pacer;
 use crate::stats::percentile;
 use crate::update::{update_message, UpdateOp};
+use lode_wire::request::{self, Reply};
 
 /// An acknowledgement slot's value for an update that failed (non-NOERROR or no reply).
 const FAILED: u64 = u64::MAX;
@@ -197,7 +197,7 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
                 let Ok(len) = sock.recv(&mut buf) else {
                     continue;
                 };
-                let Some((id, rcode, _, _)) = reply_header(&buf[..len]) else {
+                let Some(Reply { id, rcode, .. }) = Reply::of(&buf[..len]) else {
                     continue;
                 };
                 // The newest unanswered update with this ID (IDs are i mod 65536).
@@ -327,7 +327,7 @@ fn prober(
     let queries: Vec<Vec<u8>> = names
         .iter()
         .enumerate()
-        .map(|(i, nm)| query_name(nm, Rtype::TXT, i as u16))
+        .map(|(i, nm)| request::query(i as u16, nm, Rtype::TXT))
         .collect();
     let mut added = vec![false; n];
     let mut next_scan = 0usize;
@@ -378,7 +378,10 @@ fn prober(
             let Ok(len) = sock.recv(&mut buf) else {
                 continue;
             };
-            let Some((id, rcode, _, ancount)) = reply_header(&buf[..len]) else {
+            let Some(Reply {
+                id, rcode, ancount, ..
+            }) = Reply::of(&buf[..len])
+            else {
                 continue;
             };
             let Some(&i) = batch.iter().find(|&&i| i as u16 == id) else {

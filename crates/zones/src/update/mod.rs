@@ -302,31 +302,7 @@ pub fn write_response(request: &[u8], rcode: u16, out: &mut [u8]) -> usize {
 /// An UPDATE message for `zone` (class IN) with these prerequisites and
 /// updates, names uncompressed and no additional section: for tests and
 /// tools.
-pub fn encode_update(
-    id: u16,
-    zone: &Name,
-    prerequisites: &[Record],
-    updates: &[Record],
-) -> Vec<u8> {
-    let mut m = Vec::with_capacity(512);
-    m.extend_from_slice(&id.to_be_bytes());
-    m.extend_from_slice(&((lode_wire::opcode::UPDATE as u16) << 11).to_be_bytes());
-    for c in [1, prerequisites.len(), updates.len(), 0] {
-        m.extend_from_slice(&(c as u16).to_be_bytes());
-    }
-    m.extend_from_slice(zone.as_wire());
-    m.extend_from_slice(&6u16.to_be_bytes());
-    m.extend_from_slice(&1u16.to_be_bytes());
-    for r in prerequisites.iter().chain(updates) {
-        m.extend_from_slice(r.owner.as_wire());
-        m.extend_from_slice(&r.rtype.0.to_be_bytes());
-        m.extend_from_slice(&r.class.0.to_be_bytes());
-        m.extend_from_slice(&r.ttl.to_be_bytes());
-        m.extend_from_slice(&(r.rdata.len() as u16).to_be_bytes());
-        m.extend_from_slice(&r.rdata);
-    }
-    m
-}
+pub use lode_wire::request::update as encode_update;
 
 /// Writes the answer to a failed UPDATE: [`write_response`] for
 /// [`UpdateError::Update`] and [`UpdateError::Malformed`]; for
