@@ -1,13 +1,13 @@
 #!/bin/sh
-# The measurements of issue 4 in one command: `lode-bench compare` with the echo,
+# Lode against its peers on one core: `lode-bench compare` with the echo,
 # Lode, Knot DNS and NSD interleaved on seed 000's 500k ENUM set (fixed-rate CPU
 # per answer for existing, NXDOMAIN and outside names; zero-loss rates), Lode on the
 # 20M set in the same rounds (flatness), load time and memory of Lode, Knot and NSD
 # on the 5M set, and Lode's memory with shared NAPTR RRsets.
 #
-#   scripts/bench-issue4.sh [--all] [--quick] [OUT]
+#   scripts/bench-queries.sh [--all] [--quick] [OUT]
 #
-#   OUT      results folder (default results/issue4-DATE); report.md, report.json,
+#   OUT      results folder (default results/queries-DATE); report.md, report.json,
 #            plots and server logs go there (a partial report after every round)
 #   --all    also BIND 9 and PowerDNS on the 500k set (~+10 min)
 #   --quick  one round of 1 s steps, 2M instead of 20M, to see the tables fill (~3 min)
@@ -34,7 +34,7 @@ for a in "$@"; do
 done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${out:-$root/results/issue4-$(date -u +%Y-%m-%d)}
+out=${out:-$root/results/queries-$(date -u +%Y-%m-%d)}
 if [ -z "${BENCH:-}" ]; then
     (cd "$root" && cargo build --release -q --bin lode --bin lode-bench)
     BENCH=$root/target/release/lode-bench
@@ -44,7 +44,7 @@ LODE=${LODE:-$(dirname "$BENCH")/lode}
 limit=${LIMIT:-$((2100 + 600 * all))}
 temp_work=0
 if [ -z "${WORK:-}" ]; then
-    WORK=$(mktemp -d /tmp/lode-issue4.XXXXXX)
+    WORK=$(mktemp -d /tmp/lode-queries.XXXXXX)
     temp_work=1
 fi
 cleanup() {
@@ -65,7 +65,7 @@ fi
 
 mkdir -p "$out"
 start=$(date +%s)
-echo "issue 4 measurements into $out (scratch $WORK, at most $limit s); progress: tail -f $out/progress.log"
+echo "query measurements into $out (scratch $WORK, at most $limit s); progress: tail -f $out/progress.log"
 # shellcheck disable=SC2086 # EXTRA is split on purpose
 timeout -k 30 "$limit" "$BENCH" --lode "$LODE" compare --out "$out" --work "$WORK" \
     --servers "$servers" --records 500000 --no-clients \
