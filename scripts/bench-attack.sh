@@ -1,5 +1,5 @@
 #!/bin/sh
-# The "under attack" measurements of issue 10 in one command: `lode-bench attack`
+# The "under attack" measurements in one command: `lode-bench attack`
 # with Lode, Knot DNS and NSD side by side on the 500k ENUM set, each server pinned
 # on CPU 0 with one worker, the tester (and the TCP abuse) on CPU 1:
 #   1. overload: per server and mix (good names; good + 4× and + 24× random
@@ -12,7 +12,7 @@
 #
 #   scripts/bench-attack.sh [--quick|--smoke] [OUT_DIR]
 #
-#   OUT_DIR  results folder (default results/issue10-DATE): attack.md, attack.json,
+#   OUT_DIR  results folder (default results/attack-DATE): attack.md, attack.json,
 #            logs/ (one per server start), progress.log
 #   --quick  100k records, 1 s steps, coarse searches, one round (~4-5 min)
 #   --smoke  20k records, 0.5 s steps, 2000 idle connections (~2.5 min; the harness only)
@@ -38,7 +38,7 @@ for a in "$@"; do
 done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${out:-$root/results/issue10-$(date -u +%Y-%m-%d)}
+out=${out:-$root/results/attack-$(date -u +%Y-%m-%d)}
 if [ "$(id -u)" != 0 ]; then
     echo "bench-attack: run as root (packages, pinning, 10,000 sockets)" >&2
     exit 2
@@ -83,7 +83,7 @@ esac
 
 mkdir -p "$out"
 start=$(date +%s)
-echo "issue 10 attack measurements into $out (scratch $WORK, at most $limit s); progress: tail -f $out/progress.log"
+echo "attack measurements into $out (scratch $WORK, at most $limit s); progress: tail -f $out/progress.log"
 # shellcheck disable=SC2086 # mode and EXTRA are split on purpose
 timeout -k 30 "$limit" "$BENCH" --lode "$LODE" attack --out "$out" --work "$WORK" --no-install \
     --servers lode,knot,nsd $mode ${EXTRA:-} 2>"$out/progress.log" || {

@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
         *) echo "usage: $0 [--records N] [--out DIR]" >&2; exit 2 ;;
     esac
 done
-out=${out:-results/issue8-memory-$(date +%F)}
+out=${out:-results/update-memory-$(date +%F)}
 mkdir -p "$out"
 work=$(mktemp -d /tmp/lode-upd-mem.XXXXXX)
 pids=()

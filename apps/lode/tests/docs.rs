@@ -1,5 +1,5 @@
 //! The documentation's cross-references resolve: every relative link of
-//! the README, BENCHMARKING.md and docs/*.md names a file of the
+//! the README, BENCHMARKING.md, benchmarks/HISTORY.md and docs/*.md names a file of the
 //! repository, and every `lode…(N)` a manual page names is one that `lode
 //! man` writes (lode-bench's own pages come from `lode-bench man`); every
 //! command's page points back to lode(8) and lode.toml(5).
@@ -34,7 +34,11 @@ fn links(text: &str) -> Vec<String> {
 #[test]
 fn markdown_links_resolve() {
     let root = repo_root();
-    let mut files: Vec<PathBuf> = vec![root.join("README.md"), root.join("BENCHMARKING.md")];
+    let mut files: Vec<PathBuf> = vec![
+        root.join("README.md"),
+        root.join("BENCHMARKING.md"),
+        root.join("benchmarks/HISTORY.md"),
+    ];
     let docs = std::fs::read_dir(root.join("docs")).expect("docs/");
     files.extend(
         docs.flatten()

@@ -19,7 +19,8 @@ pub(crate) fn tcp_config(config: &Config) -> lode_io::TcpConfig {
         // nearly every query: with `lode bench attack --quick --tables 3
         // --servers lode` (Lode pinned to one CPU) the UDP zero-loss rate
         // under the TCP abuse mix went from 0.50 × its rate without to
-        // 1.13 × (one coarse run; full runs: 0.83–0.84, results/issue10-*).
+        // 1.13 × (one coarse run; full runs: 0.83–0.84, benchmarks/HISTORY.md,
+        // "Under attack", 2026-11-24).
         nice: TCP_NICE,
         ..lode_io::TcpConfig::default()
     }

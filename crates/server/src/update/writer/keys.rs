@@ -26,7 +26,7 @@ pub(super) const RESIGN_SPREAD: Duration = Duration::from_secs(600);
 pub(super) const RESIGN_MIN: usize = 1000;
 /// …and at most this many: ~5,000 signatures a second, about a quarter of
 /// a core of this machine's batches (18,000 signatures per CPU-second
-/// measured, results/issue19-2026-11-27), so that a zone of millions of
+/// measured, benchmarks/HISTORY.md, "Signing", 2026-11-27), so that a zone of millions of
 /// names takes longer rather than a core from the queries (5 M names:
 /// ~33 minutes).
 pub(super) const RESIGN_MAX: usize = 2500;
