@@ -242,7 +242,7 @@ Issue 4: every round runs the echo beside the servers; per server and query kind
 NXDOMAIN, outside every zone) one step at --cpu-rate measures server CPU per answer; \
 --flat-records 20000000 adds Lode on a 20M set to the rounds (flatness); --memory-records \
 5000000 adds load time and memory of --memory-servers on a 5M set; --shared-naptr K adds Lode's \
-memory on that set with K shared NAPTR RRsets. scripts/bench-queries.sh runs the whole set.
+memory on that set with K shared NAPTR RRsets. `lode-bench run experiments/queries.toml` runs the whole set.
 
 Issue 11 §1: --metrics-overhead adds, after the other tests, rounds of Lode alone with its \
 metrics off (query-counters = false, no endpoint) and on (counters, metrics-listen on \

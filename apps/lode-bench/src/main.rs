@@ -14,6 +14,7 @@ mod gen;
 mod man;
 #[path = "../../lode/src/manpages.rs"]
 mod manpages;
+mod run;
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +55,9 @@ enum Command {
     Gen(gen::GenArgs),
     #[command(flatten)]
     Bench(bench::BenchWhat),
+    /// Perform experiment files (experiments/*.toml): the runs they name, checked first,
+    /// with the provenance and the exact commands recorded beside the reports.
+    Run(run::RunArgs),
     /// Write the manual pages (lode-bench.1, lode-bench-rate.1, …) to a folder (for packaging).
     #[command(hide = true)]
     Man(manpages::ManArgs),
@@ -104,6 +108,7 @@ fn main() -> std::process::ExitCode {
         Command::Gen(a) => gen::run(a),
         Command::Bench(a) => bench::run(a, &lode),
         Command::Man(a) => man::run(a),
+        Command::Run(a) => run::run(a, &lode),
     };
     match result {
         Ok(code) => code,

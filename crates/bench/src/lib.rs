@@ -20,6 +20,7 @@ pub mod compare;
 pub mod durable;
 pub mod echo;
 pub mod encrypted;
+pub mod experiment;
 pub mod fleet;
 pub mod gen;
 mod interrupt;
