@@ -3,7 +3,8 @@
 //! query of the differential suite (and malformed ones, and truncated
 //! answers) sent to the XDP port and to a socket port of the same server
 //! must be answered alike, over IPv4 and IPv6; frames with a bad UDP
-//! checksum are dropped and counted; `kill -9` leaves no XDP program on the
+//! checksum are dropped and counted; response-rate limiting holds a flood
+//! over XDP as over sockets; `kill -9` leaves no XDP program on the
 //! interface (the BPF link goes with the process). Start-up fails clearly
 //! on an interface that does not exist, unless `xdp-fallback` is set.
 //!
@@ -67,13 +68,13 @@ fn is_root() -> bool {
 
 /// `lode serve` in the server namespace: sockets on both ports, XDP on the
 /// second, the differential zones.
-fn start_in_namespace(pair: &VethPair, dir: &TempDir, zones: &[ZoneSpec]) -> Server {
+fn start_in_namespace(pair: &VethPair, dir: &TempDir, zones: &[ZoneSpec], extra: &str) -> Server {
     let conf = dir.0.join("lode.toml");
     std::fs::write(
         &conf,
         format!(
             "identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n\
-             listen-xdp = [\"{}@{XDP_PORT}\"]\n",
+             listen-xdp = [\"{}@{XDP_PORT}\"]\n{extra}",
             pair.server_if
         ),
     )
@@ -215,7 +216,7 @@ fn xdp_answers_as_the_socket_path_and_detaches_on_kill() {
     let dir = TempDir::new("xdp");
     let mut zones = zones_in(&repo_root().join("tests/differential/zones"));
     zones.push(big_zone(&dir));
-    let mut server = start_in_namespace(&pair, &dir, &zones);
+    let mut server = start_in_namespace(&pair, &dir, &zones, "");
     assert!(
         server.log().contains("UDP over XDP on"),
         "no XDP in the log:\n{}",
@@ -350,6 +351,56 @@ fn xdp_answers_as_the_socket_path_and_detaches_on_kill() {
 /// `lode serve` with `listen-xdp = [XDP]` and `extra` in its configuration
 /// (as user nobody with `unprivileged`); its exit status (None: still
 /// running after 10 s, then killed) and log.
+/// A flood of one question from one source: response-rate limiting holds
+/// it to its rate over XDP as over the socket path — a few full answers,
+/// every second limited answer sent truncated (slip 2), the rest dropped.
+#[test]
+fn rrl_limits_a_flood_over_xdp_as_over_sockets() {
+    let Some(pair) = veth_pair("rrl_limits_a_flood_over_xdp_as_over_sockets") else {
+        return;
+    };
+    let dir = TempDir::new("xdp-rrl");
+    let zones = vec![big_zone(&dir)];
+    let mut server = start_in_namespace(
+        &pair,
+        &dir,
+        &zones,
+        "[rrl]\nrate-limit = 5\nslip = 2\nburst = 5\n",
+    );
+    const FLOOD: usize = 60;
+    // ns.xdp.test. A: an answer that fits, so TC means "limited".
+    let query = Query::new("ns.xdp.test.", 1, 1).to_wire();
+    for port in [XDP_PORT, SOCKET_PORT] {
+        let to = SocketAddr::new(SERVER_V4.into(), port);
+        let jobs: Vec<_> = (0..FLOOD).map(|_| ("udp", to, query.clone())).collect();
+        let started = Instant::now();
+        let answers = pair.exchange(&jobs, Duration::from_millis(40));
+        let secs = started.elapsed().as_secs_f64();
+        let (mut full, mut truncated, mut dropped) = (0usize, 0usize, 0usize);
+        for a in &answers {
+            match a {
+                None => dropped += 1,
+                Some(m) if m.len() > 2 && m[2] & 0x02 != 0 => truncated += 1,
+                Some(_) => full += 1,
+            }
+        }
+        let what = format!(
+            "port {port}: {full} full, {truncated} truncated, {dropped} dropped of {FLOOD} in {secs:.1} s\n{}",
+            server.log_tail(10)
+        );
+        // The burst, then 5 a second (the flood takes a few seconds: the
+        // dropped ones wait out their 40 ms).
+        let allowed = 5 + (secs * 5.0).ceil() as usize + 2;
+        assert!(full >= 1 && full <= allowed, "{what}");
+        assert!(truncated >= 10 && dropped >= 10, "{what}");
+        assert!(
+            truncated.abs_diff(dropped) <= FLOOD / 4,
+            "slip 2: about as many sent truncated as dropped; {what}"
+        );
+    }
+    assert!(server.alive(), "{}", server.log_tail(20));
+}
+
 fn serve_with_xdp(
     xdp: &str,
     extra: &str,
