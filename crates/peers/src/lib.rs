@@ -378,6 +378,11 @@ pub struct Spec {
     pub ready_timeout: Duration,
     /// Extra command-line arguments for the server program.
     pub args: Vec<String>,
+    /// The whole configuration file, written instead of the one the
+    /// description makes (its zones are still what readiness waits for):
+    /// for what the typed description cannot say. Paths in it should be
+    /// absolute, in [`Spec::dir`].
+    pub config: Option<String>,
 }
 
 impl Spec {
@@ -402,6 +407,7 @@ impl Spec {
             ready: Ready::Zones,
             ready_timeout: Duration::from_secs(30),
             args: Vec::new(),
+            config: None,
         }
     }
 

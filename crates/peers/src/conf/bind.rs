@@ -129,9 +129,17 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         c.push_str(&z.extra);
         c.push_str("};\n");
     }
-    let conf = put(dir, "named.conf", &c)?;
-    // -f: foreground with the configured logging; -4 without IPv6; -n:
-    // worker threads. As root no -u is needed (named then stays root).
+    put(dir, FILE, &c)?;
+    Ok(launch(spec, dir))
+}
+
+/// The configuration file's name.
+pub(super) const FILE: &str = "named.conf";
+
+/// `named -f` on [`FILE`]: foreground with the configured logging; -4
+/// without IPv6; -n: worker threads. As root no -u is needed (named then
+/// stays root).
+pub(super) fn launch(spec: &Spec, dir: &Path) -> Launch {
     let mut args: Vec<std::ffi::OsString> = vec!["-f".into()];
     if !has_v6(spec) {
         args.push("-4".into());
@@ -142,10 +150,10 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         "-d".into(),
         "3".into(),
         "-c".into(),
-        conf.into(),
+        dir.join(FILE).into(),
     ]);
-    Ok(Launch {
+    Launch {
         args,
         log: dir.join("named.log"),
-    })
+    }
 }

@@ -144,11 +144,19 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         }
         c.push_str(&z.extra);
     }
-    let conf = put(dir, "knot.conf", &c)?;
-    Ok(Launch {
-        args: vec!["-c".into(), conf.into()],
+    put(dir, FILE, &c)?;
+    Ok(launch(spec, dir))
+}
+
+/// The configuration file's name.
+pub(super) const FILE: &str = "knot.conf";
+
+/// `knotd -c knot.conf`.
+pub(super) fn launch(_: &Spec, dir: &Path) -> Launch {
+    Launch {
+        args: vec!["-c".into(), dir.join(FILE).into()],
         log: dir.join("knot.log"),
-    })
+    }
 }
 
 fn on(b: bool) -> &'static str {

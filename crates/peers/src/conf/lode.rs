@@ -96,16 +96,24 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     }
     c.push_str(&spec.sections);
     c.push_str(&zones);
-    let conf = put(dir, "lode.toml", &c)?;
-    let mut args = vec!["serve".into(), "--config".into(), conf.into()];
+    put(dir, FILE, &c)?;
+    Ok(launch(spec, dir))
+}
+
+/// The configuration file's name.
+pub(super) const FILE: &str = "lode.toml";
+
+/// `lode serve --config lode.toml --listen … --workers N`.
+pub(super) fn launch(spec: &Spec, dir: &Path) -> Launch {
+    let mut args = vec!["serve".into(), "--config".into(), dir.join(FILE).into()];
     for a in listen(spec) {
         args.push("--listen".into());
         args.push(a.to_string().into());
     }
     args.push("--workers".into());
     args.push(spec.workers().to_string().into());
-    Ok(Launch {
+    Launch {
         args,
         log: dir.join("stdio.log"),
-    })
+    }
 }

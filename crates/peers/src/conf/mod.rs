@@ -13,8 +13,20 @@ use std::path::{Path, PathBuf};
 use crate::process::Launch;
 use crate::{Acl, Action, Content, Error, Kind, Role, Spec, Zone};
 
-/// Writes `spec`'s files into `dir`; how to start it.
+/// Writes `spec`'s files into `dir` (or its own whole configuration,
+/// [`Spec::config`]); how to start it.
 pub(crate) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
+    if let Some(text) = &spec.config {
+        let (file, launch): (&str, fn(&Spec, &Path) -> Launch) = match spec.kind {
+            Kind::Knot => (knot::FILE, knot::launch),
+            Kind::Nsd => (nsd::FILE, nsd::launch),
+            Kind::Bind => (bind::FILE, bind::launch),
+            Kind::PowerDns => (pdns::FILE, pdns::launch),
+            Kind::Lode => (lode::FILE, lode::launch),
+        };
+        put(dir, file, text)?;
+        return Ok(launch(spec, dir));
+    }
     for z in &spec.zones {
         for id in &z.acls {
             let acl = spec.find_acl(id)?;

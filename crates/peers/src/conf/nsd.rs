@@ -87,9 +87,17 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         }
         c.push_str(&z.extra);
     }
-    let conf = put(dir, "nsd.conf", &c)?;
-    Ok(Launch {
-        args: vec!["-d".into(), "-c".into(), conf.into()],
+    put(dir, FILE, &c)?;
+    Ok(launch(spec, dir))
+}
+
+/// The configuration file's name.
+pub(super) const FILE: &str = "nsd.conf";
+
+/// `nsd -d -c nsd.conf` (in the foreground).
+pub(super) fn launch(_: &Spec, dir: &Path) -> Launch {
+    Launch {
+        args: vec!["-d".into(), "-c".into(), dir.join(FILE).into()],
         log: dir.join("nsd.log"),
-    })
+    }
 }

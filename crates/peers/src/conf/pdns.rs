@@ -74,13 +74,21 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     }
     c.push_str(&spec.server_extra);
     c.push_str(&spec.sections);
-    put(dir, "pdns.conf", &c)?;
-    Ok(Launch {
+    put(dir, FILE, &c)?;
+    Ok(launch(spec, dir))
+}
+
+/// The configuration file's name.
+pub(super) const FILE: &str = "pdns.conf";
+
+/// `pdns_server --config-dir=DIR` in the foreground, without its guardian.
+pub(super) fn launch(_: &Spec, dir: &Path) -> Launch {
+    Launch {
         args: vec![
-            format!("--config-dir={d}").into(),
+            format!("--config-dir={}", dir.display()).into(),
             "--daemon=no".into(),
             "--guardian=no".into(),
         ],
         log: dir.join("stdio.log"),
-    })
+    }
 }
