@@ -108,8 +108,8 @@ impl Server {
     }
 
     /// Stops it (if running) and starts the same program on the same
-    /// directory and configuration again (its state as it was left), then
-    /// waits until it is ready.
+    /// directory and configuration again (its state as it was left; its
+    /// stdout and stderr log starts afresh), then waits until it is ready.
     pub fn restart(&mut self) -> Result<(), Error> {
         self.stop();
         self.child = spawn(&self.spec, &self.program, &self.launch, &self.dir)?;
@@ -303,10 +303,8 @@ fn alive(child: &mut Child) -> bool {
 /// Starts `program` as `launch` says, in `dir`, pinned to the spec's CPUs.
 fn spawn(spec: &Spec, program: &Path, launch: &Launch, dir: &Path) -> Result<Child, Error> {
     let stdio_path = dir.join("stdio.log");
-    let stdio = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&stdio_path)
+    // Each start's output afresh (what a restarted server wrote is its own).
+    let stdio = std::fs::File::create(&stdio_path)
         .map_err(|e| Error::Io(format!("{}: {e}", stdio_path.display())))?;
     let stdio2 = stdio
         .try_clone()
