@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{knotd, start_knot, Knot};
+use common::{start_knot, Scratch};
+use lode_peers::{installed_or_skip, Kind, Server, Spec};
 
 use lode_bench::clients::{run_step, ClientsConfig};
 use lode_bench::gen::enumset::{generate, EnumSetSpec};
@@ -18,12 +19,11 @@ use lode_bench::rate::{RateConfig, Tester};
 
 const PORT: u16 = 15650;
 
-fn start_enum_knot(knotd: &Path, dir: &Path) -> Knot {
+fn start_enum_knot(dir: &Path) -> Server {
     let mut spec = EnumSetSpec::new(1000, 2);
     spec.threads = Some(1);
     let set = generate(&spec, &dir.join("zones")).expect("generate the ENUM set");
-    let zones = std::fs::read_to_string(&set.knot_conf).expect("zone section");
-    start_knot(knotd, dir, PORT, "", "    journal-content: none\n", &zones)
+    start_knot(Spec::new(Kind::Knot, PORT), &set, |z| z.journal(false))
 }
 
 /// Waits until the server answers the first existing name (at most 15 s).
@@ -47,13 +47,12 @@ fn wait_ready(server: SocketAddr, queries: &QuerySet) -> bool {
 
 #[test]
 fn rate_search_and_client_ramp_against_knot() {
-    let Some(knotd) = knotd() else {
-        eprintln!("knotd not installed: skipped");
+    if installed_or_skip(Kind::Knot).is_none() {
         return;
-    };
-    let dir = std::env::temp_dir().join(format!("lode-bench-knot-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let knot = start_enum_knot(&knotd, &dir);
+    }
+    let scratch = Scratch::new("knot");
+    let dir = &scratch.0;
+    let knot = start_enum_knot(dir);
     let server: SocketAddr = ([127, 0, 0, 1], PORT).into();
     let queries = QuerySet::read_file(
         &dir.join("zones").join("queries-existing.txt"),

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{knotd, start_knot, Knot};
+use common::{start_knot, Scratch};
+use lode_peers::{installed_or_skip, Acl, Action, Kind, Server, Spec};
 
-use lode_bench::gen::enumset::{generate, EnumSetSpec};
+use lode_bench::gen::enumset::{generate, EnumSetSpec, EnumSetSummary};
 use lode_bench::query::{check_reply, Expect, QuerySet, Verdict};
 use lode_bench::rate::{RateConfig, Tester};
 use lode_bench::update::{during_updates, run_stream, UpdateConfig, UpdateOp, UpdatePlan};
@@ -21,19 +22,15 @@ use lode_wire::{Name, Rtype};
 const PORT: u16 = 15850;
 const SECRET: &str = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0";
 
-fn start_update_knot(knotd: &Path, dir: &Path, zones: &str) -> Knot {
-    let sections = format!(
-        "key:\n  - id: upd.key\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
-         acl:\n  - id: upd\n    address: 127.0.0.1\n    action: update\n    key: upd.key\n"
-    );
-    start_knot(
-        knotd,
-        dir,
-        PORT,
-        &sections,
-        "    journal-content: changes\n    acl: upd\n",
-        zones,
-    )
+fn start_update_knot(set: &EnumSetSummary) -> Server {
+    let spec = Spec::new(Kind::Knot, PORT)
+        .key(lode_peers::Key::new("upd.key", "hmac-sha256", SECRET))
+        .acl(
+            Acl::new("upd", &[Action::Update])
+                .from("127.0.0.1")
+                .key("upd.key"),
+        );
+    start_knot(spec, set, |z| z.acls(&["upd"]))
 }
 
 /// Asks `name`/`rtype` once (retrying for up to 5 s) and returns the reply.
@@ -66,17 +63,15 @@ fn ancount(reply: &[u8]) -> u16 {
 
 #[test]
 fn signed_updates_under_query_load_against_knot() {
-    let Some(knotd) = knotd() else {
-        eprintln!("knotd not installed: skipped");
+    if installed_or_skip(Kind::Knot).is_none() {
         return;
-    };
-    let dir = std::env::temp_dir().join(format!("lode-bench-upd-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    }
+    let scratch = Scratch::new("upd");
+    let dir = &scratch.0;
     let mut spec = EnumSetSpec::new(600, 2);
     spec.threads = Some(1);
     let set = generate(&spec, &dir.join("zones")).expect("generate");
-    let zones_conf = std::fs::read_to_string(&set.knot_conf).expect("zones");
-    let knot = start_update_knot(&knotd, &dir, &zones_conf);
+    let knot = start_update_knot(&set);
     let server: SocketAddr = ([127, 0, 0, 1], PORT).into();
 
     let zones: Vec<(Name, PathBuf)> = set

@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
+use lode_peers::{program, Acl, Action, Content, Kind, Server, Spec, Zone as PeerZone};
 use lode_tsig::Algorithm;
 
 use super::*;
@@ -28,37 +28,6 @@ fn local(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
-/// `prog` from PATH, else /usr/sbin or /sbin.
-fn sbin(prog: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|d| d.join(prog))
-        .find(|p| p.is_file())
-}
-
-/// A directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!(
-            "lode-fetch-{label}-{}-{}",
-            std::process::id(),
-            next_id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("temp dir");
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The zone the primary starts with: enough records for several AXFR messages.
 fn zone_text() -> String {
     let mut z = format!(
@@ -71,76 +40,32 @@ fn zone_text() -> String {
     z
 }
 
-/// A knotd primary of [`ZONE`] in its own directory; the key may
+/// A knotd primary of [`ZONE`] started by the harness; the key may
 /// transfer and update; stopped by PID on drop.
-struct Knot {
-    child: Child,
-    dir: TempDir,
-    addr: SocketAddr,
-}
+struct Knot(Server);
 
 impl Knot {
     /// None when knotd is not installed.
     fn start(port: u16) -> Option<Knot> {
-        let Some(knotd) = sbin("knotd") else {
+        if program("knotd").is_none() {
             eprintln!("knotd missing (package knot): test skipped");
             return None;
-        };
-        let dir = TempDir::new("knot");
-        let d = dir.0.display().to_string();
-        std::fs::write(dir.0.join("primary.zone"), zone_text()).expect("zone file");
-        let conf = format!(
-            "server:\n    rundir: \"{d}\"\n    pidfile: \"{d}/knot.pid\"\n    listen: 127.0.0.1@{port}\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n\
-             database:\n    storage: \"{d}\"\n\
-             control:\n    listen: \"{d}/knot.sock\"\n\
-             log:\n  - target: \"{d}/knot.log\"\n    any: info\n\
-             key:\n  - id: {KEY_NAME}\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
-             acl:\n  - id: xfr-update\n    address: 127.0.0.1\n    key: {KEY_NAME}\n    action: [ transfer, update ]\n\
-             zone:\n  - domain: \"{ZONE}\"\n    storage: \"{d}\"\n    file: \"{d}/primary.zone\"\n    acl: xfr-update\n    journal-content: changes\n    zonefile-sync: -1\n    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n"
-        );
-        let conf_path = dir.0.join("knot.conf");
-        std::fs::write(&conf_path, conf).expect("knot.conf");
-        let log = std::fs::File::create(dir.0.join("stdio.log")).expect("log");
-        let child = Command::new(knotd)
-            .arg("-c")
-            .arg(&conf_path)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn knotd");
-        let knot = Knot {
-            child,
-            dir,
-            addr: local(port),
-        };
-        let src = Source {
-            addr: knot.addr,
-            key: None,
-            tls: None,
-            via: None,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while query_soa(&src, &zone(), Duration::from_millis(300)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "knotd on {port} did not serve the zone:\n{}",
-                knot.log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
         }
-        Some(knot)
-    }
-
-    fn log(&self) -> String {
-        let mut s = std::fs::read_to_string(self.dir.0.join("knot.log")).unwrap_or_default();
-        s.push_str(&std::fs::read_to_string(self.dir.0.join("stdio.log")).unwrap_or_default());
-        s
+        let xfr_update = Acl::new("xfr-update", &[Action::Transfer, Action::Update]);
+        let spec = Spec::new(Kind::Knot, port)
+            .key(lode_peers::Key::new(KEY_NAME, "hmac-sha256", SECRET))
+            .acl(xfr_update.from("127.0.0.1").key(KEY_NAME))
+            .zone(
+                PeerZone::primary(ZONE, Content::Text(zone_text()))
+                    .acls(&["xfr-update"])
+                    .extra("    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n"),
+            );
+        Some(Knot(Server::start(&spec).unwrap_or_else(|e| panic!("{e}"))))
     }
 
     fn source(&self, secret: Option<&str>) -> Source {
         Source {
-            addr: self.addr,
+            addr: self.0.addr(),
             key: secret.map(key).map(std::sync::Arc::new),
             tls: None,
             via: None,
@@ -148,24 +73,19 @@ impl Knot {
     }
 
     fn knotc(&self, args: &[&str]) {
-        let out = Command::new(sbin("knotc").expect("knotc"))
-            .arg("-s")
-            .arg(self.dir.0.join("knot.sock"))
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("knotc");
-        assert!(out.status.success(), "knotc {args:?}: {out:?}");
+        if let Err(e) = self.0.knotc(args) {
+            panic!("{e}");
+        }
     }
 
     /// Runs knsupdate `commands` (one `send` per UPDATE) with the key.
     fn update(&self, commands: &str) {
         let script = format!(
             "server {} {}\nkey hmac-sha256:{KEY_NAME} {SECRET}\nzone {ZONE}\norigin {ZONE}\nttl 300\n{commands}\nquit\n",
-            self.addr.ip(),
-            self.addr.port()
+            self.0.addr().ip(),
+            self.0.addr().port()
         );
-        let mut child = Command::new(sbin("knsupdate").expect("knsupdate"))
+        let mut child = Command::new(program("knsupdate").expect("knsupdate"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -188,10 +108,10 @@ impl Knot {
 
     /// The zone's records as `kdig AXFR` gives them, the SOA once.
     fn kdig_axfr(&self) -> Vec<Record> {
-        let out = Command::new(sbin("kdig").expect("kdig"))
-            .arg(format!("@{}", self.addr.ip()))
+        let out = Command::new(program("kdig").expect("kdig"))
+            .arg(format!("@{}", self.0.addr().ip()))
             .arg("-p")
-            .arg(self.addr.port().to_string())
+            .arg(self.0.addr().port().to_string())
             .arg("-y")
             .arg(format!("hmac-sha256:{KEY_NAME}:{SECRET}"))
             .arg(ZONE)
@@ -210,24 +130,6 @@ impl Knot {
             .expect("an SOA");
         records.remove(last_soa);
         records
-    }
-}
-
-impl Drop for Knot {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

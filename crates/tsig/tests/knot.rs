@@ -12,9 +12,11 @@
 //! Skipped loudly when knotd or kdig is missing, unless `LODE_REQUIRE_KNOT=1`.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lode_peers::{installed_or_skip, Acl, Action, Content, Kind, Server, Spec, Zone};
 
 use lode_tsig::{
     append_error, sign_request_vec, sign_response, verify_request, verify_response, Algorithm, Key,
@@ -67,83 +69,30 @@ fn key(alg: Algorithm) -> Key {
     Key::new(&name.parse().expect("name"), alg, &secret).expect("key")
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lode-tsig-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-/// A knotd process, stopped (by its PID) when dropped.
-struct Knot {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Knot {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn start_knot() -> Knot {
-    let dir = temp_dir("knotd");
-    std::fs::write(
-        dir.join("example.zone"),
-        "$ORIGIN example.\n$TTL 3600\n\
-         @ SOA ns.example. host.example. 1 3600 900 604800 300\n\
-         @ NS ns.example.\nns A 192.0.2.1\nwww A 192.0.2.2\n",
-    )
-    .expect("zone");
-    let d = dir.display();
-    let mut conf = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{KNOT_PORT}\n    udp-workers: 1\n    \
-         tcp-workers: 1\n    background-workers: 1\n\
-         database:\n    storage: \"{d}\"\n\
-         control:\n    listen: \"{d}/knot.sock\"\n\
-         log:\n  - target: stderr\n    any: warning\n\
-         key:\n"
-    );
+/// knotd on 127.0.0.1:[`KNOT_PORT`] serving `example.` to queries signed
+/// with any of the keys (and unsigned ones); stopped by PID when dropped.
+fn start_knot() -> Server {
+    let mut spec = Spec::new(Kind::Knot, KNOT_PORT);
+    let mut signed = Acl::new("signed", &[Action::Query]).from("127.0.0.1");
     for alg in Algorithm::ALL {
         let k = key(alg);
-        conf += &format!(
-            "  - id: {}\n    algorithm: {}\n    secret: {}\n",
-            k.name(),
-            alg,
-            k.secret_base64()
-        );
+        let name = k.name().to_string();
+        spec = spec.key(lode_peers::Key::new(
+            &name,
+            &alg.to_string(),
+            &k.secret_base64(),
+        ));
+        signed = signed.key(&name);
     }
-    let ids: Vec<String> = Algorithm::ALL
-        .iter()
-        .map(|a| key(*a).name().to_string())
-        .collect();
-    conf += &format!(
-        "acl:\n  - id: signed\n    address: 127.0.0.1\n    action: query\n    key: [{}]\n\
-         zone:\n  - domain: example.\n    storage: \"{d}\"\n    file: example.zone\n    \
-         acl: signed\n    zonefile-sync: -1\n    journal-content: none\n",
-        ids.join(", ")
+    let zone = "$ORIGIN example.\n$TTL 3600\n\
+                @ SOA ns.example. host.example. 1 3600 900 604800 300\n\
+                @ NS ns.example.\nns A 192.0.2.1\nwww A 192.0.2.2\n";
+    let spec = spec.acl(signed).zone(
+        Zone::primary("example.", Content::Text(zone.into()))
+            .acls(&["signed"])
+            .journal(false),
     );
-    std::fs::write(dir.join("knot.conf"), conf).expect("conf");
-    let child = Command::new(program("knotd"))
-        .arg("-c")
-        .arg(dir.join("knot.conf"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start knotd");
-    let knot = Knot { child, dir };
-    // Ready when it answers an unsigned query.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Some(r) = exchange(&query(1, true)) {
-            if r[3] & 0x0F == 0 {
-                return knot;
-            }
-        }
-    }
-    panic!("knotd did not answer on 127.0.0.1:{KNOT_PORT}");
+    Server::start(&spec).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A query for `example. SOA` with ID `id`, RD, OPT when `edns`.
@@ -202,7 +151,7 @@ fn without_tsig(reply: &[u8], start: usize) -> Vec<u8> {
 
 #[test]
 fn knotd_accepts_our_requests_and_we_check_its_replies() {
-    if !available("knotd", "knot") {
+    if installed_or_skip(Kind::Knot).is_none() {
         return;
     }
     let _knot = start_knot();

@@ -8,9 +8,9 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use lode_peers::{installed_or_skip, Acl, Action, Content, Kind, Server, Spec, Zone as PeerZone};
 
 use lode_wire::{rcode, Class, Name, Record, Rtype};
 use lode_zonedb::{Zone, ZoneBuilder};
@@ -67,59 +67,16 @@ fn msg(id: u16, pre: &[&str], upd: &[&str]) -> Vec<u8> {
     encode_update(id, &name("example.com."), &pre, &upd)
 }
 
-/// knotd on a temporary directory, killed when dropped.
-struct Knot {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Knot {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn start_knot() -> Option<Knot> {
-    if Command::new("knotd").arg("--version").output().is_err() {
-        let msg = "knotd is not installed: the Knot DNS UPDATE cross-check is SKIPPED";
-        if std::env::var("LODE_REQUIRE_KNOT").as_deref() == Ok("1") {
-            panic!("{msg} (LODE_REQUIRE_KNOT=1)");
-        }
-        eprintln!("\n*** {msg} ***\n");
-        return None;
-    }
-    let dir = std::env::temp_dir().join(format!("lode-ddns-knot-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let d = dir.display();
-    let conf = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{PORT}\n    background-workers: 1\n\
-         log:\n  - target: {d}/knot.log\n    any: info\n\
-         database:\n    storage: \"{d}\"\n\
-         acl:\n  - id: local\n    address: 127.0.0.1\n    action: [update, transfer]\n\
-         template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    acl: local\n\
-         zone:\n  - domain: example.com.\n"
-    );
-    std::fs::write(dir.join("knot.conf"), conf).unwrap();
-    std::fs::write(dir.join("example.com.zone"), ZONE).unwrap();
-    let child = Command::new("knotd")
-        .arg("-c")
-        .arg(dir.join("knot.conf"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let knot = Knot { child, dir };
-    let start = Instant::now();
-    while axfr().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "knotd did not serve the zone"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// knotd serving [`ZONE`] on 127.0.0.1:[`PORT`], updates and transfers
+/// open to 127.0.0.1; stopped by PID when dropped. None (loudly) when knotd
+/// is not installed, a failure under LODE_REQUIRE_KNOT=1.
+fn start_knot() -> Option<Server> {
+    installed_or_skip(Kind::Knot)?;
+    let spec = Spec::new(Kind::Knot, PORT)
+        .acl(Acl::new("local", &[Action::Update, Action::Transfer]).from("127.0.0.1"))
+        .zone(PeerZone::primary("example.com.", Content::Text(ZONE.into())).acls(&["local"]));
+    let knot = Server::start(&spec).unwrap_or_else(|e| panic!("{e}"));
+    assert!(axfr().is_some(), "knotd did not serve the zone by AXFR");
     Some(knot)
 }
 

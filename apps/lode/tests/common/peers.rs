@@ -17,10 +17,12 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use lode_peers::{Acl, Action, Content, Kind, Ready, Server, Spec, Zone};
 
 use super::tap::XfrTap;
 use super::{pick_port_in, soa_serial_of, udp_exchange, Message, Query, TempDir};
@@ -138,130 +140,46 @@ pub fn missing_programs(kinds: &[SecondaryKind]) -> Vec<String> {
     missing
 }
 
-/// A server process of the harness: its directory, log and PID.
+/// A server process of the harness, started by lode-peers in `dir` (its
+/// state stays there until the daemon is dropped).
 #[derive(Debug)]
 struct Daemon {
-    label: String,
-    addr: SocketAddr,
-    child: Child,
-    log: PathBuf,
+    server: Server,
     dir: TempDir,
 }
 
 impl Daemon {
-    /// Spawns `cmd` (its stdout and stderr into `log`) in charge of `dir`.
-    fn spawn(
-        label: String,
-        port: u16,
-        mut cmd: Command,
-        log: PathBuf,
-        dir: TempDir,
-    ) -> Result<Daemon, String> {
-        let logf = std::fs::File::create(dir.0.join("stdio.log")).map_err(|e| e.to_string())?;
-        let child = cmd
-            .current_dir(&dir.0)
-            .stdin(Stdio::null())
-            .stdout(logf.try_clone().map_err(|e| e.to_string())?)
-            .stderr(logf)
-            .spawn()
-            .map_err(|e| format!("spawn {label}: {e}"))?;
-        Ok(Daemon {
-            label,
-            addr: SocketAddr::from(([127, 0, 0, 1], port)),
-            child,
-            log,
-            dir,
-        })
+    /// Starts `spec` labelled `label` in `dir` and waits (20 s at most)
+    /// until it answers for its zones.
+    fn launch(label: String, mut spec: Spec, dir: TempDir) -> Result<Daemon, String> {
+        spec.label = Some(label);
+        spec.dir = Some(dir.0.clone());
+        spec.ready_timeout = Duration::from_secs(20);
+        if spec.kind == Kind::Lode {
+            spec.program = Some(env!("CARGO_BIN_EXE_lode").into());
+        }
+        let server = Server::start(&spec).map_err(|e| e.to_string())?;
+        Ok(Daemon { server, dir })
     }
 
-    /// Spawns (see [`Daemon::spawn`]) and waits until it answers for `zone`.
-    fn launch(
+    /// Starts `kind` with the whole configuration `config` (paths in
+    /// `dir`), ready once it answers for `zone`.
+    fn launch_text(
         label: String,
+        kind: Kind,
         port: u16,
-        cmd: Command,
-        log: PathBuf,
+        config: String,
         dir: TempDir,
         zone: &str,
     ) -> Result<Daemon, String> {
-        let mut d = Daemon::spawn(label, port, cmd, log, dir)?;
-        d.wait_listening(zone, Duration::from_secs(20))?;
-        Ok(d)
+        let mut spec = Spec::new(kind, port).zone(Zone::secondary(zone, &[]));
+        spec.config = Some(config);
+        spec.ready = Ready::Answering;
+        Daemon::launch(label, spec, dir)
     }
 
-    fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// The server's own log, then whatever it wrote on stdout/stderr.
-    fn log(&self) -> String {
-        let own = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let stdio_path = self.dir.0.join("stdio.log");
-        if self.log == stdio_path {
-            return own;
-        }
-        let stdio = std::fs::read_to_string(stdio_path).unwrap_or_default();
-        format!("{own}{stdio}")
-    }
-
-    fn log_tail(&self, n: usize) -> String {
-        let log = self.log();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
-    }
-
-    /// Waits until the process answers any query on UDP (a secondary has
-    /// no zone yet, so any rcode will do), at most `timeout`.
-    fn wait_listening(&mut self, zone: &str, timeout: Duration) -> Result<(), String> {
-        let deadline = Instant::now() + timeout;
-        let q = Query::new(zone, 6, 1).to_wire();
-        loop {
-            if !self.alive() {
-                return Err(format!(
-                    "{} exited during start-up:\n{}",
-                    self.label,
-                    self.log_tail(30)
-                ));
-            }
-            if udp_exchange(self.addr, &q, Duration::from_millis(200)).is_some() {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "{} did not answer within {timeout:?}:\n{}",
-                    self.label,
-                    self.log_tail(30)
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// SIGTERM by PID, and SIGKILL if it is still there after 5 s.
-    fn stop(&mut self) {
-        if !self.alive() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if !self.alive() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.stop();
+    fn addr(&self) -> SocketAddr {
+        self.server.addr()
     }
 }
 
@@ -330,25 +248,20 @@ impl Peer {
         let zone = absolute(zone);
         let tap = XfrTap::start(primary, tap_port)?;
         let dir = TempDir::new(&format!("xfr-{}", kind.label()));
-        let (cmd, log) = match kind {
-            SecondaryKind::Knot => knot_secondary(&dir.0, &zone, tap.addr, key, port, extra)?,
-            SecondaryKind::Nsd => nsd_secondary(&dir.0, &zone, tap.addr, key, port)?,
-            SecondaryKind::Bind => bind_secondary(&dir.0, &zone, tap.addr, key, port)?,
+        let label = format!("{}@{port}", kind.label());
+        let daemon = match kind {
             SecondaryKind::Lode => {
-                lode_secondary(&dir.0, &zone, tap.addr, key, port, notify, extra)?
+                let conf = lode_secondary(&dir.0, &zone, tap.addr, key, notify, extra);
+                Daemon::launch_text(label, Kind::Lode, port, conf, dir, &zone)?
+            }
+            _ => {
+                let spec = secondary_spec(kind, &zone, primary.ip(), tap.addr, key, port, extra);
+                Daemon::launch(label, spec, dir)?
             }
         };
-        let daemon = Daemon::launch(
-            format!("{}@{port}", kind.label()),
-            port,
-            cmd,
-            log,
-            dir,
-            &zone,
-        )?;
         Ok(Peer {
             kind,
-            addr: daemon.addr,
+            addr: daemon.addr(),
             zone,
             primary,
             tap,
@@ -432,7 +345,7 @@ impl Peer {
         let daemon = launch_knot(format!("knot-catalog@{port}"), port, &conf, dir, &zone)?;
         Ok(Peer {
             kind: SecondaryKind::Knot,
-            addr: daemon.addr,
+            addr: daemon.addr(),
             zone,
             primary,
             tap,
@@ -482,20 +395,11 @@ impl Peer {
             tap.addr.port(),
             key.name
         );
-        let path = dir.0.join("lode.toml");
-        write(&path, &conf)?;
-        let cmd = lode_command(&path, port);
-        let daemon = Daemon::launch(
-            format!("lode-catalog@{port}"),
-            port,
-            cmd,
-            dir.0.join("stdio.log"),
-            dir,
-            &zone,
-        )?;
+        let label = format!("lode-catalog@{port}");
+        let daemon = Daemon::launch_text(label, Kind::Lode, port, conf, dir, &zone)?;
         Ok(Peer {
             kind: SecondaryKind::Lode,
-            addr: daemon.addr,
+            addr: daemon.addr(),
             zone,
             primary,
             tap,
@@ -506,21 +410,12 @@ impl Peer {
     /// Starts the same server again in the same directory (after a stop or
     /// a kill): its state and timers are what it had.
     pub fn restart(&mut self) -> Result<(), String> {
-        self.daemon.stop();
-        let dir = std::mem::replace(&mut self.daemon.dir, TempDir(PathBuf::new()));
-        let conf = dir.0.join("lode.toml");
-        let cmd = lode_command(&conf, self.addr.port());
-        let label = self.daemon.label.clone();
-        let log = self.daemon.log.clone();
-        let daemon = Daemon::launch(label, self.addr.port(), cmd, log, dir, &self.zone)?;
-        self.daemon = daemon;
-        Ok(())
+        self.daemon.server.restart().map_err(|e| e.to_string())
     }
 
     /// Kills it with SIGKILL (no clean shutdown).
     pub fn kill9(&mut self) {
-        let _ = self.daemon.child.kill();
-        let _ = self.daemon.child.wait();
+        self.daemon.server.kill9();
     }
 
     /// Runs `lode ARGS --control SOCKET` against a Lode peer's control socket.
@@ -542,17 +437,17 @@ impl Peer {
 
     /// A label for messages, e.g. `nsd@16101`.
     pub fn label(&self) -> &str {
-        &self.daemon.label
+        self.daemon.server.label()
     }
 
     /// The process ID.
     pub fn pid(&self) -> u32 {
-        self.daemon.child.id()
+        self.daemon.server.pid()
     }
 
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
-        self.daemon.alive()
+        self.daemon.server.alive()
     }
 
     /// Its scratch directory (configuration, zone file, state, logs).
@@ -562,17 +457,17 @@ impl Peer {
 
     /// Its whole log.
     pub fn log(&self) -> String {
-        self.daemon.log()
+        self.daemon.server.log()
     }
 
     /// The last `n` lines of its log.
     pub fn log_tail(&self, n: usize) -> String {
-        self.daemon.log_tail(n)
+        self.daemon.server.log_tail(n)
     }
 
     /// Stops it now (SIGTERM by PID, then SIGKILL); dropping does the same.
     pub fn stop(&mut self) {
-        self.daemon.stop();
+        self.daemon.server.stop();
     }
 }
 
@@ -632,8 +527,8 @@ fn knot_server_sections(dir: &Path, port: u16) -> String {
     )
 }
 
-/// Writes `conf` as `knot.conf` in `dir`, starts knotd on it (its log
-/// `knot.log` there) and waits until it answers for `zone`.
+/// Starts knotd on the whole configuration `conf` (paths in `dir`) and
+/// waits until it answers for `zone`.
 fn launch_knot(
     label: String,
     port: u16,
@@ -641,16 +536,7 @@ fn launch_knot(
     dir: TempDir,
     zone: &str,
 ) -> Result<Daemon, String> {
-    let path = dir.0.join("knot.conf");
-    write(&path, conf)?;
-    let log = dir.0.join("knot.log");
-    Daemon::launch(label, port, knot_command(&path), log, dir, zone)
-}
-
-fn knot_command(conf: &Path) -> Command {
-    let mut cmd = Command::new(sbin("knotd"));
-    cmd.arg("-c").arg(conf);
-    cmd
+    Daemon::launch_text(label, Kind::Knot, port, conf.to_string(), dir, zone)
 }
 
 /// Appends one `[[remote]]` per address of `addrs` (ids `PREFIXi`, signed
@@ -678,27 +564,14 @@ fn lode_remotes(
         .collect()
 }
 
-fn lode_command(conf: &Path, port: u16) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lode"));
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(conf)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--workers")
-        .arg("1");
-    cmd
-}
-
 fn lode_secondary(
     dir: &Path,
     zone: &str,
     primary: SocketAddr,
     key: &TsigKey,
-    port: u16,
     notify: &[SocketAddr],
     extra: &str,
-) -> Result<(Command, PathBuf), String> {
+) -> String {
     let mut conf = format!(
         "journal-dir = \"journal\"\ncontrol = \"{}\"\nlog-level = \"debug\"\n\n\
          [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
@@ -719,126 +592,49 @@ fn lode_secondary(
         "[[zone]]\nname = \"{zone}\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\nnotify = [{}]\n{extra}",
         ids.join(", ")
     );
-    let path = dir.join("lode.toml");
-    write(&path, &conf)?;
-    Ok((lode_command(&path, port), dir.join("stdio.log")))
+    conf
 }
 
-fn knot_secondary(
-    dir: &Path,
+/// A Knot, NSD or BIND secondary of `zone` on `port`, transferring from
+/// `source` with the key, taking NOTIFY signed with it from `notify_from`,
+/// serving AXFR to the key; `extra` added to a Knot zone entry.
+fn secondary_spec(
+    kind: SecondaryKind,
     zone: &str,
-    primary: SocketAddr,
+    notify_from: IpAddr,
+    source: SocketAddr,
     key: &TsigKey,
     port: u16,
     extra: &str,
-) -> Result<(Command, PathBuf), String> {
-    let d = dir.display();
-    let conf = format!(
-        "{}{}remote:\n  - id: primary\n    address: {}@{}\n    key: {}\n\
-         acl:\n  - id: notify-in\n    address: {}\n    key: {}\n    action: notify\n\
-         \x20 - id: xfr-out\n    key: {}\n    action: transfer\n\
-         zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    file: \"{d}/secondary.zone\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    journal-content: changes\n    zonefile-sync: -1\n    zonefile-load: none\n    semantic-checks: off\n{extra}",
-        knot_server_sections(dir, port),
-        knot_key_section(key),
-        primary.ip(),
-        primary.port(),
-        key.name,
-        primary.ip(),
-        key.name,
-        key.name,
-    );
-    let path = dir.join("knot.conf");
-    write(&path, &conf)?;
-    Ok((knot_command(&path), dir.join("knot.log")))
+) -> Spec {
+    let kind = match kind {
+        SecondaryKind::Knot => Kind::Knot,
+        SecondaryKind::Nsd => Kind::Nsd,
+        SecondaryKind::Bind => Kind::Bind,
+        SecondaryKind::Lode => Kind::Lode,
+    };
+    let mut spec = Spec::new(kind, port)
+        .key(peer_key(key))
+        .acl(
+            Acl::new("notify-in", &[Action::Notify])
+                .from(&notify_from.to_string())
+                .key(&key.name),
+        )
+        .acl(Acl::new("xfr-out", &[Action::Transfer]).key(&key.name))
+        .zone(
+            Zone::secondary(zone, &[source])
+                .key(&key.name)
+                .acls(&["notify-in", "xfr-out"])
+                .extra(extra),
+        );
+    // Two TCP workers: transfers and probes at once.
+    spec.workers = Some(if kind == Kind::Knot { 2 } else { 1 });
+    spec
 }
 
-fn nsd_secondary(
-    dir: &Path,
-    zone: &str,
-    primary: SocketAddr,
-    key: &TsigKey,
-    port: u16,
-) -> Result<(Command, PathBuf), String> {
-    let d = dir.display();
-    // verbosity 2 logs every transfer and NOTIFY (but not the kind of a
-    // transfer: see received_ixfr); `username: ""` keeps the test's user (no privilege drop), no chroot,
-    // no database file, every state file in `dir`.
-    let conf = format!(
-        "server:\n    ip-address: 127.0.0.1@{port}\n    port: {port}\n    do-ip6: no\n    server-count: 1\n\
-         \x20   username: \"\"\n    chroot: \"\"\n    zonesdir: \"{d}\"\n    database: \"\"\n\
-         \x20   zonelistfile: \"{d}/zone.list\"\n    xfrdfile: \"{d}/xfrd.state\"\n    xfrdir: \"{d}\"\n\
-         \x20   pidfile: \"{d}/nsd.pid\"\n    logfile: \"{d}/nsd.log\"\n    verbosity: 2\n\
-         \x20   hide-version: yes\n    xfrd-reload-timeout: 0\n\
-         remote-control:\n    control-enable: no\n\
-         key:\n    name: \"{}\"\n    algorithm: {}\n    secret: \"{}\"\n\
-         zone:\n    name: \"{}\"\n    zonefile: \"secondary.zone\"\n\
-         \x20   allow-notify: {} {}\n    request-xfr: {}@{} {}\n    provide-xfr: 127.0.0.1 {}\n",
-        key.name,
-        key.algorithm,
-        key.secret,
-        relative(zone),
-        primary.ip(),
-        key.name,
-        primary.ip(),
-        primary.port(),
-        key.name,
-        key.name,
-    );
-    let path = dir.join("nsd.conf");
-    write(&path, &conf)?;
-    let mut cmd = Command::new(sbin("nsd"));
-    cmd.arg("-d").arg("-c").arg(&path);
-    Ok((cmd, dir.join("nsd.log")))
-}
-
-fn bind_secondary(
-    dir: &Path,
-    zone: &str,
-    primary: SocketAddr,
-    key: &TsigKey,
-    port: u16,
-) -> Result<(Command, PathBuf), String> {
-    let d = dir.display();
-    // `controls { };` keeps named off the shared rndc port 953; notify no: a
-    // secondary of the harness tells nobody; the min-* options let the
-    // zone's short SOA timers count.
-    let conf = format!(
-        "options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n  session-keyfile \"{d}/session.key\";\n  managed-keys-directory \"{d}\";\n\
-         \x20 listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n\
-         \x20 recursion no;\n  notify no;\n  dnssec-validation no;\n  version none;\n\
-         \x20 allow-transfer {{ key \"{}\"; }};\n\
-         \x20 min-refresh-time 1;\n  min-retry-time 1;\n}};\n\
-         controls {{ }};\n\
-         key \"{}\" {{\n  algorithm {};\n  secret \"{}\";\n}};\n\
-         logging {{\n  channel to_file {{ file \"{d}/named.log\"; severity debug 3; print-time yes; print-category yes; print-severity yes; }};\n\
-         \x20 category default {{ to_file; }};\n  category xfer-in {{ to_file; }};\n  category notify {{ to_file; }};\n}};\n\
-         zone \"{}\" {{\n  type secondary;\n  file \"secondary.db\";\n\
-         \x20 primaries {{ {} port {} key \"{}\"; }};\n  allow-notify {{ key \"{}\"; }};\n}};\n",
-        key.name,
-        key.name,
-        key.algorithm,
-        key.secret,
-        relative(zone),
-        primary.ip(),
-        primary.port(),
-        key.name,
-        key.name,
-    );
-    let path = dir.join("named.conf");
-    write(&path, &conf)?;
-    let mut cmd = Command::new(sbin("named"));
-    // -f: foreground with the configured logging; -4: no IPv6 sockets;
-    // -n 1: one worker thread on this shared machine. As root no -u is
-    // needed (named then keeps running as root).
-    cmd.arg("-f")
-        .arg("-4")
-        .arg("-n")
-        .arg("1")
-        .arg("-d")
-        .arg("3")
-        .arg("-c")
-        .arg(&path);
-    Ok((cmd, dir.join("named.log")))
+/// `key` as lode-peers spells it.
+fn peer_key(key: &TsigKey) -> lode_peers::Key {
+    lode_peers::Key::new(&key.name, &key.algorithm, &key.secret)
 }
 
 /// Which server is the transfer PRIMARY of a test.
@@ -877,41 +673,25 @@ impl Primary {
     ) -> Result<Primary, String> {
         let zone = absolute(zone);
         let dir = TempDir::new("xfr-knot-primary");
-        let d = dir.0.display();
         let file = dir.0.join("primary.zone");
         std::fs::copy(zone_file, &file)
             .map_err(|e| format!("copy {}: {e}", zone_file.display()))?;
-        let mut conf = knot_server_sections(&dir.0, port);
-        conf.push_str(&knot_key_section(key));
-        let mut ids = Vec::new();
-        if !notify.is_empty() {
-            conf.push_str("remote:\n");
-            for (i, a) in notify.iter().enumerate() {
-                let _ = write!(
-                    conf,
-                    "  - id: secondary{i}\n    address: {}@{}\n    key: {}\n",
-                    a.ip(),
-                    a.port(),
-                    key.name
-                );
-                ids.push(format!("secondary{i}"));
-            }
-        }
-        let _ = write!(
-            conf,
-            "acl:\n  - id: xfr-update\n    address: 127.0.0.1\n    key: {}\n    action: [ transfer, update ]\n\
-             zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    file: \"{}\"\n    acl: xfr-update\n\
-             \x20   journal-content: changes\n    zonefile-sync: -1\n    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n",
-            key.name,
-            file.display()
-        );
-        if !ids.is_empty() {
-            let _ = writeln!(conf, "    notify: [ {} ]", ids.join(", "));
-        }
-        let daemon = launch_knot(format!("knot-primary@{port}"), port, &conf, dir, &zone)?;
+        let xfr_update = Acl::new("xfr-update", &[Action::Transfer, Action::Update]);
+        let mut spec = Spec::new(Kind::Knot, port)
+            .key(peer_key(key))
+            .acl(xfr_update.from("127.0.0.1").key(&key.name))
+            .zone(
+                Zone::primary(&zone, Content::File(file))
+                    .key(&key.name)
+                    .acls(&["xfr-update"])
+                    .notify(notify)
+                    .extra("    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n"),
+            );
+        spec.workers = Some(2);
+        let daemon = Daemon::launch(format!("knot-primary@{port}"), spec, dir)?;
         let primary = Primary {
             kind: PrimaryKind::Knot,
-            addr: daemon.addr,
+            addr: daemon.addr(),
             zone,
             daemon,
         };
@@ -984,7 +764,7 @@ impl Primary {
         let daemon = launch_knot(format!("knot-producer@{port}"), port, &conf, dir, &zone)?;
         let primary = Primary {
             kind: PrimaryKind::Knot,
-            addr: daemon.addr,
+            addr: daemon.addr(),
             zone,
             daemon,
         };
@@ -1033,14 +813,11 @@ impl Primary {
             "[[zone]]\nname = \"{zone}\"\nfile = \"primary.zone\"\nacl = [\"xfr-update\"]\nzonefile-sync = -1\nnotify = [{}]\n",
             ids.join(", ")
         );
-        let path = dir.0.join("lode.toml");
-        write(&path, &conf)?;
-        let log = dir.0.join("stdio.log");
-        let cmd = lode_command(&path, port);
-        let daemon = Daemon::launch(format!("lode-primary@{port}"), port, cmd, log, dir, &zone)?;
+        let label = format!("lode-primary@{port}");
+        let daemon = Daemon::launch_text(label, Kind::Lode, port, conf, dir, &zone)?;
         let primary = Primary {
             kind: PrimaryKind::Lode,
-            addr: daemon.addr,
+            addr: daemon.addr(),
             zone,
             daemon,
         };
@@ -1051,20 +828,15 @@ impl Primary {
 
     /// A label for messages.
     pub fn label(&self) -> &str {
-        &self.daemon.label
+        self.daemon.server.label()
     }
 
     /// Kills a Lode primary with SIGKILL and starts it again in the same
     /// directory (its journal and files as the kill left them); waits
     /// until it serves the zone.
     pub fn kill9_and_restart(&mut self) -> Result<(), String> {
-        let _ = self.daemon.child.kill();
-        let _ = self.daemon.child.wait();
-        let dir = std::mem::replace(&mut self.daemon.dir, TempDir(PathBuf::new()));
-        let cmd = lode_command(&dir.0.join("lode.toml"), self.addr.port());
-        let label = self.daemon.label.clone();
-        let log = self.daemon.log.clone();
-        self.daemon = Daemon::launch(label, self.addr.port(), cmd, log, dir, &self.zone)?;
+        self.daemon.server.kill9();
+        self.daemon.server.restart().map_err(|e| e.to_string())?;
         wait_any_serial(self.addr, &self.zone, Duration::from_secs(10))
             .map(|_| ())
             .map_err(|e| format!("{e}\n{}", self.log_tail(30)))
@@ -1072,22 +844,22 @@ impl Primary {
 
     /// The process ID.
     pub fn pid(&self) -> u32 {
-        self.daemon.child.id()
+        self.daemon.server.pid()
     }
 
     /// Its whole log.
     pub fn log(&self) -> String {
-        self.daemon.log()
+        self.daemon.server.log()
     }
 
     /// The last `n` lines of its log.
     pub fn log_tail(&self, n: usize) -> String {
-        self.daemon.log_tail(n)
+        self.daemon.server.log_tail(n)
     }
 
     /// Stops it now (SIGTERM by PID, then SIGKILL); dropping does the same.
     pub fn stop(&mut self) {
-        self.daemon.stop();
+        self.daemon.server.stop();
     }
 
     /// Its own directory (configuration, zone file `primary.zone`, logs).
@@ -1099,23 +871,7 @@ impl Primary {
     /// "-f", "example.com.", "+journal"]` to drop its IXFR history (then
     /// secondaries must fall back to AXFR); returns its output.
     pub fn knotc(&self, args: &[&str]) -> Result<String, String> {
-        let out = Command::new(sbin("knotc"))
-            .arg("-s")
-            .arg(self.daemon.dir.0.join("knot.sock"))
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("knotc: {e}"))?;
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        if out.status.success() {
-            Ok(text)
-        } else {
-            Err(format!("knotc {args:?}: {}: {text}", out.status))
-        }
+        self.daemon.server.knotc(args)
     }
 }
 

@@ -1,0 +1,159 @@
+//! named.conf (BIND 9.18): no rndc control channel (`controls { };` keeps
+//! it off the shared port 953), no recursion, a debug log in the server's
+//! directory; `named -f` in the foreground.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::{acls_for, has_v6, put, refuse_signing, relative, required_file};
+use crate::process::Launch;
+use crate::{Acl, Action, Error, Role, Spec, Zone};
+
+/// BIND's address match list for `acls`: a keyed ACL matches its keys (the
+/// address of a keyed ACL is not written: the key is the stronger rule),
+/// an unkeyed one its address (any when None). Empty ACLs: `none`.
+fn match_list(acls: &[&Acl]) -> String {
+    let mut items = Vec::new();
+    for a in acls {
+        if a.keys.is_empty() {
+            items.push(a.address.clone().unwrap_or_else(|| "any".into()));
+        } else {
+            items.extend(a.keys.iter().map(|k| format!("key \"{k}\"")));
+        }
+    }
+    if items.is_empty() {
+        items.push("none".into());
+    }
+    let mut s = String::from("{ ");
+    for i in items {
+        let _ = write!(s, "{i}; ");
+    }
+    s.push('}');
+    s
+}
+
+/// `addr port P [key "K"];` items of a primaries or also-notify list.
+fn servers(zone: &Zone, addrs: &[std::net::SocketAddr]) -> String {
+    let mut s = String::from("{ ");
+    for a in addrs {
+        let _ = write!(s, "{} port {}", a.ip(), a.port());
+        if let Some(k) = &zone.key {
+            let _ = write!(s, " key \"{k}\"");
+        }
+        s.push_str("; ");
+    }
+    s.push('}');
+    s
+}
+
+pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
+    refuse_signing(spec)?;
+    let d = dir.display();
+    let port = spec.port;
+    let v4: Vec<String> = spec
+        .addresses
+        .iter()
+        .filter(|a| a.is_ipv4())
+        .map(|a| format!("{a}; "))
+        .collect();
+    let v6: Vec<String> = spec
+        .addresses
+        .iter()
+        .filter(|a| a.is_ipv6())
+        .map(|a| format!("{a}; "))
+        .collect();
+    let v6 = if v6.is_empty() {
+        "none; ".to_string()
+    } else {
+        v6.concat()
+    };
+    // The min-* options let a zone's short SOA timers count.
+    let mut c = format!(
+        "options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n  \
+         session-keyfile \"{d}/session.key\";\n  managed-keys-directory \"{d}\";\n  \
+         listen-on port {port} {{ {}}};\n  listen-on-v6 port {port} {{ {v6}}};\n  \
+         recursion no;\n  notify no;\n  dnssec-validation no;\n  version none;\n  \
+         min-refresh-time 1;\n  min-retry-time 1;\n",
+        v4.concat()
+    );
+    if let Some(b) = spec.socket_buffer {
+        let _ = write!(c, "  udp-receive-buffer {b};\n  udp-send-buffer {b};\n");
+    }
+    c.push_str(&spec.server_extra);
+    c.push_str("};\ncontrols { };\n");
+    for k in &spec.keys {
+        let _ = write!(
+            c,
+            "key \"{}\" {{\n  algorithm {};\n  secret \"{}\";\n}};\n",
+            k.name, k.algorithm, k.secret
+        );
+    }
+    let _ = write!(
+        c,
+        "logging {{\n  channel to_file {{ file \"{d}/named.log\"; severity debug 3; print-time yes; \
+         print-category yes; print-severity yes; }};\n  category default {{ to_file; }};\n  \
+         category xfer-in {{ to_file; }};\n  category notify {{ to_file; }};\n}};\n"
+    );
+    c.push_str(&spec.sections);
+    for (i, z) in spec.zones.iter().enumerate() {
+        let _ = writeln!(c, "zone \"{}\" {{", relative(z));
+        match &z.role {
+            Role::Primary(_) => {
+                let f = required_file(spec.kind, z, dir)?;
+                let _ = write!(c, "  type primary;\n  file \"{}\";\n", f.display());
+                let _ = writeln!(c, "  journal \"{d}/zone{i}.jnl\";");
+            }
+            Role::Secondary(primaries) => {
+                let _ = write!(c, "  type secondary;\n  file \"zone{i}.db\";\n");
+                let _ = writeln!(c, "  primaries {};", servers(z, primaries));
+            }
+        }
+        for (name, action) in [
+            ("allow-notify", Action::Notify),
+            ("allow-transfer", Action::Transfer),
+            ("allow-update", Action::Update),
+            ("allow-query", Action::Query),
+        ] {
+            let acls = acls_for(spec, z, action)?;
+            if !acls.is_empty() || action == Action::Transfer {
+                let _ = writeln!(c, "  {name} {};", match_list(&acls));
+            }
+        }
+        if !z.notify.is_empty() {
+            let _ = write!(
+                c,
+                "  notify explicit;\n  also-notify {};\n",
+                servers(z, &z.notify)
+            );
+        }
+        c.push_str(&z.extra);
+        c.push_str("};\n");
+    }
+    put(dir, FILE, &c)?;
+    Ok(launch(spec, dir))
+}
+
+/// The configuration file's name.
+pub(super) const FILE: &str = "named.conf";
+
+/// `named -f` on [`FILE`]: foreground with the configured logging; -4
+/// without IPv6; -n: worker threads. As root no -u is needed (named then
+/// stays root).
+pub(super) fn launch(spec: &Spec, dir: &Path) -> Launch {
+    let mut args: Vec<std::ffi::OsString> = vec!["-f".into()];
+    if !has_v6(spec) {
+        args.push("-4".into());
+    }
+    args.extend([
+        "-n".into(),
+        spec.workers().to_string().into(),
+        "-d".into(),
+        "3".into(),
+        "-c".into(),
+        dir.join(FILE).into(),
+    ]);
+    Launch {
+        args,
+        log: dir.join("named.log"),
+    }
+}

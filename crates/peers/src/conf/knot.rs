@@ -1,0 +1,168 @@
+//! knot.conf (Knot DNS 3.x): state, control socket and log in the server's
+//! directory; remotes and ACLs from the zones; a policy per signed zone.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::{at, listen, put, unsupported, zone_file};
+use crate::process::Launch;
+use crate::{Error, Role, Spec};
+
+pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
+    if spec.socket_buffer.is_some() {
+        return Err(unsupported(spec, "a socket buffer size"));
+    }
+    let d = dir.display();
+    let w = spec.workers();
+    let addrs: Vec<String> = listen(spec).iter().map(at).collect();
+    let listen = match addrs.as_slice() {
+        [one] => one.clone(),
+        many => format!("[ {} ]", many.join(", ")),
+    };
+    let mut c = format!(
+        "server:\n    rundir: \"{d}\"\n    pidfile: \"{d}/knot.pid\"\n    listen: {listen}\n    \
+         udp-workers: {w}\n    tcp-workers: {w}\n    background-workers: 1\n{}\
+         database:\n    storage: \"{d}\"\n\
+         control:\n    listen: \"{d}/knot.sock\"\n\
+         log:\n  - target: \"{d}/knot.log\"\n    any: info\n",
+        spec.server_extra
+    );
+    if !spec.keys.is_empty() {
+        c.push_str("key:\n");
+        for k in &spec.keys {
+            let _ = write!(
+                c,
+                "  - id: {}\n    algorithm: {}\n    secret: {}\n",
+                k.name, k.algorithm, k.secret
+            );
+        }
+    }
+    // One remote per primary and NOTIFY target of each zone.
+    let mut remotes = String::new();
+    let mut zone_remotes = Vec::new();
+    for (zi, z) in spec.zones.iter().enumerate() {
+        let primaries = match &z.role {
+            Role::Secondary(p) => p.as_slice(),
+            Role::Primary(_) => &[],
+        };
+        let mut ids = (Vec::new(), Vec::new());
+        for (i, (a, notify)) in primaries
+            .iter()
+            .map(|a| (a, false))
+            .chain(z.notify.iter().map(|a| (a, true)))
+            .enumerate()
+        {
+            let id = format!("z{zi}-remote{i}");
+            let _ = write!(remotes, "  - id: {id}\n    address: {}\n", at(a));
+            if let Some(k) = &z.key {
+                let _ = writeln!(remotes, "    key: {k}");
+            }
+            if notify { &mut ids.1 } else { &mut ids.0 }.push(id);
+        }
+        zone_remotes.push(ids);
+    }
+    if !remotes.is_empty() {
+        c.push_str("remote:\n");
+        c.push_str(&remotes);
+    }
+    if !spec.acls.is_empty() {
+        c.push_str("acl:\n");
+        for a in &spec.acls {
+            let _ = writeln!(c, "  - id: {}", a.id);
+            if let Some(addr) = &a.address {
+                let _ = writeln!(c, "    address: {addr}");
+            }
+            if !a.keys.is_empty() {
+                let _ = writeln!(c, "    key: [ {} ]", a.keys.join(", "));
+            }
+            let actions: Vec<&str> = a.actions.iter().map(|x| x.name()).collect();
+            let _ = writeln!(c, "    action: [ {} ]", actions.join(", "));
+        }
+    }
+    let signed: Vec<_> = spec
+        .zones
+        .iter()
+        .enumerate()
+        .filter_map(|(i, z)| Some((i, z.signing.as_ref()?)))
+        .collect();
+    if !signed.is_empty() {
+        c.push_str("policy:\n");
+        for (zi, s) in &signed {
+            let _ = write!(
+                c,
+                "  - id: z{zi}-policy\n    algorithm: {}\n    manual: {}\n    nsec3: {}\n",
+                s.algorithm,
+                on(s.manual),
+                on(s.nsec3)
+            );
+            if s.nsec3 {
+                let _ = write!(
+                    c,
+                    "    nsec3-iterations: 0\n    nsec3-salt-length: 0\n    nsec3-opt-out: {}\n",
+                    on(s.opt_out)
+                );
+            }
+        }
+    }
+    c.push_str(&spec.sections);
+    let _ = write!(
+        c,
+        "template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n{}",
+        spec.template_extra
+    );
+    if !spec.zones.is_empty() {
+        c.push_str("zone:\n");
+    }
+    for (zi, (z, (primaries, notify))) in spec.zones.iter().zip(&zone_remotes).enumerate() {
+        let _ = writeln!(c, "  - domain: \"{}\"", z.name);
+        match zone_file(z, dir)? {
+            Some(f) => {
+                let _ = writeln!(c, "    file: \"{}\"", f.display());
+            }
+            None if !primaries.is_empty() => {
+                let _ = writeln!(c, "    file: \"{d}/{}zone\"", z.name);
+                c.push_str("    zonefile-load: none\n");
+            }
+            None => {}
+        }
+        if !primaries.is_empty() {
+            let _ = writeln!(c, "    master: [ {} ]", primaries.join(", "));
+        }
+        if !notify.is_empty() {
+            let _ = writeln!(c, "    notify: [ {} ]", notify.join(", "));
+        }
+        if !z.acls.is_empty() {
+            let _ = writeln!(c, "    acl: [ {} ]", z.acls.join(", "));
+        }
+        let journal = if z.journal { "changes" } else { "none" };
+        let _ = writeln!(c, "    journal-content: {journal}");
+        if z.signing.is_some() {
+            let _ = write!(
+                c,
+                "    dnssec-signing: on\n    dnssec-policy: z{zi}-policy\n"
+            );
+        }
+        c.push_str(&z.extra);
+    }
+    put(dir, FILE, &c)?;
+    Ok(launch(spec, dir))
+}
+
+/// The configuration file's name.
+pub(super) const FILE: &str = "knot.conf";
+
+/// `knotd -c knot.conf`.
+pub(super) fn launch(_: &Spec, dir: &Path) -> Launch {
+    Launch {
+        args: vec!["-c".into(), dir.join(FILE).into()],
+        log: dir.join("knot.log"),
+    }
+}
+
+fn on(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}

@@ -1,0 +1,119 @@
+//! lode.toml, and `lode serve --config lode.toml --listen … --workers N`:
+//! journal and control socket in the server's directory.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::{at, listen, put, unsupported, zone_file};
+use crate::process::Launch;
+use crate::{Error, Role, Spec};
+
+/// `s` as a TOML basic string.
+fn q(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// A TOML array of strings.
+fn list<S: AsRef<str>>(items: &[S]) -> String {
+    let v: Vec<String> = items.iter().map(|s| q(s.as_ref())).collect();
+    format!("[{}]", v.join(", "))
+}
+
+pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
+    if spec.socket_buffer.is_some() {
+        return Err(unsupported(spec, "a socket buffer size"));
+    }
+    let mut c = format!(
+        "journal-dir = \"journal\"\ncontrol = {}\n{}\n",
+        q(&dir.join("ctl.sock").display().to_string()),
+        spec.server_extra
+    );
+    for k in &spec.keys {
+        let _ = write!(
+            c,
+            "[[key]]\nid = {}\nalgorithm = {}\nsecret = {}\n\n",
+            q(&k.name),
+            q(&k.algorithm),
+            q(&k.secret)
+        );
+    }
+    for a in &spec.acls {
+        let _ = writeln!(c, "[[acl]]\nid = {}", q(&a.id));
+        if let Some(addr) = &a.address {
+            let _ = writeln!(c, "address = {}", list(&[addr]));
+        }
+        if !a.keys.is_empty() {
+            let _ = writeln!(c, "key = {}", list(&a.keys));
+        }
+        let actions: Vec<&str> = a.actions.iter().map(|x| x.name()).collect();
+        let _ = writeln!(c, "action = {}\n", list(&actions));
+    }
+    let mut zones = String::new();
+    for (zi, z) in spec.zones.iter().enumerate() {
+        let mut remote = |role: &str, addrs: &[std::net::SocketAddr]| -> Vec<String> {
+            addrs
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    let id = format!("z{zi}-{role}{i}");
+                    let _ = write!(
+                        c,
+                        "[[remote]]\nid = {}\naddress = {}\n",
+                        q(&id),
+                        list(&[at(a)])
+                    );
+                    if let Some(k) = &z.key {
+                        let _ = writeln!(c, "key = {}", q(k));
+                    }
+                    c.push('\n');
+                    id
+                })
+                .collect()
+        };
+        let primaries = match &z.role {
+            Role::Secondary(p) => remote("primary", p),
+            Role::Primary(_) => Vec::new(),
+        };
+        let notify = remote("notify", &z.notify);
+        let _ = writeln!(zones, "[[zone]]\nname = {}", q(&z.name));
+        if let Some(f) = zone_file(z, dir)? {
+            let _ = writeln!(zones, "file = {}", q(&f.display().to_string()));
+        }
+        if !primaries.is_empty() {
+            let _ = writeln!(zones, "master = {}", list(&primaries));
+        }
+        if !notify.is_empty() {
+            let _ = writeln!(zones, "notify = {}", list(&notify));
+        }
+        if !z.acls.is_empty() {
+            let _ = writeln!(zones, "acl = {}", list(&z.acls));
+        }
+        if z.signing.is_some() {
+            zones.push_str("dnssec-signing = true\n");
+        }
+        zones.push_str(&z.extra);
+        zones.push('\n');
+    }
+    c.push_str(&spec.sections);
+    c.push_str(&zones);
+    put(dir, FILE, &c)?;
+    Ok(launch(spec, dir))
+}
+
+/// The configuration file's name.
+pub(super) const FILE: &str = "lode.toml";
+
+/// `lode serve --config lode.toml --listen … --workers N`.
+pub(super) fn launch(spec: &Spec, dir: &Path) -> Launch {
+    let mut args = vec!["serve".into(), "--config".into(), dir.join(FILE).into()];
+    for a in listen(spec) {
+        args.push("--listen".into());
+        args.push(a.to_string().into());
+    }
+    args.push("--workers".into());
+    args.push(spec.workers().to_string().into());
+    Launch {
+        args,
+        log: dir.join("stdio.log"),
+    }
+}

@@ -1,0 +1,156 @@
+//! The configuration writers, one per implementation: each turns a [`Spec`]
+//! into its files in the server's directory and the command line.
+
+mod bind;
+mod knot;
+mod lode;
+mod nsd;
+mod pdns;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use crate::process::Launch;
+use crate::{Acl, Action, Content, Error, Kind, Role, Spec, Zone};
+
+/// Writes `spec`'s files into `dir` (or its own whole configuration,
+/// [`Spec::config`]); how to start it.
+pub(crate) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
+    if let Some(text) = &spec.config {
+        let (file, launch): (&str, fn(&Spec, &Path) -> Launch) = match spec.kind {
+            Kind::Knot => (knot::FILE, knot::launch),
+            Kind::Nsd => (nsd::FILE, nsd::launch),
+            Kind::Bind => (bind::FILE, bind::launch),
+            Kind::PowerDns => (pdns::FILE, pdns::launch),
+            Kind::Lode => (lode::FILE, lode::launch),
+        };
+        put(dir, file, text)?;
+        return Ok(launch(spec, dir));
+    }
+    for z in &spec.zones {
+        for id in &z.acls {
+            let acl = spec.find_acl(id)?;
+            if let Some(k) = acl.keys.iter().find(|k| spec.find_key(k).is_none()) {
+                return Err(Error::Config(format!("ACL {id:?} names unknown key {k:?}")));
+            }
+        }
+        if let Some(k) = z.key.as_deref().filter(|k| spec.find_key(k).is_none()) {
+            return Err(Error::Config(format!(
+                "zone {} names unknown key {k:?}",
+                z.name
+            )));
+        }
+    }
+    match spec.kind {
+        Kind::Knot => knot::write(spec, dir),
+        Kind::Nsd => nsd::write(spec, dir),
+        Kind::Bind => bind::write(spec, dir),
+        Kind::PowerDns => pdns::write(spec, dir),
+        Kind::Lode => lode::write(spec, dir),
+    }
+}
+
+/// Writes `text` to `dir/name`; the path.
+fn put(dir: &Path, name: &str, text: &str) -> Result<PathBuf, Error> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).map_err(|e| Error::Io(format!("write {}: {e}", path.display())))?;
+    Ok(path)
+}
+
+/// The zone file a primary zone is loaded from (written or copied into
+/// `dir` as `<zone>zone` first where the content says so); None for
+/// [`Content::Storage`] and secondaries.
+fn zone_file(zone: &Zone, dir: &Path) -> Result<Option<PathBuf>, Error> {
+    let Role::Primary(content) = &zone.role else {
+        return Ok(None);
+    };
+    let local = format!("{}zone", zone.name);
+    match content {
+        Content::File(p) => Ok(Some(
+            std::path::absolute(p).map_err(|e| Error::Io(format!("{}: {e}", p.display())))?,
+        )),
+        Content::Copy(p) => {
+            let to = dir.join(&local);
+            std::fs::copy(p, &to).map_err(|e| Error::Io(format!("copy {}: {e}", p.display())))?;
+            Ok(Some(to))
+        }
+        Content::Text(t) => put(dir, &local, t).map(Some),
+        Content::Storage => Ok(None),
+    }
+}
+
+/// A primary zone's file, or the error of an implementation that needs one.
+fn required_file(kind: Kind, zone: &Zone, dir: &Path) -> Result<PathBuf, Error> {
+    zone_file(zone, dir)?.ok_or_else(|| Error::Unsupported {
+        kind,
+        what: format!("zone {} without a file", zone.name),
+    })
+}
+
+/// The zone's ACLs that allow `action`.
+fn acls_for<'s>(spec: &'s Spec, zone: &Zone, action: Action) -> Result<Vec<&'s Acl>, Error> {
+    let mut v = Vec::new();
+    for id in &zone.acls {
+        let acl = spec.find_acl(id)?;
+        if acl.actions.contains(&action) {
+            v.push(acl);
+        }
+    }
+    Ok(v)
+}
+
+/// Fails when a zone's ACLs allow an action the implementation lacks.
+fn refuse_actions(spec: &Spec, refused: &[Action]) -> Result<(), Error> {
+    for z in &spec.zones {
+        for a in refused {
+            if !acls_for(spec, z, *a)?.is_empty() {
+                return Err(unsupported(spec, &format!("ACL action {}", a.name())));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unsupported(spec: &Spec, what: &str) -> Error {
+    Error::Unsupported {
+        kind: spec.kind,
+        what: what.into(),
+    }
+}
+
+/// Fails when any zone is signed (for implementations the harness does not sign with).
+fn refuse_signing(spec: &Spec) -> Result<(), Error> {
+    match spec.zones.iter().find(|z| z.signing.is_some()) {
+        Some(z) => Err(unsupported(spec, &format!("signing of {}", z.name))),
+        None => Ok(()),
+    }
+}
+
+/// The zone's name without the final dot (NSD, BIND and PowerDNS style).
+fn relative(zone: &Zone) -> &str {
+    match zone.name.trim_end_matches('.') {
+        "" => ".",
+        n => n,
+    }
+}
+
+/// `ip@port`, as Knot, NSD and Lode write a remote.
+fn at(a: &SocketAddr) -> String {
+    format!("{}@{}", a.ip(), a.port())
+}
+
+/// The listening sockets.
+fn listen(spec: &Spec) -> Vec<SocketAddr> {
+    spec.addresses
+        .iter()
+        .map(|a| SocketAddr::new(*a, spec.port))
+        .collect()
+}
+
+/// True when one of the addresses is IPv6.
+fn has_v6(spec: &Spec) -> bool {
+    spec.addresses.iter().any(IpAddr::is_ipv6)
+}
+
+#[cfg(test)]
+mod tests;

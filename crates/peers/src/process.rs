@@ -1,0 +1,329 @@
+//! A started server: its process, directory and log; readiness, sampling
+//! and the stop by PID.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::{conf, probe, sample, Error, Kind, Ready, Role, Sample, Spec};
+
+/// `name` from PATH, else from /usr/sbin or /sbin (not on every user's PATH).
+pub fn program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// How to run a configured server: its command line and its own log file.
+#[derive(Clone, Debug)]
+pub(crate) struct Launch {
+    /// Arguments after the program.
+    pub args: Vec<OsString>,
+    /// The file it logs to (its stdout and stderr go to `stdio.log` beside).
+    pub log: PathBuf,
+}
+
+/// A server process the harness started; stopped by its PID (SIGTERM, then
+/// SIGKILL after 5 s) when dropped, its temporary directory removed.
+#[derive(Debug)]
+pub struct Server {
+    spec: Spec,
+    label: String,
+    addr: SocketAddr,
+    program: PathBuf,
+    launch: Launch,
+    dir: PathBuf,
+    temporary: bool,
+    child: Child,
+    /// Set once reaped: its PID may belong to another process then.
+    stopped: bool,
+}
+
+static NEXT_DIR: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh directory under the system's temporary one.
+fn temp_dir(kind: Kind) -> Result<PathBuf, Error> {
+    let n = NEXT_DIR.fetch_add(1, Ordering::SeqCst);
+    let p = std::env::temp_dir().join(format!("lode-peers-{kind}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).map_err(|e| Error::Io(format!("mkdir {}: {e}", p.display())))?;
+    Ok(p)
+}
+
+impl Server {
+    /// Writes `spec`'s configuration, starts the server and waits until it
+    /// is ready ([`Spec::ready`], at most [`Spec::ready_timeout`]).
+    pub fn start(spec: &Spec) -> Result<Server, Error> {
+        let program = match (&spec.program, spec.kind) {
+            (Some(p), _) => p.clone(),
+            (None, Kind::Lode) => {
+                return Err(Error::Config(
+                    "Lode needs Spec::program (its binary)".into(),
+                ))
+            }
+            (None, kind) => program(kind.program()).ok_or_else(|| Error::NotInstalled {
+                program: kind.program().into(),
+                package: kind.package().into(),
+            })?,
+        };
+        let (dir, temporary) = match &spec.dir {
+            Some(d) => {
+                std::fs::create_dir_all(d)
+                    .map_err(|e| Error::Io(format!("mkdir {}: {e}", d.display())))?;
+                (d.clone(), false)
+            }
+            None => (temp_dir(spec.kind)?, true),
+        };
+        let launch = match conf::write(spec, &dir) {
+            Ok(l) => l,
+            Err(e) => {
+                if temporary {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                return Err(e);
+            }
+        };
+        let child = spawn(spec, &program, &launch, &dir)?;
+        let mut server = Server {
+            label: spec.label(),
+            addr: SocketAddr::new(spec.addresses[0], spec.port),
+            spec: spec.clone(),
+            program,
+            launch,
+            dir,
+            temporary,
+            child,
+            stopped: false,
+        };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    /// Stops it (if running) and starts the same program on the same
+    /// directory and configuration again (its state as it was left; its
+    /// stdout and stderr log starts afresh), then waits until it is ready.
+    pub fn restart(&mut self) -> Result<(), Error> {
+        self.stop();
+        self.child = spawn(&self.spec, &self.program, &self.launch, &self.dir)?;
+        self.stopped = false;
+        self.wait_ready()
+    }
+
+    /// Polls until ready (see [`Ready`]), the process exits, or the bound passes.
+    pub fn wait_ready(&mut self) -> Result<(), Error> {
+        let mut pending: Vec<(&str, bool)> = match self.spec.ready {
+            Ready::Started => return Ok(()),
+            Ready::Answering => match self.spec.zones.first() {
+                Some(z) => vec![(z.name.as_str(), false)],
+                None => vec![(".", false)],
+            },
+            Ready::Zones => self
+                .spec
+                .zones
+                .iter()
+                .map(|z| (z.name.as_str(), matches!(z.role, Role::Primary(_))))
+                .collect(),
+        };
+        let limit = self.spec.ready_timeout;
+        let deadline = Instant::now() + limit;
+        let addrs: Vec<SocketAddr> = self
+            .spec
+            .addresses
+            .iter()
+            .map(|a| SocketAddr::new(*a, self.spec.port))
+            .collect();
+        loop {
+            if !alive(&mut self.child) {
+                return Err(Error::Exited {
+                    label: self.label.clone(),
+                    log_tail: self.log_tail(30),
+                });
+            }
+            pending.retain(|(zone, loaded)| {
+                !addrs.iter().all(|a| {
+                    probe::soa_query(*a, zone, Duration::from_millis(300))
+                        .is_some_and(|r| !loaded || r.serves_zone())
+                })
+            });
+            if pending.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let names: Vec<&str> = pending.iter().map(|(z, _)| *z).collect();
+                return Err(Error::NotReady {
+                    label: self.label.clone(),
+                    pending: names.join(" "),
+                    waited: limit,
+                    log_tail: self.log_tail(30),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Its label, e.g. `knot@15300`.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Its first address (UDP and TCP).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The description it was started from.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// The process ID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its directory (configuration, zone copies, state, logs; knotd's
+    /// control socket `knot.sock`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        !self.stopped && alive(&mut self.child)
+    }
+
+    /// Its own log, then what it wrote on stdout and stderr.
+    pub fn log(&self) -> String {
+        let stdio = self.dir.join("stdio.log");
+        let mut text = std::fs::read_to_string(&self.launch.log).unwrap_or_default();
+        if self.launch.log != stdio {
+            text.push_str(&std::fs::read_to_string(stdio).unwrap_or_default());
+        }
+        text
+    }
+
+    /// The last `n` lines of [`Server::log`].
+    pub fn log_tail(&self, n: usize) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// Waits until the log holds `needle`; the log's tail in the error after `timeout`.
+    pub fn wait_log(&self, needle: &str, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        while !self.log().contains(needle) {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{}: no {needle:?} in its log within {timeout:?}:\n{}",
+                    self.label,
+                    self.log_tail(20)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    /// CPU time, memory, threads and open files now (None once it exited).
+    pub fn sample(&mut self) -> Option<Sample> {
+        if !self.alive() {
+            return None;
+        }
+        sample::read(self.pid())
+    }
+
+    /// Runs `knotc` on this knotd's control socket; its output.
+    pub fn knotc(&self, args: &[&str]) -> Result<String, String> {
+        let knotc = program("knotc").ok_or("knotc is not installed (Debian package knot)")?;
+        let out = Command::new(knotc)
+            .arg("-s")
+            .arg(self.dir.join("knot.sock"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("knotc: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            Ok(text)
+        } else {
+            Err(format!("knotc {args:?}: {}: {text}", out.status))
+        }
+    }
+
+    /// SIGKILL (by PID) and reap: no chance to clean up.
+    pub fn kill9(&mut self) {
+        if !self.stopped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.stopped = true;
+        }
+    }
+
+    /// SIGTERM by PID, SIGKILL if it is still there after 5 s; reaped.
+    /// Dropping does the same.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        if alive(&mut self.child) {
+            let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while alive(&mut self.child) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.kill9();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        if self.temporary && std::env::var_os("LODE_KEEP_TMP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Whether `child` still runs (not yet exited; it is reaped if it has).
+fn alive(child: &mut Child) -> bool {
+    matches!(child.try_wait(), Ok(None))
+}
+
+/// Starts `program` as `launch` says, in `dir`, pinned to the spec's CPUs.
+fn spawn(spec: &Spec, program: &Path, launch: &Launch, dir: &Path) -> Result<Child, Error> {
+    let stdio_path = dir.join("stdio.log");
+    // Each start's output afresh (what a restarted server wrote is its own).
+    let stdio = std::fs::File::create(&stdio_path)
+        .map_err(|e| Error::Io(format!("{}: {e}", stdio_path.display())))?;
+    let stdio2 = stdio
+        .try_clone()
+        .map_err(|e| Error::Io(format!("{}: {e}", stdio_path.display())))?;
+    let mut cmd = if spec.cpus.is_empty() {
+        Command::new(program)
+    } else {
+        // taskset execs the server: the PID stays the server's.
+        let list: Vec<String> = spec.cpus.iter().map(|c| c.to_string()).collect();
+        let mut c = Command::new("taskset");
+        c.arg("-c").arg(list.join(",")).arg(program);
+        c
+    };
+    cmd.args(&launch.args)
+        .args(&spec.args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(stdio)
+        .stderr(stdio2)
+        .spawn()
+        .map_err(|e| Error::Io(format!("start {}: {e}", program.display())))
+}
