@@ -307,12 +307,7 @@ fn message(id: u16, hflags: u16, qtype: Rtype, answers: &[Record]) -> Vec<u8> {
     m.extend_from_slice(&qtype.0.to_be_bytes());
     m.extend_from_slice(&Class::IN.0.to_be_bytes());
     for r in answers {
-        m.extend_from_slice(r.owner.as_wire());
-        m.extend_from_slice(&r.rtype.0.to_be_bytes());
-        m.extend_from_slice(&r.class.0.to_be_bytes());
-        m.extend_from_slice(&r.ttl.to_be_bytes());
-        m.extend_from_slice(&(r.rdata.len() as u16).to_be_bytes());
-        m.extend_from_slice(&r.rdata);
+        r.put_uncompressed(&mut m);
     }
     m
 }

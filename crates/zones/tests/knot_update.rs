@@ -138,12 +138,7 @@ fn canonical(z: &Zone) -> Vec<Record> {
         .records()
         .map(|r| {
             let mut m = vec![0u8; 12];
-            m.extend_from_slice(r.owner.as_wire());
-            m.extend_from_slice(&r.rtype.0.to_be_bytes());
-            m.extend_from_slice(&r.class.0.to_be_bytes());
-            m.extend_from_slice(&r.ttl.to_be_bytes());
-            m.extend_from_slice(&(r.rdata.len() as u16).to_be_bytes());
-            m.extend_from_slice(&r.rdata);
+            r.put_uncompressed(&mut m);
             read_record(&m, 12).unwrap().0
         })
         .collect();
