@@ -246,11 +246,12 @@ impl Server {
         // again): the DNS-over-TLS certificate, also presented to primaries
         // asked over TLS that want a client certificate.
         let tls_client = tls_client(&config);
+        let tls_error =
+            |e: tls::TlsError| ServerError::Config(ConfigError::Value(format!("tls: {e}")));
         let tls_creds = if !config.tls.serves() && !tls_client {
             None
         } else {
-            let creds = tls::credentials(&config.tls)
-                .map_err(|e| ServerError::Config(ConfigError::Value(format!("tls: {e}"))))?;
+            let creds = tls::credentials(&config.tls).map_err(tls_error)?;
             tls::log_credentials(&creds);
             if tls_client {
                 tls::set_client_credentials(creds.clone());
@@ -337,7 +338,6 @@ impl Server {
             .zone_options
             .values()
             .any(|o| o.acl.iter().any(|r| !r.cert_keys.is_empty()));
-        let tls_error = |e: String| ServerError::Config(ConfigError::Value(format!("tls: {e}")));
         let dot_tls = match tls_creds.as_ref().filter(|_| !config.tls.listen.is_empty()) {
             None => None,
             Some(creds) => Some(
