@@ -124,7 +124,10 @@ impl Writer {
             Ok(Committed::Deferred(d)) => {
                 if let Some(log) = &self.commit_log {
                     let me = me.clone();
-                    log.submit(d.record, Box::new(move |r| me.committed(r)));
+                    log.submit(
+                        d.record,
+                        Box::new(move |r| me.committed(r.map_err(WriterError::from))),
+                    );
                 }
                 self.pending = Some(Box::new(Pending {
                     group,
@@ -153,7 +156,7 @@ impl Writer {
     /// The commit log's word on the pending group: published and answered,
     /// or taken back out of the journal and answered SERVFAIL (on the
     /// commit log's thread: compaction and the rest wait for a step).
-    pub(super) fn finish_pending(&mut self, result: Result<(), String>, out: &mut [u8]) {
+    pub(super) fn finish_pending(&mut self, result: Result<(), WriterError>, out: &mut [u8]) {
         let Some(p) = self.pending.take() else {
             return;
         };

@@ -203,7 +203,7 @@ impl super::pool::Step for Writer {
 
     fn committed(
         &mut self,
-        result: Result<(), String>,
+        result: Result<(), WriterError>,
         queued: Vec<Work>,
         out: &mut [u8],
         me: &WeakQueue,
