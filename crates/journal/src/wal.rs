@@ -40,7 +40,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, PoisonError};
 
 use crate::file;
@@ -136,15 +136,6 @@ impl std::error::Error for WalError {
 /// is busy would otherwise sync many small groups).
 pub type MoreComing = Box<dyn Fn() -> bool + Send>;
 
-/// Commit-log fdatasyncs that succeeded, all commit logs of the process.
-static SYNCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Commit-log fdatasyncs that succeeded so far (each made the groups of
-/// any number of zones durable; for the server's metrics).
-pub fn syncs() -> u64 {
-    SYNCS.load(Ordering::Relaxed)
-}
-
 /// A segment that got no record for this long is closed and checkpointed.
 pub const IDLE_CLOSE: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -179,6 +170,8 @@ struct Shared {
     wake: Condvar,
     /// The thread waits for records about to come (see [`MoreComing`]).
     gathering: AtomicBool,
+    /// fdatasyncs that succeeded (see [`CommitLog::syncs`]).
+    syncs: AtomicU64,
 }
 
 #[derive(Default)]
@@ -412,6 +405,12 @@ impl CommitLog {
 }
 
 impl CommitLog {
+    /// The fdatasyncs of this commit log that succeeded so far (each made
+    /// the groups of any number of zones durable; for the server's metrics).
+    pub fn syncs(&self) -> u64 {
+        self.shared.syncs.load(Ordering::Relaxed)
+    }
+
     /// Tells a commit log waiting for records about to come that it may
     /// have to wait no more (the writers went idle): cheap when it is not.
     pub fn nudge(&self) {
@@ -583,7 +582,7 @@ impl Committer {
         }
         match written {
             Ok(()) => {
-                SYNCS.fetch_add(1, Ordering::Relaxed);
+                self.shared.syncs.fetch_add(1, Ordering::Relaxed);
                 seg.len += added;
                 self.seg = Some(seg);
                 for (r, _) in group {

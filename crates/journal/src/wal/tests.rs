@@ -244,6 +244,20 @@ fn a_quiet_log_is_closed_and_leaves_nothing_to_read_back() {
 }
 
 #[test]
+fn each_commit_log_counts_its_own_syncs() {
+    let (a_dir, b_dir) = (tempdir("syncs-a"), tempdir("syncs-b"));
+    let a = CommitLog::start(&a_dir, recover(&a_dir).unwrap(), None).unwrap();
+    let b = CommitLog::start(&b_dir, recover(&b_dir).unwrap(), None).unwrap();
+    let o = origin(6);
+    let (mut j, _) = Journal::open(a_dir.join("z6.jnl"), &o, Settings::default()).unwrap();
+    for s in 1..=3 {
+        let d = j.append_deferred(&[cs(&o, s)], None).unwrap().unwrap();
+        commit(&a, d.record).unwrap();
+    }
+    assert_eq!((a.syncs(), b.syncs()), (3, 0));
+}
+
+#[test]
 fn a_folder_that_cannot_hold_a_segment_is_a_typed_error() {
     let dir = tempdir("no-segment");
     // A file where the commit log's folder should be.
@@ -266,4 +280,5 @@ fn a_folder_that_cannot_hold_a_segment_is_a_typed_error() {
         "{e}"
     );
     assert!(std::error::Error::source(&e).is_some());
+    assert_eq!(log.syncs(), 0);
 }

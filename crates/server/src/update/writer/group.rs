@@ -80,7 +80,7 @@ impl Writer {
                 Err(StageError::Update(e)) => {
                     let code = e.rcode().unwrap_or(rcode::SERVFAIL);
                     if let Work::Update(job) = work {
-                        if crate::lograte::REFUSALS.allow(crate::clock::unix_now()) {
+                        if self.shared.refusals.allow(crate::clock::unix_now()) {
                             tracing::info!(
                                 "zone {}: update from {} refused, {}: {e}",
                                 self.origin,
@@ -207,9 +207,9 @@ impl Writer {
                 (Work::Update(job), outcome) => {
                     let code = outcome.map_or_else(|c| c, |_| rcode::NOERROR);
                     if code == rcode::NOERROR {
-                        crate::metrics::EVENTS.updates_applied.bump();
+                        self.shared.events.updates_applied.bump();
                     } else {
-                        crate::metrics::EVENTS.updates_failed.bump();
+                        self.shared.events.updates_failed.bump();
                     }
                     let n = reply(&job.msg, code, job.signed.as_ref(), out);
                     job.reply.send(&out[..n]);
