@@ -154,8 +154,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         other => anyhow::bail!("log format {other:?}: must be text or json"),
     }
     lode_server::on_log_level_change(move |level| {
-        let filter = tracing_subscriber::EnvFilter::try_new(level).map_err(|e| e.to_string())?;
-        handle.reload(filter).map_err(|e| e.to_string())
+        let filter = tracing_subscriber::EnvFilter::try_new(level)?;
+        handle.reload(filter)?;
+        Ok(())
     });
     let options = Options {
         config: args.config,

@@ -45,8 +45,9 @@ pub use key::{Algorithm, KeyError, SigningKey, KSK_FLAGS, ZSK_FLAGS};
 pub use nsec3::{Nsec3, Nsec3Policy};
 pub use refresh::{Due, Round};
 pub use rollover::{KeyPolicy, Plan, Trigger, Ttls};
-pub use rrsig::signatures_made;
-pub use signer::{is_signer_type, CdsPublish, KeyFacts, Policy, Progress, SignError, Signer};
+pub use signer::{
+    is_signer_type, CdsPublish, KeyFacts, Policy, Progress, SignError, SignatureCount, Signer,
+};
 pub use timing::{KeyState, Role, Timing, Usage};
 pub use validate::validate;
 

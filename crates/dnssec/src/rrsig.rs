@@ -6,14 +6,6 @@ use lode_wire::{Class, Name, NameRef, Rtype};
 
 use crate::key::SigningKey;
 
-/// Signatures made by this process (all zones), for its metrics.
-static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// The signatures this process has made.
-pub fn signatures_made() -> u64 {
-    MADE.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// The validity of signatures made now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Validity {
@@ -70,7 +62,6 @@ pub fn sign_rdata<'a>(
     let mut rdata = rdata_head(set, key, signer, validity);
     signed_data(set, rdatas, &rdata, scratch);
     rdata.extend_from_slice(&key.sign(scratch));
-    MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     rdata
 }
 

@@ -185,6 +185,18 @@ pub struct KeyFacts {
     pub events: u64,
 }
 
+/// Signatures made by every signer counting into it (a server's, all its
+/// zones, for its metrics; see [`Signer::counting_into`]).
+#[derive(Debug, Default)]
+pub struct SignatureCount(std::sync::atomic::AtomicU64);
+
+impl SignatureCount {
+    /// The signatures counted so far.
+    pub fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// Items signed between two updates of [`Progress::done`].
 pub(crate) const PROGRESS_STEP: u64 = 4096;
 
@@ -265,6 +277,8 @@ pub struct Signer {
     zone_signers: Vec<(u16, u8)>,
     policy: Policy,
     pub(crate) progress: Arc<Progress>,
+    /// Where the signatures it makes are counted too, if anywhere.
+    count: Option<Arc<SignatureCount>>,
     /// DNSKEY RDATA of other signers' keys (multi-signer, RFC 8901 model
     /// 2): published in the DNSKEY RRset, never signing here.
     foreign: Vec<Vec<u8>>,
@@ -365,6 +379,7 @@ impl Signer {
             zone_signers,
             policy,
             progress: Arc::default(),
+            count: None,
             foreign: Vec::new(),
             offline,
         })
@@ -404,6 +419,13 @@ impl Signer {
     /// rebuilt keeps the zone's counters).
     pub fn with_progress(mut self, progress: Arc<Progress>) -> Signer {
         self.progress = progress;
+        self
+    }
+
+    /// The same signer counting the signatures it makes into `count` too
+    /// (besides its [`Progress`]).
+    pub fn counting_into(mut self, count: Arc<SignatureCount>) -> Signer {
+        self.count = Some(count);
         self
     }
 
@@ -703,9 +725,11 @@ impl Signer {
             return;
         }
         for key in self.keys_for(set.rtype) {
-            self.progress
-                .made
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            use std::sync::atomic::Ordering::Relaxed;
+            self.progress.made.fetch_add(1, Relaxed);
+            if let Some(c) = &self.count {
+                c.0.fetch_add(1, Relaxed);
+            }
             out.push(sign_rdata(
                 set,
                 rdatas.iter().copied(),

@@ -110,6 +110,26 @@ fn a_zone_signed_whole_verifies() {
     }
 }
 
+#[test]
+fn signers_count_into_the_count_they_are_given() {
+    let count = Arc::new(crate::SignatureCount::default());
+    let a = signer(Algorithm::Ed25519, true).counting_into(count.clone());
+    let b = signer(Algorithm::Ed25519, true).counting_into(count.clone());
+    let alone = signer(Algorithm::Ed25519, true);
+    let signed = a.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    let made = signed.records().filter(|r| r.rtype == Rtype::RRSIG).count() as u64;
+    assert!(made > 0);
+    assert_eq!((count.get(), a.progress().made()), (made, made));
+    b.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    alone.sign_zone(&zone(ZONE), None, NOW).unwrap();
+    assert_eq!(
+        count.get(),
+        2 * made,
+        "a signer not given it does not count"
+    );
+    assert_eq!(alone.progress().made(), made);
+}
+
 /// A small deterministic generator (no crate needed for a test's dice).
 struct Dice(u64);
 

@@ -40,7 +40,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, PoisonError};
 
 use crate::file;
@@ -68,22 +68,73 @@ pub struct Record {
 }
 
 /// What is called once a record is durable (Ok) or could not be made so.
-pub type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
+pub type Done = Box<dyn FnOnce(Result<(), WalError>) + Send>;
+
+/// Why the commit log could not make a group of records durable (every
+/// record of the group gets the same error).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum WalError {
+    /// No segment could be begun in the folder (disk full, permissions).
+    NoSegment {
+        /// The journal folder.
+        dir: PathBuf,
+        /// The system's error.
+        source: Arc<io::Error>,
+    },
+    /// A record is over a frame's 4 GiB.
+    TooLarge {
+        /// The journal file the record is for.
+        path: PathBuf,
+    },
+    /// The write or the fdatasync of the segment failed (what it wrote
+    /// is cut back off).
+    Io {
+        /// The segment.
+        segment: PathBuf,
+        /// What was being done: `write` or `fdatasync`.
+        op: &'static str,
+        /// The system's error.
+        source: Arc<io::Error>,
+    },
+}
+
+impl std::fmt::Display for WalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WalError::NoSegment { dir, source } => write!(
+                f,
+                "commit log: no segment could be begun in {} ({source})",
+                dir.display()
+            ),
+            WalError::TooLarge { path } => write!(
+                f,
+                "commit log: a record of {} is over 4 GiB",
+                path.display()
+            ),
+            WalError::Io {
+                segment,
+                op,
+                source,
+            } => write!(f, "commit log {}: {op}: {source}", segment.display()),
+        }
+    }
+}
+
+impl std::error::Error for WalError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WalError::NoSegment { source, .. } | WalError::Io { source, .. } => Some(&**source),
+            WalError::TooLarge { .. } => None,
+        }
+    }
+}
 
 /// Tells the commit log that more records are about to come (the zone
 /// writers are busy): it then waits for them, at most [`MAX_GATHER`],
 /// before its write (one fdatasync for more groups; a server whose CPU
 /// is busy would otherwise sync many small groups).
 pub type MoreComing = Box<dyn Fn() -> bool + Send>;
-
-/// Commit-log fdatasyncs that succeeded, all commit logs of the process.
-static SYNCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Commit-log fdatasyncs that succeeded so far (each made the groups of
-/// any number of zones durable; for the server's metrics).
-pub fn syncs() -> u64 {
-    SYNCS.load(Ordering::Relaxed)
-}
 
 /// A segment that got no record for this long is closed and checkpointed.
 pub const IDLE_CLOSE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -119,6 +170,8 @@ struct Shared {
     wake: Condvar,
     /// The thread waits for records about to come (see [`MoreComing`]).
     gathering: AtomicBool,
+    /// fdatasyncs that succeeded (see [`CommitLog::syncs`]).
+    syncs: AtomicU64,
 }
 
 #[derive(Default)]
@@ -184,7 +237,7 @@ fn header_ok(data: &[u8]) -> bool {
         && crc32fast::hash(&data[..20]).to_le_bytes() == data[20..24]
 }
 
-fn encode_record(r: &Record, out: &mut Vec<u8>) -> Result<(), String> {
+fn encode_record(r: &Record, out: &mut Vec<u8>) -> Result<(), WalError> {
     let path = r.path.as_os_str().as_bytes();
     // Paths longer than 65,535 bytes cannot be opened anyway (PATH_MAX).
     let plen = path.len().min(u16::MAX as usize);
@@ -194,8 +247,9 @@ fn encode_record(r: &Record, out: &mut Vec<u8>) -> Result<(), String> {
     payload.extend_from_slice(&(plen as u16).to_le_bytes());
     payload.extend_from_slice(&path[..plen]);
     payload.extend_from_slice(&r.frames);
-    format::encode_raw_frame(&payload, out)
-        .map_err(|_| format!("commit log: a record of {} is over 4 GiB", r.path.display()))
+    format::encode_raw_frame(&payload, out).map_err(|_| WalError::TooLarge {
+        path: r.path.clone(),
+    })
 }
 
 fn decode_record(p: &[u8]) -> Option<Record> {
@@ -351,6 +405,12 @@ impl CommitLog {
 }
 
 impl CommitLog {
+    /// The fdatasyncs of this commit log that succeeded so far (each made
+    /// the groups of any number of zones durable; for the server's metrics).
+    pub fn syncs(&self) -> u64 {
+        self.shared.syncs.load(Ordering::Relaxed)
+    }
+
     /// Tells a commit log waiting for records about to come that it may
     /// have to wait no more (the writers went idle): cheap when it is not.
     pub fn nudge(&self) {
@@ -491,34 +551,40 @@ impl Committer {
     }
 
     /// One write and one fdatasync for the whole group.
-    fn write(&mut self, group: &[(Record, Done)]) -> Result<(), String> {
-        if self.seg.is_none() {
-            self.rotate();
-        }
-        let Some(seg) = &mut self.seg else {
-            return Err("commit log: no segment could be begun".into());
-        };
+    fn write(&mut self, group: &[(Record, Done)]) -> Result<(), WalError> {
         self.buf.clear();
         for (r, _) in group {
             encode_record(r, &mut self.buf)?;
         }
+        let mut seg = match self.seg.take() {
+            Some(seg) => seg,
+            None => self.begin().map_err(|e| WalError::NoSegment {
+                dir: self.dir.clone(),
+                source: Arc::new(e),
+            })?,
+        };
+        let failed = |op: &'static str| {
+            let segment = seg.path.clone();
+            move |e| WalError::Io {
+                segment,
+                op,
+                source: Arc::new(e),
+            }
+        };
         let written = seg
             .file
             .write_all_at(&self.buf, seg.len)
-            .map_err(|e| format!("commit log {}: write: {e}", seg.path.display()))
-            .and_then(|()| {
-                seg.file
-                    .sync_data()
-                    .map_err(|e| format!("commit log {}: fdatasync: {e}", seg.path.display()))
-            });
+            .map_err(failed("write"))
+            .and_then(|()| seg.file.sync_data().map_err(failed("fdatasync")));
         let added = self.buf.len() as u64;
         if self.buf.capacity() > 8 << 20 {
             self.buf = Vec::new();
         }
         match written {
             Ok(()) => {
-                SYNCS.fetch_add(1, Ordering::Relaxed);
+                self.shared.syncs.fetch_add(1, Ordering::Relaxed);
                 seg.len += added;
+                self.seg = Some(seg);
                 for (r, _) in group {
                     if !self.dirty.contains(&r.path) {
                         self.dirty.insert(r.path.clone());
@@ -528,10 +594,11 @@ impl Committer {
             }
             Err(e) => {
                 let cut = seg.file.set_len(seg.len).and_then(|()| seg.file.sync_all());
-                if cut.is_err() {
-                    // Whatever is at its end stays unread at recovery only
-                    // if nothing good follows: begin a new segment.
-                    self.seg = None;
+                // Cut back off, the segment goes on; else whatever is at its
+                // end stays unread at recovery only if nothing good follows:
+                // the next group begins a new segment.
+                if cut.is_ok() {
+                    self.seg = Some(seg);
                 }
                 Err(e)
             }
@@ -547,20 +614,22 @@ impl Committer {
         }
     }
 
+    /// A new segment, with the next sequence number (tried once: a failed
+    /// one's number is not used again).
+    fn begin(&mut self) -> io::Result<Segment> {
+        let created = Segment::create(&self.dir, self.next_seq);
+        self.next_seq += 1;
+        created
+    }
+
     /// Begins a new segment; the old one is checkpointed in the background.
+    /// Disk full or the like: the open segment goes on; the next group
+    /// tries again.
     fn rotate(&mut self) {
-        match Segment::create(&self.dir, self.next_seq) {
-            Ok(new) => {
-                self.next_seq += 1;
-                if let Some(old) = self.seg.replace(new) {
-                    let journals = std::mem::take(&mut self.dirty);
-                    let _ = self.checkpoints.send((old.path, journals));
-                }
-            }
-            Err(_) => {
-                // Disk full or the like: the open segment (if any) goes on;
-                // the next group tries again.
-                self.next_seq += 1;
+        if let Ok(new) = self.begin() {
+            if let Some(old) = self.seg.replace(new) {
+                let journals = std::mem::take(&mut self.dirty);
+                let _ = self.checkpoints.send((old.path, journals));
             }
         }
     }

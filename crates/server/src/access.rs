@@ -7,6 +7,7 @@ use lode_tsig::{Failure, Key, Keys, MacBuf, TsigError, Verified};
 use lode_wire::Name;
 
 use crate::acl::{self, Action, Rule};
+use crate::lograte::LogLimit;
 
 /// Where a request came from: the address, the protocol and, over TLS, the
 /// pin of the certificate it presented.
@@ -34,6 +35,14 @@ impl std::fmt::Display for Peer<'_> {
     }
 }
 
+/// How [`check`] logs a refusal: what the request is (e.g. "AXFR of
+/// example.com.") and the server's limit of such lines.
+#[derive(Clone, Copy)]
+pub(crate) struct Logged<'a> {
+    pub(crate) what: &'a dyn std::fmt::Display,
+    pub(crate) limit: &'a LogLimit,
+}
+
 /// The outcome of [`check`].
 #[derive(Debug)]
 pub(crate) enum Access<'k> {
@@ -50,7 +59,7 @@ pub(crate) enum Access<'k> {
 /// checked with the key the request names, before its MAC; a key the ACL
 /// does not take is BADKEY whatever the MAC; a MAC that fails after the ACL
 /// took the key is that failure (BADSIG, BADTIME, …). Refusals are logged
-/// (`what` names the request, e.g. "AXFR of example.com.").
+/// as `log` says.
 pub(crate) fn check<'k>(
     keys: &'k Keys,
     rules: &[Rule],
@@ -58,8 +67,9 @@ pub(crate) fn check<'k>(
     msg: &[u8],
     peer: Peer<'_>,
     now: u64,
-    what: &dyn std::fmt::Display,
+    log: Logged<'_>,
 ) -> Access<'k> {
+    let Logged { what, limit } = log;
     let mut signed_time = now;
     let (signed, failure) = match lode_tsig::verify_request(msg, keys, now) {
         Verified::Unsigned => (None, None),
@@ -90,7 +100,7 @@ pub(crate) fn check<'k>(
         pin,
     };
     if !acl::allows(rules, action, &who) {
-        if crate::lograte::REFUSALS.allow(now) {
+        if limit.allow(now) {
             match (&failure, &claimed) {
                 // A key this server does not know: no ACL could take it.
                 (Some(f), Some(k)) if f.error == TsigError::BadKey => tracing::info!(
@@ -133,7 +143,7 @@ pub(crate) fn check<'k>(
         });
     }
     if let Some(f) = failure {
-        if crate::lograte::REFUSALS.allow(now) {
+        if limit.allow(now) {
             tracing::info!(
                 "{what} from {peer}: TSIG {} with key {}, NOTAUTH",
                 f.error,

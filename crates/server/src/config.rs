@@ -587,17 +587,20 @@ pub enum ZonefileSync {
     After(Duration),
 }
 
+/// A `zonefile-sync` that is none of -1, 0 or a number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("zonefile-sync = {0}: must be -1 (never), 0 (after each change) or seconds")]
+pub struct ZonefileSyncError(pub i64);
+
 impl ZonefileSync {
     /// The configured number (-1, 0 or more seconds).
-    pub fn from_seconds(secs: i64) -> Result<ZonefileSync, String> {
+    pub fn from_seconds(secs: i64) -> Result<ZonefileSync, ZonefileSyncError> {
         match secs {
             -1 => Ok(ZonefileSync::Never),
             0.. => Ok(ZonefileSync::After(Duration::from_secs(
                 secs.unsigned_abs(),
             ))),
-            _ => Err(format!(
-                "zonefile-sync = {secs}: must be -1 (never), 0 (after each change) or seconds"
-            )),
+            _ => Err(ZonefileSyncError(secs)),
         }
     }
 
@@ -799,7 +802,9 @@ impl Config {
             dnssec::resolve_policies(&file.policies, &file.submissions, &file.keystores, &remotes)?;
         let templates = resolve_templates(file, &acls, &remotes, &policies)?;
         let global_sync = match file.zonefile_sync {
-            Some(s) => ZonefileSync::from_seconds(s).map_err(ConfigError::Value)?,
+            Some(s) => {
+                ZonefileSync::from_seconds(s).map_err(|e| ConfigError::Value(e.to_string()))?
+            }
             None => ZonefileSync::Default,
         };
         let zone_options = zone_options::resolve_zone_options(

@@ -246,11 +246,12 @@ impl Server {
         // again): the DNS-over-TLS certificate, also presented to primaries
         // asked over TLS that want a client certificate.
         let tls_client = tls_client(&config);
+        let tls_error =
+            |e: tls::TlsError| ServerError::Config(ConfigError::Value(format!("tls: {e}")));
         let tls_creds = if !config.tls.serves() && !tls_client {
             None
         } else {
-            let creds = tls::credentials(&config.tls)
-                .map_err(|e| ServerError::Config(ConfigError::Value(format!("tls: {e}"))))?;
+            let creds = tls::credentials(&config.tls).map_err(tls_error)?;
             tls::log_credentials(&creds);
             if tls_client {
                 tls::set_client_credentials(creds.clone());
@@ -292,12 +293,21 @@ impl Server {
         }
 
         // Journals replayed onto the loaded zones before any socket opens.
-        let updates = update::Updates::new(&config).map_err(|e| ServerError::Check(e.into()))?;
+        // This server's counters and its limit of refusal lines, apart
+        // from any other server's in the process.
+        let events = Arc::new(metrics::Events::default());
+        let updates = update::Updates::new(&config, events.clone(), guard.refusals().clone())
+            .map_err(|e| ServerError::Check(e.into()))?;
         update::start_writers(&updates, &config, &publisher);
-        let notifies = notify::start(&config, &updates.keys(), &publisher);
-        let secondaries =
-            secondary::start(&config, &updates.keys(), &updates.writers(), &publisher)
-                .map(Arc::new);
+        let notifies = notify::start(&config, &updates.keys(), &publisher, events.clone());
+        let secondaries = secondary::start(
+            &config,
+            &updates.keys(),
+            &updates.writers(),
+            &publisher,
+            events,
+        )
+        .map(Arc::new);
         if let Some(s) = &secondaries {
             updates.set_secondaries(s.clone());
         }
@@ -337,7 +347,6 @@ impl Server {
             .zone_options
             .values()
             .any(|o| o.acl.iter().any(|r| !r.cert_keys.is_empty()));
-        let tls_error = |e: String| ServerError::Config(ConfigError::Value(format!("tls: {e}")));
         let dot_tls = match tls_creds.as_ref().filter(|_| !config.tls.listen.is_empty()) {
             None => None,
             Some(creds) => Some(
@@ -455,6 +464,7 @@ impl Server {
             xdp: xdp.as_ref().map(lode_io::xdp::XdpServer::counters),
             guard: server_guard.clone(),
             loads: loads.clone(),
+            updates: updates.clone(),
         };
         // Bound before the privileges are dropped (a port below 1024 is allowed).
         // DNS is served even when the endpoint cannot be: the failure is

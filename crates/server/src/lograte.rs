@@ -1,7 +1,10 @@
 //! Log lines about refused requests, rate-limited: a flood of bad requests
 //! must not become a flood of log lines (nor cost the transports a write
 //! each). At most [`PER_SECOND`] lines a second; the rest are counted and
-//! the count is logged when the next second's first line is.
+//! the count is logged when the next second's first line is. A server
+//! has one limit for the lines about refused requests (UPDATE, transfers,
+//! NOTIFY, signed queries), made with its query policy (`Guard`) and
+//! shared with the admission of updates and their writers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -9,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) const PER_SECOND: u64 = 20;
 
 /// One rate limit: the current second and the lines logged in it, and how
-/// many were held back.
-#[derive(Debug)]
+/// many were held back (the default: nothing logged yet).
+#[derive(Debug, Default)]
 pub(crate) struct LogLimit {
     /// Unix second << 20 | lines logged in it.
     state: AtomicU64,
@@ -18,14 +21,6 @@ pub(crate) struct LogLimit {
 }
 
 impl LogLimit {
-    /// A limit with nothing logged yet.
-    pub(crate) const fn new() -> LogLimit {
-        LogLimit {
-            state: AtomicU64::new(0),
-            held_back: AtomicU64::new(0),
-        }
-    }
-
     /// True when a line may be logged now (at `now`, Unix seconds). The first
     /// line of a second also reports the lines held back before it.
     pub(crate) fn allow(&self, now: u64) -> bool {
@@ -62,17 +57,13 @@ impl LogLimit {
     }
 }
 
-/// The limit of the lines about refused requests (UPDATE, transfers,
-/// NOTIFY, signed queries).
-pub(crate) static REFUSALS: LogLimit = LogLimit::new();
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn at_most_the_limit_a_second_then_again() {
-        let l = LogLimit::new();
+        let l = LogLimit::default();
         let allowed = (0..100).filter(|_| l.allow(1000)).count() as u64;
         assert_eq!(allowed, PER_SECOND);
         assert_eq!(l.held_back.load(Ordering::Relaxed), 100 - PER_SECOND);

@@ -7,20 +7,43 @@ use lode_io::tls::{Credentials, ServerAuth, TlsClient, TlsServer, ALPN_DOT};
 
 use crate::config::{TlsCertificate, TlsSettings};
 
+/// Why the server's TLS side could not be made (the reasons in lode-io's
+/// words, which name the files concerned).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum TlsError {
+    /// The certificate and key files, or the key file of a self-signed
+    /// certificate, could not be read, made or used.
+    #[error("{0}")]
+    Credentials(String),
+    /// No key could be made for a self-signed certificate held in memory.
+    #[error("a self-signed certificate over a key in memory: {0}")]
+    Ephemeral(String),
+    /// The TLS server of a listener could not be made from the credentials.
+    #[error("{listener}: {reason}")]
+    Server {
+        /// "DNS over TLS" or "DNS over QUIC".
+        listener: &'static str,
+        reason: String,
+    },
+}
+
 /// Reads or makes the credentials the settings name.
-pub(crate) fn credentials(settings: &TlsSettings) -> Result<Credentials, String> {
+pub(crate) fn credentials(settings: &TlsSettings) -> Result<Credentials, TlsError> {
     match &settings.certificate {
-        TlsCertificate::Files { cert, key } => Credentials::from_pem_files(cert, key),
+        TlsCertificate::Files { cert, key } => {
+            Credentials::from_pem_files(cert, key).map_err(TlsError::Credentials)
+        }
         TlsCertificate::SelfSigned(key_file) => {
             let names = vec![crate::config::host_name().unwrap_or_else(|| "localhost".into())];
             match key_file {
-                Some(f) => Credentials::self_signed(f, &names),
+                Some(f) => Credentials::self_signed(f, &names).map_err(TlsError::Credentials),
                 None => {
                     tracing::warn!(
                         "tls: no cert-file and no kasp-db (nor journal-dir) to keep a key in: \
                          a key in memory, whose pin changes at each start"
                     );
-                    Credentials::ephemeral(&names)
+                    Credentials::ephemeral(&names).map_err(TlsError::Ephemeral)
                 }
             }
         }
@@ -35,9 +58,17 @@ pub(crate) fn server(
     creds: &Credentials,
     alpn: &[u8],
     client_certificates: bool,
-) -> Result<TlsServer, String> {
-    let tls12 = settings.allow_tls12 && alpn != lode_io::quic::ALPN_DOQ;
-    TlsServer::new(creds, &[alpn], tls12, client_certificates)
+) -> Result<TlsServer, TlsError> {
+    let quic = alpn == lode_io::quic::ALPN_DOQ;
+    let tls12 = settings.allow_tls12 && !quic;
+    TlsServer::new(creds, &[alpn], tls12, client_certificates).map_err(|reason| TlsError::Server {
+        listener: if quic {
+            "DNS over QUIC"
+        } else {
+            "DNS over TLS"
+        },
+        reason,
+    })
 }
 
 /// The certificate presented to primaries that ask for one (mutual TLS):

@@ -43,7 +43,7 @@ fn cs(o: &Name, from: u32) -> Changeset {
 }
 
 /// Submits `record` and waits for its outcome.
-fn commit(log: &CommitLog, record: Record) -> Result<(), String> {
+fn commit(log: &CommitLog, record: Record) -> Result<(), WalError> {
     let (tx, rx) = mpsc::channel();
     log.submit(record, Box::new(move |r| drop(tx.send(r))));
     rx.recv().unwrap()
@@ -241,4 +241,44 @@ fn a_quiet_log_is_closed_and_leaves_nothing_to_read_back() {
     drop(log);
     drop(j);
     assert_eq!(serials(&path, &o), vec![2, 3]);
+}
+
+#[test]
+fn each_commit_log_counts_its_own_syncs() {
+    let (a_dir, b_dir) = (tempdir("syncs-a"), tempdir("syncs-b"));
+    let a = CommitLog::start(&a_dir, recover(&a_dir).unwrap(), None).unwrap();
+    let b = CommitLog::start(&b_dir, recover(&b_dir).unwrap(), None).unwrap();
+    let o = origin(6);
+    let (mut j, _) = Journal::open(a_dir.join("z6.jnl"), &o, Settings::default()).unwrap();
+    for s in 1..=3 {
+        let d = j.append_deferred(&[cs(&o, s)], None).unwrap().unwrap();
+        commit(&a, d.record).unwrap();
+    }
+    assert_eq!((a.syncs(), b.syncs()), (3, 0));
+}
+
+#[test]
+fn a_folder_that_cannot_hold_a_segment_is_a_typed_error() {
+    let dir = tempdir("no-segment");
+    // A file where the commit log's folder should be.
+    let blocked = dir.join("not-a-folder");
+    std::fs::write(&blocked, b"").unwrap();
+    let log = CommitLog::start(&blocked, Recovered::default(), None).unwrap();
+    let record = Record {
+        path: dir.join("z7.jnl"),
+        id: 1,
+        offset: 0,
+        frames: vec![0; 8],
+    };
+    let e = commit(&log, record).unwrap_err();
+    assert!(matches!(e, WalError::NoSegment { .. }), "{e:?}");
+    assert!(
+        e.to_string().starts_with(&format!(
+            "commit log: no segment could be begun in {} (",
+            blocked.display()
+        )),
+        "{e}"
+    );
+    assert!(std::error::Error::source(&e).is_some());
+    assert_eq!(log.syncs(), 0);
 }

@@ -222,31 +222,71 @@ pub(super) fn resolve_policies(
     Ok(out)
 }
 
+/// Why a policy's (or a zone's) reference to another table of the
+/// configuration does not resolve; each reads as the text operators saw.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum ReferenceError {
+    /// `ksk-submission` names no `[[submission]]`.
+    #[error("ksk-submission {0:?} is not a [[submission]] id")]
+    NoSubmission(String),
+    /// A `[[submission]]` without parents.
+    #[error("submission {0:?}: no parent ([[remote]] ids)")]
+    NoParent(String),
+    /// A submission's parent names no `[[remote]]`.
+    #[error("submission {submission:?}: parent {parent:?} is not a [[remote]] id")]
+    UnknownParent { submission: String, parent: String },
+    /// A submission checked every 0 seconds.
+    #[error("submission {0:?}: check-interval = 0: at least 1")]
+    NoCheckInterval(String),
+    /// `keystore` names no `[[keystore]]`.
+    #[error("keystore {0:?} is not a [[keystore]] id")]
+    NoKeystore(String),
+    /// A keystore's backend other than pkcs11.
+    #[error("keystore {id:?}: backend {backend:?}: pkcs11 (keys in files need no keystore)")]
+    Backend { id: String, backend: String },
+    /// A keystore without a backend.
+    #[error("keystore {0:?}: no backend (backend = \"pkcs11\")")]
+    NoBackend(String),
+    /// A keystore's `config` that is not a token's (`lode_dnssec::hsm`'s words).
+    #[error("keystore {id:?}: {reason}")]
+    Token { id: String, reason: String },
+    /// `ds-push` with no CDS records to take the DS set from.
+    #[error("ds-push needs CDS records: cds-cdnskey-publish is none")]
+    DsPushWithoutCds,
+    /// A `ds-push` entry names no `[[remote]]`.
+    #[error("ds-push {0:?} is not a [[remote]] id")]
+    NoDsPushRemote(String),
+}
+
 /// The `[[submission]]` named `id`, its parents resolved.
 fn resolve_submission(
     id: &str,
     submissions: &[SubmissionEntry],
     remotes: &[super::Remote],
-) -> Result<(Submission, u64), String> {
+) -> Result<(Submission, u64), ReferenceError> {
     let s = submissions
         .iter()
         .find(|s| s.id == id)
-        .ok_or_else(|| format!("ksk-submission {id:?} is not a [[submission]] id"))?;
+        .ok_or_else(|| ReferenceError::NoSubmission(id.into()))?;
     if s.parent.is_empty() {
-        return Err(format!("submission {id:?}: no parent ([[remote]] ids)"));
+        return Err(ReferenceError::NoParent(id.into()));
     }
-    let parents =
-        s.parent
-            .iter()
-            .map(|r| {
-                remotes.iter().find(|x| x.id == *r).cloned().ok_or_else(|| {
-                    format!("submission {id:?}: parent {r:?} is not a [[remote]] id")
-                })
+    let parents = s
+        .parent
+        .iter()
+        .map(|r| {
+            remotes.iter().find(|x| x.id == *r).cloned().ok_or_else(|| {
+                ReferenceError::UnknownParent {
+                    submission: id.into(),
+                    parent: r.clone(),
+                }
             })
-            .collect::<Result<Vec<_>, _>>()?;
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let check_interval = s.check_interval.unwrap_or(3600);
     if check_interval == 0 {
-        return Err(format!("submission {id:?}: check-interval = 0: at least 1"));
+        return Err(ReferenceError::NoCheckInterval(id.into()));
     }
     Ok((
         Submission {
@@ -262,25 +302,25 @@ fn resolve_submission(
 fn resolve_keystore(
     id: &str,
     keystores: &[KeystoreEntry],
-) -> Result<lode_dnssec::hsm::TokenConfig, String> {
+) -> Result<lode_dnssec::hsm::TokenConfig, ReferenceError> {
     let k = keystores
         .iter()
         .find(|k| k.id == id)
-        .ok_or_else(|| format!("keystore {id:?} is not a [[keystore]] id"))?;
+        .ok_or_else(|| ReferenceError::NoKeystore(id.into()))?;
     match k.backend.as_deref() {
         Some("pkcs11") => {}
         Some(b) => {
-            return Err(format!(
-                "keystore {id:?}: backend {b:?}: pkcs11 (keys in files need no keystore)"
-            ))
+            return Err(ReferenceError::Backend {
+                id: id.into(),
+                backend: b.into(),
+            })
         }
-        None => {
-            return Err(format!(
-                "keystore {id:?}: no backend (backend = \"pkcs11\")"
-            ))
-        }
+        None => return Err(ReferenceError::NoBackend(id.into())),
     }
-    lode_dnssec::hsm::TokenConfig::parse(&k.config).map_err(|e| format!("keystore {id:?}: {e}"))
+    lode_dnssec::hsm::TokenConfig::parse(&k.config).map_err(|reason| ReferenceError::Token {
+        id: id.into(),
+        reason,
+    })
 }
 
 fn resolve(
@@ -290,6 +330,7 @@ fn resolve(
     remotes: &[super::Remote],
 ) -> Result<Signing, ConfigError> {
     let bad = |what: String| ConfigError::Value(format!("policy {:?}: {what}", p.id));
+    let unresolved = |e: ReferenceError| bad(e.to_string());
     let algorithm = match &p.algorithm {
         None => lode_dnssec::Algorithm::EcdsaP256,
         Some(a) => lode_dnssec::Algorithm::parse(a).ok_or_else(|| {
@@ -410,15 +451,15 @@ fn resolve(
     let submission = match &p.ksk_submission {
         None => None,
         Some(id) => {
-            let (s, timeout) = resolve_submission(id, submissions, remotes).map_err(bad)?;
+            let (s, timeout) = resolve_submission(id, submissions, remotes).map_err(unresolved)?;
             keys.submission_timeout = timeout;
             Some(s)
         }
     };
-    let ds_push = ds_push_remotes(&p.ds_push, remotes, &policy).map_err(bad)?;
+    let ds_push = ds_push_remotes(&p.ds_push, remotes, &policy).map_err(unresolved)?;
     let keystore = match &p.keystore {
         None => None,
-        Some(id) => Some(resolve_keystore(id, keystores).map_err(bad)?),
+        Some(id) => Some(resolve_keystore(id, keystores).map_err(unresolved)?),
     };
     if keystore.is_some() && policy.reproducible_signing {
         return Err(bad(
@@ -441,9 +482,9 @@ pub(super) fn ds_push_remotes(
     ids: &[String],
     remotes: &[super::Remote],
     policy: &lode_dnssec::Policy,
-) -> Result<Vec<super::Remote>, String> {
+) -> Result<Vec<super::Remote>, ReferenceError> {
     if !ids.is_empty() && policy.cds == lode_dnssec::CdsPublish::None {
-        return Err("ds-push needs CDS records: cds-cdnskey-publish is none".into());
+        return Err(ReferenceError::DsPushWithoutCds);
     }
     ids.iter()
         .map(|id| {
@@ -451,7 +492,7 @@ pub(super) fn ds_push_remotes(
                 .iter()
                 .find(|r| r.id == *id)
                 .cloned()
-                .ok_or_else(|| format!("ds-push {id:?} is not a [[remote]] id"))
+                .ok_or_else(|| ReferenceError::NoDsPushRemote(id.clone()))
         })
         .collect()
 }

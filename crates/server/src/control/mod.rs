@@ -279,22 +279,37 @@ fn stop(stream: UnixStream, stopper: &Stopper) -> io::Result<()> {
 }
 
 /// Changes the process's log level (the binary's logger, which the server
-/// does not own); set once by `lode serve`.
-type LogLevelHook = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+/// does not own); set once by `lode serve`. Its error is the logger's own.
+type LogLevelHook =
+    Box<dyn Fn(&str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> + Send + Sync>;
 
 static LOG_LEVEL_HOOK: std::sync::OnceLock<LogLevelHook> = std::sync::OnceLock::new();
+
+/// Why the log level was not changed: the binary's logger refused the
+/// level (not a level or filter it reads) or could not take it.
+#[derive(Debug, thiserror::Error)]
+#[error("{level:?}: {source}")]
+pub(crate) struct LogLevelError {
+    level: String,
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
 
 /// Lets a reload change the log level: `set` is called with the new level
 /// (error, warn, info, debug or trace). Without it, `log-level` takes
 /// effect at restart. The first call wins.
-pub fn on_log_level_change(set: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static) {
+pub fn on_log_level_change(
+    set: impl Fn(&str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> + Send + Sync + 'static,
+) {
     let _ = LOG_LEVEL_HOOK.set(Box::new(set));
 }
 
 /// Sets the log level through the hook; false when there is none.
-pub(crate) fn change_log_level(level: &str) -> Result<bool, String> {
+pub(crate) fn change_log_level(level: &str) -> Result<bool, LogLevelError> {
     match LOG_LEVEL_HOOK.get() {
-        Some(set) => set(level).map(|()| true),
+        Some(set) => set(level).map(|()| true).map_err(|source| LogLevelError {
+            level: level.into(),
+            source,
+        }),
         None => Ok(false),
     }
 }

@@ -560,6 +560,7 @@ impl Reloader {
                         &u.keys(),
                         &writers,
                         &self.publisher,
+                        u.events().clone(),
                     );
                     if let Some(s) = s.map(Arc::new) {
                         u.set_secondaries(s.clone());
@@ -598,9 +599,9 @@ impl Reloader {
             }
             // Each writer ends once its queue's last sender (the door) is gone.
             u.remove_doors(&names);
-        }
-        for name in &names {
-            crate::update::signing::unwatch(name);
+            for name in &names {
+                u.signings().unwatch(name);
+            }
         }
         self.live.retain(|n| !names.contains(&n.to_lowercase()));
     }

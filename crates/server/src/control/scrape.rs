@@ -166,6 +166,8 @@ pub struct Scrape {
     pub(crate) xdp: Option<lode_io::xdp::XdpCounters>,
     pub(crate) guard: Arc<ArcSwap<crate::serving::guard::Guard>>,
     pub(crate) loads: Arc<crate::loading::loads::ZoneLoads>,
+    /// The server's event counters, commit log and signing schedules.
+    pub(crate) updates: Arc<crate::update::Updates>,
 }
 
 impl Families for Scrape {
@@ -176,7 +178,11 @@ impl Families for Scrape {
         }
         self.transports(&mut out);
         self.zones(&mut out);
-        events::families(&mut out);
+        events::families(
+            &mut out,
+            self.updates.events(),
+            self.updates.commit_log_syncs(),
+        );
         let guard = self.guard.load();
         if let Some(r) = guard.rrl_stats() {
             out.push(
@@ -464,7 +470,7 @@ impl Scrape {
             "Key events of the zone since start (keys made, published, ready, replaced, retired, removed, deleted).",
             Kind::Counter,
         );
-        let signed = crate::update::signing::schedules();
+        let signed = self.updates.signings().schedules();
         for z in zones {
             let name = z.origin().to_string();
             let l = [("zone", name.as_str())];

@@ -645,7 +645,7 @@ fn zone_status(
         if let Some(r) = &record {
             text.push_str(&r.to_lines(now));
         }
-        if let Some((done, total)) = crate::update::signing::progress(&name) {
+        if let Some((done, total)) = updates.signings().progress(&name) {
             let _ = write!(
                 text,
                 "\n  dnssec: signing whole, {} ({done} of {total} names and chain records)",
@@ -653,7 +653,7 @@ fn zone_status(
             );
         } else if let Some(line) = z.as_deref().and_then(|z| dnssec_line(z, now)) {
             text.push_str(&line);
-            if let Some(s) = crate::update::signing::schedule(&name) {
+            if let Some(s) = updates.signings().schedule(&name) {
                 let _ = write!(
                     text,
                     "\n  dnssec: {} signatures made since start; next made again {}; earliest expiry {}",

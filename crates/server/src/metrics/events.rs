@@ -1,6 +1,6 @@
 //! Counters of rare events (update batches, transfers, NOTIFY): plain
-//! atomics shared by the process, bumped once per batch or transfer, never
-//! per query.
+//! atomics owned by one server (two servers in one process count apart),
+//! bumped once per batch or transfer, never per query.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -11,9 +11,6 @@ use super::{Family, Kind, Value};
 pub struct Event(AtomicU64);
 
 impl Event {
-    const fn new() -> Event {
-        Event(AtomicU64::new(0))
-    }
     /// Adds `n`.
     pub fn add(&self, n: u64) {
         self.0.fetch_add(n, Ordering::Relaxed);
@@ -28,8 +25,10 @@ impl Event {
     }
 }
 
-/// The process's event counters.
-#[derive(Debug)]
+/// A server's event counters: made once at its start and shared by the
+/// parts that count (admission, writers, transfers, NOTIFY, refresh) and
+/// the scrape that reads them.
+#[derive(Debug, Default)]
 pub struct Events {
     /// UPDATE messages refused before reaching a zone's writer (zone, TSIG, ACL).
     pub updates_refused: Event,
@@ -60,28 +59,14 @@ pub struct Events {
     /// Changes not notified at once to a secondary that was still taking
     /// the previous one (sent when it serves it: the pacing of notify.rs).
     pub notify_held: Event,
+    /// RRSIGs made by the signers of the server's zones (each signer counts
+    /// into it: `lode_dnssec::Signer::counting_into`).
+    pub signatures: std::sync::Arc<lode_dnssec::SignatureCount>,
 }
 
-/// The counters of this process.
-pub static EVENTS: Events = Events {
-    updates_refused: Event::new(),
-    updates_applied: Event::new(),
-    updates_failed: Event::new(),
-    journal_commits: Event::new(),
-    axfr_out: Event::new(),
-    ixfr_out: Event::new(),
-    transfers_out_refused: Event::new(),
-    transfers_in: Event::new(),
-    transfers_in_failed: Event::new(),
-    notify_received: Event::new(),
-    notify_refused: Event::new(),
-    notify_sent: Event::new(),
-    notify_failed: Event::new(),
-    notify_held: Event::new(),
-};
-
-pub(crate) fn families(out: &mut Vec<Family>) {
-    let e = &EVENTS;
+/// The families of `e`; `commit_log_syncs`: the fdatasyncs of the
+/// server's commit log (its own count, `lode_journal::wal::CommitLog::syncs`).
+pub(crate) fn families(out: &mut Vec<Family>, e: &Events, commit_log_syncs: u64) {
     let v = |e: &Event| Value::Int(e.get());
     out.push(
         Family::new(
@@ -99,7 +84,7 @@ pub(crate) fn families(out: &mut Vec<Family>) {
             "RRSIGs made for the zones Lode signs (whole zones, changes, signatures made again before they expire).",
             Kind::Counter,
         )
-        .with(&[], Value::Int(lode_dnssec::signatures_made())),
+        .with(&[], Value::Int(e.signatures.get())),
     );
     out.push(
         Family::new(
@@ -115,7 +100,7 @@ pub(crate) fn families(out: &mut Vec<Family>) {
             "fdatasyncs of the commit log shared by all zones' journals (each makes the groups written meanwhile durable, whatever their zones).",
             Kind::Counter,
         )
-        .with(&[], Value::Int(lode_journal::wal::syncs())),
+        .with(&[], Value::Int(commit_log_syncs)),
     );
     out.push(
         Family::new(

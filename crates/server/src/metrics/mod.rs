@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub use events::EVENTS;
+pub use events::Events;
 pub use worker::{Observed, Worker};
 
 /// The per-thread counter blocks of one server.

@@ -24,6 +24,7 @@ use lode_tsig::{Key, Keys};
 use lode_wire::Name;
 
 use crate::config::{Config, ZoneOptions};
+use crate::metrics::Events;
 use crate::publish::{Changed, Publisher};
 use crate::replication::secondary::timers::LineLog;
 
@@ -157,7 +158,13 @@ fn targets_of(options: &ZoneOptions, keys: &Keys) -> Option<Targets> {
 
 /// Starts the NOTIFY thread with the configured zones' targets; the
 /// publisher tells it of every serial change of a zone that has targets.
-pub(crate) fn start(config: &Config, keys: &Keys, publisher: &Publisher) -> Option<Notifies> {
+/// What is sent is counted into the server's `events`.
+pub(crate) fn start(
+    config: &Config,
+    keys: &Keys,
+    publisher: &Publisher,
+    events: Arc<Events>,
+) -> Option<Notifies> {
     let (tx, rx) = mpsc::channel();
     let delivered = config.journal_dir.as_ref().map(|dir| {
         Arc::new(LineLog::open_file(
@@ -178,7 +185,7 @@ pub(crate) fn start(config: &Config, keys: &Keys, publisher: &Publisher) -> Opti
     let kept = delivered.clone();
     let spawned = std::thread::Builder::new()
         .name("lode-notify".into())
-        .spawn(move || Notifier::new(targets, kept).run(rx));
+        .spawn(move || Notifier::new(targets, kept, events).run(rx));
     if let Err(e) = spawned {
         tracing::error!("cannot start the NOTIFY thread ({e}): secondaries are not notified");
         return None;
@@ -229,12 +236,15 @@ struct Notifier {
     /// Where the serials delivered to every target are kept (no journal
     /// folder: nowhere, and every zone is notified at each start).
     delivered: Option<Arc<LineLog<u32>>>,
+    /// The server's counters (NOTIFY out).
+    events: Arc<Events>,
 }
 
 impl Notifier {
     fn new(
         targets: Arc<Mutex<HashMap<Name, Targets>>>,
         delivered: Option<Arc<LineLog<u32>>>,
+        events: Arc<Events>,
     ) -> Notifier {
         let mut sockets = HashMap::new();
         for any in [any_v4(), any_v6()] {
@@ -249,6 +259,7 @@ impl Notifier {
             sockets,
             vias: HashMap::new(),
             delivered,
+            events,
         }
     }
 
@@ -351,14 +362,14 @@ impl Notifier {
 
     /// Logs and counts what the machine reports.
     fn report(&self, r: Report) {
-        use crate::metrics::EVENTS;
+        let events = &self.events;
         match r {
             Report::Answered {
                 target,
                 serial,
                 took,
             } => {
-                EVENTS.notify_sent.bump();
+                events.notify_sent.bump();
                 tracing::debug!(
                     "zone {}: NOTIFY of serial {serial} to {} ({}) answered in {:.1} ms",
                     target.0,
@@ -372,7 +383,7 @@ impl Notifier {
                 serial,
                 rcode,
             } => {
-                EVENTS.notify_failed.bump();
+                events.notify_failed.bump();
                 tracing::warn!(
                     "zone {}: NOTIFY of serial {serial} to {} ({}): answered {}",
                     target.0,
@@ -382,7 +393,7 @@ impl Notifier {
                 );
             }
             Report::GaveUp { target, serial } => {
-                EVENTS.notify_failed.bump();
+                events.notify_failed.bump();
                 tracing::warn!(
                     "zone {}: NOTIFY of serial {serial} to {} ({}): no answer after {} tries, given up",
                     target.0,
@@ -413,7 +424,7 @@ impl Notifier {
                 serial,
                 until,
             } => {
-                EVENTS.notify_held.bump();
+                events.notify_held.bump();
                 tracing::debug!(
                     "zone {}: NOTIFY of serial {serial} to {} ({}) held until it serves serial {until}",
                     target.0,

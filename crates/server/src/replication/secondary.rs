@@ -541,6 +541,7 @@ impl crate::update::Replicas for Secondaries {
         keys: &Keys,
         out: &mut [u8],
         peer: access::Peer<'_>,
+        refusals: &crate::lograte::LogLimit,
     ) -> Admission {
         let Ok(n) = lode_xfr::parse_notify(msg) else {
             return Admission::Engine;
@@ -552,7 +553,11 @@ impl crate::update::Replicas for Secondaries {
         };
         let now = unix_now();
         let what = format_args!("NOTIFY for {zone}");
-        let signed = match access::check(keys, rules, Action::Notify, msg, peer, now, &what) {
+        let log = access::Logged {
+            what: &what,
+            limit: refusals,
+        };
+        let signed = match access::check(keys, rules, Action::Notify, msg, peer, now, log) {
             Access::Allowed(s) => s,
             Access::FormErr => {
                 return Admission::Answer(ddns::write_response(msg, rcode::FORMERR, out));
@@ -583,12 +588,14 @@ impl crate::update::Replicas for Secondaries {
 }
 
 /// Starts the scheduler for the secondary zones (None without journal-dir);
-/// zones can be added and removed later (catalog members).
+/// zones can be added and removed later (catalog members). Transfers in
+/// are counted into the server's `events`.
 pub(crate) fn start(
     config: &Config,
     keys: &Keys,
     writers: &HashMap<Name, crate::update::WriterQueue>,
     publisher: &Arc<Publisher>,
+    events: Arc<crate::metrics::Events>,
 ) -> Option<Secondaries> {
     let dir = config.journal_dir.as_ref()?;
     let timers = Arc::new(TimerLog::open(dir));
@@ -628,6 +635,7 @@ pub(crate) fn start(
         publisher.clone(),
         status.clone(),
         timers.clone(),
+        events,
     );
     for (state, start) in zones {
         scheduler.add(state, start);
@@ -690,6 +698,8 @@ struct Refresh {
     writer: crate::update::WriterQueue,
     publisher: Arc<Publisher>,
     axfr: bool,
+    /// The server's counters (transfers in).
+    events: Arc<crate::metrics::Events>,
 }
 
 impl Refresh {
@@ -704,7 +714,7 @@ impl Refresh {
                 }
             }
         }
-        crate::metrics::EVENTS.transfers_in_failed.bump();
+        self.events.transfers_in_failed.bump();
         Outcome::Failed(last)
     }
 
@@ -817,7 +827,7 @@ impl Refresh {
                     src.addr,
                     started.elapsed().as_secs_f64()
                 );
-                crate::metrics::EVENTS.transfers_in.bump();
+                self.events.transfers_in.bump();
                 tracing::info!(
                     zone = %origin,
                     serial,
@@ -871,7 +881,7 @@ impl Refresh {
                     src.addr,
                     total as f64 / took.max(1e-6)
                 );
-                crate::metrics::EVENTS.transfers_in.bump();
+                self.events.transfers_in.bump();
                 tracing::info!(
                     zone = %origin,
                     serial,

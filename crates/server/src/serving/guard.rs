@@ -21,6 +21,7 @@ use lode_engine::{AnswerKind, Answered, Extra, Settings, Transport, ZoneSet};
 use lode_wire::message::edns_option;
 
 use crate::config::{Config, CookieSettings};
+use crate::lograte::LogLimit;
 use crate::serving::signed::Checked;
 
 /// The COOKIE option as written in a response: code, length, 24 bytes.
@@ -40,6 +41,10 @@ pub struct Guard {
     rrl: Option<Arc<Rrl>>,
     /// dnstap query logging (see dnstap.rs), when on.
     dnstap: Option<Arc<Tap>>,
+    /// The server's limit of the lines about refused requests (a signed
+    /// query whose TSIG fails here; updates, transfers and NOTIFY through
+    /// the same limit): made with the first policy, kept by the next.
+    refusals: Arc<LogLimit>,
 }
 
 /// The cookie checker with the settings it was made from; dropping the
@@ -143,6 +148,7 @@ impl Guard {
             cookies,
             rrl,
             dnstap,
+            refusals: prev.map_or_else(Arc::default, |p| p.refusals.clone()),
         })
     }
 
@@ -166,6 +172,7 @@ impl Guard {
                 .transpose()?
                 .map(Arc::new),
             dnstap: None,
+            refusals: Arc::default(),
         }))
     }
 
@@ -205,6 +212,12 @@ impl Guard {
         } else {
             &self.settings
         }
+    }
+
+    /// The limit of the lines about refused requests this policy and its
+    /// successors log through (to share with the admission of updates).
+    pub(crate) fn refusals(&self) -> &Arc<LogLimit> {
+        &self.refusals
     }
 
     /// The dnstap logger, when query logging is on.
@@ -272,7 +285,7 @@ impl Guard {
             extra
         });
         if let Some(c) = &tsig {
-            answered.len = c.finish(&answered, q, out, settings);
+            answered.len = c.finish(&answered, q, out, settings, &self.refusals);
             if answered.sign {
                 return (answered, seen);
             }

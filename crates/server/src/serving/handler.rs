@@ -71,7 +71,7 @@ impl Handler {
             asked,
         } = self.respond(guard, request, q, out, client, transport);
         if request != Request::Query && len >= 4 {
-            count_refusal(request, out[3] & 0x0F);
+            count_refusal(self.updates.events(), request, out[3] & 0x0F);
         }
         self.metrics.record(&metrics::Observed {
             transport: match transport {
@@ -190,10 +190,10 @@ impl Outcome {
     }
 }
 
-/// Counts an UPDATE, transfer or NOTIFY answered at once with `rcode`
-/// (updates and transfers that go ahead are answered later, and counted there).
-fn count_refusal(request: Request, rcode: u8) {
-    let e = &metrics::EVENTS;
+/// Counts into `e` an UPDATE, transfer or NOTIFY answered at once with
+/// `rcode` (updates and transfers that go ahead are answered later, and
+/// counted there).
+fn count_refusal(e: &metrics::Events, request: Request, rcode: u8) {
     match (request, rcode) {
         (Request::Update, _) => e.updates_refused.bump(),
         (Request::Axfr | Request::Ixfr, r) if r != rcode::NOERROR as u8 => {

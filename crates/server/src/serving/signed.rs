@@ -43,12 +43,14 @@ impl<'k> Checked<'k> {
     /// The response to send once the engine answered: signed when the
     /// engine says so, the TSIG error answer when the check failed for a
     /// zone of ours, else the engine's answer as is. Its length in `out`.
+    /// A failure is logged within the server's `refusals` limit.
     pub(crate) fn finish(
         &self,
         answered: &Answered<'_>,
         q: &[u8],
         out: &mut [u8],
         settings: &Settings,
+        refusals: &crate::lograte::LogLimit,
     ) -> usize {
         let n = answered.len;
         match &self.verified {
@@ -57,7 +59,7 @@ impl<'k> Checked<'k> {
                     .map_or(n, |a| a.len)
             }
             Verified::Failed(f) if answered.kind == AnswerKind::Signed => {
-                if crate::lograte::REFUSALS.allow(self.now) {
+                if refusals.allow(self.now) {
                     tracing::info!(
                         "signed query: TSIG {} with key {}, NOTAUTH",
                         f.error,

@@ -13,6 +13,7 @@ use crate::access::{self, Access};
 use crate::acl::{self, Action};
 use crate::config::{Config, ZoneOptions};
 use crate::loading::flush::{Flushed, Written};
+use crate::lograte::LogLimit;
 
 use super::pool::{WriterPool, WriterQueue};
 use super::{reply, Job, Work};
@@ -48,13 +49,14 @@ pub(crate) struct Updates {
 /// `crate::replication::secondary`, above this module, and registers itself at start).
 pub(crate) trait Replicas: Send + Sync + std::fmt::Debug {
     /// A NOTIFY for one of its zones admitted (and answered), or handed to
-    /// the engine.
+    /// the engine; a refusal logged within `refusals`.
     fn admit_notify(
         &self,
         msg: &[u8],
         keys: &Keys,
         out: &mut [u8],
         peer: access::Peer<'_>,
+        refusals: &LogLimit,
     ) -> Admission;
     /// Where updates to the secondary zone `zone` are forwarded.
     fn primary_of(&self, zone: &Name) -> Option<crate::fetch::Source>;
@@ -190,8 +192,13 @@ pub(crate) enum Admission {
 
 impl Updates {
     /// Keys and ACLs from the configuration; the writer pool started, no
-    /// writers on it yet.
-    pub(crate) fn new(config: &Config) -> Result<Updates, UpdatesError> {
+    /// writers on it yet. The server's `events` are counted into, and
+    /// refused requests logged within its `refusals` limit.
+    pub(crate) fn new(
+        config: &Config,
+        events: Arc<crate::metrics::Events>,
+        refusals: Arc<LogLimit>,
+    ) -> Result<Updates, UpdatesError> {
         let threads = config.background_workers.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
@@ -208,11 +215,35 @@ impl Updates {
             transfers: Arc::new(super::TransferSlots::new(config.transfers_out)),
             zones: arc_swap::ArcSwap::from_pointee(zones),
             written: Arc::default(),
-            shared: Arc::default(),
+            shared: Arc::new(super::writer::Shared::new(events, refusals)),
             pool,
             frozen: super::frozen::Frozen::default(),
             commit_log: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The server's event counters.
+    pub(crate) fn events(&self) -> &Arc<crate::metrics::Events> {
+        &self.shared.events
+    }
+
+    /// The signing progress of the zones signed here.
+    pub(crate) fn signings(&self) -> &super::signing::Signings {
+        &self.shared.signings
+    }
+
+    /// The fdatasyncs of the server's commit log so far (0 without one).
+    pub(crate) fn commit_log_syncs(&self) -> u64 {
+        self.commit_log().map_or(0, |log| log.syncs())
+    }
+
+    /// How [`access::check`] logs a refusal of `what`: within the
+    /// server's limit.
+    pub(super) fn logged<'a>(&'a self, what: &'a dyn std::fmt::Display) -> access::Logged<'a> {
+        access::Logged {
+            what,
+            limit: &self.shared.refusals,
+        }
     }
 
     /// The commit log the writers share, if it was started.
@@ -391,7 +422,13 @@ impl Updates {
         client: &lode_io::Client<'_>,
     ) -> Admission {
         match self.secondaries.get() {
-            Some(s) => s.admit_notify(msg, &self.keys.load(), out, access::Peer::of(client)),
+            Some(s) => s.admit_notify(
+                msg,
+                &self.keys.load(),
+                out,
+                access::Peer::of(client),
+                &self.shared.refusals,
+            ),
             None => Admission::Engine,
         }
     }
@@ -576,7 +613,7 @@ impl Updates {
         let doors = self.zones.load();
         let now = unix_now();
         let (Some(door), Some(_)) = (doors.get(&origin), zones.get(origin.as_ref())) else {
-            if zones.get(origin.as_ref()).is_none() && crate::lograte::REFUSALS.allow(now) {
+            if zones.get(origin.as_ref()).is_none() && self.shared.refusals.allow(now) {
                 tracing::info!(
                     "update for {} from {}: zone not served here, NOTAUTH",
                     req.zone,
@@ -609,7 +646,7 @@ impl Updates {
             msg,
             access::Peer::of(client),
             now,
-            &what,
+            self.logged(&what),
         ) {
             Access::Allowed(signed) => signed,
             Access::FormErr => {
@@ -627,7 +664,7 @@ impl Updates {
                 reason: String::new(),
             };
             let n = ddns::write_error_ede(msg, &e, udp_size, 14, out).unwrap_or(0);
-            if crate::lograte::REFUSALS.allow(now) {
+            if self.shared.refusals.allow(now) {
                 tracing::info!(
                     "update for {} from {peer}: the zone is frozen (lode zone-thaw), REFUSED",
                     req.zone

@@ -77,6 +77,10 @@ pub(crate) enum WriterError {
     /// The journal could not be read or trimmed.
     #[error(transparent)]
     Journal(#[from] JournalError),
+    /// The commit log could not make a group durable (its write or
+    /// fdatasync failed; the group was taken back out of the journal).
+    #[error(transparent)]
+    CommitLog(#[from] lode_journal::wal::WalError),
     /// The published version could not be compacted for its state.
     #[error(transparent)]
     Compact(#[from] ApplyError),

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Instant;
 
-use super::Work;
+use super::{Work, WriterError};
 
 /// Most units of work taken into one step (one group commit).
 pub(super) const MAX_GROUP: usize = 4096;
@@ -38,7 +38,7 @@ pub(super) trait Step: Send {
     /// the writer wants its next step (now: work waited meanwhile).
     fn committed(
         &mut self,
-        result: Result<(), String>,
+        result: Result<(), WriterError>,
         queued: Vec<Work>,
         out: &mut [u8],
         me: &WeakQueue,
@@ -76,7 +76,7 @@ impl WeakQueue {
     /// writer, on the calling thread (no pool step, no wake-up: the
     /// group is published and answered at once), then puts the zone on the
     /// ready list if work waited meanwhile.
-    pub(crate) fn committed(&self, result: Result<(), String>) {
+    pub(crate) fn committed(&self, result: Result<(), WriterError>) {
         let Some(task) = self.task.upgrade() else {
             return;
         };

@@ -44,6 +44,14 @@ pub(crate) struct KeyEvents {
     pub resalted: bool,
 }
 
+/// What a zone's signer counts into: the zone's counters, kept across its
+/// signers (None: new ones), and the server's count of signatures.
+#[derive(Debug)]
+pub(crate) struct Counters {
+    pub zone: Option<std::sync::Arc<lode_dnssec::Progress>>,
+    pub server: std::sync::Arc<lode_dnssec::SignatureCount>,
+}
+
 /// The file of other signers' keys a zone publishes (multi-signer, RFC
 /// 8901 model 2), in its key folder: one DNSKEY RDATA a line in
 /// presentation form (`256 3 13 BASE64`), `;` or `#` starting a comment;
@@ -270,8 +278,7 @@ pub(crate) fn ttls(signing: &Signing, zone: &Zone) -> Ttls {
 /// the keys in its folder — the first keys made when there are none (as
 /// Knot does when a signed zone first loads) — writes the keys that
 /// changed before anything signed with them is, logs each event, and
-/// builds the signer of the moment. `progress`: the zone's counters, kept
-/// across signers.
+/// builds the signer of the moment, counting into `counters`.
 pub(crate) fn key_events(
     kasp_db: &Path,
     zone: &Name,
@@ -279,7 +286,7 @@ pub(crate) fn key_events(
     ttls: Ttls,
     now: u64,
     trigger: Trigger,
-    progress: Option<std::sync::Arc<lode_dnssec::Progress>>,
+    counters: Counters,
 ) -> Result<(KeyEvents, Vec<String>), KeysError> {
     let dir = key_dir(kasp_db, zone);
     let mut keys = SigningKey::read_all(&dir, zone.as_ref())?;
@@ -392,10 +399,11 @@ pub(crate) fn key_events(
     } else {
         Signer::at(zone, keys, policy, now)?.with_foreign(read_foreign(&dir)?)
     };
-    let signer = match progress {
+    let signer = match counters.zone {
         Some(p) => signer.with_progress(p),
         None => signer,
-    };
+    }
+    .counting_into(counters.server);
     signer
         .progress()
         .set_keys(action.clone(), plan.waiting_ds, plan.log.len() as u64);
@@ -497,50 +505,23 @@ pub(crate) fn announce(
     *announced = action;
 }
 
-/// The whole-zone signing progress of each signed zone (by origin), for
-/// `zone-status` and the progress lines (see [`watch`]): one entry per
-/// signed zone, looked up by name (10^5 zones start in linear time).
+/// The whole-zone signing progress of each zone a server signs (by
+/// origin), for `zone-status`, the metrics and the progress lines (see
+/// [`Signings::watch`]): one entry per signed zone, looked up by name
+/// (10^5 zones start in linear time). One per server, with its writers.
+#[derive(Debug, Default)]
+pub(crate) struct Signings {
+    watched: std::sync::Mutex<Watched>,
+    /// The reporter thread started (at the first zone watched).
+    reporter: std::sync::OnceLock<()>,
+}
+
 type Watched = std::collections::HashMap<Name, std::sync::Arc<lode_dnssec::Progress>>;
-static PROGRESS: std::sync::Mutex<Option<Watched>> = std::sync::Mutex::new(None);
 
 /// How long a whole signing runs before its progress is logged, and how
 /// often after that.
 const PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Watches the whole signings of `zone`'s signer: `zone-status` shows how
-/// far one is, and one running longer than 5 s is logged every 10 s
-/// ("signing whole: 45 % …") by one reporter thread for all zones.
-pub(crate) fn watch(zone: &Name, signer: &Signer) {
-    PROGRESS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(Watched::new)
-        .insert(zone.clone(), signer.progress());
-    static REPORTER: std::sync::Once = std::sync::Once::new();
-    REPORTER.call_once(|| {
-        let spawned = std::thread::Builder::new()
-            .name("lode-sign-progress".into())
-            .spawn(report);
-        if let Err(e) = spawned {
-            tracing::warn!("DNSSEC signing progress will not be logged: {e}");
-        }
-    });
-}
-
-/// `zone` is no longer signed here: `zone-status` and the metrics show no
-/// signing schedule for it.
-pub(crate) fn unwatch(zone: &Name) {
-    if let Some(all) = PROGRESS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-        all.remove(zone);
-    }
-}
-
-/// (signed, to sign) of `zone`'s whole signing under way, if one is.
-pub(crate) fn progress(zone: &Name) -> Option<(u64, u64)> {
-    let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-    all.as_ref()?.get(zone)?.get()
-}
 
 /// A signed zone's counters for metrics and `zone-status`: signatures
 /// made, when the next are made again, the earliest expiry (see
@@ -564,25 +545,66 @@ fn schedule_of(p: &lode_dnssec::Progress) -> Schedule {
     }
 }
 
-/// The schedule of `zone`, if it is signed here.
-pub(crate) fn schedule(zone: &Name) -> Option<Schedule> {
-    let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-    all.as_ref()?.get(zone).map(|p| schedule_of(p))
-}
+impl Signings {
+    fn watched(&self) -> std::sync::MutexGuard<'_, Watched> {
+        self.watched.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
-/// The schedules of every zone signed here (one pass under the lock).
-pub(crate) fn schedules() -> std::collections::HashMap<Name, Schedule> {
-    let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-    all.iter()
-        .flatten()
-        .map(|(n, p)| (n.clone(), schedule_of(p)))
-        .collect()
+    /// Watches the whole signings of `zone`'s signer: `zone-status` shows
+    /// how far one is, and one running longer than 5 s is logged every
+    /// 10 s ("signing whole: 45 % …") by one reporter thread for all the
+    /// server's zones (it ends with the server's `Signings`).
+    pub(crate) fn watch(self: &std::sync::Arc<Self>, zone: &Name, signer: &Signer) {
+        self.watched().insert(zone.clone(), signer.progress());
+        self.reporter.get_or_init(|| {
+            let me = std::sync::Arc::downgrade(self);
+            let spawned = std::thread::Builder::new()
+                .name("lode-sign-progress".into())
+                .spawn(move || report(&me));
+            if let Err(e) = spawned {
+                tracing::warn!("DNSSEC signing progress will not be logged: {e}");
+            }
+        });
+    }
+
+    /// `zone` is no longer signed here: `zone-status` and the metrics show
+    /// no signing schedule for it.
+    pub(crate) fn unwatch(&self, zone: &Name) {
+        self.watched().remove(zone);
+    }
+
+    /// (signed, to sign) of `zone`'s whole signing under way, if one is.
+    pub(crate) fn progress(&self, zone: &Name) -> Option<(u64, u64)> {
+        self.watched().get(zone)?.get()
+    }
+
+    /// The schedule of `zone`, if it is signed here.
+    pub(crate) fn schedule(&self, zone: &Name) -> Option<Schedule> {
+        self.watched().get(zone).map(|p| schedule_of(p))
+    }
+
+    /// The schedules of every zone signed here (one pass under the lock).
+    pub(crate) fn schedules(&self) -> std::collections::HashMap<Name, Schedule> {
+        self.watched()
+            .iter()
+            .map(|(n, p)| (n.clone(), schedule_of(p)))
+            .collect()
+    }
+
+    /// The whole signings running now: (zone, (signed, to sign)); names
+    /// are copied only for them.
+    fn running(&self) -> Vec<(Name, (u64, u64))> {
+        self.watched()
+            .iter()
+            .filter_map(|(n, p)| Some((n.clone(), p.get()?)))
+            .collect()
+    }
 }
 
 /// The reporter: once a second, a line for each whole signing due one
-/// (a pass over the atomics of every signed zone; names are copied only
-/// for the signings running).
-fn report() {
+/// (a pass over the atomics of every signed zone), until the server's
+/// `Signings` are gone.
+fn report(signings: &std::sync::Weak<Signings>) {
     use std::time::Instant;
     // Zone → (seen running since, last logged).
     let mut running: std::collections::HashMap<Name, (Instant, Option<Instant>)> =
@@ -590,12 +612,8 @@ fn report() {
     loop {
         std::thread::sleep(std::time::Duration::from_secs(1));
         let now = Instant::now();
-        let busy: Vec<(Name, (u64, u64))> = {
-            let all = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-            all.iter()
-                .flatten()
-                .filter_map(|(n, p)| Some((n.clone(), p.get()?)))
-                .collect()
+        let Some(busy) = signings.upgrade().map(|s| s.running()) else {
+            return;
         };
         running.retain(|zone, _| busy.iter().any(|(n, _)| n == zone));
         for (zone, (done, total)) in busy {

@@ -87,7 +87,7 @@ fn transfers_in_apply_whole_or_not_at_all() {
     publisher.update(|set| {
         set.insert(loaded);
     });
-    let updates = Updates::new(&config).unwrap();
+    let updates = Updates::new(&config, Arc::default(), Arc::default()).unwrap();
     let spec = &config.zones[0];
     let options = config.zone_options(&spec.name);
     assert!(

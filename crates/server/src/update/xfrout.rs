@@ -151,7 +151,7 @@ impl Updates {
             msg,
             access::Peer::of(client),
             now,
-            &what,
+            self.logged(&what),
         ) {
             Access::Allowed(signed) => signed,
             Access::FormErr => return Admission::Answer(query_error(rcode::FORMERR, out)),
@@ -193,7 +193,7 @@ impl Updates {
             }
         }
         let Some(slot) = self.transfers.take() else {
-            if crate::lograte::REFUSALS.allow(now) {
+            if self.shared.refusals.allow(now) {
                 tracing::warn!(
                     "{} of {origin} to {peer}: {} transfers running already, REFUSED",
                     kind_name(kind),
@@ -213,6 +213,7 @@ impl Updates {
             pinned: zone.clone(),
             writer: door.writer.clone(),
             later: client.defer(),
+            events: self.shared.events.clone(),
             _slot: slot,
         };
         let spawned = std::thread::Builder::new()
@@ -287,6 +288,8 @@ struct Transfer {
     pinned: Arc<Zone>,
     writer: Option<crate::update::WriterQueue>,
     later: lode_io::Later,
+    /// The server's counters (transfers out).
+    events: Arc<crate::metrics::Events>,
     _slot: Slot,
 }
 
@@ -377,8 +380,8 @@ impl Transfer {
         let took = started.elapsed();
         let records = producer.records_sent();
         match self.kind {
-            Kind::Axfr => crate::metrics::EVENTS.axfr_out.bump(),
-            Kind::Ixfr => crate::metrics::EVENTS.ixfr_out.bump(),
+            Kind::Axfr => self.events.axfr_out.bump(),
+            Kind::Ixfr => self.events.ixfr_out.bump(),
         }
         tracing::info!(
             zone = %self.origin,

@@ -27,6 +27,8 @@ pub(super) struct Scheduler {
     status: Arc<Mutex<HashMap<Name, Status>>>,
     /// Where the timers are saved.
     timers: Arc<TimerLog>,
+    /// The server's counters (transfers in).
+    events: Arc<crate::metrics::Events>,
 }
 
 /// The primary a zone's refreshes count against: its first.
@@ -49,6 +51,7 @@ impl Scheduler {
         publisher: Arc<Publisher>,
         status: Arc<Mutex<HashMap<Name, Status>>>,
         timers: Arc<TimerLog>,
+        events: Arc<crate::metrics::Events>,
     ) -> Scheduler {
         Scheduler {
             core: Refresher::new(),
@@ -57,6 +60,7 @@ impl Scheduler {
             publisher,
             status,
             timers,
+            events,
         }
     }
 
@@ -245,6 +249,7 @@ impl Scheduler {
             writer: z.writer.clone(),
             publisher: self.publisher.clone(),
             axfr,
+            events: self.events.clone(),
         };
         let tx = self.tx.clone();
         let origin = zone.clone();

@@ -89,7 +89,7 @@ impl Writer {
         }
         match &sealed.history {
             History::Continues(changes) => {
-                crate::metrics::EVENTS.journal_commits.bump();
+                self.shared.events.journal_commits.bump();
                 if let Some(c) = &mut self.compaction {
                     c.since.extend(changes.iter().cloned());
                 }

@@ -80,7 +80,7 @@ impl Writer {
                 Err(StageError::Update(e)) => {
                     let code = e.rcode().unwrap_or(rcode::SERVFAIL);
                     if let Work::Update(job) = work {
-                        if crate::lograte::REFUSALS.allow(crate::clock::unix_now()) {
+                        if self.shared.refusals.allow(crate::clock::unix_now()) {
                             tracing::info!(
                                 "zone {}: update from {} refused, {}: {e}",
                                 self.origin,
@@ -124,7 +124,10 @@ impl Writer {
             Ok(Committed::Deferred(d)) => {
                 if let Some(log) = &self.commit_log {
                     let me = me.clone();
-                    log.submit(d.record, Box::new(move |r| me.committed(r)));
+                    log.submit(
+                        d.record,
+                        Box::new(move |r| me.committed(r.map_err(WriterError::from))),
+                    );
                 }
                 self.pending = Some(Box::new(Pending {
                     group,
@@ -153,7 +156,7 @@ impl Writer {
     /// The commit log's word on the pending group: published and answered,
     /// or taken back out of the journal and answered SERVFAIL (on the
     /// commit log's thread: compaction and the rest wait for a step).
-    pub(super) fn finish_pending(&mut self, result: Result<(), String>, out: &mut [u8]) {
+    pub(super) fn finish_pending(&mut self, result: Result<(), WriterError>, out: &mut [u8]) {
         let Some(p) = self.pending.take() else {
             return;
         };
@@ -204,9 +207,9 @@ impl Writer {
                 (Work::Update(job), outcome) => {
                     let code = outcome.map_or_else(|c| c, |_| rcode::NOERROR);
                     if code == rcode::NOERROR {
-                        crate::metrics::EVENTS.updates_applied.bump();
+                        self.shared.events.updates_applied.bump();
                     } else {
-                        crate::metrics::EVENTS.updates_failed.bump();
+                        self.shared.events.updates_failed.bump();
                     }
                     let n = reply(&job.msg, code, job.signed.as_ref(), out);
                     job.reply.send(&out[..n]);

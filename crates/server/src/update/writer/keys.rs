@@ -242,7 +242,10 @@ impl Writer {
             ttls,
             now,
             trigger,
-            old.as_ref().map(|s| s.progress()),
+            crate::update::signing::Counters {
+                zone: old.as_ref().map(|s| s.progress()),
+                server: self.shared.events.signatures.clone(),
+            },
         );
         let (events, log) = match events {
             Ok(e) => e,
@@ -411,7 +414,7 @@ impl Writer {
         }));
         let done = self.plan_keys(Trigger::Timers, true);
         match &self.stage.signer {
-            Some(signer) => crate::update::signing::watch(&self.origin, signer),
+            Some(signer) => self.shared.signings.watch(&self.origin, signer),
             // Keys that could not be made: served unsigned as before.
             None => {
                 self.keys = None;
@@ -440,7 +443,7 @@ impl Writer {
         self.upkeep.schedule_resign(None);
         self.upkeep.schedule_key_event(None);
         self.resign_round = lode_dnssec::Round::default();
-        crate::update::signing::unwatch(&self.origin);
+        self.shared.signings.unwatch(&self.origin);
         if self.signs_transfers {
             self.unsign_transfers();
             return Ok(

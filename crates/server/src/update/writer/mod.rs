@@ -17,9 +17,12 @@ use lode_zones::{Applied, Change, Stage};
 use crate::config::ZonefileSync;
 use crate::loading::flush::{Flushed, Written};
 use crate::loading::snapshot::Durability;
+use crate::lograte::LogLimit;
+use crate::metrics::Events;
 
 use super::background::{Background, FileDone, FileJob};
 use super::pool::WeakQueue;
+use super::signing::Signings;
 use super::{SignWork, Work, WriterError};
 use crate::clock::unix_now;
 use crate::publish::Publisher;
@@ -59,7 +62,7 @@ const MAX_FILE_WRITES: usize = 4;
 /// What the writers of one server count together (owned by its `Updates`,
 /// not the process: two servers in one process, as the tests run them,
 /// count apart).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Shared {
     /// Journal files open now (see [`MAX_OPEN_JOURNALS`]).
     open_journals: std::sync::atomic::AtomicUsize,
@@ -67,6 +70,28 @@ pub(crate) struct Shared {
     file_writes: std::sync::atomic::AtomicUsize,
     /// Threads asking or telling parents now (see `ds_push::ParentSlot`).
     parent_threads: Arc<std::sync::atomic::AtomicUsize>,
+    /// The server's event counters (updates applied, journal commits,
+    /// signatures made).
+    pub(crate) events: Arc<Events>,
+    /// The server's limit of the lines about refused requests.
+    pub(crate) refusals: Arc<LogLimit>,
+    /// The signing progress of the zones signed here.
+    pub(crate) signings: Arc<Signings>,
+}
+
+impl Shared {
+    /// Nothing open or running yet; counting into `events`, logging
+    /// refusals within `refusals`.
+    pub(crate) fn new(events: Arc<Events>, refusals: Arc<LogLimit>) -> Shared {
+        Shared {
+            open_journals: Default::default(),
+            file_writes: Default::default(),
+            parent_threads: Arc::default(),
+            events,
+            refusals,
+            signings: Arc::default(),
+        }
+    }
 }
 
 /// One zone's writer: groups, journals, publishes, answers.
@@ -203,7 +228,7 @@ impl super::pool::Step for Writer {
 
     fn committed(
         &mut self,
-        result: Result<(), String>,
+        result: Result<(), WriterError>,
         queued: Vec<Work>,
         out: &mut [u8],
         me: &WeakQueue,

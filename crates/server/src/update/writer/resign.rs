@@ -21,17 +21,19 @@ impl Writer {
     /// as `knotc zone-sign`): every signature made anew, the history
     /// before it dropped (IXFR from older serials becomes AXFR).
     pub(super) fn sign_whole(&mut self, why: &str) -> Result<String, WriterError> {
-        if self.stage.signer.is_none() {
+        let Some(progress) = self.stage.signer.as_ref().map(|s| s.progress()) else {
             return Err(WriterError::NotSigned);
-        }
+        };
         let current = self.current().ok_or(WriterError::NotServed)?;
         let started = Instant::now();
-        let made = lode_dnssec::signatures_made();
+        // The zone's own count: signings of other zones meanwhile are not
+        // this one's.
+        let made = progress.made();
         let serial = self.run_stage(Change::Resign, None)?;
         self.resign_round.restart();
         let text = format!(
             "signed whole: {} signatures in {:.1} s, serial {} → {serial}",
-            lode_dnssec::signatures_made().saturating_sub(made),
+            progress.made().saturating_sub(made),
             started.elapsed().as_secs_f64(),
             current.serial()
         );

@@ -212,11 +212,14 @@ fn open_writer(
                 ttls,
                 now,
                 lode_dnssec::Trigger::Timers,
-                None,
+                crate::update::signing::Counters {
+                    zone: None,
+                    server: updates.shared.events.signatures.clone(),
+                },
             );
             match events {
                 Ok((events, _)) => {
-                    crate::update::signing::watch(&origin, &events.signer);
+                    updates.shared.signings.watch(&origin, &events.signer);
                     let mut announced = None;
                     crate::update::signing::announce(&origin, events.action, &mut announced, true);
                     key_event_at = events.next.map(|t| super::keys::instant_of(t, now));
