@@ -14,6 +14,19 @@ pub(crate) fn catch(
     name: &str,
     what: &'static str,
 ) -> Result<(), String> {
+    on_signal(name, move |sig| {
+        if !stop.swap(true, Ordering::SeqCst) {
+            crate::compare::say(&format!("{sig}: {what}"));
+        }
+    })
+}
+
+/// Blocks the three signals and starts thread `name`, which calls `action` on
+/// each one (it may end the process). Call before starting any other thread.
+pub(crate) fn on_signal(
+    name: &str,
+    action: impl Fn(nix::sys::signal::Signal) + Send + 'static,
+) -> Result<(), String> {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
     set.add(Signal::SIGINT);
@@ -25,9 +38,7 @@ pub(crate) fn catch(
         .name(name.into())
         .spawn(move || {
             while let Ok(sig) = set.wait() {
-                if !stop.swap(true, Ordering::SeqCst) {
-                    crate::compare::say(&format!("{sig}: {what}"));
-                }
+                action(sig);
             }
         })
         .map_err(|e| format!("signal thread: {e}"))?;
