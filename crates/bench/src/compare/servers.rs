@@ -484,11 +484,15 @@ impl Launch {
             .map_err(|e| CompareError::io(&self.log, e))?;
         let started = Instant::now();
         // taskset pins, setpriv makes the kernel stop the server if this process dies
-        // without stopping it (killed by a signal); both exec, so the PID is the server's.
+        // without stopping it (killed by a signal); env unblocks SIGINT, SIGTERM and
+        // SIGHUP, which a benchmark that waits for them in a thread (`compare` with
+        // socket buffers to restore, `attack`) has blocked and a child inherits. All
+        // three exec, so the PID is the server's.
         let child = Command::new("taskset")
             .arg("-c")
             .arg(self.cpu.to_string())
             .args(["setpriv", "--pdeathsig", "TERM", "--"])
+            .args(["env", "--default-signal=INT,TERM,HUP"])
             .args(&cmd)
             .current_dir(&self.dir)
             .stdin(Stdio::null())
