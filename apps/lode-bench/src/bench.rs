@@ -19,14 +19,15 @@ use anyhow::{bail, Context};
 use lode_bench::clients::{self, ClientsConfig};
 use lode_bench::gen::dns64perf::Ipv4Net;
 use lode_bench::query::{Expect, QuerySet};
-use lode_bench::rate::{RateConfig, StepResult, Tester};
-use lode_bench::stats::Summary;
+use lode_bench::rate::{RateConfig, Tester};
 use lode_wire::Rtype;
+use rate::print_step;
 
 mod attack;
 mod axfr;
 mod encrypted;
 mod fleet;
+mod rate;
 
 /// The instruments: the top-level commands of `lode-bench` besides `gen`.
 #[derive(clap::Subcommand, Debug)]
@@ -35,7 +36,7 @@ pub(crate) enum BenchWhat {
     Echo(EchoArgs),
     /// RFC 8219 §9: constant-rate steps and a binary search for the highest rate with
     /// every query answered validly within the timeout, repeated; median, p1, p99.
-    Rate(RateArgs),
+    Rate(rate::RateArgs),
     /// Closed-loop clients added step by step (enumperf): throughput and latency per step.
     Clients(ClientsArgs),
     /// Query load under RFC 2136 updates: a constant-rate UPDATE stream derived from the
@@ -370,6 +371,13 @@ pub(crate) struct CompareArgs {
     /// Rounds (one run off, one on) of --metrics-overhead (default: --runs).
     #[arg(long, value_name = "N", requires = "metrics_overhead")]
     metrics_runs: Option<usize>,
+    /// Socket receive and send buffer of every server, bytes as the kernel accounts
+    /// them (`ss -m` rb/tb): net.core.rmem_default/wmem_default set to it for the run
+    /// (maxima raised if lower; all restored at the end, on errors and on Ctrl-C), and
+    /// the servers with an option of their own asked for it. 0: leave the kernel and
+    /// the servers as they are.
+    #[arg(long, value_name = "BYTES", default_value_t = lode_bench::sockbuf::DEFAULT)]
+    socket_buffer: u64,
 }
 
 /// Parses a comma list of server names (`echo` allowed only if `echo_ok`).
@@ -494,6 +502,7 @@ fn compare(a: CompareArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode>
         shared_naptr: a.shared_naptr,
         dnsperf: !a.no_dnsperf,
         metrics_runs,
+        socket_buffer: (a.socket_buffer > 0).then_some(a.socket_buffer),
     };
     let result = compare::run(&cfg);
     drop_scratch(temp, &work);
@@ -601,6 +610,11 @@ pub(crate) struct EchoArgs {
     /// Stop after this many seconds (default: run until killed).
     #[arg(long)]
     duration: Option<f64>,
+    /// Receive buffer of each socket, bytes as the kernel accounts them (half of it is
+    /// asked: the kernel doubles a request); 0: the kernel's net.core.rmem_default
+    /// (default: 4 MiB asked, as Lode's own default).
+    #[arg(long, value_name = "BYTES")]
+    socket_buffer: Option<u64>,
 }
 
 /// Where queries come from (shared by `rate` and `clients`).
@@ -644,57 +658,6 @@ impl QuerySource {
     }
 }
 
-/// Arguments of `lode-bench rate`.
-#[derive(clap::Args, Debug)]
-pub(crate) struct RateArgs {
-    /// The server under test.
-    #[arg(long)]
-    server: SocketAddr,
-    #[command(flatten)]
-    source: QuerySource,
-    /// Seconds per step (RFC 8219: at least 60).
-    #[arg(long, default_value_t = 60.0)]
-    duration: f64,
-    /// Milliseconds after which a reply no longer counts.
-    #[arg(long, default_value_t = 250)]
-    timeout: u64,
-    /// Queries allowed to go unanswered: `0` (RFC 8219), `0.01%`, `0.001` (fraction).
-    #[arg(long, default_value = "0")]
-    loss: String,
-    /// Repetitions of the binary search (RFC 8219: at least 20).
-    #[arg(long, default_value_t = 20)]
-    repeat: usize,
-    /// Lower bound of the search (queries per second; 0 = none).
-    #[arg(long, default_value_t = 0)]
-    low: u64,
-    /// Upper bound of the search (queries per second).
-    #[arg(long, default_value_t = 200_000)]
-    high: u64,
-    /// Stop the search when the interval is this narrow (default: high / 1000).
-    #[arg(long)]
-    resolution: Option<u64>,
-    /// Run single steps at this rate instead of searching.
-    #[arg(long)]
-    rate: Option<u64>,
-    /// With --rate: an overload step (a rate above the server's zero-loss rate). Loss
-    /// and the tester falling behind do not fail it; it reports what was answered
-    /// (valid replies within the timeout, per second) and what was lost.
-    #[arg(long, requires = "rate")]
-    overload: bool,
-    /// Sender/receiver thread pairs.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Source ports (sockets) per thread.
-    #[arg(long, default_value_t = 4000)]
-    ports: usize,
-    /// Queries per sendmmsg.
-    #[arg(long, default_value_t = 16)]
-    batch: usize,
-    /// A step whose senders fall further behind than this is invalid (`1%`).
-    #[arg(long, default_value = "1%")]
-    max_behind: String,
-}
-
 /// Arguments of `lode-bench clients`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct ClientsArgs {
@@ -724,7 +687,7 @@ pub(crate) struct ClientsArgs {
 pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
     match what {
         BenchWhat::Echo(a) => echo(a),
-        BenchWhat::Rate(a) => rate(a),
+        BenchWhat::Rate(a) => rate::run(a),
         BenchWhat::Clients(a) => clients(a),
         BenchWhat::Update(a) => update(a),
         BenchWhat::Compare(a) => compare(*a, lode),
@@ -739,7 +702,10 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
 }
 
 fn echo(a: EchoArgs) -> anyhow::Result<ExitCode> {
-    let server = lode_bench::echo::start(&a.listen, a.workers)?;
+    let server = match a.socket_buffer {
+        Some(b) => lode_bench::echo::start_sized(&a.listen, a.workers, (b / 2) as usize)?,
+        None => lode_bench::echo::start(&a.listen, a.workers)?,
+    };
     for addr in server.local_addrs() {
         out!("echo listening on {addr} ({} workers)", a.workers.max(1));
     }
@@ -817,197 +783,6 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
         .ok()
         .filter(|d| !d.is_zero())
         .with_context(|| format!("bad {what}: {v}"))
-}
-
-fn print_step(r: &StepResult, ok: bool, tester_ok: bool) -> anyhow::Result<()> {
-    out!(
-        "  rate {:>9}  sent {:>10}  valid {:>10}  lost {:>8}  late {:>6}  wrong {:>6}  \
-         unmatched {:>6}  achieved {:>10.0} q/s  answered {:>10.0} q/s  behind {:>5.2}%  \
-         latency p50 {} p99 {} p99.9 {} max {} µs  {}{}",
-        r.rate,
-        r.sent,
-        r.valid,
-        r.lost(),
-        r.late,
-        r.wrong,
-        r.unmatched,
-        r.achieved_rate,
-        r.answered_qps(),
-        r.behind * 100.0,
-        r.latency_us[0],
-        r.latency_us[1],
-        r.latency_p999_us,
-        r.latency_us[2],
-        if ok { "PASS" } else { "FAIL" },
-        if tester_ok {
-            ""
-        } else {
-            "  (INVALID: tester behind schedule or send errors)"
-        }
-    );
-    Ok(())
-}
-
-/// One overload step: what was offered, answered and lost, never judged.
-fn print_overload(r: &StepResult, max_behind: f64) -> anyhow::Result<()> {
-    let pct = |n: u64| {
-        if r.sent == 0 {
-            0.0
-        } else {
-            n as f64 * 100.0 / r.sent as f64
-        }
-    };
-    out!(
-        "  overload {:>9} q/s  offered {:>10.0} q/s  answered {:>10.0} q/s ({:.1} % of sent)  \
-         sent {:>10}  valid {:>10}  lost {:>9} ({:.1} %: unanswered {}, late {}, wrong {})  \
-         latency p50 {} p99 {} p99.9 {} µs{}",
-        r.rate,
-        r.achieved_rate,
-        r.answered_qps(),
-        pct(r.valid),
-        r.sent,
-        r.valid,
-        r.lost(),
-        pct(r.lost()),
-        r.unanswered(),
-        r.late,
-        r.wrong,
-        r.latency_us[0],
-        r.latency_us[1],
-        r.latency_p999_us,
-        if r.tester_ok(max_behind) {
-            String::new()
-        } else {
-            format!(
-                "  (tester {:.1} % behind or send errors {}: offered less than asked)",
-                r.behind * 100.0,
-                r.send_errors
-            )
-        }
-    );
-    Ok(())
-}
-
-fn rate(a: RateArgs) -> anyhow::Result<ExitCode> {
-    let duration = secs(a.duration, "--duration")?;
-    let top = a.rate.unwrap_or(a.high).max(1);
-    let needed = (top as f64 * duration.as_secs_f64()).ceil() as usize + 1;
-    let queries = a.source.load(needed)?;
-    if queries.len() < needed {
-        out!(
-            "note: {} distinct queries for up to {needed} per step: queries repeat \
-             (RFC 8219 wants all different; generate a larger set)",
-            queries.len()
-        );
-    }
-    let mut cfg = RateConfig::new(a.server);
-    cfg.threads = a.threads;
-    cfg.ports = a.ports;
-    cfg.duration = duration;
-    cfg.timeout = Duration::from_millis(a.timeout);
-    cfg.expect = a.source.expect()?;
-    cfg.loss = parse_fraction(&a.loss)?;
-    cfg.batch = a.batch;
-    cfg.max_behind = parse_fraction(&a.max_behind)?;
-    let (loss, max_behind) = (cfg.loss, cfg.max_behind);
-    out!(
-        "server {}  {} queries  step {:.1} s  timeout {} ms  loss {}%  {} thread(s) × {} ports",
-        a.server,
-        queries.len(),
-        duration.as_secs_f64(),
-        a.timeout,
-        loss * 100.0,
-        cfg.threads,
-        cfg.ports
-    );
-    let mut tester = Tester::new(cfg, Arc::new(queries))?;
-    let nothing = |server: std::net::SocketAddr| {
-        anyhow::anyhow!(
-            "nothing answered at {server}: no reply (valid, late or wrong) to any query — \
-             is a DNS server listening there?"
-        )
-    };
-    if let Some(r) = a.rate {
-        let mut all_ok = true;
-        let mut replies = 0;
-        for _ in 0..a.repeat.max(1) {
-            let s = tester.step(r)?;
-            let ok = s.passed(loss, max_behind);
-            all_ok &= ok;
-            replies += s.valid + s.late + s.wrong;
-            if a.overload {
-                print_overload(&s, max_behind)?;
-            } else {
-                print_step(&s, ok, s.tester_ok(max_behind))?;
-            }
-        }
-        if replies == 0 {
-            return Err(nothing(a.server));
-        }
-        if a.overload {
-            return Ok(ExitCode::SUCCESS);
-        }
-        return Ok(if all_ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
-    let resolution = a.resolution.unwrap_or((a.high / 1000).max(1));
-    let steps = lode_bench::search::max_trials(a.low, a.high, resolution);
-    let per_step = duration.as_secs_f64() + a.timeout as f64 / 1000.0;
-    let total = steps as f64 * per_step * a.repeat.max(1) as f64;
-    out!(
-        "expected run time: at most {} ({} searches × up to {steps} steps of {:.1} s); \
-         --repeat, --duration and --resolution shorten it",
-        human_duration(total),
-        a.repeat.max(1),
-        per_step
-    );
-    let mut results = Vec::new();
-    for rep in 1..=a.repeat.max(1) {
-        out!("search {rep}/{}: [{}, {}]", a.repeat.max(1), a.low, a.high);
-        let mut replies = 0;
-        let res = tester.search(a.low, a.high, resolution, |r, ok| {
-            replies += r.valid + r.late + r.wrong;
-            // Output errors (a closed pipe) must not stop a measurement half-way.
-            let _ = print_step(r, ok, r.tester_ok(max_behind));
-        })?;
-        if replies == 0 {
-            return Err(nothing(a.server));
-        }
-        let limited = res
-            .trials
-            .iter()
-            .any(|t| !t.passed && !t.detail.tester_ok(max_behind));
-        out!(
-            "result {rep}: {} q/s{}{}",
-            res.rate,
-            if res.hit_ceiling {
-                "  (the upper bound passed: raise --high)"
-            } else {
-                ""
-            },
-            if limited {
-                "  (some steps were tester-limited)"
-            } else {
-                ""
-            }
-        );
-        results.push(res.rate as f64);
-    }
-    if let Some(s) = Summary::of(&results) {
-        out!(
-            "RFC 8219 result over {} searches: median {:.0} q/s, 1st percentile {:.0}, \
-             99th percentile {:.0}, dispersion {:.2}%",
-            s.n,
-            s.median,
-            s.p1,
-            s.p99,
-            s.dispersion * 100.0
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn clients(a: ClientsArgs) -> anyhow::Result<ExitCode> {

@@ -19,8 +19,19 @@ pub fn echo(query: &[u8], out: &mut [u8], _client: &mut lode_io::Client<'_>) -> 
 
 /// Starts the echo responder on `addrs` with `workers` sockets per address.
 pub fn start(addrs: &[SocketAddr], workers: usize) -> Result<UdpServer, IoError> {
+    start_sized(addrs, workers, UdpConfig::default().recv_buffer)
+}
+
+/// [`start`] asking `recv_buffer` bytes of receive buffer per socket (0: none asked,
+/// the kernel's `net.core.rmem_default` applies; the kernel doubles a request).
+pub fn start_sized(
+    addrs: &[SocketAddr],
+    workers: usize,
+    recv_buffer: usize,
+) -> Result<UdpServer, IoError> {
     let config = UdpConfig {
         workers: workers.max(1),
+        recv_buffer,
         ..UdpConfig::default()
     };
     UdpServer::start(addrs, &config, echo)

@@ -52,7 +52,7 @@ pub struct LodeBuild {
     pub binary: Option<PathBuf>,
     /// What `lode --version` printed (first line).
     pub version: Option<String>,
-    /// `git rev-parse HEAD` of the checkout the binary (else the working directory) is in.
+    /// `git rev-parse HEAD` of the checkout the binary is in (no binary: the working directory's).
     pub commit: Option<String>,
     /// The checkout had changes to tracked files (`git status --porcelain`).
     pub dirty: Option<bool>,
@@ -291,17 +291,15 @@ impl Provenance {
 }
 
 impl LodeBuild {
-    /// The build of the binary `lode` (None: no Lode in this command, only the
-    /// working directory's checkout is recorded).
+    /// The build of the binary `lode`: the checkout it is in (None: no Lode in this
+    /// command, the working directory's checkout is recorded).
     pub fn of(lode: Option<&Path>) -> LodeBuild {
         let dir = lode
             .and_then(|b| std::fs::canonicalize(b).ok())
             .and_then(|b| b.parent().map(Path::to_path_buf))
             .unwrap_or_else(|| PathBuf::from("."));
-        let (mut commit, mut dirty) = git_commit(&dir);
-        if commit.is_none() {
-            (commit, dirty) = git_commit(Path::new("."));
-        }
+        // A binary outside any checkout (/usr/bin/lode) has no commit: its version says.
+        let (commit, dirty) = git_commit(&dir);
         LodeBuild {
             binary: lode.map(Path::to_path_buf),
             version: lode.and_then(|b| first_line(b, &["--version"])),

@@ -658,5 +658,7 @@ fn sleep_until(t: Instant) {
     }
 }
 
+pub mod record;
+
 #[cfg(test)]
 mod tests;

@@ -20,7 +20,8 @@ use crate::{Client, Handler, IoError};
 pub struct UdpConfig {
     /// Worker threads (each with its own socket) per listen address.
     pub workers: usize,
-    /// Receive buffer to ask the kernel for, in bytes (absorbs bursts).
+    /// Receive buffer to ask the kernel for, in bytes (absorbs bursts; the
+    /// kernel doubles a request); 0: none asked, `net.core.rmem_default` applies.
     pub recv_buffer: usize,
     /// Datagrams per `recvmmsg`/`sendmmsg` call.
     pub batch: usize,
@@ -188,7 +189,9 @@ fn bind(addr: SocketAddr, config: &UdpConfig) -> Result<Socket, IoError> {
         socket.set_only_v6(true).map_err(err)?;
     }
     socket.set_reuse_port(true).map_err(err)?;
-    if !crate::sys::force_recv_buffer(socket.as_raw_fd(), config.recv_buffer) {
+    if config.recv_buffer > 0
+        && !crate::sys::force_recv_buffer(socket.as_raw_fd(), config.recv_buffer)
+    {
         // Not privileged: the kernel caps the request at net.core.rmem_max.
         if let Err(e) = socket.set_recv_buffer_size(config.recv_buffer) {
             tracing::warn!("udp {addr}: cannot set the receive buffer: {e}");

@@ -87,6 +87,8 @@ pub struct ConfigFile {
     pub background_workers: Option<usize>,
     /// Largest UDP answer with EDNS.
     pub max_udp_payload: Option<u16>,
+    /// Receive buffer asked for each UDP socket, bytes (0: the kernel's default).
+    pub udp_receive_buffer: Option<usize>,
     /// TCP idle timeout, seconds.
     pub tcp_idle_timeout: Option<u64>,
     /// Concurrent TCP clients.
@@ -432,6 +434,8 @@ pub struct Config {
     pub background_workers: Option<usize>,
     /// Largest UDP answer with EDNS.
     pub max_udp_payload: u16,
+    /// Receive buffer asked for each UDP socket, bytes (0: the kernel's default).
+    pub udp_receive_buffer: usize,
     /// TCP idle timeout.
     pub tcp_idle_timeout: Duration,
     /// Concurrent TCP clients.
@@ -892,6 +896,12 @@ impl Config {
                 "max-udp-payload = {max_udp_payload}: must be between 512 and 4096"
             )));
         }
+        let udp_receive_buffer = file.udp_receive_buffer.unwrap_or(4 << 20);
+        if udp_receive_buffer > 1 << 30 {
+            return Err(ConfigError::Value(format!(
+                "udp-receive-buffer = {udp_receive_buffer}: must be at most 1 GiB"
+            )));
+        }
         let idle = file.tcp_idle_timeout.unwrap_or(DEFAULT_TCP_IDLE_SECS);
         if idle == 0 || idle > 3600 {
             return Err(ConfigError::Value(format!(
@@ -953,6 +963,7 @@ impl Config {
             workers,
             background_workers: file.background_workers,
             max_udp_payload,
+            udp_receive_buffer,
             tcp_idle_timeout: Duration::from_secs(idle),
             tcp_max_clients,
             listen_xdp: file

@@ -416,6 +416,7 @@ impl Server {
         let udp_config = UdpConfig {
             workers: config.workers,
             max_response: usize::from(config.max_udp_payload).max(512),
+            recv_buffer: config.udp_receive_buffer,
             ..UdpConfig::default()
         };
         let udp_handler = move |q: &[u8], out: &mut [u8], client: &mut Client<'_>| {

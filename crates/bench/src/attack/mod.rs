@@ -407,6 +407,7 @@ impl Bench<'_> {
             update_key: None,
             guard,
             metrics: crate::compare::servers::LodeMetrics::default(),
+            socket_buffer: None,
         }
     }
 

@@ -18,9 +18,12 @@
 //!
 //! Every server is stopped by PID by a guard (also on errors); every wait is bounded.
 
+mod ceiling;
+pub mod fairness;
 pub mod metrics;
 pub mod report;
 pub mod servers;
+mod settings;
 pub mod sys;
 pub mod targets;
 pub mod updates;
@@ -36,7 +39,6 @@ use crate::clients::{run_step, ClientStep, ClientsConfig};
 use crate::gen::enumset::{generate, EnumSetSpec, EnumSetSummary};
 use crate::query::{Expect, QuerySet};
 use crate::rate::{RateConfig, Tester};
-use crate::search::binary_search;
 use lode_wire::{Name, Rtype};
 use servers::{Kind, Launch};
 use sys::Memory;
@@ -163,6 +165,9 @@ pub struct CompareConfig {
     /// Rounds of the metrics overhead measurement after the others (Lode with its
     /// metrics off, then on; 0: none).
     pub metrics_runs: usize,
+    /// Socket buffers of every server, bytes as the kernel accounts them: the
+    /// kernel's defaults for the run, and each server's own option (None: untouched).
+    pub socket_buffer: Option<u64>,
 }
 
 /// Zones and number prefix of seed 000's sets: 500k (10 zones, 16461…), 5 M (10 zones,
@@ -435,6 +440,9 @@ pub struct RunResult {
     pub outside_rcode: Option<u16>,
     /// Lode's own log: its whole load ([`parse_lode_load`]), seconds.
     pub logged_load_secs: Option<f64>,
+    /// Buffers, CPUs and workers it ran with (observed once it answered; drops at
+    /// the end of the run).
+    pub conditions: Option<fairness::Conditions>,
 }
 
 impl RunResult {
@@ -460,8 +468,12 @@ pub struct DnsperfOutcome {
 /// Everything measured.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CompareResult {
-    /// Settings, as text pairs.
-    pub settings: Vec<(String, String)>,
+    /// Settings: name and value (numbers as numbers).
+    pub settings: Vec<(String, serde_json::Value)>,
+    /// Where the figures come from (command, commit, versions, machine, sysctls).
+    pub provenance: Option<crate::provenance::Provenance>,
+    /// How socket buffers were made equal (or why not).
+    pub buffer_setup: String,
     /// Records in the data set.
     pub records: u64,
     /// Records in the tiny set (memory baseline).
@@ -715,6 +727,7 @@ impl Bench<'_> {
             update_key: None,
             guard: servers::Guard::default(),
             metrics: servers::LodeMetrics::default(),
+            socket_buffer: self.cfg.socket_buffer,
         }
     }
 
@@ -884,6 +897,8 @@ impl Bench<'_> {
                 memory.resident() as f64 / (1024.0 * 1024.0)
             ));
         }
+        let port = server.addr.port();
+        let mut conditions = fairness::observe(kind, cfg.server_workers, &pids, port);
         let cpu_before: u64 = pids.iter().map(|&p| sys::pid_cpu(p)).sum();
         if let Some(queries) = set.queries.as_ref().filter(|_| !entry.role.memory_only()) {
             let outside = &queries[QueryKind::Outside.file_index()];
@@ -946,6 +961,8 @@ impl Bench<'_> {
         }
         let pids = server.pids();
         let cpu_after: u64 = pids.iter().map(|&p| sys::pid_cpu(p)).sum();
+        conditions.drops = fairness::observe(kind, cfg.server_workers, &pids, port).drops;
+        result.conditions = Some(conditions);
         server.stop();
         let (cpu1, rcv1, tester1) = (sys::cpu_times(), sys::rcvbuf_errors(), sys::pid_cpu(me));
         let total = cpu1.total.saturating_sub(cpu0.total).max(1) as f64;
@@ -975,102 +992,9 @@ impl Bench<'_> {
         server.stop();
         Ok(m)
     }
-
-    /// The tester's ceiling: our search (unless the echo runs in the rounds) and
-    /// dnsperf's (if asked) against the echo.
-    fn ceiling(
-        &self,
-        ours: bool,
-        queries_file: &Path,
-    ) -> Result<(Option<RateOutcome>, Option<DnsperfOutcome>), CompareError> {
-        let dnsperf = self.cfg.dnsperf && Path::new("/usr/bin/dnsperf").exists();
-        if !ours && !dnsperf {
-            return Ok((None, None));
-        }
-        let mut echo = self.launch(Kind::Echo, Vec::new(), "ceiling").start()?;
-        let probe = &self.set(SetRole::Main)?.data.probe;
-        echo.wait_ready(probe, Expect::NoError, Duration::from_secs(10))?;
-        let ours = if ours {
-            // The echo is faster than any server: search up to twice as high.
-            let r = self.rate_search(
-                echo.addr,
-                &self.main_queries()?[0],
-                Expect::NoError,
-                2 * self.cfg.high,
-            )?;
-            say(&format!("  echo: our zero-loss rate {} q/s", r.rate));
-            Some(r)
-        } else {
-            None
-        };
-        let dp = if dnsperf {
-            let d = self.dnsperf(echo.addr.port(), queries_file)?;
-            say(&format!(
-                "  echo: dnsperf zero-loss rate {} q/s, unlimited {:.0} q/s",
-                d.zero_loss_rate, d.max_qps
-            ));
-            Some(d)
-        } else {
-            None
-        };
-        echo.stop();
-        Ok((ours, dp))
-    }
-
-    /// dnsperf (pinned to the tester's CPU): a zero-loss binary search with `-Q`, and
-    /// one unlimited run.
-    fn dnsperf(&self, port: u16, queries: &Path) -> Result<DnsperfOutcome, CompareError> {
-        let secs = self.cfg.step.as_secs().max(1);
-        let run = |limit: Option<u64>| -> Result<(u64, u64, f64), CompareError> {
-            let mut c = Command::new("timeout");
-            c.args(["-k", "2", &(secs + 15).to_string(), "taskset", "-c"])
-                .arg(self.cfg.tester_cpu.to_string())
-                .args(["dnsperf", "-s", "127.0.0.1", "-p", &port.to_string(), "-d"])
-                .arg(queries)
-                .args(["-l", &secs.to_string(), "-c", "1", "-T", "1", "-t", "1"]);
-            if let Some(q) = limit {
-                c.args(["-Q", &q.to_string()]);
-            }
-            let out = c
-                .output()
-                .map_err(|e| CompareError::Tester(format!("dnsperf: {e}")))?;
-            let text = String::from_utf8_lossy(&out.stdout);
-            parse_dnsperf(&text).ok_or_else(|| {
-                CompareError::Tester(format!(
-                    "dnsperf output not understood: {}",
-                    text.lines().take(3).collect::<Vec<_>>().join(" / ")
-                ))
-            })
-        };
-        let (_, _, max_qps) = run(None)?;
-        let res = binary_search(0, self.cfg.high, self.cfg.resolution, |rate| {
-            let (sent, lost, _) = run(Some(rate))?;
-            let ok = lost == 0 && sent as f64 >= 0.98 * (rate * secs) as f64;
-            say(&format!(
-                "    dnsperf -Q {rate}: sent {sent} lost {lost} {}",
-                if ok { "PASS" } else { "FAIL" }
-            ));
-            Ok::<_, CompareError>((ok, ()))
-        })?;
-        Ok(DnsperfOutcome {
-            zero_loss_rate: res.rate,
-            max_qps,
-        })
-    }
 }
 
-/// Parses dnsperf's `Queries sent:`, `Queries lost:` and `Queries per second:`.
-pub fn parse_dnsperf(text: &str) -> Option<(u64, u64, f64)> {
-    let field = |key: &str| -> Option<&str> {
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix(key))
-            .and_then(|v| v.split_whitespace().next())
-    };
-    let sent = field("Queries sent:")?.parse().ok()?;
-    let lost = field("Queries lost:")?.parse().ok()?;
-    let qps = field("Queries per second:")?.parse().ok()?;
-    Some((sent, lost, qps))
-}
+pub use ceiling::parse_dnsperf;
 
 /// Runs the whole comparison and writes the report; returns what was measured.
 pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
@@ -1093,7 +1017,7 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
     std::fs::create_dir_all(&cfg.work).map_err(|e| CompareError::io(&cfg.work, e))?;
     let mut result = CompareResult {
         records: cfg.records,
-        settings: settings(cfg),
+        settings: settings::settings(cfg),
         cpu_rate: cfg.cpu_rate,
         cpu_step_secs: cfg.cpu_step.as_secs_f64(),
         ..CompareResult::default()
@@ -1105,6 +1029,22 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
         }
     }
     let servers = available_servers(&cfg.servers, &wanted, cfg.install, &mut result.notes)?;
+    let mut peers: Vec<&str> = wanted
+        .iter()
+        .filter_map(|k| k.program())
+        .map(|p| p.0)
+        .collect();
+    peers.push("/usr/bin/dnsperf");
+    let mut provenance = crate::provenance::Provenance::collect(Some(&cfg.lode), &peers);
+    // Written back when this function returns (also on errors) or on a signal.
+    let (buffers, setup) = fairness::set_up(cfg.socket_buffer);
+    if let Some(g) = &buffers {
+        fairness::restore_on_signal(g).map_err(CompareError::Config)?;
+    }
+    provenance.sysctls_during = crate::provenance::read_sysctls(Path::new("/proc/sys"));
+    say(&setup);
+    result.provenance = Some(provenance);
+    result.buffer_setup = setup;
     let mut plan = entries(cfg, &servers);
     plan.retain(|e| match e.kind.program() {
         Some((prog, pkg)) if !Path::new(prog).exists() => {
@@ -1298,105 +1238,9 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
     Ok(result)
 }
 
-/// Server names joined by commas.
-fn names(kinds: &[Kind]) -> String {
-    kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
-}
-
-/// The settings recorded in the report.
-fn settings(cfg: &CompareConfig) -> Vec<(String, String)> {
-    let mut s = vec![
-        ("records".into(), cfg.records.to_string()),
-        ("zones".into(), cfg.zones.to_string()),
-        ("prefix".into(), cfg.prefix.clone().unwrap_or_default()),
-        ("runs".into(), cfg.runs.to_string()),
-        ("step_secs".into(), format!("{}", cfg.step.as_secs_f64())),
-        (
-            "search".into(),
-            format!("0..{} q/s, resolution {}", cfg.high, cfg.resolution),
-        ),
-        ("timeout_ms".into(), cfg.timeout.as_millis().to_string()),
-        ("clients".into(), format!("{:?}", cfg.clients)),
-        (
-            "client_step_secs".into(),
-            format!("{}", cfg.client_step.as_secs_f64()),
-        ),
-        ("server_workers".into(), cfg.server_workers.to_string()),
-        ("tester_threads".into(), cfg.tester_threads.to_string()),
-        ("ports_per_thread".into(), cfg.ports.to_string()),
-        ("server_cpu".into(), cfg.server_cpu.to_string()),
-        ("tester_cpu".into(), cfg.tester_cpu.to_string()),
-        ("max_other_load".into(), format!("{}", cfg.max_other_load)),
-        ("max_steal".into(), format!("{}", cfg.max_steal)),
-        (
-            "cpu_steps".into(),
-            format!(
-                "{} q/s for {} s per query kind",
-                cfg.cpu_rate,
-                cfg.cpu_step.as_secs_f64()
-            ),
-        ),
-        (
-            "flat_records".into(),
-            cfg.flat_records.map_or("-".into(), |n| {
-                format!("{n} ({})", names(&cfg.flat_servers))
-            }),
-        ),
-        (
-            "memory_records".into(),
-            cfg.memory_records.map_or("-".into(), |n| {
-                format!("{n} ({})", names(&cfg.memory_servers))
-            }),
-        ),
-        (
-            "shared_naptr".into(),
-            cfg.shared_naptr.map_or("-".into(), |k| k.to_string()),
-        ),
-    ];
-    if cfg.metrics_runs > 0 {
-        s.push((
-            "metrics_overhead".into(),
-            format!(
-                "{} rounds of lode metrics off, on; endpoint 127.0.0.1:{}, scraped every {} s",
-                cfg.metrics_runs,
-                cfg.base_port + metrics::PORT_OFFSET,
-                metrics::SCRAPE_EVERY.as_secs_f64()
-            ),
-        ));
-    }
-    // Servers that do not ask for larger buffers keep rmem_default (208 KiB on Debian).
-    for knob in ["rmem_default", "rmem_max"] {
-        if let Ok(v) = std::fs::read_to_string(format!("/proc/sys/net/core/{knob}")) {
-            s.push((format!("net.core.{knob}"), v.trim().to_owned()));
-        }
-    }
-    if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
-        s.push(("kernel".into(), k.trim().to_owned()));
-    }
-    if let Ok(c) = std::fs::read_to_string("/proc/cpuinfo") {
-        if let Some(m) = c.lines().find_map(|l| l.strip_prefix("model name")) {
-            s.push((
-                "cpu".into(),
-                m.trim_start_matches([' ', '\t', ':']).to_owned(),
-            ));
-        }
-    }
-    s
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-
-    #[test]
-    fn dnsperf_output() {
-        let text = "Statistics:\n\n  Queries sent:         50000\n  Queries completed:    49990 (99.98%)\n  \
-                    Queries lost:         10 (0.02%)\n\n  Response codes:       NOERROR 49990 (100.00%)\n  \
-                    Average packet size:  request 40, response 40\n  Run time (s):         1.000\n  \
-                    Queries per second:   49987.2\n";
-        assert_eq!(parse_dnsperf(text), Some((50000, 10, 49987.2)));
-        assert_eq!(parse_dnsperf("garbage"), None);
-    }
 
     #[test]
     fn lode_load_times_from_its_log() {
@@ -1427,7 +1271,7 @@ mod tests {
         assert_eq!(seed_layout(5_000_000), (10, None));
     }
 
-    fn config() -> CompareConfig {
+    pub(super) fn config() -> CompareConfig {
         CompareConfig {
             out: PathBuf::from("/nonexistent/out"),
             work: PathBuf::from("/nonexistent/work"),
@@ -1464,6 +1308,7 @@ mod tests {
             shared_naptr: None,
             dnsperf: false,
             metrics_runs: 0,
+            socket_buffer: None,
         }
     }
 

@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use plotters::prelude::*;
 use serde_json::{json, Value};
 
 mod metrics_section;
+mod plots;
 use super::{CompareError, CompareResult, QueryKind, RateOutcome, RunResult};
 use crate::stats::median;
 pub use metrics_section::{metrics_json, metrics_markdown};
@@ -59,6 +59,9 @@ pub struct ServerSummary {
     pub outside_rcode: Option<u16>,
     /// Lode's own log: its whole load (median s).
     pub logged_load_secs: Option<f64>,
+    /// Lowest and highest run (with two or more runs): zero-loss existing,
+    /// non-existing, load time, bytes per record.
+    pub ranges: Option<[(f64, f64); 4]>,
 }
 
 impl ServerSummary {
@@ -101,6 +104,11 @@ pub fn summarize(r: &CompareResult) -> Vec<ServerSummary> {
                 })
                 .collect();
             let f = |g: &dyn Fn(&RunResult) -> f64| med(runs.iter().map(|x| g(x)).collect());
+            let span = |g: &dyn Fn(&RunResult) -> f64| {
+                runs.iter()
+                    .map(|x| g(x))
+                    .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)))
+            };
             let first = runs.first();
             let software = first
                 .map(|x| x.software.as_str())
@@ -138,6 +146,22 @@ pub fn summarize(r: &CompareResult) -> Vec<ServerSummary> {
                 .collect();
             let logged: Vec<f64> = runs.iter().filter_map(|x| x.logged_load_secs).collect();
             let memory = f(&|x| x.memory.resident() as f64);
+            let per_record = |m: f64| {
+                if records > 0 && m > 0.0 {
+                    (m - tiny).max(0.0) / records as f64
+                } else {
+                    0.0
+                }
+            };
+            let mem_span = span(&|x| x.memory.resident() as f64);
+            let ranges = (runs.len() > 1).then(|| {
+                [
+                    span(&|x| x.existing.rate as f64),
+                    span(&|x| x.nxdomain.rate as f64),
+                    span(&|x| x.load_secs),
+                    (per_record(mem_span.0), per_record(mem_span.1)),
+                ]
+            });
             let mut counts: Vec<usize> = runs
                 .iter()
                 .flat_map(|x| x.clients.iter().map(|c| c.clients))
@@ -171,11 +195,7 @@ pub fn summarize(r: &CompareResult) -> Vec<ServerSummary> {
                 load_secs: f(&|x| x.load_secs),
                 memory,
                 tiny_memory: tiny,
-                bytes_per_record: if records > 0 && memory > 0.0 {
-                    (memory - tiny).max(0.0) / records as f64
-                } else {
-                    0.0
-                },
+                bytes_per_record: per_record(memory),
                 cpu_us_per_answer: f(&|x| x.cpu_us_per_answer()),
                 clients,
                 rcvbuf_errors: runs.iter().map(|x| x.rcvbuf_errors).sum(),
@@ -189,6 +209,7 @@ pub fn summarize(r: &CompareResult) -> Vec<ServerSummary> {
                 fixed,
                 outside_rcode: runs.iter().find_map(|x| x.outside_rcode),
                 logged_load_secs: (!logged.is_empty()).then(|| med(logged)),
+                ranges,
             }
         })
         .collect()
@@ -247,7 +268,10 @@ pub fn to_json(r: &CompareResult) -> Value {
         })
         .collect();
     let mut doc = json!({
-        "settings": r.settings.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect::<serde_json::Map<_, _>>(),
+        "settings": r.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<serde_json::Map<_, _>>(),
+        "provenance": r.provenance.as_ref().map(|p| p.to_json()),
+        "socket_buffers": r.buffer_setup,
+        "differences_not_removed": super::fairness::differences(&r.runs),
         "records": r.records,
         "tiny_records": r.tiny_records,
         "wall_secs": r.wall_secs,
@@ -283,6 +307,12 @@ pub fn to_json(r: &CompareResult) -> Value {
             })).collect::<Vec<_>>(),
             "outside_rcode": s.outside_rcode,
             "logged_load_secs": s.logged_load_secs,
+            "ranges": s.ranges.map(|r| json!({
+                "zero_loss_existing": [r[0].0, r[0].1],
+                "zero_loss_nxdomain": [r[1].0, r[1].1],
+                "load_secs": [r[2].0, r[2].1],
+                "bytes_per_record": [r[3].0, r[3].1],
+            })),
             "clients": s.clients.iter().map(|c| json!({
                 "clients": c.0, "qps": c.1, "p50_us": c.2, "p99_us": c.3
             })).collect::<Vec<_>>(),
@@ -319,6 +349,7 @@ pub fn to_json(r: &CompareResult) -> Value {
             "fixed": x.fixed.iter().map(fixed_json).collect::<Vec<_>>(),
             "outside_rcode": x.outside_rcode,
             "logged_load_secs": x.logged_load_secs,
+            "conditions": x.conditions.as_ref().map(super::fairness::json),
         })).collect::<Vec<_>>(),
         "notes": r.notes,
     });
@@ -506,12 +537,22 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
     for x in &r.runs {
         let _ = writeln!(
             m,
-            "| {} | {} | {} | {} | {} | {:.2} | {:.1} | {:.1} | {} | {} |",
+            "| {} | {} | {} | {}{} | {}{} | {:.2} | {:.1} | {:.1} | {} | {} |",
             x.run,
             x.server,
             x.attempt,
             x.existing.rate,
+            if x.existing.tester_limited {
+                " †"
+            } else {
+                ""
+            },
             x.nxdomain.rate,
+            if x.nxdomain.tester_limited {
+                " †"
+            } else {
+                ""
+            },
             x.load_secs,
             x.steal * 100.0,
             x.other_load * 100.0,
@@ -519,15 +560,26 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
             if x.disturbed { "yes" } else { "no" }
         );
     }
-    if !plots.is_empty() {
-        let _ = writeln!(m, "\n## Plots\n");
-        for p in plots {
-            let _ = writeln!(m, "![{p}]({p})\n");
-        }
+    let _ = writeln!(m, "\n## Plots\n");
+    if plots.is_empty() {
+        let _ = writeln!(m, "None drawn (see the notes).\n");
+    } else {
+        let _ = writeln!(
+            m,
+            "Medians; with several runs a whisker spans the lowest to the highest run; † \
+             a search limited by the tester.\n"
+        );
+    }
+    for p in plots {
+        let _ = writeln!(m, "![{p}]({p})\n");
+    }
+    m.push_str(&super::fairness::markdown(&r.runs, &r.buffer_setup));
+    if let Some(p) = &r.provenance {
+        m.push_str(&p.to_markdown());
     }
     let _ = writeln!(m, "## Settings\n");
     for (k, v) in &r.settings {
-        let _ = writeln!(m, "- {k}: {v}");
+        let _ = writeln!(m, "- {k}: {}", super::settings::show(v));
     }
     if !r.notes.is_empty() {
         let _ = writeln!(m, "\n## Notes\n");
@@ -542,7 +594,7 @@ pub fn to_markdown(r: &CompareResult, plots: &[&str]) -> String {
 pub fn write(dir: &Path, r: &CompareResult) -> Result<(), CompareError> {
     std::fs::create_dir_all(dir).map_err(|e| CompareError::io(dir, e))?;
     let mut notes = Vec::new();
-    let plots = match plot_all(dir, r) {
+    let plots = match plots::plot_all(dir, r) {
         Ok(p) => p,
         Err(e) => {
             notes.push(format!("plots not drawn: {e}"));
@@ -558,246 +610,6 @@ pub fn write(dir: &Path, r: &CompareResult) -> Result<(), CompareError> {
     let p = dir.join("report.md");
     std::fs::write(&p, to_markdown(&r, &plots)).map_err(|e| CompareError::io(&p, e))?;
     Ok(())
-}
-
-/// Loads the plot font once (leaked: plotters keeps fonts for the program's life).
-fn load_font() -> Result<(), String> {
-    use std::sync::OnceLock;
-    static FONT_OK: OnceLock<Result<(), String>> = OnceLock::new();
-    FONT_OK
-        .get_or_init(|| {
-            let bytes = std::fs::read(FONT).map_err(|e| format!("{FONT}: {e}"))?;
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
-                .map_err(|_| format!("{FONT}: not a usable font"))
-        })
-        .clone()
-}
-
-const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-];
-
-/// Draws the four plots; returns their file names.
-fn plot_all(dir: &Path, r: &CompareResult) -> Result<Vec<&'static str>, String> {
-    load_font()?;
-    let s = summarize(r);
-    if s.is_empty() {
-        return Ok(Vec::new());
-    }
-    let names =
-        |v: &[&ServerSummary]| -> Vec<String> { v.iter().map(|x| x.server.clone()).collect() };
-    let mut drawn = Vec::new();
-    let queried: Vec<&ServerSummary> = s.iter().filter(|x| !x.memory_only()).collect();
-    bars(
-        &dir.join("rate.png"),
-        "Zero-loss rate (q/s)",
-        &names(&queried),
-        &[
-            ("existing", queried.iter().map(|x| x.existing).collect()),
-            ("non-existing", queried.iter().map(|x| x.nxdomain).collect()),
-        ],
-    )?;
-    drawn.push("rate.png");
-    let fixed: Vec<&ServerSummary> = s.iter().filter(|x| !x.fixed.is_empty()).collect();
-    if !fixed.is_empty() {
-        let series: Vec<(&str, Vec<f64>)> = QueryKind::ALL
-            .into_iter()
-            .map(|q| {
-                (
-                    q.name(),
-                    fixed.iter().map(|x| x.fixed_us(q).unwrap_or(0.0)).collect(),
-                )
-            })
-            .collect();
-        bars(
-            &dir.join("cpu.png"),
-            "Server CPU per answer at a fixed rate (µs)",
-            &names(&fixed),
-            &series,
-        )?;
-        drawn.push("cpu.png");
-    }
-    let ramped: Vec<ServerSummary> = s
-        .iter()
-        .filter(|x| !x.clients.is_empty())
-        .cloned()
-        .collect();
-    if !ramped.is_empty() {
-        clients_plot(&dir.join("clients.png"), &ramped)?;
-        drawn.push("clients.png");
-    }
-    let servers: Vec<&ServerSummary> = s.iter().filter(|x| x.software != "echo").collect();
-    if !servers.is_empty() {
-        bars(
-            &dir.join("memory.png"),
-            "Memory per record (bytes)",
-            &names(&servers),
-            &[(
-                "bytes/record",
-                servers.iter().map(|x| x.bytes_per_record).collect(),
-            )],
-        )?;
-        bars(
-            &dir.join("loadtime.png"),
-            "Load time: start to first answer (s)",
-            &names(&servers),
-            &[("seconds", servers.iter().map(|x| x.load_secs).collect())],
-        )?;
-        drawn.extend(["memory.png", "loadtime.png"]);
-    }
-    Ok(drawn)
-}
-
-fn err<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
-}
-
-/// A grouped bar chart: one group per server, one bar per series.
-fn bars(
-    path: &Path,
-    title: &str,
-    names: &[String],
-    series: &[(&str, Vec<f64>)],
-) -> Result<(), String> {
-    let root = BitMapBackend::new(path, (900, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let top = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().copied())
-        .fold(0.0, f64::max)
-        .max(1e-9)
-        // Room above the bars for the legend.
-        * if series.len() > 1 { 1.45 } else { 1.15 };
-    let n = names.len();
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 24))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top)
-        .map_err(err)?;
-    let labels = names.to_vec();
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&move |x| {
-            let i = x.round();
-            if (x - i).abs() < 0.01 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .label_style(("sans-serif", 15))
-        .draw()
-        .map_err(err)?;
-    let k = series.len() as f64;
-    let width = 0.8 / k;
-    for (j, (label, values)) in series.iter().enumerate() {
-        let color = COLORS[j % COLORS.len()];
-        chart
-            .draw_series(values.iter().enumerate().map(|(i, v)| {
-                let x0 = i as f64 - 0.4 + j as f64 * width;
-                Rectangle::new([(x0, 0.0), (x0 + width * 0.95, *v)], color.filled())
-            }))
-            .map_err(err)?
-            .label(*label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
-        chart
-            .draw_series(values.iter().enumerate().map(|(i, v)| {
-                let x = i as f64 - 0.4 + (j as f64 + 0.5) * width;
-                Text::new(
-                    if *v >= 100.0 {
-                        format!("{v:.0}")
-                    } else {
-                        format!("{v:.2}")
-                    },
-                    (x - 0.1, v + top * 0.02),
-                    ("sans-serif", 13),
-                )
-            }))
-            .map_err(err)?;
-    }
-    if series.len() > 1 {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 15))
-            .draw()
-            .map_err(err)?;
-    }
-    root.present().map_err(err)
-}
-
-/// Throughput and p99 latency against the number of clients, one line per server.
-fn clients_plot(path: &Path, s: &[ServerSummary]) -> Result<(), String> {
-    let root = BitMapBackend::new(path, (1100, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let (left, right) = root.split_horizontally(550);
-    let max_c = s
-        .iter()
-        .flat_map(|x| x.clients.iter().map(|c| c.0))
-        .max()
-        .unwrap_or(1) as f64;
-    for (area, title, pick) in [
-        (&left, "Throughput against clients (q/s)", 1usize),
-        (&right, "p99 latency against clients (µs)", 3usize),
-    ] {
-        let value = |c: &(usize, f64, f64, f64)| if pick == 1 { c.1 } else { c.3 };
-        let top = s
-            .iter()
-            .flat_map(|x| x.clients.iter().map(value))
-            .fold(0.0, f64::max)
-            .max(1e-9)
-            * 1.1;
-        let mut chart = ChartBuilder::on(area)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(35)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..max_c + 0.5, 0f64..top)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("clients")
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style(("sans-serif", 14))
-            .draw()
-            .map_err(err)?;
-        for (j, x) in s.iter().enumerate() {
-            let color = COLORS[j % COLORS.len()];
-            let pts: Vec<(f64, f64)> = x.clients.iter().map(|c| (c.0 as f64, value(c))).collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(err)?
-                .label(x.server.clone())
-                .legend(move |(a, b)| {
-                    PathElement::new(vec![(a, b), (a + 15, b)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
-                .map_err(err)?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(err)?;
-    }
-    root.present().map_err(err)
 }
 
 #[cfg(test)]
@@ -851,7 +663,7 @@ mod tests {
 
     pub(super) fn synthetic() -> CompareResult {
         CompareResult {
-            settings: vec![("records".into(), "1000".into())],
+            settings: vec![("records".into(), json!(1000))],
             records: 1000,
             tiny_records: 10,
             echo: Some(RateOutcome {
@@ -904,7 +716,45 @@ mod tests {
             cpu_rate: 50_000,
             cpu_step_secs: 5.0,
             metrics: Vec::new(),
+            provenance: Some(crate::provenance::Provenance::collect(None, &[])),
+            buffer_setup: "socket buffers: as in the test".into(),
         }
+    }
+
+    /// Strings that hold a number, with their paths (`prefix` and CPU lists are text).
+    fn numeric_strings(v: &Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if s.trim().parse::<f64>().is_ok() => out.push(format!("{path}: {s}")),
+            Value::Array(a) => a.iter().for_each(|x| numeric_strings(x, path, out)),
+            Value::Object(o) => o
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "prefix" | "cpus" | "command"))
+                .for_each(|(k, x)| numeric_strings(x, &format!("{path}.{k}"), out)),
+            _ => {}
+        }
+    }
+
+    /// No figure of report.json is a string; the provenance, settings and
+    /// conditions are there as numbers.
+    #[test]
+    fn json_numbers_are_numbers() {
+        let mut r = synthetic();
+        r.settings = crate::compare::settings::settings(&crate::compare::tests::config());
+        r.runs[0].conditions = Some(crate::compare::fairness::Conditions {
+            workers: 1,
+            rcvbuf: vec![4 << 20],
+            cpus: vec!["0".into()],
+            ..Default::default()
+        });
+        let j = to_json(&r);
+        let mut found = Vec::new();
+        numeric_strings(&j, "", &mut found);
+        assert!(found.is_empty(), "numbers as strings: {found:?}");
+        assert_eq!(j["settings"]["records"], 500_000);
+        assert_eq!(j["settings"]["clients"], json!([]));
+        assert!(j["provenance"]["machine"]["cores"].is_u64());
+        assert_eq!(j["runs"][0]["conditions"]["rcvbuf_bytes"][0], 4 << 20);
+        assert!(j["summary"][0]["ranges"]["zero_loss_existing"][0].is_f64());
     }
 
     #[test]
@@ -953,6 +803,12 @@ mod tests {
         assert!(md.contains("our tester's zero-loss rate **300000 q/s**"));
         assert!(md.contains("**150000 q/s**"));
         assert!(md.contains("![rate.png](rate.png)"));
+        assert!(
+            md.contains("## Provenance") && md.contains("## Conditions"),
+            "{md}"
+        );
+        assert!(md.contains("- records: 1000"), "{md}");
+        assert!(to_markdown(&r, &[]).contains("## Plots\n\nNone drawn"));
         assert!(md.contains("| 2 | knot | 1 | 5 |"));
     }
 

@@ -56,6 +56,29 @@ impl Kind {
             .find(|k| k.name().eq_ignore_ascii_case(s))
     }
 
+    /// How the worker count is passed to it: its option or configuration key.
+    pub fn workers_option(self) -> &'static str {
+        match self {
+            Kind::Lode | Kind::Echo => "--workers",
+            Kind::Knot => "udp-workers",
+            Kind::Nsd => "server-count",
+            Kind::Bind => "-n",
+            Kind::Pdns => "receiver-threads",
+        }
+    }
+
+    /// Its own socket buffer option (set to the run's size), if it has one.
+    pub fn buffer_option(self) -> Option<&'static str> {
+        match self {
+            Kind::Lode => Some("udp-receive-buffer"),
+            Kind::Echo => Some("--socket-buffer"),
+            Kind::Bind => Some("udp-receive-buffer, udp-send-buffer"),
+            // NSD 4.6 forces 1 MiB (SO_RCVBUFFORCE) itself; Knot and PowerDNS take the
+            // kernel's defaults.
+            Kind::Knot | Kind::Nsd | Kind::Pdns => None,
+        }
+    }
+
     /// The program started and the Debian package it comes in (None for Lode's own).
     pub fn program(self) -> Option<(&'static str, &'static str)> {
         match self {
@@ -100,6 +123,10 @@ pub struct Launch {
     pub guard: Guard,
     /// Lode's request counters and metrics endpoint (Lode only; default: Lode's own).
     pub metrics: LodeMetrics,
+    /// Socket buffers as the kernel accounts them (`ss -m` rb/tb), asked of the
+    /// servers that have an option for it (Lode, BIND, the echo: half of it, which
+    /// the kernel doubles); None: each its own default.
+    pub socket_buffer: Option<u64>,
 }
 
 /// Lode's request counters and Prometheus endpoint: the top-level `query-counters`
@@ -232,14 +259,20 @@ impl Launch {
             )));
         }
         Ok(match self.kind {
-            Kind::Echo => vec![
-                lode,
-                "echo".into(),
-                "--listen".into(),
-                format!("127.0.0.1:{port}"),
-                "--workers".into(),
-                w.to_string(),
-            ],
+            Kind::Echo => {
+                let mut c = vec![
+                    lode,
+                    "echo".into(),
+                    "--listen".into(),
+                    format!("127.0.0.1:{port}"),
+                    "--workers".into(),
+                    w.to_string(),
+                ];
+                if let Some(b) = self.socket_buffer {
+                    c.extend(["--socket-buffer".into(), b.to_string()]);
+                }
+                c
+            }
             Kind::Lode => {
                 let mut c = vec![
                     lode,
@@ -260,10 +293,17 @@ impl Launch {
                             c.push("--zone".into());
                             c.push(format!("{apex}={}", file.display()));
                         }
-                        if !self.guard.is_off() || !self.metrics.is_default() {
+                        if !self.guard.is_off()
+                            || !self.metrics.is_default()
+                            || self.socket_buffer.is_some()
+                        {
                             // Top-level keys before the tables.
-                            let conf =
-                                format!("{}{}", self.metrics.lode_toml(), self.guard.lode_toml());
+                            let conf = format!(
+                                "{}{}{}",
+                                self.metrics.lode_toml(),
+                                self.lode_buffer_toml(),
+                                self.guard.lode_toml()
+                            );
                             let p = write("lode.toml", conf)?;
                             c.push("--config".into());
                             c.push(p);
@@ -275,8 +315,9 @@ impl Launch {
                         // Top-level keys first: after a table header they would be the
                         // table's (`[rrl]` after the `[[zone]]`s is a root table again).
                         let conf = format!(
-                            "{}{}{}",
+                            "{}{}{}{}",
                             self.metrics.lode_toml(),
+                            self.lode_buffer_toml(),
                             lode_update_conf(d, &self.zones, key),
                             self.guard.lode_toml()
                         );
@@ -349,8 +390,12 @@ impl Launch {
                     "options {{\n  directory \"{ds}\";\n  pid-file \"{ds}/named.pid\";\n  \
                      session-keyfile \"{ds}/session.key\";\n  managed-keys-directory \"{ds}\";\n  \
                      listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n  \
-                     recursion no;\n  dnssec-validation no;\n  notify no;\n}};\n\
-                     controls {{ }};\n"
+                     recursion no;\n  dnssec-validation no;\n  notify no;\n{}}};\n\
+                     controls {{ }};\n",
+                    self.socket_buffer.map_or(String::new(), |b| format!(
+                        "  udp-receive-buffer {0};\n  udp-send-buffer {0};\n",
+                        b / 2
+                    ))
                 );
                 if let Some(k) = &self.update_key {
                     // BIND logs every record an update adds (Knot and Lode one line per
@@ -422,6 +467,13 @@ impl Launch {
         })
     }
 
+    /// Lode's `udp-receive-buffer` key: half the size, which the kernel doubles.
+    fn lode_buffer_toml(&self) -> String {
+        self.socket_buffer.map_or(String::new(), |b| {
+            format!("udp-receive-buffer = {}\n", b / 2)
+        })
+    }
+
     /// Starts the server pinned to its CPU; stopped when the guard is dropped.
     pub fn start(&self) -> Result<Running, CompareError> {
         let cmd = self.command()?;
@@ -432,11 +484,15 @@ impl Launch {
             .map_err(|e| CompareError::io(&self.log, e))?;
         let started = Instant::now();
         // taskset pins, setpriv makes the kernel stop the server if this process dies
-        // without stopping it (killed by a signal); both exec, so the PID is the server's.
+        // without stopping it (killed by a signal); env unblocks SIGINT, SIGTERM and
+        // SIGHUP, which a benchmark that waits for them in a thread (`compare` with
+        // socket buffers to restore, `attack`) has blocked and a child inherits. All
+        // three exec, so the PID is the server's.
         let child = Command::new("taskset")
             .arg("-c")
             .arg(self.cpu.to_string())
             .args(["setpriv", "--pdeathsig", "TERM", "--"])
+            .args(["env", "--default-signal=INT,TERM,HUP"])
             .args(&cmd)
             .current_dir(&self.dir)
             .stdin(Stdio::null())
@@ -481,13 +537,20 @@ pub fn lode_update_conf(dir: &Path, zones: &[(String, PathBuf)], key: &lode_tsig
     c
 }
 
-/// Fails if something already listens on UDP 127.0.0.1:`port`.
+/// Fails if something still listens on UDP 127.0.0.1:`port` after 5 s (the
+/// forked children of a server just stopped, NSD's, may hold it a moment longer).
 fn check_port_free(port: u16) -> Result<(), CompareError> {
-    match UdpSocket::bind(("127.0.0.1", port)) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(CompareError::Server(format!(
-            "port {port} is busy ({e}); stop what uses it or choose another --base-port"
-        ))),
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match UdpSocket::bind(("127.0.0.1", port)) {
+            Ok(_) => return Ok(()),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => {
+                return Err(CompareError::Server(format!(
+                    "port {port} is busy ({e}); stop what uses it or choose another --base-port"
+                )))
+            }
+        }
     }
 }
 
@@ -663,6 +726,7 @@ mod tests {
             update_key: None,
             guard: Guard::default(),
             metrics: LodeMetrics::default(),
+            socket_buffer: None,
         };
         // `/bin/sleep echo …` fails at once (bad arguments).
         let mut dying = launch("/bin/sleep", 15860).start().expect("start");
@@ -741,7 +805,39 @@ mod tests {
             update_key: None,
             guard: Guard::default(),
             metrics: LodeMetrics::default(),
+            socket_buffer: None,
         }
+    }
+
+    /// One socket buffer size: Lode and BIND are asked half of it (the kernel
+    /// doubles a request), the echo gets it on its command line, Knot nothing.
+    #[test]
+    fn socket_buffers_are_asked() {
+        let dir = std::env::temp_dir().join(format!("lode-bench-sockbuf-{}", std::process::id()));
+        let launch = |kind: Kind| Launch {
+            socket_buffer: Some(4 << 20),
+            ..test_launch(&dir, kind, 15895)
+        };
+        let cmd = launch(Kind::Lode).command().expect("lode").join(" ");
+        assert!(
+            cmd.contains("--zone 1.e164.arpa.=/z/1.zone --config"),
+            "{cmd}"
+        );
+        let conf = fs::read_to_string(dir.join("lode/lode.toml")).expect("lode.toml");
+        let t: toml::Table = conf.parse().expect("TOML");
+        assert_eq!(t["udp-receive-buffer"].as_integer(), Some(2 << 20));
+        launch(Kind::Bind).command().expect("bind");
+        let bind = fs::read_to_string(dir.join("bind/named.conf")).expect("named.conf");
+        assert!(
+            bind.contains("udp-receive-buffer 2097152;\n  udp-send-buffer 2097152;"),
+            "{bind}"
+        );
+        let echo = launch(Kind::Echo).command().expect("echo").join(" ");
+        assert!(echo.ends_with("--socket-buffer 4194304"), "{echo}");
+        launch(Kind::Knot).command().expect("knot");
+        let knot = fs::read_to_string(dir.join("knot/knot.conf")).expect("knot.conf");
+        assert!(!knot.contains("buffer"), "{knot}");
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -864,6 +960,7 @@ mod tests {
                 update_key: Some(key.clone()),
                 guard: Guard::default(),
                 metrics: LodeMetrics::default(),
+                socket_buffer: None,
             };
             let cmd = l.command().expect("command").join(" ");
             let conf: String = fs::read_dir(&l.dir)

@@ -648,6 +648,7 @@ pub fn run(cfg: &UpdCompareConfig) -> Result<UpdCompareResult, CompareError> {
                 update_key: Some(cfg.key.clone()),
                 guard: super::servers::Guard::default(),
                 metrics: super::servers::LodeMetrics::default(),
+                socket_buffer: None,
             };
             let mut r = UpdRun {
                 server: kind.name().into(),

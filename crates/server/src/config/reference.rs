@@ -96,6 +96,7 @@ pub const KEYS: &[Key] = &[
     k("", "workers", "N", "one per CPU", "UDP worker threads per address (TCP gets half as many event-loop threads)."),
     k("", "background-workers", "N", "one per CPU", "Threads of the writer pool that applies every zone's changes."),
     k("", "max-udp-payload", "512..4096", "1232", "Largest UDP answer with EDNS, and the size Lode advertises."),
+    k("", "udp-receive-buffer", "bytes", "4194304", "Receive buffer asked for each UDP socket (the kernel doubles it; as root beyond net.core.rmem_max); 0: the kernel's net.core.rmem_default."),
     k("", "tcp-idle-timeout", "SECONDS", "10", "A TCP or TLS connection with no complete query for this long is closed."),
     k("", "tcp-max-clients", "N", "1000", "TCP connections at once; when full the idlest is closed for a new one."),
     k("", "tcp-max-clients-per-source", "N", "max(tcp-max-clients/10, 128)", "Connections from one IPv4 address or IPv6 /64; beyond, its idlest is closed."),

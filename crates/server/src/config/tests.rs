@@ -65,6 +65,7 @@ fn full_file_parses() {
         listen = ["127.0.0.1:15430", "[::1]:15430", "192.0.2.1", "::1", "[2001:db8::1]"]
         workers = 3
         max-udp-payload = 1400
+        udp-receive-buffer = 0
         tcp-idle-timeout = 5
         tcp-max-clients = 50
         control = "/tmp/x.sock"
@@ -92,6 +93,7 @@ fn full_file_parses() {
     );
     assert_eq!(c.workers, 3);
     assert_eq!(c.max_udp_payload, 1400);
+    assert_eq!(c.udp_receive_buffer, 0);
     assert_eq!(c.tcp_idle_timeout, Duration::from_secs(5));
     assert_eq!(c.tcp_max_clients, 50);
     assert_eq!(c.control, Some(PathBuf::from("/tmp/x.sock")));
@@ -133,6 +135,7 @@ fn empty_file_gives_demo_defaults() {
     assert_eq!(c.zones.len(), crate::config::demo::zones().len());
     assert_eq!(c.listen[0], "127.0.0.1:5300".parse().unwrap());
     assert_eq!(c.max_udp_payload, DEFAULT_MAX_UDP_PAYLOAD);
+    assert_eq!(c.udp_receive_buffer, 4 << 20);
     assert_eq!(
         c.tcp_idle_timeout,
         Duration::from_secs(DEFAULT_TCP_IDLE_SECS)

@@ -117,6 +117,10 @@ pub(super) fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
             "background-workers",
         ),
         (c.max_udp_payload != r.max_udp_payload, "max-udp-payload"),
+        (
+            c.udp_receive_buffer != r.udp_receive_buffer,
+            "udp-receive-buffer",
+        ),
         (c.control != r.control, "control"),
         (c.metrics_listen != r.metrics_listen, "metrics-listen"),
         (c.log_level != r.log_level, "log-level"),
