@@ -1,6 +1,7 @@
-//! Shared machinery of the system tests: starting `knotd` and `lode serve`
-//! on loopback ports, building queries, sending them over UDP and TCP, and
-//! an independent DNS message parser with a dig-like printer.
+//! Shared machinery of the system tests: loopback ports and scratch
+//! directories, the servers they start (`servers`, through lode-peers),
+//! building queries, sending them over UDP and TCP, and an independent DNS
+//! message parser with a dig-like printer.
 //!
 //! The parser here deliberately shares no code with Lode (not even
 //! `lode-wire`): the tests judge Lode's bytes, so they must not trust Lode's
@@ -12,103 +13,24 @@ pub mod compare;
 pub mod dnssec;
 pub mod netns;
 pub mod peers;
+mod servers;
 pub mod tap;
 pub mod zonemd;
+
+pub use servers::*;
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// The repository root (two levels above this package).
 pub fn repo_root() -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     p.canonicalize().unwrap_or(p)
-}
-
-/// The knotd program: from PATH, else Debian's /usr/sbin/knotd (not on
-/// every user's PATH).
-pub fn knotd() -> &'static str {
-    let on_path = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("knotd").is_file()));
-    if on_path {
-        "knotd"
-    } else {
-        "/usr/sbin/knotd"
-    }
-}
-
-/// knotd started with the configuration `conf` (it listens on `port`),
-/// its output in `log`; killed when the returned server is dropped.
-pub fn spawn_knotd(conf: &Path, port: u16, log: PathBuf) -> Server {
-    let logf = std::fs::File::create(&log).unwrap();
-    let child = Command::new(knot_tool("knotd"))
-        .arg("-c")
-        .arg(conf)
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().unwrap())
-        .stderr(logf)
-        .spawn()
-        .expect("knotd");
-    Server::adopt(format!("knotd@{port}"), port, child, log)
-}
-
-/// One of Knot's tools (`keymgr`, `knotc`): Debian's in /usr/sbin, else
-/// from PATH.
-pub fn knot_tool(name: &str) -> String {
-    let sbin = format!("/usr/sbin/{name}");
-    if Path::new(&sbin).exists() {
-        sbin
-    } else {
-        name.to_string()
-    }
-}
-
-/// True when `knotd` can be run; the suites that need it skip (loudly)
-/// without it, unless `LODE_REQUIRE_KNOT=1` (set by scripts/test.sh) makes
-/// its absence a failure.
-pub fn knot_available() -> bool {
-    knot_program_available(knotd(), "knotd", "knot")
-}
-
-/// True when Knot's program `program` (called `name`, from the Debian
-/// package `package`) runs; like [`knot_available`], its absence skips
-/// loudly, or fails under `LODE_REQUIRE_KNOT=1`.
-pub fn knot_program_available(program: &str, name: &str, package: &str) -> bool {
-    let ok = Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        if std::env::var("LODE_REQUIRE_KNOT").as_deref() == Ok("1") {
-            panic!("{name} is not installed but LODE_REQUIRE_KNOT=1");
-        }
-        eprintln!("SKIPPED: {name} (Debian package `{package}`) is not installed");
-    }
-    ok
-}
-
-/// Which server a test talks to as "the server under test".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Peer {
-    /// `lode serve` (the default).
-    Lode,
-    /// A second knotd: proves the harness itself (knot against knot must be clean).
-    Knot,
-}
-
-/// The peer chosen by `LODE_DIFF_PEER` (`knot` or `lode`, default `lode`).
-pub fn peer_from_env() -> Peer {
-    match std::env::var("LODE_DIFF_PEER").as_deref() {
-        Ok("knot") => Peer::Knot,
-        _ => Peer::Lode,
-    }
 }
 
 static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
@@ -200,297 +122,6 @@ pub fn zones_in(dir: &Path) -> Vec<ZoneSpec> {
     v
 }
 
-/// A server process started by a test; killed (by its PID) when dropped.
-#[derive(Debug)]
-pub struct Server {
-    /// What runs.
-    pub label: String,
-    /// Where it listens (UDP and TCP).
-    pub addr: SocketAddr,
-    child: Child,
-    log: PathBuf,
-    _dir: TempDir,
-}
-
-impl Server {
-    /// Takes charge of a server process a test started itself (killed on drop).
-    pub fn adopt(label: String, port: u16, child: Child, log: PathBuf) -> Server {
-        Server {
-            label,
-            addr: SocketAddr::from(([127, 0, 0, 1], port)),
-            child,
-            log,
-            _dir: TempDir::new("adopted"),
-        }
-    }
-
-    /// The server's own folder (its configuration, log; knotd's control
-    /// socket `knot.sock`).
-    #[allow(dead_code)]
-    pub fn dir(&self) -> &Path {
-        &self._dir.0
-    }
-
-    /// The process ID.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// SIGKILL (by PID) and reap: no chance to clean up.
-    pub fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Whether the process is still running.
-    pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// The process's log (stderr), for failure messages.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The last `n` lines of the log.
-    pub fn log_tail(&self, n: usize) -> String {
-        let log = self.log();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
-    }
-    /// Waits until the log holds `needle` (panics with `what` and the
-    /// log's tail after 20 s).
-    #[allow(dead_code)]
-    pub fn wait_log(&self, needle: &str, what: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.log().contains(needle) {
-            assert!(Instant::now() < deadline, "{what}:\n{}", self.log_tail(20));
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The knotd configuration used everywhere: it mirrors Lode's defaults.
-///
-/// Knot 3.2's own defaults already match most of them (udp-max-payload 1232,
-/// no RRL module, answer-rotation off, zonefile-load whole); identity,
-/// version and NSID are set to [`IDENTITY`], [`VERSION`] and [`NSID`] in
-/// both servers (their defaults name the software and the host).
-pub fn knot_config(dir: &Path, port: u16, zones: &[ZoneSpec], v6: bool) -> String {
-    let d = dir.display();
-    let listen = if v6 {
-        format!("[ 127.0.0.1@{port}, ::1@{port} ]")
-    } else {
-        format!("127.0.0.1@{port}")
-    };
-    let mut c = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: {listen}\n    identity: \"{IDENTITY}\"\n    version: \"{VERSION}\"\n    nsid: \"{NSID}\"\n    udp-max-payload: 1232\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 1\n    tcp-idle-timeout: 10\n    answer-rotation: off\n\
-         database:\n    storage: \"{d}\"\n\
-         control:\n    listen: \"{d}/knot.sock\"\n\
-         log:\n  - target: stderr\n    any: info\n\
-         template:\n  - id: default\n    storage: \"{d}\"\n    semantic-checks: on\n    zonefile-load: whole\n    journal-content: none\n    dnssec-signing: off\n    zonefile-sync: -1\n\
-         zone:\n"
-    );
-    for z in zones {
-        let _ = writeln!(
-            c,
-            "  - domain: \"{}\"\n    file: \"{}\"",
-            z.origin,
-            z.file.display()
-        );
-    }
-    c
-}
-
-/// Starts knotd on 127.0.0.1:`port` serving `zones`, and waits until it answers.
-pub fn start_knot(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
-    start_knot_on(zones, port, false)
-}
-
-/// Starts knotd on 127.0.0.1:`port`, and also on [::1]:`port` when `v6`.
-pub fn start_knot_on(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
-    retry_if_port_taken(port, |p| start_knot_once(zones, p, v6))
-}
-
-/// Runs `start` on `port`; when the server could not bind because the port
-/// was taken between [`pick_port`] and its start, tries again (twice at
-/// most) on another port of the same range.
-fn retry_if_port_taken(
-    port: u16,
-    start: impl Fn(u16) -> Result<Server, String>,
-) -> Result<Server, String> {
-    let base = port - (port - 15300) % 50;
-    let mut port = port;
-    for attempt in 0.. {
-        match start(port) {
-            Err(e) if attempt < 2 && e.to_lowercase().contains("address already in use") => {
-                eprintln!("port {port} was taken, trying another one");
-                port = pick_port(base);
-            }
-            other => return other,
-        }
-    }
-    unreachable!("the loop returns on its third attempt")
-}
-
-fn start_knot_once(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
-    start_knot_text(zones, port, |dir| knot_config(dir, port, zones, v6))
-}
-
-/// Starts knotd on 127.0.0.1:`port` serving `zones` with [`knot_config`]
-/// plus `top` (whole sections, e.g. an `acl:` list, placed before `zone:`)
-/// and `per_zone` (lines added to every zone entry, e.g. `    acl: upd`).
-pub fn start_knot_with(
-    zones: &[ZoneSpec],
-    port: u16,
-    top: &str,
-    per_zone: &str,
-) -> Result<Server, String> {
-    start_knot_text(zones, port, |dir| {
-        let base = knot_config(dir, port, zones, false);
-        let (head, tail) = base.split_once("zone:\n").unwrap_or((&base, ""));
-        let mut c = format!("{head}{top}zone:\n");
-        for entry in tail.split_inclusive('\n') {
-            c.push_str(entry);
-            if entry.trim_start().starts_with("file:") {
-                c.push_str(per_zone);
-            }
-        }
-        c
-    })
-}
-
-pub fn start_knot_text(
-    zones: &[ZoneSpec],
-    port: u16,
-    config: impl FnOnce(&Path) -> String,
-) -> Result<Server, String> {
-    let dir = TempDir::new("knot");
-    let conf = dir.0.join("knot.conf");
-    std::fs::write(&conf, config(&dir.0)).map_err(|e| e.to_string())?;
-    let log = dir.0.join("knotd.log");
-    let logf = std::fs::File::create(&log).map_err(|e| e.to_string())?;
-    let child = Command::new(knotd())
-        .arg("-c")
-        .arg(&conf)
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().map_err(|e| e.to_string())?)
-        .stderr(logf)
-        .spawn()
-        .map_err(|e| format!("spawn knotd: {e}"))?;
-    let server = Server {
-        label: format!("knotd@{port}"),
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        child,
-        log,
-        _dir: dir,
-    };
-    wait_ready(server, zones, true)
-}
-
-/// The CH TXT `id.server` answer of both servers in the comparisons.
-pub const IDENTITY: &str = "diff-identity";
-/// The CH TXT `version.bind` answer of both servers in the comparisons.
-pub const VERSION: &str = "diff-version";
-/// The NSID of both servers in the comparisons.
-pub const NSID: &str = "diff-nsid";
-
-/// Starts `lode serve` on 127.0.0.1:`port` serving `zones`, and waits until it answers.
-pub fn start_lode(zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
-    start_lode_on(zones, port, false)
-}
-
-/// Starts `lode serve` on 127.0.0.1:`port`, and also on [::1]:`port` when
-/// `v6`; two UDP workers, its own control socket in its scratch directory.
-pub fn start_lode_on(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
-    retry_if_port_taken(port, |p| start_lode_once(zones, p, v6))
-}
-
-fn start_lode_once(zones: &[ZoneSpec], port: u16, v6: bool) -> Result<Server, String> {
-    let dir = TempDir::new("lode");
-    let log = dir.0.join("lode.log");
-    let logf = std::fs::File::create(&log).map_err(|e| e.to_string())?;
-    let conf = dir.0.join("lode.toml");
-    std::fs::write(
-        &conf,
-        format!("identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n"),
-    )
-    .map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lode"));
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&conf)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--workers")
-        .arg("2")
-        .arg("--control")
-        .arg(dir.0.join("lode.sock"));
-    if v6 {
-        cmd.arg("--listen").arg(format!("[::1]:{port}"));
-    }
-    for z in zones {
-        cmd.arg("--zone")
-            .arg(format!("{}={}", z.origin, z.file.display()));
-    }
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().map_err(|e| e.to_string())?)
-        .stderr(logf)
-        .spawn()
-        .map_err(|e| format!("spawn lode: {e}"))?;
-    let server = Server {
-        label: format!("lode@{port}"),
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        child,
-        log,
-        _dir: dir,
-    };
-    wait_ready(server, zones, false)
-}
-
-/// Starts `lode serve --config CONF` on 127.0.0.1:`port` (two UDP workers,
-/// no control socket), its log in `log`, and waits until every origin in
-/// `origins` answers. Nothing is removed when the server is dropped, so a
-/// test can restart a server on the same configuration (and journal).
-pub fn start_lode_config(
-    conf: &Path,
-    port: u16,
-    log: &Path,
-    origins: &[&str],
-) -> Result<Server, String> {
-    let logf = std::fs::File::create(log).map_err(|e| e.to_string())?;
-    let child = Command::new(env!("CARGO_BIN_EXE_lode"))
-        .arg("serve")
-        .arg("--config")
-        .arg(conf)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--workers")
-        .arg("2")
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().map_err(|e| e.to_string())?)
-        .stderr(logf)
-        .spawn()
-        .map_err(|e| format!("spawn lode: {e}"))?;
-    let server = Server::adopt(format!("lode@{port}"), port, child, log.to_path_buf());
-    let zones: Vec<ZoneSpec> = origins
-        .iter()
-        .map(|o| ZoneSpec {
-            origin: o.to_string(),
-            file: PathBuf::new(),
-        })
-        .collect();
-    wait_ready(server, &zones, true)
-}
-
 /// A port in `lo..=hi` free for UDP and TCP on 127.0.0.1 right now.
 pub fn pick_port_in(lo: u16, hi: u16) -> u16 {
     let span = u32::from(hi - lo) + 1;
@@ -506,81 +137,9 @@ pub fn pick_port_in(lo: u16, hi: u16) -> u16 {
     panic!("no free port in {lo}..={hi}");
 }
 
-/// Starts the server under test (see [`peer_from_env`]).
-pub fn start_peer(peer: Peer, zones: &[ZoneSpec], port: u16) -> Result<Server, String> {
-    start_peer_on(peer, zones, port, false)
-}
-
-/// Starts the server under test, also on [::1] when `v6`.
-pub fn start_peer_on(
-    peer: Peer,
-    zones: &[ZoneSpec],
-    port: u16,
-    v6: bool,
-) -> Result<Server, String> {
-    match peer {
-        Peer::Lode => start_lode_on(zones, port, v6),
-        Peer::Knot => start_knot_on(zones, port, v6),
-    }
-}
-
 /// Whether [::1] can be bound here (containers often have no IPv6).
 pub fn ipv6_loopback_available() -> bool {
     UdpSocket::bind("[::1]:0").is_ok()
-}
-
-static START_TIMEOUT_SECS: AtomicU64 = AtomicU64::new(30);
-
-/// How long the servers started after this call may take to serve their
-/// zones (30 s unless set: large zones take longer).
-pub fn set_start_timeout(t: Duration) {
-    START_TIMEOUT_SECS.store(t.as_secs().max(1), Ordering::SeqCst);
-}
-
-/// Polls with SOA queries for every zone until each answers (with `strict`:
-/// NOERROR, AA and an answer — Knot's sign of a loaded zone; without: any
-/// response, so that a server that answers wrongly is still compared),
-/// bounded by the start timeout (30 s, see [`set_start_timeout`]), or until
-/// the process exits.
-fn wait_ready(mut server: Server, zones: &[ZoneSpec], strict: bool) -> Result<Server, String> {
-    let limit = START_TIMEOUT_SECS.load(Ordering::SeqCst);
-    let deadline = Instant::now() + Duration::from_secs(limit);
-    let mut pending: Vec<&ZoneSpec> = zones.iter().collect();
-    while !pending.is_empty() {
-        if !server.alive() {
-            return Err(format!(
-                "{} exited during start-up:\n{}",
-                server.label,
-                server.log_tail(30)
-            ));
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "{} did not serve {} within {limit} s:\n{}",
-                server.label,
-                pending
-                    .iter()
-                    .map(|z| z.origin.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                server.log_tail(30)
-            ));
-        }
-        pending.retain(|z| {
-            let q = Query::new(&z.origin, 6, 1);
-            match udp_exchange(server.addr, &q.to_wire(), Duration::from_millis(300)) {
-                Some(r) => {
-                    let m = Message::parse(&r);
-                    strict && !(m.rcode() == 0 && m.aa && !m.answer.is_empty())
-                }
-                None => true,
-            }
-        });
-        if !pending.is_empty() {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    Ok(server)
 }
 
 // ---------------------------------------------------------------------------
@@ -1591,33 +1150,6 @@ pub fn write_certificate(dir: &Path, cert_name: &str, key_name: &str) -> String 
         .unwrap()
         .pin()
         .to_string()
-}
-
-/// Starts `lode serve` on 127.0.0.1:`port` with the differential suite's
-/// zones (tests/differential/zones) and the suite's identity, `top` added to
-/// the configuration's top level (e.g. `listen-tls`), all in `dir`; waits
-/// until every zone answers.
-pub fn start_lode_with_suite(dir: &Path, port: u16, top: &str) -> Server {
-    let zones = zones_in(&repo_root().join("tests/differential/zones"));
-    let mut conf = format!(
-        "control = \"\"\n{top}\nidentity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n"
-    );
-    for z in &zones {
-        conf.push_str(&format!(
-            "[[zone]]\nname = \"{}\"\nfile = \"{}\"\n",
-            z.origin,
-            z.file.display()
-        ));
-    }
-    std::fs::write(dir.join("lode.toml"), conf).unwrap();
-    let origins: Vec<&str> = zones.iter().map(|z| z.origin.as_str()).collect();
-    start_lode_config(
-        &dir.join("lode.toml"),
-        port,
-        &dir.join("lode.log"),
-        &origins,
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The records kdig prints for the questions `args` (NAME TYPE pairs) asked
