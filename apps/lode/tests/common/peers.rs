@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lode_peers::{Acl, Action, Content, Kind, Ready, Server, Spec, Zone};
+use lode_peers::{Acl, Action, Catalog, Content, Kind, Ready, Server, Spec, Zone};
 
 use super::tap::XfrTap;
 use super::{pick_port_in, soa_serial_of, udp_exchange, Message, Query, TempDir};
@@ -326,23 +326,19 @@ impl Peer {
         let zone = absolute(catalog);
         let tap = XfrTap::start(primary, tap_port)?;
         let dir = TempDir::new("xfr-knot-catalog");
-        let d = dir.0.display();
-        let conf = format!(
-            "{}{}remote:\n  - id: primary\n    address: {}@{}\n    key: {}\n\
-             acl:\n  - id: notify-in\n    address: {}\n    key: {}\n    action: notify\n\
-             \x20 - id: xfr-out\n    key: {}\n    action: transfer\n\
-             template:\n  - id: members\n    storage: \"{d}\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    zonefile-sync: -1\n    zonefile-load: none\n    journal-content: changes\n\
-             zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    catalog-role: interpret\n    catalog-template: members\n    zonefile-sync: -1\n    zonefile-load: none\n    journal-content: changes\n",
-            knot_server_sections(&dir.0, port),
-            knot_key_section(key),
-            tap.addr.ip(),
-            tap.addr.port(),
-            key.name,
+        let mut spec = secondary_spec(
+            SecondaryKind::Knot,
+            &zone,
             primary.ip(),
-            key.name,
-            key.name,
+            tap.addr,
+            key,
+            port,
+            "",
         );
-        let daemon = launch_knot(format!("knot-catalog@{port}"), port, &conf, dir, &zone)?;
+        spec.zones[0].catalog = Some(Catalog::Interpret);
+        // (Its members answer once transferred: the catalog's reply is enough.)
+        spec.ready = Ready::Answering;
+        let daemon = Daemon::launch(format!("knot-catalog@{port}"), spec, dir)?;
         Ok(Peer {
             kind: SecondaryKind::Knot,
             addr: daemon.addr(),
@@ -504,39 +500,6 @@ fn relative(zone: &str) -> &str {
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))
-}
-
-/// The Knot `key:` section for `key`.
-fn knot_key_section(key: &TsigKey) -> String {
-    format!(
-        "key:\n  - id: {}\n    algorithm: {}\n    secret: {}\n",
-        key.name, key.algorithm, key.secret
-    )
-}
-
-/// The Knot `server:`, `database:`, `control:` and `log:` sections of a
-/// harness knotd in `dir` on `port` (debug level for the zone events, so
-/// that transfers are logged with their kind).
-fn knot_server_sections(dir: &Path, port: u16) -> String {
-    let d = dir.display();
-    format!(
-        "server:\n    rundir: \"{d}\"\n    pidfile: \"{d}/knot.pid\"\n    listen: 127.0.0.1@{port}\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 2\n\
-         database:\n    storage: \"{d}\"\n\
-         control:\n    listen: \"{d}/knot.sock\"\n\
-         log:\n  - target: \"{d}/knot.log\"\n    any: info\n"
-    )
-}
-
-/// Starts knotd on the whole configuration `conf` (paths in `dir`) and
-/// waits until it answers for `zone`.
-fn launch_knot(
-    label: String,
-    port: u16,
-    conf: &str,
-    dir: TempDir,
-    zone: &str,
-) -> Result<Daemon, String> {
-    Daemon::launch_text(label, Kind::Knot, port, conf.to_string(), dir, zone)
 }
 
 /// Appends one `[[remote]]` per address of `addrs` (ids `PREFIXi`, signed
@@ -738,38 +701,26 @@ impl Primary {
     ) -> Result<Primary, String> {
         let zone = absolute(catalog);
         let dir = TempDir::new("xfr-knot-producer");
-        let d = dir.0.display();
-        let mut conf = knot_server_sections(&dir.0, port);
-        conf.push_str(&knot_key_section(key));
-        let _ = write!(
-            conf,
-            "remote:\n  - id: consumer\n    address: {}@{}\n    key: {}\n\
-             acl:\n  - id: xfr\n    key: {}\n    action: transfer\n\
-             zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    catalog-role: generate\n    acl: xfr\n    notify: consumer\n",
-            notify.ip(),
-            notify.port(),
-            key.name,
-            key.name
-        );
+        let entry = |z: Zone| z.key(&key.name).acls(&["xfr"]).notify(&[notify]);
+        let mut spec = Spec::new(Kind::Knot, port)
+            .key(peer_key(key))
+            .acl(Acl::new("xfr", &[Action::Transfer]).key(&key.name))
+            .zone(entry(Zone::primary(&zone, Content::Storage)).catalog(Catalog::Generate));
         for (m, file) in members {
-            let local = dir.0.join(format!("{}zone", absolute(m)));
-            std::fs::copy(file, &local).map_err(|e| format!("copy {}: {e}", file.display()))?;
-            let _ = write!(
-                conf,
-                "  - domain: \"{}\"\n    storage: \"{d}\"\n    file: \"{}\"\n    acl: xfr\n    notify: consumer\n    catalog-role: member\n    catalog-zone: \"{zone}\"\n",
-                absolute(m),
-                local.display()
-            );
+            let member = Zone::primary(m, Content::Copy(file.to_path_buf()));
+            spec = spec.zone(entry(member).catalog(Catalog::Member(zone.clone())));
         }
-        let daemon = launch_knot(format!("knot-producer@{port}"), port, &conf, dir, &zone)?;
+        spec.workers = Some(2);
+        // (Knot answers for a generated catalog only once a member has
+        // made it: any reply will do; the consumer waits for the rest.)
+        spec.ready = Ready::Answering;
+        let daemon = Daemon::launch(format!("knot-producer@{port}"), spec, dir)?;
         let primary = Primary {
             kind: PrimaryKind::Knot,
             addr: daemon.addr(),
             zone,
             daemon,
         };
-        // (Knot answers for a generated catalog only once a member
-        // has made it: the consumer waits for it instead.)
         Ok(primary)
     }
 
