@@ -15,7 +15,6 @@
 //! only a clean shutdown takes down). All transfers, NOTIFYs and updates are
 //! signed with one hmac-sha256 key ([`TsigKey`]).
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -251,8 +250,8 @@ impl Peer {
         let label = format!("{}@{port}", kind.label());
         let daemon = match kind {
             SecondaryKind::Lode => {
-                let conf = lode_secondary(&dir.0, &zone, tap.addr, key, notify, extra);
-                Daemon::launch_text(label, Kind::Lode, port, conf, dir, &zone)?
+                let spec = lode_secondary(&zone, tap.addr, key, port, notify, extra);
+                Daemon::launch(label, spec, dir)?
             }
             _ => {
                 let spec = secondary_spec(kind, &zone, primary.ip(), tap.addr, key, port, extra);
@@ -502,60 +501,30 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))
 }
 
-/// Appends one `[[remote]]` per address of `addrs` (ids `PREFIXi`, signed
-/// with `key`) to a Lode configuration; returns the ids, quoted, for a
-/// zone's `notify = [...]`.
-fn lode_remotes(
-    conf: &mut String,
-    prefix: &str,
-    addrs: &[SocketAddr],
-    key: &TsigKey,
-) -> Vec<String> {
-    addrs
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let _ = write!(
-                conf,
-                "[[remote]]\nid = \"{prefix}{i}\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
-                a.ip(),
-                a.port(),
-                key.name
-            );
-            format!("\"{prefix}{i}\"")
-        })
-        .collect()
-}
-
+/// `lode serve` as a secondary of `zone` on `port` (debug log),
+/// transferring from `primary` with the key, allowing transfers and
+/// updates to the key, NOTIFYing `notify`; `extra`: TOML lines of the
+/// zone's table, then whole tables.
 fn lode_secondary(
-    dir: &Path,
     zone: &str,
     primary: SocketAddr,
     key: &TsigKey,
+    port: u16,
     notify: &[SocketAddr],
     extra: &str,
-) -> String {
-    let mut conf = format!(
-        "journal-dir = \"journal\"\ncontrol = \"{}\"\nlog-level = \"debug\"\n\n\
-         [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
-         [[acl]]\nid = \"xfr-out\"\nkey = [\"{}\"]\naction = [\"transfer\", \"update\"]\n\n\
-         [[remote]]\nid = \"primary\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
-        dir.join("ctl.sock").display(),
-        key.name,
-        key.algorithm,
-        key.secret,
-        key.name,
-        primary.ip(),
-        primary.port(),
-        key.name
-    );
-    let ids = lode_remotes(&mut conf, "downstream", notify, key);
-    let _ = write!(
-        conf,
-        "[[zone]]\nname = \"{zone}\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\nnotify = [{}]\n{extra}",
-        ids.join(", ")
-    );
-    conf
+) -> Spec {
+    let mut spec = Spec::new(Kind::Lode, port)
+        .key(peer_key(key))
+        .acl(Acl::new("xfr-out", &[Action::Transfer, Action::Update]).key(&key.name))
+        .zone(
+            Zone::secondary(zone, &[primary])
+                .key(&key.name)
+                .acls(&["xfr-out"])
+                .notify(notify)
+                .extra(extra),
+        );
+    spec.server_extra = "log-level = \"debug\"\n".into();
+    spec
 }
 
 /// A Knot, NSD or BIND secondary of `zone` on `port`, transferring from
@@ -600,6 +569,31 @@ fn peer_key(key: &TsigKey) -> lode_peers::Key {
     lode_peers::Key::new(&key.name, &key.algorithm, &key.secret)
 }
 
+/// A `kind` primary of `zone` on `port` loaded from `file`, allowing
+/// transfers and updates with the key from 127.0.0.1, NOTIFYing `notify`;
+/// `extra` added to the zone's entry.
+fn primary_spec(
+    kind: Kind,
+    zone: &str,
+    file: PathBuf,
+    key: &TsigKey,
+    notify: &[SocketAddr],
+    port: u16,
+    extra: &str,
+) -> Spec {
+    let xfr_update = Acl::new("xfr-update", &[Action::Transfer, Action::Update]);
+    Spec::new(kind, port)
+        .key(peer_key(key))
+        .acl(xfr_update.from("127.0.0.1").key(&key.name))
+        .zone(
+            Zone::primary(zone, Content::File(file))
+                .key(&key.name)
+                .acls(&["xfr-update"])
+                .notify(notify)
+                .extra(extra),
+        )
+}
+
 /// Which server is the transfer PRIMARY of a test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrimaryKind {
@@ -639,17 +633,9 @@ impl Primary {
         let file = dir.0.join("primary.zone");
         std::fs::copy(zone_file, &file)
             .map_err(|e| format!("copy {}: {e}", zone_file.display()))?;
-        let xfr_update = Acl::new("xfr-update", &[Action::Transfer, Action::Update]);
-        let mut spec = Spec::new(Kind::Knot, port)
-            .key(peer_key(key))
-            .acl(xfr_update.from("127.0.0.1").key(&key.name))
-            .zone(
-                Zone::primary(&zone, Content::File(file))
-                    .key(&key.name)
-                    .acls(&["xfr-update"])
-                    .notify(notify)
-                    .extra("    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n"),
-            );
+        let extra =
+            "    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n";
+        let mut spec = primary_spec(Kind::Knot, &zone, file, key, notify, port, extra);
         spec.workers = Some(2);
         let daemon = Daemon::launch(format!("knot-primary@{port}"), spec, dir)?;
         let primary = Primary {
@@ -752,20 +738,10 @@ impl Primary {
         let file = dir.0.join("primary.zone");
         std::fs::copy(zone_file, &file)
             .map_err(|e| format!("copy {}: {e}", zone_file.display()))?;
-        let mut conf = format!(
-            "journal-dir = \"journal\"\ncontrol = \"\"\nlog-level = \"debug\"\n{global}\n\
-             [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
-             [[acl]]\nid = \"xfr-update\"\naddress = [\"127.0.0.1\"]\nkey = [\"{}\"]\naction = [\"transfer\", \"update\"]\n\n",
-            key.name, key.algorithm, key.secret, key.name
-        );
-        let ids = lode_remotes(&mut conf, "secondary", notify, key);
-        let _ = write!(
-            conf,
-            "[[zone]]\nname = \"{zone}\"\nfile = \"primary.zone\"\nacl = [\"xfr-update\"]\nzonefile-sync = -1\nnotify = [{}]\n",
-            ids.join(", ")
-        );
-        let label = format!("lode-primary@{port}");
-        let daemon = Daemon::launch_text(label, Kind::Lode, port, conf, dir, &zone)?;
+        let extra = "zonefile-sync = -1\n";
+        let mut spec = primary_spec(Kind::Lode, &zone, file, key, notify, port, extra);
+        spec.server_extra = format!("log-level = \"debug\"\n{global}\n");
+        let daemon = Daemon::launch(format!("lode-primary@{port}"), spec, dir)?;
         let primary = Primary {
             kind: PrimaryKind::Lode,
             addr: daemon.addr(),
