@@ -13,6 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Query, Server, TempDir};
+use lode_peers::{Acl, Action, Content, Key, Kind, Spec, Zone};
 
 /// The test key (hmac-sha256).
 const KEY_NAME: &str = "k.";
@@ -33,52 +34,27 @@ fn write_zone(path: &Path, apex: &str) {
     std::fs::write(path, text).expect("write zone");
 }
 
-/// Starts `lode serve` with updates allowed for `zones` (apex, file) with the test key.
-fn start_lode(dir: &Path, port: u16, zones: &[(&str, &Path)]) -> Server {
-    let mut conf = format!(
-        "listen = [\"127.0.0.1:{port}\"]\njournal-dir = \"{}\"\ncontrol = \"\"\n\
-         [[key]]\nid = \"{KEY_NAME}\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
-         [[acl]]\nid = \"up\"\naddress = [\"127.0.0.1\"]\nkey = [\"{KEY_NAME}\"]\naction = [\"update\"]\n",
-        dir.join("journal").display()
-    );
-    for (apex, file) in zones {
-        let _ = write!(
-            conf,
-            "[[zone]]\nname = \"{apex}\"\nfile = \"{}\"\nacl = [\"up\"]\n",
-            file.display()
+/// A `kind` server in `dir` on `port` allowing updates signed with the
+/// test key from 127.0.0.1 to `zones` (apex, file; read in place).
+fn update_spec(kind: Kind, dir: &Path, port: u16, zones: &[(&str, &Path)]) -> Spec {
+    let mut s = common::server_spec(kind, port)
+        .key(Key::new(KEY_NAME, "hmac-sha256", SECRET))
+        .acl(
+            Acl::new("up", &[Action::Update])
+                .from("127.0.0.1")
+                .key(KEY_NAME),
         );
+    s.dir = Some(dir.into());
+    for (apex, file) in zones {
+        s = s.zone(Zone::primary(apex, Content::File(file.to_path_buf())).acls(&["up"]));
     }
-    let path = dir.join("lode.toml");
-    std::fs::write(&path, conf).expect("write config");
-    let log = dir.join("lode.log");
-    let logf = std::fs::File::create(&log).expect("log");
-    let child = Command::new(env!("CARGO_BIN_EXE_lode"))
-        .arg("serve")
-        .arg("--config")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().expect("log"))
-        .stderr(logf)
-        .spawn()
-        .expect("spawn lode serve");
-    let mut server = Server::adopt(format!("lode@{port}"), port, child, log);
-    wait_soa(&mut server, zones[0].0);
-    server
+    s
 }
 
-/// Waits until the server answers the SOA of `apex` (10 s at most).
-fn wait_soa(server: &mut Server, apex: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        assert!(server.alive(), "{} exited:\n{}", server.label, server.log());
-        if let Some(r) = ask(server.addr, apex, 6) {
-            if r.rcode() == 0 && !r.answer.is_empty() {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("{} never answered:\n{}", server.label, server.log_tail(30));
+/// Starts `lode serve` with updates allowed for `zones` (apex, file) with
+/// the test key; waits until every zone answers.
+fn start_lode(dir: &Path, port: u16, zones: &[(&str, &Path)]) -> Server {
+    Server::start(update_spec(Kind::Lode, dir, port, zones)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn ask(addr: SocketAddr, name: &str, qtype: u16) -> Option<common::Message> {
@@ -363,31 +339,8 @@ fn against_knotd() {
     let dir = TempDir::new("bulk-update-knot");
     let zone = dir.0.join("e164.arpa.zone");
     write_zone(&zone, "e164.arpa.");
-    let d = dir.0.display();
-    let port = 15465;
-    let conf = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 1\n\
-         database:\n    storage: \"{d}\"\n\
-         key:\n  - id: {KEY_NAME}\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
-         acl:\n  - id: up\n    address: 127.0.0.1\n    key: {KEY_NAME}\n    action: update\n\
-         log:\n  - target: stderr\n    any: info\n\
-         zone:\n  - domain: e164.arpa.\n    file: \"{}\"\n    storage: \"{d}\"\n    zonefile-sync: -1\n    journal-content: changes\n    acl: up\n",
-        zone.display()
-    );
-    let conf_path = dir.0.join("knot.conf");
-    std::fs::write(&conf_path, conf).expect("write knot.conf");
-    let log = dir.0.join("knotd.log");
-    let logf = std::fs::File::create(&log).expect("log");
-    let child = Command::new(common::knotd())
-        .arg("-c")
-        .arg(&conf_path)
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().expect("log"))
-        .stderr(logf)
-        .spawn()
-        .expect("spawn knotd");
-    let mut server = Server::adopt(format!("knotd@{port}"), port, child, log);
-    wait_soa(&mut server, "e164.arpa.");
+    let knot = update_spec(Kind::Knot, &dir.0, 15465, &[("e164.arpa.", &zone)]);
+    let server = Server::start(knot).unwrap_or_else(|e| panic!("{e}"));
     let n = 3000u64;
     let mut csv = String::new();
     for i in 0..n {

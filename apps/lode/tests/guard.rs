@@ -262,16 +262,11 @@ fn cookies_answer_as_knot_with_mod_cookies() {
     let z = zone(&dir.0);
     let lode = lode(&dir, &format!("[cookies]\nsecret = \"{SECRET}\"\n"));
     let kport = pick_port_in(16500, 16549);
-    let knot = start_knot_text(std::slice::from_ref(&z), kport, |d| {
-        knot_config(d, kport, std::slice::from_ref(&z), false).replace(
-            "template:\n  - id: default\n",
-            &format!(
-                "mod-cookies:\n  - id: default\n    secret: 0x{SECRET}\n\
-                 template:\n  - id: default\n    global-module: mod-cookies/default\n"
-            ),
-        )
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let mut spec = knot_spec(std::slice::from_ref(&z), kport, false);
+    spec.sections = format!("mod-cookies:\n  - id: default\n    secret: 0x{SECRET}\n");
+    spec.template_extra
+        .push_str("    global-module: mod-cookies/default\n");
+    let knot = Server::start(spec).unwrap_or_else(|e| panic!("{e}"));
     let client = b"12345678".to_vec();
     let valid = fresh_cookie(lode.addr, Ipv4Addr::LOCALHOST, b"12345678");
     let mut bogus = client.clone();

@@ -501,7 +501,7 @@ fn lode_on_the_converted_configuration_answers_as_knotd_did() {
     let c = convert("harness.conf", port);
     write_zone_files(&c.toml);
     let conf = c.dir.0.join("knot.conf");
-    let knot = common::spawn_knotd(&conf, port, c.dir.0.join("knotd.log"));
+    let knot = common::spawn_knotd(&conf, port);
     let addr = knot.addr;
     let deadline = Instant::now() + Duration::from_secs(10);
     let served = || {

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use common::dnssec::{tools_present, validated_as, verify_axfr};
 use common::*;
+use lode_peers::{Acl, Action, Content, Kind, Signing, Zone};
 
 const ZONE: &str = "example.";
 const TEXT: &str = "$ORIGIN example.\n$TTL 300\n@ SOA ns hm 1 60 10 600 60\n@ NS ns\n\
@@ -35,27 +36,22 @@ struct Signer {
     knot: bool,
 }
 
-/// Knot 3.2 signing the zone with keys of its own (its default policy,
-/// automatic), in `root`/`name`.
+/// Knot 3.2 signing the zone with keys of its own (a policy of its
+/// defaults: ECDSA P-256, NSEC, automatic), in `root`/`name`.
 fn start_knot(root: &Path, name: &str, ports: (u16, u16)) -> Signer {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("zone"), TEXT).unwrap();
     let port = pick_port_in(ports.0, ports.1);
-    let d = dir.display();
-    std::fs::write(
-        dir.join("knot.conf"),
-        format!(
-            "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n\
-             database:\n    storage: \"{d}\"\n\
-             log:\n  - target: stderr\n    any: info\n\
-             acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: transfer\n\
-             template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    journal-content: changes\n\
-             zone:\n  - domain: {ZONE}\n    file: \"{d}/zone\"\n    dnssec-signing: on\n    acl: xfr\n"
-        ),
-    )
-    .unwrap();
-    let server = spawn_knotd(&dir.join("knot.conf"), port, dir.join("knotd.log"));
+    let mut spec = server_spec(Kind::Knot, port)
+        .acl(Acl::new("xfr", &[Action::Transfer]).from("127.0.0.0/8"))
+        .zone(
+            Zone::primary(ZONE, Content::File(dir.join("zone")))
+                .acls(&["xfr"])
+                .signed(Signing::default()),
+        );
+    spec.dir = Some(dir.clone());
+    let server = Server::start(spec).unwrap_or_else(|e| panic!("{name}: {e}"));
     let s = Signer {
         dir,
         server,

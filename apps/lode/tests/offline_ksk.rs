@@ -340,7 +340,7 @@ fn knot_signs_with_a_ksk_kept_by_lode() {
         .find(|l| l.split_whitespace().nth(1) == Some("DS"))
         .expect("the KSK's DS")
         .to_string();
-    let server = spawn_knotd(&kconf, port, zsk.join("knotd.log"));
+    let server = spawn_knotd(&kconf, port);
     let addr = server.addr;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

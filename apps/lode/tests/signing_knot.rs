@@ -16,6 +16,7 @@
 mod common;
 
 use common::*;
+use lode_peers::{Acl, Action, Content, Kind, Signing, Zone};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -133,29 +134,24 @@ enum Chain {
 fn start_knot_signer(dir: &Path, port: u16, keys: &[String], chain: Chain) -> Server {
     let zone = dir.join("example.zone");
     std::fs::write(&zone, zone_text()).unwrap();
-    let d = dir.display();
-    let conf = dir.join("knot.conf");
-    let chain = match chain {
-        Chain::Nsec => "    nsec3: off\n",
-        Chain::Nsec3 => "    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n",
-        Chain::Nsec3OptOut => {
-            "    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n    nsec3-opt-out: on\n"
-        }
+    let signing = Signing {
+        nsec3: chain != Chain::Nsec,
+        opt_out: chain == Chain::Nsec3OptOut,
+        manual: true,
+        ..Signing::default()
     };
-    std::fs::write(
-        &conf,
-        format!(
-            "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    udp-max-payload: 1232\n\
-             database:\n    storage: \"{d}\"\n\
-             log:\n  - target: stderr\n    any: info\n\
-             policy:\n  - id: same\n    manual: on\n    algorithm: ecdsap256sha256\n{chain}\
-             acl:\n  - id: xfr\n    address: 127.0.0.0/8\n    action: [transfer, update]\n\
-             template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: changes\n\
-             zone:\n  - domain: example.\n    file: \"{}\"\n    dnssec-signing: on\n    dnssec-policy: same\n    acl: xfr\n",
-            zone.display()
-        ),
-    )
-    .unwrap();
+    let mut spec = server_spec(Kind::Knot, port)
+        .acl(Acl::new("xfr", &[Action::Transfer, Action::Update]).from("127.0.0.0/8"))
+        .zone(
+            Zone::primary("example.", Content::File(zone))
+                .acls(&["xfr"])
+                .signed(signing)
+                .extra("    zonefile-load: whole\n"),
+        );
+    spec.server_extra = "    udp-max-payload: 1232\n".into();
+    spec.dir = Some(dir.into());
+    // The keys are in its KASP database before it starts.
+    let conf = spec.write_config().unwrap_or_else(|e| panic!("{e}"));
     for k in keys {
         let out = Command::new(knot_tool("keymgr"))
             .arg("-c")
@@ -171,17 +167,7 @@ fn start_knot_signer(dir: &Path, port: u16, keys: &[String], chain: Chain) -> Se
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let log = dir.join("knotd.log");
-    let logf = std::fs::File::create(&log).unwrap();
-    let child = Command::new(knotd())
-        .arg("-c")
-        .arg(&conf)
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().unwrap())
-        .stderr(logf)
-        .spawn()
-        .expect("knotd");
-    let server = Server::adopt(format!("knotd@{port}"), port, child, log);
+    let server = Server::start(spec).unwrap_or_else(|e| panic!("{e}"));
     wait_signed(&server, port);
     server
 }

@@ -8,10 +8,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use common::*;
+use lode_peers::{Content, Kind, Ready, Zone};
 
 fn snapshot_args(zones: &[ZoneSpec]) -> Vec<String> {
     zones
@@ -25,37 +26,30 @@ fn snapshot_args(zones: &[ZoneSpec]) -> Vec<String> {
         .collect()
 }
 
-/// Starts `lode serve --snapshot-dir` and waits until every zone answers.
+/// Starts `lode serve --snapshot-dir` (the zones given with `--zone`) and
+/// waits until every zone answers and it logged "serving"; its log then.
 fn start_from_snapshots(zones: &[ZoneSpec], snaps: &Path, dir: &TempDir) -> (Server, String) {
-    let port = pick_port(15380);
-    let log = dir.0.join("serve.log");
-    let logf = std::fs::File::create(&log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_lode"))
-        .arg("serve")
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--workers", "1"])
-        .arg("--control")
-        .arg(dir.0.join("lode.sock"))
-        .arg("--snapshot-dir")
-        .arg(snaps)
-        .args(snapshot_args(zones))
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().unwrap())
-        .stderr(logf)
-        .spawn()
-        .expect("spawn lode serve");
-    let server = Server::adopt(format!("lode-snap@{port}"), port, child, log.clone());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("serving ") {
-            return (server, text);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "lode serve --snapshot-dir did not start:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut spec = server_spec(Kind::Lode, pick_port(15380));
+    spec.label = Some("lode-snap".into());
+    spec.dir = Some(dir.0.clone());
+    spec.config = Some(String::new());
+    spec.args = vec![
+        "--control".into(),
+        dir.0.join("lode.sock").display().to_string(),
+    ];
+    spec.args.push("--snapshot-dir".into());
+    spec.args.push(snaps.display().to_string());
+    spec.args.extend(snapshot_args(zones));
+    // Answering: every zone replies (as the text server is started).
+    spec.zones = zones
+        .iter()
+        .map(|z| Zone::primary(&z.origin, Content::Storage))
+        .collect();
+    spec.ready = Ready::Answering;
+    let server = Server::start(spec).unwrap_or_else(|e| panic!("{e}"));
+    server.wait_log("serving ", "lode serve --snapshot-dir did not start");
+    let log = server.log();
+    (server, log)
 }
 
 #[test]

@@ -30,7 +30,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::{TcpListener, UdpSocket};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The key that may update `upd.example.`.
@@ -1004,70 +1003,25 @@ fn start(peer: Peer, zones: &[ZoneSpec], ports: std::ops::Range<u16>) -> Result<
         Peer::Knot => "upd-knot",
         Peer::Lode => "upd-lode",
     });
-    let log = dir.0.join("server.log");
-    let logf = std::fs::File::create(&log).map_err(|e| e.to_string())?;
-    let mut cmd = match peer {
-        Peer::Knot => {
-            let conf = dir.0.join("knot.conf");
-            std::fs::write(&conf, knot_update_config(&dir.0, port, zones))
-                .map_err(|e| e.to_string())?;
-            let mut c = Command::new(knotd());
-            c.arg("-c").arg(conf);
-            c
-        }
+    let (mut spec, config) = match peer {
+        Peer::Knot => (
+            server_spec(lode_peers::Kind::Knot, port),
+            knot_update_config(&dir.0, port, zones),
+        ),
         Peer::Lode => {
-            let conf = dir.0.join("lode.toml");
-            std::fs::write(&conf, lode_update_config(&dir.0, port, zones))
-                .map_err(|e| e.to_string())?;
-            let mut c = Command::new(env!("CARGO_BIN_EXE_lode"));
-            c.arg("serve")
-                .arg("--config")
-                .arg(conf)
-                .arg("--workers")
-                .arg("2");
-            c
+            let mut s = server_spec(lode_peers::Kind::Lode, port);
+            s.workers = Some(2);
+            (s, lode_update_config(&dir.0, port, zones))
         }
     };
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().map_err(|e| e.to_string())?)
-        .stderr(logf)
-        .spawn()
-        .map_err(|e| format!("spawn: {e}"))?;
-    let label = match peer {
-        Peer::Knot => format!("knotd@{port}"),
-        Peer::Lode => format!("lode@{port}"),
-    };
-    let mut server = Server::adopt(label, port, child, log);
+    spec.config = Some(config);
+    spec.dir = Some(dir.0.clone());
     // Ready when every zone's SOA is answered with NOERROR, AA and an answer.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for z in zones {
-        loop {
-            if !server.alive() {
-                return Err(format!(
-                    "{} exited during start-up:\n{}",
-                    server.label,
-                    server.log_tail(30)
-                ));
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "{} did not serve {} within 30 s:\n{}",
-                    server.label,
-                    z.origin,
-                    server.log_tail(30)
-                ));
-            }
-            let q = Query::new(&z.origin, 6, 1).to_wire();
-            if let Some(r) = udp_exchange(server.addr, &q, Duration::from_millis(300)) {
-                let m = Message::parse(&r);
-                if m.rcode() == 0 && m.aa && !m.answer.is_empty() {
-                    break;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
+    spec.zones = zones
+        .iter()
+        .map(|z| lode_peers::Zone::primary(&z.origin, lode_peers::Content::Storage))
+        .collect();
+    let server = Server::start(spec)?;
     Ok(Running { server, _dir: dir })
 }
 

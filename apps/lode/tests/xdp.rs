@@ -69,42 +69,35 @@ fn is_root() -> bool {
 /// `lode serve` in the server namespace: sockets on both ports, XDP on the
 /// second, the differential zones.
 fn start_in_namespace(pair: &VethPair, dir: &TempDir, zones: &[ZoneSpec], extra: &str) -> Server {
-    let conf = dir.0.join("lode.toml");
-    std::fs::write(
-        &conf,
-        format!(
-            "identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n\
-             listen-xdp = [\"{}@{XDP_PORT}\"]\n{extra}",
-            pair.server_if
-        ),
-    )
-    .expect("write lode.toml");
-    let log = dir.0.join("lode.log");
-    let logf = std::fs::File::create(&log).expect("create the log");
-    let mut cmd = pair.command(
-        &pair.server_ns,
-        std::path::Path::new(env!("CARGO_BIN_EXE_lode")),
-    );
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&conf)
-        .args(["--workers", "1", "--control"])
-        .arg(dir.0.join("lode.sock"));
-    for port in [SOCKET_PORT, XDP_PORT] {
-        cmd.arg("--listen").arg(format!("{SERVER_V4}:{port}"));
-        cmd.arg("--listen").arg(format!("[{SERVER_V6}]:{port}"));
+    let mut spec = server_spec(lode_peers::Kind::Lode, SOCKET_PORT);
+    spec.label = Some("lode (xdp)".into());
+    spec.addresses = vec![SERVER_V4.into(), SERVER_V6.into()];
+    spec.dir = Some(dir.0.clone());
+    spec.config = Some(format!(
+        "identity = \"{IDENTITY}\"\nversion = \"{VERSION}\"\nnsid = \"{NSID}\"\n\
+         listen-xdp = [\"{}@{XDP_PORT}\"]\n{extra}",
+        pair.server_if
+    ));
+    spec.args = vec![
+        "--control".into(),
+        dir.0.join("lode.sock").display().to_string(),
+    ];
+    for a in [
+        SocketAddr::new(SERVER_V4.into(), XDP_PORT),
+        SocketAddr::new(SERVER_V6.into(), XDP_PORT),
+    ] {
+        spec.args.extend(["--listen".into(), a.to_string()]);
     }
     for z in zones {
-        cmd.arg("--zone")
-            .arg(format!("{}={}", z.origin, z.file.display()));
+        spec.args.push("--zone".into());
+        spec.args.push(format!("{}={}", z.origin, z.file.display()));
     }
-    let child = cmd
-        .stdin(std::process::Stdio::null())
-        .stdout(logf.try_clone().expect("log"))
-        .stderr(logf)
-        .spawn()
-        .expect("spawn lode in its namespace");
-    let mut server = Server::adopt("lode (xdp)".into(), SOCKET_PORT, child, log);
+    // Its sockets are in the namespace: no probe from here reaches them.
+    spec.exec_under = ["ip", "netns", "exec", &pair.server_ns]
+        .map(String::from)
+        .to_vec();
+    spec.ready = lode_peers::Ready::Started;
+    let mut server = Server::start(spec).unwrap_or_else(|e| panic!("{e}"));
     let deadline = Instant::now() + Duration::from_secs(30);
     while !server.log().contains("serving ") {
         assert!(

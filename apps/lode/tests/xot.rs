@@ -14,7 +14,7 @@ mod common;
 use common::peers::{sbin, soa_serial, wait_serial};
 use common::*;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const ZONE: &str = "xot.example.";
@@ -26,17 +26,18 @@ fn zone_text(serial: u32, extra: &str) -> String {
     )
 }
 
-/// Starts named on `b/named.conf` (one worker, IPv4, in the foreground),
-/// its log in `b/named.log`; killed when dropped.
+/// Starts named on `b/named.conf` (one worker, IPv4, in the foreground;
+/// its log in `b/named.log`) and waits until it answers for [`ZONE`];
+/// stopped when dropped.
 fn start_named(b: &std::path::Path, port: u16) -> Server {
-    let named = Command::new(sbin("named"))
-        .args(["-f", "-4", "-n", "1", "-c"])
-        .arg(b.join("named.conf"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(b.join("stderr")).unwrap())
-        .spawn()
-        .expect("start named");
-    Server::adopt("named".into(), port, named, b.join("named.log"))
+    let mut spec =
+        server_spec(lode_peers::Kind::Bind, port).zone(lode_peers::Zone::secondary(ZONE, &[]));
+    spec.label = Some("named".into());
+    spec.config_file = Some(b.join("named.conf"));
+    spec.dir = Some(b.into());
+    spec.stdio = Some(b.join("stderr"));
+    spec.ready = lode_peers::Ready::Answering;
+    Server::start(spec).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn bind_present() -> bool {

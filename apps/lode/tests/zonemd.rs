@@ -18,8 +18,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::peers::soa_serial;
-use common::zonemd::{axfr_to, knot_config, ldns_verify, tld_zone, tools_present, zonemd_at};
-use common::{knot_available, start_knot_text, start_lode_config, TempDir, ZoneSpec};
+use common::zonemd::{axfr_to, knot_zonemd_spec, ldns_verify, tld_zone, tools_present, zonemd_at};
+use common::{knot_available, start_lode_config, Server, TempDir};
 
 const KEY: &str = "hmac-sha256:upd-key.:c2lnbmluZy10ZXN0LWtleS0zMi1ieXRlcy0tLS0tLQ==";
 
@@ -54,15 +54,8 @@ fn knot_and_lode_make_the_same_zonemd() {
         std::fs::write(file, tld_zone(origin, 2026010100)).unwrap();
     }
     let ports = common::peers::distinct_ports(2, &[]);
-    let specs: Vec<ZoneSpec> = zones
-        .iter()
-        .map(|(o, f, _)| ZoneSpec {
-            origin: o.to_string(),
-            file: f.clone(),
-        })
-        .collect();
-    let knot = start_knot_text(&specs, ports[0], |kd| knot_config(kd, ports[0], &zones))
-        .unwrap_or_else(|e| panic!("knotd: {e}"));
+    let knot =
+        Server::start(knot_zonemd_spec(ports[0], &zones)).unwrap_or_else(|e| panic!("knotd: {e}"));
     let conf: String = zones
         .iter()
         .map(|(o, f, g)| {

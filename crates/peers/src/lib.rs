@@ -204,6 +204,20 @@ pub enum Role {
     Secondary(Vec<SocketAddr>),
 }
 
+/// A zone's part in a catalog (RFC 9432; Knot only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Catalog {
+    /// The catalog zone, made from its members (`catalog-role: generate`;
+    /// a primary with [`Content::Storage`]).
+    Generate,
+    /// A member of the catalog zone named here (`catalog-role: member`).
+    Member(String),
+    /// A catalog zone read for its members (`catalog-role: interpret`; a
+    /// secondary): each becomes a zone with the catalog's primaries, key,
+    /// ACLs and journal.
+    Interpret,
+}
+
 /// Knot's automatic DNSSEC signing of a zone (`dnssec-signing: on` with a
 /// policy); Lode's `dnssec-signing = true` with its defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,6 +262,8 @@ pub struct Zone {
     pub journal: bool,
     /// Automatic DNSSEC signing.
     pub signing: Option<Signing>,
+    /// Its part in a catalog.
+    pub catalog: Option<Catalog>,
     /// Lines in the implementation's own syntax added to the zone's entry
     /// (Knot: YAML lines indented four spaces; Lode: TOML lines; BIND:
     /// statements), for what the typed description does not name.
@@ -264,6 +280,7 @@ impl Zone {
             key: None,
             journal: true,
             signing: None,
+            catalog: None,
             extra: String::new(),
         }
     }
@@ -308,6 +325,12 @@ impl Zone {
         self
     }
 
+    /// The same zone with this part in a catalog.
+    pub fn catalog(mut self, catalog: Catalog) -> Zone {
+        self.catalog = Some(catalog);
+        self
+    }
+
     /// The same zone signed with `signing`.
     pub fn signed(mut self, signing: Signing) -> Zone {
         self.signing = Some(signing);
@@ -322,7 +345,9 @@ pub enum Ready {
     /// with an answer; every secondary zone's SOA query gets a reply (it may
     /// not have the zone yet).
     Zones,
-    /// The first zone's SOA query gets any reply.
+    /// Every zone's SOA query gets a reply, whatever it says (the root's
+    /// when there are no zones): it listens; a zone it answers wrongly
+    /// still counts.
     Answering,
     /// As soon as the process is started.
     Started,
@@ -378,11 +403,24 @@ pub struct Spec {
     pub ready_timeout: Duration,
     /// Extra command-line arguments for the server program.
     pub args: Vec<String>,
+    /// A command the server is run under that execs it (its PID stays the
+    /// server's), e.g. `ip netns exec NS`; readiness probes still go from
+    /// here (use [`Ready::Started`] when they cannot reach it).
+    pub exec_under: Vec<String>,
+    /// The file its stdout and stderr go to, created afresh at each start
+    /// (default `stdio.log` in [`Spec::dir`]; servers sharing a directory
+    /// need their own).
+    pub stdio: Option<PathBuf>,
     /// The whole configuration file, written instead of the one the
     /// description makes (its zones are still what readiness waits for):
     /// for what the typed description cannot say. Paths in it should be
     /// absolute, in [`Spec::dir`].
     pub config: Option<String>,
+    /// An existing configuration file, used where it is (nothing written):
+    /// the test may change it and have the server reload it. PowerDNS
+    /// reads `pdns.conf` of its directory. Its zones are still what
+    /// readiness waits for.
+    pub config_file: Option<PathBuf>,
 }
 
 impl Spec {
@@ -407,7 +445,10 @@ impl Spec {
             ready: Ready::Zones,
             ready_timeout: Duration::from_secs(30),
             args: Vec::new(),
+            exec_under: Vec::new(),
+            stdio: None,
             config: None,
+            config_file: None,
         }
     }
 
@@ -434,6 +475,19 @@ impl Spec {
     pub fn acl(mut self, acl: Acl) -> Spec {
         self.acls.push(acl);
         self
+    }
+
+    /// Writes the configuration into [`Spec::dir`] (which must be set)
+    /// without starting the server, for a tool that reads it first (Knot's
+    /// `keymgr`); the configuration file. [`Server::start`] writes it again.
+    pub fn write_config(&self) -> Result<PathBuf, Error> {
+        let dir = self
+            .dir
+            .as_ref()
+            .ok_or_else(|| Error::Config("write_config needs Spec::dir".into()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Io(format!("mkdir {}: {e}", dir.display())))?;
+        Ok(conf::write(self, dir)?.conf)
     }
 
     /// The label for messages.

@@ -22,13 +22,16 @@ pub fn program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// How to run a configured server: its command line and its own log file.
+/// How to run a configured server: its command line, configuration file
+/// and own log file.
 #[derive(Clone, Debug)]
 pub(crate) struct Launch {
     /// Arguments after the program.
     pub args: Vec<OsString>,
-    /// The file it logs to (its stdout and stderr go to `stdio.log` beside).
-    pub log: PathBuf,
+    /// The file it logs to besides its stdout and stderr, if any.
+    pub log: Option<PathBuf>,
+    /// Its configuration file.
+    pub conf: PathBuf,
 }
 
 /// A server process the harness started; stopped by its PID (SIGTERM, then
@@ -41,6 +44,8 @@ pub struct Server {
     program: PathBuf,
     launch: Launch,
     dir: PathBuf,
+    /// Where its stdout and stderr go.
+    stdio: PathBuf,
     temporary: bool,
     child: Child,
     /// Set once reaped: its PID may belong to another process then.
@@ -91,7 +96,8 @@ impl Server {
                 return Err(e);
             }
         };
-        let child = spawn(spec, &program, &launch, &dir)?;
+        let stdio = spec.stdio.clone().unwrap_or_else(|| dir.join("stdio.log"));
+        let child = spawn(spec, &program, &launch, &dir, &stdio)?;
         let mut server = Server {
             label: spec.label(),
             addr: SocketAddr::new(spec.addresses[0], spec.port),
@@ -99,6 +105,7 @@ impl Server {
             program,
             launch,
             dir,
+            stdio,
             temporary,
             child,
             stopped: false,
@@ -112,7 +119,13 @@ impl Server {
     /// stdout and stderr log starts afresh), then waits until it is ready.
     pub fn restart(&mut self) -> Result<(), Error> {
         self.stop();
-        self.child = spawn(&self.spec, &self.program, &self.launch, &self.dir)?;
+        self.child = spawn(
+            &self.spec,
+            &self.program,
+            &self.launch,
+            &self.dir,
+            &self.stdio,
+        )?;
         self.stopped = false;
         self.wait_ready()
     }
@@ -121,10 +134,13 @@ impl Server {
     pub fn wait_ready(&mut self) -> Result<(), Error> {
         let mut pending: Vec<(&str, bool)> = match self.spec.ready {
             Ready::Started => return Ok(()),
-            Ready::Answering => match self.spec.zones.first() {
-                Some(z) => vec![(z.name.as_str(), false)],
-                None => vec![(".", false)],
-            },
+            Ready::Answering if self.spec.zones.is_empty() => vec![(".", false)],
+            Ready::Answering => self
+                .spec
+                .zones
+                .iter()
+                .map(|z| (z.name.as_str(), false))
+                .collect(),
             Ready::Zones => self
                 .spec
                 .zones
@@ -202,12 +218,11 @@ impl Server {
 
     /// Its own log, then what it wrote on stdout and stderr.
     pub fn log(&self) -> String {
-        let stdio = self.dir.join("stdio.log");
-        let mut text = std::fs::read_to_string(&self.launch.log).unwrap_or_default();
-        if self.launch.log != stdio {
-            text.push_str(&std::fs::read_to_string(stdio).unwrap_or_default());
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        match &self.launch.log {
+            Some(log) => read(log) + &read(&self.stdio),
+            None => read(&self.stdio),
         }
-        text
     }
 
     /// The last `n` lines of [`Server::log`].
@@ -300,25 +315,31 @@ fn alive(child: &mut Child) -> bool {
     matches!(child.try_wait(), Ok(None))
 }
 
-/// Starts `program` as `launch` says, in `dir`, pinned to the spec's CPUs.
-fn spawn(spec: &Spec, program: &Path, launch: &Launch, dir: &Path) -> Result<Child, Error> {
-    let stdio_path = dir.join("stdio.log");
+/// Starts `program` as `launch` says, in `dir`, pinned to the spec's CPUs
+/// and under its [`Spec::exec_under`], its output in `stdio_path`.
+fn spawn(
+    spec: &Spec,
+    program: &Path,
+    launch: &Launch,
+    dir: &Path,
+    stdio_path: &Path,
+) -> Result<Child, Error> {
     // Each start's output afresh (what a restarted server wrote is its own).
-    let stdio = std::fs::File::create(&stdio_path)
+    let stdio = std::fs::File::create(stdio_path)
         .map_err(|e| Error::Io(format!("{}: {e}", stdio_path.display())))?;
     let stdio2 = stdio
         .try_clone()
         .map_err(|e| Error::Io(format!("{}: {e}", stdio_path.display())))?;
-    let mut cmd = if spec.cpus.is_empty() {
-        Command::new(program)
-    } else {
-        // taskset execs the server: the PID stays the server's.
+    // Each of these execs the next: the PID stays the server's.
+    let mut line: Vec<OsString> = spec.exec_under.iter().map(OsString::from).collect();
+    if !spec.cpus.is_empty() {
         let list: Vec<String> = spec.cpus.iter().map(|c| c.to_string()).collect();
-        let mut c = Command::new("taskset");
-        c.arg("-c").arg(list.join(",")).arg(program);
-        c
-    };
-    cmd.args(&launch.args)
+        line.extend(["taskset".into(), "-c".into(), list.join(",").into()]);
+    }
+    line.push(program.into());
+    let mut cmd = Command::new(&line[0]);
+    cmd.args(&line[1..])
+        .args(&launch.args)
         .args(&spec.args)
         .current_dir(dir)
         .stdin(Stdio::null())

@@ -1,7 +1,8 @@
 //! Zone-transfer interop peers: real Knot DNS, NSD and BIND started as
 //! SECONDARIES of a given primary, a Knot DNS PRIMARY that a test changes
 //! with `knsupdate`, and the probes that judge them (SOA serial, AXFR
-//! contents as a record multiset, "did this peer receive an IXFR").
+//! contents as a record multiset: `xfr_tools`, re-exported here; "did this
+//! peer receive an IXFR").
 //!
 //! ```text
 //!   knsupdate -y ──▶ primary (Knot today, Lode later) ──NOTIFY/IXFR──▶ Peer (knot | nsd | bind)
@@ -15,17 +16,16 @@
 //! only a clean shutdown takes down). All transfers, NOTIFYs and updates are
 //! signed with one hmac-sha256 key ([`TsigKey`]).
 
-use std::fmt::Write as _;
-use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use lode_peers::{Acl, Action, Content, Kind, Ready, Server, Spec, Zone};
+use lode_peers::{Acl, Action, Catalog, Content, Kind, Ready, Server, Spec, Zone};
 
 use super::tap::XfrTap;
-use super::{pick_port_in, soa_serial_of, udp_exchange, Message, Query, TempDir};
+pub use super::xfr_tools::*;
+use super::{pick_port_in, TempDir};
 
 /// The loopback ports of the transfer interop tests (taps included).
 pub const XFR_PORTS: (u16, u16) = (16100, 16199);
@@ -251,8 +251,8 @@ impl Peer {
         let label = format!("{}@{port}", kind.label());
         let daemon = match kind {
             SecondaryKind::Lode => {
-                let conf = lode_secondary(&dir.0, &zone, tap.addr, key, notify, extra);
-                Daemon::launch_text(label, Kind::Lode, port, conf, dir, &zone)?
+                let spec = lode_secondary(&zone, tap.addr, key, port, notify, extra);
+                Daemon::launch(label, spec, dir)?
             }
             _ => {
                 let spec = secondary_spec(kind, &zone, primary.ip(), tap.addr, key, port, extra);
@@ -326,23 +326,19 @@ impl Peer {
         let zone = absolute(catalog);
         let tap = XfrTap::start(primary, tap_port)?;
         let dir = TempDir::new("xfr-knot-catalog");
-        let d = dir.0.display();
-        let conf = format!(
-            "{}{}remote:\n  - id: primary\n    address: {}@{}\n    key: {}\n\
-             acl:\n  - id: notify-in\n    address: {}\n    key: {}\n    action: notify\n\
-             \x20 - id: xfr-out\n    key: {}\n    action: transfer\n\
-             template:\n  - id: members\n    storage: \"{d}\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    zonefile-sync: -1\n    zonefile-load: none\n    journal-content: changes\n\
-             zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    master: primary\n    acl: [ notify-in, xfr-out ]\n    catalog-role: interpret\n    catalog-template: members\n    zonefile-sync: -1\n    zonefile-load: none\n    journal-content: changes\n",
-            knot_server_sections(&dir.0, port),
-            knot_key_section(key),
-            tap.addr.ip(),
-            tap.addr.port(),
-            key.name,
+        let mut spec = secondary_spec(
+            SecondaryKind::Knot,
+            &zone,
             primary.ip(),
-            key.name,
-            key.name,
+            tap.addr,
+            key,
+            port,
+            "",
         );
-        let daemon = launch_knot(format!("knot-catalog@{port}"), port, &conf, dir, &zone)?;
+        spec.zones[0].catalog = Some(Catalog::Interpret);
+        // (Its members answer once transferred: the catalog's reply is enough.)
+        spec.ready = Ready::Answering;
+        let daemon = Daemon::launch(format!("knot-catalog@{port}"), spec, dir)?;
         Ok(Peer {
             kind: SecondaryKind::Knot,
             addr: daemon.addr(),
@@ -493,7 +489,7 @@ pub fn distinct_ports(n: usize, taken: &[u16]) -> Vec<u16> {
 }
 
 /// `zone` with exactly one final dot.
-fn absolute(zone: &str) -> String {
+pub(super) fn absolute(zone: &str) -> String {
     format!("{}.", zone.trim_end_matches('.'))
 }
 
@@ -506,93 +502,30 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))
 }
 
-/// The Knot `key:` section for `key`.
-fn knot_key_section(key: &TsigKey) -> String {
-    format!(
-        "key:\n  - id: {}\n    algorithm: {}\n    secret: {}\n",
-        key.name, key.algorithm, key.secret
-    )
-}
-
-/// The Knot `server:`, `database:`, `control:` and `log:` sections of a
-/// harness knotd in `dir` on `port` (debug level for the zone events, so
-/// that transfers are logged with their kind).
-fn knot_server_sections(dir: &Path, port: u16) -> String {
-    let d = dir.display();
-    format!(
-        "server:\n    rundir: \"{d}\"\n    pidfile: \"{d}/knot.pid\"\n    listen: 127.0.0.1@{port}\n    udp-workers: 1\n    tcp-workers: 2\n    background-workers: 2\n\
-         database:\n    storage: \"{d}\"\n\
-         control:\n    listen: \"{d}/knot.sock\"\n\
-         log:\n  - target: \"{d}/knot.log\"\n    any: info\n"
-    )
-}
-
-/// Starts knotd on the whole configuration `conf` (paths in `dir`) and
-/// waits until it answers for `zone`.
-fn launch_knot(
-    label: String,
-    port: u16,
-    conf: &str,
-    dir: TempDir,
-    zone: &str,
-) -> Result<Daemon, String> {
-    Daemon::launch_text(label, Kind::Knot, port, conf.to_string(), dir, zone)
-}
-
-/// Appends one `[[remote]]` per address of `addrs` (ids `PREFIXi`, signed
-/// with `key`) to a Lode configuration; returns the ids, quoted, for a
-/// zone's `notify = [...]`.
-fn lode_remotes(
-    conf: &mut String,
-    prefix: &str,
-    addrs: &[SocketAddr],
-    key: &TsigKey,
-) -> Vec<String> {
-    addrs
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let _ = write!(
-                conf,
-                "[[remote]]\nid = \"{prefix}{i}\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
-                a.ip(),
-                a.port(),
-                key.name
-            );
-            format!("\"{prefix}{i}\"")
-        })
-        .collect()
-}
-
+/// `lode serve` as a secondary of `zone` on `port` (debug log),
+/// transferring from `primary` with the key, allowing transfers and
+/// updates to the key, NOTIFYing `notify`; `extra`: TOML lines of the
+/// zone's table, then whole tables.
 fn lode_secondary(
-    dir: &Path,
     zone: &str,
     primary: SocketAddr,
     key: &TsigKey,
+    port: u16,
     notify: &[SocketAddr],
     extra: &str,
-) -> String {
-    let mut conf = format!(
-        "journal-dir = \"journal\"\ncontrol = \"{}\"\nlog-level = \"debug\"\n\n\
-         [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
-         [[acl]]\nid = \"xfr-out\"\nkey = [\"{}\"]\naction = [\"transfer\", \"update\"]\n\n\
-         [[remote]]\nid = \"primary\"\naddress = [\"{}@{}\"]\nkey = \"{}\"\n\n",
-        dir.join("ctl.sock").display(),
-        key.name,
-        key.algorithm,
-        key.secret,
-        key.name,
-        primary.ip(),
-        primary.port(),
-        key.name
-    );
-    let ids = lode_remotes(&mut conf, "downstream", notify, key);
-    let _ = write!(
-        conf,
-        "[[zone]]\nname = \"{zone}\"\nmaster = [\"primary\"]\nacl = [\"xfr-out\"]\nnotify = [{}]\n{extra}",
-        ids.join(", ")
-    );
-    conf
+) -> Spec {
+    let mut spec = Spec::new(Kind::Lode, port)
+        .key(peer_key(key))
+        .acl(Acl::new("xfr-out", &[Action::Transfer, Action::Update]).key(&key.name))
+        .zone(
+            Zone::secondary(zone, &[primary])
+                .key(&key.name)
+                .acls(&["xfr-out"])
+                .notify(notify)
+                .extra(extra),
+        );
+    spec.server_extra = "log-level = \"debug\"\n".into();
+    spec
 }
 
 /// A Knot, NSD or BIND secondary of `zone` on `port`, transferring from
@@ -637,6 +570,31 @@ fn peer_key(key: &TsigKey) -> lode_peers::Key {
     lode_peers::Key::new(&key.name, &key.algorithm, &key.secret)
 }
 
+/// A `kind` primary of `zone` on `port` loaded from `file`, allowing
+/// transfers and updates with the key from 127.0.0.1, NOTIFYing `notify`;
+/// `extra` added to the zone's entry.
+fn primary_spec(
+    kind: Kind,
+    zone: &str,
+    file: PathBuf,
+    key: &TsigKey,
+    notify: &[SocketAddr],
+    port: u16,
+    extra: &str,
+) -> Spec {
+    let xfr_update = Acl::new("xfr-update", &[Action::Transfer, Action::Update]);
+    Spec::new(kind, port)
+        .key(peer_key(key))
+        .acl(xfr_update.from("127.0.0.1").key(&key.name))
+        .zone(
+            Zone::primary(zone, Content::File(file))
+                .key(&key.name)
+                .acls(&["xfr-update"])
+                .notify(notify)
+                .extra(extra),
+        )
+}
+
 /// Which server is the transfer PRIMARY of a test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrimaryKind {
@@ -676,17 +634,9 @@ impl Primary {
         let file = dir.0.join("primary.zone");
         std::fs::copy(zone_file, &file)
             .map_err(|e| format!("copy {}: {e}", zone_file.display()))?;
-        let xfr_update = Acl::new("xfr-update", &[Action::Transfer, Action::Update]);
-        let mut spec = Spec::new(Kind::Knot, port)
-            .key(peer_key(key))
-            .acl(xfr_update.from("127.0.0.1").key(&key.name))
-            .zone(
-                Zone::primary(&zone, Content::File(file))
-                    .key(&key.name)
-                    .acls(&["xfr-update"])
-                    .notify(notify)
-                    .extra("    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n"),
-            );
+        let extra =
+            "    zonefile-load: whole\n    semantic-checks: on\n    serial-policy: increment\n";
+        let mut spec = primary_spec(Kind::Knot, &zone, file, key, notify, port, extra);
         spec.workers = Some(2);
         let daemon = Daemon::launch(format!("knot-primary@{port}"), spec, dir)?;
         let primary = Primary {
@@ -738,38 +688,26 @@ impl Primary {
     ) -> Result<Primary, String> {
         let zone = absolute(catalog);
         let dir = TempDir::new("xfr-knot-producer");
-        let d = dir.0.display();
-        let mut conf = knot_server_sections(&dir.0, port);
-        conf.push_str(&knot_key_section(key));
-        let _ = write!(
-            conf,
-            "remote:\n  - id: consumer\n    address: {}@{}\n    key: {}\n\
-             acl:\n  - id: xfr\n    key: {}\n    action: transfer\n\
-             zone:\n  - domain: \"{zone}\"\n    storage: \"{d}\"\n    catalog-role: generate\n    acl: xfr\n    notify: consumer\n",
-            notify.ip(),
-            notify.port(),
-            key.name,
-            key.name
-        );
+        let entry = |z: Zone| z.key(&key.name).acls(&["xfr"]).notify(&[notify]);
+        let mut spec = Spec::new(Kind::Knot, port)
+            .key(peer_key(key))
+            .acl(Acl::new("xfr", &[Action::Transfer]).key(&key.name))
+            .zone(entry(Zone::primary(&zone, Content::Storage)).catalog(Catalog::Generate));
         for (m, file) in members {
-            let local = dir.0.join(format!("{}zone", absolute(m)));
-            std::fs::copy(file, &local).map_err(|e| format!("copy {}: {e}", file.display()))?;
-            let _ = write!(
-                conf,
-                "  - domain: \"{}\"\n    storage: \"{d}\"\n    file: \"{}\"\n    acl: xfr\n    notify: consumer\n    catalog-role: member\n    catalog-zone: \"{zone}\"\n",
-                absolute(m),
-                local.display()
-            );
+            let member = Zone::primary(m, Content::Copy(file.to_path_buf()));
+            spec = spec.zone(entry(member).catalog(Catalog::Member(zone.clone())));
         }
-        let daemon = launch_knot(format!("knot-producer@{port}"), port, &conf, dir, &zone)?;
+        spec.workers = Some(2);
+        // (Knot answers for a generated catalog only once a member has
+        // made it: any reply will do; the consumer waits for the rest.)
+        spec.ready = Ready::Answering;
+        let daemon = Daemon::launch(format!("knot-producer@{port}"), spec, dir)?;
         let primary = Primary {
             kind: PrimaryKind::Knot,
             addr: daemon.addr(),
             zone,
             daemon,
         };
-        // (Knot answers for a generated catalog only once a member
-        // has made it: the consumer waits for it instead.)
         Ok(primary)
     }
 
@@ -801,20 +739,10 @@ impl Primary {
         let file = dir.0.join("primary.zone");
         std::fs::copy(zone_file, &file)
             .map_err(|e| format!("copy {}: {e}", zone_file.display()))?;
-        let mut conf = format!(
-            "journal-dir = \"journal\"\ncontrol = \"\"\nlog-level = \"debug\"\n{global}\n\
-             [[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
-             [[acl]]\nid = \"xfr-update\"\naddress = [\"127.0.0.1\"]\nkey = [\"{}\"]\naction = [\"transfer\", \"update\"]\n\n",
-            key.name, key.algorithm, key.secret, key.name
-        );
-        let ids = lode_remotes(&mut conf, "secondary", notify, key);
-        let _ = write!(
-            conf,
-            "[[zone]]\nname = \"{zone}\"\nfile = \"primary.zone\"\nacl = [\"xfr-update\"]\nzonefile-sync = -1\nnotify = [{}]\n",
-            ids.join(", ")
-        );
-        let label = format!("lode-primary@{port}");
-        let daemon = Daemon::launch_text(label, Kind::Lode, port, conf, dir, &zone)?;
+        let extra = "zonefile-sync = -1\n";
+        let mut spec = primary_spec(Kind::Lode, &zone, file, key, notify, port, extra);
+        spec.server_extra = format!("log-level = \"debug\"\n{global}\n");
+        let daemon = Daemon::launch(format!("lode-primary@{port}"), spec, dir)?;
         let primary = Primary {
             kind: PrimaryKind::Lode,
             addr: daemon.addr(),
@@ -873,261 +801,6 @@ impl Primary {
     pub fn knotc(&self, args: &[&str]) -> Result<String, String> {
         self.daemon.server.knotc(args)
     }
-}
-
-/// Sends UPDATEs to `addr` for `zone` with `knsupdate`, signed with `key`:
-/// `commands` is knsupdate script text (`update add ...`, `update delete
-/// ...`, one `send` per UPDATE message; a final `send` is added when the
-/// text does not end with one). Fails unless every UPDATE got NOERROR.
-pub fn nsupdate(addr: SocketAddr, zone: &str, key: &TsigKey, commands: &str) -> Result<(), String> {
-    let mut script = knsupdate_header(addr, zone, key);
-    script.push_str(commands);
-    if !commands.trim_end().ends_with("send") {
-        script.push_str("\nsend\n");
-    }
-    script.push_str("\nquit\n");
-    let mut child = spawn_knsupdate()?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(script.as_bytes())
-            .map_err(|e| format!("knsupdate stdin: {e}"))?;
-    }
-    knsupdate_result(child, addr)
-}
-
-/// `knsupdate` with its stdin, stdout and stderr piped.
-fn spawn_knsupdate() -> Result<Child, String> {
-    Command::new(sbin("knsupdate"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("spawn knsupdate: {e}"))
-}
-
-/// The `server`, `key`, `zone`, `origin` and `ttl` lines of a knsupdate script.
-fn knsupdate_header(addr: SocketAddr, zone: &str, key: &TsigKey) -> String {
-    format!(
-        "server {} {}\nkey {}:{} {}\nzone {}\norigin {}\nttl 300\n",
-        addr.ip(),
-        addr.port(),
-        key.algorithm,
-        key.name,
-        key.secret,
-        absolute(zone),
-        absolute(zone)
-    )
-}
-
-/// Waits for a knsupdate fed its whole script; fails unless every UPDATE
-/// got NOERROR.
-fn knsupdate_result(child: Child, addr: SocketAddr) -> Result<(), String> {
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("knsupdate: {e}"))?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || stderr.contains("ERROR") || stdout.contains("ERROR") {
-        return Err(format!(
-            "knsupdate to {addr} failed ({}):\n{stdout}{stderr}",
-            out.status
-        ));
-    }
-    Ok(())
-}
-
-/// Sends one UPDATE per entry of `changes` (knsupdate script text without
-/// the `send`) to `addr` through one `knsupdate`, starting one every `gap`
-/// (back to back when zero; each waits for its answer); returns how long
-/// they took. Fails unless every UPDATE got NOERROR.
-pub fn paced_updates(
-    addr: SocketAddr,
-    zone: &str,
-    key: &TsigKey,
-    changes: &[String],
-    gap: Duration,
-) -> Result<Duration, String> {
-    let mut child = spawn_knsupdate()?;
-    let mut stdin = child.stdin.take().ok_or("knsupdate stdin")?;
-    let header = knsupdate_header(addr, zone, key);
-    let begun = Instant::now();
-    let mut write = |text: &str| {
-        stdin
-            .write_all(text.as_bytes())
-            .and_then(|()| stdin.flush())
-            .map_err(|e| format!("knsupdate stdin: {e}"))
-    };
-    write(&header)?;
-    for (i, c) in changes.iter().enumerate() {
-        let slot = begun + gap * i as u32;
-        if let Some(wait) = slot.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
-        }
-        write(&format!("{}\nsend\n", c.trim_end()))?;
-    }
-    write("quit\n")?;
-    drop(stdin);
-    knsupdate_result(child, addr)?;
-    Ok(begun.elapsed())
-}
-
-/// The SOA serial `addr` serves for `zone` (one UDP query, 300 ms), if it
-/// answers with one.
-pub fn soa_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
-    let r = udp_exchange(
-        addr,
-        &Query::new(&absolute(zone), 6, 1).to_wire(),
-        Duration::from_millis(300),
-    )?;
-    let m = Message::parse(&r);
-    if m.rcode() != 0 || !m.aa {
-        return None;
-    }
-    soa_serial_of(&m)
-}
-
-/// Waits until `addr` serves `zone` with SOA serial `serial` (exactly),
-/// polling every 50 ms; returns how long that took, or an error naming the
-/// last serial seen once `timeout` has passed.
-pub fn wait_serial(
-    addr: SocketAddr,
-    zone: &str,
-    serial: u32,
-    timeout: Duration,
-) -> Result<Duration, String> {
-    let start = Instant::now();
-    let mut last = None;
-    loop {
-        last = soa_serial(addr, zone).or(last);
-        if last == Some(serial) {
-            return Ok(start.elapsed());
-        }
-        if start.elapsed() > timeout {
-            return Err(format!(
-                "{addr} did not reach serial {serial} of {zone} within {timeout:?} (last seen: {})",
-                last.map_or("none".into(), |s| s.to_string())
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Waits until `addr` serves `zone` with any SOA serial; returns it.
-pub fn wait_any_serial(addr: SocketAddr, zone: &str, timeout: Duration) -> Result<u32, String> {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = soa_serial(addr, zone) {
-            return Ok(s);
-        }
-        if start.elapsed() > timeout {
-            return Err(format!("{addr} did not serve {zone} within {timeout:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The contents of `zone` at `addr` by AXFR (kdig over TCP, signed with
-/// `key`), as a sorted multiset of normalised record lines (see
-/// [`normalise_record`]), the closing SOA left out. Fails when the
-/// transfer does (refused, bad TSIG, cut short: no closing SOA).
-pub fn axfr_records(addr: SocketAddr, zone: &str, key: &TsigKey) -> Result<Vec<String>, String> {
-    let out = Command::new(sbin("kdig"))
-        .arg(format!("@{}", addr.ip()))
-        .arg("-p")
-        .arg(addr.port().to_string())
-        .arg("-y")
-        .arg(key.y_arg())
-        .arg("+noall")
-        .arg("+answer")
-        .arg("+nocrypto")
-        .arg("+time=5")
-        .arg("+retry=0")
-        .arg("AXFR")
-        .arg(absolute(zone))
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("kdig: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() || stderr.contains("ERROR") || stdout.contains(";; ERROR") {
-        return Err(format!(
-            "AXFR of {zone} from {addr} failed ({}): {stdout}{stderr}",
-            out.status
-        ));
-    }
-    let mut lines: Vec<String> = stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with(';'))
-        .map(normalise_record)
-        .collect();
-    let soa = |l: &String| l.split(' ').nth(3) == Some("SOA");
-    if lines.len() < 2 || !lines.first().is_some_and(soa) || lines.last() != lines.first() {
-        return Err(format!(
-            "AXFR of {zone} from {addr} is not framed by two equal SOAs:\n{stdout}{stderr}"
-        ));
-    }
-    lines.pop();
-    lines.sort();
-    Ok(lines)
-}
-
-/// Types whose RDATA holds only names, numbers and addresses: their RDATA
-/// is compared case-insensitively; any other RDATA (strings, base64) keeps
-/// its case.
-const CASELESS_RDATA: &[&str] = &[
-    "A", "AAAA", "NS", "CNAME", "DNAME", "PTR", "MX", "SOA", "SRV", "KX", "AFSDB", "RT", "PX",
-    "MINFO", "RP", "NSEC",
-];
-
-/// One record line of kdig or dig as `owner ttl class type rdata`, single
-/// spaces between fields and between RDATA fields (quoted strings kept
-/// as they are), owner, class and type upper/lower-cased the same way
-/// whatever the server's spelling, RDATA lower-cased for [`CASELESS_RDATA`].
-pub fn normalise_record(line: &str) -> String {
-    // Split on whitespace outside double quotes (a backslash escapes).
-    let mut fields: Vec<String> = Vec::new();
-    let mut cur = String::new();
-    let (mut quoted, mut escaped) = (false, false);
-    for c in line.chars() {
-        if escaped {
-            cur.push(c);
-            escaped = false;
-            continue;
-        }
-        match c {
-            '\\' => {
-                cur.push(c);
-                escaped = true;
-            }
-            '"' => {
-                cur.push(c);
-                quoted = !quoted;
-            }
-            c if c.is_whitespace() && !quoted => {
-                if !cur.is_empty() {
-                    fields.push(std::mem::take(&mut cur));
-                }
-            }
-            c => cur.push(c),
-        }
-    }
-    if !cur.is_empty() {
-        fields.push(cur);
-    }
-    if fields.len() < 4 {
-        return fields.join(" ");
-    }
-    let owner = fields[0].to_ascii_lowercase();
-    let ttl = fields[1].clone();
-    let class = fields[2].to_ascii_uppercase();
-    let rtype = fields[3].to_ascii_uppercase();
-    let rdata = fields[4..].join(" ");
-    let rdata = if CASELESS_RDATA.contains(&rtype.as_str()) {
-        rdata.to_ascii_lowercase()
-    } else {
-        rdata
-    };
-    format!("{owner} {ttl} {class} {rtype} {rdata}")
 }
 
 /// Whether `peer` has received at least one incremental transfer (an IXFR

@@ -27,9 +27,9 @@ pub fn tld_zone(origin: &str, serial: u32) -> String {
     )
 }
 
-/// Knot's configuration for `zones` (origin, file, its `zonemd-generate`)
-/// on `port`: the differential tests' base, each zone with its setting.
-pub fn knot_config(dir: &Path, port: u16, zones: &[(&str, PathBuf, &str)]) -> String {
+/// knotd serving `zones` (origin, file, its `zonemd-generate`) on `port`:
+/// the differential tests' base, each zone with its setting.
+pub fn knot_zonemd_spec(port: u16, zones: &[(&str, PathBuf, &str)]) -> lode_peers::Spec {
     let specs: Vec<super::ZoneSpec> = zones
         .iter()
         .map(|(o, f, _)| super::ZoneSpec {
@@ -37,15 +37,11 @@ pub fn knot_config(dir: &Path, port: u16, zones: &[(&str, PathBuf, &str)]) -> St
             file: f.clone(),
         })
         .collect();
-    let mut c = super::knot_config(dir, port, &specs, false);
-    for (origin, _, generate) in zones {
-        let entry = format!("  - domain: \"{origin}\"\n");
-        c = c.replace(
-            &entry,
-            &format!("{entry}    zonemd-generate: {generate}\n    serial-policy: increment\n"),
-        );
+    let mut s = super::knot_spec(&specs, port, false);
+    for (z, (_, _, generate)) in s.zones.iter_mut().zip(zones) {
+        z.extra = format!("    zonemd-generate: {generate}\n    serial-policy: increment\n");
     }
-    c
+    s
 }
 
 /// The zone's apex ZONEMD records as served at `addr` (sorted lines).

@@ -129,8 +129,8 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         c.push_str(&z.extra);
         c.push_str("};\n");
     }
-    put(dir, FILE, &c)?;
-    Ok(launch(spec, dir))
+    let conf = put(dir, FILE, &c)?;
+    Ok(launch(spec, dir, &conf))
 }
 
 /// The configuration file's name.
@@ -139,7 +139,7 @@ pub(super) const FILE: &str = "named.conf";
 /// `named -f` on [`FILE`]: foreground with the configured logging; -4
 /// without IPv6; -n: worker threads. As root no -u is needed (named then
 /// stays root).
-pub(super) fn launch(spec: &Spec, dir: &Path) -> Launch {
+pub(super) fn launch(spec: &Spec, dir: &Path, conf: &Path) -> Launch {
     let mut args: Vec<std::ffi::OsString> = vec!["-f".into()];
     if !has_v6(spec) {
         args.push("-4".into());
@@ -150,10 +150,11 @@ pub(super) fn launch(spec: &Spec, dir: &Path) -> Launch {
         "-d".into(),
         "3".into(),
         "-c".into(),
-        dir.join(FILE).into(),
+        conf.into(),
     ]);
     Launch {
         args,
-        log: dir.join("named.log"),
+        log: Some(dir.join("named.log")),
+        conf: conf.into(),
     }
 }

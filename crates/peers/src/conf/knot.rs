@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{at, listen, put, unsupported, zone_file};
 use crate::process::Launch;
-use crate::{Error, Role, Spec};
+use crate::{Catalog, Error, Role, Spec};
 
 pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     if spec.socket_buffer.is_some() {
@@ -110,6 +110,21 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         "template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n{}",
         spec.template_extra
     );
+    // The members of an interpreted catalog: the catalog zone's settings.
+    for (zi, (z, (primaries, _))) in spec.zones.iter().zip(&zone_remotes).enumerate() {
+        if z.catalog == Some(Catalog::Interpret) {
+            let _ = write!(
+                c,
+                "  - id: z{zi}-members\n    storage: \"{d}\"\n    zonefile-sync: -1\n    \
+                 zonefile-load: none\n    master: [ {} ]\n    journal-content: {}\n",
+                primaries.join(", "),
+                journal(z.journal)
+            );
+            if !z.acls.is_empty() {
+                let _ = writeln!(c, "    acl: [ {} ]", z.acls.join(", "));
+            }
+        }
+    }
     if !spec.zones.is_empty() {
         c.push_str("zone:\n");
     }
@@ -134,8 +149,20 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         if !z.acls.is_empty() {
             let _ = writeln!(c, "    acl: [ {} ]", z.acls.join(", "));
         }
-        let journal = if z.journal { "changes" } else { "none" };
-        let _ = writeln!(c, "    journal-content: {journal}");
+        let _ = writeln!(c, "    journal-content: {}", journal(z.journal));
+        match &z.catalog {
+            Some(Catalog::Generate) => c.push_str("    catalog-role: generate\n"),
+            Some(Catalog::Member(of)) => {
+                let _ = write!(c, "    catalog-role: member\n    catalog-zone: \"{of}\"\n");
+            }
+            Some(Catalog::Interpret) => {
+                let _ = write!(
+                    c,
+                    "    catalog-role: interpret\n    catalog-template: z{zi}-members\n"
+                );
+            }
+            None => {}
+        }
         if z.signing.is_some() {
             let _ = write!(
                 c,
@@ -144,18 +171,28 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         }
         c.push_str(&z.extra);
     }
-    put(dir, FILE, &c)?;
-    Ok(launch(spec, dir))
+    let conf = put(dir, FILE, &c)?;
+    Ok(launch(spec, dir, &conf))
 }
 
 /// The configuration file's name.
 pub(super) const FILE: &str = "knot.conf";
 
 /// `knotd -c knot.conf`.
-pub(super) fn launch(_: &Spec, dir: &Path) -> Launch {
+pub(super) fn launch(_: &Spec, dir: &Path, conf: &Path) -> Launch {
     Launch {
-        args: vec!["-c".into(), dir.join(FILE).into()],
-        log: dir.join("knot.log"),
+        args: vec!["-c".into(), conf.into()],
+        log: Some(dir.join("knot.log")),
+        conf: conf.into(),
+    }
+}
+
+/// Knot's `journal-content` for a zone with (`true`) or without a journal.
+fn journal(on: bool) -> &'static str {
+    if on {
+        "changes"
+    } else {
+        "none"
     }
 }
 

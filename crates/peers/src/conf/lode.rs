@@ -96,16 +96,16 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     }
     c.push_str(&spec.sections);
     c.push_str(&zones);
-    put(dir, FILE, &c)?;
-    Ok(launch(spec, dir))
+    let conf = put(dir, FILE, &c)?;
+    Ok(launch(spec, dir, &conf))
 }
 
 /// The configuration file's name.
 pub(super) const FILE: &str = "lode.toml";
 
 /// `lode serve --config lode.toml --listen … --workers N`.
-pub(super) fn launch(spec: &Spec, dir: &Path) -> Launch {
-    let mut args = vec!["serve".into(), "--config".into(), dir.join(FILE).into()];
+pub(super) fn launch(spec: &Spec, _: &Path, conf: &Path) -> Launch {
+    let mut args = vec!["serve".into(), "--config".into(), conf.into()];
     for a in listen(spec) {
         args.push("--listen".into());
         args.push(a.to_string().into());
@@ -114,6 +114,7 @@ pub(super) fn launch(spec: &Spec, dir: &Path) -> Launch {
     args.push(spec.workers().to_string().into());
     Launch {
         args,
-        log: dir.join("stdio.log"),
+        log: None,
+        conf: conf.into(),
     }
 }

@@ -13,19 +13,26 @@ use std::path::{Path, PathBuf};
 use crate::process::Launch;
 use crate::{Acl, Action, Content, Error, Kind, Role, Spec, Zone};
 
+/// How a configured server is started: its spec, directory, configuration file.
+type LaunchFn = fn(&Spec, &Path, &Path) -> Launch;
+
 /// Writes `spec`'s files into `dir` (or its own whole configuration,
-/// [`Spec::config`]); how to start it.
+/// [`Spec::config`]; or nothing for [`Spec::config_file`]); how to start it.
 pub(crate) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
+    let (file, launch): (&str, LaunchFn) = match spec.kind {
+        Kind::Knot => (knot::FILE, knot::launch),
+        Kind::Nsd => (nsd::FILE, nsd::launch),
+        Kind::Bind => (bind::FILE, bind::launch),
+        Kind::PowerDns => (pdns::FILE, pdns::launch),
+        Kind::Lode => (lode::FILE, lode::launch),
+    };
+    if let Some(path) = &spec.config_file {
+        let path =
+            std::path::absolute(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+        return Ok(launch(spec, dir, &path));
+    }
     if let Some(text) = &spec.config {
-        let (file, launch): (&str, fn(&Spec, &Path) -> Launch) = match spec.kind {
-            Kind::Knot => (knot::FILE, knot::launch),
-            Kind::Nsd => (nsd::FILE, nsd::launch),
-            Kind::Bind => (bind::FILE, bind::launch),
-            Kind::PowerDns => (pdns::FILE, pdns::launch),
-            Kind::Lode => (lode::FILE, lode::launch),
-        };
-        put(dir, file, text)?;
-        return Ok(launch(spec, dir));
+        return Ok(launch(spec, dir, &put(dir, file, text)?));
     }
     for z in &spec.zones {
         for id in &z.acls {
@@ -39,6 +46,11 @@ pub(crate) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
                 "zone {} names unknown key {k:?}",
                 z.name
             )));
+        }
+    }
+    if let Some(z) = spec.zones.iter().find(|z| z.catalog.is_some()) {
+        if spec.kind != Kind::Knot {
+            return Err(unsupported(spec, &format!("catalog role of {}", z.name)));
         }
     }
     match spec.kind {

@@ -87,17 +87,18 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         }
         c.push_str(&z.extra);
     }
-    put(dir, FILE, &c)?;
-    Ok(launch(spec, dir))
+    let conf = put(dir, FILE, &c)?;
+    Ok(launch(spec, dir, &conf))
 }
 
 /// The configuration file's name.
 pub(super) const FILE: &str = "nsd.conf";
 
 /// `nsd -d -c nsd.conf` (in the foreground).
-pub(super) fn launch(_: &Spec, dir: &Path) -> Launch {
+pub(super) fn launch(_: &Spec, dir: &Path, conf: &Path) -> Launch {
     Launch {
-        args: vec!["-d".into(), "-c".into(), dir.join(FILE).into()],
-        log: dir.join("nsd.log"),
+        args: vec!["-d".into(), "-c".into(), conf.into()],
+        log: Some(dir.join("nsd.log")),
+        conf: conf.into(),
     }
 }

@@ -74,21 +74,24 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     }
     c.push_str(&spec.server_extra);
     c.push_str(&spec.sections);
-    put(dir, FILE, &c)?;
-    Ok(launch(spec, dir))
+    let conf = put(dir, FILE, &c)?;
+    Ok(launch(spec, dir, &conf))
 }
 
 /// The configuration file's name.
 pub(super) const FILE: &str = "pdns.conf";
 
 /// `pdns_server --config-dir=DIR` in the foreground, without its guardian.
-pub(super) fn launch(_: &Spec, dir: &Path) -> Launch {
+/// (Its configuration file must be called `pdns.conf`: the directory is given.)
+pub(super) fn launch(_: &Spec, dir: &Path, conf: &Path) -> Launch {
+    let conf_dir = conf.parent().unwrap_or(dir);
     Launch {
         args: vec![
-            format!("--config-dir={}", dir.display()).into(),
+            format!("--config-dir={}", conf_dir.display()).into(),
             "--daemon=no".into(),
             "--guardian=no".into(),
         ],
-        log: dir.join("stdio.log"),
+        log: None,
+        conf: conf.into(),
     }
 }

@@ -140,3 +140,47 @@ fn powerdns_primary_and_refusals() {
     assert!(matches!(e, Err(Error::Config(_))), "{e:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn knot_catalogs() {
+    let mut consumer = secondary(Kind::Knot);
+    consumer.zones[0] = consumer.zones[0].clone().catalog(crate::Catalog::Interpret);
+    let c = conf(Kind::Knot, &consumer, "knot.conf");
+    assert!(
+        c.contains("  - id: z0-members\n")
+            && c.contains("    master: [ z0-remote0 ]\n    journal-content: changes\n    acl: [ notify-in, xfr-out ]\n"),
+        "{c}"
+    );
+    assert!(
+        c.contains("    catalog-role: interpret\n    catalog-template: z0-members\n"),
+        "{c}"
+    );
+    let producer = Spec::new(Kind::Knot, 5300)
+        .zone(Zone::primary("cat", Content::Storage).catalog(crate::Catalog::Generate))
+        .zone(
+            Zone::primary("m.example", Content::Text("@ SOA . . 1 1 1 1 1\n".into()))
+                .catalog(crate::Catalog::Member("cat.".into())),
+        );
+    let c = conf(Kind::Knot, &producer, "knot.conf");
+    assert!(
+        c.contains(
+            "  - domain: \"cat.\"\n    journal-content: changes\n    catalog-role: generate\n"
+        ),
+        "{c}"
+    );
+    assert!(
+        c.contains("    catalog-role: member\n    catalog-zone: \"cat.\"\n"),
+        "{c}"
+    );
+    let dir = scratch("nsd-catalog");
+    let nsd = Spec {
+        kind: Kind::Nsd,
+        ..producer
+    };
+    let refused = write(&nsd, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        matches!(refused, Err(Error::Unsupported { .. })),
+        "{refused:?}"
+    );
+}
