@@ -25,6 +25,7 @@ use rate::print_step;
 
 mod attack;
 mod axfr;
+mod buffers;
 mod encrypted;
 mod fleet;
 mod rate;
@@ -232,13 +233,8 @@ pub(crate) struct CompareArgs {
     /// Rounds (one run off, one on) of --metrics-overhead (default: --runs).
     #[arg(long, value_name = "N", requires = "metrics_overhead")]
     metrics_runs: Option<usize>,
-    /// Socket receive and send buffer of every server, bytes as the kernel accounts
-    /// them (`ss -m` rb/tb): net.core.rmem_default/wmem_default set to it for the run
-    /// (maxima raised if lower; all restored at the end, on errors and on Ctrl-C), and
-    /// the servers with an option of their own asked for it. 0: leave the kernel and
-    /// the servers as they are.
-    #[arg(long, value_name = "BYTES", default_value_t = lode_bench::sockbuf::DEFAULT)]
-    socket_buffer: u64,
+    #[command(flatten)]
+    buffers: buffers::SocketBufferArg,
 }
 
 /// Parses a comma list of server names (`echo` allowed only if `echo_ok`).
@@ -363,7 +359,7 @@ fn compare(a: CompareArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode>
         shared_naptr: a.shared_naptr,
         dnsperf: !a.no_dnsperf,
         metrics_runs,
-        socket_buffer: (a.socket_buffer > 0).then_some(a.socket_buffer),
+        socket_buffer: a.buffers.size(),
     };
     let result = compare::run(&cfg);
     drop_scratch(temp, &work);

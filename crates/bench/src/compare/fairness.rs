@@ -259,6 +259,13 @@ impl Fairness {
         }
     }
 
+    /// Sets the drops of `server`'s kept conditions (read at the end of that run).
+    pub fn set_drops(&mut self, server: &str, drops: u64) {
+        if let Some((_, c)) = self.servers.iter_mut().find(|(n, _)| n == server) {
+            c.drops = drops;
+        }
+    }
+
     fn list(&self) -> Vec<(&str, &Conditions)> {
         self.servers.iter().map(|(n, c)| (n.as_str(), c)).collect()
     }
@@ -453,6 +460,32 @@ pub fn json(c: &Conditions) -> Value {
     })
 }
 
+/// A block for tests: three servers, NSD with a smaller receive buffer.
+#[cfg(test)]
+pub(crate) fn sample() -> Fairness {
+    let c = |rb: u64| Conditions {
+        workers: 1,
+        workers_option: "--workers".into(),
+        udp_sockets: 1,
+        rcvbuf: vec![rb],
+        sndbuf: vec![4 << 20],
+        cpus: vec!["0".into()],
+        threads: 3,
+        processes: 1,
+        ..Conditions::default()
+    };
+    let mut f = Fairness {
+        provenance: Some(Provenance::collect(None, &[])),
+        socket_buffer: Some(4 << 20),
+        setup: "socket buffers: test".into(),
+        servers: Vec::new(),
+    };
+    for (name, rb) in [("lode", 4 << 20), ("knot", 4 << 20), ("nsd", 2 << 20)] {
+        f.add(name, &c(rb));
+    }
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,32 +552,15 @@ mod tests {
     /// conditions of each server kept, their differences named.
     #[test]
     fn fairness_block() {
-        let c = |rb: u64| Conditions {
-            workers: 1,
-            workers_option: "--workers".into(),
-            udp_sockets: 1,
-            rcvbuf: vec![rb],
-            sndbuf: vec![4 << 20],
-            cpus: vec!["0".into()],
-            threads: 3,
-            processes: 1,
-            ..Conditions::default()
-        };
-        let mut f = Fairness {
-            provenance: Some(Provenance::collect(None, &[])),
-            socket_buffer: Some(4 << 20),
-            setup: "socket buffers: test".into(),
-            servers: Vec::new(),
-        };
-        f.add("lode", &c(4 << 20));
-        f.add("knot", &c(4 << 20));
-        f.add("nsd", &c(2 << 20));
-        f.add("lode", &c(1));
+        let mut f = sample();
+        f.add("lode", &Conditions::default());
+        f.set_drops("nsd", 7);
         let j = Value::Object(f.json());
         assert!(crate::provenance::numeric_strings(&j).is_empty(), "{j}");
         assert_eq!(j["socket_buffer_bytes"], 4 << 20);
         assert_eq!(j["conditions"]["lode"]["rcvbuf_bytes"][0], 4 << 20);
         assert_eq!(j["conditions"]["nsd"]["rcvbuf_bytes"][0], 2 << 20);
+        assert_eq!(j["conditions"]["nsd"]["socket_drops"], 7);
         assert!(j["provenance"]["machine"]["cores"].is_u64(), "{j}");
         assert_eq!(
             j["differences_not_removed"],
