@@ -93,6 +93,8 @@ pub(crate) struct CompareUpdatesArgs {
     /// Do not install missing packages.
     #[arg(long)]
     no_install: bool,
+    #[command(flatten)]
+    buffers: super::buffers::SocketBufferArg,
 }
 
 pub(super) fn run(a: CompareUpdatesArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
@@ -136,6 +138,7 @@ pub(super) fn run(a: CompareUpdatesArgs, lode: &crate::LodeBinary) -> anyhow::Re
         port: a.port,
         load_limit: secs(a.load_limit, "--load-limit")?,
         install: !a.no_install,
+        socket_buffer: a.buffers.size(),
     };
     let result = updates::run(&cfg);
     drop_scratch(temp, &work);

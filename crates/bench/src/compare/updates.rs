@@ -9,8 +9,12 @@
 //!    ─▶ target 1: closed-loop durable updates, N TCP clients, single-RR, TSIG (numbers 500000..)
 //!    ─▶ target 2+4: `lode update` bulk load (numbers 800000.., batches) while fixed-rate
 //!       query steps measure latency p99.9 (Lode: its log shows the compactions) ─▶ stop
-//!  report: updates.md, updates.json
+//!  report: updates.md, updates.json (with compare's conditions and provenance)
 //! ```
+//!
+//! The socket buffer sysctls are set for the run and restored as in `compare`
+//! ([`super::fairness`]); each server's buffers, CPUs and workers are read once it
+//! answers, its sockets' drops before it stops.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,6 +23,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::fairness::{self, Fairness};
 use super::servers::{Kind, Launch};
 use super::{install_missing, make_set, pin_self, say, CompareError, SetSpec};
 use crate::durable::{self, DurableConfig, DurableResult, FsyncProbe};
@@ -88,6 +93,9 @@ pub struct UpdCompareConfig {
     pub load_limit: Duration,
     /// Install missing packages.
     pub install: bool,
+    /// Socket buffers of every server, bytes as the kernel accounts them: the
+    /// kernel's defaults for the run, and Lode's and BIND's own options (None: untouched).
+    pub socket_buffer: Option<u64>,
 }
 
 /// Zones of the update comparison's set.
@@ -196,6 +204,9 @@ pub struct UpdRun {
     pub bulk: Option<Bulk>,
     /// Why the run stopped early.
     pub error: Option<String>,
+    /// Buffers, CPUs and workers it ran with (observed once it answered; drops at
+    /// the end of the run).
+    pub conditions: Option<fairness::Conditions>,
 }
 
 /// Everything measured.
@@ -209,6 +220,8 @@ pub struct UpdCompareResult {
     pub notes: Vec<String>,
     /// Wall time, seconds.
     pub wall_secs: f64,
+    /// Provenance, socket buffers, each server's first conditions.
+    pub fairness: Fairness,
 }
 
 /// The bulk input of zone `z`: `count` numbers from [`BULK_FIRST`], enum-csv lines.
@@ -294,6 +307,17 @@ pub fn run(cfg: &UpdCompareConfig) -> Result<UpdCompareResult, CompareError> {
                 .push(format!("installed: {}", installed.join(" ")));
         }
     }
+    let peers: Vec<&str> = cfg
+        .servers
+        .iter()
+        .filter_map(|k| k.program())
+        .map(|p| p.0)
+        .collect();
+    // Written back when this function returns (also on errors) or on a signal.
+    let (fair, _buffers) =
+        fairness::start(&cfg.lode, &peers, cfg.socket_buffer, &cfg.servers, None)
+            .map_err(CompareError::Config)?;
+    result.fairness = fair;
     std::fs::create_dir_all(&cfg.out).map_err(|e| CompareError::io(&cfg.out, e))?;
     let logs = cfg.out.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| CompareError::io(&logs, e))?;
@@ -369,7 +393,7 @@ pub fn run(cfg: &UpdCompareConfig) -> Result<UpdCompareResult, CompareError> {
                 update_key: Some(cfg.key.clone()),
                 guard: super::servers::Guard::default(),
                 metrics: super::servers::LodeMetrics::default(),
-                socket_buffer: None,
+                socket_buffer: cfg.socket_buffer,
             };
             let mut r = UpdRun {
                 server: kind.name().into(),
@@ -379,6 +403,9 @@ pub fn run(cfg: &UpdCompareConfig) -> Result<UpdCompareResult, CompareError> {
             if let Err(e) = one_run(cfg, &launch, &apexes, &plan, &queries, &bulk_dir, &mut r) {
                 say(&format!("{kind} run {run}: {e}"));
                 r.error = Some(e.to_string());
+            }
+            if let Some(c) = &r.conditions {
+                result.fairness.add(&r.server, c);
             }
             result.runs.push(r);
             let _ = std::fs::remove_dir_all(&dir);
@@ -407,6 +434,8 @@ fn one_run(
         .wait_ready(queries, Expect::Answer, cfg.load_limit)?
         .as_secs_f64();
     say(&format!("  ready in {:.1} s", r.load_secs));
+    let port = server.addr.port();
+    r.conditions = Some(fairness::observe(launch.kind, 1, &server.pids(), port));
     r.fsync = durable::fsync_probe(&launch.dir, cfg.fsync)
         .map_err(|e| CompareError::Tester(e.to_string()))?;
     say(&format!("  fsync probe: {}", r.fsync));
@@ -502,6 +531,10 @@ fn one_run(
             b.p999().1
         ));
         r.bulk = Some(b);
+    }
+    let drops = fairness::observe(launch.kind, 1, &server.pids(), port).drops;
+    if let Some(c) = r.conditions.as_mut() {
+        c.drops = drops;
     }
     server.stop();
     Ok(())

@@ -213,15 +213,18 @@ pub fn to_markdown(r: &UpdCompareResult) -> String {
         })
         .chain(r.notes.iter().map(|n| format!("- {n}")))
         .collect();
+    m.push('\n');
+    m.push_str(&r.fairness.markdown());
     if !errors.is_empty() {
-        m.push_str("\n## Notes\n\n");
+        m.push_str("## Notes\n\n");
         m.push_str(&errors.join("\n"));
         m.push('\n');
     }
     m
 }
 
-/// The report as JSON: settings, every run, the summary.
+/// The report as JSON: settings, every run, the summary; the provenance, socket
+/// buffers and conditions ([`crate::compare::fairness::Fairness::json`]).
 pub fn to_json(r: &UpdCompareResult) -> Value {
     let runs: Vec<Value> = r
         .runs
@@ -252,6 +255,7 @@ pub fn to_json(r: &UpdCompareResult) -> Value {
                     "compactions": b.compactions,
                 })),
                 "error": x.error,
+                "conditions": x.conditions.as_ref().map(crate::compare::fairness::json),
             })
         })
         .collect();
@@ -269,13 +273,17 @@ pub fn to_json(r: &UpdCompareResult) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "settings": r.settings.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
         "wall_secs": r.wall_secs,
         "runs": runs,
         "summary": summary,
         "notes": r.notes,
-    })
+    });
+    if let Value::Object(o) = &mut doc {
+        o.extend(r.fairness.json());
+    }
+    doc
 }
 
 /// Writes updates.md and updates.json into `dir`.
