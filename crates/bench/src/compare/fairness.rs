@@ -436,7 +436,7 @@ pub fn markdown_of(list: &[(&str, &Conditions)], setup: &str) -> String {
     let diff = differences_of(list);
     let _ = writeln!(m, "\n### Differences not removed\n");
     if diff.is_empty() {
-        let _ = writeln!(m, "None seen.\n");
+        let _ = writeln!(m, "None seen.");
     }
     for d in diff {
         let _ = writeln!(m, "- {d}");
