@@ -322,6 +322,26 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
+/// Strings of a report's JSON that hold a number, with their paths (`prefix`, CPU
+/// lists and the command are text): a report's figures are JSON numbers.
+#[cfg(test)]
+pub(crate) fn numeric_strings(v: &Value) -> Vec<String> {
+    fn walk(v: &Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if s.trim().parse::<f64>().is_ok() => out.push(format!("{path}: {s}")),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, path, out)),
+            Value::Object(o) => o
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "prefix" | "cpus" | "command"))
+                .for_each(|(k, x)| walk(x, &format!("{path}.{k}"), out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, "", &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

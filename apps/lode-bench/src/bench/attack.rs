@@ -110,6 +110,8 @@ pub(crate) struct AttackArgs {
     /// Do not install missing packages.
     #[arg(long)]
     no_install: bool,
+    #[command(flatten)]
+    buffers: super::buffers::SocketBufferArg,
 }
 
 /// The command line as typed (arguments with spaces quoted).
@@ -193,6 +195,7 @@ pub(super) fn run(a: AttackArgs, lode: &crate::LodeBinary) -> anyhow::Result<Exi
         ports: a.ports,
         load_limit: secs(a.load_limit, "--load-limit")?,
         install: !a.no_install,
+        socket_buffer: a.buffers.size(),
     };
     cfg.check()?;
     let result = attack::run(&cfg);

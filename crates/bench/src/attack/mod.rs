@@ -16,7 +16,9 @@
 //! ```
 //!
 //! Every server is stopped by PID by compare's guard (also on errors); SIGINT,
-//! SIGTERM and SIGHUP stop the run between steps, the abuse at once.
+//! SIGTERM and SIGHUP stop the run between steps, the abuse at once (a second one
+//! at once). The socket buffers, provenance and each server's observed conditions
+//! are compare's ([`crate::compare::fairness`]).
 
 pub mod mix;
 mod quota;
@@ -32,6 +34,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use lode_wire::Name;
 
+use crate::compare::fairness::{self, Conditions, Fairness};
 use crate::compare::servers::{Guard, Kind, Launch, Running};
 use crate::compare::{
     available_servers, make_set, pin_self, say, seed_layout, sys, DataSet, SetSpec,
@@ -143,6 +146,9 @@ pub struct AttackConfig {
     pub load_limit: Duration,
     /// Install missing packages.
     pub install: bool,
+    /// Socket buffers of every server, bytes as the kernel accounts them: the
+    /// kernel's defaults for the run, and Lode's own option (None: untouched).
+    pub socket_buffer: Option<u64>,
 }
 
 impl AttackConfig {
@@ -342,17 +348,8 @@ pub struct AttackResult {
     pub notes: Vec<String>,
     /// Wall time, seconds.
     pub wall_secs: f64,
-}
-
-/// Sets [`STOP`] on SIGINT, SIGTERM or SIGHUP (see [`crate::interrupt`]).
-/// Call before starting any thread.
-fn catch_signals() -> Result<(), AttackError> {
-    crate::interrupt::catch(
-        &STOP,
-        "attack-signals",
-        "stopping after this step; servers are stopped",
-    )
-    .map_err(AttackError::Config)
+    /// Provenance, socket buffers, each server's conditions.
+    pub fairness: Fairness,
 }
 
 /// Fails with [`AttackError::Interrupted`] once a signal came.
@@ -407,8 +404,13 @@ impl Bench<'_> {
             update_key: None,
             guard,
             metrics: crate::compare::servers::LodeMetrics::default(),
-            socket_buffer: None,
+            socket_buffer: self.cfg.socket_buffer,
         }
+    }
+
+    /// What `server` runs with (one worker), as observed now.
+    fn observe(server: &Running) -> Conditions {
+        fairness::observe(server.kind, 1, &server.pids(), server.addr.port())
     }
 
     /// Starts `kind` (in the CPU quota's cgroup, if any) and waits until
@@ -606,7 +608,12 @@ impl Bench<'_> {
     }
 
     /// Table 2: rounds × servers × configurations.
-    fn cpu(&self, kinds: &[Kind], rate: u64) -> Result<Vec<CpuStep>, AttackError> {
+    fn cpu(
+        &self,
+        kinds: &[Kind],
+        rate: u64,
+        fair: &mut Fairness,
+    ) -> Result<Vec<CpuStep>, AttackError> {
         let cfg = self.cfg;
         let secret = lode_cookie::random_secret()
             .map_err(|e| AttackError::Config(format!("cookie secret: {e}")))?;
@@ -633,6 +640,7 @@ impl Bench<'_> {
                     let guard = mode.guard(cfg.rrl_rate, secret);
                     let tag = format!("cpu-{}-r{run}", mode.name().replace([' ', '+'], ""));
                     let mut server = self.start(kind, &tag, guard)?;
+                    fair.add(kind.name(), &Self::observe(&server));
                     let echoed = probe_cookie(&server, queries.get(0), &client);
                     let expected = mode == GuardMode::RrlCookies;
                     if echoed != Some(expected) {
@@ -805,7 +813,6 @@ fn settings(cfg: &AttackConfig, zones: u64) -> Vec<(String, String)> {
 /// Runs the benchmark and writes the report; returns what was measured.
 pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
     cfg.check()?;
-    catch_signals()?;
     let wall = Instant::now();
     let (zones, prefix) = seed_layout(cfg.records);
     let mut result = AttackResult {
@@ -814,6 +821,21 @@ pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
         ..AttackResult::default()
     };
     let servers = available_servers(&cfg.servers, &cfg.servers, cfg.install, &mut result.notes)?;
+    let peers: Vec<&str> = servers
+        .iter()
+        .filter_map(|k| k.program())
+        .map(|p| p.0)
+        .collect();
+    // Restored when this function returns (also on errors); a first signal stops
+    // the run after its step, a second at once.
+    let stop = (
+        &STOP,
+        "stopping after this step; servers are stopped (again: at once)",
+    );
+    let (fair, _buffers) =
+        fairness::start(&cfg.lode, &peers, cfg.socket_buffer, &servers, Some(stop))
+            .map_err(AttackError::Config)?;
+    result.fairness = fair;
     let logs = cfg.out.join("logs");
     std::fs::create_dir_all(&logs)
         .map_err(|e| AttackError::Compare(crate::compare::CompareError::io(&logs, e)))?;
@@ -872,6 +894,7 @@ pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
                         continue;
                     }
                 };
+                result.fairness.add(kind.name(), &Bench::observe(&server));
                 if cfg.wants(1) {
                     let rows = bench.overload(&server, &mut salt)?;
                     result.overload.extend(rows);
@@ -884,6 +907,8 @@ pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
                         .map(|r| r.r0);
                     result.tcp.push(bench.tcp_abuse(&server, r0)?);
                 }
+                let drops = Bench::observe(&server).drops;
+                result.fairness.set_drops(kind.name(), drops);
                 drop(server);
                 result.wall_secs = wall.elapsed().as_secs_f64();
                 report::write(&cfg.out, &result)?;
@@ -909,7 +934,7 @@ pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
             };
             result.cpu_rate = rate;
             say(&format!("table 2: CPU per answer at {rate} q/s"));
-            result.cpu = bench.cpu(&kinds, rate)?;
+            result.cpu = bench.cpu(&kinds, rate, &mut result.fairness)?;
         }
         Ok(())
     })();

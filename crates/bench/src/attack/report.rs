@@ -406,6 +406,7 @@ pub fn to_markdown(r: &AttackResult) -> String {
     if !r.tcp.is_empty() {
         tcp_md(&r.tcp, &mut m);
     }
+    m.push_str(&r.fairness.markdown());
     if !r.notes.is_empty() {
         m.push_str("## Notes\n\n");
         for n in &r.notes {
@@ -435,11 +436,12 @@ fn abuse_json(a: &AbuseStats) -> Value {
     })
 }
 
-/// The report as JSON: settings, every step, the verdicts.
+/// The report as JSON: settings, every step, the verdicts; the provenance, socket
+/// buffers and conditions ([`crate::compare::fairness::Fairness::json`]).
 pub fn to_json(r: &AttackResult) -> Value {
     let steps = |v: &[StepResult]| v.iter().map(step_json).collect::<Vec<_>>();
     let verdict = |v: Verdict| v.to_string().replace("**", "");
-    json!({
+    let mut doc = json!({
         "command": r.command,
         "settings": r.settings.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
         "wall_secs": r.wall_secs,
@@ -477,7 +479,11 @@ pub fn to_json(r: &AttackResult) -> Value {
             })),
         })).collect::<Vec<_>>(),
         "notes": r.notes,
-    })
+    });
+    if let Value::Object(o) = &mut doc {
+        o.extend(r.fairness.json());
+    }
+    doc
 }
 
 /// Writes attack.md and attack.json into `dir`.

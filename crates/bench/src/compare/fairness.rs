@@ -5,20 +5,26 @@
 //! threads may run on, its worker setting, threads and processes. Whatever still
 //! differs between servers is listed in the report ("Differences not removed").
 //!
+//! `compare`, `compare-updates` and `attack` all go through here:
+//!
 //! ```text
-//!  set_up(size) ─▶ SysctlGuard (restored at the end, on errors, on SIGINT/SIGTERM)
-//!  server ready ─▶ observe(pids, port) ─▶ Conditions ─▶ RunResult.conditions
-//!  report ─▶ table per server + differences()
+//!  start(lode, peers, size, servers) ─▶ Provenance (sysctls before, during)
+//!        ├─ set_up(size) ─▶ SysctlGuard (restored at the end, on errors, on SIGINT/SIGTERM)
+//!        └─ Fairness { setup note, servers: [] }
+//!  server ready ─▶ observe(pids, port) ─▶ Conditions ─▶ Fairness::add / RunResult.conditions
+//!  report ─▶ table per server + differences() + provenance (markdown(), json())
 //! ```
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::servers::Kind;
 use super::RunResult;
+use crate::provenance::Provenance;
 use crate::sockbuf::{self, SysctlGuard};
 
 /// What one server ran with, as observed after it answered.
@@ -152,9 +158,10 @@ pub fn observe(kind: Kind, workers: usize, pids: &[u32], port: u16) -> Condition
     }
 }
 
-/// Sets the kernel's socket buffer defaults to `size` for the run. Returns the
-/// guard (None when nothing was changed) and a note for the report.
-pub fn set_up(size: Option<u64>) -> (Option<SysctlGuard>, String) {
+/// Sets the kernel's socket buffer defaults to `size` for the run, for `servers`
+/// (those with an option of their own are asked half of it). Returns the guard
+/// (None when nothing was changed) and a note for the report.
+pub fn set_up(size: Option<u64>, servers: &[Kind]) -> (Option<SysctlGuard>, String) {
     let Some(size) = size else {
         return (
             None,
@@ -165,14 +172,26 @@ pub fn set_up(size: Option<u64>) -> (Option<SysctlGuard>, String) {
     };
     let root = Path::new("/proc/sys");
     let plan = sockbuf::plan(size, &crate::provenance::read_sysctls(root));
+    let askers: Vec<&str> = servers
+        .iter()
+        .filter(|k| k.buffer_option().is_some())
+        .map(|k| k.name())
+        .collect();
+    let asked = if askers.is_empty() {
+        "no server here has an option of its own".to_owned()
+    } else {
+        format!(
+            "{} asked for {} (the kernel doubles a request)",
+            askers.join(", "),
+            size / 2
+        )
+    };
     match SysctlGuard::apply(root, &plan) {
         Ok(g) => (
             Some(g),
             format!(
                 "socket buffers: net.core.rmem_default and wmem_default set to {size} for the \
-                 run (maxima raised to it if lower), restored at the end; Lode, BIND and the \
-                 echo asked for {} (the kernel doubles a request)",
-                size / 2
+                 run (maxima raised to it if lower), restored at the end; {asked}"
             ),
         ),
         Err(e) => (
@@ -185,18 +204,133 @@ pub fn set_up(size: Option<u64>) -> (Option<SysctlGuard>, String) {
     }
 }
 
-/// On SIGINT, SIGTERM or SIGHUP: the sysctls written back, then the process ends
-/// (its servers with it: they are started with a parent-death signal). Call before
-/// starting any thread.
-pub fn restore_on_signal(guard: &SysctlGuard) -> Result<(), String> {
-    let saved = guard.saved();
-    crate::interrupt::on_signal("compare-signals", move |sig| {
-        for e in sockbuf::restore(&saved) {
-            super::say(&format!("restoring a sysctl: {e}"));
+/// A flag a benchmark checks between steps, and what to say when a signal sets it.
+pub type StopFlag = (&'static AtomicBool, &'static str);
+
+/// Catches SIGINT, SIGTERM and SIGHUP. With `stop`, the first signal sets the flag
+/// (the run ends after its step, and dropping the guard restores the sysctls); a
+/// later one, or the first without `stop`, writes the sysctls back at once and ends
+/// the process (its servers with it: they are started with a parent-death signal).
+/// Without a guard or a flag, nothing is caught. Call before starting any thread.
+pub fn restore_on_signal(
+    guard: Option<&SysctlGuard>,
+    stop: Option<StopFlag>,
+) -> Result<(), String> {
+    if guard.is_none() && stop.is_none() {
+        return Ok(());
+    }
+    let saved = guard.map(SysctlGuard::saved);
+    crate::interrupt::on_signal("bench-signals", move |sig| {
+        if let Some((flag, what)) = stop {
+            if !flag.swap(true, Ordering::SeqCst) {
+                super::say(&format!("{sig}: {what}"));
+                return;
+            }
         }
-        super::say(&format!("{sig}: socket buffer sysctls restored; stopping"));
+        if let Some(saved) = &saved {
+            for e in sockbuf::restore(saved) {
+                super::say(&format!("restoring a sysctl: {e}"));
+            }
+            super::say(&format!("{sig}: socket buffer sysctls restored; stopping"));
+        }
         std::process::exit(130);
     })
+}
+
+/// What a report says of its run's conditions: where the figures come from, the
+/// socket buffer size asked and how it was set, what each server ran with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fairness {
+    /// Command, commit, versions, machine, sysctls before and during.
+    pub provenance: Option<Provenance>,
+    /// `--socket-buffer` (None: 0, the kernel left alone).
+    pub socket_buffer: Option<u64>,
+    /// How socket buffers were made equal (or why not).
+    pub setup: String,
+    /// Each server's first observed conditions, in the order observed.
+    pub servers: Vec<(String, Conditions)>,
+}
+
+impl Fairness {
+    /// Keeps `c` as `server`'s conditions unless it has some already.
+    pub fn add(&mut self, server: &str, c: &Conditions) {
+        if !self.servers.iter().any(|(n, _)| n == server) {
+            self.servers.push((server.to_owned(), c.clone()));
+        }
+    }
+
+    /// Sets the drops of `server`'s kept conditions (read at the end of that run).
+    pub fn set_drops(&mut self, server: &str, drops: u64) {
+        if let Some((_, c)) = self.servers.iter_mut().find(|(n, _)| n == server) {
+            c.drops = drops;
+        }
+    }
+
+    fn list(&self) -> Vec<(&str, &Conditions)> {
+        self.servers.iter().map(|(n, c)| (n.as_str(), c)).collect()
+    }
+
+    /// The report's *Conditions* and *Provenance* sections.
+    pub fn markdown(&self) -> String {
+        let mut m = markdown_of(&self.list(), &self.setup);
+        if let Some(p) = &self.provenance {
+            m.push_str(&p.to_markdown());
+        }
+        m
+    }
+
+    /// Its fields of a report's JSON: `provenance`, `socket_buffer_bytes`,
+    /// `socket_buffers` (the note), `conditions` (by server), `differences_not_removed`.
+    pub fn json(&self) -> Map<String, Value> {
+        let mut j = Map::new();
+        j.insert(
+            "provenance".into(),
+            self.provenance
+                .as_ref()
+                .map_or(Value::Null, Provenance::to_json),
+        );
+        j.insert("socket_buffer_bytes".into(), json!(self.socket_buffer));
+        j.insert("socket_buffers".into(), json!(self.setup));
+        j.insert(
+            "conditions".into(),
+            Value::Object(
+                self.servers
+                    .iter()
+                    .map(|(n, c)| (n.clone(), json(c)))
+                    .collect(),
+            ),
+        );
+        j.insert(
+            "differences_not_removed".into(),
+            json!(differences_of(&self.list())),
+        );
+        j
+    }
+}
+
+/// The start of a run that starts servers: the provenance (`lode` and the `peers`'
+/// versions, sysctls before), the socket buffer sysctls set to `size` for `servers`
+/// (the guard restores them), the signals caught ([`restore_on_signal`]), the
+/// sysctls read again (during). Call before starting any thread.
+pub fn start(
+    lode: &Path,
+    peers: &[&str],
+    size: Option<u64>,
+    servers: &[Kind],
+    stop: Option<StopFlag>,
+) -> Result<(Fairness, Option<SysctlGuard>), String> {
+    let mut provenance = Provenance::collect(Some(lode), peers);
+    let (guard, setup) = set_up(size, servers);
+    restore_on_signal(guard.as_ref(), stop)?;
+    provenance.sysctls_during = crate::provenance::read_sysctls(Path::new("/proc/sys"));
+    super::say(&setup);
+    let fairness = Fairness {
+        provenance: Some(provenance),
+        socket_buffer: size,
+        setup,
+        servers: Vec::new(),
+    };
+    Ok((fairness, guard))
 }
 
 /// Conditions of each server: the first run of each entry that has them.
@@ -222,7 +356,11 @@ fn common<T: PartialEq + Clone>(values: &[T]) -> Option<T> {
 
 /// The differences between servers that the run did not remove, one line each.
 pub fn differences(runs: &[RunResult]) -> Vec<String> {
-    let list = per_server(runs);
+    differences_of(&per_server(runs))
+}
+
+/// The differences between the servers of `list` (name, conditions), one line each.
+pub fn differences_of(list: &[(&str, &Conditions)]) -> Vec<String> {
     let mut out = Vec::new();
     let mut check = |what: &str, key: &dyn Fn(&Conditions) -> String| {
         let values: Vec<String> = list.iter().map(|(_, c)| key(c)).collect();
@@ -250,9 +388,13 @@ pub fn differences(runs: &[RunResult]) -> Vec<String> {
 
 /// The report's section: a table per server and the differences not removed.
 pub fn markdown(runs: &[RunResult], setup: &str) -> String {
+    markdown_of(&per_server(runs), setup)
+}
+
+/// The section for the servers of `list` (name, conditions).
+pub fn markdown_of(list: &[(&str, &Conditions)], setup: &str) -> String {
     let mut m = String::from("## Conditions\n\n");
     let _ = writeln!(m, "{setup}.\n");
-    let list = per_server(runs);
     if list.is_empty() {
         let _ = writeln!(m, "Not observed.\n");
         return m;
@@ -277,7 +419,7 @@ pub fn markdown(runs: &[RunResult], setup: &str) -> String {
                 .join(", ")
         }
     };
-    for (name, c) in &list {
+    for (name, c) in list {
         let _ = writeln!(
             m,
             "| {name} | {} ({}) | {} | {} | {} | {} | {} | {} |",
@@ -291,10 +433,10 @@ pub fn markdown(runs: &[RunResult], setup: &str) -> String {
             c.processes
         );
     }
-    let diff = differences(runs);
+    let diff = differences_of(list);
     let _ = writeln!(m, "\n### Differences not removed\n");
     if diff.is_empty() {
-        let _ = writeln!(m, "None seen.\n");
+        let _ = writeln!(m, "None seen.");
     }
     for d in diff {
         let _ = writeln!(m, "- {d}");
@@ -316,6 +458,32 @@ pub fn json(c: &Conditions) -> Value {
         "threads": c.threads,
         "processes": c.processes,
     })
+}
+
+/// A block for tests: three servers, NSD with a smaller receive buffer.
+#[cfg(test)]
+pub(crate) fn sample() -> Fairness {
+    let c = |rb: u64| Conditions {
+        workers: 1,
+        workers_option: "--workers".into(),
+        udp_sockets: 1,
+        rcvbuf: vec![rb],
+        sndbuf: vec![4 << 20],
+        cpus: vec!["0".into()],
+        threads: 3,
+        processes: 1,
+        ..Conditions::default()
+    };
+    let mut f = Fairness {
+        provenance: Some(Provenance::collect(None, &[])),
+        socket_buffer: Some(4 << 20),
+        setup: "socket buffers: test".into(),
+        servers: Vec::new(),
+    };
+    for (name, rb) in [("lode", 4 << 20), ("knot", 4 << 20), ("nsd", 2 << 20)] {
+        f.add(name, &c(rb));
+    }
+    f
 }
 
 #[cfg(test)]
@@ -378,5 +546,38 @@ mod tests {
         assert!(md.contains("### Differences not removed"), "{md}");
         let j = json(runs[0].conditions.as_ref().expect("conditions"));
         assert_eq!(j["rcvbuf_bytes"][0], 4 << 20);
+    }
+
+    /// The block attack and compare-updates write: numbers as numbers, the first
+    /// conditions of each server kept, their differences named.
+    #[test]
+    fn fairness_block() {
+        let mut f = sample();
+        f.add("lode", &Conditions::default());
+        f.set_drops("nsd", 7);
+        let j = Value::Object(f.json());
+        assert!(crate::provenance::numeric_strings(&j).is_empty(), "{j}");
+        assert_eq!(j["socket_buffer_bytes"], 4 << 20);
+        assert_eq!(j["conditions"]["lode"]["rcvbuf_bytes"][0], 4 << 20);
+        assert_eq!(j["conditions"]["nsd"]["rcvbuf_bytes"][0], 2 << 20);
+        assert_eq!(j["conditions"]["nsd"]["socket_drops"], 7);
+        assert!(j["provenance"]["machine"]["cores"].is_u64(), "{j}");
+        assert_eq!(
+            j["differences_not_removed"],
+            json!(["nsd: receive buffer 2097152, the others 4194304"])
+        );
+        let md = f.markdown();
+        assert!(
+            md.contains("| lode | 1 (--workers) | 1 | 4.00 MiB |"),
+            "{md}"
+        );
+        assert!(md.contains("## Provenance"), "{md}");
+        assert!(Fairness::default().json()["provenance"].is_null());
+        assert!(Fairness::default().markdown().contains("Not observed."));
+        let (guard, note) = set_up(None, &[Kind::Lode]);
+        assert!(
+            guard.is_none() && note.contains("--socket-buffer 0"),
+            "{note}"
+        );
     }
 }

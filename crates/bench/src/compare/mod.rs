@@ -1035,16 +1035,11 @@ pub fn run(cfg: &CompareConfig) -> Result<CompareResult, CompareError> {
         .map(|p| p.0)
         .collect();
     peers.push("/usr/bin/dnsperf");
-    let mut provenance = crate::provenance::Provenance::collect(Some(&cfg.lode), &peers);
     // Written back when this function returns (also on errors) or on a signal.
-    let (buffers, setup) = fairness::set_up(cfg.socket_buffer);
-    if let Some(g) = &buffers {
-        fairness::restore_on_signal(g).map_err(CompareError::Config)?;
-    }
-    provenance.sysctls_during = crate::provenance::read_sysctls(Path::new("/proc/sys"));
-    say(&setup);
-    result.provenance = Some(provenance);
-    result.buffer_setup = setup;
+    let (fair, _buffers) = fairness::start(&cfg.lode, &peers, cfg.socket_buffer, &servers, None)
+        .map_err(CompareError::Config)?;
+    result.provenance = fair.provenance;
+    result.buffer_setup = fair.setup;
     let mut plan = entries(cfg, &servers);
     plan.retain(|e| match e.kind.program() {
         Some((prog, pkg)) if !Path::new(prog).exists() => {

@@ -721,19 +721,6 @@ mod tests {
         }
     }
 
-    /// Strings that hold a number, with their paths (`prefix` and CPU lists are text).
-    fn numeric_strings(v: &Value, path: &str, out: &mut Vec<String>) {
-        match v {
-            Value::String(s) if s.trim().parse::<f64>().is_ok() => out.push(format!("{path}: {s}")),
-            Value::Array(a) => a.iter().for_each(|x| numeric_strings(x, path, out)),
-            Value::Object(o) => o
-                .iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "prefix" | "cpus" | "command"))
-                .for_each(|(k, x)| numeric_strings(x, &format!("{path}.{k}"), out)),
-            _ => {}
-        }
-    }
-
     /// No figure of report.json is a string; the provenance, settings and
     /// conditions are there as numbers.
     #[test]
@@ -747,8 +734,7 @@ mod tests {
             ..Default::default()
         });
         let j = to_json(&r);
-        let mut found = Vec::new();
-        numeric_strings(&j, "", &mut found);
+        let found = crate::provenance::numeric_strings(&j);
         assert!(found.is_empty(), "numbers as strings: {found:?}");
         assert_eq!(j["settings"]["records"], 500_000);
         assert_eq!(j["settings"]["clients"], json!([]));

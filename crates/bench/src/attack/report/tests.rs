@@ -125,9 +125,8 @@ fn tcp_verdicts() {
     ));
 }
 
-#[test]
-fn report_has_three_tables_and_their_verdicts() {
-    let r = AttackResult {
+fn sample() -> AttackResult {
+    AttackResult {
         command: "lode-bench attack --quick".into(),
         settings: vec![("set".into(), "100 records".into())],
         overload: vec![
@@ -160,7 +159,13 @@ fn report_has_three_tables_and_their_verdicts() {
         tcp: vec![tcp_row(100_000, 96_000)],
         notes: vec!["a note".into()],
         wall_secs: 12.0,
-    };
+        fairness: crate::compare::fairness::sample(),
+    }
+}
+
+#[test]
+fn report_has_three_tables_and_their_verdicts() {
+    let r = sample();
     let md = to_markdown(&r);
     assert!(md.contains("lode-bench attack --quick"));
     assert!(md.contains("## 1. Overload"));
@@ -184,4 +189,31 @@ fn report_has_three_tables_and_their_verdicts() {
     assert_eq!(js["tcp"][0]["churn"]["ratio"], 0.5);
     assert!(md.contains("| 50000 | 0.500 | 0 |"), "{md}");
     assert_eq!(js["cpu_summary"][0]["verdict"], "met");
+}
+
+/// attack.json carries the provenance, the socket buffers asked and each server's
+/// measured ones, every figure a number; attack.md the same sections.
+#[test]
+fn report_has_provenance_and_conditions() {
+    let r = sample();
+    let js = to_json(&r);
+    let found = crate::provenance::numeric_strings(&js);
+    assert!(found.is_empty(), "numbers as strings: {found:?}");
+    assert!(js["provenance"]["machine"]["cores"].is_u64(), "{js}");
+    assert!(js["provenance"]["sysctls_before"].is_object(), "{js}");
+    assert_eq!(js["socket_buffer_bytes"], 4 << 20);
+    assert_eq!(js["socket_buffers"], "socket buffers: test");
+    assert_eq!(js["conditions"]["lode"]["rcvbuf_bytes"][0], 4 << 20);
+    assert_eq!(
+        js["differences_not_removed"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let md = to_markdown(&r);
+    let (conditions, provenance, notes) = (
+        md.find("## Conditions").expect("conditions"),
+        md.find("## Provenance").expect("provenance"),
+        md.find("## Notes").expect("notes"),
+    );
+    assert!(conditions < provenance && provenance < notes, "{md}");
+    assert!(md.contains("### Differences not removed"), "{md}");
 }

@@ -49,6 +49,7 @@ fn sample() -> UpdCompareResult {
         ],
         notes: vec!["a note".into()],
         wall_secs: 10.0,
+        fairness: crate::compare::fairness::sample(),
     }
 }
 
@@ -139,6 +140,7 @@ fn settings_are_checked() {
         port: 15700,
         load_limit: Duration::from_secs(10),
         install: false,
+        socket_buffer: Some(4 << 20),
     };
     assert!(ok.check().is_ok());
     let bad = |f: &dyn Fn(&mut UpdCompareConfig)| {
@@ -153,4 +155,37 @@ fn settings_are_checked() {
     assert!(bad(&|c| c.update_rates = vec![-1.0]));
     assert!(bad(&|c| c.clients = 0));
     assert!(bad(&|c| c.bulk_shape = (0, 1, 1)));
+}
+
+/// updates.json carries the provenance, the socket buffers asked and each server's
+/// measured ones (per run too), every figure a number; updates.md the same sections.
+#[test]
+fn report_has_provenance_and_conditions() {
+    let mut r = sample();
+    r.runs[0].conditions = r.fairness.servers.first().map(|(_, c)| c.clone());
+    let js = to_json(&r);
+    let found = crate::provenance::numeric_strings(&js);
+    assert!(found.is_empty(), "numbers as strings: {found:?}");
+    assert!(js["provenance"]["machine"]["cores"].is_u64(), "{js}");
+    assert_eq!(js["socket_buffer_bytes"], 4 << 20);
+    assert_eq!(js["socket_buffers"], "socket buffers: test");
+    assert_eq!(js["conditions"]["nsd"]["rcvbuf_bytes"][0], 2 << 20);
+    assert_eq!(js["runs"][0]["conditions"]["rcvbuf_bytes"][0], 4 << 20);
+    assert!(js["runs"][1]["conditions"].is_null());
+    assert_eq!(
+        js["differences_not_removed"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let md = to_markdown(&r);
+    let (targets, conditions, provenance, notes) = (
+        md.find("## Targets 2 and 4").expect("targets"),
+        md.find("## Conditions").expect("conditions"),
+        md.find("## Provenance").expect("provenance"),
+        md.find("## Notes").expect("notes"),
+    );
+    assert!(
+        targets < conditions && conditions < provenance && provenance < notes,
+        "{md}"
+    );
+    assert!(md.contains("static.\n\n## Conditions"), "{md}");
 }
