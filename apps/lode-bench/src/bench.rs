@@ -48,7 +48,7 @@ pub(crate) enum BenchWhat {
     /// Side by side: Knot DNS, NSD, BIND 9, PowerDNS and Lode on the same generated
     /// zones, the same tests, interleaved; a report (Markdown, JSON, PNG) in a folder.
     Compare(Box<CompareArgs>),
-    /// Updates side by side (issue 8): Lode, Knot DNS and BIND 9 with the same key and
+    /// Updates side by side: Lode, Knot DNS and BIND 9 with the same key and
     /// zones: durable update rate vs the disk's fdatasync rate, query rate under update
     /// rates, `lode update` bulk load with query latency; updates.md and updates.json.
     CompareUpdates(Box<updates::CompareUpdatesArgs>),
@@ -58,7 +58,7 @@ pub(crate) enum BenchWhat {
     /// namespace on one bridge (10.53.0.0/24, made and removed here; needs root):
     /// update propagation, query rate of a secondary under IXFR, AXFR of a large zone.
     Fleet(Box<fleet::FleetArgs>),
-    /// Under attack (issue 10): Lode, Knot DNS and NSD side by side — answered rate
+    /// Under attack: Lode, Knot DNS and NSD side by side — answered rate
     /// under 1.5 and 2 × the zero-loss rate with random NXDOMAIN mixes, CPU per answer
     /// with RRL and cookies, UDP rate under a TCP abuse mix; attack.md and attack.json.
     Attack(Box<attack::AttackArgs>),
@@ -101,13 +101,13 @@ pdns-backend-bind dnsperf fonts-dejavu-core) with apt-get unless --no-install. S
 --work, and are stopped by PID when done or on errors. --quick: 1 s steps, two rounds, clients \
 1 2 4.
 
-Issue 4: every round runs the echo beside the servers; per server and query kind (existing, \
+CPU per answer, flatness, memory: every round runs the echo beside the servers; per server and query kind (existing, \
 NXDOMAIN, outside every zone) one step at --cpu-rate measures server CPU per answer; \
 --flat-records 20000000 adds Lode on a 20M set to the rounds (flatness); --memory-records \
 5000000 adds load time and memory of --memory-servers on a 5M set; --shared-naptr K adds Lode's \
 memory on that set with K shared NAPTR RRsets. `lode-bench run experiments/queries.toml` runs the whole set.
 
-Issue 11 §1: --metrics-overhead adds, after the other tests, rounds of Lode alone with its \
+The cost of the metrics: --metrics-overhead adds, after the other tests, rounds of Lode alone with its \
 metrics off (query-counters = false, no endpoint) and on (counters, metrics-listen on \
 127.0.0.1:<--base-port + 6>, GET /metrics scraped every second), alternated off, on, off, on; \
 each run: start, warm-up step, one --cpu-step step per query kind at --cpu-rate. report.md gets \
@@ -179,7 +179,7 @@ pub(crate) struct CompareArgs {
     #[arg(long, value_delimiter = ',', default_value = "lode")]
     flat_servers: Vec<String>,
     /// Also measure load time and memory of --memory-servers on a set of this many
-    /// records (issue 4 target 3: 5000000).
+    /// records (the memory target: 5000000).
     #[arg(long)]
     memory_records: Option<u64>,
     /// Servers measured on the --memory-records set.
@@ -432,7 +432,7 @@ pub(crate) struct UpdateArgs {
     /// Add an EDNS OPT record to every query.
     #[arg(long)]
     edns: bool,
-    /// Closed-loop durable-update mode (issue 8 target 1) instead of the query search:
+    /// Closed-loop durable-update mode (the durable-update target) instead of the query search:
     /// this many clients, each its own TCP connection, adding new NAPTRs (owners:
     /// numbers from --first, reversed below each --zone NAME; no zone file needed).
     #[arg(long)]

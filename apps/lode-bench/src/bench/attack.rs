@@ -1,4 +1,4 @@
-//! `lode-bench attack`: issue 10's benchmarks under attack (crates/bench/src/attack/),
+//! `lode-bench attack`: the benchmarks under attack (crates/bench/src/attack/),
 //! its arguments and their checks.
 
 use std::path::PathBuf;

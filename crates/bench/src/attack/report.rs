@@ -388,7 +388,7 @@ fn tcp_md(rows: &[TcpRow], m: &mut String) {
 
 /// The report in Markdown.
 pub fn to_markdown(r: &AttackResult) -> String {
-    let mut m = String::from("# Under attack: Lode, Knot DNS, NSD (issue 10)\n\n");
+    let mut m = String::from("# Under attack: Lode, Knot DNS, NSD\n\n");
     m.push_str(&format!(
         "Written by `lode-bench attack` in {:.0} s:\n\n```sh\n{}\n```\n\n",
         r.wall_secs, r.command

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  summaries ─▶ Figures (ratios Lode/echo, Lode/max(Knot, NSD), 20M/500k, …)
-//!            ─▶ Markdown section "Issue 4 targets" and the JSON "targets" object
+//!            ─▶ Markdown section "Targets" and the JSON "targets" object
 //! ```
 
 use std::fmt::Write as _;
@@ -154,11 +154,11 @@ fn rcode_name(r: Option<u16>) -> String {
     })
 }
 
-/// The Markdown section "Issue 4 targets".
+/// The Markdown section "Targets".
 pub fn markdown(r: &CompareResult, s: &[ServerSummary]) -> String {
     let f = figures(s);
     let mut m = String::new();
-    let _ = writeln!(m, "## Issue 4 targets\n");
+    let _ = writeln!(m, "## Targets\n");
 
     // Target 1.
     let _ = writeln!(
