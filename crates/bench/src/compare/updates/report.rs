@@ -100,7 +100,7 @@ pub fn to_markdown(r: &UpdCompareResult) -> String {
     let s = summarize(r);
     let get = |n: &str| s.iter().find(|x| x.server == n);
     let lode = get("lode");
-    let mut m = String::from("# Updates: Lode, Knot DNS, BIND 9 (issue 8 §6)\n\n");
+    let mut m = String::from("# Updates: Lode, Knot DNS, BIND 9\n\n");
     m.push_str(&format!(
         "{} run(s), {:.0} s. Medians over the runs.\n\n",
         r.runs.iter().map(|x| x.run).max().unwrap_or(0),
