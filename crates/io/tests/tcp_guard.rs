@@ -158,6 +158,9 @@ fn a_full_server_closes_its_idlest_connection_for_a_new_client() {
     let (server, addr, _) = start(16450, config);
     let hog: Vec<TcpStream> = (0..100).map(|_| connect_from(ip(0, 2), addr)).collect();
     wait_for(&server, "100 idle connections open", |s| s.open == 100);
+    // Idleness is kept in milliseconds: the hog is strictly idler than
+    // every client below, not tied with the first ones.
+    std::thread::sleep(Duration::from_millis(10));
     let mut clients = Vec::new();
     for round in 0..20 {
         let (s, took) = ask(ip(0, 1), addr);
@@ -189,7 +192,14 @@ fn a_source_at_its_limit_loses_its_own_idlest_connection_or_is_refused() {
         ..TcpConfig::default()
     };
     let (server, addr, held) = start(16451, config);
-    let mut mine: Vec<TcpStream> = (0..100).map(|_| connect_from(ip(0, 3), addr)).collect();
+    // Idleness is kept in milliseconds and two threads accept: the first
+    // connection is made strictly the idlest, not tied with the next ones.
+    let first = connect_from(ip(0, 3), addr);
+    wait_for(&server, "the first connection open", |s| s.open == 1);
+    std::thread::sleep(Duration::from_millis(10));
+    let mut mine: Vec<TcpStream> = std::iter::once(first)
+        .chain((1..100).map(|_| connect_from(ip(0, 3), addr)))
+        .collect();
     wait_for(&server, "100 connections open", |s| s.open == 100);
     // The 101st: its source's idlest (the first) is closed, it is served.
     let (mut extra, _) = ask(ip(0, 3), addr);
