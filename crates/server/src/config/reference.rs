@@ -204,6 +204,8 @@ pub const KEYS: &[Key] = &[
     k("[[template]]", "dnssec-signing", "true | false", "false", "The members are signed here."),
     k("[[template]]", "dnssec-policy", "POLICY-ID", "\"default\"", "The [[policy]] they are signed by."),
     k("[[template]]", "dnssec-validation", "true | false", "false", "Each new version of a member is verified first."),
+    k("[[template]]", "zonemd-generate", "none | zonemd-sha384 | zonemd-sha512 | remove", "none", "Each new version of a member gets its ZONEMD, or has it removed (needs journal-dir)."),
+    k("[[template]]", "zonemd-verify", "true | false", "false", "A member's transfer whose ZONEMD is missing or wrong is refused; the served version stays."),
     // --- [[policy]]
     k("[[policy]]", "id", "TEXT", "", "The policy's name; \"default\" is Knot's default policy (required)."),
     k("[[policy]]", "algorithm", "ecdsap256sha256 | ecdsap384sha384 | ed25519 | rsasha256", "ecdsap256sha256", "The keys' algorithm (13, 14, 15 or 8)."),
