@@ -168,7 +168,7 @@ pub const KEYS: &[Key] = &[
     k("[[zone]]", "dnssec-validation", "true | false", "false", "Each new version (signed elsewhere) is verified before it is served."),
     k("[[zone]]", "ds-push", "[REMOTE-ID, …]", "the policy's", "The policy's ds-push for this zone alone."),
     k("[[zone]]", "zonemd-generate", "none | zonemd-sha384 | zonemd-sha512 | remove", "none", "Each new version gets its ZONEMD (RFC 8976, simple scheme; signed when the zone is signed here), or has it removed (needs journal-dir)."),
-    k("[[zone]]", "zonemd-verify", "true | false", "false", "A zone file or transfer whose ZONEMD is missing or wrong is refused; the served version stays."),
+    k("[[zone]]", "zonemd-verify", "true | false", "false", "A zone file, transfer or UPDATE whose result has no ZONEMD that verifies is refused (an UPDATE with SERVFAIL, as Knot: checked before zonemd-generate makes the next digest); the served version stays."),
     // --- [[key]]
     k("[[key]]", "id", "NAME", "", "The key's name, as requests carry it (required)."),
     k("[[key]]", "algorithm", "hmac-sha256 | hmac-sha512 | …", "", "Its HMAC algorithm (required)."),
