@@ -50,7 +50,7 @@ step "building the package ($profile profile)"
 deb=$(LODE_DEB_REUSE_TEST_BUILD=1 bash scripts/deb.sh --profile "$profile" | tail -1)
 [ -f "$deb" ] || fail "no package built"
 dpkg-deb -I "$deb" | sed -n '/Package:/,/Depends:/p'
-# The measuring tools are the lode-bench binary's, packaged apart (issue 17 §4).
+# The measuring tools are the lode-bench binary's, packaged apart.
 if dpkg-deb -c "$deb" | grep -E 'bench|/lode-gen'; then
     fail "the server package holds measuring tools (above)"
 fi

@@ -1,4 +1,4 @@
-//! Under attack (issue 10): Lode, Knot DNS and NSD side by side in one run, on the
+//! Under attack: Lode, Knot DNS and NSD side by side in one run, on the
 //! same generated ENUM zones, the server pinned to one CPU and the tester to the other.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Updates side by side (issue 8 §6): Lode, Knot DNS and BIND 9 on the same ENUM
+//! Updates side by side: Lode, Knot DNS and BIND 9 on the same ENUM
 //! zones with the same TSIG key, interleaved run by run, server on one CPU, tester
 //! on another.
 //!
