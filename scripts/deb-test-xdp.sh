@@ -103,18 +103,22 @@ echo "without the drop-in: $(grep -o "cannot serve XDP.*" "$work/without.log" | 
 
 # With it: served over XDP, traced.
 serve "$caps" "$bounding" "$work/with.log" strace -f -qq -o "$work/trace"
-answer=
+# The sockets are bound before the program is attached, and the control
+# socket may come last: ask until an answer is counted over XDP.
+answer= xdp=
 for _ in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || fail "lode ended: $(tail -5 "$work/with.log")"
     answer=$(ip netns exec "$cli_ns" dig @10.53.7.1 www.deb.test A +short +time=1 +tries=1 2>/dev/null |
         grep -E '^[0-9.]+$' || true)
-    [ -z "$answer" ] || break
-    kill -0 "$pid" 2>/dev/null || fail "lode ended: $(tail -5 "$work/with.log")"
+    xdp=$(/usr/sbin/lode status --control "$work/lode.sock" 2>/dev/null | grep '^xdp ' || true)
+    if [ -n "$answer" ] && [[ $xdp =~ responses\ ([1-9][0-9]*) ]]; then
+        break
+    fi
     sleep 0.2
 done
 [ -n "$answer" ] || fail "no answer over the veth: $(tail -5 "$work/with.log")"
-xdp=$(/usr/sbin/lode status --control "$work/lode.sock" | grep '^xdp ') || fail "lode status: no xdp line"
+[[ $xdp =~ responses\ ([1-9][0-9]*) ]] || fail "no answer counted over XDP: ${xdp:-no xdp line in lode status}"
 echo "$xdp"
-[[ $xdp =~ responses\ ([1-9][0-9]*) ]] || fail "no answer counted over XDP"
 grep -o "UDP over XDP on .*" "$work/with.log" | head -1
 /usr/sbin/lode stop --control "$work/lode.sock" >/dev/null || fail "lode stop"
 wait "$pid" || fail "lode did not stop cleanly: $(tail -5 "$work/with.log")"
