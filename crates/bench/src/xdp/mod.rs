@@ -1,0 +1,495 @@
+//! `lode-bench xdp`: DNS over XDP side by side — Lode and Knot DNS over
+//! AF_XDP, the same two over UDP sockets, NSD, and the in-kernel XDP echo
+//! (the path's floor) — on a veth pair between two network namespaces of
+//! the run. The server has CPU 0 (one worker, its end's NAPI thread there
+//! too), the loaders CPU 1.
+//!
+//! ```text
+//!  gen enum ─▶ zones, query files (existing, NXDOMAIN)
+//!  per round, per server: start in lodexdp-PID-s on CPU 0 ─▶ answered from the client side?
+//!     ├ idle second: CPU 0's background busy time
+//!     ├ CPU per answer at --cpu-rate: kxdpgun and dnsperf × existing and NXDOMAIN
+//!     │     (CPU 0 busy: user+nice+system+irq+softirq of /proc/stat, less the background;
+//!     │      and the server's own threads plus its end's NAPI thread)
+//!     └ saturation: kxdpgun at --sat-rate, answers/s
+//!  --overload: capacity (highest rate with ≥ 99 % answered, bisection), then 2× and 5× it
+//!  ─▶ report.md, report.json: medians, ratios, goals met or missed, provenance
+//! ```
+//!
+//! Everything the run makes (namespaces, the pair, server processes, the
+//! echo's holder) is removed or stopped by PID at the end, on errors and on
+//! Ctrl-C (after the current measurement).
+
+pub mod load;
+pub mod net;
+pub mod report;
+pub mod servers;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::compare::servers::Kind as CompareKind;
+use crate::compare::sys;
+use crate::gen::enumset::{self, EnumSetSpec};
+use load::{Load, Outcome, Tool};
+use net::Pair;
+
+/// The servers the benchmark knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Server {
+    /// Lode, `listen-xdp` on the server's end.
+    LodeXdp,
+    /// Knot DNS, `xdp: listen` on it.
+    KnotXdp,
+    /// Lode over UDP sockets.
+    LodeUdp,
+    /// Knot DNS over UDP sockets.
+    KnotUdp,
+    /// NSD over UDP sockets.
+    Nsd,
+    /// The in-kernel XDP echo.
+    EchoXdp,
+}
+
+impl Server {
+    /// All, in the default order.
+    pub const ALL: [Server; 6] = [
+        Server::LodeXdp,
+        Server::KnotXdp,
+        Server::LodeUdp,
+        Server::KnotUdp,
+        Server::Nsd,
+        Server::EchoXdp,
+    ];
+
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Server::LodeXdp => "lode-xdp",
+            Server::KnotXdp => "knot-xdp",
+            Server::LodeUdp => "lode-udp",
+            Server::KnotUdp => "knot-udp",
+            Server::Nsd => "nsd",
+            Server::EchoXdp => "echo-xdp",
+        }
+    }
+
+    /// The server named `s`.
+    pub fn parse(s: &str) -> Option<Server> {
+        Server::ALL.into_iter().find(|k| k.name() == s.trim())
+    }
+}
+
+/// The query kinds measured.
+pub const KINDS: [(&str, usize); 2] = [("existing", 0), ("nxdomain", 1)];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct XdpConfig {
+    /// Servers, in run order.
+    pub servers: Vec<Server>,
+    /// ENUM records of the data set.
+    pub records: u64,
+    /// Zones they are split into.
+    pub zones: u64,
+    /// Results folder.
+    pub out: PathBuf,
+    /// Scratch folder: the data set and the servers' folders.
+    pub work: PathBuf,
+    /// The lode binary.
+    pub lode: PathBuf,
+    /// The lode-bench binary (holds the echo in the server namespace).
+    pub bench: PathBuf,
+    /// Rounds (medians over them).
+    pub rounds: usize,
+    /// Offered rate of the CPU-per-answer runs (below every server's capacity).
+    pub cpu_rate: u64,
+    /// Seconds of each CPU-per-answer run.
+    pub cpu_secs: u64,
+    /// Offered rate of the saturation runs (as fast as kxdpgun sends).
+    pub sat_rate: u64,
+    /// Seconds of each saturation run.
+    pub sat_secs: u64,
+    /// Also measure with dnsperf.
+    pub dnsperf: bool,
+    /// Capacity search and 2×, 5× overload.
+    pub overload: bool,
+    /// Bisection steps of the capacity search.
+    pub search_steps: usize,
+    /// Socket buffer size for the run (the kernel's defaults; NSD's option).
+    pub socket_buffer: Option<u64>,
+    /// How long a server may take to load the zones.
+    pub load_limit: Duration,
+    /// CPU of the server.
+    pub server_cpu: usize,
+    /// CPU of the loaders.
+    pub client_cpu: usize,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Whether Ctrl-C (or SIGTERM, SIGHUP) asked the run to stop.
+pub fn stopping() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// A line of progress on stderr.
+pub fn say(msg: &str) {
+    eprintln!("[xdp] {msg}");
+}
+
+/// One CPU-per-answer run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuRun {
+    /// The loader.
+    pub tool: Tool,
+    /// `existing` or `nxdomain`.
+    pub kind: &'static str,
+    /// What it reported.
+    pub outcome: Outcome,
+    /// CPU 0 busy nanoseconds over the loader's life, background subtracted.
+    pub cpu0_ns: f64,
+    /// The same, as read.
+    pub cpu0_raw_ns: f64,
+    /// The server's threads and its end's NAPI thread, nanoseconds.
+    pub tasks_ns: f64,
+}
+
+impl CpuRun {
+    /// CPU 0 busy time per answer, microseconds.
+    pub fn cpu0_us(&self) -> Option<f64> {
+        (self.outcome.answers > 0).then(|| self.cpu0_ns / self.outcome.answers as f64 / 1e3)
+    }
+    /// The server's tasks' time per answer, microseconds.
+    pub fn tasks_us(&self) -> Option<f64> {
+        (self.outcome.answers > 0).then(|| self.tasks_ns / self.outcome.answers as f64 / 1e3)
+    }
+}
+
+/// One overload run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverloadRun {
+    /// Times the capacity offered.
+    pub factor: f64,
+    /// What kxdpgun reported.
+    pub outcome: Outcome,
+}
+
+/// Everything measured of one server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerResult {
+    /// Its name.
+    pub server: String,
+    /// CPU 0's background busy time, ns per second, per round.
+    pub background: Vec<f64>,
+    /// CPU-per-answer runs of every round.
+    pub cpu: Vec<CpuRun>,
+    /// Saturation runs.
+    pub saturation: Vec<Outcome>,
+    /// Highest rate with ≥ 99 % answered (with --overload).
+    pub capacity: Option<f64>,
+    /// Overload runs.
+    pub overload: Vec<OverloadRun>,
+    /// What went wrong, if something did.
+    pub errors: Vec<String>,
+}
+
+/// The run's data set.
+struct DataSet {
+    zones: Vec<(String, PathBuf)>,
+    queries: [PathBuf; 2],
+    probe: String,
+}
+
+fn make_data(cfg: &XdpConfig) -> Result<DataSet, String> {
+    let dir = cfg.work.join("enum");
+    let mut spec = EnumSetSpec::new(cfg.records, cfg.zones);
+    spec.queries = Some(cfg.records.clamp(1, 1_000_000));
+    say(&format!(
+        "data set: {} records in {} zones",
+        cfg.records, cfg.zones
+    ));
+    let set = enumset::generate(&spec, &dir).map_err(|e| e.to_string())?;
+    let probe = std::fs::read_to_string(&set.query_files[0])
+        .map_err(|e| e.to_string())?
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().next())
+        .ok_or("an empty query file")?
+        .to_owned();
+    Ok(DataSet {
+        zones: set.zone_files.clone(),
+        queries: [set.query_files[0].clone(), set.query_files[1].clone()],
+        probe,
+    })
+}
+
+/// The benchmark's state while it runs.
+struct Bench<'a> {
+    cfg: &'a XdpConfig,
+    pair: Pair,
+    data: DataSet,
+    runs: usize,
+}
+
+impl Bench<'_> {
+    /// Runs `load` from the client namespace; CPU read around it.
+    fn measure(&mut self, load: &Load, server_pid: u32) -> Result<(Outcome, f64, f64), String> {
+        if stopping() {
+            return Err("interrupted".into());
+        }
+        self.pair
+            .pin_napi(self.cfg.server_cpu, self.cfg.client_cpu)?;
+        let napi = Pair::napi_threads(&self.pair.names.server_if);
+        let tasks = || {
+            let mut pids = sys::process_tree(server_pid);
+            pids.extend(&napi);
+            sys::cpu_ns(&pids)
+        };
+        let argv = Pair::exec_in(&self.pair.names.client_ns, &load.argv());
+        self.runs += 1;
+        let log = self.cfg.work.join(format!("load-{}.log", self.runs));
+        let limit = Duration::from_secs(load.secs + 30);
+        let (c0, t0) = (load::cpu0_busy_ns(), tasks());
+        // The loader's own XDP program may make the client's NAPI anew: pin again.
+        let pin = {
+            let names = self.pair.names.clone();
+            let (s, c) = (self.cfg.server_cpu, self.cfg.client_cpu);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                net::pin_napi(&names, s, c)
+            })
+        };
+        let text = load::run_bounded(&argv, &log, limit);
+        let (c1, t1) = (load::cpu0_busy_ns(), tasks());
+        let _ = pin.join();
+        let text = text?;
+        let outcome = load
+            .parse(&text)
+            .ok_or_else(|| format!("cannot read {}'s output:\n{text}", load.tool.name()))?;
+        Ok((
+            outcome,
+            c1.saturating_sub(c0) as f64,
+            t1.saturating_sub(t0) as f64,
+        ))
+    }
+
+    fn load(&self, tool: Tool, kind: usize, rate: u64, secs: u64) -> Load {
+        Load {
+            tool,
+            queries: self.data.queries[kind].clone(),
+            rate: rate.max(1),
+            secs: secs.max(1),
+            cpu: self.cfg.client_cpu,
+        }
+    }
+
+    /// Starts `server` for round `round`.
+    fn start(&self, server: Server, round: usize) -> Result<servers::Running, String> {
+        let dir = self.cfg.work.join(format!("{}-{round}", server.name()));
+        let start = servers::Start {
+            pair: &self.pair,
+            zones: &self.data.zones,
+            lode: &self.cfg.lode,
+            bench: &self.cfg.bench,
+            dir,
+            cpu: self.cfg.server_cpu,
+            socket_buffer: self.cfg.socket_buffer.map(|b| (b / 2) as usize),
+            probe: self.data.probe.clone(),
+            load_limit: self.cfg.load_limit,
+        };
+        say(&format!("round {}: starting {}", round + 1, server.name()));
+        servers::start(server, &start)
+    }
+
+    /// One round of `server`: background, CPU per answer, saturation.
+    fn round(&mut self, server: Server, round: usize, r: &mut ServerResult) -> Result<(), String> {
+        let running = self.start(server, round)?;
+        let pid = running.pid();
+        let (b0, t) = (load::cpu0_busy_ns(), Instant::now());
+        std::thread::sleep(Duration::from_secs(1));
+        let bg = load::cpu0_busy_ns().saturating_sub(b0) as f64 / t.elapsed().as_secs_f64();
+        r.background.push(bg);
+        let mut tools = vec![Tool::Kxdpgun];
+        if self.cfg.dnsperf {
+            tools.push(Tool::Dnsperf);
+        }
+        for tool in tools {
+            for (kind, file) in KINDS {
+                let load = self.load(tool, file, self.cfg.cpu_rate, self.cfg.cpu_secs);
+                let started = Instant::now();
+                let (outcome, cpu0, tasks) = self.measure(&load, pid)?;
+                let lived = started.elapsed().as_secs_f64();
+                let run = CpuRun {
+                    tool,
+                    kind,
+                    outcome,
+                    cpu0_ns: (cpu0 - bg * lived).max(0.0),
+                    cpu0_raw_ns: cpu0,
+                    tasks_ns: tasks,
+                };
+                say(&format!(
+                    "{} {} {kind}: {} of {} answered, CPU 0 {} µs/answer, server tasks {} µs/answer",
+                    server.name(),
+                    tool.name(),
+                    outcome.answers,
+                    outcome.sent,
+                    report::num(run.cpu0_us()),
+                    report::num(run.tasks_us())
+                ));
+                r.cpu.push(run);
+            }
+        }
+        let load = self.load(Tool::Kxdpgun, 0, self.cfg.sat_rate, self.cfg.sat_secs);
+        let (o, _, _) = self.measure(&load, pid)?;
+        say(&format!(
+            "{} saturation: {:.0} answers/s ({:.0} sent/s)",
+            server.name(),
+            o.answers_per_sec(),
+            o.sent_per_sec()
+        ));
+        r.saturation.push(o);
+        drop(running);
+        Ok(())
+    }
+
+    /// Capacity by bisection, then 2× and 5× it.
+    fn overload(&mut self, server: Server, r: &mut ServerResult) -> Result<(), String> {
+        let running = self.start(server, self.cfg.rounds)?;
+        let pid = running.pid();
+        let secs = self.cfg.sat_secs;
+        // The most kxdpgun sends: no capacity above it can be seen.
+        let top = r
+            .saturation
+            .iter()
+            .map(Outcome::sent_per_sec)
+            .fold(0.0, f64::max);
+        let (mut lo, mut hi) = (0.0f64, top.max(1.0));
+        let ok = |o: &Outcome| o.answers as f64 >= 0.99 * o.sent as f64;
+        let (o, _, _) = self.measure(&self.load(Tool::Kxdpgun, 0, hi as u64, secs), pid)?;
+        if ok(&o) {
+            lo = hi;
+        } else {
+            for _ in 0..self.cfg.search_steps {
+                let mid = (lo + hi) / 2.0;
+                let (o, _, _) =
+                    self.measure(&self.load(Tool::Kxdpgun, 0, mid as u64, secs), pid)?;
+                if ok(&o) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+        }
+        if lo <= 0.0 {
+            return Err("no rate with 99 % answered: no capacity".into());
+        }
+        r.capacity = Some(lo);
+        say(&format!("{} capacity: {lo:.0} q/s", server.name()));
+        for factor in [2.0, 5.0] {
+            let rate = (lo * factor) as u64;
+            let (o, _, _) = self.measure(&self.load(Tool::Kxdpgun, 0, rate, secs), pid)?;
+            say(&format!(
+                "{} at {factor}× capacity: {:.0} answers/s ({:.0} sent/s)",
+                server.name(),
+                o.answers_per_sec(),
+                o.sent_per_sec()
+            ));
+            r.overload.push(OverloadRun { factor, outcome: o });
+        }
+        drop(running);
+        Ok(())
+    }
+}
+
+/// Runs the benchmark and writes report.md and report.json into `cfg.out`.
+pub fn run(cfg: &XdpConfig) -> Result<(), String> {
+    let peers = ["knotd", "nsd", "dnsperf", "kxdpgun", "kdig"];
+    let kinds = [CompareKind::Lode, CompareKind::Knot, CompareKind::Nsd];
+    let (fairness, guard) = crate::compare::fairness::start(
+        &cfg.lode,
+        &peers,
+        cfg.socket_buffer,
+        &kinds,
+        Some((&STOP, "stopping after this measurement")),
+    )?;
+    for p in ["kxdpgun", "kdig", "ethtool", "taskset"]
+        .into_iter()
+        .chain(cfg.dnsperf.then_some("dnsperf"))
+    {
+        if lode_peers::program(p).is_none() {
+            return Err(format!(
+                "{p} is not installed (knot-dnsutils, dnsperf, ethtool)"
+            ));
+        }
+    }
+    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+    std::fs::create_dir_all(&cfg.work).map_err(|e| format!("{}: {e}", cfg.work.display()))?;
+    let data = make_data(cfg)?;
+    let pair = Pair::create()?;
+    say(&format!(
+        "namespaces {} and {}, veth {} ═ {}",
+        pair.names.server_ns, pair.names.client_ns, pair.names.server_if, pair.names.client_if
+    ));
+    let mut bench = Bench {
+        cfg,
+        pair,
+        data,
+        runs: 0,
+    };
+    let started = Instant::now();
+    let mut results: Vec<ServerResult> = cfg
+        .servers
+        .iter()
+        .map(|s| ServerResult {
+            server: s.name().into(),
+            ..Default::default()
+        })
+        .collect();
+    'rounds: for round in 0..cfg.rounds {
+        for (i, &server) in cfg.servers.iter().enumerate() {
+            if stopping() {
+                break 'rounds;
+            }
+            if let Err(e) = bench.round(server, round, &mut results[i]) {
+                say(&format!("{}: {e}", server.name()));
+                results[i].errors.push(e);
+            }
+        }
+    }
+    if cfg.overload {
+        for (i, &server) in cfg.servers.iter().enumerate() {
+            if stopping() || results[i].saturation.is_empty() {
+                continue;
+            }
+            if let Err(e) = bench.overload(server, &mut results[i]) {
+                say(&format!("{} overload: {e}", server.name()));
+                results[i].errors.push(format!("overload: {e}"));
+            }
+        }
+    }
+    drop(bench);
+    drop(guard);
+    let report = report::Report {
+        cfg,
+        results: &results,
+        fairness: &fairness,
+        elapsed: started.elapsed(),
+        interrupted: stopping(),
+    };
+    write(&cfg.out.join("report.md"), &report.markdown())?;
+    write(
+        &cfg.out.join("report.json"),
+        &serde_json::to_string_pretty(&report.json()).map_err(|e| e.to_string())?,
+    )?;
+    say(&format!("report: {}", cfg.out.join("report.md").display()));
+    if stopping() {
+        return Err("interrupted: the report holds what was measured".into());
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}

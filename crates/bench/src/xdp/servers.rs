@@ -1,0 +1,267 @@
+//! The six servers of the XDP benchmark, each started in the server
+//! namespace pinned to CPU 0 with one worker: Lode and Knot DNS over XDP
+//! and over UDP sockets, NSD over UDP sockets, and the in-kernel XDP echo
+//! (`lode_io::xdp::Echo`, held by `lode-bench xdp --hold-echo` there).
+//! Lode, Knot and NSD go through `lode-peers`; every process is stopped by
+//! its PID when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lode_peers::{Content, Kind as PeerKind, Ready, Spec, Zone};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use super::net::{Pair, SERVER};
+use super::Server;
+
+/// What a server needs to start.
+#[derive(Debug, Clone)]
+pub struct Start<'a> {
+    /// The pair it serves on.
+    pub pair: &'a Pair,
+    /// Zones: apex and file.
+    pub zones: &'a [(String, PathBuf)],
+    /// The lode binary.
+    pub lode: &'a Path,
+    /// The lode-bench binary (the echo's holder).
+    pub bench: &'a Path,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// The CPU it runs on.
+    pub cpu: usize,
+    /// NSD's socket buffer option, bytes (None: its default).
+    pub socket_buffer: Option<usize>,
+    /// A name that exists, to ask until it answers.
+    pub probe: String,
+    /// How long loading may take.
+    pub load_limit: Duration,
+}
+
+/// A started server.
+#[derive(Debug)]
+pub enum Running {
+    /// Lode, Knot or NSD.
+    Peer(Box<lode_peers::Server>),
+    /// The echo's holder (the program goes when it exits).
+    Echo(Child),
+}
+
+impl Running {
+    /// Its PID (the process whose threads are the server's).
+    pub fn pid(&self) -> u32 {
+        match self {
+            Running::Peer(s) => s.pid(),
+            Running::Echo(c) => c.id(),
+        }
+    }
+
+    /// The end of its log, for errors.
+    pub fn log_tail(&self) -> String {
+        match self {
+            Running::Peer(s) => s.log_tail(15),
+            Running::Echo(_) => String::new(),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Running::Echo(c) = self {
+            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // A peer stops itself when dropped (SIGTERM by PID, then SIGKILL).
+    }
+}
+
+/// The lode-peers description of `server` (not the echo).
+pub fn spec(server: Server, s: &Start) -> Spec {
+    let n = &s.pair.names;
+    let kind = match server {
+        Server::LodeXdp | Server::LodeUdp => PeerKind::Lode,
+        Server::KnotXdp | Server::KnotUdp => PeerKind::Knot,
+        _ => PeerKind::Nsd,
+    };
+    let mut spec = Spec::new(kind, 53);
+    spec.label = Some(server.name().into());
+    spec.addresses = vec![SERVER.into()];
+    spec.workers = Some(1);
+    spec.cpus = vec![s.cpu];
+    spec.dir = Some(s.dir.clone());
+    spec.exec_under = ["ip", "netns", "exec", &n.server_ns]
+        .map(String::from)
+        .to_vec();
+    // Its sockets are in the namespace: readiness is asked from there.
+    spec.ready = Ready::Started;
+    spec.ready_timeout = s.load_limit;
+    for (apex, file) in s.zones {
+        spec.zones
+            .push(Zone::primary(apex, Content::File(file.clone())));
+    }
+    match server {
+        Server::LodeXdp => {
+            spec.program = Some(s.lode.to_owned());
+            spec.server_extra = format!("listen-xdp = [\"{}@53\"]\n", n.server_if);
+        }
+        Server::LodeUdp => spec.program = Some(s.lode.to_owned()),
+        Server::KnotXdp => {
+            spec.sections = format!("xdp:\n    listen: {}@53\n    udp: on\n", n.server_if);
+        }
+        Server::Nsd => spec.socket_buffer = s.socket_buffer,
+        _ => {}
+    }
+    spec
+}
+
+/// Starts `server` and waits until a query from the client namespace for
+/// [`Start::probe`] is answered (or the load limit passes).
+pub fn start(server: Server, s: &Start) -> Result<Running, String> {
+    std::fs::create_dir_all(&s.dir).map_err(|e| format!("{}: {e}", s.dir.display()))?;
+    let running = if server == Server::EchoXdp {
+        Running::Echo(start_echo(s)?)
+    } else {
+        let spec = spec(server, s);
+        Running::Peer(Box::new(
+            lode_peers::Server::start(&spec).map_err(|e| e.to_string())?,
+        ))
+    };
+    let deadline = Instant::now() + s.load_limit;
+    loop {
+        if answers(s) {
+            return Ok(running);
+        }
+        let alive = match &running {
+            Running::Peer(p) => Path::new(&format!("/proc/{}", p.pid())).exists(),
+            Running::Echo(_) => true,
+        };
+        if !alive || Instant::now() > deadline {
+            return Err(format!(
+                "{} did not answer {} within {:?}:\n{}",
+                server.name(),
+                s.probe,
+                s.load_limit,
+                running.log_tail()
+            ));
+        }
+        if super::stopping() {
+            return Err("interrupted".into());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Whether the server answers the probe, asked with kdig from the client side.
+fn answers(s: &Start) -> bool {
+    let argv = Pair::exec_in(
+        &s.pair.names.client_ns,
+        &[
+            "kdig".into(),
+            format!("@{SERVER}"),
+            s.probe.clone(),
+            "NAPTR".into(),
+            "+retry=0".into(),
+            "+timeout=1".into(),
+            "+noedns".into(),
+        ],
+    );
+    Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("status: NOERROR"))
+}
+
+/// `lode-bench xdp --hold-echo IFACE@53` in the server namespace; returns
+/// once it says the echo is attached.
+fn start_echo(s: &Start) -> Result<Child, String> {
+    let n = &s.pair.names;
+    let argv = Pair::exec_in(
+        &n.server_ns,
+        &[
+            s.bench.display().to_string(),
+            "xdp".into(),
+            "--hold-echo".into(),
+            format!("{}@53", n.server_if),
+        ],
+    );
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        // Its stdin is a pipe from here: it ends when this process does.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", argv.join(" ")))?;
+    let out = child.stdout.take().ok_or("no stdout")?;
+    let mut line = String::new();
+    let _ = BufReader::new(out).read_line(&mut line);
+    if !line.starts_with("attached") {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("the XDP echo did not attach: {}", line.trim()));
+    }
+    Ok(child)
+}
+
+/// The holder's side: attaches the echo to `at` (`IFACE@PORT`), says
+/// `attached`, and holds it until its standard input closes (the benchmark
+/// ended) or a signal ends the process.
+pub fn hold_echo(at: &str) -> Result<(), String> {
+    let (iface, port) = at
+        .rsplit_once('@')
+        .ok_or_else(|| format!("{at}: IFACE@PORT"))?;
+    let port: u16 = port.parse().map_err(|_| format!("{at}: bad port"))?;
+    let echo = lode_io::xdp::Echo::attach(iface, port).map_err(|e| e.to_string())?;
+    println!("attached {}@{}", echo.iface(), echo.port());
+    use std::io::Read as _;
+    let mut sink = [0u8; 64];
+    while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+    drop(echo);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_pin_and_listen_as_asked() {
+        let pair = Pair {
+            names: super::super::net::Names::of(77),
+        };
+        let zones = vec![("0.2.1.2.1.e164.arpa.".to_string(), PathBuf::from("/z"))];
+        let s = Start {
+            pair: &pair,
+            zones: &zones,
+            lode: Path::new("/bin/lode"),
+            bench: Path::new("/bin/lode-bench"),
+            dir: "/tmp/x".into(),
+            cpu: 0,
+            socket_buffer: Some(1 << 20),
+            probe: "x".into(),
+            load_limit: Duration::from_secs(5),
+        };
+        let l = spec(Server::LodeXdp, &s);
+        assert_eq!(l.server_extra, "listen-xdp = [\"xbs77@53\"]\n");
+        assert_eq!(l.cpus, vec![0]);
+        assert_eq!(l.workers, Some(1));
+        assert_eq!(l.exec_under.join(" "), "ip netns exec lodexdp-77-s");
+        assert!(spec(Server::LodeUdp, &s).server_extra.is_empty());
+        assert!(spec(Server::KnotXdp, &s)
+            .sections
+            .contains("xdp:\n    listen: xbs77@53\n"));
+        assert!(spec(Server::KnotUdp, &s).sections.is_empty());
+        assert_eq!(spec(Server::Nsd, &s).socket_buffer, Some(1 << 20));
+        // Drop of the pair would run `ip netns del`: names only here.
+        std::mem::forget(pair);
+    }
+}
