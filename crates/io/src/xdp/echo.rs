@@ -15,9 +15,10 @@
 //! IPv4 header's included); only the QR bit changes the UDP checksum, by
 //! 0x8000 in the flags word, which IPv6 updates incrementally.
 //!
-//! On a veth, XDP_TX hands the frame to the peer's receive queue, which needs
-//! the peer to poll with NAPI: GRO on (`ethtool -K PEER gro on`) or an XDP
-//! program of its own there; otherwise the kernel drops the echoed frames.
+//! On a veth, XDP_TX hands the frame to the peer's receive queue, which takes
+//! it only while the peer has an XDP program of its own (GRO and threaded
+//! NAPI do not do, on this kernel): [`XdpPass`] on the peer, when nothing
+//! else (such as kxdpgun) holds it; otherwise the echoed frames vanish.
 
 use std::os::fd::OwnedFd;
 
@@ -122,7 +123,7 @@ pub(super) fn program(port: u16) -> Vec<Insn> {
 /// dropped, or when the process ends however it ends (a BPF link).
 ///
 /// Needs root (or CAP_NET_ADMIN with CAP_BPF or CAP_SYS_ADMIN). On a veth the
-/// peer must poll with NAPI (GRO on, or an XDP program there).
+/// peer needs an XDP program of its own to receive the echoes ([`XdpPass`]).
 #[derive(Debug)]
 pub struct Echo {
     iface: String,
@@ -158,6 +159,42 @@ impl Echo {
     /// The UDP port it answers on.
     pub fn port(&self) -> u16 {
         self.port
+    }
+}
+
+/// An XDP program that passes every frame on to the kernel, attached to an
+/// interface: on a veth, it is what lets the end receive frames its peer's
+/// program sends with XDP_TX (as [`Echo`] does). Detached when dropped, or
+/// when the process ends.
+#[derive(Debug)]
+pub struct XdpPass {
+    iface: String,
+    _link: OwnedFd,
+    _program: bpf::Program,
+}
+
+impl XdpPass {
+    /// Loads the program and attaches it to `iface`.
+    pub fn attach(iface: &str) -> Result<XdpPass, IoError> {
+        let index = ifindex(iface).map_err(|e| xdp_error(iface, "interface", e))?;
+        let mut b = Builder::default();
+        b.op(MOV64_K, R0, 0, 0, XDP_PASS);
+        b.op(EXIT, 0, 0, 0, 0);
+        let program = bpf::Program::load(&b.finish(), "lode_pass")
+            .map_err(|e| xdp_error(iface, "program", e))?;
+        let link = program
+            .attach(index)
+            .map_err(|e| xdp_error(iface, "attach", e))?;
+        Ok(XdpPass {
+            iface: iface.to_string(),
+            _link: link,
+            _program: program,
+        })
+    }
+
+    /// The interface it is attached to.
+    pub fn iface(&self) -> &str {
+        &self.iface
     }
 }
 

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use echo::Echo;
+pub use echo::{Echo, XdpPass};
 pub use xsk::{Served, XskConfig, XskSocket};
 
 use crate::workers::Workers;
