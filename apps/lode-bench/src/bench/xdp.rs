@@ -77,11 +77,20 @@ pub(crate) struct XdpArgs {
     /// input closes (what the benchmark runs in the server namespace).
     #[arg(long, hide = true, value_name = "IFACE@PORT")]
     hold_echo: Option<String>,
+    /// Internal: attach a pass-through XDP program to IFACE and hold it until
+    /// standard input closes (on the client's end while the echo is asked by
+    /// dnsperf or kdig).
+    #[arg(long, hide = true, value_name = "IFACE")]
+    hold_pass: Option<String>,
 }
 
 pub(super) fn run(a: XdpArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
     if let Some(at) = &a.hold_echo {
         xdp::servers::hold_echo(at).map_err(|e| anyhow::anyhow!("--hold-echo {at}: {e}"))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(iface) = &a.hold_pass {
+        xdp::servers::hold_pass(iface).map_err(|e| anyhow::anyhow!("--hold-pass {iface}: {e}"))?;
         return Ok(ExitCode::SUCCESS);
     }
     let servers = a

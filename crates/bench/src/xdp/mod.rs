@@ -305,17 +305,20 @@ impl Bench<'_> {
 
     /// One round of `server`: background, CPU per answer, saturation.
     fn round(&mut self, server: Server, round: usize, r: &mut ServerResult) -> Result<(), String> {
-        let running = self.start(server, round)?;
+        let mut running = self.start(server, round)?;
         let pid = running.pid();
         let (b0, t) = (load::cpu0_busy_ns(), Instant::now());
         std::thread::sleep(Duration::from_secs(1));
         let bg = load::cpu0_busy_ns().saturating_sub(b0) as f64 / t.elapsed().as_secs_f64();
         r.background.push(bg);
+        // dnsperf first, while the echo's client end holds its pass-through program.
         let mut tools = vec![Tool::Kxdpgun];
         if self.cfg.dnsperf {
-            tools.push(Tool::Dnsperf);
+            tools.insert(0, Tool::Dnsperf);
         }
         for tool in tools {
+            // kxdpgun attaches its own program to the client's end.
+            running.client_pass(tool == Tool::Dnsperf)?;
             for (kind, file) in KINDS {
                 let load = self.load(tool, file, self.cfg.cpu_rate, self.cfg.cpu_secs);
                 let started = Instant::now();
@@ -356,7 +359,8 @@ impl Bench<'_> {
 
     /// Capacity by bisection, then 2× and 5× it.
     fn overload(&mut self, server: Server, r: &mut ServerResult) -> Result<(), String> {
-        let running = self.start(server, self.cfg.rounds)?;
+        let mut running = self.start(server, self.cfg.rounds)?;
+        running.client_pass(false)?;
         let pid = running.pid();
         let secs = self.cfg.sat_secs;
         // The most kxdpgun sends: no capacity above it can be seen.

@@ -45,8 +45,18 @@ pub struct Start<'a> {
 pub enum Running {
     /// Lode, Knot or NSD.
     Peer(Box<lode_peers::Server>),
-    /// The echo's holder (the program goes when it exits).
-    Echo(Child),
+    /// The echo's holder (the program goes when it exits), and while
+    /// dnsperf or kdig ask it, a pass-through program's holder on the
+    /// client's end: a veth end receives XDP_TX'd frames only while it has
+    /// an XDP program (kxdpgun brings its own).
+    Echo {
+        /// Holds the echo on the server's end (None once stopped).
+        echo: Option<Child>,
+        /// Holds the pass-through program on the client's end.
+        pass: Option<Child>,
+        /// `ip netns exec NS lode-bench xdp --hold-pass IFACE`.
+        pass_argv: Vec<String>,
+    },
 }
 
 impl Running {
@@ -54,29 +64,58 @@ impl Running {
     pub fn pid(&self) -> u32 {
         match self {
             Running::Peer(s) => s.pid(),
-            Running::Echo(c) => c.id(),
+            Running::Echo { echo, .. } => echo.as_ref().map_or(0, Child::id),
         }
+    }
+
+    /// For the echo: holds (`on`) or lets go of the pass-through program on
+    /// the client's end; nothing for the others.
+    pub fn client_pass(&mut self, on: bool) -> Result<(), String> {
+        if let Running::Echo {
+            pass, pass_argv, ..
+        } = self
+        {
+            match (on, pass.take()) {
+                (true, None) => *pass = Some(start_holder(pass_argv)?),
+                (true, Some(p)) => *pass = Some(p),
+                (false, Some(p)) => stop_holder(p),
+                (false, None) => return Ok(()),
+            }
+            // The end's receive queues are set up anew: let them settle.
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Ok(())
     }
 
     /// The end of its log, for errors.
     pub fn log_tail(&self) -> String {
         match self {
             Running::Peer(s) => s.log_tail(15),
-            Running::Echo(_) => String::new(),
+            Running::Echo { .. } => String::new(),
         }
     }
 }
 
+/// Stops a holder: SIGTERM by its PID, SIGKILL after 5 s; reaped.
+fn stop_holder(mut c: Child) {
+    let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Running::Echo(c) = self {
-            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
+        if let Running::Echo { echo, pass, .. } = self {
+            if let Some(p) = pass.take() {
+                stop_holder(p);
             }
-            let _ = c.kill();
-            let _ = c.wait();
+            if let Some(e) = echo.take() {
+                stop_holder(e);
+            }
         }
         // A peer stops itself when dropped (SIGTERM by PID, then SIGKILL).
     }
@@ -126,7 +165,23 @@ pub fn spec(server: Server, s: &Start) -> Spec {
 pub fn start(server: Server, s: &Start) -> Result<Running, String> {
     std::fs::create_dir_all(&s.dir).map_err(|e| format!("{}: {e}", s.dir.display()))?;
     let running = if server == Server::EchoXdp {
-        Running::Echo(start_echo(s)?)
+        let n = &s.pair.names;
+        let holder = |ns: &str, args: &[String]| {
+            let mut cmd = vec![s.bench.display().to_string(), "xdp".into()];
+            cmd.extend(args.iter().cloned());
+            Pair::exec_in(ns, &cmd)
+        };
+        let echo = start_holder(&holder(
+            &n.server_ns,
+            &["--hold-echo".into(), format!("{}@53", n.server_if)],
+        ))?;
+        let mut r = Running::Echo {
+            echo: Some(echo),
+            pass: None,
+            pass_argv: holder(&n.client_ns, &["--hold-pass".into(), n.client_if.clone()]),
+        };
+        r.client_pass(true)?;
+        r
     } else {
         let spec = spec(server, s);
         Running::Peer(Box::new(
@@ -140,7 +195,7 @@ pub fn start(server: Server, s: &Start) -> Result<Running, String> {
         }
         let alive = match &running {
             Running::Peer(p) => Path::new(&format!("/proc/{}", p.pid())).exists(),
-            Running::Echo(_) => true,
+            Running::Echo { .. } => true,
         };
         if !alive || Instant::now() > deadline {
             return Err(format!(
@@ -180,19 +235,9 @@ fn answers(s: &Start) -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("status: NOERROR"))
 }
 
-/// `lode-bench xdp --hold-echo IFACE@53` in the server namespace; returns
-/// once it says the echo is attached.
-fn start_echo(s: &Start) -> Result<Child, String> {
-    let n = &s.pair.names;
-    let argv = Pair::exec_in(
-        &n.server_ns,
-        &[
-            s.bench.display().to_string(),
-            "xdp".into(),
-            "--hold-echo".into(),
-            format!("{}@53", n.server_if),
-        ],
-    );
+/// Starts a holder (`argv`: `ip netns exec NS lode-bench xdp --hold-…`);
+/// returns once it says its program is attached.
+fn start_holder(argv: &[String]) -> Result<Child, String> {
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         // Its stdin is a pipe from here: it ends when this process does.
@@ -207,7 +252,11 @@ fn start_echo(s: &Start) -> Result<Child, String> {
     if !line.starts_with("attached") {
         let _ = child.kill();
         let _ = child.wait();
-        return Err(format!("the XDP echo did not attach: {}", line.trim()));
+        return Err(format!(
+            "{}: no program attached: {}",
+            argv.join(" "),
+            line.trim()
+        ));
     }
     Ok(child)
 }
@@ -221,12 +270,28 @@ pub fn hold_echo(at: &str) -> Result<(), String> {
         .ok_or_else(|| format!("{at}: IFACE@PORT"))?;
     let port: u16 = port.parse().map_err(|_| format!("{at}: bad port"))?;
     let echo = lode_io::xdp::Echo::attach(iface, port).map_err(|e| e.to_string())?;
-    println!("attached {}@{}", echo.iface(), echo.port());
-    use std::io::Read as _;
-    let mut sink = [0u8; 64];
-    while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+    hold(&format!("{}@{}", echo.iface(), echo.port()));
     drop(echo);
     Ok(())
+}
+
+/// The same for the pass-through program on `iface`.
+pub fn hold_pass(iface: &str) -> Result<(), String> {
+    let pass = lode_io::xdp::XdpPass::attach(iface).map_err(|e| e.to_string())?;
+    hold(pass.iface());
+    drop(pass);
+    Ok(())
+}
+
+/// Says `attached WHAT` and waits until standard input closes.
+fn hold(what: &str) {
+    use std::io::{Read as _, Write as _};
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "attached {what}");
+    let _ = out.flush();
+    drop(out);
+    let mut sink = [0u8; 64];
+    while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
 }
 
 #[cfg(test)]
