@@ -201,6 +201,33 @@ pub fn pin_napi(names: &Names, server_cpu: usize, client_cpu: usize) -> Result<(
     Ok(())
 }
 
+impl Pair {
+    /// Removes XDP programs left attached through netlink to the server's
+    /// end (Knot's stays after its process) or the client's (kxdpgun's);
+    /// whether there was one. Programs held by a BPF link stay.
+    pub fn clear_xdp(&self, server: bool, client: bool) -> bool {
+        let n = &self.names;
+        let mut found = false;
+        for (on, ns, dev) in [
+            (server, &n.server_ns, &n.server_if),
+            (client, &n.client_ns, &n.client_if),
+        ] {
+            let ip = |args: &[&str]| {
+                let mut v: Vec<String> = vec!["ip".into(), "-n".into(), ns.clone()];
+                v.extend(args.iter().map(|a| a.to_string()));
+                v.push(dev.clone());
+                run(&v)
+            };
+            if on && ip(&["link", "show", "dev"]).is_ok_and(|t| t.contains("prog/xdp")) {
+                found = true;
+                let v = ["ip", "-n", ns, "link", "set", "dev", dev, "xdp", "off"].map(String::from);
+                let _ = run(&v);
+            }
+        }
+        found
+    }
+}
+
 impl Drop for Pair {
     fn drop(&mut self) {
         // Deleting a namespace deletes its end of the pair, and the pair with it.

@@ -145,28 +145,30 @@ impl Report<'_> {
     pub fn goals(&self) -> Vec<Goal> {
         let lode = self.get("lode-xdp");
         let mut g = Vec::new();
-        let cpu = |name: &str, tool, kind| self.get(name).and_then(|r| r.cpu0_us(tool, kind));
-        for tool in self.tools() {
-            for (kind, _) in KINDS {
-                let l = lode.and_then(|r| r.cpu0_us(tool, kind));
-                g.push(Goal {
-                    what: format!(
-                        "CPU 0 per answer, {kind}, {}: lode-xdp ÷ knot-xdp",
-                        tool.name()
-                    ),
-                    value: ratio(l, cpu("knot-xdp", tool, kind)),
-                    bound: 0.8,
-                    at_most: true,
-                });
-                g.push(Goal {
-                    what: format!(
-                        "CPU 0 per answer, {kind}, {}: lode-xdp ÷ echo-xdp",
-                        tool.name()
-                    ),
-                    value: ratio(l, cpu("echo-xdp", tool, kind)),
-                    bound: 1.3,
-                    at_most: true,
-                });
+        // CPU 0's busy time, as the goals are stated; the server's own tasks
+        // beside it (the same cost, without other work that ran on CPU 0).
+        type Metric = fn(&ServerResult, Tool, &str) -> Option<f64>;
+        let metrics: [(&str, Metric); 2] = [
+            ("CPU 0", ServerResult::cpu0_us),
+            ("server tasks", ServerResult::tasks_us),
+        ];
+        for (metric, f) in metrics {
+            for tool in self.tools() {
+                for (kind, _) in KINDS {
+                    let of = |name: &str| self.get(name).and_then(|r| f(r, tool, kind));
+                    let l = lode.and_then(|r| f(r, tool, kind));
+                    for (other, bound) in [("knot-xdp", 0.8), ("echo-xdp", 1.3)] {
+                        g.push(Goal {
+                            what: format!(
+                                "{metric} per answer, {kind}, {}: lode-xdp ÷ {other}",
+                                tool.name()
+                            ),
+                            value: ratio(l, of(other)),
+                            bound,
+                            at_most: true,
+                        });
+                    }
+                }
             }
         }
         let sat = |name: &str| self.get(name).and_then(ServerResult::saturation);
@@ -473,9 +475,11 @@ mod tests {
         };
         let g = r.goals();
         let find = |s: &str| g.iter().find(|g| g.what.contains(s)).unwrap();
-        let knot = find("existing, kxdpgun: lode-xdp ÷ knot-xdp");
+        let knot = find("CPU 0 per answer, existing, kxdpgun: lode-xdp ÷ knot-xdp");
         assert_eq!((knot.value, knot.verdict()), (Some(0.5), "met"));
-        let echo = find("existing, kxdpgun: lode-xdp ÷ echo-xdp");
+        let echo = find("CPU 0 per answer, existing, kxdpgun: lode-xdp ÷ echo-xdp");
+        let tasks = find("server tasks per answer, existing, kxdpgun: lode-xdp ÷ echo-xdp");
+        assert_eq!(tasks.value, Some(2.0));
         assert_eq!((echo.value, echo.verdict()), (Some(2.0), "missed"));
         let sat = find("saturation: lode-xdp ÷ knot-xdp");
         assert!((sat.value.unwrap() - 4.0 / 3.0).abs() < 1e-9);
