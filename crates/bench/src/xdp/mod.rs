@@ -9,7 +9,8 @@
 //!  per round, per server: start in lodexdp-PID-s on CPU 0 ─▶ answered from the client side?
 //!     ├ idle second: CPU 0's background busy time
 //!     ├ CPU per answer at --cpu-rate: kxdpgun and dnsperf × existing and NXDOMAIN
-//!     │     (CPU 0 busy: user+nice+system+irq+softirq of /proc/stat, less the background;
+//!     │     (CPU 0 busy: user+nice+system+irq+softirq of /proc/stat, sampled every 100 ms,
+//!     │      over the intervals the server worked, less the background;
 //!     │      and the server's own threads plus its end's NAPI thread)
 //!     └ saturation: kxdpgun at --sat-rate, answers/s
 //!  --overload: capacity (highest rate with ≥ 99 % answered, bisection), then 2× and 5× it
@@ -27,6 +28,7 @@ pub mod servers;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::compare::servers::Kind as CompareKind;
@@ -234,45 +236,35 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    /// Runs `load` from the client namespace; CPU read around it.
-    fn measure(&mut self, load: &Load, server_pid: u32) -> Result<(Outcome, f64, f64), String> {
+    /// Runs `load` from the client namespace, CPU sampled meanwhile: what it
+    /// reported and the [`Window`] in which the server worked.
+    fn measure(&mut self, load: &Load, server_pid: u32) -> Result<(Outcome, Window), String> {
         if stopping() {
             return Err("interrupted".into());
         }
         self.pair
             .pin_napi(self.cfg.server_cpu, self.cfg.client_cpu)?;
-        let napi = Pair::napi_threads(&self.pair.names.server_if);
-        let tasks = || {
-            let mut pids = sys::process_tree(server_pid);
-            pids.extend(&napi);
-            sys::cpu_ns(&pids)
-        };
+        // The server starts no thread while it serves: its tasks, listed once.
+        let mut pids = sys::process_tree(server_pid);
+        pids.extend(Pair::napi_threads(&self.pair.names.server_if));
         let argv = Pair::exec_in(&self.pair.names.client_ns, &load.argv());
         self.runs += 1;
         let log = self.cfg.work.join(format!("load-{}.log", self.runs));
         let limit = Duration::from_secs(load.secs + 30);
-        let (c0, t0) = (load::cpu0_busy_ns(), tasks());
-        // The loader's own XDP program may make the client's NAPI anew: pin again.
-        let pin = {
-            let names = self.pair.names.clone();
+        let done = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let (done, names) = (done.clone(), self.pair.names.clone());
             let (s, c) = (self.cfg.server_cpu, self.cfg.client_cpu);
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(300));
-                net::pin_napi(&names, s, c)
-            })
+            std::thread::spawn(move || sample(&pids, &done, &names, s, c))
         };
         let text = load::run_bounded(&argv, &log, limit);
-        let (c1, t1) = (load::cpu0_busy_ns(), tasks());
-        let _ = pin.join();
+        done.store(true, Ordering::SeqCst);
+        let samples = sampler.join().map_err(|_| "the CPU sampler panicked")?;
         let text = text?;
         let outcome = load
             .parse(&text)
             .ok_or_else(|| format!("cannot read {}'s output:\n{text}", load.tool.name()))?;
-        Ok((
-            outcome,
-            c1.saturating_sub(c0) as f64,
-            t1.saturating_sub(t0) as f64,
-        ))
+        Ok((outcome, Window::of(&samples)))
     }
 
     fn load(&self, tool: Tool, kind: usize, rate: u64, secs: u64) -> Load {
@@ -327,16 +319,14 @@ impl Bench<'_> {
             running.client_pass(tool == Tool::Dnsperf)?;
             for (kind, file) in KINDS {
                 let load = self.load(tool, file, self.cfg.cpu_rate, self.cfg.cpu_secs);
-                let started = Instant::now();
-                let (outcome, cpu0, tasks) = self.measure(&load, pid)?;
-                let lived = started.elapsed().as_secs_f64();
+                let (outcome, w) = self.measure(&load, pid)?;
                 let run = CpuRun {
                     tool,
                     kind,
                     outcome,
-                    cpu0_ns: (cpu0 - bg * lived).max(0.0),
-                    cpu0_raw_ns: cpu0,
-                    tasks_ns: tasks,
+                    cpu0_ns: (w.cpu0_ns - bg * w.secs).max(0.0),
+                    cpu0_raw_ns: w.cpu0_ns,
+                    tasks_ns: w.tasks_ns,
                 };
                 say(&format!(
                     "{} {} {kind}: {} of {} answered, CPU 0 {} µs/answer, server tasks {} µs/answer",
@@ -351,7 +341,7 @@ impl Bench<'_> {
             }
         }
         let load = self.load(Tool::Kxdpgun, 0, self.cfg.sat_rate, self.cfg.sat_secs);
-        let (o, _, _) = self.measure(&load, pid)?;
+        let (o, _) = self.measure(&load, pid)?;
         say(&format!(
             "{} saturation: {:.0} answers/s ({:.0} sent/s)",
             server.name(),
@@ -377,14 +367,13 @@ impl Bench<'_> {
             .fold(0.0, f64::max);
         let (mut lo, mut hi) = (0.0f64, top.max(1.0));
         let ok = |o: &Outcome| o.answers as f64 >= 0.99 * o.sent as f64;
-        let (o, _, _) = self.measure(&self.load(Tool::Kxdpgun, 0, hi as u64, secs), pid)?;
+        let (o, _) = self.measure(&self.load(Tool::Kxdpgun, 0, hi as u64, secs), pid)?;
         if ok(&o) {
             lo = hi;
         } else {
             for _ in 0..self.cfg.search_steps {
                 let mid = (lo + hi) / 2.0;
-                let (o, _, _) =
-                    self.measure(&self.load(Tool::Kxdpgun, 0, mid as u64, secs), pid)?;
+                let (o, _) = self.measure(&self.load(Tool::Kxdpgun, 0, mid as u64, secs), pid)?;
                 if ok(&o) {
                     lo = mid;
                 } else {
@@ -399,7 +388,7 @@ impl Bench<'_> {
         say(&format!("{} capacity: {lo:.0} q/s", server.name()));
         for factor in [2.0, 5.0] {
             let rate = (lo * factor) as u64;
-            let (o, _, _) = self.measure(&self.load(Tool::Kxdpgun, 0, rate, secs), pid)?;
+            let (o, _) = self.measure(&self.load(Tool::Kxdpgun, 0, rate, secs), pid)?;
             say(&format!(
                 "{} at {factor}× capacity: {:.0} answers/s ({:.0} sent/s)",
                 server.name(),
@@ -410,6 +399,63 @@ impl Bench<'_> {
         }
         drop(running);
         Ok(())
+    }
+}
+
+/// One CPU sample: when, CPU 0's busy ns, the server's tasks' ns.
+type Sample = (Instant, u64, u64);
+
+/// Samples every 100 ms until `done`, from a thread on the client's CPU (not
+/// to count itself on the server's); pins the NAPI threads again once the
+/// loader had time to attach its program (which may make them anew).
+fn sample(pids: &[u32], done: &AtomicBool, names: &net::Names, s: usize, c: usize) -> Vec<Sample> {
+    let mut cpus = nix::sched::CpuSet::new();
+    if cpus.set(c).is_ok() {
+        let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus);
+    }
+    let read = || (Instant::now(), load::cpu0_busy_ns(), sys::cpu_ns(pids));
+    let mut v = vec![read()];
+    let mut pinned = false;
+    while !done.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+        if !pinned && v[0].0.elapsed() > Duration::from_millis(300) {
+            let _ = net::pin_napi(names, s, c);
+            pinned = true;
+        }
+        v.push(read());
+    }
+    v.push(read());
+    v
+}
+
+/// The part of a loader's run in which the server worked: the sampling
+/// intervals in which its tasks ran at least 2 % of the time (the loader's
+/// start and end, and idle gaps, left out: CPU 0's background there is not
+/// the server's).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Window {
+    /// Seconds of those intervals.
+    pub secs: f64,
+    /// CPU 0's busy ns in them.
+    pub cpu0_ns: f64,
+    /// The server's tasks' ns over the whole run.
+    pub tasks_ns: f64,
+}
+
+impl Window {
+    fn of(samples: &[Sample]) -> Window {
+        let mut w = Window::default();
+        for p in samples.windows(2) {
+            let (a, b) = (p[0], p[1]);
+            let dt = b.0.duration_since(a.0).as_secs_f64();
+            let tasks = b.2.saturating_sub(a.2) as f64;
+            w.tasks_ns += tasks;
+            if tasks >= 0.02 * dt * 1e9 {
+                w.secs += dt;
+                w.cpu0_ns += b.1.saturating_sub(a.1) as f64;
+            }
+        }
+        w
     }
 }
 
@@ -505,4 +551,27 @@ pub fn run(cfg: &XdpConfig) -> Result<(), String> {
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_is_where_the_server_worked() {
+        let t = Instant::now();
+        let at = |ms: u64| t + Duration::from_millis(ms);
+        // Loader start (idle server, busy CPU 0), two working intervals, an idle end.
+        let samples = [
+            (at(0), 0, 0),
+            (at(100), 50_000_000, 100_000),
+            (at(200), 80_000_000, 20_100_000),
+            (at(300), 110_000_000, 40_100_000),
+            (at(400), 190_000_000, 40_200_000),
+        ];
+        let w = Window::of(&samples);
+        assert!((w.secs - 0.2).abs() < 1e-6, "{w:?}");
+        assert_eq!(w.cpu0_ns, 60_000_000.0);
+        assert_eq!(w.tasks_ns, 40_200_000.0);
+    }
 }

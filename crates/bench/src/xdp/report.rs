@@ -223,9 +223,11 @@ impl Report<'_> {
             }
         );
         m.push_str(
-            "CPU 0 per answer: user+nice+system+irq+softirq of /proc/stat's cpu0 over the \
-             loader's life, less CPU 0's busy time while the server idled (measured for a \
-             second before), ÷ answers. Server tasks: the server's threads and its end's NAPI \
+            "CPU 0 per answer: user+nice+system+irq+softirq of /proc/stat's cpu0, sampled \
+             every 100 ms, over the intervals in which the server's tasks ran (≥ 2 %), less \
+             CPU 0's busy time while the server idled (measured for a second before), ÷ \
+             answers: it counts whatever else ran on CPU 0, so it needs an otherwise idle \
+             machine (see the background column). Server tasks: the server's threads and its end's NAPI \
              thread (schedstat), ÷ answers — unaffected by other work on CPU 0. Medians over \
              the rounds.\n\n",
         );
