@@ -365,8 +365,20 @@ impl Bench<'_> {
             .iter()
             .map(Outcome::sent_per_sec)
             .fold(0.0, f64::max);
-        let (mut lo, mut hi) = (0.0f64, top.max(1.0));
         let ok = |o: &Outcome| o.answers as f64 >= 0.99 * o.sent as f64;
+        // Below: the CPU runs' rate, if kxdpgun had it answered; above: a
+        // little over the answers/s at saturation (more is not answered).
+        let cpu_ok = r
+            .cpu
+            .iter()
+            .any(|c| c.tool == Tool::Kxdpgun && ok(&c.outcome));
+        let mut lo = if cpu_ok {
+            self.cfg.cpu_rate as f64
+        } else {
+            0.0
+        };
+        let sat = r.saturation().unwrap_or(top);
+        let mut hi = (sat * 1.2).max(lo * 2.0).min(top).max(1.0);
         let (o, _) = self.measure(&self.load(Tool::Kxdpgun, 0, hi as u64, secs), pid)?;
         if ok(&o) {
             lo = hi;
