@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A secondary taking a whole zone by AXFR (issue 20 §3): its peak memory
+# A secondary taking a whole zone by AXFR: its peak memory
 # while it takes the zone, against its resident size once it serves it.
 #
 # A Lode primary serves one ENUM zone of RECORDS NAPTR records (default

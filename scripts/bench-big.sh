@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4's large-set figures, which `lode-bench compare` does not take:
+# The large-set figures of the query comparison, which `lode-bench compare` does not take:
 # target 5 (100 M records in one machine) and target 6 (zone text parse rate on
 # the cores, start of the 20 M set from snapshots).
 #

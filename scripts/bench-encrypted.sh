@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DNS over TLS (and QUIC) side by side (issue 21 §7): Lode, NSD 4.6 and BIND 9.18
+# DNS over TLS (and QUIC) side by side: Lode, NSD 4.6 and BIND 9.18
 # serving the same ENUM zone with the same certificate, each pinned to CPU 0 with
 # one worker; dnsperf on CPU 1 over persistent connections.
 #

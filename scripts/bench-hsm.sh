@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Signatures/s with keys in a PKCS #11 token (SoftHSM2) against keys in
 # files, Lode beside Knot 3.2 signing the same zone with the same token
-# (issue 19 §6): one ENUM zone of RECORDS NAPTR records (default 20,000),
+# : one ENUM zone of RECORDS NAPTR records (default 20,000),
 # signed whole with NSEC by ECDSA P-256 keys, 2 signing threads, each signer
 # once with key files and once with a keystore in a fresh SoftHSM2 token.
 #

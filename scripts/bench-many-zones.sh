@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Many small zones that take updates (issue 17 §5.1): N zones of 6 records,
+# Many small zones that take updates: N zones of 6 records,
 # each with a TSIG update ACL, served by Lode and by Knot DNS (Debian's knotd)
 # on the same machine, one after the other. For each: seconds from start
 # until every zone answers its SOA, resident memory, threads and open files

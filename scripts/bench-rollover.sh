@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A ZSK rollover of a large signed zone (issue 19 §6), Lode and Knot 3.2 side
+# A ZSK rollover of a large signed zone, Lode and Knot 3.2 side
 # by side on one ENUM zone of RECORDS NAPTR records (default 500,000; one zone
 # of the 5 M set), algorithm 13, NSEC:
 #

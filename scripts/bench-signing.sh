@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Signing (issue 18 §4), side by side on this machine, algorithm 13:
+# Signing, side by side on this machine, algorithm 13:
 #
 # 1. Full signing of one ENUM zone of RECORDS NAPTR records (default 500,000:
 #    one zone of the 5 M set), NSEC and NSEC3: wall time, signatures/s and

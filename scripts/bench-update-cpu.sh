@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CPU per durable update (issue 17 §3): Lode serves a 500k-number ENUM set in
+# CPU per durable update: Lode serves a 500k-number ENUM set in
 # 10 zones that take TSIG-signed updates, pinned to CPU 0; `lode-bench update
 # --clients N` on CPU 1 adds single NAPTRs over TCP for DURATION seconds.
 # Lode, then Knot DNS with the same zones and load. Prints for each

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8 §4: memory per record after 1 M changes to the 5 M ENUM set and the
+# Memory per record after 1 M changes to the 5 M ENUM set and the
 # compactions they trigger, against a fresh load of the same final contents;
 # and the peak while it ran.
 #
@@ -85,7 +85,7 @@ $lode serve --config "$work/lode.toml" >"$work/serve.log" 2>&1 &
 pid=$!; pids+=("$pid")
 wait_serving "$pid" "$work/serve.log"
 rss_loaded=$(kib "$pid" VmRSS)
-# The peak from here on (the load's own peak is issue 4's business).
+# The peak from here on (the load's own peak is measured by the query comparison).
 echo 5 >"/proc/$pid/clear_refs"
 
 third=$((records / 15))
@@ -155,7 +155,7 @@ kill "$pid2"; wait "$pid2" 2>/dev/null || true
 
 per() { echo "scale=2; $1 * 1024 / $final_records" | bc; }
 {
-    echo "# Memory after $((3 * third)) updates of ${records} records (issue 8 §4)"
+    echo "# Memory after $((3 * third)) updates of ${records} records"
     echo
     echo "Command: \`${LODE_BIN:+LODE_BIN=$LODE_BIN }bash scripts/bench-update-memory.sh --records $records\` ($(date -u +%FT%TZ), $(nproc) cores)"
     echo

@@ -5,9 +5,10 @@
 # installs the package, runs /usr/sbin/lode as the unit does (as the lode
 # user, the packaged configuration pointed at a test zone on
 # 127.0.0.1:16670), digs it, reloads it through the control socket, checks
-# `man -w lode`; under a running systemd also `systemctl start/reload/stop
-# lode`; then purges the package and checks what is left (the lode user
-# stays, as Debian leaves system users in place).
+# `man -w lode`; serves UDP over XDP as the unit with its XDP drop-in would
+# (scripts/deb-test-xdp.sh); under a running systemd also `systemctl
+# start/reload/stop lode`; then purges the package and checks what is left
+# (the lode user stays, as Debian leaves system users in place).
 #
 #   bash scripts/deb-test.sh
 #   LODE_DEB_PROFILE=release bash scripts/deb-test.sh
@@ -33,7 +34,7 @@ if dpkg-query -W -f '${Status}' lode 2>/dev/null | grep -q "installed"; then
 fi
 export PATH="$PATH:/usr/sbin:/sbin"
 export DEBIAN_FRONTEND=noninteractive
-for tool in dig:bind9-dnsutils man:man-db systemd-analyze:systemd; do
+for tool in dig:bind9-dnsutils man:man-db systemd-analyze:systemd strace:strace ethtool:ethtool setpriv:util-linux; do
     command -v "${tool%%:*}" >/dev/null ||
         apt-get install -y --no-install-recommends "${tool#*:}" ||
         { apt-get update && apt-get install -y --no-install-recommends "${tool#*:}"; }
@@ -49,7 +50,7 @@ step "building the package ($profile profile)"
 deb=$(LODE_DEB_REUSE_TEST_BUILD=1 bash scripts/deb.sh --profile "$profile" | tail -1)
 [ -f "$deb" ] || fail "no package built"
 dpkg-deb -I "$deb" | sed -n '/Package:/,/Depends:/p'
-# The measuring tools are the lode-bench binary's, packaged apart (issue 17 §4).
+# The measuring tools are the lode-bench binary's, packaged apart.
 if dpkg-deb -c "$deb" | grep -E 'bench|/lode-gen'; then
     fail "the server package holds measuring tools (above)"
 fi
@@ -196,6 +197,9 @@ pid=
 grep -q 'zone loaded' "$log" || fail "no zone-load line in the log"
 tail -3 "$log"
 rm -f "$log"
+
+step "UDP over XDP as the unit with the packaged XDP drop-in runs it (scripts/deb-test-xdp.sh)"
+bash scripts/deb-test-xdp.sh || fail "UDP over XDP under the unit's sandbox"
 
 if [ -d /run/systemd/system ]; then
     step "systemctl start/reload/stop lode (systemd is running)"

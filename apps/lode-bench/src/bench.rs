@@ -135,14 +135,14 @@ pub(crate) struct CompareArgs {
         default_value = "echo,lode,knot,nsd,bind,powerdns"
     )]
     servers: Vec<String>,
-    /// ENUM records (default 500000, seed 000's 500k set).
+    /// ENUM records (default 500000, Shen & Schulzrinne's 500k set).
     #[arg(long, default_value_t = 500_000)]
     records: u64,
-    /// Zones the records are split into (default: seed 000's layout for 500k, 5M and 20M
+    /// Zones the records are split into (default: Shen & Schulzrinne's layout for 500k, 5M and 20M
     /// records, else 10).
     #[arg(long)]
     zones: Option<u64>,
-    /// Leading digits of the numbers (default: seed 000's for 500k (16461) and 20M (131)).
+    /// Leading digits of the numbers (default: Shen & Schulzrinne's for 500k (16461) and 20M (131)).
     #[arg(long)]
     prefix: Option<String>,
     /// Rounds over all servers (default 3; --quick 2).

@@ -121,7 +121,7 @@ struct EnumArgs {
     /// Numbers (one NAPTR each).
     #[arg(long)]
     records: u64,
-    /// Zones the numbers are split into (10 for the 500k and 5M sets of seed 000, 4 for 20M).
+    /// Zones the numbers are split into (10 for the 500k and 5M sets of Shen & Schulzrinne, 4 for 20M).
     #[arg(long, default_value_t = 10)]
     zones: u64,
     /// Output directory (created).
@@ -130,7 +130,7 @@ struct EnumArgs {
     /// Numbers share this many distinct NAPTR RRsets (carrier ENUM) instead of one each.
     #[arg(long, value_name = "K")]
     shared_naptr: Option<u64>,
-    /// Leading digits of every number (default: from 1212…; 16461 and 131 give seed 000's
+    /// Leading digits of every number (default: from 1212…; 16461 and 131 give Shen & Schulzrinne's
     /// 500k and 20M sets).
     #[arg(long)]
     prefix: Option<String>,

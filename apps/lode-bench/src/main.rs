@@ -1,5 +1,5 @@
-//! `lode-bench`: Lode's measuring tools, apart from the server binary `lode`
-//! (issue 17 §4): the data-set generators (`lode-bench gen …`) and the
+//! `lode-bench`: Lode's measuring tools, apart from the server binary
+//! `lode`: the data-set generators (`lode-bench gen …`) and the
 //! instruments (`lode-bench rate`, `compare`, `attack`, …), which the server
 //! does not link. `lode bench ARGS` and `lode gen ARGS` hand over to this
 //! binary (`lode-bench ARGS`, `lode-bench gen ARGS`).

@@ -1,4 +1,4 @@
-//! The control commands as `knotc` has them (issue 11 §2): `lode status`,
+//! The control commands as `knotc` has them: `lode status`,
 //! `lode zone-reload NAME`, `lode zone-status`, `lode stop`, and the errors
 //! every control command gives when no server answers on the socket.
 //!

@@ -1,4 +1,4 @@
-//! dnstap query logging (issue 11 §3), read back by the ecosystem's own
+//! dnstap query logging, read back by the ecosystem's own
 //! readers: a file sink read with `dnstap-read` (BIND) and `kdig -G`
 //! (Knot); a Unix-socket sink received by `fstrm_capture` (fstrm); and
 //! readers that are absent or never read: every query is still answered,

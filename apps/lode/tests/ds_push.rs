@@ -1,4 +1,4 @@
-//! `ds-push` (issue 19 §2, Knot's option): a Lode signing `example.test.`
+//! `ds-push` (Knot's option): a Lode signing `example.test.`
 //! sends its DS set to the parent's primary by TSIG-signed UPDATE whenever
 //! its CDS changes, and with `ksk-submission` asking the parent for the DS,
 //! nobody carries a DS by hand: the first KSK becomes active, and in a KSK

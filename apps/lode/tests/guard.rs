@@ -1,4 +1,4 @@
-//! Under attack (issue 10): response-rate limiting against one flooding
+//! Under attack: response-rate limiting against one flooding
 //! source and a spoofed-source reflection flood, DNS cookies (the same
 //! answers as Knot with mod-cookies and the same secret, and a valid cookie
 //! exempt from RRL), TCP clients still served while one source holds every

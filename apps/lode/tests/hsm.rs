@@ -1,4 +1,4 @@
-//! A zone signed with keys in an HSM (issue 19 §4), SoftHSM2 standing in
+//! A zone signed with keys in an HSM, SoftHSM2 standing in
 //! for it: a policy's `keystore` names a `[[keystore]]` (PKCS #11, PIN
 //! from a file); the keys are made in the token when the zone first loads,
 //! their files hold no private key, every version is verified whole by

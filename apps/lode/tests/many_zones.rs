@@ -1,4 +1,4 @@
-//! Twenty thousand small zones that take updates (issue 17): a hosting
+//! Twenty thousand small zones that take updates: a hosting
 //! company's zone count on one server.
 //!
 //! `lode serve` gets 20,000 zones of six records each, every one with an ACL

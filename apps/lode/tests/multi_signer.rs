@@ -1,4 +1,4 @@
-//! Two signers of one zone (multi-signer, RFC 8901 model 2; issue 19 §3):
+//! Two signers of one zone (multi-signer, RFC 8901 model 2):
 //! two Lode servers — or Lode and Knot 3.2 — sign the same zone with keys
 //! of their own; each
 //! publishes the other's ZSK (`lode dnssec import-pub`, taken in by `lode

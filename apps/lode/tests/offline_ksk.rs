@@ -1,4 +1,4 @@
-//! Offline KSK (issue 19 §3), both ways with Knot 3.2's keymgr: the ZSK
+//! Offline KSK, both ways with Knot 3.2's keymgr: the ZSK
 //! side makes its ZSKs ahead and a key signing request (KSR); the KSK
 //! side, which alone has the KSK, answers with a signed key response
 //! (SKR); the ZSK side imports it and serves the zone, its DNSKEY RRset

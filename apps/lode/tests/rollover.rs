@@ -1,4 +1,4 @@
-//! Key rollovers run by themselves from the policy (issue 19), watched by a
+//! Key rollovers run by themselves from the policy, watched by a
 //! validating resolver that must never see SERVFAIL or a bogus answer.
 //!
 //! A parent zone `test.` (a Lode signing it, its KSK the resolver's trust

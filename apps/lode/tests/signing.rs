@@ -1,4 +1,4 @@
-//! Lode signs a zone (issue 18): every version it publishes is checked whole
+//! Lode signs a zone: every version it publishes is checked whole
 //! by two independent verifiers, and answers validate at a real resolver.
 //!
 //! A zone with a delegation (glue, DS), an unsigned delegation, an empty

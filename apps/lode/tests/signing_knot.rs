@@ -1,4 +1,4 @@
-//! Lode and Knot DNS sign the same zone with the same keys (issue 18):
+//! Lode and Knot DNS sign the same zone with the same keys:
 //! the same records covered, the same NSEC or NSEC3 chain, the same DNSKEY
 //! RRset, and DO=1 answers (queries for the RRSIG type included) and the
 //! whole zone by AXFR identical in everything but signature bytes and

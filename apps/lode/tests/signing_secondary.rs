@@ -1,5 +1,5 @@
-//! Lode as the signer between a hidden primary and the public secondaries
-//! (issue 18): Knot DNS serves the unsigned zone and takes the updates;
+//! Lode as the signer between a hidden primary and the public secondaries:
+//! Knot DNS serves the unsigned zone and takes the updates;
 //! Lode transfers it in, signs it and numbers its versions itself; a Knot
 //! secondary with `dnssec-validation: on` takes Lode's signed versions.
 //!

@@ -1,4 +1,4 @@
-//! `dnssec-validation` (Knot's, issue 18): zones signed elsewhere are
+//! `dnssec-validation` (Knot's): zones signed elsewhere are
 //! checked before a version of them is served.
 //!
 //! - Zone files signed by BIND's `dnssec-signzone` (RSA/SHA-256, NSEC3 with

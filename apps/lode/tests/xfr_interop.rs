@@ -273,7 +273,7 @@ fn lode_primary_to_knot_nsd_bind_secondaries() {
     primary_to_three_secondaries(PrimaryKind::Lode);
 }
 
-/// NOTIFY that busy secondaries keep up with (issue 20 §3): a Lode primary
+/// NOTIFY that busy secondaries keep up with: a Lode primary
 /// changed 50 times a second for 6 s, then as fast as one knsupdate sends
 /// (several hundred a second), NOTIFYing NSD, Knot and BIND secondaries.
 /// Each must follow by IXFR alone: after the first AXFR, none (counted by
@@ -512,7 +512,7 @@ fn wrong_key_is_refused_everywhere() {
     );
 }
 
-/// Lode as a secondary (issue 9 §2 and §4): a Knot primary changed with
+/// Lode as a secondary: a Knot primary changed with
 /// knsupdate → Lode secondary A → Lode secondary B (A's secondary, NOTIFYed
 /// by A). Checked: both take the zone by AXFR and follow the updates by IXFR
 /// (A's and B's logs, and the taps); after Knot drops its history, A falls
@@ -975,7 +975,7 @@ fn knot_catalog_producer_to_lode_consumer() {
     }
 }
 
-/// Expiry (issue 9 §2): a Lode secondary whose primary goes away answers
+/// Expiry: a Lode secondary whose primary goes away answers
 /// SERVFAIL once the SOA expire time (4 s here) has passed without a
 /// successful refresh, as Knot does, says so in `lode zone-status`, and
 /// serves again as soon as the primary is back.

@@ -1,4 +1,4 @@
-//! Lode as a primary (issue 9 §1), checked with kdig and a NOTIFY listener:
+//! Lode as a primary, checked with kdig and a NOTIFY listener:
 //!
 //! - AXFR over TCP with TSIG gives every record of the zone (as a multiset),
 //!   in messages of up to 64 KiB (a 150,000-record zone needs many);

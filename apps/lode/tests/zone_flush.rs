@@ -1,4 +1,4 @@
-//! `zonefile-sync` and `lode zone-flush` (issue 8 §3): zones that take
+//! `zonefile-sync` and `lode zone-flush`: zones that take
 //! updates write their zone files, and the written files are not taken for
 //! edits by a reload or a restart.
 //!

@@ -3,7 +3,7 @@
 //! - the same unsigned zone served by knotd and by Lode, each with
 //!   `zonemd-generate` (SHA-384 on one zone, SHA-512 on another): the same
 //!   serial (both raise the file's by one, as Knot's load does) and the same
-//!   ZONEMD record;
+//!   ZONEMD record, and again after the same UPDATE to both;
 //! - `ldns-verify-zone` takes Lode's zones by AXFR with their ZONEMD, an
 //!   unsigned one (`-Z`) and one signed here (`-ZZ`), before and after a
 //!   dynamic UPDATE (which gets a fresh ZONEMD);
@@ -54,13 +54,18 @@ fn knot_and_lode_make_the_same_zonemd() {
         std::fs::write(file, tld_zone(origin, 2026010100)).unwrap();
     }
     let ports = common::peers::distinct_ports(2, &[]);
-    let knot =
-        Server::start(knot_zonemd_spec(ports[0], &zones)).unwrap_or_else(|e| panic!("knotd: {e}"));
+    // Both take unsigned updates from 127.0.0.1.
+    let mut spec = knot_zonemd_spec(ports[0], &zones)
+        .acl(lode_peers::Acl::new("upd", &[lode_peers::Action::Update]).from("127.0.0.1"));
+    for z in &mut spec.zones {
+        z.acls.push("upd".into());
+    }
+    let knot = Server::start(spec).unwrap_or_else(|e| panic!("knotd: {e}"));
     let conf: String = zones
         .iter()
         .map(|(o, f, g)| {
             format!(
-                "[[zone]]\nname = \"{o}\"\nfile = \"{}\"\nacl = [\"xfr\"]\nzonemd-generate = \"{g}\"\n",
+                "[[zone]]\nname = \"{o}\"\nfile = \"{}\"\nacl = [\"xfr\", \"upd\"]\nzonemd-generate = \"{g}\"\n",
                 f.display()
             )
         })
@@ -68,7 +73,8 @@ fn knot_and_lode_make_the_same_zonemd() {
     std::fs::write(
         d.join("lode.toml"),
         format!(
-            "journal-dir = \"journal\"\n[[acl]]\nid = \"xfr\"\naction = [\"transfer\"]\n{conf}"
+            "journal-dir = \"journal\"\n[[acl]]\nid = \"xfr\"\naction = [\"transfer\"]\n\
+             [[acl]]\nid = \"upd\"\naddress = [\"127.0.0.1\"]\naction = [\"update\"]\n{conf}"
         ),
     )
     .unwrap();
@@ -99,6 +105,25 @@ fn knot_and_lode_make_the_same_zonemd() {
         let text = axfr_to(at(ports[1]), origin, &d.join(format!("{origin}axfr")));
         ldns_verify(&d.join(format!("{origin}axfr")), false)
             .unwrap_or_else(|e| panic!("{origin}: ldns-verify-zone: {e}\n{text}"));
+        // The same UPDATE to both: the same next serial and ZONEMD.
+        let change = format!("update add www.{origin} 300 A 192.0.2.80");
+        for &port in &ports {
+            common::dnssec::knsupdate_as(port, None, origin, &change)
+                .unwrap_or_else(|e| panic!("{origin} update to {port}: {e}"));
+        }
+        wait_for(
+            &format!("{origin}'s update served by both"),
+            || format!("{}\n{}", knot.log(), lode.log()),
+            || {
+                soa_serial(at(ports[0]), origin) == Some(want + 1)
+                    && soa_serial(at(ports[1]), origin) == Some(want + 1)
+            },
+        );
+        let (k, l) = (
+            zonemd_at(at(ports[0]), origin),
+            zonemd_at(at(ports[1]), origin),
+        );
+        assert_eq!(l, k, "{origin}: after the update, Lode's ZONEMD is Knot's");
     }
 }
 

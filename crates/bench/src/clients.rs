@@ -1,4 +1,4 @@
-//! Closed-loop clients (enumperf, seed 000 §3.3): each client sends one query,
+//! Closed-loop clients (enumperf, Shen & Schulzrinne §3.3): each client sends one query,
 //! waits for its reply (or the timeout) and sends the next. Clients are added step
 //! by step; each step reports throughput and latency percentiles, which shows
 //! where the server saturates and how latency grows on the way.

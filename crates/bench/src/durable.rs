@@ -1,4 +1,4 @@
-//! Durable update rate (issue 8 §6 target 1): closed-loop TSIG-signed UPDATE
+//! Durable update rate: closed-loop TSIG-signed UPDATE
 //! clients over TCP, and the fdatasync rate of the journal's disk to compare with.
 //!
 //! ```text

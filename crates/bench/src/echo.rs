@@ -1,6 +1,6 @@
 //! The echo responder: every query comes back with QR set and nothing else done.
 //! It runs on Lode's own UDP transport, so its rate is the ceiling any server on
-//! this machine's stack can reach (seed 004 §2: the "echo daemon").
+//! this machine's stack can reach (the SIDN measurements, §2: the "echo daemon").
 
 use std::net::SocketAddr;
 

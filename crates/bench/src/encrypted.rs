@@ -1,4 +1,4 @@
-//! DNS over TLS and over QUIC from the client's side (issue 21 §7): new
+//! DNS over TLS and over QUIC from the client's side: new
 //! handshakes per second — a fresh connection, a full handshake (no session
 //! resumption) and one query each — and DoQ answers per second over
 //! persistent connections, a stream per query (RFC 9250 §4.2).

@@ -1,4 +1,4 @@
-//! The RFC 8219 §9 tester (seed 001 §II.B): open-loop queries at a constant rate
+//! The RFC 8219 §9 tester (Lencse §II.B): open-loop queries at a constant rate
 //! for a fixed duration, every query different, from many source ports; a reply
 //! counts only if valid and back within the timeout; a binary search finds the
 //! highest rate at which (almost) every query is answered.
@@ -144,7 +144,7 @@ pub struct StepResult {
     /// percentile and maximum (within 1/64).
     pub latency_us: [u64; 3],
     /// Latency of valid replies at the 99.9th percentile, microseconds (the stall
-    /// measurement of issue 8 §6 target 4).
+    /// measurement of queries under updates).
     pub latency_p999_us: u64,
 }
 

@@ -1,9 +1,9 @@
 //! Summaries of repeated measurements as RFC 8219 asks: median, 1st and 99th
-//! percentile, and dispersion = (p99 − p1) / median (seed 001, equation 1).
+//! percentile, and dispersion = (p99 − p1) / median (Lencse, equation 1).
 
 /// The nearest-rank percentile `p` (0 < p ≤ 100) of sorted samples: the value at
 /// rank ⌈p·n/100⌉. With fewer than 100 samples, p1 is the minimum and p99 the
-/// maximum, as in seed 001. `None` if there are no samples.
+/// maximum, as in Lencse's study. `None` if there are no samples.
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn twenty_results_like_the_paper() {
-        // 20 results: p1 is the minimum, p99 the maximum (seed 001 §IV).
+        // 20 results: p1 is the minimum, p99 the maximum (Lencse §IV).
         let mut v: Vec<f64> = (0..20).map(|i| 19_000.0 + f64::from(i) * 40.0).collect();
         v.reverse();
         let s = Summary::of(&v).expect("samples");

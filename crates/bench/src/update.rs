@@ -1,4 +1,4 @@
-//! Query load under updates (seed 003 §6.3): an RFC 2136 UPDATE stream derived
+//! Query load under updates (ISC's large-zone study, §6.3): an RFC 2136 UPDATE stream derived
 //! from zone files — adds of names that do not exist, deletes of names that do,
 //! changes of existing RRsets, one third each — sent at a constant rate while
 //! the rate tester runs, optionally TSIG-signed (RFC 8945, by `lode-tsig`).

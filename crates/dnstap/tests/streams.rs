@@ -232,11 +232,20 @@ fn a_reader_that_never_reads_costs_drops_not_waits() {
         drop(s);
     });
     let big = vec![0xabu8; 4000];
+    // For about a second, so that the writer has more to write than any
+    // socket buffer holds (4 MiB when a benchmark raised the machine's
+    // defaults): it must block, then fail, whatever the buffer. Only the
+    // time inside log() is counted.
+    let mut spent = Duration::ZERO;
     let t0 = Instant::now();
-    for _ in 0..20_000 {
-        tap.log(&event(&big, Some(&big), 4000));
+    while t0.elapsed() < Duration::from_secs(1) {
+        let t = Instant::now();
+        for _ in 0..100 {
+            tap.log(&event(&big, Some(&big), 4000));
+        }
+        spent += t.elapsed();
+        std::thread::sleep(Duration::from_millis(1));
     }
-    let spent = t0.elapsed();
     let s = tap.stats();
     assert!(s.dropped_queue_full > 0, "{s:?}");
     assert!(spent < Duration::from_secs(2), "log() waited: {spent:?}");

@@ -28,7 +28,7 @@
 //!   past the I/O timeout a stalled connection of plain replies counts as
 //!   idle (closed for a new client, under pressure, or for its source's
 //!   limit). Closing it at the I/O timeout, as before, let a flooder
-//!   reconnect with empty buffers and push again (issue 10's abuse mix).
+//!   reconnect with empty buffers and push again (the attack benchmark's abuse mix).
 //!   Deferred replies and streams (transfers) may wait for the reader up to
 //!   the idle timeout without counting as idle, as a secondary pausing in a
 //!   transfer must not lose it.

@@ -18,6 +18,11 @@ use socket2::{Domain, Socket, Type};
 /// Length of every ordinary reply.
 const REPLY: usize = 32;
 
+/// How soon a new client must be answered while others crowd or stall the
+/// server: well under the shortest timeout that could have freed a slot
+/// instead (500 ms), with room for a loaded test machine.
+const ANSWERED_WITHIN: Duration = Duration::from_millis(400);
+
 /// Deferred replies held by the "hold" handler (released by dropping them).
 type Held = Arc<Mutex<Vec<Later>>>;
 
@@ -165,7 +170,7 @@ fn a_full_server_closes_its_idlest_connection_for_a_new_client() {
     for round in 0..20 {
         let (s, took) = ask(ip(0, 1), addr);
         assert!(
-            took < Duration::from_millis(100),
+            took < ANSWERED_WITHIN,
             "round {round}: answered in {took:?}"
         );
         assert!(server.stats().open <= 100);
@@ -224,7 +229,7 @@ fn a_source_at_its_limit_loses_its_own_idlest_connection_or_is_refused() {
     assert_eq!(server.stats().refused_per_source, 1);
     // ... while another source is served.
     let (_, took) = ask(ip(0, 4), addr);
-    assert!(took < Duration::from_millis(100), "answered in {took:?}");
+    assert!(took < ANSWERED_WITHIN, "answered in {took:?}");
     // The deferred replies end (dropped): their connections go on.
     held.lock().unwrap().clear();
     extra.write_all(&frame(b"after")).unwrap();
@@ -259,7 +264,7 @@ fn a_full_server_of_busy_connections_refuses_the_new_one() {
     held.lock().unwrap().clear();
     std::thread::sleep(Duration::from_millis(50));
     let (_, took) = ask(ip(0, 5), addr);
-    assert!(took < Duration::from_millis(100), "answered in {took:?}");
+    assert!(took < ANSWERED_WITHIN, "answered in {took:?}");
     assert_eq!(server.stats().closed_idle_for_new, 1);
     server.stop();
 }
@@ -297,10 +302,7 @@ fn ten_thousand_idle_connections_do_not_lock_out_new_clients() {
             slowest = slowest.max(took);
         }
     }
-    assert!(
-        slowest < Duration::from_millis(100),
-        "answered in {slowest:?}"
-    );
+    assert!(slowest < ANSWERED_WITHIN, "answered in {slowest:?}");
     let grown = rss_kib().saturating_sub(before);
     let stats = server.stats();
     eprintln!(
@@ -354,7 +356,7 @@ fn slow_senders_are_closed_after_the_io_timeout_while_others_are_served() {
     };
     // A normal client is served meanwhile.
     let (_, took) = ask(ip(0, 1), addr);
-    assert!(took < Duration::from_millis(100), "answered in {took:?}");
+    assert!(took < ANSWERED_WITHIN, "answered in {took:?}");
     assert!(closed_by_server(&mut prefix_only));
     let waited = t0.elapsed();
     let mut trickle = trickle;
@@ -436,10 +438,7 @@ fn a_pipelined_flood_that_reads_nothing_stalls_bounded_until_the_idle_timeout() 
             "a flooder closed after {closed:?}: before the idle timeout (2 s)"
         );
     }
-    assert!(
-        slowest < Duration::from_millis(100),
-        "answered in {slowest:?}"
-    );
+    assert!(slowest < ANSWERED_WITHIN, "answered in {slowest:?}");
     wait_for(&server, "every flooder closed", |s| {
         s.write_timeout == FLOODERS
     });

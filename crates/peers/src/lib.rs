@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use probe::{soa_query, Answer};
-pub use process::{program, Server};
+pub use process::{process_tree, program, Server};
 pub use sample::Sample;
 
 /// A DNS server implementation the harness can run.
@@ -43,6 +43,10 @@ pub enum Kind {
     PowerDns,
     /// Lode (`lode serve`; its binary is given by [`Spec::program`]).
     Lode,
+    /// Another program (e.g. a benchmark's own responder), run with
+    /// [`Spec::program`] and [`Spec::args`] only: nothing is configured;
+    /// its zones, if any, only tell readiness what to ask. Not in [`Kind::ALL`].
+    Program,
 }
 
 impl Kind {
@@ -63,6 +67,7 @@ impl Kind {
             Kind::Bind => "bind",
             Kind::PowerDns => "powerdns",
             Kind::Lode => "lode",
+            Kind::Program => "program",
         }
     }
 
@@ -74,6 +79,7 @@ impl Kind {
             Kind::Bind => "named",
             Kind::PowerDns => "pdns_server",
             Kind::Lode => "lode",
+            Kind::Program => "",
         }
     }
 
@@ -85,6 +91,7 @@ impl Kind {
             Kind::Bind => "bind9",
             Kind::PowerDns => "pdns-server pdns-backend-bind",
             Kind::Lode => "lode",
+            Kind::Program => "",
         }
     }
 }
@@ -353,6 +360,21 @@ pub enum Ready {
     Started,
 }
 
+/// How much a server logs, and where.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Logging {
+    /// What tests read: every transfer and NOTIFY, in the server's own log
+    /// file where it has one (Knot `knot.log` at info, NSD `nsd.log` at
+    /// verbosity 2, BIND `named.log` at debug 3, PowerDNS loglevel 6).
+    #[default]
+    Verbose,
+    /// What a measurement runs with: the ordinary level, on stderr (into
+    /// [`Spec::stdio`]): Knot info, NSD verbosity 1, BIND `-g` (info),
+    /// PowerDNS loglevel 4. Lode logs to stderr either way (its level is
+    /// its own option).
+    Plain,
+}
+
 /// The description of one server under test.
 #[derive(Clone, Debug)]
 pub struct Spec {
@@ -376,11 +398,25 @@ pub struct Spec {
     /// Worker threads (UDP workers, NSD's server processes, BIND's `-n`,
     /// PowerDNS' receiver threads); None: 1 (Lode: 1).
     pub workers: Option<usize>,
+    /// Knot's `tcp-workers` (None: as many as [`Spec::workers`]); elsewhere unsupported.
+    pub tcp_workers: Option<usize>,
+    /// Knot's `background-workers` (None: 1); elsewhere unsupported.
+    pub background_workers: Option<usize>,
     /// CPUs it is pinned to (with `taskset -c`, which execs it: its PID is the server's).
     pub cpus: Vec<usize>,
-    /// UDP receive and send buffer in bytes (NSD's `so-rcvbuf`/`so-sndbuf`,
-    /// BIND's `udp-receive-buffer`/`udp-send-buffer`); elsewhere unsupported.
+    /// UDP receive and send buffer in bytes as asked of the kernel (which
+    /// doubles it): NSD's `so-rcvbuf`/`so-sndbuf`, BIND's
+    /// `udp-receive-buffer`/`udp-send-buffer`, Lode's `udp-receive-buffer`
+    /// (it has no send key); elsewhere unsupported.
     pub socket_buffer: Option<usize>,
+    /// Response-rate limiting: answers per second per bucket (Lode's
+    /// `[rrl] rate-limit`, Knot's global `mod-rrl`); elsewhere unsupported.
+    pub rrl_rate: Option<u32>,
+    /// DNS cookies (RFC 7873, 9018) with this server secret (Lode's
+    /// `[cookies] secret`, Knot's global `mod-cookies`); elsewhere unsupported.
+    pub cookie_secret: Option<[u8; 16]>,
+    /// How much it logs, and where.
+    pub logging: Logging,
     /// Its directory: None: a fresh temporary one, removed when the server
     /// is dropped (kept with `LODE_KEEP_TMP` set); Some: created if need be,
     /// never removed (a test can start a server again on the same state).
@@ -421,6 +457,8 @@ pub struct Spec {
     /// reads `pdns.conf` of its directory. Its zones are still what
     /// readiness waits for.
     pub config_file: Option<PathBuf>,
+    /// How long [`Server::stop`] waits after SIGTERM before SIGKILL (default 5 s).
+    pub stop_grace: Duration,
 }
 
 impl Spec {
@@ -436,8 +474,13 @@ impl Spec {
             acls: Vec::new(),
             zones: Vec::new(),
             workers: None,
+            tcp_workers: None,
+            background_workers: None,
             cpus: Vec::new(),
             socket_buffer: None,
+            rrl_rate: None,
+            cookie_secret: None,
+            logging: Logging::Verbose,
             dir: None,
             server_extra: String::new(),
             sections: String::new(),
@@ -449,7 +492,28 @@ impl Spec {
             stdio: None,
             config: None,
             config_file: None,
+            stop_grace: Duration::from_secs(5),
         }
+    }
+
+    /// The same server run under `setpriv --pdeathsig TERM` (the kernel
+    /// stops it if the process that started it dies without stopping it)
+    /// and `env --default-signal=INT,TERM,HUP` (a starter whose threads
+    /// block those signals, to wait for them in one thread, would
+    /// otherwise pass the mask on): both exec, its PID stays the server's.
+    pub fn stop_with_parent(mut self) -> Spec {
+        self.exec_under.extend(
+            [
+                "setpriv",
+                "--pdeathsig",
+                "TERM",
+                "--",
+                "env",
+                "--default-signal=INT,TERM,HUP",
+            ]
+            .map(String::from),
+        );
+        self
     }
 
     /// The same server also listening on [::1].

@@ -48,6 +48,8 @@ pub struct Server {
     stdio: PathBuf,
     temporary: bool,
     child: Child,
+    /// When the process was started.
+    started: Instant,
     /// Set once reaped: its PID may belong to another process then.
     stopped: bool,
 }
@@ -69,10 +71,11 @@ impl Server {
     pub fn start(spec: &Spec) -> Result<Server, Error> {
         let program = match (&spec.program, spec.kind) {
             (Some(p), _) => p.clone(),
-            (None, Kind::Lode) => {
-                return Err(Error::Config(
-                    "Lode needs Spec::program (its binary)".into(),
-                ))
+            (None, Kind::Lode | Kind::Program) => {
+                return Err(Error::Config(format!(
+                    "{} needs Spec::program (its binary)",
+                    spec.label()
+                )))
             }
             (None, kind) => program(kind.program()).ok_or_else(|| Error::NotInstalled {
                 program: kind.program().into(),
@@ -108,6 +111,7 @@ impl Server {
             stdio,
             temporary,
             child,
+            started: Instant::now(),
             stopped: false,
         };
         server.wait_ready()?;
@@ -126,42 +130,40 @@ impl Server {
             &self.dir,
             &self.stdio,
         )?;
+        self.started = Instant::now();
         self.stopped = false;
         self.wait_ready()
     }
 
-    /// Polls until ready (see [`Ready`]), the process exits, or the bound passes.
+    /// Polls until ready (see [`Ready`]), the process exits, or
+    /// [`Spec::ready_timeout`] since the start passes.
     pub fn wait_ready(&mut self) -> Result<(), Error> {
-        let mut pending: Vec<(&str, bool)> = match self.spec.ready {
+        let zones = &self.spec.zones;
+        // Each zone's name, and whether it must be loaded (not just answered).
+        let mut pending: Vec<(String, bool)> = match self.spec.ready {
             Ready::Started => return Ok(()),
-            Ready::Answering if self.spec.zones.is_empty() => vec![(".", false)],
-            Ready::Answering => self
-                .spec
-                .zones
+            Ready::Answering if zones.is_empty() => vec![(".".into(), false)],
+            Ready::Answering => zones.iter().map(|z| (z.name.clone(), false)).collect(),
+            Ready::Zones => zones
                 .iter()
-                .map(|z| (z.name.as_str(), false))
-                .collect(),
-            Ready::Zones => self
-                .spec
-                .zones
-                .iter()
-                .map(|z| (z.name.as_str(), matches!(z.role, Role::Primary(_))))
+                .map(|z| (z.name.clone(), matches!(z.role, Role::Primary(_))))
                 .collect(),
         };
-        let limit = self.spec.ready_timeout;
-        let deadline = Instant::now() + limit;
+        let names = |p: &[(String, bool)]| {
+            let v: Vec<&str> = p.iter().map(|(z, _)| z.as_str()).collect();
+            v.join(" ")
+        };
+        let what = names(&pending);
         let addrs: Vec<SocketAddr> = self
             .spec
             .addresses
             .iter()
             .map(|a| SocketAddr::new(*a, self.spec.port))
             .collect();
-        loop {
-            if !alive(&mut self.child) {
-                return Err(Error::Exited {
-                    label: self.label.clone(),
-                    log_tail: self.log_tail(30),
-                });
+        let mut first = true;
+        let waited = self.wait_until(&what, self.spec.ready_timeout, || {
+            if !std::mem::take(&mut first) {
+                std::thread::sleep(Duration::from_millis(100));
             }
             pending.retain(|(zone, loaded)| {
                 !addrs.iter().all(|a| {
@@ -169,20 +171,79 @@ impl Server {
                         .is_some_and(|r| !loaded || r.serves_zone())
                 })
             });
-            if pending.is_empty() {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                let names: Vec<&str> = pending.iter().map(|(z, _)| *z).collect();
-                return Err(Error::NotReady {
-                    label: self.label.clone(),
-                    pending: names.join(" "),
-                    waited: limit,
-                    log_tail: self.log_tail(30),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(100));
+            pending.is_empty()
+        });
+        match waited {
+            // Name only the zones still pending.
+            Err(Error::NotReady {
+                label,
+                waited,
+                log_tail,
+                ..
+            }) => Err(Error::NotReady {
+                label,
+                pending: names(&pending),
+                waited,
+                log_tail,
+            }),
+            other => other.map(|_| ()),
         }
+    }
+
+    /// Polls `done` until it returns true, the process exits, or `limit`
+    /// since the start passes; the time from the start to readiness. `done`
+    /// paces the polling itself (e.g. waits for a probe's reply); `what`
+    /// names what is waited for in the error.
+    pub fn wait_until(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        mut done: impl FnMut() -> bool,
+    ) -> Result<Duration, Error> {
+        loop {
+            self.check_alive()?;
+            if self.started.elapsed() > limit {
+                return Err(self.not_ready(what.into(), limit));
+            }
+            if done() {
+                return Ok(self.started.elapsed());
+            }
+        }
+    }
+
+    /// [`Error::Exited`] once the process has exited.
+    fn check_alive(&mut self) -> Result<(), Error> {
+        if alive(&mut self.child) {
+            Ok(())
+        } else {
+            Err(Error::Exited {
+                label: self.label.clone(),
+                log_tail: self.log_tail(30),
+            })
+        }
+    }
+
+    fn not_ready(&self, pending: String, waited: Duration) -> Error {
+        Error::NotReady {
+            label: self.label.clone(),
+            pending,
+            waited,
+            log_tail: self.log_tail(30),
+        }
+    }
+
+    /// When the process was (last) started.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Its processes: the server's and those it forked (NSD's), from the
+    /// parent PIDs in `/proc`.
+    pub fn pids(&self) -> Vec<u32> {
+        if self.stopped {
+            return Vec::new();
+        }
+        process_tree(self.pid())
     }
 
     /// Its label, e.g. `knot@15300`.
@@ -284,17 +345,26 @@ impl Server {
         }
     }
 
-    /// SIGTERM by PID, SIGKILL if it is still there after 5 s; reaped.
-    /// Dropping does the same.
+    /// SIGTERM by PID to it and the processes it forked, SIGKILL to what
+    /// is left of them after [`Spec::stop_grace`]; reaped. Dropping does the same.
     pub fn stop(&mut self) {
         if self.stopped {
             return;
         }
         if alive(&mut self.child) {
-            let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
-            let deadline = Instant::now() + Duration::from_secs(5);
+            let tree = self.pids();
+            for &p in &tree {
+                let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
+            }
+            let deadline = Instant::now() + self.spec.stop_grace;
             while alive(&mut self.child) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
+            }
+            // Forked children still there (the main process is reaped below).
+            for &p in tree.iter().filter(|&&p| p != self.child.id()) {
+                if Path::new(&format!("/proc/{p}")).exists() {
+                    let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
+                }
             }
         }
         self.kill9();
@@ -308,6 +378,35 @@ impl Drop for Server {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// `pid` and all its descendants, from the parent PIDs in `/proc`.
+pub fn process_tree(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(ppid) = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|t| sample::parent(&t))
+        {
+            parents.push((p, ppid));
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    tree
 }
 
 /// Whether `child` still runs (not yet exited; it is reaped if it has).

@@ -39,6 +39,12 @@ pub(crate) fn read(pid: u32) -> Option<Sample> {
     })
 }
 
+/// The parent PID of a `/proc/PID/stat` line (field 4).
+pub(crate) fn parent(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// utime + stime of a `/proc/PID/stat` line (fields 14 and 15, counted
 /// after the command name, which may hold spaces and parentheses).
 fn cpu_time(stat: &str) -> Option<Duration> {
@@ -72,6 +78,7 @@ mod tests {
     fn parses_stat_and_status() {
         let stat = "42 (kn ot) S 1 42 42 0 -1 4194560 1 0 0 0 250 50 0 0 20 0 3 0 1 2 3";
         assert_eq!(cpu_time(stat), Some(Duration::from_secs(3)));
+        assert_eq!(parent(stat), Some(1));
         let status = "Name:\tknotd\nVmRSS:\t  2048 kB\nThreads:\t3\n";
         assert_eq!(kib_field(status, "VmRSS:"), Some(2048 * 1024));
         assert_eq!(kib_field(status, "Threads:"), Some(3));

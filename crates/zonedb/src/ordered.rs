@@ -1,7 +1,7 @@
 //! Building a zone from its nodes given in canonical order, each encoded as
 //! it comes and laid out in the store as soon as nothing can change it any
 //! more: no record is held and no second copy of the zone, so the peak is
-//! about the store itself (issue 20 §3: a secondary taking a 20 M-record
+//! about the store itself (a secondary taking a 20 M-record
 //! AXFR peaked at 4.5 × the zone's size when every node was kept until the
 //! end). Whole signing makes its zones this way too (a zone from another
 //! zone's nodes and the signatures).

@@ -476,6 +476,10 @@ impl Txn<'_> {
             Change::Update(req) => {
                 let cs = update::process(&self.working, req, stage.policy, now)
                     .map_err(StageError::Update)?;
+                // As Knot: with zonemd-verify, what an update leaves must
+                // carry a ZONEMD that verifies, checked before signing and
+                // before zonemd-generate makes the next one.
+                verify_after = stage.zonemd_verify && cs.is_some();
                 (cs.into_iter().collect::<Vec<_>>(), None)
             }
             Change::Difference(target) => {

@@ -46,7 +46,7 @@ user, TCP and QUIC limits, certificates), control (rundir + listen as `control`)
 remotes (groups, expanded where named), acl (address ranges as prefixes, remote as its \
 addresses and key, deny), submission, keystore (PKCS #11), policy, template (written into each \
 zone that uses it; catalog templates as [[template]]), zone (file with its %s, %c, %l \
-formatters, master, notify, acl, serial-policy, zonefile-sync, signing, validation, catalogs, \
+formatters, master, notify, acl, serial-policy, zonefile-sync, signing, validation, ZONEMD, catalogs, \
 timers), mod-rrl, mod-cookies and mod-dnstap named by the default template's global-module.
 
 Paths are written absolute: zone files under the zone's storage (Knot's default \
@@ -180,6 +180,26 @@ mod tests {
             report.iter().all(|l| !l.starts_with("not imported")),
             "{report:?}"
         );
+    }
+
+    #[test]
+    fn zonemd_options_go_to_zones_and_catalog_templates() {
+        let (toml, report) = convert_text(
+            "remote:\n  - id: p\n    address: 10.0.0.1\n\
+             template:\n  - id: member\n    master: p\n    zonemd-verify: on\n    zonemd-generate: zonemd-sha384\n    zonefile-sync: -1\n\
+             zone:\n  - domain: e.\n    zonemd-generate: zonemd-sha512\n\
+             \x20 - domain: cat.\n    master: p\n    catalog-role: interpret\n    catalog-template: member\n",
+        );
+        assert!(
+            toml.contains("name = \"e.\"\nfile = \"/var/lib/knot/e.zone\"\nzonemd-generate = \"zonemd-sha512\""),
+            "{toml}"
+        );
+        let template = &toml[toml.find("[[template]]").expect(&toml)..];
+        assert!(
+            template.contains("zonemd-generate = \"zonemd-sha384\"\nzonemd-verify = true"),
+            "{toml}"
+        );
+        assert!(report.iter().all(|l| !l.contains("zonemd")), "{report:?}");
     }
 
     #[test]

@@ -56,7 +56,7 @@ impl<'a> View<'a> {
 }
 
 /// Zone items with a Lode key of the same name and meaning.
-const ZONE_KEYS: [(&str, Conv); 13] = [
+const ZONE_KEYS: [(&str, Conv); 15] = [
     ("serial-policy", Conv::Str),
     ("zonefile-sync", Conv::Time),
     ("notify-delay", Conv::Time),
@@ -68,20 +68,20 @@ const ZONE_KEYS: [(&str, Conv); 13] = [
     ("expire-max-interval", Conv::Time),
     ("dnssec-signing", Conv::Bool),
     ("dnssec-validation", Conv::Bool),
+    ("zonemd-generate", Conv::Str),
+    ("zonemd-verify", Conv::Bool),
     ("catalog-zone", Conv::Str),
     ("catalog-group", Conv::Str),
 ];
 
 /// Zone items whose Knot value is Lode's behaviour: (key, value, why).
-const ZONE_SAME: [(&str, &str, &str); 6] = [
+const ZONE_SAME: [(&str, &str, &str); 4] = [
     ("provide-ixfr", "on", "IXFR is answered from the journal"),
     (
         "semantic-checks",
         "off",
         "a zone is refused for what Knot's mandatory checks refuse",
     ),
-    ("zonemd-generate", "none", "no ZONEMD is made"),
-    ("zonemd-verify", "off", "ZONEMD is not checked"),
     ("ixfr-by-one", "off", "changesets are sent as kept"),
     ("catalog-role", "none", "not a catalog"),
 ];
@@ -530,10 +530,9 @@ fn catalog_template(im: &mut Import, id: &str, catalog_masters: &[String], at: &
             .collect();
         t.list("acl", ids);
     }
-    for (key, conv) in ZONE_KEYS
-        .iter()
-        .filter(|(k, _)| k.contains("interval") || k.starts_with("dnssec-"))
-    {
+    for (key, conv) in ZONE_KEYS.iter().filter(|(k, _)| {
+        k.contains("interval") || k.starts_with("dnssec-") || k.starts_with("zonemd-")
+    }) {
         im.copy(block, &o, &mut t, (key, key, *conv));
     }
     if let Some((_, p)) = block.one("dnssec-policy") {

@@ -33,8 +33,8 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// The three mixes of issue 10: good only, 1:4 (SIDN's spamrun), 1:24.
-    pub const ISSUE10: [Mix; 3] = [
+    /// The three mixes measured by default: good only, 1:4 (SIDN's spamrun), 1:24.
+    pub const STANDARD: [Mix; 3] = [
         Mix { random_per_good: 0 },
         Mix { random_per_good: 4 },
         Mix {
@@ -186,10 +186,10 @@ mod tests {
             kinds,
             [false, true, true, true, true, false, true, true, true, true]
         );
-        assert!(!Mix::ISSUE10[0].is_random(7));
-        assert!((Mix::ISSUE10[2].random_share() - 24.0 / 25.0).abs() < 1e-12);
-        assert_eq!(Mix::ISSUE10[0].name(), "good");
-        assert_eq!(Mix::ISSUE10[1].name(), "good + 4× random");
+        assert!(!Mix::STANDARD[0].is_random(7));
+        assert!((Mix::STANDARD[2].random_share() - 24.0 / 25.0).abs() < 1e-12);
+        assert_eq!(Mix::STANDARD[0].name(), "good");
+        assert_eq!(Mix::STANDARD[1].name(), "good + 4× random");
     }
 
     #[test]
@@ -223,10 +223,10 @@ mod tests {
         assert_eq!(set.expect(0), Some(Expect::Answer));
         assert_eq!(set.question(0), set.question(10));
         assert_ne!(set.question(0), set.question(5));
-        let only = build(Mix::ISSUE10[0], &good, &[], 10, 1).expect("good only");
+        let only = build(Mix::STANDARD[0], &good, &[], 10, 1).expect("good only");
         assert!((0..10).all(|i| only.expect(i) == Some(Expect::Answer)));
         assert!(build(Mix { random_per_good: 1 }, &good, &[], 10, 1).is_err());
-        assert!(build(Mix::ISSUE10[0], &[], &apexes, 10, 1).is_err());
+        assert!(build(Mix::STANDARD[0], &[], &apexes, 10, 1).is_err());
     }
 
     #[test]

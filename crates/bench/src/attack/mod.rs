@@ -1,4 +1,4 @@
-//! Under attack (issue 10): Lode, Knot DNS and NSD side by side in one run, on the
+//! Under attack: Lode, Knot DNS and NSD side by side in one run, on the
 //! same generated ENUM zones, the server pinned to one CPU and the tester to the other.
 //!
 //! ```text
@@ -334,8 +334,10 @@ pub struct TcpRow {
 pub struct AttackResult {
     /// The command line.
     pub command: String,
-    /// Settings, as text pairs.
+    /// Settings, as text pairs (the report's list).
     pub settings: Vec<(String, String)>,
+    /// The same settings as numbers (the JSON's `settings`).
+    pub parameters: serde_json::Value,
     /// Table 1.
     pub overload: Vec<OverloadRow>,
     /// Table 2.
@@ -528,7 +530,7 @@ impl Bench<'_> {
             Some(r) if r > 0 => ((r as f64 * 1.25).ceil() as u64, (r / 32).max(1)),
             _ => (cfg.high, cfg.resolution),
         };
-        let queries = self.mix_set(Mix::ISSUE10[0], high, 0)?;
+        let queries = self.mix_set(Mix::STANDARD[0], high, 0)?;
         let mut tester = self.tester(server, queries.clone(), cfg.step)?;
         say(&format!(
             "  {}: TCP abuse table, search 0..{high} by {resolution}: without",
@@ -810,6 +812,39 @@ fn settings(cfg: &AttackConfig, zones: u64) -> Vec<(String, String)> {
     ]
 }
 
+/// The settings as numbers, for attack.json (units in the keys).
+fn parameters(cfg: &AttackConfig, zones: u64) -> serde_json::Value {
+    let (idle, slow, floods) = cfg.abuse;
+    serde_json::json!({
+        "servers": cfg.servers.iter().map(|k| k.name()).collect::<Vec<_>>(),
+        "tables": cfg.tables,
+        "records": cfg.records,
+        "zones": zones,
+        "server_cpu": cfg.server_cpu,
+        "tester_cpu": cfg.tester_cpu,
+        "cpu_quota_percent": cfg.cpu_quota,
+        "step_secs": cfg.step.as_secs_f64(),
+        "timeout_ms": cfg.timeout.as_millis() as u64,
+        "source_ports": cfg.ports,
+        "search_high_qps": cfg.high,
+        "search_resolution_qps": cfg.resolution,
+        "loss_allowed": cfg.loss,
+        "overload_factors": cfg.overloads,
+        "mixes_random_per_good": cfg.mixes.iter().map(|m| m.random_per_good).collect::<Vec<_>>(),
+        "cpu_rate_qps": cfg.cpu_rate,
+        "cpu_step_secs": cfg.cpu_step.as_secs_f64(),
+        "cpu_steps": cfg.cpu_steps,
+        "runs": cfg.runs,
+        "rrl_rate": cfg.rrl_rate,
+        "abuse_idle": idle,
+        "abuse_slow": slow,
+        "abuse_floods": floods,
+        "connect_rate": cfg.connect_rate,
+        "churn": cfg.churn,
+        "socket_buffer_bytes": cfg.socket_buffer,
+    })
+}
+
 /// Runs the benchmark and writes the report; returns what was measured.
 pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
     cfg.check()?;
@@ -818,6 +853,7 @@ pub fn run(cfg: &AttackConfig) -> Result<AttackResult, AttackError> {
     let mut result = AttackResult {
         command: cfg.command.clone(),
         settings: settings(cfg, zones),
+        parameters: parameters(cfg, zones),
         ..AttackResult::default()
     };
     let servers = available_servers(&cfg.servers, &cfg.servers, cfg.install, &mut result.notes)?;

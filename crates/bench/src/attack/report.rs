@@ -443,7 +443,8 @@ pub fn to_json(r: &AttackResult) -> Value {
     let verdict = |v: Verdict| v.to_string().replace("**", "");
     let mut doc = json!({
         "command": r.command,
-        "settings": r.settings.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+        "settings": r.parameters,
+        "settings_text": r.settings.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
         "wall_secs": r.wall_secs,
         "overload": r.overload.iter().map(|row| json!({
             "server": row.server.name(), "mix": row.mix.name(),

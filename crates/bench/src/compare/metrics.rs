@@ -1,4 +1,4 @@
-//! The CPU cost of Lode's metrics (issue 11 §1): Lode on the main set in two
+//! The CPU cost of Lode's metrics: Lode on the main set in two
 //! variants, alternated run by run, server CPU per answer at the fixed rate.
 //!
 //! ```text

@@ -13,7 +13,7 @@
 //!     ─▶ zero-loss rate existing / non-existing ─▶ client ramp ─▶ server CPU ─▶ stop
 //!     /proc/stat steal + other load, RcvbufErrors; a disturbed run is redone once
 //!  [--metrics-overhead: rounds of Lode with metrics off, on, off, on … (metrics.rs)]
-//!  report: report.md (a table per issue-4 target), report.json, *.png, logs/
+//!  report: report.md (a table per target), report.json, *.png, logs/
 //! ```
 //!
 //! Every server is stopped by PID by a guard (also on errors); every wait is bounded.
@@ -108,7 +108,7 @@ pub struct CompareConfig {
     pub records: u64,
     /// Zones of the data set.
     pub zones: u64,
-    /// Leading digits of the numbers (`16461`: seed 000's 500k set).
+    /// Leading digits of the numbers (`16461`: Shen & Schulzrinne's 500k set).
     pub prefix: Option<String>,
     /// Rounds over all servers.
     pub runs: usize,
@@ -150,11 +150,11 @@ pub struct CompareConfig {
     pub cpu_rate: u64,
     /// Length of each fixed-rate CPU step.
     pub cpu_step: Duration,
-    /// Records of the large set (flatness, issue 4 target 4), if any.
+    /// Records of the large set (is the rate flat with size?), if any.
     pub flat_records: Option<u64>,
     /// Servers run on the large set (rates, CPU and memory; no client ramp).
     pub flat_servers: Vec<Kind>,
-    /// Records of the memory set (issue 4 target 3: 5 M), if any.
+    /// Records of the memory set (bytes per record at 5 M), if any.
     pub memory_records: Option<u64>,
     /// Servers whose memory and load time are measured on the memory set.
     pub memory_servers: Vec<Kind>,
@@ -170,7 +170,7 @@ pub struct CompareConfig {
     pub socket_buffer: Option<u64>,
 }
 
-/// Zones and number prefix of seed 000's sets: 500k (10 zones, 16461…), 5 M (10 zones,
+/// Zones and number prefix of Shen & Schulzrinne's sets: 500k (10 zones, 16461…), 5 M (10 zones,
 /// 1212…) and 20 M (4 zones, 131…); other sizes: 10 zones, generator's prefix.
 pub fn seed_layout(records: u64) -> (u64, Option<String>) {
     match records {

@@ -1,16 +1,15 @@
-//! The servers compared: how each is configured (minimally, on 127.0.0.1, in its
-//! own directory), started (pinned to a CPU with `taskset`, as root, in the
-//! foreground), found ready, and stopped by PID — also on errors, by a guard.
+//! The servers compared: which options each is given (minimally, on 127.0.0.1,
+//! in its own directory) as a lode-peers [`Spec`], whose writers make its
+//! configuration and whose [`Server`] starts it (pinned to a CPU with `taskset`,
+//! as root, in the foreground) and stops it by PID — also on errors, by a guard;
+//! the load time is measured here, with a query of the data set.
 
 use std::fmt;
-use std::fs;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use lode_peers::{self as peers, Acl, Action, Content, Logging, Ready, Server, Spec, Zone};
 
 use super::CompareError;
 use crate::query::{check_reply, Expect, QuerySet, Verdict};
@@ -175,7 +174,8 @@ impl LodeMetrics {
 }
 
 /// Response-rate limiting and DNS cookies asked of a server: Lode's `[rrl]` and
-/// `[cookies]` tables, Knot DNS's `mod-rrl` and `mod-cookies` as global modules.
+/// `[cookies]` tables, Knot DNS's `mod-rrl` and `mod-cookies` as global modules
+/// (written by lode-peers; other servers refuse them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Guard {
     /// RRL answers per second per bucket (None: off).
@@ -189,352 +189,115 @@ impl Guard {
     pub fn is_off(&self) -> bool {
         self.rrl_rate.is_none() && self.cookie_secret.is_none()
     }
-
-    /// Lode's `[rrl]` and `[cookies]` tables.
-    pub fn lode_toml(&self) -> String {
-        let mut t = String::new();
-        if let Some(r) = self.rrl_rate {
-            t.push_str(&format!("\n[rrl]\nrate-limit = {r}\n"));
-        }
-        if let Some(s) = self.cookie_secret {
-            t.push_str(&format!("\n[cookies]\nsecret = \"{}\"\n", hex(&s)));
-        }
-        t
-    }
-
-    /// Knot DNS's module sections (before `template:`) and the `global-module`
-    /// line of the default template.
-    pub fn knot_conf(&self) -> (String, String) {
-        let mut sections = String::new();
-        let mut modules = Vec::new();
-        if let Some(s) = self.cookie_secret {
-            sections.push_str(&format!(
-                "mod-cookies:\n  - id: bench\n    secret: 0x{}\n",
-                hex(&s)
-            ));
-            modules.push("mod-cookies/bench");
-        }
-        if let Some(r) = self.rrl_rate {
-            sections.push_str(&format!("mod-rrl:\n  - id: bench\n    rate-limit: {r}\n"));
-            modules.push("mod-rrl/bench");
-        }
-        let line = if modules.is_empty() {
-            String::new()
-        } else {
-            format!("    global-module: [{}]\n", modules.join(", "))
-        };
-        (sections, line)
-    }
-}
-
-/// Lower-case hex digits of `bytes`.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Launch {
-    /// Writes the configuration and returns the command line (without taskset).
-    pub fn command(&self) -> Result<Vec<String>, CompareError> {
-        let d = &self.dir;
-        fs::create_dir_all(d).map_err(|e| CompareError::io(d, e))?;
-        let ds = d.display();
-        let port = self.port;
-        let w = self.workers.max(1);
-        let write = |name: &str, text: String| -> Result<String, CompareError> {
-            let p = d.join(name);
-            fs::write(&p, text).map_err(|e| CompareError::io(&p, e))?;
-            Ok(p.display().to_string())
-        };
-        let lode = self.lode.display().to_string();
+    /// The lode-peers description of this server: pinned to its CPU, stopped with
+    /// this process, logging at its ordinary level into [`Launch::log`], returned
+    /// by [`Server::start`] as soon as started ([`Running::wait_ready`] then
+    /// measures the load).
+    pub fn spec(&self) -> Result<Spec, CompareError> {
         if !self.metrics.is_default() && self.kind != Kind::Lode {
             return Err(CompareError::Config(format!(
                 "{}: query counters and metrics-listen are Lode's",
                 self.kind
             )));
         }
-        if !self.guard.is_off() && !matches!(self.kind, Kind::Lode | Kind::Knot) {
-            return Err(CompareError::Config(format!(
-                "{}: RRL and cookies are configured for lode and knot only",
-                self.kind
-            )));
+        let w = self.workers.max(1);
+        let kind = match self.kind {
+            Kind::Echo => peers::Kind::Program,
+            Kind::Lode => peers::Kind::Lode,
+            Kind::Knot => peers::Kind::Knot,
+            Kind::Nsd => peers::Kind::Nsd,
+            Kind::Bind => peers::Kind::Bind,
+            Kind::Pdns => peers::Kind::PowerDns,
+        };
+        let mut spec = Spec::new(kind, self.port).stop_with_parent();
+        spec.label = Some(self.kind.name().into());
+        spec.dir = Some(self.dir.clone());
+        spec.stdio = Some(self.log.clone());
+        spec.cpus = vec![self.cpu];
+        spec.workers = Some(w);
+        spec.ready = Ready::Started;
+        spec.logging = Logging::Plain;
+        spec.stop_grace = Duration::from_secs(10);
+        spec.rrl_rate = self.guard.rrl_rate;
+        spec.cookie_secret = self.guard.cookie_secret;
+        // Half the kernel's size to the servers that take one (the kernel doubles it).
+        if matches!(self.kind, Kind::Lode | Kind::Bind) {
+            spec.socket_buffer = self.socket_buffer.map(|b| b as usize / 2);
         }
-        Ok(match self.kind {
+        if let Some(k) = &self.update_key {
+            let name = k.name().to_string();
+            spec = spec
+                .key(peers::Key::new(
+                    &name,
+                    k.algorithm().name(),
+                    &k.secret_base64(),
+                ))
+                .acl(Acl::new("update", &[Action::Update]).key(&name));
+        }
+        let updates = self.update_key.is_some();
+        for (apex, file) in &self.zones {
+            // BIND writes updated zones back to their files: its own copies.
+            let content = match self.kind {
+                Kind::Bind if updates => Content::Copy(file.clone()),
+                _ => Content::File(file.clone()),
+            };
+            let mut zone = Zone::primary(apex, content).journal(updates);
+            if updates {
+                zone = zone.acls(&["update"]);
+                if self.kind == Kind::Knot {
+                    zone = zone.extra("    journal-max-usage: 4G\n");
+                }
+            }
+            spec = spec.zone(zone);
+        }
+        match self.kind {
             Kind::Echo => {
-                let mut c = vec![
-                    lode,
+                spec.program = Some(self.lode.clone());
+                spec.zones.clear();
+                spec.args = vec![
                     "echo".into(),
                     "--listen".into(),
-                    format!("127.0.0.1:{port}"),
+                    format!("127.0.0.1:{}", self.port),
                     "--workers".into(),
                     w.to_string(),
                 ];
                 if let Some(b) = self.socket_buffer {
-                    c.extend(["--socket-buffer".into(), b.to_string()]);
+                    spec.args.extend(["--socket-buffer".into(), b.to_string()]);
                 }
-                c
             }
             Kind::Lode => {
-                let mut c = vec![
-                    lode,
-                    "serve".into(),
-                    "--listen".into(),
-                    format!("127.0.0.1:{port}"),
-                    "--workers".into(),
-                    w.to_string(),
-                    "--control".into(),
-                    format!("{ds}/lode.sock"),
-                    // Info: the per-zone "loaded in" lines (read for the load-time table).
-                    "--log-level".into(),
-                    "info".into(),
-                ];
-                match &self.update_key {
-                    None => {
-                        for (apex, file) in &self.zones {
-                            c.push("--zone".into());
-                            c.push(format!("{apex}={}", file.display()));
-                        }
-                        if !self.guard.is_off()
-                            || !self.metrics.is_default()
-                            || self.socket_buffer.is_some()
-                        {
-                            // Top-level keys before the tables.
-                            let conf = format!(
-                                "{}{}{}",
-                                self.metrics.lode_toml(),
-                                self.lode_buffer_toml(),
-                                self.guard.lode_toml()
-                            );
-                            let p = write("lode.toml", conf)?;
-                            c.push("--config".into());
-                            c.push(p);
-                        }
-                    }
-                    Some(key) => {
-                        let j = d.join("journal");
-                        fs::create_dir_all(&j).map_err(|e| CompareError::io(&j, e))?;
-                        // Top-level keys first: after a table header they would be the
-                        // table's (`[rrl]` after the `[[zone]]`s is a root table again).
-                        let conf = format!(
-                            "{}{}{}{}",
-                            self.metrics.lode_toml(),
-                            self.lode_buffer_toml(),
-                            lode_update_conf(d, &self.zones, key),
-                            self.guard.lode_toml()
-                        );
-                        let p = write("lode.toml", conf)?;
-                        c.push("--config".into());
-                        c.push(p);
-                    }
+                spec.program = Some(self.lode.clone());
+                // Info: the per-zone "loaded in" lines (read for the load-time table).
+                spec.args = vec!["--log-level".into(), "info".into()];
+                spec.server_extra = self.metrics.lode_toml();
+                if updates {
+                    // As Knot's zonefile-sync: -1: the zone file is not written back.
+                    spec.server_extra.push_str("zonefile-sync = -1\n");
                 }
-                c
             }
-            Kind::Knot => {
-                fs::create_dir_all(d.join("db")).map_err(|e| CompareError::io(d, e))?;
-                let (keys, journal) = match &self.update_key {
-                    None => (String::new(), "journal-content: none\n"),
-                    Some(k) => (
-                        format!(
-                            "key:\n  - id: {}\n    algorithm: {}\n    secret: {}\n\
-                             acl:\n  - id: update\n    key: {}\n    action: update\n",
-                            k.name(),
-                            k.algorithm().name(),
-                            k.secret_base64(),
-                            k.name()
-                        ),
-                        "journal-content: changes\n    journal-max-usage: 4G\n    \
-                         acl: update\n",
-                    ),
-                };
-                let (modules, global) = self.guard.knot_conf();
-                let mut conf = format!(
-                    "server:\n    rundir: \"{ds}\"\n    pidfile: \"{ds}/knot.pid\"\n    \
-                     listen: 127.0.0.1@{port}\n    udp-workers: {w}\n    tcp-workers: 1\n    \
-                     background-workers: 1\n\
-                     log:\n  - target: stderr\n    any: info\n\
-                     database:\n    storage: \"{ds}/db\"\n{keys}{modules}\
-                     template:\n  - id: default\n    storage: \"{ds}\"\n{global}    \
-                     zonefile-sync: -1\n    {journal}\
-                     zone:\n"
-                );
-                for (apex, file) in &self.zones {
-                    conf.push_str(&format!(
-                        "  - domain: {apex}\n    file: \"{}\"\n",
-                        file.display()
-                    ));
-                }
-                let p = write("knot.conf", conf)?;
-                vec!["/usr/sbin/knotd".into(), "-c".into(), p]
-            }
-            Kind::Nsd => {
-                // Debian's NSD limits responses per second by default: rrl-ratelimit 0.
-                let mut conf = format!(
-                    "server:\n    ip-address: 127.0.0.1@{port}\n    server-count: {w}\n    \
-                     username: \"\"\n    chroot: \"\"\n    zonesdir: \"{ds}\"\n    \
-                     database: \"\"\n    pidfile: \"{ds}/nsd.pid\"\n    \
-                     xfrdfile: \"{ds}/xfrd.state\"\n    zonelistfile: \"{ds}/zone.list\"\n    \
-                     xfrdir: \"{ds}\"\n    verbosity: 1\n    rrl-ratelimit: 0\n    \
-                     do-ip6: no\n    tcp-count: 10\n\
-                     remote-control:\n    control-enable: no\n"
-                );
-                for (apex, file) in &self.zones {
-                    conf.push_str(&format!(
-                        "zone:\n    name: \"{apex}\"\n    zonefile: \"{}\"\n",
-                        file.display()
-                    ));
-                }
-                let p = write("nsd.conf", conf)?;
-                vec!["/usr/sbin/nsd".into(), "-d".into(), "-c".into(), p]
-            }
-            Kind::Bind => {
-                let mut conf = format!(
-                    "options {{\n  directory \"{ds}\";\n  pid-file \"{ds}/named.pid\";\n  \
-                     session-keyfile \"{ds}/session.key\";\n  managed-keys-directory \"{ds}\";\n  \
-                     listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n  \
-                     recursion no;\n  dnssec-validation no;\n  notify no;\n{}}};\n\
-                     controls {{ }};\n",
-                    self.socket_buffer.map_or(String::new(), |b| format!(
-                        "  udp-receive-buffer {0};\n  udp-send-buffer {0};\n",
-                        b / 2
-                    ))
-                );
-                if let Some(k) = &self.update_key {
-                    // BIND logs every record an update adds (Knot and Lode one line per
-                    // commit): not that cost in a rate measurement.
-                    conf.push_str("logging { category update { null; }; };\n");
-                    conf.push_str(&format!(
-                        "key \"{}\" {{ algorithm {}; secret \"{}\"; }};\n",
-                        k.name(),
-                        k.algorithm().name(),
-                        k.secret_base64()
-                    ));
-                }
-                for (i, (apex, file)) in self.zones.iter().enumerate() {
-                    match &self.update_key {
-                        None => conf.push_str(&format!(
-                            "zone \"{apex}\" {{ type primary; file \"{}\"; }};\n",
-                            file.display()
-                        )),
-                        Some(k) => {
-                            // BIND writes updated zones back to their files: its own copies.
-                            let copy = d.join(format!("zone{i}.db"));
-                            fs::copy(file, &copy).map_err(|e| CompareError::io(file, e))?;
-                            conf.push_str(&format!(
-                                "zone \"{apex}\" {{ type primary; file \"{}\"; \
-                                 journal \"{ds}/zone{i}.db.jnl\"; \
-                                 allow-update {{ key \"{}\"; }}; }};\n",
-                                copy.display(),
-                                k.name()
-                            ));
-                        }
-                    }
-                }
-                let p = write("named.conf", conf)?;
-                vec![
-                    "/usr/sbin/named".into(),
-                    "-g".into(),
-                    "-4".into(),
-                    "-n".into(),
-                    w.to_string(),
-                    "-c".into(),
-                    p,
-                ]
-            }
-            Kind::Pdns => {
-                let mut zones = String::new();
-                for (apex, file) in &self.zones {
-                    zones.push_str(&format!(
-                        "zone \"{apex}\" {{ type master; file \"{}\"; }};\n",
-                        file.display()
-                    ));
-                }
-                let zones = write("bind-zones.conf", zones)?;
-                write(
-                    "pdns.conf",
-                    format!(
-                        "launch=bind\nbind-config={zones}\nlocal-address=127.0.0.1\n\
-                         local-port={port}\nsocket-dir={ds}\nguardian=no\ndaemon=no\n\
-                         disable-syslog=yes\nreceiver-threads={w}\ndistributor-threads=1\n\
-                         webserver=no\napi=no\nloglevel=4\n"
-                    ),
-                )?;
-                vec![
-                    "/usr/sbin/pdns_server".into(),
-                    format!("--config-dir={ds}"),
-                    "--daemon=no".into(),
-                    "--guardian=no".into(),
-                ]
-            }
-        })
-    }
-
-    /// Lode's `udp-receive-buffer` key: half the size, which the kernel doubles.
-    fn lode_buffer_toml(&self) -> String {
-        self.socket_buffer.map_or(String::new(), |b| {
-            format!("udp-receive-buffer = {}\n", b / 2)
-        })
+            Kind::Knot => spec.tcp_workers = Some(1),
+            Kind::Nsd => spec.server_extra = "    tcp-count: 10\n".into(),
+            Kind::Bind | Kind::Pdns => {}
+        }
+        Ok(spec)
     }
 
     /// Starts the server pinned to its CPU; stopped when the guard is dropped.
     pub fn start(&self) -> Result<Running, CompareError> {
-        let cmd = self.command()?;
+        let spec = self.spec()?;
         check_port_free(self.port)?;
-        let log = fs::File::create(&self.log).map_err(|e| CompareError::io(&self.log, e))?;
-        let log2 = log
-            .try_clone()
-            .map_err(|e| CompareError::io(&self.log, e))?;
-        let started = Instant::now();
-        // taskset pins, setpriv makes the kernel stop the server if this process dies
-        // without stopping it (killed by a signal); env unblocks SIGINT, SIGTERM and
-        // SIGHUP, which a benchmark that waits for them in a thread (`compare` with
-        // socket buffers to restore, `attack`) has blocked and a child inherits. All
-        // three exec, so the PID is the server's.
-        let child = Command::new("taskset")
-            .arg("-c")
-            .arg(self.cpu.to_string())
-            .args(["setpriv", "--pdeathsig", "TERM", "--"])
-            .args(["env", "--default-signal=INT,TERM,HUP"])
-            .args(&cmd)
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2)
-            .spawn()
-            .map_err(|e| {
-                CompareError::Server(format!("{}: cannot start {:?}: {e}", self.kind, cmd))
-            })?;
+        let server = Server::start(&spec)
+            .map_err(|e| CompareError::Server(format!("{}: cannot start: {e}", self.kind)))?;
         Ok(Running {
             kind: self.kind,
             addr: SocketAddr::from(([127, 0, 0, 1], self.port)),
-            child,
-            started,
             log: self.log.clone(),
-            stopped: false,
+            server,
         })
     }
-}
-
-/// Lode's configuration for zones taking updates signed with `key`: journal in
-/// `dir/journal`, one ACL allowing updates with the key.
-pub fn lode_update_conf(dir: &Path, zones: &[(String, PathBuf)], key: &lode_tsig::Key) -> String {
-    // TOML basic strings: paths with quotes or backslashes escaped.
-    let q = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
-    let mut c = format!(
-        "journal-dir = \"{}\"\n# as Knot's zonefile-sync: -1 in these runs: the zone file is not written back\nzonefile-sync = -1\n\n[[key]]\nid = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{}\"\n\n\
-         [[acl]]\nid = \"update\"\nkey = [\"{}\"]\naction = [\"update\"]\n",
-        q(&dir.join("journal").display().to_string()),
-        key.name(),
-        key.algorithm().name(),
-        key.secret_base64(),
-        key.name()
-    );
-    for (apex, file) in zones {
-        c.push_str(&format!(
-            "\n[[zone]]\nname = \"{}\"\nfile = \"{}\"\nacl = [\"update\"]\n",
-            q(apex),
-            q(&file.display().to_string())
-        ));
-    }
-    c
 }
 
 /// Fails if something still listens on UDP 127.0.0.1:`port` after 5 s (the
@@ -561,24 +324,20 @@ pub struct Running {
     pub kind: Kind,
     /// Its address.
     pub addr: SocketAddr,
-    child: Child,
-    /// When it was started.
-    pub started: Instant,
     /// Its log file.
     pub log: PathBuf,
-    /// Set once stopped (its PID may be reused afterwards: never signal it again).
-    stopped: bool,
+    server: Server,
 }
 
 impl Running {
     /// The PID of the server's main process (taskset and setpriv exec the server).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.server.pid()
     }
 
     /// The server's processes (the main one and any it forked).
     pub fn pids(&self) -> Vec<u32> {
-        super::sys::process_tree(self.pid())
+        self.server.pids()
     }
 
     /// Waits until `probe` (a query for a name in the last zone) is answered validly;
@@ -595,26 +354,12 @@ impl Running {
             .map_err(|e| CompareError::io(Path::new("udp"), e))?;
         let mut buf = [0u8; 4096];
         let mut id = 0u16;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(CompareError::Server(format!(
-                    "{} exited ({status}) before answering; see {}",
-                    self.kind,
-                    self.log.display()
-                )));
-            }
-            if self.started.elapsed() > limit {
-                return Err(CompareError::Server(format!(
-                    "{} did not answer within {:.0} s; see {}",
-                    self.kind,
-                    limit.as_secs_f64(),
-                    self.log.display()
-                )));
-            }
+        let addr = self.addr;
+        let answered = || {
             id = id.wrapping_add(1);
             let mut q = probe.get(0).to_vec();
             q[..2].copy_from_slice(&id.to_be_bytes());
-            let _ = sock.send_to(&q, self.addr);
+            let _ = sock.send_to(&q, addr);
             let until = Instant::now() + Duration::from_millis(50);
             while Instant::now() < until {
                 let Ok((n, _)) = sock.recv_from(&mut buf) else {
@@ -623,10 +368,26 @@ impl Running {
                 if buf[..n].starts_with(&id.to_be_bytes())
                     && check_reply(&buf[..n], probe.question(0), expect) == Verdict::Valid
                 {
-                    return Ok(self.started.elapsed());
+                    return true;
                 }
             }
-        }
+            false
+        };
+        let (kind, log) = (self.kind, self.log.display());
+        self.server
+            .wait_until("the probe", limit, answered)
+            .map_err(|e| {
+                CompareError::Server(match e {
+                    peers::Error::Exited { .. } => {
+                        format!("{kind} exited before answering; see {log}")
+                    }
+                    peers::Error::NotReady { waited, .. } => format!(
+                        "{kind} did not answer within {:.0} s; see {log}",
+                        waited.as_secs_f64()
+                    ),
+                    e => format!("{kind}: {e}"),
+                })
+            })
     }
 
     /// The RCODE of the server's reply to `query` (a query in wire form, any ID), or
@@ -658,48 +419,15 @@ impl Running {
 
     /// Stops the server and its children: SIGTERM, up to 10 s, then SIGKILL.
     pub fn stop(&mut self) {
-        if self.stopped {
-            return;
-        }
-        self.stopped = true;
-        let tree = self.pids();
-        stop_tree(&mut self.child, &tree);
-    }
-}
-
-/// Stops the process `child` and the rest of its process tree `tree`:
-/// SIGTERM to all, up to 10 s for `child` to exit, then SIGKILL to what is
-/// left; reaps `child`.
-pub fn stop_tree(child: &mut Child, tree: &[u32]) {
-    for &p in tree {
-        let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Whatever is left of the tree (the main process, or forked children).
-    for &p in tree {
-        if Path::new(&format!("/proc/{p}")).exists() && p != child.id() {
-            let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.stop();
+        self.server.stop();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::process::Command;
 
     /// A "server" that never answers is given up after the limit and stopped by the
     /// guard; one that exits at once is reported as such. Neither hangs.
@@ -760,38 +488,51 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
+    /// The configuration files `l` makes (lode-peers writes them), concatenated.
+    fn written(l: &Launch) -> Result<String, String> {
+        let spec = l.spec().map_err(|e| e.to_string())?;
+        spec.write_config().map_err(|e| e.to_string())?;
+        let mut files: Vec<PathBuf> = fs::read_dir(&l.dir)
+            .expect("dir")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        Ok(files
+            .iter()
+            .map(|p| fs::read_to_string(p).unwrap_or_default())
+            .collect())
+    }
+
     #[test]
     fn configurations_are_written() {
         let dir = std::env::temp_dir().join(format!("lode-bench-conf-{}", std::process::id()));
-        let zones = vec![("1.e164.arpa.".to_owned(), PathBuf::from("/z/1.zone"))];
         for kind in Kind::SERVERS {
             let l = Launch {
                 workers: 2,
-                zones: zones.clone(),
                 ..test_launch(&dir, kind, 15899)
             };
-            let cmd = l.command().expect("command").join(" ");
-            assert!(!cmd.is_empty());
-            let conf: String = fs::read_dir(&l.dir)
-                .expect("dir")
-                .flatten()
-                .filter(|e| e.path().is_file())
-                .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
-                .collect();
-            let text = format!("{cmd}\n{conf}");
-            assert!(text.contains("15899"), "{kind}: port in {text}");
+            let text = written(&l).expect("written");
+            // Lode's port is on its command line.
+            assert!(
+                kind == Kind::Lode || text.contains("15899"),
+                "{kind}: port in {text}"
+            );
             assert!(text.contains("/z/1.zone"), "{kind}: zone file in {text}");
             assert!(!text.contains("0.0.0.0"), "{kind}: loopback only");
+            let spec = l.spec().expect("spec");
+            assert_eq!(spec.cpus, vec![0]);
+            assert_eq!(spec.workers, Some(2));
         }
         let nsd = fs::read_to_string(dir.join("nsd/nsd.conf")).expect("nsd.conf");
-        assert!(nsd.contains("rrl-ratelimit: 0"));
+        assert!(nsd.contains("rrl-ratelimit: 0") && nsd.contains("tcp-count: 10"));
+        let knot = fs::read_to_string(dir.join("knot/knot.conf")).expect("knot.conf");
+        assert!(knot.contains("tcp-workers: 1\n") && knot.contains("journal-content: none"));
         let _ = fs::remove_dir_all(&dir);
     }
 
-    /// RRL and cookies: Lode gets a TOML file beside its --zone arguments (or before
-    /// its zones with an update key), Knot the modules in its default template;
-    /// other servers refuse.
-    /// A Lode launch of the tests: one zone, fake paths, in `dir`.
+    /// A launch of the tests: one zone, fake paths, in `dir`.
     fn test_launch(dir: &Path, kind: Kind, port: u16) -> Launch {
         Launch {
             kind,
@@ -818,28 +559,25 @@ mod tests {
             socket_buffer: Some(4 << 20),
             ..test_launch(&dir, kind, 15895)
         };
-        let cmd = launch(Kind::Lode).command().expect("lode").join(" ");
-        assert!(
-            cmd.contains("--zone 1.e164.arpa.=/z/1.zone --config"),
-            "{cmd}"
-        );
-        let conf = fs::read_to_string(dir.join("lode/lode.toml")).expect("lode.toml");
+        let conf = written(&launch(Kind::Lode)).expect("lode");
         let t: toml::Table = conf.parse().expect("TOML");
         assert_eq!(t["udp-receive-buffer"].as_integer(), Some(2 << 20));
-        launch(Kind::Bind).command().expect("bind");
-        let bind = fs::read_to_string(dir.join("bind/named.conf")).expect("named.conf");
+        let bind = written(&launch(Kind::Bind)).expect("bind");
         assert!(
             bind.contains("udp-receive-buffer 2097152;\n  udp-send-buffer 2097152;"),
             "{bind}"
         );
-        let echo = launch(Kind::Echo).command().expect("echo").join(" ");
+        let echo = launch(Kind::Echo).spec().expect("echo").args.join(" ");
         assert!(echo.ends_with("--socket-buffer 4194304"), "{echo}");
-        launch(Kind::Knot).command().expect("knot");
-        let knot = fs::read_to_string(dir.join("knot/knot.conf")).expect("knot.conf");
+        let knot = written(&launch(Kind::Knot)).expect("knot");
         assert!(!knot.contains("buffer"), "{knot}");
+        let nsd = written(&launch(Kind::Nsd)).expect("nsd");
+        assert!(!nsd.contains("so-rcvbuf"), "NSD forces its own: {nsd}");
         let _ = fs::remove_dir_all(&dir);
     }
 
+    /// RRL and cookies: Lode gets `[rrl]` and `[cookies]` tables (also with an
+    /// update key), Knot the modules in its default template; NSD refuses.
     #[test]
     fn guard_configurations_are_written() {
         let dir = std::env::temp_dir().join(format!("lode-bench-guard-{}", std::process::id()));
@@ -852,10 +590,7 @@ mod tests {
             guard,
             ..test_launch(&dir, kind, 15897)
         };
-        let cmd = launch(Kind::Lode, None).command().expect("lode").join(" ");
-        assert!(cmd.contains("--zone 1.e164.arpa.=/z/1.zone"), "{cmd}");
-        assert!(cmd.contains("--config"), "{cmd}");
-        let conf = fs::read_to_string(dir.join("lode/lode.toml")).expect("lode.toml");
+        let conf = written(&launch(Kind::Lode, None)).expect("lode");
         let t: toml::Table = conf.parse().expect("TOML");
         assert_eq!(t["rrl"]["rate-limit"].as_integer(), Some(10_000_000));
         assert_eq!(
@@ -863,20 +598,16 @@ mod tests {
             Some("ab".repeat(16).as_str())
         );
         let key = lode_tsig::Key::parse_spec("hmac-sha256:upd.:c2VjcmV0").expect("key");
-        launch(Kind::Lode, Some(key)).command().expect("lode");
-        let conf = fs::read_to_string(dir.join("lode/lode.toml")).expect("lode.toml");
+        let conf = written(&launch(Kind::Lode, Some(key))).expect("lode");
         let t: toml::Table = conf.parse().expect("TOML");
         assert!(t.contains_key("rrl") && t.contains_key("zone"), "{conf}");
-        launch(Kind::Knot, None).command().expect("knot");
-        let knot = fs::read_to_string(dir.join("knot/knot.conf")).expect("knot.conf");
-        assert!(knot.contains("mod-rrl:\n  - id: bench\n    rate-limit: 10000000\n"));
+        let knot = written(&launch(Kind::Knot, None)).expect("knot");
+        assert!(knot.contains("mod-rrl:\n  - id: peers\n    rate-limit: 10000000\n"));
         assert!(knot.contains(&format!("secret: 0x{}", "ab".repeat(16))));
-        assert!(knot.contains("global-module: [mod-cookies/bench, mod-rrl/bench]"));
+        assert!(knot.contains("global-module: [ mod-cookies/peers, mod-rrl/peers ]"));
         assert!(knot.find("mod-rrl:") < knot.find("template:"), "{knot}");
-        assert!(launch(Kind::Nsd, None).command().is_err());
-        let off = Guard::default();
-        assert!(off.is_off() && off.lode_toml().is_empty());
-        assert_eq!(off.knot_conf(), (String::new(), String::new()));
+        assert!(written(&launch(Kind::Nsd, None)).is_err());
+        assert!(Guard::default().is_off());
         let _ = fs::remove_dir_all(&dir);
     }
 
@@ -896,12 +627,7 @@ mod tests {
             metrics,
             ..test_launch(&dir, kind, 15896)
         };
-        let conf = |l: &Launch| -> toml::Table {
-            let cmd = l.command().expect("lode").join(" ");
-            assert!(cmd.contains("--config"), "{cmd}");
-            let text = fs::read_to_string(dir.join("lode/lode.toml")).expect("lode.toml");
-            text.parse().expect("TOML")
-        };
+        let conf = |l: &Launch| -> toml::Table { written(l).expect("lode").parse().expect("TOML") };
         let off = conf(&launch(Kind::Lode, LodeMetrics::off(), None, false));
         assert_eq!(off["query-counters"].as_bool(), Some(false));
         assert!(!off.contains_key("metrics-listen"));
@@ -927,13 +653,12 @@ mod tests {
         );
         assert_eq!(upd["rrl"]["rate-limit"].as_integer(), Some(1000));
         assert_eq!(upd["zone"].as_array().map(Vec::len), Some(1));
-        // Lode's defaults: no file at all.
-        let _ = fs::remove_dir_all(&dir);
-        let plain = launch(Kind::Lode, LodeMetrics::default(), None, false);
-        assert!(!plain.command().expect("lode").contains(&"--config".into()));
+        // Lode's defaults: no such keys, no journal.
+        let plain = conf(&launch(Kind::Lode, LodeMetrics::default(), None, false));
+        assert!(!plain.contains_key("query-counters") && !plain.contains_key("journal-dir"));
         assert!(LodeMetrics::default().lode_toml().is_empty());
         assert!(launch(Kind::Knot, LodeMetrics::off(), None, false)
-            .command()
+            .spec()
             .is_err());
         let _ = fs::remove_dir_all(&dir);
     }
@@ -948,54 +673,31 @@ mod tests {
         fs::write(&zone, "; a zone\n").expect("zone");
         let key = lode_tsig::Key::parse_spec("hmac-sha256:upd.:c2VjcmV0").expect("key");
         let text = |kind: Kind| {
-            let l = Launch {
-                kind,
+            written(&Launch {
                 port: 15898,
-                workers: 1,
                 zones: vec![("1.e164.arpa.".to_owned(), zone.clone())],
-                dir: dir.join(kind.name()),
-                log: dir.join("x.log"),
-                cpu: 0,
-                lode: PathBuf::from("/usr/bin/lode"),
                 update_key: Some(key.clone()),
-                guard: Guard::default(),
-                metrics: LodeMetrics::default(),
-                socket_buffer: None,
-            };
-            let cmd = l.command().expect("command").join(" ");
-            let conf: String = fs::read_dir(&l.dir)
-                .expect("dir")
-                .flatten()
-                .filter(|e| {
-                    e.path()
-                        .extension()
-                        .is_some_and(|x| x == "conf" || x == "toml")
-                })
-                .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
-                .collect();
-            format!("{cmd}\n{conf}")
+                ..test_launch(&dir, kind, 15898)
+            })
+            .expect("written")
         };
         let lode = text(Kind::Lode);
-        let parsed: toml::Table = lode
-            .split_once('\n')
-            .map(|(_, c)| c)
-            .unwrap_or_default()
-            .parse()
-            .expect("TOML");
+        let parsed: toml::Table = lode.parse().expect("TOML");
         assert!(parsed.get("journal-dir").is_some(), "{lode}");
-        assert!(
-            lode.contains("--config") && lode.contains("acl = [\"update\"]"),
-            "{lode}"
-        );
+        assert!(parsed.get("zonefile-sync").is_some(), "{lode}");
+        assert!(lode.contains("acl = [\"update\"]"), "{lode}");
         assert!(lode.contains("secret = \"c2VjcmV0\""), "{lode}");
         let knot = text(Kind::Knot);
-        assert!(knot.contains("action: update") && knot.contains("journal-content: changes"));
-        assert!(knot.contains("zonefile-sync: -1"), "{knot}");
+        assert!(knot.contains("action: [ update ]") && knot.contains("journal-content: changes"));
+        assert!(knot.contains("zonefile-sync: -1") && knot.contains("journal-max-usage: 4G"));
         let bind = text(Kind::Bind);
         assert!(bind.contains("allow-update { key \"upd.\"; }"), "{bind}");
-        assert!(bind.contains("zone0.db.jnl"), "{bind}");
+        assert!(bind.contains("zone0.jnl"), "{bind}");
         assert!(bind.contains("category update { null; }"), "{bind}");
-        assert!(dir.join("bind/zone0.db").exists(), "BIND's own copy");
+        assert!(
+            dir.join("bind/1.e164.arpa.zone").exists(),
+            "BIND's own copy"
+        );
         let _ = fs::remove_dir_all(&dir);
     }
 }

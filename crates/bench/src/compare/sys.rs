@@ -120,33 +120,7 @@ pub fn cpu_ns(pids: &[u32]) -> u64 {
 
 /// `pid` and all its descendants (from the parent PIDs in /proc).
 pub fn process_tree(pid: u32) -> Vec<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            if let Some((_, ppid)) = std::fs::read_to_string(e.path().join("stat"))
-                .ok()
-                .and_then(|t| parse_pid_stat(&t))
-            {
-                parents.push((p, ppid));
-            }
-        }
-    }
-    let mut tree = vec![pid];
-    let mut i = 0;
-    while i < tree.len() {
-        let parent = tree[i];
-        tree.extend(
-            parents
-                .iter()
-                .filter(|(_, pp)| *pp == parent)
-                .map(|(p, _)| *p),
-        );
-        i += 1;
-    }
-    tree
+    lode_peers::process_tree(pid)
 }
 
 /// Reads a `Key:   123 kB` value (in bytes) from /proc status-like text.

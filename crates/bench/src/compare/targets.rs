@@ -1,4 +1,4 @@
-//! Issue 4's targets as tables: the figures each target is judged by, computed from
+//! The query comparison's targets as tables: the figures each target is judged by, computed from
 //! the per-entry summaries, with "met" / "not met by N %" beside each bound.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Updates side by side (issue 8 §6): Lode, Knot DNS and BIND 9 on the same ENUM
+//! Updates side by side: Lode, Knot DNS and BIND 9 on the same ENUM
 //! zones with the same TSIG key, interleaved run by run, server on one CPU, tester
 //! on another.
 //!
@@ -212,8 +212,10 @@ pub struct UpdRun {
 /// Everything measured.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UpdCompareResult {
-    /// Settings as text.
+    /// Settings as text (the report's list).
     pub settings: Vec<(String, String)>,
+    /// The same settings as numbers (the JSON's `settings`).
+    pub parameters: serde_json::Value,
     /// Every run.
     pub runs: Vec<UpdRun>,
     /// Notes.
@@ -245,6 +247,36 @@ pub fn parse_bulk_summary(text: &str) -> Option<(u64, f64)> {
     let after = line.split("acknowledged, ").nth(1)?;
     let secs: f64 = after.split_whitespace().next()?.parse().ok()?;
     Some((records, secs))
+}
+
+/// The settings as numbers, for updates.json (units in the keys).
+fn parameters(cfg: &UpdCompareConfig) -> serde_json::Value {
+    let (batch, window, connections) = cfg.bulk_shape;
+    serde_json::json!({
+        "servers": cfg.servers.iter().map(|k| k.name()).collect::<Vec<_>>(),
+        "records": cfg.records,
+        "zones": ZONES,
+        "runs": cfg.runs,
+        "key": {"name": cfg.key.name().to_string(), "algorithm": cfg.key.algorithm().to_string()},
+        "clients": cfg.clients,
+        "durable_secs": cfg.durable.as_secs_f64(),
+        "fsync_secs": cfg.fsync.as_secs_f64(),
+        "update_rates_per_sec": cfg.update_rates,
+        "step_secs": cfg.step.as_secs_f64(),
+        "search_high_qps": cfg.high,
+        "search_resolution_qps": cfg.resolution,
+        "timeout_ms": cfg.timeout.as_millis() as u64,
+        "bulk_records": cfg.bulk,
+        "bulk_batch": batch,
+        "bulk_window": window,
+        "bulk_connections": connections,
+        "bulk_limit_secs": cfg.bulk_limit.as_secs_f64(),
+        "stall_rate_qps": cfg.stall_rate,
+        "server_cpu": cfg.server_cpu,
+        "tester_cpu": cfg.tester_cpu,
+        "socket_buffer_bytes": cfg.socket_buffer,
+        "journal_disk": cfg.work.display().to_string(),
+    })
 }
 
 /// Runs the comparison; the report is rewritten after every round.
@@ -297,6 +329,7 @@ pub fn run(cfg: &UpdCompareConfig) -> Result<UpdCompareResult, CompareError> {
             ),
             ("journal disk".into(), cfg.work.display().to_string()),
         ],
+        parameters: parameters(cfg),
         ..UpdCompareResult::default()
     };
     if cfg.install {

@@ -1,5 +1,5 @@
 //! `lode-bench fleet`: a primary and N secondaries, each in its own network
-//! namespace on one bridge, measured (issue 9 §5).
+//! namespace on one bridge, measured.
 //!
 //! ```text
 //!                     root ns 10.53.0.200: update sender, probers, rate tester
@@ -516,9 +516,9 @@ fn propagation_exp(
             "update_ms": res.update_ms, "secs": res.secs, "secondaries": per}));
     }
     md.push_str(
-        "\n`all`: per update, the slowest secondary. Goal (issue 9): p99 ≤ 50 ms with Lode everywhere. \
+        "\n`all`: per update, the slowest secondary. Goal: p99 ≤ 50 ms with Lode everywhere. \
          `full transfers`: AXFRs and IXFRs answered with the whole zone that the primary logged to \
-         that secondary during the run (a secondary that falls back to AXFR; goal, issue 20: 0).\n",
+         that secondary during the run (a secondary that falls back to AXFR; goal: 0).\n",
     );
     drop(secs);
     drop(primary);
@@ -672,7 +672,9 @@ fn ixfr_load_exp(
             }
         }
     }
-    md.push_str("\nGoal (issue 9): ≥ 95 % of the static rate at every step (BIND lost 12 % at 32/s in the study).\n");
+    md.push_str(
+        "\nGoal: ≥ 95 % of the static rate at every step (BIND lost 12 % at 32/s in the study).\n",
+    );
     drop(secs);
     drop(primary);
     Ok((md, json!(rows)))
@@ -778,7 +780,7 @@ fn axfr_exp(
         drop(sec);
     }
     md.push_str(&format!(
-        "\nPrimary VmHWM over its life (load included): {:.0} MiB. Goal (issue 9): Lode's AXFR out ≥ 2 × Knot's records/s with flat memory on the primary.\n",
+        "\nPrimary VmHWM over its life (load included): {:.0} MiB. Goal: Lode's AXFR out ≥ 2 × Knot's records/s with flat memory on the primary.\n",
         mib(primary.hwm())
     ));
     drop(primary);

@@ -1,15 +1,17 @@
 //! The fleet's servers: a primary (Lode or Knot DNS) that takes signed UPDATEs,
 //! keeps its history for IXFR and NOTIFYs every secondary; secondaries (Lode,
-//! Knot DNS, NSD, BIND 9) that transfer from it with the same TSIG key. Each runs
-//! in its own namespace (`ip netns exec`), pinned with `taskset`, stopped by PID
-//! (its process tree) when its guard is dropped.
+//! Knot DNS, NSD, BIND 9) that transfer from it with the same TSIG key. Each is
+//! a lode-peers [`Spec`] (its configuration written by lode-peers) run in its
+//! own namespace (`ip netns exec`), pinned with `taskset`, stopped by PID (its
+//! process tree) when its guard is dropped.
 
-use std::fmt::Write as _;
 use std::fs;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use lode_peers::{self as peers, Acl, Action, Content, Logging, Ready, Server, Spec, Zone};
 
 use super::net::{Host, Net};
 use super::FleetError;
@@ -47,269 +49,133 @@ pub struct Role {
     pub lode: PathBuf,
 }
 
-/// A TOML basic string's contents.
-fn q(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
 impl Role {
     /// Whether this is the primary.
     pub fn is_primary(&self) -> bool {
         self.zone_file.is_some()
     }
 
-    /// Writes the configuration into `dir`; returns the server's command line.
-    pub fn command(&self) -> Result<Vec<String>, FleetError> {
-        let d = &self.dir;
-        fs::create_dir_all(d).map_err(|e| FleetError::io(d, e))?;
-        let ds = d.display().to_string();
-        let write = |name: &str, text: &str| -> Result<String, FleetError> {
-            let p = d.join(name);
-            fs::write(&p, text).map_err(|e| FleetError::io(&p, e))?;
-            Ok(p.display().to_string())
-        };
-        let (addr, port, w) = (self.host.addr, self.port, self.workers.max(1));
-        let k = &self.key;
-        let kname = k.name().to_string();
-        let kbare = kname.trim_end_matches('.').to_string();
-        let (alg, secret) = (k.algorithm().name(), k.secret_base64());
-        let zone = &self.zone;
-        let net = format!(
-            "{}.{}.{}.0/24",
-            super::net::NET[0],
-            super::net::NET[1],
-            super::net::NET[2]
-        );
-        // LODE_FLEET_LOG=debug: the Lode servers' NOTIFY and transfer decisions.
-        let log_level = std::env::var("LODE_FLEET_LOG").unwrap_or_else(|_| "info".into());
-        Ok(match (self.kind, &self.zone_file) {
-            (Kind::Lode, file) => {
-                let mut c = format!(
-                    "journal-dir = \"{}\"\njournal-max-depth = {JOURNAL_DEPTH}\ncontrol = \"{}\"\n\
-                     log-level = \"{log_level}\"\nzonefile-sync = -1\n\n\
-                     [[key]]\nid = \"{kname}\"\nalgorithm = \"{alg}\"\nsecret = \"{secret}\"\n\n\
-                     [[acl]]\nid = \"fleet\"\naddress = [\"{net}\"]\nkey = [\"{kname}\"]\n\
-                     action = [\"transfer\", \"update\"]\n\n",
-                    q(&format!("{ds}/journal")),
-                    q(&format!("{ds}/lode.sock")),
-                );
-                let mut ids = Vec::new();
-                for (i, p) in self.peers.iter().enumerate() {
-                    let id = if file.is_some() {
-                        format!("secondary{i}")
-                    } else {
-                        "primary".to_string()
-                    };
-                    let _ = write!(
-                        c,
-                        "[[remote]]\nid = \"{id}\"\naddress = [\"{}@{}\"]\nkey = \"{kname}\"\n\n",
-                        p.ip(),
-                        p.port()
-                    );
-                    ids.push(format!("\"{id}\""));
-                }
-                let _ = write!(c, "[[zone]]\nname = \"{}\"\nacl = [\"fleet\"]\n", q(zone));
-                match file {
-                    Some(f) => {
-                        let _ = write!(
-                            c,
-                            "file = \"{}\"\nnotify = [{}]\nnotify-delay = 0\n",
-                            q(&f.display().to_string()),
-                            ids.join(", ")
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(c, "master = [{}]", ids.join(", "));
-                    }
-                }
-                let p = write("lode.toml", &c)?;
-                vec![
-                    self.lode.display().to_string(),
-                    "serve".into(),
-                    "--config".into(),
-                    p,
-                    "--listen".into(),
-                    format!("{addr}:{port}"),
-                    "--workers".into(),
-                    w.to_string(),
-                ]
-            }
-            (Kind::Knot, file) => {
-                fs::create_dir_all(d.join("db")).map_err(|e| FleetError::io(d, e))?;
-                let mut c = format!(
-                    "server:\n    rundir: \"{ds}\"\n    pidfile: \"{ds}/knot.pid\"\n    \
-                     listen: {addr}@{port}\n    udp-workers: {w}\n    tcp-workers: 2\n    \
-                     background-workers: 2\n\
-                     log:\n  - target: \"{ds}/knot.log\"\n    any: info\n\
-                     database:\n    storage: \"{ds}/db\"\n\
-                     control:\n    listen: \"{ds}/knot.sock\"\n\
-                     key:\n  - id: {kname}\n    algorithm: {alg}\n    secret: {secret}\n"
-                );
-                let mut ids = Vec::new();
-                if !self.peers.is_empty() {
-                    c.push_str("remote:\n");
-                    for (i, p) in self.peers.iter().enumerate() {
-                        let id = if file.is_some() {
-                            format!("secondary{i}")
-                        } else {
-                            "primary".to_string()
-                        };
-                        let _ = write!(
-                            c,
-                            "  - id: {id}\n    address: {}@{}\n    key: {kname}\n",
-                            p.ip(),
-                            p.port()
-                        );
-                        ids.push(id);
-                    }
-                }
-                let _ = write!(
-                    c,
-                    "acl:\n  - id: fleet\n    address: {net}\n    key: {kname}\n    \
-                     action: [ transfer, update, notify ]\n\
-                     zone:\n  - domain: \"{zone}\"\n    storage: \"{ds}\"\n    acl: fleet\n    \
-                     journal-content: changes\n    journal-max-depth: {JOURNAL_DEPTH}\n    \
-                     journal-max-usage: 4G\n    zonefile-sync: -1\n"
-                );
-                match file {
-                    Some(f) => {
-                        let _ = write!(
-                            c,
-                            "    file: \"{}\"\n    zonefile-load: whole\n    \
-                             serial-policy: increment\n    semantic-checks: off\n",
-                            f.display()
-                        );
-                        if !ids.is_empty() {
-                            let _ = writeln!(c, "    notify: [ {} ]", ids.join(", "));
-                        }
-                    }
-                    None => {
-                        let _ = write!(
-                            c,
-                            "    file: \"{ds}/secondary.zone\"\n    master: primary\n    \
-                             zonefile-load: none\n    semantic-checks: off\n"
-                        );
-                    }
-                }
-                let p = write("knot.conf", &c)?;
-                vec!["/usr/sbin/knotd".into(), "-c".into(), p]
-            }
-            (Kind::Nsd, None) => {
-                let p = self.peers.first().ok_or_else(|| {
-                    FleetError::Config("an NSD secondary needs its primary".into())
-                })?;
-                // rrl-ratelimit 0: Debian's NSD limits answers per source otherwise (the
-                // prober is one address); xfrd-reload-timeout 0: serve a transfer at once.
-                let c = format!(
-                    "server:\n    ip-address: {addr}@{port}\n    port: {port}\n    do-ip6: no\n    \
-                     server-count: {w}\n    username: \"\"\n    chroot: \"\"\n    zonesdir: \"{ds}\"\n    \
-                     database: \"\"\n    zonelistfile: \"{ds}/zone.list\"\n    xfrdfile: \"{ds}/xfrd.state\"\n    \
-                     xfrdir: \"{ds}\"\n    pidfile: \"{ds}/nsd.pid\"\n    logfile: \"{ds}/nsd.log\"\n    \
-                     verbosity: 1\n    rrl-ratelimit: 0\n    xfrd-reload-timeout: 0\n\
-                     remote-control:\n    control-enable: no\n\
-                     key:\n    name: \"{kbare}\"\n    algorithm: {alg}\n    secret: \"{secret}\"\n\
-                     zone:\n    name: \"{}\"\n    zonefile: \"secondary.zone\"\n    \
-                     allow-notify: {} {kbare}\n    request-xfr: {}@{} {kbare}\n    \
-                     provide-xfr: {net} {kbare}\n",
-                    zone.trim_end_matches('.'),
-                    p.ip(),
-                    p.ip(),
-                    p.port(),
-                );
-                let p = write("nsd.conf", &c)?;
-                vec!["/usr/sbin/nsd".into(), "-d".into(), "-c".into(), p]
-            }
-            (Kind::Bind, None) => {
-                let p = self.peers.first().ok_or_else(|| {
-                    FleetError::Config("a BIND secondary needs its primary".into())
-                })?;
-                let c = format!(
-                    "options {{\n  directory \"{ds}\";\n  pid-file \"{ds}/named.pid\";\n  \
-                     session-keyfile \"{ds}/session.key\";\n  managed-keys-directory \"{ds}\";\n  \
-                     listen-on port {port} {{ {addr}; }};\n  listen-on-v6 {{ none; }};\n  \
-                     recursion no;\n  notify no;\n  dnssec-validation no;\n  \
-                     allow-transfer {{ key \"{kbare}\"; }};\n  \
-                     min-refresh-time 1;\n  min-retry-time 1;\n}};\n\
-                     controls {{ }};\n\
-                     key \"{kbare}\" {{ algorithm {alg}; secret \"{secret}\"; }};\n\
-                     logging {{ channel f {{ file \"{ds}/named.log\"; severity info; print-time yes; }};\n  \
-                     category default {{ f; }};\n}};\n\
-                     zone \"{}\" {{\n  type secondary;\n  file \"secondary.db\";\n  \
-                     primaries {{ {} port {} key \"{kbare}\"; }};\n  allow-notify {{ key \"{kbare}\"; }};\n}};\n",
-                    zone.trim_end_matches('.'),
-                    p.ip(),
-                    p.port(),
-                );
-                let p = write("named.conf", &c)?;
-                vec![
-                    "/usr/sbin/named".into(),
-                    "-f".into(),
-                    "-4".into(),
-                    "-n".into(),
-                    w.to_string(),
-                    "-c".into(),
-                    p,
-                ]
-            }
+    /// The lode-peers description of this server: in its namespace, pinned to its
+    /// CPU, stopped with this process, returned by [`Server::start`] as soon as
+    /// started ([`Node::wait_listening`] then probes it from the bridge).
+    pub fn spec(&self) -> Result<Spec, FleetError> {
+        let kind = match (self.kind, self.is_primary()) {
+            (Kind::Lode, _) => peers::Kind::Lode,
+            (Kind::Knot, _) => peers::Kind::Knot,
+            (Kind::Nsd, false) => peers::Kind::Nsd,
+            (Kind::Bind, false) => peers::Kind::Bind,
             (k, _) => {
                 return Err(FleetError::Config(format!(
                     "{k} cannot be a fleet {} (primaries: lode, knot; secondaries: lode, knot, nsd, bind)",
                     if self.is_primary() { "primary" } else { "secondary" }
                 )))
             }
-        })
+        };
+        let mut spec = Spec::new(kind, self.port);
+        spec.exec_under = Net::exec_in(&self.host, &[]);
+        spec = spec.stop_with_parent();
+        spec.label = Some(self.label());
+        spec.addresses = vec![self.host.addr.into()];
+        spec.dir = Some(self.dir.clone());
+        spec.cpus = vec![self.cpu];
+        spec.workers = Some(self.workers.max(1));
+        spec.ready = Ready::Started;
+        spec.stop_grace = Duration::from_secs(10);
+        // Knot's own log file is read for its outgoing transfers (`full_transfers`).
+        spec.logging = match self.kind {
+            Kind::Knot => Logging::Verbose,
+            _ => Logging::Plain,
+        };
+        let k = &self.key;
+        // NSD and BIND were given the key's name without the final dot.
+        let name = match self.kind {
+            Kind::Nsd | Kind::Bind => k.name().to_string().trim_end_matches('.').to_string(),
+            _ => k.name().to_string(),
+        };
+        spec = spec.key(peers::Key::new(
+            &name,
+            k.algorithm().name(),
+            &k.secret_base64(),
+        ));
+        let net = format!(
+            "{}.{}.{}.0/24",
+            super::net::NET[0],
+            super::net::NET[1],
+            super::net::NET[2]
+        );
+        // Who may do what: the fleet's /24 with the key.
+        let fleet = |actions: &[Action]| Acl::new("fleet", actions).from(&net).key(&name);
+        let mut acls = vec!["fleet"];
+        spec = spec.acl(match self.kind {
+            Kind::Lode => fleet(&[Action::Transfer, Action::Update]),
+            Kind::Knot => fleet(&[Action::Transfer, Action::Update, Action::Notify]),
+            Kind::Nsd => fleet(&[Action::Transfer]),
+            _ => fleet(&[Action::Transfer, Action::Notify]),
+        });
+        let mut zone = match &self.zone_file {
+            Some(f) => Zone::primary(&self.zone, Content::File(f.clone())).notify(&self.peers),
+            None => Zone::secondary(&self.zone, &self.peers),
+        };
+        match self.kind {
+            Kind::Lode => {
+                // LODE_FLEET_LOG=debug: the Lode servers' NOTIFY and transfer decisions.
+                let log_level = std::env::var("LODE_FLEET_LOG").unwrap_or_else(|_| "info".into());
+                spec.program = Some(self.lode.clone());
+                spec.server_extra = format!(
+                    "journal-max-depth = {JOURNAL_DEPTH}\nlog-level = \"{log_level}\"\n\
+                     zonefile-sync = -1\n"
+                );
+                if self.is_primary() {
+                    zone = zone.extra("notify-delay = 0\n");
+                }
+            }
+            Kind::Knot => {
+                spec.tcp_workers = Some(2);
+                spec.background_workers = Some(2);
+                zone = zone.extra(&format!(
+                    "    journal-max-depth: {JOURNAL_DEPTH}\n    journal-max-usage: 4G\n    \
+                     semantic-checks: off\n"
+                ));
+                if self.is_primary() {
+                    zone = zone.extra("    zonefile-load: whole\n    serial-policy: increment\n");
+                }
+            }
+            Kind::Nsd => {
+                // NOTIFY only from the primary.
+                let primary = self.peers.first().ok_or_else(|| {
+                    FleetError::Config("an NSD secondary needs its primary".into())
+                })?;
+                let ip = primary.ip().to_string();
+                spec = spec.acl(Acl::new("notify", &[Action::Notify]).from(&ip).key(&name));
+                acls.push("notify");
+            }
+            _ => {}
+        }
+        Ok(spec.zone(zone.key(&name).acls(&acls)))
+    }
+
+    /// e.g. `secondary knot 10.53.0.12`.
+    fn label(&self) -> String {
+        let role = if self.is_primary() {
+            "primary"
+        } else {
+            "secondary"
+        };
+        format!("{role} {} {}", self.kind, self.host.addr)
     }
 
     /// Starts the server in its namespace, pinned to its CPU.
     pub fn start(&self) -> Result<Node, FleetError> {
-        let cmd = self.command()?;
-        let log = self.dir.join("stdio.log");
-        let f = fs::File::create(&log).map_err(|e| FleetError::io(&log, e))?;
-        let f2 = f.try_clone().map_err(|e| FleetError::io(&log, e))?;
-        // ip netns exec, taskset, setpriv and env all exec: the child's PID is the
-        // server's. setpriv makes the kernel stop the server if we die unannounced.
-        let mut inner = vec![
-            "taskset".to_string(),
-            "-c".into(),
-            self.cpu.to_string(),
-            "setpriv".into(),
-            "--pdeathsig".into(),
-            "TERM".into(),
-            "--".into(),
-            // Our threads block SIGINT, SIGTERM and SIGHUP (a thread waits for them)
-            // and a child inherits that mask: coreutils env unblocks them again.
-            "env".into(),
-            "--default-signal=INT,TERM,HUP".into(),
-        ];
-        inner.extend(cmd);
-        let full = Net::exec_in(&self.host, &inner);
-        let child = Command::new(&full[0])
-            .args(&full[1..])
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(f)
-            .stderr(f2)
-            .spawn()
-            .map_err(|e| {
-                FleetError::Server(format!("{}: cannot start {full:?}: {e}", self.kind))
-            })?;
+        let spec = self.spec()?;
+        let server = Server::start(&spec)
+            .map_err(|e| FleetError::Server(format!("{}: cannot start: {e}", self.label())))?;
         Ok(Node {
             kind: self.kind,
             addr: SocketAddr::from((self.host.addr, self.port)),
-            label: format!(
-                "{} {} {}",
-                if self.is_primary() {
-                    "primary"
-                } else {
-                    "secondary"
-                },
-                self.kind,
-                self.host.addr
-            ),
-            child,
-            started: Instant::now(),
+            label: self.label(),
+            started: server.started(),
             dir: self.dir.clone(),
-            stopped: false,
+            server,
         })
     }
 }
@@ -323,27 +189,26 @@ pub struct Node {
     pub addr: SocketAddr,
     /// e.g. `secondary knot 10.53.0.12`.
     pub label: String,
-    child: Child,
     /// When it was started.
     pub started: Instant,
     /// Its folder.
     pub dir: PathBuf,
-    stopped: bool,
+    server: Server,
 }
 
 impl Node {
     /// The server's PID.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.server.pid()
     }
 
     /// Its processes (NSD forks).
     pub fn pids(&self) -> Vec<u32> {
-        sys::process_tree(self.pid())
+        self.server.pids()
     }
 
-    /// Waits until it answers a query for the zone's SOA (any RCODE); fails if it
-    /// exits or `limit` passes.
+    /// Waits until it answers a query for the zone's SOA (any RCODE), asked from
+    /// the bridge's address; fails if it exits or `limit` passes.
     pub fn wait_listening(&mut self, zone: &str, limit: Duration) -> Result<(), FleetError> {
         let q = super::probe::query(zone, lode_wire::Rtype::SOA, 1)?;
         let sock = UdpSocket::bind((super::net::PROBER, 0))
@@ -351,29 +216,30 @@ impl Node {
         sock.set_read_timeout(Some(Duration::from_millis(100)))
             .map_err(|e| FleetError::io(Path::new("udp"), e))?;
         let mut buf = [0u8; 4096];
-        loop {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                return Err(FleetError::Server(format!(
-                    "{} exited ({st}); see {}",
-                    self.label,
-                    self.dir.display()
-                )));
-            }
-            if self.started.elapsed() > limit {
-                return Err(FleetError::Server(format!(
-                    "{} did not answer within {limit:?}; see {}",
-                    self.label,
-                    self.dir.display()
-                )));
-            }
-            let _ = sock.send_to(&q, self.addr);
+        let addr = self.addr;
+        let answered = || {
+            let _ = sock.send_to(&q, addr);
             if let Ok((n, _)) = sock.recv_from(&mut buf) {
                 if n >= 12 && buf[..2] == q[..2] && buf[2] & 0x80 != 0 {
-                    return Ok(());
+                    return true;
                 }
             }
             std::thread::sleep(Duration::from_millis(50));
-        }
+            false
+        };
+        let dir = self.dir.display();
+        self.server
+            .wait_until(zone, limit, answered)
+            .map(|_| ())
+            .map_err(|e| {
+                FleetError::Server(match e {
+                    peers::Error::Exited { label, .. } => format!("{label} exited; see {dir}"),
+                    peers::Error::NotReady { label, .. } => {
+                        format!("{label} did not answer within {limit:?}; see {dir}")
+                    }
+                    e => e.to_string(),
+                })
+            })
     }
 
     /// The SOA serial it serves for `zone` (authoritative NOERROR), if any.
@@ -415,23 +281,12 @@ impl Node {
 
     /// Whether it still runs.
     pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.server.alive()
     }
 
     /// Stops it: SIGTERM to its processes, up to 10 s, then SIGKILL.
     pub fn stop(&mut self) {
-        if self.stopped {
-            return;
-        }
-        self.stopped = true;
-        let tree = self.pids();
-        crate::compare::servers::stop_tree(&mut self.child, &tree);
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.stop();
+        self.server.stop();
     }
 }
 

@@ -1,4 +1,4 @@
-//! The dns64perf++ namespace (seed 001 §III.A): for an IPv4 network, one name per
+//! The dns64perf++ namespace (Lencse §III.A): for an IPv4 network, one name per
 //! address, `010-000-000-001.dns64perf.test` for 10.0.0.1, each with one A record
 //! of that address (or an AAAA of the address below 64:ff9b::/96, for the AAAA
 //! self-test of RFC 8219). Every query of a run can then be different.

@@ -1,4 +1,4 @@
-//! The ENUM record sets of seed 000 §3.4 (Shen & Schulzrinne), generalised.
+//! The ENUM record sets of Shen & Schulzrinne §3.4, generalised.
 //!
 //! Every number has the same length (11 digits by default: `+1` and ten). A
 //! number is `prefix · zone digits · suffix`; each zone is the ENUM name of
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::{create_dir, default_threads, run_jobs, GenError, LineSink, Scatter};
 
-/// Digits the default prefix is taken from (the 5M set of seed 000 uses `1212`).
+/// Digits the default prefix is taken from (Shen & Schulzrinne's 5M set uses `1212`).
 const DEFAULT_PREFIX_SOURCE: &[u8] = b"121200000000000";
 
 /// What to generate.
@@ -43,7 +43,7 @@ pub struct EnumSetSpec {
 }
 
 impl EnumSetSpec {
-    /// The defaults of seed 000's sets for `records` numbers in `zones` zones.
+    /// The defaults of Shen & Schulzrinne's sets for `records` numbers in `zones` zones.
     pub fn new(records: u64, zones: u64) -> EnumSetSpec {
         EnumSetSpec {
             records,

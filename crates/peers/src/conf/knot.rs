@@ -4,16 +4,15 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::{at, listen, put, unsupported, zone_file};
+use super::{at, hex, listen, put, zone_file};
 use crate::process::Launch;
-use crate::{Catalog, Error, Role, Spec};
+use crate::{Catalog, Error, Logging, Role, Spec};
 
 pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
-    if spec.socket_buffer.is_some() {
-        return Err(unsupported(spec, "a socket buffer size"));
-    }
     let d = dir.display();
     let w = spec.workers();
+    let tcp = spec.tcp_workers.unwrap_or(w).max(1);
+    let background = spec.background_workers.unwrap_or(1).max(1);
     let addrs: Vec<String> = listen(spec).iter().map(at).collect();
     let listen = match addrs.as_slice() {
         [one] => one.clone(),
@@ -21,11 +20,15 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     };
     let mut c = format!(
         "server:\n    rundir: \"{d}\"\n    pidfile: \"{d}/knot.pid\"\n    listen: {listen}\n    \
-         udp-workers: {w}\n    tcp-workers: {w}\n    background-workers: 1\n{}\
+         udp-workers: {w}\n    tcp-workers: {tcp}\n    background-workers: {background}\n{}\
          database:\n    storage: \"{d}\"\n\
          control:\n    listen: \"{d}/knot.sock\"\n\
-         log:\n  - target: \"{d}/knot.log\"\n    any: info\n",
-        spec.server_extra
+         log:\n  - target: {}\n    any: info\n",
+        spec.server_extra,
+        match spec.logging {
+            Logging::Verbose => format!("\"{d}/knot.log\""),
+            Logging::Plain => "stderr".into(),
+        }
     );
     if !spec.keys.is_empty() {
         c.push_str("key:\n");
@@ -104,12 +107,29 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
             }
         }
     }
+    // Response-rate limiting and cookies: global modules of every zone.
+    let mut modules = Vec::new();
+    if let Some(s) = spec.cookie_secret {
+        let _ = write!(
+            c,
+            "mod-cookies:\n  - id: peers\n    secret: 0x{}\n",
+            hex(&s)
+        );
+        modules.push("mod-cookies/peers");
+    }
+    if let Some(r) = spec.rrl_rate {
+        let _ = write!(c, "mod-rrl:\n  - id: peers\n    rate-limit: {r}\n");
+        modules.push("mod-rrl/peers");
+    }
     c.push_str(&spec.sections);
     let _ = write!(
         c,
         "template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n{}",
         spec.template_extra
     );
+    if !modules.is_empty() {
+        let _ = writeln!(c, "    global-module: [ {} ]", modules.join(", "));
+    }
     // The members of an interpreted catalog: the catalog zone's settings.
     for (zi, (z, (primaries, _))) in spec.zones.iter().zip(&zone_remotes).enumerate() {
         if z.catalog == Some(Catalog::Interpret) {
@@ -179,10 +199,10 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
 pub(super) const FILE: &str = "knot.conf";
 
 /// `knotd -c knot.conf`.
-pub(super) fn launch(_: &Spec, dir: &Path, conf: &Path) -> Launch {
+pub(super) fn launch(spec: &Spec, dir: &Path, conf: &Path) -> Launch {
     Launch {
         args: vec!["-c".into(), conf.into()],
-        log: Some(dir.join("knot.log")),
+        log: (spec.logging == Logging::Verbose).then(|| dir.join("knot.log")),
         conf: conf.into(),
     }
 }

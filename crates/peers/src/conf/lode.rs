@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::{at, listen, put, unsupported, zone_file};
+use super::{at, hex, listen, put, zone_file};
 use crate::process::Launch;
 use crate::{Error, Role, Spec};
 
@@ -20,14 +20,27 @@ fn list<S: AsRef<str>>(items: &[S]) -> String {
 }
 
 pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
-    if spec.socket_buffer.is_some() {
-        return Err(unsupported(spec, "a socket buffer size"));
+    // Top-level keys first: after a table header they would be the table's.
+    let mut c = String::new();
+    if spec.zones.iter().any(|z| z.journal) {
+        c.push_str("journal-dir = \"journal\"\n");
     }
-    let mut c = format!(
-        "journal-dir = \"journal\"\ncontrol = {}\n{}\n",
-        q(&dir.join("ctl.sock").display().to_string()),
-        spec.server_extra
+    let _ = writeln!(
+        c,
+        "control = {}",
+        q(&dir.join("ctl.sock").display().to_string())
     );
+    if let Some(b) = spec.socket_buffer {
+        let _ = writeln!(c, "udp-receive-buffer = {b}");
+    }
+    c.push_str(&spec.server_extra);
+    c.push('\n');
+    if let Some(r) = spec.rrl_rate {
+        let _ = write!(c, "[rrl]\nrate-limit = {r}\n\n");
+    }
+    if let Some(s) = spec.cookie_secret {
+        let _ = write!(c, "[cookies]\nsecret = \"{}\"\n\n", hex(&s));
+    }
     for k in &spec.keys {
         let _ = write!(
             c,

@@ -19,7 +19,16 @@ type LaunchFn = fn(&Spec, &Path, &Path) -> Launch;
 /// Writes `spec`'s files into `dir` (or its own whole configuration,
 /// [`Spec::config`]; or nothing for [`Spec::config_file`]); how to start it.
 pub(crate) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
+    refuse_options(spec)?;
     let (file, launch): (&str, LaunchFn) = match spec.kind {
+        // Nothing to write: its command line is Spec::args.
+        Kind::Program => {
+            return Ok(Launch {
+                args: Vec::new(),
+                log: None,
+                conf: dir.into(),
+            })
+        }
         Kind::Knot => (knot::FILE, knot::launch),
         Kind::Nsd => (nsd::FILE, nsd::launch),
         Kind::Bind => (bind::FILE, bind::launch),
@@ -59,7 +68,37 @@ pub(crate) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         Kind::Bind => bind::write(spec, dir),
         Kind::PowerDns => pdns::write(spec, dir),
         Kind::Lode => lode::write(spec, dir),
+        Kind::Program => unreachable!("returned above"),
     }
+}
+
+/// Fails when the spec sets an option its implementation's writer has no
+/// line for.
+fn refuse_options(spec: &Spec) -> Result<(), Error> {
+    let knot = spec.kind == Kind::Knot;
+    let guard = matches!(spec.kind, Kind::Knot | Kind::Lode);
+    let buffer = matches!(spec.kind, Kind::Nsd | Kind::Bind | Kind::Lode);
+    for (set, allowed, what) in [
+        (spec.tcp_workers.is_some(), knot, "a TCP worker count"),
+        (
+            spec.background_workers.is_some(),
+            knot,
+            "a background worker count",
+        ),
+        (spec.socket_buffer.is_some(), buffer, "a socket buffer size"),
+        (spec.rrl_rate.is_some(), guard, "response-rate limiting"),
+        (spec.cookie_secret.is_some(), guard, "DNS cookies"),
+    ] {
+        if set && !allowed {
+            return Err(unsupported(spec, what));
+        }
+    }
+    Ok(())
+}
+
+/// Lower-case hex digits of `bytes` (a cookie secret).
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Writes `text` to `dir/name`; the path.

@@ -8,7 +8,7 @@ use super::{
     acls_for, at, has_v6, listen, put, refuse_actions, refuse_signing, relative, required_file,
 };
 use crate::process::Launch;
-use crate::{Acl, Action, Error, Role, Spec};
+use crate::{Acl, Action, Error, Logging, Role, Spec};
 
 /// NSD's access lines `name: ADDRESS KEY|NOKEY` for `acls` (an ACL without
 /// an address allows every address).
@@ -46,12 +46,18 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         "    port: {}\n    do-ip6: {}\n    server-count: {}\n    username: \"\"\n    chroot: \"\"\n    \
          zonesdir: \"{d}\"\n    database: \"\"\n    zonelistfile: \"{d}/zone.list\"\n    \
          xfrdfile: \"{d}/xfrd.state\"\n    xfrdir: \"{d}\"\n    pidfile: \"{d}/nsd.pid\"\n    \
-         logfile: \"{d}/nsd.log\"\n    verbosity: 2\n    hide-version: yes\n    \
-         xfrd-reload-timeout: 0\n    rrl-ratelimit: 0\n",
+         hide-version: yes\n    xfrd-reload-timeout: 0\n    rrl-ratelimit: 0\n",
         spec.port,
         if has_v6(spec) { "yes" } else { "no" },
         spec.workers()
     );
+    // Without a logfile (and with -d) NSD logs to stderr.
+    match spec.logging {
+        Logging::Verbose => {
+            let _ = write!(c, "    logfile: \"{d}/nsd.log\"\n    verbosity: 2\n");
+        }
+        Logging::Plain => c.push_str("    verbosity: 1\n"),
+    }
     if let Some(b) = spec.socket_buffer {
         let _ = write!(c, "    so-rcvbuf: {b}\n    so-sndbuf: {b}\n");
     }
@@ -95,10 +101,10 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
 pub(super) const FILE: &str = "nsd.conf";
 
 /// `nsd -d -c nsd.conf` (in the foreground).
-pub(super) fn launch(_: &Spec, dir: &Path, conf: &Path) -> Launch {
+pub(super) fn launch(spec: &Spec, dir: &Path, conf: &Path) -> Launch {
     Launch {
         args: vec!["-d".into(), "-c".into(), conf.into()],
-        log: Some(dir.join("nsd.log")),
+        log: (spec.logging == Logging::Verbose).then(|| dir.join("nsd.log")),
         conf: conf.into(),
     }
 }

@@ -7,16 +7,13 @@ use std::path::Path;
 
 use super::{acls_for, put, refuse_actions, refuse_signing, required_file, unsupported};
 use crate::process::Launch;
-use crate::{Action, Error, Role, Spec};
+use crate::{Action, Error, Logging, Role, Spec};
 
 pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     refuse_actions(spec, &[Action::Update, Action::Query])?;
     refuse_signing(spec)?;
     if !spec.keys.is_empty() || spec.zones.iter().any(|z| z.key.is_some()) {
         return Err(unsupported(spec, "TSIG with the bind back end"));
-    }
-    if spec.socket_buffer.is_some() {
-        return Err(unsupported(spec, "a socket buffer size"));
     }
     let d = dir.display();
     let mut zones = String::new();
@@ -57,11 +54,15 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     let mut c = format!(
         "launch=bind\nbind-config={}\nlocal-address={}\nlocal-port={}\nsocket-dir={d}\n\
          guardian=no\ndaemon=no\ndisable-syslog=yes\nreceiver-threads={}\ndistributor-threads=1\n\
-         webserver=no\napi=no\nloglevel=6\n",
+         webserver=no\napi=no\nloglevel={}\n",
         zones.display(),
         addrs.join(","),
         spec.port,
-        spec.workers()
+        spec.workers(),
+        match spec.logging {
+            Logging::Verbose => 6,
+            Logging::Plain => 4,
+        }
     );
     if secondary {
         c.push_str("secondary=yes\n");

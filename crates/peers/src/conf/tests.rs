@@ -32,7 +32,10 @@ fn secondary(kind: Kind) -> Spec {
 }
 
 fn conf(kind: Kind, spec: &Spec, file: &str) -> String {
-    let dir = scratch(kind.name());
+    // Each call its own directory: tests run in parallel.
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = scratch(&format!("{}-{n}", kind.name()));
     write(spec, &dir).expect("written");
     let text = std::fs::read_to_string(dir.join(file)).expect("conf");
     let _ = std::fs::remove_dir_all(&dir);
@@ -183,4 +186,125 @@ fn knot_catalogs() {
         matches!(refused, Err(Error::Unsupported { .. })),
         "{refused:?}"
     );
+}
+
+/// A primary of `example.` from a file, with a measurement's options.
+fn measured(kind: Kind) -> Spec {
+    let mut s = Spec::new(kind, 5300).zone(Zone::primary(
+        "example",
+        Content::File("/z/example.zone".into()),
+    ));
+    s.logging = crate::Logging::Plain;
+    s.workers = Some(3);
+    s
+}
+
+#[test]
+fn knot_worker_counts_and_guard() {
+    let mut s = measured(Kind::Knot);
+    s.tcp_workers = Some(1);
+    s.background_workers = Some(2);
+    s.rrl_rate = Some(500);
+    s.cookie_secret = Some([0xab; 16]);
+    let c = conf(Kind::Knot, &s, "knot.conf");
+    assert!(
+        c.contains("udp-workers: 3\n    tcp-workers: 1\n    background-workers: 2\n"),
+        "{c}"
+    );
+    assert!(c.contains("  - target: stderr\n"), "{c}");
+    assert!(
+        c.contains("mod-rrl:\n  - id: peers\n    rate-limit: 500\n"),
+        "{c}"
+    );
+    assert!(
+        c.contains(&format!("    secret: 0x{}\n", "ab".repeat(16))),
+        "{c}"
+    );
+    assert!(
+        c.contains("    global-module: [ mod-cookies/peers, mod-rrl/peers ]\n"),
+        "{c}"
+    );
+    assert!(c.find("mod-rrl:") < c.find("template:"), "{c}");
+    // By default: as many TCP workers as UDP ones, one background worker, a log file.
+    let c = conf(Kind::Knot, &secondary(Kind::Knot), "knot.conf");
+    assert!(
+        c.contains("tcp-workers: 1\n    background-workers: 1\n"),
+        "{c}"
+    );
+    assert!(
+        c.contains("knot.log") && !c.contains("global-module"),
+        "{c}"
+    );
+}
+
+#[test]
+fn lode_buffer_guard_and_journal() {
+    let mut s = measured(Kind::Lode).zone(Zone::primary("other", Content::File("/z/o".into())));
+    s.socket_buffer = Some(1 << 20);
+    s.rrl_rate = Some(500);
+    s.cookie_secret = Some([1; 16]);
+    s.server_extra = "zonefile-sync = -1\n".into();
+    s.zones.iter_mut().for_each(|z| z.journal = false);
+    let c = conf(Kind::Lode, &s, "lode.toml");
+    let top = c.split("\n[").next().unwrap_or_default();
+    assert!(top.contains("udp-receive-buffer = 1048576\n"), "{c}");
+    assert!(top.contains("zonefile-sync = -1\n"), "{c}");
+    assert!(!c.contains("journal-dir"), "no zone keeps a journal: {c}");
+    assert!(c.contains("[rrl]\nrate-limit = 500\n"), "{c}");
+    assert!(
+        c.contains(&format!("[cookies]\nsecret = \"{}\"\n", "01".repeat(16))),
+        "{c}"
+    );
+    assert!(c.find("[cookies]") < c.find("[[zone]]"), "{c}");
+    s.zones[1].journal = true;
+    assert!(conf(Kind::Lode, &s, "lode.toml").starts_with("journal-dir = \"journal\"\n"));
+}
+
+#[test]
+fn plain_logging() {
+    let c = conf(Kind::Nsd, &measured(Kind::Nsd), "nsd.conf");
+    assert!(
+        c.contains("    verbosity: 1\n") && !c.contains("logfile"),
+        "{c}"
+    );
+    let c = conf(Kind::PowerDns, &measured(Kind::PowerDns), "pdns.conf");
+    assert!(c.contains("loglevel=4\n"), "{c}");
+    let s = measured(Kind::Bind);
+    let c = conf(Kind::Bind, &s, "named.conf");
+    assert!(
+        c.contains("logging { category update { null; }; };\n"),
+        "{c}"
+    );
+    assert!(!c.contains("named.log"), "{c}");
+    let dir = scratch("bind-plain");
+    let args = write(&s, &dir).expect("written").args;
+    let _ = std::fs::remove_dir_all(&dir);
+    let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
+    assert_eq!(args[..4], ["-g", "-4", "-n", "3"], "{args:?}");
+    assert!(!args.contains(&"-d".to_string()), "{args:?}");
+}
+
+#[test]
+fn options_without_a_line_are_refused() {
+    let dir = scratch("refused");
+    let refused = |kind: Kind, set: &dyn Fn(&mut Spec)| {
+        let mut s = measured(kind);
+        set(&mut s);
+        matches!(write(&s, &dir), Err(Error::Unsupported { .. }))
+    };
+    assert!(refused(Kind::Nsd, &|s| s.tcp_workers = Some(1)));
+    assert!(refused(Kind::Bind, &|s| s.background_workers = Some(1)));
+    assert!(refused(Kind::Knot, &|s| s.socket_buffer = Some(1)));
+    assert!(refused(Kind::PowerDns, &|s| s.socket_buffer = Some(1)));
+    assert!(refused(Kind::Nsd, &|s| s.rrl_rate = Some(1)));
+    assert!(refused(Kind::Bind, &|s| s.cookie_secret = Some([0; 16])));
+    assert!(refused(Kind::Program, &|s| s.rrl_rate = Some(1)));
+    assert!(!refused(Kind::Lode, &|s| s.socket_buffer = Some(1)));
+    // Another program: nothing written, no arguments of its own.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let launch = write(&Spec::new(Kind::Program, 5300), &dir).expect("program");
+    assert!(launch.args.is_empty() && launch.log.is_none());
+    assert_eq!(std::fs::read_dir(&dir).map(|d| d.count()).ok(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -168,7 +168,7 @@ pub const KEYS: &[Key] = &[
     k("[[zone]]", "dnssec-validation", "true | false", "false", "Each new version (signed elsewhere) is verified before it is served."),
     k("[[zone]]", "ds-push", "[REMOTE-ID, …]", "the policy's", "The policy's ds-push for this zone alone."),
     k("[[zone]]", "zonemd-generate", "none | zonemd-sha384 | zonemd-sha512 | remove", "none", "Each new version gets its ZONEMD (RFC 8976, simple scheme; signed when the zone is signed here), or has it removed (needs journal-dir)."),
-    k("[[zone]]", "zonemd-verify", "true | false", "false", "A zone file or transfer whose ZONEMD is missing or wrong is refused; the served version stays."),
+    k("[[zone]]", "zonemd-verify", "true | false", "false", "A zone file, transfer or UPDATE whose result has no ZONEMD that verifies is refused (an UPDATE with SERVFAIL, as Knot: checked before zonemd-generate makes the next digest); the served version stays."),
     // --- [[key]]
     k("[[key]]", "id", "NAME", "", "The key's name, as requests carry it (required)."),
     k("[[key]]", "algorithm", "hmac-sha256 | hmac-sha512 | …", "", "Its HMAC algorithm (required)."),
@@ -204,6 +204,8 @@ pub const KEYS: &[Key] = &[
     k("[[template]]", "dnssec-signing", "true | false", "false", "The members are signed here."),
     k("[[template]]", "dnssec-policy", "POLICY-ID", "\"default\"", "The [[policy]] they are signed by."),
     k("[[template]]", "dnssec-validation", "true | false", "false", "Each new version of a member is verified first."),
+    k("[[template]]", "zonemd-generate", "none | zonemd-sha384 | zonemd-sha512 | remove", "none", "Each new version of a member gets its ZONEMD, or has it removed (needs journal-dir)."),
+    k("[[template]]", "zonemd-verify", "true | false", "false", "A member's transfer whose ZONEMD is missing or wrong is refused; the served version stays."),
     // --- [[policy]]
     k("[[policy]]", "id", "TEXT", "", "The policy's name; \"default\" is Knot's default policy (required)."),
     k("[[policy]]", "algorithm", "ecdsap256sha256 | ecdsap384sha384 | ed25519 | rsasha256", "ecdsap256sha256", "The keys' algorithm (13, 14, 15 or 8)."),

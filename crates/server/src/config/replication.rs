@@ -47,6 +47,10 @@ pub struct TemplateEntry {
     pub dnssec_policy: Option<String>,
     /// Each new version of a member (signed elsewhere) checked first.
     pub dnssec_validation: Option<bool>,
+    /// The members' ZONEMD (as a zone's `zonemd-generate`).
+    pub zonemd_generate: Option<String>,
+    /// Transfers of a member whose ZONEMD is missing or wrong are refused.
+    pub zonemd_verify: Option<bool>,
 }
 
 /// One `[[remote]]` table: another server, as Knot's `remote`.
@@ -276,8 +280,12 @@ pub(super) fn resolve_templates(
                 interpret: Vec::new(),
                 signing,
                 validation,
-                zonemd_generate: lode_zones::zonemd::Generate::None,
-                zonemd_verify: false,
+                zonemd_generate: super::zone_options::zonemd_generate(
+                    &owner,
+                    t.zonemd_generate.as_deref(),
+                    file.journal_dir.is_some(),
+                )?,
+                zonemd_verify: t.zonemd_verify.unwrap_or(false),
                 timers: TimerBounds::from_settings(
                     &owner,
                     [

@@ -266,3 +266,48 @@ fn a_relative_control_socket_is_in_the_files_folder() {
     );
     assert_eq!(super::control_path(base, Path::new("")), Path::new(""));
 }
+
+#[test]
+fn catalog_members_take_their_templates_zonemd_options() {
+    let text = r#"
+        journal-dir = "j"
+        [[remote]]
+        id = "p"
+        address = ["192.0.2.1"]
+        [[template]]
+        id = "digested"
+        master = ["p"]
+        zonemd-generate = "zonemd-sha512"
+        zonemd-verify = true
+        [[template]]
+        id = "plain"
+        master = ["p"]
+        [[zone]]
+        name = "catalog.invalid."
+        master = ["p"]
+        catalog-role = "interpret"
+        catalog-template = ["digested", "plain"]
+    "#;
+    let c = Config::merge(&ConfigFile::parse(text).unwrap(), Path::new("/x"), &opts()).unwrap();
+    let o = c.zone_options(&"catalog.invalid.".parse().unwrap());
+    let [(d, digested), (p, plain)] = &o.interpret[..] else {
+        panic!("two templates: {:?}", o.interpret);
+    };
+    assert_eq!((d.as_str(), p.as_str()), ("digested", "plain"));
+    assert_eq!(
+        (digested.zonemd_generate, digested.zonemd_verify),
+        (lode_zones::zonemd::Generate::Sha512, true)
+    );
+    assert_eq!(
+        (plain.zonemd_generate, plain.zonemd_verify),
+        (lode_zones::zonemd::Generate::None, false)
+    );
+    // As for a zone: a bad value, or generation without journal-dir.
+    let bad = text.replace("zonemd-sha512", "zonemd-md5");
+    let e = Config::merge(&ConfigFile::parse(&bad).unwrap(), Path::new("/x"), &opts()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("template \"digested\": zonemd-generate"),
+        "{e}"
+    );
+}

@@ -172,18 +172,11 @@ pub(super) fn resolve_zone_options(
             s.ds_push = super::dnssec::ds_push_remotes(&z.ds_push, remotes, &s.policy)
                 .map_err(|e| ConfigError::Value(format!("zone {}: {e}", z.name)))?;
         }
-        let zonemd_generate = match &z.zonemd_generate {
-            Some(g) => g
-                .parse()
-                .map_err(|e| ConfigError::Value(format!("zone {}: zonemd-generate {e}", z.name)))?,
-            None => lode_zones::zonemd::Generate::None,
-        };
-        if zonemd_generate != lode_zones::zonemd::Generate::None && file.journal_dir.is_none() {
-            return Err(ConfigError::Value(format!(
-                "zone {}: zonemd-generate changes the zone (each version gets its ZONEMD): set journal-dir",
-                z.name
-            )));
-        }
+        let zonemd_generate = zonemd_generate(
+            &format!("zone {}", z.name),
+            z.zonemd_generate.as_deref(),
+            file.journal_dir.is_some(),
+        )?;
         let notify_delay = z.notify_delay.unwrap_or(0);
         if notify_delay > 3600 {
             return Err(ConfigError::Value(format!(
@@ -230,4 +223,25 @@ pub(super) fn resolve_zone_options(
         zone_options.insert(parse_origin(&z.name)?, shared);
     }
     Ok(zone_options)
+}
+
+/// `zonemd-generate` of a zone or template (`owner` in the messages): what
+/// each new version gets; it changes the zone, so it needs journal-dir.
+pub(super) fn zonemd_generate(
+    owner: &str,
+    value: Option<&str>,
+    has_journal: bool,
+) -> Result<lode_zones::zonemd::Generate, ConfigError> {
+    let generate = match value {
+        Some(g) => g
+            .parse()
+            .map_err(|e| ConfigError::Value(format!("{owner}: zonemd-generate {e}")))?,
+        None => lode_zones::zonemd::Generate::None,
+    };
+    if generate != lode_zones::zonemd::Generate::None && !has_journal {
+        return Err(ConfigError::Value(format!(
+            "{owner}: zonemd-generate changes the zone (each version gets its ZONEMD): set journal-dir"
+        )));
+    }
+    Ok(generate)
 }

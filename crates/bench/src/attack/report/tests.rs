@@ -129,10 +129,11 @@ fn sample() -> AttackResult {
     AttackResult {
         command: "lode-bench attack --quick".into(),
         settings: vec![("set".into(), "100 records".into())],
+        parameters: json!({"records": 100, "step_secs": 0.5}),
         overload: vec![
             OverloadRow {
                 server: Kind::Lode,
-                mix: Mix::ISSUE10[1],
+                mix: Mix::STANDARD[1],
                 r0: 100_000,
                 hit_ceiling: false,
                 search: vec![step(100_000, 100_000, 100_000, 100_000.0)],
@@ -143,7 +144,7 @@ fn sample() -> AttackResult {
             },
             OverloadRow {
                 server: Kind::Knot,
-                mix: Mix::ISSUE10[1],
+                mix: Mix::STANDARD[1],
                 r0: 50_000,
                 hit_ceiling: false,
                 search: Vec::new(),
@@ -200,6 +201,8 @@ fn report_has_provenance_and_conditions() {
     let found = crate::provenance::numeric_strings(&js);
     assert!(found.is_empty(), "numbers as strings: {found:?}");
     assert!(js["provenance"]["machine"]["cores"].is_u64(), "{js}");
+    assert_eq!(js["settings"]["records"], 100);
+    assert_eq!(js["settings_text"][0], json!(["set", "100 records"]));
     assert!(js["provenance"]["sysctls_before"].is_object(), "{js}");
     assert_eq!(js["socket_buffer_bytes"], 4 << 20);
     assert_eq!(js["socket_buffers"], "socket buffers: test");

@@ -1,4 +1,4 @@
-//! The report's section on the metrics overhead (issue 11 §1): CPU per
+//! The report's section on the metrics overhead: CPU per
 //! answer with Lode's metrics off and on, and the verdict against 1.02.
 
 use std::fmt::Write as _;
@@ -9,7 +9,7 @@ use super::super::metrics::{self, MetricsRun};
 use super::super::CompareResult;
 use super::{fixed_json, ratio3};
 
-/// The metrics overhead (issue 11 §1) as JSON, when it was measured.
+/// The metrics overhead as JSON, when it was measured.
 pub fn metrics_json(r: &CompareResult) -> Option<Value> {
     let s = metrics::summarize(&r.metrics)?;
     Some(json!({
@@ -55,7 +55,7 @@ pub fn metrics_markdown(r: &CompareResult) -> Option<String> {
     let mut m = String::new();
     let _ = writeln!(
         m,
-        "## Metrics overhead (issue 11 §1)
+        "## Metrics overhead
 "
     );
     let _ = writeln!(
@@ -169,7 +169,7 @@ mod tests {
             run(2, Variant::On, 5.1),
         ];
         let md = to_markdown(&r, &[]);
-        assert!(md.contains("## Metrics overhead (issue 11 §1)"), "{md}");
+        assert!(md.contains("## Metrics overhead"), "{md}");
         assert!(md.contains("| existing | 5.100 | 5.075 | 0.995 |"), "{md}");
         assert!(
             md.contains("| **all** | 5.100 | 5.075 | **0.995** |"),

@@ -274,7 +274,8 @@ pub fn to_json(r: &UpdCompareResult) -> Value {
         })
         .collect();
     let mut doc = json!({
-        "settings": r.settings.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+        "settings": r.parameters,
+        "settings_text": r.settings.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
         "wall_secs": r.wall_secs,
         "runs": runs,
         "summary": summary,

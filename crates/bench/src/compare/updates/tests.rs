@@ -39,6 +39,7 @@ fn sample() -> UpdCompareResult {
     };
     UpdCompareResult {
         settings: vec![("set".into(), "test".into())],
+        parameters: serde_json::json!({"records": 100_000, "update_rates_per_sec": [0.0, 10.0]}),
         runs: vec![
             run("lode", 1, 3000, 45_000, [100_000, 96_000], 120_000),
             run("knot", 1, 3000, 10_000, [80_000, 60_000], 40_000),
@@ -167,6 +168,8 @@ fn report_has_provenance_and_conditions() {
     let found = crate::provenance::numeric_strings(&js);
     assert!(found.is_empty(), "numbers as strings: {found:?}");
     assert!(js["provenance"]["machine"]["cores"].is_u64(), "{js}");
+    assert_eq!(js["settings"]["records"], 100_000);
+    assert_eq!(js["settings_text"][0][1], "test");
     assert_eq!(js["socket_buffer_bytes"], 4 << 20);
     assert_eq!(js["socket_buffers"], "socket buffers: test");
     assert_eq!(js["conditions"]["nsd"]["rcvbuf_bytes"][0], 2 << 20);

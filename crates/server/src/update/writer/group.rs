@@ -91,6 +91,16 @@ impl Writer {
                     }
                     Err(code)
                 }
+                Err(StageError::Digest(e)) if matches!(work, Work::Update(_)) => {
+                    if self.shared.refusals.allow(crate::clock::unix_now()) {
+                        tracing::info!(
+                            "zone {}: {} refused, SERVFAIL: what it leaves fails zonemd-verify ({e})",
+                            self.origin,
+                            work.source()
+                        );
+                    }
+                    Err(rcode::SERVFAIL)
+                }
                 Err(e) => {
                     tracing::error!(
                         "zone {}: {} made a change that does not apply ({e}), SERVFAIL",

@@ -210,3 +210,46 @@ fn changes_transferred_in_get_a_fresh_zonemd_and_are_verified_when_asked() {
         .run(&current, Change::Changesets(&[with_zonemd]), 0)
         .is_ok());
 }
+
+#[test]
+fn zonemd_verify_refuses_an_update_whose_result_does_not_verify() {
+    // As Knot: the update's result is verified before zonemd-generate
+    // makes the next digest, so with both set every change is refused...
+    let both = Stage {
+        zonemd: Generate::Sha384,
+        zonemd_verify: true,
+        ..Stage::default()
+    };
+    let served = both.run(&zone(BASE), Change::Digest, 0).unwrap().version;
+    assert_eq!(zonemd::verify(&served), Ok(()));
+    let req = add("www.example.", [192, 0, 2, 9], None);
+    // (The update moved the serial: no ZONEMD is of the new one.)
+    assert!(matches!(
+        both.run(&served, Change::Update(&req), 0),
+        Err(StageError::Digest(zonemd::VerifyError::Unsupported {
+            serial: 12
+        }))
+    ));
+    // ... and without a ZONEMD in the zone, it is missing.
+    let verifying = Stage {
+        zonemd_verify: true,
+        ..Stage::default()
+    };
+    assert!(matches!(
+        verifying.run(&zone(BASE), Change::Update(&req), 0),
+        Err(StageError::Digest(zonemd::VerifyError::Missing))
+    ));
+    // An update that changes nothing leaves the served (verified) version.
+    let present = add("www2.example.", [192, 0, 2, 9], Some("nowhere.example."));
+    assert!(matches!(
+        both.run(&served, Change::Update(&present), 0),
+        Err(StageError::Update(_))
+    ));
+    // Without zonemd-verify the update is taken and gets its ZONEMD.
+    let making = Stage {
+        zonemd: Generate::Sha384,
+        ..Stage::default()
+    };
+    let taken = making.run(&served, Change::Update(&req), 0).unwrap();
+    assert_eq!(zonemd::verify(&taken.version), Ok(()));
+}
