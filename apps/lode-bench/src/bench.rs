@@ -30,6 +30,7 @@ mod encrypted;
 mod fleet;
 mod rate;
 mod updates;
+mod xdp;
 
 /// The instruments: the top-level commands of `lode-bench` besides `gen`.
 #[derive(clap::Subcommand, Debug)]
@@ -70,6 +71,9 @@ pub(crate) enum BenchWhat {
     Handshakes(encrypted::HandshakesArgs),
     /// DNS-over-QUIC answers per second over persistent connections, a stream per query.
     Doq(encrypted::DoqArgs),
+    /// DNS over XDP on a veth pair: Lode and Knot DNS over XDP and over sockets, NSD and
+    /// an in-kernel XDP echo; CPU per answer, answers/s at saturation, overload; needs root.
+    Xdp(Box<xdp::XdpArgs>),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -555,6 +559,7 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::Axfr(a) => axfr::run(a),
         BenchWhat::Handshakes(a) => encrypted::handshakes(a),
         BenchWhat::Doq(a) => encrypted::doq(a),
+        BenchWhat::Xdp(a) => xdp::run(*a, lode),
     }
 }
 

@@ -480,3 +480,128 @@ fn xdp_start_fails_clearly_unless_fallback() {
         "not said why:\n{log}"
     );
 }
+
+/// What tells the test binary, run again in a namespace, to hold an XDP
+/// program: `IFACE@PORT DIR` the echo, `IFACE DIR` the pass-through program
+/// (it writes DIR/attached or DIR/error and holds the program until DIR/stop
+/// appears, 60 s at most).
+const ECHO_JOB: &str = "LODE_XDP_ECHO_JOB";
+
+/// The holder of the echo or the pass-through program: nothing when run as a test.
+#[test]
+fn netns_echo_holder() {
+    let Some(job) = std::env::var_os(ECHO_JOB) else {
+        return;
+    };
+    let job = job.to_string_lossy().into_owned();
+    let (at, dir) = job.split_once(' ').expect("IFACE[@PORT] DIR");
+    let dir = std::path::Path::new(dir);
+    let attached = match at.split_once('@') {
+        Some((iface, port)) => lode_io::xdp::Echo::attach(iface, port.parse().expect("a port"))
+            .map(|e| Box::new(e) as Box<dyn std::fmt::Debug>),
+        None => lode_io::xdp::XdpPass::attach(at).map(|p| Box::new(p) as Box<dyn std::fmt::Debug>),
+    };
+    match attached {
+        Ok(program) => {
+            std::fs::write(dir.join("attached"), format!("{program:?}")).expect("write attached");
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !dir.join("stop").exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Err(e) => std::fs::write(dir.join("error"), e.to_string()).expect("write error"),
+    }
+}
+
+/// Runs [`netns_echo_holder`] in `ns` for `job` (`IFACE[@PORT]`) and waits
+/// until it holds its program; DIR/stop ends it.
+fn hold_in(pair: &VethPair, ns: &str, job: &str, dir: &TempDir) -> std::process::Child {
+    let exe = std::env::current_exe().expect("this test binary");
+    let mut holder = pair
+        .command(ns, &exe)
+        .args(["--exact", "netns_echo_holder", "--nocapture"])
+        .arg("--test-threads=1")
+        .env(ECHO_JOB, format!("{job} {}", dir.0.display()))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start a holder");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !dir.0.join("attached").exists() {
+        if let Ok(e) = std::fs::read_to_string(dir.0.join("error")) {
+            let _ = holder.wait();
+            panic!("{job}: no program attached: {e}");
+        }
+        assert!(Instant::now() < deadline, "{job}: the holder said nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    holder
+}
+
+/// The in-kernel XDP echo (`lode_io::xdp::Echo`, the floor the XDP benchmark
+/// compares with) on the server's end of the pair, the pass-through program
+/// on the client's (a veth end takes XDP_TX'd frames only with a program of
+/// its own): a query to the echo's port comes back byte for byte with QR
+/// set, over IPv4 (no UDP checksum) and IPv6 (the checksum updated: the
+/// client's kernel checks it); kdig takes the echo as an answer; other ports
+/// are not answered; the program goes with its process.
+#[test]
+fn the_xdp_echo_turns_queries_around() {
+    const PORT: u16 = 5353;
+    let Some(pair) = veth_pair("the_xdp_echo_turns_queries_around") else {
+        return;
+    };
+    let (echo_dir, pass_dir) = (TempDir::new("xdp-echo"), TempDir::new("xdp-pass"));
+    let mut echo = hold_in(
+        &pair,
+        &pair.server_ns,
+        &format!("{}@{PORT}", pair.server_if),
+        &echo_dir,
+    );
+    let mut pass = hold_in(&pair, &pair.client_ns, &pair.client_if, &pass_dir);
+    assert!(has_xdp(&pair.server_link()), "{}", pair.server_link());
+
+    let mut q = Query::new("echo.example.", 1, 1);
+    q.id = 0xBEEF;
+    let q = q.to_wire();
+    let mut expect = q.clone();
+    expect[2] |= 0x80;
+    let v4 = SocketAddr::new(SERVER_V4.into(), PORT);
+    let v6 = SocketAddr::new(SERVER_V6.into(), PORT);
+    let other = SocketAddr::new(SERVER_V4.into(), PORT + 1);
+    let answers = pair.exchange(
+        &[
+            ("udp", v4, q.clone()),
+            ("udp", v6, q.clone()),
+            ("udp", other, q.clone()),
+        ],
+        Duration::from_millis(700),
+    );
+    assert_eq!(answers[0].as_deref(), Some(&expect[..]), "IPv4");
+    assert_eq!(answers[1].as_deref(), Some(&expect[..]), "IPv6");
+    assert_eq!(answers[2], None, "another port");
+
+    // kdig, where installed, takes the echo as an answer to its query.
+    if let Some(kdig) = lode_peers::program("kdig") {
+        let out = pair
+            .command(&pair.client_ns, &kdig)
+            .args(["@10.53.0.1", "-p", &PORT.to_string(), "echo.example", "A"])
+            .args(["+retry=0", "+timeout=2", "+noedns"])
+            .output()
+            .expect("kdig");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("status: NOERROR") && text.contains("Flags: qr"),
+            "kdig through the echo:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        eprintln!("kdig is not installed: the echo checked with the test's own client only");
+    }
+
+    for (holder, dir) in [(&mut echo, &echo_dir), (&mut pass, &pass_dir)] {
+        std::fs::write(dir.0.join("stop"), "").expect("write stop");
+        let status = holder.wait().expect("the holder ends");
+        assert!(status.success(), "the holder: {status}");
+    }
+    assert!(!has_xdp(&pair.server_link()), "{}", pair.server_link());
+}

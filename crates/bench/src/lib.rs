@@ -32,3 +32,4 @@ pub mod search;
 pub mod sockbuf;
 pub mod stats;
 pub mod update;
+pub mod xdp;

@@ -26,7 +26,8 @@ const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
-const XDP_PASS: i32 = 2;
+pub(super) const XDP_PASS: i32 = 2;
+pub(super) const XDP_TX: i32 = 3;
 
 // The parts of `union bpf_attr` each command reads (linux/bpf.h); the kernel
 // takes a shorter attribute than its own and treats the rest as zero.
@@ -158,50 +159,64 @@ impl XskMap {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub(crate) struct Insn {
-    code: u8,
+    pub(super) code: u8,
     /// dst_reg in the low nibble, src_reg in the high one.
-    regs: u8,
-    off: i16,
-    imm: i32,
+    pub(super) regs: u8,
+    pub(super) off: i16,
+    pub(super) imm: i32,
 }
 
 // Opcodes (linux/bpf_common.h, linux/bpf.h).
-const LDX_W: u8 = 0x61; // BPF_LDX | BPF_MEM | BPF_W
-const LDX_H: u8 = 0x69; // … BPF_H
-const LDX_B: u8 = 0x71; // … BPF_B
-const MOV64_X: u8 = 0xbf; // BPF_ALU64 | BPF_MOV | BPF_X
-const MOV64_K: u8 = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K
-const ADD64_K: u8 = 0x07; // BPF_ALU64 | BPF_ADD | BPF_K
-const AND64_K: u8 = 0x57; // BPF_ALU64 | BPF_AND | BPF_K
-const JA: u8 = 0x05; // BPF_JMP | BPF_JA
-const JEQ_K: u8 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-const JNE_K: u8 = 0x55; // BPF_JMP | BPF_JNE | BPF_K
-const JGT_X: u8 = 0x2d; // BPF_JMP | BPF_JGT | BPF_X
+pub(super) const LDX_W: u8 = 0x61; // BPF_LDX | BPF_MEM | BPF_W
+pub(super) const LDX_H: u8 = 0x69; // … BPF_H
+pub(super) const LDX_B: u8 = 0x71; // … BPF_B
+pub(super) const MOV64_X: u8 = 0xbf; // BPF_ALU64 | BPF_MOV | BPF_X
+pub(super) const MOV64_K: u8 = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K
+pub(super) const ADD64_K: u8 = 0x07; // BPF_ALU64 | BPF_ADD | BPF_K
+pub(super) const AND64_K: u8 = 0x57; // BPF_ALU64 | BPF_AND | BPF_K
+pub(super) const JA: u8 = 0x05; // BPF_JMP | BPF_JA
+pub(super) const JEQ_K: u8 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+pub(super) const JNE_K: u8 = 0x55; // BPF_JMP | BPF_JNE | BPF_K
+pub(super) const JGT_X: u8 = 0x2d; // BPF_JMP | BPF_JGT | BPF_X
 const CALL: u8 = 0x85; // BPF_JMP | BPF_CALL
-const EXIT: u8 = 0x95; // BPF_JMP | BPF_EXIT
+pub(super) const EXIT: u8 = 0x95; // BPF_JMP | BPF_EXIT
 const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_DW | BPF_IMM
+                           // Those the echo program (echo.rs) uses besides the above.
+pub(super) const LDX_DW: u8 = 0x79; // BPF_LDX | BPF_MEM | BPF_DW
+pub(super) const STX_W: u8 = 0x63; // BPF_STX | BPF_MEM | BPF_W
+pub(super) const STX_H: u8 = 0x6b; // … BPF_H
+pub(super) const STX_B: u8 = 0x73; // … BPF_B
+pub(super) const STX_DW: u8 = 0x7b; // … BPF_DW
+pub(super) const ST_H: u8 = 0x6a; // BPF_ST | BPF_MEM | BPF_H (an immediate)
+pub(super) const ADD64_X: u8 = 0x0f; // BPF_ALU64 | BPF_ADD | BPF_X
+pub(super) const OR64_K: u8 = 0x47; // BPF_ALU64 | BPF_OR | BPF_K
+pub(super) const XOR64_K: u8 = 0xa7; // BPF_ALU64 | BPF_XOR | BPF_K
+pub(super) const RSH64_K: u8 = 0x77; // BPF_ALU64 | BPF_RSH | BPF_K
+pub(super) const JSET_K: u8 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
 
 /// Registers: r0 return value, r1-r5 arguments, r6-r9 kept across calls.
-const R0: u8 = 0;
-const R1: u8 = 1;
-const R2: u8 = 2;
-const R3: u8 = 3;
-const R4: u8 = 4;
-const R5: u8 = 5;
-const R6: u8 = 6;
+pub(super) const R0: u8 = 0;
+pub(super) const R1: u8 = 1;
+pub(super) const R2: u8 = 2;
+pub(super) const R3: u8 = 3;
+pub(super) const R4: u8 = 4;
+pub(super) const R5: u8 = 5;
+pub(super) const R6: u8 = 6;
 
 /// Jump targets, resolved when the program is complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Label {
+pub(super) enum Label {
     Pass,
     Ipv6,
     Port,
     Redirect,
+    /// The echo's common tail: swap the MACs, transmit.
+    Tx,
 }
 
 /// An instruction list with forward jumps to labels.
 #[derive(Debug, Default)]
-struct Builder {
+pub(super) struct Builder {
     insns: Vec<Insn>,
     /// (instruction index, label) of jumps to patch.
     jumps: Vec<(usize, Label)>,
@@ -209,7 +224,7 @@ struct Builder {
 }
 
 impl Builder {
-    fn op(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) {
+    pub(super) fn op(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) {
         self.insns.push(Insn {
             code,
             regs: dst | (src << 4),
@@ -217,14 +232,14 @@ impl Builder {
             imm,
         });
     }
-    fn jump(&mut self, code: u8, dst: u8, src: u8, imm: i32, to: Label) {
+    pub(super) fn jump(&mut self, code: u8, dst: u8, src: u8, imm: i32, to: Label) {
         self.jumps.push((self.insns.len(), to));
         self.op(code, dst, src, 0, imm);
     }
-    fn label(&mut self, l: Label) {
+    pub(super) fn label(&mut self, l: Label) {
         self.labels.push((l, self.insns.len()));
     }
-    fn finish(mut self) -> Vec<Insn> {
+    pub(super) fn finish(mut self) -> Vec<Insn> {
         for &(at, to) in &self.jumps {
             let target = self
                 .labels
@@ -241,7 +256,7 @@ impl Builder {
 
 /// A 16-bit constant as a `ldx h` from the packet reads it: the packet's
 /// network (big-endian) order read by a little-endian machine.
-fn net16(v: u16) -> i32 {
+pub(super) fn net16(v: u16) -> i32 {
     i32::from(u16::from_ne_bytes(v.to_be_bytes()))
 }
 
@@ -307,8 +322,9 @@ pub(crate) struct Program {
 }
 
 impl Program {
-    /// Loads `insns`; a refusal carries the verifier's log.
-    pub(crate) fn load(insns: &[Insn]) -> io::Result<Program> {
+    /// Loads `insns` as program `name` (at most 15 bytes kept); a refusal
+    /// carries the verifier's log.
+    pub(crate) fn load(insns: &[Insn], name: &str) -> io::Result<Program> {
         let license = CString::new("MPL-2.0").expect("no NUL");
         let mut log = vec![0u8; 1 << 16];
         let mut attr = ProgLoadAttr {
@@ -321,7 +337,7 @@ impl Program {
             log_buf: log.as_mut_ptr() as u64,
             kern_version: 0,
             prog_flags: 0,
-            prog_name: name16("lode_dns"),
+            prog_name: name16(name),
             prog_ifindex: 0,
             expected_attach_type: BPF_XDP,
         };
@@ -374,7 +390,7 @@ mod tests {
         }
         let map = XskMap::new(4).unwrap();
         for ports in [&[53][..], &[53, 5353, 8053]] {
-            if let Err(e) = Program::load(&program(ports, map.raw_fd())) {
+            if let Err(e) = Program::load(&program(ports, map.raw_fd()), "lode_dns") {
                 panic!("{e}");
             }
         }
@@ -390,7 +406,7 @@ mod tests {
         b.op(LDX_W, R2, R1, 0, 0);
         b.op(LDX_B, R0, R2, 0, 0);
         b.op(EXIT, 0, 0, 0, 0);
-        let e = Program::load(&b.finish()).expect_err("the verifier refuses");
+        let e = Program::load(&b.finish(), "lode_bad").expect_err("the verifier refuses");
         let text = e.to_string();
         assert!(text.contains("verifier log:"), "{text}");
         assert!(text.contains("invalid access to packet"), "{text}");

@@ -16,6 +16,7 @@
 //! frame: frames live in the sockets' UMEM, set up once.
 
 mod bpf;
+mod echo;
 mod frame;
 mod xsk;
 
@@ -27,6 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use echo::{Echo, XdpPass};
 pub use xsk::{Served, XskConfig, XskSocket};
 
 use crate::workers::Workers;
@@ -115,7 +117,7 @@ impl XdpProgram {
     pub fn load(ports: &[u16], queues: u32) -> io::Result<XdpProgram> {
         let map = bpf::XskMap::new(queues)?;
         let insns = bpf::program(ports, map.raw_fd());
-        let prog = bpf::Program::load(&insns)?;
+        let prog = bpf::Program::load(&insns, "lode_dns")?;
         Ok(XdpProgram {
             map,
             prog,

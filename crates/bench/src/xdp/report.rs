@@ -1,0 +1,502 @@
+//! The XDP benchmark's report: medians per server, the ratios of Lode over
+//! XDP to Knot over XDP, to the echo and to Lode's own socket path, each
+//! goal met or missed; Markdown and JSON (numbers as numbers), with the
+//! provenance block of every report.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::load::Tool;
+use super::{ServerResult, XdpConfig, KINDS};
+use crate::compare::fairness::Fairness;
+
+/// A number for a table (`–` when absent).
+pub fn num(v: Option<f64>) -> String {
+    match v {
+        None => "–".into(),
+        Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
+        Some(x) if x.abs() >= 10.0 => format!("{x:.1}"),
+        Some(x) => format!("{x:.2}"),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    crate::stats::median(&v)
+}
+
+impl ServerResult {
+    /// Median CPU 0 µs per answer of `tool` on `kind`.
+    pub fn cpu0_us(&self, tool: Tool, kind: &str) -> Option<f64> {
+        median(
+            self.cpu
+                .iter()
+                .filter(|c| c.tool == tool && c.kind == kind)
+                .filter_map(|c| c.cpu0_us())
+                .collect(),
+        )
+    }
+
+    /// Median server-task µs per answer of `tool` on `kind`.
+    pub fn tasks_us(&self, tool: Tool, kind: &str) -> Option<f64> {
+        median(
+            self.cpu
+                .iter()
+                .filter(|c| c.tool == tool && c.kind == kind)
+                .filter_map(|c| c.tasks_us())
+                .collect(),
+        )
+    }
+
+    /// Median share answered of the CPU runs of `tool` on `kind`.
+    pub fn answered(&self, tool: Tool, kind: &str) -> Option<f64> {
+        median(
+            self.cpu
+                .iter()
+                .filter(|c| c.tool == tool && c.kind == kind && c.outcome.sent > 0)
+                .map(|c| c.outcome.answers as f64 / c.outcome.sent as f64)
+                .collect(),
+        )
+    }
+
+    /// Median answers/s at saturation.
+    pub fn saturation(&self) -> Option<f64> {
+        median(
+            self.saturation
+                .iter()
+                .map(|o| o.answers_per_sec())
+                .collect(),
+        )
+    }
+
+    /// Answers/s at `factor` × capacity, over the capacity.
+    pub fn overload_share(&self, factor: f64) -> Option<f64> {
+        let cap = self.capacity?;
+        let o = self.overload.iter().find(|o| o.factor == factor)?;
+        Some(o.outcome.answers_per_sec() / cap)
+    }
+}
+
+/// One goal: a ratio and its bound.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Goal {
+    /// What is compared.
+    pub what: String,
+    /// The measured ratio (None: a side is missing).
+    pub value: Option<f64>,
+    /// The bound.
+    pub bound: f64,
+    /// `≤` (true) or `≥` (false).
+    pub at_most: bool,
+}
+
+impl Goal {
+    /// Met, missed, or not measured.
+    pub fn verdict(&self) -> &'static str {
+        match self.value {
+            None => "not measured",
+            Some(v) if (self.at_most && v <= self.bound) || (!self.at_most && v >= self.bound) => {
+                "met"
+            }
+            Some(_) => "missed",
+        }
+    }
+}
+
+/// Everything the report is made of.
+#[derive(Debug)]
+pub struct Report<'a> {
+    /// The configuration.
+    pub cfg: &'a XdpConfig,
+    /// Per server.
+    pub results: &'a [ServerResult],
+    /// Provenance and socket buffer set-up.
+    pub fairness: &'a Fairness,
+    /// Wall time of the measurements.
+    pub elapsed: Duration,
+    /// Whether a signal cut the run short.
+    pub interrupted: bool,
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+impl Report<'_> {
+    fn get(&self, name: &str) -> Option<&ServerResult> {
+        self.results.iter().find(|r| r.server == name)
+    }
+
+    fn tools(&self) -> Vec<Tool> {
+        let mut t = vec![Tool::Kxdpgun];
+        if self.cfg.dnsperf {
+            t.push(Tool::Dnsperf);
+        }
+        t
+    }
+
+    /// The goals, each with its measured ratio.
+    pub fn goals(&self) -> Vec<Goal> {
+        let lode = self.get("lode-xdp");
+        let mut g = Vec::new();
+        // CPU 0's busy time, as the goals are stated; the server's own tasks
+        // beside it (the same cost, without other work that ran on CPU 0).
+        type Metric = fn(&ServerResult, Tool, &str) -> Option<f64>;
+        let metrics: [(&str, Metric); 2] = [
+            ("CPU 0", ServerResult::cpu0_us),
+            ("server tasks", ServerResult::tasks_us),
+        ];
+        for (metric, f) in metrics {
+            for tool in self.tools() {
+                for (kind, _) in KINDS {
+                    let of = |name: &str| self.get(name).and_then(|r| f(r, tool, kind));
+                    let l = lode.and_then(|r| f(r, tool, kind));
+                    for (other, bound) in [("knot-xdp", 0.8), ("echo-xdp", 1.3)] {
+                        g.push(Goal {
+                            what: format!(
+                                "{metric} per answer, {kind}, {}: lode-xdp ÷ {other}",
+                                tool.name()
+                            ),
+                            value: ratio(l, of(other)),
+                            bound,
+                            at_most: true,
+                        });
+                    }
+                }
+            }
+        }
+        let sat = |name: &str| self.get(name).and_then(ServerResult::saturation);
+        g.push(Goal {
+            what: "answers/s at saturation: lode-xdp ÷ knot-xdp".into(),
+            value: ratio(sat("lode-xdp"), sat("knot-xdp")),
+            bound: 1.25,
+            at_most: false,
+        });
+        g.push(Goal {
+            what: "answers/s at saturation: lode-xdp ÷ lode-udp".into(),
+            value: ratio(sat("lode-xdp"), sat("lode-udp")),
+            bound: 3.0,
+            at_most: false,
+        });
+        if self.cfg.overload {
+            for f in [2.0, 5.0] {
+                g.push(Goal {
+                    what: format!("lode-xdp answers/s offered {f}× capacity ÷ capacity"),
+                    value: lode.and_then(|r| r.overload_share(f)),
+                    bound: 0.95,
+                    at_most: false,
+                });
+            }
+        }
+        g
+    }
+
+    /// report.md.
+    pub fn markdown(&self) -> String {
+        let c = self.cfg;
+        let mut m = String::from("# DNS over XDP: Lode, Knot DNS, NSD and the XDP echo\n\n");
+        let _ = writeln!(
+            m,
+            "{} ENUM records in {} zones; veth pair between two network namespaces; server on \
+             CPU {} (one worker; its end's NAPI thread there), loaders on CPU {}; {} round(s); \
+             CPU runs at {} q/s for {} s; saturation: kxdpgun at {} q/s for {} s; {:.0} s in all{}.\n",
+            c.records,
+            c.zones,
+            c.server_cpu,
+            c.client_cpu,
+            c.rounds,
+            c.cpu_rate,
+            c.cpu_secs,
+            c.sat_rate,
+            c.sat_secs,
+            self.elapsed.as_secs_f64(),
+            if self.interrupted {
+                " — interrupted, partial"
+            } else {
+                ""
+            }
+        );
+        m.push_str(
+            "CPU 0 per answer: user+nice+system+irq+softirq of /proc/stat's cpu0, sampled \
+             every 100 ms, over the intervals in which the server's tasks ran (≥ 2 %), less \
+             CPU 0's busy time while the server idled (measured for a second before), ÷ \
+             answers: it counts whatever else ran on CPU 0, so it needs an otherwise idle \
+             machine (see the background column). Server tasks: the server's threads and its end's NAPI \
+             thread (schedstat), ÷ answers — unaffected by other work on CPU 0. Medians over \
+             the rounds.\n\n",
+        );
+        m.push_str("## Per server\n\n| server | loader | kind | answered | CPU 0 µs/answer | server tasks µs/answer |\n|---|---|---|---:|---:|---:|\n");
+        for r in self.results {
+            for tool in self.tools() {
+                for (kind, _) in KINDS {
+                    let _ = writeln!(
+                        m,
+                        "| {} | {} | {kind} | {} | {} | {} |",
+                        r.server,
+                        tool.name(),
+                        r.answered(tool, kind)
+                            .map_or("–".into(), |a| format!("{:.1} %", a * 100.0)),
+                        num(r.cpu0_us(tool, kind)),
+                        num(r.tasks_us(tool, kind))
+                    );
+                }
+            }
+        }
+        m.push_str("\n## Saturation (kxdpgun, existing names)\n\n| server | answers/s | sent/s | background CPU 0 ms/s |");
+        if c.overload {
+            m.push_str(" capacity q/s | 2× answered ÷ capacity | 5× answered ÷ capacity |");
+        }
+        m.push_str("\n|---|---:|---:|---:|");
+        if c.overload {
+            m.push_str("---:|---:|---:|");
+        }
+        m.push('\n');
+        for r in self.results {
+            let sent = median(r.saturation.iter().map(|o| o.sent_per_sec()).collect());
+            let bg = median(r.background.clone()).map(|b| b / 1e6);
+            let _ = write!(
+                m,
+                "| {} | {} | {} | {} |",
+                r.server,
+                num(r.saturation()),
+                num(sent),
+                num(bg)
+            );
+            if c.overload {
+                let _ = write!(
+                    m,
+                    " {} | {} | {} |",
+                    num(r.capacity),
+                    num(r.overload_share(2.0)),
+                    num(r.overload_share(5.0))
+                );
+            }
+            m.push('\n');
+        }
+        m.push_str("\n## Goals\n\n| goal | measured | bound | verdict |\n|---|---:|---:|---|\n");
+        for g in self.goals() {
+            let _ = writeln!(
+                m,
+                "| {} | {} | {} {} | {} |",
+                g.what,
+                num(g.value),
+                if g.at_most { "≤" } else { "≥" },
+                g.bound,
+                g.verdict()
+            );
+        }
+        let errors: Vec<String> = self
+            .results
+            .iter()
+            .flat_map(|r| r.errors.iter().map(move |e| format!("- {}: {e}", r.server)))
+            .collect();
+        if !errors.is_empty() {
+            m.push_str("\n## Errors\n\n");
+            for e in errors {
+                m.push_str(&e.replace('\n', " "));
+                m.push('\n');
+            }
+        }
+        let _ = writeln!(m, "\n## Conditions\n\n- {}", self.fairness.setup);
+        if let Some(p) = &self.fairness.provenance {
+            m.push('\n');
+            m.push_str(&p.to_markdown());
+        }
+        m
+    }
+
+    /// report.json.
+    pub fn json(&self) -> Value {
+        let c = self.cfg;
+        let servers: serde_json::Map<String, Value> = self
+            .results
+            .iter()
+            .map(|r| {
+                let mut cpu = serde_json::Map::new();
+                for tool in self.tools() {
+                    for (kind, _) in KINDS {
+                        cpu.insert(
+                            format!("{}_{kind}", tool.name()),
+                            json!({
+                                "answered": r.answered(tool, kind),
+                                "cpu0_us_per_answer": r.cpu0_us(tool, kind),
+                                "server_tasks_us_per_answer": r.tasks_us(tool, kind),
+                            }),
+                        );
+                    }
+                }
+                let runs: Vec<Value> = r
+                    .cpu
+                    .iter()
+                    .map(|x| {
+                        json!({"loader": x.tool.name(), "kind": x.kind, "sent": x.outcome.sent,
+                        "answers": x.outcome.answers, "secs": x.outcome.secs,
+                        "cpu0_ns": x.cpu0_ns, "cpu0_raw_ns": x.cpu0_raw_ns, "server_tasks_ns": x.tasks_ns})
+                    })
+                    .collect();
+                let v = json!({
+                    "cpu": cpu,
+                    "cpu_runs": runs,
+                    "background_cpu0_ns_per_s": r.background,
+                    "saturation_answers_per_s": r.saturation(),
+                    "saturation_runs": r.saturation.iter().map(|o| json!({"sent": o.sent, "answers": o.answers, "secs": o.secs})).collect::<Vec<_>>(),
+                    "capacity_qps": r.capacity,
+                    "overload": r.overload.iter().map(|o| json!({"factor": o.factor, "sent_per_s": o.outcome.sent_per_sec(), "answers_per_s": o.outcome.answers_per_sec(), "share_of_capacity": r.overload_share(o.factor)})).collect::<Vec<_>>(),
+                    "errors": r.errors,
+                });
+                (r.server.clone(), v)
+            })
+            .collect();
+        let goals: Vec<Value> = self
+            .goals()
+            .iter()
+            .map(|g| {
+                json!({"goal": g.what, "value": g.value, "bound": g.bound,
+                "at_most": g.at_most, "verdict": g.verdict()})
+            })
+            .collect();
+        let mut j = json!({
+            "benchmark": "xdp",
+            "records": c.records,
+            "zones": c.zones,
+            "rounds": c.rounds,
+            "cpu_rate_qps": c.cpu_rate,
+            "cpu_secs": c.cpu_secs,
+            "saturation_rate_qps": c.sat_rate,
+            "saturation_secs": c.sat_secs,
+            "server_cpu": c.server_cpu,
+            "client_cpu": c.client_cpu,
+            "elapsed_secs": self.elapsed.as_secs_f64(),
+            "interrupted": self.interrupted,
+            "servers": servers,
+            "goals": goals,
+        });
+        if let Value::Object(o) = &mut j {
+            o.extend(self.fairness.json());
+        }
+        j
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::load::Outcome;
+    use super::super::{CpuRun, OverloadRun, Server};
+    use super::*;
+
+    fn cfg() -> XdpConfig {
+        XdpConfig {
+            servers: Server::ALL.to_vec(),
+            records: 1000,
+            zones: 2,
+            out: "/o".into(),
+            work: "/w".into(),
+            lode: "/l".into(),
+            bench: "/b".into(),
+            rounds: 1,
+            cpu_rate: 1000,
+            cpu_secs: 1,
+            sat_rate: 10_000,
+            sat_secs: 1,
+            dnsperf: false,
+            overload: true,
+            search_steps: 2,
+            socket_buffer: None,
+            load_limit: Duration::from_secs(1),
+            server_cpu: 0,
+            client_cpu: 1,
+        }
+    }
+
+    fn result(name: &str, us: f64, sat: u64) -> ServerResult {
+        let run = |kind| CpuRun {
+            tool: Tool::Kxdpgun,
+            kind,
+            outcome: Outcome {
+                sent: 1000,
+                answers: 1000,
+                secs: 1.0,
+            },
+            cpu0_ns: us * 1e6,
+            cpu0_raw_ns: us * 1e6,
+            tasks_ns: us * 1e6,
+        };
+        ServerResult {
+            server: name.into(),
+            cpu: vec![run("existing"), run("nxdomain")],
+            saturation: vec![Outcome {
+                sent: sat * 2,
+                answers: sat,
+                secs: 1.0,
+            }],
+            capacity: Some(sat as f64),
+            overload: vec![
+                OverloadRun {
+                    factor: 2.0,
+                    outcome: Outcome {
+                        sent: sat * 2,
+                        answers: sat,
+                        secs: 1.0,
+                    },
+                },
+                OverloadRun {
+                    factor: 5.0,
+                    outcome: Outcome {
+                        sent: sat * 5,
+                        answers: sat / 2,
+                        secs: 1.0,
+                    },
+                },
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn goals_take_the_right_ratios() {
+        let cfg = cfg();
+        let results = vec![
+            result("lode-xdp", 1.0, 400),
+            result("knot-xdp", 2.0, 300),
+            result("lode-udp", 4.0, 100),
+            result("echo-xdp", 0.5, 1000),
+        ];
+        let fairness = Fairness::default();
+        let r = Report {
+            cfg: &cfg,
+            results: &results,
+            fairness: &fairness,
+            elapsed: Duration::from_secs(3),
+            interrupted: false,
+        };
+        let g = r.goals();
+        let find = |s: &str| g.iter().find(|g| g.what.contains(s)).unwrap();
+        let knot = find("CPU 0 per answer, existing, kxdpgun: lode-xdp ÷ knot-xdp");
+        assert_eq!((knot.value, knot.verdict()), (Some(0.5), "met"));
+        let echo = find("CPU 0 per answer, existing, kxdpgun: lode-xdp ÷ echo-xdp");
+        let tasks = find("server tasks per answer, existing, kxdpgun: lode-xdp ÷ echo-xdp");
+        assert_eq!(tasks.value, Some(2.0));
+        assert_eq!((echo.value, echo.verdict()), (Some(2.0), "missed"));
+        let sat = find("saturation: lode-xdp ÷ knot-xdp");
+        assert!((sat.value.unwrap() - 4.0 / 3.0).abs() < 1e-9);
+        assert_eq!(sat.verdict(), "met");
+        assert_eq!(find("÷ lode-udp").value, Some(4.0));
+        assert_eq!(find("2× capacity").verdict(), "met");
+        assert_eq!(find("5× capacity").value, Some(0.5));
+        // NSD was not run: its rows show, with no numbers.
+        let md = r.markdown();
+        assert!(md.contains("| lode-xdp | kxdpgun | existing | 100.0 % | 1.00 | 1.00 |"));
+        let j = r.json();
+        assert_eq!(
+            j["servers"]["knot-xdp"]["cpu"]["kxdpgun_existing"]["cpu0_us_per_answer"],
+            json!(2.0)
+        );
+        assert_eq!(j["goals"][0]["verdict"], json!("met"));
+    }
+}
