@@ -18,15 +18,25 @@ pub struct CpuTimes {
     pub total: u64,
 }
 
-/// Parses the `cpu ` line of /proc/stat.
-pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+/// The tick counters of /proc/stat's line for `cpu` (`"cpu"`: the
+/// machine, `"cpu0"`: CPU 0), in the kernel's order (user nice system
+/// idle iowait irq softirq steal …), as a getter that reads a missing
+/// field as 0.
+pub fn stat_line(text: &str, cpu: &str) -> Option<impl Fn(usize) -> u64> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(cpu))?;
     let v: Vec<u64> = line
         .split_whitespace()
         .skip(1)
         .map(|f| f.parse().unwrap_or(0))
         .collect();
-    let get = |i: usize| v.get(i).copied().unwrap_or(0);
+    Some(move |i: usize| v.get(i).copied().unwrap_or(0))
+}
+
+/// Parses the `cpu ` line of /proc/stat.
+pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
+    let get = stat_line(text, "cpu")?;
     // user nice system idle iowait irq softirq steal (guest is inside user).
     let busy = get(0) + get(1) + get(2);
     let steal = get(7);

@@ -92,13 +92,7 @@ pub fn parse_dnsperf(text: &str) -> Option<Outcome> {
 /// The `cpu0` line of /proc/stat: user + nice + system + irq + softirq
 /// ticks (idle, iowait and steal left out).
 pub fn parse_cpu0_busy(stat: &str) -> Option<u64> {
-    let line = stat.lines().find(|l| l.starts_with("cpu0 "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    let get = |i: usize| v.get(i).copied().unwrap_or(0);
+    let get = crate::compare::sys::stat_line(stat, "cpu0")?;
     Some(get(0) + get(1) + get(2) + get(5) + get(6))
 }
 
