@@ -81,15 +81,20 @@ fn med(mut v: Vec<f64>) -> f64 {
     median(&v).unwrap_or(0.0)
 }
 
-/// Summaries per server, in the order servers first appear in the runs.
-pub fn summarize(r: &CompareResult) -> Vec<ServerSummary> {
+/// Each name once, in the order it first appears (servers across runs).
+pub(crate) fn first_appearances<'a>(all: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let mut names: Vec<&str> = Vec::new();
-    for run in &r.runs {
-        if !names.contains(&run.server.as_str()) {
-            names.push(&run.server);
+    for n in all {
+        if !names.contains(&n) {
+            names.push(n);
         }
     }
     names
+}
+
+/// Summaries per server, in the order servers first appear in the runs.
+pub fn summarize(r: &CompareResult) -> Vec<ServerSummary> {
+    first_appearances(r.runs.iter().map(|run| run.server.as_str()))
         .into_iter()
         .map(|name| {
             // A redone run replaces the disturbed one; a kept disturbed run still counts.

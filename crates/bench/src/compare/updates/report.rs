@@ -38,13 +38,7 @@ fn med(mut v: Vec<f64>) -> Option<f64> {
 
 /// Medians per server, in the order servers first appear.
 pub fn summarize(r: &UpdCompareResult) -> Vec<UpdSummary> {
-    let mut names: Vec<&str> = Vec::new();
-    for run in &r.runs {
-        if !names.contains(&run.server.as_str()) {
-            names.push(&run.server);
-        }
-    }
-    names
+    crate::compare::report::first_appearances(r.runs.iter().map(|run| run.server.as_str()))
         .into_iter()
         .map(|name| {
             let runs: Vec<&UpdRun> = r.runs.iter().filter(|x| x.server == name).collect();
