@@ -13,7 +13,7 @@ use super::{buffers::SocketBufferArg, drop_scratch, run_dirs, secs};
 /// Arguments of `lode-bench xdp`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Needs root, kxdpgun and kdig (knot-dnsutils), dnsperf, ethtool, and knot and nsd for their servers. Makes namespaces lodexdp-PID-s (server, 10.53.0.1) and lodexdp-PID-c (loaders, 10.53.0.2) joined by veth xbsPID ═ xbcPID, both ends polled by threaded NAPI; removed at the end, on errors and on Ctrl-C (after the current measurement; a run killed with SIGKILL leaves them and the next run removes them). Each server runs in turn pinned to --server-cpu with one worker; kxdpgun and dnsperf run on --client-cpu. Per round and server: CPU per answer at --cpu-rate for existing names and NXDOMAIN (kxdpgun, and dnsperf unless --no-dnsperf), then answers/s with kxdpgun at --sat-rate. --overload adds a capacity search (≥ 99 % answered) and 2× and 5× capacity. --quick: 20000 records, one round, 2 s runs (about 2 minutes for the six servers)."
+    after_help = "Needs root, kxdpgun and kdig (knot-dnsutils), dnsperf, ethtool, and knot and nsd for their servers. Makes namespaces lodexdp-PID-s (server, 10.53.0.1) and lodexdp-PID-c (loaders, 10.53.0.2) joined by veth xbsPID ═ xbcPID, both ends polled by threaded NAPI; removed at the end, on errors and on Ctrl-C (after the current measurement; a run killed with SIGKILL leaves them and the next run removes them). Each server runs in turn pinned to --server-cpu with one worker; kxdpgun and dnsperf run on --client-cpu. Per round and server: CPU per answer at --cpu-rate for existing names and NXDOMAIN (kxdpgun, and dnsperf unless --no-dnsperf), then the peak answers/s (kxdpgun at rising rates — doubled from --cpu-rate while at least 99 % is answered, then raised by 15 % — until the answers/s stop growing: answers/s at saturation) and a flood (kxdpgun at --flood-rate, as fast as it sends: a server that collapses when offered more than it answers shows here). --overload adds the capacity (the highest rate with ≥ 99 % answered, bisected between the peak search's bounds) and the answers/s at 2× and 5× capacity. --quick: 20000 records, one round, 2 s runs (about 5 minutes for the six servers)."
 )]
 pub(crate) struct XdpArgs {
     /// Results folder (default results/xdp-[quick-]DATE).
@@ -47,19 +47,21 @@ pub(crate) struct XdpArgs {
     /// Seconds of each CPU-per-answer run (default 10; --quick 2).
     #[arg(long)]
     cpu_secs: Option<u64>,
-    /// Offered q/s of the saturation runs (more than kxdpgun sends: flat out).
+    /// Offered q/s of the flood runs (more than kxdpgun sends: flat out).
     #[arg(long, default_value_t = 10_000_000)]
-    sat_rate: u64,
-    /// Seconds of each saturation and overload run (default 10; --quick 2).
+    flood_rate: u64,
+    /// Seconds of each step of the peak search, of each flood and of each
+    /// overload run (default 5; --quick 2).
     #[arg(long)]
-    sat_secs: Option<u64>,
+    step_secs: Option<u64>,
     /// Leave dnsperf out (kxdpgun only).
     #[arg(long)]
     no_dnsperf: bool,
     /// Also the capacity search and 2× and 5× overload.
     #[arg(long)]
     overload: bool,
-    /// Bisection steps of the capacity search (default 6; --quick 3).
+    /// Bisection steps of the capacity search, between the peak search's
+    /// bounds (default 4; --quick 2).
     #[arg(long)]
     search_steps: Option<usize>,
     /// The server's CPU.
@@ -127,11 +129,11 @@ pub(super) fn run(a: XdpArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }).max(1),
         cpu_rate: a.cpu_rate.max(1),
         cpu_secs: a.cpu_secs.unwrap_or(if q { 2 } else { 10 }).max(1),
-        sat_rate: a.sat_rate.max(1),
-        sat_secs: a.sat_secs.unwrap_or(if q { 2 } else { 10 }).max(1),
+        flood_rate: a.flood_rate.max(1),
+        step_secs: a.step_secs.unwrap_or(if q { 2 } else { 5 }).max(1),
         dnsperf: !a.no_dnsperf,
         overload: a.overload,
-        search_steps: a.search_steps.unwrap_or(if q { 3 } else { 6 }),
+        search_steps: a.search_steps.unwrap_or(if q { 2 } else { 4 }),
         socket_buffer: a.buffers.size(),
         load_limit: secs(a.load_limit, "--load-limit")?,
         server_cpu: a.server_cpu,

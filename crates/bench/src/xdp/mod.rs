@@ -12,8 +12,10 @@
 //!     │     (CPU 0 busy: user+nice+system+irq+softirq of /proc/stat, sampled every 100 ms,
 //!     │      over the intervals the server worked, less the background;
 //!     │      and the server's own threads plus its end's NAPI thread)
-//!     └ saturation: kxdpgun at --sat-rate, answers/s
-//!  --overload: capacity (highest rate with ≥ 99 % answered, bisection), then 2× and 5× it
+//!     ├ peak: kxdpgun at rising rates until the answers/s stop growing (ramp.rs)
+//!     └ flood: kxdpgun at --flood-rate (as fast as it sends), answers/s
+//!  --overload: capacity (highest rate with ≥ 99 % answered: bisection between the
+//!     peak search's bounds), then 2× and 5× it
 //!  ─▶ report.md, report.json: medians, ratios, goals met or missed, provenance
 //! ```
 //!
@@ -23,6 +25,7 @@
 
 pub mod load;
 pub mod net;
+pub mod ramp;
 pub mod report;
 pub mod servers;
 
@@ -36,6 +39,7 @@ use crate::compare::sys;
 use crate::gen::enumset::{self, EnumSetSpec};
 use load::{Load, Outcome, Tool};
 use net::Pair;
+use ramp::Step;
 
 /// The servers the benchmark knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -109,10 +113,11 @@ pub struct XdpConfig {
     pub cpu_rate: u64,
     /// Seconds of each CPU-per-answer run.
     pub cpu_secs: u64,
-    /// Offered rate of the saturation runs (as fast as kxdpgun sends).
-    pub sat_rate: u64,
-    /// Seconds of each saturation run.
-    pub sat_secs: u64,
+    /// Offered rate of the flood runs (more than kxdpgun sends).
+    pub flood_rate: u64,
+    /// Seconds of each step of the peak search, of the floods and of the
+    /// overload runs.
+    pub step_secs: u64,
     /// Also measure with dnsperf.
     pub dnsperf: bool,
     /// Capacity search and 2×, 5× overload.
@@ -187,8 +192,10 @@ pub struct ServerResult {
     pub background: Vec<f64>,
     /// CPU-per-answer runs of every round.
     pub cpu: Vec<CpuRun>,
-    /// Saturation runs.
-    pub saturation: Vec<Outcome>,
+    /// Each round's peak search.
+    pub peak: Vec<Vec<Step>>,
+    /// Flood runs (kxdpgun as fast as it sends).
+    pub flood: Vec<Outcome>,
     /// Highest rate with ≥ 99 % answered (with --overload).
     pub capacity: Option<f64>,
     /// Overload runs.
@@ -297,7 +304,7 @@ impl Bench<'_> {
         servers::start(server, &start)
     }
 
-    /// One round of `server`: background, CPU per answer, saturation.
+    /// One round of `server`: background, CPU per answer, peak search, flood.
     fn round(&mut self, server: Server, round: usize, r: &mut ServerResult) -> Result<(), String> {
         let mut running = self.start(server, round)?;
         let pid = running.pid();
@@ -340,15 +347,37 @@ impl Bench<'_> {
                 r.cpu.push(run);
             }
         }
-        let load = self.load(Tool::Kxdpgun, 0, self.cfg.sat_rate, self.cfg.sat_secs);
+        running.client_pass(false)?;
+        let secs = self.cfg.step_secs;
+        let mut steps = Vec::new();
+        while let Some(rate) = ramp::next_offer(&steps, self.cfg.cpu_rate) {
+            let (outcome, _) = self.measure(&self.load(Tool::Kxdpgun, 0, rate, secs), pid)?;
+            say(&format!(
+                "{} offered {rate}: {:.0} answers/s ({:.0} sent/s)",
+                server.name(),
+                outcome.answers_per_sec(),
+                outcome.sent_per_sec()
+            ));
+            steps.push(Step {
+                offered: rate,
+                outcome,
+            });
+        }
+        say(&format!(
+            "{} peak: {} answers/s",
+            server.name(),
+            report::num(ramp::peak(&steps))
+        ));
+        r.peak.push(steps);
+        let load = self.load(Tool::Kxdpgun, 0, self.cfg.flood_rate, secs);
         let (o, _) = self.measure(&load, pid)?;
         say(&format!(
-            "{} saturation: {:.0} answers/s ({:.0} sent/s)",
+            "{} flood: {:.0} answers/s ({:.0} sent/s)",
             server.name(),
             o.answers_per_sec(),
             o.sent_per_sec()
         ));
-        r.saturation.push(o);
+        r.flood.push(o);
         drop(running);
         Ok(())
     }
@@ -358,39 +387,21 @@ impl Bench<'_> {
         let mut running = self.start(server, self.cfg.rounds)?;
         running.client_pass(false)?;
         let pid = running.pid();
-        let secs = self.cfg.sat_secs;
-        // The most kxdpgun sends: no capacity above it can be seen.
-        let top = r
-            .saturation
-            .iter()
-            .map(Outcome::sent_per_sec)
-            .fold(0.0, f64::max);
-        let ok = |o: &Outcome| o.answers as f64 >= 0.99 * o.sent as f64;
-        // Below: the CPU runs' rate, if kxdpgun had it answered; above: a
-        // little over the answers/s at saturation (more is not answered).
-        let cpu_ok = r
-            .cpu
-            .iter()
-            .any(|c| c.tool == Tool::Kxdpgun && ok(&c.outcome));
-        let mut lo = if cpu_ok {
-            self.cfg.cpu_rate as f64
-        } else {
-            0.0
-        };
-        let sat = r.saturation().unwrap_or(top);
-        let mut hi = (sat * 1.2).max(lo * 2.0).min(top).max(1.0);
-        let (o, _) = self.measure(&self.load(Tool::Kxdpgun, 0, hi as u64, secs), pid)?;
-        if ok(&o) {
-            lo = hi;
-        } else {
-            for _ in 0..self.cfg.search_steps {
-                let mid = (lo + hi) / 2.0;
-                let (o, _) = self.measure(&self.load(Tool::Kxdpgun, 0, mid as u64, secs), pid)?;
-                if ok(&o) {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
+        let secs = self.cfg.step_secs;
+        let ok = |o: &Outcome| o.answers as f64 >= ramp::ANSWERED * o.sent as f64;
+        // Between the peak searches' bounds (medians over the rounds): the
+        // highest rate all answered and the next one tried, not.
+        let (mut lo, mut hi) = r.capacity_bounds();
+        if hi <= lo {
+            hi = lo * ramp::FINE;
+        }
+        for _ in 0..self.cfg.search_steps {
+            let mid = (lo + hi) / 2.0;
+            let (o, _) = self.measure(&self.load(Tool::Kxdpgun, 0, mid as u64, secs), pid)?;
+            if ok(&o) {
+                lo = mid;
+            } else {
+                hi = mid;
             }
         }
         if lo <= 0.0 {
@@ -531,7 +542,7 @@ pub fn run(cfg: &XdpConfig) -> Result<(), String> {
     }
     if cfg.overload {
         for (i, &server) in cfg.servers.iter().enumerate() {
-            if stopping() || results[i].saturation.is_empty() {
+            if stopping() || results[i].peak.is_empty() {
                 continue;
             }
             if let Err(e) = bench.overload(server, &mut results[i]) {

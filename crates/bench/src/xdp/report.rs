@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::load::Tool;
-use super::{ServerResult, XdpConfig, KINDS};
+use super::{ramp, ServerResult, XdpConfig, KINDS};
 use crate::compare::fairness::Fairness;
 
 /// A number for a table (`–` when absent).
@@ -62,14 +62,42 @@ impl ServerResult {
         )
     }
 
-    /// Median answers/s at saturation.
-    pub fn saturation(&self) -> Option<f64> {
+    /// Answers/s at saturation: the median over the rounds of each peak
+    /// search's most answers/s.
+    pub fn peak(&self) -> Option<f64> {
+        median(self.peak.iter().filter_map(|s| ramp::peak(s)).collect())
+    }
+
+    /// The offered rate of each round's peak, median.
+    pub fn peak_offered(&self) -> Option<f64> {
         median(
-            self.saturation
+            self.peak
                 .iter()
-                .map(|o| o.answers_per_sec())
+                .filter_map(|steps| {
+                    let best = ramp::peak(steps)?;
+                    let s = steps.iter().find(|s| s.outcome.answers_per_sec() == best)?;
+                    Some(s.offered as f64)
+                })
                 .collect(),
         )
+    }
+
+    /// The capacity's bounds from the peak searches (medians over the
+    /// rounds): the highest rate all answered (0 if none) and the lowest
+    /// above it that was not (0 if none).
+    pub fn capacity_bounds(&self) -> (f64, f64) {
+        let (mut lo, mut hi) = (Vec::new(), Vec::new());
+        for steps in &self.peak {
+            let (l, h) = ramp::capacity_bounds(steps);
+            lo.push(l.unwrap_or(0) as f64);
+            hi.extend(h.map(|h| h as f64));
+        }
+        (median(lo).unwrap_or(0.0), median(hi).unwrap_or(0.0))
+    }
+
+    /// Median answers/s under the flood.
+    pub fn flood(&self) -> Option<f64> {
+        median(self.flood.iter().map(|o| o.answers_per_sec()).collect())
     }
 
     /// Answers/s at `factor` × capacity, over the capacity.
@@ -171,7 +199,7 @@ impl Report<'_> {
                 }
             }
         }
-        let sat = |name: &str| self.get(name).and_then(ServerResult::saturation);
+        let sat = |name: &str| self.get(name).and_then(ServerResult::peak);
         g.push(Goal {
             what: "answers/s at saturation: lode-xdp ÷ knot-xdp".into(),
             value: ratio(sat("lode-xdp"), sat("knot-xdp")),
@@ -205,7 +233,8 @@ impl Report<'_> {
             m,
             "{} ENUM records in {} zones; veth pair between two network namespaces; server on \
              CPU {} (one worker; its end's NAPI thread there), loaders on CPU {}; {} round(s); \
-             CPU runs at {} q/s for {} s; saturation: kxdpgun at {} q/s for {} s; {:.0} s in all{}.\n",
+             CPU runs at {} q/s for {} s; peak search, flood (kxdpgun at {} q/s) and overload \
+             runs of {} s; {:.0} s in all{}.\n",
             c.records,
             c.zones,
             c.server_cpu,
@@ -213,8 +242,8 @@ impl Report<'_> {
             c.rounds,
             c.cpu_rate,
             c.cpu_secs,
-            c.sat_rate,
-            c.sat_secs,
+            c.flood_rate,
+            c.step_secs,
             self.elapsed.as_secs_f64(),
             if self.interrupted {
                 " — interrupted, partial"
@@ -248,24 +277,33 @@ impl Report<'_> {
                 }
             }
         }
-        m.push_str("\n## Saturation (kxdpgun, existing names)\n\n| server | answers/s | sent/s | background CPU 0 ms/s |");
+        m.push_str(
+            "\n## Saturation (kxdpgun, existing names)\n\nPeak: the most answers/s at any offered \
+             rate (rates doubled from the CPU runs' while all is answered, then raised by 15 % \
+             until the answers/s stop growing). Flood: kxdpgun as fast as it sends; flood ÷ \
+             peak below 1 is a server answering less when offered more.\n\n\
+             | server | peak answers/s | offered at peak q/s | flood answers/s | flood sent/s | flood ÷ peak | background CPU 0 ms/s |",
+        );
         if c.overload {
             m.push_str(" capacity q/s | 2× answered ÷ capacity | 5× answered ÷ capacity |");
         }
-        m.push_str("\n|---|---:|---:|---:|");
+        m.push_str("\n|---|---:|---:|---:|---:|---:|---:|");
         if c.overload {
             m.push_str("---:|---:|---:|");
         }
         m.push('\n');
         for r in self.results {
-            let sent = median(r.saturation.iter().map(|o| o.sent_per_sec()).collect());
+            let sent = median(r.flood.iter().map(|o| o.sent_per_sec()).collect());
             let bg = median(r.background.clone()).map(|b| b / 1e6);
             let _ = write!(
                 m,
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} |",
                 r.server,
-                num(r.saturation()),
+                num(r.peak()),
+                num(r.peak_offered()),
+                num(r.flood()),
                 num(sent),
+                num(ratio(r.flood(), r.peak())),
                 num(bg)
             );
             if c.overload {
@@ -344,8 +382,11 @@ impl Report<'_> {
                     "cpu": cpu,
                     "cpu_runs": runs,
                     "background_cpu0_ns_per_s": r.background,
-                    "saturation_answers_per_s": r.saturation(),
-                    "saturation_runs": r.saturation.iter().map(|o| json!({"sent": o.sent, "answers": o.answers, "secs": o.secs})).collect::<Vec<_>>(),
+                    "peak_answers_per_s": r.peak(),
+                    "peak_offered_qps": r.peak_offered(),
+                    "peak_searches": r.peak.iter().map(|steps| steps.iter().map(|s| json!({"offered": s.offered, "sent": s.outcome.sent, "answers": s.outcome.answers, "secs": s.outcome.secs})).collect::<Vec<_>>()).collect::<Vec<_>>(),
+                    "flood_answers_per_s": r.flood(),
+                    "flood_runs": r.flood.iter().map(|o| json!({"sent": o.sent, "answers": o.answers, "secs": o.secs})).collect::<Vec<_>>(),
                     "capacity_qps": r.capacity,
                     "overload": r.overload.iter().map(|o| json!({"factor": o.factor, "sent_per_s": o.outcome.sent_per_sec(), "answers_per_s": o.outcome.answers_per_sec(), "share_of_capacity": r.overload_share(o.factor)})).collect::<Vec<_>>(),
                     "errors": r.errors,
@@ -368,8 +409,8 @@ impl Report<'_> {
             "rounds": c.rounds,
             "cpu_rate_qps": c.cpu_rate,
             "cpu_secs": c.cpu_secs,
-            "saturation_rate_qps": c.sat_rate,
-            "saturation_secs": c.sat_secs,
+            "flood_rate_qps": c.flood_rate,
+            "step_secs": c.step_secs,
             "server_cpu": c.server_cpu,
             "client_cpu": c.client_cpu,
             "elapsed_secs": self.elapsed.as_secs_f64(),
@@ -387,7 +428,7 @@ impl Report<'_> {
 #[cfg(test)]
 mod tests {
     use super::super::load::Outcome;
-    use super::super::{CpuRun, OverloadRun, Server};
+    use super::super::{CpuRun, OverloadRun, Server, Step};
     use super::*;
 
     fn cfg() -> XdpConfig {
@@ -402,8 +443,8 @@ mod tests {
             rounds: 1,
             cpu_rate: 1000,
             cpu_secs: 1,
-            sat_rate: 10_000,
-            sat_secs: 1,
+            flood_rate: 10_000,
+            step_secs: 1,
             dnsperf: false,
             overload: true,
             search_steps: 2,
@@ -430,9 +471,27 @@ mod tests {
         ServerResult {
             server: name.into(),
             cpu: vec![run("existing"), run("nxdomain")],
-            saturation: vec![Outcome {
-                sent: sat * 2,
-                answers: sat,
+            peak: vec![vec![
+                Step {
+                    offered: sat,
+                    outcome: Outcome {
+                        sent: sat,
+                        answers: sat,
+                        secs: 1.0,
+                    },
+                },
+                Step {
+                    offered: sat * 2,
+                    outcome: Outcome {
+                        sent: sat * 2,
+                        answers: sat / 2,
+                        secs: 1.0,
+                    },
+                },
+            ]],
+            flood: vec![Outcome {
+                sent: sat * 4,
+                answers: sat / 4,
                 secs: 1.0,
             }],
             capacity: Some(sat as f64),
@@ -492,6 +551,12 @@ mod tests {
         // NSD was not run: its rows show, with no numbers.
         let md = r.markdown();
         assert!(md.contains("| lode-xdp | kxdpgun | existing | 100.0 % | 1.00 | 1.00 |"));
+        // The peak, not the flood, is the saturation; the flood's share beside it.
+        assert!(
+            md.contains("| knot-xdp | 300 | 300 | 75.0 | 1200 | 0.25 |"),
+            "{md}"
+        );
+        assert_eq!(results[1].capacity_bounds(), (300.0, 600.0));
         let j = r.json();
         assert_eq!(
             j["servers"]["knot-xdp"]["cpu"]["kxdpgun_existing"]["cpu0_us_per_answer"],
