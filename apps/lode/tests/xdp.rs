@@ -399,19 +399,39 @@ fn serve_with_xdp(
     extra: &str,
     unprivileged: bool,
 ) -> (Option<std::process::ExitStatus>, String) {
+    serve_with_xdp_as(None, xdp, extra, unprivileged)
+}
+
+/// [`serve_with_xdp`] in network namespace `ns` (None: this one).
+fn serve_with_xdp_as(
+    ns: Option<&str>,
+    xdp: &str,
+    extra: &str,
+    unprivileged: bool,
+) -> (Option<std::process::ExitStatus>, String) {
     let dir = TempDir::new("xdp-start");
     let conf = dir.0.join("lode.toml");
     std::fs::write(&conf, format!("listen-xdp = [\"{xdp}\"]\n{extra}")).unwrap();
     let log = dir.0.join("lode.log");
     let port = pick_port(15550);
-    let mut cmd = if unprivileged {
-        let mut c = std::process::Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_lode"));
-        c
-    } else {
-        std::process::Command::new(env!("CARGO_BIN_EXE_lode"))
+    // `env` runs in this namespace, `ip netns exec NS` in another.
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = std::process::Command::new("ip");
+            c.args(["netns", "exec", ns]);
+            c
+        }
+        None => std::process::Command::new("env"),
     };
+    if unprivileged {
+        cmd.args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]);
+    }
+    cmd.arg(env!("CARGO_BIN_EXE_lode"));
     let child = cmd
         .arg("serve")
         .arg("--config")
@@ -604,4 +624,175 @@ fn the_xdp_echo_turns_queries_around() {
         assert!(status.success(), "the holder: {status}");
     }
     assert!(!has_xdp(&pair.server_link()), "{}", pair.server_link());
+}
+
+/// The server namespace's count of UDP datagrams its kernel took in
+/// (`Udp: InDatagrams` of /proc/net/snmp, IPv4, plus `Udp6InDatagrams`).
+fn udp_in(pair: &VethPair) -> u64 {
+    let read = |file: &str| {
+        let out = pair
+            .command(&pair.server_ns, std::path::Path::new("cat"))
+            .arg(file)
+            .output()
+            .expect("cat in the namespace");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let snmp = read("/proc/net/snmp");
+    let udp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Udp: ")).collect();
+    let at = udp[0].split_whitespace().position(|w| w == "InDatagrams");
+    let v4: u64 = at
+        .and_then(|i| udp[1].split_whitespace().nth(i)?.parse().ok())
+        .expect("Udp InDatagrams");
+    let v6: u64 = read("/proc/net/snmp6")
+        .lines()
+        .find_map(|l| l.strip_prefix("Udp6InDatagrams")?.trim().parse().ok())
+        .unwrap_or(0);
+    v4 + v6
+}
+
+/// `xdp-route-check`: without forwarding on the loopback interface the
+/// server does not start and says what to set; with it, queries whose
+/// answer goes back by the interface they came in on are answered over
+/// XDP (over IPv4 and IPv6); with a route sending the client's address out
+/// of another interface they go to the kernel's stack (the socket path);
+/// with a blackhole route they are dropped in the program.
+#[test]
+fn xdp_route_check_follows_the_routing_table() {
+    let Some(pair) = veth_pair("xdp_route_check_follows_the_routing_table") else {
+        return;
+    };
+    let dir = TempDir::new("xdp-route");
+    let zones = vec![big_zone(&dir)];
+    let extra = "xdp-route-check = true\n";
+    let (status, log) = serve_with_xdp_as(
+        Some(&pair.server_ns),
+        &format!("{}@{XDP_PORT}", pair.server_if),
+        extra,
+        false,
+    );
+    let status = status.unwrap_or_else(|| panic!("started without forwarding on lo:\n{log}"));
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("xdp-route-check needs forwarding on the loopback interface")
+            && log.contains("net.ipv4.conf.lo.forwarding=1"),
+        "not said why:\n{log}"
+    );
+    let sysctl = pair
+        .command(&pair.server_ns, std::path::Path::new("sysctl"))
+        .args([
+            "-qw",
+            "net.ipv4.conf.lo.forwarding=1",
+            "net.ipv6.conf.lo.forwarding=1",
+        ])
+        .status()
+        .expect("sysctl");
+    assert!(sysctl.success());
+    let mut server = start_in_namespace(&pair, &dir, &zones, extra);
+    assert!(
+        server.log().contains("route check"),
+        "{}",
+        server.log_tail(20)
+    );
+    let query = Query::new("ns.xdp.test.", 1, 1).to_wire();
+    let to = |ip: std::net::IpAddr, port| ("udp", SocketAddr::new(ip, port), query.clone());
+    let (v4, v6) = (SERVER_V4.into(), SERVER_V6.into());
+    // Through the socket first: the server's kernel learns the client's MAC
+    // addresses (an unresolved next hop is the stack's to resolve).
+    let warm = pair.exchange(
+        &[to(v4, SOCKET_PORT), to(v6, SOCKET_PORT)],
+        Duration::from_millis(500),
+    );
+    assert!(
+        warm.iter().all(Option::is_some),
+        "no answer on the socket port"
+    );
+    let xdp_queries = || counter(&xdp_counters(&dir), "queries");
+    let (q0, u0) = (xdp_queries(), udp_in(&pair));
+    let answers = pair.exchange(
+        &[to(v4, XDP_PORT), to(v6, XDP_PORT)],
+        Duration::from_millis(500),
+    );
+    assert!(
+        answers.iter().all(Option::is_some),
+        "not answered over XDP: {answers:?}\n{}",
+        server.log_tail(20)
+    );
+    assert_eq!(xdp_queries() - q0, 2, "both over XDP");
+    assert_eq!(udp_in(&pair), u0, "none through the kernel's stack");
+
+    // The way back through another interface (a second veth pair inside the
+    // namespace, the client's addresses routed to it with their neighbour
+    // entries known: the lookup succeeds with that interface's MAC): the
+    // kernel's stack takes them.
+    let id = std::process::id() % 100_000;
+    let (other, peer) = (format!("lro{id}"), format!("lrp{id}"));
+    let ip = |args: &[&str]| {
+        pair.ip(&pair.server_ns, args)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    ip(&["link", "add", &other, "type", "veth", "peer", "name", &peer]);
+    ip(&["link", "set", &other, "up"]);
+    ip(&["link", "set", &peer, "up"]);
+    let client = [
+        ("-4", CLIENT_V4.to_string(), 32),
+        ("-6", CLIENT_V6.to_string(), 128),
+    ];
+    for (family, addr, len) in &client {
+        ip(&[
+            family,
+            "route",
+            "add",
+            &format!("{addr}/{len}"),
+            "dev",
+            &other,
+        ]);
+        ip(&[
+            family,
+            "neigh",
+            "replace",
+            addr,
+            "lladdr",
+            "02:00:5e:00:53:02",
+            "dev",
+            &other,
+            "nud",
+            "permanent",
+        ]);
+    }
+    let (q0, u0) = (xdp_queries(), udp_in(&pair));
+    pair.exchange(
+        &[to(v4, XDP_PORT), to(v6, XDP_PORT)],
+        Duration::from_millis(300),
+    );
+    assert_eq!(xdp_queries(), q0, "the route leaves by {other}: not XDP's");
+    assert_eq!(udp_in(&pair) - u0, 2, "the kernel's stack took both");
+
+    // A blackhole: dropped by the program, seen by neither.
+    for (family, addr, len) in &client {
+        ip(&[
+            family,
+            "route",
+            "del",
+            &format!("{addr}/{len}"),
+            "dev",
+            &other,
+        ]);
+    }
+    ip(&["route", "add", "blackhole", &format!("{CLIENT_V4}/32")]);
+    ip(&[
+        "-6",
+        "route",
+        "add",
+        "blackhole",
+        &format!("{CLIENT_V6}/128"),
+    ]);
+    let (q0, u0) = (xdp_queries(), udp_in(&pair));
+    let answers = pair.exchange(
+        &[to(v4, XDP_PORT), to(v6, XDP_PORT)],
+        Duration::from_millis(300),
+    );
+    assert!(answers.iter().all(Option::is_none), "{answers:?}");
+    assert_eq!(xdp_queries(), q0, "dropped before the socket");
+    assert_eq!(udp_in(&pair), u0, "dropped before the stack");
+    assert!(server.alive(), "{}", server.log_tail(20));
 }

@@ -124,6 +124,9 @@ pub struct ConfigFile {
     /// Serve over the sockets alone when XDP cannot start (default false:
     /// the server does not start).
     pub xdp_fallback: Option<bool>,
+    /// Ask the routing table for each XDP answer's way back (Knot's
+    /// `xdp.route-check`; default false).
+    pub xdp_route_check: Option<bool>,
     /// Concurrent QUIC clients (Knot's name).
     pub quic_max_clients: Option<usize>,
     /// Idle time before a QUIC connection is closed, seconds (Knot's name).
@@ -452,6 +455,8 @@ pub struct Config {
     /// When XDP cannot start: serve over the sockets alone (true), or do
     /// not start (false).
     pub xdp_fallback: bool,
+    /// XDP answers follow the routing table (see lode_io's XdpConfig).
+    pub xdp_route_check: bool,
     /// Control socket path (`None`: no control socket).
     pub control: Option<PathBuf>,
     /// The control socket was given (`control` or `--control`), not the
@@ -973,6 +978,7 @@ impl Config {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(ConfigError::Value)?,
             xdp_fallback: file.xdp_fallback.unwrap_or(false),
+            xdp_route_check: file.xdp_route_check.unwrap_or(false),
             tcp_max_clients_per_source: match file.tcp_max_clients_per_source {
                 Some(0) => {
                     return Err(ConfigError::Value(

@@ -78,12 +78,18 @@ pub fn convert(im: &mut Import) {
 }
 
 /// `xdp: listen` as `listen-xdp` (interfaces; Knot's address form is not
-/// imported). The section's other items (TCP and QUIC over XDP,
-/// route-check, …) are reported with the leftovers.
+/// imported) and `route-check` as `xdp-route-check`. The section's other
+/// items (TCP and QUIC over XDP, …) are reported with the leftovers.
 fn xdp(im: &mut Import, top: &mut Table) {
     let conf = im.conf;
     let mut out = Vec::new();
     for block in conf.blocks("xdp") {
+        im.copy(
+            block,
+            "xdp",
+            top,
+            ("route-check", "xdp-route-check", Conv::Bool),
+        );
         let Some((at, values)) = block.values("listen") else {
             continue;
         };

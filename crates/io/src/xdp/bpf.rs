@@ -8,9 +8,18 @@
 //! ```text
 //!  frame ─▶ Ethernet IPv4/IPv6 (no options, no fragment) UDP to a listened port,
 //!           DNS header with opcode QUERY? ── no ──▶ XDP_PASS (the kernel's stack)
-//!              └ yes ─▶ bpf_redirect_map(xskmap, rx queue, XDP_PASS) ─▶ that queue's AF_XDP socket
+//!              └ yes ─▶ [route check] ─▶ bpf_redirect_map(xskmap, rx queue, XDP_PASS) ─▶ that queue's AF_XDP socket
 //!                                                      (no socket on it: XDP_PASS)
 //! ```
+//!
+//! The route check (`xdp-route-check`, Knot's `xdp.route-check`) asks the
+//! kernel's routing table for the answer's way back (bpf_fib_lookup): an
+//! answer that would leave by another interface, or whose next hop's address
+//! is not resolved yet, goes to the kernel's stack (the socket path); one to
+//! a blackholed, unreachable or prohibited address is dropped; otherwise the
+//! next hop's MAC address is written where the answer takes its destination
+//! from (the query's source MAC). The lookup needs forwarding on the
+//! loopback interface (the server checks it at start).
 
 use std::ffi::CString;
 use std::io;
@@ -25,6 +34,22 @@ const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `enum bpf_attach_type`'s BPF_XDP.
 const BPF_XDP: u32 = 37;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+const BPF_FUNC_FIB_LOOKUP: i32 = 69;
+/// bpf_fib_lookup's flag: the table of the device, no policy rules.
+const BPF_FIB_LOOKUP_DIRECT: i32 = 1;
+// Its results (enum in linux/bpf.h) that are not a drop.
+const BPF_FIB_LKUP_RET_SUCCESS: i32 = 0;
+const BPF_FIB_LKUP_RET_FWD_DISABLED: i32 = 5;
+const BPF_FIB_LKUP_RET_NO_NEIGH: i32 = 7;
+/// `struct bpf_fib_lookup`'s size and the offsets of its fields used here.
+const FIB_SIZE: i16 = 64;
+const FIB_IFINDEX: i16 = 8;
+const FIB_SRC: i16 = 16;
+const FIB_DST: i16 = 32;
+const FIB_SMAC: i16 = 52;
+const FIB_DMAC: i16 = 58;
+pub(super) const XDP_ABORTED: i32 = 0;
+pub(super) const XDP_DROP: i32 = 1;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 pub(super) const XDP_PASS: i32 = 2;
 pub(super) const XDP_TX: i32 = 3;
@@ -178,6 +203,9 @@ pub(super) const JA: u8 = 0x05; // BPF_JMP | BPF_JA
 pub(super) const JEQ_K: u8 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
 pub(super) const JNE_K: u8 = 0x55; // BPF_JMP | BPF_JNE | BPF_K
 pub(super) const JGT_X: u8 = 0x2d; // BPF_JMP | BPF_JGT | BPF_X
+const JNE_X: u8 = 0x5d; // BPF_JMP | BPF_JNE | BPF_X
+const ST_W: u8 = 0x62; // BPF_ST | BPF_MEM | BPF_W (an immediate)
+const ST_DW: u8 = 0x7a; // BPF_ST | BPF_MEM | BPF_DW (an immediate)
 const CALL: u8 = 0x85; // BPF_JMP | BPF_CALL
 pub(super) const EXIT: u8 = 0x95; // BPF_JMP | BPF_EXIT
 const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_DW | BPF_IMM
@@ -202,6 +230,9 @@ pub(super) const R3: u8 = 3;
 pub(super) const R4: u8 = 4;
 pub(super) const R5: u8 = 5;
 pub(super) const R6: u8 = 6;
+const R7: u8 = 7;
+/// The frame pointer (read-only): the stack is below it.
+const R10: u8 = 10;
 
 /// Jump targets, resolved when the program is complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +243,14 @@ pub(super) enum Label {
     Redirect,
     /// The echo's common tail: swap the MACs, transmit.
     Tx,
+    /// The route check's IPv6 addresses.
+    RouteV6,
+    /// The route check's lookup.
+    Route,
+    /// The route check's lookup answered other than "forwarding disabled".
+    Routed,
+    /// Drop the frame.
+    Drop,
 }
 
 /// An instruction list with forward jumps to labels.
@@ -260,8 +299,9 @@ pub(super) fn net16(v: u16) -> i32 {
     i32::from(u16::from_ne_bytes(v.to_be_bytes()))
 }
 
-/// The XDP program for `ports`; `map_fd` is the XSKMAP's descriptor.
-pub(crate) fn program(ports: &[u16], map_fd: RawFd) -> Vec<Insn> {
+/// The XDP program for `ports`; `map_fd` is the XSKMAP's descriptor;
+/// `route_check` adds the routing table's say (see the module's comment).
+pub(crate) fn program(ports: &[u16], map_fd: RawFd, route_check: bool) -> Vec<Insn> {
     const ETH: i16 = 14;
     const DNS_HDR: i64 = 12;
     let mut b = Builder::default();
@@ -285,6 +325,9 @@ pub(crate) fn program(ports: &[u16], map_fd: RawFd) -> Vec<Insn> {
     b.jump(JNE_K, R5, 0, 0, Label::Pass);
     b.op(LDX_B, R4, R2, ETH + 20 + 8 + 2, 0); // DNS flags: QR, opcode
     b.op(LDX_H, R5, R2, ETH + 20 + 2, 0); // UDP destination port
+    if route_check {
+        b.op(MOV64_K, R7, 0, 0, libc::AF_INET);
+    }
     b.jump(JA, 0, 0, 0, Label::Port);
     b.label(Label::Ipv6);
     b.op(ADD64_K, R4, 0, 0, 20); // a 40-byte header
@@ -293,6 +336,9 @@ pub(crate) fn program(ports: &[u16], map_fd: RawFd) -> Vec<Insn> {
     b.jump(JNE_K, R5, 0, 17, Label::Pass);
     b.op(LDX_B, R4, R2, ETH + 40 + 8 + 2, 0);
     b.op(LDX_H, R5, R2, ETH + 40 + 2, 0);
+    if route_check {
+        b.op(MOV64_K, R7, 0, 0, libc::AF_INET6);
+    }
     b.label(Label::Port);
     // Only queries (QR clear) with opcode QUERY: NOTIFY and UPDATE, which
     // may be answered later, take the socket path.
@@ -303,6 +349,9 @@ pub(crate) fn program(ports: &[u16], map_fd: RawFd) -> Vec<Insn> {
     }
     b.jump(JA, 0, 0, 0, Label::Pass);
     b.label(Label::Redirect);
+    if route_check {
+        route(&mut b);
+    }
     b.op(LDX_W, R2, R6, 16, 0); // r2 = ctx->rx_queue_index
     b.op(LD_IMM64, R1, BPF_PSEUDO_MAP_FD, 0, map_fd);
     b.op(0, 0, 0, 0, 0); // the upper half of the 64-bit immediate
@@ -312,7 +361,77 @@ pub(crate) fn program(ports: &[u16], map_fd: RawFd) -> Vec<Insn> {
     b.label(Label::Pass);
     b.op(MOV64_K, R0, 0, 0, XDP_PASS);
     b.op(EXIT, 0, 0, 0, 0);
+    if route_check {
+        b.label(Label::Drop);
+        b.op(MOV64_K, R0, 0, 0, XDP_DROP);
+        b.op(EXIT, 0, 0, 0, 0);
+    }
     b.finish()
+}
+
+/// The route check, as Knot's program does it: with r2/r3 the frame's
+/// bounds (checked up to the DNS header), r6 the context and r7 the address
+/// family, a `struct bpf_fib_lookup` on the stack for the way back (from the
+/// query's destination to its source) looked up from the loopback interface;
+/// falls through to the redirect with the next hop's MAC as the frame's
+/// source, or ends the program (pass, drop, aborted).
+fn route(b: &mut Builder) {
+    const ETH: i16 = 14;
+    const FIB: i16 = -FIB_SIZE; // from the frame pointer
+    for off in (0..FIB_SIZE).step_by(8) {
+        b.op(ST_DW, R10, 0, FIB + off, 0);
+    }
+    b.op(STX_B, R10, R7, FIB, 0); // family
+    b.op(ST_W, R10, 0, FIB + FIB_IFINDEX, 1); // the loopback interface
+    b.jump(JEQ_K, R7, 0, libc::AF_INET6, Label::RouteV6);
+    // IPv4: source = the query's destination, destination = its source.
+    b.op(LDX_W, R4, R2, ETH + 16, 0);
+    b.op(STX_W, R10, R4, FIB + FIB_SRC, 0);
+    b.op(LDX_W, R4, R2, ETH + 12, 0);
+    b.op(STX_W, R10, R4, FIB + FIB_DST, 0);
+    b.jump(JA, 0, 0, 0, Label::Route);
+    b.label(Label::RouteV6);
+    for word in 0..4 {
+        b.op(LDX_W, R4, R2, ETH + 24 + 4 * word, 0);
+        b.op(STX_W, R10, R4, FIB + FIB_SRC + 4 * word, 0);
+        b.op(LDX_W, R4, R2, ETH + 8 + 4 * word, 0);
+        b.op(STX_W, R10, R4, FIB + FIB_DST + 4 * word, 0);
+    }
+    b.label(Label::Route);
+    b.op(MOV64_X, R1, R6, 0, 0);
+    b.op(MOV64_X, R2, R10, 0, 0);
+    b.op(ADD64_K, R2, 0, 0, i32::from(FIB));
+    b.op(MOV64_K, R3, 0, 0, i32::from(FIB_SIZE));
+    b.op(MOV64_K, R4, 0, 0, BPF_FIB_LOOKUP_DIRECT);
+    b.op(CALL, 0, 0, 0, BPF_FUNC_FIB_LOOKUP);
+    // No neighbour entry yet: the kernel's stack resolves it.
+    b.jump(JEQ_K, R0, 0, BPF_FIB_LKUP_RET_NO_NEIGH, Label::Pass);
+    // Forwarding off on the loopback interface: XDP_ABORTED, as Knot (a
+    // trace event; the server refuses to start so).
+    b.jump(JNE_K, R0, 0, BPF_FIB_LKUP_RET_FWD_DISABLED, Label::Routed);
+    b.op(MOV64_K, R0, 0, 0, XDP_ABORTED);
+    b.op(EXIT, 0, 0, 0, 0);
+    b.label(Label::Routed);
+    // Blackhole, unreachable, prohibited, not forwarded, …: dropped.
+    b.jump(JNE_K, R0, 0, BPF_FIB_LKUP_RET_SUCCESS, Label::Drop);
+    // The helper call ended the packet pointers' validity: read them again.
+    b.op(LDX_W, R2, R6, 0, 0);
+    b.op(LDX_W, R3, R6, 4, 0);
+    b.op(MOV64_X, R4, R2, 0, 0);
+    b.op(ADD64_K, R4, 0, 0, i32::from(ETH));
+    b.jump(JGT_X, R4, R3, 0, Label::Pass);
+    // Another interface's MAC (the way back leaves elsewhere): the stack.
+    b.op(LDX_W, R4, R2, 0, 0);
+    b.op(LDX_W, R5, R10, FIB + FIB_SMAC, 0);
+    b.jump(JNE_X, R4, R5, 0, Label::Pass);
+    b.op(LDX_H, R4, R2, 4, 0);
+    b.op(LDX_H, R5, R10, FIB + FIB_SMAC + 4, 0);
+    b.jump(JNE_X, R4, R5, 0, Label::Pass);
+    // The next hop's MAC where the answer takes its destination from.
+    b.op(LDX_H, R4, R10, FIB + FIB_DMAC, 0);
+    b.op(STX_H, R2, R4, 6, 0);
+    b.op(LDX_W, R4, R10, FIB + FIB_DMAC + 2, 0);
+    b.op(STX_W, R2, R4, 8, 0);
 }
 
 /// A loaded XDP program.
@@ -325,7 +444,10 @@ impl Program {
     /// Loads `insns` as program `name` (at most 15 bytes kept); a refusal
     /// carries the verifier's log.
     pub(crate) fn load(insns: &[Insn], name: &str) -> io::Result<Program> {
-        let license = CString::new("MPL-2.0").expect("no NUL");
+        // Lode's MPL-2.0 permits the GNU GPL as a secondary licence, and the
+        // kernel lets programs so declared call its GPL-only helpers
+        // (bpf_fib_lookup, for the route check).
+        let license = CString::new("Dual MPL/GPL").expect("no NUL");
         let mut log = vec![0u8; 1 << 16];
         let mut attr = ProgLoadAttr {
             prog_type: BPF_PROG_TYPE_XDP,
@@ -390,8 +512,12 @@ mod tests {
         }
         let map = XskMap::new(4).unwrap();
         for ports in [&[53][..], &[53, 5353, 8053]] {
-            if let Err(e) = Program::load(&program(ports, map.raw_fd()), "lode_dns") {
-                panic!("{e}");
+            for route_check in [false, true] {
+                if let Err(e) =
+                    Program::load(&program(ports, map.raw_fd(), route_check), "lode_dns")
+                {
+                    panic!("route check {route_check}: {e}");
+                }
             }
         }
     }
@@ -414,7 +540,7 @@ mod tests {
 
     #[test]
     fn jumps_land_on_their_labels() {
-        let p = program(&[53, 5353], 7);
+        let p = program(&[53, 5353], 7, false);
         let exits: Vec<usize> = (0..p.len()).filter(|&i| p[i].code == EXIT).collect();
         assert_eq!(exits.len(), 2);
         let pass = exits[0] + 1;

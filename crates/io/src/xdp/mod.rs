@@ -88,6 +88,11 @@ pub struct XdpConfig {
     pub xsk: XskConfig,
     /// Copy mode even where the driver could do zero-copy.
     pub force_copy: bool,
+    /// Ask the routing table for each answer's way back (Knot's
+    /// `xdp.route-check`): answers leaving by another interface take the
+    /// socket path, those to unreachable addresses are dropped, the next
+    /// hop's MAC address is the answer's destination.
+    pub route_check: bool,
 }
 
 impl Default for XdpConfig {
@@ -98,6 +103,7 @@ impl Default for XdpConfig {
             poll_interval: Duration::from_millis(200),
             xsk: XskConfig::default(),
             force_copy: false,
+            route_check: false,
         }
     }
 }
@@ -113,10 +119,11 @@ pub struct XdpProgram {
 
 impl XdpProgram {
     /// Loads a program sending DNS queries to `ports` to the sockets of
-    /// queues `0..queues` (once [`XdpProgram::insert`]ed).
-    pub fn load(ports: &[u16], queues: u32) -> io::Result<XdpProgram> {
+    /// queues `0..queues` (once [`XdpProgram::insert`]ed), asking the
+    /// routing table first with `route_check`.
+    pub fn load(ports: &[u16], queues: u32, route_check: bool) -> io::Result<XdpProgram> {
         let map = bpf::XskMap::new(queues)?;
-        let insns = bpf::program(ports, map.raw_fd());
+        let insns = bpf::program(ports, map.raw_fd(), route_check);
         let prog = bpf::Program::load(&insns, "lode_dns")?;
         Ok(XdpProgram {
             map,
@@ -319,6 +326,31 @@ fn rx_queues(iface: &str) -> u32 {
         .max(1)
 }
 
+/// The route check's lookups start from the loopback interface, which must
+/// forward (else every answer would be aborted): Ok, or what to set.
+fn loopback_forwarding() -> Result<(), String> {
+    let off: Vec<&str> = ["ipv4", "ipv6"]
+        .into_iter()
+        .filter(|family| {
+            // A family the kernel does not have (IPv6 disabled) needs nothing.
+            std::fs::read_to_string(format!("/proc/sys/net/{family}/conf/lo/forwarding"))
+                .is_ok_and(|v| v.trim() != "1")
+        })
+        .collect();
+    if off.is_empty() {
+        return Ok(());
+    }
+    let sysctls: Vec<String> = off
+        .iter()
+        .map(|f| format!("net.{f}.conf.lo.forwarding=1"))
+        .collect();
+    Err(format!(
+        "xdp-route-check needs forwarding on the loopback interface, as Knot's route-check \
+         does (the routing lookups start there): sysctl -w {}",
+        sysctls.join(" ")
+    ))
+}
+
 /// The interface's MTU (SIOCGIFMTU; 1500 when it cannot be read).
 fn mtu(iface: &str) -> usize {
     let mut ifr = IfReqInt {
@@ -352,14 +384,22 @@ impl XdpServer {
                 None => ifaces.push((l.iface.clone(), vec![l.port])),
             }
         }
+        if config.route_check {
+            if let Some((iface, _)) = ifaces.first() {
+                loopback_forwarding().map_err(|reason| IoError::Xdp {
+                    iface: iface.clone(),
+                    reason,
+                })?;
+            }
+        }
         let mut programs = Vec::new();
         let mut sockets = Vec::new();
         let mut summary = Vec::new();
         for (iface, ports) in &ifaces {
             let index = ifindex(iface).map_err(|e| xdp_error(iface, "interface", e))?;
             let queues = rx_queues(iface);
-            let mut program =
-                XdpProgram::load(ports, queues).map_err(|e| xdp_error(iface, "program", e))?;
+            let mut program = XdpProgram::load(ports, queues, config.route_check)
+                .map_err(|e| xdp_error(iface, "program", e))?;
             let mtu = mtu(iface);
             let mut zero_copy = false;
             for q in 0..queues {
@@ -377,10 +417,15 @@ impl XdpServer {
             programs.push(program);
             let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
             summary.push(format!(
-                "{iface} port {}: {queues} queue{}, {}",
+                "{iface} port {}: {queues} queue{}, {}{}",
                 ports.join(" "),
                 if queues == 1 { "" } else { "s" },
-                if zero_copy { "zero-copy" } else { "copy mode" }
+                if zero_copy { "zero-copy" } else { "copy mode" },
+                if config.route_check {
+                    ", route check"
+                } else {
+                    ""
+                }
             ));
         }
         let counters: Arc<[WorkerCounters]> = (0..sockets.len())

@@ -132,6 +132,7 @@ pub(super) fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
         (c.tls.listen_quic != r.tls.listen_quic, "listen-quic"),
         (c.listen_xdp != r.listen_xdp, "listen-xdp"),
         (c.xdp_fallback != r.xdp_fallback, "xdp-fallback"),
+        (c.xdp_route_check != r.xdp_route_check, "xdp-route-check"),
         (
             c.tls.quic_max_clients != r.tls.quic_max_clients,
             "quic-max-clients",
