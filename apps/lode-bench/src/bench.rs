@@ -29,6 +29,7 @@ mod buffers;
 mod encrypted;
 mod fleet;
 mod rate;
+mod server_cost;
 mod updates;
 mod xdp;
 
@@ -71,6 +72,16 @@ pub(crate) enum BenchWhat {
     Handshakes(encrypted::HandshakesArgs),
     /// DNS-over-QUIC answers per second over persistent connections, a stream per query.
     Doq(encrypted::DoqArgs),
+    /// CPU per durable update: Lode, then Knot DNS, on the 500k ENUM set in 10 zones taking
+    /// TSIG-signed single-NAPTR updates over TCP from closed-loop clients; server CPU
+    /// seconds per acknowledged update, updates/s ÷ the journal disk's fdatasync/s.
+    UpdateCpu(Box<server_cost::UpdateCpuArgs>),
+    /// Lode's memory after records/5 changes (adds, deletions, changes) to a 5M-record
+    /// zone and their compactions, against a fresh load of the same contents; its peak.
+    UpdateMemory(Box<server_cost::UpdateMemoryArgs>),
+    /// AXFR in: a Lode secondary taking a zone of N records from a Lode primary; its
+    /// peak memory against its resident size once it serves the zone, and the time.
+    AxfrIn(Box<server_cost::AxfrInArgs>),
     /// DNS over XDP on a veth pair: Lode and Knot DNS over XDP and over sockets, NSD and
     /// an in-kernel XDP echo; CPU per answer, answers/s at saturation, overload; needs root.
     Xdp(Box<xdp::XdpArgs>),
@@ -560,6 +571,9 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::Handshakes(a) => encrypted::handshakes(a),
         BenchWhat::Doq(a) => encrypted::doq(a),
         BenchWhat::Xdp(a) => xdp::run(*a, lode),
+        BenchWhat::UpdateCpu(a) => server_cost::update_cpu(*a, lode),
+        BenchWhat::UpdateMemory(a) => server_cost::update_memory(*a, lode),
+        BenchWhat::AxfrIn(a) => server_cost::axfr_in(*a, lode),
     }
 }
 
