@@ -29,6 +29,7 @@ mod buffers;
 mod encrypted;
 mod fleet;
 mod rate;
+mod server_cost;
 mod updates;
 mod xdp;
 
@@ -71,6 +72,16 @@ pub(crate) enum BenchWhat {
     Handshakes(encrypted::HandshakesArgs),
     /// DNS-over-QUIC answers per second over persistent connections, a stream per query.
     Doq(encrypted::DoqArgs),
+    /// CPU per durable update: Lode, then Knot DNS, on the 500k ENUM set in 10 zones taking
+    /// TSIG-signed single-NAPTR updates over TCP from closed-loop clients; server CPU
+    /// seconds per acknowledged update, updates/s ÷ the journal disk's fdatasync/s.
+    UpdateCpu(Box<server_cost::UpdateCpuArgs>),
+    /// Lode's memory after records/5 changes (adds, deletions, changes) to a 5M-record
+    /// zone and their compactions, against a fresh load of the same contents; its peak.
+    UpdateMemory(Box<server_cost::UpdateMemoryArgs>),
+    /// AXFR in: a Lode secondary taking a zone of N records from a Lode primary; its
+    /// peak memory against its resident size once it serves the zone, and the time.
+    AxfrIn(Box<server_cost::AxfrInArgs>),
     /// DNS over XDP on a veth pair: Lode and Knot DNS over XDP and over sockets, NSD and
     /// an in-kernel XDP echo; CPU per answer, answers/s at saturation, overload; needs root.
     Xdp(Box<xdp::XdpArgs>),
@@ -560,6 +571,9 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::Handshakes(a) => encrypted::handshakes(a),
         BenchWhat::Doq(a) => encrypted::doq(a),
         BenchWhat::Xdp(a) => xdp::run(*a, lode),
+        BenchWhat::UpdateCpu(a) => server_cost::update_cpu(*a, lode),
+        BenchWhat::UpdateMemory(a) => server_cost::update_memory(*a, lode),
+        BenchWhat::AxfrIn(a) => server_cost::axfr_in(*a, lode),
     }
 }
 
@@ -813,24 +827,13 @@ fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
     });
     let with = with?;
     let u: UpdateResult = updates?;
-    let rcodes: Vec<String> = u
-        .rcodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(r, n)| format!("{} {n}", lode_wire::rcode::name(r as u16)))
-        .collect();
     out!(
         "updates: sent {} in {:.1} s ({:.1}/s), replies: {}, timeouts {}, unmatched {}; \
          latency of accepted updates p50 {} µs, p99 {} µs, max {} µs",
         u.sent,
         u.secs,
         u.sent as f64 / u.secs.max(1e-9),
-        if rcodes.is_empty() {
-            "none".into()
-        } else {
-            rcodes.join(", ")
-        },
+        lode_bench::durable::rcode_counts(&u.rcodes),
         u.timeouts,
         u.unmatched,
         u.latency_us[0],
@@ -912,48 +915,11 @@ fn closed_loop(a: &UpdateArgs, duration: Duration) -> anyhow::Result<ExitCode> {
         duration.as_secs_f64()
     );
     let r = durable::run(&cfg, &std::sync::atomic::AtomicBool::new(false))?;
-    let rcodes: Vec<String> = r
-        .rcodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(c, n)| format!("{} {n}", lode_wire::rcode::name(c as u16)))
-        .collect();
-    out!(
-        "sent {}  acknowledged {} ({} records)  replies {}  bad TSIG {}  unanswered {}  \
-         connection errors {}",
-        r.sent,
-        r.acked,
-        r.acked_rrs,
-        if rcodes.is_empty() {
-            "none".into()
-        } else {
-            rcodes.join(", ")
-        },
-        r.bad_tsig,
-        r.unanswered,
-        r.conn_errors
-    );
-    out!(
-        "durable updates: {:.0}/s ({:.0} records/s) in {:.2} s; latency p50 {} µs, p99 {} µs, \
-         p99.9 {} µs, max {} µs",
-        r.updates_per_sec(),
-        r.rrs_per_sec(),
-        r.secs,
-        r.latency_us[0],
-        r.latency_us[1],
-        r.latency_us[2],
-        r.latency_us[3]
-    );
+    for line in r.summary() {
+        out!("{line}");
+    }
     if let Some(p) = probe {
-        match durable::ratio(r.updates_per_sec(), p.per_sec()) {
-            Some(x) => out!(
-                "durable updates/s ÷ fdatasync/s = {:.0} ÷ {:.0} = {x:.2}",
-                r.updates_per_sec(),
-                p.per_sec()
-            ),
-            None => out!("no fdatasync rate measured"),
-        }
+        out!("{}", r.fsync_line(&p));
     }
     if let Some(e) = &r.first_error {
         out!("first error: {e}");

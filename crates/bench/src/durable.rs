@@ -218,6 +218,48 @@ impl DurableResult {
         per_sec(self.acked_rrs, self.secs)
     }
 
+    /// The client's summary: the counts (sent, acknowledged, replies by
+    /// RCODE, failures), then the rate and the latency of acknowledged updates.
+    pub fn summary(&self) -> [String; 2] {
+        [
+            format!(
+                "sent {}  acknowledged {} ({} records)  replies {}  bad TSIG {}  unanswered {}  \
+                 connection errors {}",
+                self.sent,
+                self.acked,
+                self.acked_rrs,
+                rcode_counts(&self.rcodes),
+                self.bad_tsig,
+                self.unanswered,
+                self.conn_errors
+            ),
+            format!(
+                "durable updates: {:.0}/s ({:.0} records/s) in {:.2} s; latency p50 {} µs, \
+                 p99 {} µs, p99.9 {} µs, max {} µs",
+                self.updates_per_sec(),
+                self.rrs_per_sec(),
+                self.secs,
+                self.latency_us[0],
+                self.latency_us[1],
+                self.latency_us[2],
+                self.latency_us[3]
+            ),
+        ]
+    }
+
+    /// `durable updates/s ÷ fdatasync/s = …`: how many updates one disk sync
+    /// carried on average (a server that syncs each update alone stays ≤ 1).
+    pub fn fsync_line(&self, probe: &FsyncProbe) -> String {
+        match ratio(self.updates_per_sec(), probe.per_sec()) {
+            Some(x) => format!(
+                "durable updates/s ÷ fdatasync/s = {:.0} ÷ {:.0} = {x:.2}",
+                self.updates_per_sec(),
+                probe.per_sec()
+            ),
+            None => "no fdatasync rate measured".into(),
+        }
+    }
+
     /// Adds one client's counts.
     fn merge(&mut self, o: &ClientCounts) {
         self.sent += o.sent;
@@ -232,6 +274,21 @@ impl DurableResult {
         if self.first_error.is_none() {
             self.first_error.clone_from(&o.error);
         }
+    }
+}
+
+/// Replies counted by RCODE (index = RCODE) as `NOERROR 5, REFUSED 2`; `none`.
+pub fn rcode_counts(rcodes: &[u64; 16]) -> String {
+    let named: Vec<String> = rcodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| format!("{} {n}", lode_wire::rcode::name(c as u16)))
+        .collect();
+    if named.is_empty() {
+        "none".into()
+    } else {
+        named.join(", ")
     }
 }
 

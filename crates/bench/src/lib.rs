@@ -29,6 +29,7 @@ pub mod provenance;
 pub mod query;
 pub mod rate;
 pub mod search;
+pub mod server_cost;
 pub mod sockbuf;
 pub mod stats;
 pub mod update;

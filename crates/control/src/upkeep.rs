@@ -56,7 +56,7 @@ pub const TRIM_AFTER: Duration = Duration::from_secs(1);
 /// whole zone — at a quarter of its size, each change pays for copying at
 /// most four names (at a sixteenth, 22 % of the server's CPU went to
 /// compactions under single-record updates to 50,000-name zones,
-/// `PERF=1 bash scripts/bench-update-cpu.sh`). A zone gone quiet is
+/// `lode-bench update-cpu --perf`). A zone gone quiet is
 /// compacted whatever its delta ([`IDLE_COMPACTION`]).
 pub fn worth_compacting(entries: usize, nodes: usize) -> bool {
     entries >= 4096 && (entries >= nodes / 4 || entries >= 1 << 20)

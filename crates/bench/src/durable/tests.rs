@@ -100,6 +100,33 @@ fn rates_and_ratios() {
     };
     assert_eq!(r.updates_per_sec(), 250.0);
     assert_eq!(r.rrs_per_sec(), 750.0);
+    let mut rcodes = [0; 16];
+    rcodes[0] = 500;
+    rcodes[5] = 2;
+    let [counts, rate] = DurableResult {
+        sent: 502,
+        rcodes,
+        ..r.clone()
+    }
+    .summary();
+    assert!(
+        counts.starts_with(
+            "sent 502  acknowledged 500 (1500 records)  replies NOERROR 500, REFUSED 2"
+        ),
+        "{counts}"
+    );
+    assert!(
+        rate.starts_with("durable updates: 250/s (750 records/s) in 2.00 s"),
+        "{rate}"
+    );
+    assert_eq!(
+        r.fsync_line(&p),
+        "durable updates/s ÷ fdatasync/s = 250 ÷ 3000 = 0.08"
+    );
+    assert_eq!(
+        r.fsync_line(&FsyncProbe::default()),
+        "no fdatasync rate measured"
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Small DNS probes of the fleet: a server's SOA serial, an AXFR drained.
 //! Messages are written and read with `lode_wire::request`.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use lode_wire::request::{self, Reply};
@@ -19,7 +19,12 @@ pub fn query(name: &str, rtype: Rtype, id: u16) -> Result<Vec<u8>, FleetError> {
 /// The SOA serial `addr` serves for `zone` (authoritative NOERROR), three tries
 /// of 200 ms, from the prober's address.
 pub fn soa_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
-    let sock = UdpSocket::bind((super::net::PROBER, 0)).ok()?;
+    soa_serial_from(super::net::PROBER.into(), addr, zone)
+}
+
+/// [`soa_serial`] asked from `local` (e.g. 127.0.0.1 for a server on loopback).
+pub fn soa_serial_from(local: IpAddr, addr: SocketAddr, zone: &str) -> Option<u32> {
+    let sock = UdpSocket::bind((local, 0)).ok()?;
     sock.set_read_timeout(Some(Duration::from_millis(50)))
         .ok()?;
     let mut buf = [0u8; 4096];
