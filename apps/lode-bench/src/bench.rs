@@ -31,6 +31,7 @@ mod fleet;
 mod rate;
 mod updates;
 mod xdp;
+mod zones;
 
 /// The instruments: the top-level commands of `lode-bench` besides `gen`.
 #[derive(clap::Subcommand, Debug)]
@@ -74,6 +75,12 @@ pub(crate) enum BenchWhat {
     /// DNS over XDP on a veth pair: Lode and Knot DNS over XDP and over sockets, NSD and
     /// an in-kernel XDP echo; CPU per answer, answers/s at saturation, overload; needs root.
     Xdp(Box<xdp::XdpArgs>),
+    /// Many small updatable zones beside Knot DNS and NSD: seconds until every zone
+    /// answers, memory, threads, files, durable updates/s; catalog members; many-zones.md.
+    ManyZones(Box<zones::ManyZonesArgs>),
+    /// Zones added, then removed, by `lode reload`: each reload's time, Lode's memory,
+    /// threads and files after it; reload-zones.md.
+    ReloadZones(zones::ReloadZonesArgs),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -560,6 +567,8 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::Handshakes(a) => encrypted::handshakes(a),
         BenchWhat::Doq(a) => encrypted::doq(a),
         BenchWhat::Xdp(a) => xdp::run(*a, lode),
+        BenchWhat::ManyZones(a) => zones::run_many(*a, lode),
+        BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
     }
 }
 
