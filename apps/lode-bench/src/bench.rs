@@ -32,6 +32,7 @@ mod rate;
 mod server_cost;
 mod updates;
 mod xdp;
+mod zones;
 
 /// The instruments: the top-level commands of `lode-bench` besides `gen`.
 #[derive(clap::Subcommand, Debug)]
@@ -85,6 +86,12 @@ pub(crate) enum BenchWhat {
     /// DNS over XDP on a veth pair: Lode and Knot DNS over XDP and over sockets, NSD and
     /// an in-kernel XDP echo; CPU per answer, answers/s at saturation, overload; needs root.
     Xdp(Box<xdp::XdpArgs>),
+    /// Many small updatable zones beside Knot DNS and NSD: seconds until every zone
+    /// answers, memory, threads, files, durable updates/s; catalog members; many-zones.md.
+    ManyZones(Box<zones::ManyZonesArgs>),
+    /// Zones added, then removed, by `lode reload`: each reload's time, Lode's memory,
+    /// threads and files after it; reload-zones.md.
+    ReloadZones(zones::ReloadZonesArgs),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -574,6 +581,8 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::UpdateCpu(a) => server_cost::update_cpu(*a, lode),
         BenchWhat::UpdateMemory(a) => server_cost::update_memory(*a, lode),
         BenchWhat::AxfrIn(a) => server_cost::axfr_in(*a, lode),
+        BenchWhat::ManyZones(a) => zones::run_many(*a, lode),
+        BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
     }
 }
 

@@ -34,3 +34,4 @@ pub mod sockbuf;
 pub mod stats;
 pub mod update;
 pub mod xdp;
+pub mod zones;

@@ -211,7 +211,7 @@ pub enum Role {
     Secondary(Vec<SocketAddr>),
 }
 
-/// A zone's part in a catalog (RFC 9432; Knot only).
+/// A zone's part in a catalog (RFC 9432; Knot and Lode).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Catalog {
     /// The catalog zone, made from its members (`catalog-role: generate`;

@@ -18,6 +18,14 @@ pub struct Sample {
     pub fds: u32,
 }
 
+impl Sample {
+    /// Reads `/proc/pid` of any process (e.g. one a server forked, of
+    /// [`crate::Server::pids`]); None when it is gone.
+    pub fn of(pid: u32) -> Option<Sample> {
+        read(pid)
+    }
+}
+
 /// The clock ticks of `/proc/PID/stat` (USER_HZ, 100 on Linux' ABI).
 const TICKS_PER_SECOND: u64 = 100;
 

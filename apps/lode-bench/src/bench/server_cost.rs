@@ -56,9 +56,6 @@ pub(crate) struct UpdateCpuArgs {
     /// Servers, in run order: lode, knot (Knot is skipped when not installed).
     #[arg(long, value_delimiter = ',', default_value = "lode,knot")]
     servers: Vec<String>,
-    /// Another build of lode to measure (an older commit's; default: lode-bench's --lode).
-    #[arg(long, value_name = "PATH")]
-    lode_bin: Option<PathBuf>,
     /// ENUM numbers of the set (Shen & Schulzrinne's 500k set).
     #[arg(long, default_value_t = 500_000)]
     records: u64,
@@ -123,7 +120,7 @@ pub(super) fn update_cpu(a: UpdateCpuArgs, lode: &crate::LodeBinary) -> anyhow::
     let cfg = cpu::CpuConfig {
         out,
         work: work.clone(),
-        lode: measured(&a.lode_bin, lode)?,
+        lode: lode.path()?,
         servers,
         records: a.records,
         zones: a.zones,
@@ -187,10 +184,6 @@ pub(crate) struct UpdateMemoryArgs {
     /// Numbers in the zone; records/5 of them are changed.
     #[arg(long, default_value_t = 5_000_000)]
     records: u64,
-    /// Another build of lode to measure (an older commit's, an allocator trial; default:
-    /// lode-bench's --lode); it also sends the updates and writes the zone out.
-    #[arg(long, value_name = "PATH")]
-    lode_bin: Option<PathBuf>,
     /// Records per UPDATE message (`lode update -b`).
     #[arg(long, default_value_t = 500)]
     batch: usize,
@@ -222,7 +215,7 @@ pub(super) fn update_memory(
     let cfg = memory::MemoryConfig {
         out,
         work: work.clone(),
-        lode: measured(&a.lode_bin, lode)?,
+        lode: lode.path()?,
         records: a.records,
         port: a.port,
         shape: (a.batch, a.window, a.connections),

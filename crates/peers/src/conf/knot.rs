@@ -1,12 +1,12 @@
 //! knot.conf (Knot DNS 3.x): state, control socket and log in the server's
-//! directory; remotes and ACLs from the zones; a policy per signed zone.
+//! directory; remotes and ACLs from the zones; a policy per distinct signing.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use super::{at, hex, listen, put, zone_file};
 use crate::process::Launch;
-use crate::{Catalog, Error, Logging, Role, Spec};
+use crate::{Catalog, Error, Logging, Role, Signing, Spec};
 
 pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     let d = dir.display();
@@ -82,11 +82,23 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
             let _ = writeln!(c, "    action: [ {} ]", actions.join(", "));
         }
     }
-    let signed: Vec<_> = spec
+    // One policy per distinct signing (named after its first zone): many
+    // zones signed alike share one.
+    let mut signed: Vec<(usize, &Signing)> = Vec::new();
+    let policy: Vec<Option<usize>> = spec
         .zones
         .iter()
         .enumerate()
-        .filter_map(|(i, z)| Some((i, z.signing.as_ref()?)))
+        .map(|(i, z)| {
+            let s = z.signing.as_ref()?;
+            Some(match signed.iter().find(|(_, x)| *x == s) {
+                Some((first, _)) => *first,
+                None => {
+                    signed.push((i, s));
+                    i
+                }
+            })
+        })
         .collect();
     if !signed.is_empty() {
         c.push_str("policy:\n");
@@ -183,10 +195,10 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
             }
             None => {}
         }
-        if z.signing.is_some() {
+        if let Some(p) = policy[zi] {
             let _ = write!(
                 c,
-                "    dnssec-signing: on\n    dnssec-policy: z{zi}-policy\n"
+                "    dnssec-signing: on\n    dnssec-policy: z{p}-policy\n"
             );
         }
         c.push_str(&z.extra);

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{at, hex, listen, put, zone_file};
 use crate::process::Launch;
-use crate::{Error, Role, Spec};
+use crate::{Catalog, Error, Role, Spec};
 
 /// `s` as a TOML basic string.
 fn q(s: &str) -> String {
@@ -103,6 +103,29 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         }
         if z.signing.is_some() {
             zones.push_str("dnssec-signing = true\n");
+        }
+        match &z.catalog {
+            Some(Catalog::Generate) => zones.push_str("catalog-role = \"generate\"\n"),
+            Some(Catalog::Member(of)) => {
+                let _ = writeln!(zones, "catalog-zone = {}", q(of));
+            }
+            // The members: the catalog zone's primaries and ACLs, by a template.
+            Some(Catalog::Interpret) => {
+                let id = format!("z{zi}-members");
+                let _ = write!(
+                    zones,
+                    "catalog-role = \"interpret\"\ncatalog-template = {}\n",
+                    list(&[&id])
+                );
+                let _ = write!(
+                    c,
+                    "[[template]]\nid = {}\nmaster = {}\nacl = {}\n\n",
+                    q(&id),
+                    list(&primaries),
+                    list(&z.acls)
+                );
+            }
+            None => {}
         }
         zones.push_str(&z.extra);
         zones.push('\n');

@@ -58,7 +58,7 @@ pub(crate) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         }
     }
     if let Some(z) = spec.zones.iter().find(|z| z.catalog.is_some()) {
-        if spec.kind != Kind::Knot {
+        if !matches!(spec.kind, Kind::Knot | Kind::Lode) {
             return Err(unsupported(spec, &format!("catalog role of {}", z.name)));
         }
     }

@@ -308,3 +308,57 @@ fn options_without_a_line_are_refused() {
     assert_eq!(std::fs::read_dir(&dir).map(|d| d.count()).ok(), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn lode_catalogs() {
+    let mut consumer = secondary(Kind::Lode);
+    consumer.zones[0] = consumer.zones[0].clone().catalog(crate::Catalog::Interpret);
+    let c = conf(Kind::Lode, &consumer, "lode.toml");
+    assert!(
+        c.contains(
+            "[[template]]\nid = \"z0-members\"\nmaster = [\"z0-primary0\"]\n\
+             acl = [\"notify-in\", \"xfr-out\"]\n"
+        ),
+        "{c}"
+    );
+    assert!(
+        c.contains("catalog-role = \"interpret\"\ncatalog-template = [\"z0-members\"]\n"),
+        "{c}"
+    );
+    assert!(c.find("[[template]]") < c.find("[[zone]]"), "{c}");
+    let producer = Spec::new(Kind::Lode, 5300)
+        .zone(Zone::primary("cat", Content::Storage).catalog(crate::Catalog::Generate))
+        .zone(
+            Zone::primary("m.example", Content::Text("@ SOA . . 1 1 1 1 1\n".into()))
+                .catalog(crate::Catalog::Member("cat.".into())),
+        );
+    let c = conf(Kind::Lode, &producer, "lode.toml");
+    assert!(
+        c.contains("[[zone]]\nname = \"cat.\"\ncatalog-role = \"generate\"\n"),
+        "{c}"
+    );
+    assert!(c.contains("catalog-zone = \"cat.\"\n"), "{c}");
+}
+
+#[test]
+fn knot_zones_signed_alike_share_a_policy() {
+    let signed = |name: &str, nsec3: bool| {
+        Zone::primary(name, Content::File("/z/f".into())).signed(Signing {
+            nsec3,
+            ..Signing::default()
+        })
+    };
+    let spec = Spec::new(Kind::Knot, 5300)
+        .zone(signed("a", false))
+        .zone(Zone::primary("b", Content::File("/z/f".into())))
+        .zone(signed("c", false))
+        .zone(signed("d", true));
+    let c = conf(Kind::Knot, &spec, "knot.conf");
+    assert_eq!(c.matches("  - id: z").count(), 2, "two policies: {c}");
+    assert!(
+        c.contains("  - id: z0-policy\n") && c.contains("  - id: z3-policy\n"),
+        "{c}"
+    );
+    assert_eq!(c.matches("dnssec-policy: z0-policy\n").count(), 2, "{c}");
+    assert_eq!(c.matches("dnssec-policy: z3-policy\n").count(), 1, "{c}");
+}
