@@ -5,8 +5,9 @@
 //!
 //! ```text
 //!  coarse: start, 2×, 4×, … while each step lifts the best answers/s by ≥ 5 %
-//!  fine:   from the best step's rate, × 1.15, × 1.15², … below the next coarse rate,
-//!          until two fine steps in a row add < 1 % to the best
+//!  fine:   from the coarse rate below the best one, × 1.15, × 1.15², … up to the next
+//!          coarse rate, until two fine steps in a row (the last past the best coarse
+//!          rate) add < 1 % to the best
 //!  always: over when the loader sends < 90 % of what it was asked, or at MAX_STEPS
 //! ```
 //!
@@ -59,27 +60,44 @@ pub fn next_offer(steps: &[Step], start: u64) -> Option<u64> {
     else {
         return Some(last.offered.saturating_mul(2));
     };
+    let coarse = &steps[..=end];
+    let best = (0..coarse.len()).reduce(|a, b| {
+        if answers(&coarse[b]) > answers(&coarse[a]) {
+            b
+        } else {
+            a
+        }
+    })?;
     let fine = &steps[end + 1..];
-    if fine.len() >= 2 {
-        let (before, recent) = steps.split_at(steps.len() - 2);
-        let best = peak(before).unwrap_or(0.0);
-        if recent.iter().all(|s| answers(s) < 1.01 * best) {
+    // Over once two fine steps in a row, the last past the best coarse
+    // rate, lifted the best by under 1 %.
+    if let [.., x, y] = fine {
+        let before = peak(&steps[..steps.len() - 2]).unwrap_or(0.0);
+        let flat = answers(x) < 1.01 * before && answers(y) < 1.01 * before;
+        if flat && y.offered > coarse[best].offered {
             return None;
         }
     }
-    // From the best coarse step, or the highest fine step since, up to (not
-    // reaching) the next coarse rate tried.
-    let coarse = &steps[..=end];
-    let best = coarse
-        .iter()
-        .copied()
-        .reduce(|a, b| if answers(&b) > answers(&a) { b } else { a })?;
-    let from = fine.iter().map(|s| s.offered).max().unwrap_or(best.offered);
-    let next = ((from as f64 * FINE) as u64).max(from + 1);
+    // From the coarse rate below the best (the peak may lie on either side
+    // of it), up to the next coarse rate tried above it; rates within 5 % of
+    // one tried already are skipped.
+    let below = if best > 0 {
+        coarse[best - 1].offered
+    } else {
+        coarse[best].offered / 2
+    };
+    let mut next = fine.iter().map(|s| s.offered).max().unwrap_or(below);
+    loop {
+        next = ((next as f64 * FINE) as u64).max(next + 1);
+        let near = |r: u64| (next as f64 - r as f64).abs() < 0.05 * r as f64;
+        if !steps.iter().any(|s| near(s.offered)) {
+            break;
+        }
+    }
     let ceiling = coarse
         .iter()
         .map(|s| s.offered)
-        .filter(|&r| r > best.offered)
+        .filter(|&r| r > coarse[best].offered)
         .min();
     match ceiling {
         Some(c) if next as f64 >= 0.95 * c as f64 => None,

@@ -252,9 +252,12 @@ impl Report<'_> {
             }
         );
         m.push_str(
-            "CPU 0 per answer: user+nice+system+irq+softirq of /proc/stat's cpu0, sampled \
+            "CPU 0 per answer: CPU 0's busy time — the wall time less the idle and iowait \
+             of /proc/stat's cpu0, which a tickless kernel measures exactly (its busy fields \
+             count ticks, which miss the short bursts of a CPU woken per packet) — sampled \
              every 100 ms, over the intervals in which the server's tasks ran (≥ 2 %), less \
-             CPU 0's busy time while the server idled (measured for a second before), ÷ \
+             CPU 0's busy time while the server idled (two seconds once its start's work \
+             was done), ÷ \
              answers: it counts whatever else ran on CPU 0, so it needs an otherwise idle \
              machine (see the background column). Server tasks: the server's threads and its end's NAPI \
              thread (schedstat), ÷ answers — unaffected by other work on CPU 0. Medians over \
