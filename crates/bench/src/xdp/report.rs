@@ -282,8 +282,9 @@ impl Report<'_> {
         }
         m.push_str(
             "\n## Saturation (kxdpgun, existing names)\n\nPeak: the most answers/s at any offered \
-             rate (rates doubled from the CPU runs' while all is answered, then raised by 15 % \
-             until the answers/s stop growing). Flood: kxdpgun as fast as it sends; flood ÷ \
+             rate (rates doubled from the CPU runs' while the answers/s grow by 5 %, then \
+             raised by 15 % from the doubled rate below the best until the answers/s stop \
+             growing). Flood: kxdpgun as fast as it sends; flood ÷ \
              peak below 1 is a server answering less when offered more.\n\n\
              | server | peak answers/s | offered at peak q/s | flood answers/s | flood sent/s | flood ÷ peak | background CPU 0 ms/s |",
         );
