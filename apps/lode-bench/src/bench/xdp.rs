@@ -70,6 +70,12 @@ pub(crate) struct XdpArgs {
     /// The loaders' CPU.
     #[arg(long, default_value_t = 1)]
     client_cpu: usize,
+    /// Nice value of the server end's NAPI thread, which receives on the
+    /// server's CPU (0: as the kernel makes it). 19 puts the server's threads
+    /// before it, as a NIC that drops in hardware when its ring is full: a
+    /// flood then costs the sender, not the server's CPU.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    napi_nice: i32,
     /// Seconds a server may take to load the zones.
     #[arg(long, default_value_t = 600.0)]
     load_limit: f64,
@@ -138,6 +144,7 @@ pub(super) fn run(a: XdpArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         load_limit: secs(a.load_limit, "--load-limit")?,
         server_cpu: a.server_cpu,
         client_cpu: a.client_cpu,
+        napi_nice: a.napi_nice.clamp(-20, 19),
     };
     let r = xdp::run(&cfg);
     drop_scratch(temp, &work);

@@ -132,6 +132,8 @@ pub struct XdpConfig {
     pub server_cpu: usize,
     /// CPU of the loaders.
     pub client_cpu: usize,
+    /// Nice value of the server end's NAPI thread (0: the kernel's).
+    pub napi_nice: i32,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -249,8 +251,7 @@ impl Bench<'_> {
         if stopping() {
             return Err("interrupted".into());
         }
-        self.pair
-            .pin_napi(self.cfg.server_cpu, self.cfg.client_cpu)?;
+        self.pair.pin_napi(self.napi())?;
         // The server starts no thread while it serves: its tasks, listed once.
         let mut pids = sys::process_tree(server_pid);
         pids.extend(Pair::napi_threads(&self.pair.names.server_if));
@@ -260,9 +261,8 @@ impl Bench<'_> {
         let limit = Duration::from_secs(load.secs + 30);
         let done = Arc::new(AtomicBool::new(false));
         let sampler = {
-            let (done, names) = (done.clone(), self.pair.names.clone());
-            let (s, c) = (self.cfg.server_cpu, self.cfg.client_cpu);
-            std::thread::spawn(move || sample(&pids, &done, &names, s, c))
+            let (done, names, at) = (done.clone(), self.pair.names.clone(), self.napi());
+            std::thread::spawn(move || sample(&pids, &done, &names, at))
         };
         let text = load::run_bounded(&argv, &log, limit);
         done.store(true, Ordering::SeqCst);
@@ -272,6 +272,14 @@ impl Bench<'_> {
             .parse(&text)
             .ok_or_else(|| format!("cannot read {}'s output:\n{text}", load.tool.name()))?;
         Ok((outcome, Window::of(&samples)))
+    }
+
+    fn napi(&self) -> net::NapiPlacement {
+        net::NapiPlacement {
+            server_cpu: self.cfg.server_cpu,
+            client_cpu: self.cfg.client_cpu,
+            server_nice: self.cfg.napi_nice,
+        }
     }
 
     fn load(&self, tool: Tool, kind: usize, rate: u64, secs: u64) -> Load {
@@ -464,9 +472,14 @@ type Sample = (Instant, u64, u64);
 /// Samples every 100 ms until `done`, from a thread on the client's CPU (not
 /// to count itself on the server's); pins the NAPI threads again once the
 /// loader had time to attach its program (which may make them anew).
-fn sample(pids: &[u32], done: &AtomicBool, names: &net::Names, s: usize, c: usize) -> Vec<Sample> {
+fn sample(
+    pids: &[u32],
+    done: &AtomicBool,
+    names: &net::Names,
+    at: net::NapiPlacement,
+) -> Vec<Sample> {
     let mut cpus = nix::sched::CpuSet::new();
-    if cpus.set(c).is_ok() {
+    if cpus.set(at.client_cpu).is_ok() {
         let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus);
     }
     let read = || (Instant::now(), load::cpu0_idle_ns(), sys::cpu_ns(pids));
@@ -475,7 +488,7 @@ fn sample(pids: &[u32], done: &AtomicBool, names: &net::Names, s: usize, c: usiz
     while !done.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
         if !pinned && v[0].0.elapsed() > Duration::from_millis(300) {
-            let _ = net::pin_napi(names, s, c);
+            let _ = net::pin_napi(names, at);
             pinned = true;
         }
         v.push(read());

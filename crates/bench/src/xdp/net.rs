@@ -175,19 +175,31 @@ impl Pair {
         v
     }
 
-    /// Pins the server end's NAPI threads to `server_cpu` and the client
-    /// end's to `client_cpu` (they may be made anew when an XDP program is
-    /// attached: pinned again before each measurement).
-    pub fn pin_napi(&self, server_cpu: usize, client_cpu: usize) -> Result<(), String> {
-        pin_napi(&self.names, server_cpu, client_cpu)
+    /// Places the NAPI threads as `at` says (they may be made anew when an
+    /// XDP program is attached: placed again before each measurement).
+    pub fn pin_napi(&self, at: NapiPlacement) -> Result<(), String> {
+        pin_napi(&self.names, at)
     }
 }
 
+/// Where the pair's NAPI threads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NapiPlacement {
+    /// The server end's CPU (the server's).
+    pub server_cpu: usize,
+    /// The client end's CPU (the loaders').
+    pub client_cpu: usize,
+    /// The server end's nice value (0: as the kernel makes it; 19: the
+    /// server's threads before its receive thread, as a NIC that drops in
+    /// hardware when its ring is full).
+    pub server_nice: i32,
+}
+
 /// [`Pair::pin_napi`] by names (for a thread that does not own the pair).
-pub fn pin_napi(names: &Names, server_cpu: usize, client_cpu: usize) -> Result<(), String> {
-    for (iface, cpu) in [
-        (&names.server_if, server_cpu),
-        (&names.client_if, client_cpu),
+pub fn pin_napi(names: &Names, at: NapiPlacement) -> Result<(), String> {
+    for (iface, cpu, nice) in [
+        (&names.server_if, at.server_cpu, at.server_nice),
+        (&names.client_if, at.client_cpu, 0),
     ] {
         for pid in Pair::napi_threads(iface) {
             run(&[
@@ -196,6 +208,15 @@ pub fn pin_napi(names: &Names, server_cpu: usize, client_cpu: usize) -> Result<(
                 cpu.to_string(),
                 pid.to_string(),
             ])?;
+            if nice != 0 {
+                run(&[
+                    "renice".into(),
+                    "-n".into(),
+                    nice.to_string(),
+                    "-p".into(),
+                    pid.to_string(),
+                ])?;
+            }
         }
     }
     Ok(())

@@ -232,12 +232,13 @@ impl Report<'_> {
         let _ = writeln!(
             m,
             "{} ENUM records in {} zones; veth pair between two network namespaces; server on \
-             CPU {} (one worker; its end's NAPI thread there), loaders on CPU {}; {} round(s); \
-             CPU runs at {} q/s for {} s; peak search, flood (kxdpgun at {} q/s) and overload \
-             runs of {} s; {:.0} s in all{}.\n",
+             CPU {} (one worker; its end's NAPI thread there, nice {}), loaders on CPU {}; \
+             {} round(s); CPU runs at {} q/s for {} s; peak search, flood (kxdpgun at {} q/s) \
+             and overload runs of {} s; {:.0} s in all{}.\n",
             c.records,
             c.zones,
             c.server_cpu,
+            c.napi_nice,
             c.client_cpu,
             c.rounds,
             c.cpu_rate,
@@ -417,6 +418,7 @@ impl Report<'_> {
             "step_secs": c.step_secs,
             "server_cpu": c.server_cpu,
             "client_cpu": c.client_cpu,
+            "napi_nice": c.napi_nice,
             "elapsed_secs": self.elapsed.as_secs_f64(),
             "interrupted": self.interrupted,
             "servers": servers,
@@ -456,6 +458,7 @@ mod tests {
             load_limit: Duration::from_secs(1),
             server_cpu: 0,
             client_cpu: 1,
+            napi_nice: 0,
         }
     }
 
