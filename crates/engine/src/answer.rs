@@ -87,7 +87,7 @@ pub(crate) enum Outcome {
 pub(crate) struct Responder<'z, 'b> {
     pub zone: &'z Zone,
     pub w: MessageWriter<'b>,
-    pub question: Question,
+    pub question: &'b Question,
     /// DO bit set and the zone signed: RRSIGs and NSEC proofs go in.
     pub dnssec: bool,
     /// NSEC proofs possible (signed, not NSEC3).
@@ -149,7 +149,7 @@ pub(crate) fn respond<'z, 'e>(
             let e = Errors {
                 id,
                 flags,
-                question,
+                question: question.as_ref(),
                 opt: None,
             };
             return error(
@@ -194,7 +194,7 @@ fn respond_to<'z, 'e>(
     let early = Errors {
         id: q.id,
         flags: q.flags,
-        question: q.question,
+        question: q.question.as_ref(),
         opt: plain_opt(&Extra::default()),
     };
     if let Some(edns) = q.edns {
@@ -204,7 +204,7 @@ fn respond_to<'z, 'e>(
         }
     }
     let known_opcode = matches!(q.opcode(), opcode::QUERY | opcode::NOTIFY | opcode::UPDATE);
-    let Some(question) = q.question else {
+    let Some(question) = q.question.as_ref() else {
         let code = if known_opcode {
             rcode::FORMERR
         } else {
@@ -249,10 +249,10 @@ fn respond_to<'z, 'e>(
             if !plain {
                 return err(out, rcode::NOTIMP, &[]);
             }
-            let Some(text) = crate::chaos::text(&question, settings) else {
+            let Some(text) = crate::chaos::text(question, settings) else {
                 return err(out, rcode::REFUSED, &[]);
             };
-            return crate::chaos::answer(q, &question, text, out, limit, opt.as_ref());
+            return crate::chaos::answer(q, question, text, out, limit, opt.as_ref());
         }
         _ => return err(out, rcode::REFUSED, &[]),
     }
@@ -269,7 +269,7 @@ fn respond_to<'z, 'e>(
         (Rtype::AXFR, Transport::Tcp) | (Rtype::IXFR, _) => return badkey(out, apex_known()),
         _ => {}
     }
-    let Some(slot) = find_zone(zones, &question) else {
+    let Some(slot) = find_zone(zones, question) else {
         return err(out, rcode::REFUSED, &EDE_NOT_AUTHORITATIVE);
     };
     // The zone's current version, held while this query is answered.
@@ -344,15 +344,15 @@ fn find_zone<'a>(zones: &'a ZoneSet, question: &Question) -> Option<&'a ZoneSlot
 }
 
 /// What an error response echoes from the query.
-struct Errors<'a> {
+struct Errors<'a, 'q> {
     id: u16,
     flags: u16,
-    question: Option<Question>,
+    question: Option<&'q Question>,
     /// The OPT record to add (the query had one).
     opt: Option<OptPlan<'a>>,
 }
 
-impl Errors<'_> {
+impl Errors<'_, '_> {
     /// Writes a response without records: header, question, OPT when the
     /// query had one (with `options`), then a TSIG error record if given.
     fn respond(
@@ -372,7 +372,7 @@ impl Errors<'_> {
         let reserve = opt + tsig.map_or(0, message::tsig_error_len);
         w.set_limit(limit.saturating_sub(reserve));
         if let Some(q) = self.question {
-            let _ = w.put_question(&q);
+            let _ = w.put_question(q);
         }
         w.set_limit(limit);
         if let Some(o) = self.opt {
@@ -398,7 +398,7 @@ impl Errors<'_> {
 fn answer_zone(
     zone: &Zone,
     q: &Query,
-    question: Question,
+    question: &Question,
     out: &mut [u8],
     limit: usize,
     opt: Option<&OptPlan<'_>>,
@@ -411,7 +411,7 @@ fn answer_zone(
     w.set_header(q.id, response_flags(q.flags));
     let reserve = opt.map_or(0, |o| o.reserve(&[]));
     w.set_limit(limit.saturating_sub(reserve));
-    if w.put_question(&question).is_err() {
+    if w.put_question(question).is_err() {
         w.set_flags(flags::TC);
     } else {
         // What the apex says (signed: its SOA has an RRSIG, Knot's test;
@@ -614,7 +614,7 @@ pub(crate) fn slip(
     let e = Errors {
         id: q.id,
         flags: q.flags,
-        question: q.question,
+        question: q.question.as_ref(),
         opt,
     };
     let len = e.respond(out, limit, rcode, &[], None);
