@@ -38,8 +38,9 @@ impl<'z> Responder<'z, '_> {
             let Some(rrset) = src_node.rrset(src.rtype) else {
                 continue;
             };
-            let cut_node = src.cut.map(|c| zone.node(c));
-            let cut = cut_node.as_ref().map(|n| n.owner());
+            // The cut's node and owner, decoded only once a target is found
+            // (most of a TLD's referrals point out of the zone).
+            let mut cut_node = None;
             for (i, rd) in rrset.rdatas().enumerate() {
                 let Some(target) = rdata::target(src.rtype, rd) else {
                     continue;
@@ -57,7 +58,10 @@ impl<'z> Responder<'z, '_> {
                 let owner = if synthesized { target } else { node.owner() };
                 // The owner points at the target in RDATA; AAAA at the A's owner.
                 let mut hint = src.hints.rdata.get(i).copied().unwrap_or(0);
-                let mandatory = cut.is_some_and(|cut| target.ends_with(&cut));
+                let mandatory = src.cut.is_some_and(|c| {
+                    let cut = cut_node.get_or_insert_with(|| zone.node(c));
+                    target.ends_with(&cut.owner())
+                });
                 for t in [Rtype::A, Rtype::AAAA] {
                     let Some(set) = node.rrset(t) else {
                         continue;
