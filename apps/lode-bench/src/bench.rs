@@ -30,6 +30,7 @@ mod encrypted;
 mod fleet;
 mod rate;
 mod server_cost;
+mod tld;
 mod updates;
 mod xdp;
 mod zones;
@@ -92,6 +93,10 @@ pub(crate) enum BenchWhat {
     /// Zones added, then removed, by `lode reload`: each reload's time, Lode's memory,
     /// threads and files after it; reload-zones.md.
     ReloadZones(zones::ReloadZonesArgs),
+    /// A TLD-shaped zone (`gen tld`) served by Lode, Knot DNS and NSD, unsigned and signed
+    /// by kzonesign (NSEC3 opt-out): server CPU per referral, DO=1 referral and DO=1
+    /// NXDOMAIN at a fixed rate, memory, time to the first answer; tld.md.
+    Tld(Box<tld::TldArgs>),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -583,6 +588,7 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::AxfrIn(a) => server_cost::axfr_in(*a, lode),
         BenchWhat::ManyZones(a) => zones::run_many(*a, lode),
         BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
+        BenchWhat::Tld(a) => tld::run(*a, lode),
     }
 }
 

@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 mod conf;
+mod presign;
 mod probe;
 mod process;
 mod sample;
@@ -26,6 +27,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use presign::presign;
 pub use probe::{soa_query, Answer};
 pub use process::{process_tree, program, Server};
 pub use sample::Sample;

@@ -1,7 +1,8 @@
 //! What a server spends on a job, one job per command: CPU per durable update
 //! (`lode-bench update-cpu`, Lode beside Knot DNS), memory after a million
 //! changes against a fresh load (`update-memory`), a secondary's peak memory
-//! while it takes a zone by AXFR (`axfr-in`). Each starts its servers through
+//! while it takes a zone by AXFR (`axfr-in`), CPU per referral and
+//! NXDOMAIN of a TLD-shaped zone beside Knot and NSD (`tld`). Each starts its servers through
 //! lode-peers, reads their CPU and memory from `/proc`, prints its figures and
 //! writes a report (`NAME.md`, `NAME.json`) with the provenance.
 //!
@@ -13,6 +14,7 @@
 pub mod axfr_in;
 pub mod cpu;
 pub mod memory;
+pub mod tld;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

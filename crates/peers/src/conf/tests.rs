@@ -362,3 +362,29 @@ fn knot_zones_signed_alike_share_a_policy() {
     assert_eq!(c.matches("dnssec-policy: z0-policy\n").count(), 2, "{c}");
     assert_eq!(c.matches("dnssec-policy: z3-policy\n").count(), 1, "{c}");
 }
+
+#[test]
+fn presign_configuration_for_kzonesign() {
+    let dir = scratch("presign");
+    let zone = Zone::primary("com", Content::File("/z/com.zone".into())).signed(Signing {
+        nsec3: true,
+        opt_out: true,
+        ..Signing::default()
+    });
+    let spec = crate::presign::spec(&zone, &dir).expect("a signed primary");
+    let c = conf(Kind::Knot, &spec, "knot.conf");
+    assert!(
+        c.contains("    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n    nsec3-opt-out: on\n"),
+        "{c}"
+    );
+    assert!(c.contains("    algorithm: ecdsap256sha256\n"), "{c}");
+    assert!(
+        c.contains("  - domain: \"com.\"\n    file: \"/z/com.zone\"\n"),
+        "{c}"
+    );
+    assert!(c.contains("    journal-content: none\n"), "{c}");
+    assert!(c.contains("    dnssec-signing: on\n"), "{c}");
+    let unsigned = Zone::primary("com", Content::File("/z/com.zone".into()));
+    assert!(crate::presign::spec(&unsigned, &dir).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
