@@ -74,6 +74,10 @@ pub(crate) enum BenchWhat {
     Handshakes(encrypted::HandshakesArgs),
     /// DNS-over-QUIC answers per second over persistent connections, a stream per query.
     Doq(encrypted::DoqArgs),
+    /// Encrypted transports side by side: Lode, NSD and BIND 9 serving one zone over DoT
+    /// and TCP (dnsperf), new handshakes and their CPU; for Lode DoQ, idle connections'
+    /// memory, AXFR over TLS, a BIND secondary over TLS; encrypted.md.
+    Encrypted(Box<encrypted::EncryptedArgs>),
     /// CPU per durable update: Lode, then Knot DNS, on the 500k ENUM set in 10 zones taking
     /// TSIG-signed single-NAPTR updates over TCP from closed-loop clients; server CPU
     /// seconds per acknowledged update, updates/s ÷ the journal disk's fdatasync/s.
@@ -582,6 +586,7 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::Axfr(a) => axfr::run(a),
         BenchWhat::Handshakes(a) => encrypted::handshakes(a),
         BenchWhat::Doq(a) => encrypted::doq(a),
+        BenchWhat::Encrypted(a) => encrypted::encrypted(*a, lode),
         BenchWhat::Xdp(a) => xdp::run(*a, lode),
         BenchWhat::UpdateCpu(a) => server_cost::update_cpu(*a, lode),
         BenchWhat::UpdateMemory(a) => server_cost::update_memory(*a, lode),

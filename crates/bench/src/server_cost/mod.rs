@@ -112,7 +112,7 @@ pub fn status_bytes(pid: u32, field: &str) -> u64 {
 
 /// Writes `NAME.md` (the text, then the provenance) and `NAME.json` (the
 /// document with `provenance` added) into `out`; the Markdown file's path.
-fn write_report(
+pub(crate) fn write_report(
     out: &Path,
     name: &str,
     markdown: &str,
