@@ -25,6 +25,7 @@ use rate::print_step;
 
 mod attack;
 mod axfr;
+mod big;
 mod buffers;
 mod encrypted;
 mod fleet;
@@ -101,6 +102,9 @@ pub(crate) enum BenchWhat {
     /// by kzonesign (NSEC3 opt-out): server CPU per referral, DO=1 referral and DO=1
     /// NXDOMAIN at a fixed rate, memory, time to the first answer; tld.md.
     Tld(Box<tld::TldArgs>),
+    /// The large sets: 100 M records served by Lode (start, memory, zero-loss rates), the
+    /// zone-text parse rate on every core and the start of a 20 M set from snapshots.
+    BigSets(Box<big::BigSetsArgs>),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -594,6 +598,7 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::ManyZones(a) => zones::run_many(*a, lode),
         BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
         BenchWhat::Tld(a) => tld::run(*a, lode),
+        BenchWhat::BigSets(a) => big::run(*a, lode),
     }
 }
 

@@ -2,7 +2,8 @@
 //! (`lode-bench update-cpu`, Lode beside Knot DNS), memory after a million
 //! changes against a fresh load (`update-memory`), a secondary's peak memory
 //! while it takes a zone by AXFR (`axfr-in`), CPU per referral and
-//! NXDOMAIN of a TLD-shaped zone beside Knot and NSD (`tld`). Each starts its servers through
+//! NXDOMAIN of a TLD-shaped zone beside Knot and NSD (`tld`), the start and
+//! memory of 100 M records and the start from snapshots (`big-sets`). Each starts its servers through
 //! lode-peers, reads their CPU and memory from `/proc`, prints its figures and
 //! writes a report (`NAME.md`, `NAME.json`) with the provenance.
 //!
@@ -12,6 +13,7 @@
 //! ```
 
 pub mod axfr_in;
+pub mod big;
 pub mod cpu;
 pub mod memory;
 pub mod tld;
