@@ -25,11 +25,13 @@ use rate::print_step;
 
 mod attack;
 mod axfr;
+mod big;
 mod buffers;
 mod encrypted;
 mod fleet;
 mod rate;
 mod server_cost;
+mod tld;
 mod updates;
 mod xdp;
 mod zones;
@@ -73,6 +75,10 @@ pub(crate) enum BenchWhat {
     Handshakes(encrypted::HandshakesArgs),
     /// DNS-over-QUIC answers per second over persistent connections, a stream per query.
     Doq(encrypted::DoqArgs),
+    /// Encrypted transports side by side: Lode, NSD and BIND 9 serving one zone over DoT
+    /// and TCP (dnsperf), new handshakes and their CPU; for Lode DoQ, idle connections'
+    /// memory, AXFR over TLS, a BIND secondary over TLS; encrypted.md.
+    Encrypted(Box<encrypted::EncryptedArgs>),
     /// CPU per durable update: Lode, then Knot DNS, on the 500k ENUM set in 10 zones taking
     /// TSIG-signed single-NAPTR updates over TCP from closed-loop clients; server CPU
     /// seconds per acknowledged update, updates/s ÷ the journal disk's fdatasync/s.
@@ -92,6 +98,13 @@ pub(crate) enum BenchWhat {
     /// Zones added, then removed, by `lode reload`: each reload's time, Lode's memory,
     /// threads and files after it; reload-zones.md.
     ReloadZones(zones::ReloadZonesArgs),
+    /// A TLD-shaped zone (`gen tld`) served by Lode, Knot DNS and NSD, unsigned and signed
+    /// by kzonesign (NSEC3 opt-out): server CPU per referral, DO=1 referral and DO=1
+    /// NXDOMAIN at a fixed rate, memory, time to the first answer; tld.md.
+    Tld(Box<tld::TldArgs>),
+    /// The large sets: 100 M records served by Lode (start, memory, zero-loss rates), the
+    /// zone-text parse rate on every core and the start of a 20 M set from snapshots.
+    BigSets(Box<big::BigSetsArgs>),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -577,12 +590,15 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::Axfr(a) => axfr::run(a),
         BenchWhat::Handshakes(a) => encrypted::handshakes(a),
         BenchWhat::Doq(a) => encrypted::doq(a),
+        BenchWhat::Encrypted(a) => encrypted::encrypted(*a, lode),
         BenchWhat::Xdp(a) => xdp::run(*a, lode),
         BenchWhat::UpdateCpu(a) => server_cost::update_cpu(*a, lode),
         BenchWhat::UpdateMemory(a) => server_cost::update_memory(*a, lode),
         BenchWhat::AxfrIn(a) => server_cost::axfr_in(*a, lode),
         BenchWhat::ManyZones(a) => zones::run_many(*a, lode),
         BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
+        BenchWhat::Tld(a) => tld::run(*a, lode),
+        BenchWhat::BigSets(a) => big::run(*a, lode),
     }
 }
 

@@ -16,7 +16,9 @@
 
 #![deny(missing_docs)]
 
+mod certificate;
 mod conf;
+mod presign;
 mod probe;
 mod process;
 mod sample;
@@ -26,6 +28,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use certificate::self_signed_certificate;
+pub use presign::presign;
 pub use probe::{soa_query, Answer};
 pub use process::{process_tree, program, Server};
 pub use sample::Sample;
@@ -250,6 +254,20 @@ impl Default for Signing {
     }
 }
 
+/// DNS over TLS (RFC 7858) beside the plain listeners, on the same
+/// addresses (Lode, NSD, BIND); Lode also DNS over QUIC (RFC 9250).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tls {
+    /// The TLS port.
+    pub port: u16,
+    /// The QUIC port (Lode only).
+    pub quic_port: Option<u16>,
+    /// The certificate chain (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+}
+
 /// One zone of a [`Spec`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Zone {
@@ -271,6 +289,9 @@ pub struct Zone {
     pub signing: Option<Signing>,
     /// Its part in a catalog.
     pub catalog: Option<Catalog>,
+    /// Transfers from the primaries over TLS (XoT, RFC 9103), the primary
+    /// not authenticated (BIND only).
+    pub primaries_tls: bool,
     /// Lines in the implementation's own syntax added to the zone's entry
     /// (Knot: YAML lines indented four spaces; Lode: TOML lines; BIND:
     /// statements), for what the typed description does not name.
@@ -288,6 +309,7 @@ impl Zone {
             journal: true,
             signing: None,
             catalog: None,
+            primaries_tls: false,
             extra: String::new(),
         }
     }
@@ -341,6 +363,12 @@ impl Zone {
     /// The same zone signed with `signing`.
     pub fn signed(mut self, signing: Signing) -> Zone {
         self.signing = Some(signing);
+        self
+    }
+
+    /// The same zone transferred from its primaries over TLS.
+    pub fn primaries_tls(mut self) -> Zone {
+        self.primaries_tls = true;
         self
     }
 }
@@ -415,6 +443,8 @@ pub struct Spec {
     /// DNS cookies (RFC 7873, 9018) with this server secret (Lode's
     /// `[cookies] secret`, Knot's global `mod-cookies`); elsewhere unsupported.
     pub cookie_secret: Option<[u8; 16]>,
+    /// DNS over TLS (and for Lode QUIC) listeners (Lode, NSD, BIND).
+    pub tls: Option<Tls>,
     /// How much it logs, and where.
     pub logging: Logging,
     /// Its directory: None: a fresh temporary one, removed when the server
@@ -480,6 +510,7 @@ impl Spec {
             socket_buffer: None,
             rrl_rate: None,
             cookie_secret: None,
+            tls: None,
             logging: Logging::Verbose,
             dir: None,
             server_extra: String::new(),
@@ -538,6 +569,12 @@ impl Spec {
     /// The same server with `acl` added.
     pub fn acl(mut self, acl: Acl) -> Spec {
         self.acls.push(acl);
+        self
+    }
+
+    /// The same server with TLS listeners.
+    pub fn tls(mut self, tls: Tls) -> Spec {
+        self.tls = Some(tls);
         self
     }
 

@@ -44,57 +44,23 @@ pub(crate) fn run(a: AxfrArgs) -> anyhow::Result<ExitCode> {
         lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(BENCH_KEY)).context("--tsig")?;
     let limit: Duration = secs(a.limit, "--limit")?;
     let tls = match a.tls {
-        true => Some(
-            lode_io::tls::TlsClient::new(
-                lode_io::tls::ServerAuth::Opportunistic,
-                &[lode_io::tls::ALPN_DOT],
-                None,
-            )
-            .map_err(anyhow::Error::msg)?,
-        ),
+        true => Some(lode_bench::encrypted::dot_client().map_err(anyhow::Error::msg)?),
         false => None,
     };
-    let mut rates = Vec::new();
-    let mut per_cpu = Vec::new();
-    for round in 1..=a.rounds.max(1) {
-        let cpu0 = a.pid.map(lode_bench::compare::sys::pid_cpu);
-        let d = lode_bench::fleet::probe::axfr_drain_over(
-            a.server,
-            &a.zone,
-            &key,
-            limit,
-            tls.as_ref(),
-        )?;
-        let rps = d.records as f64 / d.secs;
-        rates.push(rps);
-        let mut line = format!(
-            "round {round}: {} records, {} messages, {} bytes, {:.3} s, {rps:.0} records/s",
-            d.records, d.messages, d.bytes, d.secs
-        );
-        if let (Some(p), Some(c0)) = (a.pid, cpu0) {
-            let ticks = lode_bench::compare::sys::pid_cpu(p).saturating_sub(c0);
-            let cpu = ticks as f64 / lode_bench::compare::sys::TICKS;
-            if cpu > 0.0 {
-                let r = d.records as f64 / cpu;
-                per_cpu.push(r);
-                line.push_str(&format!(
-                    ", server CPU {cpu:.3} s, {r:.0} records per CPU-second"
-                ));
-            }
-        }
-        out!("{line}");
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let mut summary = format!("median: {:.0} records/s", median(&mut rates));
-    if !per_cpu.is_empty() {
-        summary.push_str(&format!(
-            ", {:.0} records per server CPU-second",
-            median(&mut per_cpu)
-        ));
-    }
-    out!("{summary}");
+    use lode_bench::fleet::probe::{axfr_rounds, axfr_summary};
+    let rounds = axfr_rounds(
+        a.server,
+        &a.zone,
+        &key,
+        limit,
+        tls.as_ref(),
+        a.rounds,
+        a.pid,
+        |round, r| {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stdout().lock(), "round {round}: {}", r.line());
+        },
+    )?;
+    out!("{}", axfr_summary(&rounds));
     Ok(ExitCode::SUCCESS)
 }

@@ -1,13 +1,14 @@
 //! `lode-bench handshakes` and `lode-bench doq`: DNS over TLS and QUIC from
-//! the client's side (crates/bench/src/encrypted.rs), with the server's CPU
-//! time per handshake or answer when its PID is given.
+//! the client's side (crates/bench/src/encrypted/), with the server's CPU
+//! time per handshake or answer when its PID is given; `lode-bench
+//! encrypted`: Lode, NSD and BIND side by side over them (encrypted/peers.rs).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lode_bench::encrypted::{Secure, Tally};
+use lode_bench::encrypted::Secure;
 use lode_bench::query::QuerySet;
 
 use super::secs;
@@ -92,26 +93,6 @@ fn queries(path: &Path) -> anyhow::Result<QuerySet> {
         .with_context(|| format!("--queries {}", path.display()))
 }
 
-/// One summary line: counts, rates and CPU per `per` (handshake or answer).
-fn line(what: &str, t: &Tally, per: u64, cpu: Option<f64>) -> String {
-    let mut s = format!(
-        "{what}: {} handshakes, {} answers, {} failures in {:.2} s: {:.0} handshakes/s, {:.0} answers/s",
-        t.handshakes,
-        t.answers,
-        t.failures,
-        t.secs,
-        t.handshakes as f64 / t.secs,
-        t.answers as f64 / t.secs
-    );
-    if let Some(c) = cpu.filter(|_| per > 0) {
-        s.push_str(&format!(
-            ", server CPU {c:.2} s, {:.1} µs each",
-            c * 1e6 / per as f64
-        ));
-    }
-    s
-}
-
 pub(crate) fn handshakes(a: HandshakesArgs) -> anyhow::Result<ExitCode> {
     let set = queries(&a.queries)?;
     let how = if a.quic { Secure::Quic } else { Secure::Tls };
@@ -126,7 +107,7 @@ pub(crate) fn handshakes(a: HandshakesArgs) -> anyhow::Result<ExitCode> {
     .map_err(anyhow::Error::msg)?;
     let cpu = cpu_since(a.pid, cpu0);
     let what = if a.quic { "DoQ" } else { "DoT" };
-    out!("{}", line(what, &t, t.handshakes, cpu));
+    out!("{}", t.line(what, t.handshakes, cpu));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -139,14 +120,8 @@ pub(crate) fn doq(a: DoqArgs) -> anyhow::Result<ExitCode> {
             peak = a.pid.map_or(0, rss_kib);
         })
         .map_err(anyhow::Error::msg)?;
-        let mut text = format!("DoQ: {held} idle connections held");
-        if a.pid.is_some() && held > 0 {
-            text.push_str(&format!(
-                ": server RSS {before} -> {peak} KiB, {} bytes each",
-                peak.saturating_sub(before) * 1024 / held as u64
-            ));
-        }
-        out!("{text}");
+        let rss = a.pid.map(|_| (before, peak));
+        out!("{}", lode_bench::encrypted::idle_line("DoQ", held, rss));
         return Ok(ExitCode::SUCCESS);
     }
     let cpu0 = a.pid.map(lode_bench::compare::sys::pid_cpu);
@@ -159,6 +134,103 @@ pub(crate) fn doq(a: DoqArgs) -> anyhow::Result<ExitCode> {
     )
     .map_err(anyhow::Error::msg)?;
     let cpu = cpu_since(a.pid, cpu0);
-    out!("{}", line("DoQ", &t, t.answers, cpu));
+    out!("{}", t.line("DoQ", t.answers, cpu));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `lode-bench encrypted`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "One ENUM zone of --records numbers (`lode-bench gen enum --zones 1`) and \
+one self-signed P-256 certificate (openssl) are served by Lode, NSD and BIND 9 in turn, each \
+alone on 127.0.0.1 (plain --port, TLS --port + 1; Lode's DoQ --port + 2) with one worker \
+pinned to --server-cpu, 10,000 TCP clients allowed, stopped by PID. This command pins itself \
+and every client to --tester-cpu.
+
+Per server: DoT and plain-TCP answers/s over --clients persistent connections (`dnsperf -m \
+dot|tcp -c CLIENTS -q 500 -l DURATION` on the queries for existing names) and their ratio; new \
+DoT handshakes/s with one query each (`lode-bench handshakes`: 16 workers, full handshakes, \
+no resumption) and the server's CPU per handshake (utime + stime of its processes, NSD's \
+forked ones included). Lode also: DoQ handshakes/s (`handshakes --quic`); DoQ answers/s over \
+--clients connections with 8 streams each (`lode-bench doq`); memory per idle DoQ connection \
+(--idle connections held by keep-alives after one query each, VmRSS before and with them); \
+the zone's AXFR over plain TCP and over TLS (TSIG-signed, 3 rounds, medians of records/s and \
+of records per server CPU-second); a BIND secondary (on --tester-cpu, port --port + 3) taking \
+the zone from Lode over TLS, timed from its start until it answers the zone's SOA (at most \
+600 s); memory per idle DoT connection (--idle full handshakes, no query, held while VmRSS is \
+read) and the handshakes/s of opening them from one client; 200 `kdig +quic` runs (a \
+handshake and a query each), timed. A failed Lode-only step is a note, not the end.
+
+Prints each figure as it is measured; writes encrypted.md, encrypted.json (with the \
+provenance) and dnsperf's outputs to --out. Needs dnsperf, nsd, named, kdig, openssl. \
+Another build of Lode: `lode-bench --lode PATH encrypted …`. Example: lode-bench encrypted \
+--records 5000000 --duration 20"
+)]
+pub(crate) struct EncryptedArgs {
+    /// Results folder (default results/encrypted-DATE).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Scratch folder: the set, the certificate, the servers' folders (default: a
+    /// temp dir, removed).
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// Servers, in run order: lode, nsd, bind.
+    #[arg(long, value_delimiter = ',', default_value = "lode,nsd,bind")]
+    servers: Vec<String>,
+    /// ENUM numbers in the zone.
+    #[arg(long, default_value_t = 500_000)]
+    records: u64,
+    /// Seconds of each dnsperf, handshake and DoQ run.
+    #[arg(long, default_value_t = 10)]
+    duration: u64,
+    /// dnsperf's persistent connections, and the DoQ rate's connections.
+    #[arg(long, default_value_t = 20)]
+    clients: usize,
+    /// Idle DoT and DoQ connections held for the memory per connection.
+    #[arg(long, default_value_t = 2000)]
+    idle: usize,
+    /// TSIG key `[alg:]name:base64secret` of the transfers (default: a fixed
+    /// hmac-sha256 test key).
+    #[arg(long)]
+    tsig: Option<String>,
+    /// CPU the server is pinned to.
+    #[arg(long, default_value_t = 0)]
+    server_cpu: usize,
+    /// CPU this command, its clients and the BIND secondary are pinned to.
+    #[arg(long, default_value_t = 1)]
+    tester_cpu: usize,
+    /// Plain port on 127.0.0.1 (TLS: the next, QUIC: the one after, the BIND
+    /// secondary: the third).
+    #[arg(long, default_value_t = 17100)]
+    port: u16,
+    /// Seconds a server may take to serve the zone.
+    #[arg(long, default_value_t = 300.0)]
+    load_limit: f64,
+}
+
+pub(crate) fn encrypted(a: EncryptedArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
+    use lode_bench::encrypted::peers;
+    let key = lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(super::BENCH_KEY))
+        .context("--tsig")?;
+    let (out, work, temp) = super::run_dirs("encrypted", false, &a.out, &a.work);
+    let cfg = peers::EncryptedConfig {
+        out,
+        work: work.clone(),
+        lode: lode.path()?,
+        servers: super::parse_servers(&a.servers, false)?,
+        records: a.records,
+        duration: a.duration,
+        clients: a.clients,
+        idle: a.idle,
+        key,
+        server_cpu: a.server_cpu,
+        tester_cpu: a.tester_cpu,
+        port: a.port,
+        load_limit: secs(a.load_limit, "--load-limit")?,
+    };
+    let result = peers::run(&cfg, &mut |l| println!("{l}"));
+    super::drop_scratch(temp, &work);
+    let r = result?;
+    out!("report: {}", r.report.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -586,27 +586,8 @@ pub fn tcp_send_recv(s: &mut TcpStream, msg: &[u8]) -> Option<Vec<u8>> {
 /// Writes a certificate for `ns.example` and its key to `dir/{cert,key}.pem`;
 /// returns the key's pin.
 pub fn write_certificate(dir: &Path, cert_name: &str, key_name: &str) -> String {
-    let out = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-        ])
-        .args(["-nodes", "-days", "2", "-subj", "/CN=ns.example"])
-        .arg("-keyout")
-        .arg(dir.join(key_name))
-        .arg("-out")
-        .arg(dir.join(cert_name))
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lode_peers::self_signed_certificate(&dir.join(cert_name), &dir.join(key_name))
+        .expect("openssl");
     lode_io::tls::Credentials::from_pem_files(&dir.join(cert_name), &dir.join(key_name))
         .unwrap()
         .pin()

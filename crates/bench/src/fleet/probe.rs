@@ -166,9 +166,132 @@ pub fn axfr_drain_over(
     Ok(d)
 }
 
+/// One round of [`axfr_rounds`]: the transfer, and with a PID the server's
+/// CPU seconds over it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AxfrRound {
+    /// The transfer.
+    pub drained: Drained,
+    /// Server CPU seconds (utime + stime, 10 ms ticks).
+    pub cpu: Option<f64>,
+}
+
+impl AxfrRound {
+    /// Records per second.
+    pub fn rate(&self) -> f64 {
+        self.drained.records as f64 / self.drained.secs
+    }
+
+    /// Records per server CPU-second (None without a PID or CPU time).
+    pub fn per_cpu(&self) -> Option<f64> {
+        self.cpu
+            .filter(|&c| c > 0.0)
+            .map(|c| self.drained.records as f64 / c)
+    }
+
+    /// `N records, M messages, B bytes, S s, R records/s[, server CPU …]`.
+    pub fn line(&self) -> String {
+        let d = &self.drained;
+        let mut line = format!(
+            "{} records, {} messages, {} bytes, {:.3} s, {:.0} records/s",
+            d.records,
+            d.messages,
+            d.bytes,
+            d.secs,
+            self.rate()
+        );
+        if let (Some(cpu), Some(r)) = (self.cpu, self.per_cpu()) {
+            line.push_str(&format!(
+                ", server CPU {cpu:.3} s, {r:.0} records per CPU-second"
+            ));
+        }
+        line
+    }
+}
+
+/// `rounds` AXFRs of `zone` from `addr` one after the other
+/// ([`axfr_drain_over`]), the CPU time of `pid` read around each; `each`
+/// sees every round as it ends.
+#[allow(clippy::too_many_arguments)]
+pub fn axfr_rounds(
+    addr: SocketAddr,
+    zone: &str,
+    key: &lode_tsig::Key,
+    limit: Duration,
+    tls: Option<&lode_io::tls::TlsClient>,
+    rounds: u32,
+    pid: Option<u32>,
+    mut each: impl FnMut(u32, &AxfrRound),
+) -> Result<Vec<AxfrRound>, FleetError> {
+    let ticks = |p: Option<u32>| p.map(crate::compare::sys::pid_cpu);
+    let mut done = Vec::new();
+    for round in 1..=rounds.max(1) {
+        let before = ticks(pid);
+        let drained = axfr_drain_over(addr, zone, key, limit, tls)?;
+        let cpu = before
+            .zip(ticks(pid))
+            .map(|(b, a)| a.saturating_sub(b) as f64 / crate::compare::sys::TICKS);
+        let r = AxfrRound { drained, cpu };
+        each(round, &r);
+        done.push(r);
+    }
+    Ok(done)
+}
+
+/// The median records/s of `rounds` and, where every round has one, the
+/// median records per server CPU-second (the upper middle of an even count).
+pub fn axfr_medians(rounds: &[AxfrRound]) -> (f64, Option<f64>) {
+    let middle = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let rate = middle(rounds.iter().map(AxfrRound::rate).collect()).unwrap_or(0.0);
+    let per_cpu: Vec<f64> = rounds.iter().filter_map(AxfrRound::per_cpu).collect();
+    (rate, middle(per_cpu))
+}
+
+/// `median: R records/s[, P records per server CPU-second]`, as `lode-bench axfr` ends.
+pub fn axfr_summary(rounds: &[AxfrRound]) -> String {
+    let (rate, per_cpu) = axfr_medians(rounds);
+    let mut s = format!("median: {rate:.0} records/s");
+    if let Some(p) = per_cpu {
+        s.push_str(&format!(", {p:.0} records per server CPU-second"));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axfr_round_figures() {
+        let round = |records: u64, secs: f64, cpu: Option<f64>| AxfrRound {
+            drained: Drained {
+                records,
+                messages: 1,
+                bytes: 10,
+                secs,
+            },
+            cpu,
+        };
+        let rounds = [
+            round(1000, 1.0, Some(0.5)),
+            round(1000, 0.5, Some(0.25)),
+            round(1000, 2.0, Some(0.0)),
+        ];
+        assert_eq!(axfr_medians(&rounds), (1000.0, Some(4000.0)));
+        assert_eq!(
+            axfr_summary(&rounds),
+            "median: 1000 records/s, 4000 records per server CPU-second"
+        );
+        assert_eq!(
+            rounds[0].line(),
+            "1000 records, 1 messages, 10 bytes, 1.000 s, 1000 records/s, \
+             server CPU 0.500 s, 2000 records per CPU-second"
+        );
+        assert_eq!(axfr_summary(&rounds[2..]), "median: 500 records/s");
+    }
 
     #[test]
     fn query_and_reply_parsing() {

@@ -1,7 +1,9 @@
 //! What a server spends on a job, one job per command: CPU per durable update
 //! (`lode-bench update-cpu`, Lode beside Knot DNS), memory after a million
 //! changes against a fresh load (`update-memory`), a secondary's peak memory
-//! while it takes a zone by AXFR (`axfr-in`). Each starts its servers through
+//! while it takes a zone by AXFR (`axfr-in`), CPU per referral and
+//! NXDOMAIN of a TLD-shaped zone beside Knot and NSD (`tld`), the start and
+//! memory of 100 M records and the start from snapshots (`big-sets`). Each starts its servers through
 //! lode-peers, reads their CPU and memory from `/proc`, prints its figures and
 //! writes a report (`NAME.md`, `NAME.json`) with the provenance.
 //!
@@ -11,8 +13,10 @@
 //! ```
 
 pub mod axfr_in;
+pub mod big;
 pub mod cpu;
 pub mod memory;
+pub mod tld;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -110,7 +114,7 @@ pub fn status_bytes(pid: u32, field: &str) -> u64 {
 
 /// Writes `NAME.md` (the text, then the provenance) and `NAME.json` (the
 /// document with `provenance` added) into `out`; the Markdown file's path.
-fn write_report(
+pub(crate) fn write_report(
     out: &Path,
     name: &str,
     markdown: &str,

@@ -32,13 +32,22 @@ fn match_list(acls: &[&Acl]) -> String {
     s
 }
 
-/// `addr port P [key "K"];` items of a primaries or also-notify list.
-fn servers(zone: &Zone, addrs: &[std::net::SocketAddr]) -> String {
+/// The `tls` statement of the TLS listeners.
+const TLS: &str = "peers-tls";
+/// The `tls` statement of transfers over TLS from the primaries.
+const OPPORTUNISTIC: &str = "opportunistic";
+
+/// `addr port P [key "K"] [tls T];` items of a primaries or also-notify list
+/// (`tls`: the zone's transfers over TLS).
+fn servers(zone: &Zone, addrs: &[std::net::SocketAddr], tls: bool) -> String {
     let mut s = String::from("{ ");
     for a in addrs {
         let _ = write!(s, "{} port {}", a.ip(), a.port());
         if let Some(k) = &zone.key {
             let _ = write!(s, " key \"{k}\"");
+        }
+        if tls {
+            let _ = write!(s, " tls {OPPORTUNISTIC}");
         }
         s.push_str("; ");
     }
@@ -79,8 +88,31 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     if let Some(b) = spec.socket_buffer {
         let _ = write!(c, "  udp-receive-buffer {b};\n  udp-send-buffer {b};\n");
     }
+    if let Some(t) = &spec.tls {
+        let _ = writeln!(
+            c,
+            "  listen-on port {} tls {TLS} {{ {}}};",
+            t.port,
+            v4.concat()
+        );
+        if v6 != "none; " {
+            let _ = writeln!(c, "  listen-on-v6 port {} tls {TLS} {{ {v6}}};", t.port);
+        }
+    }
     c.push_str(&spec.server_extra);
     c.push_str("};\ncontrols { };\n");
+    if let Some(t) = &spec.tls {
+        let _ = writeln!(
+            c,
+            "tls {TLS} {{ key-file \"{}\"; cert-file \"{}\"; }};",
+            t.key.display(),
+            t.cert.display()
+        );
+    }
+    // Transfers over TLS that authenticate nothing: a tls clause without a CA.
+    if spec.zones.iter().any(|z| z.primaries_tls) {
+        let _ = writeln!(c, "tls {OPPORTUNISTIC} {{ }};");
+    }
     for k in &spec.keys {
         let _ = write!(
             c,
@@ -113,7 +145,7 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
             }
             Role::Secondary(primaries) => {
                 let _ = write!(c, "  type secondary;\n  file \"zone{i}.db\";\n");
-                let _ = writeln!(c, "  primaries {};", servers(z, primaries));
+                let _ = writeln!(c, "  primaries {};", servers(z, primaries, z.primaries_tls));
             }
         }
         for (name, action) in [
@@ -131,7 +163,7 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
             let _ = write!(
                 c,
                 "  notify explicit;\n  also-notify {};\n",
-                servers(z, &z.notify)
+                servers(z, &z.notify, false)
             );
         }
         c.push_str(&z.extra);

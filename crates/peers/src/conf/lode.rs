@@ -33,6 +33,20 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     if let Some(b) = spec.socket_buffer {
         let _ = writeln!(c, "udp-receive-buffer = {b}");
     }
+    if let Some(t) = &spec.tls {
+        let on = |port: u16| -> Vec<String> {
+            spec.addresses
+                .iter()
+                .map(|a| at(&std::net::SocketAddr::new(*a, port)))
+                .collect()
+        };
+        let _ = writeln!(c, "listen-tls = {}", list(&on(t.port)));
+        if let Some(p) = t.quic_port {
+            let _ = writeln!(c, "listen-quic = {}", list(&on(p)));
+        }
+        let _ = writeln!(c, "cert-file = {}", q(&t.cert.display().to_string()));
+        let _ = writeln!(c, "key-file = {}", q(&t.key.display().to_string()));
+    }
     c.push_str(&spec.server_extra);
     c.push('\n');
     if let Some(r) = spec.rrl_rate {

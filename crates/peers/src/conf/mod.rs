@@ -88,6 +88,17 @@ fn refuse_options(spec: &Spec) -> Result<(), Error> {
         (spec.socket_buffer.is_some(), buffer, "a socket buffer size"),
         (spec.rrl_rate.is_some(), guard, "response-rate limiting"),
         (spec.cookie_secret.is_some(), guard, "DNS cookies"),
+        (spec.tls.is_some(), buffer, "TLS listeners"),
+        (
+            spec.tls.as_ref().is_some_and(|t| t.quic_port.is_some()),
+            spec.kind == Kind::Lode,
+            "QUIC listeners",
+        ),
+        (
+            spec.zones.iter().any(|z| z.primaries_tls),
+            spec.kind == Kind::Bind,
+            "transfers over TLS",
+        ),
     ] {
         if set && !allowed {
             return Err(unsupported(spec, what));

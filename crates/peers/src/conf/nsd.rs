@@ -2,6 +2,7 @@
 //! state file in the server's directory; `nsd -d` in the foreground.
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::path::Path;
 
 use super::{
@@ -60,6 +61,19 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     }
     if let Some(b) = spec.socket_buffer {
         let _ = write!(c, "    so-rcvbuf: {b}\n    so-sndbuf: {b}\n");
+    }
+    // NSD serves TLS on the addresses whose port is tls-port.
+    if let Some(t) = &spec.tls {
+        for a in &spec.addresses {
+            let _ = writeln!(c, "    ip-address: {}", at(&SocketAddr::new(*a, t.port)));
+        }
+        let _ = write!(
+            c,
+            "    tls-port: {}\n    tls-service-key: \"{}\"\n    tls-service-pem: \"{}\"\n",
+            t.port,
+            t.key.display(),
+            t.cert.display()
+        );
     }
     c.push_str(&spec.server_extra);
     c.push_str("remote-control:\n    control-enable: no\n");

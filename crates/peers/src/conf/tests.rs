@@ -362,3 +362,125 @@ fn knot_zones_signed_alike_share_a_policy() {
     assert_eq!(c.matches("dnssec-policy: z0-policy\n").count(), 2, "{c}");
     assert_eq!(c.matches("dnssec-policy: z3-policy\n").count(), 1, "{c}");
 }
+
+#[test]
+fn presign_configuration_for_kzonesign() {
+    let dir = scratch("presign");
+    let zone = Zone::primary("com", Content::File("/z/com.zone".into())).signed(Signing {
+        nsec3: true,
+        opt_out: true,
+        ..Signing::default()
+    });
+    let spec = crate::presign::spec(&zone, &dir).expect("a signed primary");
+    let c = conf(Kind::Knot, &spec, "knot.conf");
+    assert!(
+        c.contains("    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n    nsec3-opt-out: on\n"),
+        "{c}"
+    );
+    assert!(c.contains("    algorithm: ecdsap256sha256\n"), "{c}");
+    assert!(
+        c.contains("  - domain: \"com.\"\n    file: \"/z/com.zone\"\n"),
+        "{c}"
+    );
+    assert!(c.contains("    journal-content: none\n"), "{c}");
+    assert!(c.contains("    dnssec-signing: on\n"), "{c}");
+    let unsigned = Zone::primary("com", Content::File("/z/com.zone".into()));
+    assert!(crate::presign::spec(&unsigned, &dir).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tls(quic: Option<u16>) -> crate::Tls {
+    crate::Tls {
+        port: 5853,
+        quic_port: quic,
+        cert: "/c/cert.pem".into(),
+        key: "/c/key.pem".into(),
+    }
+}
+
+#[test]
+fn tls_listeners() {
+    let primary = |kind: Kind, quic: Option<u16>| {
+        Spec::new(kind, 5300)
+            .tls(tls(quic))
+            .zone(Zone::primary("example", Content::File("/z/f".into())))
+    };
+    let c = conf(Kind::Lode, &primary(Kind::Lode, Some(5854)), "lode.toml");
+    assert!(
+        c.contains(
+            "listen-tls = [\"127.0.0.1@5853\"]\nlisten-quic = [\"127.0.0.1@5854\"]\n\
+             cert-file = \"/c/cert.pem\"\nkey-file = \"/c/key.pem\"\n"
+        ),
+        "{c}"
+    );
+    let c = conf(Kind::Nsd, &primary(Kind::Nsd, None), "nsd.conf");
+    assert!(
+        c.contains("    ip-address: 127.0.0.1@5300\n")
+            && c.contains(
+                "    ip-address: 127.0.0.1@5853\n    tls-port: 5853\n    \
+                 tls-service-key: \"/c/key.pem\"\n    tls-service-pem: \"/c/cert.pem\"\n"
+            ),
+        "{c}"
+    );
+    let c = conf(Kind::Bind, &primary(Kind::Bind, None), "named.conf");
+    assert!(
+        c.contains("  listen-on port 5853 tls peers-tls { 127.0.0.1; };\n"),
+        "{c}"
+    );
+    assert!(
+        c.contains("tls peers-tls { key-file \"/c/key.pem\"; cert-file \"/c/cert.pem\"; };\n"),
+        "{c}"
+    );
+    let dir = scratch("tls-refused");
+    for (kind, quic) in [
+        (Kind::Knot, None),
+        (Kind::Nsd, Some(5854)),
+        (Kind::Bind, Some(1)),
+    ] {
+        assert!(
+            matches!(
+                write(&primary(kind, quic), &dir),
+                Err(Error::Unsupported { .. })
+            ),
+            "{kind}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bind_secondary_over_tls() {
+    let spec = Spec::new(Kind::Bind, 5300)
+        .key(Key::new("k", "hmac-sha256", "c2VjcmV0"))
+        .zone(
+            Zone::secondary("example", &[([127, 0, 0, 1], 5853).into()])
+                .key("k")
+                .primaries_tls(),
+        );
+    let c = conf(Kind::Bind, &spec, "named.conf");
+    assert!(
+        c.contains("  primaries { 127.0.0.1 port 5853 key \"k\" tls opportunistic; };\n"),
+        "{c}"
+    );
+    assert!(c.contains("tls opportunistic { };\n"), "{c}");
+    let dir = scratch("xot-refused");
+    let mut knot = spec.clone();
+    knot.kind = Kind::Knot;
+    assert!(matches!(write(&knot, &dir), Err(Error::Unsupported { .. })));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn self_signed_certificate_in_pem() {
+    if crate::program("openssl").is_none() {
+        eprintln!("SKIPPED: openssl is not installed");
+        return;
+    }
+    let dir = scratch("certificate");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    crate::self_signed_certificate(&cert, &key).expect("made");
+    let text = |p: &Path| std::fs::read_to_string(p).expect("written");
+    assert!(text(&cert).starts_with("-----BEGIN CERTIFICATE-----"));
+    assert!(text(&key).contains("PRIVATE KEY-----"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -22,6 +22,8 @@ use lode_io::tls::{ServerAuth, TlsClient};
 
 use crate::query::{check_reply, Expect, QuerySet, Verdict};
 
+pub mod peers;
+
 /// How long one connection, handshake or answer may take.
 pub const TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -45,6 +47,48 @@ pub struct Tally {
     pub failures: u64,
     /// Seconds the run took.
     pub secs: f64,
+}
+
+impl Tally {
+    /// `WHAT: N handshakes, A answers, F failures in S s: H handshakes/s, A
+    /// answers/s`, and with the server's CPU seconds `cpu` its µs per `per`
+    /// (handshakes or answers).
+    pub fn line(&self, what: &str, per: u64, cpu: Option<f64>) -> String {
+        let mut s = format!(
+            "{what}: {} handshakes, {} answers, {} failures in {:.2} s: {:.0} handshakes/s, {:.0} answers/s",
+            self.handshakes,
+            self.answers,
+            self.failures,
+            self.secs,
+            self.handshakes as f64 / self.secs,
+            self.answers as f64 / self.secs
+        );
+        if let Some(c) = cpu.filter(|_| per > 0) {
+            s.push_str(&format!(
+                ", server CPU {c:.2} s, {:.1} µs each",
+                c * 1e6 / per as f64
+            ));
+        }
+        s
+    }
+}
+
+/// `WHAT: N idle connections held`, and with the server's resident KiB
+/// before and with them open `: server RSS B -> P KiB, X bytes each`.
+pub fn idle_line(what: &str, held: usize, rss_kib: Option<(u64, u64)>) -> String {
+    let mut text = format!("{what}: {held} idle connections held");
+    if let Some((before, peak)) = rss_kib.filter(|_| held > 0) {
+        text.push_str(&format!(
+            ": server RSS {before} -> {peak} KiB, {} bytes each",
+            peak.saturating_sub(before) * 1024 / held as u64
+        ));
+    }
+    text
+}
+
+/// A DoT client (ALPN `dot`) making full handshakes and authenticating nothing.
+pub fn dot_client() -> Result<TlsClient, String> {
+    client(lode_io::tls::ALPN_DOT)
 }
 
 /// Counters shared by a run's workers.
@@ -351,4 +395,36 @@ pub fn doq_hold(
         Ok::<(), String>(())
     })?;
     Ok(counts.handshakes.load(Ordering::Relaxed) as usize)
+}
+
+/// `connections` DoT connections to `addr`, opened one after the other,
+/// each a full handshake and then held idle (no query: a client that
+/// connected and waits); once all are open and a second has passed,
+/// `at_peak` is called with how many are, then every one is closed.
+/// Returns that number and the handshakes per second of opening them.
+pub fn dot_hold(
+    addr: SocketAddr,
+    connections: usize,
+    at_peak: impl FnOnce(usize),
+) -> Result<(usize, f64), String> {
+    crate::rate::raise_nofile(connections as u64 + 64).map_err(|e| e.to_string())?;
+    let tls = dot_client()?;
+    let started = Instant::now();
+    let mut held = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        let Ok(tcp) = std::net::TcpStream::connect_timeout(&addr, TIMEOUT) else {
+            continue;
+        };
+        let _ = tcp.set_read_timeout(Some(TIMEOUT));
+        let _ = tcp.set_write_timeout(Some(TIMEOUT));
+        if let Ok(s) = tls.connect(tcp, "lode-bench") {
+            held.push(s);
+        }
+    }
+    let rate = held.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    std::thread::sleep(Duration::from_secs(1));
+    at_peak(held.len());
+    let n = held.len();
+    drop(held);
+    Ok((n, rate))
 }

@@ -1,0 +1,92 @@
+//! `lode-bench tld` (crates/bench/src/server_cost/tld.rs): its arguments.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use lode_bench::server_cost::tld;
+
+use super::{drop_scratch, parse_servers, run_dirs, secs};
+
+/// Arguments of `lode-bench tld`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "The zone is `lode-bench gen tld --tld com --delegations N` (COM-shaped \
+delegations, glue, DS); its first 300,000 referral and NXDOMAIN queries are what dnsperf \
+sends. Knot's kzonesign signs a copy (ECDSA P-256, NSEC3 opt-out, no salt, 0 iterations, keys \
+made on the spot) and every server serves that file as it is. In each round each server runs \
+alone on 127.0.0.1:--port with one UDP worker pinned to --server-cpu (Knot: one TCP and one \
+background worker; no journal), stopped by PID after its runs: on the unsigned zone dnsperf \
+sends referral queries (DO=0), on the signed zone referral queries, then NXDOMAIN queries, \
+with DO=1 (`dnsperf -D`), each at --rate q/s for --duration s from --tester-cpu. The rate is \
+below every server's capacity: this is CPU per answer, not a saturation search.
+
+Measured: the server's processes' user + system time (/proc/PID/stat, NSD's forked servers \
+included) over the answers dnsperf got, and the server CPU's busy time (/proc/stat: user, \
+system, irq, softirq — the kernel's receive path) over the same answers, exact only on an \
+otherwise idle machine; medians over the rounds, queries lost summed. At each start: seconds \
+until the first referral query is answered NOERROR (asked every 0.1 s), then VmRSS and VmHWM \
+summed over its processes (the last round's are printed). Prints both tables; writes tld.md, \
+tld.json (with the provenance) and dnsperf's outputs (dnsperf/) to --out. Needs dnsperf, \
+knotd, kzonesign (knot-dnssecutils) and nsd. Another build of Lode: `lode-bench --lode PATH \
+tld …`. Example: lode-bench tld --delegations 100000 --rounds 1"
+)]
+pub(crate) struct TldArgs {
+    /// Results folder (default results/tld-DATE).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Scratch folder: the data set, its signed copy, the servers' folders (default: a
+    /// folder under /var/tmp, removed at the end).
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// Delegations in the zone.
+    #[arg(long, default_value_t = 1_000_000)]
+    delegations: u64,
+    /// Queries per second dnsperf sends (below every server's capacity).
+    #[arg(long, default_value_t = 20_000)]
+    rate: u64,
+    /// Seconds of each dnsperf run.
+    #[arg(long, default_value_t = 10)]
+    duration: u64,
+    /// Rounds over the servers (the figures are their medians).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Servers, in the order of each round: lode, knot, nsd.
+    #[arg(long, value_delimiter = ',', default_value = "lode,knot,nsd")]
+    servers: Vec<String>,
+    /// CPU the server is pinned to.
+    #[arg(long, default_value_t = 0)]
+    server_cpu: usize,
+    /// CPU dnsperf is pinned to.
+    #[arg(long, default_value_t = 1)]
+    tester_cpu: usize,
+    /// Port of the server on 127.0.0.1.
+    #[arg(long, default_value_t = 15453)]
+    port: u16,
+    /// Seconds a server may take to answer its first query.
+    #[arg(long, default_value_t = 3600.0)]
+    load_limit: f64,
+}
+
+pub(super) fn run(a: TldArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
+    let ours = PathBuf::from(format!("/var/tmp/lode-tld-{}", std::process::id()));
+    let (out, work, _) = run_dirs("tld", false, &a.out, &Some(a.work.clone().unwrap_or(ours)));
+    let cfg = tld::TldConfig {
+        out,
+        work: work.clone(),
+        lode: lode.path()?,
+        servers: parse_servers(&a.servers, false)?,
+        delegations: a.delegations,
+        rate: a.rate,
+        duration: a.duration,
+        rounds: a.rounds,
+        server_cpu: a.server_cpu,
+        tester_cpu: a.tester_cpu,
+        port: a.port,
+        load_limit: secs(a.load_limit, "--load-limit")?,
+    };
+    let result = tld::run(&cfg);
+    drop_scratch(a.work.is_none(), &work);
+    let r = result?;
+    super::server_cost::print(&r.lines(cfg.server_cpu), &r.report)?;
+    Ok(ExitCode::SUCCESS)
+}
