@@ -30,6 +30,7 @@ mod encrypted;
 mod fleet;
 mod rate;
 mod server_cost;
+mod signing;
 mod updates;
 mod xdp;
 mod zones;
@@ -92,6 +93,9 @@ pub(crate) enum BenchWhat {
     /// Zones added, then removed, by `lode reload`: each reload's time, Lode's memory,
     /// threads and files after it; reload-zones.md.
     ReloadZones(zones::ReloadZonesArgs),
+    /// Signing through a PKCS #11 token (SoftHSM2) against key files, Lode beside Knot's
+    /// kzonesign: signatures/s of a whole-zone signing; hsm.md.
+    Hsm(Box<signing::HsmArgs>),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -583,6 +587,7 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::AxfrIn(a) => server_cost::axfr_in(*a, lode),
         BenchWhat::ManyZones(a) => zones::run_many(*a, lode),
         BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
+        BenchWhat::Hsm(a) => signing::run_hsm(*a, lode),
     }
 }
 

@@ -23,7 +23,7 @@ fn measured(given: &Option<PathBuf>, lode: &crate::LodeBinary) -> anyhow::Result
 }
 
 /// Prints the figure lines, then where the report went.
-fn print(lines: &[String], report: &Path) -> anyhow::Result<()> {
+pub(super) fn print(lines: &[String], report: &Path) -> anyhow::Result<()> {
     for l in lines {
         out!("{l}");
     }
