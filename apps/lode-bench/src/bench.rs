@@ -96,6 +96,9 @@ pub(crate) enum BenchWhat {
     /// Signing through a PKCS #11 token (SoftHSM2) against key files, Lode beside Knot's
     /// kzonesign: signatures/s of a whole-zone signing; hsm.md.
     Hsm(Box<signing::HsmArgs>),
+    /// A ZSK rollover of a large signed zone, Lode and Knot DNS: time and server CPU until
+    /// every signature is by the new key, query latency during it against static; rollover.md.
+    Rollover(Box<signing::RolloverArgs>),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -588,6 +591,7 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::ManyZones(a) => zones::run_many(*a, lode),
         BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
         BenchWhat::Hsm(a) => signing::run_hsm(*a, lode),
+        BenchWhat::Rollover(a) => signing::run_rollover(*a, lode),
     }
 }
 

@@ -1,4 +1,4 @@
-//! `lode-bench hsm`
+//! `lode-bench hsm` and `lode-bench rollover`
 //! (crates/bench/src/signing):
 //! their arguments.
 
@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use lode_bench::signing::hsm;
+use lode_bench::signing::{hsm, rollover};
 
 use super::server_cost::print;
 use super::zones::Folders;
@@ -87,4 +87,104 @@ pub(super) fn run_hsm(a: HsmArgs, lode: &crate::LodeBinary) -> anyhow::Result<Ex
         true => ExitCode::SUCCESS,
         false => ExitCode::from(1),
     })
+}
+
+/// Arguments of `lode-bench rollover`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "One ENUM zone of --records NAPTR records (`lode-bench gen enum --zones 1 \
+--prefix P`, kept in --work), ECDSA P-256, NSEC. Each server in turn on 127.0.0.1:--port, \
+pinned to --server-cpu (Lode one worker; Knot one UDP and one TCP worker, two background \
+workers, --knot-journal as journal-max-usage and --knot-journal-db as journal-db-max-size: a \
+whole re-signing is one changeset), policy \
+with 2 signing threads, propagation-delay 1, dnskey-ttl 1, zsk-lifetime 0: it signs the zone \
+at start (at most --sign-limit), its KSK is marked submitted, 5 s later a --step-second step \
+of queries for existing names at --rate q/s (the rate tester on --tester-cpu, timeout 1 s) \
+gives the static latency; then `zone-key-rollover ZONE zsk`: the new ZSK takes over 2 s \
+later and every signature is made again; a second step starts at once (during). Timed from \
+the rollover until every signature is by the new key (Lode: its log line \"every signature \
+is by the keys of the moment\"; Knot: the second \"DNSSEC, successfully signed\" after it, \
+the first being the new key's publication), with the server's CPU seconds (utime + stime) \
+over that time, the step's queries included. Prints per server the answered share and p50 / \
+p99 / p99.9 latency of both steps, the rollover's wall and CPU seconds and p99.9 during ÷ \
+static; rollover.md and rollover.json in --out. Another build of Lode: `lode-bench --lode \
+PATH rollover …`. Example: lode-bench rollover --records 100000 --rate 10000"
+)]
+pub(crate) struct RolloverArgs {
+    #[command(flatten)]
+    folders: Folders,
+    /// Servers, in run order: lode, knot (Knot is skipped when not installed).
+    #[arg(long, value_delimiter = ',', default_value = "lode,knot")]
+    servers: Vec<String>,
+    /// NAPTR records of the zone.
+    #[arg(long, default_value_t = 500_000)]
+    records: u64,
+    /// Leading digits (E.164 prefix) of the generated numbers (1646 for 5 M records in one zone).
+    #[arg(long, default_value = "16461")]
+    prefix: String,
+    /// Queries per second of each step.
+    #[arg(long, default_value_t = 20_000)]
+    rate: u64,
+    /// Seconds of each step (static, during).
+    #[arg(long, default_value_t = 30.0)]
+    step: f64,
+    /// Knot's journal-max-usage (5 M records need more than the default 8G).
+    #[arg(long, default_value = "8G")]
+    knot_journal: String,
+    /// Knot's journal-db-max-size (the journal database's bound).
+    #[arg(long, default_value = "20G")]
+    knot_journal_db: String,
+    /// CPU the server is pinned to.
+    #[arg(long, default_value_t = 0)]
+    server_cpu: usize,
+    /// CPU the rate tester is pinned to.
+    #[arg(long, default_value_t = 1)]
+    tester_cpu: usize,
+    /// Port of the server on 127.0.0.1.
+    #[arg(long, default_value_t = 15394)]
+    port: u16,
+    /// Seconds the first signing may take.
+    #[arg(long, default_value_t = 900.0)]
+    sign_limit: f64,
+    /// Seconds from the rollover until every signature must be by the new key.
+    #[arg(long, default_value_t = 3600.0)]
+    resign_limit: f64,
+}
+
+pub(super) fn run_rollover(a: RolloverArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
+    let mut servers = Vec::new();
+    for s in a.servers.iter().map(|s| s.trim()) {
+        let k = match s {
+            "lode" => lode_bench::signing::Kind::Lode,
+            "knot" => lode_bench::signing::Kind::Knot,
+            _ => bail!("--servers: lode, knot (not {s:?})"),
+        };
+        if !servers.contains(&k) {
+            servers.push(k);
+        }
+    }
+    if a.rate == 0 {
+        bail!("--rate must be positive");
+    }
+    let (out, work, temp) = a.folders.dirs("rollover");
+    let cfg = rollover::RolloverConfig {
+        out,
+        work: work.clone(),
+        lode: lode.path()?,
+        servers,
+        records: a.records,
+        prefix: a.prefix,
+        rate: a.rate,
+        step: secs(a.step, "--step")?,
+        knot_journal: a.knot_journal,
+        knot_journal_db: a.knot_journal_db,
+        server_cpu: a.server_cpu,
+        tester_cpu: a.tester_cpu,
+        port: a.port,
+        sign_limit: secs(a.sign_limit, "--sign-limit")?,
+        resign_limit: secs(a.resign_limit, "--resign-limit")?,
+    };
+    let r = scratch_dropped(temp, &work, rollover::run(&cfg))?;
+    print(&r.lines(&cfg), &r.report)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,7 @@
-//! What DNSSEC signing costs: signing through a PKCS #11 token against
-//! key files (`lode-bench hsm`, Lode beside Knot's `kzonesign`).
+//! What DNSSEC signing costs, one set-up per command: signing through a
+//! PKCS #11 token against key files (`lode-bench hsm`, Lode beside Knot's
+//! `kzonesign`) and a ZSK rollover of a large zone (`lode-bench rollover`:
+//! the re-signing's time and CPU, query latency during it against static).
 //! Servers start through lode-peers; each command prints its figures and
 //! writes a report (`NAME.md`, `NAME.json`) with the provenance.
 //!
@@ -11,6 +13,7 @@
 //! ```
 
 pub mod hsm;
+pub mod rollover;
 
 /// The servers these commands start (lode-peers' names for them).
 pub use lode_peers::Kind;

@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use super::*;
 
 fn scratch(tag: &str) -> PathBuf {
@@ -41,4 +43,32 @@ fn hsm_row_as_printed() {
         row.line(),
         "lode, keys in token                   2.5      40001        16000"
     );
+}
+
+#[test]
+fn rollover_lines_as_printed() {
+    let l = rollover::Latency {
+        answered_pct: 100.0,
+        p50: 40,
+        p99: 90,
+        p999: 300,
+    };
+    let run = rollover::RolloverRun {
+        server: "lode".into(),
+        static_step: l,
+        during: rollover::Latency { p999: 189, ..l },
+        wall_secs: 448.14,
+        cpu_secs: 60.06,
+    };
+    let lines = run.lines(Duration::from_secs(30));
+    assert_eq!(
+        lines[1],
+        "  static: answered 100.0 % p50 40 p99 90 p99.9 300 µs"
+    );
+    assert_eq!(
+        lines[3],
+        "  rollover to every signature by the new ZSK: 448.1 s wall, 60.1 server CPU s \
+         (the 30-second query step included)"
+    );
+    assert_eq!(lines[4], "  p99.9 during ÷ static: 0.63");
 }
