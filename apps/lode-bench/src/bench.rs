@@ -99,6 +99,9 @@ pub(crate) enum BenchWhat {
     /// A ZSK rollover of a large signed zone, Lode and Knot DNS: time and server CPU until
     /// every signature is by the new key, query latency during it against static; rollover.md.
     Rollover(Box<signing::RolloverArgs>),
+    /// Signing: a zone signed whole by Lode, Knot, BIND and ldns (time, signatures/s, peak
+    /// memory); an NSEC3-signed zone's memory and the server CPU per DO=1 answer; signing.md.
+    Signing(Box<signing::SigningArgs>),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -592,6 +595,7 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
         BenchWhat::Hsm(a) => signing::run_hsm(*a, lode),
         BenchWhat::Rollover(a) => signing::run_rollover(*a, lode),
+        BenchWhat::Signing(a) => signing::run_signing(*a, lode),
     }
 }
 

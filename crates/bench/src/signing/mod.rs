@@ -1,7 +1,9 @@
 //! What DNSSEC signing costs, one set-up per command: signing through a
 //! PKCS #11 token against key files (`lode-bench hsm`, Lode beside Knot's
-//! `kzonesign`) and a ZSK rollover of a large zone (`lode-bench rollover`:
-//! the re-signing's time and CPU, query latency during it against static).
+//! `kzonesign`), a ZSK rollover of a large zone (`lode-bench rollover`: the
+//! re-signing's time and CPU, query latency during it against static), and
+//! `lode-bench signing`: a zone signed whole by Lode and its peers, the
+//! memory of an NSEC3-signed zone, the server CPU per DO=1 answer on it.
 //! Servers start through lode-peers; each command prints its figures and
 //! writes a report (`NAME.md`, `NAME.json`) with the provenance.
 //!
@@ -13,7 +15,10 @@
 //! ```
 
 pub mod hsm;
+pub mod parts;
 pub mod rollover;
+pub mod served;
+pub mod whole;
 
 /// The servers these commands start (lode-peers' names for them).
 pub use lode_peers::Kind;
@@ -299,6 +304,32 @@ pub fn lines_of(path: &Path, mut each: impl FnMut(&str)) -> Result<u64, CostErro
         n += 1;
     }
     Ok(n)
+}
+
+/// Whether `server` answers `name`/`rtype` asked with DO=1 over UDP
+/// (one try, 1 s) with a signature among the answers.
+pub fn signed_answer(server: SocketAddr, name: &str, rtype: Rtype) -> bool {
+    let Ok(n) = Name::parse(name, Some(&Name::root())) else {
+        return false;
+    };
+    let mut q = lode_wire::request::query(0x5a5c, &n, rtype);
+    // One OPT record: root owner, UDP size 1232, DO set.
+    q[11] = 1;
+    q.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 0]);
+    let Ok(sock) = std::net::UdpSocket::bind(("127.0.0.1", 0)) else {
+        return false;
+    };
+    let mut buf = vec![0u8; 4096];
+    let reply = sock
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .and_then(|_| sock.send_to(&q, server))
+        .and_then(|_| sock.recv(&mut buf));
+    let Ok(len) = reply else {
+        return false;
+    };
+    let msg = &buf[..len];
+    Reply::of(msg).is_some_and(|h| h.id == 0x5a5c && h.rcode == 0)
+        && lode_wire::request::answers(msg).any(|a| a.rtype == Rtype::RRSIG)
 }
 
 /// What an AXFR held.

@@ -72,3 +72,73 @@ fn rollover_lines_as_printed() {
     );
     assert_eq!(lines[4], "  p99.9 during ÷ static: 0.63");
 }
+
+#[test]
+fn whole_signing_rows_and_the_ceiling() {
+    let text = "version: 3.0.11\n+F4:0:256:0.000020:0.000060\n\
+                                              sign    verify    sign/s verify/s\n \
+                256 bits ecdsa (nistp256)   0.0000s   0.0001s  69000.0  23000.0\n";
+    assert_eq!(whole::parse_openssl(text), Some(69000.0));
+    assert_eq!(whole::parse_openssl("nothing"), None);
+    let row = whole::SignerRow {
+        signer: "lode (nsec, 2 threads, from start)".into(),
+        wall_secs: 17.6,
+        signatures: Some(1_000_000),
+        peak: 300 << 20,
+        signing_secs: Some(16.0),
+    };
+    assert_eq!(
+        row.line(),
+        "lode (nsec, 2 threads, from start)      17.6    1000000        56818       300   \
+         (signing alone 16.0 s: 62500 sig/s)"
+    );
+    let uncounted = whole::SignerRow {
+        signatures: None,
+        ..row
+    };
+    assert!(
+        uncounted
+            .line()
+            .contains("         -            -       300   (signing alone 16.0 s)"),
+        "{}",
+        uncounted.line()
+    );
+}
+
+#[test]
+fn answers_queries_and_medians() {
+    let dir = scratch("answers");
+    let zone = dir.join("signed.zone");
+    let mut text = String::from("z. 3600 IN SOA ns. h. 1 2 3 4 5\n");
+    for i in 0..10 {
+        text.push_str(&format!(
+            "{i}.z. 3600 IN NAPTR 100 10 \"u\" \"E2U+sip\" \"!^.*$!x!\" .\n"
+        ));
+        text.push_str(&format!(
+            "{i}.z. 3600 IN RRSIG NAPTR 13 2 3600 1 2 3 z. AA==\n"
+        ));
+    }
+    std::fs::write(&zone, text).expect("zone");
+    let [exist, nx] = served::query_files(&zone, &dir.join("q"), 5).expect("queries");
+    let exist = std::fs::read_to_string(exist).expect("exist");
+    assert_eq!(exist.lines().count(), 5, "{exist}");
+    assert!(exist.starts_with("0.z. NAPTR\n2.z. NAPTR\n"), "{exist}");
+    let nx = std::fs::read_to_string(nx).expect("nx");
+    assert!(nx.starts_with("nx-0.z. NAPTR\n"), "{nx}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let row = |cpu: f64| served::AnswerRow {
+        server: "lode".into(),
+        zone: "signed".into(),
+        kind: "exist".into(),
+        answered: 200_000,
+        cpu_secs: cpu,
+        sys_secs: cpu / 2.0,
+    };
+    let m = parts::medians(&[vec![row(3.0)], vec![row(3.74)], vec![row(5.0)]]);
+    assert_eq!(m.len(), 1);
+    assert_eq!(
+        m[0].line(),
+        "lode   signed    exist     200000        3.740          18.70           9.35"
+    );
+}
