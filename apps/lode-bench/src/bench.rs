@@ -31,6 +31,7 @@ mod encrypted;
 mod fleet;
 mod rate;
 mod server_cost;
+mod signing;
 mod tld;
 mod updates;
 mod xdp;
@@ -105,6 +106,15 @@ pub(crate) enum BenchWhat {
     /// The large sets: 100 M records served by Lode (start, memory, zero-loss rates), the
     /// zone-text parse rate on every core and the start of a 20 M set from snapshots.
     BigSets(Box<big::BigSetsArgs>),
+    /// Signing through a PKCS #11 token (SoftHSM2) against key files, Lode beside Knot's
+    /// kzonesign: signatures/s of a whole-zone signing; hsm.md.
+    Hsm(Box<signing::HsmArgs>),
+    /// A ZSK rollover of a large signed zone, Lode and Knot DNS: time and server CPU until
+    /// every signature is by the new key, query latency during it against static; rollover.md.
+    Rollover(Box<signing::RolloverArgs>),
+    /// Signing: a zone signed whole by Lode, Knot, BIND and ldns (time, signatures/s, peak
+    /// memory); an NSEC3-signed zone's memory and the server CPU per DO=1 answer; signing.md.
+    Signing(Box<signing::SigningArgs>),
 }
 
 /// Arguments of `lode-bench fsync`.
@@ -599,6 +609,9 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
         BenchWhat::Tld(a) => tld::run(*a, lode),
         BenchWhat::BigSets(a) => big::run(*a, lode),
+        BenchWhat::Hsm(a) => signing::run_hsm(*a, lode),
+        BenchWhat::Rollover(a) => signing::run_rollover(*a, lode),
+        BenchWhat::Signing(a) => signing::run_signing(*a, lode),
     }
 }
 

@@ -30,6 +30,7 @@ pub mod query;
 pub mod rate;
 pub mod search;
 pub mod server_cost;
+pub mod signing;
 pub mod sockbuf;
 pub mod stats;
 pub mod update;

@@ -229,8 +229,9 @@ pub enum Catalog {
     Interpret,
 }
 
-/// Knot's automatic DNSSEC signing of a zone (`dnssec-signing: on` with a
-/// policy); Lode's `dnssec-signing = true` with its defaults.
+/// Automatic DNSSEC signing of a zone: Knot's `dnssec-signing: on` with a
+/// policy; Lode's `dnssec-signing = true`, with a `[[policy]]` unless this is
+/// the default; BIND's `dnssec-policy default` (the default only).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Signing {
     /// Algorithm mnemonic, e.g. `ecdsap256sha256`.
@@ -241,6 +242,12 @@ pub struct Signing {
     pub opt_out: bool,
     /// Manual key management (keys imported by the test, no rollovers).
     pub manual: bool,
+    /// Threads of a whole-zone signing (`signing-threads`; None: the server's own).
+    pub threads: Option<usize>,
+    /// The keys made and kept in a PKCS #11 token instead of files.
+    pub keystore: Option<Pkcs11>,
+    /// Rollover timing instead of the server's own.
+    pub rollover: Option<Rollover>,
 }
 
 impl Default for Signing {
@@ -250,6 +257,9 @@ impl Default for Signing {
             nsec3: false,
             opt_out: false,
             manual: false,
+            threads: None,
+            keystore: None,
+            rollover: None,
         }
     }
 }
@@ -266,6 +276,30 @@ pub struct Tls {
     pub cert: PathBuf,
     /// Its private key (PEM).
     pub key: PathBuf,
+}
+
+/// A PKCS #11 token keys are made in and sign in (a `keystore` of backend
+/// `pkcs11`). Knot takes the PIN in its configuration (`pin-value`); Lode
+/// from a file written beside its configuration (`pin-source`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pkcs11 {
+    /// The token's label.
+    pub token: String,
+    /// The user PIN.
+    pub pin: String,
+    /// The module (e.g. `/usr/lib/softhsm/libsofthsm2.so`).
+    pub module: PathBuf,
+}
+
+/// Key rollover timing of a policy, seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rollover {
+    /// `propagation-delay`: added to each rollover step.
+    pub propagation_delay: u32,
+    /// `dnskey-ttl`: the DNSKEY RRset's TTL.
+    pub dnskey_ttl: u32,
+    /// `zsk-lifetime`: from a ZSK's activation to its automatic rollover (0: never).
+    pub zsk_lifetime: u32,
 }
 
 /// One zone of a [`Spec`].

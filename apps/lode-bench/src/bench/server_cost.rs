@@ -43,8 +43,14 @@ and waiting for its reply: an acknowledged update is durable. Server CPU is utim
 from /proc/PID/stat (10 ms ticks) just before and after the clients' run. The set \
 (`lode-bench gen enum`) stays in --work for the next run. Prints per server the clients' \
 summary, durable updates/s ÷ fdatasync/s, the server's CPU seconds and µs per durable \
-update; update-cpu.md and update-cpu.json in --out. \
-Example: lode-bench update-cpu --clients 16 --duration 20"
+update; update-cpu.md and update-cpu.json in --out. With --signed each server signs the \
+zones with its default policy (ECDSA P-256, NSEC; Knot with two background workers, its \
+zones loaded whole; BIND's dnssec-policy default, signing the dynamic zones in place) and \
+every update before it answers; the clients start once the last NAPTR of every zone is \
+answered with its RRSIG (DO=1, asked every 2 s, at most --sign-limit from the start), and \
+the time that took is printed. \
+Example: lode-bench update-cpu --clients 16 --duration 20; signed by three servers: \
+lode-bench update-cpu --signed --servers lode,bind,knot"
 )]
 pub(crate) struct UpdateCpuArgs {
     /// Results folder (default results/update-cpu-DATE).
@@ -53,7 +59,7 @@ pub(crate) struct UpdateCpuArgs {
     /// Scratch folder: the set and the servers' folders (default: a temp dir, removed).
     #[arg(long)]
     work: Option<PathBuf>,
-    /// Servers, in run order: lode, knot (Knot is skipped when not installed).
+    /// Servers, in run order: lode, knot, bind (one not installed is skipped).
     #[arg(long, value_delimiter = ',', default_value = "lode,knot")]
     servers: Vec<String>,
     /// ENUM numbers of the set (Shen & Schulzrinne's 500k set).
@@ -81,10 +87,13 @@ pub(crate) struct UpdateCpuArgs {
     /// Lode's background-workers (default: Lode's own).
     #[arg(long, value_name = "N")]
     background_workers: Option<usize>,
-    /// Zones signed by Lode (dnssec-signing, its default policy): each update is signed
-    /// too. Knot is then not run.
+    /// Zones signed by each server (dnssec-signing, its default policy): each update is
+    /// signed too.
     #[arg(long)]
     signed: bool,
+    /// With --signed: seconds a server may take to sign the zones (from its start).
+    #[arg(long, default_value_t = 1800.0)]
+    sign_limit: f64,
     /// `perf record -F 999` of Lode during the updates into --out/perf.data.
     #[arg(long)]
     perf: bool,
@@ -110,9 +119,9 @@ pub(super) fn update_cpu(a: UpdateCpuArgs, lode: &crate::LodeBinary) -> anyhow::
     if servers.is_empty()
         || servers
             .iter()
-            .any(|k| !matches!(k, Kind::Lode | Kind::Knot))
+            .any(|k| !matches!(k, Kind::Lode | Kind::Knot | Kind::Bind))
     {
-        bail!("--servers: lode, knot");
+        bail!("--servers: lode, knot, bind");
     }
     let key =
         lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(BENCH_KEY)).context("--tsig")?;
@@ -131,6 +140,7 @@ pub(super) fn update_cpu(a: UpdateCpuArgs, lode: &crate::LodeBinary) -> anyhow::
         zonefile_sync: a.zonefile_sync,
         background_workers: a.background_workers,
         signed: a.signed,
+        sign_limit: secs(a.sign_limit, "--sign-limit")?,
         perf: a.perf.then_some(a.perf_call_graph),
         server_cpu: a.server_cpu,
         tester_cpu: a.tester_cpu,

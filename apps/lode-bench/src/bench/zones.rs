@@ -134,9 +134,9 @@ pub(super) fn run_reload(a: ReloadZonesArgs, lode: &crate::LodeBinary) -> anyhow
     Ok(ExitCode::SUCCESS)
 }
 
-/// The report and scratch folders of a zone benchmark.
+/// The report and scratch folders of a zone or signing benchmark.
 #[derive(clap::Args, Debug)]
-struct Folders {
+pub(super) struct Folders {
     /// Results folder (default results/COMMAND-DATE).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -149,7 +149,7 @@ struct Folders {
 impl Folders {
     /// The report folder, the scratch folder (default under /var/tmp: a million
     /// zone files do not belong in a memory-backed /tmp) and whether it is ours.
-    fn dirs(&self, kind: &str) -> (PathBuf, PathBuf, bool) {
+    pub(super) fn dirs(&self, kind: &str) -> (PathBuf, PathBuf, bool) {
         let ours = PathBuf::from(format!("/var/tmp/lode-{kind}-{}", std::process::id()));
         let work = Some(self.work.clone().unwrap_or(ours));
         let (out, work_dir, _) = run_dirs(kind, false, &self.out, &work);

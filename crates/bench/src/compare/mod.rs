@@ -18,7 +18,7 @@
 //!
 //! Every server is stopped by PID by a guard (also on errors); every wait is bounded.
 
-mod ceiling;
+pub(crate) mod ceiling;
 pub mod fairness;
 pub mod metrics;
 pub mod report;

@@ -57,8 +57,13 @@ pub struct CpuConfig {
     pub zonefile_sync: i64,
     /// Lode's `background-workers` (None: its default).
     pub background_workers: Option<usize>,
-    /// Zones signed by Lode (`dnssec-signing`); Knot is not run then.
+    /// Zones signed by each server with its default policy (ECDSA P-256,
+    /// NSEC; Knot with two background workers, its zones loaded whole): each
+    /// update is signed too. The clients start once the last NAPTR of every
+    /// zone is answered with its signature.
     pub signed: bool,
+    /// Longest wait for a server's signing of the zones.
+    pub sign_limit: Duration,
     /// `perf record` of Lode during the updates with this call-graph mode
     /// (`fp`, `dwarf`) into `out/perf.data`.
     pub perf: Option<String>,
@@ -85,6 +90,9 @@ pub struct CpuRun {
     pub updates: DurableResult,
     /// Server CPU seconds (utime + stime) over the clients' run.
     pub cpu_secs: f64,
+    /// With signed zones: seconds from the start until they were signed, and
+    /// the zones whose last name was still unsigned then (the wait's bound passed).
+    pub signed_after: Option<(f64, usize)>,
 }
 
 impl CpuRun {
@@ -97,6 +105,12 @@ impl CpuRun {
     /// fdatasync ratio, the CPU seconds and the CPU per durable update.
     pub fn lines(&self) -> Vec<String> {
         let mut v = vec![format!("== {}", self.server)];
+        if let Some((secs, unsigned)) = self.signed_after {
+            v.push(format!(
+                "{} signed the zones in {secs:.1} s ({unsigned} last names unsigned)",
+                self.server
+            ));
+        }
         v.push(format!("fsync probe: {}", self.fsync));
         v.extend(self.updates.summary());
         v.push(self.updates.fsync_line(&self.fsync));
@@ -129,6 +143,8 @@ impl CpuRun {
             "fdatasync_per_sec": self.fsync.per_sec(),
             "updates_per_fdatasync": durable::ratio(u.updates_per_sec(), self.fsync.per_sec()),
             "first_error": u.first_error,
+            "signed_after_secs": self.signed_after.map(|x| x.0),
+            "last_names_unsigned": self.signed_after.map(|x| x.1),
         })
     }
 }
@@ -165,32 +181,37 @@ pub fn run(cfg: &CpuConfig) -> Result<CpuResult, CostError> {
     }
     let mut result = CpuResult::default();
     let mut servers = cfg.servers.clone();
-    if cfg.signed && servers.contains(&Kind::Knot) {
-        servers.retain(|k| *k != Kind::Knot);
-        result
-            .notes
-            .push("Knot not run: the zones are signed by Lode (--signed)".into());
-    }
-    if servers.contains(&Kind::Knot) && lode_peers::program("knotd").is_none() {
-        servers.retain(|k| *k != Kind::Knot);
-        result
-            .notes
-            .push("Knot not run: knotd is not installed (Debian package knot)".into());
-    }
-    let provenance = Provenance::collect(Some(&cfg.lode), &["knotd"]);
+    servers.retain(|k| match k.program() {
+        Some((program, package)) if lode_peers::program(program).is_none() => {
+            result.notes.push(format!(
+                "{k} not run: {program} is not installed (Debian package {package})"
+            ));
+            false
+        }
+        _ => true,
+    });
+    let provenance = Provenance::collect(Some(&cfg.lode), &["knotd", "named"]);
     let mut spec = EnumSetSpec::new(cfg.records, cfg.zones);
     spec.prefix = Some(cfg.prefix.clone());
     let set_dir = cfg
         .work
         .join(format!("set-{}-{}-{}", cfg.records, cfg.zones, cfg.prefix));
-    let (_, zones) = enum_set(&spec, &set_dir, true)?;
+    let (layout, zones) = enum_set(&spec, &set_dir, true)?;
+    // The last NAPTR of each zone: signed last.
+    let last: Vec<String> = (0..layout.zones())
+        .map(|z| {
+            let mut name = Vec::new();
+            layout.name(z, layout.zone_records(z).saturating_sub(1), &mut name);
+            String::from_utf8_lossy(&name).into_owned()
+        })
+        .collect();
     pin_self(cfg.tester_cpu).map_err(|e| CostError(e.to_string()))?;
     for &kind in &servers {
         say(&format!(
             "== {kind}: {} clients for {:?}",
             cfg.clients, cfg.duration
         ));
-        let run = measure(cfg, kind, &zones)?;
+        let run = measure(cfg, kind, &zones, &last)?;
         result.runs.push(run);
     }
     let (md, js) = report(cfg, &result);
@@ -237,20 +258,37 @@ fn spec_for(
             {
                 z.role = lode_peers::Role::Primary(Content::Copy(f.clone()));
             }
-            if cfg.signed {
-                z.signing = Some(Signing::default());
+        }
+    }
+    if cfg.signed {
+        for z in &mut spec.zones {
+            z.signing = Some(Signing::default());
+            if kind == Kind::Knot {
+                z.extra.push_str("    zonefile-load: whole\n");
             }
+        }
+        if kind == Kind::Knot {
+            spec.background_workers = Some(2);
         }
     }
     Ok(spec)
 }
 
 /// One server: started, probed, loaded, stopped.
-fn measure(cfg: &CpuConfig, kind: Kind, zones: &[(String, PathBuf)]) -> Result<CpuRun, CostError> {
+fn measure(
+    cfg: &CpuConfig,
+    kind: Kind,
+    zones: &[(String, PathBuf)],
+    last: &[String],
+) -> Result<CpuRun, CostError> {
     let dir = cfg.work.join(kind.name());
     let spec = spec_for(cfg, kind, &dir, zones)?;
     let mut server =
         Server::start(&spec).map_err(|e| CostError(format!("{kind}: cannot start: {e}")))?;
+    let signed_after = match cfg.signed {
+        true => Some(wait_signed(&mut server, last, cfg.sign_limit)),
+        false => None,
+    };
     let fsync = durable::fsync_probe(&dir, cfg.fsync).map_err(|e| CostError(e.to_string()))?;
     say(&format!("{kind}: fsync probe: {fsync}"));
     let names = zones
@@ -300,7 +338,25 @@ fn measure(cfg: &CpuConfig, kind: Kind, zones: &[(String, PathBuf)]) -> Result<C
         fsync,
         updates,
         cpu_secs: after - before,
+        signed_after,
     })
+}
+
+/// Waits until each of `last` is answered with its signature (DO=1), every
+/// 2 s, at most `limit` from the server's start (a server may sign new
+/// zones in steps, answering meanwhile): the seconds since its start and
+/// the names still unsigned.
+fn wait_signed(server: &mut Server, last: &[String], limit: Duration) -> (f64, usize) {
+    let addr = server.addr();
+    let mut left: Vec<&String> = last.iter().collect();
+    while server.started().elapsed() < limit && server.alive() {
+        left.retain(|n| !crate::signing::signed_answer(addr, n, lode_wire::Rtype::NAPTR));
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    (server.started().elapsed().as_secs_f64(), left.len())
 }
 
 /// `perf record -F 999 --call-graph MODE -p PID -o OUT/perf.data -- sleep DURATION`.
@@ -339,7 +395,11 @@ fn report(cfg: &CpuConfig, r: &CpuResult) -> (String, Value) {
         cfg.duration.as_secs_f64(),
         cfg.server_cpu,
         cfg.zonefile_sync,
-        if cfg.signed { ", zones signed by Lode" } else { "" }
+        if cfg.signed {
+            ", zones signed by each server (its default policy)"
+        } else {
+            ""
+        }
     );
     for run in &r.runs {
         let u = &run.updates;

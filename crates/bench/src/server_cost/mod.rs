@@ -41,19 +41,24 @@ impl fmt::Display for CostError {
 impl std::error::Error for CostError {}
 
 /// `Err(CostError(msg))`.
-fn fail<T>(msg: impl Into<String>) -> Result<T, CostError> {
+pub(crate) fn fail<T>(msg: impl Into<String>) -> Result<T, CostError> {
     Err(CostError(msg.into()))
 }
 
 /// An I/O error on `path`.
-fn io(path: &Path, e: std::io::Error) -> CostError {
+pub(crate) fn io(path: &Path, e: std::io::Error) -> CostError {
     CostError(format!("{}: {e}", path.display()))
 }
 
 /// A Lode server on 127.0.0.1:`port` in `dir` (made afresh), started from
 /// `lode`, logging into `dir/serve.log`, stopped with this process, ready
 /// once its zones answer (at most `ready`).
-fn lode_spec(lode: &Path, port: u16, dir: &Path, ready: Duration) -> Result<Spec, CostError> {
+pub(crate) fn lode_spec(
+    lode: &Path,
+    port: u16,
+    dir: &Path,
+    ready: Duration,
+) -> Result<Spec, CostError> {
     fresh_dir(dir)?;
     let mut spec = Spec::new(lode_peers::Kind::Lode, port).stop_with_parent();
     spec.program = Some(lode.to_path_buf());
@@ -67,7 +72,7 @@ fn lode_spec(lode: &Path, port: u16, dir: &Path, ready: Duration) -> Result<Spec
 }
 
 /// Removes `dir` and makes it again, empty.
-fn fresh_dir(dir: &Path) -> Result<(), CostError> {
+pub(crate) fn fresh_dir(dir: &Path) -> Result<(), CostError> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))
 }
@@ -75,7 +80,7 @@ fn fresh_dir(dir: &Path) -> Result<(), CostError> {
 /// The ENUM set of `spec` in `dir`: its layout and zone files (apex, path),
 /// generated unless `reuse` and `dir` already holds it (its `lode.toml` is
 /// written last; name the folder after the spec).
-fn enum_set(
+pub(crate) fn enum_set(
     spec: &EnumSetSpec,
     dir: &Path,
     reuse: bool,
@@ -135,7 +140,7 @@ pub(crate) fn write_report(
 }
 
 /// `a / b`, 0 when `b` is 0.
-fn div(a: f64, b: f64) -> f64 {
+pub(crate) fn div(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
     } else {
@@ -144,7 +149,7 @@ fn div(a: f64, b: f64) -> f64 {
 }
 
 /// MiB of `bytes`.
-fn mib(bytes: u64) -> f64 {
+pub(crate) fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64
 }
 

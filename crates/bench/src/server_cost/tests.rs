@@ -86,6 +86,7 @@ fn figures_as_printed() {
             ..DurableResult::default()
         },
         cpu_secs: 0.75,
+        signed_after: None,
     };
     assert_eq!(run.us_per_update(), Some(75.0));
     let lines = run.lines();

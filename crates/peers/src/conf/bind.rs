@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::{acls_for, has_v6, put, refuse_signing, relative, required_file};
+use super::{acls_for, has_v6, put, relative, required_file, unsupported};
 use crate::process::Launch;
-use crate::{Acl, Action, Error, Logging, Role, Spec, Zone};
+use crate::{Acl, Action, Error, Logging, Role, Signing, Spec, Zone};
 
 /// BIND's address match list for `acls`: a keyed ACL matches its keys (the
 /// address of a keyed ACL is not written: the key is the stronger rule),
@@ -56,7 +56,14 @@ fn servers(zone: &Zone, addrs: &[std::net::SocketAddr], tls: bool) -> String {
 }
 
 pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
-    refuse_signing(spec)?;
+    // Its default policy only (ECDSA P-256, NSEC, keys made at the first load).
+    if spec
+        .zones
+        .iter()
+        .any(|z| z.signing.as_ref().is_some_and(|s| *s != Signing::default()))
+    {
+        return Err(unsupported(spec, "a signing other than the default"));
+    }
     let d = dir.display();
     let port = spec.port;
     let v4: Vec<String> = spec
@@ -164,6 +171,15 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
                 c,
                 "  notify explicit;\n  also-notify {};\n",
                 servers(z, &z.notify, false)
+            );
+        }
+        if z.signing.is_some() {
+            // A zone that takes updates is signed in place; another inline.
+            let inline = acls_for(spec, z, Action::Update)?.is_empty();
+            let _ = writeln!(
+                c,
+                "  dnssec-policy default;{}",
+                if inline { " inline-signing yes;" } else { "" }
             );
         }
         c.push_str(&z.extra);

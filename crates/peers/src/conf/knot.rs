@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::{at, hex, listen, put, zone_file};
+use super::{at, hex, listen, policies, put, zone_file};
 use crate::process::Launch;
-use crate::{Catalog, Error, Logging, Role, Signing, Spec};
+use crate::{Catalog, Error, Logging, Role, Spec};
 
 pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     let d = dir.display();
@@ -82,24 +82,22 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
             let _ = writeln!(c, "    action: [ {} ]", actions.join(", "));
         }
     }
-    // One policy per distinct signing (named after its first zone): many
-    // zones signed alike share one.
-    let mut signed: Vec<(usize, &Signing)> = Vec::new();
-    let policy: Vec<Option<usize>> = spec
-        .zones
-        .iter()
-        .enumerate()
-        .map(|(i, z)| {
-            let s = z.signing.as_ref()?;
-            Some(match signed.iter().find(|(_, x)| *x == s) {
-                Some((first, _)) => *first,
-                None => {
-                    signed.push((i, s));
-                    i
-                }
-            })
-        })
-        .collect();
+    let (signed, policy) = policies(spec);
+    if signed.iter().any(|(_, s)| s.keystore.is_some()) {
+        c.push_str("keystore:\n");
+        for (zi, s) in &signed {
+            if let Some(k) = &s.keystore {
+                let _ = write!(
+                    c,
+                    "  - id: z{zi}-keystore\n    backend: pkcs11\n    \
+                     config: \"pkcs11:token={};pin-value={} {}\"\n",
+                    k.token,
+                    k.pin,
+                    k.module.display()
+                );
+            }
+        }
+    }
     if !signed.is_empty() {
         c.push_str("policy:\n");
         for (zi, s) in &signed {
@@ -116,6 +114,19 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
                     "    nsec3-iterations: 0\n    nsec3-salt-length: 0\n    nsec3-opt-out: {}\n",
                     on(s.opt_out)
                 );
+            }
+            if let Some(n) = s.threads {
+                let _ = writeln!(c, "    signing-threads: {n}");
+            }
+            if let Some(r) = &s.rollover {
+                let _ = write!(
+                    c,
+                    "    propagation-delay: {}\n    dnskey-ttl: {}\n    zsk-lifetime: {}\n",
+                    r.propagation_delay, r.dnskey_ttl, r.zsk_lifetime
+                );
+            }
+            if s.keystore.is_some() {
+                let _ = writeln!(c, "    keystore: z{zi}-keystore");
             }
         }
     }

@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::{at, hex, listen, put, zone_file};
+use super::{at, hex, listen, policies, put, zone_file};
 use crate::process::Launch;
-use crate::{Catalog, Error, Role, Spec};
+use crate::{Catalog, Error, Role, Signing, Spec};
 
 /// `s` as a TOML basic string.
 fn q(s: &str) -> String {
@@ -75,6 +75,10 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         let actions: Vec<&str> = a.actions.iter().map(|x| x.name()).collect();
         let _ = writeln!(c, "action = {}\n", list(&actions));
     }
+    let (signed, policy) = policies(spec);
+    for (zi, s) in signed.iter().filter(|(_, s)| **s != Signing::default()) {
+        write_policy(&mut c, dir, *zi, s)?;
+    }
     let mut zones = String::new();
     for (zi, z) in spec.zones.iter().enumerate() {
         let mut remote = |role: &str, addrs: &[std::net::SocketAddr]| -> Vec<String> {
@@ -115,8 +119,11 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
         if !z.acls.is_empty() {
             let _ = writeln!(zones, "acl = {}", list(&z.acls));
         }
-        if z.signing.is_some() {
+        if let Some(s) = &z.signing {
             zones.push_str("dnssec-signing = true\n");
+            if let (Some(p), false) = (policy[zi], *s == Signing::default()) {
+                let _ = writeln!(zones, "dnssec-policy = \"z{p}-policy\"");
+            }
         }
         match &z.catalog {
             Some(Catalog::Generate) => zones.push_str("catalog-role = \"generate\"\n"),
@@ -148,6 +155,54 @@ pub(super) fn write(spec: &Spec, dir: &Path) -> Result<Launch, Error> {
     c.push_str(&zones);
     let conf = put(dir, FILE, &c)?;
     Ok(launch(spec, dir, &conf))
+}
+
+/// The `[[policy]]` `z{zi}-policy` of `s` (and its `[[keystore]]`, whose
+/// PIN goes into a file of `dir`): only what differs from Lode's defaults.
+fn write_policy(c: &mut String, dir: &Path, zi: usize, s: &Signing) -> Result<(), Error> {
+    if let Some(k) = &s.keystore {
+        let pin = put(dir, &format!("z{zi}-keystore.pin"), &format!("{}\n", k.pin))?;
+        let config = format!(
+            "pkcs11:token={};pin-source={} {}",
+            k.token,
+            pin.display(),
+            k.module.display()
+        );
+        let _ = write!(
+            c,
+            "[[keystore]]\nid = \"z{zi}-keystore\"\nbackend = \"pkcs11\"\nconfig = {}\n\n",
+            q(&config)
+        );
+    }
+    let _ = write!(
+        c,
+        "[[policy]]\nid = \"z{zi}-policy\"\nalgorithm = {}\n",
+        q(&s.algorithm)
+    );
+    for (set, key) in [
+        (s.nsec3, "nsec3"),
+        (s.opt_out, "nsec3-opt-out"),
+        (s.manual, "manual"),
+    ] {
+        if set {
+            let _ = writeln!(c, "{key} = true");
+        }
+    }
+    if let Some(n) = s.threads {
+        let _ = writeln!(c, "signing-threads = {n}");
+    }
+    if let Some(r) = &s.rollover {
+        let _ = write!(
+            c,
+            "propagation-delay = {}\ndnskey-ttl = {}\nzsk-lifetime = {}\n",
+            r.propagation_delay, r.dnskey_ttl, r.zsk_lifetime
+        );
+    }
+    if s.keystore.is_some() {
+        let _ = writeln!(c, "keystore = \"z{zi}-keystore\"");
+    }
+    c.push('\n');
+    Ok(())
 }
 
 /// The configuration file's name.

@@ -11,7 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use crate::process::Launch;
-use crate::{Acl, Action, Content, Error, Kind, Role, Spec, Zone};
+use crate::{Acl, Action, Content, Error, Kind, Role, Signing, Spec, Zone};
 
 /// How a configured server is started: its spec, directory, configuration file.
 type LaunchFn = fn(&Spec, &Path, &Path) -> Launch;
@@ -186,6 +186,31 @@ fn refuse_signing(spec: &Spec) -> Result<(), Error> {
         Some(z) => Err(unsupported(spec, &format!("signing of {}", z.name))),
         None => Ok(()),
     }
+}
+
+/// One policy per distinct signing, named after its first zone (many zones
+/// signed alike share one): each such (first zone's index, signing), and
+/// for each zone the index its policy is named after.
+type Policies<'s> = (Vec<(usize, &'s Signing)>, Vec<Option<usize>>);
+
+fn policies(spec: &Spec) -> Policies<'_> {
+    let mut signed: Vec<(usize, &Signing)> = Vec::new();
+    let of_zone = spec
+        .zones
+        .iter()
+        .enumerate()
+        .map(|(i, z)| {
+            let s = z.signing.as_ref()?;
+            Some(match signed.iter().find(|(_, x)| *x == s) {
+                Some((first, _)) => *first,
+                None => {
+                    signed.push((i, s));
+                    i
+                }
+            })
+        })
+        .collect();
+    (signed, of_zone)
 }
 
 /// The zone's name without the final dot (NSD, BIND and PowerDNS style).

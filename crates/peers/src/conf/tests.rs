@@ -484,3 +484,96 @@ fn self_signed_certificate_in_pem() {
     assert!(text(&key).contains("PRIVATE KEY-----"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Signing threads, rollover timing and a PKCS #11 keystore: Knot's policy
+/// and keystore (PIN in the configuration), Lode's `[[policy]]` and
+/// `[[keystore]]` (PIN in a file); Lode's default signing has no policy;
+/// BIND signs with its default policy only.
+#[test]
+fn signing_policies_keystores_and_rollover_timing() {
+    let signing = Signing {
+        nsec3: true,
+        threads: Some(2),
+        keystore: Some(crate::Pkcs11 {
+            token: "bench".into(),
+            pin: "1234".into(),
+            module: "/usr/lib/softhsm/libsofthsm2.so".into(),
+        }),
+        rollover: Some(crate::Rollover {
+            propagation_delay: 1,
+            dnskey_ttl: 1,
+            zsk_lifetime: 0,
+        }),
+        ..Signing::default()
+    };
+    let spec = |kind: Kind, s: &Signing| {
+        Spec::new(kind, 5300)
+            .zone(Zone::primary("a", Content::File("/z/f".into())).signed(s.clone()))
+            .zone(Zone::primary("b", Content::File("/z/f".into())).signed(Signing::default()))
+    };
+    let k = conf(Kind::Knot, &spec(Kind::Knot, &signing), "knot.conf");
+    assert!(
+        k.contains(
+            "keystore:\n  - id: z0-keystore\n    backend: pkcs11\n    config: \
+             \"pkcs11:token=bench;pin-value=1234 /usr/lib/softhsm/libsofthsm2.so\"\npolicy:\n"
+        ),
+        "{k}"
+    );
+    assert!(
+        k.contains(
+            "    signing-threads: 2\n    propagation-delay: 1\n    dnskey-ttl: 1\n    \
+             zsk-lifetime: 0\n    keystore: z0-keystore\n  - id: z1-policy\n"
+        ),
+        "{k}"
+    );
+
+    let dir = scratch("lode-policy");
+    write(&spec(Kind::Lode, &signing), &dir).expect("written");
+    let l = std::fs::read_to_string(dir.join("lode.toml")).expect("conf");
+    let pin = dir.join("z0-keystore.pin");
+    assert_eq!(
+        std::fs::read_to_string(&pin).ok().as_deref(),
+        Some("1234\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        l.contains(&format!(
+            "[[keystore]]\nid = \"z0-keystore\"\nbackend = \"pkcs11\"\nconfig = \
+             \"pkcs11:token=bench;pin-source={} /usr/lib/softhsm/libsofthsm2.so\"\n",
+            pin.display()
+        )),
+        "{l}"
+    );
+    assert!(
+        l.contains(
+            "[[policy]]\nid = \"z0-policy\"\nalgorithm = \"ecdsap256sha256\"\nnsec3 = true\n\
+             signing-threads = 2\npropagation-delay = 1\ndnskey-ttl = 1\nzsk-lifetime = 0\n\
+             keystore = \"z0-keystore\"\n"
+        ),
+        "{l}"
+    );
+    assert_eq!(l.matches("[[policy]]").count(), 1, "{l}");
+    assert!(
+        l.contains("dnssec-signing = true\ndnssec-policy = \"z0-policy\"\n"),
+        "{l}"
+    );
+    assert_eq!(l.matches("dnssec-signing = true\n").count(), 2, "{l}");
+
+    let b = conf(
+        Kind::Bind,
+        &spec(Kind::Bind, &Signing::default()),
+        "named.conf",
+    );
+    assert_eq!(
+        b.matches("  dnssec-policy default; inline-signing yes;\n")
+            .count(),
+        2,
+        "{b}"
+    );
+    let dir = scratch("bind-policy");
+    assert!(matches!(
+        write(&spec(Kind::Bind, &signing), &dir),
+        Err(Error::Unsupported { .. })
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+}
