@@ -11,7 +11,15 @@
 //! A server that asks for no size gets `rmem_default` as it is; one that asks
 //! (`SO_RCVBUF`) gets twice what it asked: the kernel doubles a request, not the
 //! default. Sizes here are what the kernel accounts (`ss -m` `rb`/`tb`).
+//!
+//! Two runs on one machine must not both change them: the second would keep the
+//! first's values as "previous" and write them back after the first restored the
+//! real ones, leaving the machine changed. A guard holds an exclusive lock
+//! ([`lock_path`]) for as long as it lives; a second `apply` fails, naming the
+//! process that holds it.
 
+use std::fs::{File, TryLockError};
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -47,22 +55,86 @@ pub type Saved = Arc<Mutex<Vec<(PathBuf, String)>>>;
 #[derive(Debug)]
 pub struct SysctlGuard {
     saved: Saved,
+    /// Held locked until the values are written back (dropped after them).
+    _lock: File,
+}
+
+/// The lock that one run at a time holds while it has sysctls under `root`
+/// changed: `/run/lock/lode-bench-sysctl.lock` for the real `/proc/sys`, a file
+/// in `root` otherwise (tests).
+pub fn lock_path(root: &Path) -> PathBuf {
+    if root == Path::new("/proc/sys") {
+        PathBuf::from("/run/lock/lode-bench-sysctl.lock")
+    } else {
+        root.join("lode-bench-sysctl.lock")
+    }
+}
+
+/// Why sysctls were not changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SysctlError {
+    /// Another run holds the lock: changing them now would spoil both runs.
+    Busy(String),
+    /// A file could not be read or written (not root, read-only /proc/sys).
+    Io(String),
+}
+
+impl std::fmt::Display for SysctlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SysctlError::Busy(s) | SysctlError::Io(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Takes the lock of `root`'s sysctls, writing this process's ID in it; fails
+/// when another guard (in any process) holds it.
+fn lock(root: &Path) -> Result<File, SysctlError> {
+    let io = |e: std::io::Error| SysctlError::Io(format!("{}: {e}", lock_path(root).display()));
+    let path = lock_path(root);
+    let mut f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io)?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = f.read_to_string(&mut holder);
+            return Err(SysctlError::Busy(format!(
+                "another run (process {}) has the socket-buffer sysctls changed and will \
+                 write them back when it ends; run one measurement at a time (lock {})",
+                holder.trim(),
+                path.display()
+            )));
+        }
+        Err(TryLockError::Error(e)) => return Err(io(e)),
+    }
+    let pid = std::process::id().to_string();
+    f.set_len(0)
+        .and_then(|()| f.rewind())
+        .and_then(|()| f.write_all(pid.as_bytes()))
+        .map_err(io)?;
+    Ok(f)
 }
 
 impl SysctlGuard {
     /// Writes each `(path under root, value)`, keeping the previous values. On a
-    /// failure (not root, read-only /proc/sys) what was written is restored and
-    /// the error returned.
-    pub fn apply(root: &Path, writes: &[(&str, u64)]) -> Result<SysctlGuard, String> {
+    /// failure (not root, read-only /proc/sys, another run holding the lock)
+    /// what was written is restored and the error returned.
+    pub fn apply(root: &Path, writes: &[(&str, u64)]) -> Result<SysctlGuard, SysctlError> {
         let guard = SysctlGuard {
             saved: Arc::new(Mutex::new(Vec::new())),
+            _lock: lock(root)?,
         };
         for (path, value) in writes {
             let file = root.join(path);
-            let old =
-                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-            std::fs::write(&file, format!("{value}\n"))
-                .map_err(|e| format!("{}: {e}", file.display()))?;
+            let io = |e: std::io::Error| SysctlError::Io(format!("{}: {e}", file.display()));
+            let old = std::fs::read_to_string(&file).map_err(io)?;
+            std::fs::write(&file, format!("{value}\n")).map_err(io)?;
             guard
                 .saved
                 .lock()
@@ -166,6 +238,28 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// While one guard lives, a second (as another run would take) fails and
+    /// names the holder; once the first is dropped, the lock is free again.
+    #[test]
+    fn one_guard_at_a_time() {
+        let dir = fake_proc("lock");
+        let g = SysctlGuard::apply(&dir, &[("net/core/rmem_default", 5)]).expect("first");
+        let e = SysctlGuard::apply(&dir, &[("net/core/rmem_default", 6)]).expect_err("second");
+        assert!(matches!(e, SysctlError::Busy(_)), "{e}");
+        let e = e.to_string();
+        assert!(e.contains(&std::process::id().to_string()), "{e}");
+        assert_eq!(
+            read(&dir, "rmem_default"),
+            "5\n",
+            "the second changed nothing"
+        );
+        drop(g);
+        assert_eq!(read(&dir, "rmem_default"), "212992\n");
+        let g = SysctlGuard::apply(&dir, &[("net/core/rmem_default", 7)]).expect("free again");
+        drop(g);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A sysctl that cannot be read fails the whole change, and what was
     /// written before it is put back.
     #[test]
@@ -175,7 +269,8 @@ mod tests {
             &dir,
             &[("net/core/rmem_default", 99), ("net/core/missing", 1)],
         )
-        .expect_err("missing file");
+        .expect_err("missing file")
+        .to_string();
         assert!(e.contains("missing"), "{e}");
         assert_eq!(read(&dir, "rmem_default"), "212992\n");
         let _ = std::fs::remove_dir_all(&dir);

@@ -25,7 +25,7 @@ use serde_json::{json, Map, Value};
 use super::servers::Kind;
 use super::RunResult;
 use crate::provenance::Provenance;
-use crate::sockbuf::{self, SysctlGuard};
+use crate::sockbuf::{self, SysctlError, SysctlGuard};
 
 /// What one server ran with, as observed after it answered.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -160,15 +160,19 @@ pub fn observe(kind: Kind, workers: usize, pids: &[u32], port: u16) -> Condition
 
 /// Sets the kernel's socket buffer defaults to `size` for the run, for `servers`
 /// (those with an option of their own are asked half of it). Returns the guard
-/// (None when nothing was changed) and a note for the report.
-pub fn set_up(size: Option<u64>, servers: &[Kind]) -> (Option<SysctlGuard>, String) {
+/// (None when nothing was changed) and a note for the report; fails when another
+/// run has them changed (see [`sockbuf`]).
+pub fn set_up(
+    size: Option<u64>,
+    servers: &[Kind],
+) -> Result<(Option<SysctlGuard>, String), String> {
     let Some(size) = size else {
-        return (
+        return Ok((
             None,
             "socket buffers: the kernel's defaults left as they were (--socket-buffer 0); \
              each server asks what it asks"
                 .into(),
-        );
+        ));
     };
     let root = Path::new("/proc/sys");
     let plan = sockbuf::plan(size, &crate::provenance::read_sysctls(root));
@@ -187,20 +191,21 @@ pub fn set_up(size: Option<u64>, servers: &[Kind]) -> (Option<SysctlGuard>, Stri
         )
     };
     match SysctlGuard::apply(root, &plan) {
-        Ok(g) => (
+        Ok(g) => Ok((
             Some(g),
             format!(
                 "socket buffers: net.core.rmem_default and wmem_default set to {size} for the \
                  run (maxima raised to it if lower), restored at the end; {asked}"
             ),
-        ),
-        Err(e) => (
+        )),
+        Err(e @ SysctlError::Busy(_)) => Err(e.to_string()),
+        Err(e @ SysctlError::Io(_)) => Ok((
             None,
             format!(
                 "socket buffers NOT equalized: cannot write /proc/sys ({e}; root needed): \
                  servers that ask for no size keep the kernel's defaults"
             ),
-        ),
+        )),
     }
 }
 
@@ -320,7 +325,7 @@ pub fn start(
     stop: Option<StopFlag>,
 ) -> Result<(Fairness, Option<SysctlGuard>), String> {
     let mut provenance = Provenance::collect(Some(lode), peers);
-    let (guard, setup) = set_up(size, servers);
+    let (guard, setup) = set_up(size, servers)?;
     restore_on_signal(guard.as_ref(), stop)?;
     provenance.sysctls_during = crate::provenance::read_sysctls(Path::new("/proc/sys"));
     super::say(&setup);
@@ -574,7 +579,7 @@ mod tests {
         assert!(md.contains("## Provenance"), "{md}");
         assert!(Fairness::default().json()["provenance"].is_null());
         assert!(Fairness::default().markdown().contains("Not observed."));
-        let (guard, note) = set_up(None, &[Kind::Lode]);
+        let (guard, note) = set_up(None, &[Kind::Lode]).expect("nothing to change");
         assert!(
             guard.is_none() && note.contains("--socket-buffer 0"),
             "{note}"
