@@ -94,6 +94,32 @@ pub fn pid_cpu(pid: u32) -> u64 {
         .map_or(0, |(t, _)| t)
 }
 
+/// The `cpuN` line of /proc/stat: idle + iowait of CPU `cpu`, in ticks.
+///
+/// A CPU's busy time is taken as the wall time less this: a tickless kernel
+/// measures idle time exactly (from the idle entry and exit), while its busy
+/// fields (user, system, softirq, …) count the ticks that landed in them — and
+/// a CPU woken for each packet at a low rate is busy in bursts shorter than a
+/// tick, which the ticks mostly miss.
+pub fn parse_cpu_idle(stat: &str, cpu: usize) -> Option<u64> {
+    let get = stat_line(stat, &format!("cpu{cpu}"))?;
+    Some(get(3) + get(4))
+}
+
+/// CPU `cpu`'s idle time so far, nanoseconds (a tick's resolution).
+pub fn cpu_idle_ns(cpu: usize) -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|t| parse_cpu_idle(&t, cpu))
+        .unwrap_or(0)
+        * (1e9 / TICKS) as u64
+}
+
+/// Busy nanoseconds of a CPU over `wall_ns` in which its idle time grew by `idle_ns`.
+pub fn busy_ns(wall_ns: f64, idle_ns: u64) -> f64 {
+    (wall_ns - idle_ns as f64).max(0.0)
+}
+
 /// Parses the first field of /proc/PID/task/TID/schedstat: nanoseconds on the CPU.
 pub fn parse_schedstat(text: &str) -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
@@ -215,6 +241,17 @@ mod tests {
         assert_eq!(parse_kb("", "Pss"), None);
         assert_eq!(parse_schedstat("123456789 2000 17\n"), Some(123_456_789));
         assert_eq!(parse_schedstat(""), None);
+    }
+
+    #[test]
+    fn a_cpus_busy_time_is_the_wall_less_idle() {
+        let stat =
+            "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 1 2 3 1000 5 6 7 8 0 0\ncpu1 9 9 9 9 9 9 9 9 0 0\n";
+        assert_eq!(parse_cpu_idle(stat, 0), Some(1000 + 5));
+        assert_eq!(parse_cpu_idle(stat, 1), Some(9 + 9));
+        assert_eq!(parse_cpu_idle("cpu 1 2 3\n", 0), None);
+        assert_eq!(busy_ns(1e9, 250_000_000), 750_000_000.0);
+        assert_eq!(busy_ns(5e6, 10_000_000), 0.0);
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //!    └─ kzonesign (ECDSA P-256, NSEC3 opt-out, no salt, 0 iterations) ─▶ signed file
 //!  rounds × servers, each alone, one UDP worker pinned to the server CPU:
 //!    start (lode-peers) ─▶ first referral answered: the time ─▶ VmRSS, VmHWM of its processes
-//!    dnsperf -Q RATE -l S [-D] on the tester CPU ─▶ (utime+stime of the server,
-//!      busy ticks of the server CPU, softirq included) ÷ answers
+//!    dnsperf -Q RATE -l S [-D] on the tester CPU ─▶ (the server's threads' schedstat,
+//!      the server CPU's wall time less its idle time) ÷ answers
 //!  ─▶ medians over the rounds ─▶ tld.md, tld.json
 //! ```
 //!
@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 use super::{div, fail, fresh_dir, io, mib, status_bytes, write_report, CostError};
 use crate::compare::say;
 use crate::compare::servers::Kind;
-use crate::compare::sys::{pid_cpu, stat_line, TICKS};
+use crate::compare::sys::{busy_ns, cpu_idle_ns, cpu_ns};
 use crate::gen::tld::{generate, TldSpec};
 use crate::provenance::Provenance;
 use crate::xdp::load::{parse_dnsperf, run_bounded};
@@ -113,9 +113,10 @@ impl Load {
 /// One dnsperf run against one server.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Run {
-    /// Microseconds of the server's processes' CPU (utime + stime) per answer.
+    /// Microseconds of the server's threads' CPU (schedstat) per answer.
     pub process_us: f64,
-    /// Microseconds of the server CPU's busy time (softirq included) per answer.
+    /// Microseconds of the server CPU's busy time (the wall time less its
+    /// idle time: softirq and interrupts included) per answer.
     pub cpu_us: f64,
     /// Answers dnsperf got.
     pub answers: u64,
@@ -435,23 +436,10 @@ fn start_server(
     Ok((server, start))
 }
 
-/// CPU ticks (utime + stime) of the server's processes (NSD forks its servers).
-fn server_ticks(server: &Server) -> u64 {
-    server.pids().into_iter().map(pid_cpu).sum()
-}
-
-/// Busy ticks of CPU `cpu` so far: user, nice, system, irq, softirq (idle,
-/// iowait and steal left out).
-pub fn parse_cpu_busy(stat: &str, cpu: usize) -> Option<u64> {
-    let get = stat_line(stat, &format!("cpu{cpu}"))?;
-    Some(get(0) + get(1) + get(2) + get(5) + get(6))
-}
-
-fn cpu_busy(cpu: usize) -> u64 {
-    std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|t| parse_cpu_busy(&t, cpu))
-        .unwrap_or(0)
+/// CPU nanoseconds of the server's threads (NSD forks its servers): their
+/// schedstat, exact where utime + stime count the ticks that landed in them.
+fn server_ns(server: &Server) -> u64 {
+    cpu_ns(&server.pids())
 }
 
 /// dnsperf's command line for `load` on `queries`.
@@ -490,11 +478,18 @@ fn measure(
     queries: &Path,
     log: &Path,
 ) -> Result<Run, CostError> {
-    let (t0, c0) = (server_ticks(server), cpu_busy(cfg.server_cpu));
+    let read = || {
+        (
+            server_ns(server),
+            cpu_idle_ns(cfg.server_cpu),
+            Instant::now(),
+        )
+    };
+    let (t0, i0, w0) = read();
     let argv = dnsperf_argv(cfg, load, queries);
     let text =
         run_bounded(&argv, log, Duration::from_secs(cfg.duration + 60)).map_err(CostError)?;
-    let (t1, c1) = (server_ticks(server), cpu_busy(cfg.server_cpu));
+    let (t1, i1, w1) = read();
     let Some(o) = parse_dnsperf(&text) else {
         return fail(format!(
             "dnsperf output not understood: see {}",
@@ -508,10 +503,11 @@ fn measure(
             log.display()
         ));
     }
-    let per = |ticks: u64| div(ticks as f64 / TICKS * 1e6, o.answers as f64);
+    let per = |ns: f64| div(ns / 1e3, o.answers as f64);
+    let busy = busy_ns((w1 - w0).as_secs_f64() * 1e9, i1.saturating_sub(i0));
     Ok(Run {
-        process_us: per(t1.saturating_sub(t0)),
-        cpu_us: per(c1.saturating_sub(c0)),
+        process_us: per(t1.saturating_sub(t0) as f64),
+        cpu_us: per(busy),
         answers: o.answers,
         lost: o.sent.saturating_sub(o.answers),
     })
@@ -568,9 +564,10 @@ fn to_markdown(cfg: &TldConfig, r: &TldResult) -> String {
         m.push('\n');
     }
     m.push_str(
-        "\nProcess: the server's user + system time (/proc/PID/stat) over the answers dnsperf \
-         got; CPU: the server CPU's busy time (/proc/stat, softirq included: the kernel's \
-         receive path) over the same answers, exact only on an otherwise idle machine. \
+        "\nProcess: the server's threads' CPU time (/proc/PID/task/*/schedstat, exact) over \
+         the answers dnsperf got; CPU: the server CPU's busy time (the wall time less its \
+         idle and iowait time in /proc/stat: softirq, the kernel's receive path, included) \
+         over the same answers, exact only on an otherwise idle machine. \
          NSD's memory is its processes' sum (parent and server child share pages: RSS counts \
          them twice). First answer and memory are the last round's.\n",
     );
@@ -667,7 +664,7 @@ mod tests {
     }
 
     #[test]
-    fn dnsperf_lines_and_cpu_ticks() {
+    fn dnsperf_lines() {
         let c = cfg();
         let q = Path::new("/w/q.txt");
         assert_eq!(
@@ -675,10 +672,6 @@ mod tests {
             "taskset -c 1 dnsperf -s 127.0.0.1 -p 15453 -d /w/q.txt -l 10 -Q 20000 -t 1"
         );
         assert!(dnsperf_argv(&c, Load::NxdomainDo, q).ends_with(&["-D".to_string()]));
-        let stat = "cpu  9 9 9 9 9 9 9 9\ncpu0 1 2 3 100 7 5 6 8 0 0\ncpu1 10 0 0 0 0 0 0 0\n";
-        assert_eq!(parse_cpu_busy(stat, 0), Some(1 + 2 + 3 + 5 + 6));
-        assert_eq!(parse_cpu_busy(stat, 1), Some(10));
-        assert_eq!(parse_cpu_busy(stat, 2), None);
     }
 
     #[test]

@@ -89,33 +89,6 @@ pub fn parse_dnsperf(text: &str) -> Option<Outcome> {
     })
 }
 
-/// The `cpu0` line of /proc/stat: idle + iowait, in 10 ms units.
-///
-/// CPU 0's busy time is taken as the wall time less this: a tickless
-/// kernel measures idle time exactly (from the idle entry and exit), while
-/// its busy fields (user, system, softirq, …) count the ticks that landed in
-/// them — and a CPU woken for each packet at a low rate is busy in bursts
-/// shorter than a tick, which the ticks mostly miss.
-pub fn parse_cpu0_idle(stat: &str) -> Option<u64> {
-    let get = crate::compare::sys::stat_line(stat, "cpu0")?;
-    Some(get(3) + get(4))
-}
-
-/// CPU 0's idle time so far, nanoseconds (10 ms resolution).
-pub fn cpu0_idle_ns() -> u64 {
-    std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|t| parse_cpu0_idle(&t))
-        .unwrap_or(0)
-        * 10_000_000
-}
-
-/// CPU 0's busy nanoseconds over `wall_ns` in which its idle time grew by
-/// `idle_ns`.
-pub fn busy_ns(wall_ns: f64, idle_ns: u64) -> f64 {
-    (wall_ns - idle_ns as f64).max(0.0)
-}
-
 /// Runs `argv` with its output in `log`, killed (by its PID) after `limit`;
 /// what it wrote.
 pub fn run_bounded(argv: &[String], log: &Path, limit: Duration) -> Result<String, String> {
@@ -258,17 +231,6 @@ mod tests {
         assert_eq!((o.sent, o.answers), (60000, 59990));
         assert!((o.secs - 2.000123).abs() < 1e-9);
         assert!(parse_dnsperf("Error: could not open").is_none());
-    }
-
-    #[test]
-    fn cpu0_busy_is_the_wall_less_idle() {
-        let stat =
-            "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 1 2 3 1000 5 6 7 8 0 0\ncpu1 9 9 9 9 9 9 9 9 0 0\n";
-        assert_eq!(parse_cpu0_idle(stat), Some(1000 + 5));
-        assert_eq!(parse_cpu0_idle("cpu 1 2 3\n"), None);
-        assert_eq!(busy_ns(1e9, 250_000_000), 750_000_000.0);
-        // 10 ms units against a finer wall clock: never below zero.
-        assert_eq!(busy_ns(5e6, 10_000_000), 0.0);
     }
 
     #[test]

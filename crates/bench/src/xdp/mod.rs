@@ -325,11 +325,11 @@ impl Bench<'_> {
                 self.cfg.load_limit
             ));
         }
-        let (i0, t) = (load::cpu0_idle_ns(), Instant::now());
+        let (i0, t) = (sys::cpu_idle_ns(0), Instant::now());
         std::thread::sleep(Duration::from_secs(2));
         let wall = t.elapsed().as_secs_f64();
-        let idle = load::cpu0_idle_ns().saturating_sub(i0);
-        let bg = load::busy_ns(wall * 1e9, idle) / wall;
+        let idle = sys::cpu_idle_ns(0).saturating_sub(i0);
+        let bg = sys::busy_ns(wall * 1e9, idle) / wall;
         r.background.push(bg);
         // dnsperf first, while the echo's client end holds its pass-through program.
         let mut tools = vec![Tool::Kxdpgun];
@@ -482,7 +482,7 @@ fn sample(
     if cpus.set(at.client_cpu).is_ok() {
         let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus);
     }
-    let read = || (Instant::now(), load::cpu0_idle_ns(), sys::cpu_ns(pids));
+    let read = || (Instant::now(), sys::cpu_idle_ns(0), sys::cpu_ns(pids));
     let mut v = vec![read()];
     let mut pinned = false;
     while !done.load(Ordering::SeqCst) {
@@ -521,7 +521,7 @@ impl Window {
             w.tasks_ns += tasks;
             if tasks >= 0.02 * dt * 1e9 {
                 w.secs += dt;
-                w.cpu0_ns += load::busy_ns(dt * 1e9, b.1.saturating_sub(a.1));
+                w.cpu0_ns += sys::busy_ns(dt * 1e9, b.1.saturating_sub(a.1));
             }
         }
         w
