@@ -160,12 +160,8 @@ a section with the medians of server CPU per answer, on ÷ off and PASS (≤ 1.0
 Example: --servers lode --quick --no-dnsperf --metrics-overhead --metrics-runs 8 \
 --cpu-step 5 --cpu-rate 20000.")]
 pub(crate) struct CompareArgs {
-    /// Results folder (default results/compare-[quick-]DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder for zones and server directories (default: a temp dir, removed at the end).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// A short comparison (a few minutes on the 500k set).
     #[arg(long)]
     quick: bool,
@@ -361,7 +357,7 @@ fn compare(a: CompareArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode>
         bail!("--metrics-overhead measures at --cpu-rate: it must not be 0");
     }
     let (seed_zones, seed_prefix) = seed_layout(a.records);
-    let (out, work, temp) = run_dirs("compare", q, &a.out, &a.work);
+    let (out, work, temp) = a.folders.dirs("compare", q);
     let cfg = CompareConfig {
         out: out.clone(),
         work: work.clone(),
@@ -967,6 +963,30 @@ fn closed_loop(a: &UpdateArgs, duration: Duration) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The report and scratch folders of a benchmark (`--out`, `--work`).
+#[derive(clap::Args, Debug)]
+pub(crate) struct Folders {
+    /// Results folder (default results/COMMAND-[quick-]DATE).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Scratch folder: data sets and the servers' folders (default: a folder under
+    /// /var/tmp, removed at the end).
+    #[arg(long)]
+    work: Option<PathBuf>,
+}
+
+impl Folders {
+    /// The report folder, the scratch folder (default under /var/tmp: large sets
+    /// and a million zone files do not belong in a memory-backed /tmp; made
+    /// absolute) and whether it is ours (removed at the end).
+    fn dirs(&self, kind: &str, quick: bool) -> (PathBuf, PathBuf, bool) {
+        let ours = PathBuf::from(format!("/var/tmp/lode-{kind}-{}", std::process::id()));
+        let work = Some(self.work.clone().unwrap_or(ours));
+        let (out, work_dir, _) = run_dirs(kind, quick, &self.out, &work);
+        (out, work_dir, self.work.is_none())
+    }
 }
 
 /// A comparison's report folder (given, else `results/KIND-[quick-]DATE`),

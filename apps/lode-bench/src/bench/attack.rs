@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use super::{drop_scratch, parse_fraction, parse_servers, run_dirs, secs};
+use super::{drop_scratch, parse_fraction, parse_servers, secs, Folders};
 
 /// Arguments of `lode-bench attack`.
 #[derive(clap::Args, Debug)]
@@ -15,12 +15,8 @@ use super::{drop_scratch, parse_fraction, parse_servers, run_dirs, secs};
     after_help = "Tables: 1 overload (per server and mix: zero-loss rate R0, then fixed steps at 1.5 and 2 × R0, answered q/s and wrong RCODEs), 2 CPU per answer with RRL and cookies off / RRL / RRL + cookies (Lode and Knot, each restarted per configuration), 3 UDP zero-loss rate without and with a TCP abuse mix. Servers listen on 127.0.0.1 from --base-port (lode, knot, nsd), one worker each, pinned to --server-cpu; the tester and the abuse run on --tester-cpu. Installs knot, nsd and dnsperf with apt-get unless --no-install. --quick: 100000 records, 1 s steps, coarse searches, one round (~4-5 min with three servers). --smoke: 20000 records, 0.5 s steps, 2000 idle connections (~2.5 min; checks the harness only, its coarse searches make the ratios meaningless). Defaults: ~20-25 min."
 )]
 pub(crate) struct AttackArgs {
-    /// Results folder (default results/attack-[quick-]DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder (default: a temp dir, removed).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// A short run (about 4-5 minutes).
     #[arg(long)]
     quick: bool,
@@ -149,12 +145,7 @@ pub(super) fn run(a: AttackArgs, lode: &crate::LodeBinary) -> anyhow::Result<Exi
     }
     let step = secs(a.step.unwrap_or(pick(5.0, 1.0, 0.5)), "--step")?;
     let divisor = pick(64.0, 16.0, 8.0) as u64;
-    let (out, work, temp) = run_dirs(
-        if s { "attack-smoke" } else { "attack" },
-        q,
-        &a.out,
-        &a.work,
-    );
+    let (out, work, temp) = a.folders.dirs(if s { "attack-smoke" } else { "attack" }, q);
     let cfg = AttackConfig {
         out: out.clone(),
         work: work.clone(),

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lode_bench::server_cost::big;
 
-use super::{drop_scratch, run_dirs, secs};
+use super::{drop_scratch, secs, Folders};
 
 /// Arguments of `lode-bench big-sets`.
 #[derive(clap::Args, Debug)]
@@ -33,12 +33,8 @@ searches' outputs to --out. Another build of Lode: `lode-bench --lode PATH big-s
 Example: lode-bench big-sets --records 10000000 --parse-records 2000000"
 )]
 pub(crate) struct BigSetsArgs {
-    /// Results folder (default results/big-sets-DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: the sets and snapshots (default: a folder under /var/tmp, removed).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// ENUM numbers of the large set (target 5), in 100 zones.
     #[arg(long, default_value_t = 100_000_000)]
     records: u64,
@@ -76,13 +72,7 @@ pub(crate) struct BigSetsArgs {
 }
 
 pub(super) fn run(a: BigSetsArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
-    let ours = PathBuf::from(format!("/var/tmp/lode-big-sets-{}", std::process::id()));
-    let (out, work, _) = run_dirs(
-        "big-sets",
-        false,
-        &a.out,
-        &Some(a.work.clone().unwrap_or(ours)),
-    );
+    let (out, work, temp) = a.folders.dirs("big-sets", false);
     secs(a.step, "--step")?;
     let cfg = big::BigConfig {
         out,
@@ -102,7 +92,7 @@ pub(super) fn run(a: BigSetsArgs, lode: &crate::LodeBinary) -> anyhow::Result<Ex
         load_limit: secs(a.load_limit, "--load-limit")?,
     };
     let result = big::run(&cfg, &mut |l| println!("{l}"));
-    drop_scratch(a.work.is_none(), &work);
+    drop_scratch(temp, &work);
     let r = result?;
     out!("report: {}", r.report.display());
     Ok(ExitCode::SUCCESS)

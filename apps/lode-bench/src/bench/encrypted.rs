@@ -11,7 +11,7 @@ use anyhow::Context;
 use lode_bench::encrypted::Secure;
 use lode_bench::query::QuerySet;
 
-use super::secs;
+use super::{secs, Folders};
 
 /// Arguments of `lode-bench handshakes`.
 #[derive(clap::Args, Debug)]
@@ -167,13 +167,8 @@ Another build of Lode: `lode-bench --lode PATH encrypted …`. Example: lode-ben
 --records 5000000 --duration 20"
 )]
 pub(crate) struct EncryptedArgs {
-    /// Results folder (default results/encrypted-DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: the set, the certificate, the servers' folders (default: a
-    /// temp dir, removed).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// Servers, in run order: lode, nsd, bind.
     #[arg(long, value_delimiter = ',', default_value = "lode,nsd,bind")]
     servers: Vec<String>,
@@ -212,7 +207,7 @@ pub(crate) fn encrypted(a: EncryptedArgs, lode: &crate::LodeBinary) -> anyhow::R
     use lode_bench::encrypted::peers;
     let key = lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(super::BENCH_KEY))
         .context("--tsig")?;
-    let (out, work, temp) = super::run_dirs("encrypted", false, &a.out, &a.work);
+    let (out, work, temp) = a.folders.dirs("encrypted", false);
     let cfg = peers::EncryptedConfig {
         out,
         work: work.clone(),

@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use lode_bench::compare::servers::Kind;
 use lode_bench::server_cost::{axfr_in, cpu, memory};
 
-use super::{drop_scratch, parse_servers, run_dirs, secs, BENCH_KEY};
+use super::{drop_scratch, parse_servers, secs, Folders, BENCH_KEY};
 
 /// The lode a command measures: `--lode-bin`, else lode-bench's `--lode`
 /// (else the one next to lode-bench).
@@ -53,12 +53,8 @@ Example: lode-bench update-cpu --clients 16 --duration 20; signed by three serve
 lode-bench update-cpu --signed --servers lode,bind,knot"
 )]
 pub(crate) struct UpdateCpuArgs {
-    /// Results folder (default results/update-cpu-DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: the set and the servers' folders (default: a temp dir, removed).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// Servers, in run order: lode, knot, bind (one not installed is skipped).
     #[arg(long, value_delimiter = ',', default_value = "lode,knot")]
     servers: Vec<String>,
@@ -125,7 +121,7 @@ pub(super) fn update_cpu(a: UpdateCpuArgs, lode: &crate::LodeBinary) -> anyhow::
     }
     let key =
         lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(BENCH_KEY)).context("--tsig")?;
-    let (out, work, temp) = run_dirs("update-cpu", false, &a.out, &a.work);
+    let (out, work, temp) = a.folders.dirs("update-cpu", false);
     let cfg = cpu::CpuConfig {
         out,
         work: work.clone(),
@@ -184,13 +180,8 @@ updates' time and the compactions; update-memory.md, update-memory.json and the 
 serve.log in --out. Every step has a time limit; servers are stopped by PID."
 )]
 pub(crate) struct UpdateMemoryArgs {
-    /// Results folder (default results/update-memory-DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: the set, the update files, the servers' folders (default: a temp
-    /// dir, removed).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// Numbers in the zone; records/5 of them are changed.
     #[arg(long, default_value_t = 5_000_000)]
     records: u64,
@@ -221,7 +212,7 @@ pub(super) fn update_memory(
     if a.batch == 0 || a.window == 0 || a.connections == 0 {
         bail!("--batch, --window and --connections must be positive");
     }
-    let (out, work, temp) = run_dirs("update-memory", false, &a.out, &a.work);
+    let (out, work, temp) = a.folders.dirs("update-memory", false);
     let cfg = memory::MemoryConfig {
         out,
         work: work.clone(),
@@ -255,12 +246,8 @@ axfr-in.json in --out. Example (another build against this one): lode-bench axfr
 --records 5000000 --prefix 1646 --lode-bin /tmp/lode-old --cpus 1"
 )]
 pub(crate) struct AxfrInArgs {
-    /// Results folder (default results/axfr-in-DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: the set and the servers' folders (default: a temp dir, removed).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// NAPTR records of the zone.
     #[arg(long, default_value_t = 20_000_000)]
     records: u64,
@@ -286,7 +273,7 @@ pub(crate) struct AxfrInArgs {
 }
 
 pub(super) fn axfr_in(a: AxfrInArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
-    let (out, work, temp) = run_dirs("axfr-in", false, &a.out, &a.work);
+    let (out, work, temp) = a.folders.dirs("axfr-in", false);
     let cfg = axfr_in::AxfrInConfig {
         out,
         work: work.clone(),

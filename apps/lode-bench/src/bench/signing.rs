@@ -9,7 +9,7 @@ use anyhow::bail;
 use lode_bench::signing::{hsm, rollover};
 
 use super::server_cost::print;
-use super::zones::Folders;
+use super::Folders;
 use super::{drop_scratch, secs};
 
 /// A command's result once its scratch folder is removed (when it is ours).
@@ -68,7 +68,7 @@ pub(super) fn run_hsm(a: HsmArgs, lode: &crate::LodeBinary) -> anyhow::Result<Ex
     if a.threads == 0 {
         bail!("--threads must be positive");
     }
-    let (out, work, temp) = a.folders.dirs("hsm");
+    let (out, work, temp) = a.folders.dirs("hsm", false);
     let cfg = hsm::HsmConfig {
         out,
         work: work.clone(),
@@ -166,7 +166,7 @@ pub(super) fn run_rollover(a: RolloverArgs, lode: &crate::LodeBinary) -> anyhow:
     if a.rate == 0 {
         bail!("--rate must be positive");
     }
-    let (out, work, temp) = a.folders.dirs("rollover");
+    let (out, work, temp) = a.folders.dirs("rollover", false);
     let cfg = rollover::RolloverConfig {
         out,
         work: work.clone(),
@@ -316,7 +316,7 @@ pub(super) fn run_signing(a: SigningArgs, lode: &crate::LodeBinary) -> anyhow::R
     if a.threads == 0 || a.rate == 0 || a.secs == 0 || a.names == 0 {
         bail!("--threads, --rate, --secs and --names must be positive");
     }
-    let (out, work, temp) = a.folders.dirs("signing");
+    let (out, work, temp) = a.folders.dirs("signing", false);
     let cfg = parts::SigningConfig {
         out,
         work: work.clone(),

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use lode_bench::server_cost::tld;
 
-use super::{drop_scratch, parse_servers, run_dirs, secs};
+use super::{drop_scratch, parse_servers, secs, Folders};
 
 /// Arguments of `lode-bench tld`.
 #[derive(clap::Args, Debug)]
@@ -20,9 +20,10 @@ sends referral queries (DO=0), on the signed zone referral queries, then NXDOMAI
 with DO=1 (`dnsperf -D`), each at --rate q/s for --duration s from --tester-cpu. The rate is \
 below every server's capacity: this is CPU per answer, not a saturation search.
 
-Measured: the server's processes' user + system time (/proc/PID/stat, NSD's forked servers \
-included) over the answers dnsperf got, and the server CPU's busy time (/proc/stat: user, \
-system, irq, softirq — the kernel's receive path) over the same answers, exact only on an \
+Measured: the CPU time of the server's threads (/proc/PID/task/*/schedstat, exact; NSD's \
+forked servers included) over the answers dnsperf got, and the server CPU's busy time (the \
+wall time less its idle and iowait time in /proc/stat: softirq, the kernel's receive path, \
+included; ticks would miss bursts shorter than one) over the same answers, exact only on an \
 otherwise idle machine; medians over the rounds, queries lost summed. At each start: seconds \
 until the first referral query is answered NOERROR (asked every 0.1 s), then VmRSS and VmHWM \
 summed over its processes (the last round's are printed). Prints both tables; writes tld.md, \
@@ -31,13 +32,8 @@ knotd, kzonesign (knot-dnssecutils) and nsd. Another build of Lode: `lode-bench 
 tld …`. Example: lode-bench tld --delegations 100000 --rounds 1"
 )]
 pub(crate) struct TldArgs {
-    /// Results folder (default results/tld-DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: the data set, its signed copy, the servers' folders (default: a
-    /// folder under /var/tmp, removed at the end).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// Delegations in the zone.
     #[arg(long, default_value_t = 1_000_000)]
     delegations: u64,
@@ -68,8 +64,7 @@ pub(crate) struct TldArgs {
 }
 
 pub(super) fn run(a: TldArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
-    let ours = PathBuf::from(format!("/var/tmp/lode-tld-{}", std::process::id()));
-    let (out, work, _) = run_dirs("tld", false, &a.out, &Some(a.work.clone().unwrap_or(ours)));
+    let (out, work, temp) = a.folders.dirs("tld", false);
     let cfg = tld::TldConfig {
         out,
         work: work.clone(),
@@ -85,7 +80,7 @@ pub(super) fn run(a: TldArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         load_limit: secs(a.load_limit, "--load-limit")?,
     };
     let result = tld::run(&cfg);
-    drop_scratch(a.work.is_none(), &work);
+    drop_scratch(temp, &work);
     let r = result?;
     super::server_cost::print(&r.lines(cfg.server_cpu), &r.report)?;
     Ok(ExitCode::SUCCESS)

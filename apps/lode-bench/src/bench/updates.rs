@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::{drop_scratch, parse_servers, print_report, run_dirs, secs, BENCH_KEY};
+use super::{drop_scratch, parse_servers, print_report, secs, Folders, BENCH_KEY};
 
 /// Arguments of `lode-bench compare-updates`.
 #[derive(clap::Args, Debug)]
@@ -15,12 +15,8 @@ use super::{drop_scratch, parse_servers, print_report, run_dirs, secs, BENCH_KEY
     after_help = "Servers are started one at a time on 127.0.0.1:--port, pinned to --server-cpu, each in a fresh folder under --work holding its journal (the disk the fsync probe measures); the tester runs on --tester-cpu. The set is `lode-bench gen enum` with 10 zones and prefix 1212; target 1 adds numbers from 500000, the bulk load from 800000 in every zone. --quick: 100000 records, 1 run, 5 s closed loop, 1 s steps, 100000 bulk numbers."
 )]
 pub(crate) struct CompareUpdatesArgs {
-    /// Results folder (default results/updates-[quick-]DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: the set and the servers' journals (default: a temp dir, removed).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// A small comparison (~2 min per server).
     #[arg(long)]
     quick: bool,
@@ -109,7 +105,7 @@ pub(super) fn run(a: CompareUpdatesArgs, lode: &crate::LodeBinary) -> anyhow::Re
     } else {
         secs(durable, "--durable-secs")?
     };
-    let (out, work, temp) = run_dirs("updates", q, &a.out, &a.work);
+    let (out, work, temp) = a.folders.dirs("updates", q);
     let cfg = UpdCompareConfig {
         out: out.clone(),
         work: work.clone(),

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lode_bench::xdp::{self, Server, XdpConfig};
 
-use super::{buffers::SocketBufferArg, drop_scratch, run_dirs, secs};
+use super::{buffers::SocketBufferArg, drop_scratch, secs, Folders};
 
 /// Arguments of `lode-bench xdp`.
 #[derive(clap::Args, Debug)]
@@ -16,12 +16,8 @@ use super::{buffers::SocketBufferArg, drop_scratch, run_dirs, secs};
     after_help = "Needs root, kxdpgun and kdig (knot-dnsutils), dnsperf, ethtool, and knot and nsd for their servers. Makes namespaces lodexdp-PID-s (server, 10.53.0.1) and lodexdp-PID-c (loaders, 10.53.0.2) joined by veth xbsPID ═ xbcPID, both ends polled by threaded NAPI; removed at the end, on errors and on Ctrl-C (after the current measurement; a run killed with SIGKILL leaves them and the next run removes them). Each server runs in turn pinned to --server-cpu with one worker; kxdpgun and dnsperf run on --client-cpu. Per round and server: CPU per answer at --cpu-rate for existing names and NXDOMAIN (kxdpgun, and dnsperf unless --no-dnsperf), then the peak answers/s (kxdpgun at rising rates — doubled from --cpu-rate while the answers/s grow by 5 %, then raised by 15 % from the doubled rate below the best — until the answers/s stop growing: answers/s at saturation) and a flood (kxdpgun at --flood-rate, as fast as it sends: a server that collapses when offered more than it answers shows here). --overload adds the capacity (the highest rate with ≥ 99 % answered, bisected between the peak search's bounds) and the answers/s at 2× and 5× capacity. --quick: 20000 records, one round, 2 s runs (about 5 minutes for the six servers)."
 )]
 pub(crate) struct XdpArgs {
-    /// Results folder (default results/xdp-[quick-]DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: data set and server folders (default: a temp dir, removed).
-    #[arg(long)]
-    work: Option<PathBuf>,
+    #[command(flatten)]
+    folders: Folders,
     /// A short run: 20000 records, one round, 2 s runs.
     #[arg(long)]
     quick: bool,
@@ -116,7 +112,7 @@ pub(super) fn run(a: XdpArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         "--server-cpu and --client-cpu differ"
     );
     let q = a.quick;
-    let (out, work, temp) = run_dirs("xdp", q, &a.out, &a.work);
+    let (out, work, temp) = a.folders.dirs("xdp", q);
     let cfg = XdpConfig {
         servers,
         records: a

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use lode_bench::zones::{many, reload};
 
-use super::{drop_scratch, run_dirs, secs};
+use super::{drop_scratch, secs, Folders};
 
 /// Arguments of `lode-bench many-zones`.
 #[derive(clap::Args, Debug)]
@@ -57,7 +57,7 @@ pub(crate) struct ManyZonesArgs {
 }
 
 pub(super) fn run_many(a: ManyZonesArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
-    let (out, work, temp) = a.folders.dirs("many-zones");
+    let (out, work, temp) = a.folders.dirs("many-zones", false);
     let cfg = many::ManyConfig {
         out: out.clone(),
         work: work.clone(),
@@ -112,7 +112,7 @@ pub(crate) struct ReloadZonesArgs {
 }
 
 pub(super) fn run_reload(a: ReloadZonesArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
-    let (out, work, temp) = a.folders.dirs("reload-zones");
+    let (out, work, temp) = a.folders.dirs("reload-zones", false);
     let settle = match a.settle {
         0.0 => std::time::Duration::ZERO,
         s => secs(s, "--settle")?,
@@ -132,27 +132,4 @@ pub(super) fn run_reload(a: ReloadZonesArgs, lode: &crate::LodeBinary) -> anyhow
     r?;
     out!("report: {}", out.join("reload-zones.md").display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// The report and scratch folders of a zone or signing benchmark.
-#[derive(clap::Args, Debug)]
-pub(super) struct Folders {
-    /// Results folder (default results/COMMAND-DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: zone files and the servers' folders (default: a folder under
-    /// /var/tmp, removed at the end).
-    #[arg(long)]
-    work: Option<PathBuf>,
-}
-
-impl Folders {
-    /// The report folder, the scratch folder (default under /var/tmp: a million
-    /// zone files do not belong in a memory-backed /tmp) and whether it is ours.
-    pub(super) fn dirs(&self, kind: &str) -> (PathBuf, PathBuf, bool) {
-        let ours = PathBuf::from(format!("/var/tmp/lode-{kind}-{}", std::process::id()));
-        let work = Some(self.work.clone().unwrap_or(ours));
-        let (out, work_dir, _) = run_dirs(kind, false, &self.out, &work);
-        (out, work_dir, self.work.is_none())
-    }
 }
