@@ -1,7 +1,6 @@
 //! `lode-bench attack`: the benchmarks under attack (crates/bench/src/attack/),
 //! its arguments and their checks.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 

@@ -1,6 +1,5 @@
 //! `lode-bench big-sets` (crates/bench/src/server_cost/big.rs): its arguments.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;

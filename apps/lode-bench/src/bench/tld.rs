@@ -1,6 +1,5 @@
 //! `lode-bench tld` (crates/bench/src/server_cost/tld.rs): its arguments.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use lode_bench::server_cost::tld;

@@ -1,7 +1,6 @@
 //! `lode-bench compare-updates`: updates side by side (crates/bench/src/compare/updates.rs),
 //! its arguments.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 

@@ -2,7 +2,6 @@
 //! arguments and their checks; and `--hold-echo`, the XDP echo's holder the
 //! benchmark starts in the server namespace.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;

@@ -1,7 +1,6 @@
 //! `lode-bench many-zones` and `lode-bench reload-zones` (crates/bench/src/zones):
 //! their arguments.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use lode_bench::zones::{many, reload};
