@@ -173,7 +173,13 @@ impl Provenance {
         let (cpu_model, listed) = std::fs::read_to_string("/proc/cpuinfo")
             .map(|t| parse_cpuinfo(&t))
             .unwrap_or((None, 0));
-        let cores = std::thread::available_parallelism().map_or(listed, |n| n.get());
+        // The machine's, not this process's: a run pinned to one CPU would
+        // otherwise report one (available_parallelism follows the affinity).
+        let cores = if listed > 0 {
+            listed
+        } else {
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        };
         let memory_bytes = std::fs::read_to_string("/proc/meminfo")
             .ok()
             .and_then(|t| crate::compare::sys::parse_kb(&t, "MemTotal"));
