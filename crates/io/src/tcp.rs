@@ -492,11 +492,16 @@ async fn accept_loop<H: StreamHandler>(
     }
 }
 
-/// Closes idle connections while crowded and summarises held-back log lines.
+/// Closes idle connections while crowded and summarises held-back log lines,
+/// every [`SWEEP_INTERVAL`] while there is either; parked otherwise.
 async fn sweeper(registry: Arc<Registry>) {
     let mut tick = tokio::time::interval(SWEEP_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
+        if registry.nothing_to_sweep() {
+            registry.sweep_wanted().await;
+            tick.reset();
+        }
         tick.tick().await;
         registry.sweep();
     }

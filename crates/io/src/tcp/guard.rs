@@ -151,6 +151,11 @@ impl CloseLog {
         }
     }
 
+    /// Whether lines were held back that a later [`CloseLog::flush`] summarises.
+    fn holds_lines(&self) -> bool {
+        lock(&self.window).more.iter().any(|&n| n > 0)
+    }
+
     /// Summarises what the last window did not log, once it is over.
     fn flush(&self) {
         Self::roll(&mut lock(&self.window));
@@ -217,6 +222,8 @@ pub(super) struct Registry {
     /// new connections are admitted and set up under the limits of the
     /// moment.
     bounds: Bounds,
+    /// Wakes the parked sweeper: crowding began, or a log line was held back.
+    sweep_wanted: Notify,
 }
 
 /// [`Registry`]'s limits, each read on its own (a reload changing them
@@ -285,7 +292,23 @@ impl Registry {
             log: CloseLog::new(),
             epoch: Instant::now(),
             bounds,
+            sweep_wanted: Notify::new(),
         }
+    }
+
+    /// Whether the sweeper has nothing to do: not crowded, no log line held
+    /// back. It then parks until [`Registry::sweep_wanted`] wakes it, so an
+    /// idle server does not wake ten times a second.
+    pub(super) fn nothing_to_sweep(&self) -> bool {
+        self.counters.open.load(Ordering::Relaxed)
+            <= self.bounds.pressure_open.load(Ordering::Relaxed)
+            && !self.log.holds_lines()
+    }
+
+    /// Waits until the sweeper may have something to do (a wake-up sent
+    /// before the wait is kept: none is lost between a check and the wait).
+    pub(super) async fn sweep_wanted(&self) {
+        self.sweep_wanted.notified().await;
     }
 
     /// Takes `config`'s limits for what comes next (a reload): connections
@@ -295,6 +318,8 @@ impl Registry {
     /// new ones come.
     pub(super) fn set_limits(&self, config: &TcpConfig) {
         self.bounds.set(config);
+        // Lower limits may make the open connections a crowd.
+        self.sweep_wanted.notify_one();
     }
 
     fn max_clients(&self) -> usize {
@@ -487,6 +512,9 @@ impl Registry {
 
     fn publish_open(&self, slab: &Slab) {
         self.counters.open.store(slab.open, Ordering::Relaxed);
+        if slab.open > self.bounds.pressure_open.load(Ordering::Relaxed) {
+            self.sweep_wanted.notify_one();
+        }
     }
 
     /// Counts and logs (within the budget) a connection closed or refused;
@@ -504,6 +532,8 @@ impl Registry {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         if !self.log.allow(reason) {
+            // Held back: the sweeper summarises it once the window is over.
+            self.sweep_wanted.notify_one();
             return;
         }
         let max = self.max_clients();
@@ -564,6 +594,45 @@ mod tests {
         assert_eq!(source_key(a), source_key(b));
         let m: IpAddr = "::ffff:192.0.2.1".parse().unwrap();
         assert_eq!(source_key(m), "192.0.2.1".parse::<IpAddr>().unwrap());
+    }
+
+    /// The sweeper parks while there are neither crowds nor held-back log
+    /// lines, and either wakes it; a wake-up sent before it waits is kept.
+    #[test]
+    fn the_sweeper_parks_until_crowding_or_held_lines() {
+        let config = TcpConfig {
+            max_clients: 4,
+            ..TcpConfig::default()
+        };
+        let r = Registry::new(&config, Arc::new(Counters::default()));
+        assert!(r.nothing_to_sweep(), "a new server has nothing to sweep");
+        let peer = |i: u8| SocketAddr::from(([192, 0, 2, i], 53));
+        for i in 0..3 {
+            assert!(matches!(r.admit(peer(i)), Admission::Open(_)));
+        }
+        assert!(r.nothing_to_sweep(), "3 of 4 open is not a crowd");
+        assert!(matches!(r.admit(peer(3)), Admission::Open(_)));
+        assert!(!r.nothing_to_sweep(), "4 of 4 open is");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let woken = |r: &Registry| {
+            rt.block_on(async {
+                tokio::time::timeout(Duration::from_millis(50), r.sweep_wanted())
+                    .await
+                    .is_ok()
+            })
+        };
+        assert!(woken(&r), "the crowd's wake-up was kept");
+
+        let quiet = Registry::new(&TcpConfig::default(), Arc::new(Counters::default()));
+        assert!(!woken(&quiet), "nothing woke it");
+        for _ in 0..=LOG_LINES {
+            quiet.closed(Reason::ReadTimeout, peer(9), 0);
+        }
+        assert!(!quiet.nothing_to_sweep(), "a line is held back");
+        assert!(woken(&quiet), "holding it woke the sweeper");
     }
 
     #[test]
