@@ -167,24 +167,30 @@ impl ZoneSet {
         if self.zones.is_empty() {
             return None;
         }
-        let lowered = NameBuf::lowered(name);
-        let lower = lowered.as_ref().as_wire();
-        let labels = name.label_count();
+        let wire = name.as_wire();
         // Skip labels until at most max_labels remain.
         let mut pos = 0;
-        let mut remaining = labels;
+        let mut remaining = name.label_count();
         while remaining > self.max_labels {
-            pos += 1 + lower[pos] as usize;
+            pos += 1 + wire[pos] as usize;
             remaining -= 1;
         }
+        // Lower-case only what can be an origin (of a one-zone TLD server,
+        // the TLD: not the whole name); length octets stay as they are.
+        let tail = &wire[pos..];
+        let mut buf = [0u8; lode_wire::name::MAX_NAME_LEN];
+        let lower = &mut buf[..tail.len()];
+        lower.copy_from_slice(tail);
+        lower.make_ascii_lowercase();
+        let mut at = 0;
         loop {
-            if let Some(z) = self.zones.get(&lower[pos..]) {
+            if let Some(z) = self.zones.get(&lower[at..]) {
                 return Some(&**z);
             }
             if remaining == 0 || remaining <= self.min_labels {
                 return None;
             }
-            pos += 1 + lower[pos] as usize;
+            at += 1 + lower[at] as usize;
             remaining -= 1;
         }
     }
