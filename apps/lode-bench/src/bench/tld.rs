@@ -27,7 +27,7 @@ otherwise idle machine; medians over the rounds, queries lost summed. At each st
 until the first referral query is answered NOERROR (asked every 0.1 s), then VmRSS and VmHWM \
 summed over its processes (the last round's are printed). Prints both tables; writes tld.md, \
 tld.json (with the provenance) and dnsperf's outputs (dnsperf/) to --out. Needs dnsperf, \
-knotd, kzonesign (knot-dnssecutils) and nsd. Another build of Lode: `lode-bench --lode PATH \
+knotd, kzonesign (knot-dnssecutils), nsd and named (for those run). Another build of Lode: `lode-bench --lode PATH \
 tld …`. Example: lode-bench tld --delegations 100000 --rounds 1"
 )]
 pub(crate) struct TldArgs {
@@ -45,7 +45,7 @@ pub(crate) struct TldArgs {
     /// Rounds over the servers (the figures are their medians).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// Servers, in the order of each round: lode, knot, nsd.
+    /// Servers, in the order of each round: lode, knot, nsd, bind.
     #[arg(long, value_delimiter = ',', default_value = "lode,knot,nsd")]
     servers: Vec<String>,
     /// CPU the server is pinned to.

@@ -1,5 +1,5 @@
 //! `lode-bench tld`: a TLD-shaped zone (`lode-bench gen tld`) served by
-//! Lode, Knot DNS and NSD in turn: server CPU per answer for referrals (the
+//! Lode, Knot DNS, NSD and BIND 9 in turn: server CPU per answer for referrals (the
 //! unsigned zone, DO=0), DO=1 referrals and DO=1 NXDOMAIN (the zone signed
 //! by Knot's kzonesign with NSEC3 opt-out, served pre-signed by all),
 //! resident and peak memory, and the time from the start to the first answer.
@@ -253,9 +253,9 @@ pub fn run(cfg: &TldConfig) -> Result<TldResult, CostError> {
     if let Some(k) = cfg
         .servers
         .iter()
-        .find(|k| !matches!(k, Kind::Lode | Kind::Knot | Kind::Nsd))
+        .find(|k| !matches!(k, Kind::Lode | Kind::Knot | Kind::Nsd | Kind::Bind))
     {
-        return fail(format!("servers: lode, knot, nsd (not {})", k.name()));
+        return fail(format!("servers: lode, knot, nsd, bind (not {})", k.name()));
     }
     let started = Instant::now();
     let mut programs: Vec<String> = ["kzonesign", "dnsperf"].map(String::from).to_vec();
@@ -370,6 +370,7 @@ fn peer(kind: Kind) -> Option<peers::Kind> {
         Kind::Lode => Some(peers::Kind::Lode),
         Kind::Knot => Some(peers::Kind::Knot),
         Kind::Nsd => Some(peers::Kind::Nsd),
+        Kind::Bind => Some(peers::Kind::Bind),
         _ => None,
     }
 }
@@ -686,7 +687,9 @@ mod tests {
         assert!(!knot.zones[0].journal && knot.zones[0].name == "com.");
         let lode = spec(&c, Kind::Lode, Path::new("/z/com.zone")).expect("lode");
         assert_eq!(lode.program.as_deref(), Some(Path::new("/bin/lode")));
-        assert!(spec(&c, Kind::Bind, Path::new("/z")).is_err());
+        let bind = spec(&c, Kind::Bind, Path::new("/z/com.zone")).expect("bind");
+        assert_eq!((bind.workers, bind.cpus.clone()), (Some(1), vec![0]));
+        assert!(spec(&c, Kind::Pdns, Path::new("/z")).is_err());
         let _ = std::fs::remove_dir_all(&c.work);
     }
 
