@@ -224,7 +224,8 @@ pub fn expected_secs(cfg: &FleetConfig) -> f64 {
                     .rates
                     .iter()
                     .filter(|r| **r > 0.0)
-                    .map(|r| cfg.updates as f64 / r + 5.0)
+                    // The last update is due (n - 1) / rate after the first.
+                    .map(|r| cfg.updates.saturating_sub(1) as f64 / r + 5.0)
                     .sum::<f64>()
         }
         Experiment::IxfrLoad => {
@@ -637,7 +638,7 @@ fn propagation_exp(
         say(&format!(
             "propagation: {} updates, rate {label} ({:.0} s)",
             updates.len(),
-            updates.len() as f64 / rate
+            (updates.len() - 1) as f64 / rate
         ));
         let full_before: Vec<usize> = secs
             .iter()
@@ -1159,7 +1160,7 @@ mod tests {
             probe_window: 8,
             probe_interval: Duration::from_millis(1),
         };
-        // 100 s + 1 s of updates, 5 s slack each, 10 s set-up.
+        // 99.9 s + 1 s of updates, 5 s slack each, 10 s set-up.
         assert_eq!(expected_secs(&cfg).round(), 121.0);
         // 100000/5000 = 20: five halvings plus the two bounds.
         assert_eq!(search_steps(&cfg), 7);
@@ -1171,8 +1172,8 @@ mod tests {
             ..cfg.clone()
         };
         assert_eq!(stream_need(&tld), 200.0);
-        // 100 s at 1/s, none at full speed, 5 s slack each; set-up 10.4 s.
-        assert_eq!(expected_secs(&tld).round(), 120.0);
+        // 99 s at 1/s, none at full speed, 5 s slack each; set-up 10.4 s.
+        assert_eq!(expected_secs(&tld).round(), 119.0);
         let tix = FleetConfig {
             experiment: Experiment::IxfrLoad,
             rates: vec![0.0, 10.0, f64::INFINITY],
