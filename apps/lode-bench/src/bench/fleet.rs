@@ -12,7 +12,7 @@ use super::{drop_scratch, run_dirs, secs, BENCH_KEY};
 /// Arguments of `lode-bench fleet`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Namespaces lodefl-p (primary, 10.53.0.1) and lodefl-s1.. (secondaries, 10.53.0.11..) on bridge lodefl0, the prober, update sender and rate tester in the root namespace at 10.53.0.200; servers listen on port 53 in their namespace. Everything is removed at the end, on errors and on Ctrl-C (a run killed with SIGKILL leaves them: the next run removes them first). The zone is `lode-bench gen enum` with one zone of --records numbers. CPUs: propagation pins the primary to 0 and the secondaries to 1; ixfr-load runs everything on 0 but the secondary under test (moved to 1 for its searches); axfr pins the primary to 0 and the secondary to 1."
+    after_help = "Namespaces lodefl-p (primary, 10.53.0.1) and lodefl-s1.. (secondaries, 10.53.0.11..) on bridge lodefl0, the prober, update sender and rate tester in the root namespace at 10.53.0.200; servers listen on port 53 in their namespace. Everything is removed at the end, on errors and on Ctrl-C (a run killed with SIGKILL leaves them: the next run removes them first). The zone is `lode-bench gen enum` with one zone of --records numbers, or with --tld N the COM-shaped zone of `lode-bench gen tld` with N delegations, its registry stream (NS changes, additions, deletions) as the updates and its referral queries for ixfr-load. CPUs: propagation pins the primary to 0 and the secondaries to 1; ixfr-load runs everything on 0 but the secondary under test (moved to 1 for its searches); axfr pins the primary to 0 and the secondary to 1."
 )]
 pub(crate) struct FleetArgs {
     /// The primary: lode or knot.
@@ -24,15 +24,26 @@ pub(crate) struct FleetArgs {
     /// propagation, ixfr-load or axfr.
     #[arg(long, default_value = "propagation")]
     experiment: String,
-    /// Update rates (default: propagation 10,1000; ixfr-load 0,4,8,10,32,1000).
+    /// Update rates: updates/s, `full` (as fast as the primary acknowledges, see
+    /// --in-flight), with --tld also `low`/`medium` (1 %/3 % of the zone a day)
+    /// (default: propagation 10,1000, with --tld medium,100,full; ixfr-load
+    /// 0,4,8,10,32,1000, with --tld 0,medium,32,full).
     #[arg(long, value_delimiter = ',')]
-    rates: Option<Vec<f64>>,
+    rates: Option<Vec<String>>,
     /// Updates per propagation run.
     #[arg(long, default_value_t = 1000)]
     updates: u64,
     /// ENUM records in the zone (default: axfr 20000000, others 100000).
     #[arg(long)]
     records: Option<u64>,
+    /// TLD data instead of ENUM: the `lode-bench gen tld` zone with this many
+    /// delegations, its registry stream as the updates.
+    #[arg(long, value_name = "DELEGATIONS")]
+    tld: Option<u64>,
+    /// Rate `full`: updates sent and not yet answered at most (1: the next one
+    /// after each reply, as nsupdate does).
+    #[arg(long, default_value_t = 1)]
+    in_flight: usize,
     /// Results folder (default results/fleet-EXPERIMENT-DATE).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -88,14 +99,35 @@ pub(super) fn run(a: FleetArgs, lode: &crate::LodeBinary) -> anyhow::Result<Exit
         .iter()
         .map(|s| kind(s))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let rates = a.rates.clone().unwrap_or_else(|| match experiment {
-        Experiment::IxfrLoad => vec![0.0, 4.0, 8.0, 10.0, 32.0, 1000.0],
-        _ => vec![10.0, 1000.0],
-    });
-    if rates.iter().any(|r| !r.is_finite() || *r < 0.0)
-        || (experiment == Experiment::Propagation && rates.iter().any(|r| *r <= 0.0))
+    if a.tld == Some(0) {
+        bail!("--tld: at least one delegation");
+    }
+    let defaults: &[&str] = match (experiment, a.tld.is_some()) {
+        (Experiment::IxfrLoad, false) => &["0", "4", "8", "10", "32", "1000"],
+        (Experiment::IxfrLoad, true) => &["0", "medium", "32", "full"],
+        (_, false) => &["10", "1000"],
+        (_, true) => &["medium", "100", "full"],
+    };
+    let words = a
+        .rates
+        .clone()
+        .unwrap_or_else(|| defaults.iter().map(|s| s.to_string()).collect());
+    let rates = words
+        .iter()
+        .map(|w| fleet::registry::parse_rate(w, a.tld))
+        .collect::<Result<Vec<f64>, String>>()
+        .map_err(|e| anyhow::anyhow!("--rates: {e}"))?;
+    if experiment == Experiment::Propagation && rates.iter().any(|r| *r <= 0.0) {
+        bail!("--rates: positive rates for propagation (ixfr-load also takes 0, the static rate)");
+    }
+    if a.tld.is_none()
+        && experiment == Experiment::IxfrLoad
+        && rates.iter().any(|r| r.is_infinite())
     {
-        bail!("--rates: positive numbers (ixfr-load also takes 0, the static rate)");
+        bail!("--rates full: ixfr-load at full speed needs --tld");
+    }
+    if a.in_flight == 0 {
+        bail!("--in-flight: at least 1");
     }
     let key = lode_tsig::Key::parse_spec(a.tsig.as_deref().unwrap_or(BENCH_KEY))
         .map_err(|e| anyhow::anyhow!("--tsig: {e}"))?;
@@ -116,6 +148,8 @@ pub(super) fn run(a: FleetArgs, lode: &crate::LodeBinary) -> anyhow::Result<Exit
         rates,
         updates: a.updates,
         records,
+        tld: a.tld,
+        in_flight: a.in_flight,
         out,
         work: work.clone(),
         lode: lode.path()?,

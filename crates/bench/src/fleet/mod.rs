@@ -17,6 +17,11 @@
 //! - `axfr` — a large ENUM zone transferred to each secondary in turn: records/s,
 //!   the primary's and the secondary's peak memory.
 //!
+//! With `tld` (`--tld N`) the zone is `lode-bench gen tld`'s COM-shaped zone of N
+//! delegations, the updates its registry stream (NS changes, additions, deletions;
+//! [`registry`]), shown on a secondary by the referral or NXDOMAIN they bring,
+//! and ixfr-load's queries its referral queries.
+//!
 //! Everything made (namespaces, veths, bridge, servers) is removed by guards, also
 //! on errors and on SIGINT/SIGTERM (blocked and waited for by a thread that sets
 //! a flag every loop checks).
@@ -24,6 +29,7 @@
 pub mod net;
 pub mod probe;
 pub mod propagation;
+pub mod registry;
 pub mod servers;
 
 use std::fmt;
@@ -39,6 +45,8 @@ use serde_json::{json, Value};
 
 use crate::compare::servers::Kind;
 use crate::gen::enumset::{self, EnumSetSpec};
+use crate::gen::tld::{self, TldSpec, PACES};
+use crate::query::Expect;
 use crate::rate::{RateConfig, StepResult, Tester};
 use crate::search::binary_search;
 use crate::update::{during_updates, UpdateConfig, UpdatePlan};
@@ -150,6 +158,11 @@ pub struct FleetConfig {
     pub updates: u64,
     /// Records of the generated ENUM zone (one zone).
     pub records: u64,
+    /// TLD data instead: delegations of the `lode-bench gen tld` zone, whose
+    /// registry stream the primary takes.
+    pub tld: Option<u64>,
+    /// Full-speed updates (rate infinite): updates waiting for a reply at most.
+    pub in_flight: usize,
     /// Results folder (Markdown and JSON).
     pub out: PathBuf,
     /// Scratch folder (zone, servers' folders).
@@ -199,7 +212,11 @@ fn check_stop() -> Result<(), FleetError> {
 /// A rough run time of `cfg`, seconds, for the banner.
 pub fn expected_secs(cfg: &FleetConfig) -> f64 {
     let n = cfg.secondaries.len() as f64;
-    let setup = 10.0 + cfg.records as f64 / 200_000.0;
+    // A TLD zone has about 2.3 records per delegation, and is generated with its files.
+    let setup = match cfg.tld {
+        Some(d) => 10.0 + d as f64 / 50_000.0,
+        None => 10.0 + cfg.records as f64 / 200_000.0,
+    };
     match cfg.experiment {
         Experiment::Propagation => {
             setup
@@ -207,7 +224,8 @@ pub fn expected_secs(cfg: &FleetConfig) -> f64 {
                     .rates
                     .iter()
                     .filter(|r| **r > 0.0)
-                    .map(|r| cfg.updates as f64 / r + 5.0)
+                    // The last update is due (n - 1) / rate after the first.
+                    .map(|r| cfg.updates.saturating_sub(1) as f64 / r + 5.0)
                     .sum::<f64>()
         }
         Experiment::IxfrLoad => {
@@ -216,6 +234,131 @@ pub fn expected_secs(cfg: &FleetConfig) -> f64 {
         // Lode loads and sends ~0.5-1 M records/s here; the secondaries are slower.
         Experiment::Axfr => setup + n * (5.0 + cfg.records as f64 / 100_000.0),
     }
+}
+
+/// Seconds one ixfr-load search is expected to take (a step, and 1.5 s between steps).
+fn search_secs(cfg: &FleetConfig) -> f64 {
+    search_steps(cfg) as f64 * (cfg.step.as_secs_f64() + 1.5) + 5.0
+}
+
+/// Updates a TLD run may send: see [`registry::stream_length`].
+fn stream_need(cfg: &FleetConfig) -> f64 {
+    match cfg.experiment {
+        Experiment::Propagation => (cfg.updates * cfg.rates.len() as u64) as f64,
+        Experiment::IxfrLoad => {
+            let secs = search_secs(cfg);
+            let per_rate: f64 = cfg
+                .rates
+                .iter()
+                .map(|&r| {
+                    if r.is_infinite() {
+                        registry::FULL_SPEED_GUESS * 2.0 * secs
+                    } else {
+                        registry::cell_updates(r, secs, 0, 0, 0) as f64 * f64::from(r > 0.0)
+                    }
+                })
+                .sum();
+            per_rate * cfg.secondaries.len() as f64
+        }
+        Experiment::Axfr => 1.0,
+    }
+}
+
+/// The zone a run serves and, on TLD data, its stream and referral queries.
+#[derive(Debug)]
+struct FleetZone {
+    /// The apex, with the final dot.
+    apex: String,
+    /// The zone file.
+    file: PathBuf,
+    /// TLD data: the registry stream and the referral queries.
+    tld: Option<TldData>,
+}
+
+/// What `lode-bench gen tld` wrote that a run uses besides the zone.
+#[derive(Debug)]
+struct TldData {
+    /// Delegations in the zone.
+    delegations: u64,
+    /// The registry stream, read back.
+    stream: Vec<registry::StreamUpdate>,
+    /// queries-referral.txt.
+    referrals: PathBuf,
+}
+
+/// The ENUM zone of `cfg.records` numbers.
+fn enum_zone(cfg: &FleetConfig) -> Result<FleetZone, FleetError> {
+    let set_dir = cfg.work.join("set");
+    let t = Instant::now();
+    let mut spec = EnumSetSpec::new(cfg.records, 1);
+    spec.queries = Some(cfg.records.min(1_000_000));
+    let set = enumset::generate(&spec, &set_dir)
+        .map_err(|e| FleetError::Config(format!("generating the zone: {e}")))?;
+    let (apex, file) = set
+        .zone_files
+        .first()
+        .cloned()
+        .ok_or_else(|| FleetError::Config("the generator wrote no zone".into()))?;
+    say(&format!(
+        "zone {apex}: {} records in {:.1} s",
+        cfg.records,
+        t.elapsed().as_secs_f64()
+    ));
+    Ok(FleetZone {
+        apex,
+        file,
+        tld: None,
+    })
+}
+
+/// The TLD zone of `delegations`, its registry stream (as long as the run may
+/// need) read back, and its referral queries.
+fn tld_zone(cfg: &FleetConfig, delegations: u64) -> Result<FleetZone, FleetError> {
+    let dir = cfg.work.join("tld");
+    let t = Instant::now();
+    let mut spec = TldSpec::new("com", delegations);
+    spec.queries = 200_000;
+    spec.updates = registry::stream_length(delegations, stream_need(cfg));
+    spec.command = format!("lode-bench fleet --tld {delegations}");
+    let sum = tld::generate(&spec, &dir).map_err(|e| {
+        FleetError::Config(format!("generating the TLD data in {}: {e}", dir.display()))
+    })?;
+    // The pace files hold the same updates; only their headers differ.
+    let stream_file = PACES
+        .iter()
+        .zip(&sum.update_files)
+        .find(|(p, _)| p.name == "medium")
+        .or_else(|| PACES.iter().zip(&sum.update_files).next())
+        .map(|(_, f)| f.clone())
+        .ok_or_else(|| FleetError::Config("the generator wrote no update stream".into()))?;
+    let referrals = sum
+        .query_files
+        .first()
+        .cloned()
+        .ok_or_else(|| FleetError::Config("the generator wrote no query file".into()))?;
+    // axfr sends no update.
+    let stream = if spec.updates == 0 || cfg.experiment == Experiment::Axfr {
+        Vec::new()
+    } else {
+        registry::read_stream(&stream_file, spec.updates as usize)?
+    };
+    say(&format!(
+        "zone {}: {delegations} delegations, {} records; stream {} ({} updates) in {:.1} s",
+        sum.apex,
+        sum.zone.records,
+        stream_file.display(),
+        stream.len(),
+        t.elapsed().as_secs_f64()
+    ));
+    Ok(FleetZone {
+        apex: sum.apex,
+        file: sum.zone_file,
+        tld: Some(TldData {
+            delegations,
+            stream,
+            referrals,
+        }),
+    })
 }
 
 /// Steps of one binary search (the upper bound, then halving to the resolution).
@@ -253,29 +396,26 @@ pub fn run(cfg: &FleetConfig) -> Result<Value, FleetError> {
             .join(","),
         expected_secs(cfg)
     ));
-    // The zone: one ENUM zone of `records` numbers.
-    let set_dir = cfg.work.join("set");
-    let t = Instant::now();
-    let mut spec = EnumSetSpec::new(cfg.records, 1);
-    spec.queries = Some(cfg.records.min(1_000_000));
-    let set = enumset::generate(&spec, &set_dir)
-        .map_err(|e| FleetError::Config(format!("generating the zone: {e}")))?;
-    let (apex, file) = set
-        .zone_files
-        .first()
-        .cloned()
-        .ok_or_else(|| FleetError::Config("the generator wrote no zone".into()))?;
-    say(&format!(
-        "zone {apex}: {} records in {:.1} s",
-        cfg.records,
-        t.elapsed().as_secs_f64()
-    ));
+    if cfg.tld.is_none()
+        && cfg.experiment == Experiment::IxfrLoad
+        && cfg.rates.iter().any(|r| r.is_infinite())
+    {
+        return Err(FleetError::Config(
+            "ixfr-load at full speed needs --tld (the ENUM stream is paced)".into(),
+        ));
+    }
+    // The zone: one ENUM zone of `records` numbers, or the TLD zone and its stream.
+    let zone = match cfg.tld {
+        Some(d) => tld_zone(cfg, d)?,
+        None => enum_zone(cfg)?,
+    };
+    let (apex, file) = (zone.apex.as_str(), zone.file.as_path());
     check_stop()?;
     let net = Net::create(Plan::new(cfg.secondaries.len())?)?;
     let result = match cfg.experiment {
-        Experiment::Propagation => propagation_exp(cfg, &net, &apex, &file),
-        Experiment::IxfrLoad => ixfr_load_exp(cfg, &net, &apex, &file),
-        Experiment::Axfr => axfr_exp(cfg, &net, &apex, &file),
+        Experiment::Propagation => propagation_exp(cfg, &net, &zone),
+        Experiment::IxfrLoad => ixfr_load_exp(cfg, &net, &zone),
+        Experiment::Axfr => axfr_exp(cfg, &net, apex, file),
     };
     drop(net);
     let (table, body) = result?;
@@ -285,6 +425,8 @@ pub fn run(cfg: &FleetConfig) -> Result<Value, FleetError> {
         "primary": cfg.primary.name(),
         "secondaries": cfg.secondaries.iter().map(|k| k.name()).collect::<Vec<_>>(),
         "records": cfg.records,
+        "tld_delegations": cfg.tld,
+        "in_flight": cfg.in_flight,
         "workers": cfg.workers,
         "unix_time": when,
         "machine_cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -427,17 +569,27 @@ fn f1(x: Option<f64>) -> String {
 fn propagation_exp(
     cfg: &FleetConfig,
     net: &Net,
-    apex: &str,
-    file: &Path,
+    fz: &FleetZone,
 ) -> Result<(String, Value), FleetError> {
+    let (apex, file) = (fz.apex.as_str(), fz.file.as_path());
     let (primary, serial) = start_primary(cfg, &primary_role(cfg, net, apex, file, 0))?;
     let secs = start_secondaries(cfg, net, apex, serial, |_| 1)?;
     let zone = Name::parse(apex, Some(&Name::root()))
         .map_err(|e| FleetError::Config(format!("{apex}: {e}")))?;
+    let what = match &fz.tld {
+        Some(t) => format!(
+            "The registry stream of `lode-bench gen tld` ({} delegations; NS changes, additions, \
+             deletions in turn, each run taking the next updates); a secondary has an update when \
+             its referral for the delegation names the new NS (NXDOMAIN for a deletion). \
+             `full`: the next update as soon as fewer than {} wait for the primary's reply. ",
+            t.delegations, cfg.in_flight
+        ),
+        None => String::new(),
+    };
     let mut md = format!(
-        "## Propagation: primary {} → {} (update acknowledged → answered, ms)\n\n\
+        "## Propagation: primary {} → {} (update acknowledged → answered, ms)\n\n{what}\
          Primary pinned to CPU 0, secondaries to CPU 1, sender and probers unpinned; probers ask \
-         for the oldest {} unseen names every {} µs.\n\n\
+         for the oldest {} unseen updates every {} µs.\n\n\
          | rate/s | secondary | updates seen | missing | p50 | p99 | max | full transfers |\n|---:|---|---:|---:|---:|---:|---:|---:|\n",
         cfg.primary,
         cfg.secondaries.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
@@ -445,8 +597,24 @@ fn propagation_exp(
         cfg.probe_interval.as_micros()
     );
     let mut runs = Vec::new();
+    let mut cursor = registry::Cursor::new(fz.tld.as_ref().map_or(0, |t| t.stream.len()));
     for (r, &rate) in cfg.rates.iter().enumerate() {
         check_stop()?;
+        let label = registry::rate_label(rate, cfg.tld);
+        let txt;
+        let updates: &[registry::StreamUpdate] = match &fz.tld {
+            Some(t) => &t.stream[cursor.take(cfg.updates)],
+            None => {
+                txt = propagation::txt_updates(&zone, &format!("r{r}"), cfg.updates)?;
+                &txt
+            }
+        };
+        if updates.is_empty() {
+            say(&format!(
+                "propagation at {label}: the stream is used up; run skipped"
+            ));
+            continue;
+        }
         let pc = propagation::PropagationConfig {
             primary: primary.addr,
             secondaries: secs
@@ -460,8 +628,7 @@ fn propagation_exp(
                 .collect(),
             zone: zone.clone(),
             rate,
-            updates: cfg.updates,
-            tag: format!("r{r}"),
+            in_flight: cfg.in_flight,
             key: cfg.key.clone(),
             window: cfg.probe_window,
             interval: cfg.probe_interval,
@@ -469,15 +636,15 @@ fn propagation_exp(
             timeout: Duration::from_secs(2),
         };
         say(&format!(
-            "propagation: {} updates at {rate}/s ({:.0} s)",
-            cfg.updates,
-            cfg.updates as f64 / rate
+            "propagation: {} updates, rate {label} ({:.0} s)",
+            updates.len(),
+            (updates.len() - 1) as f64 / rate
         ));
         let full_before: Vec<usize> = secs
             .iter()
             .map(|n| full_transfers(&primary, ip4(n.addr)))
             .collect();
-        let res = propagation::run(&pc, &STOP)?;
+        let res = propagation::run(&pc, updates, &STOP)?;
         check_stop()?;
         // What the primary logged of the run (the secondaries are caught up).
         let full: Vec<usize> = secs
@@ -498,7 +665,7 @@ fn propagation_exp(
             let [a, b, c] = l.ms.map_or([None; 3], |m| m.map(Some));
             let full = full.get(i).copied();
             md.push_str(&format!(
-                "| {rate} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {label} | {} | {} | {} | {} | {} | {} | {} |\n",
                 l.label,
                 l.seen,
                 l.missing,
@@ -512,14 +679,18 @@ fn propagation_exp(
                 "p50_ms": a, "p99_ms": b, "max_ms": c, "full_transfers": full}),
             );
         }
-        runs.push(json!({"rate": rate, "sent": res.sent, "acked": res.acked,
-            "update_ms": res.update_ms, "secs": res.secs, "secondaries": per}));
+        runs.push(json!({"rate": rate, "rate_label": label, "sent": res.sent,
+            "acked": res.acked, "update_ms": res.update_ms, "secs": res.secs,
+            "send_secs": res.send_secs, "secondaries": per}));
     }
     md.push_str(
         "\n`all`: per update, the slowest secondary. Goal: p99 ≤ 50 ms with Lode everywhere. \
          `full transfers`: AXFRs and IXFRs answered with the whole zone that the primary logged to \
          that secondary during the run (a secondary that falls back to AXFR; goal: 0).\n",
     );
+    if fz.tld.is_some() {
+        md.push_str("TLD goal: p99 ≤ 1 s to every secondary kind at every pace.\n");
+    }
     drop(secs);
     drop(primary);
     Ok((md, json!(runs)))
@@ -557,29 +728,63 @@ fn ip4(a: SocketAddr) -> std::net::Ipv4Addr {
 fn ixfr_load_exp(
     cfg: &FleetConfig,
     net: &Net,
-    apex: &str,
-    file: &Path,
+    fz: &FleetZone,
 ) -> Result<(String, Value), FleetError> {
+    let (apex, file) = (fz.apex.as_str(), fz.file.as_path());
     let (primary, serial) = start_primary(cfg, &primary_role(cfg, net, apex, file, 0))?;
     let mut secs = start_secondaries(cfg, net, apex, serial, |_| 0)?;
     crate::compare::pin_self(0).map_err(|e| FleetError::Config(e.to_string()))?;
     let zone = Name::parse(apex, Some(&Name::root()))
         .map_err(|e| FleetError::Config(format!("{apex}: {e}")))?;
-    // Updates of every search, twice the estimate: one plan for the whole run.
-    let search_secs = search_steps(cfg) as f64 * (cfg.step.as_secs_f64() + 1.5) + 5.0;
-    let total: f64 = cfg
+    let search_secs = search_secs(cfg);
+    // The updates: ENUM changes of an UpdatePlan, or the TLD's registry stream.
+    let (mut feed, queries, expect, what) = match &fz.tld {
+        None => {
+            // Updates of every search, twice the estimate: one plan for the whole run.
+            let total: f64 = cfg
+                .rates
+                .iter()
+                .map(|r| r * 2.0 * search_secs * secs.len() as f64)
+                .sum();
+            let plan = UpdatePlan::from_files(&[(zone.clone(), file)], total.ceil() as u64 + 10)
+                .map_err(|e| {
+                    FleetError::Config(format!("update plan ({total:.0} updates): {e}"))
+                })?;
+            let queries = plan.queries(1_000_000, false);
+            let feed = Feed::Plan { plan, first: 0 };
+            (
+                feed,
+                queries,
+                Expect::Answer,
+                "queries for names no update touches".to_string(),
+            )
+        }
+        Some(t) => {
+            let queries = registry::referral_queries(&t.referrals, &zone, &t.stream, 1_000_000)?;
+            let feed = Feed::Registry {
+                data: t,
+                cursor: registry::Cursor::new(t.stream.len()),
+            };
+            let what = format!(
+                "the registry stream of `lode-bench gen tld` ({} delegations; NS changes, \
+                 additions, deletions; `full`: the next update once fewer than {} wait for a \
+                 reply), referral queries of its queries-referral.txt (none below a delegation \
+                 the stream deletes; NOERROR is valid)",
+                t.delegations, cfg.in_flight
+            );
+            (feed, queries, Expect::NoError, what)
+        }
+    };
+    let queries = Arc::new(queries);
+    let cells: Vec<f64> = cfg
         .rates
         .iter()
-        .map(|r| r * 2.0 * search_secs * secs.len() as f64)
-        .sum();
-    let mut plan = UpdatePlan::from_files(&[(zone, file)], total.ceil() as u64 + 10)
-        .map_err(|e| FleetError::Config(format!("update plan ({total:.0} updates): {e}")))?;
-    let queries = Arc::new(plan.queries(1_000_000, false));
-    let mut first = 0u64;
+        .flat_map(|&r| std::iter::repeat_n(r, secs.len()))
+        .collect();
     let mut md = format!(
         "## IXFR load (BIND study §6.3.3): zero-loss query rate of a secondary while primary {} takes updates\n\n\
          Each cell: one RFC 8219 binary search of {:.0} s steps up to {} q/s (resolution {}), \
-         queries for names no update touches; the secondary under test on CPU 1, everything else \
+         {what}; the secondary under test on CPU 1, everything else \
          (primary, other secondaries, tester, update sender) on CPU 0. A 2-core machine: short steps, \
          one search per cell — indicative, not RFC 8219's 60 s × repeated.\n\n\
          | updates/s | secondary | zero-loss q/s | % of static | updates ok/sent | serial lag after |\n\
@@ -591,17 +796,22 @@ fn ixfr_load_exp(
     );
     let mut statics: Vec<Option<u64>> = vec![None; secs.len()];
     let mut rows = Vec::new();
+    let mut cell = 0usize;
     for &rate in &cfg.rates {
+        let label = registry::rate_label(rate, cfg.tld);
         for (i, sec) in secs.iter_mut().enumerate() {
             check_stop()?;
+            let k = cell;
+            cell += 1;
             sec.pin(1)?;
             let mut rc = RateConfig::new(sec.addr);
             rc.duration = cfg.step;
             rc.ports = 1000;
+            rc.expect = expect;
             let mut tester =
                 Tester::new(rc, queries.clone()).map_err(|e| FleetError::Tester(e.to_string()))?;
-            let label = format!("{} {}", sec.kind, servers::short(ip4(sec.addr)));
-            say(&format!("ixfr-load: {label} at {rate} updates/s"));
+            let who = format!("{} {}", sec.kind, servers::short(ip4(sec.addr)));
+            say(&format!("ixfr-load: {who} at {label} updates/s"));
             let search = |t: &mut Tester| {
                 binary_search(0, cfg.high, cfg.resolution, |q| {
                     check_stop()?;
@@ -616,29 +826,17 @@ fn ixfr_load_exp(
                     Ok::<_, FleetError>((ok, r))
                 })
             };
+            let t0 = Instant::now();
             let (found, upd) = if rate > 0.0 {
-                let ucfg = UpdateConfig {
-                    server: primary.addr,
-                    rate,
-                    // Twice the estimate: the stream must outlast the search (it is
-                    // stopped when the search returns).
-                    count: (rate * 2.0 * search_secs).ceil() as u64 + 1,
-                    first,
-                    timeout: Duration::from_secs(2),
-                    key: Some(cfg.key.clone()),
-                };
-                let (found, upd) = during_updates(
-                    &ucfg,
-                    &mut plan,
-                    Duration::from_secs_f64(search_secs * 4.0),
-                    || search(&mut tester),
-                );
-                let upd = upd.map_err(|e| FleetError::Tester(format!("update stream: {e}")))?;
-                first += upd.sent;
+                let (found, upd) =
+                    feed.during(cfg, &primary, &zone, &cells, k, search_secs, || {
+                        search(&mut tester)
+                    })?;
                 (found?, Some(upd))
             } else {
                 (search(&mut tester)?, None)
             };
+            let searched = t0.elapsed().as_secs_f64();
             sec.pin(0)?;
             // How far behind the primary it was when the updates stopped.
             let lag = match (primary.serial(apex), sec.serial(apex)) {
@@ -651,18 +849,28 @@ fn ixfr_load_exp(
             let pct = statics[i]
                 .filter(|s| *s > 0)
                 .map(|s| 100.0 * found.rate as f64 / s as f64);
-            let (ok, sent) = upd.as_ref().map_or((0, 0), |u| (u.ok(), u.sent));
+            let (ok, sent) = upd.as_ref().map_or((0, 0), |u| (u.ok, u.sent));
+            // A stream that ended well before the search did: say when.
+            let ended = upd
+                .as_ref()
+                .filter(|u| u.used_up && u.secs + 1.0 < searched)
+                .map(|u| u.secs);
             md.push_str(&format!(
-                "| {rate} | {label} | {}{} | {} | {ok}/{sent} | {} |\n",
+                "| {label} | {who} | {}{} | {} | {ok}/{sent}{} | {} |\n",
                 found.rate,
                 if found.hit_ceiling { " (ceiling)" } else { "" },
                 f1(pct),
+                ended.map_or(String::new(), |e| format!(
+                    " (stream ended at {e:.0} s of {searched:.0})"
+                )),
                 lag.map_or("-".into(), |l| l.to_string())
             ));
             rows.push(
-                json!({"updates_per_sec": rate, "secondary": label, "qps": found.rate,
-                "hit_ceiling": found.hit_ceiling, "pct_of_static": pct, "updates_ok": ok,
-                "updates_sent": sent, "serial_lag_after": lag,
+                json!({"updates_per_sec": rate, "rate_label": label, "secondary": who,
+                "qps": found.rate, "hit_ceiling": found.hit_ceiling, "pct_of_static": pct,
+                "updates_ok": ok, "updates_sent": sent, "serial_lag_after": lag,
+                "search_secs": searched, "stream_secs": upd.as_ref().map(|u| u.secs),
+                "stream_used_up": upd.as_ref().map(|u| u.used_up),
                 "steps": found.trials.iter().map(|t| json!({"rate": t.rate, "passed": t.passed,
                     "sent": t.detail.sent, "valid": t.detail.valid})).collect::<Vec<_>>()}),
             );
@@ -675,9 +883,138 @@ fn ixfr_load_exp(
     md.push_str(
         "\nGoal: ≥ 95 % of the static rate at every step (BIND lost 12 % at 32/s in the study).\n",
     );
+    if fz.tld.is_some() {
+        md.push_str(
+            "TLD goal: ≥ 95 % of the static rate under the medium stream (3 % of the zone a day).\n",
+        );
+    }
     drop(secs);
     drop(primary);
     Ok((md, json!(rows)))
+}
+
+/// What an ixfr-load cell's update stream did.
+#[derive(Debug, Clone, Copy)]
+struct CellUpdates {
+    /// Updates answered NOERROR.
+    ok: u64,
+    /// Updates sent.
+    sent: u64,
+    /// Seconds the stream ran (to its last update sent, or its last reply).
+    secs: f64,
+    /// Whether it sent every update it was given (and so may have ended early).
+    used_up: bool,
+}
+
+/// Where ixfr-load's updates come from.
+#[derive(Debug)]
+enum Feed<'a> {
+    /// ENUM changes of an [`UpdatePlan`]; `first` is the next one.
+    Plan { plan: UpdatePlan, first: u64 },
+    /// The TLD's registry stream; `cursor` says which update is next.
+    Registry {
+        data: &'a TldData,
+        cursor: registry::Cursor,
+    },
+}
+
+impl Feed<'_> {
+    /// Runs `load` while the primary takes updates at `cells[k]` per second;
+    /// returns its outcome and the stream's.
+    #[allow(clippy::too_many_arguments)]
+    fn during<T: Send>(
+        &mut self,
+        cfg: &FleetConfig,
+        primary: &Node,
+        zone: &Name,
+        cells: &[f64],
+        k: usize,
+        search_secs: f64,
+        load: impl FnOnce() -> T + Send,
+    ) -> Result<(T, CellUpdates), FleetError> {
+        let rate = cells.get(k).copied().unwrap_or(0.0);
+        match self {
+            Feed::Plan { plan, first } => {
+                let ucfg = UpdateConfig {
+                    server: primary.addr,
+                    rate,
+                    // Twice the estimate: the stream must outlast the search (it is
+                    // stopped when the search returns).
+                    count: (rate * 2.0 * search_secs).ceil() as u64 + 1,
+                    first: *first,
+                    timeout: Duration::from_secs(2),
+                    key: Some(cfg.key.clone()),
+                };
+                let (out, upd) = during_updates(
+                    &ucfg,
+                    plan,
+                    Duration::from_secs_f64(search_secs * 4.0),
+                    load,
+                );
+                let upd = upd.map_err(|e| FleetError::Tester(format!("update stream: {e}")))?;
+                *first += upd.sent;
+                let used_up = upd.sent >= ucfg.count;
+                Ok((
+                    out,
+                    CellUpdates {
+                        ok: upd.ok(),
+                        sent: upd.sent,
+                        secs: upd.secs,
+                        used_up,
+                    },
+                ))
+            }
+            Feed::Registry { data, cursor } => {
+                let want = registry::cell_share(cells, k, search_secs, cursor.left());
+                let range = cursor.take(want);
+                let slice = &data.stream[range];
+                if slice.is_empty() {
+                    say("  the registry stream is used up: this search runs without updates");
+                    return Ok((
+                        load(),
+                        CellUpdates {
+                            ok: 0,
+                            sent: 0,
+                            secs: 0.0,
+                            used_up: true,
+                        },
+                    ));
+                }
+                let pc = propagation::PropagationConfig {
+                    primary: primary.addr,
+                    secondaries: Vec::new(),
+                    zone: zone.clone(),
+                    rate,
+                    in_flight: cfg.in_flight,
+                    key: cfg.key.clone(),
+                    window: 1,
+                    interval: cfg.probe_interval,
+                    wait: Duration::ZERO,
+                    timeout: Duration::from_secs(2),
+                };
+                let stop = AtomicBool::new(false);
+                let (out, res) = std::thread::scope(|s| {
+                    let sender = s.spawn(|| propagation::run(&pc, slice, &stop));
+                    let out = load();
+                    stop.store(true, Ordering::Relaxed);
+                    let res = sender.join().unwrap_or_else(|_| {
+                        Err(FleetError::Tester("the update sender panicked".into()))
+                    });
+                    (out, res)
+                });
+                let res = res?;
+                Ok((
+                    out,
+                    CellUpdates {
+                        ok: res.acked,
+                        sent: res.sent,
+                        secs: res.send_secs,
+                        used_up: res.sent >= slice.len() as u64,
+                    },
+                ))
+            }
+        }
+    }
 }
 
 /// axfr: the primary on CPU 0; each secondary in turn on CPU 1, started empty;
@@ -808,6 +1145,8 @@ mod tests {
             rates: vec![10.0, 1000.0],
             updates: 1000,
             records: 0,
+            tld: None,
+            in_flight: 1,
             out: PathBuf::new(),
             work: PathBuf::new(),
             lode: PathBuf::new(),
@@ -821,10 +1160,30 @@ mod tests {
             probe_window: 8,
             probe_interval: Duration::from_millis(1),
         };
-        // 100 s + 1 s of updates, 5 s slack each, 10 s set-up.
+        // 99.9 s + 1 s of updates, 5 s slack each, 10 s set-up.
         assert_eq!(expected_secs(&cfg).round(), 121.0);
         // 100000/5000 = 20: five halvings plus the two bounds.
         assert_eq!(search_steps(&cfg), 7);
+        // TLD data: the stream is sized by what the runs may send.
+        let tld = FleetConfig {
+            tld: Some(20_000),
+            rates: vec![1.0, f64::INFINITY],
+            updates: 100,
+            ..cfg.clone()
+        };
+        assert_eq!(stream_need(&tld), 200.0);
+        // 99 s at 1/s, none at full speed, 5 s slack each; set-up 10.4 s.
+        assert_eq!(expected_secs(&tld).round(), 119.0);
+        let tix = FleetConfig {
+            experiment: Experiment::IxfrLoad,
+            rates: vec![0.0, 10.0, f64::INFINITY],
+            ..tld
+        };
+        assert_eq!(search_secs(&tix), 7.0 * 11.5 + 5.0);
+        assert_eq!(
+            stream_need(&tix),
+            3.0 * (1711.0 + registry::FULL_SPEED_GUESS * 2.0 * 85.5)
+        );
         let ix = FleetConfig {
             experiment: Experiment::IxfrLoad,
             rates: vec![0.0, 4.0],

@@ -2,11 +2,18 @@
 //! answers it.
 //!
 //! ```text
-//!  sender ── UPDATE i (add f<tag>-i.<zone> TXT, TSIG) ──▶ primary ──NOTIFY/IXFR──▶ secondaries
-//!  receiver ◀── NOERROR: ack[i] = t ──┘                                            │
-//!  prober per secondary: the oldest `window` acked-but-unseen names, TXT queries ──┘
-//!        first NOERROR with an answer: seen[i] = t; latency = seen[i] − ack[i]
+//!  sender ── UPDATE i (TSIG) ──▶ primary ──NOTIFY/IXFR──▶ secondaries
+//!  receiver ◀── NOERROR: ack[i] = t ──┘                      │
+//!  prober per secondary: the witness queries of the oldest `window`
+//!  acked-but-unseen updates ─────────────────────────────────┘
+//!        first reply that shows update i: seen[i] = t; latency = seen[i] − ack[i]
 //! ```
+//!
+//! An update is a message and its witness ([`registry::Witness`]): the ENUM
+//! runs add `f<tag>-i.<zone> TXT` (shown by an answer), the TLD runs send the
+//! registry stream (shown by the new NS target in a referral, or NXDOMAIN).
+//! The sender keeps a constant rate, or at full speed (rate infinite) keeps
+//! `in_flight` updates waiting for their replies ([`SendPolicy`]).
 //!
 //! A prober asks again every `interval` (1 ms) and at once when a whole window
 //! was answered (a transfer usually brings many names at a time). Latencies are
@@ -19,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use lode_wire::{Name, Rtype};
 
+use super::registry::{self, RegistryOp, StreamUpdate, Want, Witness};
 use super::FleetError;
 use crate::pacing::Pacer;
 use crate::stats::percentile;
@@ -37,12 +45,10 @@ pub struct PropagationConfig {
     pub secondaries: Vec<(String, SocketAddr)>,
     /// The zone.
     pub zone: Name,
-    /// Updates per second.
+    /// Updates per second; infinite: full speed (see `in_flight`).
     pub rate: f64,
-    /// Updates sent.
-    pub updates: u64,
-    /// A label unique to this run, in every added name (`f<tag>-<i>`).
-    pub tag: String,
+    /// Full speed: updates sent and not yet answered at most.
+    pub in_flight: usize,
     /// The TSIG key of the updates.
     pub key: lode_tsig::Key,
     /// Names a prober asks for at a time.
@@ -101,6 +107,8 @@ pub struct PropagationResult {
     pub secondaries: Vec<Latencies>,
     /// Seconds the run took.
     pub secs: f64,
+    /// Seconds from the start to the last update sent.
+    pub send_secs: f64,
 }
 
 /// Per update, the latency until every secondary answered (the slowest one), in µs;
@@ -142,21 +150,91 @@ fn stamp(start: Instant) -> u64 {
     start.elapsed().as_micros() as u64 + 1
 }
 
-/// Runs one propagation measurement; `stop` ends it early (Ctrl-C).
-pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResult, FleetError> {
-    if cfg.rate.is_nan() || cfg.rate <= 0.0 || cfg.updates == 0 {
+/// When the sender may send its next update (pure: counts and times in, a
+/// decision out).
+#[derive(Debug, Clone, Copy)]
+pub enum SendPolicy {
+    /// Update `i` is due at `i / rate` after the start.
+    Paced(Pacer),
+    /// Full speed: as soon as fewer than this many updates wait for a reply.
+    Closed(u64),
+}
+
+impl SendPolicy {
+    /// The policy of `rate` (infinite: full speed with `in_flight` outstanding)
+    /// for `total` updates.
+    pub fn new(rate: f64, total: u64, in_flight: usize) -> SendPolicy {
+        if rate.is_infinite() {
+            SendPolicy::Closed(in_flight.max(1) as u64)
+        } else {
+            SendPolicy::Paced(Pacer::new(rate, total))
+        }
+    }
+
+    /// Whether update `i` may go `elapsed` after the start, when `done` of the
+    /// updates sent so far were answered or given up.
+    pub fn may_send(&self, i: u64, elapsed: Duration, done: u64) -> bool {
+        match self {
+            SendPolicy::Paced(p) => i < p.due(elapsed),
+            SendPolicy::Closed(w) => i.saturating_sub(done) < *w,
+        }
+    }
+
+    /// How long to sleep before asking again when update `i` may not go yet.
+    pub fn pause(&self, i: u64, elapsed: Duration) -> Duration {
+        match self {
+            SendPolicy::Paced(p) => p
+                .at(i)
+                .saturating_sub(elapsed)
+                .min(Duration::from_millis(2)),
+            SendPolicy::Closed(_) => Duration::from_micros(50),
+        }
+    }
+}
+
+/// The ENUM runs' updates: `n` additions of `f<tag>-<i>.<zone> TXT`, each shown
+/// by an answer to its TXT query.
+pub fn txt_updates(zone: &Name, tag: &str, n: u64) -> Result<Vec<StreamUpdate>, FleetError> {
+    (0..n)
+        .map(|i| {
+            let owner = Name::parse(&format!("f{tag}-{i}"), Some(zone))
+                .map_err(|e| FleetError::Config(format!("name f{tag}-{i}: {e}")))?;
+            let t = format!("fleet {i}");
+            let mut rdata = vec![t.len() as u8];
+            rdata.extend_from_slice(t.as_bytes());
+            let op = UpdateOp::Add {
+                owner: owner.clone(),
+                rtype: Rtype::TXT,
+                rdata,
+            };
+            Ok(StreamUpdate {
+                op: RegistryOp::Addition,
+                message: update_message(0, zone, &op),
+                witness: Witness {
+                    name: owner,
+                    rtype: Rtype::TXT,
+                    want: Want::Answer,
+                },
+                deletes: None,
+            })
+        })
+        .collect()
+}
+
+/// Runs one propagation measurement of `updates` (sent in order); `stop` ends
+/// it early (Ctrl-C, or the end of the load it runs beside). With no
+/// secondaries it is only a paced update stream whose replies are counted.
+pub fn run(
+    cfg: &PropagationConfig,
+    updates: &[StreamUpdate],
+    stop: &AtomicBool,
+) -> Result<PropagationResult, FleetError> {
+    if cfg.rate.is_nan() || cfg.rate <= 0.0 || updates.is_empty() {
         return Err(FleetError::Config(
-            "need a positive rate and update count".into(),
+            "need a positive rate and at least one update".into(),
         ));
     }
-    let n = cfg.updates as usize;
-    // Every name and query prepared before the clock starts.
-    let names: Vec<Name> = (0..n)
-        .map(|i| {
-            Name::parse(&format!("f{}-{i}", cfg.tag), Some(&cfg.zone))
-                .map_err(|e| FleetError::Config(format!("name f{}-{i}: {e}", cfg.tag)))
-        })
-        .collect::<Result<_, _>>()?;
+    let n = updates.len();
     let sock = UdpSocket::bind((super::net::PROBER, 0)).map_err(FleetError::socket)?;
     sock.connect(cfg.primary).map_err(FleetError::socket)?;
     sock.set_read_timeout(Some(Duration::from_millis(10)))
@@ -164,11 +242,13 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
     let sent_at: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let acked: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let sent = AtomicU64::new(0);
+    // Updates answered or given up (the full-speed sender's window).
+    let done = AtomicU64::new(0);
     let sending = AtomicBool::new(true);
     let acks_final = AtomicBool::new(false);
     let start = Instant::now();
     let timeout_us = cfg.timeout.as_micros() as u64;
-    let (sent_n, seen) = std::thread::scope(|s| -> Result<(u64, Vec<Vec<u64>>), FleetError> {
+    let scoped = std::thread::scope(|s| -> Result<(u64, f64, Vec<Vec<u64>>), FleetError> {
         // The receiver: NOERROR stamps ack[i]; anything else, or nothing in time, FAILED.
         let receiver = s.spawn(|| {
             let mut buf = [0u8; 4096];
@@ -186,6 +266,7 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
                     if a != 0 && acked[i].load(Ordering::Relaxed) == 0 {
                         if now > a + timeout_us {
                             acked[i].store(FAILED, Ordering::Release);
+                            done.fetch_add(1, Ordering::Release);
                         } else {
                             open = true;
                         }
@@ -213,6 +294,7 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
                 if let Some(i) = hit {
                     let v = if rcode == 0 { stamp(start) } else { FAILED };
                     acked[i].store(v, Ordering::Release);
+                    done.fetch_add(1, Ordering::Release);
                 }
             }
             acks_final.store(true, Ordering::Release);
@@ -222,31 +304,22 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
             .iter()
             .map(|(_, addr)| {
                 let addr = *addr;
-                let (names, acked, sent, acks_final) = (&names, &acked, &sent, &acks_final);
-                s.spawn(move || prober(cfg, addr, names, acked, sent, acks_final, start, stop))
+                let (acked, sent, acks_final) = (&acked, &sent, &acks_final);
+                s.spawn(move || prober(cfg, addr, updates, acked, sent, acks_final, start, stop))
             })
             .collect();
         // The sender, on this thread.
-        let pacer = Pacer::new(cfg.rate, cfg.updates);
+        let policy = SendPolicy::new(cfg.rate, n as u64, cfg.in_flight);
         let mut i = 0u64;
         let mut err = None;
-        while i < cfg.updates && !stop.load(Ordering::Relaxed) {
-            if i >= pacer.due(start.elapsed()) {
-                let wait = pacer.at(i).saturating_sub(start.elapsed());
-                std::thread::sleep(wait.min(Duration::from_millis(2)));
+        while i < n as u64 && !stop.load(Ordering::Relaxed) {
+            let elapsed = start.elapsed();
+            if !policy.may_send(i, elapsed, done.load(Ordering::Acquire)) {
+                std::thread::sleep(policy.pause(i, elapsed));
                 continue;
             }
-            let op = UpdateOp::Add {
-                owner: names[i as usize].clone(),
-                rtype: Rtype::TXT,
-                rdata: {
-                    let t = format!("fleet {i}");
-                    let mut r = vec![t.len() as u8];
-                    r.extend_from_slice(t.as_bytes());
-                    r
-                },
-            };
-            let mut msg = update_message(i as u16, &cfg.zone, &op);
+            let mut msg = updates[i as usize].message.clone();
+            msg[..2].copy_from_slice(&(i as u16).to_be_bytes());
             let now = lode_io::clock::unix_now();
             if lode_tsig::sign_request_vec(&mut msg, &cfg.key, now).is_err() {
                 err = Some(FleetError::Config("TSIG signing failed".into()));
@@ -260,6 +333,7 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
             }
             i += 1;
         }
+        let send_secs = start.elapsed().as_secs_f64();
         sending.store(false, Ordering::Release);
         let _ = receiver.join();
         let seen: Vec<Vec<u64>> = probers
@@ -268,9 +342,10 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
             .collect();
         match err {
             Some(e) => Err(e),
-            None => Ok((i, seen)),
+            None => Ok((i, send_secs, seen)),
         }
-    })?;
+    });
+    let (sent_n, send_secs, seen) = scoped?;
     let acked: Vec<u64> = acked.iter().map(|a| a.load(Ordering::Acquire)).collect();
     let sent_at: Vec<u64> = sent_at.iter().map(|a| a.load(Ordering::Acquire)).collect();
     let upd: Vec<u64> = acked
@@ -297,6 +372,7 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
         update_ms: Latencies::of("", &upd, 0).ms,
         secondaries,
         secs: start.elapsed().as_secs_f64(),
+        send_secs,
     })
 }
 
@@ -305,14 +381,14 @@ pub fn run(cfg: &PropagationConfig, stop: &AtomicBool) -> Result<PropagationResu
 fn prober(
     cfg: &PropagationConfig,
     addr: SocketAddr,
-    names: &[Name],
+    updates: &[StreamUpdate],
     acked: &[AtomicU64],
     sent: &AtomicU64,
     acks_final: &AtomicBool,
     start: Instant,
     stop: &AtomicBool,
 ) -> Vec<u64> {
-    let n = names.len();
+    let n = updates.len();
     let mut seen = vec![0u64; n];
     let Ok(sock) = UdpSocket::bind((super::net::PROBER, 0)) else {
         return seen;
@@ -324,10 +400,10 @@ fn prober(
     {
         return seen;
     }
-    let queries: Vec<Vec<u8>> = names
+    let queries: Vec<Vec<u8>> = updates
         .iter()
         .enumerate()
-        .map(|(i, nm)| request::query(i as u16, nm, Rtype::TXT))
+        .map(|(i, u)| request::query(i as u16, &u.witness.name, u.witness.rtype))
         .collect();
     let mut added = vec![false; n];
     let mut next_scan = 0usize;
@@ -378,17 +454,14 @@ fn prober(
             let Ok(len) = sock.recv(&mut buf) else {
                 continue;
             };
-            let Some(Reply {
-                id, rcode, ancount, ..
-            }) = Reply::of(&buf[..len])
-            else {
+            let Some(Reply { id, .. }) = Reply::of(&buf[..len]) else {
                 continue;
             };
             let Some(&i) = batch.iter().find(|&&i| i as u16 == id) else {
                 continue;
             };
             answered += 1;
-            if rcode == 0 && ancount > 0 && seen[i] == 0 {
+            if seen[i] == 0 && registry::shows(&buf[..len], &updates[i].witness) {
                 seen[i] = stamp(start);
                 positive += 1;
             }
@@ -427,6 +500,37 @@ mod tests {
             "the slowest secondary of each update"
         );
         assert_eq!(missing, 1, "update 3 never reached s1");
+    }
+
+    #[test]
+    fn the_sender_paces_or_keeps_a_window() {
+        let ms = Duration::from_millis;
+        let paced = SendPolicy::new(100.0, 1000, 4);
+        assert!(paced.may_send(0, Duration::ZERO, 0));
+        assert!(!paced.may_send(1, ms(9), 1));
+        assert!(
+            paced.may_send(1, ms(11), 0),
+            "the schedule, not the replies"
+        );
+        assert_eq!(paced.pause(1, ms(9)), ms(1));
+        assert_eq!(paced.pause(50, ms(0)), ms(2), "never more than 2 ms");
+        let full = SendPolicy::new(f64::INFINITY, 1000, 2);
+        assert!(full.may_send(0, Duration::ZERO, 0));
+        assert!(full.may_send(1, Duration::ZERO, 0));
+        assert!(!full.may_send(2, Duration::ZERO, 0), "two in flight");
+        assert!(full.may_send(2, Duration::ZERO, 1));
+        assert!(SendPolicy::new(f64::INFINITY, 10, 0).may_send(0, Duration::ZERO, 0));
+        assert!(!SendPolicy::new(f64::INFINITY, 10, 0).may_send(1, Duration::ZERO, 0));
+    }
+
+    #[test]
+    fn txt_updates_are_shown_by_an_answer() {
+        let zone = Name::parse("e164.arpa.", Some(&Name::root())).expect("zone");
+        let u = txt_updates(&zone, "r0", 3).expect("updates");
+        assert_eq!(u.len(), 3);
+        assert_eq!(u[2].witness.name.to_string(), "fr0-2.e164.arpa.");
+        assert_eq!(u[2].witness.want, Want::Answer);
+        assert_eq!(&u[2].message[..2], &[0, 0]);
     }
 
     #[test]
