@@ -93,6 +93,44 @@ pub fn skip_name(msg: &[u8], mut pos: usize) -> Option<usize> {
     }
 }
 
+/// One record of a reply, not decoded: where its owner name starts, its type
+/// and where its RDATA lies in the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skimmed {
+    /// Offset of the record's owner name (possibly compressed).
+    pub owner: usize,
+    /// The record's type.
+    pub rtype: Rtype,
+    /// The range of its RDATA in the message.
+    pub rdata: std::ops::Range<usize>,
+}
+
+/// The first `count` records after the question section, skimmed (owner
+/// names skipped, nothing decompressed or allocated). Ends at the first
+/// record that runs past the message.
+pub fn records(msg: &[u8], count: usize) -> impl Iterator<Item = Skimmed> + '_ {
+    let mut pos = Reply::of(msg)
+        .and_then(|h| (0..h.qdcount).try_fold(HEADER_LEN, |p, _| skip_name(msg, p).map(|e| e + 4)));
+    (0..count).map_while(move |_| {
+        let owner = pos?;
+        let at = skip_name(msg, owner)?;
+        let fixed = msg.get(at..at + 10)?;
+        let rtype = Rtype(u16::from_be_bytes([fixed[0], fixed[1]]));
+        let start = at + 10;
+        let end = start + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+        if end > msg.len() {
+            pos = None;
+            return None;
+        }
+        pos = Some(end);
+        Some(Skimmed {
+            owner,
+            rtype,
+            rdata: start..end,
+        })
+    })
+}
+
 /// One record of a reply's answer section, not decoded: its type and where
 /// its RDATA lies in the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,25 +146,10 @@ pub struct Answer {
 /// an SOA or the end of a transfer. Ends at the first record that runs past
 /// the message.
 pub fn answers(msg: &[u8]) -> impl Iterator<Item = Answer> + '_ {
-    let header = Reply::of(msg);
-    let mut pos = header
-        .and_then(|h| (0..h.qdcount).try_fold(HEADER_LEN, |p, _| skip_name(msg, p).map(|e| e + 4)));
-    let count = header.map_or(0, |h| h.ancount);
-    (0..count).map_while(move |_| {
-        let at = skip_name(msg, pos?)?;
-        let fixed = msg.get(at..at + 10)?;
-        let rtype = Rtype(u16::from_be_bytes([fixed[0], fixed[1]]));
-        let start = at + 10;
-        let end = start + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
-        if end > msg.len() {
-            pos = None;
-            return None;
-        }
-        pos = Some(end);
-        Some(Answer {
-            rtype,
-            rdata: start..end,
-        })
+    let count = Reply::of(msg).map_or(0, |h| usize::from(h.ancount));
+    records(msg, count).map(|r| Answer {
+        rtype: r.rtype,
+        rdata: r.rdata,
     })
 }
 

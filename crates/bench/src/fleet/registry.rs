@@ -20,7 +20,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use lode_wire::name::NameBuf;
-use lode_wire::request::{skip_name, Reply};
+use lode_wire::request::{records, Reply};
 use lode_wire::{rcode, Class, Name, Record, Rtype};
 
 use super::FleetError;
@@ -84,14 +84,12 @@ pub fn shows(reply: &[u8], w: &Witness) -> bool {
         Want::NxDomain => u16::from(h.rcode) == rcode::NXDOMAIN,
         Want::NsTarget(target) => {
             h.rcode == 0
-                && records(reply, usize::from(h.ancount) + usize::from(h.nscount)).any(
-                    |(owner, rtype, rdata)| {
-                        rtype == Rtype::NS
-                            && name_at(reply, owner).is_some_and(|n| n.as_ref() == w.name.as_ref())
-                            && name_at(reply, rdata.start)
-                                .is_some_and(|n| n.as_ref() == target.as_ref())
-                    },
-                )
+                && records(reply, usize::from(h.ancount) + usize::from(h.nscount)).any(|r| {
+                    r.rtype == Rtype::NS
+                        && name_at(reply, r.owner).is_some_and(|n| n.as_ref() == w.name.as_ref())
+                        && name_at(reply, r.rdata.start)
+                            .is_some_and(|n| n.as_ref() == target.as_ref())
+                })
         }
     }
 }
@@ -101,26 +99,6 @@ fn name_at(msg: &[u8], pos: usize) -> Option<NameBuf> {
     let mut b = NameBuf::new();
     b.read_compressed(msg, pos).ok()?;
     Some(b)
-}
-
-/// The first `count` records after the question: owner offset, type, RDATA range.
-fn records(msg: &[u8], count: usize) -> impl Iterator<Item = (usize, Rtype, Range<usize>)> + '_ {
-    let qd = Reply::of(msg).map_or(0, |h| h.qdcount);
-    let mut pos = (0..qd).try_fold(12usize, |p, _| skip_name(msg, p).map(|e| e + 4));
-    (0..count).map_while(move |_| {
-        let owner = pos?;
-        let at = skip_name(msg, owner)?;
-        let fixed = msg.get(at..at + 10)?;
-        let rtype = Rtype(u16::from_be_bytes([fixed[0], fixed[1]]));
-        let start = at + 10;
-        let end = start + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
-        if end > msg.len() {
-            pos = None;
-            return None;
-        }
-        pos = Some(end);
-        Some((owner, rtype, start..end))
-    })
 }
 
 /// What an update's records do and how a secondary shows it: the first NS
