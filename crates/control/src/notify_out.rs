@@ -1,10 +1,13 @@
 //! NOTIFY out (RFC 1996) as a state machine: when a zone's published serial
 //! changes, each of its targets is sent a NOTIFY carrying the new SOA,
 //! retried until it answers. A newer serial replaces a NOTIFY not yet sent,
-//! is sent next when one awaits the answer to its first try, and is sent at
-//! once when one was retried (the target did not answer for a second or
-//! more): each serial gets its own tries, and none is given up with an
-//! older one. One NOTIFY is in flight per (zone, target).
+//! is sent next when one awaits the answer to its first try — for
+//! [`NEWER_WAITS`] at most (four of the target's round trips if longer):
+//! then the first try counts as lost, as when the target was not listening
+//! yet at a fleet's start — and is sent at once when one was retried (the
+//! target did not answer for a second or more): each serial gets its own
+//! tries, and none is given up with an older one. One NOTIFY is in flight
+//! per (zone, target).
 //!
 //! **Pacing.** A secondary that is told of a change transfers it and then
 //! loads it; told of the next one before it serves the first, some fall
@@ -33,7 +36,7 @@
 //!  published(zone, soa, targets) ──▶ pending per (zone, target): due time, tries, message id
 //!     Notify when due (after notify-delay) and not held, with AskSoa (what it serves before);
 //!     resend after 1, 2, 4, 8 s, give up after 5 tries; a newer serial restarts the tries
-//!     (at once when the older one was retried)
+//!     (at once when the older one was retried, after 250 ms when its first try is unanswered)
 //!  notify_answered(NOERROR) ──▶ catching up (zone, target): serial S, what it served before
 //!     a newer serial is held while catching up; AskSoa at 2 ms, then every 4 (later 25) ms
 //!  soa_answered: serves S, newer, or a serial of its own after T ──▶ settled at 2T: the held
@@ -64,6 +67,13 @@ use lode_zonedb::soa_serial;
 pub const TRIES: u32 = 5;
 /// The first retry's wait; each next one waits twice as long.
 pub const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// How long a newer serial waits behind a first try that has not been
+/// answered (or four round trips of the target, when it answered before and
+/// that is longer; the first retry's wait at most). Sooner, a NOTIFY per
+/// change would go to a secondary whose answer is only on its way; later, a
+/// first try lost — the secondary was not listening yet, as a fleet starts
+/// — would hold every newer change for the whole [`FIRST_RETRY`].
+pub const NEWER_WAITS: Duration = Duration::from_millis(250);
 /// The first SOA question to a secondary catching up, after its
 /// acknowledgement; then one every [`PROBE_GAP`] for [`CLOSE_WATCH`]
 /// (how long it took is how long the next serial waits after: measured to
@@ -335,6 +345,8 @@ pub struct NotifyOut {
     /// how long it takes to take a change (the last, or more while an
     /// older, slower one fades: ¾ of it each time).
     paces: HashMap<SocketAddr, Duration>,
+    /// Per secondary: the round trip of its last NOTIFY answered.
+    rtts: HashMap<SocketAddr, Duration>,
 }
 
 /// A zone's newest serial on its way to its targets.
@@ -364,6 +376,7 @@ impl NotifyOut {
             actions: VecDeque::new(),
             delivery: HashMap::new(),
             paces: HashMap::new(),
+            rtts: HashMap::new(),
         }
     }
 
@@ -438,8 +451,15 @@ impl NotifyOut {
                 // Not sent yet (waiting out notify-delay or held): it sends the newest.
                 Some(p) if p.sent_at.is_none() => p.soa = soa.clone(),
                 // Its first try awaits the answer: the newer serial goes
-                // next, once this one is answered (the pacing) or retried.
-                Some(p) if p.tries <= 1 => p.newer = Some(soa.clone()),
+                // next, once this one is answered (the pacing) or counted
+                // lost (NEWER_WAITS, or four round trips: then retried).
+                Some(p) if p.tries <= 1 => {
+                    p.newer = Some(soa.clone());
+                    if let Some(sent) = p.sent_at {
+                        let rtt = self.rtts.get(to).copied().unwrap_or_default();
+                        p.due = p.due.min(sent + NEWER_WAITS.max(rtt * 4));
+                    }
+                }
                 // Retried already (no answer for a second or more, e.g. the
                 // secondary was down): the newer serial replaces it, sent
                 // now with tries of its own. Waiting out the backoff, or the
@@ -685,10 +705,11 @@ impl NotifyOut {
             return;
         };
         let serial = soa_serial(&p.soa);
+        let rtt = p
+            .sent_at
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        self.rtts.insert(k.1, rtt);
         if rcode == lode_wire::rcode::NOERROR {
-            let rtt = p
-                .sent_at
-                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
             self.actions.push_back(Action::Report(Report::Answered {
                 target: k.clone(),
                 serial,

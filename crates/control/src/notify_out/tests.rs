@@ -156,8 +156,18 @@ fn newer_serial_waits_for_the_first_answer_only() {
     n.published(&zone(), &soa(2), &[target()], Duration::ZERO, t);
     n.handle_timeout(t);
     assert!(notifies(&sent(&mut n)) == [1], "held behind the first try");
-    n.handle_timeout(t0 + FIRST_RETRY);
-    assert_eq!(notifies(&sent(&mut n)), [2], "sent at the retry");
+    n.handle_timeout(t0 + NEWER_WAITS - Duration::from_millis(1));
+    assert!(
+        sent(&mut n).is_empty(),
+        "the first try's answer may be on its way"
+    );
+    assert_eq!(n.poll_timeout(), Some(t0 + NEWER_WAITS));
+    n.handle_timeout(t0 + NEWER_WAITS);
+    assert_eq!(
+        notifies(&sent(&mut n)),
+        [2],
+        "unanswered for NEWER_WAITS: counted lost, the newer serial sent"
+    );
     let k = (zone(), target());
     assert_eq!(n.pending[&k].tries, 1, "with tries of its own");
     // Given up with a newer one waiting: the newer one is sent.
@@ -170,6 +180,45 @@ fn newer_serial_waits_for_the_first_answer_only() {
     let s = sent(&mut n);
     assert!(s.iter().any(|a| a == &("gave-up", 2, 0)), "{s:?}");
     assert_eq!(notifies(&s), [3]);
+}
+
+/// A target that answered before waits four of its round trips (when that
+/// is longer than NEWER_WAITS) before a newer serial replaces an unanswered
+/// first try; never longer than the first retry's wait.
+#[test]
+fn newer_serial_waits_four_round_trips_of_a_far_target() {
+    let t0 = Instant::now();
+    let mut n = NotifyOut::new(0);
+    n.published(&zone(), &soa(1), &[target()], Duration::ZERO, t0);
+    n.handle_timeout(t0);
+    let id = sent(&mut n)
+        .iter()
+        .find(|a| a.0 == "notify")
+        .map(|a| a.2)
+        .expect("sent");
+    // Answered after 150 ms: its round trip.
+    let t1 = t0 + Duration::from_millis(150);
+    n.notify_answered(target(), id, lode_wire::rcode::NOERROR, t1);
+    let k = (zone(), target());
+    n.catching.remove(&k);
+    let _ = sent(&mut n);
+    n.published(&zone(), &soa(2), &[target()], Duration::ZERO, t1);
+    n.handle_timeout(t1);
+    assert_eq!(notifies(&sent(&mut n)), [2]);
+    n.published(&zone(), &soa(3), &[target()], Duration::ZERO, t1);
+    assert_eq!(n.poll_timeout(), Some(t1 + Duration::from_millis(600)));
+    n.handle_timeout(t1 + Duration::from_millis(599));
+    assert!(notifies(&sent(&mut n)).is_empty());
+    n.handle_timeout(t1 + Duration::from_millis(600));
+    assert_eq!(notifies(&sent(&mut n)), [3]);
+    // A round trip of 400 ms: four of them exceed the first retry, which bounds it.
+    n.rtts.insert(target(), Duration::from_millis(400));
+    let t2 = t1 + Duration::from_millis(700);
+    n.published(&zone(), &soa(4), &[target()], Duration::ZERO, t2);
+    assert_eq!(
+        n.poll_timeout(),
+        Some(t1 + Duration::from_millis(600) + FIRST_RETRY)
+    );
 }
 
 /// A secondary that acknowledged serial 1 is asked its SOA until it serves
