@@ -374,7 +374,7 @@ impl ComResult {
             value: match rss {
                 0 => "-".into(),
                 _ => format!(
-                    "{:.2} GiB at {delegations} delegations ({:.2} GiB at 160 M, linearly)",
+                    "{:.2} GiB at {delegations} delegations ({:.2} GiB at 160 M, linearly, the fixed part included)",
                     gib(rss),
                     projected / (1u64 << 30) as f64
                 ),
@@ -780,7 +780,7 @@ fn update(
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
+        .unwrap_or("(none: cut at the time limit)")
         .chars()
         .take(200)
         .collect();
@@ -819,6 +819,23 @@ fn update(
         f.update_line
     );
     Ok(f)
+}
+
+/// The secondary's row of the step table: its first serve and its memory at the stream's end.
+pub fn secondary_row(u: &UpdateFigures) -> StepRow {
+    StepRow {
+        step: "update: secondary".into(),
+        secs: u.secondary_secs,
+        hwm: u.secondary_hwm,
+        rss: u.secondary_rss,
+        note: format!(
+            "served the signed zone (AXFR) after {:.1} s; serial {} at the stream's end, lag {}",
+            u.secondary_secs,
+            u.secondary_serial,
+            u.lag()
+        ),
+        ..StepRow::default()
+    }
 }
 
 /// dnsperf referrals and DO=1 referrals against the signed primary, pinned to the server CPU.
@@ -1040,6 +1057,9 @@ pub fn run(cfg: &ComConfig) -> Result<ComResult, CostError> {
         row.disk = tree_bytes(&cfg.work);
         say(&format!("{}: {}", step.name(), row.line()));
         r.rows.push(row);
+        if let (Step::Update, Some(u)) = (step, &r.update) {
+            r.rows.push(secondary_row(u));
+        }
     }
     if let Some(mut p) = primary {
         p.server.stop();
@@ -1205,7 +1225,8 @@ mod tests {
         let g = r.goals(1_000_000);
         assert_eq!(g[0].met, Some(true));
         assert!(
-            g[0].value.contains("0.23 GiB at 1000000") && g[0].value.contains("37.50 GiB at 160 M"),
+            g[0].value.contains("0.23 GiB at 1000000")
+                && g[0].value.contains("37.50 GiB at 160 M, linearly"),
             "{}",
             g[0].value
         );
@@ -1253,6 +1274,17 @@ mod tests {
             ..UpdateFigures::default()
         };
         assert_eq!(u.lag(), 3);
+        let sr = secondary_row(&UpdateFigures {
+            secondary_secs: 1.5,
+            secondary_hwm: 4 << 20,
+            secondary_rss: 2 << 20,
+            ..u.clone()
+        });
+        assert_eq!(
+            sr.line(),
+            "| update: secondary | 1.5 | 4 | 2 | 2.00 | 0 | served the signed zone (AXFR) after \
+             1.5 s; serial 4294967295 at the stream's end, lag 3 |"
+        );
         let r = ComResult {
             rows: vec![s],
             update: Some(u),
