@@ -361,23 +361,24 @@ impl ComResult {
     pub fn goals(&self, delegations: u64) -> Vec<Goal> {
         let mut v = Vec::new();
         // Resident: the largest of the serving steps, projected to 160 M.
-        let rss = self
+        let top = self
             .rows
             .iter()
             .filter(|r| r.failed.is_none())
-            .map(|r| r.rss)
-            .max()
-            .unwrap_or(0);
+            .max_by_key(|r| r.rss);
+        let rss = top.map_or(0, |r| r.rss);
         let projected = div(rss as f64, delegations as f64) * COM_DELEGATIONS as f64;
         v.push(Goal {
             goal: "resident ≤ 12 GiB",
-            value: match rss {
-                0 => "-".into(),
-                _ => format!(
-                    "{:.2} GiB at {delegations} delegations ({:.2} GiB at 160 M, linearly, the fixed part included)",
+            value: match top {
+                Some(t) if rss > 0 => format!(
+                    "{:.2} GiB at {delegations} delegations ({}; {:.2} GiB at 160 M, linearly, \
+                     the fixed part included)",
                     gib(rss),
+                    t.step,
                     projected / (1u64 << 30) as f64
                 ),
+                _ => "-".into(),
             },
             met: (rss > 0).then_some(rss <= GOAL_RESIDENT),
         });
@@ -1225,7 +1226,8 @@ mod tests {
         let g = r.goals(1_000_000);
         assert_eq!(g[0].met, Some(true));
         assert!(
-            g[0].value.contains("0.23 GiB at 1000000")
+            g[0].value
+                .contains("0.23 GiB at 1000000 delegations (sign;")
                 && g[0].value.contains("37.50 GiB at 160 M, linearly"),
             "{}",
             g[0].value
