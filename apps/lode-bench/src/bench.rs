@@ -27,6 +27,7 @@ mod attack;
 mod axfr;
 mod big;
 mod buffers;
+mod com;
 mod encrypted;
 mod fleet;
 mod rate;
@@ -106,6 +107,10 @@ pub(crate) enum BenchWhat {
     /// The large sets: 100 M records served by Lode (start, memory, zero-loss rates), the
     /// zone-text parse rate on every core and the start of a 20 M set from snapshots.
     BigSets(Box<big::BigSetsArgs>),
+    /// Today's .com on one machine: 160 M delegations generated, loaded, started from a
+    /// snapshot, signed by Lode (NSEC3 opt-out), updated with a Lode secondary, queried;
+    /// each step's time and memory against the goals; com.md.
+    Com(Box<com::ComArgs>),
     /// Signing through a PKCS #11 token (SoftHSM2) against key files, Lode beside Knot's
     /// kzonesign: signatures/s of a whole-zone signing; hsm.md.
     Hsm(Box<signing::HsmArgs>),
@@ -605,6 +610,7 @@ pub(crate) fn run(what: BenchWhat, lode: &crate::LodeBinary) -> anyhow::Result<E
         BenchWhat::ReloadZones(a) => zones::run_reload(a, lode),
         BenchWhat::Tld(a) => tld::run(*a, lode),
         BenchWhat::BigSets(a) => big::run(*a, lode),
+        BenchWhat::Com(a) => com::run(*a, lode),
         BenchWhat::Hsm(a) => signing::run_hsm(*a, lode),
         BenchWhat::Rollover(a) => signing::run_rollover(*a, lode),
         BenchWhat::Signing(a) => signing::run_signing(*a, lode),

@@ -240,7 +240,7 @@ fn start_lode(
 }
 
 /// A fresh random hmac-sha256 key named [`KEY_NAME`].
-fn random_key() -> Result<lode_tsig::Key, CostError> {
+pub(crate) fn random_key() -> Result<lode_tsig::Key, CostError> {
     let mut secret = [0u8; 32];
     let mut f =
         std::fs::File::open("/dev/urandom").map_err(|e| io(Path::new("/dev/urandom"), e))?;

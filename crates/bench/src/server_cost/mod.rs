@@ -14,6 +14,7 @@
 
 pub mod axfr_in;
 pub mod big;
+pub mod com;
 pub mod cpu;
 pub mod memory;
 pub mod tld;

@@ -472,7 +472,7 @@ pub fn dnsperf_argv(cfg: &TldConfig, load: Load, queries: &Path) -> Vec<String> 
 }
 
 /// One dnsperf run of `load` against `server`: its CPU and the server CPU's busy time per answer.
-fn measure(
+pub(crate) fn measure(
     cfg: &TldConfig,
     server: &Server,
     load: Load,
@@ -515,7 +515,7 @@ fn measure(
 }
 
 /// The name of the first line of a query file (`name TYPE`).
-fn first_name(path: &Path) -> Result<lode_wire::Name, CostError> {
+pub(crate) fn first_name(path: &Path) -> Result<lode_wire::Name, CostError> {
     let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
     let Some(name) = text
         .lines()
@@ -528,7 +528,7 @@ fn first_name(path: &Path) -> Result<lode_wire::Name, CostError> {
 }
 
 /// Lines of a file (`wc -l`).
-fn count_lines(path: &Path) -> Result<u64, CostError> {
+pub(crate) fn count_lines(path: &Path) -> Result<u64, CostError> {
     let mut f = std::fs::File::open(path).map_err(|e| io(path, e))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut n = 0u64;

@@ -184,7 +184,7 @@ pub fn run(cfg: &WholeConfig, zone: &OneZone) -> Result<Whole, CostError> {
 
 /// `openssl speed -multi N -seconds 3 ecdsap256`: its signatures/s (the
 /// second-last field of the last "256 bits ecdsa" line).
-fn ceiling(threads: usize) -> Option<f64> {
+pub fn ceiling(threads: usize) -> Option<f64> {
     let out = Command::new("openssl")
         .args([
             "speed",
