@@ -279,6 +279,46 @@ fn enum_csv_pipelined_nsupdate_and_resume() {
     assert!(server.alive(), "{}", server.log_tail(20));
 }
 
+/// A pace slower than the server's TCP idle timeout: the server closes the
+/// idle connection between messages, and `lode update` connects again for
+/// the next one instead of stopping.
+#[test]
+fn a_slow_pace_outlives_the_idle_timeout() {
+    let dir = TempDir::new("bulk-update-idle");
+    let ex = dir.0.join("example.com.zone");
+    write_zone(&ex, "example.com.");
+    let mut s = update_spec(Kind::Lode, &dir.0, 15462, &[("example.com.", &ex)]);
+    s.server_extra = "tcp-idle-timeout = 1\n".into();
+    let server = Server::start(s).unwrap_or_else(|e| panic!("{e}"));
+    let server_arg = server.addr.to_string();
+    let mut script = String::from("zone example.com\n");
+    for m in 0..3 {
+        let _ = writeln!(script, "add slow{m}.example.com 60 A 192.0.2.{m}");
+        script.push_str("send\n");
+    }
+    let path = dir.0.join("slow.nsupdate");
+    std::fs::write(&path, &script).expect("write");
+    // One record a message at 0.5 records/s: 2 s apart, past the 1 s idle timeout.
+    let out = lode_update(&[
+        "-s",
+        &server_arg,
+        "-y",
+        &spec(),
+        "-r",
+        "0.5",
+        path.to_str().unwrap_or_default(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for m in 0..3 {
+        let name = format!("slow{m}.example.com.");
+        assert_eq!(
+            ask(server.addr, &name, A).expect("reply").answer.len(),
+            1,
+            "{name}"
+        );
+    }
+}
+
 #[test]
 fn pipelined_failure_reports_exact_prefix() {
     let dir = TempDir::new("bulk-update-fail");

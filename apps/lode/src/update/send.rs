@@ -124,6 +124,9 @@ struct Flight {
     sender_done: bool,
     /// The connection is unusable.
     dead: bool,
+    /// The server closed the connection while nothing was in flight (an idle
+    /// timeout, RFC 7766 §6.2.3): the sender opens another for what is next.
+    closed_idle: bool,
 }
 
 /// State shared by all connections.
@@ -196,53 +199,81 @@ pub fn run(
         .map_err(|_| std::io::Error::other("tracker poisoned"))
 }
 
-/// Runs one connection: a sender (this thread) and a receiver.
-fn connection(cfg: &SendConfig, shared: &Shared<'_>, stream: TcpStream) {
-    let flight = (Mutex::new(Flight::default()), Condvar::new());
-    let reader = match stream.try_clone() {
-        Ok(r) => r,
-        Err(_) => return,
-    };
-    std::thread::scope(|scope| {
-        scope.spawn(|| receive(cfg, shared, reader, &flight));
-        send(cfg, shared, &stream, &flight);
-        // Wait for the replies to what was sent, then let the receiver end.
-        let (lock, cv) = &flight;
-        if let Ok(mut f) = lock.lock() {
-            f.sender_done = true;
-            cv.notify_all();
+/// Runs one connection: a sender (this thread) and a receiver; another
+/// connection each time the server closes one while it is idle (a slow pace
+/// leaves it idle longer than the server's idle timeout, 10 s in Lode and Knot).
+fn connection(cfg: &SendConfig, shared: &Shared<'_>, mut stream: TcpStream) {
+    let mut first = None;
+    loop {
+        let flight = (Mutex::new(Flight::default()), Condvar::new());
+        let reader = match stream.try_clone() {
+            Ok(r) => r,
+            Err(_) => return,
+        };
+        let next = std::thread::scope(|scope| {
+            scope.spawn(|| receive(cfg, shared, reader, &flight));
+            let next = send(cfg, shared, &stream, &flight, first);
+            // Wait for the replies to what was sent, then let the receiver end.
+            let (lock, cv) = &flight;
+            if let Ok(mut f) = lock.lock() {
+                f.sender_done = true;
+                cv.notify_all();
+            }
+            next
+        });
+        let _ = stream.shutdown(Shutdown::Both);
+        let Some(i) = next else { return };
+        match TcpStream::connect_timeout(&cfg.server, cfg.timeout).and_then(|s| {
+            s.set_nodelay(true)?;
+            Ok(s)
+        }) {
+            Ok(s) => {
+                stream = s;
+                first = Some(i);
+            }
+            Err(e) => {
+                shared.outcome(
+                    i,
+                    Outcome::Failed(format!(
+                        "connecting again after the server closed an idle connection: {e}"
+                    )),
+                );
+                return;
+            }
         }
-    });
-    let _ = stream.shutdown(Shutdown::Both);
+    }
 }
 
-/// The sending half of a connection.
+/// The sending half of a connection, starting with message `first` when
+/// given. Returns the message to send on a new connection when the server
+/// closed this one while it was idle.
 fn send(
     cfg: &SendConfig,
     shared: &Shared<'_>,
     mut stream: &TcpStream,
     flight: &(Mutex<Flight>, Condvar),
-) {
+    mut first: Option<usize>,
+) -> Option<usize> {
     let (lock, cv) = flight;
     let mut buf = Vec::with_capacity(65_536);
     loop {
         // Room in the window?
         {
-            let Ok(mut f) = lock.lock() else { return };
+            let Ok(mut f) = lock.lock() else { return None };
             while f.pending.len() >= cfg.window && !f.dead && !shared.stop.load(Ordering::Acquire) {
                 f = match cv.wait_timeout(f, Duration::from_millis(100)) {
                     Ok((g, _)) => g,
-                    Err(_) => return,
+                    Err(_) => return None,
                 };
             }
             if f.dead || shared.stop.load(Ordering::Acquire) {
-                return;
+                return None;
             }
         }
-        let i = shared.next.fetch_add(1, Ordering::AcqRel);
-        let Some(m) = shared.messages.get(i) else {
-            return;
-        };
+        let i = first
+            .take()
+            .unwrap_or_else(|| shared.next.fetch_add(1, Ordering::AcqRel));
+        let m = shared.messages.get(i)?;
         if let Some(rate) = cfg.rate {
             let due = shared.start + Duration::from_secs_f64(shared.before[i] as f64 / rate);
             let now = Instant::now();
@@ -257,7 +288,7 @@ fn send(
                 Ok(mac) => mac,
                 Err(e) => {
                     shared.outcome(i, Outcome::Failed(format!("TSIG signing failed: {e}")));
-                    return;
+                    return None;
                 }
             },
             None => MacBuf::default(),
@@ -265,7 +296,14 @@ fn send(
         buf.clear();
         buf.extend_from_slice(&(msg.len() as u16).to_be_bytes());
         buf.extend_from_slice(&msg);
-        if let Ok(mut f) = lock.lock() {
+        {
+            // Checked and registered under one lock: the receiver either saw
+            // the close first (a new connection takes the message) or finds
+            // it in flight and fails it.
+            let Ok(mut f) = lock.lock() else { return None };
+            if f.closed_idle {
+                return Some(i);
+            }
             f.pending.insert(
                 id,
                 Pending {
@@ -285,7 +323,7 @@ fn send(
                 f.dead = true;
                 cv.notify_all();
             }
-            return;
+            return None;
         }
     }
 }
@@ -341,6 +379,14 @@ fn receive(
         }
         match stream.read(&mut chunk) {
             Ok(0) => {
+                let Ok(mut f) = lock.lock() else { return };
+                if f.pending.is_empty() && !f.sender_done {
+                    // Closed while idle: the sender connects again.
+                    f.closed_idle = true;
+                    cv.notify_all();
+                    return;
+                }
+                drop(f);
                 fail_all("the server closed the connection");
                 return;
             }
