@@ -875,6 +875,12 @@ impl Refresh {
                     peer: src.addr,
                     source: Box::new(source),
                 })?;
+                // What the transfer held while it was built (all of it when
+                // it came out of canonical order: an NSEC3 chain sent after
+                // the other names, as Lode and Knot send it) is freed now;
+                // the allocator keeps it unless asked (a signed 500k-
+                // delegation zone: 157 MB resident, 79 MB after this).
+                lode_io::mem::trim_heap();
                 let took = started.elapsed().as_secs_f64();
                 let what = format!(
                     "{kind} (whole zone) from {}: {total} records, serial {serial}, {took:.3} s ({:.0} records/s)",
