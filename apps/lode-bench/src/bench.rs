@@ -30,6 +30,7 @@ mod buffers;
 mod com;
 mod encrypted;
 mod fleet;
+mod folders;
 mod rate;
 mod server_cost;
 mod signing;
@@ -37,6 +38,8 @@ mod tld;
 mod updates;
 mod xdp;
 mod zones;
+
+use folders::{drop_scratch, run_dirs, Folders};
 
 /// The instruments: the top-level commands of `lode-bench` besides `gen`.
 #[derive(clap::Subcommand, Debug)]
@@ -675,13 +678,6 @@ fn print_report(
     Ok(())
 }
 
-/// Removes a scratch folder the command made itself (`temp`).
-fn drop_scratch(temp: bool, work: &std::path::Path) {
-    if temp {
-        let _ = std::fs::remove_dir_all(work);
-    }
-}
-
 fn parse_fraction(s: &str) -> anyhow::Result<f64> {
     let v = match s.trim().strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
@@ -971,95 +967,5 @@ fn closed_loop(a: &UpdateArgs, duration: Duration) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The report and scratch folders of a benchmark (`--out`, `--work`).
-#[derive(clap::Args, Debug)]
-pub(crate) struct Folders {
-    /// Results folder (default results/COMMAND-[quick-]DATE).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Scratch folder: data sets and the servers' folders (default: a folder under
-    /// /var/tmp, removed at the end).
-    #[arg(long)]
-    work: Option<PathBuf>,
-}
-
-impl Folders {
-    /// The report folder, the scratch folder (default under /var/tmp: large sets
-    /// and a million zone files do not belong in a memory-backed /tmp; made
-    /// absolute) and whether it is ours (removed at the end).
-    fn dirs(&self, kind: &str, quick: bool) -> (PathBuf, PathBuf, bool) {
-        let ours = PathBuf::from(format!("/var/tmp/lode-{kind}-{}", std::process::id()));
-        let work = Some(self.work.clone().unwrap_or(ours));
-        let (out, work_dir, _) = run_dirs(kind, quick, &self.out, &work);
-        (out, work_dir, self.work.is_none())
-    }
-}
-
-/// A comparison's report folder (given, else `results/KIND-[quick-]DATE`),
-/// its scratch folder (given, else a temporary one; made absolute) and whether the scratch
-/// folder is temporary (removed at the end).
-fn run_dirs(
-    kind: &str,
-    quick: bool,
-    out: &Option<PathBuf>,
-    work: &Option<PathBuf>,
-) -> (PathBuf, PathBuf, bool) {
-    let date = std::process::Command::new("date")
-        .args(["-u", "+%Y-%m-%d"])
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| "undated".into());
-    let quick = if quick { "quick-" } else { "" };
-    let out = out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(format!("{kind}-{quick}{date}")));
-    let temp = work.is_none();
-    let work = work.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("lode-{kind}-{}", std::process::id()))
-    });
-    // Servers run in their own folders: a relative --work would not name their files.
-    let work = std::path::absolute(&work).unwrap_or(work);
-    (out, work, temp)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::{parse_fraction, parse_servers, zone_names};
-    use lode_bench::compare::servers::Kind;
-
-    #[test]
-    fn server_lists() {
-        let l = |s: &str| s.split(',').map(String::from).collect::<Vec<_>>();
-        assert_eq!(
-            parse_servers(&l("echo, lode,knot,lode,"), true).ok(),
-            Some(vec![Kind::Echo, Kind::Lode, Kind::Knot])
-        );
-        assert!(parse_servers(&l("echo,lode"), false).is_err());
-        assert!(parse_servers(&l("unbound"), true).is_err());
-        assert_eq!(
-            parse_servers(&l("PowerDNS"), false).ok(),
-            Some(vec![Kind::Pdns])
-        );
-    }
-
-    #[test]
-    fn zone_arguments() {
-        let z = |v: &[&str]| zone_names(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        let names = z(&["0.2.1.2.1.e164.arpa=/z/0.zone", "1.2.1.2.1.e164.arpa."]).expect("ok");
-        assert_eq!(names[0].to_string(), "0.2.1.2.1.e164.arpa.");
-        assert_eq!(names[1].to_string(), "1.2.1.2.1.e164.arpa.");
-        assert!(z(&["bad..name=/x"]).is_err());
-        assert!(lode_tsig::Key::parse_spec(super::BENCH_KEY).is_ok());
-    }
-
-    #[test]
-    fn fractions() {
-        assert_eq!(parse_fraction("0").ok(), Some(0.0));
-        assert!((parse_fraction("0.01%").unwrap_or(-1.0) - 0.0001).abs() < 1e-15);
-        assert_eq!(parse_fraction("0.5").ok(), Some(0.5));
-        assert!(parse_fraction("150%").is_err());
-        assert!(parse_fraction("abc").is_err());
-    }
-}
+mod tests;
