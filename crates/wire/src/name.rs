@@ -201,6 +201,14 @@ impl<'a> NameRef<'a> {
         self.labels().count()
     }
 
+    /// True when no label holds an ASCII capital: the name its canonical
+    /// key spells ([`NameBuf::set_from_key`] of [`NameRef::write_key`]'s key
+    /// gives these very octets back). Length octets (at most 63) are never
+    /// capitals, so the whole wire form is scanned.
+    pub fn is_lowercase(&self) -> bool {
+        !self.wire.iter().any(u8::is_ascii_uppercase)
+    }
+
     /// True when the first label is `*`.
     pub fn is_wildcard(&self) -> bool {
         self.wire.len() >= 2 && self.wire[0] == 1 && self.wire[1] == b'*'
@@ -746,6 +754,18 @@ impl KeyBuf {
     pub fn as_slice(&self) -> &[u8] {
         &self.buf[..self.len as usize]
     }
+
+    /// Makes the key `key` (a name's canonical key, as
+    /// [`NameRef::write_key`] writes it); false, the key unchanged, when it
+    /// is longer than [`MAX_KEY_LEN`].
+    pub fn set(&mut self, key: &[u8]) -> bool {
+        let Some(dst) = self.buf.get_mut(..key.len()) else {
+            return false;
+        };
+        dst.copy_from_slice(key);
+        self.len = key.len() as u16;
+        true
+    }
 }
 
 impl fmt::Debug for KeyBuf {
@@ -846,6 +866,31 @@ mod tests {
         }
         let low = NameBuf::lowered(n("\\193\\064\\091Z.").as_ref());
         assert_eq!(low.as_ref().as_wire(), b"\x04\xc1@[z\x00");
+    }
+
+    #[test]
+    fn lowercase_names_are_the_ones_their_keys_spell() {
+        for s in [
+            "a.b.example.",
+            "A.b.example.",
+            "a.B.",
+            "\\000\\001x.y.",
+            "\\065.",
+            "\\193\\064\\091.",
+            "*.w.",
+            ".",
+        ] {
+            let name = n(s);
+            let mut spelled = NameBuf::new();
+            spelled.set_from_key(&name.key(), NameRef::root()).unwrap();
+            let same = spelled.as_ref().as_wire() == name.as_wire();
+            assert_eq!(name.as_ref().is_lowercase(), same, "{s}");
+        }
+        let mut k = KeyBuf::new();
+        assert!(k.set(b"com\0example\0"));
+        assert_eq!(k.as_slice(), b"com\0example\0");
+        assert!(!k.set(&[b'a'; MAX_KEY_LEN + 1]));
+        assert_eq!(k.as_slice(), b"com\0example\0");
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct OrderedBuilder {
     last: KeyBuf,
     /// The owner given to `node` and not written yet (no RRset came).
     pending: Option<NameBuf>,
+    /// Its key when `node_keyed` gave it (else computed when written).
+    pending_key: KeyBuf,
+    pending_keyed: bool,
     open: Option<Open>,
     records: u64,
     rrsets: u64,
@@ -100,6 +103,8 @@ impl OrderedBuilder {
             stack: Vec::new(),
             last: KeyBuf::new(),
             pending: None,
+            pending_key: KeyBuf::new(),
+            pending_keyed: false,
             open: None,
             records: 0,
             rrsets: 0,
@@ -115,6 +120,14 @@ impl OrderedBuilder {
         let mut name = NameBuf::new();
         name.set(owner);
         self.pending = Some(name);
+        self.pending_keyed = false;
+    }
+
+    /// [`OrderedBuilder::node`] with the owner's canonical key
+    /// ([`NameRef::write_key`]'s) given, not computed again.
+    pub fn node_keyed(&mut self, owner: NameRef<'_>, key: &[u8]) {
+        self.node(owner);
+        self.pending_keyed = self.pending_key.set(key);
     }
 
     /// Adds an RRset to the node started last: types in increasing order.
@@ -125,7 +138,13 @@ impl OrderedBuilder {
         I::IntoIter: Clone,
     {
         if let Some(owner) = self.pending.take() {
-            self.open_node(owner.as_ref())?;
+            let mut key = KeyBuf::new();
+            if self.pending_keyed {
+                key.set(self.pending_key.as_slice());
+            } else {
+                owner.as_ref().write_key(&mut key);
+            }
+            self.open_node(owner.as_ref(), key.as_slice())?;
         }
         let Some(open) = self.open.as_mut() else {
             return Err(problem(format!("{rtype}: an RRset before any node")));
@@ -318,16 +337,13 @@ impl OrderedBuilder {
     }
 
     /// Writes the node `owner` and the empty non-terminals above it.
-    fn open_node(&mut self, owner: NameRef<'_>) -> Result<(), Problem> {
+    fn open_node(&mut self, owner: NameRef<'_>, key: &[u8]) -> Result<(), Problem> {
         if !owner.ends_with(&self.origin.as_ref()) {
             return Err(problem(format!(
                 "{owner}: owner is outside the zone {}",
                 self.origin
             )));
         }
-        let mut key = KeyBuf::new();
-        owner.write_key(&mut key);
-        let key = key.as_slice();
         if self.nodes > 0 && key <= self.last.as_slice() {
             return Err(problem(format!("{owner}: not after the previous node")));
         }
@@ -384,9 +400,7 @@ impl OrderedBuilder {
             .find(|a| a.flags.contains(NodeFlags::DNAME) || a.flags.contains(NodeFlags::DELEGATION))
             .map_or(0, |a| index - a.index);
         let rel = &key[self.origin_key.len()..];
-        let mut implied = NameBuf::new();
-        let spelled = implied.set_from_key(rel, self.origin.as_ref()).is_ok()
-            && implied.as_ref().as_wire() == owner.as_wire();
+        let spelled = spelled_below(owner, self.origin.as_ref());
         self.waiting
             .push_back((self.entries_base + self.entries.len(), index));
         put_varint(&mut self.entries, rel.len() as u64);
@@ -401,11 +415,7 @@ impl OrderedBuilder {
             (!spelled).then_some(owner),
         );
         self.entries.extend_from_slice(&self.head);
-        self.last = {
-            let mut k = KeyBuf::new();
-            owner.write_key(&mut k);
-            k
-        };
+        self.last.set(key);
         self.stack.push(Ancestor {
             index,
             key_len: key.len(),
@@ -522,6 +532,17 @@ impl std::fmt::Debug for OrderedBuilder {
             .field("bytes", &self.entries.len())
             .finish()
     }
+}
+
+/// Whether `owner` (at or below `origin`) is the name its key spells
+/// below `origin` (`NameBuf::set_from_key(rel, origin)`): its labels above
+/// the origin lower-case, the origin's octets as the origin has them.
+fn spelled_below(owner: NameRef<'_>, origin: NameRef<'_>) -> bool {
+    let (w, o) = (owner.as_wire(), origin.as_wire());
+    let Some(cut) = w.len().checked_sub(o.len()) else {
+        return false;
+    };
+    w[cut..] == *o && !w[..cut].iter().any(u8::is_ascii_uppercase)
 }
 
 #[cfg(test)]

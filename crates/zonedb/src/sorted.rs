@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lode_wire::name::KeyBuf;
-use lode_wire::{Class, Name, NameBuf, NameRef, Record, Rtype};
+use lode_wire::{Class, Name, NameRef, Record, Rtype};
 
 use crate::build::{screen, Problem, Screened, Severity};
 use crate::sorted_feed::{Feed, Rec};
@@ -46,7 +46,21 @@ use crate::Zone;
 pub const DEFAULT_RUN_BUDGET: usize = 64 << 20;
 
 /// Bytes kept per record in a run besides the record: its index entry.
-const INDEX_BYTES: usize = 8;
+const INDEX_BYTES: usize = std::mem::size_of::<Entry>();
+
+/// The largest run budget: a record's offset in a run is a `u32`.
+const MAX_BUDGET: usize = u32::MAX as usize - (1 << 20);
+
+/// A record of the run being filled: where it starts, and the first 8
+/// octets of its key after the origin's (zero-padded), so that sorting
+/// mostly compares these and seldom reads the records, which lie all over
+/// the run (ordering by `prefix` never contradicts ordering by key: a key
+/// ending within them pads with zeros, which sort first as its end does).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    prefix: u64,
+    at: u32,
+}
 
 /// Builds a zone as [`ZoneBuilder::build`](crate::ZoneBuilder::build) does
 /// from records in any order, holding at most a run's budget of them.
@@ -59,7 +73,9 @@ pub struct SortedBuilder {
     dir: PathBuf,
     /// The records of the run being filled, and where each starts.
     run: Vec<u8>,
-    index: Vec<u64>,
+    index: Vec<Entry>,
+    /// The origin's key length: every key kept starts with it.
+    skip: usize,
     /// The runs written.
     files: Vec<RunFile>,
     /// The per-record checks' problems, in the order records came.
@@ -84,6 +100,7 @@ impl SortedBuilder {
     /// [`DEFAULT_RUN_BUDGET`] written in [`std::env::temp_dir`].
     pub fn new(origin: Name) -> SortedBuilder {
         SortedBuilder {
+            skip: origin.key().len(),
             origin,
             class: Class::IN,
             strict: false,
@@ -115,7 +132,7 @@ impl SortedBuilder {
     /// Bytes of records held before a run is written (at least one record
     /// is).
     pub fn run_budget(mut self, bytes: usize) -> Self {
-        self.budget = bytes;
+        self.budget = bytes.min(MAX_BUDGET);
         self
     }
 
@@ -168,7 +185,16 @@ impl SortedBuilder {
                 None => self.last = Some((key, record.rtype.0)),
             }
         }
-        self.index.push(self.run.len() as u64);
+        // Owners outside the zone were screened out: the key starts with
+        // the origin's.
+        let mut prefix = [0u8; 8];
+        let rest = key.as_slice().get(self.skip..).unwrap_or(&[]);
+        let n = rest.len().min(8);
+        prefix[..n].copy_from_slice(&rest[..n]);
+        self.index.push(Entry {
+            prefix: u64::from_be_bytes(prefix),
+            at: self.run.len() as u32,
+        });
         write_rec(&mut self.run, &record, key.as_slice(), tag);
         if self.run.len() + self.index.len() * INDEX_BYTES >= self.budget {
             if let Err(p) = self.spill() {
@@ -203,7 +229,8 @@ impl SortedBuilder {
         // Gone from the directory at once: the handle keeps it until dropped.
         std::fs::remove_file(&path).map_err(|e| fail("unlinking", e))?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
-        for &at in &self.index {
+        for e in &self.index {
+            let at = e.at;
             let len = rec_len(&self.run[at as usize..]);
             w.write_all(&self.run[at as usize..at as usize + len])
                 .map_err(|e| fail("writing", e))?;
@@ -227,10 +254,13 @@ impl SortedBuilder {
             return;
         }
         let run = &self.run;
-        self.index.sort_by(|&a, &b| {
-            let (ka, ta) = key_and_type(&run[a as usize..]);
-            let (kb, tb) = key_and_type(&run[b as usize..]);
-            (ka, ta).cmp(&(kb, tb))
+        // Ties on key and type go by offset, the order added: stable.
+        self.index.sort_unstable_by(|a, b| {
+            a.prefix.cmp(&b.prefix).then_with(|| {
+                let (ka, ta) = key_and_type(&run[a.at as usize..]);
+                let (kb, tb) = key_and_type(&run[b.at as usize..]);
+                (ka, ta, a.at).cmp(&(kb, tb, b.at))
+            })
         });
     }
 
@@ -255,7 +285,7 @@ impl SortedBuilder {
             run: std::mem::take(&mut self.run),
             index: std::mem::take(&mut self.index),
             pos: 0,
-            cur: Vec::new(),
+            cur: 0..0,
         });
         merge(cursors, |rec| feed.push(rec)).map_err(|p| vec![p])?;
         feed.finish(self.early, &self.soa_tags)
@@ -270,8 +300,7 @@ fn write_rec(out: &mut Vec<u8>, record: &Record, key: &[u8], tag: u32) {
     let owner = record.owner.as_wire();
     out.push(key.len() as u8);
     out.extend_from_slice(key);
-    let mut spelled = NameBuf::new();
-    if spelled.set_from_key(key, NameRef::root()).is_ok() && spelled.as_ref().as_wire() == owner {
+    if record.owner.as_ref().is_lowercase() {
         out.push(0);
     } else {
         out.push(owner.len() as u8);
@@ -308,19 +337,14 @@ fn rec_len(rec: &[u8]) -> usize {
     f + FIXED + usize::from(u16::from_be_bytes([rec[f + 10], rec[f + 11]]))
 }
 
-/// A record of a run, its owner spelled out.
-fn view<'a>(rec: &'a [u8], owner: &'a mut NameBuf) -> Rec<'a> {
+/// A record of a run.
+fn view(rec: &[u8]) -> Rec<'_> {
     let klen = usize::from(rec[0]);
     let key = &rec[1..1 + klen];
     let olen = usize::from(rec[1 + klen]);
     let f = fixed_at(rec);
-    let owner = if olen == 0 {
-        // Written from a key that spelled it: cannot fail.
-        let _ = owner.set_from_key(key, NameRef::root());
-        owner.as_ref()
-    } else {
-        NameRef::from_wire(&rec[2 + klen..f]).unwrap_or(NameRef::root())
-    };
+    let owner =
+        (olen != 0).then(|| NameRef::from_wire(&rec[2 + klen..f]).unwrap_or(NameRef::root()));
     let n =
         |i: usize| u32::from_be_bytes([rec[f + i], rec[f + i + 1], rec[f + i + 2], rec[f + i + 3]]);
     Rec {
@@ -340,18 +364,21 @@ enum Cursor {
         path: PathBuf,
         cur: Vec<u8>,
     },
+    /// The last run, read where it lies: `cur` is its current record's
+    /// range in `run`.
     Memory {
         run: Vec<u8>,
-        index: Vec<u64>,
+        index: Vec<Entry>,
         pos: usize,
-        cur: Vec<u8>,
+        cur: std::ops::Range<usize>,
     },
 }
 
 impl Cursor {
     fn cur(&self) -> &[u8] {
         match self {
-            Cursor::File { cur, .. } | Cursor::Memory { cur, .. } => cur,
+            Cursor::File { cur, .. } => cur,
+            Cursor::Memory { run, cur, .. } => &run[cur.clone()],
         }
     }
 
@@ -364,13 +391,12 @@ impl Cursor {
                 pos,
                 cur,
             } => {
-                let Some(&at) = index.get(*pos) else {
+                let Some(e) = index.get(*pos) else {
                     return Ok(false);
                 };
                 *pos += 1;
-                let rec = &run[at as usize..];
-                cur.clear();
-                cur.extend_from_slice(&rec[..rec_len(rec)]);
+                let at = e.at as usize;
+                *cur = at..at + rec_len(&run[at..]);
                 Ok(true)
             }
             Cursor::File { r, path, cur } => read_rec(r, cur).map_err(|e| Problem {
@@ -438,9 +464,8 @@ fn merge(cursors: Vec<Cursor>, mut f: impl FnMut(Rec<'_>)) -> Result<(), Problem
     for i in (0..heap.len() / 2).rev() {
         sift_down(&mut heap, i);
     }
-    let mut owner = NameBuf::new();
     while let Some(top) = heap.first_mut() {
-        f(view(top.0.cur(), &mut owner));
+        f(view(top.0.cur()));
         if !top.0.advance()? {
             heap.swap_remove(0);
         }

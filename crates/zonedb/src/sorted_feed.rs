@@ -21,7 +21,9 @@ use crate::{NodeFlags, NodeId, OrderedBuilder, Zone};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rec<'a> {
     pub key: &'a [u8],
-    pub owner: NameRef<'a>,
+    /// None: the lower-case name `key` spells (spelled out only for a
+    /// node's first record).
+    pub owner: Option<NameRef<'a>>,
     pub rtype: Rtype,
     pub ttl: u32,
     pub tag: u32,
@@ -96,7 +98,13 @@ impl Feed {
             self.close();
             self.key.clear();
             self.key.extend_from_slice(r.key);
-            self.owner.set(r.owner);
+            match r.owner {
+                Some(owner) => self.owner.set(owner),
+                None => {
+                    // Written from a key that spelled it: cannot fail.
+                    let _ = self.owner.set_from_key(r.key, NameRef::root());
+                }
+            }
             self.first_tag = r.tag;
         }
         let at = self.data.len();
@@ -190,7 +198,7 @@ impl Feed {
 
         // The node into the store; an SOA set the apex checks refuse is
         // left out (the zone is not served, only its glue is checked).
-        self.b.node(owner);
+        self.b.node_keyed(owner, &self.key);
         for (rtype, ttl, v) in sets.iter_mut() {
             if *rtype == Rtype::SOA && (v.len() > 1 || v[0].len() < 20) {
                 continue;
