@@ -126,6 +126,8 @@ pub fn version_args(program: &str) -> &'static [&'static str] {
         Some("nsd") | Some("named") => &["-v"],
         // dnsperf has no version option: its usage text ends with "Version 2.10.0".
         Some("dnsperf") => &["-h"],
+        // openssl takes a command: "OpenSSL 3.0.17 1 Jul 2025 (Library: …)".
+        Some("openssl") => &["version"],
         _ => &["--version"],
     }
 }
@@ -369,6 +371,7 @@ mod tests {
         assert_eq!(version_args("/usr/sbin/knotd"), ["-V"]);
         assert_eq!(version_args("named"), ["-v"]);
         assert_eq!(version_args("/usr/sbin/pdns_server"), ["--version"]);
+        assert_eq!(version_args("openssl"), ["version"]);
         let info = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n";
         assert_eq!(parse_cpuinfo(info), (Some("AMD EPYC 7B13".into()), 2));
         assert_eq!(shell_quote("--servers"), "--servers");
