@@ -57,6 +57,8 @@ mod tls;
 pub mod metrics;
 // - where the zone versions replaced are freed (off the query path);
 mod reclaim;
+// - where zones' buffers are collapsed into huge pages (off the paths that wait);
+mod huge_pages;
 
 // - publication: the versions served, and who is told of a new one;
 mod publish;

@@ -195,6 +195,31 @@ impl NodeId {
     pub const APEX: NodeId = NodeId(0);
 }
 
+/// A zone's base buffers, kept (see [`Zone::base_memory`]).
+#[derive(Clone)]
+pub struct BaseMemory(std::sync::Arc<Store>);
+
+impl BaseMemory {
+    /// Where the buffers lie, as (address, length in bytes).
+    pub fn regions(&self) -> [(usize, usize); 4] {
+        let s = &self.0;
+        [
+            (s.heads.as_ptr() as usize, s.heads.len() * 16),
+            (s.offs.as_ptr() as usize, s.offs.len() * 8),
+            (s.data.as_ptr() as usize, s.data.len()),
+            (s.raw.as_ptr() as usize, s.raw.len()),
+        ]
+    }
+}
+
+impl std::fmt::Debug for BaseMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BaseMemory")
+            .field("bytes", &self.0.heap_bytes())
+            .finish()
+    }
+}
+
 /// One immutable version of a zone. A clone shares the base and the delta.
 #[derive(Debug, Clone)]
 pub struct Zone {
@@ -320,16 +345,11 @@ impl Zone {
     pub fn heap_bytes(&self) -> usize {
         self.store.heap_bytes() + self.delta.heap_bytes()
     }
-    /// Where the zone's large buffers lie, as (address, length in bytes):
-    /// for a caller that gives memory hints (e.g. huge pages) to the system.
-    pub fn memory_regions(&self) -> [(usize, usize); 4] {
-        let s = &self.store;
-        [
-            (s.heads.as_ptr() as usize, s.heads.len() * 16),
-            (s.offs.as_ptr() as usize, s.offs.len() * 8),
-            (s.data.as_ptr() as usize, s.data.len()),
-            (s.raw.as_ptr() as usize, s.raw.len()),
-        ]
+    /// A hold on the zone's large buffers (its base's), for a caller that
+    /// gives memory hints (e.g. huge pages) to the system: they stay where
+    /// they are while it is kept, whatever becomes of the zone.
+    pub fn base_memory(&self) -> BaseMemory {
+        BaseMemory(self.store.clone())
     }
     /// All node ids in canonical order.
     pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {

@@ -718,10 +718,9 @@ impl Reloader {
         self.loads.loaded(spec, &l, snapshot_dir);
         report.notes.push((name.clone(), note));
         report.loaded.push(name);
-        // Random lookups over a large index: fewer TLB misses on huge pages.
-        for (addr, len) in l.zone.memory_regions() {
-            lode_io::mem::prefer_huge_pages(addr, len);
-        }
+        // Random lookups over a large index: fewer TLB misses on huge pages
+        // (collapsed meanwhile: the zone is served at once).
+        crate::huge_pages::collapse_later(&l.zone);
         Some((
             Served {
                 spec: spec.clone(),

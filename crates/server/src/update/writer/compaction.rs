@@ -186,9 +186,7 @@ impl Writer {
         }
         let small = zone.node_count() < SMALL_ZONE_NODES;
         if !small {
-            for (addr, len) in zone.memory_regions() {
-                lode_io::mem::prefer_huge_pages(addr, len);
-            }
+            crate::huge_pages::collapse_later(&zone);
         }
         let serial = zone.serial();
         let Some(current) = self.current() else {
