@@ -402,7 +402,7 @@ fn check_one(
             None => file.display().to_string(),
         }
     };
-    let (zone, warnings) = match builder.build() {
+    let (zone, warnings) = match builder.build(None) {
         Ok(ok) => ok,
         Err(problems) => {
             let mut errors = 0;

@@ -267,7 +267,17 @@ impl SortedBuilder {
     /// Checks the records and builds the zone: on success the zone and its
     /// warnings, on failure every problem found (as
     /// [`ZoneBuilder::build`](crate::ZoneBuilder::build)).
-    pub fn build(mut self) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+    pub fn build(self) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        self.build_counting(&mut |_| {})
+    }
+
+    /// As [`SortedBuilder::build`], telling `merged` how many more records
+    /// were merged into the zone every [`MERGE_STEP`] records and at the end
+    /// (for a progress display: the merge is most of a large zone's build).
+    pub fn build_counting(
+        mut self,
+        merged: &mut dyn FnMut(u64),
+    ) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
         if let Some(p) = self.failed.take() {
             return Err(vec![p]);
         }
@@ -287,10 +297,23 @@ impl SortedBuilder {
             pos: 0,
             cur: 0..0,
         });
-        merge(cursors, |rec| feed.push(rec)).map_err(|p| vec![p])?;
+        let mut since = 0u64;
+        merge(cursors, |rec| {
+            feed.push(rec);
+            since += 1;
+            if since == MERGE_STEP {
+                merged(since);
+                since = 0;
+            }
+        })
+        .map_err(|p| vec![p])?;
+        merged(since);
         feed.finish(self.early, &self.soa_tags)
     }
 }
+
+/// Records merged between two reports of [`SortedBuilder::build_counting`].
+pub const MERGE_STEP: u64 = 1 << 16;
 
 /// Run files made by this process, for unique names.
 static RUN_FILES: AtomicU64 = AtomicU64::new(0);

@@ -159,12 +159,14 @@ impl std::error::Error for ZoneFileError {}
 
 /// How far readers have got, for a progress display on another thread: bytes
 /// of zone text consumed and records read, advanced about every 256 KiB and at
-/// the end of each file. One set of counters may be shared by readers on
-/// several threads.
+/// the end of each file; and records laid out by the builders of zones still
+/// being built (a zone sorted in runs builds after its text is read). One set
+/// of counters may be shared by readers on several threads.
 #[derive(Debug, Default)]
 pub struct ParseCounters {
     bytes: AtomicU64,
     records: AtomicU64,
+    laid_out: AtomicU64,
 }
 
 impl ParseCounters {
@@ -177,6 +179,21 @@ impl ParseCounters {
     /// Records read so far.
     pub fn records(&self) -> u64 {
         self.records.load(Ordering::Relaxed)
+    }
+
+    /// Records laid out by the builders of zones not finished yet.
+    pub fn laid_out(&self) -> u64 {
+        self.laid_out.load(Ordering::Relaxed)
+    }
+
+    /// Counts `records` more laid out by a builder (added) or those of a
+    /// zone now finished (taken back: the zone counts as done instead).
+    pub fn lay_out(&self, records: u64, finished: bool) {
+        if finished {
+            self.laid_out.fetch_sub(records, Ordering::Relaxed);
+        } else {
+            self.laid_out.fetch_add(records, Ordering::Relaxed);
+        }
     }
 
     /// Takes back bytes and records added by a read that is done again.

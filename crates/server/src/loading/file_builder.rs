@@ -9,6 +9,7 @@ use std::path::Path;
 
 use lode_wire::{Class, Name, Record};
 use lode_zonedb::{Problem, SortedBuilder, Zone, ZoneBuilder, DEFAULT_RUN_BUDGET};
+use lode_zonefile::ParseCounters;
 
 /// The environment variable that sets the run budget, or `off`.
 pub const RUNS_VAR: &str = "LODE_ZONE_RUNS";
@@ -52,11 +53,25 @@ impl FileBuilder {
         }
     }
 
-    /// The zone and its warnings, or every problem found.
-    pub fn build(self) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
-        match self {
-            FileBuilder::Sorted(b) => b.build(),
-            FileBuilder::Held(b) => b.build(),
+    /// The zone and its warnings, or every problem found; the records
+    /// merged from sorted runs are counted in `counters` meanwhile (and
+    /// taken back at the end: the caller counts the zone as done).
+    pub fn build(
+        self,
+        counters: Option<&ParseCounters>,
+    ) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        match (self, counters) {
+            (FileBuilder::Sorted(b), Some(c)) => {
+                let mut total = 0;
+                let built = b.build_counting(&mut |n| {
+                    total += n;
+                    c.lay_out(n, false);
+                });
+                c.lay_out(total, true);
+                built
+            }
+            (FileBuilder::Sorted(b), None) => b.build(),
+            (FileBuilder::Held(b), _) => b.build(),
         }
     }
 }

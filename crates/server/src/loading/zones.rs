@@ -355,7 +355,7 @@ fn load_text(
         Severity::Error => format!("{}: {}", at(p.tag), p.message),
         Severity::Warning => format!("{}: warning: {}", at(p.tag), p.message),
     };
-    match builder.build() {
+    match builder.build(counters) {
         Ok((zone, warnings)) => Ok(LoadedZone {
             zone: Arc::new(zone),
             files,
