@@ -413,8 +413,8 @@ impl Zone {
     /// This zone with the nodes of `children` laid in, in one compact base
     /// as [`Zone::compact`] lays one out: `children` holds names one label
     /// below the apex that are not in this zone, none of them `*` (its
-    /// apex, empty, is left out), so nothing here changes but the order of
-    /// ids. A secondary's NSEC3 chain sent after all other names is built
+    /// apex, empty, is left out), so the flags of this zone's nodes stay
+    /// as they are and the walk finds the shadows. A secondary's NSEC3 chain sent after all other names is built
     /// apart and laid in so (`stream.rs`). None when a name of `children`
     /// is not such a name.
     pub(crate) fn with_apex_children(&self, children: &Zone) -> Option<Zone> {

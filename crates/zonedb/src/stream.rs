@@ -30,7 +30,8 @@
 //! from them (twice the zone's store, and 8 bytes a name of fingerprints),
 //! never the records: a secondary taking a 500,000-delegation TLD signed
 //! with NSEC3 opt-out peaked at 52 MB, not 324 MB, for a zone of 31 MB
-//! resident. A hashed owner that is also a name of the rest (it holds
+//! resident (from Lode, Knot DNS 3.2 and BIND 9.18 primaries alike;
+//! without opt-out, 164 MB, not 615 MB, for 89 MB). A hashed owner that is also a name of the rest (it holds
 //! other records, or names below it) is found there, and the build goes
 //! the ZoneBuilder's way with the records of both.
 //!
