@@ -407,33 +407,61 @@ impl Zone {
         if self.delta.is_empty() {
             return Ok(self.clone());
         }
-        // (Nodes: at most those of the base and the delta's entries.)
-        let mut fingerprints = Vec::with_capacity(self.store.len as usize + self.delta.len());
-        self.each_blob(|_, blob| fingerprints.push(crate::store::fingerprint(blob)))?;
+        self.relaid(None).ok_or(ApplyError::Invalid(Vec::new()))
+    }
+
+    /// This zone with the nodes of `children` laid in, in one compact base
+    /// as [`Zone::compact`] lays one out: `children` holds names one label
+    /// below the apex that are not in this zone, none of them `*` (its
+    /// apex, empty, is left out), so the flags of this zone's nodes stay
+    /// as they are and the walk finds the shadows. A secondary's NSEC3 chain sent after all other names is built
+    /// apart and laid in so (`stream.rs`). None when a name of `children`
+    /// is not such a name.
+    pub(crate) fn with_apex_children(&self, children: &Zone) -> Option<Zone> {
+        self.relaid(Some(children))
+    }
+
+    /// The new compact base of [`Zone::compact`] and
+    /// [`Zone::with_apex_children`].
+    fn relaid(&self, children: Option<&Zone>) -> Option<Zone> {
+        // (Nodes: at most those of the base, the delta's entries and the
+        // children.)
+        let more = children.map_or(0, Zone::node_count);
+        let mut fingerprints =
+            Vec::with_capacity(self.store.len as usize + self.delta.len() + more);
+        self.each_blob(children, |_, blob| {
+            fingerprints.push(crate::store::fingerprint(blob))
+        })?;
         let mut sb = crate::store::StoreBuilder::new(crate::build::repeats(fingerprints));
-        self.each_blob(|key, blob| sb.push(key, blob))?;
-        Ok(Zone {
-            origin: self.origin.clone(),
-            class: self.class,
-            origin_key: self.origin_key.clone(),
-            store: Arc::new(sb.finish()),
-            delta: Delta::default(),
-            negative_ttl: self.negative_ttl,
-            serial: self.serial,
-            records: self.records,
-            rrsets: self.rrsets,
-            expired: self.expired,
-            expire_at: self.expire_at,
-            apex: crate::ApexFacts::default(),
-        }
-        .settled())
+        self.each_blob(children, |key, blob| sb.push(key, blob))?;
+        let (records, rrsets) = children.map_or((0, 0), |c| (c.records, c.rrsets));
+        Some(
+            Zone {
+                origin: self.origin.clone(),
+                class: self.class,
+                origin_key: self.origin_key.clone(),
+                store: Arc::new(sb.finish()),
+                delta: Delta::default(),
+                negative_ttl: self.negative_ttl,
+                serial: self.serial,
+                records: self.records + records,
+                rrsets: self.rrsets + rrsets,
+                expired: self.expired,
+                expire_at: self.expire_at,
+                apex: crate::ApexFacts::default(),
+            }
+            .settled(),
+        )
     }
 
     /// Calls `f` with each node's key and its blob as a compact base holds
     /// it (the shadow an id distance to the delegation or DNAME above), in
-    /// canonical order. Walks with a [`crate::NodeCursor`]: each store
-    /// block's keys are decoded once, not once per node.
-    fn each_blob(&self, mut f: impl FnMut(&[u8], &[u8])) -> Result<(), ApplyError> {
+    /// canonical order: this zone's nodes and those of `children` but its
+    /// apex (see [`Zone::with_apex_children`]). Walks with a
+    /// [`crate::NodeCursor`] per zone: each store block's keys are decoded
+    /// once, not once per node. None when a node cannot be read or a child
+    /// is not one.
+    fn each_blob(&self, children: Option<&Zone>, mut f: impl FnMut(&[u8], &[u8])) -> Option<()> {
         let cut = |f: NodeFlags| f.contains(NodeFlags::DELEGATION) || f.contains(NodeFlags::DNAME);
         let mut one = Vec::new();
         // The nodes before the current one whose keys prefix the previous
@@ -441,11 +469,38 @@ impl Zone {
         let mut stack: Vec<(usize, u32, bool)> = Vec::new();
         let mut prev: Vec<u8> = Vec::new();
         let mut cursor = self.cursor();
+        let mut on = cursor.advance(|_| true).is_some();
+        let mut other = children.map(Zone::cursor);
+        let mut other_on = false;
+        if let Some(c) = &mut other {
+            // Its apex, empty, is this zone's.
+            c.advance(|_| true)?;
+            if !c.key_and_head()?.1.rrsets.is_empty() {
+                return None;
+            }
+            other_on = c.advance(|_| true).is_some();
+        }
         let mut i = 0u32;
-        while cursor.advance(|_| true).is_some() {
-            let Some((key, head)) = cursor.key_and_head() else {
-                return Err(ApplyError::Invalid(Vec::new()));
+        while on || other_on {
+            let from_other = match (&other, on) {
+                (Some(c), true) if other_on => {
+                    let (child, _) = c.key_and_head()?;
+                    let (key, _) = cursor.key_and_head()?;
+                    if child == key {
+                        return None;
+                    }
+                    child < key
+                }
+                _ => !on,
             };
+            let c = match (&mut other, from_other) {
+                (Some(c), true) => c,
+                _ => &mut cursor,
+            };
+            let (key, head) = c.key_and_head()?;
+            if from_other && (lode_wire::name::key_label_count(key) != 1 || key == b"*\0") {
+                return None;
+            }
             while stack
                 .last()
                 .is_some_and(|&(len, _, _)| !key.starts_with(&prev[..len]))
@@ -462,12 +517,15 @@ impl Zone {
             prev.clear();
             prev.extend_from_slice(key);
             i += 1;
+            if from_other {
+                other_on = c.advance(|_| true).is_some();
+            } else {
+                on = c.advance(|_| true).is_some();
+            }
         }
         // (The cursor passes over a node it cannot read: none may be lost.)
-        if i as usize != self.node_count() {
-            return Err(ApplyError::Invalid(Vec::new()));
-        }
-        Ok(())
+        let children = children.map_or(0, |c| c.node_count() - 1);
+        (i as usize == self.node_count() + children).then_some(())
     }
 
     /// [`Zone::compact`] the slow way, through records and a fresh build

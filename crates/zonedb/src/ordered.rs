@@ -282,46 +282,13 @@ impl OrderedBuilder {
             expire_at: None,
             apex: crate::ApexFacts::default(),
         };
-        let mut key_buf = [0u8; lode_wire::name::MAX_KEY_LEN];
-        let mut nodes: Vec<(Vec<u8>, Vec<u8>)> = laid
-            .node_ids()
-            .map(|id| {
-                let key = laid.key_of(id, &mut key_buf).to_vec();
-                (key, laid.node(id).blob.bytes().to_vec())
-            })
-            .collect();
+        let mut out = laid_records(&laid);
         drop(laid);
-        nodes.extend(
-            Entries {
-                data: &self.entries,
-            }
-            .map(|(k, b)| (k.to_vec(), b.to_vec())),
-        );
-        let mut out = Vec::new();
         let mut owner = NameBuf::new();
-        for (key, data) in &nodes {
-            let (key, data) = (key.as_slice(), data.as_slice());
-            let Some(head) = blob::head(data) else {
-                continue;
-            };
-            match head.owner {
-                Some(o) => owner.set(o),
-                None => {
-                    if owner.set_from_key(key, self.origin.as_ref()).is_err() {
-                        continue;
-                    }
-                }
-            }
-            let name = owner.as_ref().to_name();
-            for set in blob::RRsets::new(head.rrsets) {
-                out.extend(set.rdatas().map(|rdata| lode_wire::Record {
-                    owner: name.clone(),
-                    class: self.class,
-                    rtype: set.rtype(),
-                    ttl: set.ttl(),
-                    rdata: rdata.into(),
-                }));
-            }
+        for (key, blob) in (Entries {
+            data: &self.entries,
+        }) {
+            node_records(&mut out, &mut owner, (&self.origin, self.class), key, blob);
         }
         out
     }
@@ -487,6 +454,59 @@ impl OrderedBuilder {
             self.entries.drain(..done);
             self.entries_base += done;
         }
+    }
+}
+
+/// The records of a zone built here, in canonical order, each with its
+/// RRset's TTL: built again, they make the same RRsets.
+pub(crate) fn laid_records(zone: &Zone) -> Vec<lode_wire::Record> {
+    let mut out = Vec::new();
+    let mut owner = NameBuf::new();
+    let mut buf = [0u8; lode_wire::name::MAX_KEY_LEN];
+    let origin = zone.origin().to_name();
+    for id in zone.node_ids() {
+        let key = zone.key_of(id, &mut buf);
+        let node = zone.node(id);
+        node_records(
+            &mut out,
+            &mut owner,
+            (&origin, zone.class()),
+            key,
+            node.blob.bytes(),
+        );
+    }
+    out
+}
+
+/// Adds the records of the node `key` (relative to the zone's origin) with
+/// its `blob`; `owner` is a buffer for the owner spelled from the key.
+fn node_records(
+    out: &mut Vec<lode_wire::Record>,
+    owner: &mut NameBuf,
+    (origin, class): (&Name, Class),
+    key: &[u8],
+    blob: &[u8],
+) {
+    let Some(head) = blob::head(blob) else {
+        return;
+    };
+    match head.owner {
+        Some(o) => owner.set(o),
+        None => {
+            if owner.set_from_key(key, origin.as_ref()).is_err() {
+                return;
+            }
+        }
+    }
+    let name = owner.as_ref().to_name();
+    for set in blob::RRsets::new(head.rrsets) {
+        out.extend(set.rdatas().map(|rdata| lode_wire::Record {
+            owner: name.clone(),
+            class,
+            rtype: set.rtype(),
+            ttl: set.ttl(),
+            rdata: rdata.into(),
+        }));
     }
 }
 
