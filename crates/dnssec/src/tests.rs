@@ -528,6 +528,35 @@ fn a_group_of_changes_merged_and_signed_in_one_pass_verifies() {
 }
 
 #[test]
+fn the_bare_zone_made_by_a_change_is_the_one_a_copy_makes() {
+    let s = signer_with(Algorithm::EcdsaP256, false, nsec3_policy(4, true));
+    let own = s.own_cds_rdatas();
+    let ours = |t: Rtype, r: &[u8]| crate::signer::is_signer_type(t) || s.owns_cds(t, r, &own);
+    let unsigned = zone(ZONE);
+    let signed = s.sign_zone(&unsigned, None, NOW).unwrap();
+    // A few names signed elsewhere: the zone is made bare by a change.
+    let stray = zone(&format!(
+        "{ZONE}www RRSIG A 13 2 300 20300101000000 20200101000000 1 example. AAAA\n\
+         www NSEC ns.example. A AAAA RRSIG NSEC\n"
+    ));
+    for (z, by_change) in [(&unsigned, true), (&stray, true), (&signed, false)] {
+        let nsec3 = s.policy().nsec3.as_ref().map(|p| Nsec3::for_zone(z, p));
+        let change = s.bare_change(z, Some(7), nsec3.as_ref(), &ours, 1);
+        assert_eq!(change.is_some(), by_change, "{}", z.record_count());
+        let bare = s.bare(z, Some(7), nsec3.as_ref()).unwrap();
+        let copy = s.bare_copy(z, Some(7), nsec3.as_ref(), &ours).unwrap();
+        let records = |z: &Zone| -> Vec<Record> { z.records().collect() };
+        assert_eq!(records(&bare), records(&copy));
+        assert_eq!(bare.serial(), 7);
+        assert!(bare.apex_rrset(Rtype::DNSKEY).is_some());
+        assert!(bare.apex_rrset(Rtype::NSEC3PARAM).is_some());
+        // By a change (these zones are small enough for it, signed or
+        // not), the bare zone is the zone's next version, its base shared.
+        assert!(bare.delta_len() > 0);
+    }
+}
+
+#[test]
 fn reproducible_signing_gives_the_same_signatures_twice() {
     let origin: Name = "example.".parse().unwrap();
     let ksk = SigningKey::generate(&origin, Algorithm::EcdsaP256, KSK_FLAGS, 0).unwrap();

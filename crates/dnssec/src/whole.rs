@@ -4,10 +4,12 @@
 //! previous batch's are written into the signed zone. What is held beside
 //! the two zones is a batch and, for NSEC3, the hashes (24 bytes a name).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use lode_wire::name::KeyBuf;
 use lode_wire::nsec3::hashed_owner;
 use lode_wire::{Name, NameBuf, Record, Rtype};
-use lode_zonedb::{ApplyError, NodeId, OrderedBuilder, Zone};
+use lode_zonedb::{ApplyError, Changeset, NodeId, OrderedBuilder, Zone};
 
 use crate::nsec;
 use crate::nsec3::Nsec3;
@@ -16,6 +18,14 @@ use crate::signer::{is_signer_type, SignError, Signer, PROGRESS_STEP};
 
 /// Names signed per thread between two writes into the signed zone.
 const BATCH_PER_THREAD: usize = 2048;
+/// Names a signing thread takes from the batch at a time.
+const PART: usize = 64;
+
+/// [`Signer::bare`] makes the zone bare by a change (not a copy) while
+/// at most one name in this many (plus a few) outside the apex holds the
+/// signer's records: the change's names sit in the new version's delta.
+const BARE_CHANGE_SHARE: usize = 64;
+const BARE_CHANGE_FEW: usize = 64;
 
 /// One name of the signed zone.
 #[derive(Debug, Clone, Copy)]
@@ -98,8 +108,12 @@ impl Signer {
     }
 
     /// `zone` without the records the signer makes, with the SOA serial
-    /// `serial`, the keys' records and the NSEC3PARAM in.
-    fn bare(
+    /// `serial`, the keys' records and the NSEC3PARAM in. When few names
+    /// outside the apex hold such records (a zone loaded or transferred
+    /// unsigned), it is `zone`'s next version, sharing its base: no second
+    /// copy of the zone is made. Otherwise (a zone signed already) a copy
+    /// without them is built.
+    pub(crate) fn bare(
         &self,
         zone: &Zone,
         serial: Option<u32>,
@@ -108,6 +122,84 @@ impl Signer {
         let own = self.own_cds_rdatas();
         let ours =
             |rtype: Rtype, rdata: &[u8]| is_signer_type(rtype) || self.owns_cds(rtype, rdata, &own);
+        let most = zone.node_count() / BARE_CHANGE_SHARE + BARE_CHANGE_FEW;
+        if let Some(changes) = self.bare_change(zone, serial, nsec3, &ours, most) {
+            // A change the zone refuses (a key record twice, say) is
+            // left to the copy, which reports it as the builder does.
+            if let Ok(bare) = zone.apply(&changes) {
+                return Ok(bare);
+            }
+        }
+        self.bare_copy(zone, serial, nsec3, &ours)
+    }
+
+    /// The change that makes `zone` bare, or None when more than `most`
+    /// names outside the apex hold the signer's records.
+    pub(crate) fn bare_change(
+        &self,
+        zone: &Zone,
+        serial: Option<u32>,
+        nsec3: Option<&Nsec3>,
+        ours: &impl Fn(Rtype, &[u8]) -> bool,
+        most: usize,
+    ) -> Option<Changeset> {
+        let (origin, class) = (zone.origin().to_name(), zone.class());
+        let mut removed: Vec<Record> = Vec::new();
+        let mut names = 0usize;
+        for id in zone.node_ids() {
+            let node = zone.node(id);
+            let before = removed.len();
+            for set in node.rrsets() {
+                if set.rtype() == Rtype::SOA {
+                    continue;
+                }
+                for rdata in set.rdatas().filter(|r| ours(set.rtype(), r)) {
+                    removed.push(Record {
+                        owner: node.owner().to_name(),
+                        class,
+                        rtype: set.rtype(),
+                        ttl: set.ttl(),
+                        rdata: rdata.into(),
+                    });
+                }
+            }
+            if id != zone.apex_id() && removed.len() > before {
+                names += 1;
+                if names > most {
+                    return None;
+                }
+            }
+        }
+        let soa = zone.soa();
+        let soa_from = Record {
+            owner: origin.clone(),
+            class,
+            rtype: Rtype::SOA,
+            ttl: soa.ttl(),
+            rdata: soa.rdatas().next()?.into(),
+        };
+        let mut soa_to = soa_from.clone();
+        if let Some(serial) = serial {
+            lode_zonedb::set_soa_serial(&mut soa_to, serial);
+        }
+        let mut added = self.key_records(zone);
+        added.extend(nsec3.map(|n| n.param_record(zone)));
+        Some(Changeset {
+            soa_from,
+            soa_to,
+            removed,
+            added,
+        })
+    }
+
+    /// [`Signer::bare`] by a copy of the zone.
+    pub(crate) fn bare_copy(
+        &self,
+        zone: &Zone,
+        serial: Option<u32>,
+        nsec3: Option<&Nsec3>,
+        ours: &impl Fn(Rtype, &[u8]) -> bool,
+    ) -> Result<Zone, SignError> {
         let mut b = OrderedBuilder::new(zone.origin().to_name(), zone.class());
         let mut ids = zone.node_ids();
         // The apex: its records, then the keys' and the NSEC3PARAM (the
@@ -172,20 +264,37 @@ impl Signer {
             if batch.is_empty() && done.is_none() {
                 break;
             }
-            let chunk = batch.len().div_ceil(threads).max(1);
+            // The batch is shared out in small parts as threads come free
+            // (names cost from nothing to several signatures); this thread
+            // writes the previous batch first, then signs too: `threads`
+            // are busy throughout, none waits on an unlucky share.
+            let next = AtomicUsize::new(0);
+            let sign_parts = || {
+                let mut parts = Vec::new();
+                loop {
+                    let at = next.fetch_add(PART, Ordering::Relaxed);
+                    let Some(items) = batch.get(at..(at + PART).min(batch.len())) else {
+                        break;
+                    };
+                    if items.is_empty() {
+                        break;
+                    }
+                    parts.push((at, self.sign_items(bare, chain, items, validity)));
+                }
+                parts
+            };
             let (made, written) = std::thread::scope(|s| {
-                let handles: Vec<_> = batch
-                    .chunks(chunk)
-                    .map(|items| s.spawn(move || self.sign_items(bare, chain, items, validity)))
-                    .collect();
+                let helpers: Vec<_> = (1..threads).map(|_| s.spawn(sign_parts)).collect();
                 let written = match done.take() {
                     Some((items, made)) => self.write(&mut b, bare, chain, &items, made),
                     None => Ok(()),
                 };
-                let made: Vec<Made> = handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect();
+                let mut parts = sign_parts();
+                for h in helpers {
+                    parts.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+                }
+                parts.sort_unstable_by_key(|p| p.0);
+                let made: Vec<Made> = parts.into_iter().flat_map(|p| p.1).collect();
                 (made, written)
             });
             written?;
