@@ -10,6 +10,9 @@ use lode_zonedb::{Lookup, NodeId, Zone};
 
 use crate::nsec;
 
+/// Names [`Nsec3::hashes`] hands each thread at a time.
+const HASH_PART: usize = 16384;
+
 /// NSEC3 settings of a policy (Knot's names: nsec3-iterations,
 /// nsec3-salt-length, nsec3-opt-out).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -236,25 +239,36 @@ impl Nsec3 {
     /// The hashes of a zone's hashed names in hash order (one per hash),
     /// each with its name's node; hashed on `threads` threads.
     pub fn hashes(&self, zone: &Zone, threads: usize) -> Vec<([u8; 20], NodeId)> {
-        let ids: Vec<NodeId> = zone.node_ids().collect();
-        let chunk = ids.len().div_ceil(threads.max(1)).max(1);
         let hash_some = |ids: &[NodeId]| -> Vec<([u8; 20], NodeId)> {
             ids.iter()
                 .filter(|&&id| self.is_hashed(zone, id))
                 .map(|&id| (self.hash(zone.node(id).owner()), id))
                 .collect()
         };
-        let mut hashes: Vec<([u8; 20], NodeId)> = std::thread::scope(|s| {
-            let handles: Vec<_> = ids
-                .chunks(chunk)
-                .map(|c| s.spawn(move || hash_some(c)))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        });
-        drop(ids);
+        // The names a part at a time: a list of every node id would cost
+        // 4 bytes a name beside the hashes (most names are not hashed in
+        // an opt-out zone).
+        let threads = threads.max(1);
+        let mut ids = zone.node_ids();
+        let mut part: Vec<NodeId> = Vec::with_capacity(threads * HASH_PART);
+        let mut hashes: Vec<([u8; 20], NodeId)> = Vec::new();
+        loop {
+            part.clear();
+            part.extend(ids.by_ref().take(threads * HASH_PART));
+            if part.is_empty() {
+                break;
+            }
+            let chunk = part.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                let handles: Vec<_> = part
+                    .chunks(chunk)
+                    .map(|c| s.spawn(move || hash_some(c)))
+                    .collect();
+                for h in handles {
+                    hashes.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+                }
+            });
+        }
         hashes.sort_unstable_by_key(|a| a.0);
         hashes.dedup_by(|a, b| a.0 == b.0);
         hashes

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lode_wire::name::KeyBuf;
+use lode_wire::name::{KeyBuf, MAX_KEY_LEN};
 use lode_wire::nsec3::hashed_owner;
 use lode_wire::{Name, NameBuf, Record, Rtype};
 use lode_zonedb::{ApplyError, Changeset, NodeId, OrderedBuilder, Zone};
@@ -97,11 +97,7 @@ impl Signer {
             Chain::Nsec(owners) => owners.len(),
             Chain::Nsec3(_, hashes) => hashes.len(),
         };
-        let signed_names = bare
-            .node_ids()
-            .filter(|&id| bare.shadow(id).is_none())
-            .count();
-        self.progress.start((signed_names + chain_len) as u64);
+        self.progress.start((bare.node_count() + chain_len) as u64);
         let out = self.sign_streamed(&bare, &chain, now);
         self.progress.stop();
         out
@@ -320,22 +316,37 @@ impl Signer {
             Chain::Nsec3(_, h) => h,
             Chain::Nsec(_) => &[],
         };
-        let (mut node_key, mut hash_key) = (KeyBuf::new(), KeyBuf::new());
+        // Keys below the origin: a node's is read as it is stored.
+        let mut node_key = [0u8; MAX_KEY_LEN];
+        let mut hash_key = KeyBuf::new();
+        let origin_len = {
+            let mut k = KeyBuf::new();
+            bare.origin().write_key(&mut k);
+            k.as_slice().len()
+        };
+        // The hash whose owner's key is in `hash_key` (many names come
+        // between two hashes), and whether it has an owner.
+        let (mut keyed, mut has_owner) = (None, false);
         while batch.len() < max {
-            let hash = hashes
-                .get(*next_hash)
-                .and_then(|(h, _)| hashed_owner(h, bare.origin()));
+            let j = *next_hash;
+            if j < hashes.len() && keyed != Some(j) {
+                has_owner = hashed_owner(&hashes[j].0, bare.origin())
+                    .map(|o| o.as_ref().write_key(&mut hash_key))
+                    .is_some();
+                keyed = Some(j);
+            }
+            let hash = j < hashes.len() && has_owner;
             let item = match (ids.peek().copied(), hash) {
-                (None, None) => break,
-                (Some(id), None) => Item::Node(id),
-                (None, Some(_)) => Item::Hash(*next_hash),
-                (Some(id), Some(owner)) => {
-                    bare.node(id).owner().write_key(&mut node_key);
-                    owner.as_ref().write_key(&mut hash_key);
-                    match node_key.as_slice().cmp(hash_key.as_slice()) {
+                (None, false) => break,
+                (Some(id), false) => Item::Node(id),
+                (None, true) => Item::Hash(j),
+                (Some(id), true) => {
+                    let n = bare.node(id).relative_key(&mut node_key);
+                    let hash_rel = hash_key.as_slice().get(origin_len..).unwrap_or(&[]);
+                    match node_key[..n].cmp(hash_rel) {
                         std::cmp::Ordering::Less => Item::Node(id),
-                        std::cmp::Ordering::Greater => Item::Hash(*next_hash),
-                        std::cmp::Ordering::Equal => Item::Both(id, *next_hash),
+                        std::cmp::Ordering::Greater => Item::Hash(j),
+                        std::cmp::Ordering::Equal => Item::Both(id, j),
                     }
                 }
             };
@@ -381,11 +392,16 @@ impl Signer {
                     Item::Hash(j) => (None, Some(j)),
                     Item::Both(id, j) => (Some(id), Some(j)),
                 };
-                if let Some(id) = node.filter(|&id| bare.shadow(id).is_none()) {
+                if node.is_some() {
                     count(1);
+                }
+                if let Some(id) = node.filter(|&id| bare.shadow(id).is_none()) {
                     let n = bare.node(id);
+                    // As `nsec::is_signed`, the node read once.
+                    let cut = id != bare.apex_id() && n.is_delegation();
                     for set in n.rrsets() {
-                        if !nsec::is_signed(bare, id, set.rtype()) {
+                        let t = set.rtype();
+                        if t == Rtype::RRSIG || (cut && !matches!(t, Rtype::DS | Rtype::NSEC)) {
                             continue;
                         }
                         let rdatas: Vec<&[u8]> = set.rdatas().collect();

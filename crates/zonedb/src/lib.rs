@@ -135,6 +135,12 @@ impl Node<'_> {
             })
             .as_ref()
     }
+    /// The owner's canonical key below the origin (its key without the
+    /// origin's: empty at the apex) written into `out`: its length. As
+    /// the owner's `write_key` would give it, without spelling the owner.
+    pub fn relative_key(&self, out: &mut [u8; lode_wire::name::MAX_KEY_LEN]) -> usize {
+        self.key.write(out).unwrap_or(0)
+    }
     /// The RRset of type `rtype`, if present.
     pub fn rrset(&self, rtype: Rtype) -> Option<RRset<'_>> {
         self.rrsets().find(|s| s.rtype() == rtype)

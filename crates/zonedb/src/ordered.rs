@@ -685,6 +685,43 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_nodes_relative_key_is_its_owners_key_below_the_origin() {
+        for seed in [1u64, 7, 99] {
+            let zone = random_zone(seed);
+            // A version with a delta too: its nodes' keys come from there.
+            let mut soa = zone.soa_record();
+            crate::set_soa_serial(&mut soa, 8);
+            let changed = zone
+                .apply(&crate::Changeset {
+                    soa_from: zone.soa_record(),
+                    soa_to: soa,
+                    removed: vec![],
+                    added: vec![Record {
+                        owner: name("New.B.example."),
+                        class: Class::IN,
+                        rtype: Rtype::A,
+                        ttl: 60,
+                        rdata: vec![192, 0, 2, 1].into(),
+                    }],
+                })
+                .unwrap();
+            for z in [&zone, &changed] {
+                let mut origin = lode_wire::name::KeyBuf::new();
+                z.origin().write_key(&mut origin);
+                let mut full = lode_wire::name::KeyBuf::new();
+                let mut rel = [0u8; lode_wire::name::MAX_KEY_LEN];
+                for id in z.node_ids() {
+                    let node = z.node(id);
+                    node.owner().write_key(&mut full);
+                    let n = node.relative_key(&mut rel);
+                    let below = &full.as_slice()[origin.as_slice().len()..];
+                    assert_eq!(&rel[..n], below, "{}", node.owner());
+                }
+            }
+        }
+    }
+
+    #[test]
     fn nodes_wait_only_until_they_settle() {
         let origin = name("example.");
         let mut b = OrderedBuilder::new(origin.clone(), Class::IN);
