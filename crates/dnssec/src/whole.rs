@@ -232,7 +232,9 @@ impl Signer {
             b.node(node.owner());
             for set in node.rrsets() {
                 let kept: Vec<&[u8]> = set.rdatas().filter(|r| !ours(set.rtype(), r)).collect();
-                if !kept.is_empty() {
+                if kept.len() == set.len() {
+                    b.rrset_stored(set).map_err(invalid)?;
+                } else if !kept.is_empty() {
                     b.rrset(set.rtype(), set.ttl(), kept.iter().copied())
                         .map_err(invalid)?;
                 }
@@ -509,8 +511,7 @@ impl Signer {
                     b.rrset(t, ttl, rdatas.iter().map(|r| &r[..]))
                         .map_err(invalid)?;
                 }
-                b.rrset(set.rtype(), set.ttl(), set.rdatas())
-                    .map_err(invalid)?;
+                b.rrset_stored(set).map_err(invalid)?;
             }
             for (t, ttl, rdatas) in extra {
                 b.rrset(t, ttl, rdatas.iter().map(|r| &r[..]))

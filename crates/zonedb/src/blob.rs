@@ -113,6 +113,16 @@ pub(crate) fn put_rrset<'r>(
     }
 }
 
+/// Appends one RRset as `set` is stored: what [`put_rrset`] would write
+/// for its RDATAs.
+pub(crate) fn put_stored_rrset(out: &mut Vec<u8>, set: &RRset<'_>) {
+    out.extend_from_slice(&set.rtype.0.to_be_bytes());
+    out.extend_from_slice(&set.ttl.to_be_bytes());
+    put_varint(out, u64::from(set.count));
+    put_varint(out, set.data.len() as u64);
+    out.extend_from_slice(set.data);
+}
+
 /// Writes a blob's head (flags, shadow, owner) into `out` (cleared first).
 pub(crate) fn encode_head(
     out: &mut Vec<u8>,
