@@ -525,6 +525,23 @@ fn query(
         .args(["-a", "-c", "-p", &cpu, &pid])
         .stdout(std::process::Stdio::null())
         .status();
+    // What the server still does on its own (the compaction that follows
+    // an update stream, minutes at 160 M) is not the answers' cost: quiet
+    // for twice as long as a zone waits before that compaction starts
+    // (5 s: `IDLE_COMPACTION` in lode-control's upkeep).
+    let waited = Instant::now();
+    let idle = crate::compare::sys::wait_idle(
+        primary.server.pid(),
+        Duration::from_secs(10),
+        cfg.load_limit,
+        &|| false,
+    );
+    let quiet = format!(
+        "{} after {:.1} s",
+        if idle { "quiet" } else { "still busy" },
+        waited.elapsed().as_secs_f64()
+    );
+    say(&format!("query: the primary {quiet}"));
     let tc = tld_config(cfg, primary.server.addr().port());
     let logs = cfg.out.join("dnsperf");
     fresh_dir(&logs)?;
@@ -547,7 +564,7 @@ fn query(
     let p = primary.server.pid();
     row.hwm = status_bytes(p, "VmHWM");
     row.rss = status_bytes(p, "VmRSS");
-    row.note = v
+    let runs = v
         .iter()
         .map(|(l, r)| {
             format!(
@@ -560,6 +577,7 @@ fn query(
         })
         .collect::<Vec<_>>()
         .join("; ");
+    row.note = format!("{runs}; measured once the server was {quiet}");
     Ok(v)
 }
 

@@ -318,7 +318,7 @@ impl Bench<'_> {
         let pid = running.pid();
         // A server answers before it has finished its start (other zones
         // loading, a first compaction): that work is not the answers'.
-        if !wait_idle(pid, self.cfg.load_limit) {
+        if !sys::wait_idle(pid, Duration::from_secs(1), self.cfg.load_limit, &stopping) {
             say(&format!(
                 "{}: still busy {:?} after its first answer; measuring anyway",
                 server.name(),
@@ -442,28 +442,6 @@ impl Bench<'_> {
         drop(running);
         Ok(())
     }
-}
-
-/// Waits until the server's threads use under 1 % of a CPU over two half
-/// seconds in a row (at most `limit`); whether they did.
-fn wait_idle(pid: u32, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    let mut quiet = 0;
-    let mut last = sys::cpu_ns(&sys::process_tree(pid));
-    while Instant::now() < deadline && !stopping() {
-        std::thread::sleep(Duration::from_millis(500));
-        let now = sys::cpu_ns(&sys::process_tree(pid));
-        quiet = if now.saturating_sub(last) < 5_000_000 {
-            quiet + 1
-        } else {
-            0
-        };
-        if quiet == 2 {
-            return true;
-        }
-        last = now;
-    }
-    false
 }
 
 /// One CPU sample: when, CPU 0's idle ns, the server's tasks' ns.
