@@ -238,6 +238,14 @@ pub fn parse_file_counted(
     stream::parse_file(path, origin, default_ttl, counters, stream::BLOCK)
 }
 
+/// Files from this size on are read on a thread of their own by
+/// [`parse_file_each`] (a thread costs more than it brings below).
+const PIPELINE_FROM: u64 = 16 << 20;
+/// Records in a batch handed from the reading thread.
+const PIPELINE_BATCH: usize = 4096;
+/// Batches read ahead at most.
+const PIPELINE_BATCHES: usize = 4;
+
 /// As [`parse_file_counted`], handing each record with its position to
 /// `each` as it is read, block by block, so that a large zone is never held
 /// as records. When the file has to be read again in one piece after
@@ -252,22 +260,85 @@ pub fn parse_file_each(
     each: &mut dyn FnMut(Record, SourcePos),
     restart: &mut dyn FnMut(),
 ) -> Result<(), Vec<ZoneFileError>> {
+    let files = (path, origin, default_ttl, counters);
+    parse_file_each_in(files, each, restart, stream::BLOCK, PIPELINE_FROM)
+}
+
+/// [`parse_file_each`] in blocks of `block` bytes, on a reading thread of
+/// its own from `pipeline_from` bytes of file on.
+pub(crate) fn parse_file_each_in(
+    (path, origin, default_ttl, counters): (&Path, &Name, Option<u32>, Option<&ParseCounters>),
+    each: &mut dyn FnMut(Record, SourcePos),
+    restart: &mut dyn FnMut(),
+    block: usize,
+    pipeline_from: u64,
+) -> Result<(), Vec<ZoneFileError>> {
     let mut handed = false;
-    let mut counted = |r: Record, p: SourcePos| {
-        handed = true;
-        each(r, p);
+    let large = std::fs::metadata(path).is_ok_and(|m| m.len() >= pipeline_from);
+    // Large files are read on a thread of their own, the records handed
+    // here in batches: reading and what `each` does with them (sorting,
+    // building) go side by side. None: read here.
+    let piped = large.then(|| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(Record, SourcePos)>>(PIPELINE_BATCHES);
+        std::thread::scope(|s| {
+            let reading = std::thread::Builder::new()
+                .name("lode-read".into())
+                .spawn_scoped(s, move || {
+                    let mut batch = Vec::with_capacity(PIPELINE_BATCH);
+                    let mut send = |r: Record, p: SourcePos| {
+                        batch.push((r, p));
+                        if batch.len() == PIPELINE_BATCH {
+                            let next = Vec::with_capacity(PIPELINE_BATCH);
+                            // The receiver is gone only if `each` panicked.
+                            let _ = tx.send(std::mem::replace(&mut batch, next));
+                        }
+                    };
+                    let read = stream::read_in_blocks(
+                        path,
+                        origin,
+                        default_ttl,
+                        counters,
+                        block,
+                        Some(&mut send),
+                    );
+                    if !batch.is_empty() {
+                        let _ = tx.send(batch);
+                    }
+                    read.is_some()
+                })
+                .ok()?;
+            for batch in rx {
+                for (r, p) in batch {
+                    handed = true;
+                    each(r, p);
+                }
+            }
+            Some(
+                reading
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            )
+        })
+    });
+    let read = match piped.flatten() {
+        Some(read) => read,
+        None => {
+            let mut counted = |r: Record, p: SourcePos| {
+                handed = true;
+                each(r, p);
+            };
+            stream::read_in_blocks(
+                path,
+                origin,
+                default_ttl,
+                counters,
+                block,
+                Some(&mut counted),
+            )
+            .is_some()
+        }
     };
-    let block = stream::BLOCK;
-    if stream::read_in_blocks(
-        path,
-        origin,
-        default_ttl,
-        counters,
-        block,
-        Some(&mut counted),
-    )
-    .is_some()
-    {
+    if read {
         return Ok(());
     }
     if handed {

@@ -1058,3 +1058,60 @@ fn positions_name_each_records_file_and_line() {
     assert_eq!(p.get(written.len()), None);
     assert_eq!(p.files().count(), 3, "one entry a run of one file");
 }
+
+/// A file handed record by record (`parse_file_each`), read on a thread of
+/// its own or not: the records and positions of the one-piece read; with an
+/// error in a late block, the handed records are taken back (`restart`) and
+/// the error comes with its line.
+#[test]
+fn records_handed_from_a_reading_thread_are_the_one_piece_read() {
+    let mut good = String::from("$TTL 300\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
+    for i in 0..3000 {
+        good.push_str(&format!("n{i} A 192.0.2.{}\nn{i} TXT \"{i}\"\n", i % 250));
+    }
+    let bad = format!("{good}late A 999.0.0.1\n");
+    for (text, pipeline_from) in [(&good, 0), (&good, u64::MAX), (&bad, 0), (&bad, u64::MAX)] {
+        let path = std::env::temp_dir().join(format!(
+            "lode-zonefile-each-{}-{pipeline_from}-{}.zone",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::write(&path, text).unwrap();
+        let one = parse_file(&path, &origin(), None);
+        let handed = std::cell::RefCell::new((Vec::new(), Vec::new()));
+        let mut restarts = 0;
+        let counters = ParseCounters::default();
+        let out = crate::parse_file_each_in(
+            (&path, &origin(), None, Some(&counters)),
+            &mut |r, p| {
+                let mut h = handed.borrow_mut();
+                h.0.push(r);
+                h.1.push(p);
+            },
+            &mut || {
+                *handed.borrow_mut() = (Vec::new(), Vec::new());
+                restarts += 1;
+            },
+            4096,
+            pipeline_from,
+        );
+        let (records, positions) = handed.into_inner();
+        std::fs::remove_file(&path).unwrap();
+        match one {
+            Ok(one) => {
+                assert!(out.is_ok());
+                assert_eq!(records, one.records);
+                assert_eq!(positions, one.positions);
+                assert_eq!(restarts, 0);
+                assert_eq!(counters.records(), one.records.len() as u64);
+            }
+            Err(errors) => {
+                let got = out.expect_err("the bad file fails");
+                assert_eq!(got, errors);
+                assert!(got[0].to_string().contains(":6005"), "{}", got[0]);
+                // Blocks before the error were handed, then taken back.
+                assert_eq!(restarts, 1);
+            }
+        }
+    }
+}
