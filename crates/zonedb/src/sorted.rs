@@ -298,17 +298,79 @@ impl SortedBuilder {
             cur: 0..0,
         });
         let mut since = 0u64;
-        merge(cursors, |rec| {
-            feed.push(rec);
+        let mut push = |rec: &[u8]| {
+            feed.push(view(rec));
             since += 1;
             if since == MERGE_STEP {
                 merged(since);
                 since = 0;
             }
-        })
-        .map_err(|p| vec![p])?;
+        };
+        // With runs on disk, the merge goes on a thread of its own, the
+        // records handed here as they are in the runs, a batch at a time:
+        // merging (reading the runs) and building go side by side.
+        let merged_all = match cursors.len() > 1 {
+            true => merge_beside(cursors, &mut push),
+            false => merge(cursors, &mut push),
+        };
+        merged_all.map_err(|p| vec![p])?;
         merged(since);
         feed.finish(self.early, &self.soa_tags)
+    }
+}
+
+/// Bytes of merged records handed over at a time by [`merge_beside`]
+/// (a few records in tests, so that they cross many batches).
+const MERGED_BATCH: usize = if cfg!(test) { 256 } else { 1 << 20 };
+/// Batches merged ahead at most.
+const MERGED_AHEAD: usize = 4;
+
+/// [`merge`] on a thread of its own, `f` called here with each record
+/// (inline if the thread cannot be made).
+fn merge_beside(cursors: Vec<Cursor>, f: &mut dyn FnMut(&[u8])) -> Result<(), Problem> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(MERGED_AHEAD);
+    // Emptied batches go back to be filled again.
+    let (back, emptied) = std::sync::mpsc::channel::<Vec<u8>>();
+    let mut cursors = Some(cursors);
+    let piped = std::thread::scope(|s| {
+        let todo = &mut cursors;
+        let merging = std::thread::Builder::new()
+            .name("lode-merge".into())
+            .spawn_scoped(s, move || {
+                let mut batch = Vec::with_capacity(MERGED_BATCH + 1024);
+                let merged = merge(todo.take().unwrap_or_default(), |rec| {
+                    batch.extend_from_slice(rec);
+                    if batch.len() >= MERGED_BATCH {
+                        let next = emptied.try_recv().unwrap_or_default();
+                        // The receiver is gone only if `f` panicked.
+                        let _ = tx.send(std::mem::replace(&mut batch, next));
+                    }
+                });
+                if !batch.is_empty() {
+                    let _ = tx.send(batch);
+                }
+                merged
+            })
+            .ok()?;
+        for mut batch in rx {
+            let mut at = 0;
+            while at < batch.len() {
+                let n = rec_len(&batch[at..]);
+                f(&batch[at..at + n]);
+                at += n;
+            }
+            batch.clear();
+            let _ = back.send(batch);
+        }
+        Some(
+            merging
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+        )
+    });
+    match piped {
+        Some(merged) => merged,
+        None => merge(cursors.take().unwrap_or_default(), f),
     }
 }
 
@@ -458,8 +520,9 @@ fn read_rec(r: &mut impl Read, cur: &mut Vec<u8>) -> std::io::Result<bool> {
     Ok(true)
 }
 
-/// Merges the runs (earlier runs first among equal keys and types) into `f`.
-fn merge(cursors: Vec<Cursor>, mut f: impl FnMut(Rec<'_>)) -> Result<(), Problem> {
+/// Merges the runs (earlier runs first among equal keys and types) into
+/// `f`, each record as it is in its run.
+fn merge(cursors: Vec<Cursor>, mut f: impl FnMut(&[u8])) -> Result<(), Problem> {
     // A binary heap of runs by (current record, run number).
     let mut heap: Vec<(Cursor, usize)> = Vec::with_capacity(cursors.len());
     for (i, mut c) in cursors.into_iter().enumerate() {
@@ -488,7 +551,7 @@ fn merge(cursors: Vec<Cursor>, mut f: impl FnMut(Rec<'_>)) -> Result<(), Problem
         sift_down(&mut heap, i);
     }
     while let Some(top) = heap.first_mut() {
-        f(view(top.0.cur()));
+        f(top.0.cur());
         if !top.0.advance()? {
             heap.swap_remove(0);
         }
