@@ -527,6 +527,47 @@ fn a_group_of_changes_merged_and_signed_in_one_pass_verifies() {
     }
 }
 
+/// A version with a delta (names added since its base, their node ids
+/// not in canonical order) signed whole, NSEC and NSEC3: every name in
+/// the chain.
+#[test]
+fn a_version_with_names_added_since_its_base_is_signed_whole() {
+    let base = zone(ZONE);
+    let mut soa = base.soa_record();
+    lode_zonedb::set_soa_serial(&mut soa, 2);
+    let added = [
+        "aaa.example.",
+        "mmm.example.",
+        "zzz.example.",
+        "b.a.b.c.example.",
+    ]
+    .iter()
+    .map(|o| Record {
+        owner: o.parse().unwrap(),
+        class: lode_wire::Class::IN,
+        rtype: Rtype::A,
+        ttl: 300,
+        rdata: vec![192, 0, 2, 7].into(),
+    })
+    .collect();
+    let changed = base
+        .apply(&Changeset {
+            soa_from: base.soa_record(),
+            soa_to: soa,
+            removed: vec![],
+            added,
+        })
+        .unwrap();
+    assert!(changed.delta_len() > 0);
+    for s in [
+        signer(Algorithm::EcdsaP256, false),
+        signer_with(Algorithm::EcdsaP256, false, nsec3_policy(0, false)),
+    ] {
+        let signed = s.sign_zone(&changed, None, NOW).unwrap();
+        verify(&signed, &s).unwrap();
+    }
+}
+
 #[test]
 fn the_bare_zone_made_by_a_change_is_the_one_a_copy_makes() {
     let s = signer_with(Algorithm::EcdsaP256, false, nsec3_policy(4, true));

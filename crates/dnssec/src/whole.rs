@@ -34,7 +34,8 @@ enum Item {
     Node(NodeId),
     /// The owner of the NSEC3 of the hash at this index.
     Hash(usize),
-    /// A name of the unsigned zone that is also an NSEC3 owner.
+    /// A name of the unsigned zone that is also a chain owner: of the
+    /// NSEC3 of the hash at this index, or the NSEC owner at this index.
     Both(NodeId, usize),
 }
 
@@ -249,14 +250,14 @@ impl Signer {
         let threads = self.policy().signing_threads.clamp(1, 64);
         let mut b = OrderedBuilder::new(bare.origin().to_name(), bare.class());
         let mut ids = bare.node_ids().peekable();
-        let mut next_hash = 0usize;
+        let mut next_chain = 0usize;
         let mut done: Option<(Vec<Item>, Vec<Made>)> = None;
         loop {
             let batch = self.next_batch(
                 bare,
                 chain,
                 &mut ids,
-                &mut next_hash,
+                &mut next_chain,
                 threads * BATCH_PER_THREAD,
             );
             if batch.is_empty() && done.is_none() {
@@ -310,13 +311,28 @@ impl Signer {
         bare: &Zone,
         chain: &Chain,
         ids: &mut std::iter::Peekable<impl Iterator<Item = NodeId>>,
-        next_hash: &mut usize,
+        next_chain: &mut usize,
         max: usize,
     ) -> Vec<Item> {
         let mut batch = Vec::with_capacity(max);
         let hashes: &[([u8; 20], NodeId)] = match chain {
             Chain::Nsec3(_, h) => h,
-            Chain::Nsec(_) => &[],
+            Chain::Nsec(owners) => {
+                // The owners come in the names' order (node ids need not:
+                // a version's changed names have theirs apart).
+                while batch.len() < max {
+                    let Some(id) = ids.next() else { break };
+                    let j = *next_chain;
+                    batch.push(match owners.get(j) == Some(&id) {
+                        true => {
+                            *next_chain += 1;
+                            Item::Both(id, j)
+                        }
+                        false => Item::Node(id),
+                    });
+                }
+                return batch;
+            }
         };
         // Keys below the origin: a node's is read as it is stored.
         let mut node_key = [0u8; MAX_KEY_LEN];
@@ -330,7 +346,7 @@ impl Signer {
         // between two hashes), and whether it has an owner.
         let (mut keyed, mut has_owner) = (None, false);
         while batch.len() < max {
-            let j = *next_hash;
+            let j = *next_chain;
             if j < hashes.len() && keyed != Some(j) {
                 has_owner = hashed_owner(&hashes[j].0, bare.origin())
                     .map(|o| o.as_ref().write_key(&mut hash_key))
@@ -356,10 +372,10 @@ impl Signer {
                 Item::Node(_) => {
                     ids.next();
                 }
-                Item::Hash(_) => *next_hash += 1,
+                Item::Hash(_) => *next_chain += 1,
                 Item::Both(..) => {
                     ids.next();
-                    *next_hash += 1;
+                    *next_chain += 1;
                 }
             }
             batch.push(item);
@@ -416,19 +432,17 @@ impl Signer {
                         self.sign_rdatas(&target, &rdatas, validity, &mut scratch, &mut made.sigs);
                         made.sig_ttl = set.ttl();
                     }
-                    if let Chain::Nsec(owners) = chain {
-                        if let Ok(at) = owners.binary_search(&id) {
-                            let next = owners.get(at + 1).copied().unwrap_or(bare.apex_id());
-                            made.chain = Some(nsec::nsec_rdata(bare, id, next));
-                            count(1);
-                            let target = RRsetRef {
-                                owner: n.owner(),
-                                rtype: Rtype::NSEC,
-                                class,
-                                ttl: bare.negative_ttl(),
-                            };
-                            self.sign_chain(&target, &mut made, validity, &mut scratch);
-                        }
+                    if let (Some(at), Chain::Nsec(owners)) = (hash, chain) {
+                        let next = owners.get(at + 1).copied().unwrap_or(bare.apex_id());
+                        made.chain = Some(nsec::nsec_rdata(bare, id, next));
+                        count(1);
+                        let target = RRsetRef {
+                            owner: n.owner(),
+                            rtype: Rtype::NSEC,
+                            class,
+                            ttl: bare.negative_ttl(),
+                        };
+                        self.sign_chain(&target, &mut made, validity, &mut scratch);
                     }
                 }
                 if let (Some(j), Chain::Nsec3(params, hashes)) = (hash, chain) {
