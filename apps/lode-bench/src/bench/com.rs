@@ -28,7 +28,7 @@ VmRSS; the server stays up as the primary (keyed updates, transfers, NOTIFY);
 primary's serial; then `lode update -c 1 -r R updates-medium.txt` (R from the stream's header: \
 3 % of the zone per day) for --update-secs s (--update-rate: another pace); the serials of both at the end (the lag), the \
 seconds until the secondary caught up (30 s at most), both servers' memory;
-  query     the primary pinned to --server-cpu (taskset -a -p), once its threads have been quiet for 10 s \
+  query     the primary pinned to --server-cpu (taskset -a -p), once its threads have used under 5 % of a CPU for 10 s \
 (the compaction that follows an update stream done; waited --load-limit at most): dnsperf from --tester-cpu at \
 --rate q/s for --duration s, referrals then DO=1 referrals: µs of the server's threads' CPU \
 (schedstat) per answer.

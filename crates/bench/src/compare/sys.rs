@@ -213,25 +213,26 @@ pub fn memory(pids: &[u32]) -> Memory {
     m
 }
 
-/// Waits until the threads of `pid` and its children use under 1 % of a
-/// CPU for `quiet` in a row, in half seconds (at most `limit`, or until
-/// `stop` says so): whether they did. A server still busy with its own
-/// work (a compaction after an update stream, a huge-page collapse) would
-/// otherwise count it into the CPU per answer measured next.
+/// Waits until the threads of `pid` and its children use under `share`
+/// of a CPU for `quiet` in a row, in half seconds (at most `limit`, or
+/// until `stop` says so): whether they did. A server still busy with its
+/// own work (a compaction after an update stream, a huge-page collapse)
+/// would otherwise count it into the CPU per answer measured next.
 pub fn wait_idle(
     pid: u32,
-    quiet: std::time::Duration,
+    (share, quiet): (f64, std::time::Duration),
     limit: std::time::Duration,
     stop: &dyn Fn() -> bool,
 ) -> bool {
     let step = std::time::Duration::from_millis(500);
+    let most = (step.as_nanos() as f64 * share) as u64;
     let deadline = std::time::Instant::now() + limit;
     let mut quiet_for = std::time::Duration::ZERO;
     let mut last = cpu_ns(&process_tree(pid));
     while std::time::Instant::now() < deadline && !stop() {
         std::thread::sleep(step);
         let now = cpu_ns(&process_tree(pid));
-        quiet_for = if now.saturating_sub(last) < 5_000_000 {
+        quiet_for = if now.saturating_sub(last) < most {
             quiet_for + step
         } else {
             std::time::Duration::ZERO

@@ -318,7 +318,12 @@ impl Bench<'_> {
         let pid = running.pid();
         // A server answers before it has finished its start (other zones
         // loading, a first compaction): that work is not the answers'.
-        if !sys::wait_idle(pid, Duration::from_secs(1), self.cfg.load_limit, &stopping) {
+        if !sys::wait_idle(
+            pid,
+            (0.01, Duration::from_secs(1)),
+            self.cfg.load_limit,
+            &stopping,
+        ) {
             say(&format!(
                 "{}: still busy {:?} after its first answer; measuring anyway",
                 server.name(),
