@@ -24,13 +24,16 @@ fn owns_data(node: &Node<'_>) -> bool {
 /// True if the RRset of `rtype` at the node is signed: everything
 /// authoritative but RRSIG; at a delegation point only DS and NSEC.
 pub fn is_signed(zone: &Zone, id: NodeId, rtype: Rtype) -> bool {
-    if rtype == Rtype::RRSIG || zone.shadow(id).is_some() {
+    if zone.shadow(id).is_some() {
         return false;
     }
-    if id != zone.apex_id() && zone.node(id).is_delegation() {
-        return matches!(rtype, Rtype::DS | Rtype::NSEC);
-    }
-    true
+    is_signed_at(id != zone.apex_id() && zone.node(id).is_delegation(), rtype)
+}
+
+/// [`is_signed`] for a node that is not occluded, `cut` telling whether
+/// it is a delegation point (for a walk that has read the node already).
+pub fn is_signed_at(cut: bool, rtype: Rtype) -> bool {
+    rtype != Rtype::RRSIG && (!cut || matches!(rtype, Rtype::DS | Rtype::NSEC))
 }
 
 /// The NSEC type bitmap of a node (RFC 4034 §4.1.2): its types, NSEC and

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lode_wire::name::{KeyBuf, MAX_KEY_LEN};
 use lode_wire::nsec3::hashed_owner;
-use lode_wire::{Name, NameBuf, Record, Rtype};
+use lode_wire::{Name, NameBuf, NameRef, Record, Rtype};
 use lode_zonedb::{ApplyError, Changeset, NodeId, OrderedBuilder, Zone};
 
 use crate::nsec;
@@ -415,11 +415,10 @@ impl Signer {
                 }
                 if let Some(id) = node.filter(|&id| bare.shadow(id).is_none()) {
                     let n = bare.node(id);
-                    // As `nsec::is_signed`, the node read once.
+                    // The node read once for all its RRsets.
                     let cut = id != bare.apex_id() && n.is_delegation();
                     for set in n.rrsets() {
-                        let t = set.rtype();
-                        if t == Rtype::RRSIG || (cut && !matches!(t, Rtype::DS | Rtype::NSEC)) {
+                        if !nsec::is_signed_at(cut, set.rtype()) {
                             continue;
                         }
                         let rdatas: Vec<&[u8]> = set.rdatas().collect();
@@ -436,12 +435,7 @@ impl Signer {
                         let next = owners.get(at + 1).copied().unwrap_or(bare.apex_id());
                         made.chain = Some(nsec::nsec_rdata(bare, id, next));
                         count(1);
-                        let target = RRsetRef {
-                            owner: n.owner(),
-                            rtype: Rtype::NSEC,
-                            class,
-                            ttl: bare.negative_ttl(),
-                        };
+                        let target = chain_target(bare, n.owner(), Rtype::NSEC);
                         self.sign_chain(&target, &mut made, validity, &mut scratch);
                     }
                 }
@@ -455,12 +449,7 @@ impl Signer {
                         o.set(bare.origin());
                         o
                     });
-                    let target = RRsetRef {
-                        owner: owner.as_ref(),
-                        rtype: Rtype::NSEC3,
-                        class,
-                        ttl: bare.negative_ttl(),
-                    };
+                    let target = chain_target(bare, owner.as_ref(), Rtype::NSEC3);
                     self.sign_chain(&target, &mut made, validity, &mut scratch);
                 }
                 made
@@ -533,6 +522,16 @@ impl Signer {
             }
         }
         Ok(())
+    }
+}
+
+/// The chain record at `owner` (NSEC or NSEC3, the negative TTL), to sign.
+fn chain_target<'a>(zone: &Zone, owner: NameRef<'a>, rtype: Rtype) -> RRsetRef<'a> {
+    RRsetRef {
+        owner,
+        rtype,
+        class: zone.class(),
+        ttl: zone.negative_ttl(),
     }
 }
 
