@@ -22,5 +22,5 @@ pub mod short;
 pub mod types;
 
 pub use name::{KeyBuf, Name, NameBuf, NameError, NameRef};
-pub use record::Record;
+pub use record::{Record, RecordRef};
 pub use types::{opcode, rcode, Class, Rtype};

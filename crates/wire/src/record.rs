@@ -33,6 +33,46 @@ impl Record {
         out.extend_from_slice(&(self.rdata.len() as u16).to_be_bytes());
         out.extend_from_slice(&self.rdata);
     }
+
+    /// The record borrowed.
+    pub fn as_record_ref(&self) -> RecordRef<'_> {
+        RecordRef {
+            owner: self.owner.as_ref(),
+            class: self.class,
+            rtype: self.rtype,
+            ttl: self.ttl,
+            rdata: &self.rdata,
+        }
+    }
+}
+
+/// A resource record borrowed from where it is held (a batch of records
+/// read from a zone file, a [`Record`]): nothing allocated to hand it on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// The owner name, case preserved.
+    pub owner: NameRef<'a>,
+    /// The class.
+    pub class: Class,
+    /// The type.
+    pub rtype: Rtype,
+    /// Time to live in seconds.
+    pub ttl: u32,
+    /// RDATA in uncompressed wire form.
+    pub rdata: &'a [u8],
+}
+
+impl RecordRef<'_> {
+    /// The record owned.
+    pub fn to_record(&self) -> Record {
+        Record {
+            owner: self.owner.to_name(),
+            class: self.class,
+            rtype: self.rtype,
+            ttl: self.ttl,
+            rdata: self.rdata.into(),
+        }
+    }
 }
 
 use crate::rdata::{descriptor, Block};

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lode_wire::name::KeyBuf;
-use lode_wire::{Class, Name, NameRef, Record, Rtype};
+use lode_wire::{Class, Name, NameRef, Record, RecordRef, Rtype};
 
 use crate::build::{screen, Problem, Screened, Severity};
 use crate::sorted_feed::{Feed, Rec};
@@ -149,15 +149,21 @@ impl SortedBuilder {
 
     /// Adds a record; `tag` is echoed in problems about it.
     pub fn add(&mut self, record: Record, tag: u32) {
+        self.add_ref(record.as_record_ref(), tag);
+    }
+
+    /// Adds a record borrowed (it is copied into the run); `tag` is echoed
+    /// in problems about it.
+    pub fn add_ref(&mut self, record: RecordRef<'_>, tag: u32) {
         if self.failed.is_some() {
             return;
         }
         let keep = screen(
             Screened {
-                owner: record.owner.as_ref(),
+                owner: record.owner,
                 rtype: record.rtype,
                 class: record.class,
-                rdata: &record.rdata,
+                rdata: record.rdata,
                 tag,
             },
             &self.origin,
@@ -173,7 +179,7 @@ impl SortedBuilder {
             self.soa_tags.push(tag);
         }
         let mut key = KeyBuf::new();
-        record.owner.as_ref().write_key(&mut key);
+        record.owner.write_key(&mut key);
         if self.ordered {
             let here = (key.as_slice(), record.rtype.0);
             match &mut self.last {
@@ -381,11 +387,11 @@ pub const MERGE_STEP: u64 = 1 << 16;
 static RUN_FILES: AtomicU64 = AtomicU64::new(0);
 
 /// Appends `record` (its key `key`) to a run.
-fn write_rec(out: &mut Vec<u8>, record: &Record, key: &[u8], tag: u32) {
+fn write_rec(out: &mut Vec<u8>, record: &RecordRef<'_>, key: &[u8], tag: u32) {
     let owner = record.owner.as_wire();
     out.push(key.len() as u8);
     out.extend_from_slice(key);
-    if record.owner.as_ref().is_lowercase() {
+    if record.owner.is_lowercase() {
         out.push(0);
     } else {
         out.push(owner.len() as u8);
@@ -395,7 +401,7 @@ fn write_rec(out: &mut Vec<u8>, record: &Record, key: &[u8], tag: u32) {
     out.extend_from_slice(&record.ttl.to_be_bytes());
     out.extend_from_slice(&tag.to_be_bytes());
     out.extend_from_slice(&(record.rdata.len() as u16).to_be_bytes());
-    out.extend_from_slice(&record.rdata);
+    out.extend_from_slice(record.rdata);
 }
 
 /// Offsets in a run record of the part after the key and owner: type (2),

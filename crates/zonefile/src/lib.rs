@@ -11,7 +11,9 @@
 //!
 //! Design choices:
 //! - The whole file is read into memory and lexed as bytes; tokens borrow the
-//!   buffer. Per record the only allocations are the owner name and the RDATA box.
+//!   buffer. Records are kept back to back in one buffer (`flat.rs`) and
+//!   [`parse_file_each`] hands them borrowed: nothing is allocated per record
+//!   (a [`ParsedZone`]'s owned records are made from that buffer at the end).
 //!   Tokens are scanned eight bytes at a time and know whether they hold a
 //!   backslash, so strings and names without escapes are copied as they are.
 //!   [`parse_file_counted`] reads a large file in 1 MiB blocks instead
@@ -40,8 +42,10 @@
 #![warn(missing_docs)]
 
 mod canonical;
+mod flat;
 mod generate;
 mod lexer;
+mod positions;
 mod rdata_text;
 mod stream;
 mod svcb;
@@ -53,9 +57,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use lode_wire::{Name, Record, Rtype};
+use lode_wire::{Name, Record, RecordRef, Rtype};
 
 pub use canonical::{canonical, forget_folders};
+pub use flat::PosRef;
+pub use positions::Positions;
 pub use text::utc_text;
 pub use zone::{MAX_ERRORS, MAX_INCLUDE_DEPTH};
 
@@ -75,59 +81,6 @@ impl fmt::Display for SourcePos {
             0 => write!(f, "{}", self.file.display()),
             line => write!(f, "{}:{line}", self.file.display()),
         }
-    }
-}
-
-/// Where each record of a zone being read was written, compactly: its line,
-/// and the file of each run of records (4 bytes a record rather than a
-/// [`SourcePos`]'s path and line: 50 MB less at 2 M records).
-#[derive(Debug, Default)]
-pub struct Positions {
-    lines: Vec<u32>,
-    /// (first record, file) of each run of records from one file.
-    files: Vec<(usize, Arc<Path>)>,
-}
-
-impl Positions {
-    /// Notes the next record's position; its index (the builder's tag).
-    pub fn push(&mut self, p: SourcePos) -> u32 {
-        let i = self.lines.len();
-        if self
-            .files
-            .last()
-            .is_none_or(|(_, f)| !Arc::ptr_eq(f, &p.file))
-        {
-            self.files.push((i, p.file));
-        }
-        self.lines.push(p.line);
-        i as u32
-    }
-
-    /// Where record `i` was written.
-    pub fn get(&self, i: usize) -> Option<SourcePos> {
-        let line = *self.lines.get(i)?;
-        let run = self.files.partition_point(|(first, _)| *first <= i);
-        let (_, file) = self.files.get(run.checked_sub(1)?)?;
-        Some(SourcePos {
-            file: file.clone(),
-            line,
-        })
-    }
-
-    /// The files read, in order of first appearance (a file included
-    /// twice, or read again after an include, comes again).
-    pub fn files(&self) -> impl Iterator<Item = &Arc<Path>> {
-        self.files.iter().map(|(_, f)| f)
-    }
-
-    /// Records noted.
-    pub fn len(&self) -> usize {
-        self.lines.len()
-    }
-
-    /// Whether none is noted.
-    pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
     }
 }
 
@@ -241,23 +194,22 @@ pub fn parse_file_counted(
 /// Files from this size on are read on a thread of their own by
 /// [`parse_file_each`] (a thread costs more than it brings below).
 const PIPELINE_FROM: u64 = 16 << 20;
-/// Records in a batch handed from the reading thread.
-const PIPELINE_BATCH: usize = 4096;
-/// Batches read ahead at most.
+/// Blocks of records read ahead at most.
 const PIPELINE_BATCHES: usize = 4;
 
 /// As [`parse_file_counted`], handing each record with its position to
 /// `each` as it is read, block by block, so that a large zone is never held
-/// as records. When the file has to be read again in one piece after
-/// records were handed (a block with an error, a block with no place to
-/// cut), `restart` is called and every record is handed again. On errors
-/// (`Err`), the records handed are to be dropped.
+/// as records (nor allocated record by record: `each` borrows them). When
+/// the file has to be read again in one piece after records were handed (a
+/// block with an error, a block with no place to cut), `restart` is called
+/// and every record is handed again. On errors (`Err`), the records handed
+/// are to be dropped.
 pub fn parse_file_each(
     path: &Path,
     origin: &Name,
     default_ttl: Option<u32>,
     counters: Option<&ParseCounters>,
-    each: &mut dyn FnMut(Record, SourcePos),
+    each: &mut dyn FnMut(RecordRef<'_>, PosRef<'_>),
     restart: &mut dyn FnMut(),
 ) -> Result<(), Vec<ZoneFileError>> {
     let files = (path, origin, default_ttl, counters);
@@ -268,30 +220,32 @@ pub fn parse_file_each(
 /// its own from `pipeline_from` bytes of file on.
 pub(crate) fn parse_file_each_in(
     (path, origin, default_ttl, counters): (&Path, &Name, Option<u32>, Option<&ParseCounters>),
-    each: &mut dyn FnMut(Record, SourcePos),
+    each: &mut dyn FnMut(RecordRef<'_>, PosRef<'_>),
     restart: &mut dyn FnMut(),
     block: usize,
     pipeline_from: u64,
 ) -> Result<(), Vec<ZoneFileError>> {
     let mut handed = false;
     let large = std::fs::metadata(path).is_ok_and(|m| m.len() >= pipeline_from);
-    // Large files are read on a thread of their own, the records handed
-    // here in batches: reading and what `each` does with them (sorting,
-    // building) go side by side. None: read here.
+    // Large files are read on a thread of their own, each block's records
+    // handed here as one buffer (and sent back to be filled again):
+    // reading and what `each` does with them (sorting, building) go side
+    // by side, and no record is allocated on one thread to be freed on the
+    // other. None: read here.
     let piped = large.then(|| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(Record, SourcePos)>>(PIPELINE_BATCHES);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<flat::Flat>(PIPELINE_BATCHES);
+        let (back, emptied) = std::sync::mpsc::channel::<flat::Flat>();
         std::thread::scope(|s| {
             let reading = std::thread::Builder::new()
                 .name("lode-read".into())
                 .spawn_scoped(s, move || {
-                    let mut batch = Vec::with_capacity(PIPELINE_BATCH);
-                    let mut send = |r: Record, p: SourcePos| {
-                        batch.push((r, p));
-                        if batch.len() == PIPELINE_BATCH {
-                            let next = Vec::with_capacity(PIPELINE_BATCH);
-                            // The receiver is gone only if `each` panicked.
-                            let _ = tx.send(std::mem::replace(&mut batch, next));
+                    let mut send = |records: &mut flat::Flat| {
+                        if records.len() == 0 {
+                            return;
                         }
+                        let next = emptied.try_recv().unwrap_or_default();
+                        // The receiver is gone only if `each` panicked.
+                        let _ = tx.send(std::mem::replace(records, next));
                     };
                     let read = stream::read_in_blocks(
                         path,
@@ -301,17 +255,14 @@ pub(crate) fn parse_file_each_in(
                         block,
                         Some(&mut send),
                     );
-                    if !batch.is_empty() {
-                        let _ = tx.send(batch);
-                    }
                     read.is_some()
                 })
                 .ok()?;
-            for batch in rx {
-                for (r, p) in batch {
-                    handed = true;
-                    each(r, p);
-                }
+            for mut records in rx {
+                handed |= records.len() > 0;
+                records.each(each);
+                records.clear();
+                let _ = back.send(records);
             }
             Some(
                 reading
@@ -323,9 +274,9 @@ pub(crate) fn parse_file_each_in(
     let read = match piped.flatten() {
         Some(read) => read,
         None => {
-            let mut counted = |r: Record, p: SourcePos| {
-                handed = true;
-                each(r, p);
+            let mut counted = |records: &mut flat::Flat| {
+                handed |= records.len() > 0;
+                records.each(each);
             };
             stream::read_in_blocks(
                 path,
@@ -346,10 +297,7 @@ pub(crate) fn parse_file_each_in(
     }
     let mut r = zone::Reader::new(default_ttl, counters);
     r.read_file(path, origin.clone(), None);
-    let z = r.finish()?;
-    for (record, pos) in z.records.into_iter().zip(z.positions) {
-        each(record, pos);
-    }
+    r.finish_flat()?.each(each);
     Ok(())
 }
 

@@ -24,10 +24,11 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use lode_wire::{Name, Record};
+use lode_wire::Name;
 
+use crate::flat::Flat;
 use crate::zone::Reader;
-use crate::{ParseCounters, ParsedZone, SourcePos, ZoneFileError};
+use crate::{ParseCounters, ParsedZone, ZoneFileError};
 
 /// Bytes read at a time.
 pub(crate) const BLOCK: usize = 1 << 20;
@@ -58,15 +59,15 @@ pub(crate) fn parse_file(
 
 /// The block-by-block read; `None` when the file must be read in one piece
 /// (the counters are then as before the call). With `each`, every block's
-/// records are handed to it as the block is read (the zone returned holds
-/// none).
+/// records are handed to it as the block is read, to read through or to
+/// keep (the zone returned holds none).
 pub(crate) fn read_in_blocks(
     path: &Path,
     origin: &Name,
     default_ttl: Option<u32>,
     counters: Option<&ParseCounters>,
     block: usize,
-    mut each: Option<&mut dyn FnMut(Record, SourcePos)>,
+    mut each: Option<&mut dyn FnMut(&mut Flat)>,
 ) -> Option<ParsedZone> {
     let block = block.max(1);
     let mut file = File::open(path).ok()?;

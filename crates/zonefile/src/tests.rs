@@ -911,9 +911,11 @@ fn blocks_match_one_piece(text: &[u8], block: usize, default_ttl: Option<u32>) -
     // Handed over block by block: the same records, the same counts.
     let mut handed = (Vec::new(), Vec::new());
     let handed_counters = ParseCounters::default();
-    let mut each = |r: Record, p: SourcePos| {
-        handed.0.push(r);
-        handed.1.push(p);
+    let mut each = |records: &mut crate::flat::Flat| {
+        records.each(&mut |r, p| {
+            handed.0.push(r.to_record());
+            handed.1.push(p.to_pos());
+        })
     };
     let streamed = crate::stream::read_in_blocks(
         &path,
@@ -1037,28 +1039,6 @@ fn written_zone_parses_back() {
     assert_eq!(parse_str(&printed, "r", &other).unwrap().records, r.records);
 }
 
-#[test]
-fn positions_name_each_records_file_and_line() {
-    let (a, b): (Arc<Path>, Arc<Path>) = (
-        Arc::from(Path::new("a.zone")),
-        Arc::from(Path::new("b.zone")),
-    );
-    let mut p = Positions::default();
-    let at = |file: &Arc<Path>, line| SourcePos {
-        file: file.clone(),
-        line,
-    };
-    let written = [at(&a, 1), at(&a, 2), at(&b, 1), at(&b, 5), at(&a, 3)];
-    for (i, w) in written.iter().enumerate() {
-        assert_eq!(p.push(w.clone()), i as u32);
-    }
-    for (i, w) in written.iter().enumerate() {
-        assert_eq!(p.get(i).as_ref(), Some(w), "record {i}");
-    }
-    assert_eq!(p.get(written.len()), None);
-    assert_eq!(p.files().count(), 3, "one entry a run of one file");
-}
-
 /// A file handed record by record (`parse_file_each`), read on a thread of
 /// its own or not: the records and positions of the one-piece read; with an
 /// error in a late block, the handed records are taken back (`restart`) and
@@ -1085,8 +1065,8 @@ fn records_handed_from_a_reading_thread_are_the_one_piece_read() {
             (&path, &origin(), None, Some(&counters)),
             &mut |r, p| {
                 let mut h = handed.borrow_mut();
-                h.0.push(r);
-                h.1.push(p);
+                h.0.push(r.to_record());
+                h.1.push(p.to_pos());
             },
             &mut || {
                 *handed.borrow_mut() = (Vec::new(), Vec::new());

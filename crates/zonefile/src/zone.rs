@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lode_wire::{Class, Name, Record, Rtype};
+use lode_wire::{Class, Name, NameRef, Rtype};
 
+use crate::flat::Flat;
 use crate::generate;
 use crate::lexer::{Lexer, Token};
 use crate::rdata_text::{parse_tokens, type_code};
@@ -46,8 +47,8 @@ const COUNT_EVERY: usize = 256 * 1024;
 
 /// The reader of one zone (its files and their includes).
 pub(crate) struct Reader<'c> {
-    records: Vec<Record>,
-    positions: Vec<SourcePos>,
+    /// The records read and not handed on yet.
+    flat: Flat,
     errors: Vec<ZoneFileError>,
     default_ttl: Option<u32>,
     last_ttl: Option<u32>,
@@ -84,8 +85,7 @@ impl<'c> Reader<'c> {
     /// reporting progress to `counters` if given.
     pub(crate) fn new(default_ttl: Option<u32>, counters: Option<&'c ParseCounters>) -> Self {
         Reader {
-            records: Vec::new(),
-            positions: Vec::new(),
+            flat: Flat::default(),
             errors: Vec::new(),
             default_ttl,
             last_ttl: None,
@@ -101,13 +101,13 @@ impl<'c> Reader<'c> {
         }
     }
 
-    /// Hands the records read so far, with their positions, to `each`
-    /// (a large zone is then never held as records).
-    pub(crate) fn drain(&mut self, each: &mut dyn FnMut(Record, SourcePos)) {
-        self.drained += self.records.len();
-        for (r, p) in self.records.drain(..).zip(self.positions.drain(..)) {
-            each(r, p);
-        }
+    /// Hands the records read so far, with their positions, to `each`,
+    /// which may keep them (swapping in other buffers to fill): a large
+    /// zone is then never held as records.
+    pub(crate) fn drain(&mut self, each: &mut dyn FnMut(&mut Flat)) {
+        self.drained += self.flat.len();
+        each(&mut self.flat);
+        self.flat.clear();
     }
 
     /// True when an error was found.
@@ -125,7 +125,7 @@ impl<'c> Reader<'c> {
     /// Adds the bytes consumed and the records read since the last call to the counters.
     fn count(&mut self, bytes: usize) {
         if let Some(c) = self.counters {
-            let total = self.drained + self.records.len();
+            let total = self.drained + self.flat.len();
             c.add(bytes as u64, (total - self.records_counted) as u64);
             self.records_counted = total;
             self.bytes_counted += bytes as u64;
@@ -134,13 +134,15 @@ impl<'c> Reader<'c> {
 
     /// Ends reading: the records, or the errors.
     pub(crate) fn finish(self) -> Result<ParsedZone, Vec<ZoneFileError>> {
-        if self.errors.is_empty() {
-            Ok(ParsedZone {
-                records: self.records,
-                positions: self.positions,
-            })
-        } else {
-            Err(self.errors)
+        let (records, positions) = self.finish_flat()?.into_owned();
+        Ok(ParsedZone { records, positions })
+    }
+
+    /// Ends reading: the records as read, or the errors.
+    pub(crate) fn finish_flat(self) -> Result<Flat, Vec<ZoneFileError>> {
+        match self.errors.is_empty() {
+            true => Ok(self.flat),
+            false => Err(self.errors),
         }
     }
 
@@ -459,18 +461,9 @@ impl<'c> Reader<'c> {
         file: &Arc<Path>,
         line: u32,
     ) -> Result<(), String> {
-        let owner = Name::from_wire(owner).map_err(|e| format!("bad owner name: {e}"))?;
-        self.records.push(Record {
-            owner,
-            class,
-            rtype,
-            ttl,
-            rdata: self.rdata.as_slice().into(),
-        });
-        self.positions.push(SourcePos {
-            file: file.clone(),
-            line,
-        });
+        let owner = NameRef::from_wire(owner).map_err(|e| format!("bad owner name: {e}"))?;
+        let rdata = self.rdata.as_slice();
+        self.flat.push(owner, class, rtype, ttl, rdata, file, line);
         Ok(())
     }
 

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use lode_wire::{Class, Name, Record};
+use lode_wire::{Class, Name, RecordRef};
 use lode_zonedb::{Problem, SortedBuilder, Zone, ZoneBuilder, DEFAULT_RUN_BUDGET};
 use lode_zonefile::ParseCounters;
 
@@ -45,11 +45,11 @@ impl FileBuilder {
         FileBuilder::Sorted(Box::new(if strict { b.strict() } else { b }))
     }
 
-    /// Adds a record; `tag` is echoed in problems about it.
-    pub fn add(&mut self, record: Record, tag: u32) {
+    /// Adds a record (copied); `tag` is echoed in problems about it.
+    pub fn add(&mut self, record: RecordRef<'_>, tag: u32) {
         match self {
-            FileBuilder::Sorted(b) => b.add(record, tag),
-            FileBuilder::Held(b) => b.add(record, tag),
+            FileBuilder::Sorted(b) => b.add_ref(record, tag),
+            FileBuilder::Held(b) => b.add(record.to_record(), tag),
         }
     }
 

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lode_zonedb::{Severity, Zone};
-use lode_zonefile::{ParseCounters, ParsedZone, Positions, SourcePos};
+use lode_zonefile::{ParseCounters, ParsedZone, PosRef, Positions};
 
 use crate::config::{ZoneSource, ZoneSpec};
 use crate::loading::file_builder::FileBuilder;
@@ -261,7 +261,7 @@ impl<'a> Sink<'a> {
         }
     }
 
-    fn add(&mut self, record: lode_wire::Record, at: SourcePos) {
+    fn add(&mut self, record: lode_wire::RecordRef<'_>, at: PosRef<'_>) {
         let tag = self.positions.push(at);
         self.builder.add(record, tag);
     }
@@ -285,7 +285,7 @@ fn load_text(
     let add_all = |parsed: ParsedZone| {
         let mut sink = sink.borrow_mut();
         for (record, at) in parsed.records.into_iter().zip(parsed.positions) {
-            sink.add(record, at);
+            sink.add(record.as_record_ref(), at.as_pos_ref());
         }
     };
     let (parsed, mut files, label) = match &spec.source {

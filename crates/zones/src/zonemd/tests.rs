@@ -248,7 +248,7 @@ fn digest_timing_of_a_zone_file() {
         &origin,
         None,
         None,
-        &mut |r, _| b.add(r, 0),
+        &mut |r, _| b.add(r.to_record(), 0),
         &mut || panic!("read in one piece"),
     )
     .expect("zone file");
