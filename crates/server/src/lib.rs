@@ -437,6 +437,10 @@ impl Server {
         let reloader = std::thread::Builder::new()
             .name("lode-reload".into())
             .spawn(move || {
+                // Queries come first on a busy CPU, as for the writers; the
+                // threads a large zone's load starts (reading, merging)
+                // inherit this.
+                lode_io::lower_thread_priority(5);
                 for req in reload_rx {
                     sdnotify::reloading();
                     let report = match &req.what {
