@@ -1,16 +1,18 @@
 //! Building a zone from records in any order in bounded memory: an
 //! external sort. Records are checked one by one as they come (the
 //! per-record checks of [`ZoneBuilder::build`]), then kept in a run of at
-//! most a budget of bytes; a full run is sorted by canonical key and type
-//! and written to a temporary file; at the build, the runs are merged and
+//! most half a budget of bytes; a full run is sorted by canonical key and
+//! type and written to a temporary file on a thread of its own (`lode-sort`)
+//! while the next run fills (two runs: the budget); at the build, the runs
+//! are merged and
 //! go in canonical order through the zone checks into an
 //! [`crate::OrderedBuilder`] ([`crate::sorted_feed`]). The zone and its
 //! problems (text, order, tags) are those [`ZoneBuilder::build`] gives for
 //! the same records.
 //!
 //! ```text
-//!  add ──checks──▶ run (≤ budget) ──full: sort, write──▶ run file 1 … n ─┐
-//!                   └─────────── the last run, sorted in memory ─────────┴─▶ merge ──▶ Feed ──▶ Zone
+//!  add ──checks──▶ run (≤ budget/2) ──full: sort, write beside──▶ run file 1 … n ─┐
+//!                   └─────────── the last run, sorted in memory ───────────────┴─▶ merge ──▶ Feed ──▶ Zone
 //! ```
 //!
 //! A run's record: `key_len:u8 key owner_len:u8 owner type:u16 ttl:u32
@@ -41,8 +43,9 @@ use crate::Zone;
 /// did not load faster (a 10 M-delegation TLD: 142 s and a 660 MB peak
 /// with runs of 256 MiB, 79 s and 464 MB with 64 MiB: the sort of a run
 /// reads its keys all over it, and a smaller run stays nearer the caches).
-/// COM's 390 M records make about 270 runs, each read through a 64 KiB
-/// buffer at the merge (17 MB, 270 open files).
+/// Runs are half of it (one fills while the other is sorted and written):
+/// COM's 390 M records make about 540 runs, each read through a 64 KiB
+/// buffer at the merge (35 MB, 540 open files).
 pub const DEFAULT_RUN_BUDGET: usize = 64 << 20;
 
 /// Bytes kept per record in a run besides the record: its index entry.
@@ -78,6 +81,11 @@ pub struct SortedBuilder {
     skip: usize,
     /// The runs written.
     files: Vec<RunFile>,
+    /// The run being sorted and written on a thread of its own: its file,
+    /// and its buffers back to be filled again.
+    spilling: Option<std::thread::JoinHandle<Spilled>>,
+    /// Emptied buffers of a run written, for the next one.
+    spare: (Vec<u8>, Vec<Entry>),
     /// The per-record checks' problems, in the order records came.
     early: Vec<Problem>,
     /// The first two SOA records' tags.
@@ -95,6 +103,10 @@ struct RunFile {
     path: PathBuf,
 }
 
+/// What a spilling thread hands back: the run file (or why it could not
+/// be written), and the run's emptied buffers.
+type Spilled = (Result<RunFile, Problem>, Vec<u8>, Vec<Entry>);
+
 impl SortedBuilder {
     /// A builder for the zone at `origin`, class IN, runs of
     /// [`DEFAULT_RUN_BUDGET`] written in [`std::env::temp_dir`].
@@ -109,6 +121,8 @@ impl SortedBuilder {
             run: Vec::new(),
             index: Vec::new(),
             files: Vec::new(),
+            spilling: None,
+            spare: (Vec::new(), Vec::new()),
             early: Vec::new(),
             soa_tags: Vec::new(),
             failed: None,
@@ -142,8 +156,10 @@ impl SortedBuilder {
         self
     }
 
-    /// How many runs were written so far.
-    pub fn runs_written(&self) -> usize {
+    /// How many runs were written so far (waiting for the one being
+    /// written).
+    pub fn runs_written(&mut self) -> usize {
+        self.spilled();
         self.files.len()
     }
 
@@ -185,7 +201,7 @@ impl SortedBuilder {
             match &mut self.last {
                 Some((k, t)) if (k.as_slice(), *t) > here => self.ordered = false,
                 Some((k, t)) => {
-                    *k = key;
+                    k.set(key.as_slice());
                     *t = record.rtype.0;
                 }
                 None => self.last = Some((key, record.rtype.0)),
@@ -202,72 +218,74 @@ impl SortedBuilder {
             at: self.run.len() as u32,
         });
         write_rec(&mut self.run, &record, key.as_slice(), tag);
-        if self.run.len() + self.index.len() * INDEX_BYTES >= self.budget {
-            if let Err(p) = self.spill() {
-                self.failed = Some(p);
-                self.run = Vec::new();
-                self.index = Vec::new();
+        // Half the budget: the run filled here and the one sorted and
+        // written beside stay within it.
+        if self.run.len() + self.index.len() * INDEX_BYTES >= self.budget / 2 {
+            self.spill();
+        }
+    }
+
+    /// Has the run sorted and written to a new run file on a thread of its
+    /// own while the next one fills (in the buffers of the one before,
+    /// which it waits for first).
+    fn spill(&mut self) {
+        self.spilled();
+        if self.failed.is_some() {
+            return;
+        }
+        let path = self.dir.join(format!(
+            "lode-sort-{}-{}-{}.run",
+            std::process::id(),
+            self.files.len(),
+            RUN_FILES.fetch_add(1, Ordering::Relaxed)
+        ));
+        let run = std::mem::replace(&mut self.run, std::mem::take(&mut self.spare.0));
+        let index = std::mem::replace(&mut self.index, std::mem::take(&mut self.spare.1));
+        let ordered = self.ordered;
+        let spawned = std::thread::Builder::new()
+            .name("lode-sort".into())
+            .spawn(move || {
+                let (mut run, mut index) = (run, index);
+                let file = sort_and_write(&run, &mut index, ordered, path);
+                run.clear();
+                index.clear();
+                (file, run, index)
+            });
+        match spawned {
+            Ok(handle) => self.spilling = Some(handle),
+            Err(e) => {
+                self.failed = Some(Problem {
+                    tag: None,
+                    severity: Severity::Error,
+                    message: format!("no thread to write a sorted run: {e}"),
+                });
                 self.files.clear();
             }
         }
     }
 
-    /// Sorts the run and writes it to a new run file.
-    fn spill(&mut self) -> Result<(), Problem> {
-        self.sort_run();
-        let n = RUN_FILES.fetch_add(1, Ordering::Relaxed);
-        let path = self.dir.join(format!(
-            "lode-sort-{}-{}-{n}.run",
-            std::process::id(),
-            self.files.len()
-        ));
-        let fail = |what: &str, e: std::io::Error| Problem {
-            tag: None,
-            severity: Severity::Error,
-            message: format!("{what} the sorted run {}: {e}", path.display()),
-        };
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| fail("creating", e))?;
-        // Gone from the directory at once: the handle keeps it until dropped.
-        std::fs::remove_file(&path).map_err(|e| fail("unlinking", e))?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        for e in &self.index {
-            let at = e.at;
-            let len = rec_len(&self.run[at as usize..]);
-            w.write_all(&self.run[at as usize..at as usize + len])
-                .map_err(|e| fail("writing", e))?;
-        }
-        let mut file = w
-            .into_inner()
-            .map_err(|e| fail("writing", e.into_error()))?;
-        file.flush().map_err(|e| fail("writing", e))?;
-        file.seek(SeekFrom::Start(0))
-            .map_err(|e| fail("reading", e))?;
-        self.files.push(RunFile { file, path });
-        self.run.clear();
-        self.index.clear();
-        Ok(())
-    }
-
-    /// Sorts the run's index by key and type, stably (records of an RRset
-    /// stay in the order added); nothing to do for records in order.
-    fn sort_run(&mut self) {
-        if self.ordered {
+    /// Waits for the run being written, if any: its file is kept (or the
+    /// build fails with why not), its buffers filled again.
+    fn spilled(&mut self) {
+        let Some(handle) = self.spilling.take() else {
             return;
+        };
+        let (file, run, index) = handle
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        match file {
+            Ok(f) => self.files.push(f),
+            Err(p) => {
+                self.failed = Some(p);
+                self.files.clear();
+            }
         }
-        let run = &self.run;
-        // Ties on key and type go by offset, the order added: stable.
-        self.index.sort_unstable_by(|a, b| {
-            a.prefix.cmp(&b.prefix).then_with(|| {
-                let (ka, ta) = key_and_type(&run[a.at as usize..]);
-                let (kb, tb) = key_and_type(&run[b.at as usize..]);
-                (ka, ta, a.at).cmp(&(kb, tb, b.at))
-            })
-        });
+        self.spare = (run, index);
+        if self.failed.is_some() {
+            self.run = Vec::new();
+            self.index = Vec::new();
+            self.spare = (Vec::new(), Vec::new());
+        }
     }
 
     /// Checks the records and builds the zone: on success the zone and its
@@ -284,10 +302,11 @@ impl SortedBuilder {
         mut self,
         merged: &mut dyn FnMut(u64),
     ) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        self.spilled();
         if let Some(p) = self.failed.take() {
             return Err(vec![p]);
         }
-        self.sort_run();
+        sort_run(&self.run, &mut self.index, self.ordered);
         let mut feed = Feed::new(self.origin.clone(), self.class);
         let mut cursors: Vec<Cursor> = Vec::with_capacity(self.files.len() + 1);
         for f in std::mem::take(&mut self.files) {
@@ -385,6 +404,59 @@ pub const MERGE_STEP: u64 = 1 << 16;
 
 /// Run files made by this process, for unique names.
 static RUN_FILES: AtomicU64 = AtomicU64::new(0);
+
+/// Sorts a run and writes it to a new run file at `path`, unlinked at once
+/// (the handle keeps it until dropped).
+fn sort_and_write(
+    run: &[u8],
+    index: &mut [Entry],
+    ordered: bool,
+    path: PathBuf,
+) -> Result<RunFile, Problem> {
+    sort_run(run, index, ordered);
+    let fail = |what: &str, e: std::io::Error| Problem {
+        tag: None,
+        severity: Severity::Error,
+        message: format!("{what} the sorted run {}: {e}", path.display()),
+    };
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| fail("creating", e))?;
+    std::fs::remove_file(&path).map_err(|e| fail("unlinking", e))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    for e in index.iter() {
+        let at = e.at as usize;
+        let len = rec_len(&run[at..]);
+        w.write_all(&run[at..at + len])
+            .map_err(|e| fail("writing", e))?;
+    }
+    let mut file = w
+        .into_inner()
+        .map_err(|e| fail("writing", e.into_error()))?;
+    file.flush().map_err(|e| fail("writing", e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| fail("reading", e))?;
+    Ok(RunFile { file, path })
+}
+
+/// Sorts a run's index by key and type, stably (records of an RRset stay
+/// in the order added); nothing to do for records in order.
+fn sort_run(run: &[u8], index: &mut [Entry], ordered: bool) {
+    if ordered {
+        return;
+    }
+    // Ties on key and type go by offset, the order added: stable.
+    index.sort_unstable_by(|a, b| {
+        a.prefix.cmp(&b.prefix).then_with(|| {
+            let (ka, ta) = key_and_type(&run[a.at as usize..]);
+            let (kb, tb) = key_and_type(&run[b.at as usize..]);
+            (ka, ta, a.at).cmp(&(kb, tb, b.at))
+        })
+    });
+}
 
 /// Appends `record` (its key `key`) to a run.
 fn write_rec(out: &mut Vec<u8>, record: &RecordRef<'_>, key: &[u8], tag: u32) {
