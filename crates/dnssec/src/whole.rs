@@ -413,8 +413,9 @@ impl Signer {
                 if node.is_some() {
                     count(1);
                 }
-                if let Some(id) = node.filter(|&id| bare.shadow(id).is_none()) {
-                    let n = bare.node(id);
+                // The node read once: its shadow too.
+                let read = node.map(|id| (id, bare.node(id)));
+                if let Some((id, n)) = read.filter(|(_, n)| !n.is_shadowed()) {
                     // The node read once for all its RRsets.
                     let cut = id != bare.apex_id() && n.is_delegation();
                     for set in n.rrsets() {

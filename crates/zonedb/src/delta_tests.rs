@@ -221,6 +221,7 @@ fn facts(z: &Zone) -> Vec<String> {
     for id in z.node_ids() {
         let n = z.node(id);
         let (flags, shadow) = z.info(id);
+        assert_eq!(n.is_shadowed(), shadow.is_some(), "{}", show(id));
         let sets: Vec<String> = n
             .rrsets()
             .map(|s| {

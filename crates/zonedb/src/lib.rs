@@ -161,6 +161,11 @@ impl Node<'_> {
     pub fn is_delegation(&self) -> bool {
         self.flags().contains(NodeFlags::DELEGATION)
     }
+    /// True when a zone cut or a DNAME above the node occludes it (glue):
+    /// [`Zone::shadow`] is some, read from the node in hand.
+    pub fn is_shadowed(&self) -> bool {
+        blob::flags_and_shadow(self.blob.bytes()).is_some_and(|(_, d)| d != 0)
+    }
 }
 
 impl std::fmt::Debug for Node<'_> {
