@@ -96,13 +96,75 @@ pub fn digest_len(algorithm: u8) -> Option<usize> {
 
 /// How much canonical form is gathered before it is hashed.
 const CHUNK: usize = 64 * 1024;
+/// Zones of this many names and more have their canonical form made on a
+/// thread of its own while the calling thread hashes it (a thread costs
+/// more than it brings below).
+const PIPELINE_FROM: usize = 100_000;
+/// Canonical form handed from that thread at a time, and batches made
+/// ahead at most.
+const BATCH: usize = 1 << 20;
+const AHEAD: usize = 4;
 
 /// The simple-scheme digest of `zone` with hash `algorithm` (RFC 8976
-/// §3.3); None for an algorithm not supported.
+/// §3.3); None for an algorithm not supported. A large zone's canonical
+/// form is made on another thread as it is hashed (the walk and the form
+/// took half of a 5 M-delegation zone's 2.1 s digest, the hash the rest).
 pub fn digest(zone: &Zone, algorithm: u8) -> Option<Vec<u8>> {
+    digest_in(zone, algorithm, (PIPELINE_FROM, BATCH))
+}
+
+/// [`digest`], the canonical form made on a thread of its own from
+/// `pipeline_from` names on and handed over `batch` bytes at a time.
+fn digest_in(
+    zone: &Zone,
+    algorithm: u8,
+    (pipeline_from, batch): (usize, usize),
+) -> Option<Vec<u8>> {
     let mut ctx = ring::digest::Context::new(hash_of(algorithm)?);
+    let piped = zone.node_count() >= pipeline_from && {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(AHEAD);
+        // Hashed batches go back to be filled again.
+        let (back, emptied) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::scope(|s| {
+            let making = std::thread::Builder::new()
+                .name("lode-zonemd".into())
+                .spawn_scoped(s, move || {
+                    canonical_form(zone, batch, &mut |buf| {
+                        let next = emptied.try_recv().unwrap_or_default();
+                        // The receiver is gone only if hashing panicked.
+                        let _ = tx.send(std::mem::replace(buf, next));
+                    })
+                });
+            let Ok(making) = making else {
+                return false;
+            };
+            for mut batch in rx {
+                ctx.update(&batch);
+                batch.clear();
+                let _ = back.send(batch);
+            }
+            making
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            true
+        })
+    };
+    if !piped {
+        canonical_form(zone, CHUNK, &mut |buf| {
+            ctx.update(buf);
+            buf.clear();
+        });
+    }
+    Some(ctx.finish().as_ref().to_vec())
+}
+
+/// Makes `zone`'s canonical form as the simple scheme digests it (the
+/// apex's ZONEMD and its signatures left out), handing it to `emit` about
+/// `chunk` bytes at a time and once at the end; `emit` takes the bytes
+/// (clearing the buffer or swapping in another).
+fn canonical_form(zone: &Zone, chunk: usize, emit: &mut dyn FnMut(&mut Vec<u8>)) {
     let class = zone.class().0.to_be_bytes();
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + 4096);
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk + 4096);
     let mut owner: Vec<u8> = Vec::with_capacity(255);
     let mut cursor = zone.cursor();
     let apex = zone.apex_id();
@@ -151,14 +213,15 @@ pub fn digest(zone: &Zone, algorithm: u8) -> Option<Vec<u8>> {
                     put(*ttl, r);
                 }
             }
-            if buf.len() >= CHUNK {
-                ctx.update(&buf);
-                buf.clear();
+            if buf.len() >= chunk {
+                emit(&mut buf);
+                buf.reserve(chunk + 4096);
             }
         }
     }
-    ctx.update(&buf);
-    Some(ctx.finish().as_ref().to_vec())
+    if !buf.is_empty() {
+        emit(&mut buf);
+    }
 }
 
 /// The type an RRSIG's RDATA covers.

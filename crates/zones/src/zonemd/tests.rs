@@ -195,6 +195,27 @@ fn the_signed_uri_arpa_example_has_the_rfc_digest() {
     assert_eq!(verify(&z), Ok(()));
 }
 
+/// The canonical form made on a thread of its own (in batches of a few
+/// bytes, so that the examples cross many) gives the digests of the one
+/// made on the hashing thread: the RFC's examples, by each hash.
+#[test]
+fn digests_made_beside_are_the_digests_made_in_line() {
+    for (origin, text) in [
+        ("example.", SIMPLE),
+        ("example.", COMPLEX),
+        ("example.", MULTIPLE),
+        ("uri.arpa.", URI_ARPA),
+    ] {
+        let z = zone(origin, text);
+        for alg in [SHA384, SHA512] {
+            let in_line = super::digest_in(&z, alg, (usize::MAX, 0)).unwrap();
+            let beside = super::digest_in(&z, alg, (0, 64)).unwrap();
+            assert_eq!(beside, in_line, "{origin}");
+            assert_eq!(digest(&z, alg).unwrap(), in_line, "{origin}");
+        }
+    }
+}
+
 #[test]
 fn a_zone_that_does_not_match_its_digest_is_refused_with_the_reason() {
     let tampered = SIMPLE.replace("203.0.113.63", "203.0.113.64");
