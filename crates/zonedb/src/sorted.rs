@@ -227,7 +227,7 @@ impl SortedBuilder {
 
     /// Has the run sorted and written to a new run file on a thread of its
     /// own while the next one fills (in the buffers of the one before,
-    /// which it waits for first).
+    /// which it waits for first); here when no thread can be made.
     fn spill(&mut self) {
         self.spilled();
         if self.failed.is_some() {
@@ -242,37 +242,47 @@ impl SortedBuilder {
         let run = std::mem::replace(&mut self.run, std::mem::take(&mut self.spare.0));
         let index = std::mem::replace(&mut self.index, std::mem::take(&mut self.spare.1));
         let ordered = self.ordered;
-        let spawned = std::thread::Builder::new()
-            .name("lode-sort".into())
-            .spawn(move || {
-                let (mut run, mut index) = (run, index);
-                let file = sort_and_write(&run, &mut index, ordered, path);
-                run.clear();
-                index.clear();
-                (file, run, index)
-            });
-        match spawned {
-            Ok(handle) => self.spilling = Some(handle),
-            Err(e) => {
-                self.failed = Some(Problem {
-                    tag: None,
-                    severity: Severity::Error,
-                    message: format!("no thread to write a sorted run: {e}"),
+        let job = move |(mut run, mut index, path): (Vec<u8>, Vec<Entry>, PathBuf)| {
+            let file = sort_and_write(&run, &mut index, ordered, path);
+            run.clear();
+            index.clear();
+            (file, run, index)
+        };
+        // The run goes to the thread once it runs: without one, it is
+        // written here.
+        let (give, given) = std::sync::mpsc::channel();
+        let spawned =
+            std::thread::Builder::new()
+                .name("lode-sort".into())
+                .spawn(move || match given.recv() {
+                    Ok(work) => job(work),
+                    Err(_) => (Err(no_run()), Vec::new(), Vec::new()),
                 });
-                self.files.clear();
+        match spawned {
+            Ok(handle) => {
+                let _ = give.send((run, index, path));
+                self.spilling = Some(handle);
+            }
+            Err(_) => {
+                let done = job((run, index, path));
+                self.keep(done);
             }
         }
     }
 
-    /// Waits for the run being written, if any: its file is kept (or the
-    /// build fails with why not), its buffers filled again.
+    /// Waits for the run being written, if any.
     fn spilled(&mut self) {
-        let Some(handle) = self.spilling.take() else {
-            return;
-        };
-        let (file, run, index) = handle
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        if let Some(handle) = self.spilling.take() {
+            let done = handle
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            self.keep(done);
+        }
+    }
+
+    /// A run written: its file is kept (or the build fails with why not),
+    /// its buffers filled again.
+    fn keep(&mut self, (file, run, index): Spilled) {
         match file {
             Ok(f) => self.files.push(f),
             Err(p) => {
@@ -404,6 +414,16 @@ pub const MERGE_STEP: u64 = 1 << 16;
 
 /// Run files made by this process, for unique names.
 static RUN_FILES: AtomicU64 = AtomicU64::new(0);
+
+/// A sorted run's thread that was given no run (cannot happen: it is sent
+/// as soon as the thread is made).
+fn no_run() -> Problem {
+    Problem {
+        tag: None,
+        severity: Severity::Error,
+        message: "a sorted run was not handed to its thread".into(),
+    }
+}
 
 /// Sorts a run and writes it to a new run file at `path`, unlinked at once
 /// (the handle keeps it until dropped).
