@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use lode_wire::{Class, NameRef, Record, RecordRef, Rtype};
 
+use crate::positions::FileRuns;
 use crate::SourcePos;
 
 /// Where a record handed on was written, borrowed (the file is cloned only
@@ -51,8 +52,7 @@ impl SourcePos {
 pub(crate) struct Flat {
     bytes: Vec<u8>,
     lines: Vec<u32>,
-    /// (first record, file) of each run of records from one file.
-    files: Vec<(usize, Arc<Path>)>,
+    files: FileRuns,
 }
 
 /// Bytes of a record's type, class, TTL and RDATA length.
@@ -84,9 +84,7 @@ impl Flat {
         file: &Arc<Path>,
         line: u32,
     ) {
-        if self.files.last().is_none_or(|(_, f)| !Arc::ptr_eq(f, file)) {
-            self.files.push((self.lines.len(), file.clone()));
-        }
+        self.files.note(self.lines.len(), file);
         self.lines.push(line);
         let owner = owner.as_wire();
         let b = &mut self.bytes;
@@ -102,24 +100,13 @@ impl Flat {
     /// Hands each record, in the order read, with its position.
     pub(crate) fn each(&self, f: &mut dyn FnMut(RecordRef<'_>, PosRef<'_>)) {
         let mut at = 0;
-        let mut run = 0;
         for (i, &line) in self.lines.iter().enumerate() {
-            while self
-                .files
-                .get(run + 1)
-                .is_some_and(|(first, _)| *first <= i)
-            {
-                run += 1;
-            }
             let (record, len) = record_at(&self.bytes[at..]);
             at += len;
-            f(
-                record,
-                PosRef {
-                    file: &self.files[run].1,
-                    line,
-                },
-            );
+            // Every record noted its file: a run is never missing.
+            if let Some(file) = self.files.of(i) {
+                f(record, PosRef { file, line });
+            }
         }
     }
 
@@ -195,7 +182,7 @@ mod tests {
                 assert_eq!(p.line, *line);
             }
             assert_eq!(seen.len(), pushed.len());
-            assert_eq!(flat.files.len(), 3, "one entry a run of one file");
+            assert_eq!(flat.files.files().count(), 3, "one entry a run of one file");
             flat.clear();
             assert_eq!(flat.len(), 0);
         }

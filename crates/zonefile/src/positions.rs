@@ -28,21 +28,44 @@ pub struct Positions {
     count: usize,
     /// The last record's line.
     last: u32,
-    /// (first record, file) of each run of records from one file.
-    files: Vec<(usize, Arc<Path>)>,
+    files: FileRuns,
+}
+
+/// The file of each run of records read from one file: (first record,
+/// file), a new run when a record's file is not the previous one's.
+#[derive(Debug, Default)]
+pub(crate) struct FileRuns(Vec<(usize, Arc<Path>)>);
+
+impl FileRuns {
+    /// Notes that record `i` (after those noted) comes from `file`.
+    pub(crate) fn note(&mut self, i: usize, file: &Arc<Path>) {
+        if self.0.last().is_none_or(|(_, f)| !Arc::ptr_eq(f, file)) {
+            self.0.push((i, file.clone()));
+        }
+    }
+
+    /// The file of record `i`.
+    pub(crate) fn of(&self, i: usize) -> Option<&Arc<Path>> {
+        let run = self.0.partition_point(|(first, _)| *first <= i);
+        self.0.get(run.checked_sub(1)?).map(|(_, f)| f)
+    }
+
+    /// The runs' files, in order.
+    pub(crate) fn files(&self) -> impl Iterator<Item = &Arc<Path>> {
+        self.0.iter().map(|(_, f)| f)
+    }
+
+    /// Forgets every run.
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
+    }
 }
 
 impl Positions {
     /// Notes the next record's position; its index (the builder's tag).
     pub fn push(&mut self, p: PosRef<'_>) -> u32 {
         let i = self.count;
-        if self
-            .files
-            .last()
-            .is_none_or(|(_, f)| !Arc::ptr_eq(f, p.file))
-        {
-            self.files.push((i, p.file.clone()));
-        }
+        self.files.note(i, p.file);
         if i.is_multiple_of(MARK_EVERY) {
             self.marks.push((self.last, self.steps.len() as u32));
         }
@@ -77,10 +100,8 @@ impl Positions {
             let step = (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64);
             line = (i64::from(line) + step) as u32;
         }
-        let run = self.files.partition_point(|(first, _)| *first <= i);
-        let (_, file) = self.files.get(run.checked_sub(1)?)?;
         Some(SourcePos {
-            file: file.clone(),
+            file: self.files.of(i)?.clone(),
             line,
         })
     }
@@ -88,7 +109,7 @@ impl Positions {
     /// The files read, in order of first appearance (a file included
     /// twice, or read again after an include, comes again).
     pub fn files(&self) -> impl Iterator<Item = &Arc<Path>> {
-        self.files.iter().map(|(_, f)| f)
+        self.files.files()
     }
 
     /// Records noted.
@@ -99,13 +120,6 @@ impl Positions {
     /// Whether none is noted.
     pub fn is_empty(&self) -> bool {
         self.count == 0
-    }
-
-    /// Bytes of memory held.
-    pub fn heap_bytes(&self) -> usize {
-        self.steps.capacity()
-            + self.marks.capacity() * std::mem::size_of::<(u32, u32)>()
-            + self.files.capacity() * std::mem::size_of::<(usize, Arc<Path>)>()
     }
 }
 
