@@ -25,7 +25,9 @@ wall time less its idle and iowait time in /proc/stat: softirq, the kernel's rec
 included; ticks would miss bursts shorter than one) over the same answers, exact only on an \
 otherwise idle machine; medians over the rounds, queries lost summed. At each start: seconds \
 until the first referral query is answered NOERROR (asked every 0.1 s), then VmRSS and VmHWM \
-summed over its processes (the last round's are printed). Prints both tables; writes tld.md, \
+summed over its processes (the last round's are printed); the runs start once the server is \
+quiet (its processes under 5 % of a CPU for 3 s in a row, at most 600 s): what it does on its \
+own after its first answer is not counted per answer. Prints both tables; writes tld.md, \
 tld.json (with the provenance) and dnsperf's outputs (dnsperf/) to --out. Needs dnsperf, \
 knotd, kzonesign (knot-dnssecutils), nsd and named (for those run). Another build of Lode: `lode-bench --lode PATH \
 tld …`. Example: lode-bench tld --delegations 100000 --rounds 1"
@@ -60,6 +62,11 @@ pub(crate) struct TldArgs {
     /// Seconds a server may take to answer its first query.
     #[arg(long, default_value_t = 3600.0)]
     load_limit: f64,
+    /// Take the data set and its signed copy that a run with the same --delegations and
+    /// --work left there (gen/, sign/, tld-set.json): no generation and no signing;
+    /// kzonesign's time is that run's.
+    #[arg(long, requires = "work")]
+    reuse: bool,
 }
 
 pub(super) fn run(a: TldArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode> {
@@ -77,6 +84,7 @@ pub(super) fn run(a: TldArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         tester_cpu: a.tester_cpu,
         port: a.port,
         load_limit: secs(a.load_limit, "--load-limit")?,
+        reuse: a.reuse,
     };
     let result = tld::run(&cfg);
     drop_scratch(temp, &work);

@@ -252,6 +252,7 @@ fn tld_config(cfg: &ComConfig, port: u16) -> TldConfig {
         tester_cpu: cfg.tester_cpu,
         port,
         load_limit: cfg.load_limit,
+        reuse: false,
     }
 }
 
@@ -525,10 +526,11 @@ fn query(
         .args(["-a", "-c", "-p", &cpu, &pid])
         .stdout(std::process::Stdio::null())
         .status();
-    // What the server still does on its own (the compaction that follows
-    // an update stream, minutes at 160 M) is not the answers' cost: quiet
-    // for twice as long as a zone waits before that compaction starts
-    // (5 s: `IDLE_COMPACTION` in lode-control's upkeep). Quiet is under
+    // What the server still does on its own (a compaction after an update
+    // stream: minutes at 160 M, when the delta grew to a 64th of the zone
+    // or 2^20 names) is not the answers' cost: quiet for twice as long as
+    // a zone waits before a quiet zone's compaction starts (5 s:
+    // `IDLE_COMPACTION` in lode-control's upkeep). Quiet is under
     // 5 % of a CPU: a signed 160 M zone's writers keep about 1 % for
     // their rounds over the signatures due.
     let waited = Instant::now();

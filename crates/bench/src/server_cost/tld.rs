@@ -70,7 +70,20 @@ pub struct TldConfig {
     pub port: u16,
     /// Longest wait for a server's first answer.
     pub load_limit: Duration,
+    /// Take the data set and its signed copy a run with the same
+    /// delegations left in `work` (no generation, no signing).
+    pub reuse: bool,
 }
+
+/// After its first answer, a server is measured once its processes used
+/// under this share of a CPU for [`QUIET_FOR`] in a row (Lode collapses a
+/// large zone's buffers into huge pages after its first answer: 1.3 s of
+/// CPU at 20 M delegations, 6 µs per answer of a 10 s run if counted).
+pub const QUIET_SHARE: f64 = 0.05;
+/// See [`QUIET_SHARE`].
+pub const QUIET_FOR: Duration = Duration::from_secs(3);
+/// The longest wait for it (then the runs go on, the report says so).
+pub const QUIET_LIMIT: Duration = Duration::from_secs(600);
 
 /// The three loads, each on its own query file and zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +146,11 @@ pub struct Start {
     pub rss: u64,
     /// VmHWM, bytes.
     pub hwm: u64,
+    /// Seconds from the first answer until the server was quiet
+    /// ([`QUIET_SHARE`]), or until [`QUIET_LIMIT`].
+    pub quiet_secs: f64,
+    /// It was quiet within the limit.
+    pub quiet: bool,
 }
 
 /// One server's figures over the rounds.
@@ -185,10 +203,12 @@ impl ServerRuns {
         let cell = |s: Option<&Start>| {
             let s = s.copied().unwrap_or_default();
             format!(
-                "{:.2} s, {} / {}",
+                "{:.2} s, {} / {}, {:.1} s{}",
                 s.first_answer_secs,
                 s.rss >> 20,
-                s.hwm >> 20
+                s.hwm >> 20,
+                s.quiet_secs,
+                if s.quiet { "" } else { " (busy)" }
             )
         };
         format!(
@@ -224,7 +244,7 @@ pub const CPU_HEADER: [&str; 2] = [
 ];
 /// The header of the start table.
 pub const START_HEADER: [&str; 2] = [
-    "| server | unsigned: first answer s, VmRSS / VmHWM MiB | signed: first answer s, VmRSS / VmHWM MiB |",
+    "| server | unsigned: first answer s, VmRSS / VmHWM MiB, then quiet after | signed: the same |",
     "|---|---|---|",
 ];
 
@@ -243,6 +263,67 @@ impl TldResult {
         v.extend(self.servers.iter().map(ServerRuns::start_row));
         v
     }
+}
+
+/// What a run leaves in its work folder about its data set, for a later
+/// run with `reuse`.
+const DATA_SET: &str = "tld-set.json";
+
+/// The data set of a run: generated, then signed by kzonesign.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct DataSet {
+    delegations: u64,
+    records: u64,
+    sign_secs: f64,
+}
+
+impl DataSet {
+    fn to_json(self) -> Value {
+        json!({"delegations": self.delegations, "records": self.records,
+            "sign_secs": self.sign_secs})
+    }
+
+    fn from_json(v: &Value) -> Option<DataSet> {
+        Some(DataSet {
+            delegations: v["delegations"].as_u64()?,
+            records: v["records"].as_u64()?,
+            sign_secs: v["sign_secs"].as_f64()?,
+        })
+    }
+}
+
+/// The data set, unsigned and signed zone files an earlier run left in
+/// `cfg.work` for the same delegations.
+fn reused(cfg: &TldConfig) -> Result<(DataSet, PathBuf, PathBuf), CostError> {
+    let path = cfg.work.join(DATA_SET);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        CostError(format!(
+            "--reuse: {}: {e} (a run with --work {} that generated and signed its set leaves it)",
+            path.display(),
+            cfg.work.display()
+        ))
+    })?;
+    let set = serde_json::from_str::<Value>(&text)
+        .ok()
+        .as_ref()
+        .and_then(DataSet::from_json)
+        .ok_or_else(|| CostError(format!("--reuse: {}: not understood", path.display())))?;
+    if set.delegations != cfg.delegations {
+        return fail(format!(
+            "--reuse: the set in {} has {} delegations, not {}",
+            cfg.work.display(),
+            set.delegations,
+            cfg.delegations
+        ));
+    }
+    let unsigned = cfg.work.join("gen").join(format!("{TLD}.zone"));
+    let signed = cfg.work.join("sign/signed").join(format!("{TLD}.zone"));
+    for f in [&unsigned, &signed] {
+        if !f.is_file() {
+            return fail(format!("--reuse: {} is missing", f.display()));
+        }
+    }
+    Ok((set, unsigned, signed))
 }
 
 /// Runs the benchmark; the report in `cfg.out`.
@@ -284,29 +365,46 @@ pub fn run(cfg: &TldConfig) -> Result<TldResult, CostError> {
         cfg.delegations
     );
     let gen_dir = cfg.work.join("gen");
-    let _ = std::fs::remove_dir_all(&gen_dir);
-    let set = generate(&spec, &gen_dir).map_err(|e| CostError(format!("gen tld: {e}")))?;
-    let unsigned = set.zone_file.clone();
+    let (set, unsigned, signed) = match cfg.reuse {
+        true => reused(cfg)?,
+        false => {
+            let _ = std::fs::remove_dir_all(&gen_dir);
+            let set = generate(&spec, &gen_dir).map_err(|e| CostError(format!("gen tld: {e}")))?;
+            let unsigned = set.zone_file.clone();
+            let sign_dir = cfg.work.join("sign");
+            fresh_dir(&sign_dir)?;
+            let t0 = Instant::now();
+            let signed = peers::presign(
+                &Zone::primary(TLD, Content::File(unsigned.clone())).signed(Signing {
+                    nsec3: true,
+                    opt_out: true,
+                    ..Signing::default()
+                }),
+                &sign_dir,
+            )
+            .map_err(|e| CostError(e.to_string()))?;
+            let set = DataSet {
+                delegations: cfg.delegations,
+                records: set.zone.records,
+                sign_secs: t0.elapsed().as_secs_f64(),
+            };
+            let kept = serde_json::to_string(&set.to_json()).unwrap_or_default();
+            let path = cfg.work.join(DATA_SET);
+            std::fs::write(&path, kept).map_err(|e| io(&path, e))?;
+            (set, unsigned, signed)
+        }
+    };
     let mut r = TldResult {
         zone_lines: count_lines(&unsigned)?,
-        records: set.zone.records,
+        records: set.records,
+        sign_secs: set.sign_secs,
         ..TldResult::default()
     };
-
-    let sign_dir = cfg.work.join("sign");
-    fresh_dir(&sign_dir)?;
-    let t0 = Instant::now();
-    let signed = peers::presign(
-        &Zone::primary(TLD, Content::File(unsigned.clone())).signed(Signing {
-            nsec3: true,
-            opt_out: true,
-            ..Signing::default()
-        }),
-        &sign_dir,
-    )
-    .map_err(|e| CostError(e.to_string()))?;
-    r.sign_secs = t0.elapsed().as_secs_f64();
-    say(&format!("kzonesign (NSEC3 opt-out): {:.2} s", r.sign_secs));
+    say(&format!(
+        "kzonesign (NSEC3 opt-out): {:.2} s{}",
+        r.sign_secs,
+        if cfg.reuse { " (the run reused)" } else { "" }
+    ));
 
     let probe_name = first_name(&gen_dir.join(Load::Referral.queries()))?;
     r.servers = cfg
@@ -334,7 +432,21 @@ pub fn run(cfg: &TldConfig) -> Result<TldResult, CostError> {
                     "unsigned"
                 };
                 say(&format!("== round {round}: {}, {what} zone", kind.name()));
-                let (mut server, start) = start_server(cfg, kind, zone, &probe_name)?;
+                let (mut server, mut start) = start_server(cfg, kind, zone, &probe_name)?;
+                let waited = Instant::now();
+                start.quiet = crate::compare::sys::wait_idle(
+                    server.pid(),
+                    (QUIET_SHARE, QUIET_FOR),
+                    QUIET_LIMIT,
+                    &|| false,
+                );
+                start.quiet_secs = waited.elapsed().as_secs_f64();
+                say(&format!(
+                    "   first answer {:.2} s, {} {:.1} s later",
+                    start.first_answer_secs,
+                    if start.quiet { "quiet" } else { "still busy" },
+                    start.quiet_secs
+                ));
                 match loads[0].dnssec() {
                     true => s.signed.push(start),
                     false => s.unsigned.push(start),
@@ -433,6 +545,7 @@ fn start_server(
         first_answer_secs: took.as_secs_f64(),
         rss: sum("VmRSS"),
         hwm: sum("VmHWM"),
+        ..Start::default()
     };
     Ok((server, start))
 }
@@ -564,14 +677,20 @@ fn to_markdown(cfg: &TldConfig, r: &TldResult) -> String {
         m.push_str(&line);
         m.push('\n');
     }
-    m.push_str(
+    m.push_str(&format!(
         "\nProcess: the server's threads' CPU time (/proc/PID/task/*/schedstat, exact) over \
          the answers dnsperf got; CPU: the server CPU's busy time (the wall time less its \
          idle and iowait time in /proc/stat: softirq, the kernel's receive path, included) \
-         over the same answers, exact only on an otherwise idle machine. \
-         NSD's memory is its processes' sum (parent and server child share pages: RSS counts \
-         them twice). First answer and memory are the last round's.\n",
-    );
+         over the same answers, exact only on an otherwise idle machine. Each server is \
+         measured once quiet after its first answer: its processes under {:.0} % of a CPU for \
+         {} s in a row (at most {} s; \"busy\" when it was not), so that what a server does on \
+         its own after it answers (Lode: huge pages over a large zone) is not counted per \
+         answer. NSD's memory is its processes' sum (parent and server child share pages: RSS \
+         counts them twice). First answer, memory and the wait are the last round's.\n",
+        QUIET_SHARE * 100.0,
+        QUIET_FOR.as_secs(),
+        QUIET_LIMIT.as_secs()
+    ));
     m
 }
 
@@ -584,6 +703,8 @@ fn to_json(cfg: &TldConfig, r: &TldResult) -> Value {
             "hwm_bytes": s.hwm,
             "rss_mib": mib(s.rss),
             "hwm_mib": mib(s.hwm),
+            "quiet_after_secs": s.quiet_secs,
+            "quiet": s.quiet,
         })
     };
     let servers: Vec<Value> = r
@@ -661,6 +782,7 @@ mod tests {
             tester_cpu: 1,
             port: 15453,
             load_limit: Duration::from_secs(3600),
+            reuse: false,
         }
     }
 
