@@ -26,7 +26,8 @@
 //! - a delta worth it ([`worth_compacting`]) or a journal worth flushing
 //!   ([`worth_flushing`]) starts a compaction, one at a time, none within
 //!   [`RETRY_AFTER`] of a failed one; a zone quiet for [`IDLE_COMPACTION`]
-//!   is compacted whatever its delta;
+//!   is compacted whatever its delta when it is small, and a large one when
+//!   its delta is a share of it worth a whole copy ([`worth_compacting_idle`]);
 //! - the heap is trimmed a second after a large compaction is published;
 //! - a frozen zone (`lode zone-freeze`, as `knotc zone-freeze`) has its
 //!   zone-file writes, re-signing and key events postponed until it is
@@ -36,9 +37,17 @@
 
 use std::time::{Duration, Instant};
 
-/// How long a zone must go without changes before a delta of any size is
-/// folded into a new base (memory as a fresh load once a bulk load is done).
+/// How long a zone must go without changes before its delta is folded
+/// into a new base when [`worth_compacting_idle`] (memory as a fresh load
+/// once a bulk load is done).
 pub const IDLE_COMPACTION: Duration = Duration::from_secs(5);
+/// Zones of at most this many names are compacted once quiet whatever
+/// their delta: about a second of one core (a compaction takes about 1 µs
+/// a name: 168 M names took 157 s, `lode-bench com`).
+pub const IDLE_ANY_DELTA: usize = 1 << 20;
+/// A larger zone is compacted once quiet when its delta holds at least
+/// this share of its names (1 / IDLE_SHARE).
+pub const IDLE_SHARE: usize = 64;
 /// Wait after a failed compaction, journal flush or zone-file write.
 pub const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// Wait when the zone-file writes across zones are all taken.
@@ -57,9 +66,22 @@ pub const TRIM_AFTER: Duration = Duration::from_secs(1);
 /// most four names (at a sixteenth, 22 % of the server's CPU went to
 /// compactions under single-record updates to 50,000-name zones,
 /// `lode-bench update-cpu --perf`). A zone gone quiet is
-/// compacted whatever its delta ([`IDLE_COMPACTION`]).
+/// compacted sooner ([`worth_compacting_idle`]).
 pub fn worth_compacting(entries: usize, nodes: usize) -> bool {
     entries >= 4096 && (entries >= nodes / 4 || entries >= 1 << 20)
+}
+
+/// Whether a quiet zone's delta of `entries` over a base of `nodes` names
+/// is to be folded into a new base: any delta of a zone of at most
+/// [`IDLE_ANY_DELTA`] names; a larger zone's when it holds a
+/// [`IDLE_SHARE`]th of its names. A compaction copies the whole zone and
+/// holds two copies while it runs: at 160 M delegations (168 M names) the
+/// 7,498 names changed by a burst of registry updates, then 5 s of quiet,
+/// cost 157 s of a core and a second copy of the zone in memory, and would
+/// again after every burst; the delta's cost meanwhile is one more binary
+/// search per lookup and about 180 bytes a name.
+pub fn worth_compacting_idle(entries: usize, nodes: usize) -> bool {
+    entries > 0 && (nodes <= IDLE_ANY_DELTA || entries >= nodes / IDLE_SHARE)
 }
 
 /// Whether the journal is to be flushed now: it is over one of its bounds,
@@ -234,7 +256,8 @@ impl Upkeep {
         if self.compacting || self.retry_at.is_some_and(|t| now < t) {
             return None;
         }
-        let compact = worth_compacting(zone.delta, zone.nodes) || (idle && zone.delta > 0);
+        let compact = worth_compacting(zone.delta, zone.nodes)
+            || (idle && worth_compacting_idle(zone.delta, zone.nodes));
         // A compaction started for the delta also writes the state when the
         // journal is half way to being worth it: the flush would otherwise
         // come right after, a second whole compaction.
@@ -242,9 +265,9 @@ impl Upkeep {
         (flush || compact).then_some(Compact { flush })
     }
 
-    /// True when the zone has been quiet long enough at `now` for a
-    /// compaction of any delta (and, the writer does it then, to close its
-    /// journal's file).
+    /// True when the zone has been quiet long enough at `now` for the
+    /// quiet zone's compaction ([`worth_compacting_idle`]; and, the writer
+    /// does it then, to close its journal's file).
     pub fn idle_due(&self, now: Instant) -> bool {
         self.idle_since
             .is_some_and(|t| now.saturating_duration_since(t) >= IDLE_COMPACTION)

@@ -20,7 +20,7 @@
 //!
 //! This is the only crate of the server allowed `unsafe` (the test-only
 //! `lode-testalloc` has its `GlobalAlloc` impl): in `sys.rs` (the
-//! `recvmmsg`/`sendmmsg` batches, `setresuid` and friends for `creds`) and
+//! `recvmmsg`/`sendmmsg` batches, `setresuid` and friends for `creds`, `setrlimit` for `limits`) and
 //! `mem.rs` (glibc's `mallopt` and `malloc_trim`), and `xdp/` (the bpf(2)
 //! system call, the AF_XDP socket's rings and UMEM), each block with its reason.
 #![allow(unsafe_code)]
@@ -29,6 +29,7 @@
 pub mod clock;
 pub mod creds;
 mod later;
+pub mod limits;
 pub mod mem;
 pub mod net;
 pub mod quic;

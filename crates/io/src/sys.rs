@@ -471,6 +471,37 @@ pub(crate) fn get_resgid() -> (u32, u32, u32) {
     (r, e, s)
 }
 
+/// The open-file limit: (soft, hard), `RLIM_INFINITY` as `u64::MAX`.
+pub(crate) fn open_files_limit() -> io::Result<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: the pointer is to a live, writable rlimit local.
+    let r = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    if r == 0 {
+        Ok((lim.rlim_cur, lim.rlim_max))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the open-file limit's soft value (at most the hard one, which
+/// stays; no privilege needed).
+pub(crate) fn set_open_files_soft(soft: u64, hard: u64) -> io::Result<()> {
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: the pointer is to a live rlimit local; the kernel only reads it.
+    let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -208,6 +208,7 @@ impl Server {
         // (a copy holds every zone's options: 10^5 zones make it large).
         let config = Arc::new(Config::resolve_read(&options, file).map_err(ServerError::Config)?);
         validate(&config).map_err(ServerError::Check)?;
+        raise_open_files(&config);
         // A second server on a configured control socket would run without
         // control: it does not start.
         if let (Some(path), true) = (&config.control, config.control_configured) {
@@ -738,6 +739,45 @@ fn validate(config: &Config) -> Result<(), CheckError> {
         }
     }
     Ok(())
+}
+
+/// Files a server holds open besides its TCP and TLS clients: listeners,
+/// worker sockets, zone files and journals being read, a large load's
+/// sorted runs (a few hundred for 160 M delegations).
+const FILES_BESIDE_CLIENTS: usize = 1024;
+
+/// Raises the soft open-file limit to the hard one (see
+/// `lode_io::limits`), and warns when even that is below what the
+/// configuration may hold open at once.
+fn raise_open_files(config: &Config) {
+    let tls = if config.tls.serves() {
+        config.tls.max_clients
+    } else {
+        0
+    };
+    let need = config.tcp_max_clients + tls + FILES_BESIDE_CLIENTS;
+    match lode_io::limits::raise_open_files() {
+        Ok(f) => {
+            if f.now > f.before {
+                tracing::info!(
+                    "open-file limit raised from {} to {} (the hard limit)",
+                    f.before,
+                    f.now
+                );
+            }
+            if f.now < need as u64 {
+                tracing::warn!(
+                    "open-file limit {} is below the {need} this configuration may hold open at \
+                     once (tcp-max-clients {}, tls-max-clients {tls}, {FILES_BESIDE_CLIENTS} for \
+                     listeners, zone files and loads): raise the hard limit (systemd \
+                     LimitNOFILE=, ulimit -Hn) or lower tcp-max-clients",
+                    f.now,
+                    config.tcp_max_clients,
+                );
+            }
+        }
+        Err(e) => tracing::warn!("open-file limit not read or raised: {e}"),
+    }
 }
 
 /// Whether a primary is asked over TLS (its certificate may be presented).

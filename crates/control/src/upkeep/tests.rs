@@ -53,7 +53,7 @@ fn the_zone_file_is_written_by_its_interval_and_backs_off() {
 }
 
 /// Compaction: a delta worth it, a journal worth flushing (and half way
-/// when compacting anyway), any delta once quiet; one at a time; none
+/// when compacting anyway), a small zone's any delta once quiet; one at a time; none
 /// within the retry time of a failure; a heap trim after a large one.
 #[test]
 fn compactions_start_when_worth_it_or_quiet_and_back_off() {
@@ -114,6 +114,42 @@ fn compactions_start_when_worth_it_or_quiet_and_back_off() {
     assert!(!u.trim_due(t0 + s(50)));
     u.flush_failed(t0 + s(50));
     assert_eq!(u.compaction(&journal, false, t0 + s(60)), None);
+}
+
+/// Once quiet, a small zone is compacted whatever its delta; a large one
+/// only when its delta is a share of it (a whole copy for a few changed
+/// names would cost a core for minutes at 160 M delegations).
+#[test]
+fn a_large_quiet_zone_keeps_a_small_delta() {
+    let t0 = Instant::now();
+    let u = Upkeep::new(1, t0);
+    let quiet = |delta, nodes| {
+        let z = Zone {
+            delta,
+            nodes,
+            ..zone(1, None)
+        };
+        u.compaction(&z, true, t0).is_some()
+    };
+    assert!(!quiet(0, 1000), "nothing to fold");
+    assert!(quiet(1, 1000) && quiet(1, IDLE_ANY_DELTA));
+    let large = 168_000_000;
+    assert!(!quiet(7_498, large), "a burst of registry changes");
+    // (A 32 M-name zone's 64th is under the bound on entries.)
+    let mid = 32_000_000;
+    assert!(!quiet(mid / IDLE_SHARE - 1, mid));
+    assert!(quiet(mid / IDLE_SHARE, mid));
+    assert!(!quiet(1, IDLE_ANY_DELTA + 1));
+    // Not quiet: as before.
+    let z = Zone {
+        delta: 1 << 20,
+        nodes: large,
+        ..zone(1, None)
+    };
+    assert!(
+        u.compaction(&z, false, t0).is_some(),
+        "the bound on entries"
+    );
 }
 
 #[test]

@@ -47,8 +47,8 @@ impl Writer {
         self.maybe_compact_now(false);
     }
 
-    /// [`Writer::maybe_compact`]; with `idle`, any non-empty delta is worth
-    /// it (the upkeep machine decides: `Upkeep::compaction`).
+    /// [`Writer::maybe_compact`]; with `idle`, the zone is quiet: a smaller
+    /// delta is worth it (the upkeep machine decides: `Upkeep::compaction`).
     pub(super) fn maybe_compact_now(&mut self, idle: bool) {
         if self.compaction.is_some() {
             return;
