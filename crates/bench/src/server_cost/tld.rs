@@ -827,6 +827,13 @@ mod tests {
             first_answer_secs: 1.234,
             rss: 300 << 20,
             hwm: 310 << 20,
+            quiet_secs: 2.5,
+            quiet: true,
+        };
+        let busy = Start {
+            quiet_secs: 600.04,
+            quiet: false,
+            ..start
         };
         let s = ServerRuns {
             kind: Kind::Nsd,
@@ -836,7 +843,7 @@ mod tests {
                 vec![run(5.0, 11.0, 2)],
             ],
             unsigned: vec![start],
-            signed: vec![Start::default(), start],
+            signed: vec![Start::default(), busy],
         };
         assert_eq!(s.medians(Load::Referral), (2.0, 8.0));
         assert_eq!(s.medians(Load::ReferralDo), (5.0, 11.0));
@@ -846,7 +853,7 @@ mod tests {
         );
         assert_eq!(
             s.start_row(),
-            "| nsd | 1.23 s, 300 / 310 | 1.23 s, 300 / 310 |"
+            "| nsd | 1.23 s, 300 / 310, 2.5 s | 1.23 s, 300 / 310, 600.0 s (busy) |"
         );
         let r = TldResult {
             zone_lines: 5000,
@@ -866,6 +873,36 @@ mod tests {
             300u64 << 20
         );
         assert!(crate::provenance::numeric_strings(&j).is_empty(), "{j}");
+        assert_eq!(j["servers"][0]["signed_starts"][1]["quiet"], false);
+        assert_eq!(j["servers"][0]["unsigned_starts"][0]["quiet_after_secs"], 2.5);
         assert!(to_markdown(&cfg(), &r).contains("| nsd | 2.00 / 8.00 |"));
+    }
+
+    /// `reuse` takes what a run left for the same delegations, and says
+    /// what is missing or different.
+    #[test]
+    fn a_data_set_reused() {
+        let mut c = cfg();
+        c.work = std::env::temp_dir().join(format!("lode-bench-tld-reuse-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&c.work);
+        let err = |c: &TldConfig| reused(c).err().map(|e| e.0).unwrap_or_default();
+        assert!(err(&c).contains("tld-set.json"), "{}", err(&c));
+        std::fs::create_dir_all(c.work.join("gen")).unwrap();
+        std::fs::create_dir_all(c.work.join("sign/signed")).unwrap();
+        let set = DataSet {
+            delegations: 1000,
+            records: 3000,
+            sign_secs: 1.5,
+        };
+        std::fs::write(c.work.join(DATA_SET), set.to_json().to_string()).unwrap();
+        assert!(err(&c).contains("gen/com.zone is missing"), "{}", err(&c));
+        std::fs::write(c.work.join("gen/com.zone"), "").unwrap();
+        std::fs::write(c.work.join("sign/signed/com.zone"), "").unwrap();
+        let (got, unsigned, signed) = reused(&c).expect("reused");
+        assert_eq!(got, set);
+        assert!(unsigned.ends_with("gen/com.zone") && signed.ends_with("signed/com.zone"));
+        c.delegations = 2000;
+        assert!(err(&c).contains("has 1000 delegations, not 2000"), "{}", err(&c));
+        let _ = std::fs::remove_dir_all(&c.work);
     }
 }
