@@ -634,12 +634,10 @@ fn ixfr_load_exp(
     // a large zone) is not the searches' to bear: the first static search
     // would count it against the secondary.
     for n in std::iter::once(&primary).chain(secs.iter()) {
-        let quiet = crate::compare::sys::wait_idle(
-            n.pid(),
-            (QUIET_SHARE, QUIET_FOR),
-            QUIET_LIMIT,
-            &|| check_stop().is_err(),
-        );
+        let quiet =
+            crate::compare::sys::wait_idle(n.pid(), (QUIET_SHARE, QUIET_FOR), QUIET_LIMIT, &|| {
+                check_stop().is_err()
+            });
         check_stop()?;
         if !quiet {
             say(&format!(

@@ -874,7 +874,10 @@ mod tests {
         );
         assert!(crate::provenance::numeric_strings(&j).is_empty(), "{j}");
         assert_eq!(j["servers"][0]["signed_starts"][1]["quiet"], false);
-        assert_eq!(j["servers"][0]["unsigned_starts"][0]["quiet_after_secs"], 2.5);
+        assert_eq!(
+            j["servers"][0]["unsigned_starts"][0]["quiet_after_secs"],
+            2.5
+        );
         assert!(to_markdown(&cfg(), &r).contains("| nsd | 2.00 / 8.00 |"));
     }
 
@@ -902,7 +905,11 @@ mod tests {
         assert_eq!(got, set);
         assert!(unsigned.ends_with("gen/com.zone") && signed.ends_with("signed/com.zone"));
         c.delegations = 2000;
-        assert!(err(&c).contains("has 1000 delegations, not 2000"), "{}", err(&c));
+        assert!(
+            err(&c).contains("has 1000 delegations, not 2000"),
+            "{}",
+            err(&c)
+        );
         let _ = std::fs::remove_dir_all(&c.work);
     }
 }
