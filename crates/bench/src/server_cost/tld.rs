@@ -354,8 +354,13 @@ pub fn run(cfg: &TldConfig) -> Result<TldResult, CostError> {
     std::fs::create_dir_all(&cfg.out).map_err(|e| io(&cfg.out, e))?;
 
     say(&format!(
-        "lode-bench gen tld: {} delegations",
-        cfg.delegations
+        "lode-bench gen tld: {} delegations{}",
+        cfg.delegations,
+        if cfg.reuse {
+            " (the set of an earlier run)"
+        } else {
+            ""
+        }
     ));
     let mut spec = TldSpec::new(TLD, cfg.delegations);
     spec.queries = QUERIES;
