@@ -39,7 +39,7 @@ mod updates;
 mod xdp;
 mod zones;
 
-use folders::{drop_scratch, run_dirs, Folders};
+use folders::{run_dirs, scratch_dropped, Folders};
 
 /// The instruments: the top-level commands of `lode-bench` besides `gen`.
 #[derive(clap::Subcommand, Debug)]
@@ -410,9 +410,7 @@ fn compare(a: CompareArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCode>
         metrics_runs,
         socket_buffer: a.buffers.size(),
     };
-    let result = compare::run(&cfg);
-    drop_scratch(temp, &work);
-    let result = result?;
+    let result = scratch_dropped(temp, &work, compare::run(&cfg))?;
     print_report(
         &out.join("report.md"),
         result.runs.len(),

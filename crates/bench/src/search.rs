@@ -36,40 +36,30 @@ pub fn binary_search<T, E>(
     let resolution = resolution.max(1);
     let mut trials = Vec::new();
     let (mut pass, mut fail) = (low, high.max(low));
-    let (ok, detail) = trial(fail)?;
-    trials.push(Trial {
-        rate: fail,
-        passed: ok,
-        detail,
-    });
-    if ok {
+    // Tries a rate and keeps the trial; whether it passed.
+    let mut try_rate = |rate: u64| -> Result<bool, E> {
+        let (passed, detail) = trial(rate)?;
+        trials.push(Trial {
+            rate,
+            passed,
+            detail,
+        });
+        Ok(passed)
+    };
+    if try_rate(fail)? {
         return Ok(SearchResult {
             rate: fail,
             hit_ceiling: true,
             trials,
         });
     }
-    if pass > 0 {
-        let (ok, detail) = trial(pass)?;
-        trials.push(Trial {
-            rate: pass,
-            passed: ok,
-            detail,
-        });
-        if !ok {
-            fail = pass;
-            pass = 0;
-        }
+    if pass > 0 && !try_rate(pass)? {
+        fail = pass;
+        pass = 0;
     }
     while fail - pass > resolution {
         let mid = pass + (fail - pass) / 2;
-        let (ok, detail) = trial(mid)?;
-        trials.push(Trial {
-            rate: mid,
-            passed: ok,
-            detail,
-        });
-        if ok {
+        if try_rate(mid)? {
             pass = mid;
         } else {
             fail = mid;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use super::{drop_scratch, parse_fraction, parse_servers, secs, Folders};
+use super::{parse_fraction, parse_servers, scratch_dropped, secs, Folders};
 
 /// Arguments of `lode-bench attack`.
 #[derive(clap::Args, Debug)]
@@ -188,9 +188,7 @@ pub(super) fn run(a: AttackArgs, lode: &crate::LodeBinary) -> anyhow::Result<Exi
         socket_buffer: a.buffers.size(),
     };
     cfg.check()?;
-    let result = attack::run(&cfg);
-    drop_scratch(temp, &work);
-    let result = result?;
+    let result = scratch_dropped(temp, &work, attack::run(&cfg))?;
     out!(
         "report: {} ({:.0} s)",
         out.join("attack.md").display(),

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lode_bench::server_cost::big;
 
-use super::{drop_scratch, secs, Folders};
+use super::{scratch_dropped, secs, Folders};
 
 /// Arguments of `lode-bench big-sets`.
 #[derive(clap::Args, Debug)]
@@ -90,9 +90,7 @@ pub(super) fn run(a: BigSetsArgs, lode: &crate::LodeBinary) -> anyhow::Result<Ex
         port: a.port,
         load_limit: secs(a.load_limit, "--load-limit")?,
     };
-    let result = big::run(&cfg, &mut |l| println!("{l}"));
-    drop_scratch(temp, &work);
-    let r = result?;
+    let r = scratch_dropped(temp, &work, big::run(&cfg, &mut |l| println!("{l}")))?;
     out!("report: {}", r.report.display());
     Ok(ExitCode::SUCCESS)
 }

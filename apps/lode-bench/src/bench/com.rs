@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lode_bench::server_cost::com;
 
-use super::{drop_scratch, secs, Folders};
+use super::{scratch_dropped, secs, Folders};
 
 /// Arguments of `lode-bench com`.
 #[derive(clap::Args, Debug)]
@@ -127,9 +127,7 @@ pub(super) fn run(a: ComArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         rate: a.rate,
         duration: a.duration,
     };
-    let result = com::run(&cfg);
-    drop_scratch(temp, &work);
-    let r = result?;
+    let r = scratch_dropped(temp, &work, com::run(&cfg))?;
     super::server_cost::print(&r.lines(cfg.delegations), &r.report)?;
     let failed: Vec<&com::StepRow> = r.rows.iter().filter(|s| s.failed.is_some()).collect();
     for s in &failed {

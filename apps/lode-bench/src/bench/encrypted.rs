@@ -223,9 +223,7 @@ pub(crate) fn encrypted(a: EncryptedArgs, lode: &crate::LodeBinary) -> anyhow::R
         port: a.port,
         load_limit: secs(a.load_limit, "--load-limit")?,
     };
-    let result = peers::run(&cfg, &mut |l| println!("{l}"));
-    super::drop_scratch(temp, &work);
-    let r = result?;
+    let r = super::scratch_dropped(temp, &work, peers::run(&cfg, &mut |l| println!("{l}")))?;
     out!("report: {}", r.report.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use super::{drop_scratch, run_dirs, secs, BENCH_KEY};
+use super::{run_dirs, scratch_dropped, secs, BENCH_KEY};
 
 /// Arguments of `lode-bench fleet`.
 #[derive(clap::Args, Debug)]
@@ -163,8 +163,6 @@ pub(super) fn run(a: FleetArgs, lode: &crate::LodeBinary) -> anyhow::Result<Exit
         probe_window: a.probe_window,
         probe_interval: Duration::from_micros(a.probe_interval_us),
     };
-    let r = fleet::run(&cfg);
-    drop_scratch(temp, &work);
-    r?;
+    scratch_dropped(temp, &work, fleet::run(&cfg))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,11 +2,20 @@
 
 use std::path::PathBuf;
 
-/// Removes a scratch folder the command made itself (`temp`).
-pub(super) fn drop_scratch(temp: bool, work: &std::path::Path) {
+/// A command's result once its scratch folder is removed (when the command
+/// made it itself: `temp`).
+pub(super) fn scratch_dropped<T, E>(
+    temp: bool,
+    work: &std::path::Path,
+    result: Result<T, E>,
+) -> anyhow::Result<T>
+where
+    anyhow::Error: From<E>,
+{
     if temp {
         let _ = std::fs::remove_dir_all(work);
     }
+    Ok(result?)
 }
 
 /// The report and scratch folders of a benchmark (`--out`, `--work`).

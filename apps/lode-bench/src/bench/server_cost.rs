@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use lode_bench::compare::servers::Kind;
 use lode_bench::server_cost::{axfr_in, cpu, memory};
 
-use super::{drop_scratch, parse_servers, secs, Folders, BENCH_KEY};
+use super::{parse_servers, scratch_dropped, secs, Folders, BENCH_KEY};
 
 /// The lode a command measures: `--lode-bin`, else lode-bench's `--lode`
 /// (else the one next to lode-bench).
@@ -144,9 +144,7 @@ pub(super) fn update_cpu(a: UpdateCpuArgs, lode: &crate::LodeBinary) -> anyhow::
         fsync: std::time::Duration::from_secs(3),
         load_limit: secs(a.load_limit, "--load-limit")?,
     };
-    let result = cpu::run(&cfg);
-    drop_scratch(temp, &work);
-    let r = result?;
+    let r = scratch_dropped(temp, &work, cpu::run(&cfg))?;
     let mut lines: Vec<String> = r.runs.iter().flat_map(cpu::CpuRun::lines).collect();
     lines.extend(r.comparison());
     lines.extend(r.notes.iter().map(|n| format!("note: {n}")));
@@ -225,9 +223,7 @@ pub(super) fn update_memory(
     };
     std::fs::create_dir_all(&cfg.out).with_context(|| cfg.out.display().to_string())?;
     std::fs::create_dir_all(&work).with_context(|| work.display().to_string())?;
-    let result = memory::run(&cfg);
-    drop_scratch(temp, &work);
-    let r = result?;
+    let r = scratch_dropped(temp, &work, memory::run(&cfg))?;
     print(&r.lines(a.records), &r.report)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -286,9 +282,7 @@ pub(super) fn axfr_in(a: AxfrInArgs, lode: &crate::LodeBinary) -> anyhow::Result
         load_limit: secs(a.load_limit, "--load-limit")?,
         transfer_limit: secs(a.transfer_limit, "--transfer-limit")?,
     };
-    let result = axfr_in::run(&cfg);
-    drop_scratch(temp, &work);
-    let r = result?;
+    let r = scratch_dropped(temp, &work, axfr_in::run(&cfg))?;
     print(&r.lines(&cfg.secondary), &r.report)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -10,17 +10,7 @@ use lode_bench::signing::{hsm, rollover};
 
 use super::server_cost::print;
 use super::Folders;
-use super::{drop_scratch, secs};
-
-/// A command's result once its scratch folder is removed (when it is ours).
-fn scratch_dropped<T>(
-    temp: bool,
-    work: &std::path::Path,
-    result: Result<T, lode_bench::server_cost::CostError>,
-) -> anyhow::Result<T> {
-    drop_scratch(temp, work);
-    Ok(result?)
-}
+use super::{scratch_dropped, secs};
 
 /// Arguments of `lode-bench hsm`.
 #[derive(clap::Args, Debug)]

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use lode_bench::server_cost::tld;
 
-use super::{drop_scratch, parse_servers, secs, Folders};
+use super::{parse_servers, scratch_dropped, secs, Folders};
 
 /// Arguments of `lode-bench tld`.
 #[derive(clap::Args, Debug)]
@@ -86,9 +86,7 @@ pub(super) fn run(a: TldArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         load_limit: secs(a.load_limit, "--load-limit")?,
         reuse: a.reuse,
     };
-    let result = tld::run(&cfg);
-    drop_scratch(temp, &work);
-    let r = result?;
+    let r = scratch_dropped(temp, &work, tld::run(&cfg))?;
     super::server_cost::print(&r.lines(cfg.server_cpu), &r.report)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::{drop_scratch, parse_servers, print_report, secs, Folders, BENCH_KEY};
+use super::{parse_servers, print_report, scratch_dropped, secs, Folders, BENCH_KEY};
 
 /// Arguments of `lode-bench compare-updates`.
 #[derive(clap::Args, Debug)]
@@ -135,9 +135,7 @@ pub(super) fn run(a: CompareUpdatesArgs, lode: &crate::LodeBinary) -> anyhow::Re
         install: !a.no_install,
         socket_buffer: a.buffers.size(),
     };
-    let result = updates::run(&cfg);
-    drop_scratch(temp, &work);
-    let result = result?;
+    let result = scratch_dropped(temp, &work, updates::run(&cfg))?;
     print_report(
         &out.join("updates.md"),
         result.runs.len(),

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lode_bench::xdp::{self, Server, XdpConfig};
 
-use super::{buffers::SocketBufferArg, drop_scratch, secs, Folders};
+use super::{buffers::SocketBufferArg, scratch_dropped, secs, Folders};
 
 /// Arguments of `lode-bench xdp`.
 #[derive(clap::Args, Debug)]
@@ -141,8 +141,6 @@ pub(super) fn run(a: XdpArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         client_cpu: a.client_cpu,
         napi_nice: a.napi_nice.clamp(-20, 19),
     };
-    let r = xdp::run(&cfg);
-    drop_scratch(temp, &work);
-    r.map_err(|e| anyhow::anyhow!(e))?;
+    scratch_dropped(temp, &work, xdp::run(&cfg).map_err(|e| anyhow::anyhow!(e)))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use lode_bench::zones::{many, reload};
 
-use super::{drop_scratch, secs, Folders};
+use super::{scratch_dropped, secs, Folders};
 
 /// Arguments of `lode-bench many-zones`.
 #[derive(clap::Args, Debug)]
@@ -69,9 +69,7 @@ pub(super) fn run_many(a: ManyZonesArgs, lode: &crate::LodeBinary) -> anyhow::Re
         limit: secs(a.limit, "--limit")?,
         port: a.port,
     };
-    let r = many::run(&cfg, &mut |l| println!("{l}"));
-    drop_scratch(temp, &work);
-    let r = r?;
+    let r = scratch_dropped(temp, &work, many::run(&cfg, &mut |l| println!("{l}")))?;
     out!("report: {}", out.join("many-zones.md").display());
     Ok(match r.rows.iter().all(|x| x.failure.is_none()) {
         true => ExitCode::SUCCESS,
@@ -126,9 +124,7 @@ pub(super) fn run_reload(a: ReloadZonesArgs, lode: &crate::LodeBinary) -> anyhow
         settle,
         port: a.port,
     };
-    let r = reload::run(&cfg, &mut |l| println!("{l}"));
-    drop_scratch(temp, &work);
-    r?;
+    scratch_dropped(temp, &work, reload::run(&cfg, &mut |l| println!("{l}")))?;
     out!("report: {}", out.join("reload-zones.md").display());
     Ok(ExitCode::SUCCESS)
 }

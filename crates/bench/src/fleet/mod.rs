@@ -448,6 +448,20 @@ fn start_secondaries(
     Ok(nodes)
 }
 
+/// Starts `fz`'s primary on CPU 0 and every secondary on CPU `cpu`, and waits
+/// until each serves the primary's serial; the primary and the secondaries.
+fn start_fleet(
+    cfg: &FleetConfig,
+    net: &Net,
+    fz: &FleetZone,
+    cpu: usize,
+) -> Result<(Node, Vec<Node>), FleetError> {
+    let (apex, file) = (fz.apex.as_str(), fz.file.as_path());
+    let (primary, serial) = start_primary(cfg, &primary_role(cfg, net, apex, file, 0))?;
+    let secs = start_secondaries(cfg, net, apex, serial, |_| cpu)?;
+    Ok((primary, secs))
+}
+
 /// `x` with one decimal, or `-`.
 fn f1(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.1}"))
@@ -459,9 +473,8 @@ fn propagation_exp(
     net: &Net,
     fz: &FleetZone,
 ) -> Result<(String, Value), FleetError> {
-    let (apex, file) = (fz.apex.as_str(), fz.file.as_path());
-    let (primary, serial) = start_primary(cfg, &primary_role(cfg, net, apex, file, 0))?;
-    let secs = start_secondaries(cfg, net, apex, serial, |_| 1)?;
+    let apex = fz.apex.as_str();
+    let (primary, secs) = start_fleet(cfg, net, fz, 1)?;
     let zone = Name::parse(apex, Some(&Name::root()))
         .map_err(|e| FleetError::Config(format!("{apex}: {e}")))?;
     let what = match &fz.tld {
@@ -628,8 +641,7 @@ fn ixfr_load_exp(
     fz: &FleetZone,
 ) -> Result<(String, Value), FleetError> {
     let (apex, file) = (fz.apex.as_str(), fz.file.as_path());
-    let (primary, serial) = start_primary(cfg, &primary_role(cfg, net, apex, file, 0))?;
-    let mut secs = start_secondaries(cfg, net, apex, serial, |_| 0)?;
+    let (primary, mut secs) = start_fleet(cfg, net, fz, 0)?;
     // What the servers do on their own once loaded (Lode: huge pages over
     // a large zone) is not the searches' to bear: the first static search
     // would count it against the secondary.
@@ -808,6 +820,25 @@ fn ixfr_load_exp(
     Ok((md, json!(rows)))
 }
 
+/// Runs `work` while a thread samples `node`'s RSS every 20 ms; returns the peak
+/// (at least `before`; 0 if the sampler panicked) and what `work` returned.
+fn peak_rss_during<T>(node: &Node, before: u64, work: impl FnOnce() -> T) -> (u64, T) {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut peak = before;
+            while !done.load(Ordering::Relaxed) {
+                peak = peak.max(node.rss());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            peak
+        });
+        let r = work();
+        done.store(true, Ordering::Relaxed);
+        (sampler.join().unwrap_or(0), r)
+    })
+}
+
 /// axfr: the primary on CPU 0; each secondary in turn on CPU 1, started empty;
 /// the time until it serves the primary's serial; memory sampled every 20 ms.
 fn axfr_exp(
@@ -835,19 +866,8 @@ fn axfr_exp(
         check_stop()?;
         crate::compare::pin_self(1).map_err(|e| FleetError::Config(e.to_string()))?;
         let before = primary.rss();
-        let done = AtomicBool::new(false);
-        let (peak_p, drained) = std::thread::scope(|s| {
-            let sampler = s.spawn(|| {
-                let mut peak = before;
-                while !done.load(Ordering::Relaxed) {
-                    peak = peak.max(primary.rss());
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                peak
-            });
-            let r = probe::axfr_drain(primary.addr, apex, &cfg.key, cfg.load_limit);
-            done.store(true, Ordering::Relaxed);
-            (sampler.join().unwrap_or(0), r)
+        let (peak_p, drained) = peak_rss_during(&primary, before, || {
+            probe::axfr_drain(primary.addr, apex, &cfg.key, cfg.load_limit)
         });
         let d = drained?;
         let rps = d.records as f64 / d.secs;
@@ -873,19 +893,8 @@ fn axfr_exp(
         let role = secondary_role(cfg, net, apex, i, 1);
         let mut sec = role.start()?;
         let t0 = sec.started;
-        let done = AtomicBool::new(false);
-        let (peak_p, res) = std::thread::scope(|s| {
-            let sampler = s.spawn(|| {
-                let mut peak = before;
-                while !done.load(Ordering::Relaxed) {
-                    peak = peak.max(primary.rss());
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                peak
-            });
-            let r = wait_serial(&mut sec, apex, Some(serial), cfg.load_limit);
-            done.store(true, Ordering::Relaxed);
-            (sampler.join().unwrap_or(0), r)
+        let (peak_p, res) = peak_rss_during(&primary, before, || {
+            wait_serial(&mut sec, apex, Some(serial), cfg.load_limit)
         });
         res?;
         let secs_taken = t0.elapsed().as_secs_f64();

@@ -22,7 +22,7 @@ use std::time::Duration;
 use lode_peers::{Content, Ready, Server, Signing};
 use serde_json::{json, Value};
 
-use super::{div, enum_set, fail, fresh_dir, write_report, CostError};
+use super::{div, enum_set, fail, fresh_dir, write_notes, write_report, CostError};
 use crate::compare::servers::{Kind, Launch};
 use crate::compare::updates::{DURABLE_FIRST, SUFFIX_DIGITS};
 use crate::compare::{pin_self, say};
@@ -421,9 +421,7 @@ fn report(cfg: &CpuConfig, r: &CpuResult) -> (String, Value) {
     if let Some(c) = r.comparison() {
         let _ = writeln!(m, "\n{c}.");
     }
-    for n in &r.notes {
-        let _ = writeln!(m, "\nNote: {n}.");
-    }
+    write_notes(&mut m, &r.notes);
     let js = json!({
         "settings": {
             "records": cfg.records,

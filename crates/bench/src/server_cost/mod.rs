@@ -140,6 +140,14 @@ pub(crate) fn write_report(
     Ok(md_path)
 }
 
+/// Appends each note to a report's Markdown, a paragraph each: `Note: NOTE.`
+pub(crate) fn write_notes(markdown: &mut String, notes: &[String]) {
+    use std::fmt::Write as _;
+    for n in notes {
+        let _ = writeln!(markdown, "\nNote: {n}.");
+    }
+}
+
 /// `a / b`, 0 when `b` is 0.
 pub(crate) fn div(a: f64, b: f64) -> f64 {
     if b > 0.0 {

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::{kzonesign, lode_sign, one_zone, LodeSigner, OneZone};
 use crate::compare::say;
 use crate::provenance::{first_line, Provenance};
-use crate::server_cost::{div, fail, fresh_dir, io, write_report, CostError};
+use crate::server_cost::{div, fail, fresh_dir, io, write_notes, write_report, CostError};
 
 /// Settings of `lode-bench hsm`.
 #[derive(Debug, Clone)]
@@ -274,9 +274,7 @@ fn report(cfg: &HsmConfig, r: &HsmResult) -> (String, Value) {
     for l in r.lines(cfg).iter().filter(|l| l.contains(" ÷ ")) {
         let _ = writeln!(m, "\n{l}.");
     }
-    for n in &r.notes {
-        let _ = writeln!(m, "\nNote: {n}.");
-    }
+    write_notes(&mut m, &r.notes);
     let js = json!({
         "settings": {
             "records": cfg.records,

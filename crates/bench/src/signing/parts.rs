@@ -121,16 +121,13 @@ pub fn run(cfg: &SigningConfig) -> Result<SigningResult, CostError> {
             Part::Whole => {
                 let w = whole::run(
                     &WholeConfig {
-                        lode: &cfg.lode,
-                        work: &cfg.work,
-                        port: cfg.port,
+                        run: served.clone(),
                         threads: cfg.threads,
                         chains: &cfg.chains,
                         lode_signs: cfg.lode_signs,
                         count: cfg.count,
                         peers: cfg.peers,
                         slow: cfg.slow,
-                        limit: cfg.limit,
                     },
                     &zone,
                 )?;

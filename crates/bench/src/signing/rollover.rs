@@ -26,7 +26,7 @@ use crate::gen::enumset::QUERY_FILES;
 use crate::provenance::Provenance;
 use crate::query::{Expect, QuerySet};
 use crate::rate::{RateConfig, StepResult, Tester};
-use crate::server_cost::{div, fail, fresh_dir, lode_spec, write_report, CostError};
+use crate::server_cost::{div, fail, fresh_dir, lode_spec, write_notes, write_report, CostError};
 
 /// Settings of `lode-bench rollover`.
 #[derive(Debug, Clone)]
@@ -441,9 +441,7 @@ fn report(cfg: &RolloverConfig, r: &RolloverResult) -> (String, Value) {
             x.cpu_secs
         );
     }
-    for n in &r.notes {
-        let _ = writeln!(m, "\nNote: {n}.");
-    }
+    write_notes(&mut m, &r.notes);
     let js = json!({
         "settings": {
             "records": cfg.records,

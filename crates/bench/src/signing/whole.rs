@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use lode_peers::Signing;
 use serde_json::{json, Value};
 
+use super::served::ServedConfig;
 use super::{kzonesign, lode_sign, timed, LodeSigner, OneZone};
 use crate::compare::say;
 use crate::server_cost::{div, fail, fresh_dir, io, mib, CostError};
@@ -75,12 +76,9 @@ pub fn heading() -> String {
 /// Settings of the whole-zone signing.
 #[derive(Debug, Clone)]
 pub struct WholeConfig<'a> {
-    /// The lode binary.
-    pub lode: &'a Path,
-    /// Scratch folder of the signers.
-    pub work: &'a Path,
-    /// Lode's port on 127.0.0.1.
-    pub port: u16,
+    /// The lode binary, the scratch folder of the signers, Lode's port on
+    /// 127.0.0.1 and the longest wait for its signing.
+    pub run: ServedConfig<'a>,
     /// Signing threads (Lode, Knot, BIND's -n; openssl's processes).
     pub threads: usize,
     /// The chains: NSEC (false), NSEC3 (true).
@@ -93,8 +91,6 @@ pub struct WholeConfig<'a> {
     pub peers: bool,
     /// BIND and ldns too (slow on large zones).
     pub slow: bool,
-    /// Longest wait for Lode's signing.
-    pub limit: std::time::Duration,
 }
 
 /// What the whole-zone signing measured.
@@ -141,13 +137,13 @@ pub fn run(cfg: &WholeConfig, zone: &OneZone) -> Result<Whole, CostError> {
         say(&label);
         let s = lode_sign(
             &LodeSigner {
-                lode: cfg.lode,
-                port: cfg.port,
-                dir: cfg.work.join(format!("lode-{}", chain(nsec3))),
+                lode: cfg.run.lode,
+                port: cfg.run.port,
+                dir: cfg.run.work.join(format!("lode-{}", chain(nsec3))),
                 signing: signing(nsec3),
                 env: Vec::new(),
                 count: cfg.count,
-                limit: cfg.limit,
+                limit: cfg.run.limit,
             },
             zone,
         )?;
@@ -165,7 +161,7 @@ pub fn run(cfg: &WholeConfig, zone: &OneZone) -> Result<Whole, CostError> {
     for &nsec3 in cfg.chains {
         let label = format!("knot kzonesign ({}, {} threads)", chain(nsec3), cfg.threads);
         say(&label);
-        let dir = cfg.work.join(format!("knot-{}", chain(nsec3)));
+        let dir = cfg.run.work.join(format!("knot-{}", chain(nsec3)));
         let k = kzonesign(&dir, zone, signing(nsec3), &[])?;
         w.rows.push(SignerRow {
             signer: label,
@@ -238,7 +234,7 @@ fn copy_zone(dir: &Path, zone: &OneZone) -> Result<std::path::PathBuf, CostError
 fn bind(cfg: &WholeConfig, zone: &OneZone) -> Result<SignerRow, CostError> {
     let label = format!("bind dnssec-signzone (nsec, -n {})", cfg.threads);
     say(&label);
-    let dir = cfg.work.join("bind");
+    let dir = cfg.run.work.join("bind");
     let copy = copy_zone(&dir, zone)?;
     let alg = ["-q", "-a", "ECDSAP256SHA256"];
     run_in(
@@ -267,7 +263,7 @@ fn bind(cfg: &WholeConfig, zone: &OneZone) -> Result<SignerRow, CostError> {
 fn ldns(cfg: &WholeConfig, zone: &OneZone) -> Result<SignerRow, CostError> {
     let label = "ldns-signzone (nsec, 1 thread)".to_string();
     say(&label);
-    let dir = cfg.work.join("ldns");
+    let dir = cfg.run.work.join("ldns");
     let copy = copy_zone(&dir, zone)?;
     let alg = ["-a", "ECDSAP256SHA256"];
     let ksk = run_in(
