@@ -433,7 +433,7 @@ fn a_configuration_lode_has_everything_of_exits_0_and_a_broken_one_2() {
 fn xdp_listen_is_imported_by_interface() {
     let c = convert_text(
         "xdp",
-        "server:\n    listen: 127.0.0.1@@PORT@\nxdp:\n    listen: [ eth0@5353, eth1, 192.0.2.1@53 ]\n    route-check: on\n",
+        "server:\n    listen: 127.0.0.1@@PORT@\nxdp:\n    listen: [ eth0@5353, eth1, 192.0.2.1@53 ]\n    route-check: on\n    busypoll-budget: 64\n    busypoll-timeout: 50\n",
         53000,
     );
     assert_eq!(c.code, 1, "{}", c.stderr);
@@ -458,7 +458,11 @@ fn xdp_listen_is_imported_by_interface() {
         "{line} not on stderr:\n{}",
         c.stderr
     );
+    for line in ["xdp-busypoll-budget = 64", "xdp-busypoll-timeout = 50"] {
+        assert!(c.toml.lines().any(|l| l == line), "{line}:\n{}", c.toml);
+    }
     assert!(!c.stderr.contains("route-check"), "{}", c.stderr);
+    assert!(!c.stderr.contains("busypoll"), "{}", c.stderr);
 }
 
 /// The answer to one query: rcode, AA and the sections, sorted.

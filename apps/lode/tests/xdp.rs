@@ -796,3 +796,64 @@ fn xdp_route_check_follows_the_routing_table() {
     assert_eq!(udp_in(&pair), u0, "dropped before the stack");
     assert!(server.alive(), "{}", server.log_tail(20));
 }
+
+/// `xdp-busypoll-budget` (Knot's `xdp.busypoll-budget`): the sockets busy
+/// poll and the start says so; the interface's `napi_defer_hard_irqs` and
+/// `gro_flush_timeout` at 0 are named in a warning; with both set, the kernel
+/// leaves receiving to the worker's polls, and queries over IPv4 and IPv6
+/// are still answered over XDP.
+#[test]
+fn xdp_busy_polling_answers_and_names_the_device_settings() {
+    let Some(pair) = veth_pair("xdp_busy_polling_answers_and_names_the_device_settings") else {
+        return;
+    };
+    let dir = TempDir::new("xdp-busy");
+    let zones = vec![big_zone(&dir)];
+    let server = start_in_namespace(&pair, &dir, &zones, "xdp-busypoll-budget = 64\n");
+    let log = server.log();
+    assert!(
+        log.contains("busy polling (budget 64, 20 µs)"),
+        "{}",
+        server.log_tail(20)
+    );
+    assert!(
+        log.contains(&format!(
+            "{} has napi_defer_hard_irqs 0 and gro_flush_timeout 0",
+            pair.server_if
+        )),
+        "no warning about the device:\n{}",
+        server.log_tail(20)
+    );
+    let settings = format!(
+        "echo 2 > /sys/class/net/{0}/napi_defer_hard_irqs && \
+         echo 200000 > /sys/class/net/{0}/gro_flush_timeout",
+        pair.server_if
+    );
+    let set = pair
+        .command(&pair.server_ns, std::path::Path::new("sh"))
+        .args(["-c", &settings])
+        .status()
+        .expect("sh");
+    assert!(set.success(), "{settings}");
+    let query = Query::new("ns.xdp.test.", 1, 1).to_wire();
+    let to = |ip: std::net::IpAddr| ("udp", SocketAddr::new(ip, XDP_PORT), query.clone());
+    let (v4, v6) = (SERVER_V4.into(), SERVER_V6.into());
+    let xdp_queries = || counter(&xdp_counters(&dir), "queries");
+    let q0 = xdp_queries();
+    // Each query reaches the worker through its own busy poll, or through
+    // the kernel's deferred receive (after gro_flush_timeout) while it sleeps.
+    for round in 0..5 {
+        let answers = pair.exchange(&[to(v4), to(v6)], Duration::from_millis(500));
+        assert!(
+            answers.iter().all(Option::is_some),
+            "round {round}: not answered over XDP while busy polling: {answers:?}\n{}",
+            server.log_tail(20)
+        );
+    }
+    // 200 more, back to back.
+    let more: Vec<_> = (0..100).flat_map(|_| [to(v4), to(v6)]).collect();
+    let answers = pair.exchange(&more, Duration::from_millis(1000));
+    let answered = answers.iter().filter(|a| a.is_some()).count();
+    assert_eq!(answered, more.len(), "{}", server.log_tail(20));
+    assert_eq!(xdp_queries() - q0, 10 + more.len() as u64, "all over XDP");
+}

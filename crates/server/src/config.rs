@@ -127,6 +127,12 @@ pub struct ConfigFile {
     /// Ask the routing table for each XDP answer's way back (Knot's
     /// `xdp.route-check`; default false).
     pub xdp_route_check: Option<bool>,
+    /// Preferred busy polling of the XDP sockets, frames per poll (Knot's
+    /// `xdp.busypoll-budget`; default 0: off).
+    pub xdp_busypoll_budget: Option<u16>,
+    /// How long one busy poll may wait, µs (Knot's `xdp.busypoll-timeout`;
+    /// default 20).
+    pub xdp_busypoll_timeout: Option<u16>,
     /// Concurrent QUIC clients (Knot's name).
     pub quic_max_clients: Option<usize>,
     /// Idle time before a QUIC connection is closed, seconds (Knot's name).
@@ -457,6 +463,8 @@ pub struct Config {
     pub xdp_fallback: bool,
     /// XDP answers follow the routing table (see lode_io's XdpConfig).
     pub xdp_route_check: bool,
+    /// Preferred busy polling of the XDP sockets (None: off).
+    pub xdp_busy_poll: Option<lode_io::xdp::BusyPoll>,
     /// Control socket path (`None`: no control socket).
     pub control: Option<PathBuf>,
     /// The control socket was given (`control` or `--control`), not the
@@ -979,6 +987,19 @@ impl Config {
                 .map_err(ConfigError::Value)?,
             xdp_fallback: file.xdp_fallback.unwrap_or(false),
             xdp_route_check: file.xdp_route_check.unwrap_or(false),
+            xdp_busy_poll: match (file.xdp_busypoll_budget, file.xdp_busypoll_timeout) {
+                (None | Some(0), _) => None,
+                (Some(_), Some(0)) => {
+                    return Err(ConfigError::Value(
+                        "xdp-busypoll-timeout = 0: must be at least 1 µs (Knot's range 1-65535)"
+                            .into(),
+                    ))
+                }
+                (Some(budget), timeout) => Some(lode_io::xdp::BusyPoll {
+                    budget,
+                    timeout_us: u32::from(timeout.unwrap_or(20)),
+                }),
+            },
             tcp_max_clients_per_source: match file.tcp_max_clients_per_source {
                 Some(0) => {
                     return Err(ConfigError::Value(

@@ -705,6 +705,7 @@ fn start_xdp<H: lode_io::Handler>(
     let xdp_config = lode_io::xdp::XdpConfig {
         max_response: usize::from(config.max_udp_payload).max(512),
         route_check: config.xdp_route_check,
+        busy_poll: config.xdp_busy_poll,
         ..lode_io::xdp::XdpConfig::default()
     };
     match lode_io::xdp::XdpServer::start(&config.listen_xdp, &xdp_config, handler) {

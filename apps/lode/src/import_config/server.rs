@@ -78,18 +78,20 @@ pub fn convert(im: &mut Import) {
 }
 
 /// `xdp: listen` as `listen-xdp` (interfaces; Knot's address form is not
-/// imported) and `route-check` as `xdp-route-check`. The section's other
+/// imported), `route-check` as `xdp-route-check` and `busypoll-budget`,
+/// `busypoll-timeout` as `xdp-busypoll-*`. The section's other
 /// items (TCP and QUIC over XDP, …) are reported with the leftovers.
 fn xdp(im: &mut Import, top: &mut Table) {
     let conf = im.conf;
     let mut out = Vec::new();
     for block in conf.blocks("xdp") {
-        im.copy(
-            block,
-            "xdp",
-            top,
+        for spec in [
             ("route-check", "xdp-route-check", Conv::Bool),
-        );
+            ("busypoll-budget", "xdp-busypoll-budget", Conv::Int),
+            ("busypoll-timeout", "xdp-busypoll-timeout", Conv::Int),
+        ] {
+            im.copy(block, "xdp", top, spec);
+        }
         let Some((at, values)) = block.values("listen") else {
             continue;
         };

@@ -93,6 +93,48 @@ pub struct XdpConfig {
     /// socket path, those to unreachable addresses are dropped, the next
     /// hop's MAC address is the answer's destination.
     pub route_check: bool,
+    /// Preferred busy polling of every socket (Knot's `xdp.busypoll-budget`
+    /// and `busypoll-timeout`); None: the kernel receives on its own.
+    pub busy_poll: Option<BusyPoll>,
+}
+
+/// Preferred busy polling: see [`XskSocket::busy_poll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BusyPoll {
+    /// Frames the device's receive processing may take per busy poll.
+    pub budget: u16,
+    /// How long one busy poll may wait for frames, µs.
+    pub timeout_us: u32,
+}
+
+/// What the device needs for preferred busy polling to hold the kernel's
+/// own receive processing back: `napi_defer_hard_irqs` and
+/// `gro_flush_timeout` (ns) both above 0, as Knot's documentation of
+/// `busypoll-budget` asks. None when they are; else the warning to log.
+pub fn busy_poll_device_hint(
+    iface: &str,
+    defer: Option<u64>,
+    flush_ns: Option<u64>,
+) -> Option<String> {
+    if defer.unwrap_or(0) > 0 && flush_ns.unwrap_or(0) > 0 {
+        return None;
+    }
+    let show = |v: Option<u64>| v.map_or("unknown".to_string(), |v| v.to_string());
+    Some(format!(
+        "xdp-busypoll-budget: {iface} has napi_defer_hard_irqs {} and gro_flush_timeout {}: the \
+         kernel keeps receiving on its own beside the workers; set both, e.g. `echo 2 > \
+         /sys/class/net/{iface}/napi_defer_hard_irqs` and `echo 200000 > \
+         /sys/class/net/{iface}/gro_flush_timeout`",
+        show(defer),
+        show(flush_ns)
+    ))
+}
+
+/// A number in a file of /sys/class/net/IFACE/.
+fn device_value(iface: &str, name: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/{name}"))
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
 }
 
 impl Default for XdpConfig {
@@ -104,6 +146,7 @@ impl Default for XdpConfig {
             xsk: XskConfig::default(),
             force_copy: false,
             route_check: false,
+            busy_poll: None,
         }
     }
 }
@@ -403,8 +446,13 @@ impl XdpServer {
             let mtu = mtu(iface);
             let mut zero_copy = false;
             for q in 0..queues {
-                let socket = XskSocket::open(index, q, config.xsk, config.force_copy)
+                let mut socket = XskSocket::open(index, q, config.xsk, config.force_copy)
                     .map_err(|e| xdp_error(iface, &format!("queue {q}"), e))?;
+                if let Some(b) = config.busy_poll {
+                    socket
+                        .busy_poll(b.timeout_us, b.budget)
+                        .map_err(|e| xdp_error(iface, &format!("queue {q}"), e))?;
+                }
                 program
                     .insert(q, &socket)
                     .map_err(|e| xdp_error(iface, "XSKMAP", e))?;
@@ -414,10 +462,19 @@ impl XdpServer {
             program
                 .attach(index)
                 .map_err(|e| xdp_error(iface, "attach", e))?;
+            if config.busy_poll.is_some() {
+                let (defer, flush) = (
+                    device_value(iface, "napi_defer_hard_irqs"),
+                    device_value(iface, "gro_flush_timeout"),
+                );
+                if let Some(w) = busy_poll_device_hint(iface, defer, flush) {
+                    tracing::warn!("{w}");
+                }
+            }
             programs.push(program);
             let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
             summary.push(format!(
-                "{iface} port {}: {queues} queue{}, {}{}",
+                "{iface} port {}: {queues} queue{}, {}{}{}",
                 ports.join(" "),
                 if queues == 1 { "" } else { "s" },
                 if zero_copy { "zero-copy" } else { "copy mode" },
@@ -425,6 +482,10 @@ impl XdpServer {
                     ", route check"
                 } else {
                     ""
+                },
+                match config.busy_poll {
+                    Some(b) => format!(", busy polling (budget {}, {} µs)", b.budget, b.timeout_us),
+                    None => String::new(),
                 }
             ));
         }
@@ -590,6 +651,24 @@ mod tests {
         if_ioctl(SIOCGIFMTU, &mut ifr).expect("SIOCGIFMTU on lo");
         assert!(ifr.value >= 1500, "lo's MTU {}", ifr.value);
         assert_eq!(mtu("lode-nosuch0"), 1500);
+    }
+
+    #[test]
+    fn busy_polling_asks_for_the_device_settings_it_needs() {
+        assert_eq!(busy_poll_device_hint("eth0", Some(2), Some(200_000)), None);
+        for (defer, flush) in [(Some(0), Some(200_000)), (Some(2), Some(0)), (None, None)] {
+            let w = busy_poll_device_hint("eth0", defer, flush).expect("a warning");
+            assert!(
+                w.contains("/sys/class/net/eth0/napi_defer_hard_irqs"),
+                "{w}"
+            );
+            assert!(w.contains("/sys/class/net/eth0/gro_flush_timeout"), "{w}");
+        }
+        let w = busy_poll_device_hint("eth0", None, Some(0)).expect("a warning");
+        assert!(
+            w.contains("napi_defer_hard_irqs unknown and gro_flush_timeout 0"),
+            "{w}"
+        );
     }
 
     #[test]

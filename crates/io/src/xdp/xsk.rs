@@ -238,11 +238,16 @@ impl std::fmt::Debug for XskSocket {
 }
 
 fn setsockopt<T>(fd: RawFd, opt: libc::c_int, value: &T) -> io::Result<()> {
+    setsockopt_at(fd, libc::SOL_XDP, opt, value)
+}
+
+/// `setsockopt` at any level (`SOL_SOCKET` for busy polling).
+fn setsockopt_at<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, value: &T) -> io::Result<()> {
     // SAFETY: `value` is a live T whose size is passed with it.
     let r = unsafe {
         libc::setsockopt(
             fd,
-            libc::SOL_XDP,
+            level,
             opt,
             value as *const T as *const libc::c_void,
             size_of::<T>() as libc::socklen_t,
@@ -405,6 +410,32 @@ impl XskSocket {
             free_tx,
             zero_copy,
         })
+    }
+
+    /// Turns on preferred busy polling (Knot's `xdp.busypoll-budget` and
+    /// `busypoll-timeout`): the worker's own system calls (`poll`, the
+    /// transmit kick) run the device's receive processing for up to `budget`
+    /// frames, busy-waiting at most `timeout_us` µs, and while they keep
+    /// coming the kernel leaves that processing to them instead of its own
+    /// NAPI thread or softirq. Then a flood costs the server only the frames
+    /// its worker takes; the rest is dropped where it arrives. The device
+    /// needs `napi_defer_hard_irqs` and `gro_flush_timeout` set for the
+    /// kernel to hold back.
+    pub fn busy_poll(&mut self, timeout_us: u32, budget: u16) -> io::Result<()> {
+        let fd = self.fd.as_raw_fd();
+        let int = |v: u32| v.min(i32::MAX as u32) as libc::c_int;
+        setsockopt_at(fd, libc::SOL_SOCKET, libc::SO_PREFER_BUSY_POLL, &int(1))
+            .map_err(with_context("SO_PREFER_BUSY_POLL"))?;
+        setsockopt_at(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL, &int(timeout_us))
+            .map_err(with_context("SO_BUSY_POLL"))?;
+        setsockopt_at(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_BUSY_POLL_BUDGET,
+            &int(u32::from(budget)),
+        )
+        .map_err(with_context("SO_BUSY_POLL_BUDGET"))?;
+        Ok(())
     }
 
     /// The socket's descriptor (for the XSKMAP).

@@ -133,6 +133,7 @@ pub(super) fn restart_needed(r: &Config, c: &Config) -> Vec<String> {
         (c.listen_xdp != r.listen_xdp, "listen-xdp"),
         (c.xdp_fallback != r.xdp_fallback, "xdp-fallback"),
         (c.xdp_route_check != r.xdp_route_check, "xdp-route-check"),
+        (c.xdp_busy_poll != r.xdp_busy_poll, "xdp-busypoll-budget"),
         (
             c.tls.quic_max_clients != r.tls.quic_max_clients,
             "quic-max-clients",
