@@ -71,12 +71,6 @@ pub(crate) struct XdpArgs {
     /// flood then costs the sender, not the server's CPU.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     napi_nice: i32,
-    /// Lode over XDP with preferred busy polling of this budget
-    /// (`xdp-busypoll-budget`; 0: off); while it runs, the server's end has
-    /// napi_defer_hard_irqs 2 and gro_flush_timeout 200 µs (Knot's
-    /// documented values), the other servers the kernel's 0 and 0.
-    #[arg(long, default_value_t = 0)]
-    busy_poll: u16,
     /// Seconds a server may take to load the zones.
     #[arg(long, default_value_t = 600.0)]
     load_limit: f64,
@@ -146,7 +140,6 @@ pub(super) fn run(a: XdpArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         server_cpu: a.server_cpu,
         client_cpu: a.client_cpu,
         napi_nice: a.napi_nice.clamp(-20, 19),
-        busy_poll: a.busy_poll,
     };
     scratch_dropped(temp, &work, xdp::run(&cfg).map_err(|e| anyhow::anyhow!(e)))?;
     Ok(ExitCode::SUCCESS)

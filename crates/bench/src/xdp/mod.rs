@@ -134,10 +134,6 @@ pub struct XdpConfig {
     pub client_cpu: usize,
     /// Nice value of the server end's NAPI thread (0: the kernel's).
     pub napi_nice: i32,
-    /// Lode over XDP with preferred busy polling of this budget
-    /// (`xdp-busypoll-budget`; 0: off), the server's end set for it while it
-    /// runs.
-    pub busy_poll: u16,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -308,7 +304,6 @@ impl Bench<'_> {
             cpu: self.cfg.server_cpu,
             probe: self.data.probe.clone(),
             load_limit: self.cfg.load_limit,
-            busy_poll: self.cfg.busy_poll,
         };
         if self.pair.clear_xdp(true, true) {
             say("removed XDP programs a previous server or kxdpgun left on the pair");

@@ -180,23 +180,6 @@ impl Pair {
     pub fn pin_napi(&self, at: NapiPlacement) -> Result<(), String> {
         pin_napi(&self.names, at)
     }
-
-    /// The server's end set for preferred busy polling (`on`:
-    /// `napi_defer_hard_irqs` 2 and `gro_flush_timeout` 200 µs, the values
-    /// Knot's documentation gives) or back to the kernel's defaults (0, 0).
-    pub fn defer_receive(&self, on: bool) -> Result<(), String> {
-        run(&defer_receive_command(&self.names, on)).map(|_| ())
-    }
-}
-
-/// The command of [`Pair::defer_receive`].
-fn defer_receive_command(names: &Names, on: bool) -> Vec<String> {
-    let (defer, flush) = if on { (2, 200_000) } else { (0, 0) };
-    let dev = format!("/sys/class/net/{}", names.server_if);
-    let script = format!(
-        "echo {defer} > {dev}/napi_defer_hard_irqs && echo {flush} > {dev}/gro_flush_timeout"
-    );
-    Pair::exec_in(&names.server_ns, &["sh".into(), "-c".into(), script])
 }
 
 /// Where the pair's NAPI threads run.
@@ -303,16 +286,5 @@ mod tests {
         assert!(joined
             .iter()
             .any(|c| c.ends_with("echo 1 > /sys/class/net/xbs4194304/threaded")));
-        let on = defer_receive_command(&n, true).join(" ");
-        assert!(
-            on.contains("echo 2 > /sys/class/net/xbs4194304/napi_defer_hard_irqs")
-                && on.contains("echo 200000 > /sys/class/net/xbs4194304/gro_flush_timeout"),
-            "{on}"
-        );
-        let off = defer_receive_command(&n, false).join(" ");
-        assert!(
-            off.contains("echo 0 > /sys/class/net/xbs4194304/gro_flush_timeout"),
-            "{off}"
-        );
     }
 }

@@ -232,18 +232,13 @@ impl Report<'_> {
         let _ = writeln!(
             m,
             "{} ENUM records in {} zones; veth pair between two network namespaces; server on \
-             CPU {} (one worker; its end's NAPI thread there, nice {}{}), loaders on CPU {}; \
+             CPU {} (one worker; its end's NAPI thread there, nice {}), loaders on CPU {}; \
              {} round(s); CPU runs at {} q/s for {} s; peak search, flood (kxdpgun at {} q/s) \
              and overload runs of {} s; {:.0} s in all{}.\n",
             c.records,
             c.zones,
             c.server_cpu,
             c.napi_nice,
-            if c.busy_poll > 0 {
-                format!("; Lode over XDP busy polling, budget {}", c.busy_poll)
-            } else {
-                String::new()
-            },
             c.client_cpu,
             c.rounds,
             c.cpu_rate,
@@ -424,7 +419,6 @@ impl Report<'_> {
             "server_cpu": c.server_cpu,
             "client_cpu": c.client_cpu,
             "napi_nice": c.napi_nice,
-            "busy_poll": c.busy_poll,
             "elapsed_secs": self.elapsed.as_secs_f64(),
             "interrupted": self.interrupted,
             "servers": servers,
@@ -465,7 +459,6 @@ mod tests {
             server_cpu: 0,
             client_cpu: 1,
             napi_nice: 0,
-            busy_poll: 0,
         }
     }
 

@@ -36,8 +36,6 @@ pub struct Start<'a> {
     pub probe: String,
     /// How long loading may take.
     pub load_limit: Duration,
-    /// Lode over XDP busy polls with this budget (0: off).
-    pub busy_poll: u16,
 }
 
 /// A started server.
@@ -149,9 +147,6 @@ pub fn spec(server: Server, s: &Start) -> Spec {
         Server::LodeXdp => {
             spec.program = Some(s.lode.to_owned());
             spec.server_extra = format!("listen-xdp = [\"{}@53\"]\n", n.server_if);
-            if s.busy_poll > 0 {
-                spec.server_extra += &format!("xdp-busypoll-budget = {}\n", s.busy_poll);
-            }
         }
         Server::LodeUdp => spec.program = Some(s.lode.to_owned()),
         Server::KnotXdp => {
@@ -166,10 +161,6 @@ pub fn spec(server: Server, s: &Start) -> Spec {
 /// [`Start::probe`] is answered (or the load limit passes).
 pub fn start(server: Server, s: &Start) -> Result<Running, String> {
     std::fs::create_dir_all(&s.dir).map_err(|e| format!("{}: {e}", s.dir.display()))?;
-    // The server's end holds its receive back for busy polling only while
-    // a busy-polling server runs: the others see the kernel's defaults.
-    let busy = server == Server::LodeXdp && s.busy_poll > 0;
-    s.pair.defer_receive(busy)?;
     let mut running = if server == Server::EchoXdp {
         let n = &s.pair.names;
         let holder = |ns: &str, args: &[String]| {
@@ -319,19 +310,9 @@ mod tests {
             cpu: 0,
             probe: "x".into(),
             load_limit: Duration::from_secs(5),
-            busy_poll: 0,
         };
         let l = spec(Server::LodeXdp, &s);
         assert_eq!(l.server_extra, "listen-xdp = [\"xbs77@53\"]\n");
-        let busy = Start {
-            busy_poll: 64,
-            ..s.clone()
-        };
-        assert_eq!(
-            spec(Server::LodeXdp, &busy).server_extra,
-            "listen-xdp = [\"xbs77@53\"]\nxdp-busypoll-budget = 64\n"
-        );
-        assert!(spec(Server::LodeUdp, &busy).server_extra.is_empty());
         assert_eq!(l.cpus, vec![0]);
         assert_eq!(l.workers, Some(1));
         assert_eq!(l.exec_under.join(" "), "ip netns exec lodexdp-77-s");
