@@ -563,6 +563,8 @@ impl<H: Handler> Worker<H> {
     fn run(mut self) {
         let (mut queries, mut responses, mut dropped, mut bad) = (0u64, 0u64, 0u64, 0u64);
         let mut batches = 0u32;
+        // Busy polling needs the NAPI id the first frames give the socket.
+        let mut napi_checked = self.config.busy_poll.is_none();
         let c = &self.counters[self.index];
         while !self.stop.load(Ordering::Relaxed) {
             match self.socket.wait(self.config.poll_interval) {
@@ -617,6 +619,20 @@ impl<H: Handler> Worker<H> {
                 }
                 frame::finish(out, &q, n)
             });
+            if !napi_checked && served.received > 0 {
+                napi_checked = true;
+                match self.socket.napi_id() {
+                    Some(id) => {
+                        tracing::debug!("xdp worker {}: busy polling NAPI {id}", self.index)
+                    }
+                    None => tracing::warn!(
+                        "xdp worker {}: xdp-busypoll-budget has no effect here: the driver \
+                         ties no NAPI instance to the AF_XDP socket for it to poll (veth does \
+                         not), so the kernel keeps receiving on its own",
+                        self.index
+                    ),
+                }
+            }
             responses += u64::from(served.answered);
             dropped += u64::from(served.no_frame);
             c.queries.store(queries, Ordering::Relaxed);

@@ -260,12 +260,22 @@ fn setsockopt_at<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, value: &T) 
 }
 
 fn getsockopt<T>(fd: RawFd, opt: libc::c_int, value: &mut T) -> io::Result<usize> {
+    getsockopt_at(fd, libc::SOL_XDP, opt, value)
+}
+
+/// `getsockopt` at any level.
+fn getsockopt_at<T>(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    value: &mut T,
+) -> io::Result<usize> {
     let mut len = size_of::<T>() as libc::socklen_t;
     // SAFETY: `value` is a live, writable T of the size passed.
     let r = unsafe {
         libc::getsockopt(
             fd,
-            libc::SOL_XDP,
+            level,
             opt,
             value as *mut T as *mut libc::c_void,
             &mut len,
@@ -436,6 +446,23 @@ impl XskSocket {
         )
         .map_err(with_context("SO_BUSY_POLL_BUDGET"))?;
         Ok(())
+    }
+
+    /// The NAPI instance the kernel ties the socket to once it has received
+    /// (`SO_INCOMING_NAPI_ID`), which busy polling drives; None where the
+    /// driver gives it none (veth in copy mode, for one): there busy polling
+    /// does nothing.
+    pub fn napi_id(&self) -> Option<u32> {
+        let mut id: libc::c_uint = 0;
+        getsockopt_at(
+            self.fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_INCOMING_NAPI_ID,
+            &mut id,
+        )
+        .ok()
+        .filter(|_| id != 0)
+        .map(|_| id)
     }
 
     /// The socket's descriptor (for the XSKMAP).
