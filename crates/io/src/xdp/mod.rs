@@ -111,11 +111,7 @@ pub struct BusyPoll {
 /// own receive processing back: `napi_defer_hard_irqs` and
 /// `gro_flush_timeout` (ns) both above 0, as Knot's documentation of
 /// `busypoll-budget` asks. None when they are; else the warning to log.
-pub fn busy_poll_device_hint(
-    iface: &str,
-    defer: Option<u64>,
-    flush_ns: Option<u64>,
-) -> Option<String> {
+fn busy_poll_device_hint(iface: &str, defer: Option<u64>, flush_ns: Option<u64>) -> Option<String> {
     if defer.unwrap_or(0) > 0 && flush_ns.unwrap_or(0) > 0 {
         return None;
     }

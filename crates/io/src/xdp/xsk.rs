@@ -461,8 +461,7 @@ impl XskSocket {
             &mut id,
         )
         .ok()
-        .filter(|_| id != 0)
-        .map(|_| id)
+        .and_then(|_| (id != 0).then_some(id))
     }
 
     /// The socket's descriptor (for the XSKMAP).

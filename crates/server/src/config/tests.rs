@@ -188,11 +188,44 @@ fn bad_values_are_refused_with_their_key() {
         ("listen = [\"localhost:53\"]", "localhost:53"),
         ("listen = [\"127.0.0.1:99999\"]", "127.0.0.1:99999"),
         ("[[zone]]\nname = \"a..b\"\nfile = \"x\"", "a..b"),
+        (
+            "xdp-busypoll-budget = 64\nxdp-busypoll-timeout = 0",
+            "xdp-busypoll-timeout",
+        ),
     ] {
         let file = ConfigFile::parse(text).unwrap();
         let e = Config::merge(&file, Path::new(""), &opts()).unwrap_err();
         assert!(e.to_string().contains(key), "{text}: {e}");
     }
+}
+
+#[test]
+fn xdp_busy_polling_is_off_unless_a_budget_is_given() {
+    let merged = |text: &str| {
+        let file = ConfigFile::parse(text).unwrap();
+        Config::merge(&file, Path::new(""), &opts())
+            .unwrap()
+            .xdp_busy_poll
+    };
+    assert_eq!(merged(""), None);
+    assert_eq!(
+        merged("xdp-busypoll-budget = 0\nxdp-busypoll-timeout = 50"),
+        None
+    );
+    assert_eq!(
+        merged("xdp-busypoll-budget = 64"),
+        Some(lode_io::xdp::BusyPoll {
+            budget: 64,
+            timeout_us: 20
+        })
+    );
+    assert_eq!(
+        merged("xdp-busypoll-budget = 8\nxdp-busypoll-timeout = 50"),
+        Some(lode_io::xdp::BusyPoll {
+            budget: 8,
+            timeout_us: 50
+        })
+    );
 }
 
 #[test]
