@@ -71,6 +71,12 @@ pub(crate) struct XdpArgs {
     /// flood then costs the sender, not the server's CPU.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     napi_nice: i32,
+    /// Nice value of the servers' processes (0: as lode-bench runs). Below
+    /// 0 puts the server's threads before the NAPI thread that shares their
+    /// CPU — what an operator does with systemd's Nice= — so that a flood
+    /// is dropped at receive instead of taking the CPU from the answers.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    server_nice: i32,
     /// Seconds a server may take to load the zones.
     #[arg(long, default_value_t = 600.0)]
     load_limit: f64,
@@ -140,6 +146,7 @@ pub(super) fn run(a: XdpArgs, lode: &crate::LodeBinary) -> anyhow::Result<ExitCo
         server_cpu: a.server_cpu,
         client_cpu: a.client_cpu,
         napi_nice: a.napi_nice.clamp(-20, 19),
+        server_nice: a.server_nice.clamp(-20, 19),
     };
     scratch_dropped(temp, &work, xdp::run(&cfg).map_err(|e| anyhow::anyhow!(e)))?;
     Ok(ExitCode::SUCCESS)

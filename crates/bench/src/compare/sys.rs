@@ -125,26 +125,44 @@ pub fn parse_schedstat(text: &str) -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
+/// Parses /proc/PID/task/TID/schedstat whole: nanoseconds on the CPU and the
+/// times the thread was put on one (its wake-ups, for a thread that sleeps
+/// between bursts).
+pub fn parse_schedstat_runs(text: &str) -> Option<(u64, u64)> {
+    let mut f = text.split_whitespace();
+    let ns = f.next()?.parse().ok()?;
+    let runs = f.nth(1)?.parse().ok()?;
+    Some((ns, runs))
+}
+
+/// CPU nanoseconds and times put on a CPU, summed over the threads of `pids`
+/// (threads alive now, as [`cpu_ns`]).
+pub fn sched_of(pids: &[u32]) -> (u64, u64) {
+    pids.iter()
+        .flat_map(|&p| thread_schedstats(p))
+        .filter_map(|t| parse_schedstat_runs(&t))
+        .fold((0, 0), |(ns, runs), (n, r)| (ns + n, runs + r))
+}
+
+/// The schedstat text of every thread of `pid` (none where /proc has no such process).
+fn thread_schedstats(pid: u32) -> impl Iterator<Item = String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
+}
+
 /// CPU nanoseconds of one process: its threads' schedstat summed (precise, where
 /// utime+stime count 10 ms ticks), or its ticks when schedstat is unreadable.
 pub fn pid_cpu_ns(pid: u32) -> u64 {
-    let mut sum = 0u64;
-    let mut read = false;
-    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for e in dir.flatten() {
-            if let Some(ns) = std::fs::read_to_string(e.path().join("schedstat"))
-                .ok()
-                .and_then(|t| parse_schedstat(&t))
-            {
-                sum += ns;
-                read = true;
-            }
-        }
-    }
-    if read {
-        sum
-    } else {
+    let threads: Vec<u64> = thread_schedstats(pid)
+        .filter_map(|t| parse_schedstat(&t))
+        .collect();
+    if threads.is_empty() {
         pid_cpu(pid) * (1e9 / TICKS) as u64
+    } else {
+        threads.iter().sum()
     }
 }
 
@@ -273,6 +291,11 @@ mod tests {
         assert_eq!(parse_kb("", "Pss"), None);
         assert_eq!(parse_schedstat("123456789 2000 17\n"), Some(123_456_789));
         assert_eq!(parse_schedstat(""), None);
+        assert_eq!(
+            parse_schedstat_runs("123456789 2000 17\n"),
+            Some((123_456_789, 17))
+        );
+        assert_eq!(parse_schedstat_runs("1 2"), None);
     }
 
     #[test]
@@ -296,6 +319,8 @@ mod tests {
         assert!(process_tree(me).contains(&me));
         assert!(cpu_times().total > 0);
         assert!(cpu_ns(&[me]) > 0);
+        let (ns, runs) = sched_of(&[me]);
+        assert!(ns > 0 && runs > 0, "{ns} {runs}");
         // Some work, then this thread's precise counter has moved (the
         // process's sum is not monotonic here: other tests' threads end).
         let thread = || {

@@ -11,8 +11,10 @@
 //!     ├ CPU per answer at --cpu-rate: kxdpgun and dnsperf × existing and NXDOMAIN
 //!     │     (CPU 0 busy: the wall time less /proc/stat's idle and iowait, sampled every 100 ms,
 //!     │      over the intervals the server worked, less the background;
-//!     │      and the server's own threads plus its end's NAPI thread)
-//!     ├ peak: kxdpgun at rising rates until the answers/s stop growing (ramp.rs)
+//!     │      and, apart, the server's own threads, their wake-ups, and its end's NAPI
+//!     │      thread: the profile by thread)
+//!     ├ peak: kxdpgun at rising rates until the answers/s stop growing (ramp.rs),
+//!     │      each rate profiled as the CPU runs
 //!     └ flood: kxdpgun at --flood-rate (as fast as it sends), answers/s
 //!  --overload: capacity (highest rate with ≥ 99 % answered: bisection between the
 //!     peak search's bounds), then 2× and 5× it
@@ -134,6 +136,8 @@ pub struct XdpConfig {
     pub client_cpu: usize,
     /// Nice value of the server end's NAPI thread (0: the kernel's).
     pub napi_nice: i32,
+    /// Nice value of the servers' processes (0: as started).
+    pub server_nice: i32,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -148,6 +152,30 @@ pub fn say(msg: &str) {
     eprintln!("[xdp] {msg}");
 }
 
+/// Where one loader run's CPU time went: a profile by thread, which holds
+/// where perf's sampling does not (in this VM it loses samples).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Split {
+    /// CPU 0 busy nanoseconds over the loader's life, background subtracted.
+    pub cpu0_ns: f64,
+    /// The same, as read.
+    pub cpu0_raw_ns: f64,
+    /// The server's own threads, nanoseconds (schedstat).
+    pub server_ns: f64,
+    /// Its end's NAPI thread, nanoseconds: receiving, the XDP program, the
+    /// redirect into the socket's ring (or the echo's whole work).
+    pub napi_ns: f64,
+    /// Times the server's threads were put on a CPU: their wake-ups.
+    pub server_runs: f64,
+}
+
+impl Split {
+    /// The server's threads and its end's NAPI thread, nanoseconds.
+    pub fn tasks_ns(&self) -> f64 {
+        self.server_ns + self.napi_ns
+    }
+}
+
 /// One CPU-per-answer run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuRun {
@@ -157,23 +185,35 @@ pub struct CpuRun {
     pub kind: &'static str,
     /// What it reported.
     pub outcome: Outcome,
-    /// CPU 0 busy nanoseconds over the loader's life, background subtracted.
-    pub cpu0_ns: f64,
-    /// The same, as read.
-    pub cpu0_raw_ns: f64,
-    /// The server's threads and its end's NAPI thread, nanoseconds.
-    pub tasks_ns: f64,
+    /// Where the CPU went.
+    pub split: Split,
 }
 
 impl CpuRun {
     /// CPU 0 busy time per answer, microseconds.
     pub fn cpu0_us(&self) -> Option<f64> {
-        (self.outcome.answers > 0).then(|| self.cpu0_ns / self.outcome.answers as f64 / 1e3)
+        per_answer_us(&self.outcome, self.split.cpu0_ns)
     }
     /// The server's tasks' time per answer, microseconds.
     pub fn tasks_us(&self) -> Option<f64> {
-        (self.outcome.answers > 0).then(|| self.tasks_ns / self.outcome.answers as f64 / 1e3)
+        per_answer_us(&self.outcome, self.split.tasks_ns())
     }
+}
+
+/// `ns` per answer of `o`, in microseconds (None with no answer).
+pub fn per_answer_us(o: &Outcome, ns: f64) -> Option<f64> {
+    (o.answers > 0).then(|| ns / o.answers as f64 / 1e3)
+}
+
+/// One step of a peak search with its profile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateRun {
+    /// Offered queries per second.
+    pub offered: u64,
+    /// What kxdpgun reported.
+    pub outcome: Outcome,
+    /// Where the CPU went.
+    pub split: Split,
 }
 
 /// One overload run.
@@ -196,6 +236,8 @@ pub struct ServerResult {
     pub cpu: Vec<CpuRun>,
     /// Each round's peak search.
     pub peak: Vec<Vec<Step>>,
+    /// Every step of every peak search, profiled.
+    pub rates: Vec<RateRun>,
     /// Flood runs (kxdpgun as fast as it sends).
     pub flood: Vec<Outcome>,
     /// Highest rate with ≥ 99 % answered (with --overload).
@@ -253,8 +295,8 @@ impl Bench<'_> {
         }
         self.pair.pin_napi(self.napi())?;
         // The server starts no thread while it serves: its tasks, listed once.
-        let mut pids = sys::process_tree(server_pid);
-        pids.extend(Pair::napi_threads(&self.pair.names.server_if));
+        let pids = sys::process_tree(server_pid);
+        let napi = Pair::napi_threads(&self.pair.names.server_if);
         let argv = Pair::exec_in(&self.pair.names.client_ns, &load.argv());
         self.runs += 1;
         let log = self.cfg.work.join(format!("load-{}.log", self.runs));
@@ -262,7 +304,7 @@ impl Bench<'_> {
         let done = Arc::new(AtomicBool::new(false));
         let sampler = {
             let (done, names, at) = (done.clone(), self.pair.names.clone(), self.napi());
-            std::thread::spawn(move || sample(&pids, &done, &names, at))
+            std::thread::spawn(move || sample((&pids, &napi), &done, &names, at))
         };
         let text = load::run_bounded(&argv, &log, limit);
         done.store(true, Ordering::SeqCst);
@@ -302,6 +344,7 @@ impl Bench<'_> {
             bench: &self.cfg.bench,
             dir,
             cpu: self.cfg.server_cpu,
+            nice: self.cfg.server_nice,
             probe: self.data.probe.clone(),
             load_limit: self.cfg.load_limit,
         };
@@ -355,9 +398,7 @@ impl Bench<'_> {
                     tool,
                     kind,
                     outcome,
-                    cpu0_ns: (w.cpu0_ns - bg * w.secs).max(0.0),
-                    cpu0_raw_ns: w.cpu0_ns,
-                    tasks_ns: w.tasks_ns,
+                    split: w.split(bg),
                 };
                 say(&format!(
                     "{} {} {kind}: {} of {} answered, CPU 0 {} µs/answer, server tasks {} µs/answer",
@@ -375,13 +416,20 @@ impl Bench<'_> {
         let secs = self.cfg.step_secs;
         let mut steps = Vec::new();
         while let Some(rate) = ramp::next_offer(&steps, self.cfg.cpu_rate) {
-            let (outcome, _) = self.measure(&self.load(Tool::Kxdpgun, 0, rate, secs), pid)?;
+            let (outcome, w) = self.measure(&self.load(Tool::Kxdpgun, 0, rate, secs), pid)?;
+            let split = w.split(bg);
             say(&format!(
-                "{} offered {rate}: {:.0} answers/s ({:.0} sent/s)",
+                "{} offered {rate}: {:.0} answers/s ({:.0} sent/s), CPU 0 {} µs/answer",
                 server.name(),
                 outcome.answers_per_sec(),
-                outcome.sent_per_sec()
+                outcome.sent_per_sec(),
+                report::num(per_answer_us(&outcome, split.cpu0_ns))
             ));
+            r.rates.push(RateRun {
+                offered: rate,
+                outcome,
+                split,
+            });
             steps.push(Step {
                 offered: rate,
                 outcome,
@@ -449,14 +497,23 @@ impl Bench<'_> {
     }
 }
 
-/// One CPU sample: when, CPU 0's idle ns, the server's tasks' ns.
-type Sample = (Instant, u64, u64);
+/// One CPU sample.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at: Instant,
+    /// CPU 0's idle ns.
+    idle0: u64,
+    /// The server's threads: ns and times put on a CPU.
+    server: (u64, u64),
+    /// Its end's NAPI threads' ns.
+    napi: u64,
+}
 
 /// Samples every 100 ms until `done`, from a thread on the client's CPU (not
 /// to count itself on the server's); pins the NAPI threads again once the
 /// loader had time to attach its program (which may make them anew).
 fn sample(
-    pids: &[u32],
+    (server, napi): (&[u32], &[u32]),
     done: &AtomicBool,
     names: &net::Names,
     at: net::NapiPlacement,
@@ -465,12 +522,17 @@ fn sample(
     if cpus.set(at.client_cpu).is_ok() {
         let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus);
     }
-    let read = || (Instant::now(), sys::cpu_idle_ns(0), sys::cpu_ns(pids));
+    let read = || Sample {
+        at: Instant::now(),
+        idle0: sys::cpu_idle_ns(0),
+        server: sys::sched_of(server),
+        napi: sys::cpu_ns(napi),
+    };
     let mut v = vec![read()];
     let mut pinned = false;
     while !done.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
-        if !pinned && v[0].0.elapsed() > Duration::from_millis(300) {
+        if !pinned && v[0].at.elapsed() > Duration::from_millis(300) {
             let _ = net::pin_napi(names, at);
             pinned = true;
         }
@@ -490,8 +552,12 @@ pub struct Window {
     pub secs: f64,
     /// CPU 0's busy ns in them.
     pub cpu0_ns: f64,
-    /// The server's tasks' ns over the whole run.
-    pub tasks_ns: f64,
+    /// The server's threads' ns over the whole run.
+    pub server_ns: f64,
+    /// Its end's NAPI threads' ns over the whole run.
+    pub napi_ns: f64,
+    /// Times the server's threads were put on a CPU over the whole run.
+    pub server_runs: f64,
 }
 
 impl Window {
@@ -499,15 +565,29 @@ impl Window {
         let mut w = Window::default();
         for p in samples.windows(2) {
             let (a, b) = (p[0], p[1]);
-            let dt = b.0.duration_since(a.0).as_secs_f64();
-            let tasks = b.2.saturating_sub(a.2) as f64;
-            w.tasks_ns += tasks;
-            if tasks >= 0.02 * dt * 1e9 {
+            let dt = b.at.duration_since(a.at).as_secs_f64();
+            let server = b.server.0.saturating_sub(a.server.0) as f64;
+            let napi = b.napi.saturating_sub(a.napi) as f64;
+            w.server_ns += server;
+            w.napi_ns += napi;
+            w.server_runs += b.server.1.saturating_sub(a.server.1) as f64;
+            if server + napi >= 0.02 * dt * 1e9 {
                 w.secs += dt;
-                w.cpu0_ns += sys::busy_ns(dt * 1e9, b.1.saturating_sub(a.1));
+                w.cpu0_ns += sys::busy_ns(dt * 1e9, b.idle0.saturating_sub(a.idle0));
             }
         }
         w
+    }
+
+    /// The run's [`Split`], CPU 0's background of `bg` ns per second taken off.
+    fn split(&self, bg: f64) -> Split {
+        Split {
+            cpu0_ns: (self.cpu0_ns - bg * self.secs).max(0.0),
+            cpu0_raw_ns: self.cpu0_ns,
+            server_ns: self.server_ns,
+            napi_ns: self.napi_ns,
+            server_runs: self.server_runs,
+        }
     }
 }
 
@@ -615,16 +695,31 @@ mod tests {
         let at = |ms: u64| t + Duration::from_millis(ms);
         // Loader start (idle server, busy CPU 0), two working intervals
         // (CPU 0 idle 70 ms of each 100), an idle end.
+        // The server's threads do three quarters of the work, in 10 runs
+        // per working interval; its NAPI thread the rest.
+        let s = |ms, idle0, tasks: u64, runs| Sample {
+            at: at(ms),
+            idle0,
+            server: (tasks / 4 * 3, runs),
+            napi: tasks / 4,
+        };
         let samples = [
-            (at(0), 0, 0),
-            (at(100), 50_000_000, 100_000),
-            (at(200), 120_000_000, 20_100_000),
-            (at(300), 190_000_000, 40_100_000),
-            (at(400), 290_000_000, 40_200_000),
+            s(0, 0, 0, 0),
+            s(100, 50_000_000, 100_000, 1),
+            s(200, 120_000_000, 20_100_000, 11),
+            s(300, 190_000_000, 40_100_000, 21),
+            s(400, 290_000_000, 40_200_000, 22),
         ];
         let w = Window::of(&samples);
         assert!((w.secs - 0.2).abs() < 1e-6, "{w:?}");
         assert!((w.cpu0_ns - 60_000_000.0).abs() < 1e3, "{w:?}");
-        assert_eq!(w.tasks_ns, 40_200_000.0);
+        assert_eq!(w.server_ns, 30_150_000.0);
+        assert_eq!(w.napi_ns, 10_050_000.0);
+        assert_eq!(w.server_runs, 22.0);
+        // 5 ms/s of background over the 0.2 s worked.
+        let split = w.split(5_000_000.0);
+        assert!((split.cpu0_ns - 59_000_000.0).abs() < 1e3, "{split:?}");
+        assert_eq!(split.cpu0_raw_ns, w.cpu0_ns);
+        assert_eq!(split.tasks_ns(), 40_200_000.0);
     }
 }

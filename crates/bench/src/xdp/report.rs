@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::load::Tool;
-use super::{ramp, ServerResult, XdpConfig, KINDS};
+use super::load::{Outcome, Tool};
+use super::{per_answer_us, ramp, ServerResult, Split, XdpConfig, KINDS};
 use crate::compare::fairness::Fairness;
 
 /// A number for a table (`–` when absent).
@@ -100,11 +100,79 @@ impl ServerResult {
         median(self.flood.iter().map(|o| o.answers_per_sec()).collect())
     }
 
+    /// The profile's rows: the CPU runs with kxdpgun, then each rate of the
+    /// peak searches (existing names) — a label, how many runs, their medians.
+    pub fn profile(&self) -> Vec<(String, usize, Profile)> {
+        let mut rows = Vec::new();
+        for (kind, _) in KINDS {
+            let runs: Vec<(Outcome, Split)> = self
+                .cpu
+                .iter()
+                .filter(|c| c.tool == Tool::Kxdpgun && c.kind == kind)
+                .map(|c| (c.outcome, c.split))
+                .collect();
+            if !runs.is_empty() {
+                rows.push((format!("CPU runs, {kind}"), runs.len(), Profile::of(&runs)));
+            }
+        }
+        let mut offered: Vec<u64> = self.rates.iter().map(|r| r.offered).collect();
+        offered.sort_unstable();
+        offered.dedup();
+        for rate in offered {
+            let runs: Vec<(Outcome, Split)> = self
+                .rates
+                .iter()
+                .filter(|r| r.offered == rate)
+                .map(|r| (r.outcome, r.split))
+                .collect();
+            rows.push((format!("{rate} q/s"), runs.len(), Profile::of(&runs)));
+        }
+        rows
+    }
+
     /// Answers/s at `factor` × capacity, over the capacity.
     pub fn overload_share(&self, factor: f64) -> Option<f64> {
         let cap = self.capacity?;
         let o = self.overload.iter().find(|o| o.factor == factor)?;
         Some(o.outcome.answers_per_sec() / cap)
+    }
+}
+
+/// Medians of profiled runs: answers/s; per answer, µs, CPU 0, the server's
+/// threads, its end's NAPI thread and the rest of CPU 0 (interrupts and
+/// softirq outside the NAPI thread, the idle loop's exits, the scheduler);
+/// answers per wake-up of the server's threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Profile {
+    /// Answers per second.
+    pub answers_per_sec: Option<f64>,
+    /// CPU 0's busy time per answer.
+    pub cpu0_us: Option<f64>,
+    /// The server's threads' time per answer.
+    pub server_us: Option<f64>,
+    /// The NAPI thread's time per answer.
+    pub napi_us: Option<f64>,
+    /// CPU 0's busy time in neither, per answer.
+    pub rest_us: Option<f64>,
+    /// Answers per wake-up of the server's threads.
+    pub per_wakeup: Option<f64>,
+}
+
+impl Profile {
+    fn of(runs: &[(Outcome, Split)]) -> Profile {
+        let col = |f: &dyn Fn(&Outcome, &Split) -> Option<f64>| {
+            median(runs.iter().filter_map(|(o, s)| f(o, s)).collect())
+        };
+        Profile {
+            answers_per_sec: col(&|o, _| Some(o.answers_per_sec())),
+            cpu0_us: col(&|o, s| per_answer_us(o, s.cpu0_ns)),
+            server_us: col(&|o, s| per_answer_us(o, s.server_ns)),
+            napi_us: col(&|o, s| per_answer_us(o, s.napi_ns)),
+            rest_us: col(&|o, s| per_answer_us(o, s.cpu0_ns - s.tasks_ns())),
+            per_wakeup: col(&|o, s| {
+                (s.server_runs > 0.0).then(|| o.answers as f64 / s.server_runs)
+            }),
+        }
     }
 }
 
@@ -232,12 +300,13 @@ impl Report<'_> {
         let _ = writeln!(
             m,
             "{} ENUM records in {} zones; veth pair between two network namespaces; server on \
-             CPU {} (one worker; its end's NAPI thread there, nice {}), loaders on CPU {}; \
+             CPU {} (one worker, nice {}; its end's NAPI thread there, nice {}), loaders on CPU {}; \
              {} round(s); CPU runs at {} q/s for {} s; peak search, flood (kxdpgun at {} q/s) \
              and overload runs of {} s; {:.0} s in all{}.\n",
             c.records,
             c.zones,
             c.server_cpu,
+            c.server_nice,
             c.napi_nice,
             c.client_cpu,
             c.rounds,
@@ -334,6 +403,33 @@ impl Report<'_> {
                 g.verdict()
             );
         }
+        m.push_str(
+            "\n## Where CPU 0 goes: a profile by thread\n\nPer answer, µs: CPU 0's busy time (as \
+             above), the server's own threads, its end's NAPI thread (receiving, the XDP \
+             program, the redirect into the socket's ring — the echo's whole work), and the \
+             rest of CPU 0 (interrupts and softirq outside the NAPI thread, the idle loop's \
+             exits, the scheduler: what a packet costs before any thread runs); answers per \
+             wake-up of the server's threads (its batch size). Schedstat per thread, not \
+             perf's sampling. kxdpgun: the CPU runs, then every rate of the peak searches \
+             (existing names; medians over the rounds that offered it).\n\n\
+             | server | run | runs | answers/s | CPU 0 | server threads | NAPI thread | rest | answers per wake-up |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        for r in self.results {
+            for (label, n, p) in r.profile() {
+                let _ = writeln!(
+                    m,
+                    "| {} | {label} | {n} | {} | {} | {} | {} | {} | {} |",
+                    r.server,
+                    num(p.answers_per_sec),
+                    num(p.cpu0_us),
+                    num(p.server_us),
+                    num(p.napi_us),
+                    num(p.rest_us),
+                    num(p.per_wakeup)
+                );
+            }
+        }
         let errors: Vec<String> = self
             .results
             .iter()
@@ -380,7 +476,9 @@ impl Report<'_> {
                     .map(|x| {
                         json!({"loader": x.tool.name(), "kind": x.kind, "sent": x.outcome.sent,
                         "answers": x.outcome.answers, "secs": x.outcome.secs,
-                        "cpu0_ns": x.cpu0_ns, "cpu0_raw_ns": x.cpu0_raw_ns, "server_tasks_ns": x.tasks_ns})
+                        "cpu0_ns": x.split.cpu0_ns, "cpu0_raw_ns": x.split.cpu0_raw_ns,
+                        "server_tasks_ns": x.split.tasks_ns(), "server_threads_ns": x.split.server_ns,
+                        "napi_ns": x.split.napi_ns, "server_wakeups": x.split.server_runs})
                     })
                     .collect();
                 let v = json!({
@@ -390,6 +488,10 @@ impl Report<'_> {
                     "peak_answers_per_s": r.peak(),
                     "peak_offered_qps": r.peak_offered(),
                     "peak_searches": r.peak.iter().map(|steps| steps.iter().map(|s| json!({"offered": s.offered, "sent": s.outcome.sent, "answers": s.outcome.answers, "secs": s.outcome.secs})).collect::<Vec<_>>()).collect::<Vec<_>>(),
+                    "rate_runs": r.rates.iter().map(|x| json!({"offered": x.offered, "sent": x.outcome.sent,
+                        "answers": x.outcome.answers, "secs": x.outcome.secs, "cpu0_ns": x.split.cpu0_ns,
+                        "server_threads_ns": x.split.server_ns, "napi_ns": x.split.napi_ns,
+                        "server_wakeups": x.split.server_runs})).collect::<Vec<_>>(),
                     "flood_answers_per_s": r.flood(),
                     "flood_runs": r.flood.iter().map(|o| json!({"sent": o.sent, "answers": o.answers, "secs": o.secs})).collect::<Vec<_>>(),
                     "capacity_qps": r.capacity,
@@ -419,6 +521,7 @@ impl Report<'_> {
             "server_cpu": c.server_cpu,
             "client_cpu": c.client_cpu,
             "napi_nice": c.napi_nice,
+            "server_nice": c.server_nice,
             "elapsed_secs": self.elapsed.as_secs_f64(),
             "interrupted": self.interrupted,
             "servers": servers,
@@ -434,7 +537,7 @@ impl Report<'_> {
 #[cfg(test)]
 mod tests {
     use super::super::load::Outcome;
-    use super::super::{CpuRun, OverloadRun, Server, Step};
+    use super::super::{CpuRun, OverloadRun, RateRun, Server, Split, Step};
     use super::*;
 
     fn cfg() -> XdpConfig {
@@ -459,6 +562,7 @@ mod tests {
             server_cpu: 0,
             client_cpu: 1,
             napi_nice: 0,
+            server_nice: 0,
         }
     }
 
@@ -471,9 +575,13 @@ mod tests {
                 answers: 1000,
                 secs: 1.0,
             },
-            cpu0_ns: us * 1e6,
-            cpu0_raw_ns: us * 1e6,
-            tasks_ns: us * 1e6,
+            split: Split {
+                cpu0_ns: us * 1e6,
+                cpu0_raw_ns: us * 1e6,
+                server_ns: us * 1e6 * 0.75,
+                napi_ns: us * 1e6 * 0.25,
+                server_runs: 250.0,
+            },
         };
         ServerResult {
             server: name.into(),
@@ -520,6 +628,21 @@ mod tests {
                     },
                 },
             ],
+            rates: vec![RateRun {
+                offered: sat,
+                outcome: Outcome {
+                    sent: sat,
+                    answers: sat,
+                    secs: 1.0,
+                },
+                split: Split {
+                    cpu0_ns: sat as f64 * 1000.0,
+                    cpu0_raw_ns: sat as f64 * 1000.0,
+                    server_ns: sat as f64 * 500.0,
+                    napi_ns: sat as f64 * 200.0,
+                    server_runs: sat as f64 / 8.0,
+                },
+            }],
             ..Default::default()
         }
     }
@@ -564,6 +687,19 @@ mod tests {
             "{md}"
         );
         assert_eq!(results[1].capacity_bounds(), (300.0, 600.0));
+        // The profile: 1 µs of CPU 0 per answer at the CPU rate, three
+        // quarters in the server's threads, 4 answers per wake-up; at 300 q/s
+        // 1 µs, 0.5 + 0.2 in threads, 0.3 left, 8 per wake-up.
+        assert!(
+            md.contains(
+                "| lode-xdp | CPU runs, existing | 1 | 1000 | 1.00 | 0.75 | 0.25 | 0.00 | 4.00 |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| knot-xdp | 300 q/s | 1 | 300 | 1.00 | 0.50 | 0.20 | 0.30 | 8.00 |"),
+            "{md}"
+        );
         let j = r.json();
         assert_eq!(
             j["servers"]["knot-xdp"]["cpu"]["kxdpgun_existing"]["cpu0_us_per_answer"],

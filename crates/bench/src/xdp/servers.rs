@@ -32,6 +32,8 @@ pub struct Start<'a> {
     pub dir: PathBuf,
     /// The CPU it runs on.
     pub cpu: usize,
+    /// Its nice value (0: as started).
+    pub nice: i32,
     /// A name that exists, to ask until it answers.
     pub probe: String,
     /// How long loading may take.
@@ -133,9 +135,11 @@ pub fn spec(server: Server, s: &Start) -> Spec {
     spec.workers = Some(1);
     spec.cpus = vec![s.cpu];
     spec.dir = Some(s.dir.clone());
-    spec.exec_under = ["ip", "netns", "exec", &n.server_ns]
-        .map(String::from)
-        .to_vec();
+    if s.nice != 0 {
+        spec.exec_under = vec!["nice".into(), "-n".into(), s.nice.to_string()];
+    }
+    spec.exec_under
+        .extend(["ip", "netns", "exec", &n.server_ns].map(String::from));
     // Its sockets are in the namespace: readiness is asked from there.
     spec.ready = Ready::Started;
     spec.ready_timeout = s.load_limit;
@@ -308,6 +312,7 @@ mod tests {
             bench: Path::new("/bin/lode-bench"),
             dir: "/tmp/x".into(),
             cpu: 0,
+            nice: 0,
             probe: "x".into(),
             load_limit: Duration::from_secs(5),
         };
@@ -321,6 +326,12 @@ mod tests {
             .sections
             .contains("xdp:\n    listen: xbs77@53\n"));
         assert!(spec(Server::KnotUdp, &s).sections.is_empty());
+        let before = Start { nice: -10, ..s };
+        assert_eq!(
+            spec(Server::KnotXdp, &before).exec_under.join(" "),
+            "nice -n -10 ip netns exec lodexdp-77-s"
+        );
+        let s = before;
         // NSD 4.6 has no so-rcvbuf: the kernel's defaults, set for the run, apply.
         assert_eq!(spec(Server::Nsd, &s).socket_buffer, None);
         // Drop of the pair would run `ip netns del`: names only here.
