@@ -126,6 +126,22 @@ fn busy_poll_device_hint(iface: &str, defer: Option<u64>, flush_ns: Option<u64>)
     ))
 }
 
+/// Where the interface receives in kernel threads (threaded NAPI: its
+/// `threaded` is 1), what an operator should know: a thread that shares a
+/// CPU with a worker takes that CPU from the answers under a flood, half of
+/// it as measured on veth, unless it runs after the workers or elsewhere.
+/// None otherwise.
+fn threaded_napi_hint(iface: &str, threaded: Option<u64>) -> Option<String> {
+    (threaded? > 0).then(|| {
+        format!(
+            "{iface} receives in kernel threads (threaded NAPI, named napi/{iface}-N): one \
+             that shares a CPU with an XDP worker takes that CPU from the answers under a \
+             flood; give them other CPUs (taskset -pc) or nice 19 (renice 19 -p PID), and \
+             a flood is dropped at receive instead"
+        )
+    })
+}
+
 /// A number in a file of /sys/class/net/IFACE/.
 fn device_value(iface: &str, name: &str) -> Option<u64> {
     std::fs::read_to_string(format!("/sys/class/net/{iface}/{name}"))
@@ -458,6 +474,9 @@ impl XdpServer {
             program
                 .attach(index)
                 .map_err(|e| xdp_error(iface, "attach", e))?;
+            if let Some(hint) = threaded_napi_hint(iface, device_value(iface, "threaded")) {
+                tracing::info!("{hint}");
+            }
             if config.busy_poll.is_some() {
                 let (defer, flush) = (
                     device_value(iface, "napi_defer_hard_irqs"),
@@ -681,6 +700,15 @@ mod tests {
             w.contains("napi_defer_hard_irqs unknown and gro_flush_timeout 0"),
             "{w}"
         );
+    }
+
+    #[test]
+    fn threaded_receive_is_pointed_out() {
+        assert_eq!(threaded_napi_hint("eth0", Some(0)), None);
+        assert_eq!(threaded_napi_hint("eth0", None), None);
+        let h = threaded_napi_hint("eth0", Some(1)).expect("a hint");
+        assert!(h.contains("napi/eth0-N"), "{h}");
+        assert!(h.contains("renice 19"), "{h}");
     }
 
     #[test]
