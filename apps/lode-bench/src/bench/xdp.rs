@@ -73,8 +73,8 @@ pub(crate) struct XdpArgs {
     napi_nice: i32,
     /// Nice value of the servers' processes (0: as lode-bench runs). Below
     /// 0 puts the server's threads before the NAPI thread that shares their
-    /// CPU — what an operator does with systemd's Nice= — so that a flood
-    /// is dropped at receive instead of taking the CPU from the answers.
+    /// CPU, as systemd's Nice= would; measured on veth it does not keep a
+    /// flood from taking CPU 0 from the answers (--napi-nice 19 does).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     server_nice: i32,
     /// Seconds a server may take to load the zones.

@@ -326,14 +326,13 @@ mod tests {
             .sections
             .contains("xdp:\n    listen: xbs77@53\n"));
         assert!(spec(Server::KnotUdp, &s).sections.is_empty());
-        let before = Start { nice: -10, ..s };
-        assert_eq!(
-            spec(Server::KnotXdp, &before).exec_under.join(" "),
-            "nice -n -10 ip netns exec lodexdp-77-s"
-        );
-        let s = before;
         // NSD 4.6 has no so-rcvbuf: the kernel's defaults, set for the run, apply.
         assert_eq!(spec(Server::Nsd, &s).socket_buffer, None);
+        let niced = Start { nice: -10, ..s };
+        assert_eq!(
+            spec(Server::KnotXdp, &niced).exec_under.join(" "),
+            "nice -n -10 ip netns exec lodexdp-77-s"
+        );
         // Drop of the pair would run `ip netns del`: names only here.
         std::mem::forget(pair);
     }
